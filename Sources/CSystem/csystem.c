@@ -1,0 +1,63 @@
+#define _GNU_SOURCE
+#include "csystem.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <errno.h>
+#include <stddef.h>
+
+const uint32_t RAIN_EPOLLIN = EPOLLIN;
+const uint32_t RAIN_EPOLLOUT = EPOLLOUT;
+const uint32_t RAIN_EPOLLERR = EPOLLERR;
+const uint32_t RAIN_EPOLLHUP = EPOLLHUP;
+const uint32_t RAIN_EPOLLRDHUP = EPOLLRDHUP;
+
+int rain_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int rain_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = token;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+int rain_epoll_wait(int epfd, rain_epoll_event *out, int max, int timeout_ms) {
+    struct epoll_event evs[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(epfd, evs, max, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        out[i].events = evs[i].events;
+        out[i].token = evs[i].data.u64;
+    }
+    return n;
+}
+
+int rain_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int rain_accept4(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+int rain_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0, 0, 0); }
+int rain_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
+
+long rain_raise_nofile_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    }
+    return (long)rl.rlim_cur;
+}

@@ -1,0 +1,44 @@
+// What Glibc's Swift module does not export: epoll, eventfd, accept4, struct ucred, prctl.
+// Everything here is a thin, non-variadic wrapper so Swift can call it.
+#ifndef RAIN_CSYSTEM_H
+#define RAIN_CSYSTEM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One epoll event: the fd's readiness bits and the 64-bit token registered with it.
+typedef struct rain_epoll_event {
+    uint32_t events;
+    uint64_t token;
+} rain_epoll_event;
+
+extern const uint32_t RAIN_EPOLLIN;
+extern const uint32_t RAIN_EPOLLOUT;
+extern const uint32_t RAIN_EPOLLERR;
+extern const uint32_t RAIN_EPOLLHUP;
+extern const uint32_t RAIN_EPOLLRDHUP;
+
+int rain_epoll_create(void);
+/// op: 1 add, 2 del, 3 mod (EPOLL_CTL_*).
+int rain_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
+/// Waits and copies up to max events into out. Returns the count, or -1 with errno.
+int rain_epoll_wait(int epfd, rain_epoll_event *out, int max, int timeout_ms);
+
+int rain_eventfd(void);
+int rain_accept4(int fd);
+/// Peer credentials of a Unix socket (SO_PEERCRED). Returns 0 on success.
+int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+/// prctl(PR_SET_DUMPABLE, value).
+int rain_set_dumpable(int value);
+int rain_get_dumpable(void);
+/// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit or -1.
+long rain_raise_nofile_limit(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

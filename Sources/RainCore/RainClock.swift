@@ -1,0 +1,43 @@
+import Dispatch
+import Foundation
+
+/// A handle to a scheduled timer; cancelling it is idempotent.
+public protocol RainTimer: Sendable {
+    /// Stops the timer; its work will not run afterwards.
+    func cancel()
+}
+
+/// Time, injected: wall time, monotonic time and timers. Tests use a manual clock; production
+/// uses `SystemClock` (Dispatch timers on a monotonic clock).
+public protocol RainClock: Sendable {
+    /// Wall-clock time.
+    var now: Date { get }
+    /// Monotonic time since an arbitrary origin; never jumps.
+    var monotonic: Duration { get }
+    /// Runs `work` on `queue` once `delay` has passed on the monotonic clock.
+    func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer
+}
+
+/// The real clock.
+public struct SystemClock: RainClock {
+    public init() {}
+    public var now: Date { Date() }
+    public var monotonic: Duration { .nanoseconds(Int64(bitPattern: DispatchTime.now().uptimeNanoseconds)) }
+
+    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let nanos = max(0, Int(clamping: delay.milliseconds) * 1_000_000)
+        timer.schedule(deadline: .now() + .nanoseconds(nanos), leeway: .milliseconds(5))
+        timer.setEventHandler(handler: work)
+        timer.resume()
+        return DispatchRainTimer(timer)
+    }
+}
+
+/// Wraps a one-shot Dispatch timer.
+final class DispatchRainTimer: RainTimer, @unchecked Sendable {
+    // @unchecked: DispatchSourceTimer is thread-safe for cancel(); the reference never changes.
+    private let source: any DispatchSourceTimer
+    init(_ source: any DispatchSourceTimer) { self.source = source }
+    func cancel() { source.cancel() }
+}

@@ -1,0 +1,22 @@
+# Sourced by the scripts: installs what a fresh Debian machine lacks, once.
+RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev pkg-config)
+
+ensure_deps() {
+  local missing=()
+  for p in "${RAIN_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
+  command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+  fi
+  if ! command -v swift >/dev/null 2>&1; then
+    [ -x /opt/swift/usr/bin/swift ] && export PATH=/opt/swift/usr/bin:$PATH
+  fi
+  command -v swift >/dev/null 2>&1 || { echo "error: swift is not on PATH (expected Swift 6.3 at /opt/swift)" >&2; return 1; }
+}
