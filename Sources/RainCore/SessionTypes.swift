@@ -126,7 +126,7 @@ extension Duration {
 
 extension Date {
     /// Unix milliseconds.
-    public var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+    public var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
     /// A date from Unix milliseconds.
     public init(unixMilliseconds: Int64) { self.init(timeIntervalSince1970: TimeInterval(unixMilliseconds) / 1000) }
     /// This date plus a duration.

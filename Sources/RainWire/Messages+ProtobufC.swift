@@ -1,0 +1,433 @@
+internal import CProtobufC
+internal import CRainProto
+import Foundation
+import RainCore
+
+// Swift ⇄ protobuf-c for every payload message. Generated `Rain__Wallet__V1__…` names stay here.
+
+// MARK: shared pieces
+
+private func cContact(_ contact: RainWalletContact?, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
+    Rain__Wallet__V1__Contact
+>? {
+    guard let contact else { return nil }
+    var c = Rain__Wallet__V1__Contact()
+    rain__wallet__v1__contact__init(&c)
+    switch contact {
+    case .email: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_EMAIL
+    case .phone: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_PHONE
+    }
+    c.value = try arena.string(contact.value, field: "contact")
+    return arena.box(c)
+}
+
+private func readContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(RainError) -> RainWalletContact? {
+    guard let c = p?.pointee else { return nil }
+    let value = try readString(c.value, field: "contact")
+    switch c.kind {
+    case RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_EMAIL: return .email(value)
+    case RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_PHONE: return .phone(value)
+    default: return nil
+    }
+}
+
+private func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
+    Rain__Wallet__V1__SessionState
+> {
+    var c = Rain__Wallet__V1__SessionState()
+    rain__wallet__v1__session_state__init(&c)
+    switch s.authState {
+    case .loading: c.auth_state = RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_LOADING
+    case .authenticated: c.auth_state = RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_AUTHENTICATED
+    case .unauthenticated: c.auth_state = RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_UNAUTHENTICATED
+    }
+    switch s.sessionState {
+    case .loading, .none: c.session_status = RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_NONE
+    case .active(let at):
+        c.session_status = RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_ACTIVE
+        c.expires_at_ms = at.unixMilliseconds
+    case .expired: c.session_status = RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_EXPIRED
+    }
+    c.account_id = try arena.string(s.accountID ?? "", field: "account id")
+    c.wallet_id = try arena.string(s.walletID ?? "", field: "wallet id")
+    c.has_active_session = s.hasActiveSession ? 1 : 0
+    c.contact = try cContact(s.contact, arena)
+    return arena.box(c)
+}
+
+private func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?) throws(RainError)
+    -> SessionSnapshot
+{
+    guard let c = p?.pointee else { return .unauthenticated }
+    let auth: AuthState
+    switch c.auth_state {
+    case RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_LOADING: auth = .loading
+    case RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_AUTHENTICATED: auth = .authenticated
+    default: auth = .unauthenticated
+    }
+    let session: SessionState
+    switch c.session_status {
+    case RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_ACTIVE:
+        session = .active(expiresAt: Date(unixMilliseconds: c.expires_at_ms))
+    case RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_EXPIRED: session = .expired
+    default: session = auth == .loading ? .loading : .none
+    }
+    let account = try readString(c.account_id, field: "account id")
+    let wallet = try readString(c.wallet_id, field: "wallet id")
+    return SessionSnapshot(
+        authState: auth, sessionState: session, accountID: account.isEmpty ? nil : account,
+        walletID: wallet.isEmpty ? nil : wallet, contact: try readContact(c.contact),
+        hasActiveSession: c.has_active_session != 0)
+}
+
+// MARK: messages
+
+extension GetInfoRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetInfoRequest {
+        try unpackMessage(
+            bytes, name: "GetInfoRequest", unpack: { rain__wallet__v1__get_info_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__get_info_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in GetInfoRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension GetInfoResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetInfoResponse {
+        try unpackMessage(
+            bytes, name: "GetInfoResponse", unpack: { rain__wallet__v1__get_info_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__get_info_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            var caps: [String] = []
+            if let list = m.capabilities {
+                for i in 0..<m.n_capabilities { caps.append(try readString(list[i], field: "capability")) }
+            }
+            return GetInfoResponse(
+                daemonVersion: try readString(m.daemon_version, field: "daemon version"),
+                protocolVersion: m.protocol_version, capabilities: caps, maxFrameBytes: m.max_frame_bytes)
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__GetInfoResponse()
+        rain__wallet__v1__get_info_response__init(&m)
+        m.daemon_version = try arena.string(daemonVersion, field: "daemon version")
+        m.protocol_version = protocolVersion
+        m.max_frame_bytes = maxFrameBytes
+        var caps: [UnsafeMutablePointer<CChar>?] = []
+        for c in capabilities { caps.append(try arena.string(c, field: "capability")) }
+        m.n_capabilities = caps.count
+        m.capabilities = arena.array(caps)
+        return packMessage(
+            &m, size: { rain__wallet__v1__get_info_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__get_info_response__pack($0, $1) })
+    }
+}
+
+extension SendLoginCodeRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendLoginCodeRequest {
+        try unpackMessage(
+            bytes, name: "SendLoginCodeRequest",
+            unpack: { rain__wallet__v1__send_login_code_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__send_login_code_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in SendLoginCodeRequest(contact: try readContact(p.pointee.contact)) }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__SendLoginCodeRequest()
+        rain__wallet__v1__send_login_code_request__init(&m)
+        m.contact = try cContact(contact, arena)
+        return packMessage(
+            &m, size: { rain__wallet__v1__send_login_code_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__send_login_code_request__pack($0, $1) })
+    }
+}
+
+extension SendLoginCodeResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendLoginCodeResponse {
+        try unpackMessage(
+            bytes, name: "SendLoginCodeResponse",
+            unpack: { rain__wallet__v1__send_login_code_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__send_login_code_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            SendLoginCodeResponse(
+                contact: try readContact(p.pointee.contact), expiresAt: Date(unixMilliseconds: p.pointee.expires_at_ms))
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__SendLoginCodeResponse()
+        rain__wallet__v1__send_login_code_response__init(&m)
+        m.contact = try cContact(contact, arena)
+        m.expires_at_ms = expiresAt.unixMilliseconds
+        return packMessage(
+            &m, size: { rain__wallet__v1__send_login_code_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__send_login_code_response__pack($0, $1) })
+    }
+}
+
+extension ConfirmLoginCodeRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmLoginCodeRequest {
+        try unpackMessage(
+            bytes, name: "ConfirmLoginCodeRequest",
+            unpack: { rain__wallet__v1__confirm_login_code_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__confirm_login_code_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in ConfirmLoginCodeRequest(code: try readString(p.pointee.code, field: "code")) }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ConfirmLoginCodeRequest()
+        rain__wallet__v1__confirm_login_code_request__init(&m)
+        m.code = try arena.string(code, field: "code")
+        return packMessage(
+            &m, size: { rain__wallet__v1__confirm_login_code_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__confirm_login_code_request__pack($0, $1) })
+    }
+}
+
+extension ConfirmLoginCodeResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmLoginCodeResponse {
+        try unpackMessage(
+            bytes, name: "ConfirmLoginCodeResponse",
+            unpack: { rain__wallet__v1__confirm_login_code_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__confirm_login_code_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            ConfirmLoginCodeResponse(
+                session: try readSessionState(p.pointee.session), accountCreated: p.pointee.account_created != 0)
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ConfirmLoginCodeResponse()
+        rain__wallet__v1__confirm_login_code_response__init(&m)
+        m.session = try cSessionState(session, arena)
+        m.account_created = accountCreated ? 1 : 0
+        return packMessage(
+            &m, size: { rain__wallet__v1__confirm_login_code_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__confirm_login_code_response__pack($0, $1) })
+    }
+}
+
+extension LogoutRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> LogoutRequest {
+        try unpackMessage(
+            bytes, name: "LogoutRequest", unpack: { rain__wallet__v1__logout_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__logout_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in LogoutRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension LogoutResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> LogoutResponse {
+        try unpackMessage(
+            bytes, name: "LogoutResponse", unpack: { rain__wallet__v1__logout_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__logout_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            LogoutResponse(hadSession: p.pointee.had_session != 0, revokedAtAuthority: p.pointee.revoked_at_authority != 0)
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        var m = Rain__Wallet__V1__LogoutResponse()
+        rain__wallet__v1__logout_response__init(&m)
+        m.had_session = hadSession ? 1 : 0
+        m.revoked_at_authority = revokedAtAuthority ? 1 : 0
+        return packMessage(
+            &m, size: { rain__wallet__v1__logout_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__logout_response__pack($0, $1) })
+    }
+}
+
+extension GetSessionStateRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetSessionStateRequest {
+        try unpackMessage(
+            bytes, name: "GetSessionStateRequest",
+            unpack: { rain__wallet__v1__get_session_state_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__get_session_state_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in GetSessionStateRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension SessionSnapshot: WireMessage {
+    /// Decodes a `SessionState` message.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SessionSnapshot {
+        try unpackMessage(
+            bytes, name: "SessionState", unpack: { rain__wallet__v1__session_state__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__session_state__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in try readSessionState(p) }
+    }
+    /// Encodes as a `SessionState` message.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        let p = try cSessionState(self, arena)
+        return packMessage(
+            &p.pointee, size: { rain__wallet__v1__session_state__get_packed_size($0) },
+            pack: { rain__wallet__v1__session_state__pack($0, $1) })
+    }
+}
+
+extension AwaitRestoreRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AwaitRestoreRequest {
+        try unpackMessage(
+            bytes, name: "AwaitRestoreRequest", unpack: { rain__wallet__v1__await_restore_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__await_restore_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in AwaitRestoreRequest(timeoutMilliseconds: p.pointee.timeout_ms) }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        var m = Rain__Wallet__V1__AwaitRestoreRequest()
+        rain__wallet__v1__await_restore_request__init(&m)
+        m.timeout_ms = timeoutMilliseconds
+        return packMessage(
+            &m, size: { rain__wallet__v1__await_restore_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__await_restore_request__pack($0, $1) })
+    }
+}
+
+extension WatchRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> WatchRequest {
+        try unpackMessage(
+            bytes, name: "WatchRequest", unpack: { rain__wallet__v1__watch_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__watch_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in WatchRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension WatchEvent {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> WatchEvent {
+        try unpackMessage(
+            bytes, name: "Event", unpack: { rain__wallet__v1__event__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__event__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            let kind: Kind
+            switch m.type {
+            case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE: kind = .sessionState
+            case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED: kind = .sessionExpired
+            default: kind = .authState
+            }
+            let reason: ExpiryReason?
+            switch m.expiry_reason {
+            case RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_EXPIRED: reason = .expired
+            case RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_REVOKED_ELSEWHERE: reason = .revokedElsewhere
+            case RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_REFRESH_FAILED: reason = .refreshFailed
+            default: reason = nil
+            }
+            return WatchEvent(
+                sequence: m.sequence, kind: kind, state: try readSessionState(m.state), expiryReason: reason)
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__Event()
+        rain__wallet__v1__event__init(&m)
+        m.sequence = sequence
+        switch kind {
+        case .authState: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTH_STATE
+        case .sessionState: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE
+        case .sessionExpired: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED
+        }
+        switch expiryReason {
+        case .expired: m.expiry_reason = RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_EXPIRED
+        case .revokedElsewhere: m.expiry_reason = RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_REVOKED_ELSEWHERE
+        case .refreshFailed: m.expiry_reason = RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_REFRESH_FAILED
+        case nil: m.expiry_reason = RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_UNSPECIFIED
+        }
+        m.state = try cSessionState(state, arena)
+        return packMessage(
+            &m, size: { rain__wallet__v1__event__get_packed_size($0) }, pack: { rain__wallet__v1__event__pack($0, $1) })
+    }
+}
+
+extension ListOutboxRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ListOutboxRequest {
+        try unpackMessage(
+            bytes, name: "ListOutboxRequest", unpack: { rain__wallet__v1__list_outbox_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__list_outbox_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in ListOutboxRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension ListOutboxResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ListOutboxResponse {
+        try unpackMessage(
+            bytes, name: "ListOutboxResponse", unpack: { rain__wallet__v1__list_outbox_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__list_outbox_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            var entries: [OutboxEntry] = []
+            if let list = m.entries {
+                for i in 0..<m.n_entries {
+                    guard let e = list[i]?.pointee else { continue }
+                    entries.append(
+                        OutboxEntry(
+                            contact: try readContact(e.contact), code: try readString(e.code, field: "code"),
+                            sentAt: Date(unixMilliseconds: e.sent_at_ms), appID: try readString(e.app_id, field: "app id")))
+                }
+            }
+            return ListOutboxResponse(entries: entries)
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ListOutboxResponse()
+        rain__wallet__v1__list_outbox_response__init(&m)
+        var list: [UnsafeMutablePointer<Rain__Wallet__V1__OutboxEntry>?] = []
+        for e in entries {
+            var c = Rain__Wallet__V1__OutboxEntry()
+            rain__wallet__v1__outbox_entry__init(&c)
+            c.contact = try cContact(e.contact, arena)
+            c.code = try arena.string(e.code, field: "code")
+            c.sent_at_ms = e.sentAt.unixMilliseconds
+            c.app_id = try arena.string(e.appID, field: "app id")
+            list.append(arena.box(c))
+        }
+        m.n_entries = list.count
+        m.entries = arena.array(list)
+        return packMessage(
+            &m, size: { rain__wallet__v1__list_outbox_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__list_outbox_response__pack($0, $1) })
+    }
+}
+
+extension SlowEchoRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SlowEchoRequest {
+        try unpackMessage(
+            bytes, name: "SlowEchoRequest", unpack: { rain__wallet__v1__slow_echo_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__slow_echo_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            SlowEchoRequest(delayMilliseconds: p.pointee.delay_ms, data: readBytes(p.pointee.data))
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__SlowEchoRequest()
+        rain__wallet__v1__slow_echo_request__init(&m)
+        m.delay_ms = delayMilliseconds
+        m.data = arena.bytes(data)
+        return packMessage(
+            &m, size: { rain__wallet__v1__slow_echo_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__slow_echo_request__pack($0, $1) })
+    }
+}
+
+extension SlowEchoResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SlowEchoResponse {
+        try unpackMessage(
+            bytes, name: "SlowEchoResponse", unpack: { rain__wallet__v1__slow_echo_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__slow_echo_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in SlowEchoResponse(data: readBytes(p.pointee.data)) }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__SlowEchoResponse()
+        rain__wallet__v1__slow_echo_response__init(&m)
+        m.data = arena.bytes(data)
+        return packMessage(
+            &m, size: { rain__wallet__v1__slow_echo_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__slow_echo_response__pack($0, $1) })
+    }
+}

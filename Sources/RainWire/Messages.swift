@@ -1,0 +1,160 @@
+import Foundation
+import RainCore
+
+/// A request or response payload: encodes to and decodes from protobuf bytes.
+public protocol WireMessage: Sendable {
+    /// Decodes protobuf bytes.
+    /// - Throws: RAIN_102 (reason `undecodable_payload`) for bytes that are not this message.
+    static func decode(_ bytes: [UInt8]) throws(RainError) -> Self
+    /// Encodes to protobuf bytes.
+    /// - Throws: RAIN_102 for a string with an embedded NUL (protobuf-c cannot carry it).
+    func encode() throws(RainError) -> [UInt8]
+}
+
+/// `GetInfo` request (empty).
+public struct GetInfoRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// `GetInfo` response: what the daemon is and supports.
+public struct GetInfoResponse: WireMessage, Equatable {
+    public var daemonVersion: String
+    public var protocolVersion: UInt32
+    public var capabilities: [String]
+    public var maxFrameBytes: UInt32
+    public init(daemonVersion: String, protocolVersion: UInt32, capabilities: [String], maxFrameBytes: UInt32) {
+        self.daemonVersion = daemonVersion
+        self.protocolVersion = protocolVersion
+        self.capabilities = capabilities
+        self.maxFrameBytes = maxFrameBytes
+    }
+}
+
+/// `SendLoginCode` request.
+public struct SendLoginCodeRequest: WireMessage, Equatable {
+    /// nil when the message named no contact kind.
+    public var contact: RainWalletContact?
+    public init(contact: RainWalletContact?) { self.contact = contact }
+}
+
+/// `SendLoginCode` response.
+public struct SendLoginCodeResponse: WireMessage, Equatable {
+    /// The contact as the daemon normalized it.
+    public var contact: RainWalletContact?
+    public var expiresAt: Date
+    public init(contact: RainWalletContact?, expiresAt: Date) {
+        self.contact = contact
+        self.expiresAt = expiresAt
+    }
+}
+
+/// `ConfirmLoginCode` request.
+public struct ConfirmLoginCodeRequest: WireMessage, Equatable {
+    public var code: String
+    public init(code: String) { self.code = code }
+}
+
+/// `ConfirmLoginCode` response.
+public struct ConfirmLoginCodeResponse: WireMessage, Equatable {
+    public var session: SessionSnapshot
+    public var accountCreated: Bool
+    public init(session: SessionSnapshot, accountCreated: Bool) {
+        self.session = session
+        self.accountCreated = accountCreated
+    }
+}
+
+/// `Logout` request (empty).
+public struct LogoutRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// `Logout` response.
+public struct LogoutResponse: WireMessage, Equatable {
+    public var hadSession: Bool
+    public var revokedAtAuthority: Bool
+    public init(hadSession: Bool, revokedAtAuthority: Bool) {
+        self.hadSession = hadSession
+        self.revokedAtAuthority = revokedAtAuthority
+    }
+}
+
+/// `Session/GetState` request (empty).
+public struct GetSessionStateRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// `Session/AwaitRestore` request.
+public struct AwaitRestoreRequest: WireMessage, Equatable {
+    /// 0 means the profile's restore timeout (5 s).
+    public var timeoutMilliseconds: UInt32
+    public init(timeoutMilliseconds: UInt32 = 0) { self.timeoutMilliseconds = timeoutMilliseconds }
+}
+
+/// `Session/Watch` request (empty).
+public struct WatchRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// One event of the `Watch` stream.
+public struct WatchEvent: WireMessage, Equatable {
+    /// What changed.
+    public enum Kind: String, Sendable, Equatable {
+        case authState, sessionState, sessionExpired
+    }
+    /// 1 for a watcher's first event, then +1 per event.
+    public var sequence: UInt64
+    public var kind: Kind
+    /// The state after the change.
+    public var state: SessionSnapshot
+    /// Set for `sessionExpired`.
+    public var expiryReason: ExpiryReason?
+
+    public init(sequence: UInt64, kind: Kind, state: SessionSnapshot, expiryReason: ExpiryReason? = nil) {
+        self.sequence = sequence
+        self.kind = kind
+        self.state = state
+        self.expiryReason = expiryReason
+    }
+}
+
+/// `Dev/ListOutbox` request (empty).
+public struct ListOutboxRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// One code delivery in the development outbox.
+public struct OutboxEntry: Sendable, Equatable {
+    public var contact: RainWalletContact?
+    public var code: String
+    public var sentAt: Date
+    public var appID: String
+    public init(contact: RainWalletContact?, code: String, sentAt: Date, appID: String) {
+        self.contact = contact
+        self.code = code
+        self.sentAt = sentAt
+        self.appID = appID
+    }
+}
+
+/// `Dev/ListOutbox` response.
+public struct ListOutboxResponse: WireMessage, Equatable {
+    public var entries: [OutboxEntry]
+    public init(entries: [OutboxEntry]) { self.entries = entries }
+}
+
+/// `Test/SlowEcho` request (test builds only).
+public struct SlowEchoRequest: WireMessage, Equatable {
+    public var delayMilliseconds: UInt32
+    public var data: [UInt8]
+    public init(delayMilliseconds: UInt32, data: [UInt8]) {
+        self.delayMilliseconds = delayMilliseconds
+        self.data = data
+    }
+}
+
+/// `Test/SlowEcho` response.
+public struct SlowEchoResponse: WireMessage, Equatable {
+    public var data: [UInt8]
+    public init(data: [UInt8]) { self.data = data }
+}

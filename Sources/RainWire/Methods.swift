@@ -1,0 +1,15 @@
+/// Full method names (gRPC form). See proto/PROTOCOL.md for each one's messages and errors.
+public enum Method {
+    public static let getInfo = "/rain.wallet.v1.Daemon/GetInfo"
+    public static let sendLoginCode = "/rain.wallet.v1.Auth/SendLoginCode"
+    public static let confirmLoginCode = "/rain.wallet.v1.Auth/ConfirmLoginCode"
+    public static let logout = "/rain.wallet.v1.Auth/Logout"
+    public static let getSessionState = "/rain.wallet.v1.Session/GetState"
+    public static let awaitRestore = "/rain.wallet.v1.Session/AwaitRestore"
+    public static let watch = "/rain.wallet.v1.Session/Watch"
+    public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
+    public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
+}
+
+/// The protocol version reported by GetInfo. Bumped only for incompatible changes (never so far).
+public let protocolVersion: UInt32 = 1
