@@ -13,21 +13,21 @@ public protocol Authority: Sendable {
     /// `maxActiveCodesPerAccount` active challenges, retires the oldest.
     /// - Throws: RAIN_102 for a contact that is not normalized, RAIN_302 when rate limited,
     ///   RAIN_501 when the code sender fails.
-    func sendLoginCode(_ request: SendCodeRequest) async throws -> SendCodeResult
+    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult
 
     /// Confirms a code. On success creates the account and its wallet on a first login, issues a
     /// session bound to the device, and revokes the account's sessions on every other device.
     /// - Throws: RAIN_203 (details: `reason` wrong|expired|locked|retired, `attemptsRemaining`)
     ///   keeping the challenge on a wrong code; RAIN_102 for an unknown challenge.
-    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws -> LoginResult
+    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult
 
     /// Revokes the session that holds `refreshToken` (logout). Unknown or already revoked tokens
     /// succeed silently.
-    func revokeSession(appID: String, refreshToken: String) async throws
+    func revokeSession(appID: String, refreshToken: String) async throws(RainError)
 
     /// The code deliveries of the development outbox, oldest first.
     /// - Throws: RAIN_202 when the development outbox is disabled.
-    func listOutbox() async throws -> [OutboxDelivery]
+    func listOutbox() async throws(RainError) -> [OutboxDelivery]
 }
 
 /// `Authority.sendLoginCode` input.

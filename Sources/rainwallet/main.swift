@@ -1,1 +1,4 @@
-print("todo")
+import Foundation
+import RainCLI
+
+exit(await CLI.main(Array(CommandLine.arguments.dropFirst())))

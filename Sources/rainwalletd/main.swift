@@ -1,1 +1,4 @@
-print("todo")
+import Foundation
+import RainDevice
+
+exit(Daemon.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,82 @@
+import Foundation
+import RainCore
+
+/// Writes results: human text by default, JSON with `--json` (camelCase keys, RFC 3339 UTC times).
+struct Output: Sendable {
+    let isJSON: Bool
+
+    func line(_ s: String) {
+        // Unbuffered write(2): output appears at once even when stdout is a pipe (watch).
+        let bytes = Array((s + "\n").utf8)
+        bytes.withUnsafeBytes { buf in
+            var offset = 0
+            while offset < buf.count, let base = buf.baseAddress {
+                let n = Foundation.write(1, base + offset, buf.count - offset)
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    /// Progress and hints go to stderr so stdout stays machine-readable.
+    func note(_ s: String) {
+        guard !isJSON else { return }
+        StandardErrorSink().write(s)
+    }
+
+    /// Prints a JSON value (dictionaries, arrays, strings, numbers, booleans, nil as null).
+    func json(_ value: Any?) {
+        line(Self.render(value))
+    }
+
+    static func render(_ value: Any?) -> String {
+        let object = normalize(value)
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed]),
+            let text = String(data: data, encoding: .utf8)
+        else { return "null" }
+        return text.replacingOccurrences(of: "\\/", with: "/")
+    }
+
+    private static func normalize(_ value: Any?) -> Any {
+        switch value {
+        case nil: return NSNull()
+        case let d as [String: Any?]: return d.mapValues { normalize($0) }
+        case let a as [Any?]: return a.map { normalize($0) }
+        case let date as Date: return RFC3339.string(from: date)
+        case let some?: return some
+        }
+    }
+}
+
+extension SessionSnapshot {
+    /// The `status --json` object.
+    var jsonObject: [String: Any?] {
+        let state: String?
+        switch sessionState {
+        case .active: state = "active"
+        case .expired: state = "expired"
+        case .loading, .none: state = nil
+        }
+        return [
+            "authState": authState.rawValue, "sessionState": state, "expiresAt": expiresAt, "accountId": accountID,
+            "walletId": walletID, "hasActiveSession": hasActiveSession, "contact": contact?.value,
+        ]
+    }
+
+    /// Human lines for `status`.
+    var humanLines: [String] {
+        var lines = ["auth state:     \(authState.rawValue)"]
+        switch sessionState {
+        case .active(let at):
+            let left = Int(at.timeIntervalSinceNow.rounded())
+            lines.append("session:        active, expires \(RFC3339.string(from: at)) (in \(left / 60)m \(left % 60)s)")
+        case .expired: lines.append("session:        expired (log in again)")
+        case .loading: lines.append("session:        loading")
+        case .none: lines.append("session:        none (log in with: rainwallet login --email ADDR)")
+        }
+        if let accountID { lines.append("account:        \(accountID)") }
+        if let walletID { lines.append("wallet:         \(walletID)") }
+        if let contact { lines.append("contact:        \(contact.value)") }
+        return lines
+    }
+}

@@ -1,0 +1,165 @@
+internal import COpenSSL
+import RainCore
+
+/// Owns an `EVP_CIPHER_CTX`; freeing it also zeroes the key schedule it holds.
+final class CipherContext {
+    let pointer: OpaquePointer
+
+    init() throws(RainError) {
+        guard let pointer = EVP_CIPHER_CTX_new() else { throw RainError.openSSL("EVP_CIPHER_CTX_new") }
+        self.pointer = pointer
+    }
+
+    deinit { EVP_CIPHER_CTX_free(pointer) }
+}
+
+extension AESGCM {
+    /// Inputs larger than this do not fit OpenSSL's `int` lengths; far beyond any record we seal.
+    static let maximumInputByteCount = Int(Int32.max) - 64
+
+    /// Seals with a caller-chosen nonce. Only for known-answer tests: reusing a nonce under one key
+    /// destroys both confidentiality and authenticity.
+    static func seal(
+        _ plaintext: [UInt8], using key: SymmetricKey, nonce: [UInt8], authenticating aad: [UInt8]
+    ) throws(RainError) -> SealedBox {
+        try checkKey(key)
+        guard nonce.count == nonceByteCount else {
+            throw RainError.invalid("AES-GCM nonce must be 12 bytes", field: "nonce")
+        }
+        guard plaintext.count <= maximumInputByteCount, aad.count <= maximumInputByteCount else {
+            throw RainError.invalid("AES-GCM input is too large", field: "plaintext")
+        }
+        let context = try CipherContext()
+        let ctx = context.pointer
+
+        guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1 else {
+            throw RainError.openSSL("EVP_EncryptInit_ex(AES-256-GCM)")
+        }
+        guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1 else {
+            throw RainError.openSSL("EVP_CTRL_GCM_SET_IVLEN")
+        }
+        let keyed = key.withUnsafeBytes { keyBytes in
+            withNonNullBytes(keyBytes) { keyPointer, _ in
+                withNonNullBytes(nonce) { noncePointer, _ in
+                    EVP_EncryptInit_ex(ctx, nil, nil, keyPointer, noncePointer)
+                }
+            }
+        }
+        guard keyed == 1 else { throw RainError.openSSL("EVP_EncryptInit_ex(key, nonce)") }
+
+        if !aad.isEmpty {
+            var ignored: Int32 = 0
+            let status = withNonNullBytes(aad) { pointer, count in
+                EVP_EncryptUpdate(ctx, nil, &ignored, pointer, Int32(count))
+            }
+            guard status == 1 else { throw RainError.openSSL("EVP_EncryptUpdate(aad)") }
+        }
+
+        // GCM is a stream mode: the ciphertext is as long as the plaintext. The extra block of
+        // room keeps the output pointer valid for an empty plaintext.
+        var ciphertext = [UInt8](repeating: 0, count: plaintext.count + 16)
+        var written: Int32 = 0
+        var finalWritten: Int32 = 0
+        let encrypted = ciphertext.withUnsafeMutableBufferPointer { output -> Bool in
+            guard let outputBase = output.baseAddress else { return false }
+            if !plaintext.isEmpty {
+                let status = withNonNullBytes(plaintext) { pointer, count in
+                    EVP_EncryptUpdate(ctx, outputBase, &written, pointer, Int32(count))
+                }
+                guard status == 1, written >= 0 else { return false }
+            }
+            return EVP_EncryptFinal_ex(ctx, outputBase + Int(written), &finalWritten) == 1
+        }
+        guard encrypted else { throw RainError.openSSL("AES-256-GCM encryption") }
+        let total = Int(written) + Int(finalWritten)
+        guard total == plaintext.count else {
+            throw RainError(.internalError, "AES-256-GCM produced \(total) bytes for \(plaintext.count)")
+        }
+        ciphertext.removeLast(ciphertext.count - total)
+
+        var tag = [UInt8](repeating: 0, count: tagByteCount)
+        let tagged = tag.withUnsafeMutableBytes { buffer in
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), buffer.baseAddress)
+        }
+        guard tagged == 1 else { throw RainError.openSSL("EVP_CTRL_GCM_GET_TAG") }
+        return SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
+    }
+
+    /// Checks the tag and decrypts; the sizes of key, nonce and tag are already checked.
+    static func decrypt(
+        _ box: SealedBox, using key: SymmetricKey, authenticating aad: [UInt8]
+    ) throws(RainError) -> [UInt8] {
+        guard box.ciphertext.count <= maximumInputByteCount, aad.count <= maximumInputByteCount else {
+            throw authenticationFailed
+        }
+        let context = try CipherContext()
+        let ctx = context.pointer
+
+        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1 else {
+            throw RainError.openSSL("EVP_DecryptInit_ex(AES-256-GCM)")
+        }
+        guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1 else {
+            throw RainError.openSSL("EVP_CTRL_GCM_SET_IVLEN")
+        }
+        let keyed = key.withUnsafeBytes { keyBytes in
+            withNonNullBytes(keyBytes) { keyPointer, _ in
+                withNonNullBytes(box.nonce) { noncePointer, _ in
+                    EVP_DecryptInit_ex(ctx, nil, nil, keyPointer, noncePointer)
+                }
+            }
+        }
+        guard keyed == 1 else { throw RainError.openSSL("EVP_DecryptInit_ex(key, nonce)") }
+
+        if !aad.isEmpty {
+            var ignored: Int32 = 0
+            let status = withNonNullBytes(aad) { pointer, count in
+                EVP_DecryptUpdate(ctx, nil, &ignored, pointer, Int32(count))
+            }
+            guard status == 1 else { throw RainError.openSSL("EVP_DecryptUpdate(aad)") }
+        }
+
+        var plaintext = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
+        var written: Int32 = 0
+        let decrypted = plaintext.withUnsafeMutableBufferPointer { output -> Bool in
+            guard let outputBase = output.baseAddress, !box.ciphertext.isEmpty else { return true }
+            let status = withNonNullBytes(box.ciphertext) { pointer, count in
+                EVP_DecryptUpdate(ctx, outputBase, &written, pointer, Int32(count))
+            }
+            return status == 1 && written >= 0
+        }
+        guard decrypted else {
+            SecureMemory.cleanse(&plaintext)
+            throw RainError.openSSL("EVP_DecryptUpdate")
+        }
+
+        // SET_TAG takes a mutable pointer; it only reads from it.
+        var expectedTag = box.tag
+        let tagSet = expectedTag.withUnsafeMutableBytes { buffer in
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), buffer.baseAddress)
+        }
+        guard tagSet == 1 else {
+            SecureMemory.cleanse(&plaintext)
+            throw RainError.openSSL("EVP_CTRL_GCM_SET_TAG")
+        }
+
+        var finalWritten: Int32 = 0
+        let verified = plaintext.withUnsafeMutableBufferPointer { output -> Int32 in
+            guard let outputBase = output.baseAddress else { return 0 }
+            return EVP_DecryptFinal_ex(ctx, outputBase + Int(written), &finalWritten)
+        }
+        guard verified > 0 else {
+            // A tag mismatch is reported through the return value and may leave an entry in the
+            // error queue: clear it, and zero the unauthenticated plaintext.
+            ERR_clear_error()
+            SecureMemory.cleanse(&plaintext)
+            throw authenticationFailed
+        }
+        let total = Int(written) + Int(finalWritten)
+        guard total == box.ciphertext.count else {
+            SecureMemory.cleanse(&plaintext)
+            throw RainError(.internalError, "AES-256-GCM produced \(total) bytes for \(box.ciphertext.count)")
+        }
+        plaintext.removeLast(plaintext.count - total)
+        return plaintext
+    }
+}

@@ -1,0 +1,199 @@
+import Dispatch
+import Foundation
+import RainAuthority
+import RainCore
+import RainCrypto
+import RainTransport
+
+/// Options of `rainwalletd` (device role).
+public struct DaemonOptions: Sendable {
+    public var socket: String?
+    public var stateDirectory: String?
+    public var config: String?
+    public var isTestMethodsEnabled = false
+    public var logLevel = LogLevel.info
+    public var drainTimeout: Duration = .seconds(10)
+    public init() {}
+}
+
+/// The `rainwalletd` process: parses flags, opens state, serves the socket until SIGTERM.
+public enum Daemon {
+    static let usage = """
+        usage: rainwalletd [--socket PATH] [--state-dir DIR] [--config FILE] [--log-level LEVEL]
+                           [--enable-test-methods]
+
+        Runs the RainWallet device daemon with its embedded authority.
+
+          --socket PATH          Unix socket to serve (default $XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock,
+                                 or /tmp/rainwallet-$UID/rainwalletd.sock)
+          --state-dir DIR        sessions, keys and the authority database
+                                 (default $XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet)
+          --config FILE          JSON config (default $XDG_CONFIG_HOME/rainwallet/config.json; optional there)
+          --log-level LEVEL      debug, info, warning or error (default info)
+          --enable-test-methods  serve /rain.wallet.v1.Test/* (integration tests only)
+          -h, --help             show this help
+
+        Logs go to stderr, one event a line. SIGTERM drains calls in flight and removes the socket.
+        """
+
+    /// Parses arguments (without the program name).
+    /// - Throws: RAIN_102 with a message naming the bad flag.
+    public static func parse(_ args: [String]) throws(RainError) -> DaemonOptions? {
+        var o = DaemonOptions()
+        var i = 0
+        func value(_ flag: String) throws(RainError) -> String {
+            i += 1
+            guard i < args.count, !args[i].hasPrefix("--") else { throw RainError.invalid("\(flag) needs a value", field: flag) }
+            return args[i]
+        }
+        while i < args.count {
+            let a = args[i]
+            switch a {
+            case "-h", "--help": return nil
+            case "--socket": o.socket = try value(a)
+            case "--state-dir": o.stateDirectory = try value(a)
+            case "--config": o.config = try value(a)
+            case "--enable-test-methods": o.isTestMethodsEnabled = true
+            case "--log-level":
+                switch try value(a) {
+                case "debug": o.logLevel = .debug
+                case "info": o.logLevel = .info
+                case "warning": o.logLevel = .warning
+                case "error": o.logLevel = .error
+                default: throw RainError.invalid("--log-level must be debug, info, warning or error", field: a)
+                }
+            default:
+                throw RainError.invalid("unknown argument \(a); see rainwalletd --help", field: a)
+            }
+            i += 1
+        }
+        return o
+    }
+
+    /// Entry point: returns the process exit status.
+    public static func main(_ args: [String]) -> Int32 {
+        let options: DaemonOptions
+        do {
+            guard let parsed = try parse(args) else {
+                print(usage)
+                return 0
+            }
+            options = parsed
+        } catch {
+            writeStderr("rainwalletd: error: \(error.code): \(error.message)\n")
+            return 64
+        }
+        let logger = Logger(label: "rainwalletd", minimumLevel: options.logLevel)
+        do {
+            try run(options, logger: logger)
+            return 0
+        } catch {
+            logger.error("daemon.failed", ["code": error.code.description, "error": error.message])
+            writeStderr("rainwalletd: error: \(error.code): \(error.message)\n")
+            return error.code == .invalidArgument ? 78 : 1
+        }
+    }
+
+    static func writeStderr(_ s: String) { StandardErrorSink().write(String(s.dropLast(s.hasSuffix("\n") ? 1 : 0))) }
+
+    /// Runs the daemon until SIGTERM or SIGINT.
+    public static func run(_ options: DaemonOptions, logger: Logger) throws(RainError) {
+        try ProcessHardening.disableCoreDumps()
+        let fileLimit = ProcessHardening.raiseOpenFileLimit()
+        signal(SIGPIPE, SIG_IGN)
+
+        let paths = DaemonPaths.resolve(socket: options.socket, stateDirectory: options.stateDirectory, config: options.config)
+        let config = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
+        try AtomicFile.makeDirectory(paths.stateDirectory, mode: 0o700)
+
+        let clock = SystemClock()
+        let deviceID = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
+        let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
+        let authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+            let sender: (any CodeSender)?
+            switch config.codeSender {
+            case .outbox: sender = nil
+            case .command(let arguments, let timeout):
+                sender = try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
+            }
+            return try await EmbeddedAuthority(
+                stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock, sender: sender,
+                logger: logger.child("authority"))
+        }
+        let context = DeviceContext(authority: authority, storage: storage, clock: clock, deviceID: deviceID, logger: logger)
+        let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
+
+        // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).
+        let extraUIDs = config.allAllowedUIDs.subtracting([getuid()])
+        let socketDir = (paths.socket as NSString).deletingLastPathComponent
+        try UnixSocket.prepareDirectory(socketDir.isEmpty ? "." : socketDir, mode: extraUIDs.isEmpty ? 0o700 : 0o711)
+        let fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
+        var serverOptions = ServerOptions()
+        serverOptions.allowedUIDs = extraUIDs
+        let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+
+        let signals = DispatchQueue(label: "rainwalletd.signals")
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: signals)
+            source.setEventHandler {
+                logger.info("daemon.stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+                server.stop(drainTimeout: options.drainTimeout)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        Task { await service.restoreStoredProfiles() }
+        logger.info(
+            "daemon.ready",
+            [
+                "version": daemonVersion, "socket": paths.socket, "state": paths.stateDirectory, "pid": "\(getpid())",
+                "uid": "\(getuid())", "device": deviceID, "nofile": "\(fileLimit)",
+            ])
+        server.run()
+        unlink(paths.socket)
+        for s in sources { s.cancel() }
+        logger.info("daemon.stopped")
+    }
+
+    /// Runs async setup from synchronous `main` before the loop starts.
+    static func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws(RainError) -> T) throws(RainError) -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do throws(RainError) {
+                box.set(.success(try await body()))
+            } catch {
+                box.set(.failure(error))
+            }
+            done.signal()
+        }
+        done.wait()
+        guard let result = box.value else { throw RainError(.internalError, "setup did not finish") }
+        return try result.get()
+    }
+}
+
+/// A result handed from a task to a waiting thread.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // @unchecked: written once before the semaphore is signalled, read after waiting on it.
+    private(set) var value: Result<T, RainError>?
+    func set(_ v: Result<T, RainError>) { value = v }
+}
+
+/// The device's stable id, kept in `<state>/device-id`.
+public enum DeviceIdentity {
+    /// Loads or creates the id.
+    public static func loadOrCreate(stateDirectory: String) throws(RainError) -> String {
+        let path = "\(stateDirectory)/device-id"
+        if let bytes = try AtomicFile.read(path, limit: 256) {
+            let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if id.hasPrefix("dev_"), id.count > 8, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) { return id }
+            throw RainError.invalid("\(path) is not a device id; remove it to make a new one", field: "device-id")
+        }
+        let id = try SecureRandom.identifier(prefix: "dev")
+        try AtomicFile.write(Array((id + "\n").utf8), to: path, mode: 0o600)
+        return id
+    }
+}

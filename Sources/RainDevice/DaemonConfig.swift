@@ -1,0 +1,270 @@
+import Foundation
+import RainAuthority
+import RainCore
+
+/// Settings of one profile (app) from the daemon's config file.
+public struct ProfileSettings: Sendable, Equatable {
+    /// The app the profile belongs to; accounts live within an app. Defaults to the profile name.
+    public var appID: String
+    /// The passkey relying-party domain, if configured.
+    public var passkeyDomain: String?
+    /// Whether recovery phrases and keys may be exported (config only, never from a client).
+    public var isExportAllowed: Bool
+    /// Extra uids allowed to use this profile.
+    public var allowedUIDs: Set<UInt32>
+    public var sessionPolicy: RainWalletSessionPolicy
+
+    public init(
+        appID: String, passkeyDomain: String? = nil, isExportAllowed: Bool = false, allowedUIDs: Set<UInt32> = [],
+        sessionPolicy: RainWalletSessionPolicy = .default
+    ) {
+        self.appID = appID
+        self.passkeyDomain = passkeyDomain
+        self.isExportAllowed = isExportAllowed
+        self.allowedUIDs = allowedUIDs
+        self.sessionPolicy = sessionPolicy
+    }
+
+    /// Defaults for a profile the config does not name.
+    public static func defaults(for profile: String) -> ProfileSettings { ProfileSettings(appID: profile) }
+}
+
+/// How the embedded authority delivers codes.
+public enum CodeSenderSetting: Sendable, Equatable {
+    /// Append to `outbox.jsonl` in the state directory (development).
+    case outbox
+    /// Run a program with the delivery as JSON on stdin.
+    case command(arguments: [String], timeout: Duration)
+}
+
+/// The daemon's config file (`config.json`), validated at start.
+///
+/// ```json
+/// {
+///   "allowedUIDs": [1001],
+///   "codeSender": {"type": "outbox"},
+///   "authority": {"codeLifetimeSeconds": 300, "accessTokenLifetimeSeconds": 900, "devOutbox": true},
+///   "profiles": {"myapp": {"appID": "myapp", "passkeyDomain": "example.com", "allowExport": false,
+///                          "allowedUIDs": [], "sessionPolicy": {"refreshBufferSeconds": 60}}}
+/// }
+/// ```
+public struct DaemonConfig: Sendable, Equatable {
+    /// Uids served besides the daemon's own (all profiles).
+    public var allowedUIDs: Set<UInt32> = []
+    public var codeSender: CodeSenderSetting = .outbox
+    public var authority = AuthoritySettings()
+    public var profiles: [String: ProfileSettings] = [:]
+
+    public init() {}
+
+    /// The settings of `profile`: configured or defaults.
+    public func settings(for profile: String) -> ProfileSettings {
+        profiles[profile] ?? .defaults(for: profile)
+    }
+
+    /// Every uid any profile allows, besides the daemon's own.
+    public var allAllowedUIDs: Set<UInt32> { profiles.values.reduce(allowedUIDs) { $0.union($1.allowedUIDs) } }
+
+    /// Loads and validates a config file.
+    /// - Parameter isRequired: when false a missing file gives the defaults.
+    /// - Throws: RAIN_102 naming the file and the bad key.
+    public static func load(path: String, isRequired: Bool) throws(RainError) -> DaemonConfig {
+        guard let bytes = try AtomicFile.read(path, limit: 1 << 20) else {
+            if isRequired { throw RainError.invalid("config file \(path) does not exist", field: "config") }
+            return DaemonConfig()
+        }
+        return try parse(Data(bytes), source: path)
+    }
+
+    /// Parses and validates config JSON.
+    public static func parse(_ data: Data, source: String = "config") throws(RainError) -> DaemonConfig {
+        let root: JSONValue
+        do {
+            root = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw RainError.invalid("\(source): not valid JSON: \(error.localizedDescription)", field: "config")
+        }
+        var reader = ConfigReader(source: source)
+        return try reader.config(root)
+    }
+}
+
+/// Walks the JSON tree, naming the key path in every error.
+struct ConfigReader {
+    let source: String
+
+    func fail(_ path: String, _ why: String) -> RainError {
+        RainError.invalid("\(source): \(path): \(why)", field: path)
+    }
+
+    func object(_ value: JSONValue, _ path: String, allowed: Set<String>) throws(RainError) -> [String: JSONValue] {
+        guard case .object(let dict) = value else { throw fail(path, "must be an object") }
+        if let unknown = dict.keys.sorted().first(where: { !allowed.contains($0) }) {
+            let joined = path.isEmpty ? unknown : "\(path).\(unknown)"
+            throw fail(joined, "unknown key; allowed here: \(allowed.sorted().joined(separator: ", "))")
+        }
+        return dict
+    }
+
+    func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    func bool(_ value: JSONValue, _ path: String) throws(RainError) -> Bool {
+        guard case .bool(let b) = value else { throw fail(path, "must be true or false") }
+        return b
+    }
+
+    func number(_ value: JSONValue, _ path: String, min: Double, max: Double) throws(RainError) -> Double {
+        guard case .number(let d) = value else { throw fail(path, "must be a number") }
+        guard d.isFinite, d >= min, d <= max else {
+            throw fail(path, "must be between \(Self.format(min)) and \(Self.format(max))")
+        }
+        return d
+    }
+
+    static func format(_ d: Double) -> String { d == d.rounded() ? String(Int64(d)) : String(d) }
+
+    func string(_ value: JSONValue, _ path: String) throws(RainError) -> String {
+        guard case .string(let s) = value else { throw fail(path, "must be a string") }
+        return s
+    }
+
+    func uids(_ value: JSONValue, _ path: String) throws(RainError) -> Set<UInt32> {
+        guard case .array(let list) = value else { throw fail(path, "must be an array of uids") }
+        var out = Set<UInt32>()
+        for (i, v) in list.enumerated() {
+            let n = try number(v, "\(path)[\(i)]", min: 0, max: 4_294_967_294)
+            guard n == n.rounded() else { throw fail("\(path)[\(i)]", "must be a whole number") }
+            out.insert(UInt32(n))
+        }
+        return out
+    }
+
+    func seconds(_ value: JSONValue, _ path: String, min: Double, max: Double) throws(RainError) -> Duration {
+        .milliseconds(Int64(try number(value, path, min: min, max: max) * 1000))
+    }
+
+    mutating func config(_ root: JSONValue) throws(RainError) -> DaemonConfig {
+        let dict = try object(root, "", allowed: ["allowedUIDs", "codeSender", "authority", "profiles"])
+        var config = DaemonConfig()
+        if let v = dict["allowedUIDs"] { config.allowedUIDs = try uids(v, "allowedUIDs") }
+        if let v = dict["codeSender"] { config.codeSender = try codeSender(v, "codeSender") }
+        if let v = dict["authority"] { config.authority = try authority(v, "authority") }
+        if let v = dict["profiles"] {
+            guard case .object(let profiles) = v else { throw fail("profiles", "must be an object of profile name to settings") }
+            for (name, settings) in profiles {
+                let path = "profiles.\(name)"
+                do {
+                    try ProfileName.validate(name)
+                } catch {
+                    throw fail(path, "invalid profile name: use 1 to 64 of a-z, 0-9 and '-', starting with a letter or digit")
+                }
+                config.profiles[name] = try profile(settings, path, name: name)
+            }
+        }
+        return config
+    }
+
+    func codeSender(_ value: JSONValue, _ path: String) throws(RainError) -> CodeSenderSetting {
+        let dict = try object(value, path, allowed: ["type", "command", "timeoutSeconds"])
+        guard let t = dict["type"] else { throw fail(join(path, "type"), "is required: \"outbox\" or \"command\"") }
+        switch try string(t, join(path, "type")) {
+        case "outbox":
+            if dict["command"] != nil { throw fail(join(path, "command"), "is only for type \"command\"") }
+            return .outbox
+        case "command":
+            guard case .array(let c)? = dict["command"], !c.isEmpty else {
+                throw fail(join(path, "command"), "must be a non-empty array: [program, arguments...]")
+            }
+            var args: [String] = []
+            for (i, a) in c.enumerated() { args.append(try string(a, "\(join(path, "command"))[\(i)]")) }
+            guard args[0].hasPrefix("/") else { throw fail("\(join(path, "command"))[0]", "must be an absolute path to the program") }
+            let timeout = try dict["timeoutSeconds"].map { (v) throws(RainError) in try seconds(v, join(path, "timeoutSeconds"), min: 0.1, max: 300) }
+            return .command(arguments: args, timeout: timeout ?? .seconds(10))
+        default:
+            throw fail(join(path, "type"), "must be \"outbox\" or \"command\"")
+        }
+    }
+
+    func authority(_ value: JSONValue, _ path: String) throws(RainError) -> AuthoritySettings {
+        let dict = try object(
+            value, path,
+            allowed: ["codeLifetimeSeconds", "maxWrongAttempts", "maxActiveCodesPerAccount", "accessTokenLifetimeSeconds", "devOutbox"])
+        var s = AuthoritySettings()
+        if let v = dict["codeLifetimeSeconds"] { s.codeLifetime = try seconds(v, join(path, "codeLifetimeSeconds"), min: 1, max: 3600) }
+        if let v = dict["maxWrongAttempts"] { s.maxWrongAttempts = Int(try number(v, join(path, "maxWrongAttempts"), min: 1, max: 10)) }
+        if let v = dict["maxActiveCodesPerAccount"] {
+            s.maxActiveCodesPerAccount = Int(try number(v, join(path, "maxActiveCodesPerAccount"), min: 1, max: 10))
+        }
+        if let v = dict["accessTokenLifetimeSeconds"] {
+            s.accessTokenLifetime = try seconds(v, join(path, "accessTokenLifetimeSeconds"), min: 2, max: 86400)
+        }
+        if let v = dict["devOutbox"] { s.isDevOutboxEnabled = try bool(v, join(path, "devOutbox")) }
+        return s
+    }
+
+    func profile(_ value: JSONValue, _ path: String, name: String) throws(RainError) -> ProfileSettings {
+        let dict = try object(value, path, allowed: ["appID", "passkeyDomain", "allowExport", "allowedUIDs", "sessionPolicy"])
+        var p = ProfileSettings.defaults(for: name)
+        if let v = dict["appID"] {
+            p.appID = try string(v, join(path, "appID"))
+            guard !p.appID.isEmpty, p.appID.utf8.count <= 128 else { throw fail(join(path, "appID"), "must be 1 to 128 characters") }
+        }
+        if let v = dict["passkeyDomain"] { p.passkeyDomain = try string(v, join(path, "passkeyDomain")) }
+        if let v = dict["allowExport"] { p.isExportAllowed = try bool(v, join(path, "allowExport")) }
+        if let v = dict["allowedUIDs"] { p.allowedUIDs = try uids(v, join(path, "allowedUIDs")) }
+        if let v = dict["sessionPolicy"] { p.sessionPolicy = try policy(v, join(path, "sessionPolicy")) }
+        return p
+    }
+
+    func policy(_ value: JSONValue, _ path: String) throws(RainError) -> RainWalletSessionPolicy {
+        let dict = try object(
+            value, path,
+            allowed: [
+                "refreshBufferSeconds", "autoRefresh", "transientRetries", "retryInitialDelayMilliseconds",
+                "retryMaxDelayMilliseconds", "activeThresholdSeconds", "restoreTimeoutSeconds",
+            ])
+        var p = RainWalletSessionPolicy()
+        if let v = dict["refreshBufferSeconds"] { p.refreshBuffer = try seconds(v, join(path, "refreshBufferSeconds"), min: 0, max: 3600) }
+        if let v = dict["autoRefresh"] { p.isAutoRefreshEnabled = try bool(v, join(path, "autoRefresh")) }
+        if let v = dict["transientRetries"] { p.transientRetries = Int(try number(v, join(path, "transientRetries"), min: 0, max: 10)) }
+        if let v = dict["retryInitialDelayMilliseconds"] {
+            p.retryInitialDelay = .milliseconds(Int64(try number(v, join(path, "retryInitialDelayMilliseconds"), min: 1, max: 60000)))
+        }
+        if let v = dict["retryMaxDelayMilliseconds"] {
+            p.retryMaxDelay = .milliseconds(Int64(try number(v, join(path, "retryMaxDelayMilliseconds"), min: 1, max: 600_000)))
+        }
+        if p.retryMaxDelay < p.retryInitialDelay {
+            throw fail(join(path, "retryMaxDelayMilliseconds"), "must not be less than retryInitialDelayMilliseconds")
+        }
+        if let v = dict["activeThresholdSeconds"] { p.activeThreshold = try seconds(v, join(path, "activeThresholdSeconds"), min: 0, max: 3600) }
+        if let v = dict["restoreTimeoutSeconds"] { p.restoreTimeout = try seconds(v, join(path, "restoreTimeoutSeconds"), min: 0, max: 60) }
+        return p
+    }
+}
+
+/// A JSON value that keeps booleans and numbers apart (for precise config errors).
+enum JSONValue: Decodable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let d = try? c.decode(Double.self) {
+            self = .number(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
+            self = .object(try c.decode([String: JSONValue].self))
+        }
+    }
+}

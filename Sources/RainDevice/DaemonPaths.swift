@@ -1,0 +1,29 @@
+import Foundation
+import RainCore
+
+/// Where the daemon keeps its socket, state and config (DESIGN §3).
+public struct DaemonPaths: Sendable, Equatable {
+    public var socket: String
+    public var stateDirectory: String
+    public var config: String
+    /// True when the config path was given explicitly (then it must exist).
+    public var isConfigExplicit: Bool
+
+    /// The defaults from the environment, overridden by flags.
+    ///
+    /// Socket: `$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock`, or `/tmp/rainwallet-$UID/rainwalletd.sock`.
+    /// State: `$XDG_STATE_HOME/rainwallet` or `~/.local/state/rainwallet`.
+    /// Config: `$XDG_CONFIG_HOME/rainwallet/config.json` or `~/.config/rainwallet/config.json`.
+    public static func resolve(
+        environment: [String: String] = ProcessInfo.processInfo.environment, socket: String? = nil,
+        stateDirectory: String? = nil, config: String? = nil
+    ) -> DaemonPaths {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        func nonEmpty(_ key: String) -> String? { environment[key].flatMap { $0.isEmpty ? nil : $0 } }
+        return DaemonPaths(
+            socket: socket ?? RainPaths.defaultSocket(environment: environment),
+            stateDirectory: stateDirectory ?? (nonEmpty("XDG_STATE_HOME").map { "\($0)/rainwallet" } ?? "\(home)/.local/state/rainwallet"),
+            config: config ?? (nonEmpty("XDG_CONFIG_HOME").map { "\($0)/rainwallet/config.json" } ?? "\(home)/.config/rainwallet/config.json"),
+            isConfigExplicit: config != nil)
+    }
+}

@@ -1,0 +1,223 @@
+import Dispatch
+import Foundation
+import RainAuthority
+import RainCore
+import RainTransport
+import RainWire
+import Synchronization
+
+/// The version this build reports through GetInfo.
+public let daemonVersion = "0.1.0"
+
+/// Serves the device protocol: routes each request to a cheap answer on the loop thread (snapshot
+/// reads, GetInfo) or to the profile's session actor (everything that mutates or may block).
+public final class DeviceService: ServerHandler {
+    struct Entry {
+        let runtime: ProfileRuntime
+        let session: ProfileSession
+    }
+
+    private let config: DaemonConfig
+    private let context: DeviceContext
+    private let isTestMethodsEnabled: Bool
+    private let profiles = Mutex<[String: Entry]>([:])
+    private let ownUID = getuid()
+    private let logger: Logger
+
+    public init(config: DaemonConfig, context: DeviceContext, isTestMethodsEnabled: Bool = false) {
+        self.config = config
+        self.context = context
+        self.isTestMethodsEnabled = isTestMethodsEnabled
+        self.logger = context.logger.child("rpc")
+    }
+
+    /// The profile's entry, created (and its restore started) on first use.
+    func entry(_ name: String) -> Entry {
+        let (entry, created) = profiles.withLock { p -> (Entry, Bool) in
+            if let e = p[name] { return (e, false) }
+            let runtime = ProfileRuntime(name: name, settings: config.settings(for: name), clock: context.clock)
+            let e = Entry(runtime: runtime, session: ProfileSession(runtime: runtime, context: context))
+            p[name] = e
+            return (e, true)
+        }
+        if created {
+            let session = entry.session
+            Task { await session.restore() }
+        }
+        return entry
+    }
+
+    /// Starts restoring every profile with a stored session (daemon start).
+    public func restoreStoredProfiles() async {
+        for name in await context.storage.storedProfiles() {
+            await entry(name).session.restore()
+        }
+    }
+
+    /// The session actor of a profile (tests).
+    public func session(profile: String) -> ProfileSession { entry(profile).session }
+
+    /// Capabilities reported by GetInfo.
+    var capabilities: [String] {
+        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "dev-outbox"]
+        if isTestMethodsEnabled { c.append("test-methods") }
+        return c
+    }
+
+    public func handle(_ request: WireRequest, context ctx: RequestContext) -> HandlerDecision {
+        let profile = request.profile ?? ProfileName.defaultName
+        do {
+            try ProfileName.validate(profile)
+        } catch {
+            return .respond(.failure(error))
+        }
+        if ctx.peer.uid != ownUID && !config.allowedUIDs.contains(ctx.peer.uid)
+            && !config.settings(for: profile).allowedUIDs.contains(ctx.peer.uid)
+        {
+            return .respond(.failure(RainError(.unauthorized, "uid \(ctx.peer.uid) may not use profile \(profile)")))
+        }
+        switch request.method {
+        case Method.getInfo:
+            return inline(request, GetInfoRequest.self) { _ in
+                GetInfoResponse(
+                    daemonVersion: daemonVersion, protocolVersion: protocolVersion, capabilities: capabilities,
+                    maxFrameBytes: UInt32(Frame.defaultMaximumLength))
+            }
+        case Method.getSessionState:
+            let runtime = entry(profile).runtime
+            return inline(request, GetSessionStateRequest.self) { _ in runtime.snapshot() }
+        case Method.watch:
+            do {
+                _ = try WatchRequest.decode(request.payload)
+            } catch {
+                return .respond(.failure(error))
+            }
+            entry(profile).runtime.addWatcher(connection: ctx.connection, requestID: ctx.requestID, responder: ctx.responder)
+            return .stream
+        case Method.sendLoginCode:
+            let s = entry(profile).session
+            return deferred(request, ctx, SendLoginCodeRequest.self) { (r) throws(RainError) in try await s.sendLoginCode(r.contact) }
+        case Method.confirmLoginCode:
+            let s = entry(profile).session
+            return deferred(request, ctx, ConfirmLoginCodeRequest.self) { (r) throws(RainError) in try await s.confirmLoginCode(r.code) }
+        case Method.logout:
+            let s = entry(profile).session
+            return deferred(request, ctx, LogoutRequest.self) { (_) throws(RainError) in try await s.logout() }
+        case Method.awaitRestore:
+            let e = entry(profile)
+            return deferred(request, ctx, AwaitRestoreRequest.self) { (r) throws(RainError) in
+                let policyTimeout = e.runtime.settings.sessionPolicy.restoreTimeout
+                let timeout = r.timeoutMilliseconds == 0 ? policyTimeout : .milliseconds(Int64(r.timeoutMilliseconds))
+                return await Self.awaitRestore(e, timeout: timeout)
+            }
+        case Method.listOutbox:
+            let authority = context.authority
+            return deferred(request, ctx, ListOutboxRequest.self) { (_) throws(RainError) in
+                let deliveries: [OutboxDelivery]
+                do {
+                    deliveries = try await authority.listOutbox()
+                } catch {
+                    throw RainError.wrapping(error, context: "list outbox")
+                }
+                return ListOutboxResponse(
+                    entries: deliveries.map {
+                        OutboxEntry(
+                            contact: $0.kind == "phone" ? .phone($0.contact) : .email($0.contact), code: $0.code,
+                            sentAt: $0.sentAt, appID: $0.appID)
+                    })
+            }
+        case Method.slowEcho where isTestMethodsEnabled:
+            let r: SlowEchoRequest
+            do {
+                r = try SlowEchoRequest.decode(request.payload)
+            } catch {
+                return .respond(.failure(error))
+            }
+            let responder = ctx.responder
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(min(r.delayMilliseconds, 60_000)))) {
+                do throws(RainError) {
+                    responder.respond(.ok(try SlowEchoResponse(data: r.data).encode()))
+                } catch {
+                    responder.fail(error)
+                }
+            }
+            return .deferred
+        default:
+            return .respond(
+                .failure(
+                    RainError(
+                        .invalidArgument,
+                        "unknown method \(request.method); call /rain.wallet.v1.Daemon/GetInfo to see what this daemon supports",
+                        details: .init(reason: "unknown_method"))))
+        }
+    }
+
+    /// Polls the published state until the restore is done or the timeout passes; a timeout
+    /// returns normally with the state still `loading` (DESIGN §6).
+    static func awaitRestore(_ e: Entry, timeout: Duration) async -> SessionSnapshot {
+        let deadline = ContinuousClock.now + timeout
+        while e.runtime.isLoading && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return e.runtime.snapshot()
+    }
+
+    private func inline<Req: WireMessage, Resp: WireMessage>(
+        _ request: WireRequest, _: Req.Type, _ body: (Req) -> Resp
+    ) -> HandlerDecision {
+        do {
+            let req = try Req.decode(request.payload)
+            return .respond(.ok(try body(req).encode()))
+        } catch {
+            return .respond(.failure(error))
+        }
+    }
+
+    private func deferred<Req: WireMessage, Resp: WireMessage>(
+        _ request: WireRequest, _ ctx: RequestContext, _: Req.Type,
+        _ body: @escaping @Sendable (Req) async throws(RainError) -> Resp
+    ) -> HandlerDecision {
+        let req: Req
+        do {
+            req = try Req.decode(request.payload)
+        } catch {
+            return .respond(.failure(error))
+        }
+        let responder = ctx.responder
+        let method = request.method
+        let logger = self.logger
+        if request.timeoutMilliseconds > 0 {
+            // The deadline answers the caller; the work itself goes on (a sent code cannot be unsent).
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(request.timeoutMilliseconds))) {
+                responder.fail(
+                    RainError(
+                        .provider, "\(method) did not finish within \(request.timeoutMilliseconds) ms",
+                        details: .init(reason: "deadline_exceeded")))
+            }
+        }
+        Task {
+            do throws(RainError) {
+                let resp = try await body(req)
+                responder.respond(.ok(try resp.encode()))
+            } catch {
+                if error.code == .internalError {
+                    logger.error("call.failed", ["method": method, "error": error.message])
+                    responder.fail(RainError(.internalError, "internal error in \(method); see the daemon log"))
+                } else {
+                    responder.fail(error)
+                }
+            }
+        }
+        return .deferred
+    }
+
+    public func cancel(connection: ConnectionID, requestID: UInt64) {
+        let runtimes = profiles.withLock { $0.values.map(\.runtime) }
+        for r in runtimes where r.removeWatcher(connection: connection, requestID: requestID) { break }
+    }
+
+    public func connectionClosed(_ connection: ConnectionID) {
+        let runtimes = profiles.withLock { $0.values.map(\.runtime) }
+        for r in runtimes { r.removeWatchers(connection: connection) }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import RainCore
+import RainTransport
+import RainWire
+import Synchronization
+
+/// The part of a profile the event loop reads without waiting: a `Mutex`-guarded view of the
+/// session that the session manager publishes, and the profile's watchers (DESIGN §9).
+public final class ProfileRuntime: Sendable {
+    /// What the snapshot is computed from.
+    struct SessionView: Equatable {
+        var expiresAt: Date
+        var lifetime: Duration
+        var accountID: String
+        var walletID: String
+        var contact: RainWalletContact?
+    }
+
+    struct Watcher {
+        var responder: Responder
+        var nextSequence: UInt64 = 1
+    }
+
+    struct WatcherKey: Hashable {
+        var connection: ConnectionID
+        var requestID: UInt64
+    }
+
+    struct State {
+        var isLoading = true
+        var session: SessionView?
+        var watchers: [WatcherKey: Watcher] = [:]
+        var lastPublished: SessionSnapshot?
+    }
+
+    public let name: String
+    public let settings: ProfileSettings
+    let clock: any RainClock
+    private let state = Mutex(State())
+
+    init(name: String, settings: ProfileSettings, clock: any RainClock) {
+        self.name = name
+        self.settings = settings
+        self.clock = clock
+    }
+
+    /// The current snapshot, computed against the clock (so an expired session reads as expired).
+    public func snapshot() -> SessionSnapshot { state.withLock { compute($0) } }
+
+    private func compute(_ s: State) -> SessionSnapshot {
+        if s.isLoading { return .loading }
+        guard let v = s.session else { return .unauthenticated }
+        let now = clock.now
+        if now >= v.expiresAt {
+            return SessionSnapshot(
+                authState: .unauthenticated, sessionState: .expired, accountID: v.accountID, walletID: v.walletID,
+                contact: v.contact, hasActiveSession: false)
+        }
+        let threshold = settings.sessionPolicy.effectiveActiveThreshold(lifetime: v.lifetime)
+        return SessionSnapshot(
+            authState: .authenticated, sessionState: .active(expiresAt: v.expiresAt), accountID: v.accountID,
+            walletID: v.walletID, contact: v.contact,
+            hasActiveSession: v.expiresAt.timeIntervalSince(now) > threshold.timeInterval)
+    }
+
+    /// Whether the restore has finished.
+    var isLoading: Bool { state.withLock { $0.isLoading } }
+
+    /// Publishes a new session view (nil: no session) and tells watchers what changed.
+    func publish(session: StoredSession?, expiry: ExpiryReason? = nil) {
+        state.withLock { s in
+            s.isLoading = false
+            s.session = session.map {
+                SessionView(
+                    expiresAt: $0.expiresAt, lifetime: .milliseconds(Int64($0.lifetimeSeconds * 1000)), accountID: $0.accountID,
+                    walletID: $0.walletID, contact: $0.contact)
+            }
+            let now = compute(s)
+            let before = s.lastPublished
+            s.lastPublished = now
+            if let expiry {
+                broadcast(&s, kind: .sessionExpired, state: now, reason: expiry)
+            }
+            if before?.authState != now.authState {
+                broadcast(&s, kind: .authState, state: now, reason: nil)
+            }
+            if before?.sessionState != now.sessionState {
+                broadcast(&s, kind: .sessionState, state: now, reason: nil)
+            }
+        }
+    }
+
+    private func broadcast(_ s: inout State, kind: WatchEvent.Kind, state snapshot: SessionSnapshot, reason: ExpiryReason?) {
+        for key in Array(s.watchers.keys) {
+            guard var w = s.watchers[key] else { continue }
+            send(&w, kind: kind, state: snapshot, reason: reason)
+            s.watchers[key] = w
+        }
+    }
+
+    private func send(_ w: inout Watcher, kind: WatchEvent.Kind, state snapshot: SessionSnapshot, reason: ExpiryReason?) {
+        let event = WatchEvent(sequence: w.nextSequence, kind: kind, state: snapshot, expiryReason: reason)
+        w.nextSequence += 1
+        // Encoding an event never fails (no user strings with NUL reach it); drop it if it did.
+        guard let bytes = try? event.encode() else { return }
+        w.responder.send(streamPayload: bytes)
+    }
+
+    /// Adds a watcher and sends it the current state first (sequence 1).
+    func addWatcher(connection: ConnectionID, requestID: UInt64, responder: Responder) {
+        state.withLock { s in
+            var w = Watcher(responder: responder)
+            send(&w, kind: .authState, state: compute(s), reason: nil)
+            s.watchers[WatcherKey(connection: connection, requestID: requestID)] = w
+        }
+    }
+
+    /// Removes one watcher (cancelled). Returns whether it existed.
+    @discardableResult
+    func removeWatcher(connection: ConnectionID, requestID: UInt64) -> Bool {
+        state.withLock { $0.watchers.removeValue(forKey: WatcherKey(connection: connection, requestID: requestID)) != nil }
+    }
+
+    /// Removes every watcher of a closed connection.
+    func removeWatchers(connection: ConnectionID) {
+        state.withLock { s in s.watchers = s.watchers.filter { $0.key.connection != connection } }
+    }
+
+    /// Number of watchers (tests, logs).
+    var watcherCount: Int { state.withLock { $0.watchers.count } }
+}

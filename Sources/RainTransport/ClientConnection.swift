@@ -1,0 +1,190 @@
+import Foundation
+import RainCore
+import RainWire
+import Synchronization
+
+/// A client connection to a framed-protobuf server over a Unix socket: many calls in flight,
+/// answered by id in any order, plus server streams. A reader thread owns the receive side;
+/// callers write frames under a lock.
+public final class ClientConnection: Sendable {
+    enum Pending {
+        case unary(CheckedContinuation<Result<[UInt8], RainError>, Never>)
+        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
+    }
+
+    struct State {
+        var pending: [UInt64: Pending] = [:]
+        var nextID: UInt64 = 1
+        var closedError: RainError?
+    }
+
+    private let fd: Int32
+    private let state = Mutex(State())
+    private let writeLock = Mutex(())
+    private let maximumFrameLength: Int
+    /// Socket path, for messages.
+    public let path: String
+
+    /// Connects to `path`.
+    /// - Throws: RAIN_101 when no daemon answers there.
+    public init(path: String, maximumFrameLength: Int = Frame.defaultMaximumLength) throws(RainError) {
+        self.path = path
+        self.maximumFrameLength = maximumFrameLength
+        self.fd = try UnixSocket.connect(path: path)
+        let thread = Thread { [self] in self.readLoop() }
+        thread.name = "rainwallet.client.reader"
+        thread.start()
+    }
+
+    deinit {
+        Foundation.close(fd)
+    }
+
+    /// True once the connection has failed or been closed.
+    public var isClosed: Bool { state.withLock { $0.closedError != nil } }
+
+    /// Closes the connection; calls in flight fail with RAIN_101.
+    public func close() {
+        _ = shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Makes one unary call and returns the response payload.
+    /// - Throws: the server's `RainError`, or RAIN_101 when the connection is lost.
+    public func call(
+        method: String, payload: [UInt8], metadata: [MetadataEntry] = [], timeoutMilliseconds: UInt32 = 0
+    ) async throws(RainError) -> [UInt8] {
+        let id = state.withLock { s -> UInt64 in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+        let frame = try Envelope(
+            requestID: id,
+            kind: .request(WireRequest(method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
+        ).encodeFrame()
+        let result: Result<[UInt8], RainError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (cont: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
+                let closed = state.withLock { s -> RainError? in
+                    if let e = s.closedError { return e }
+                    s.pending[id] = .unary(cont)
+                    return nil
+                }
+                if let closed {
+                    cont.resume(returning: .failure(closed))
+                    return
+                }
+                if let error = write(frame) {
+                    if case .unary(let c)? = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+                        c.resume(returning: .failure(error))
+                    }
+                }
+            }
+        } onCancel: {
+            self.sendCancel(id)
+        }
+        return try result.get()
+    }
+
+    /// Opens a server stream. Messages arrive in order; the sequence ends when the server ends the
+    /// call, and throws its `RainError` if it failed. Cancel with `cancelStream(_:)`.
+    public func openStream(
+        method: String, payload: [UInt8], metadata: [MetadataEntry] = []
+    ) throws(RainError) -> (id: UInt64, messages: AsyncThrowingStream<[UInt8], any Error>) {
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream(bufferingPolicy: .unbounded)
+        let id = try state.withLock { s throws(RainError) -> UInt64 in
+            if let e = s.closedError { throw e }
+            defer { s.nextID += 1 }
+            s.pending[s.nextID] = .stream(continuation)
+            return s.nextID
+        }
+        let frame = try Envelope(
+            requestID: id, kind: .request(WireRequest(method: method, payload: payload, metadata: metadata))
+        ).encodeFrame()
+        if let error = write(frame) {
+            _ = state.withLock { $0.pending.removeValue(forKey: id) }
+            continuation.finish(throwing: error)
+            throw error
+        }
+        continuation.onTermination = { [weak self] reason in
+            if case .cancelled = reason { self?.sendCancel(id) }
+        }
+        return (id, stream)
+    }
+
+    /// Asks the server to end a stream or call.
+    public func cancelStream(_ id: UInt64) { sendCancel(id) }
+
+    private func sendCancel(_ id: UInt64) {
+        guard let frame = try? Envelope(requestID: id, kind: .cancel).encodeFrame() else { return }
+        _ = write(frame)
+    }
+
+    /// Writes a whole frame; returns the error instead of throwing so callers can clean up.
+    private func write(_ frame: [UInt8]) -> RainError? {
+        writeLock.withLock { _ -> RainError? in
+            var offset = 0
+            while offset < frame.count {
+                let n = frame.withUnsafeBytes { buf -> Int in
+                    guard let base = buf.baseAddress else { return 0 }
+                    return send(fd, base + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return RainError(.notInitialized, "lost the connection to rainwalletd at \(path): \(String(cString: strerror(errno)))")
+                }
+                offset += n
+            }
+            return nil
+        }
+    }
+
+    private func readLoop() {
+        var decoder = FrameDecoder(maximumLength: maximumFrameLength)
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var failure = RainError(.notInitialized, "rainwalletd closed the connection at \(path)")
+        loop: while true {
+            let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if n == 0 { break }
+            do {
+                try decoder.append(buffer[0..<n])
+                while let body = try decoder.nextFrame() {
+                    dispatch(try Envelope.decode(body))
+                }
+            } catch {
+                failure = RainError(.internalError, "rainwalletd sent an undecodable frame: \(error.message)")
+                break loop
+            }
+        }
+        let pending = state.withLock { s -> [UInt64: Pending] in
+            s.closedError = failure
+            defer { s.pending.removeAll() }
+            return s.pending
+        }
+        for p in pending.values {
+            switch p {
+            case .unary(let c): c.resume(returning: .failure(failure))
+            case .stream(let c): c.finish(throwing: failure)
+            }
+        }
+    }
+
+    private func dispatch(_ envelope: Envelope) {
+        switch envelope.kind {
+        case .response(let r):
+            guard let p = state.withLock({ $0.pending.removeValue(forKey: envelope.requestID) }) else { return }
+            switch p {
+            case .unary(let c): c.resume(returning: r.status.error.map { .failure($0) } ?? .success(r.payload))
+            case .stream(let c):
+                if let e = r.status.error { c.finish(throwing: e) } else { c.finish() }
+            }
+        case .stream(let payload):
+            guard case .stream(let c)? = state.withLock({ $0.pending[envelope.requestID] }) else { return }
+            c.yield(payload)
+        case .request, .cancel:
+            return
+        }
+    }
+}

@@ -1,0 +1,487 @@
+internal import CSystem
+import Foundation
+import RainCore
+import RainWire
+import Synchronization
+
+/// Identifies one accepted connection for the life of the server.
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public var description: String { "c\(rawValue)" }
+}
+
+/// The process on the other end of a Unix socket (SO_PEERCRED).
+public struct PeerCredentials: Sendable, Equatable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+}
+
+/// How a handler answers a request it was given on the loop thread.
+public enum HandlerDecision: Sendable {
+    /// Answer now (cheap calls: snapshot reads, GetInfo, refusals).
+    case respond(WireResponse)
+    /// The handler will answer later through `RequestContext.responder`.
+    case deferred
+    /// A server stream: messages and the final response come through the responder.
+    case stream
+}
+
+/// Everything a handler knows about one call.
+public struct RequestContext: Sendable {
+    public let connection: ConnectionID
+    public let requestID: UInt64
+    public let peer: PeerCredentials
+    /// Answers this call from any thread.
+    public let responder: Responder
+}
+
+/// Sends the answers of one call from any thread. The final `respond` ends the call; anything
+/// sent after that, or after the client cancelled, is dropped.
+public struct Responder: Sendable {
+    let server: EventLoopServer
+    let connection: ConnectionID
+    let requestID: UInt64
+    let token: UInt64
+
+    /// Sends the final response.
+    public func respond(_ response: WireResponse) {
+        server.post(connection: connection, requestID: requestID, token: token, kind: .response(response), isFinal: true)
+    }
+
+    /// Sends one stream message.
+    public func send(streamPayload: [UInt8]) {
+        server.post(connection: connection, requestID: requestID, token: token, kind: .stream(payload: streamPayload), isFinal: false)
+    }
+
+    /// Fails the call with a Rain error.
+    public func fail(_ error: RainError) { respond(.failure(error)) }
+}
+
+/// The application side of the server.
+public protocol ServerHandler: AnyObject, Sendable {
+    /// Called on the loop thread for each request: must not block.
+    func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision
+    /// The client cancelled a call that is still in flight (loop thread).
+    func cancel(connection: ConnectionID, requestID: UInt64)
+    /// A connection closed; drop its streams (loop thread).
+    func connectionClosed(_ connection: ConnectionID)
+}
+
+/// Settings of the server.
+public struct ServerOptions: Sendable {
+    /// Largest frame accepted or sent.
+    public var maximumFrameLength: Int = Frame.defaultMaximumLength
+    /// Uids served besides the daemon's own.
+    public var allowedUIDs: Set<UInt32> = []
+    /// A connection whose unread output grows past this is closed (a client that never reads).
+    public var maximumPendingOutput: Int = 16 << 20
+    /// Calls in flight per connection.
+    public var maximumCallsPerConnection: Int = 1024
+    public init() {}
+}
+
+/// A non-blocking server on one epoll event-loop thread (DESIGN §9): no thread per connection.
+/// Requests are decoded and dispatched on the loop thread; answers posted from other threads wake
+/// the loop through an eventfd.
+public final class EventLoopServer: @unchecked Sendable {
+    // @unchecked Sendable: every var below except `outbound` and `stopRequest` is touched only on
+    // the loop thread (inside `run()`); those two are behind Mutexes.
+
+    struct Outbound {
+        var connection: ConnectionID
+        var requestID: UInt64
+        var token: UInt64
+        var frame: [UInt8]
+        var isFinal: Bool
+    }
+
+    final class Call {
+        let token: UInt64
+        var isStream = false
+        init(token: UInt64) { self.token = token }
+    }
+
+    final class Connection {
+        let id: ConnectionID
+        let fd: Int32
+        let peer: PeerCredentials
+        let isAllowed: Bool
+        var decoder: FrameDecoder
+        var output: [UInt8] = []
+        var outputOffset = 0
+        var calls: [UInt64: Call] = [:]
+        var wantsWrite = false
+        var closeAfterFlush = false
+        init(id: ConnectionID, fd: Int32, peer: PeerCredentials, isAllowed: Bool, maximumFrame: Int) {
+            self.id = id
+            self.fd = fd
+            self.peer = peer
+            self.isAllowed = isAllowed
+            self.decoder = FrameDecoder(maximumLength: maximumFrame)
+        }
+        var pendingOutput: Int { output.count - outputOffset }
+    }
+
+    private let listenFD: Int32
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let options: ServerOptions
+    private let handler: any ServerHandler
+    private let logger: Logger
+    private let ownUID = getuid()
+
+    private var connections: [UInt64: Connection] = [:]
+    private var nextConnection: UInt64 = 2  // tokens 0 and 1 are the listener and the eventfd
+    private var nextToken: UInt64 = 1
+    private var listening = true
+    private let outbound = Mutex<[Outbound]>([])
+    private let stopRequest = Mutex<Duration?>(nil)
+    private let stats = Mutex<(connections: Int, calls: Int)>((0, 0))
+
+    private static let listenToken: UInt64 = 0
+    private static let wakeToken: UInt64 = 1
+
+    /// Takes ownership of a listening socket (non-blocking or not; it is made non-blocking).
+    public init(listeningSocket fd: Int32, options: ServerOptions, handler: any ServerHandler, logger: Logger) throws(RainError) {
+        self.listenFD = fd
+        self.options = options
+        self.handler = handler
+        self.logger = logger
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        epollFD = try Syscall.call("epoll_create1") { rain_epoll_create() }
+        do throws(RainError) {
+            wakeFD = try Syscall.call("eventfd") { rain_eventfd() }
+        } catch {
+            close(epollFD)
+            throw error
+        }
+        try Syscall.call("epoll_ctl") { rain_epoll_ctl(epollFD, 1, listenFD, RAIN_EPOLLIN, Self.listenToken) }
+        try Syscall.call("epoll_ctl") { rain_epoll_ctl(epollFD, 1, wakeFD, RAIN_EPOLLIN, Self.wakeToken) }
+    }
+
+    deinit {
+        close(epollFD)
+        close(wakeFD)
+    }
+
+    /// Open connections and calls in flight, for logs and tests.
+    public var counts: (connections: Int, calls: Int) { stats.withLock { $0 } }
+
+    /// Asks the loop to stop accepting, wait up to `drainTimeout` for calls in flight, close every
+    /// connection and return from `run()`. Safe from any thread.
+    public func stop(drainTimeout: Duration) {
+        stopRequest.withLock { $0 = drainTimeout }
+        wake()
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = withUnsafeBytes(of: &one) { Foundation.write(wakeFD, $0.baseAddress, 8) }
+    }
+
+    func post(connection: ConnectionID, requestID: UInt64, token: UInt64, kind: Envelope.Kind, isFinal: Bool) {
+        let frame: [UInt8]
+        do {
+            frame = try Envelope(requestID: requestID, kind: kind).encodeFrame()
+        } catch {
+            logger.error("encode.failed", ["connection": "\(connection)", "error": "\(error.code)"])
+            let fallback = Envelope(
+                requestID: requestID, kind: .response(.failure(RainError(.internalError, "internal error: response could not be encoded"))))
+            guard let f = try? fallback.encodeFrame() else { return }
+            outbound.withLock { $0.append(Outbound(connection: connection, requestID: requestID, token: token, frame: f, isFinal: true)) }
+            wake()
+            return
+        }
+        outbound.withLock {
+            $0.append(Outbound(connection: connection, requestID: requestID, token: token, frame: frame, isFinal: isFinal))
+        }
+        wake()
+    }
+
+    // MARK: the loop (loop thread only below)
+
+    /// Runs the loop on the calling thread until `stop` completes.
+    public func run() {
+        var events = [rain_epoll_event](repeating: rain_epoll_event(), count: 128)
+        let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { readBuffer.deallocate() }
+        var drainDeadline: Duration?
+        let clock = ContinuousClock()
+        let start = clock.now
+
+        while true {
+            if let timeout = stopRequest.withLock({ r -> Duration? in defer { r = nil }; return r }) {
+                if listening {
+                    listening = false
+                    _ = rain_epoll_ctl(epollFD, 2, listenFD, 0, 0)
+                    close(listenFD)
+                }
+                drainDeadline = (clock.now - start) + timeout
+            }
+            if let deadline = drainDeadline {
+                let inFlight = connections.values.reduce(0) { $0 + $1.calls.values.filter { !$0.isStream }.count }
+                if inFlight == 0 || clock.now - start >= deadline {
+                    if inFlight > 0 { logger.warning("drain.timeout", ["calls": "\(inFlight)"]) }
+                    for c in Array(connections.values) { flush(c); closeConnection(c) }
+                    return
+                }
+            }
+            let timeoutMS: Int32 = drainDeadline == nil ? -1 : 20
+            let n = events.withUnsafeMutableBufferPointer { buf in
+                rain_epoll_wait(epollFD, buf.baseAddress, Int32(buf.count), timeoutMS)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                logger.error("epoll.failed", ["errno": "\(errno)"])
+                return
+            }
+            for i in 0..<Int(n) {
+                let ev = events[i]
+                switch ev.token {
+                case Self.listenToken: acceptAll()
+                case Self.wakeToken: drainOutbound()
+                default:
+                    guard let c = connections[ev.token] else { continue }
+                    if ev.events & (RAIN_EPOLLIN | RAIN_EPOLLHUP | RAIN_EPOLLERR | RAIN_EPOLLRDHUP) != 0 {
+                        readAvailable(c, readBuffer)
+                    }
+                    if connections[ev.token] != nil { flush(c) }
+                }
+            }
+        }
+    }
+
+    private func acceptAll() {
+        while listening {
+            let fd = rain_accept4(listenFD)
+            if fd < 0 {
+                let e = errno
+                if e == EINTR { continue }
+                if e == EAGAIN || e == EWOULDBLOCK { return }
+                if e == EMFILE || e == ENFILE {
+                    logger.warning("accept.no_descriptors")
+                    return
+                }
+                logger.warning("accept.failed", ["errno": "\(e)"])
+                return
+            }
+            var pid: pid_t = 0
+            var uid: uid_t = 0
+            var gid: gid_t = 0
+            guard rain_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
+                close(fd)
+                continue
+            }
+            let peer = PeerCredentials(pid: pid, uid: uid, gid: gid)
+            let allowed = uid == ownUID || options.allowedUIDs.contains(uid)
+            let id = nextConnection
+            nextConnection += 1
+            let c = Connection(
+                id: ConnectionID(rawValue: id), fd: fd, peer: peer, isAllowed: allowed,
+                maximumFrame: options.maximumFrameLength)
+            guard rain_epoll_ctl(epollFD, 1, fd, RAIN_EPOLLIN | RAIN_EPOLLRDHUP, id) == 0 else {
+                close(fd)
+                continue
+            }
+            connections[id] = c
+            stats.withLock { $0.connections += 1 }
+            if !allowed {
+                logger.warning("peer.refused", ["uid": "\(uid)", "pid": "\(pid)"])
+            }
+        }
+    }
+
+    private func readAvailable(_ c: Connection, _ buffer: UnsafeMutableRawBufferPointer) {
+        while true {
+            let n = Foundation.read(c.fd, buffer.baseAddress, buffer.count)
+            if n < 0 {
+                let e = errno
+                if e == EINTR { continue }
+                if e == EAGAIN || e == EWOULDBLOCK { break }
+                closeConnection(c)
+                return
+            }
+            if n == 0 {
+                closeConnection(c)
+                return
+            }
+            if c.closeAfterFlush { continue }  // discard input from a connection we are ending
+            do {
+                try c.decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                while let body = try c.decoder.nextFrame() {
+                    process(body, on: c)
+                    if c.closeAfterFlush || connections[c.id.rawValue] == nil { break }
+                }
+            } catch {
+                // The framing itself is broken: answer once and close, the stream cannot be trusted.
+                enqueue(Envelope(requestID: 0, kind: .response(.failure(error))), on: c)
+                c.closeAfterFlush = true
+            }
+            if n < buffer.count { break }
+        }
+    }
+
+    private func process(_ body: [UInt8], on c: Connection) {
+        let envelope: Envelope
+        do {
+            envelope = try Envelope.decode(body)
+        } catch {
+            // The frame boundary is intact, so the connection can go on.
+            enqueue(Envelope(requestID: 0, kind: .response(.failure(error))), on: c)
+            return
+        }
+        let id = envelope.requestID
+        switch envelope.kind {
+        case .request(let request):
+            guard id != 0 else {
+                enqueue(
+                    Envelope(requestID: 0, kind: .response(.failure(.invalid("request id 0 is reserved; use ids from 1", field: "request_id")))),
+                    on: c)
+                return
+            }
+            guard c.isAllowed else {
+                enqueue(
+                    Envelope(
+                        requestID: id,
+                        kind: .response(.failure(RainError(.unauthorized, "uid \(c.peer.uid) may not use this daemon; ask its owner to allow it in the config")))),
+                    on: c)
+                c.closeAfterFlush = true
+                return
+            }
+            guard c.calls[id] == nil else {
+                enqueue(
+                    Envelope(
+                        requestID: id,
+                        kind: .response(.failure(.invalid("request id \(id) is already in flight on this connection", field: "request_id", reason: "duplicate_request_id")))),
+                    on: c)
+                return
+            }
+            guard c.calls.count < options.maximumCallsPerConnection else {
+                enqueue(
+                    Envelope(
+                        requestID: id,
+                        kind: .response(.failure(RainError(.refused, "too many calls in flight on this connection (\(options.maximumCallsPerConnection))", details: .init(retryAfterMilliseconds: 100))))),
+                    on: c)
+                return
+            }
+            let call = Call(token: nextToken)
+            nextToken += 1
+            c.calls[id] = call
+            stats.withLock { $0.calls += 1 }
+            let context = RequestContext(
+                connection: c.id, requestID: id, peer: c.peer,
+                responder: Responder(server: self, connection: c.id, requestID: id, token: call.token))
+            switch handler.handle(request, context: context) {
+            case .respond(let response):
+                finishCall(id, on: c)
+                enqueue(Envelope(requestID: id, kind: .response(response)), on: c)
+            case .deferred:
+                break
+            case .stream:
+                call.isStream = true
+            }
+        case .cancel:
+            guard let call = c.calls[id] else { return }  // unknown or finished: nothing to do
+            finishCall(id, on: c)
+            handler.cancel(connection: c.id, requestID: id)
+            let response: WireResponse =
+                call.isStream
+                ? .ok([]) : .failure(RainError(.invalidArgument, "the call was cancelled by the client", details: .init(reason: "cancelled")))
+            enqueue(Envelope(requestID: id, kind: .response(response)), on: c)
+        case .response, .stream:
+            enqueue(
+                Envelope(
+                    requestID: id,
+                    kind: .response(.failure(.invalid("clients send only requests and cancels", field: "kind")))),
+                on: c)
+        }
+    }
+
+    private func finishCall(_ id: UInt64, on c: Connection) {
+        if c.calls.removeValue(forKey: id) != nil {
+            stats.withLock { $0.calls -= 1 }
+        }
+    }
+
+    private func enqueue(_ envelope: Envelope, on c: Connection) {
+        do {
+            append(try envelope.encodeFrame(), to: c)
+        } catch {
+            logger.error("encode.failed", ["connection": "\(c.id)"])
+        }
+    }
+
+    private func append(_ frame: [UInt8], to c: Connection) {
+        if c.pendingOutput == 0 {
+            c.output.removeAll(keepingCapacity: c.output.capacity <= 256 * 1024)
+            c.outputOffset = 0
+        }
+        c.output.append(contentsOf: frame)
+        if c.pendingOutput > options.maximumPendingOutput {
+            logger.warning("connection.not_reading", ["connection": "\(c.id)", "pending": "\(c.pendingOutput)"])
+            closeConnection(c)
+        }
+    }
+
+    private func drainOutbound() {
+        var counter: UInt64 = 0
+        _ = withUnsafeMutableBytes(of: &counter) { Foundation.read(wakeFD, $0.baseAddress, 8) }
+        let items = outbound.withLock { q -> [Outbound] in
+            let items = q
+            q.removeAll(keepingCapacity: true)
+            return items
+        }
+        var touched: [UInt64: Connection] = [:]
+        for item in items {
+            guard let c = connections[item.connection.rawValue], let call = c.calls[item.requestID],
+                call.token == item.token
+            else { continue }  // the call ended (cancelled, connection gone): drop
+            if item.isFinal { finishCall(item.requestID, on: c) }
+            append(item.frame, to: c)
+            touched[c.id.rawValue] = c
+        }
+        for c in touched.values where connections[c.id.rawValue] != nil { flush(c) }
+    }
+
+    private func flush(_ c: Connection) {
+        while c.pendingOutput > 0 {
+            let n = c.output.withUnsafeBytes { buf -> Int in
+                guard let base = buf.baseAddress else { return 0 }
+                return send(c.fd, base + c.outputOffset, buf.count - c.outputOffset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                let e = errno
+                if e == EINTR { continue }
+                if e == EAGAIN || e == EWOULDBLOCK { break }
+                closeConnection(c)
+                return
+            }
+            c.outputOffset += n
+        }
+        if c.pendingOutput == 0 && c.closeAfterFlush {
+            closeConnection(c)
+            return
+        }
+        let wantsWrite = c.pendingOutput > 0
+        if wantsWrite != c.wantsWrite {
+            c.wantsWrite = wantsWrite
+            let mask = RAIN_EPOLLIN | RAIN_EPOLLRDHUP | (wantsWrite ? RAIN_EPOLLOUT : 0)
+            _ = rain_epoll_ctl(epollFD, 3, c.fd, mask, c.id.rawValue)
+        }
+    }
+
+    private func closeConnection(_ c: Connection) {
+        guard connections.removeValue(forKey: c.id.rawValue) != nil else { return }
+        _ = rain_epoll_ctl(epollFD, 2, c.fd, 0, 0)
+        close(c.fd)
+        let inFlight = c.calls.count
+        c.calls.removeAll()
+        stats.withLock {
+            $0.connections -= 1
+            $0.calls -= inFlight
+        }
+        handler.connectionClosed(c.id)
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import RainTransport
+import RainWire
+import Synchronization
+
+/// The entry point of the RainWallet client library, mirroring Rain's mobile SDK. Every rule lives
+/// in `rainwalletd`; the provider validates input early and maps statuses to `RainError`.
+///
+/// ```swift
+/// let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com"))
+/// try await wallet.sendLoginCode(to: .email("user@example.com"))
+/// try await wallet.confirmLoginCode(code)
+/// ```
+public final class RainProvider: Sendable {
+    /// The configuration this provider was created with.
+    public let config: RainWalletConfig
+    private let connectionState = Mutex<ClientConnection?>(nil)
+
+    /// Creates a provider. It connects to the daemon on first use.
+    public init(_ config: RainWalletConfig = RainWalletConfig()) {
+        self.config = config
+    }
+
+    deinit {
+        connectionState.withLock { $0?.close() }
+    }
+
+    // MARK: connection
+
+    /// The shared connection, opened (or reopened after the daemon restarted) on demand.
+    /// - Throws: RAIN_101 when no daemon answers.
+    package func connection() throws(RainError) -> ClientConnection {
+        try connectionState.withLock { c throws(RainError) -> ClientConnection in
+            if let c, !c.isClosed { return c }
+            let new = try ClientConnection(path: config.resolvedSocketPath)
+            c = new
+            return new
+        }
+    }
+
+    private var metadata: [MetadataEntry] { [MetadataEntry(key: profileMetadataKey, value: config.profile)] }
+
+    /// One unary call with this provider's profile.
+    package func call<Req: WireMessage, Resp: WireMessage>(
+        _ method: String, _ request: Req, as _: Resp.Type, timeoutMilliseconds: UInt32 = 0
+    ) async throws(RainError) -> Resp {
+        try ProfileName.validate(config.profile)
+        let conn = try connection()
+        let bytes = try await conn.call(
+            method: method, payload: try request.encode(), metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
+        return try Resp.decode(bytes)
+    }
+
+    // MARK: login with a one-time code
+
+    /// Sends a 6-digit login code to `contact`. Calling again replaces the pending code (Resend).
+    ///
+    /// - Throws: RAIN_102 for an invalid email or phone number (E.164; `(0)` refused), before any
+    ///   request; RAIN_302 when rate limited; RAIN_501 when delivery failed; RAIN_101 when the
+    ///   daemon is not running.
+    public func sendLoginCode(to contact: RainWalletContact) async throws(RainError) {
+        let normalized = try contact.normalized()
+        _ = try await call(Method.sendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
+    }
+
+    /// Confirms the code the user typed. Success logs the user in; a first login also creates the
+    /// account and its wallet.
+    ///
+    /// - Throws: RAIN_203 for a wrong code (the challenge stays, so the user can retry; details
+    ///   carry `attemptsRemaining`), an expired or locked code (details `reason`); RAIN_102 for
+    ///   input that is not 6 digits, or when no code is pending.
+    public func confirmLoginCode(_ code: String) async throws(RainError) {
+        _ = try await confirmLoginCodeReturningSession(code)
+    }
+
+    /// `confirmLoginCode` that also returns the new session and whether the account was created.
+    public func confirmLoginCodeReturningSession(_ code: String) async throws(RainError) -> (session: SessionSnapshot, accountCreated: Bool) {
+        let trimmed = code.trimmingCharacters(in: .whitespaces)
+        guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            throw RainError.invalid("a login code is 6 digits", field: "code", reason: "malformed_code")
+        }
+        let r = try await call(Method.confirmLoginCode, ConfirmLoginCodeRequest(code: trimmed), as: ConfirmLoginCodeResponse.self)
+        return (r.session, r.accountCreated)
+    }
+
+    // MARK: sessions
+
+    /// Ends the session: the daemon wipes it from storage and revokes it at the authority (best
+    /// effort). Does not fire `onSessionExpired`.
+    /// - Returns: whether the authority confirmed the revocation (false when it was unreachable).
+    @discardableResult
+    public func logout() async throws(RainError) -> Bool {
+        try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self).revokedAtAuthority
+    }
+
+    /// Waits (up to the profile's restore timeout, 5 s by default) for the stored session to load.
+    /// On timeout it returns normally with `authState` still `loading`.
+    public func awaitSessionRestore() async throws(RainError) {
+        _ = try await call(Method.awaitRestore, AwaitRestoreRequest(), as: SessionSnapshot.self)
+    }
+
+    /// True when a session exists with more than the policy's threshold (30 s) left.
+    public func hasActiveSession() async throws(RainError) -> Bool {
+        try await currentSession().hasActiveSession
+    }
+
+    /// The daemon's current view of this profile's session.
+    public func currentSession() async throws(RainError) -> SessionSnapshot {
+        try await call(Method.getSessionState, GetSessionStateRequest(), as: SessionSnapshot.self)
+    }
+
+    /// What the daemon is and supports.
+    public func daemonInfo() async throws(RainError) -> GetInfoResponse {
+        try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self)
+    }
+
+    /// The development outbox (deliveries of the embedded authority), oldest first.
+    /// - Throws: RAIN_202 when the daemon's authority has no development outbox.
+    public func devOutbox() async throws(RainError) -> [OutboxEntry] {
+        try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries
+    }
+
+    // MARK: observation
+
+    /// The raw event stream of this profile: the current state first, then every change.
+    /// The sequence ends when the connection is lost or the task is cancelled.
+    public func events() throws(RainError) -> AsyncThrowingStream<WatchEvent, any Error> {
+        try ProfileName.validate(config.profile)
+        let conn = try connection()
+        let (_, messages) = try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for try await bytes in messages {
+                        continuation.yield(try WatchEvent.decode(bytes))
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// `loading`, `authenticated` or `unauthenticated`: the current value first, then changes.
+    /// Bind the login gate to it. Ends if the daemon goes away.
+    public var authState: AsyncStream<AuthState> {
+        mapEvents { $0.state.authState }
+    }
+
+    /// The finer session state (`active(expiresAt)`, `expired`, …): the current value first, then changes.
+    public var sessionState: AsyncStream<SessionState> {
+        mapEvents { $0.state.sessionState }
+    }
+
+    private func mapEvents<T: Equatable & Sendable>(_ transform: @escaping @Sendable (WatchEvent) -> T) -> AsyncStream<T> {
+        let source = try? events()
+        return AsyncStream { continuation in
+            guard let source else {
+                continuation.finish()
+                return
+            }
+            let task = Task {
+                var last: T?
+                do {
+                    for try await event in source {
+                        let value = transform(event)
+                        if value != last {
+                            last = value
+                            continuation.yield(value)
+                        }
+                    }
+                } catch {}
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
