@@ -1,1 +1,86 @@
-print("todo")
+// rainwallet-bench: closed-loop round trips of a cheap call (Session/GetState) through the
+// RainWallet client library, one RainProvider (one connection) per task. Prints one JSON line:
+// {"calls":…,"seconds":…,"callsPerSecond":…,"p50Micros":…,"p99Micros":…,"connections":…}
+// Used by scripts/bench beside the C floor; it reports figures and asserts nothing.
+import Foundation
+import RainWallet
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("rainwallet-bench: \(message)\n".utf8))
+    exit(64)
+}
+
+var socket: String?
+var connections = 1
+var seconds = 3.0
+var args = Array(CommandLine.arguments.dropFirst())
+while !args.isEmpty {
+    let flag = args.removeFirst()
+    guard !args.isEmpty else { fail("\(flag) needs a value; usage: --socket PATH --connections N --seconds S") }
+    let value = args.removeFirst()
+    switch flag {
+    case "--socket": socket = value
+    case "--connections": connections = Int(value) ?? 0
+    case "--seconds": seconds = Double(value) ?? 0
+    default: fail("unknown option \(flag)")
+    }
+}
+guard let socket, connections > 0, seconds > 0 else { fail("usage: --socket PATH --connections N --seconds S") }
+
+let warmup = Duration.milliseconds(500)
+let clock = ContinuousClock()
+
+struct Sample: Sendable {
+    var latencies: [Duration] = []
+    var firstCounted: ContinuousClock.Instant?
+    var last: ContinuousClock.Instant?
+}
+
+let start = clock.now
+let measureFrom = start + warmup
+let end = measureFrom + .milliseconds(Int64(seconds * 1000))
+
+let samples: [Sample]
+do {
+    samples = try await withThrowingTaskGroup(of: Sample.self) { group in
+        for _ in 0..<connections {
+            group.addTask {
+                let provider = RainProvider(RainWalletConfig(socketPath: socket))
+                var sample = Sample()
+                sample.latencies.reserveCapacity(200_000)
+                while true {
+                    let t0 = clock.now
+                    if t0 >= end { break }
+                    _ = try await provider.currentSession()
+                    let t1 = clock.now
+                    if t0 >= measureFrom {
+                        sample.latencies.append(t1 - t0)
+                        if sample.firstCounted == nil { sample.firstCounted = t0 }
+                        sample.last = t1
+                    }
+                }
+                return sample
+            }
+        }
+        var all: [Sample] = []
+        for try await s in group { all.append(s) }
+        return all
+    }
+} catch let e as RainError {
+    FileHandle.standardError.write(Data("rainwallet-bench: \(e.code): \(e.message)\n".utf8))
+    exit(1)
+}
+
+let all = samples.flatMap(\.latencies).map { Double($0.components.attoseconds) / 1e12 + Double($0.components.seconds) * 1e6 }
+    .sorted()
+guard !all.isEmpty, let lastReply = samples.compactMap(\.last).max() else { fail("no calls completed") }
+let window = (lastReply - measureFrom)
+let windowSeconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+func percentile(_ p: Double, of all: [Double]) -> Double {
+    let rank = Int((p / 100 * Double(all.count)).rounded(.up))
+    return all[max(0, min(all.count - 1, rank - 1))]
+}
+let line = String(
+    format: "{\"calls\":%d,\"seconds\":%.3f,\"callsPerSecond\":%.1f,\"p50Micros\":%.1f,\"p99Micros\":%.1f,\"connections\":%d}",
+    all.count, windowSeconds, Double(all.count) / windowSeconds, percentile(50, of: all), percentile(99, of: all), connections)
+print(line)

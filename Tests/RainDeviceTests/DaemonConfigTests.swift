@@ -1,0 +1,107 @@
+import Foundation
+import RainCore
+@testable import RainDevice
+import Testing
+
+@Suite struct DaemonConfigTests {
+    func parse(_ json: String) throws -> DaemonConfig { try DaemonConfig.parse(Data(json.utf8), source: "test.json") }
+
+    @Test func emptyObjectGivesDefaults() throws {
+        let c = try parse("{}")
+        #expect(c == DaemonConfig())
+        #expect(c.settings(for: "anything").appID == "anything")
+        #expect(c.codeSender == .outbox)
+    }
+
+    @Test func fullConfigParses() throws {
+        let c = try parse(
+            """
+            {"allowedUIDs": [1001],
+             "codeSender": {"type": "command", "command": ["/usr/bin/send", "--x"], "timeoutSeconds": 5},
+             "authority": {"codeLifetimeSeconds": 60, "accessTokenLifetimeSeconds": 30, "maxWrongAttempts": 3,
+                           "maxActiveCodesPerAccount": 3, "devOutbox": false},
+             "profiles": {"my-app": {"appID": "com.example", "passkeyDomain": "example.com", "allowExport": true,
+                                     "allowedUIDs": [1002],
+                                     "sessionPolicy": {"refreshBufferSeconds": 10, "autoRefresh": false,
+                                                       "transientRetries": 1, "retryInitialDelayMilliseconds": 100,
+                                                       "retryMaxDelayMilliseconds": 200, "activeThresholdSeconds": 5,
+                                                       "restoreTimeoutSeconds": 2}}}}
+            """)
+        #expect(c.allowedUIDs == [1001])
+        #expect(c.codeSender == .command(arguments: ["/usr/bin/send", "--x"], timeout: .seconds(5)))
+        #expect(c.authority.codeLifetime == .seconds(60))
+        #expect(c.authority.accessTokenLifetime == .seconds(30))
+        #expect(!c.authority.isDevOutboxEnabled)
+        let p = c.settings(for: "my-app")
+        #expect(p.appID == "com.example")
+        #expect(p.passkeyDomain == "example.com")
+        #expect(p.isExportAllowed)
+        #expect(p.sessionPolicy.refreshBuffer == .seconds(10))
+        #expect(!p.sessionPolicy.isAutoRefreshEnabled)
+        #expect(p.sessionPolicy.retryMaxDelay == .milliseconds(200))
+        #expect(c.allAllowedUIDs == [1001, 1002])
+    }
+
+    /// Each bad config is refused with RAIN_102 and the error names the offending key.
+    @Test(arguments: [
+        ("[]", ""),
+        ("{\"profile\": {}}", "profile"),
+        ("{\"profiles\": {\"x\": {\"passkeyDomian\": \"a.com\"}}}", "profiles.x.passkeyDomian"),
+        ("{\"profiles\": {\"Bad_Name\": {}}}", "profiles.Bad_Name"),
+        ("{\"profiles\": {\"x\": {\"allowExport\": \"yes\"}}}", "profiles.x.allowExport"),
+        ("{\"profiles\": {\"x\": {\"allowExport\": 1}}}", "profiles.x.allowExport"),
+        ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"refreshBufferSeconds\": -1}}}}", "profiles.x.sessionPolicy.refreshBufferSeconds"),
+        ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"transientRetries\": true}}}}", "profiles.x.sessionPolicy.transientRetries"),
+        ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"retryInitialDelayMilliseconds\": 500, \"retryMaxDelayMilliseconds\": 100}}}}",
+         "profiles.x.sessionPolicy.retryMaxDelayMilliseconds"),
+        ("{\"allowedUIDs\": [\"root\"]}", "allowedUIDs[0]"),
+        ("{\"allowedUIDs\": [1.5]}", "allowedUIDs[0]"),
+        ("{\"codeSender\": {\"type\": \"sms\"}}", "codeSender.type"),
+        ("{\"codeSender\": {\"type\": \"command\"}}", "codeSender.command"),
+        ("{\"codeSender\": {\"type\": \"command\", \"command\": [\"relative/prog\"]}}", "codeSender.command[0]"),
+        ("{\"authority\": {\"codeLifetimeSeconds\": 0}}", "authority.codeLifetimeSeconds"),
+        ("{\"authority\": {\"tokenLifetime\": 5}}", "authority.tokenLifetime"),
+    ])
+    func invalidConfigNamesTheKey(json: String, key: String) {
+        let error = #expect(throws: RainError.self) { try parse(json) }
+        #expect(error?.code == .invalidArgument)
+        if !key.isEmpty { #expect(error?.details.field == key) }
+    }
+
+    @Test func notJSONIsRefused() {
+        let error = #expect(throws: RainError.self) { try parse("{profiles: }") }
+        #expect(error?.code == .invalidArgument)
+    }
+
+    @Test func missingOptionalFileGivesDefaultsButExplicitOneMustExist() throws {
+        #expect(try DaemonConfig.load(path: "/nonexistent/rainwallet/config.json", isRequired: false) == DaemonConfig())
+        let error = #expect(throws: RainError.self) {
+            try DaemonConfig.load(path: "/nonexistent/rainwallet/config.json", isRequired: true)
+        }
+        #expect(error?.code == .invalidArgument)
+    }
+}
+
+@Suite struct DaemonPathsTests {
+    @Test func defaultsFollowXDG() {
+        let p = DaemonPaths.resolve(environment: [
+            "XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/s", "XDG_CONFIG_HOME": "/c", "HOME": "/home/u",
+        ])
+        #expect(p.socket == "/run/user/1000/rainwallet/rainwalletd.sock")
+        #expect(p.stateDirectory == "/s/rainwallet")
+        #expect(p.config == "/c/rainwallet/config.json")
+        #expect(!p.isConfigExplicit)
+    }
+
+    @Test func fallbacksWithoutXDG() {
+        let p = DaemonPaths.resolve(environment: ["HOME": "/home/u"])
+        #expect(p.socket == "/tmp/rainwallet-\(getuid())/rainwalletd.sock")
+        #expect(p.stateDirectory == "/home/u/.local/state/rainwallet")
+        #expect(p.config == "/home/u/.config/rainwallet/config.json")
+    }
+
+    @Test func flagsOverride() {
+        let p = DaemonPaths.resolve(environment: [:], socket: "/x.sock", stateDirectory: "/st", config: "/cf.json")
+        #expect(p == DaemonPaths(socket: "/x.sock", stateDirectory: "/st", config: "/cf.json", isConfigExplicit: true))
+    }
+}
