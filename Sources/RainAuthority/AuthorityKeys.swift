@@ -1,0 +1,84 @@
+import Foundation
+import RainCore
+import RainCrypto
+
+/// The authority's master key and the keys derived from it (DESIGN §5).
+///
+/// One master key (a 0600 key file, `authority.key` in the state directory by default) gives, by
+/// HKDF-SHA256 with distinct labels, the code-hash key, the token-hash key and the
+/// wallet-encryption key. Authority instances that share a database must share the master key;
+/// losing it loses every wallet.
+public struct AuthorityKeys: Sendable {
+    /// The master key file's name inside the state directory.
+    public static let masterKeyFileName = "authority.key"
+
+    /// HKDF info label of the login-code hash key.
+    public static let codeHashLabel = "rain.authority.code-hash.v1"
+    /// HKDF info label of the session-token hash key.
+    public static let tokenHashLabel = "rain.authority.token-hash.v1"
+    /// HKDF info label of the wallet-encryption key.
+    public static let walletEncryptionLabel = "rain.authority.wallet-encryption.v1"
+    /// HKDF salt: fixed, so the derived keys depend on the master key and the label only.
+    static let salt = Array("rain.authority.master.v1".utf8)
+
+    /// Keys login codes are hashed with (HMAC-SHA256).
+    public let codeHashKey: SymmetricKey
+    /// Keys session tokens are hashed with (HMAC-SHA256).
+    public let tokenHashKey: SymmetricKey
+    /// Encrypts wallet secrets.
+    public let walletKey: SymmetricKey
+    /// The master key's id (16 hex characters), stored beside every ciphertext so a new master
+    /// key can be rolled in while old ones still decrypt.
+    public let masterKeyID: String
+
+    /// Derives the keys from a master key.
+    /// - Throws: RAIN_502 when derivation fails.
+    public init(masterKey: SymmetricKey) throws(RainError) {
+        codeHashKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.codeHashLabel)
+        tokenHashKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.tokenHashLabel)
+        walletKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.walletEncryptionLabel)
+        masterKeyID = masterKey.keyID
+    }
+
+    /// Loads the master key from `path`, creating it (32 random bytes, mode 0600) when missing, and
+    /// derives the keys. Blocking: call off the concurrency pool (see `load(stateDirectory:)`).
+    /// - Throws: RAIN_102 when the file's mode is looser than 0600, its owner is another user or its
+    ///   size is wrong; RAIN_502 when it cannot be read or created.
+    public static func loadOrCreate(keyFile path: String) throws(RainError) -> AuthorityKeys {
+        try AuthorityKeys(masterKey: KeyFile.loadOrCreate(at: path))
+    }
+
+    /// Loads or creates `authority.key` in `stateDirectory` (created 0700 if missing) on a
+    /// dedicated queue, and derives the keys.
+    /// - Throws: RAIN_102 when the file's mode is looser than 0600, its owner is another user or its
+    ///   size is wrong; RAIN_502 when it cannot be read or created.
+    public static func load(stateDirectory: String) async throws(RainError) -> AuthorityKeys {
+        let path = (stateDirectory as NSString).appendingPathComponent(masterKeyFileName)
+        return try await load(keyFile: path, createDirectory: stateDirectory)
+    }
+
+    /// Loads or creates the master key file at `path` on a dedicated queue and derives the keys.
+    /// - Throws: RAIN_102 when the file's mode is looser than 0600, its owner is another user or its
+    ///   size is wrong; RAIN_502 when it cannot be read or created.
+    public static func load(keyFile path: String) async throws(RainError) -> AuthorityKeys {
+        try await load(keyFile: path, createDirectory: nil)
+    }
+
+    private static func load(keyFile path: String, createDirectory: String?) async throws(RainError) -> AuthorityKeys {
+        try await DispatchQueue(label: "rain.authority.keys").runBlocking { () throws(RainError) -> AuthorityKeys in
+            if let createDirectory { try AtomicFile.makeDirectory(createDirectory) }
+            return try loadOrCreate(keyFile: path)
+        }
+    }
+
+    /// The keyed hash a login code is stored as: HMAC-SHA256(code-hash key, challengeID ‖ 0x00 ‖ code).
+    /// Binding the challenge id means one code's hash is useless for any other challenge.
+    public func codeHash(challengeID: String, code: String) -> [UInt8] {
+        HMACSHA256.authenticate(Array(challengeID.utf8) + [0] + Array(code.utf8), key: codeHashKey)
+    }
+
+    /// The keyed hash a session token is stored as: HMAC-SHA256(token-hash key, token).
+    public func tokenHash(_ token: String) -> [UInt8] {
+        HMACSHA256.authenticate(Array(token.utf8), key: tokenHashKey)
+    }
+}

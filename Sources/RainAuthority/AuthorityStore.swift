@@ -1,0 +1,334 @@
+import Foundation
+import RainCore
+
+/// Where the authority keeps accounts, contacts, wallets, login challenges and sessions.
+///
+/// Each method is one use case and runs as one transaction, so a crash never leaves an account
+/// without its wallet or a challenge both used and pending. SQL stays behind this protocol: the
+/// embedded default is `SQLiteAuthorityStore`; a PostgreSQL store can implement the same calls.
+/// Implementations never run blocking work on the Swift concurrency pool.
+///
+/// Every method throws `RainError` only: RAIN_502 when the store fails.
+public protocol AuthorityStore: Sendable {
+    /// The schema version the store is at after its migrations ran.
+    func schemaVersion() async throws(RainError) -> Int
+
+    /// The account that owns `contact` in `appID`, with its wallet, or nil.
+    func account(appID: String, contact: RainWalletContact) async throws(RainError) -> AccountRecord?
+
+    /// Records a new pending challenge.
+    ///
+    /// In one transaction: derives the account key (the account id when the contact belongs to an
+    /// account, else `contact:<kind>:<value>`), retires every pending challenge of the challenge's
+    /// app and device (resend replaces, switching contact retires), retires the oldest pending,
+    /// unexpired challenges of that account key (across devices) until fewer than
+    /// `maxActivePerAccount` remain, then inserts the challenge.
+    /// - Returns: the ids of the retired challenges and the account key used.
+    func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int) async throws(RainError)
+        -> ChallengeInsertion
+
+    /// The challenge with this id, whatever its state, or nil.
+    func challenge(id: String) async throws(RainError) -> ChallengeRecord?
+
+    /// Retires a challenge if it is still pending (a failed delivery).
+    func retireChallenge(id: String) async throws(RainError)
+
+    /// Counts a wrong code against a pending, unexpired challenge; the attempt that reaches
+    /// `maxWrongAttempts` locks it.
+    /// - Returns: the challenge after the update (unchanged when it was no longer pending), or nil
+    ///   when it does not exist.
+    func recordWrongAttempt(challengeID: String, maxWrongAttempts: Int, now: Date) async throws(RainError)
+        -> ChallengeRecord?
+
+    /// Completes a login in one transaction: marks the challenge used (only if it is still pending
+    /// and unexpired for that app and device), finds the contact's account or creates the account,
+    /// its verified contact and its wallet record, revokes the account's other sessions
+    /// (`revoked_elsewhere` on other devices, `replaced` on the same one) and stores the new session.
+    /// - Returns: `.challengeUnavailable` with the challenge as it is when it could not be used.
+    /// - Throws: RAIN_404 when an existing account has no wallet record.
+    func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome
+
+    /// Revokes the unrevoked session of `appID` holding this refresh-token hash.
+    /// - Returns: whether a session was revoked.
+    @discardableResult
+    func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError) -> Bool
+
+    /// The sessions of an account, oldest first.
+    func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord]
+
+    /// Deletes challenges that expired before `challengesExpiredBefore` and sessions revoked before
+    /// `sessionsRevokedBefore`.
+    @discardableResult
+    func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date) async throws(RainError) -> PruneResult
+
+    /// Closes the store; later calls throw RAIN_502.
+    func close() async
+}
+
+/// An account and its wallet.
+public struct AccountRecord: Sendable, Equatable {
+    /// `acct_…`
+    public var id: String
+    /// The app (tenant) the account belongs to.
+    public var appID: String
+    /// `wal_…`
+    public var walletID: String
+    /// When the account was created.
+    public var createdAt: Date
+
+    /// Creates a record.
+    public init(id: String, appID: String, walletID: String, createdAt: Date) {
+        self.id = id
+        self.appID = appID
+        self.walletID = walletID
+        self.createdAt = createdAt
+    }
+}
+
+/// The life of a login challenge.
+public enum ChallengeState: String, Sendable, Equatable, CaseIterable {
+    /// Waiting for the code.
+    case pending
+    /// Confirmed: a session was issued.
+    case used
+    /// Replaced by a resend, another contact on the device, or a newer code for the account.
+    case retired
+    /// Too many wrong codes.
+    case locked
+}
+
+/// A challenge to insert.
+public struct NewChallenge: Sendable, Equatable {
+    /// `chl_…`
+    public var id: String
+    /// The app (tenant).
+    public var appID: String
+    /// The device that asked for the code.
+    public var deviceID: String
+    /// A normalized contact.
+    public var contact: RainWalletContact
+    /// The keyed hash of the code (never the code).
+    public var codeHash: [UInt8]
+    /// When it was created.
+    public var createdAt: Date
+    /// When the code stops working.
+    public var expiresAt: Date
+
+    /// Creates a challenge to insert.
+    public init(
+        id: String, appID: String, deviceID: String, contact: RainWalletContact, codeHash: [UInt8], createdAt: Date,
+        expiresAt: Date
+    ) {
+        self.id = id
+        self.appID = appID
+        self.deviceID = deviceID
+        self.contact = contact
+        self.codeHash = codeHash
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// What `AuthorityStore.insertChallenge` did.
+public struct ChallengeInsertion: Sendable, Equatable {
+    /// The account id, or `contact:<kind>:<value>` before an account exists.
+    public var accountKey: String
+    /// Challenges retired to make room (this device's pending ones, then the account's oldest).
+    public var retiredChallengeIDs: [String]
+
+    /// Creates a result.
+    public init(accountKey: String, retiredChallengeIDs: [String]) {
+        self.accountKey = accountKey
+        self.retiredChallengeIDs = retiredChallengeIDs
+    }
+}
+
+/// A stored challenge.
+public struct ChallengeRecord: Sendable, Equatable {
+    /// The id.
+    public var id: String
+    /// The app (tenant).
+    public var appID: String
+    /// The device that asked for the code.
+    public var deviceID: String
+    /// The normalized contact the code went to.
+    public var contact: RainWalletContact
+    /// The account id, or `contact:<kind>:<value>` before an account exists.
+    public var accountKey: String
+    /// The keyed hash of the code.
+    public var codeHash: [UInt8]
+    /// When it was created.
+    public var createdAt: Date
+    /// When the code stops working.
+    public var expiresAt: Date
+    /// Wrong codes counted so far.
+    public var wrongAttempts: Int
+    /// Where it is in its life.
+    public var state: ChallengeState
+
+    /// Creates a record.
+    public init(
+        id: String, appID: String, deviceID: String, contact: RainWalletContact, accountKey: String, codeHash: [UInt8],
+        createdAt: Date, expiresAt: Date, wrongAttempts: Int, state: ChallengeState
+    ) {
+        self.id = id
+        self.appID = appID
+        self.deviceID = deviceID
+        self.contact = contact
+        self.accountKey = accountKey
+        self.codeHash = codeHash
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.wrongAttempts = wrongAttempts
+        self.state = state
+    }
+}
+
+/// A session to store.
+public struct NewSession: Sendable, Equatable {
+    /// `ses_…`
+    public var id: String
+    /// Keyed hash of the access token.
+    public var accessHash: [UInt8]
+    /// Keyed hash of the refresh token.
+    public var refreshHash: [UInt8]
+    /// When the access token expires.
+    public var accessExpiresAt: Date
+
+    /// Creates a session to store.
+    public init(id: String, accessHash: [UInt8], refreshHash: [UInt8], accessExpiresAt: Date) {
+        self.id = id
+        self.accessHash = accessHash
+        self.refreshHash = refreshHash
+        self.accessExpiresAt = accessExpiresAt
+    }
+}
+
+/// Input of `AuthorityStore.completeLogin`.
+public struct LoginCompletion: Sendable, Equatable {
+    /// The challenge being confirmed.
+    public var challengeID: String
+    /// The app (tenant).
+    public var appID: String
+    /// The device that asked for the code.
+    public var deviceID: String
+    /// The challenge's contact.
+    public var contact: RainWalletContact
+    /// Used only when the login creates the account.
+    public var newAccountID: String
+    /// Used only when the login creates the account.
+    public var newWalletID: String
+    /// The session to store.
+    public var session: NewSession
+    /// The time of the login.
+    public var now: Date
+
+    /// Creates the input.
+    public init(
+        challengeID: String, appID: String, deviceID: String, contact: RainWalletContact, newAccountID: String,
+        newWalletID: String, session: NewSession, now: Date
+    ) {
+        self.challengeID = challengeID
+        self.appID = appID
+        self.deviceID = deviceID
+        self.contact = contact
+        self.newAccountID = newAccountID
+        self.newWalletID = newWalletID
+        self.session = session
+        self.now = now
+    }
+}
+
+/// A completed login.
+public struct LoginRecord: Sendable, Equatable {
+    /// The account (`acct_…`).
+    public var accountID: String
+    /// The account's wallet (`wal_…`).
+    public var walletID: String
+    /// True when this login created the account and its wallet.
+    public var accountCreated: Bool
+    /// Sessions on other devices revoked by this login.
+    public var revokedElsewhereCount: Int
+
+    /// Creates a record.
+    public init(accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int) {
+        self.accountID = accountID
+        self.walletID = walletID
+        self.accountCreated = accountCreated
+        self.revokedElsewhereCount = revokedElsewhereCount
+    }
+}
+
+/// Output of `AuthorityStore.completeLogin`.
+public enum LoginCompletionOutcome: Sendable, Equatable {
+    /// The login went through.
+    case loggedIn(LoginRecord)
+    /// The challenge was no longer pending (or expired, or not this device's) when the
+    /// transaction ran; carries it as it is now, or nil when it does not exist.
+    case challengeUnavailable(ChallengeRecord?)
+}
+
+/// A stored session.
+public struct SessionRecord: Sendable, Equatable {
+    /// `ses_…`
+    public var id: String
+    /// The app (tenant).
+    public var appID: String
+    /// The account (`acct_…`).
+    public var accountID: String
+    /// The device the session is bound to.
+    public var deviceID: String
+    /// Keyed hash of the access token.
+    public var accessHash: [UInt8]
+    /// Keyed hash of the refresh token.
+    public var refreshHash: [UInt8]
+    /// When the access token expires.
+    public var accessExpiresAt: Date
+    /// When it was created.
+    public var createdAt: Date
+    /// When it was revoked, or nil while live.
+    public var revokedAt: Date?
+    /// `revoked_elsewhere`, `replaced` or `logout`.
+    public var revokeReason: String?
+
+    /// Creates a record.
+    public init(
+        id: String, appID: String, accountID: String, deviceID: String, accessHash: [UInt8], refreshHash: [UInt8],
+        accessExpiresAt: Date, createdAt: Date, revokedAt: Date?, revokeReason: String?
+    ) {
+        self.id = id
+        self.appID = appID
+        self.accountID = accountID
+        self.deviceID = deviceID
+        self.accessHash = accessHash
+        self.refreshHash = refreshHash
+        self.accessExpiresAt = accessExpiresAt
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+        self.revokeReason = revokeReason
+    }
+}
+
+/// What `AuthorityStore.prune` deleted.
+public struct PruneResult: Sendable, Equatable {
+    /// Challenges deleted.
+    public var challengesDeleted: Int
+    /// Sessions deleted.
+    public var sessionsDeleted: Int
+
+    /// Creates a result.
+    public init(challengesDeleted: Int, sessionsDeleted: Int) {
+        self.challengesDeleted = challengesDeleted
+        self.sessionsDeleted = sessionsDeleted
+    }
+}
+
+/// Session revocation reasons as stored.
+public enum SessionRevokeReason {
+    /// The account logged in on another device.
+    public static let revokedElsewhere = "revoked_elsewhere"
+    /// The same device logged in again.
+    public static let replaced = "replaced"
+    /// The device logged out.
+    public static let logout = "logout"
+}

@@ -1,0 +1,128 @@
+import Dispatch
+import Foundation
+import RainCore
+
+/// Delivers codes by running a configured program (an SMTP or SMS bridge) once per code.
+///
+/// The program gets one JSON object and a newline on its standard input,
+/// `{"appId":…,"code":…,"contact":…,"kind":…}`, and must exit with status 0 within the timeout;
+/// it is killed when the timeout passes. Its standard output and error are discarded, so a program
+/// that echoes its input cannot leak a code into the daemon's log. Programs run on the sender's own
+/// queue, never on the Swift concurrency pool.
+public final class CommandCodeSender: CodeSender {
+    /// The program and its arguments: `[path, args...]`.
+    public let command: [String]
+    /// How long the program may run.
+    public let timeout: Duration
+    private let logger: Logger
+    // Concurrent: one slow provider call must not hold up every other login.
+    private let queue = DispatchQueue(label: "rain.authority.command-sender", attributes: .concurrent)
+
+    /// A sender that runs `command`.
+    ///
+    /// Sets SIGPIPE to be ignored for the process (as the daemon does anyway), so a program that
+    /// exits without reading its input makes the write fail instead of killing the process.
+    /// - Parameters:
+    ///   - command: an absolute program path, then its arguments.
+    ///   - timeout: how long the program may run (10 s by default).
+    /// - Throws: RAIN_102 when the command is empty or the program path is not absolute.
+    public init(command: [String], timeout: Duration = .seconds(10), logger: Logger) throws(RainError) {
+        guard let program = command.first, !program.isEmpty else {
+            throw RainError.invalid("the code sender command is empty", field: "codeSender.command")
+        }
+        guard program.hasPrefix("/") else {
+            throw RainError.invalid(
+                "the code sender program must be an absolute path, like /usr/local/bin/send-code",
+                field: "codeSender.command")
+        }
+        self.command = command
+        self.timeout = timeout
+        self.logger = logger
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Runs the program with the delivery on its standard input.
+    /// - Throws: RAIN_501 naming the program when it cannot start, exits with a non-zero status,
+    ///   dies from a signal or runs past the timeout. The code is never in the message.
+    public func deliver(_ delivery: OutboxDelivery) async throws(RainError) {
+        let input = try Self.payload(delivery)
+        let command = self.command
+        let timeout = self.timeout
+        let logger = self.logger
+        try await queue.runBlocking { () throws(RainError) in
+            try Self.run(command: command, input: input, timeout: timeout, logger: logger)
+        }
+    }
+
+    private struct Payload: Encodable {
+        var appId: String
+        var kind: String
+        var contact: String
+        var code: String
+    }
+
+    static func payload(_ delivery: OutboxDelivery) throws(RainError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let payload = Payload(
+            appId: delivery.appID, kind: delivery.kind, contact: delivery.contact, code: delivery.code)
+        do {
+            return Array(try encoder.encode(payload)) + [UInt8(ascii: "\n")]
+        } catch {
+            throw RainError(.internalError, "cannot encode a code delivery")
+        }
+    }
+
+    /// Blocking: runs on `queue`.
+    private static func run(command: [String], input: [UInt8], timeout: Duration, logger: Logger) throws(RainError) {
+        let program = command[0]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = Array(command.dropFirst())
+        let stdin = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        do {
+            try process.run()
+        } catch {
+            throw RainError(
+                .provider, "the code sender \(program) could not be started",
+                underlying: SendableErrorDescription(error))
+        }
+
+        var inputError: (any Error)?
+        do {
+            try stdin.fileHandleForWriting.write(contentsOf: Data(input))
+        } catch {
+            inputError = error
+        }
+        try? stdin.fileHandleForWriting.close()
+
+        let nanoseconds = max(0, Int(clamping: timeout.milliseconds)) * 1_000_000
+        if exited.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            _ = exited.wait(timeout: .now() + .seconds(5))
+            logger.warning("code_sender.timeout", ["program": program, "timeoutMs": String(timeout.milliseconds)])
+            throw RainError(
+                .provider, "the code sender \(program) did not finish within \(timeout.milliseconds) ms and was killed")
+        }
+
+        // Break the handler's hold on the process object once it has run.
+        process.terminationHandler = nil
+        let status = process.terminationStatus
+        if process.terminationReason == .uncaughtSignal {
+            throw RainError(.provider, "the code sender \(program) was killed by signal \(status)")
+        }
+        guard status == 0 else {
+            throw RainError(.provider, "the code sender \(program) exited with status \(status)")
+        }
+        if let inputError {
+            throw RainError(
+                .provider, "the code sender \(program) exited before reading the code from its standard input",
+                underlying: SendableErrorDescription(inputError))
+        }
+    }
+}

@@ -1,0 +1,545 @@
+import Dispatch
+import Foundation
+import RainCore
+
+/// The embedded authority store: one SQLite file (`authority.sqlite3`) in the state directory.
+///
+/// WAL journal, `synchronous=FULL`, a busy timeout and foreign keys. Numbered migrations run in one
+/// transaction when the store opens and are recorded in `schema_version`. Every SQLite call runs on
+/// one private serial queue, never on the Swift concurrency pool; the async API waits for it.
+public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
+    // @unchecked: `connection` is read and written only on `queue` (a serial queue); every other
+    // stored property is immutable and Sendable.
+    private var connection: SQLiteConnection?
+    private let queue: DispatchQueue
+    /// The database file.
+    public let path: String
+
+    /// The file name inside the state directory.
+    public static let fileName = "authority.sqlite3"
+
+    /// The newest schema version this build knows.
+    public static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
+
+    private init(path: String, queue: DispatchQueue) {
+        self.path = path
+        self.queue = queue
+    }
+
+    /// Opens (creating if needed) `authority.sqlite3` in `stateDirectory` (created 0700 if missing)
+    /// and migrates it to the latest schema.
+    /// - Throws: RAIN_502 when the file cannot be opened or migrated, or was written by a newer build.
+    public static func open(stateDirectory: String) async throws(RainError) -> SQLiteAuthorityStore {
+        try await open(path: (stateDirectory as NSString).appendingPathComponent(fileName), createDirectory: true)
+    }
+
+    /// Opens (creating if needed, mode 0600) the database at `path` and migrates it.
+    /// - Throws: RAIN_502 when the file cannot be opened or migrated, or was written by a newer build.
+    public static func open(path: String) async throws(RainError) -> SQLiteAuthorityStore {
+        try await open(path: path, createDirectory: false)
+    }
+
+    private static func open(path: String, createDirectory: Bool) async throws(RainError) -> SQLiteAuthorityStore {
+        let store = SQLiteAuthorityStore(path: path, queue: DispatchQueue(label: "rain.authority.sqlite"))
+        try await store.queue.runBlocking { () throws(RainError) in
+            if createDirectory {
+                try AtomicFile.makeDirectory((path as NSString).deletingLastPathComponent)
+            }
+            try createPrivateFile(path)
+            let connection = try SQLiteConnection(path: path)
+            try configure(connection)
+            try migrate(connection)
+            store.connection = connection
+        }
+        return store
+    }
+
+    private static func configure(_ db: SQLiteConnection) throws(RainError) {
+        let mode = try db.query("PRAGMA journal_mode=WAL", operation: "enable the WAL journal")
+        guard let row = mode.first, (try? row.text(0, "read the journal mode"))?.lowercased() == "wal" else {
+            throw RainError(.internalError, "authority store: cannot enable the WAL journal for \(db.path)")
+        }
+        try db.execute("PRAGMA synchronous=FULL", operation: "set synchronous=FULL")
+        try db.execute("PRAGMA foreign_keys=ON", operation: "enable foreign keys")
+        let fk = try db.query("PRAGMA foreign_keys", operation: "check foreign keys")
+        guard let fkRow = fk.first, (try? fkRow.integer(0, "check foreign keys")) == 1 else {
+            throw RainError(.internalError, "authority store: cannot enable foreign keys")
+        }
+    }
+
+    // MARK: - Migrations
+
+    struct Migration {
+        var version: Int
+        var statements: [String]
+    }
+
+    /// Numbered migrations, applied in order, each exactly once. Never edit a released one: add
+    /// the next number.
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1,
+            statements: [
+                """
+                CREATE TABLE accounts (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE contacts (
+                    app_id TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('email', 'phone')),
+                    value TEXT NOT NULL,
+                    account_id TEXT NOT NULL REFERENCES accounts(id),
+                    verified_at INTEGER,
+                    PRIMARY KEY (app_id, kind, value)
+                )
+                """,
+                "CREATE INDEX contacts_account ON contacts(account_id)",
+                """
+                CREATE TABLE wallets (
+                    id TEXT PRIMARY KEY,
+                    account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),
+                    created_at INTEGER NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE challenges (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    contact_kind TEXT NOT NULL CHECK (contact_kind IN ('email', 'phone')),
+                    contact_value TEXT NOT NULL,
+                    account_key TEXT NOT NULL,
+                    code_hash BLOB NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    wrong_attempts INTEGER NOT NULL DEFAULT 0,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'used', 'retired', 'locked'))
+                )
+                """,
+                "CREATE INDEX challenges_device ON challenges(app_id, device_id, state)",
+                "CREATE INDEX challenges_account ON challenges(app_id, account_key, state)",
+                "CREATE INDEX challenges_expiry ON challenges(expires_at)",
+                """
+                CREATE TABLE sessions (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    account_id TEXT NOT NULL REFERENCES accounts(id),
+                    device_id TEXT NOT NULL,
+                    access_hash BLOB NOT NULL UNIQUE,
+                    refresh_hash BLOB NOT NULL UNIQUE,
+                    access_expires_at INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    revoked_at INTEGER,
+                    revoke_reason TEXT
+                )
+                """,
+                "CREATE INDEX sessions_account ON sessions(account_id, revoked_at)",
+            ])
+    ]
+
+    static func migrate(_ db: SQLiteConnection) throws(RainError) {
+        try db.transaction("migrate the schema") { () throws(RainError) in
+            try db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+                operation: "create the schema_version table")
+            let current = try currentVersion(db)
+            if current > latestSchemaVersion {
+                throw RainError(
+                    .internalError,
+                    "authority store: \(db.path) has schema version \(current), newer than this build supports "
+                        + "(\(latestSchemaVersion)); run a newer rainwalletd")
+            }
+            let now = Date().unixMilliseconds
+            for migration in migrations where migration.version > current {
+                for statement in migration.statements {
+                    try db.execute(statement, operation: "apply schema migration \(migration.version)")
+                }
+                try db.execute(
+                    "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                    [.integer(Int64(migration.version)), .integer(now)],
+                    operation: "record schema migration \(migration.version)")
+            }
+        }
+    }
+
+    private static func currentVersion(_ db: SQLiteConnection) throws(RainError) -> Int {
+        let op = "read the schema version"
+        let rows = try db.query("SELECT COALESCE(MAX(version), 0) FROM schema_version", operation: op)
+        guard let row = rows.first else { return 0 }
+        return Int(try row.integer(0, op))
+    }
+
+    // MARK: - Running on the queue
+
+    /// Runs `body` with the open connection on the store's queue.
+    private func perform<T: Sendable>(
+        _ body: @escaping @Sendable (SQLiteConnection) throws(RainError) -> T
+    ) async throws(RainError) -> T {
+        try await queue.runBlocking { () throws(RainError) -> T in
+            guard let connection = self.connection else {
+                throw RainError(.internalError, "authority store: the database is closed")
+            }
+            return try body(connection)
+        }
+    }
+
+    // MARK: - AuthorityStore
+
+    /// The highest migration recorded in `schema_version`.
+    public func schemaVersion() async throws(RainError) -> Int {
+        try await perform { db throws(RainError) in try Self.currentVersion(db) }
+    }
+
+    /// The account that owns `contact` in `appID`, with its wallet.
+    public func account(appID: String, contact: RainWalletContact) async throws(RainError) -> AccountRecord? {
+        try await perform { db throws(RainError) in
+            let op = "look up an account by contact"
+            let rows = try db.query(
+                """
+                SELECT a.id, a.app_id, w.id, a.created_at
+                FROM contacts c JOIN accounts a ON a.id = c.account_id JOIN wallets w ON w.account_id = a.id
+                WHERE c.app_id = ? AND c.kind = ? AND c.value = ?
+                """,
+                [.text(appID), .text(contact.kindName), .text(contact.value)], operation: op)
+            guard let row = rows.first else { return nil }
+            return AccountRecord(
+                id: try row.text(0, op), appID: try row.text(1, op), walletID: try row.text(2, op),
+                createdAt: Date(unixMilliseconds: try row.integer(3, op)))
+        }
+    }
+
+    /// Records a pending challenge (see `AuthorityStore.insertChallenge`), in one transaction.
+    public func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int) async throws(RainError)
+        -> ChallengeInsertion
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("record a login challenge") { () throws(RainError) -> ChallengeInsertion in
+                let accountKey =
+                    try Self.accountID(db, appID: challenge.appID, contact: challenge.contact)
+                    ?? Self.contactKey(challenge.contact)
+                var retired: [String] = []
+
+                // Resend replaces; another contact on the same device retires the pending one.
+                let deviceOp = "find the device's pending challenges"
+                for row in try db.query(
+                    "SELECT id FROM challenges WHERE app_id = ? AND device_id = ? AND state = 'pending'",
+                    [.text(challenge.appID), .text(challenge.deviceID)], operation: deviceOp)
+                {
+                    retired.append(try row.text(0, deviceOp))
+                }
+                try db.execute(
+                    "UPDATE challenges SET state = 'retired' WHERE app_id = ? AND device_id = ? AND state = 'pending'",
+                    [.text(challenge.appID), .text(challenge.deviceID)],
+                    operation: "retire the device's pending challenges")
+
+                // At most `maxActivePerAccount` live codes per account, across devices: oldest goes.
+                let activeOp = "count the account's active challenges"
+                let active = try db.query(
+                    """
+                    SELECT id FROM challenges
+                    WHERE app_id = ? AND account_key = ? AND state = 'pending' AND expires_at > ?
+                    ORDER BY created_at, rowid
+                    """,
+                    [.text(challenge.appID), .text(accountKey), .integer(challenge.createdAt.unixMilliseconds)],
+                    operation: activeOp)
+                let excess = active.count - max(1, maxActivePerAccount) + 1
+                if excess > 0 {
+                    for row in active.prefix(excess) {
+                        let id = try row.text(0, activeOp)
+                        try db.execute(
+                            "UPDATE challenges SET state = 'retired' WHERE id = ? AND state = 'pending'", [.text(id)],
+                            operation: "retire the account's oldest challenge")
+                        retired.append(id)
+                    }
+                }
+
+                try db.execute(
+                    """
+                    INSERT INTO challenges (id, app_id, device_id, contact_kind, contact_value, account_key, code_hash,
+                                            created_at, expires_at, wrong_attempts, state)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'pending')
+                    """,
+                    [
+                        .text(challenge.id), .text(challenge.appID), .text(challenge.deviceID),
+                        .text(challenge.contact.kindName), .text(challenge.contact.value), .text(accountKey),
+                        .blob(challenge.codeHash), .integer(challenge.createdAt.unixMilliseconds),
+                        .integer(challenge.expiresAt.unixMilliseconds),
+                    ], operation: "insert a login challenge")
+                return ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired)
+            }
+        }
+    }
+
+    /// The challenge with this id, whatever its state.
+    public func challenge(id: String) async throws(RainError) -> ChallengeRecord? {
+        try await perform { db throws(RainError) in try Self.challenge(db, id: id) }
+    }
+
+    /// Retires a challenge if it is still pending.
+    public func retireChallenge(id: String) async throws(RainError) {
+        _ = try await perform { db throws(RainError) in
+            try db.execute(
+                "UPDATE challenges SET state = 'retired' WHERE id = ? AND state = 'pending'", [.text(id)],
+                operation: "retire a challenge")
+        }
+    }
+
+    /// Counts a wrong code, locking at `maxWrongAttempts`, in one transaction.
+    public func recordWrongAttempt(challengeID: String, maxWrongAttempts: Int, now: Date) async throws(RainError)
+        -> ChallengeRecord?
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("count a wrong code") { () throws(RainError) -> ChallengeRecord? in
+                try db.execute(
+                    """
+                    UPDATE challenges
+                    SET wrong_attempts = wrong_attempts + 1,
+                        state = CASE WHEN wrong_attempts + 1 >= ? THEN 'locked' ELSE state END
+                    WHERE id = ? AND state = 'pending' AND expires_at > ?
+                    """,
+                    [.integer(Int64(max(1, maxWrongAttempts))), .text(challengeID), .integer(now.unixMilliseconds)],
+                    operation: "count a wrong code")
+                return try Self.challenge(db, id: challengeID)
+            }
+        }
+    }
+
+    /// Completes a login (see `AuthorityStore.completeLogin`), in one transaction.
+    public func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome {
+        try await perform { db throws(RainError) in
+            try db.transaction("complete a login") { () throws(RainError) -> LoginCompletionOutcome in
+                let now = login.now.unixMilliseconds
+                let used = try db.execute(
+                    """
+                    UPDATE challenges SET state = 'used'
+                    WHERE id = ? AND app_id = ? AND device_id = ? AND state = 'pending' AND expires_at > ?
+                    """,
+                    [.text(login.challengeID), .text(login.appID), .text(login.deviceID), .integer(now)],
+                    operation: "mark the challenge used")
+                guard used == 1 else {
+                    return .challengeUnavailable(try Self.challenge(db, id: login.challengeID))
+                }
+
+                let accountID: String
+                let walletID: String
+                let created: Bool
+                if let existing = try Self.accountID(db, appID: login.appID, contact: login.contact) {
+                    let op = "find the account's wallet"
+                    let rows = try db.query(
+                        "SELECT id FROM wallets WHERE account_id = ?", [.text(existing)], operation: op)
+                    guard let row = rows.first else {
+                        throw RainError(.unavailable, "the account's wallet is unavailable")
+                    }
+                    accountID = existing
+                    walletID = try row.text(0, op)
+                    created = false
+                    try db.execute(
+                        """
+                        UPDATE contacts SET verified_at = COALESCE(verified_at, ?)
+                        WHERE app_id = ? AND kind = ? AND value = ?
+                        """,
+                        [.integer(now), .text(login.appID), .text(login.contact.kindName), .text(login.contact.value)],
+                        operation: "mark the contact verified")
+                } else {
+                    accountID = login.newAccountID
+                    walletID = login.newWalletID
+                    created = true
+                    try db.execute(
+                        "INSERT INTO accounts (id, app_id, created_at) VALUES (?, ?, ?)",
+                        [.text(accountID), .text(login.appID), .integer(now)], operation: "create the account")
+                    try db.execute(
+                        "INSERT INTO contacts (app_id, kind, value, account_id, verified_at) VALUES (?, ?, ?, ?, ?)",
+                        [
+                            .text(login.appID), .text(login.contact.kindName), .text(login.contact.value),
+                            .text(accountID), .integer(now),
+                        ], operation: "attach the contact to the account")
+                    try db.execute(
+                        "INSERT INTO wallets (id, account_id, created_at) VALUES (?, ?, ?)",
+                        [.text(walletID), .text(accountID), .integer(now)], operation: "create the wallet record")
+                    // Codes sent before the account existed now count against it.
+                    try db.execute(
+                        """
+                        UPDATE challenges SET account_key = ?
+                        WHERE app_id = ? AND account_key = ? AND state = 'pending'
+                        """,
+                        [.text(accountID), .text(login.appID), .text(Self.contactKey(login.contact))],
+                        operation: "move pending challenges to the new account")
+                }
+
+                let revokedElsewhere = try db.execute(
+                    """
+                    UPDATE sessions SET revoked_at = ?, revoke_reason = ?
+                    WHERE app_id = ? AND account_id = ? AND device_id <> ? AND revoked_at IS NULL
+                    """,
+                    [
+                        .integer(now), .text(SessionRevokeReason.revokedElsewhere), .text(login.appID),
+                        .text(accountID), .text(login.deviceID),
+                    ], operation: "revoke the account's sessions on other devices")
+                try db.execute(
+                    """
+                    UPDATE sessions SET revoked_at = ?, revoke_reason = ?
+                    WHERE app_id = ? AND account_id = ? AND device_id = ? AND revoked_at IS NULL
+                    """,
+                    [
+                        .integer(now), .text(SessionRevokeReason.replaced), .text(login.appID), .text(accountID),
+                        .text(login.deviceID),
+                    ], operation: "replace the device's older sessions")
+                try db.execute(
+                    """
+                    INSERT INTO sessions (id, app_id, account_id, device_id, access_hash, refresh_hash,
+                                          access_expires_at, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        .text(login.session.id), .text(login.appID), .text(accountID), .text(login.deviceID),
+                        .blob(login.session.accessHash), .blob(login.session.refreshHash),
+                        .integer(login.session.accessExpiresAt.unixMilliseconds), .integer(now),
+                    ], operation: "store the session")
+                return .loggedIn(
+                    LoginRecord(
+                        accountID: accountID, walletID: walletID, accountCreated: created,
+                        revokedElsewhereCount: revokedElsewhere))
+            }
+        }
+    }
+
+    /// Revokes the unrevoked session holding this refresh-token hash.
+    @discardableResult
+    public func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError)
+        -> Bool
+    {
+        try await perform { db throws(RainError) in
+            let changed = try db.execute(
+                """
+                UPDATE sessions SET revoked_at = ?, revoke_reason = ?
+                WHERE app_id = ? AND refresh_hash = ? AND revoked_at IS NULL
+                """,
+                [.integer(now.unixMilliseconds), .text(reason), .text(appID), .blob(refreshHash)],
+                operation: "revoke a session")
+            return changed > 0
+        }
+    }
+
+    /// The account's sessions, oldest first.
+    public func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord] {
+        try await perform { db throws(RainError) in
+            let op = "list the account's sessions"
+            let rows = try db.query(
+                """
+                SELECT id, app_id, account_id, device_id, access_hash, refresh_hash, access_expires_at, created_at,
+                       revoked_at, revoke_reason
+                FROM sessions WHERE app_id = ? AND account_id = ? ORDER BY created_at, rowid
+                """,
+                [.text(appID), .text(accountID)], operation: op)
+            var out: [SessionRecord] = []
+            for row in rows {
+                out.append(
+                    SessionRecord(
+                        id: try row.text(0, op), appID: try row.text(1, op), accountID: try row.text(2, op),
+                        deviceID: try row.text(3, op), accessHash: try row.blob(4, op),
+                        refreshHash: try row.blob(5, op),
+                        accessExpiresAt: Date(unixMilliseconds: try row.integer(6, op)),
+                        createdAt: Date(unixMilliseconds: try row.integer(7, op)),
+                        revokedAt: try row.optionalInteger(8, op).map { Date(unixMilliseconds: $0) },
+                        revokeReason: try row.optionalText(9, op)))
+            }
+            return out
+        }
+    }
+
+    /// Deletes old challenges and revoked sessions, in one transaction.
+    @discardableResult
+    public func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date) async throws(RainError) -> PruneResult
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("prune old challenges and sessions") { () throws(RainError) -> PruneResult in
+                let challenges = try db.execute(
+                    "DELETE FROM challenges WHERE expires_at < ?", [.integer(challengesExpiredBefore.unixMilliseconds)],
+                    operation: "delete expired challenges")
+                let sessions = try db.execute(
+                    "DELETE FROM sessions WHERE revoked_at IS NOT NULL AND revoked_at < ?",
+                    [.integer(sessionsRevokedBefore.unixMilliseconds)], operation: "delete revoked sessions")
+                return PruneResult(challengesDeleted: challenges, sessionsDeleted: sessions)
+            }
+        }
+    }
+
+    /// Closes the database handle on the store's queue; later calls throw RAIN_502.
+    public func close() async {
+        // Dropping the connection on its queue closes the handle (SQLiteConnection.deinit).
+        _ = try? await queue.runBlocking { () throws(RainError) in self.connection = nil }
+    }
+
+    // MARK: - Shared queries (called on the queue)
+
+    static func contactKey(_ contact: RainWalletContact) -> String { "contact:\(contact.kindName):\(contact.value)" }
+
+    private static func accountID(_ db: SQLiteConnection, appID: String, contact: RainWalletContact) throws(RainError)
+        -> String?
+    {
+        let op = "look up the contact's account"
+        let rows = try db.query(
+            "SELECT account_id FROM contacts WHERE app_id = ? AND kind = ? AND value = ?",
+            [.text(appID), .text(contact.kindName), .text(contact.value)], operation: op)
+        return try rows.first?.text(0, op)
+    }
+
+    private static func challenge(_ db: SQLiteConnection, id: String) throws(RainError) -> ChallengeRecord? {
+        let op = "read a challenge"
+        let rows = try db.query(
+            """
+            SELECT id, app_id, device_id, contact_kind, contact_value, account_key, code_hash, created_at, expires_at,
+                   wrong_attempts, state
+            FROM challenges WHERE id = ?
+            """,
+            [.text(id)], operation: op)
+        guard let row = rows.first else { return nil }
+        let kind = try row.text(3, op)
+        let value = try row.text(4, op)
+        let contact: RainWalletContact
+        switch kind {
+        case "email": contact = .email(value)
+        case "phone": contact = .phone(value)
+        default: throw RainError(.internalError, "authority store: cannot \(op): unknown contact kind")
+        }
+        guard let state = ChallengeState(rawValue: try row.text(10, op)) else {
+            throw RainError(.internalError, "authority store: cannot \(op): unknown challenge state")
+        }
+        return ChallengeRecord(
+            id: try row.text(0, op), appID: try row.text(1, op), deviceID: try row.text(2, op), contact: contact,
+            accountKey: try row.text(5, op), codeHash: try row.blob(6, op),
+            createdAt: Date(unixMilliseconds: try row.integer(7, op)),
+            expiresAt: Date(unixMilliseconds: try row.integer(8, op)), wrongAttempts: Int(try row.integer(9, op)),
+            state: state)
+    }
+
+    // MARK: - Inspection (tests)
+
+    /// Every row of every table, for tests that check what is stored (for example that no code is).
+    func dumpAllRows() async throws(RainError) -> [String: [SQLiteRow]] {
+        try await perform { db throws(RainError) in
+            var out: [String: [SQLiteRow]] = [:]
+            for table in ["schema_version", "accounts", "contacts", "wallets", "challenges", "sessions"] {
+                // Table names come from the fixed list above, never from input.
+                out[table] = try db.query("SELECT * FROM \(table)", operation: "dump table \(table)")
+            }
+            return out
+        }
+    }
+}
+
+/// SQLite gives its -wal and -shm files the database file's mode: create it 0600 first.
+private func createPrivateFile(_ path: String) throws(RainError) {
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw AtomicFile.ioError("create", path) }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw AtomicFile.ioError("stat", path) }
+    if info.st_mode & 0o077 != 0 {
+        guard fchmod(fd, 0o600) == 0 else { throw AtomicFile.ioError("chmod", path) }
+    }
+}

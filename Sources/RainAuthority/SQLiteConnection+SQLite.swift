@@ -1,0 +1,237 @@
+internal import CSQLite
+import Foundation
+import RainCore
+
+/// A value bound to, or read from, a SQLite statement.
+enum SQLiteValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// One result row, read by column index.
+struct SQLiteRow: Sendable {
+    var values: [SQLiteValue]
+
+    /// The column as text; RAIN_502 naming `operation` when it is not text.
+    func text(_ index: Int, _ operation: String) throws(RainError) -> String {
+        guard index < values.count, case .text(let s) = values[index] else {
+            throw SQLiteConnection.typeError(operation, column: index)
+        }
+        return s
+    }
+
+    /// The column as text, or nil when it is NULL.
+    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
+        if index < values.count, case .null = values[index] { return nil }
+        return try text(index, operation)
+    }
+
+    /// The column as an integer; RAIN_502 naming `operation` when it is not one.
+    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64 {
+        guard index < values.count, case .integer(let v) = values[index] else {
+            throw SQLiteConnection.typeError(operation, column: index)
+        }
+        return v
+    }
+
+    /// The column as an integer, or nil when it is NULL.
+    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
+        if index < values.count, case .null = values[index] { return nil }
+        return try integer(index, operation)
+    }
+
+    /// The column as bytes; RAIN_502 naming `operation` when it is not a blob.
+    func blob(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
+        guard index < values.count else { throw SQLiteConnection.typeError(operation, column: index) }
+        switch values[index] {
+        case .blob(let b): return b
+        default: throw SQLiteConnection.typeError(operation, column: index)
+        }
+    }
+}
+
+/// The one owner of a `sqlite3*` handle. Every call into SQLite goes through this class.
+///
+/// Not thread-safe: its owner uses it from one serial queue only. Statements are prepared with
+/// `sqlite3_prepare_v2`, take bound parameters only and are finalized before the call returns.
+/// Failures become RAIN_502 naming the operation, never a bound value; SQLite's own message goes
+/// to `RainError.underlying` (debugging only).
+final class SQLiteConnection {
+    private let db: OpaquePointer
+    /// The database file.
+    let path: String
+
+    /// `SQLITE_TRANSIENT`, a macro that does not import: SQLite copies bound values at once.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    /// Opens (creating if needed) the database at `path`.
+    /// - Parameter busyTimeoutMilliseconds: how long a statement waits for another connection's lock.
+    /// - Throws: RAIN_502 when the file cannot be opened.
+    init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(RainError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let detail = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            if let handle { sqlite3_close_v2(handle) }
+            throw RainError(
+                .internalError, "authority store: cannot open the database \(path) (SQLite result \(rc))",
+                underlying: SQLiteFailure(detail))
+        }
+        self.db = handle
+        self.path = path
+        let timeoutRC = sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        guard timeoutRC == SQLITE_OK else { throw failure("set the busy timeout", timeoutRC) }
+    }
+
+    deinit {
+        sqlite3_close_v2(db)
+    }
+
+    /// Runs one statement that returns no rows and returns the number of rows it changed.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [SQLiteValue] = [], operation: String) throws(RainError) -> Int {
+        _ = try run(sql, parameters, operation: operation, collectRows: false)
+        return Int(sqlite3_changes(db))
+    }
+
+    /// Runs one statement and returns its rows.
+    func query(_ sql: String, _ parameters: [SQLiteValue] = [], operation: String) throws(RainError) -> [SQLiteRow] {
+        try run(sql, parameters, operation: operation, collectRows: true)
+    }
+
+    /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
+    ///
+    /// `BEGIN IMMEDIATE` takes the write lock up front, so two writers never both read and then
+    /// fail to upgrade: the second one waits (busy timeout) instead.
+    func transaction<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
+        try execute("BEGIN IMMEDIATE", operation: "begin a transaction to \(operation)")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollback()
+            throw error
+        }
+        do {
+            try execute("COMMIT", operation: "commit a transaction to \(operation)")
+        } catch {
+            rollback()
+            throw error
+        }
+        return result
+    }
+
+    private func rollback() {
+        // Only reached after a failure that is already being thrown; a failed rollback leaves the
+        // transaction open, which SQLite rolls back itself when the connection closes.
+        if sqlite3_get_autocommit(db) == 0 {
+            _ = try? execute("ROLLBACK", operation: "roll back a transaction")
+        }
+    }
+
+    private func run(_ sql: String, _ parameters: [SQLiteValue], operation: String, collectRows: Bool) throws(RainError)
+        -> [SQLiteRow]
+    {
+        var statement: OpaquePointer?
+        let prepareRC = sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        guard prepareRC == SQLITE_OK, let statement else {
+            if let statement { sqlite3_finalize(statement) }
+            throw failure(operation, prepareRC)
+        }
+        defer { sqlite3_finalize(statement) }
+
+        for (offset, value) in parameters.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null:
+                rc = sqlite3_bind_null(statement, index)
+            case .integer(let v):
+                rc = sqlite3_bind_int64(statement, index, v)
+            case .real(let v):
+                rc = sqlite3_bind_double(statement, index, v)
+            case .text(let s):
+                let length = Int32(clamping: s.utf8.count)
+                rc = s.withCString { sqlite3_bind_text(statement, index, $0, length, Self.transient) }
+            case .blob(let bytes):
+                if bytes.isEmpty {
+                    // An empty buffer may have no base address, which would bind NULL.
+                    rc = sqlite3_bind_zeroblob(statement, index, 0)
+                } else {
+                    rc = bytes.withUnsafeBytes {
+                        sqlite3_bind_blob(statement, index, $0.baseAddress, Int32(clamping: $0.count), Self.transient)
+                    }
+                }
+            }
+            guard rc == SQLITE_OK else { throw failure("\(operation) (bind parameter \(index))", rc) }
+        }
+
+        var rows: [SQLiteRow] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw failure(operation, rc) }
+            if collectRows { rows.append(readRow(statement)) }
+        }
+        return rows
+    }
+
+    private func readRow(_ statement: OpaquePointer) -> SQLiteRow {
+        let count = sqlite3_column_count(statement)
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(Int(count))
+        for column in 0..<count {
+            switch sqlite3_column_type(statement, column) {
+            case SQLITE_INTEGER:
+                values.append(.integer(sqlite3_column_int64(statement, column)))
+            case SQLITE_TEXT:
+                // Pointer first, then length, as SQLite's documentation asks.
+                let pointer = sqlite3_column_text(statement, column)
+                let length = Int(sqlite3_column_bytes(statement, column))
+                if let pointer {
+                    values.append(
+                        .text(String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)))
+                } else {
+                    values.append(.text(""))
+                }
+            case SQLITE_BLOB:
+                let pointer = sqlite3_column_blob(statement, column)
+                let length = Int(sqlite3_column_bytes(statement, column))
+                if let pointer, length > 0 {
+                    values.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: length))))
+                } else {
+                    values.append(.blob([]))
+                }
+            case SQLITE_FLOAT:
+                values.append(.real(sqlite3_column_double(statement, column)))
+            default:
+                values.append(.null)
+            }
+        }
+        return SQLiteRow(values: values)
+    }
+
+    /// RAIN_502 naming the operation and SQLite's result code; the connection's message (which can
+    /// name tables and columns, never bound values) is kept as the underlying cause only.
+    private func failure(_ operation: String, _ rc: Int32) -> RainError {
+        let detail = String(cString: sqlite3_errmsg(db))
+        let codeName = String(cString: sqlite3_errstr(rc))
+        return RainError(
+            .internalError, "authority store: cannot \(operation): \(codeName) (SQLite result \(rc))",
+            underlying: SQLiteFailure(detail))
+    }
+
+    static func typeError(_ operation: String, column: Int) -> RainError {
+        RainError(.internalError, "authority store: cannot \(operation): unexpected value type in column \(column)")
+    }
+}
+
+/// SQLite's own message, kept as a debugging cause.
+struct SQLiteFailure: Error, Sendable, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

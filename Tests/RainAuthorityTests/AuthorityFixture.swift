@@ -1,0 +1,122 @@
+import Foundation
+import RainCore
+import RainCrypto
+import RainTestSupport
+import Synchronization
+import Testing
+
+@testable import RainAuthority
+
+/// A code sender that keeps deliveries in memory, so tests can read the code; it can be told to fail.
+final class CapturingCodeSender: CodeSender {
+    private let state = Mutex<(deliveries: [OutboxDelivery], failure: RainError?)>(([], nil))
+
+    func deliver(_ delivery: OutboxDelivery) async throws {
+        try state.withLock { s throws(RainError) in
+            if let failure = s.failure { throw failure }
+            s.deliveries.append(delivery)
+        }
+    }
+
+    /// Everything delivered so far.
+    var deliveries: [OutboxDelivery] { state.withLock { $0.deliveries } }
+
+    /// Makes later deliveries fail with `error` (nil: succeed again).
+    func fail(with error: RainError?) { state.withLock { $0.failure = error } }
+
+    /// The code of the latest delivery to `contact`.
+    func lastCode(to contact: RainWalletContact) throws -> String {
+        try #require(deliveries.last(where: { $0.contact == contact.value && $0.kind == contact.kindName })).code
+    }
+}
+
+/// One authority on a real SQLite file in its own temp directory, a manual clock, a capturing
+/// sender and a capturing log sink.
+struct AuthorityFixture {
+    let directory: String
+    let clock: ManualClock
+    let sender: CapturingCodeSender
+    let store: SQLiteAuthorityStore
+    let keys: AuthorityKeys
+    let logSink: CapturingLogSink
+    let authority: EmbeddedAuthority
+
+    static let app = "app-one"
+    static let email = RainWalletContact.email("user@example.com")
+    static let phone = RainWalletContact.phone("+15551234567")
+
+    /// Runs `body` with a fresh fixture and removes its directory afterwards.
+    static func with(
+        settings: AuthoritySettings = AuthoritySettings(), outbox: OutboxCodeSender? = nil,
+        _ body: (AuthorityFixture) async throws -> Void
+    ) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = ManualClock()
+        let sender = CapturingCodeSender()
+        let store = try await SQLiteAuthorityStore.open(stateDirectory: directory)
+        let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 7, count: 32)))
+        let sink = CapturingLogSink()
+        let logger = Logger(label: "test.authority", minimumLevel: .debug, sink: sink)
+        let authority = EmbeddedAuthority(
+            store: store, keys: keys, settings: settings, clock: clock, sender: outbox ?? sender, outbox: outbox,
+            logger: logger)
+        let fixture = AuthorityFixture(
+            directory: directory, clock: clock, sender: sender, store: store, keys: keys, logSink: sink,
+            authority: authority)
+        try await body(fixture)
+        await store.close()
+    }
+
+    /// Sends a code and returns the challenge with the code that was delivered.
+    func send(
+        _ contact: RainWalletContact = AuthorityFixture.email, device: String = "device-a",
+        app: String = AuthorityFixture.app
+    ) async throws -> (challenge: SendCodeResult, code: String) {
+        let result = try await authority.sendLoginCode(SendCodeRequest(appID: app, deviceID: device, contact: contact))
+        return (result, try sender.lastCode(to: contact))
+    }
+
+    /// Confirms a code.
+    func confirm(
+        _ challenge: SendCodeResult, code: String, device: String = "device-a", app: String = AuthorityFixture.app
+    ) async throws -> LoginResult {
+        try await authority.confirmLoginCode(
+            ConfirmCodeRequest(appID: app, deviceID: device, challengeID: challenge.challengeID, code: code))
+    }
+
+    /// Sends and confirms.
+    func login(
+        _ contact: RainWalletContact = AuthorityFixture.email, device: String = "device-a",
+        app: String = AuthorityFixture.app
+    ) async throws -> LoginResult {
+        let (challenge, code) = try await send(contact, device: device, app: app)
+        return try await confirm(challenge, code: code, device: device, app: app)
+    }
+}
+
+/// A new 0700 directory under /tmp (short, unique per test).
+func makeTemporaryDirectory() throws -> String {
+    let path = "/tmp/rain-authority-" + UUID().uuidString.lowercased().prefix(13)
+    try FileManager.default.createDirectory(
+        atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    return path
+}
+
+/// The `RainError` `body` throws, or nil when it succeeds or throws something else.
+func rainError(_ body: () async throws -> Void) async -> RainError? {
+    do {
+        try await body()
+        return nil
+    } catch let error as RainError {
+        return error
+    } catch {
+        Issue.record("expected a RainError, got \(error)")
+        return nil
+    }
+}
+
+/// A 6-digit code that differs from `code` in every digit.
+func wrongCode(for code: String) -> String {
+    String(code.map { Character(String(((Int(String($0)) ?? 0) + 1) % 10)) })
+}
