@@ -92,7 +92,10 @@ public final class DeviceService: ServerHandler {
             } catch {
                 return .respond(.failure(error))
             }
-            entry(profile).runtime.addWatcher(connection: ctx.connection, requestID: ctx.requestID, responder: ctx.responder)
+            let responder = ctx.responder
+            entry(profile).runtime.addWatcher(connection: ctx.connection, requestID: ctx.requestID) {
+                responder.send(streamPayload: $0)
+            }
             return .stream
         case Method.sendLoginCode:
             let s = entry(profile).session

@@ -17,7 +17,7 @@ public final class ProfileRuntime: Sendable {
     }
 
     struct Watcher {
-        var responder: Responder
+        var send: @Sendable ([UInt8]) -> Void
         var nextSequence: UInt64 = 1
     }
 
@@ -93,24 +93,25 @@ public final class ProfileRuntime: Sendable {
     private func broadcast(_ s: inout State, kind: WatchEvent.Kind, state snapshot: SessionSnapshot, reason: ExpiryReason?) {
         for key in Array(s.watchers.keys) {
             guard var w = s.watchers[key] else { continue }
-            send(&w, kind: kind, state: snapshot, reason: reason)
+            deliver(&w, kind: kind, state: snapshot, reason: reason)
             s.watchers[key] = w
         }
     }
 
-    private func send(_ w: inout Watcher, kind: WatchEvent.Kind, state snapshot: SessionSnapshot, reason: ExpiryReason?) {
+    private func deliver(_ w: inout Watcher, kind: WatchEvent.Kind, state snapshot: SessionSnapshot, reason: ExpiryReason?) {
         let event = WatchEvent(sequence: w.nextSequence, kind: kind, state: snapshot, expiryReason: reason)
         w.nextSequence += 1
         // Encoding an event never fails (no user strings with NUL reach it); drop it if it did.
         guard let bytes = try? event.encode() else { return }
-        w.responder.send(streamPayload: bytes)
+        w.send(bytes)
     }
 
-    /// Adds a watcher and sends it the current state first (sequence 1).
-    func addWatcher(connection: ConnectionID, requestID: UInt64, responder: Responder) {
+    /// Adds a watcher and sends it the current state first (sequence 1). `send` receives each
+    /// encoded `Event` in order.
+    func addWatcher(connection: ConnectionID, requestID: UInt64, send: @escaping @Sendable ([UInt8]) -> Void) {
         state.withLock { s in
-            var w = Watcher(responder: responder)
-            send(&w, kind: .authState, state: compute(s), reason: nil)
+            var w = Watcher(send: send)
+            deliver(&w, kind: .authState, state: compute(s), reason: nil)
             s.watchers[WatcherKey(connection: connection, requestID: requestID)] = w
         }
     }
