@@ -863,6 +863,51 @@ void   rain__wallet__v1__slow_echo_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__slow_echo_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__refresh_session_request__init
+                     (Rain__Wallet__V1__RefreshSessionRequest         *message)
+{
+  static const Rain__Wallet__V1__RefreshSessionRequest init_value = RAIN__WALLET__V1__REFRESH_SESSION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__refresh_session_request__get_packed_size
+                     (const Rain__Wallet__V1__RefreshSessionRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__refresh_session_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__refresh_session_request__pack
+                     (const Rain__Wallet__V1__RefreshSessionRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__refresh_session_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__refresh_session_request__pack_to_buffer
+                     (const Rain__Wallet__V1__RefreshSessionRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__refresh_session_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__RefreshSessionRequest *
+       rain__wallet__v1__refresh_session_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__RefreshSessionRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__refresh_session_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__refresh_session_request__free_unpacked
+                     (Rain__Wallet__V1__RefreshSessionRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__refresh_session_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
 {
   {
@@ -1743,6 +1788,24 @@ const ProtobufCMessageDescriptor rain__wallet__v1__slow_echo_response__descripto
   rain__wallet__v1__slow_echo_response__field_indices_by_name,
   1,  rain__wallet__v1__slow_echo_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__slow_echo_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__refresh_session_request__field_descriptors NULL
+#define rain__wallet__v1__refresh_session_request__field_indices_by_name NULL
+#define rain__wallet__v1__refresh_session_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__refresh_session_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.RefreshSessionRequest",
+  "RefreshSessionRequest",
+  "Rain__Wallet__V1__RefreshSessionRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__RefreshSessionRequest),
+  0,
+  rain__wallet__v1__refresh_session_request__field_descriptors,
+  rain__wallet__v1__refresh_session_request__field_indices_by_name,
+  0,  rain__wallet__v1__refresh_session_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__refresh_session_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =

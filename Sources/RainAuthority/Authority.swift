@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainCrypto
 
 /// The authority API: accounts, contacts, login codes, wallets and session tokens.
 ///
@@ -16,10 +17,38 @@ public protocol Authority: Sendable {
     func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult
 
     /// Confirms a code. On success creates the account and its wallet on a first login, issues a
-    /// session bound to the device, and revokes the account's sessions on every other device.
+    /// session bound to the device (its id, and its Ed25519 public key when one is sent), and revokes
+    /// the account's sessions on every other device.
     /// - Throws: RAIN_203 (details: `reason` wrong|expired|locked|retired, `attemptsRemaining`)
-    ///   keeping the challenge on a wrong code; RAIN_102 for an unknown challenge.
+    ///   keeping the challenge on a wrong code; RAIN_102 for an unknown challenge, or (field
+    ///   `devicePublicKey`) for a device key that is not a raw 32-byte Ed25519 public key.
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult
+
+    /// Rotates a session's tokens: the device presents its refresh token, signed with the device key
+    /// the session is bound to, and gets a new access token and a new single-use refresh token.
+    ///
+    /// Rules (DESIGN §4, §5):
+    /// - The request must carry a valid Ed25519 signature over `RefreshRequest.signedMessage` by the
+    ///   session's device key, from the session's device id, with a timestamp within
+    ///   `AuthoritySettings.refreshSignatureSkew` of the authority's clock. Otherwise the session
+    ///   family is revoked: a refresh token copied without the device key is useless and burns the
+    ///   session.
+    /// - Refresh tokens are single use. Presenting the token rotated out at the last refresh again
+    ///   within `AuthoritySettings.refreshGraceWindow` (a retry after a lost reply, or a concurrent
+    ///   duplicate) returns the same new pair and rotates nothing; any other reuse revokes the family.
+    /// - A session lives `AuthoritySettings.refreshTokenLifetime` from its last rotation (from the
+    ///   login when it was never rotated).
+    /// - Throws: RAIN_201 with `details.reason`: `refresh_rejected` (unknown token, missing or bad
+    ///   signature, wrong device id, stale timestamp), `refresh_token_reused`, `device_unbound` (a
+    ///   session issued without a device key), `revoked_elsewhere` (the account logged in on another
+    ///   device), `revoked` (logout, or a newer login on this device), `refresh_expired`. RAIN_502
+    ///   when the store fails.
+    func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens
+
+    /// The account behind a live access token, with its wallet id and contacts.
+    /// - Throws: RAIN_201 with `details.reason`: `invalid_token` (unknown, or rotated away by a
+    ///   refresh), `access_expired`, `revoked_elsewhere`, `revoked`. RAIN_502 when the store fails.
+    func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo
 
     /// Revokes the session that holds `refreshToken` (logout). Unknown or already revoked tokens
     /// succeed silently.
@@ -65,12 +94,93 @@ public struct ConfirmCodeRequest: Sendable {
     public var challengeID: String
     /// What the user typed (never logged).
     public var code: String
+    /// The device's raw 32-byte Ed25519 public key, which the session is bound to: every refresh
+    /// must be signed with the matching private key (DESIGN §5).
+    ///
+    /// The device always sends it. Empty (the default, for callers that predate device binding)
+    /// still logs in, but the session is unbound and can never be refreshed (RAIN_201
+    /// `device_unbound`): it ends when its access token expires.
+    public var devicePublicKey: [UInt8]
 
-    public init(appID: String, deviceID: String, challengeID: String, code: String) {
+    public init(appID: String, deviceID: String, challengeID: String, code: String, devicePublicKey: [UInt8] = []) {
         self.appID = appID
         self.deviceID = deviceID
         self.challengeID = challengeID
         self.code = code
+        self.devicePublicKey = devicePublicKey
+    }
+}
+
+/// `Authority.refreshSession` input: a refresh token with the device's proof of possession.
+public struct RefreshRequest: Sendable {
+    public var appID: String
+    /// The device the session was issued to.
+    public var deviceID: String
+    /// The current refresh token (never logged).
+    public var refreshToken: String
+    /// When the device signed; must be within `AuthoritySettings.refreshSignatureSkew` of the
+    /// authority's clock. Signed at millisecond precision.
+    public var timestamp: Date
+    /// Ed25519 signature by the device key over `signedMessage(appID:deviceID:refreshToken:timestamp:)`.
+    public var signature: [UInt8]
+
+    public init(appID: String, deviceID: String, refreshToken: String, timestamp: Date, signature: [UInt8]) {
+        self.appID = appID
+        self.deviceID = deviceID
+        self.refreshToken = refreshToken
+        self.timestamp = timestamp
+        self.signature = signature
+    }
+
+    /// The bytes the device signs: the UTF-8 of
+    /// `"rain.refresh.v1\n<appID>\n<deviceID>\n<base64url(SHA-256(refreshToken))>\n<timestamp in Unix ms>"`.
+    ///
+    /// The token's hash is signed rather than the token, so a signature never carries it.
+    public static func signedMessage(appID: String, deviceID: String, refreshToken: String, timestamp: Date)
+        -> [UInt8]
+    {
+        let tokenHash = Base64URL.encode(SHA256.hash(Array(refreshToken.utf8)))
+        return Array("rain.refresh.v1\n\(appID)\n\(deviceID)\n\(tokenHash)\n\(timestamp.unixMilliseconds)".utf8)
+    }
+
+    /// A request signed with the device key.
+    /// - Throws: RAIN_502 when signing fails.
+    public static func signed(
+        appID: String, deviceID: String, refreshToken: String, timestamp: Date, deviceKey: Ed25519PrivateKey
+    ) throws(RainError) -> RefreshRequest {
+        let message = signedMessage(appID: appID, deviceID: deviceID, refreshToken: refreshToken, timestamp: timestamp)
+        return RefreshRequest(
+            appID: appID, deviceID: deviceID, refreshToken: refreshToken, timestamp: timestamp,
+            signature: try deviceKey.signature(for: message))
+    }
+}
+
+extension RefreshRequest: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The request without its token or signature.
+    public var description: String {
+        "RefreshRequest(appID: \(appID), deviceID: \(deviceID), refreshToken: <redacted>, "
+            + "timestamp: \(timestamp.unixMilliseconds), signature: \(signature.count) bytes)"
+    }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// `Authority.accountInfo` output.
+public struct AccountInfo: Sendable, Equatable {
+    /// `acct_…`
+    public var accountID: String
+    /// `wal_…`
+    public var walletID: String
+    /// When the account was created.
+    public var createdAt: Date
+    /// The account's contacts, emails first, each kind in the order they were attached.
+    public var contacts: [RainWalletContact]
+
+    public init(accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact]) {
+        self.accountID = accountID
+        self.walletID = walletID
+        self.createdAt = createdAt
+        self.contacts = contacts
     }
 }
 
@@ -78,7 +188,8 @@ public struct ConfirmCodeRequest: Sendable {
 public struct SessionTokens: Sendable, Equatable {
     public var accessToken: String
     public var refreshToken: String
-    /// How long the access token lives from issue (900 s by default).
+    /// How long the access token lives from now (900 s by default; what is left of it when a
+    /// refresh repeated within the grace window returns the pair issued a moment earlier).
     public var accessLifetime: Duration
 
     public init(accessToken: String, refreshToken: String, accessLifetime: Duration) {
@@ -130,15 +241,33 @@ public struct AuthoritySettings: Sendable, Equatable {
     public var accessTokenLifetime: Duration
     /// Whether `listOutbox` is served.
     public var isDevOutboxEnabled: Bool
+    /// The refresh grace window (10 s by default): for this long after a rotation, presenting the
+    /// refresh token it replaced, correctly signed, returns the same new pair again instead of
+    /// counting as reuse. It covers a device retrying after a lost reply and concurrent duplicates;
+    /// it is the only reuse that does not revoke the session family. Measured on the authority's
+    /// clock from the rotation; only the one generation just rotated out is covered.
+    public var refreshGraceWindow: Duration
+    /// How long a session can go unrefreshed (30 days by default), counted from its last rotation
+    /// (from the login when it was never refreshed): a device that keeps refreshing keeps its
+    /// session; one that stays away longer must log in again (RAIN_201 `refresh_expired`).
+    public var refreshTokenLifetime: Duration
+    /// How far a refresh signature's timestamp may be from the authority's clock, either way
+    /// (120 s by default). A signature outside it is refused like a bad one.
+    public var refreshSignatureSkew: Duration
 
     public init(
         codeLifetime: Duration = .seconds(300), maxWrongAttempts: Int = 3, maxActiveCodesPerAccount: Int = 3,
-        accessTokenLifetime: Duration = .seconds(900), isDevOutboxEnabled: Bool = true
+        accessTokenLifetime: Duration = .seconds(900), isDevOutboxEnabled: Bool = true,
+        refreshGraceWindow: Duration = .seconds(10), refreshTokenLifetime: Duration = .seconds(30 * 86_400),
+        refreshSignatureSkew: Duration = .seconds(120)
     ) {
         self.codeLifetime = codeLifetime
         self.maxWrongAttempts = maxWrongAttempts
         self.maxActiveCodesPerAccount = maxActiveCodesPerAccount
         self.accessTokenLifetime = accessTokenLifetime
         self.isDevOutboxEnabled = isDevOutboxEnabled
+        self.refreshGraceWindow = refreshGraceWindow
+        self.refreshTokenLifetime = refreshTokenLifetime
+        self.refreshSignatureSkew = refreshSignatureSkew
     }
 }

@@ -5,8 +5,8 @@ import RainCrypto
 /// The authority's master key and the keys derived from it (DESIGN §5).
 ///
 /// One master key (a 0600 key file, `authority.key` in the state directory by default) gives, by
-/// HKDF-SHA256 with distinct labels, the code-hash key, the token-hash key and the
-/// wallet-encryption key. Authority instances that share a database must share the master key;
+/// HKDF-SHA256 with distinct labels, the code-hash key, the token-hash key, the token-rotation key
+/// and the wallet-encryption key. Authority instances that share a database must share the master key;
 /// losing it loses every wallet.
 public struct AuthorityKeys: Sendable {
     /// The master key file's name inside the state directory.
@@ -16,6 +16,8 @@ public struct AuthorityKeys: Sendable {
     public static let codeHashLabel = "rain.authority.code-hash.v1"
     /// HKDF info label of the session-token hash key.
     public static let tokenHashLabel = "rain.authority.token-hash.v1"
+    /// HKDF info label of the key refresh rotations derive the next token pair with.
+    public static let tokenRotationLabel = "rain.authority.token-rotation.v1"
     /// HKDF info label of the wallet-encryption key.
     public static let walletEncryptionLabel = "rain.authority.wallet-encryption.v1"
     /// HKDF salt: fixed, so the derived keys depend on the master key and the label only.
@@ -25,6 +27,8 @@ public struct AuthorityKeys: Sendable {
     public let codeHashKey: SymmetricKey
     /// Keys session tokens are hashed with (HMAC-SHA256).
     public let tokenHashKey: SymmetricKey
+    /// Derives the token pair a refresh rotates to from the refresh token it replaces (HMAC-SHA256).
+    public let tokenRotationKey: SymmetricKey
     /// Encrypts wallet secrets.
     public let walletKey: SymmetricKey
     /// The master key's id (16 hex characters), stored beside every ciphertext so a new master
@@ -36,6 +40,7 @@ public struct AuthorityKeys: Sendable {
     public init(masterKey: SymmetricKey) throws(RainError) {
         codeHashKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.codeHashLabel)
         tokenHashKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.tokenHashLabel)
+        tokenRotationKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.tokenRotationLabel)
         walletKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.walletEncryptionLabel)
         masterKeyID = masterKey.keyID
     }
@@ -80,5 +85,24 @@ public struct AuthorityKeys: Sendable {
     /// The keyed hash a session token is stored as: HMAC-SHA256(token-hash key, token).
     public func tokenHash(_ token: String) -> [UInt8] {
         HMACSHA256.authenticate(Array(token.utf8), key: tokenHashKey)
+    }
+
+    /// Domain-separation prefix of a rotated access token's derivation.
+    static let rotateAccessLabel = Array("rain.rotate.access.v1".utf8) + [0]
+    /// Domain-separation prefix of a rotated refresh token's derivation.
+    static let rotateRefreshLabel = Array("rain.rotate.refresh.v1".utf8) + [0]
+
+    /// The token pair a refresh rotates `refreshToken` to:
+    /// `rwa_` + base64url(HMAC-SHA256(rotation key, "rain.rotate.access.v1" ‖ 0x00 ‖ refreshToken)) and
+    /// `rwr_` + base64url(HMAC-SHA256(rotation key, "rain.rotate.refresh.v1" ‖ 0x00 ‖ refreshToken)).
+    ///
+    /// Deterministic, so a repeat of the same refresh within the grace window (a retry after a lost
+    /// reply, or a concurrent duplicate) is answered with the very pair the first one got, without
+    /// storing any token. Only the authority, holding the master key, can compute it.
+    public func rotatedTokens(from refreshToken: String) -> (accessToken: String, refreshToken: String) {
+        let old = Array(refreshToken.utf8)
+        let access = HMACSHA256.authenticate(Self.rotateAccessLabel + old, key: tokenRotationKey)
+        let refresh = HMACSHA256.authenticate(Self.rotateRefreshLabel + old, key: tokenRotationKey)
+        return ("rwa_" + Base64URL.encode(Array(access.prefix(32))), "rwr_" + Base64URL.encode(Array(refresh.prefix(32))))
     }
 }

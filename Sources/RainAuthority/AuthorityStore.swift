@@ -48,18 +48,39 @@ public protocol AuthorityStore: Sendable {
     /// - Throws: RAIN_404 when an existing account has no wallet record.
     func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome
 
-    /// Revokes the unrevoked session of `appID` holding this refresh-token hash.
+    /// Revokes the unrevoked session of `appID` whose current or previous refresh-token hash is
+    /// this one (a device that lost a refresh reply logs out with the previous token).
     /// - Returns: whether a session was revoked.
     @discardableResult
     func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError) -> Bool
 
+    /// Runs one refresh in one transaction that holds the write lock from the lookup to the commit,
+    /// so two refreshes of the same token are serialized: the second sees the first's rotation.
+    ///
+    /// Finds the session of `appID` by this refresh-token hash: its current one, else the previous
+    /// one (rotated out at `SessionRecord.rotatedAt`), else an older one of the same family. Calls
+    /// `decide` exactly once with what it found (nil when nothing), inside the transaction, then
+    /// applies the change: `.rotate` only to a live session found by its current hash (anything
+    /// else is RAIN_502); `.revoke` to the session if still live. `decide` must not block.
+    /// - Returns: the verdict `decide` returned.
+    func refreshSession<Verdict: Sendable>(
+        appID: String, refreshHash: [UInt8], now: Date,
+        decide: @escaping @Sendable (RefreshCandidate?) -> (change: SessionRefreshChange, verdict: Verdict)
+    ) async throws(RainError) -> Verdict
+
+    /// The session of `appID` whose current access-token hash is this one, whatever its state,
+    /// with its account, wallet and contacts; nil when there is none.
+    func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess?
+
     /// The sessions of an account, oldest first.
     func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord]
 
-    /// Deletes challenges that expired before `challengesExpiredBefore` and sessions revoked before
-    /// `sessionsRevokedBefore`.
+    /// Deletes challenges that expired before `challengesExpiredBefore`, sessions revoked before
+    /// `sessionsRevokedBefore` (with their rotated-out refresh hashes), and rotated-out refresh
+    /// hashes older than the previous generation retired before `refreshTokensRetiredBefore`.
     @discardableResult
-    func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date) async throws(RainError) -> PruneResult
+    func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
+        async throws(RainError) -> PruneResult
 
     /// Closes the store; later calls throw RAIN_502.
     func close() async
@@ -194,13 +215,19 @@ public struct NewSession: Sendable, Equatable {
     public var refreshHash: [UInt8]
     /// When the access token expires.
     public var accessExpiresAt: Date
+    /// The device's raw Ed25519 public key every refresh must be signed with; nil for an unbound
+    /// session, which can never be refreshed.
+    public var devicePublicKey: [UInt8]?
 
     /// Creates a session to store.
-    public init(id: String, accessHash: [UInt8], refreshHash: [UInt8], accessExpiresAt: Date) {
+    public init(
+        id: String, accessHash: [UInt8], refreshHash: [UInt8], accessExpiresAt: Date, devicePublicKey: [UInt8]? = nil
+    ) {
         self.id = id
         self.accessHash = accessHash
         self.refreshHash = refreshHash
         self.accessExpiresAt = accessExpiresAt
+        self.devicePublicKey = devicePublicKey
     }
 }
 
@@ -288,13 +315,25 @@ public struct SessionRecord: Sendable, Equatable {
     public var createdAt: Date
     /// When it was revoked, or nil while live.
     public var revokedAt: Date?
-    /// `revoked_elsewhere`, `replaced` or `logout`.
+    /// One of `SessionRevokeReason`.
     public var revokeReason: String?
+    /// The device's raw Ed25519 public key; nil for an unbound session (issued without a key, or
+    /// before schema version 2), which can never be refreshed.
+    public var devicePublicKey: [UInt8]?
+    /// Keyed hash of the refresh token rotated out at the last refresh; nil before the first.
+    public var previousRefreshHash: [UInt8]?
+    /// When the last refresh rotated the tokens (and issued the current refresh token); nil
+    /// before the first.
+    public var rotatedAt: Date?
+    /// How many times the tokens were rotated (0 after the login).
+    public var refreshGeneration: Int
 
     /// Creates a record.
     public init(
         id: String, appID: String, accountID: String, deviceID: String, accessHash: [UInt8], refreshHash: [UInt8],
-        accessExpiresAt: Date, createdAt: Date, revokedAt: Date?, revokeReason: String?
+        accessExpiresAt: Date, createdAt: Date, revokedAt: Date?, revokeReason: String?,
+        devicePublicKey: [UInt8]? = nil, previousRefreshHash: [UInt8]? = nil, rotatedAt: Date? = nil,
+        refreshGeneration: Int = 0
     ) {
         self.id = id
         self.appID = appID
@@ -306,6 +345,85 @@ public struct SessionRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.revokedAt = revokedAt
         self.revokeReason = revokeReason
+        self.devicePublicKey = devicePublicKey
+        self.previousRefreshHash = previousRefreshHash
+        self.rotatedAt = rotatedAt
+        self.refreshGeneration = refreshGeneration
+    }
+
+    /// When the current refresh token was issued: the last rotation, or the login.
+    public var refreshIssuedAt: Date { rotatedAt ?? createdAt }
+}
+
+/// Which generation of a session's refresh token was presented.
+public enum RefreshTokenGeneration: Sendable, Equatable {
+    /// The session's current refresh token.
+    case current
+    /// The one the last refresh rotated out (at `SessionRecord.rotatedAt`).
+    case previous
+    /// One rotated out before that.
+    case older
+}
+
+/// A session found by one of its refresh-token hashes.
+public struct RefreshCandidate: Sendable, Equatable {
+    /// The session (the whole family: rotation keeps the session).
+    public var session: SessionRecord
+    /// Which of its refresh tokens matched.
+    public var generation: RefreshTokenGeneration
+
+    /// Creates a candidate.
+    public init(session: SessionRecord, generation: RefreshTokenGeneration) {
+        self.session = session
+        self.generation = generation
+    }
+}
+
+/// A token rotation to store.
+public struct SessionRotation: Sendable, Equatable {
+    /// Keyed hash of the new access token.
+    public var accessHash: [UInt8]
+    /// Keyed hash of the new refresh token.
+    public var refreshHash: [UInt8]
+    /// When the new access token expires.
+    public var accessExpiresAt: Date
+    /// The time of the rotation.
+    public var rotatedAt: Date
+
+    /// Creates a rotation.
+    public init(accessHash: [UInt8], refreshHash: [UInt8], accessExpiresAt: Date, rotatedAt: Date) {
+        self.accessHash = accessHash
+        self.refreshHash = refreshHash
+        self.accessExpiresAt = accessExpiresAt
+        self.rotatedAt = rotatedAt
+    }
+}
+
+/// What a refresh changes in the store.
+public enum SessionRefreshChange: Sendable, Equatable {
+    /// Nothing (a refusal that burns nothing, or a repeat within the grace window).
+    case none
+    /// New tokens: the current refresh hash becomes the previous one, the previous one is kept
+    /// as an older generation, and the generation count goes up.
+    case rotate(SessionRotation)
+    /// Revoke the session family with this `SessionRevokeReason`.
+    case revoke(reason: String)
+}
+
+/// A session found by its access token, with its account.
+public struct AccountAccess: Sendable, Equatable {
+    /// The session.
+    public var session: SessionRecord
+    /// The account and its wallet.
+    public var account: AccountRecord
+    /// The account's contacts, emails first, each kind in the order it was attached.
+    public var contacts: [RainWalletContact]
+
+    /// Creates a result.
+    public init(session: SessionRecord, account: AccountRecord, contacts: [RainWalletContact]) {
+        self.session = session
+        self.account = account
+        self.contacts = contacts
     }
 }
 
@@ -315,11 +433,14 @@ public struct PruneResult: Sendable, Equatable {
     public var challengesDeleted: Int
     /// Sessions deleted.
     public var sessionsDeleted: Int
+    /// Rotated-out refresh-token hashes deleted (of live sessions; a deleted session's go with it).
+    public var retiredRefreshTokensDeleted: Int
 
     /// Creates a result.
-    public init(challengesDeleted: Int, sessionsDeleted: Int) {
+    public init(challengesDeleted: Int, sessionsDeleted: Int, retiredRefreshTokensDeleted: Int = 0) {
         self.challengesDeleted = challengesDeleted
         self.sessionsDeleted = sessionsDeleted
+        self.retiredRefreshTokensDeleted = retiredRefreshTokensDeleted
     }
 }
 
@@ -331,4 +452,11 @@ public enum SessionRevokeReason {
     public static let replaced = "replaced"
     /// The device logged out.
     public static let logout = "logout"
+    /// A rotated refresh token was presented again outside the grace window.
+    public static let reused = "reused"
+    /// A refresh came without a valid device signature, from another device id, or with a stale
+    /// timestamp: the token is presumed copied.
+    public static let stolenToken = "stolen_token"
+    /// The session went unrefreshed for longer than the refresh-token lifetime.
+    public static let refreshExpired = "refresh_expired"
 }

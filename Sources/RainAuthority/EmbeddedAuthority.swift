@@ -12,6 +12,12 @@ import RainCrypto
 /// per account across devices (a 4th retires the oldest). A first login creates the account and
 /// its wallet; every login revokes the account's sessions on other devices. Codes and tokens are
 /// never logged.
+///
+/// Sessions (issue 3): a session is bound at login to the device's Ed25519 public key. Each
+/// refresh, signed by that key, rotates both tokens to a pair derived from the old refresh token
+/// (`AuthorityKeys.rotatedTokens(from:)`), so a repeat within `AuthoritySettings.refreshGraceWindow`
+/// gets the same pair; the old access token stops working at once. Any other reuse of a rotated
+/// token, and any refresh without a valid signature, revokes the whole session.
 public final class EmbeddedAuthority: Authority {
     /// Where data lives.
     public let store: any AuthorityStore
@@ -116,6 +122,8 @@ public final class EmbeddedAuthority: Authority {
     ///   retired; RAIN_102 `no_pending_code` when the challenge never existed for this app and device;
     ///   RAIN_404 when the account has no wallet record; RAIN_502 when the store fails.
     public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
+        // Checked first, so a malformed key neither counts as a wrong code nor uses the challenge.
+        let deviceKey = try Self.deviceKey(request.devicePublicKey)
         let now = clock.now
         guard let challenge = try await store.challenge(id: request.challengeID),
             challenge.appID == request.appID, challenge.deviceID == request.deviceID
@@ -141,8 +149,8 @@ public final class EmbeddedAuthority: Authority {
                 newWalletID: try SecureRandom.identifier(prefix: "wal"),
                 session: NewSession(
                     id: try SecureRandom.identifier(prefix: "ses"), accessHash: keys.tokenHash(accessToken),
-                    refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime)
-                ),
+                    refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime),
+                    devicePublicKey: deviceKey?.rawRepresentation),
                 now: now))
 
         switch outcome {
@@ -160,6 +168,7 @@ public final class EmbeddedAuthority: Authority {
                 [
                     "app": request.appID, "account": record.accountID, "created": String(record.accountCreated),
                     "device": request.deviceID, "revokedElsewhere": String(record.revokedElsewhereCount),
+                    "deviceBound": String(deviceKey != nil),
                 ])
             return LoginResult(
                 accountID: record.accountID, walletID: record.walletID, accountCreated: record.accountCreated,
@@ -221,9 +230,228 @@ public final class EmbeddedAuthority: Authority {
         }
     }
 
+    // MARK: - Refresh
+
+    /// Rotates a session's tokens (see `Authority.refreshSession` for the rules).
+    ///
+    /// The lookup, the checks and the rotation or revocation run in one store transaction, so
+    /// concurrent refreshes of one token are serialized: the first rotates, the others find the
+    /// token just rotated out within the grace window and get the same pair.
+    /// - Throws: RAIN_201 with `details.reason` `refresh_rejected`, `refresh_token_reused`,
+    ///   `device_unbound`, `revoked_elsewhere`, `revoked` or `refresh_expired`; RAIN_502 when the
+    ///   store fails.
+    public func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
+        let now = clock.now
+        let keys = self.keys
+        let settings = self.settings
+        let verdict = try await store.refreshSession(
+            appID: request.appID, refreshHash: keys.tokenHash(request.refreshToken), now: now
+        ) { candidate in
+            Self.decideRefresh(candidate, request: request, now: now, keys: keys, settings: settings)
+        }
+        switch verdict.outcome {
+        case .rotated(let tokens, let generation):
+            logger.info(
+                "session.refreshed",
+                ["app": request.appID, "session": verdict.sessionID ?? "", "generation": String(generation)])
+            return tokens
+        case .replayed(let tokens, let generation):
+            logger.info(
+                "session.refresh_repeated",
+                ["app": request.appID, "session": verdict.sessionID ?? "", "generation": String(generation)])
+            return tokens
+        case .refused(let reason, let revoked):
+            if let revoked {
+                logger.warning(
+                    "session.family_revoked",
+                    [
+                        "app": request.appID, "session": verdict.sessionID ?? "", "device": request.deviceID,
+                        "reason": revoked,
+                    ])
+            } else {
+                logger.info(
+                    "session.refresh_refused",
+                    ["app": request.appID, "session": verdict.sessionID ?? "-", "reason": reason])
+            }
+            throw Self.sessionError(reason)
+        }
+    }
+
+    /// What a refresh decided, computed inside the store's transaction.
+    struct RefreshVerdict: Sendable {
+        enum Outcome: Sendable {
+            /// Rotated: the new pair and the new generation number.
+            case rotated(SessionTokens, generation: Int)
+            /// A repeat within the grace window: the pair issued at the last rotation.
+            case replayed(SessionTokens, generation: Int)
+            /// Refused with this RAIN_201 reason; `revoked` is the revocation reason when the
+            /// refusal also revoked the family.
+            case refused(reason: String, revoked: String?)
+        }
+        var outcome: Outcome
+        var sessionID: String?
+    }
+
+    /// The refresh rules, as a pure function of what the store found (no I/O: it runs while the
+    /// store holds its write lock).
+    static func decideRefresh(
+        _ candidate: RefreshCandidate?, request: RefreshRequest, now: Date, keys: AuthorityKeys,
+        settings: AuthoritySettings
+    ) -> (change: SessionRefreshChange, verdict: RefreshVerdict) {
+        func refuse(_ reason: String, sessionID: String?) -> (SessionRefreshChange, RefreshVerdict) {
+            (.none, RefreshVerdict(outcome: .refused(reason: reason, revoked: nil), sessionID: sessionID))
+        }
+        func revoke(_ revokeReason: String, _ reason: String, sessionID: String) -> (
+            SessionRefreshChange, RefreshVerdict
+        ) {
+            (
+                .revoke(reason: revokeReason),
+                RefreshVerdict(outcome: .refused(reason: reason, revoked: revokeReason), sessionID: sessionID)
+            )
+        }
+
+        guard let candidate else { return refuse(RefreshRefusal.rejected, sessionID: nil) }
+        let session = candidate.session
+        if session.revokedAt != nil {
+            return refuse(RefreshRefusal.reason(forRevoked: session.revokeReason), sessionID: session.id)
+        }
+        guard let keyBytes = session.devicePublicKey else {
+            return refuse(RefreshRefusal.deviceUnbound, sessionID: session.id)
+        }
+
+        // Proof of possession of the device key: without it the token is presumed copied, and the
+        // family is burned whichever generation was presented.
+        // The skew is checked in floating point before the timestamp is turned into milliseconds
+        // for the message, so an absurd timestamp is refused rather than overflowing.
+        let isFresh = abs(request.timestamp.timeIntervalSince(now)) <= settings.refreshSignatureSkew.timeInterval
+        func isSigned() -> Bool {
+            let message = RefreshRequest.signedMessage(
+                appID: request.appID, deviceID: request.deviceID, refreshToken: request.refreshToken,
+                timestamp: request.timestamp)
+            guard let key = try? Ed25519PublicKey(rawRepresentation: keyBytes) else { return false }
+            return key.isValidSignature(request.signature, for: message)
+        }
+        guard request.deviceID == session.deviceID, isFresh, isSigned() else {
+            return revoke(SessionRevokeReason.stolenToken, RefreshRefusal.rejected, sessionID: session.id)
+        }
+
+        if now >= session.refreshIssuedAt.adding(settings.refreshTokenLifetime) {
+            return revoke(SessionRevokeReason.refreshExpired, RefreshRefusal.expired, sessionID: session.id)
+        }
+
+        switch candidate.generation {
+        case .current:
+            let next = keys.rotatedTokens(from: request.refreshToken)
+            let rotation = SessionRotation(
+                accessHash: keys.tokenHash(next.accessToken), refreshHash: keys.tokenHash(next.refreshToken),
+                accessExpiresAt: now.adding(settings.accessTokenLifetime), rotatedAt: now)
+            let tokens = SessionTokens(
+                accessToken: next.accessToken, refreshToken: next.refreshToken,
+                accessLifetime: settings.accessTokenLifetime)
+            return (
+                .rotate(rotation),
+                RefreshVerdict(
+                    outcome: .rotated(tokens, generation: session.refreshGeneration + 1), sessionID: session.id)
+            )
+        case .previous:
+            let next = keys.rotatedTokens(from: request.refreshToken)
+            guard let rotatedAt = session.rotatedAt,
+                abs(now.unixMilliseconds - rotatedAt.unixMilliseconds) <= settings.refreshGraceWindow.milliseconds,
+                // The pair re-derived from the previous token is the current one, unless the master
+                // key changed since: then it is not the same pair and must not be handed out.
+                constantTimeEquals(keys.tokenHash(next.refreshToken), session.refreshHash)
+            else {
+                return revoke(SessionRevokeReason.reused, RefreshRefusal.reused, sessionID: session.id)
+            }
+            // What is left of the access token issued at the rotation.
+            let remaining = max(0, session.accessExpiresAt.unixMilliseconds - now.unixMilliseconds)
+            let tokens = SessionTokens(
+                accessToken: next.accessToken, refreshToken: next.refreshToken,
+                accessLifetime: .milliseconds(remaining))
+            return (
+                .none,
+                RefreshVerdict(outcome: .replayed(tokens, generation: session.refreshGeneration), sessionID: session.id)
+            )
+        case .older:
+            return revoke(SessionRevokeReason.reused, RefreshRefusal.reused, sessionID: session.id)
+        }
+    }
+
+    /// RAIN_201 `details.reason` values of refresh and account reads.
+    enum RefreshRefusal {
+        /// Unknown token, or no valid proof of possession of the device key.
+        static let rejected = "refresh_rejected"
+        /// A rotated token presented again outside the grace window.
+        static let reused = "refresh_token_reused"
+        /// The session has no device key.
+        static let deviceUnbound = "device_unbound"
+        /// The account logged in on another device.
+        static let revokedElsewhere = "revoked_elsewhere"
+        /// Logout, or a newer login on the same device.
+        static let revoked = "revoked"
+        /// Unrefreshed for longer than the refresh-token lifetime.
+        static let expired = "refresh_expired"
+        /// The access token is past its expiry.
+        static let accessExpired = "access_expired"
+        /// The access token is unknown (or was rotated away).
+        static let invalidToken = "invalid_token"
+
+        /// The refusal reason for a refresh of a revoked session.
+        static func reason(forRevoked revokeReason: String?) -> String {
+            switch revokeReason {
+            case SessionRevokeReason.revokedElsewhere: revokedElsewhere
+            case SessionRevokeReason.reused: reused
+            case SessionRevokeReason.stolenToken: rejected
+            case SessionRevokeReason.refreshExpired: expired
+            default: revoked
+            }
+        }
+    }
+
+    /// RAIN_201 with `reason` in the details and a message for people.
+    static func sessionError(_ reason: String) -> RainError {
+        let message =
+            switch reason {
+            case RefreshRefusal.reused:
+                "the refresh token was already used; the session was ended for safety; log in again"
+            case RefreshRefusal.deviceUnbound:
+                "the session is not bound to a device key and cannot be refreshed; log in again"
+            case RefreshRefusal.revokedElsewhere: "the account logged in on another device; log in again"
+            case RefreshRefusal.revoked: "the session was ended; log in again"
+            case RefreshRefusal.expired: "the session expired; log in again"
+            case RefreshRefusal.accessExpired: "the access token expired; refresh the session"
+            case RefreshRefusal.invalidToken: "the access token is not valid; refresh the session or log in again"
+            default: "the refresh was refused; log in again"
+            }
+        return RainError(.sessionExpired, message, details: RainError.Details(reason: reason))
+    }
+
+    // MARK: - Account
+
+    /// The account behind a live access token (see `Authority.accountInfo`).
+    /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked` or
+    ///   `access_expired` (a revoked session reports its revocation even once the token expired);
+    ///   RAIN_502 when the store fails.
+    public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+        let now = clock.now
+        guard let access = try await store.accountAccess(appID: appID, accessHash: keys.tokenHash(accessToken)) else {
+            throw Self.sessionError(RefreshRefusal.invalidToken)
+        }
+        if access.session.revokedAt != nil {
+            throw Self.sessionError(
+                access.session.revokeReason == SessionRevokeReason.revokedElsewhere
+                    ? RefreshRefusal.revokedElsewhere : RefreshRefusal.revoked)
+        }
+        guard now < access.session.accessExpiresAt else { throw Self.sessionError(RefreshRefusal.accessExpired) }
+        return AccountInfo(
+            accountID: access.account.id, walletID: access.account.walletID, createdAt: access.account.createdAt,
+            contacts: access.contacts)
+    }
+
     // MARK: - Sessions, outbox, maintenance
 
-    /// Revokes the session holding `refreshToken` (reason `logout`); unknown tokens succeed.
+    /// Revokes the session holding `refreshToken` as its current or previous refresh token (reason
+    /// `logout`); unknown tokens succeed.
     /// - Throws: RAIN_502 when the store fails.
     public func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
         let revoked = try await store.revokeSession(
@@ -240,15 +468,24 @@ public final class EmbeddedAuthority: Authority {
         return try await outbox.entries()
     }
 
-    /// Deletes challenges that expired more than a day ago and sessions revoked more than a day ago.
+    /// Deletes challenges that expired more than a day ago, sessions revoked more than a day ago,
+    /// and refresh-token hashes rotated out more than `refreshTokenLifetime` ago (beyond the
+    /// previous generation, which each session keeps). Presenting such an old token is then
+    /// refused as unknown (`refresh_rejected`) instead of revoking the session as reuse.
     /// - Throws: RAIN_502 when the store fails.
     @discardableResult
     public func pruneExpired() async throws(RainError) -> PruneResult {
-        let cutoff = clock.now.adding(.zero - Self.pruneRetention)
-        let result = try await store.prune(challengesExpiredBefore: cutoff, sessionsRevokedBefore: cutoff)
+        let now = clock.now
+        let cutoff = now.adding(.zero - Self.pruneRetention)
+        let result = try await store.prune(
+            challengesExpiredBefore: cutoff, sessionsRevokedBefore: cutoff,
+            refreshTokensRetiredBefore: now.adding(.zero - settings.refreshTokenLifetime))
         logger.info(
             "prune",
-            ["challenges": String(result.challengesDeleted), "sessions": String(result.sessionsDeleted)])
+            [
+                "challenges": String(result.challengesDeleted), "sessions": String(result.sessionsDeleted),
+                "retiredRefreshTokens": String(result.retiredRefreshTokensDeleted),
+            ])
         return result
     }
 
@@ -260,6 +497,18 @@ public final class EmbeddedAuthority: Authority {
             throw RainError.invalid(
                 "the contact is not normalized; pass it through RainWalletContact.normalized() first",
                 field: contact.kindName, reason: "not_normalized")
+        }
+    }
+
+    /// The device key of a login: nil for an empty one (an unbound session), RAIN_102 (field
+    /// `devicePublicKey`) for anything but a raw 32-byte Ed25519 public key.
+    private static func deviceKey(_ bytes: [UInt8]) throws(RainError) -> Ed25519PublicKey? {
+        guard !bytes.isEmpty else { return nil }
+        do {
+            return try Ed25519PublicKey(rawRepresentation: bytes)
+        } catch {
+            throw RainError.invalid(
+                "devicePublicKey must be a raw 32-byte Ed25519 public key", field: "devicePublicKey")
         }
     }
 

@@ -138,7 +138,28 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 )
                 """,
                 "CREATE INDEX sessions_account ON sessions(account_id, revoked_at)",
-            ])
+            ]),
+        // Device-bound, rotating sessions (issue 3). Rows from version 1 keep a NULL device key:
+        // they are unbound and can never be refreshed.
+        Migration(
+            version: 2,
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN device_public_key BLOB",
+                "ALTER TABLE sessions ADD COLUMN previous_refresh_hash BLOB",
+                "ALTER TABLE sessions ADD COLUMN rotated_at INTEGER",
+                "ALTER TABLE sessions ADD COLUMN refresh_generation INTEGER NOT NULL DEFAULT 0",
+                "CREATE INDEX sessions_previous_refresh ON sessions(previous_refresh_hash)",
+                """
+                CREATE TABLE retired_refresh_tokens (
+                    refresh_hash BLOB PRIMARY KEY,
+                    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                    generation INTEGER NOT NULL,
+                    retired_at INTEGER NOT NULL
+                )
+                """,
+                "CREATE INDEX retired_refresh_tokens_session ON retired_refresh_tokens(session_id)",
+                "CREATE INDEX retired_refresh_tokens_age ON retired_refresh_tokens(retired_at)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {
@@ -391,13 +412,14 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 try db.execute(
                     """
                     INSERT INTO sessions (id, app_id, account_id, device_id, access_hash, refresh_hash,
-                                          access_expires_at, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                                          access_expires_at, created_at, device_public_key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     [
                         .text(login.session.id), .text(login.appID), .text(accountID), .text(login.deviceID),
                         .blob(login.session.accessHash), .blob(login.session.refreshHash),
                         .integer(login.session.accessExpiresAt.unixMilliseconds), .integer(now),
+                        login.session.devicePublicKey.map { .blob($0) } ?? .null,
                     ], operation: "store the session")
                 return .loggedIn(
                     LoginRecord(
@@ -407,7 +429,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
         }
     }
 
-    /// Revokes the unrevoked session holding this refresh-token hash.
+    /// Revokes the unrevoked session holding this refresh-token hash as its current or previous one.
     @discardableResult
     public func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError)
         -> Bool
@@ -416,11 +438,74 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
             let changed = try db.execute(
                 """
                 UPDATE sessions SET revoked_at = ?, revoke_reason = ?
-                WHERE app_id = ? AND refresh_hash = ? AND revoked_at IS NULL
+                WHERE app_id = ? AND (refresh_hash = ? OR previous_refresh_hash = ?) AND revoked_at IS NULL
                 """,
-                [.integer(now.unixMilliseconds), .text(reason), .text(appID), .blob(refreshHash)],
+                [.integer(now.unixMilliseconds), .text(reason), .text(appID), .blob(refreshHash), .blob(refreshHash)],
                 operation: "revoke a session")
             return changed > 0
+        }
+    }
+
+    /// Runs one refresh (see `AuthorityStore.refreshSession`) in one `BEGIN IMMEDIATE` transaction.
+    public func refreshSession<Verdict: Sendable>(
+        appID: String, refreshHash: [UInt8], now: Date,
+        decide: @escaping @Sendable (RefreshCandidate?) -> (change: SessionRefreshChange, verdict: Verdict)
+    ) async throws(RainError) -> Verdict {
+        try await perform { db throws(RainError) in
+            try db.transaction("refresh a session") { () throws(RainError) -> Verdict in
+                let candidate = try Self.refreshCandidate(db, appID: appID, refreshHash: refreshHash)
+                let (change, verdict) = decide(candidate)
+                switch change {
+                case .none:
+                    break
+                case .rotate(let rotation):
+                    guard let candidate, candidate.generation == .current, candidate.session.revokedAt == nil else {
+                        throw RainError(.internalError, "authority store: only a live current token can be rotated")
+                    }
+                    try Self.rotate(db, session: candidate.session, rotation: rotation)
+                case .revoke(let reason):
+                    guard let candidate else { break }
+                    try db.execute(
+                        "UPDATE sessions SET revoked_at = ?, revoke_reason = ? WHERE id = ? AND revoked_at IS NULL",
+                        [.integer(now.unixMilliseconds), .text(reason), .text(candidate.session.id)],
+                        operation: "revoke a session family")
+                }
+                return verdict
+            }
+        }
+    }
+
+    /// The session holding this access-token hash, with its account, wallet and contacts.
+    public func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess? {
+        try await perform { db throws(RainError) in
+            let op = "look up a session by access token"
+            let rows = try db.query(
+                """
+                SELECT \(Self.sessionColumns("s")), a.created_at, w.id
+                FROM sessions s JOIN accounts a ON a.id = s.account_id JOIN wallets w ON w.account_id = a.id
+                WHERE s.app_id = ? AND s.access_hash = ?
+                """,
+                [.text(appID), .blob(accessHash)], operation: op)
+            guard let row = rows.first else { return nil }
+            let session = try Self.sessionRecord(row, op)
+            let account = AccountRecord(
+                id: session.accountID, appID: session.appID,
+                walletID: try row.text(Self.sessionColumnCount + 1, op),
+                createdAt: Date(unixMilliseconds: try row.integer(Self.sessionColumnCount, op)))
+            let contactsOp = "list the account's contacts"
+            var contacts: [RainWalletContact] = []
+            for contactRow in try db.query(
+                """
+                SELECT kind, value FROM contacts WHERE app_id = ? AND account_id = ?
+                ORDER BY kind, verified_at, rowid
+                """,
+                [.text(session.appID), .text(session.accountID)], operation: contactsOp)
+            {
+                contacts.append(
+                    try Self.contact(kind: try contactRow.text(0, contactsOp), value: try contactRow.text(1, contactsOp),
+                        contactsOp))
+            }
+            return AccountAccess(session: session, account: account, contacts: contacts)
         }
     }
 
@@ -430,40 +515,36 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
             let op = "list the account's sessions"
             let rows = try db.query(
                 """
-                SELECT id, app_id, account_id, device_id, access_hash, refresh_hash, access_expires_at, created_at,
-                       revoked_at, revoke_reason
-                FROM sessions WHERE app_id = ? AND account_id = ? ORDER BY created_at, rowid
+                SELECT \(Self.sessionColumns("s")) FROM sessions s
+                WHERE s.app_id = ? AND s.account_id = ? ORDER BY s.created_at, s.rowid
                 """,
                 [.text(appID), .text(accountID)], operation: op)
             var out: [SessionRecord] = []
-            for row in rows {
-                out.append(
-                    SessionRecord(
-                        id: try row.text(0, op), appID: try row.text(1, op), accountID: try row.text(2, op),
-                        deviceID: try row.text(3, op), accessHash: try row.blob(4, op),
-                        refreshHash: try row.blob(5, op),
-                        accessExpiresAt: Date(unixMilliseconds: try row.integer(6, op)),
-                        createdAt: Date(unixMilliseconds: try row.integer(7, op)),
-                        revokedAt: try row.optionalInteger(8, op).map { Date(unixMilliseconds: $0) },
-                        revokeReason: try row.optionalText(9, op)))
-            }
+            for row in rows { out.append(try Self.sessionRecord(row, op)) }
             return out
         }
     }
 
-    /// Deletes old challenges and revoked sessions, in one transaction.
+    /// Deletes old challenges, revoked sessions and old rotated-out refresh hashes, in one transaction.
     @discardableResult
-    public func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date) async throws(RainError) -> PruneResult
+    public func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
+        async throws(RainError) -> PruneResult
     {
         try await perform { db throws(RainError) in
             try db.transaction("prune old challenges and sessions") { () throws(RainError) -> PruneResult in
                 let challenges = try db.execute(
                     "DELETE FROM challenges WHERE expires_at < ?", [.integer(challengesExpiredBefore.unixMilliseconds)],
                     operation: "delete expired challenges")
+                // Counted before the sessions go: their retired hashes go with them (ON DELETE CASCADE).
+                let retired = try db.execute(
+                    "DELETE FROM retired_refresh_tokens WHERE retired_at < ?",
+                    [.integer(refreshTokensRetiredBefore.unixMilliseconds)],
+                    operation: "delete old rotated-out refresh hashes")
                 let sessions = try db.execute(
                     "DELETE FROM sessions WHERE revoked_at IS NOT NULL AND revoked_at < ?",
                     [.integer(sessionsRevokedBefore.unixMilliseconds)], operation: "delete revoked sessions")
-                return PruneResult(challengesDeleted: challenges, sessionsDeleted: sessions)
+                return PruneResult(
+                    challengesDeleted: challenges, sessionsDeleted: sessions, retiredRefreshTokensDeleted: retired)
             }
         }
     }
@@ -488,6 +569,95 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
         return try rows.first?.text(0, op)
     }
 
+    /// The columns `sessionRecord` reads, in order, qualified with `alias`.
+    private static func sessionColumns(_ alias: String) -> String {
+        [
+            "id", "app_id", "account_id", "device_id", "access_hash", "refresh_hash", "access_expires_at",
+            "created_at", "revoked_at", "revoke_reason", "device_public_key", "previous_refresh_hash", "rotated_at",
+            "refresh_generation",
+        ].map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    private static let sessionColumnCount = 14
+
+    /// A session from the first `sessionColumnCount` columns of a row.
+    private static func sessionRecord(_ row: SQLiteRow, _ op: String) throws(RainError) -> SessionRecord {
+        SessionRecord(
+            id: try row.text(0, op), appID: try row.text(1, op), accountID: try row.text(2, op),
+            deviceID: try row.text(3, op), accessHash: try row.blob(4, op), refreshHash: try row.blob(5, op),
+            accessExpiresAt: Date(unixMilliseconds: try row.integer(6, op)),
+            createdAt: Date(unixMilliseconds: try row.integer(7, op)),
+            revokedAt: try row.optionalInteger(8, op).map { Date(unixMilliseconds: $0) },
+            revokeReason: try row.optionalText(9, op), devicePublicKey: try row.optionalBlob(10, op),
+            previousRefreshHash: try row.optionalBlob(11, op),
+            rotatedAt: try row.optionalInteger(12, op).map { Date(unixMilliseconds: $0) },
+            refreshGeneration: Int(try row.integer(13, op)))
+    }
+
+    /// The session holding `refreshHash` as its current, previous or an older refresh hash.
+    private static func refreshCandidate(_ db: SQLiteConnection, appID: String, refreshHash: [UInt8])
+        throws(RainError) -> RefreshCandidate?
+    {
+        let op = "look up a session by refresh token"
+        let lookups: [(RefreshTokenGeneration, String)] = [
+            (.current, "SELECT \(sessionColumns("s")) FROM sessions s WHERE s.app_id = ? AND s.refresh_hash = ?"),
+            (
+                .previous,
+                "SELECT \(sessionColumns("s")) FROM sessions s WHERE s.app_id = ? AND s.previous_refresh_hash = ?"
+            ),
+            (
+                .older,
+                """
+                SELECT \(sessionColumns("s")) FROM retired_refresh_tokens r JOIN sessions s ON s.id = r.session_id
+                WHERE s.app_id = ? AND r.refresh_hash = ?
+                """
+            ),
+        ]
+        for (generation, sql) in lookups {
+            if let row = try db.query(sql, [.text(appID), .blob(refreshHash)], operation: op).first {
+                return RefreshCandidate(session: try sessionRecord(row, op), generation: generation)
+            }
+        }
+        return nil
+    }
+
+    /// Stores a rotation: previous → retired, current → previous, new hashes current.
+    private static func rotate(_ db: SQLiteConnection, session: SessionRecord, rotation: SessionRotation)
+        throws(RainError)
+    {
+        if let previous = session.previousRefreshHash {
+            try db.execute(
+                "INSERT INTO retired_refresh_tokens (refresh_hash, session_id, generation, retired_at) VALUES (?, ?, ?, ?)",
+                [
+                    .blob(previous), .text(session.id), .integer(Int64(session.refreshGeneration - 1)),
+                    .integer((session.rotatedAt ?? session.createdAt).unixMilliseconds),
+                ], operation: "keep the rotated-out refresh hash")
+        }
+        let changed = try db.execute(
+            """
+            UPDATE sessions
+            SET previous_refresh_hash = refresh_hash, refresh_hash = ?, access_hash = ?, access_expires_at = ?,
+                rotated_at = ?, refresh_generation = refresh_generation + 1
+            WHERE id = ? AND refresh_hash = ? AND revoked_at IS NULL
+            """,
+            [
+                .blob(rotation.refreshHash), .blob(rotation.accessHash),
+                .integer(rotation.accessExpiresAt.unixMilliseconds), .integer(rotation.rotatedAt.unixMilliseconds),
+                .text(session.id), .blob(session.refreshHash),
+            ], operation: "rotate a session's tokens")
+        guard changed == 1 else {
+            throw RainError(.internalError, "authority store: cannot rotate a session's tokens: the session changed")
+        }
+    }
+
+    private static func contact(kind: String, value: String, _ op: String) throws(RainError) -> RainWalletContact {
+        switch kind {
+        case "email": return .email(value)
+        case "phone": return .phone(value)
+        default: throw RainError(.internalError, "authority store: cannot \(op): unknown contact kind")
+        }
+    }
+
     private static func challenge(_ db: SQLiteConnection, id: String) throws(RainError) -> ChallengeRecord? {
         let op = "read a challenge"
         let rows = try db.query(
@@ -498,14 +668,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
             """,
             [.text(id)], operation: op)
         guard let row = rows.first else { return nil }
-        let kind = try row.text(3, op)
-        let value = try row.text(4, op)
-        let contact: RainWalletContact
-        switch kind {
-        case "email": contact = .email(value)
-        case "phone": contact = .phone(value)
-        default: throw RainError(.internalError, "authority store: cannot \(op): unknown contact kind")
-        }
+        let contact = try Self.contact(kind: try row.text(3, op), value: try row.text(4, op), op)
         guard let state = ChallengeState(rawValue: try row.text(10, op)) else {
             throw RainError(.internalError, "authority store: cannot \(op): unknown challenge state")
         }
@@ -523,7 +686,9 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     func dumpAllRows() async throws(RainError) -> [String: [SQLiteRow]] {
         try await perform { db throws(RainError) in
             var out: [String: [SQLiteRow]] = [:]
-            for table in ["schema_version", "accounts", "contacts", "wallets", "challenges", "sessions"] {
+            for table in [
+                "schema_version", "accounts", "contacts", "wallets", "challenges", "sessions", "retired_refresh_tokens",
+            ] {
                 // Table names come from the fixed list above, never from input.
                 out[table] = try db.query("SELECT * FROM \(table)", operation: "dump table \(table)")
             }

@@ -43,6 +43,12 @@ struct SQLiteRow: Sendable {
         return try integer(index, operation)
     }
 
+    /// The column as bytes, or nil when it is NULL.
+    func optionalBlob(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
+        if index < values.count, case .null = values[index] { return nil }
+        return try blob(index, operation)
+    }
+
     /// The column as bytes; RAIN_502 naming `operation` when it is not a blob.
     func blob(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
         guard index < values.count else { throw SQLiteConnection.typeError(operation, column: index) }

@@ -15,6 +15,7 @@ public enum CLI {
           login --email ADDR | --phone NUMBER       send a code, then prompt for it
           status                                    show the session of the profile
           watch                                     print session events as they happen
+          refresh                                   refresh the session now
           logout                                    end the session (wipes it, revokes it)
           info                                      show the daemon's version and capabilities
           dev outbox                                list codes delivered to the development outbox
@@ -60,6 +61,13 @@ public enum CLI {
         Prints the current state, then one line per event until interrupted.
         With --json: one JSON object per line with "type", "sequence", "authState", and for
         expiry a "reason".
+        """
+    static let refreshHelp = """
+        usage: rainwallet refresh [--json]
+
+        Refreshes the session now (the daemon also refreshes it automatically ahead of expiry).
+        Exit 4 (RAIN_201) when there is no session or it ended; 7 (RAIN_301) when the authority
+        could not be reached (the session stays usable until it expires).
         """
     static let logoutHelp = """
         usage: rainwallet logout
@@ -150,6 +158,14 @@ public enum CLI {
             if showHelp(args, watchHelp) { return }
             try args.finish()
             try await watch(provider, output)
+        case "refresh":
+            if showHelp(args, refreshHelp) { return }
+            try args.finish()
+            let s = try await provider.refreshSession()
+            if output.isJSON { output.json(s.jsonObject) } else {
+                output.line("Session refreshed.")
+                s.humanLines.forEach(output.line)
+            }
         case "logout":
             if showHelp(args, logoutHelp) { return }
             try args.finish()

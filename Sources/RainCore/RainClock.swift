@@ -41,3 +41,12 @@ final class DispatchRainTimer: RainTimer, @unchecked Sendable {
     init(_ source: any DispatchSourceTimer) { self.source = source }
     func cancel() { source.cancel() }
 }
+
+extension RainClock {
+    /// Suspends for `delay` on this clock (a manual clock resumes it when a test advances time).
+    public func sleep(for delay: Duration) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            _ = schedule(after: delay, on: .global()) { c.resume() }
+        }
+    }
+}

@@ -107,7 +107,7 @@ public enum Daemon {
         try AtomicFile.makeDirectory(paths.stateDirectory, mode: 0o700)
 
         let clock = SystemClock()
-        let deviceID = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
+        let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
         let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
         let authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
             let sender: (any CodeSender)?
@@ -120,7 +120,7 @@ public enum Daemon {
                 stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock, sender: sender,
                 logger: logger.child("authority"))
         }
-        let context = DeviceContext(authority: authority, storage: storage, clock: clock, deviceID: deviceID, logger: logger)
+        let context = DeviceContext(authority: authority, storage: storage, clock: clock, device: device, logger: logger)
         let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
 
         // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).
@@ -149,7 +149,7 @@ public enum Daemon {
             "daemon.ready",
             [
                 "version": daemonVersion, "socket": paths.socket, "state": paths.stateDirectory, "pid": "\(getpid())",
-                "uid": "\(getuid())", "device": deviceID, "nofile": "\(fileLimit)",
+                "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
             ])
         server.run()
         unlink(paths.socket)
@@ -180,20 +180,4 @@ final class ResultBox<T: Sendable>: @unchecked Sendable {
     // @unchecked: written once before the semaphore is signalled, read after waiting on it.
     private(set) var value: Result<T, RainError>?
     func set(_ v: Result<T, RainError>) { value = v }
-}
-
-/// The device's stable id, kept in `<state>/device-id`.
-public enum DeviceIdentity {
-    /// Loads or creates the id.
-    public static func loadOrCreate(stateDirectory: String) throws(RainError) -> String {
-        let path = "\(stateDirectory)/device-id"
-        if let bytes = try AtomicFile.read(path, limit: 256) {
-            let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if id.hasPrefix("dev_"), id.count > 8, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) { return id }
-            throw RainError.invalid("\(path) is not a device id; remove it to make a new one", field: "device-id")
-        }
-        let id = try SecureRandom.identifier(prefix: "dev")
-        try AtomicFile.write(Array((id + "\n").utf8), to: path, mode: 0o600)
-        return id
-    }
 }

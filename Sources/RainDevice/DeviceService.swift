@@ -57,9 +57,13 @@ public final class DeviceService: ServerHandler {
     /// The session actor of a profile (tests).
     public func session(profile: String) -> ProfileSession { entry(profile).session }
 
+    /// The most outbox entries one ListOutbox returns (the newest).
+    static let outboxListLimit = 200
+
     /// Capabilities reported by GetInfo.
     var capabilities: [String] {
-        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "dev-outbox"]
+        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh"]
+        if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
         if isTestMethodsEnabled { c.append("test-methods") }
         return c
     }
@@ -113,15 +117,15 @@ public final class DeviceService: ServerHandler {
                 let timeout = r.timeoutMilliseconds == 0 ? policyTimeout : .milliseconds(Int64(r.timeoutMilliseconds))
                 return await Self.awaitRestore(e, timeout: timeout)
             }
+        case Method.refreshSession:
+            let s = entry(profile).session
+            return deferred(request, ctx, RefreshSessionRequest.self) { (_) throws(RainError) in try await s.refreshSession() }
         case Method.listOutbox:
             let authority = context.authority
+            let appID = config.settings(for: profile).appID
             return deferred(request, ctx, ListOutboxRequest.self) { (_) throws(RainError) in
-                let deliveries: [OutboxDelivery]
-                do {
-                    deliveries = try await authority.listOutbox()
-                } catch {
-                    throw RainError.wrapping(error, context: "list outbox")
-                }
+                // Only this profile's app, newest `outboxListLimit` entries: a reply stays far below the frame limit.
+                let deliveries = try await authority.listOutbox().filter { $0.appID == appID }.suffix(Self.outboxListLimit)
                 return ListOutboxResponse(
                     entries: deliveries.map {
                         OutboxEntry(

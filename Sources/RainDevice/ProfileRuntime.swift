@@ -29,6 +29,8 @@ public final class ProfileRuntime: Sendable {
     struct State {
         var isLoading = true
         var session: SessionView?
+        /// Set when the session ended without logout; cleared by the next login or a logout.
+        var endedReason: ExpiryReason?
         var watchers: [WatcherKey: Watcher] = [:]
         var lastPublished: SessionSnapshot?
     }
@@ -49,7 +51,9 @@ public final class ProfileRuntime: Sendable {
 
     private func compute(_ s: State) -> SessionSnapshot {
         if s.isLoading { return .loading }
-        guard let v = s.session else { return .unauthenticated }
+        guard let v = s.session else {
+            return s.endedReason == nil ? .unauthenticated : SessionSnapshot(authState: .unauthenticated, sessionState: .expired)
+        }
         let now = clock.now
         if now >= v.expiresAt {
             return SessionSnapshot(
@@ -66,10 +70,15 @@ public final class ProfileRuntime: Sendable {
     /// Whether the restore has finished.
     var isLoading: Bool { state.withLock { $0.isLoading } }
 
-    /// Publishes a new session view (nil: no session) and tells watchers what changed.
+    /// Why the session ended, if it ended without logout (RAIN_201 details).
+    var endedReason: ExpiryReason? { state.withLock { $0.endedReason } }
+
+    /// Publishes a new session view (nil: no session) and tells watchers what changed. With
+    /// `expiry`, the session ended without logout: every watcher gets one session-expired event.
     func publish(session: StoredSession?, expiry: ExpiryReason? = nil) {
         state.withLock { s in
             s.isLoading = false
+            s.endedReason = session == nil ? expiry : nil
             s.session = session.map {
                 SessionView(
                     expiresAt: $0.expiresAt, lifetime: .milliseconds(Int64($0.lifetimeSeconds * 1000)), accountID: $0.accountID,

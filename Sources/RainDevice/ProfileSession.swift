@@ -1,6 +1,8 @@
+import Dispatch
 import Foundation
 import RainAuthority
 import RainCore
+import RainCrypto
 import RainWire
 
 /// Shared dependencies of every profile.
@@ -8,40 +10,61 @@ public struct DeviceContext: Sendable {
     public var authority: any Authority
     public var storage: any SecureStorage
     public var clock: any RainClock
-    public var deviceID: String
+    public var device: DeviceIdentity
     public var logger: Logger
 
-    public init(authority: any Authority, storage: any SecureStorage, clock: any RainClock, deviceID: String, logger: Logger) {
+    public init(authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger) {
         self.authority = authority
         self.storage = storage
         self.clock = clock
-        self.deviceID = deviceID
+        self.device = device
         self.logger = logger
     }
+
+    /// The device id.
+    public var deviceID: String { device.id }
 }
 
 /// The session manager of one profile: the single owner of its session, its pending login
-/// challenge and its storage. Every mutation goes through this actor; the loop reads the
-/// published `ProfileRuntime` snapshot.
+/// challenge, its storage and its refresh (DESIGN §3). Every mutation goes through this actor; the
+/// loop reads the published `ProfileRuntime` snapshot.
+///
+/// Refresh: a timer fires at `expiresAt − refreshBuffer` (clamped to half the lifetime). Timers
+/// run on the monotonic clock and never wait more than `recheckInterval`, so a wall-clock jump or a
+/// suspend is noticed within that interval. Refresh is single flight: the timer and any number of
+/// `refreshSession()` calls share one request. Transient failures are retried (`transientRetries`,
+/// backoff from `retryInitialDelay` doubling up to `retryMaxDelay`); once exhausted the session
+/// stays usable and the scheduler tries again every `retryMaxDelay` until it expires, which ends it
+/// with `refreshFailed`. A definitive refusal ends it at once (`revokedElsewhere` when the user
+/// logged in on another device, else `refreshFailed`).
 public actor ProfileSession {
-    enum Phase {
-        case loading
-        case ready
-    }
+    /// The longest a scheduler timer waits before re-checking the wall clock.
+    static let recheckInterval: Duration = .seconds(30)
 
     public nonisolated let runtime: ProfileRuntime
     private let context: DeviceContext
-    private var phase = Phase.loading
     private var session: StoredSession?
     private var pending: SendCodeResult?
     private var restoreTask: Task<Void, Never>?
+    private var refreshTask: Task<Result<Void, RainError>, Never>?
+    private var timer: (any RainTimer)?
+    /// After the retries are exhausted: when the scheduler may try again.
+    private var nextRetryAt: Date?
+    private let timerQueue: DispatchQueue
     private let logger: Logger
 
     init(runtime: ProfileRuntime, context: DeviceContext) {
         self.runtime = runtime
         self.context = context
         self.logger = context.logger.child("profile")
+        self.timerQueue = DispatchQueue(label: "rainwallet.refresh.\(runtime.name)")
     }
+
+    private var appID: String { runtime.settings.appID }
+    private var policy: RainWalletSessionPolicy { runtime.settings.sessionPolicy }
+    private var clock: any RainClock { context.clock }
+
+    // MARK: restore
 
     /// Loads the stored session once; later calls wait for the first.
     public func restore() async {
@@ -57,12 +80,16 @@ public actor ProfileSession {
     private func loadStored() async {
         let stored = await context.storage.load(profile: runtime.name)
         session = stored
-        phase = .ready
         runtime.publish(session: stored)
         logger.info("session.restored", ["profile": runtime.name, "present": stored == nil ? "false" : "true"])
+        if let stored, clock.now >= stored.expiresAt {
+            // Expired while the daemon was down: one refresh attempt (with retries) may save it.
+            if case .failure = await refreshNow(), session != nil { await end(.expired) }
+        }
+        schedule()
     }
 
-    private var appID: String { runtime.settings.appID }
+    // MARK: login by code
 
     /// Sends a login code; replaces this profile's pending challenge.
     public func sendLoginCode(_ contact: RainWalletContact?) async throws(RainError) -> SendLoginCodeResponse {
@@ -79,7 +106,7 @@ public actor ProfileSession {
 
     /// Confirms the pending code; on success stores the session before answering.
     public func confirmLoginCode(_ code: String) async throws(RainError) -> ConfirmLoginCodeResponse {
-        let trimmed = code.trimmingCharacters(in: .whitespaces)
+        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a login code is 6 digits", field: "code", reason: "malformed_code")
         }
@@ -89,26 +116,37 @@ public actor ProfileSession {
                 "no login code is pending on this profile; send one first", field: "code", reason: "no_pending_code")
         }
         let result = try await context.authority.confirmLoginCode(
-            ConfirmCodeRequest(appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed))
+            ConfirmCodeRequest(
+                appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
+                devicePublicKey: context.device.signingKey.publicKey.rawRepresentation))
         if pending?.challengeID == challenge.challengeID { pending = nil }
-        let now = context.clock.now
         let stored = StoredSession(
             accountID: result.accountID, walletID: result.walletID, accessToken: result.tokens.accessToken,
-            refreshToken: result.tokens.refreshToken, expiresAt: now.adding(result.tokens.accessLifetime),
+            refreshToken: result.tokens.refreshToken, expiresAt: clock.now.adding(result.tokens.accessLifetime),
             lifetimeSeconds: result.tokens.accessLifetime.timeInterval, contact: challenge.contact)
         try await context.storage.save(stored, profile: runtime.name)
         session = stored
+        nextRetryAt = nil
         runtime.publish(session: stored)
+        schedule()
         logger.info(
             "login", ["profile": runtime.name, "account": result.accountID, "created": result.accountCreated ? "true" : "false"])
         return ConfirmLoginCodeResponse(session: runtime.snapshot(), accountCreated: result.accountCreated)
     }
 
+    // MARK: logout
+
     /// Ends the session: wipes it locally first, then revokes it at the authority (best effort).
+    /// Never fires the expiry event.
     public func logout() async throws(RainError) -> LogoutResponse {
         await restore()
         pending = nil
-        guard let ending = session else { return LogoutResponse(hadSession: false, revokedAtAuthority: false) }
+        cancelTimer()
+        nextRetryAt = nil
+        guard let ending = session else {
+            runtime.publish(session: nil)
+            return LogoutResponse(hadSession: false, revokedAtAuthority: false)
+        }
         try await context.storage.delete(profile: runtime.name)
         session = nil
         runtime.publish(session: nil)
@@ -121,5 +159,186 @@ public actor ProfileSession {
         }
         logger.info("logout", ["profile": runtime.name, "revoked": revoked ? "true" : "false"])
         return LogoutResponse(hadSession: true, revokedAtAuthority: revoked)
+    }
+
+    // MARK: refresh
+
+    /// Refreshes now, sharing a refresh already in flight.
+    /// - Throws: RAIN_201 without a session (details reason: why it ended); RAIN_301 when the
+    ///   authority stayed unreachable through the retries (the session stays usable).
+    public func refreshSession() async throws(RainError) -> SessionSnapshot {
+        await restore()
+        guard session != nil else { throw noSessionError() }
+        refreshCallCount += 1
+        switch await refreshNow() {
+        case .success: return runtime.snapshot()
+        case .failure(let e): throw e
+        }
+    }
+
+    /// RAIN_201 saying why there is no session.
+    func noSessionError() -> RainError {
+        if let reason = runtime.endedReason {
+            return RainError(
+                .sessionExpired, "the session ended (\(reason.rawValue)); log in again", details: .init(reason: reason.snakeCase))
+        }
+        return RainError(.sessionExpired, "no session; log in first", details: .init(reason: "no_session"))
+    }
+
+    /// Calls of `refreshSession()` so far (tests check they share one refresh).
+    private(set) var refreshCallCount = 0
+
+    private func refreshNow(isScheduledRetry: Bool = false) async -> Result<Void, RainError> {
+        if let refreshTask { return await refreshTask.value }
+        // After the retries are exhausted, each capped-interval attempt is a single call.
+        let retries = isScheduledRetry ? 0 : policy.transientRetries
+        let task = Task { await self.performRefresh(retries: retries) }
+        refreshTask = task
+        let result = await task.value
+        refreshTask = nil
+        return result
+    }
+
+    private func performRefresh(retries: Int) async -> Result<Void, RainError> {
+        var delay = policy.retryInitialDelay
+        var attempt = 0
+        while true {
+            guard let current = session else { return .failure(noSessionError()) }
+            let outcome: Result<SessionTokens, RainError>
+            do {
+                let now = clock.now
+                let message = RefreshRequest.signedMessage(
+                    appID: appID, deviceID: context.deviceID, refreshToken: current.refreshToken, timestamp: now)
+                let signature = try context.device.signingKey.signature(for: message)
+                outcome = .success(
+                    try await context.authority.refreshSession(
+                        RefreshRequest(
+                            appID: appID, deviceID: context.deviceID, refreshToken: current.refreshToken, timestamp: now,
+                            signature: signature)))
+            } catch {
+                outcome = .failure(error)
+            }
+            // Re-check after the await: a logout or a new login may have replaced the session.
+            guard let latest = session, latest.refreshToken == current.refreshToken else {
+                return session == nil ? .failure(noSessionError()) : .success(())
+            }
+            switch outcome {
+            case .success(let tokens):
+                var renewed = latest
+                renewed.accessToken = tokens.accessToken
+                renewed.refreshToken = tokens.refreshToken
+                renewed.expiresAt = clock.now.adding(tokens.accessLifetime)
+                renewed.lifetimeSeconds = tokens.accessLifetime.timeInterval
+                session = renewed
+                nextRetryAt = nil
+                do {
+                    try await context.storage.save(renewed, profile: runtime.name)
+                } catch {
+                    logger.error("refresh.store_failed", ["profile": runtime.name, "error": error.message])
+                }
+                runtime.publish(session: renewed)
+                logger.info("session.refreshed", ["profile": runtime.name])
+                return .success(())
+            case .failure(let error) where Self.isDefinitive(error):
+                let reason: ExpiryReason = error.details.reason == "revoked_elsewhere" ? .revokedElsewhere : .refreshFailed
+                logger.warning("refresh.refused", ["profile": runtime.name, "reason": error.details.reason ?? error.code.description])
+                await end(reason)
+                return .failure(
+                    RainError(.sessionExpired, "the session ended (\(reason.rawValue)); log in again", details: .init(reason: reason.snakeCase)))
+            case .failure(let error):
+                logger.warning(
+                    "refresh.transient_failure", ["profile": runtime.name, "attempt": "\(attempt + 1)", "error": error.code.description])
+                if attempt >= retries {
+                    nextRetryAt = clock.now.adding(policy.retryMaxDelay)
+                    return .failure(
+                        RainError(
+                            .network, "the authority could not be reached to refresh the session; it stays usable until it expires",
+                            details: .init(retryAfterMilliseconds: UInt64(policy.retryMaxDelay.milliseconds)),
+                            underlying: SendableErrorDescription(error)))
+                }
+                attempt += 1
+                await clock.sleep(for: delay)
+                delay = min(delay * 2, policy.retryMaxDelay)
+            }
+        }
+    }
+
+    /// A refusal that retrying cannot fix.
+    static func isDefinitive(_ error: RainError) -> Bool {
+        error.code == .sessionExpired || error.code == .unauthorized || error.code == .invalidArgument
+    }
+
+    /// Ends the session without logout: wipes it and tells every watcher once.
+    private func end(_ reason: ExpiryReason) async {
+        guard session != nil else { return }
+        cancelTimer()
+        session = nil
+        nextRetryAt = nil
+        do {
+            try await context.storage.delete(profile: runtime.name)
+        } catch {
+            logger.error("session.wipe_failed", ["profile": runtime.name, "error": error.message])
+        }
+        runtime.publish(session: nil, expiry: reason)
+        logger.info("session.ended", ["profile": runtime.name, "reason": reason.rawValue])
+    }
+
+    // MARK: scheduler
+
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// When the next refresh is due for `s` (nil when auto refresh is off).
+    private func refreshDue(_ s: StoredSession) -> Date? {
+        guard policy.isAutoRefreshEnabled else { return nil }
+        let lifetime = Duration.milliseconds(Int64(s.lifetimeSeconds * 1000))
+        let due = s.expiresAt.adding(.zero - policy.effectiveRefreshBuffer(lifetime: lifetime))
+        if let nextRetryAt { return max(due, nextRetryAt) }
+        return due
+    }
+
+    /// Arms one timer for the next thing to do: refresh, retry, or expiry.
+    private func schedule() {
+        cancelTimer()
+        guard let s = session else { return }
+        let now = clock.now
+        var wake = s.expiresAt
+        if let due = refreshDue(s) { wake = min(wake, due) }
+        let wait = max(.zero, min(Self.recheckInterval, Duration.milliseconds(Int64(wake.timeIntervalSince(now) * 1000))))
+        timer = clock.schedule(after: wait, on: timerQueue) { [weak self] in
+            guard let self else { return }
+            Task { await self.tick() }
+        }
+    }
+
+    /// The timer fired: re-check against the wall clock (it may have jumped) and act.
+    func tick() async {
+        timer = nil
+        guard let s = session else { return }
+        let now = clock.now
+        if now >= s.expiresAt {
+            await end(policy.isAutoRefreshEnabled ? .refreshFailed : .expired)
+            return
+        }
+        if let due = refreshDue(s), now >= due {
+            _ = await refreshNow(isScheduledRetry: nextRetryAt != nil)
+        }
+        schedule()
+    }
+
+    /// Whether a scheduler timer is armed (tests).
+    var isScheduled: Bool { timer != nil }
+}
+
+extension ExpiryReason {
+    /// `revoked_elsewhere` style, for error details.
+    var snakeCase: String {
+        switch self {
+        case .expired: return "expired"
+        case .revokedElsewhere: return "revoked_elsewhere"
+        case .refreshFailed: return "refresh_failed"
+        }
     }
 }

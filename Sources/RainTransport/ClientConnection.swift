@@ -3,10 +3,17 @@ import RainCore
 import RainWire
 import Synchronization
 
-/// A client connection to a framed-protobuf server over a Unix socket: many calls in flight,
-/// answered by id in any order, plus server streams. A reader thread owns the receive side;
-/// callers write frames under a lock.
+/// A client connection to a framed-protobuf server over a Unix socket (the device daemon) or a
+/// loopback TCP socket (a remote authority): many calls in flight, answered by id in any order,
+/// plus server streams. A reader thread owns the receive side; callers write frames under a lock.
+///
+/// Errors the connection raises itself (lost, closed, undecodable input) carry
+/// `ClientConnection.ConnectionFailure` as their underlying cause (`RainError.isConnectionFailure`),
+/// so callers can tell them from errors the server sent.
 public final class ClientConnection: Sendable {
+    /// The underlying cause of every error the connection raises itself (never of a server's).
+    public struct ConnectionFailure: Error, Sendable {}
+
     enum Pending {
         case unary(CheckedContinuation<Result<[UInt8], RainError>, Never>)
         case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
@@ -22,15 +29,40 @@ public final class ClientConnection: Sendable {
     private let state = Mutex(State())
     private let writeLock = Mutex(())
     private let maximumFrameLength: Int
-    /// Socket path, for messages.
+    /// Socket path (or `HOST:PORT` for TCP), for messages.
     public let path: String
+    /// Who is at the other end, for messages.
+    private let peerName: String
+    /// The code of a lost connection: RAIN_101 for the daemon, RAIN_301 for a TCP server.
+    private let lostCode: RainError.Code
 
     /// Connects to `path`.
     /// - Throws: RAIN_101 when no daemon answers there.
-    public init(path: String, maximumFrameLength: Int = Frame.defaultMaximumLength) throws(RainError) {
+    public convenience init(path: String, maximumFrameLength: Int = Frame.defaultMaximumLength) throws(RainError) {
+        let fd = try UnixSocket.connect(path: path)
+        self.init(fd: fd, path: path, peerName: "rainwalletd", lostCode: .notInitialized, maximumFrameLength: maximumFrameLength)
+    }
+
+    /// Connects over TCP to `address` (loopback only; see `TCPAddress`), with `TCP_NODELAY`.
+    /// Blocks for up to `connectTimeout`: call it off the Swift concurrency pool. A connection lost
+    /// later fails the calls in flight with RAIN_301.
+    /// - Throws: RAIN_301 when nothing accepts the connection within `connectTimeout`; RAIN_102 for
+    ///   port 0.
+    public convenience init(
+        tcp address: TCPAddress, connectTimeout: Duration = .seconds(5), maximumFrameLength: Int = Frame.defaultMaximumLength
+    ) throws(RainError) {
+        let fd = try TCPSocket.connect(address, timeout: connectTimeout)
+        self.init(
+            fd: fd, path: address.description, peerName: "the server", lostCode: .network,
+            maximumFrameLength: maximumFrameLength)
+    }
+
+    private init(fd: Int32, path: String, peerName: String, lostCode: RainError.Code, maximumFrameLength: Int) {
+        self.fd = fd
         self.path = path
+        self.peerName = peerName
+        self.lostCode = lostCode
         self.maximumFrameLength = maximumFrameLength
-        self.fd = try UnixSocket.connect(path: path)
         let thread = Thread { [self] in self.readLoop() }
         thread.name = "rainwallet.client.reader"
         thread.start()
@@ -129,7 +161,9 @@ public final class ClientConnection: Sendable {
                 }
                 if n < 0 {
                     if errno == EINTR { continue }
-                    return RainError(.notInitialized, "lost the connection to rainwalletd at \(path): \(String(cString: strerror(errno)))")
+                    return RainError(
+                        lostCode, "lost the connection to \(peerName) at \(path): \(String(cString: strerror(errno)))",
+                        underlying: ConnectionFailure())
                 }
                 offset += n
             }
@@ -140,7 +174,7 @@ public final class ClientConnection: Sendable {
     private func readLoop() {
         var decoder = FrameDecoder(maximumLength: maximumFrameLength)
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var failure = RainError(.notInitialized, "rainwalletd closed the connection at \(path)")
+        var failure = RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure())
         loop: while true {
             let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
@@ -154,7 +188,8 @@ public final class ClientConnection: Sendable {
                     dispatch(try Envelope.decode(body))
                 }
             } catch {
-                failure = RainError(.internalError, "rainwalletd sent an undecodable frame: \(error.message)")
+                failure = RainError(
+                    .internalError, "\(peerName) sent an undecodable frame: \(error.message)", underlying: ConnectionFailure())
                 break loop
             }
         }
@@ -187,4 +222,11 @@ public final class ClientConnection: Sendable {
             return
         }
     }
+}
+
+extension RainError {
+    /// True when a `ClientConnection` raised this error itself for a connection that was open (it
+    /// was lost, closed, or the server sent garbage), false for errors the server sent. Failures to
+    /// connect are thrown by the initializers instead.
+    public var isConnectionFailure: Bool { underlying is ClientConnection.ConnectionFailure }
 }

@@ -16,6 +16,10 @@ public struct PeerCredentials: Sendable, Equatable {
     public var pid: Int32
     public var uid: UInt32
     public var gid: UInt32
+
+    /// The placeholder for a TCP peer, which has no Unix credentials: pid 0, uid and gid
+    /// `UInt32.max` (never a real uid).
+    public static let tcpPeer = PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
 }
 
 /// How a handler answers a request it was given on the loop thread.
@@ -79,6 +83,11 @@ public struct ServerOptions: Sendable {
     public var maximumPendingOutput: Int = 16 << 20
     /// Calls in flight per connection.
     public var maximumCallsPerConnection: Int = 1024
+    /// The listening socket is TCP (the authority hop, `TCPSocket.listen`), not a Unix socket.
+    /// TCP peers have no SO_PEERCRED: every connection is admitted with
+    /// `PeerCredentials.tcpPeer` and `allowedUIDs` does not apply (loopback-only addresses are the
+    /// guard until TLS exists). Accepted sockets get `TCP_NODELAY`.
+    public var isTCP: Bool = false
     public init() {}
 }
 
@@ -114,6 +123,7 @@ public final class EventLoopServer: @unchecked Sendable {
         var calls: [UInt64: Call] = [:]
         var wantsWrite = false
         var closeAfterFlush = false
+        var isReadClosed = false
         init(id: ConnectionID, fd: Int32, peer: PeerCredentials, isAllowed: Bool, maximumFrame: Int) {
             self.id = id
             self.fd = fd
@@ -245,7 +255,11 @@ public final class EventLoopServer: @unchecked Sendable {
                 case Self.wakeToken: drainOutbound()
                 default:
                     guard let c = connections[ev.token] else { continue }
-                    if ev.events & (RAIN_EPOLLIN | RAIN_EPOLLHUP | RAIN_EPOLLERR | RAIN_EPOLLRDHUP) != 0 {
+                    if c.isReadClosed && ev.events & (RAIN_EPOLLHUP | RAIN_EPOLLERR) != 0 {
+                        closeConnection(c)  // the peer is gone both ways: nobody to answer
+                        continue
+                    }
+                    if !c.isReadClosed && ev.events & (RAIN_EPOLLIN | RAIN_EPOLLHUP | RAIN_EPOLLERR | RAIN_EPOLLRDHUP) != 0 {
                         readAvailable(c, readBuffer)
                     }
                     if connections[ev.token] != nil { flush(c) }
@@ -268,15 +282,23 @@ public final class EventLoopServer: @unchecked Sendable {
                 logger.warning("accept.failed", ["errno": "\(e)"])
                 return
             }
-            var pid: pid_t = 0
-            var uid: uid_t = 0
-            var gid: gid_t = 0
-            guard rain_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
-                close(fd)
-                continue
+            let peer: PeerCredentials
+            let allowed: Bool
+            if options.isTCP {
+                TCPSocket.setNoDelay(fd)
+                peer = .tcpPeer
+                allowed = true
+            } else {
+                var pid: pid_t = 0
+                var uid: uid_t = 0
+                var gid: gid_t = 0
+                guard rain_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
+                    close(fd)
+                    continue
+                }
+                peer = PeerCredentials(pid: pid, uid: uid, gid: gid)
+                allowed = uid == ownUID || options.allowedUIDs.contains(uid)
             }
-            let peer = PeerCredentials(pid: pid, uid: uid, gid: gid)
-            let allowed = uid == ownUID || options.allowedUIDs.contains(uid)
             let id = nextConnection
             nextConnection += 1
             let c = Connection(
@@ -289,7 +311,7 @@ public final class EventLoopServer: @unchecked Sendable {
             connections[id] = c
             stats.withLock { $0.connections += 1 }
             if !allowed {
-                logger.warning("peer.refused", ["uid": "\(uid)", "pid": "\(pid)"])
+                logger.warning("peer.refused", ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
             }
         }
     }
@@ -305,7 +327,10 @@ public final class EventLoopServer: @unchecked Sendable {
                 return
             }
             if n == 0 {
-                closeConnection(c)
+                // The client finished sending: answer the calls in flight, then close.
+                c.isReadClosed = true
+                _ = rain_epoll_ctl(epollFD, 3, c.fd, c.wantsWrite ? RAIN_EPOLLOUT : 0, c.id.rawValue)
+                if c.calls.isEmpty { c.closeAfterFlush = true }
                 return
             }
             if c.closeAfterFlush { continue }  // discard input from a connection we are ending
@@ -352,9 +377,10 @@ public final class EventLoopServer: @unchecked Sendable {
                 return
             }
             guard c.calls[id] == nil else {
+                // Answered with request id 0: the call already running under this id keeps it.
                 enqueue(
                     Envelope(
-                        requestID: id,
+                        requestID: 0,
                         kind: .response(.failure(.invalid("request id \(id) is already in flight on this connection", field: "request_id", reason: "duplicate_request_id")))),
                     on: c)
                 return
@@ -439,7 +465,10 @@ public final class EventLoopServer: @unchecked Sendable {
             guard let c = connections[item.connection.rawValue], let call = c.calls[item.requestID],
                 call.token == item.token
             else { continue }  // the call ended (cancelled, connection gone): drop
-            if item.isFinal { finishCall(item.requestID, on: c) }
+            if item.isFinal {
+                finishCall(item.requestID, on: c)
+                if c.isReadClosed && c.calls.isEmpty { c.closeAfterFlush = true }
+            }
             append(item.frame, to: c)
             touched[c.id.rawValue] = c
         }
@@ -468,7 +497,7 @@ public final class EventLoopServer: @unchecked Sendable {
         let wantsWrite = c.pendingOutput > 0
         if wantsWrite != c.wantsWrite {
             c.wantsWrite = wantsWrite
-            let mask = RAIN_EPOLLIN | RAIN_EPOLLRDHUP | (wantsWrite ? RAIN_EPOLLOUT : 0)
+            let mask = (c.isReadClosed ? 0 : RAIN_EPOLLIN | RAIN_EPOLLRDHUP) | (wantsWrite ? RAIN_EPOLLOUT : 0)
             _ = rain_epoll_ctl(epollFD, 3, c.fd, mask, c.id.rawValue)
         }
     }

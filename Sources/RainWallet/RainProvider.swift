@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import RainTransport
 import RainWire
@@ -15,6 +16,7 @@ public final class RainProvider: Sendable {
     /// The configuration this provider was created with.
     public let config: RainWalletConfig
     private let connectionState = Mutex<ClientConnection?>(nil)
+    private let expiryWatch = Mutex<Task<Void, Never>?>(nil)
 
     /// Creates a provider. It connects to the daemon on first use.
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
@@ -22,6 +24,7 @@ public final class RainProvider: Sendable {
     }
 
     deinit {
+        expiryWatch.withLock { $0?.cancel() }
         connectionState.withLock { $0?.close() }
     }
 
@@ -75,7 +78,7 @@ public final class RainProvider: Sendable {
 
     /// `confirmLoginCode` that also returns the new session and whether the account was created.
     public func confirmLoginCodeReturningSession(_ code: String) async throws(RainError) -> (session: SessionSnapshot, accountCreated: Bool) {
-        let trimmed = code.trimmingCharacters(in: .whitespaces)
+        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a login code is 6 digits", field: "code", reason: "malformed_code")
         }
@@ -102,6 +105,46 @@ public final class RainProvider: Sendable {
     /// True when a session exists with more than the policy's threshold (30 s) left.
     public func hasActiveSession() async throws(RainError) -> Bool {
         try await currentSession().hasActiveSession
+    }
+
+    /// Refreshes the session now (for example when the app returns to the foreground). Shares a
+    /// refresh already in flight in the daemon.
+    /// - Returns: the session after the refresh.
+    /// - Throws: RAIN_201 when there is no session or it ended (details `reason`); RAIN_301 when the
+    ///   authority stayed unreachable through the retries (the session stays usable until it expires).
+    @discardableResult
+    public func refreshSession() async throws(RainError) -> SessionSnapshot {
+        try await call(Method.refreshSession, RefreshSessionRequest(), as: SessionSnapshot.self)
+    }
+
+    /// Sets the hook called when the session ends without `logout()`: it could not be refreshed,
+    /// it expired, or the user logged in on another device. Called once per ended session, on a
+    /// background queue (switch to your UI thread before touching UI). The provider keeps the hook
+    /// for its whole life: don't capture short-lived objects in it. Setting a new hook replaces the old.
+    public func onSessionExpired(_ hook: @escaping @Sendable (ExpiryReason) -> Void) {
+        let task = Task { [weak self] in
+            var backoff = Duration.milliseconds(100)
+            while !Task.isCancelled {
+                guard let events = try? self?.events() else {
+                    try? await Task.sleep(for: backoff)
+                    backoff = min(backoff * 2, .seconds(5))
+                    continue
+                }
+                backoff = .milliseconds(100)
+                do {
+                    for try await event in events where event.kind == .sessionExpired {
+                        let reason = event.expiryReason ?? .expired
+                        DispatchQueue.global().async { hook(reason) }
+                    }
+                } catch {}
+                // The daemon went away: reconnect when it is back.
+                try? await Task.sleep(for: backoff)
+            }
+        }
+        expiryWatch.withLock {
+            $0?.cancel()
+            $0 = task
+        }
     }
 
     /// The daemon's current view of this profile's session.

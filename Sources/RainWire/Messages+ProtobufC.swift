@@ -431,3 +431,14 @@ extension SlowEchoResponse {
             pack: { rain__wallet__v1__slow_echo_response__pack($0, $1) })
     }
 }
+
+extension RefreshSessionRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RefreshSessionRequest {
+        try unpackMessage(
+            bytes, name: "RefreshSessionRequest",
+            unpack: { rain__wallet__v1__refresh_session_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__refresh_session_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in RefreshSessionRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}

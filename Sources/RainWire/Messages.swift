@@ -158,3 +158,8 @@ public struct SlowEchoResponse: WireMessage, Equatable {
     public var data: [UInt8]
     public init(data: [UInt8]) { self.data = data }
 }
+
+/// `Session/Refresh` request (empty).
+public struct RefreshSessionRequest: WireMessage, Equatable {
+    public init() {}
+}

@@ -7,6 +7,7 @@ public enum Method {
     public static let getSessionState = "/rain.wallet.v1.Session/GetState"
     public static let awaitRestore = "/rain.wallet.v1.Session/AwaitRestore"
     public static let watch = "/rain.wallet.v1.Session/Watch"
+    public static let refreshSession = "/rain.wallet.v1.Session/Refresh"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }

@@ -77,22 +77,58 @@ struct AuthorityFixture {
         return (result, try sender.lastCode(to: contact))
     }
 
-    /// Confirms a code.
+    /// Confirms a code; with `deviceKey`, the session is bound to its public key.
     func confirm(
-        _ challenge: SendCodeResult, code: String, device: String = "device-a", app: String = AuthorityFixture.app
+        _ challenge: SendCodeResult, code: String, device: String = "device-a", app: String = AuthorityFixture.app,
+        deviceKey: Ed25519PrivateKey? = nil
     ) async throws -> LoginResult {
         try await authority.confirmLoginCode(
-            ConfirmCodeRequest(appID: app, deviceID: device, challengeID: challenge.challengeID, code: code))
+            ConfirmCodeRequest(
+                appID: app, deviceID: device, challengeID: challenge.challengeID, code: code,
+                devicePublicKey: deviceKey?.publicKey.rawRepresentation ?? []))
     }
 
-    /// Sends and confirms.
+    /// Sends and confirms; with `deviceKey`, the session is bound to its public key.
     func login(
         _ contact: RainWalletContact = AuthorityFixture.email, device: String = "device-a",
-        app: String = AuthorityFixture.app
+        app: String = AuthorityFixture.app, deviceKey: Ed25519PrivateKey? = nil
     ) async throws -> LoginResult {
         let (challenge, code) = try await send(contact, device: device, app: app)
-        return try await confirm(challenge, code: code, device: device, app: app)
+        return try await confirm(challenge, code: code, device: device, app: app, deviceKey: deviceKey)
     }
+
+    /// Refreshes `refreshToken` as `device` would: signed with `key` at `timestamp` (the clock's
+    /// time by default).
+    func refresh(
+        _ refreshToken: String, key: Ed25519PrivateKey, device: String = "device-a",
+        app: String = AuthorityFixture.app, timestamp: Date? = nil
+    ) async throws -> SessionTokens {
+        try await authority.refreshSession(
+            RefreshRequest.signed(
+                appID: app, deviceID: device, refreshToken: refreshToken, timestamp: timestamp ?? clock.now,
+                deviceKey: key))
+    }
+
+    /// The one session of `accountID` in the fixture's app whose device is `device`, newest first.
+    func session(_ accountID: String, device: String = "device-a") async throws -> SessionRecord {
+        try #require(
+            try await store.sessions(appID: AuthorityFixture.app, accountID: accountID).last {
+                $0.deviceID == device
+            })
+    }
+}
+
+/// The RAIN_201 `details.reason` of the error `body` throws; records an issue when it succeeds or
+/// throws another code.
+func sessionRefusal(
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+) async -> String? {
+    guard let error = await rainError(body) else {
+        Issue.record("expected RAIN_201, but the call succeeded", sourceLocation: sourceLocation)
+        return nil
+    }
+    #expect(error.code == .sessionExpired, "expected RAIN_201, got \(error)", sourceLocation: sourceLocation)
+    return error.details.reason
 }
 
 /// A new 0700 directory under /tmp (short, unique per test).

@@ -64,6 +64,135 @@ struct SQLiteAuthorityStoreTests {
         #expect(error.code == .internalError)
     }
 
+    /// Schema version 1 as released (copied, not taken from the store, so an edit of the store's
+    /// first migration cannot hide here).
+    static let schemaV1 = [
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+        "CREATE TABLE accounts (id TEXT PRIMARY KEY, app_id TEXT NOT NULL, created_at INTEGER NOT NULL)",
+        """
+        CREATE TABLE contacts (
+            app_id TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('email', 'phone')),
+            value TEXT NOT NULL,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            verified_at INTEGER,
+            PRIMARY KEY (app_id, kind, value)
+        )
+        """,
+        "CREATE INDEX contacts_account ON contacts(account_id)",
+        """
+        CREATE TABLE wallets (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),
+            created_at INTEGER NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE challenges (
+            id TEXT PRIMARY KEY,
+            app_id TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            contact_kind TEXT NOT NULL CHECK (contact_kind IN ('email', 'phone')),
+            contact_value TEXT NOT NULL,
+            account_key TEXT NOT NULL,
+            code_hash BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            wrong_attempts INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'used', 'retired', 'locked'))
+        )
+        """,
+        "CREATE INDEX challenges_device ON challenges(app_id, device_id, state)",
+        "CREATE INDEX challenges_account ON challenges(app_id, account_key, state)",
+        "CREATE INDEX challenges_expiry ON challenges(expires_at)",
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            app_id TEXT NOT NULL,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            device_id TEXT NOT NULL,
+            access_hash BLOB NOT NULL UNIQUE,
+            refresh_hash BLOB NOT NULL UNIQUE,
+            access_expires_at INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER,
+            revoke_reason TEXT
+        )
+        """,
+        "CREATE INDEX sessions_account ON sessions(account_id, revoked_at)",
+        "INSERT INTO schema_version (version, applied_at) VALUES (1, 0)",
+    ]
+
+    @Test("a version-1 database upgrades to version 2; its sessions are unbound and never refresh")
+    func migrateFromVersion1() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/authority.sqlite3"
+        let clock = ManualClock()
+        let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 7, count: 32)))
+        let now = clock.now.unixMilliseconds
+        do {
+            let db = try SQLiteConnection(path: path)
+            for statement in Self.schemaV1 { try db.execute(statement, operation: "create schema v1") }
+            try db.execute(
+                "INSERT INTO accounts (id, app_id, created_at) VALUES ('acct_old', 'app', ?)", [.integer(now)],
+                operation: "insert")
+            try db.execute(
+                "INSERT INTO contacts VALUES ('app', 'email', 'old@example.com', 'acct_old', ?)", [.integer(now)],
+                operation: "insert")
+            try db.execute(
+                "INSERT INTO wallets (id, account_id, created_at) VALUES ('wal_old', 'acct_old', ?)", [.integer(now)],
+                operation: "insert")
+            try db.execute(
+                """
+                INSERT INTO sessions (id, app_id, account_id, device_id, access_hash, refresh_hash, access_expires_at,
+                                      created_at)
+                VALUES ('ses_old', 'app', 'acct_old', 'dev', ?, ?, ?, ?)
+                """,
+                [
+                    .blob(keys.tokenHash("rwa_old")), .blob(keys.tokenHash("rwr_old")), .integer(now + 900_000),
+                    .integer(now),
+                ], operation: "insert")
+        }
+
+        let store = try await SQLiteAuthorityStore.open(path: path)
+        #expect(try await store.schemaVersion() == 2)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 2)
+        let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
+        #expect(session.id == "ses_old")
+        #expect(session.devicePublicKey == nil)
+        #expect(session.previousRefreshHash == nil)
+        #expect(session.rotatedAt == nil)
+        #expect(session.refreshGeneration == 0)
+        let tables = try await store.dumpAllRows()
+        #expect(tables["schema_version"]?.count == 2)
+        #expect(tables["retired_refresh_tokens"]?.isEmpty == true)
+
+        let authority = EmbeddedAuthority(
+            store: store, keys: keys, clock: clock, sender: CapturingCodeSender(), outbox: nil,
+            logger: Logger(label: "test", sink: CapturingLogSink()))
+        let info = try await authority.accountInfo(appID: "app", accessToken: "rwa_old")
+        #expect(info.contacts == [.email("old@example.com")])
+        #expect(info.walletID == "wal_old")
+        let error = try #require(
+            await rainError {
+                _ = try await authority.refreshSession(
+                    RefreshRequest.signed(
+                        appID: "app", deviceID: "dev", refreshToken: "rwr_old", timestamp: clock.now,
+                        deviceKey: Ed25519PrivateKey()))
+            })
+        #expect(error.code == .sessionExpired)
+        #expect(error.details.reason == "device_unbound")
+        try await authority.revokeSession(appID: "app", refreshToken: "rwr_old")
+        #expect(try await store.sessions(appID: "app", accountID: "acct_old").first?.revokeReason == "logout")
+        await store.close()
+
+        // Reopening runs nothing again.
+        let reopened = try await SQLiteAuthorityStore.open(path: path)
+        #expect(try await reopened.dumpAllRows()["schema_version"]?.count == 2)
+        await reopened.close()
+    }
+
     @Test("the wrapper binds every value type and reads it back unchanged")
     func bindAndRead() throws {
         let directory = try makeTemporaryDirectory()

@@ -1,6 +1,7 @@
 import Foundation
 import RainAuthority
 import RainCore
+import RainCrypto
 import RainTestSupport
 import RainTransport
 import RainWire
@@ -41,6 +42,11 @@ final class EventCollector: Sendable {
     var all: [WatchEvent] { events.withLock { $0 } }
 }
 
+/// A device identity with a fresh signing key.
+func testDevice(id: String = "dev_test1") throws -> DeviceIdentity {
+    DeviceIdentity(id: id, signingKey: try Ed25519PrivateKey())
+}
+
 struct Fixture {
     let dir = TempDir()
     let clock = ManualClock()
@@ -57,7 +63,7 @@ struct Fixture {
             stateDirectory: dir.path, settings: settings, clock: clock, sender: sender, logger: logger)
         service = DeviceService(
             config: config,
-            context: DeviceContext(authority: authority, storage: storage, clock: clock, deviceID: "dev_test1", logger: logger))
+            context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger))
     }
 
     func login(_ profile: String = "default", contact: RainWalletContact = .email("user@example.com")) async throws
@@ -178,7 +184,7 @@ struct Fixture {
         let logger = Logger(label: "test", sink: CapturingLogSink())
         let again = DeviceService(
             config: DaemonConfig(),
-            context: DeviceContext(authority: f.authority, storage: storage, clock: f.clock, deviceID: "dev_test1", logger: logger))
+            context: DeviceContext(authority: f.authority, storage: storage, clock: f.clock, device: try testDevice(), logger: logger))
         await again.restoreStoredProfiles()
         let snap = again.entry("default").runtime.snapshot()
         #expect(snap.authState == .authenticated)

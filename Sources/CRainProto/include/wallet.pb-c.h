@@ -35,6 +35,7 @@ typedef struct Rain__Wallet__V1__OutboxEntry Rain__Wallet__V1__OutboxEntry;
 typedef struct Rain__Wallet__V1__ListOutboxResponse Rain__Wallet__V1__ListOutboxResponse;
 typedef struct Rain__Wallet__V1__SlowEchoRequest Rain__Wallet__V1__SlowEchoRequest;
 typedef struct Rain__Wallet__V1__SlowEchoResponse Rain__Wallet__V1__SlowEchoResponse;
+typedef struct Rain__Wallet__V1__RefreshSessionRequest Rain__Wallet__V1__RefreshSessionRequest;
 
 
 /* --- enums --- */
@@ -340,6 +341,21 @@ struct  Rain__Wallet__V1__SlowEchoResponse
 #define RAIN__WALLET__V1__SLOW_ECHO_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__slow_echo_response__descriptor) \
     , {0,NULL} }
+
+
+/*
+ * /rain.wallet.v1.Session/Refresh: refresh now (shares a refresh already in flight).
+ * Response: SessionState. RAIN_201 when there is no session or it was ended (the details reason
+ * says why: revoked_elsewhere, refresh_rejected, ...); RAIN_301 when the authority stayed
+ * unreachable through the policy's retries (the session stays usable until it expires).
+ */
+struct  Rain__Wallet__V1__RefreshSessionRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__REFRESH_SESSION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__refresh_session_request__descriptor) \
+     }
 
 
 /* Rain__Wallet__V1__Contact methods */
@@ -703,6 +719,25 @@ Rain__Wallet__V1__SlowEchoResponse *
 void   rain__wallet__v1__slow_echo_response__free_unpacked
                      (Rain__Wallet__V1__SlowEchoResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__RefreshSessionRequest methods */
+void   rain__wallet__v1__refresh_session_request__init
+                     (Rain__Wallet__V1__RefreshSessionRequest         *message);
+size_t rain__wallet__v1__refresh_session_request__get_packed_size
+                     (const Rain__Wallet__V1__RefreshSessionRequest   *message);
+size_t rain__wallet__v1__refresh_session_request__pack
+                     (const Rain__Wallet__V1__RefreshSessionRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__refresh_session_request__pack_to_buffer
+                     (const Rain__Wallet__V1__RefreshSessionRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__RefreshSessionRequest *
+       rain__wallet__v1__refresh_session_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__refresh_session_request__free_unpacked
+                     (Rain__Wallet__V1__RefreshSessionRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__Contact_Closure)
@@ -762,6 +797,9 @@ typedef void (*Rain__Wallet__V1__SlowEchoRequest_Closure)
 typedef void (*Rain__Wallet__V1__SlowEchoResponse_Closure)
                  (const Rain__Wallet__V1__SlowEchoResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__RefreshSessionRequest_Closure)
+                 (const Rain__Wallet__V1__RefreshSessionRequest *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -792,6 +830,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__outbox_entry__descript
 extern const ProtobufCMessageDescriptor rain__wallet__v1__list_outbox_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__slow_echo_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__slow_echo_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__refresh_session_request__descriptor;
 
 PROTOBUF_C__END_DECLS
 

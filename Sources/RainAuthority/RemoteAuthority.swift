@@ -1,0 +1,369 @@
+import Dispatch
+import Foundation
+import RainCore
+import RainTransport
+import RainWire
+import Synchronization
+
+/// An `Authority` in another process: `rainwalletd authority --listen HOST:PORT`, reached over one
+/// framed TCP connection (`AuthorityService` on the other end; loopback only until TLS exists).
+///
+/// The connection is opened on the first call and reopened lazily by the first call after it
+/// dropped, so a restarted authority is picked up without restarting the device. Calls are
+/// multiplexed on the one connection. Failures:
+/// - the connection cannot be made, or is lost while a call is in flight: RAIN_301 (`the
+///   authority at HOST:PORT could not be reached`, reason `authority_unreachable`); transient,
+///   and nothing is retried here (the device decides what may be retried);
+/// - no answer within `callTimeout`: RAIN_301 with reason `deadline_exceeded` (the call may still
+///   have taken effect at the authority);
+/// - an answer that does not decode: RAIN_501;
+/// - anything the authority raised passes through with its code, message and details (RAIN_203
+///   with `attemptsRemaining`, RAIN_201 with its reason, RAIN_302 with `retryAfterMilliseconds`, …).
+///
+/// Codes and tokens travel only in payloads; no message or log line here contains one.
+///
+/// Using it in the device daemon (`--authority HOST:PORT`):
+/// ```swift
+/// let authority = try RemoteAuthority(address: flag, clock: clock, logger: logger.child("authority"))
+/// // DeviceContext(authority: authority, …); no connection is made until the first call.
+/// ```
+public final class RemoteAuthority: Authority {
+    /// Where the authority listens.
+    public let address: TCPAddress
+    /// How long a connection attempt may take.
+    public let connectTimeout: Duration
+    /// How long a call may wait for its answer.
+    public let callTimeout: Duration
+
+    private struct State {
+        var connection: ClientConnection?
+        var isClosed = false
+    }
+
+    private let state = Mutex(State())
+    private let clock: any RainClock
+    private let logger: Logger
+    /// Connecting blocks (up to `connectTimeout`): it runs here, never on the concurrency pool, and
+    /// one at a time, so callers racing after a drop share one new connection.
+    private let connectQueue = DispatchQueue(label: "rainwallet.remote-authority.connect")
+
+    /// A client for the authority at `address` (`HOST:PORT`). Does not connect yet.
+    /// - Parameters:
+    ///   - address: `127.0.0.1:7000`, `[::1]:7000` or `localhost:7000`.
+    ///   - connectTimeout: how long a connection attempt may take (5 s by default).
+    ///   - callTimeout: how long a call may wait for its answer (30 s by default), on `clock`.
+    ///   - clock: times call deadlines.
+    ///   - logger: connection changes only.
+    /// - Throws: RAIN_102 (field `authority`) for a malformed address, port 0, or a non-loopback
+    ///   address (reason `non_loopback`: it would need TLS, which this build does not have yet).
+    public convenience init(
+        address: String, connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
+        clock: any RainClock = SystemClock(), logger: Logger
+    ) throws(RainError) {
+        try self.init(
+            address: TCPAddress(parsing: address, field: "authority"), connectTimeout: connectTimeout,
+            callTimeout: callTimeout, clock: clock, logger: logger)
+    }
+
+    /// A client for the authority at `address`. Does not connect yet.
+    /// - Throws: RAIN_102 (field `authority`) for port 0.
+    public init(
+        address: TCPAddress, connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
+        clock: any RainClock = SystemClock(), logger: Logger
+    ) throws(RainError) {
+        guard address.port != 0 else {
+            throw RainError.invalid(
+                "the authority address \(address) has port 0; give the port it listens on", field: "authority")
+        }
+        self.address = address
+        self.connectTimeout = connectTimeout
+        self.callTimeout = callTimeout
+        self.clock = clock
+        self.logger = logger
+    }
+
+    deinit {
+        // The connection's reader thread holds it until the socket shuts down.
+        state.withLock { $0.connection }?.close()
+    }
+
+    /// Closes the connection for good: calls in flight and later calls fail with RAIN_301.
+    public func close() {
+        let connection = state.withLock { s -> ClientConnection? in
+            s.isClosed = true
+            defer { s.connection = nil }
+            return s.connection
+        }
+        connection?.close()
+    }
+
+    /// What the authority is: its version, protocol version, capabilities and frame limit.
+    /// - Throws: RAIN_301 when it cannot be reached.
+    public func getInfo() async throws(RainError) -> GetInfoResponse {
+        try await call(AuthorityMethod.getInfo, GetInfoRequest(), as: GetInfoResponse.self)
+    }
+
+    // MARK: - Authority
+
+    /// Sends a login code (see `Authority.sendLoginCode`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
+    public func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
+        let response = try await call(
+            AuthorityMethod.sendLoginCode,
+            AuthoritySendLoginCodeRequest(appID: request.appID, deviceID: request.deviceID, contact: request.contact),
+            as: AuthoritySendLoginCodeResponse.self)
+        guard let contact = response.contact, !response.challengeID.isEmpty else {
+            throw incompleteAnswer(AuthorityMethod.sendLoginCode)
+        }
+        return SendCodeResult(challengeID: response.challengeID, contact: contact, expiresAt: response.expiresAt)
+    }
+
+    /// Confirms a code (see `Authority.confirmLoginCode`).
+    /// - Throws: the authority's errors (RAIN_203 with its details, …); RAIN_301 when it cannot be
+    ///   reached.
+    public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
+        let response = try await call(
+            AuthorityMethod.confirmLoginCode,
+            AuthorityConfirmLoginCodeRequest(
+                appID: request.appID, deviceID: request.deviceID, challengeID: request.challengeID, code: request.code,
+                devicePublicKey: request.devicePublicKey),
+            as: AuthorityConfirmLoginCodeResponse.self)
+        guard !response.accountID.isEmpty, !response.walletID.isEmpty else {
+            throw incompleteAnswer(AuthorityMethod.confirmLoginCode)
+        }
+        return LoginResult(
+            accountID: response.accountID, walletID: response.walletID, accountCreated: response.accountCreated,
+            tokens: try sessionTokens(response.tokens, method: AuthorityMethod.confirmLoginCode))
+    }
+
+    /// Rotates a session's tokens (see `Authority.refreshSession`).
+    /// - Throws: the authority's errors (RAIN_201 with its reason, …); RAIN_301 when it cannot be
+    ///   reached or does not answer in time (safe to retry within the refresh grace window).
+    public func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
+        let response = try await call(
+            AuthorityMethod.refreshSession,
+            AuthorityRefreshSessionRequest(
+                appID: request.appID, deviceID: request.deviceID, refreshToken: request.refreshToken,
+                timestamp: request.timestamp, signature: request.signature),
+            as: AuthorityRefreshSessionResponse.self)
+        return try sessionTokens(response.tokens, method: AuthorityMethod.refreshSession)
+    }
+
+    /// The account behind an access token (see `Authority.accountInfo`).
+    /// - Throws: the authority's errors (RAIN_201 with its reason, …); RAIN_301 when it cannot be
+    ///   reached.
+    public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+        let response = try await call(
+            AuthorityMethod.accountInfo, AuthorityAccountInfoRequest(appID: appID, accessToken: accessToken),
+            as: AuthorityAccountInfoResponse.self)
+        guard !response.accountID.isEmpty else { throw incompleteAnswer(AuthorityMethod.accountInfo) }
+        return AccountInfo(
+            accountID: response.accountID, walletID: response.walletID, createdAt: response.createdAt,
+            contacts: response.contacts)
+    }
+
+    /// Revokes a session (see `Authority.revokeSession`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
+    public func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
+        _ = try await call(
+            AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest(appID: appID, refreshToken: refreshToken),
+            as: AuthorityRevokeSessionResponse.self)
+    }
+
+    /// The development outbox (see `Authority.listOutbox`).
+    /// - Throws: RAIN_202 unless the authority runs with `--dev-outbox`; RAIN_301 when it cannot be
+    ///   reached.
+    public func listOutbox() async throws(RainError) -> [OutboxDelivery] {
+        let response = try await call(AuthorityMethod.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self)
+        return response.entries.map { e in
+            OutboxDelivery(
+                appID: e.appID, kind: e.contact?.kindName ?? "", contact: e.contact?.value ?? "", code: e.code,
+                sentAt: e.sentAt)
+        }
+    }
+
+    // MARK: - Calls
+
+    /// One call: encode, send on the (re)opened connection, await the answer within `callTimeout`,
+    /// decode.
+    private func call<Response: WireMessage>(
+        _ method: String, _ request: some WireMessage, as: Response.Type
+    ) async throws(RainError) -> Response {
+        let payload = try request.encode()
+        let connection = try await openConnection()
+        let bytes: [UInt8]
+        do {
+            bytes = try await withDeadline(method: method) { () async throws(RainError) -> [UInt8] in
+                try await connection.call(method: method, payload: payload)
+            }
+        } catch {
+            guard error.isConnectionFailure else { throw error }
+            // Shut it down completely (the reader may not have seen the end yet); the next call
+            // opens a new one.
+            connection.close()
+            logger.warning("authority.connection_lost", ["address": address.description, "method": Self.name(method)])
+            throw unreachable("the connection was lost during \(Self.name(method))")
+        }
+        do {
+            return try Response.decode(bytes)
+        } catch {
+            throw RainError(
+                .provider, "the authority at \(address) sent an answer to \(Self.name(method)) that does not decode",
+                underlying: SendableErrorDescription(error))
+        }
+    }
+
+    /// The open connection, or a new one.
+    private func openConnection() async throws(RainError) -> ClientConnection {
+        if let current = try currentConnection() { return current }
+        return try await connectQueue.runBlocking { [self] () throws(RainError) -> ClientConnection in
+            // Another caller may have reconnected while this one waited for the queue.
+            if let current = try currentConnection() { return current }
+            let fresh: ClientConnection
+            do throws(RainError) {
+                fresh = try ClientConnection(tcp: address, connectTimeout: connectTimeout)
+            } catch {
+                logger.warning("authority.unreachable", ["address": address.description, "error": error.message])
+                throw unreachable(error.message)
+            }
+            let (old, closed) = state.withLock { s -> (ClientConnection?, Bool) in
+                if s.isClosed { return (nil, true) }
+                defer { s.connection = fresh }
+                return (s.connection, false)
+            }
+            if closed {
+                fresh.close()
+                throw closedError()
+            }
+            old?.close()
+            logger.info("authority.connected", ["address": address.description, "reconnect": String(old != nil)])
+            return fresh
+        }
+    }
+
+    /// The connection when it is open; nil when there is none or it dropped.
+    private func currentConnection() throws(RainError) -> ClientConnection? {
+        let (connection, closed) = state.withLock { ($0.connection, $0.isClosed) }
+        if closed { throw closedError() }
+        guard let connection, !connection.isClosed else { return nil }
+        return connection
+    }
+
+    /// Runs `body`, but answers RAIN_301 `deadline_exceeded` if it has not finished within
+    /// `callTimeout` on `clock` (the body is then cancelled: the server is told, the work there is
+    /// not undone). Cancelling the caller cancels the body.
+    private func withDeadline(
+        method: String, _ body: @escaping @Sendable () async throws(RainError) -> [UInt8]
+    ) async throws(RainError) -> [UInt8] {
+        let gate = CallGate()
+        let timeoutError = RainError(
+            .network,
+            "the authority at \(address) did not answer \(Self.name(method)) within \(callTimeout.milliseconds) ms",
+            details: .init(reason: "deadline_exceeded"))
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
+                gate.begin(continuation)
+                let timer = clock.schedule(after: callTimeout, on: .global()) { gate.finish(.failure(timeoutError)) }
+                let work = Task {
+                    do throws(RainError) {
+                        gate.finish(.success(try await body()))
+                    } catch {
+                        gate.finish(.failure(error))
+                    }
+                }
+                gate.attach(work: work, timer: timer)
+            }
+        } onCancel: {
+            gate.cancelWork()
+        }
+        return try result.get()
+    }
+
+    private func unreachable(_ cause: String) -> RainError {
+        RainError(
+            .network, "the authority at \(address) could not be reached: \(cause)",
+            details: .init(reason: "authority_unreachable"))
+    }
+
+    private func closedError() -> RainError {
+        RainError(
+            .network, "the authority at \(address) could not be reached: its client was closed",
+            details: .init(reason: "authority_unreachable"))
+    }
+
+    private func incompleteAnswer(_ method: String) -> RainError {
+        RainError(.provider, "the authority at \(address) sent an incomplete answer to \(Self.name(method))")
+    }
+
+    private func sessionTokens(_ tokens: AuthoritySessionTokens, method: String) throws(RainError) -> SessionTokens {
+        guard !tokens.accessToken.isEmpty, !tokens.refreshToken.isEmpty, tokens.accessLifetime >= .zero else {
+            throw incompleteAnswer(method)
+        }
+        return SessionTokens(
+            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, accessLifetime: tokens.accessLifetime)
+    }
+
+    /// `SendLoginCode` for `/rain.wallet.v1.Authority/SendLoginCode`, for messages.
+    private static func name(_ method: String) -> String {
+        method.split(separator: "/").last.map(String.init) ?? method
+    }
+}
+
+/// Resumes one call's continuation exactly once, with the first of: the answer, the deadline.
+/// Whichever comes first stops the other (cancels the timer or the work).
+private final class CallGate: Sendable {
+    typealias Continuation = CheckedContinuation<Result<[UInt8], RainError>, Never>
+
+    private struct State {
+        var continuation: Continuation?
+        var work: Task<Void, Never>?
+        var timer: (any RainTimer)?
+        var isFinished = false
+        var isCancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    func begin(_ continuation: Continuation) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    /// Keeps the work and the timer so the loser can be stopped; stops them at once if the race is
+    /// already over or the caller was cancelled.
+    func attach(work: Task<Void, Never>, timer: any RainTimer) {
+        let (finished, cancelled) = state.withLock { s -> (Bool, Bool) in
+            s.work = work
+            s.timer = timer
+            return (s.isFinished, s.isCancelled)
+        }
+        if finished {
+            timer.cancel()
+            work.cancel()
+        } else if cancelled {
+            work.cancel()
+        }
+    }
+
+    func finish(_ result: Result<[UInt8], RainError>) {
+        let taken = state.withLock { s -> (Continuation, Task<Void, Never>?, (any RainTimer)?)? in
+            guard !s.isFinished, let c = s.continuation else { return nil }
+            s.isFinished = true
+            s.continuation = nil
+            return (c, s.work, s.timer)
+        }
+        guard let (continuation, work, timer) = taken else { return }
+        timer?.cancel()
+        // When the deadline won, stop the call (the server is sent a cancel); when the answer won,
+        // the task is finishing anyway.
+        work?.cancel()
+        continuation.resume(returning: result)
+    }
+
+    func cancelWork() {
+        let work = state.withLock { s -> Task<Void, Never>? in
+            s.isCancelled = true
+            return s.work
+        }
+        work?.cancel()
+    }
+}

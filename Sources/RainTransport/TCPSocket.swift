@@ -1,0 +1,261 @@
+import Foundation
+import RainCore
+
+/// A loopback TCP address (`HOST:PORT`) for the authority hop.
+///
+/// Until the authority hop has TLS, only loopback addresses exist: parsing refuses any other, so
+/// no socket is ever opened towards (or on) a non-loopback address. Accepted forms:
+/// `127.0.0.1:7000` (any of 127.0.0.0/8), `[::1]:7000` (also `[::ffff:127.x.y.z]`) and
+/// `localhost:7000`, which means 127.0.0.1 (no name is ever resolved). The port is 0–65535; 0
+/// asks `TCPSocket.listen` for an ephemeral port and is refused by `TCPSocket.connect`.
+public struct TCPAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The host as written: an IP literal (without brackets) or `localhost`.
+    public let host: String
+    /// The port.
+    public let port: UInt16
+    /// AF_INET or AF_INET6.
+    let family: Int32
+    /// The address in network byte order: 4 or 16 bytes.
+    let addressBytes: [UInt8]
+
+    /// The reason of the RAIN_102 for a non-loopback address.
+    public static let nonLoopbackReason = "non_loopback"
+    /// The reason of the RAIN_102 for text that is not `HOST:PORT`.
+    public static let malformedReason = "malformed_address"
+
+    /// Parses `HOST:PORT`.
+    ///
+    /// - Parameters:
+    ///   - text: for example `127.0.0.1:7000`, `[::1]:7000` or `localhost:7000`.
+    ///   - field: the option or setting named in errors (for example `listen` or `authority`).
+    /// - Throws: RAIN_102 with reason `malformed_address` for text that is not `HOST:PORT` (missing
+    ///   or bad port, an IPv6 literal without brackets, a bad host); RAIN_102 with reason
+    ///   `non_loopback` for any address that is not loopback, host names other than `localhost`
+    ///   included: non-loopback addresses need TLS, which this build does not have yet.
+    public init(parsing text: String, field: String = "address") throws(RainError) {
+        func malformed(_ why: String) -> RainError {
+            .invalid(
+                "invalid address \"\(text)\": \(why); use HOST:PORT, like 127.0.0.1:7000, [::1]:7000 or localhost:7000",
+                field: field, reason: Self.malformedReason)
+        }
+        let hostPart: Substring
+        let portPart: Substring
+        let isBracketed: Bool
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw malformed("a [ without its ]") }
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw malformed("the port is missing after ]") }
+            portPart = rest.dropFirst()
+            isBracketed = true
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw malformed("the port is missing") }
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+            if hostPart.contains(":") { throw malformed("an IPv6 address needs brackets, like [::1]:7000") }
+            isBracketed = false
+        }
+        guard !hostPart.isEmpty else { throw malformed("the host is missing") }
+        guard !portPart.isEmpty, portPart.utf8.count <= 5,
+            portPart.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let portNumber = Int(portPart), portNumber <= 65535
+        else { throw malformed("the port must be a number from 0 to 65535") }
+
+        let host = String(hostPart)
+        let nonLoopback = RainError.invalid(
+            "\(text) is not a loopback address: non-loopback addresses need TLS, which this build does not have yet; "
+                + "use 127.0.0.1, [::1] or localhost", field: field, reason: Self.nonLoopbackReason)
+        if isBracketed {
+            guard let bytes = Self.parseIP(host, family: AF_INET6) else { throw malformed("\(host) is not an IPv6 address") }
+            guard Self.isLoopbackIPv6(bytes) else { throw nonLoopback }
+            self.init(host: host, port: UInt16(portNumber), family: AF_INET6, addressBytes: bytes)
+        } else if host.lowercased() == "localhost" {
+            self.init(host: host, port: UInt16(portNumber), family: AF_INET, addressBytes: [127, 0, 0, 1])
+        } else if let bytes = Self.parseIP(host, family: AF_INET) {
+            guard bytes[0] == 127 else { throw nonLoopback }
+            self.init(host: host, port: UInt16(portNumber), family: AF_INET, addressBytes: bytes)
+        } else if host.utf8.allSatisfy({ Self.isHostNameByte($0) }) && !host.utf8.allSatisfy({ Self.isDigitOrDot($0) }) {
+            // A name we would have to resolve: it cannot be known to stay on this machine.
+            throw nonLoopback
+        } else {
+            throw malformed("\(host) is not an IPv4 address, a bracketed IPv6 address or localhost")
+        }
+    }
+
+    private init(host: String, port: UInt16, family: Int32, addressBytes: [UInt8]) {
+        self.host = host
+        self.port = port
+        self.family = family
+        self.addressBytes = addressBytes
+    }
+
+    /// The same address with another port (for example the one `listen` picked for port 0).
+    public func withPort(_ port: UInt16) -> TCPAddress {
+        TCPAddress(host: host, port: port, family: family, addressBytes: addressBytes)
+    }
+
+    /// `HOST:PORT`, with brackets around an IPv6 literal.
+    public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    private static func parseIP(_ text: String, family: Int32) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let ok = buffer.withUnsafeMutableBytes { inet_pton(family, text, $0.baseAddress) }
+        guard ok == 1 else { return nil }
+        return Array(buffer.prefix(family == AF_INET ? 4 : 16))
+    }
+
+    private static func isLoopbackIPv6(_ b: [UInt8]) -> Bool {
+        if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }  // ::1
+        // ::ffff:127.x.y.z, an IPv4 loopback address mapped into IPv6.
+        return b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff && b[12] == 127
+    }
+
+    private static func isHostNameByte(_ c: UInt8) -> Bool {
+        (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
+            || isDigitOrDot(c) || c == UInt8(ascii: "-")
+    }
+
+    private static func isDigitOrDot(_ c: UInt8) -> Bool {
+        (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: ".")
+    }
+
+    /// Calls `body` with this address as a `sockaddr`.
+    func withSocketAddress<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        if family == AF_INET6 {
+            var addr = sockaddr_in6()
+            addr.sin6_family = sa_family_t(AF_INET6)
+            addr.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &addr.sin6_addr) { buf in
+                for (i, b) in addressBytes.enumerated() { buf[i] = b }
+            }
+            return withUnsafePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        withUnsafeMutableBytes(of: &addr.sin_addr) { buf in
+            for (i, b) in addressBytes.enumerated() { buf[i] = b }
+        }
+        return withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+}
+
+/// TCP socket helpers for the authority hop (loopback only until TLS exists; see `TCPAddress`).
+public enum TCPSocket {
+    /// Binds and listens on `address`: non-blocking, close-on-exec, `SO_REUSEADDR` (a restarted
+    /// authority gets its port back at once), IPv6 sockets IPv6-only. Hand the descriptor to
+    /// `EventLoopServer` with `ServerOptions.isTCP` set. Read the port picked for port 0 with
+    /// `localPort(of:)`.
+    /// - Throws: RAIN_102 (field `listen`) when the address is in use; RAIN_502 when another socket
+    ///   call fails.
+    public static func listen(_ address: TCPAddress, backlog: Int32 = 512) throws(RainError) -> Int32 {
+        let fd = try makeSocket(family: address.family)
+        do throws(RainError) {
+            try setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, "SO_REUSEADDR")
+            if address.family == AF_INET6 {
+                try setOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, "IPV6_V6ONLY")
+            }
+            let rc = address.withSocketAddress { addr, len in bind(fd, addr, len) == 0 ? 0 : errno }
+            if rc == EADDRINUSE {
+                throw RainError(
+                    .invalidArgument, "cannot listen on \(address): the address is already in use",
+                    details: .init(field: "listen"), underlying: ErrnoError(code: rc))
+            }
+            if rc != 0 {
+                throw RainError(
+                    .internalError, "cannot bind \(address): \(String(cString: strerror(rc)))", underlying: ErrnoError(code: rc))
+            }
+            try Syscall.call("listen") { Foundation.listen(fd, backlog) }
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// The local port a socket is bound to (the ephemeral port after listening on port 0).
+    /// - Throws: RAIN_502 when `getsockname` fails.
+    public static func localPort(of fd: Int32) throws(RainError) -> UInt16 {
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        try withUnsafeMutablePointer(to: &storage) { p throws(RainError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(RainError) in
+                _ = try Syscall.call("getsockname") { getsockname(fd, sa, &len) }
+            }
+        }
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in.self).sin_port.bigEndian }
+        case AF_INET6:
+            return withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self).sin6_port.bigEndian }
+        default:
+            throw RainError(.internalError, "socket \(fd) is not a TCP socket")
+        }
+    }
+
+    /// Connects to `address`, waiting at most `timeout`, and returns a **blocking** socket with
+    /// `TCP_NODELAY` set (for `ClientConnection`'s reader thread). Blocks the calling thread: call it
+    /// off the Swift concurrency pool.
+    /// - Throws: RAIN_102 for port 0; RAIN_301 when the connection is refused, times out or fails
+    ///   otherwise; RAIN_502 when a socket cannot be created.
+    public static func connect(_ address: TCPAddress, timeout: Duration) throws(RainError) -> Int32 {
+        guard address.port != 0 else {
+            throw RainError.invalid("cannot connect to \(address): port 0 is not a port one can connect to", field: "address")
+        }
+        let fd = try makeSocket(family: address.family)
+        func fail(_ why: String, _ e: Int32?) -> RainError {
+            close(fd)
+            return RainError(.network, "cannot connect to \(address): \(why)", underlying: e.map { ErrnoError(code: $0) })
+        }
+        let rc = address.withSocketAddress { addr, len in Foundation.connect(fd, addr, len) == 0 ? 0 : errno }
+        if rc == EINPROGRESS || rc == EINTR {
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                let left = deadline - ContinuousClock.now
+                if left <= .zero { throw fail("no answer within \(timeout.milliseconds) ms", ETIMEDOUT) }
+                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                let n = poll(&p, 1, Int32(clamping: max(1, left.milliseconds)))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw fail(String(cString: strerror(errno)), errno)
+                }
+                if n > 0 { break }
+            }
+            var soError: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len) == 0 else {
+                throw fail(String(cString: strerror(errno)), errno)
+            }
+            if soError != 0 { throw fail(String(cString: strerror(soError)), soError) }
+        } else if rc != 0 {
+            throw fail(String(cString: strerror(rc)), rc)
+        }
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+            throw fail("fcntl failed: \(String(cString: strerror(errno)))", errno)
+        }
+        setNoDelay(fd)
+        return fd
+    }
+
+    /// Sets `TCP_NODELAY`: frames are small request/response messages, so Nagle's delay only adds
+    /// latency. Best effort (a failure changes timing, not behaviour).
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    private static func makeSocket(family: Int32) throws(RainError) -> Int32 {
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        return try Syscall.call("socket") { socket(family, type, 0) }
+    }
+
+    private static func setOption(_ fd: Int32, level: Int32, name: Int32, _ label: String) throws(RainError) {
+        var one: Int32 = 1
+        try Syscall.call("setsockopt \(label)") { setsockopt(fd, level, name, &one, socklen_t(MemoryLayout<Int32>.size)) }
+    }
+}

@@ -1,0 +1,333 @@
+internal import CProtobufC
+internal import CRainProto
+import Foundation
+import RainCore
+
+// Swift ⇄ protobuf-c for the authority hop's messages (proto/authority.proto). Generated
+// `Rain__Wallet__V1__…` names stay here.
+
+// MARK: shared pieces
+
+private func cAuthorityContact(_ contact: RainWalletContact?, _ arena: CArena) throws(RainError)
+    -> UnsafeMutablePointer<Rain__Wallet__V1__Contact>?
+{
+    guard let contact else { return nil }
+    var c = Rain__Wallet__V1__Contact()
+    rain__wallet__v1__contact__init(&c)
+    switch contact {
+    case .email: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_EMAIL
+    case .phone: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_PHONE
+    }
+    c.value = try arena.string(contact.value, field: "contact")
+    return arena.box(c)
+}
+
+/// nil for an absent contact or one of kind UNSPECIFIED (or a kind this build does not know).
+private func readAuthorityContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(RainError)
+    -> RainWalletContact?
+{
+    guard let c = p?.pointee else { return nil }
+    let value = try readString(c.value, field: "contact")
+    switch c.kind {
+    case RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_EMAIL: return .email(value)
+    case RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_PHONE: return .phone(value)
+    default: return nil
+    }
+}
+
+private func cTokens(_ tokens: AuthoritySessionTokens, _ arena: CArena) throws(RainError)
+    -> UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>
+{
+    var c = Rain__Wallet__V1__AuthoritySessionTokens()
+    rain__wallet__v1__authority_session_tokens__init(&c)
+    c.access_token = try arena.string(tokens.accessToken, field: "access_token")
+    c.refresh_token = try arena.string(tokens.refreshToken, field: "refresh_token")
+    c.access_lifetime_ms = tokens.accessLifetime.milliseconds
+    return arena.box(c)
+}
+
+/// Absent tokens read as empty ones (the receiver refuses them where they matter).
+private func readTokens(_ p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>?) throws(RainError)
+    -> AuthoritySessionTokens
+{
+    guard let c = p?.pointee else { return AuthoritySessionTokens(accessToken: "", refreshToken: "", accessLifetime: .zero) }
+    return AuthoritySessionTokens(
+        accessToken: try readString(c.access_token, field: "access_token"),
+        refreshToken: try readString(c.refresh_token, field: "refresh_token"),
+        accessLifetime: .milliseconds(c.access_lifetime_ms))
+}
+
+// MARK: messages
+
+extension AuthoritySendLoginCodeRequest {
+    /// Decodes an `AuthoritySendLoginCodeRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthoritySendLoginCodeRequest {
+        try unpackMessage(
+            bytes, name: "AuthoritySendLoginCodeRequest",
+            unpack: { rain__wallet__v1__authority_send_login_code_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_send_login_code_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthoritySendLoginCodeRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                contact: try readAuthorityContact(m.contact))
+        }
+    }
+    /// Encodes as an `AuthoritySendLoginCodeRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthoritySendLoginCodeRequest()
+        rain__wallet__v1__authority_send_login_code_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.contact = try cAuthorityContact(contact, arena)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_send_login_code_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_send_login_code_request__pack($0, $1) })
+    }
+}
+
+extension AuthoritySendLoginCodeResponse {
+    /// Decodes an `AuthoritySendLoginCodeResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthoritySendLoginCodeResponse {
+        try unpackMessage(
+            bytes, name: "AuthoritySendLoginCodeResponse",
+            unpack: { rain__wallet__v1__authority_send_login_code_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_send_login_code_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthoritySendLoginCodeResponse(
+                challengeID: try readString(m.challenge_id, field: "challenge_id"),
+                contact: try readAuthorityContact(m.contact), expiresAt: Date(unixMilliseconds: m.expires_at_ms))
+        }
+    }
+    /// Encodes as an `AuthoritySendLoginCodeResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthoritySendLoginCodeResponse()
+        rain__wallet__v1__authority_send_login_code_response__init(&m)
+        m.challenge_id = try arena.string(challengeID, field: "challenge_id")
+        m.contact = try cAuthorityContact(contact, arena)
+        m.expires_at_ms = expiresAt.unixMilliseconds
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_send_login_code_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_send_login_code_response__pack($0, $1) })
+    }
+}
+
+extension AuthorityConfirmLoginCodeRequest {
+    /// Decodes an `AuthorityConfirmLoginCodeRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityConfirmLoginCodeRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityConfirmLoginCodeRequest",
+            unpack: { rain__wallet__v1__authority_confirm_login_code_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_confirm_login_code_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityConfirmLoginCodeRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                challengeID: try readString(m.challenge_id, field: "challenge_id"),
+                code: try readString(m.code, field: "code"), devicePublicKey: readBytes(m.device_public_key))
+        }
+    }
+    /// Encodes as an `AuthorityConfirmLoginCodeRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest()
+        rain__wallet__v1__authority_confirm_login_code_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.challenge_id = try arena.string(challengeID, field: "challenge_id")
+        m.code = try arena.string(code, field: "code")
+        m.device_public_key = arena.bytes(devicePublicKey)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_confirm_login_code_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_confirm_login_code_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityConfirmLoginCodeResponse {
+    /// Decodes an `AuthorityConfirmLoginCodeResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityConfirmLoginCodeResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityConfirmLoginCodeResponse",
+            unpack: { rain__wallet__v1__authority_confirm_login_code_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_confirm_login_code_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityConfirmLoginCodeResponse(
+                accountID: try readString(m.account_id, field: "account_id"),
+                walletID: try readString(m.wallet_id, field: "wallet_id"), accountCreated: m.account_created != 0,
+                tokens: try readTokens(m.tokens))
+        }
+    }
+    /// Encodes as an `AuthorityConfirmLoginCodeResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityConfirmLoginCodeResponse()
+        rain__wallet__v1__authority_confirm_login_code_response__init(&m)
+        m.account_id = try arena.string(accountID, field: "account_id")
+        m.wallet_id = try arena.string(walletID, field: "wallet_id")
+        m.account_created = accountCreated ? 1 : 0
+        m.tokens = try cTokens(tokens, arena)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_confirm_login_code_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_confirm_login_code_response__pack($0, $1) })
+    }
+}
+
+extension AuthorityRefreshSessionRequest {
+    /// Decodes an `AuthorityRefreshSessionRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRefreshSessionRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityRefreshSessionRequest",
+            unpack: { rain__wallet__v1__authority_refresh_session_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_refresh_session_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityRefreshSessionRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                refreshToken: try readString(m.refresh_token, field: "refresh_token"),
+                timestamp: Date(unixMilliseconds: m.timestamp_ms), signature: readBytes(m.signature))
+        }
+    }
+    /// Encodes as an `AuthorityRefreshSessionRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityRefreshSessionRequest()
+        rain__wallet__v1__authority_refresh_session_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
+        m.timestamp_ms = timestamp.unixMilliseconds
+        m.signature = arena.bytes(signature)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_refresh_session_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_refresh_session_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityRefreshSessionResponse {
+    /// Decodes an `AuthorityRefreshSessionResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRefreshSessionResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityRefreshSessionResponse",
+            unpack: { rain__wallet__v1__authority_refresh_session_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_refresh_session_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in AuthorityRefreshSessionResponse(tokens: try readTokens(p.pointee.tokens)) }
+    }
+    /// Encodes as an `AuthorityRefreshSessionResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityRefreshSessionResponse()
+        rain__wallet__v1__authority_refresh_session_response__init(&m)
+        m.tokens = try cTokens(tokens, arena)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_refresh_session_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_refresh_session_response__pack($0, $1) })
+    }
+}
+
+extension AuthorityAccountInfoRequest {
+    /// Decodes an `AuthorityAccountInfoRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAccountInfoRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityAccountInfoRequest",
+            unpack: { rain__wallet__v1__authority_account_info_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_account_info_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            AuthorityAccountInfoRequest(
+                appID: try readString(p.pointee.app_id, field: "app_id"),
+                accessToken: try readString(p.pointee.access_token, field: "access_token"))
+        }
+    }
+    /// Encodes as an `AuthorityAccountInfoRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityAccountInfoRequest()
+        rain__wallet__v1__authority_account_info_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.access_token = try arena.string(accessToken, field: "access_token")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_account_info_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_account_info_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityAccountInfoResponse {
+    /// Decodes an `AuthorityAccountInfoResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAccountInfoResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityAccountInfoResponse",
+            unpack: { rain__wallet__v1__authority_account_info_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_account_info_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            var contacts: [RainWalletContact] = []
+            if let list = m.contacts {
+                for i in 0..<m.n_contacts {
+                    if let contact = try readAuthorityContact(list[i]) { contacts.append(contact) }
+                }
+            }
+            return AuthorityAccountInfoResponse(
+                accountID: try readString(m.account_id, field: "account_id"),
+                walletID: try readString(m.wallet_id, field: "wallet_id"),
+                createdAt: Date(unixMilliseconds: m.created_at_ms), contacts: contacts)
+        }
+    }
+    /// Encodes as an `AuthorityAccountInfoResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityAccountInfoResponse()
+        rain__wallet__v1__authority_account_info_response__init(&m)
+        m.account_id = try arena.string(accountID, field: "account_id")
+        m.wallet_id = try arena.string(walletID, field: "wallet_id")
+        m.created_at_ms = createdAt.unixMilliseconds
+        var list: [UnsafeMutablePointer<Rain__Wallet__V1__Contact>?] = []
+        for contact in contacts { list.append(try cAuthorityContact(contact, arena)) }
+        m.n_contacts = list.count
+        m.contacts = arena.array(list)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_account_info_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_account_info_response__pack($0, $1) })
+    }
+}
+
+extension AuthorityRevokeSessionRequest {
+    /// Decodes an `AuthorityRevokeSessionRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityRevokeSessionRequest",
+            unpack: { rain__wallet__v1__authority_revoke_session_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_revoke_session_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            AuthorityRevokeSessionRequest(
+                appID: try readString(p.pointee.app_id, field: "app_id"),
+                refreshToken: try readString(p.pointee.refresh_token, field: "refresh_token"))
+        }
+    }
+    /// Encodes as an `AuthorityRevokeSessionRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityRevokeSessionRequest()
+        rain__wallet__v1__authority_revoke_session_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_revoke_session_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_revoke_session_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityRevokeSessionResponse {
+    /// Decodes an `AuthorityRevokeSessionResponse` (empty; unknown fields are ignored).
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityRevokeSessionResponse",
+            unpack: { rain__wallet__v1__authority_revoke_session_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_revoke_session_response__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in AuthorityRevokeSessionResponse() }
+    }
+    /// Encodes as an `AuthorityRevokeSessionResponse` (zero bytes).
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}

@@ -1,0 +1,680 @@
+import Foundation
+import RainCore
+import RainCrypto
+import RainTestSupport
+import RainTransport
+import RainWire
+import Synchronization
+import Testing
+
+@testable import RainAuthority
+
+/// An `EventLoopServer` on a loopback TCP port, serving `handler`, with its loop on a thread.
+final class RunningTCPServer: Sendable {
+    let server: EventLoopServer
+    let port: UInt16
+    private let isFinished = Mutex(false)
+
+    /// Listens on 127.0.0.1:`port` (0: an ephemeral port) and starts the loop.
+    init(handler: any ServerHandler, port: UInt16 = 0, logger: Logger) throws {
+        let address = try TCPAddress(parsing: "127.0.0.1:\(port)", field: "listen")
+        let fd = try TCPSocket.listen(address)
+        self.port = try TCPSocket.localPort(of: fd)
+        var options = ServerOptions()
+        options.isTCP = true
+        server = try EventLoopServer(listeningSocket: fd, options: options, handler: handler, logger: logger)
+        let thread = Thread { [self] in
+            server.run()
+            isFinished.withLock { $0 = true }
+        }
+        thread.name = "test.authority.loop"
+        thread.start()
+    }
+
+    /// `127.0.0.1:PORT`.
+    var address: String { "127.0.0.1:\(port)" }
+
+    /// Stops the loop and waits until it has returned (its listening socket and connections closed).
+    func stop() async {
+        server.stop(drainTimeout: .milliseconds(200))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !isFinished.withLock({ $0 }) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(isFinished.withLock { $0 }, "the server loop did not stop")
+    }
+}
+
+/// An embedded authority (SQLite in a temp directory, manual clock, capturing sender) served by an
+/// `AuthorityService` on 127.0.0.1, and a `RemoteAuthority` that calls it.
+struct RemoteFixture {
+    let directory: String
+    let clock: ManualClock
+    let sender: CapturingCodeSender
+    let store: SQLiteAuthorityStore
+    let embedded: EmbeddedAuthority
+    let service: AuthorityService
+    let server: RunningTCPServer
+    let remote: RemoteAuthority
+    let logSink: CapturingLogSink
+    let logger: Logger
+
+    static let app = "app-one"
+    static let device = "device-a"
+    static let email = RainWalletContact.email("user@example.com")
+
+    /// Runs `body` with a fresh fixture and tears everything down afterwards.
+    /// - Parameter withOutbox: deliver codes to an outbox file (so `listOutbox` has entries) instead
+    ///   of the capturing sender.
+    static func with(
+        isDevOutboxEnabled: Bool = false, withOutbox: Bool = false, callTimeout: Duration = .seconds(20),
+        _ body: (RemoteFixture) async throws -> Void
+    ) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sink = CapturingLogSink()
+        let logger = Logger(label: "test", minimumLevel: .debug, sink: sink)
+        let clock = ManualClock()
+        let sender = CapturingCodeSender()
+        let store = try await SQLiteAuthorityStore.open(stateDirectory: directory)
+        let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 9, count: 32)))
+        let outbox = withOutbox ? OutboxCodeSender(stateDirectory: directory, logger: logger.child("outbox")) : nil
+        let embedded = EmbeddedAuthority(
+            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true), clock: clock,
+            sender: outbox ?? sender, outbox: outbox, logger: logger.child("authority"))
+        let service = AuthorityService(
+            authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"))
+        let server = try RunningTCPServer(handler: service, logger: logger.child("loop"))
+        let remote = try RemoteAuthority(
+            address: server.address, connectTimeout: .seconds(2), callTimeout: callTimeout, logger: logger.child("remote"))
+        let fixture = RemoteFixture(
+            directory: directory, clock: clock, sender: sender, store: store, embedded: embedded, service: service,
+            server: server, remote: remote, logSink: sink, logger: logger)
+        do {
+            try await body(fixture)
+        } catch {
+            remote.close()
+            await server.stop()
+            await store.close()
+            throw error
+        }
+        remote.close()
+        await server.stop()
+        await store.close()
+    }
+
+    /// Sends a code through the remote authority; returns the challenge and the delivered code.
+    func send(
+        _ contact: RainWalletContact = RemoteFixture.email, device: String = RemoteFixture.device,
+        via authority: (any Authority)? = nil
+    ) async throws -> (challenge: SendCodeResult, code: String) {
+        let result = try await (authority ?? remote).sendLoginCode(
+            SendCodeRequest(appID: Self.app, deviceID: device, contact: contact))
+        return (result, try sender.lastCode(to: contact))
+    }
+
+    /// Sends and confirms through the remote authority, binding the session to `key`.
+    func login(
+        _ contact: RainWalletContact = RemoteFixture.email, device: String = RemoteFixture.device,
+        key: Ed25519PrivateKey? = nil, via authority: (any Authority)? = nil
+    ) async throws -> LoginResult {
+        let (challenge, code) = try await send(contact, device: device, via: authority)
+        return try await (authority ?? remote).confirmLoginCode(
+            ConfirmCodeRequest(
+                appID: Self.app, deviceID: device, challengeID: challenge.challengeID, code: code,
+                devicePublicKey: key?.publicKey.rawRepresentation ?? []))
+    }
+}
+
+/// An authority whose every call waits `delay` and then fails (for deadlines).
+struct SlowAuthority: Authority {
+    var delay: Duration
+
+    private func wait() async throws(RainError) -> Never {
+        try? await Task.sleep(for: delay)
+        throw RainError(.internalError, "too late")
+    }
+    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult { try await wait() }
+    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult { try await wait() }
+    func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens { try await wait() }
+    func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo { try await wait() }
+    func revokeSession(appID: String, refreshToken: String) async throws(RainError) { try await wait() }
+    func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await wait() }
+}
+
+@Suite("Remote authority over TCP")
+struct RemoteAuthorityTests {
+    // MARK: - Login
+
+    @Test("send and confirm across the wire: account created, session bound to the device key, tokens")
+    func sendAndConfirm() async throws {
+        try await RemoteFixture.with { f in
+            let key = try Ed25519PrivateKey()
+            let (challenge, code) = try await f.send(.email("user@example.com"))
+            #expect(challenge.challengeID.hasPrefix("chl_"))
+            #expect(challenge.contact == RemoteFixture.email)
+            #expect(challenge.expiresAt == f.clock.now.adding(.seconds(300)))
+
+            let login = try await f.remote.confirmLoginCode(
+                ConfirmCodeRequest(
+                    appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
+                    code: code, devicePublicKey: key.publicKey.rawRepresentation))
+            #expect(login.accountCreated)
+            #expect(login.accountID.hasPrefix("acct_"))
+            #expect(login.walletID.hasPrefix("wal_"))
+            #expect(login.tokens.accessToken.hasPrefix("rwa_"))
+            #expect(login.tokens.refreshToken.hasPrefix("rwr_"))
+            #expect(login.tokens.accessLifetime == .seconds(900))
+
+            // The device key crossed the wire: the stored session is bound to it.
+            let sessions = try await f.store.sessions(appID: RemoteFixture.app, accountID: login.accountID)
+            #expect(sessions.last?.devicePublicKey == key.publicKey.rawRepresentation)
+            #expect(sessions.last?.deviceID == RemoteFixture.device)
+
+            // A second login finds the same account and wallet.
+            let again = try await f.login(key: key)
+            #expect(!again.accountCreated)
+            #expect(again.accountID == login.accountID)
+            #expect(again.walletID == login.walletID)
+        }
+    }
+
+    @Test("a wrong code is RAIN_203 with attemptsRemaining 2 across the wire; the third locks it")
+    func wrongCode() async throws {
+        try await RemoteFixture.with { f in
+            let (challenge, code) = try await f.send()
+            func confirm(_ typed: String) async -> RainError? {
+                await rainError {
+                    _ = try await f.remote.confirmLoginCode(
+                        ConfirmCodeRequest(
+                            appID: RemoteFixture.app, deviceID: RemoteFixture.device,
+                            challengeID: challenge.challengeID, code: typed))
+                }
+            }
+            let first = try #require(await confirm(RainAuthorityTests.wrongCode(for: code)))
+            #expect(first.code == .invalidLoginCode)
+            #expect(first.details.attemptsRemaining == 2)
+            #expect(first.details.reason == "wrong")
+            #expect(!first.message.contains(code))
+
+            let second = try #require(await confirm(RainAuthorityTests.wrongCode(for: code)))
+            #expect(second.details.attemptsRemaining == 1)
+            let third = try #require(await confirm(RainAuthorityTests.wrongCode(for: code)))
+            #expect(third.code == .invalidLoginCode)
+            #expect(third.details.attemptsRemaining == 0)
+            #expect(third.details.reason == "locked")
+            let afterLock = try #require(await confirm(code))
+            #expect(afterLock.details.reason == "locked")
+        }
+    }
+
+    @Test("the authority's other errors pass through with their code and details")
+    func errorsPassThrough() async throws {
+        try await RemoteFixture.with { f in
+            let unnormalized = await rainError {
+                _ = try await f.remote.sendLoginCode(
+                    SendCodeRequest(appID: RemoteFixture.app, deviceID: RemoteFixture.device, contact: .email(" A@B.com")))
+            }
+            #expect(unnormalized?.code == .invalidArgument)
+            #expect(unnormalized?.details.reason == "not_normalized")
+            #expect(unnormalized?.details.field == "email")
+
+            let unknownChallenge = await rainError {
+                _ = try await f.remote.confirmLoginCode(
+                    ConfirmCodeRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: "chl_nope", code: "123456"))
+            }
+            #expect(unknownChallenge?.code == .invalidArgument)
+            #expect(unknownChallenge?.details.reason == "no_pending_code")
+            #expect(unknownChallenge?.details.field == "challengeId")
+
+            let badKey = await rainError {
+                let (challenge, code) = try await f.send()
+                _ = try await f.remote.confirmLoginCode(
+                    ConfirmCodeRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
+                        code: code, devicePublicKey: [1, 2, 3]))
+            }
+            #expect(badKey?.code == .invalidArgument)
+            #expect(badKey?.details.field == "devicePublicKey")
+
+            f.sender.fail(with: RainError(.provider, "smtp is down"))
+            let delivery = await rainError { _ = try await f.send() }
+            #expect(delivery?.code == .provider)
+        }
+    }
+
+    // MARK: - Sessions
+
+    @Test("revokeSession over the wire ends the session: its access token and refresh are refused")
+    func revoke() async throws {
+        try await RemoteFixture.with { f in
+            let key = try Ed25519PrivateKey()
+            let login = try await f.login(key: key)
+            try await f.remote.revokeSession(appID: RemoteFixture.app, refreshToken: login.tokens.refreshToken)
+            // Unknown or already revoked tokens succeed silently.
+            try await f.remote.revokeSession(appID: RemoteFixture.app, refreshToken: login.tokens.refreshToken)
+            try await f.remote.revokeSession(appID: RemoteFixture.app, refreshToken: "rwr_unknown")
+
+            let info = await rainError {
+                _ = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
+            }
+            #expect(info?.code == .sessionExpired)
+            #expect(info?.details.reason == "revoked")
+            let refresh = await rainError {
+                _ = try await f.remote.refreshSession(
+                    RefreshRequest.signed(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
+                        timestamp: f.clock.now, deviceKey: key))
+            }
+            #expect(refresh?.code == .sessionExpired)
+            #expect(refresh?.details.reason == "revoked")
+        }
+    }
+
+    @Test("refreshSession and accountInfo over the wire: signed refresh rotates, the new access token reads the account")
+    func refreshAndAccountInfo() async throws {
+        try await RemoteFixture.with { f in
+            let key = try Ed25519PrivateKey()
+            let login = try await f.login(key: key)
+
+            let info = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
+            #expect(info.accountID == login.accountID)
+            #expect(info.walletID == login.walletID)
+            #expect(info.contacts == [RemoteFixture.email])
+            #expect(info.createdAt == f.clock.now)
+
+            f.clock.advance(by: .seconds(600))
+            // The signature covers the timestamp in Unix ms, which is what crosses the wire.
+            let timestamp = f.clock.now.addingTimeInterval(0.000_4)
+            let request = try RefreshRequest.signed(
+                appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
+                timestamp: timestamp, deviceKey: key)
+            let next = try await f.remote.refreshSession(request)
+            #expect(next.accessToken != login.tokens.accessToken)
+            #expect(next.refreshToken != login.tokens.refreshToken)
+            #expect(next.accessLifetime == .seconds(900))
+
+            // The same request again, within the grace window, gets the same pair.
+            let repeated = try await f.remote.refreshSession(request)
+            #expect(repeated.accessToken == next.accessToken)
+            #expect(repeated.refreshToken == next.refreshToken)
+
+            let after = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: next.accessToken)
+            #expect(after.accountID == login.accountID)
+            let old = await rainError {
+                _ = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
+            }
+            #expect(old?.code == .sessionExpired)
+            #expect(old?.details.reason == "invalid_token")
+        }
+    }
+
+    @Test("a refresh signed by another key is refused with its reason, and burns the session")
+    func refreshWrongKey() async throws {
+        try await RemoteFixture.with { f in
+            let key = try Ed25519PrivateKey()
+            let login = try await f.login(key: key)
+            let thief = await rainError {
+                _ = try await f.remote.refreshSession(
+                    RefreshRequest.signed(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
+                        timestamp: f.clock.now, deviceKey: try Ed25519PrivateKey()))
+            }
+            #expect(thief?.code == .sessionExpired)
+            #expect(thief?.details.reason == "refresh_rejected")
+            let owner = await rainError {
+                _ = try await f.remote.refreshSession(
+                    RefreshRequest.signed(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
+                        timestamp: f.clock.now, deviceKey: key))
+            }
+            #expect(owner?.code == .sessionExpired)
+        }
+    }
+
+    // MARK: - Outbox and info
+
+    @Test("listOutbox is RAIN_202 unless the service runs with the development outbox")
+    func outboxDisabled() async throws {
+        try await RemoteFixture.with(isDevOutboxEnabled: false, withOutbox: true) { f in
+            let error = await rainError { _ = try await f.remote.listOutbox() }
+            #expect(error?.code == .unauthorized)
+            let info = try await f.remote.getInfo()
+            #expect(!info.capabilities.contains("dev-outbox"))
+        }
+    }
+
+    @Test("with the development outbox, listOutbox returns the deliveries across the wire")
+    func outboxEnabled() async throws {
+        try await RemoteFixture.with(isDevOutboxEnabled: true, withOutbox: true) { f in
+            _ = try await f.remote.sendLoginCode(
+                SendCodeRequest(appID: RemoteFixture.app, deviceID: RemoteFixture.device, contact: .phone("+15551234567")))
+            _ = try await f.remote.sendLoginCode(
+                SendCodeRequest(appID: "app-two", deviceID: RemoteFixture.device, contact: RemoteFixture.email))
+            let local = try await f.embedded.listOutbox()
+            let remote = try await f.remote.listOutbox()
+            #expect(remote.count == 2)
+            #expect(remote == local)
+            #expect(remote.first?.kind == "phone")
+            #expect(remote.first?.contact == "+15551234567")
+            #expect(remote.last?.appID == "app-two")
+            #expect(remote.allSatisfy { $0.code.utf8.count == 6 })
+            let info = try await f.remote.getInfo()
+            #expect(info.capabilities.contains("dev-outbox"))
+        }
+    }
+
+    @Test("GetInfo reports the version, protocol version, capabilities and frame limit")
+    func getInfo() async throws {
+        try await RemoteFixture.with { f in
+            let info = try await f.remote.getInfo()
+            #expect(info.daemonVersion == "test")
+            #expect(info.protocolVersion == protocolVersion)
+            #expect(info.maxFrameBytes == UInt32(Frame.defaultMaximumLength))
+            #expect(info.capabilities == ["login-code", "refresh", "account-info", "revoke"])
+        }
+    }
+
+    // MARK: - Service admission
+
+    @Test("the service answers an unknown method and an undecodable payload with RAIN_102 and stays up")
+    func serviceAdmission() async throws {
+        try await RemoteFixture.with { f in
+            let address = try TCPAddress(parsing: f.server.address)
+            let connection = try ClientConnection(tcp: address)
+            defer { connection.close() }
+            let unknown = await rainError {
+                _ = try await connection.call(method: "/rain.wallet.v1.Authority/Nope", payload: [])
+            }
+            #expect(unknown?.code == .invalidArgument)
+            #expect(unknown?.details.reason == "unknown_method")
+            // A device-protocol method is not an authority method.
+            let deviceMethod = await rainError { _ = try await connection.call(method: Method.getInfo, payload: []) }
+            #expect(deviceMethod?.details.reason == "unknown_method")
+
+            let garbage = await rainError {
+                _ = try await connection.call(method: AuthorityMethod.sendLoginCode, payload: [0xff, 0xff, 0xff])
+            }
+            #expect(garbage?.code == .invalidArgument)
+            #expect(garbage?.details.reason == "undecodable_payload")
+
+            let noContact = await rainError {
+                _ = try await connection.call(
+                    method: AuthorityMethod.sendLoginCode,
+                    payload: try AuthoritySendLoginCodeRequest(appID: "a", deviceID: "d", contact: nil).encode())
+            }
+            #expect(noContact?.code == .invalidArgument)
+            #expect(noContact?.details.field == "contact")
+
+            // The connection and the service still work.
+            let info = try GetInfoResponse.decode(try await connection.call(method: AuthorityMethod.getInfo, payload: []))
+            #expect(info.protocolVersion == protocolVersion)
+            _ = try await f.send()
+        }
+    }
+
+    @Test("many concurrent calls share the one connection and each gets its own answer")
+    func concurrentCalls() async throws {
+        try await RemoteFixture.with { f in
+            let results = try await withThrowingTaskGroup(of: (Int, SendCodeResult).self) { group in
+                for i in 0..<24 {
+                    group.addTask {
+                        let r = try await f.remote.sendLoginCode(
+                            SendCodeRequest(
+                                appID: RemoteFixture.app, deviceID: "device-\(i)", contact: .email("user\(i)@example.com")))
+                        return (i, r)
+                    }
+                }
+                var all: [Int: SendCodeResult] = [:]
+                for try await (i, r) in group { all[i] = r }
+                return all
+            }
+            #expect(results.count == 24)
+            for (i, r) in results { #expect(r.contact == .email("user\(i)@example.com")) }
+            #expect(Set(results.values.map(\.challengeID)).count == 24)
+            #expect(f.server.server.counts.connections == 1)
+        }
+    }
+
+    @Test("codes and tokens never appear in either side's logs")
+    func secretsStayOutOfLogs() async throws {
+        try await RemoteFixture.with { f in
+            let key = try Ed25519PrivateKey()
+            let (challenge, code) = try await f.send()
+            _ = await rainError {
+                _ = try await f.remote.confirmLoginCode(
+                    ConfirmCodeRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
+                        code: RainAuthorityTests.wrongCode(for: code)))
+            }
+            let login = try await f.remote.confirmLoginCode(
+                ConfirmCodeRequest(
+                    appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
+                    code: code, devicePublicKey: key.publicKey.rawRepresentation))
+            let next = try await f.remote.refreshSession(
+                RefreshRequest.signed(
+                    appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
+                    timestamp: f.clock.now, deviceKey: key))
+            _ = await rainError { _ = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: "rwa_bad") }
+            try await f.remote.revokeSession(appID: RemoteFixture.app, refreshToken: next.refreshToken)
+
+            let secrets = [
+                code, login.tokens.accessToken, login.tokens.refreshToken, next.accessToken, next.refreshToken,
+            ]
+            let lines = f.logSink.captured
+            #expect(lines.contains { $0.contains("call.failed") })
+            for line in lines {
+                for secret in secrets { #expect(!line.contains(secret), "a log line holds a secret: \(line)") }
+            }
+            // The wire models print redacted too.
+            let wire = AuthorityConfirmLoginCodeRequest(appID: "a", deviceID: "d", challengeID: "c", code: code)
+            #expect(!String(describing: wire).contains(code))
+            let tokens = AuthoritySessionTokens(
+                accessToken: next.accessToken, refreshToken: next.refreshToken, accessLifetime: .seconds(1))
+            #expect(!String(describing: tokens).contains(next.refreshToken))
+        }
+    }
+
+    // MARK: - Reachability
+
+    @Test("authority stopped: calls give RAIN_301; restarted on the same port: calls work again")
+    func stopAndRestart() async throws {
+        try await RemoteFixture.with { f in
+            let login = try await f.login()
+            let port = f.server.port
+            await f.server.stop()
+
+            for _ in 0..<3 {
+                let error = await rainError {
+                    _ = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
+                }
+                #expect(error?.code == .network)
+                #expect(error?.details.reason == "authority_unreachable")
+                #expect(error?.message.contains("127.0.0.1:\(port)") == true)
+                #expect(error?.message.contains(login.tokens.accessToken) == false)
+            }
+            let send = await rainError { _ = try await f.send() }
+            #expect(send?.code == .network)
+
+            let restarted = try RunningTCPServer(handler: f.service, port: port, logger: f.logger.child("loop2"))
+            do {
+                let info = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
+                #expect(info.accountID == login.accountID)
+                let again = try await f.login()
+                #expect(again.accountID == login.accountID)
+            } catch {
+                await restarted.stop()
+                throw error
+            }
+            await restarted.stop()
+        }
+    }
+
+    @Test("a connection dropped while calls are idle is replaced by the next call")
+    func reconnectAfterIdleDrop() async throws {
+        try await RemoteFixture.with { f in
+            _ = try await f.remote.getInfo()
+            let port = f.server.port
+            await f.server.stop()
+            let restarted = try RunningTCPServer(handler: f.service, port: port, logger: f.logger.child("loop2"))
+            // The old connection's end may not have been seen yet: poll with a deadline.
+            var info: GetInfoResponse?
+            let deadline = ContinuousClock.now + .seconds(10)
+            while info == nil && ContinuousClock.now < deadline {
+                do {
+                    info = try await f.remote.getInfo()
+                } catch let error as RainError {
+                    #expect(error.code == .network)
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            #expect(info?.daemonVersion == "test")
+            await restarted.stop()
+        }
+    }
+
+    @Test("nothing listening: RAIN_301 without waiting for the connect timeout")
+    func nothingListening() async throws {
+        // Take an ephemeral port and release it, so nothing listens there.
+        let fd = try TCPSocket.listen(TCPAddress(parsing: "127.0.0.1:0"))
+        let port = try TCPSocket.localPort(of: fd)
+        close(fd)
+        let remote = try RemoteAuthority(
+            address: "127.0.0.1:\(port)", logger: Logger(label: "test", sink: CapturingLogSink()))
+        defer { remote.close() }
+        let started = ContinuousClock.now
+        let error = await rainError { _ = try await remote.listOutbox() }
+        #expect(error?.code == .network)
+        #expect(error?.details.reason == "authority_unreachable")
+        #expect(error?.message.hasPrefix("the authority at 127.0.0.1:\(port) could not be reached") == true)
+        #expect(ContinuousClock.now - started < .seconds(4))
+    }
+
+    @Test("an authority that does not answer in time: RAIN_301 deadline_exceeded, and the connection stays usable")
+    func callDeadline() async throws {
+        let sink = CapturingLogSink()
+        let logger = Logger(label: "test", sink: sink)
+        let service = AuthorityService(authority: SlowAuthority(delay: .seconds(3)), logger: logger)
+        let server = try RunningTCPServer(handler: service, logger: logger)
+        let remote = try RemoteAuthority(address: server.address, callTimeout: .milliseconds(200), logger: logger)
+        let started = ContinuousClock.now
+        let error = await rainError { try await remote.revokeSession(appID: "app", refreshToken: "rwr_x") }
+        #expect(error?.code == .network)
+        #expect(error?.details.reason == "deadline_exceeded")
+        #expect(ContinuousClock.now - started < .seconds(2))
+        let info = try await remote.getInfo()
+        #expect(info.protocolVersion == protocolVersion)
+        remote.close()
+        await server.stop()
+    }
+
+    @Test("a closed client refuses further calls with RAIN_301")
+    func closedClient() async throws {
+        try await RemoteFixture.with { f in
+            _ = try await f.remote.getInfo()
+            f.remote.close()
+            let error = await rainError { _ = try await f.remote.getInfo() }
+            #expect(error?.code == .network)
+        }
+    }
+
+    // MARK: - Addresses
+
+    @Test(
+        "loopback addresses parse",
+        arguments: [
+            ("127.0.0.1:7000", "127.0.0.1:7000", 7000), ("[::1]:7000", "[::1]:7000", 7000),
+            ("localhost:7000", "localhost:7000", 7000), ("LOCALHOST:1", "LOCALHOST:1", 1),
+            ("127.5.6.7:65535", "127.5.6.7:65535", 65535), ("127.0.0.1:0", "127.0.0.1:0", 0),
+            ("[::ffff:127.0.0.1]:80", "[::ffff:127.0.0.1]:80", 80),
+        ] as [(String, String, Int)])
+    func loopbackParses(text: String, description: String, port: Int) throws {
+        let address = try TCPAddress(parsing: text)
+        #expect(address.description == description)
+        #expect(Int(address.port) == port)
+    }
+
+    @Test(
+        "non-loopback addresses are refused with RAIN_102 before any socket call",
+        arguments: [
+            "0.0.0.0:7000", "192.0.2.1:7000", "10.0.0.1:7000", "128.0.0.1:7000", "[::]:7000", "[2001:db8::1]:7000",
+            "[::ffff:192.0.2.1]:7000", "example.com:7000", "authority.internal:7000",
+        ])
+    func nonLoopbackRefused(text: String) async throws {
+        let parse = await rainError { _ = try TCPAddress(parsing: text, field: "listen") }
+        #expect(parse?.code == .invalidArgument)
+        #expect(parse?.details.reason == TCPAddress.nonLoopbackReason)
+        #expect(parse?.details.field == "listen")
+        #expect(parse?.message.contains("TLS") == true)
+        // RemoteAuthority refuses it at construction; nothing is ever sent.
+        let remote = await rainError {
+            _ = try RemoteAuthority(address: text, logger: Logger(label: "test", sink: CapturingLogSink()))
+        }
+        #expect(remote?.code == .invalidArgument)
+        #expect(remote?.details.reason == TCPAddress.nonLoopbackReason)
+        #expect(remote?.details.field == "authority")
+    }
+
+    @Test(
+        "malformed addresses are refused with RAIN_102",
+        arguments: [
+            "", "7000", ":7000", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:7000x",
+            "127.0.0.1:123456", "::1:7000", "[::1]7000", "[::1", "[::1]:", "[]:7000", "127.1:7000", "[127.0.0.1]:7000",
+            "local host:7000", "localhost:+80", "999.0.0.1:7000", " 127.0.0.1:7000",
+        ])
+    func malformedRefused(text: String) async throws {
+        let error = await rainError { _ = try TCPAddress(parsing: text) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.details.reason == TCPAddress.malformedReason)
+    }
+
+    @Test("port 0 is for listening only: RemoteAuthority and connect refuse it")
+    func portZero() async throws {
+        let remote = await rainError {
+            _ = try RemoteAuthority(address: "127.0.0.1:0", logger: Logger(label: "test", sink: CapturingLogSink()))
+        }
+        #expect(remote?.code == .invalidArgument)
+        let connect = await rainError { _ = try TCPSocket.connect(TCPAddress(parsing: "127.0.0.1:0"), timeout: .seconds(1)) }
+        #expect(connect?.code == .invalidArgument)
+    }
+
+    @Test("a port already in use is RAIN_102; a stopped server's port can be bound again at once")
+    func portInUse() async throws {
+        let fd = try TCPSocket.listen(TCPAddress(parsing: "127.0.0.1:0"))
+        let port = try TCPSocket.localPort(of: fd)
+        let busy = await rainError { _ = try TCPSocket.listen(TCPAddress(parsing: "127.0.0.1:\(port)")) }
+        #expect(busy?.code == .invalidArgument)
+        #expect(busy?.details.field == "listen")
+        close(fd)
+        let again = try TCPSocket.listen(TCPAddress(parsing: "127.0.0.1:\(port)"))
+        #expect(try TCPSocket.localPort(of: again) == port)
+        close(again)
+    }
+
+    @Test("an IPv6 loopback listener serves a RemoteAuthority")
+    func ipv6Loopback() async throws {
+        let sink = CapturingLogSink()
+        let logger = Logger(label: "test", sink: sink)
+        let address = try TCPAddress(parsing: "[::1]:0")
+        let fd: Int32
+        do {
+            fd = try TCPSocket.listen(address)
+        } catch {
+            // A machine without IPv6 on loopback cannot run this test.
+            return
+        }
+        let port = try TCPSocket.localPort(of: fd)
+        var options = ServerOptions()
+        options.isTCP = true
+        let service = AuthorityService(authority: SlowAuthority(delay: .zero), version: "v6", logger: logger)
+        let server = try EventLoopServer(listeningSocket: fd, options: options, handler: service, logger: logger)
+        let thread = Thread { server.run() }
+        thread.start()
+        let remote = try RemoteAuthority(address: "[::1]:\(port)", logger: logger)
+        let info = try await remote.getInfo()
+        #expect(info.daemonVersion == "v6")
+        remote.close()
+        server.stop(drainTimeout: .zero)
+    }
+}

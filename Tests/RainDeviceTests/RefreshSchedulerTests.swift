@@ -1,0 +1,278 @@
+import Foundation
+import RainAuthority
+import RainCore
+import RainCrypto
+import RainTestSupport
+import RainTransport
+import RainWire
+import Synchronization
+import Testing
+
+@testable import RainDevice
+
+/// Forwards to a real authority; refreshes can be made to fail transiently or wait at a gate.
+final class ControlledAuthority: Authority {
+    let inner: any Authority
+    struct State {
+        var refreshCalls = 0
+        var transientFailuresLeft = 0
+        var isGateClosed = false
+    }
+    let state = Mutex(State())
+
+    init(_ inner: any Authority) { self.inner = inner }
+
+    var refreshCalls: Int { state.withLock { $0.refreshCalls } }
+    func failNextRefreshes(_ n: Int) { state.withLock { $0.transientFailuresLeft = n } }
+    func closeGate() { state.withLock { $0.isGateClosed = true } }
+    func openGate() { state.withLock { $0.isGateClosed = false } }
+
+    func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
+        let fail = state.withLock { s -> Bool in
+            s.refreshCalls += 1
+            if s.transientFailuresLeft > 0 {
+                s.transientFailuresLeft -= 1
+                return true
+            }
+            return false
+        }
+        if fail { throw RainError(.network, "authority unreachable (test)") }
+        while state.withLock({ $0.isGateClosed }) { try? await Task.sleep(for: .milliseconds(2)) }
+        return try await inner.refreshSession(request)
+    }
+
+    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult { try await inner.sendLoginCode(request) }
+    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
+        try await inner.confirmLoginCode(request)
+    }
+    func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+        try await inner.accountInfo(appID: appID, accessToken: accessToken)
+    }
+    func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
+        try await inner.revokeSession(appID: appID, refreshToken: refreshToken)
+    }
+    func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await inner.listOutbox() }
+}
+
+/// Polls `condition` (real time) until it holds or 10 s pass.
+func eventually(_ what: String, _ condition: () async -> Bool) async {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline {
+        if await condition() { return }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    Issue.record("timed out waiting for: \(what)")
+}
+
+struct SchedulerFixture {
+    let dir = TempDir()
+    let clock = ManualClock()
+    let sender = CapturingSender()
+    let authority: ControlledAuthority
+    let embedded: EmbeddedAuthority
+    let storage = InMemoryStorage()
+    let service: DeviceService
+    let logger = Logger(label: "test", sink: CapturingLogSink())
+
+    init(policy: RainWalletSessionPolicy = .default) async throws {
+        embedded = try await EmbeddedAuthority(stateDirectory: dir.path, clock: clock, sender: sender, logger: logger)
+        authority = ControlledAuthority(embedded)
+        var config = DaemonConfig()
+        config.profiles["default"] = ProfileSettings(appID: "default", sessionPolicy: policy)
+        service = DeviceService(
+            config: config,
+            context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger))
+    }
+
+    var runtime: ProfileRuntime { service.entry("default").runtime }
+    var session: ProfileSession { service.session(profile: "default") }
+
+    func login() async throws {
+        _ = try await session.sendLoginCode(.email("user@example.com"))
+        _ = try await session.confirmLoginCode(try #require(sender.lastCode))
+    }
+
+    func watch(_ n: Int) -> [EventCollector] {
+        (0..<n).map { i in
+            let c = EventCollector()
+            runtime.addWatcher(connection: ConnectionID(rawValue: 7), requestID: UInt64(i + 1), send: c.send)
+            return c
+        }
+    }
+
+    /// Advances in small steps so timers armed by tasks in between also fire.
+    func advance(by total: Duration, step: Duration = .seconds(1)) async {
+        var left = total
+        while left > .zero {
+            let d = min(step, left)
+            clock.advance(by: d)
+            left -= d
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+}
+
+@Suite struct RefreshSchedulerTests {
+    @Test func refreshFiresAtExpiryMinusTheBuffer() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        let firstExpiry = try #require(f.runtime.snapshot().expiresAt)
+        await f.advance(by: .seconds(839))
+        #expect(f.authority.refreshCalls == 0)
+        await f.advance(by: .seconds(1))
+        await eventually("the refresh at expiresAt - 60 s") { f.authority.refreshCalls == 1 }
+        await eventually("the new expiry") { f.runtime.snapshot().expiresAt != firstExpiry }
+        #expect(f.runtime.snapshot().expiresAt == f.clock.now.adding(.seconds(900)))
+        #expect(await f.storage.load(profile: "default")?.expiresAt == f.runtime.snapshot().expiresAt)
+    }
+
+    @Test func sessionStaysAliveAcrossSeveralLifetimes() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        let watchers = f.watch(1)
+        for cycle in 1...4 {
+            let expiry = try #require(f.runtime.snapshot().expiresAt)
+            await eventually("scheduler armed") { await f.session.isScheduled }
+            // Exactly to expiresAt − 60 s, in steps, on the wall clock the scheduler reads.
+            let untilDue = expiry.timeIntervalSince(f.clock.now) - 60
+            await f.advance(by: .milliseconds(Int64(untilDue * 1000)), step: .seconds(30))
+            await eventually("refresh \(cycle)") { f.authority.refreshCalls == cycle }
+            await eventually("new expiry after refresh \(cycle)") { f.runtime.snapshot().expiresAt != expiry }
+        }
+        #expect(f.runtime.snapshot().authState == .authenticated)
+        #expect(!watchers[0].all.contains { $0.kind == .sessionExpired })
+    }
+
+    @Test func twoTransientFailuresThenSuccess() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        f.authority.failNextRefreshes(2)
+        await f.advance(by: .seconds(840))
+        await eventually("first attempt") { f.authority.refreshCalls == 1 }
+        await eventually("backoff timer armed") { f.clock.pendingTimerCount >= 1 }
+        f.clock.advance(by: .milliseconds(499))
+        #expect(f.authority.refreshCalls == 1)
+        f.clock.advance(by: .milliseconds(1))  // 500 ms after the first failure
+        await eventually("second attempt") { f.authority.refreshCalls == 2 }
+        await eventually("backoff timer armed") { f.clock.pendingTimerCount >= 1 }
+        f.clock.advance(by: .milliseconds(999))
+        #expect(f.authority.refreshCalls == 2)
+        f.clock.advance(by: .milliseconds(1))  // the delay doubled to 1 s
+        await eventually("third attempt succeeds") { f.authority.refreshCalls == 3 }
+        await eventually("refreshed") { f.runtime.snapshot().expiresAt == f.clock.now.adding(.seconds(900)) }
+        #expect(f.runtime.snapshot().authState == .authenticated)
+    }
+
+    @Test func exhaustedRetriesKeepTheSessionThenRetryAtTheCapUntilExpiryEndsItWithRefreshFailed() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        let watchers = f.watch(3)
+        f.authority.failNextRefreshes(Int.max)
+        await f.advance(by: .seconds(840))
+        await eventually("attempt 1") { f.authority.refreshCalls == 1 }
+        await eventually("timer") { f.clock.pendingTimerCount >= 1 }
+        f.clock.advance(by: .milliseconds(500))
+        await eventually("attempt 2") { f.authority.refreshCalls == 2 }
+        await eventually("timer") { f.clock.pendingTimerCount >= 1 }
+        f.clock.advance(by: .seconds(1))
+        await eventually("attempt 3, retries exhausted") { f.authority.refreshCalls == 3 }
+        // Still usable.
+        await eventually("scheduler re-armed") { await f.session.isScheduled }
+        #expect(f.runtime.snapshot().authState == .authenticated)
+        // The next attempt comes at the capped interval (4 s), as a single call.
+        f.clock.advance(by: .milliseconds(3900))
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(f.authority.refreshCalls == 3)
+        f.clock.advance(by: .milliseconds(100))
+        await eventually("attempt at the cap") { f.authority.refreshCalls == 4 }
+        // Keep failing until expiry: the session ends with refreshFailed, once per watcher.
+        await f.advance(by: .seconds(60), step: .milliseconds(500))
+        await eventually("ended") { f.runtime.snapshot().sessionState == .expired }
+        for w in watchers {
+            let expired = w.all.filter { $0.kind == .sessionExpired }
+            #expect(expired.count == 1)
+            #expect(expired.first?.expiryReason == .refreshFailed)
+        }
+        #expect(await f.storage.load(profile: "default") == nil)
+        let error = await #expect(throws: RainError.self) { try await f.session.refreshSession() }
+        #expect(error?.code == .sessionExpired)
+    }
+
+    @Test func fiftyConcurrentRefreshesMakeOneAuthorityRequest() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        f.authority.closeGate()
+        let session = f.session
+        try await withThrowingTaskGroup(of: SessionSnapshot.self) { group in
+            for _ in 0..<50 { group.addTask { try await session.refreshSession() } }
+            await eventually("all 50 callers waiting") { await session.refreshCallCount == 50 }
+            f.authority.openGate()
+            var results: [SessionSnapshot] = []
+            for try await r in group { results.append(r) }
+            #expect(results.count == 50)
+            #expect(Set(results.map(\.expiresAt)).count == 1)
+        }
+        #expect(f.authority.refreshCalls == 1)
+    }
+
+    @Test func loginElsewhereEndsTheSessionOnceForEveryWatcherEvenWithConcurrentCalls() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        let watchers = f.watch(20)
+        // Device B logs in to the same account through the same authority.
+        let other = DeviceService(
+            config: DaemonConfig(),
+            context: DeviceContext(
+                authority: f.embedded, storage: InMemoryStorage(), clock: f.clock, device: try testDevice(id: "dev_test2"),
+                logger: f.logger))
+        _ = try await other.session(profile: "default").sendLoginCode(.email("user@example.com"))
+        _ = try await other.session(profile: "default").confirmLoginCode(try #require(f.sender.lastCode))
+        let session = f.session
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<10 { group.addTask { _ = try? await session.refreshSession() } }
+        }
+        let error = await #expect(throws: RainError.self) { try await session.refreshSession() }
+        #expect(error?.code == .sessionExpired)
+        for w in watchers {
+            let expired = w.all.filter { $0.kind == .sessionExpired }
+            #expect(expired.count == 1)
+            #expect(expired.first?.expiryReason == .revokedElsewhere)
+        }
+        #expect(f.runtime.snapshot().sessionState == .expired)
+    }
+
+    @Test func wallClockJumpIsNoticedWithinTheRecheckInterval() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        // The wall clock jumps 850 s ahead (a resume after suspend), monotonic time does not.
+        f.clock.jumpWallClock(by: .seconds(850))
+        #expect(f.authority.refreshCalls == 0)
+        await f.advance(by: .seconds(30))
+        await eventually("refresh after the jump") { f.authority.refreshCalls == 1 }
+        await eventually("active again") { f.runtime.snapshot().hasActiveSession }
+    }
+
+    @Test func withoutAutoRefreshTheSessionExpiresWithReasonExpired() async throws {
+        var policy = RainWalletSessionPolicy.default
+        policy.isAutoRefreshEnabled = false
+        let f = try await SchedulerFixture(policy: policy)
+        try await f.login()
+        let watchers = f.watch(1)
+        await f.advance(by: .seconds(900), step: .seconds(30))
+        await eventually("ended") { f.runtime.snapshot().sessionState == .expired }
+        #expect(f.authority.refreshCalls == 0)
+        #expect(watchers[0].all.filter { $0.kind == .sessionExpired }.map(\.expiryReason) == [.expired])
+    }
+
+    @Test func logoutFiresNoExpiryEventAndStopsTheScheduler() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        let watchers = f.watch(2)
+        _ = try await f.session.logout()
+        #expect(await !f.session.isScheduled)
+        await f.advance(by: .seconds(1000), step: .seconds(100))
+        #expect(f.authority.refreshCalls == 0)
+        for w in watchers { #expect(!w.all.contains { $0.kind == .sessionExpired }) }
+        #expect(f.runtime.snapshot().sessionState == .none)
+    }
+}
