@@ -7,6 +7,8 @@ import RainTransport
 
 /// Options of `rainwalletd` (device role).
 public struct DaemonOptions: Sendable {
+    /// `--authority HOST:PORT`: use a remote authority instead of the embedded one.
+    public var authority: String?
     public var socket: String?
     public var stateDirectory: String?
     public var config: String?
@@ -19,16 +21,20 @@ public struct DaemonOptions: Sendable {
 /// The `rainwalletd` process: parses flags, opens state, serves the socket until SIGTERM.
 public enum Daemon {
     static let usage = """
-        usage: rainwalletd [--socket PATH] [--state-dir DIR] [--config FILE] [--log-level LEVEL]
-                           [--enable-test-methods]
+        usage: rainwalletd [--socket PATH] [--state-dir DIR] [--config FILE] [--authority HOST:PORT]
+                           [--log-level LEVEL] [--enable-test-methods]
+               rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox] [...]
 
-        Runs the RainWallet device daemon with its embedded authority.
+        Runs the RainWallet device daemon, with its embedded authority unless --authority names a
+        remote one (see `rainwalletd authority --help`).
 
           --socket PATH          Unix socket to serve (default $XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock,
                                  or /tmp/rainwallet-$UID/rainwalletd.sock)
           --state-dir DIR        sessions, keys and the authority database
                                  (default $XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet)
           --config FILE          JSON config (default $XDG_CONFIG_HOME/rainwallet/config.json; optional there)
+          --authority HOST:PORT  use the authority served by `rainwalletd authority` there (loopback only
+                                 until TLS exists); the config's "authority" section is then unused
           --log-level LEVEL      debug, info, warning or error (default info)
           --enable-test-methods  serve /rain.wallet.v1.Test/* (integration tests only)
           -h, --help             show this help
@@ -53,6 +59,7 @@ public enum Daemon {
             case "--socket": o.socket = try value(a)
             case "--state-dir": o.stateDirectory = try value(a)
             case "--config": o.config = try value(a)
+            case "--authority": o.authority = try value(a)
             case "--enable-test-methods": o.isTestMethodsEnabled = true
             case "--log-level":
                 switch try value(a) {
@@ -72,6 +79,7 @@ public enum Daemon {
 
     /// Entry point: returns the process exit status.
     public static func main(_ args: [String]) -> Int32 {
+        if args.first == "authority" { return AuthorityDaemon.main(Array(args.dropFirst())) }
         let options: DaemonOptions
         do {
             guard let parsed = try parse(args) else {
@@ -109,16 +117,21 @@ public enum Daemon {
         let clock = SystemClock()
         let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
         let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
-        let authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
-            let sender: (any CodeSender)?
-            switch config.codeSender {
-            case .outbox: sender = nil
-            case .command(let arguments, let timeout):
-                sender = try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
+        let authority: any Authority
+        if let remote = options.authority {
+            authority = try RemoteAuthority(address: remote, clock: clock, logger: logger.child("authority"))
+        } else {
+            authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+                let sender: (any CodeSender)?
+                switch config.codeSender {
+                case .outbox: sender = nil
+                case .command(let arguments, let timeout):
+                    sender = try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
+                }
+                return try await EmbeddedAuthority(
+                    stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock,
+                    sender: sender, logger: logger.child("authority"))
             }
-            return try await EmbeddedAuthority(
-                stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock, sender: sender,
-                logger: logger.child("authority"))
         }
         let context = DeviceContext(authority: authority, storage: storage, clock: clock, device: device, logger: logger)
         let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
@@ -132,29 +145,36 @@ public enum Daemon {
         serverOptions.allowedUIDs = extraUIDs
         let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 
-        let signals = DispatchQueue(label: "rainwalletd.signals")
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: signals)
-            source.setEventHandler {
-                logger.info("daemon.stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
-                server.stop(drainTimeout: options.drainTimeout)
-            }
-            source.resume()
-            sources.append(source)
-        }
+        let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, logger: logger)
         Task { await service.restoreStoredProfiles() }
         logger.info(
             "daemon.ready",
             [
                 "version": daemonVersion, "socket": paths.socket, "state": paths.stateDirectory, "pid": "\(getpid())",
                 "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
+                "authority": options.authority ?? "embedded",
             ])
         server.run()
         unlink(paths.socket)
         for s in sources { s.cancel() }
         logger.info("daemon.stopped")
+    }
+
+    /// SIGTERM and SIGINT stop the server after draining calls in flight.
+    static func stopOnSignals(_ server: EventLoopServer, drainTimeout: Duration, logger: Logger) -> [any DispatchSourceSignal] {
+        let queue = DispatchQueue(label: "rainwalletd.signals")
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler {
+                logger.info("daemon.stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+                server.stop(drainTimeout: drainTimeout)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        return sources
     }
 
     /// Runs async setup from synchronous `main` before the loop starts.

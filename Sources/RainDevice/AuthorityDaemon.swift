@@ -1,0 +1,131 @@
+import Dispatch
+import Foundation
+import RainAuthority
+import RainCore
+import RainTransport
+
+/// `rainwalletd authority`: the authority alone, served over TCP with the device protocol's
+/// framing, so several device daemons share accounts, codes and sessions.
+public enum AuthorityDaemon {
+    static let usage = """
+        usage: rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox]
+                                     [--access-token-lifetime SECONDS] [--code-lifetime SECONDS]
+                                     [--refresh-grace SECONDS] [--log-level LEVEL]
+
+        Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
+        Device daemons use it with `rainwalletd --authority HOST:PORT`.
+
+          --listen HOST:PORT              loopback address to serve (127.0.0.1:7420, [::1]:7420,
+                                          localhost:7420); other addresses need TLS, not built yet
+          --state-dir DIR                 authority.key, authority.sqlite3, outbox.jsonl
+          --dev-outbox                    serve the development outbox RPC (codes in clear: development only)
+          --access-token-lifetime SECONDS access token lifetime (default 900)
+          --code-lifetime SECONDS         login code lifetime (default 300)
+          --refresh-grace SECONDS         window in which a repeated refresh gets the same pair (default 10)
+          --log-level LEVEL               debug, info, warning or error (default info)
+        """
+
+    struct Options {
+        var listen: String?
+        var stateDirectory: String?
+        var settings = AuthoritySettings(isDevOutboxEnabled: false)
+        var logLevel = LogLevel.info
+    }
+
+    static func parse(_ args: [String]) throws(RainError) -> Options? {
+        var o = Options()
+        var i = 0
+        func value(_ flag: String) throws(RainError) -> String {
+            i += 1
+            guard i < args.count, !args[i].hasPrefix("--") else { throw RainError.invalid("\(flag) needs a value", field: flag) }
+            return args[i]
+        }
+        func seconds(_ flag: String, min: Double, max: Double) throws(RainError) -> Duration {
+            let text = try value(flag)
+            guard let v = Double(text), v >= min, v <= max else {
+                throw RainError.invalid("\(flag) must be a number of seconds from \(min) to \(max)", field: flag)
+            }
+            return .milliseconds(Int64(v * 1000))
+        }
+        while i < args.count {
+            let a = args[i]
+            switch a {
+            case "-h", "--help": return nil
+            case "--listen": o.listen = try value(a)
+            case "--state-dir": o.stateDirectory = try value(a)
+            case "--dev-outbox": o.settings.isDevOutboxEnabled = true
+            case "--access-token-lifetime": o.settings.accessTokenLifetime = try seconds(a, min: 2, max: 86400)
+            case "--code-lifetime": o.settings.codeLifetime = try seconds(a, min: 1, max: 3600)
+            case "--refresh-grace": o.settings.refreshGraceWindow = try seconds(a, min: 0, max: 600)
+            case "--log-level":
+                guard let level = ["debug": LogLevel.debug, "info": .info, "warning": .warning, "error": .error][try value(a)] else {
+                    throw RainError.invalid("--log-level must be debug, info, warning or error", field: a)
+                }
+                o.logLevel = level
+            default: throw RainError.invalid("unknown argument \(a); see rainwalletd authority --help", field: a)
+            }
+            i += 1
+        }
+        guard o.listen != nil else { throw RainError.invalid("--listen HOST:PORT is required", field: "--listen") }
+        guard o.stateDirectory != nil else { throw RainError.invalid("--state-dir DIR is required", field: "--state-dir") }
+        return o
+    }
+
+    static func main(_ args: [String]) -> Int32 {
+        let options: Options
+        do {
+            guard let parsed = try parse(args) else {
+                print(usage)
+                return 0
+            }
+            options = parsed
+        } catch {
+            Daemon.writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
+            return 64
+        }
+        let logger = Logger(label: "rainwalletd-authority", minimumLevel: options.logLevel)
+        do {
+            try run(options, logger: logger)
+            return 0
+        } catch {
+            logger.error("authority.failed", ["code": error.code.description, "error": error.message])
+            Daemon.writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
+            return error.code == .invalidArgument ? 78 : 1
+        }
+    }
+
+    static func run(_ options: Options, logger: Logger) throws(RainError) {
+        guard let listen = options.listen, let stateDirectory = options.stateDirectory else {
+            throw RainError.invalid("--listen and --state-dir are required")
+        }
+        try ProcessHardening.disableCoreDumps()
+        ProcessHardening.raiseOpenFileLimit()
+        signal(SIGPIPE, SIG_IGN)
+        let address = try TCPAddress(parsing: listen, field: "listen")
+        try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
+        let settings = options.settings
+        let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+            try await EmbeddedAuthority(
+                stateDirectory: stateDirectory, settings: settings, clock: SystemClock(), logger: logger.child("authority"))
+        }
+        let service = AuthorityService(
+            authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
+            logger: logger.child("service"))
+        let fd = try TCPSocket.listen(address)
+        let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
+        var serverOptions = ServerOptions()
+        serverOptions.isTCP = true
+        let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+        let sources = Daemon.stopOnSignals(server, drainTimeout: .seconds(10), logger: logger)
+        logger.info(
+            "authority.ready",
+            [
+                "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)", "state": stateDirectory,
+                "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
+                "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)",
+            ])
+        server.run()
+        for s in sources { s.cancel() }
+        logger.info("authority.stopped")
+    }
+}
