@@ -356,7 +356,7 @@ public final class EmbeddedAuthority: Authority {
         case .previous:
             let next = keys.rotatedTokens(from: request.refreshToken)
             guard let rotatedAt = session.rotatedAt,
-                abs(now.unixMilliseconds - rotatedAt.unixMilliseconds) >= 0,
+                abs(now.unixMilliseconds - rotatedAt.unixMilliseconds) <= settings.refreshGraceWindow.milliseconds,
                 // The pair re-derived from the previous token is the current one, unless the master
                 // key changed since: then it is not the same pair and must not be handed out.
                 constantTimeEquals(keys.tokenHash(next.refreshToken), session.refreshHash)

@@ -501,9 +501,9 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 """,
                 [.text(session.appID), .text(session.accountID)], operation: contactsOp)
             {
-                contacts.append(
-                    try Self.contact(kind: try contactRow.text(0, contactsOp), value: try contactRow.text(1, contactsOp),
-                        contactsOp))
+                let kind = try contactRow.text(0, contactsOp)
+                let value = try contactRow.text(1, contactsOp)
+                contacts.append(try Self.contact(kind: kind, value: value, contactsOp))
             }
             return AccountAccess(session: session, account: account, contacts: contacts)
         }

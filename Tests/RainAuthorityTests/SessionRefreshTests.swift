@@ -475,7 +475,7 @@ struct SessionRefreshTests {
             var chain = [login.tokens.refreshToken]
             for _ in 0..<6 {
                 f.clock.advance(by: .seconds(1200))
-                chain.append(try await f.refresh(chain.last!, key: key).refreshToken)
+                chain.append(try await f.refresh(try #require(chain.last), key: key).refreshToken)
             }
             // chain[6] is current, chain[5] previous, chain[0…4] older; chain[0] and chain[1] were
             // rotated out more than an hour ago (at 20 and 40 minutes; it is now 120).
@@ -524,7 +524,9 @@ struct SessionRefreshTests {
             f.clock.advance(by: .seconds(30))
             _ = await rainError { _ = try await f.refresh(login.tokens.refreshToken, key: key) }
             let other = try await f.login(device: "device-b", deviceKey: key)
-            _ = await rainError { _ = try await f.refresh(other.tokens.refreshToken, key: Ed25519PrivateKey(), device: "device-b") }
+            _ = await rainError {
+                _ = try await f.refresh(other.tokens.refreshToken, key: Ed25519PrivateKey(), device: "device-b")
+            }
 
             let log = f.logSink.captured.joined(separator: "\n")
             for event in ["session.refreshed", "session.refresh_repeated", "session.refresh_refused", "session.family_revoked"] {
