@@ -41,7 +41,7 @@ struct Arguments {
 
     /// Removes and returns the next positional argument.
     mutating func positional(_ what: String) throws(UsageError) -> String {
-        guard let i = rest.firstIndex(where: { !$0.hasPrefix("--") }) else {
+        guard let i = rest.firstIndex(where: { !$0.hasPrefix("-") }) else {
             throw UsageError("missing \(what)", help: help)
         }
         return rest.remove(at: i)

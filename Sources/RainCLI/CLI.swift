@@ -93,12 +93,12 @@ public enum CLI {
             let socket = try args.option("--socket")
             let profile = try args.option("--profile") ?? ProfileName.defaultName
             let output = Output(isJSON: args.flag("--json"))
-            guard !args.rest.isEmpty else {
+            guard args.rest.contains(where: { !$0.hasPrefix("-") }) else {
                 if args.wantsHelp {
                     print(mainHelp)
                     return 0
                 }
-                throw UsageError("missing command", help: mainHelp)
+                throw UsageError(args.rest.first.map { "unknown option \($0)" } ?? "missing command", help: mainHelp)
             }
             do {
                 try ProfileName.validate(profile)
@@ -169,11 +169,15 @@ public enum CLI {
         case "logout":
             if showHelp(args, logoutHelp) { return }
             try args.finish()
-            let revoked = try await provider.logout()
+            let r = try await provider.logout()
             if output.isJSON {
-                output.json(["loggedOut": true, "revokedAtAuthority": revoked])
+                output.json(["hadSession": r.hadSession, "revokedAtAuthority": r.revokedAtAuthority])
+            } else if !r.hadSession {
+                output.line("There was no session to end.")
             } else {
-                output.line(revoked ? "Logged out." : "Logged out on this device (the authority could not be reached to revoke the session).")
+                output.line(
+                    r.revokedAtAuthority
+                        ? "Logged out." : "Logged out on this device (the authority could not be reached to revoke the session).")
             }
         case "info":
             if showHelp(args, infoHelp) { return }

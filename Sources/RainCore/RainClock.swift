@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A handle to a scheduled timer; cancelling it is idempotent.
 public protocol RainTimer: Sendable {
@@ -14,8 +15,11 @@ public protocol RainClock: Sendable {
     var now: Date { get }
     /// Monotonic time since an arbitrary origin; never jumps.
     var monotonic: Duration { get }
-    /// Runs `work` on `queue` once `delay` has passed on the monotonic clock.
+    /// Runs `work` on `queue` once `delay` has passed on the monotonic clock. The timer lives
+    /// as long as the returned handle: keep it until it fires.
     func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer
+    /// Suspends for `delay` on this clock (a manual clock resumes it when a test advances time).
+    func sleep(for delay: Duration) async
 }
 
 /// The real clock.
@@ -23,6 +27,10 @@ public struct SystemClock: RainClock {
     public init() {}
     public var now: Date { Date() }
     public var monotonic: Duration { .nanoseconds(Int64(bitPattern: DispatchTime.now().uptimeNanoseconds)) }
+
+    public func sleep(for delay: Duration) async {
+        try? await Task.sleep(for: delay)
+    }
 
     public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer {
         let timer = DispatchSource.makeTimerSource(queue: queue)
@@ -43,10 +51,22 @@ final class DispatchRainTimer: RainTimer, @unchecked Sendable {
 }
 
 extension RainClock {
-    /// Suspends for `delay` on this clock (a manual clock resumes it when a test advances time).
+    /// Default: a timer from `schedule`, kept alive until it fires.
     public func sleep(for delay: Duration) async {
+        let holder = TimerHolder()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            _ = schedule(after: delay, on: .global()) { c.resume() }
+            holder.hold(
+                schedule(after: delay, on: .global()) {
+                    c.resume()
+                    holder.release()
+                })
         }
     }
+}
+
+/// Keeps a timer referenced until it has fired (a released Dispatch timer never fires).
+final class TimerHolder: Sendable {
+    private let timer = Mutex<(any RainTimer)?>(nil)
+    func hold(_ t: any RainTimer) { timer.withLock { $0 = t } }
+    func release() { timer.withLock { $0 = nil } }
 }

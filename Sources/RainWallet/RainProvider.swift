@@ -90,10 +90,11 @@ public final class RainProvider: Sendable {
 
     /// Ends the session: the daemon wipes it from storage and revokes it at the authority (best
     /// effort). Does not fire `onSessionExpired`.
-    /// - Returns: whether the authority confirmed the revocation (false when it was unreachable).
+    /// - Returns: whether there was a session, and whether the authority confirmed the revocation
+    ///   (false when it was unreachable; the local session is wiped either way).
     @discardableResult
-    public func logout() async throws(RainError) -> Bool {
-        try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self).revokedAtAuthority
+    public func logout() async throws(RainError) -> LogoutResponse {
+        try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
     }
 
     /// Waits (up to the profile's restore timeout, 5 s by default) for the stored session to load.

@@ -1,0 +1,567 @@
+import Foundation
+import RainCore
+import RainTransport
+import RainWire
+import Synchronization
+
+/// A failure of the harness itself (binary missing, daemon not ready, process hung), with the
+/// daemon's log attached where it helps.
+public struct HarnessError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// What a finished `rainwallet` run produced.
+public struct CLIResult: Sendable, CustomStringConvertible {
+    /// The exit status; a death by signal N reads as 128 + N.
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+
+    public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+}
+
+/// A child process and its exit status, filled in by Foundation's termination handler.
+final class ChildProcess: @unchecked Sendable {
+    // @unchecked: `process` is configured and launched in `init` and only read afterwards
+    // (`processIdentifier`); the exit status is guarded by a Mutex.
+    let process: Process
+    /// Shared with the termination handler (a class, so the handler need not capture `self`).
+    private final class ExitBox: Sendable {
+        let status = Mutex<Int32?>(nil)
+    }
+    private let exit = ExitBox()
+
+    /// Launches `executable`. The caller closes its copies of the handles after this returns.
+    init(
+        executable: URL, arguments: [String], environment: [String: String], standardInput: FileHandle,
+        standardOutput: FileHandle, standardError: FileHandle
+    ) throws {
+        let p = Process()
+        p.executableURL = executable
+        p.arguments = arguments
+        p.environment = environment
+        p.standardInput = standardInput
+        p.standardOutput = standardOutput
+        p.standardError = standardError
+        process = p
+        p.terminationHandler = { [exit] done in
+            let status = done.terminationReason == .uncaughtSignal ? 128 + done.terminationStatus : done.terminationStatus
+            exit.status.withLock { $0 = status }
+        }
+        try p.run()
+    }
+
+    /// Serializes every launch of the harness. Foundation's `Process` creates descriptors without
+    /// close-on-exec (the socket pair that reports the exit, pipes) and closes in the child only the
+    /// descriptors it saw before spawning: two launches racing would leak one child's exit-report
+    /// socket or stdin pipe into the other child, so the first child's exit (or end of input) would
+    /// go unnoticed until the second one exits. Callers hold it around creating pipes and `run()`.
+    static let launchLock = Mutex(())
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// The exit status once the process has been reaped.
+    var exitStatus: Int32? { exit.status.withLock { $0 } }
+
+    func signal(_ sig: Int32) {
+        if exitStatus == nil { _ = Foundation.kill(pid, sig) }
+    }
+
+    /// Polls until the process has exited (asynchronously), or nil at the deadline.
+    func waitForExit(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let s = exitStatus { return s }
+            if ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Polls until the process has exited (blocking the caller), or nil at the deadline.
+    func waitForExitBlocking(timeout: Duration) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let s = exitStatus { return s }
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(5_000)
+        }
+    }
+}
+
+/// A `rainwallet` process started with `DaemonHarness.launchCLI`: its stdin stays open so a test
+/// can answer a prompt (for example `login`, which reads the code from stdin).
+public final class CLIProcess: Sendable {
+    private let child: ChildProcess
+    private let input: FileHandle?
+    private let inputClosed = Mutex(false)
+    private let stdoutPath: String
+    private let stderrPath: String
+
+    init(child: ChildProcess, input: FileHandle?, stdoutPath: String, stderrPath: String) {
+        self.child = child
+        self.input = input
+        self.stdoutPath = stdoutPath
+        self.stderrPath = stderrPath
+    }
+
+    /// Writes `text` to the process's stdin (ignored once the process has gone).
+    public func send(_ text: String) {
+        inputClosed.withLock { closed in
+            guard !closed, let input else { return }
+            try? input.write(contentsOf: Data(text.utf8))
+        }
+    }
+
+    /// Closes stdin (end of input).
+    public func closeInput() {
+        inputClosed.withLock { closed in
+            guard !closed else { return }
+            closed = true
+            try? input?.close()
+        }
+    }
+
+    /// True until the process has exited.
+    public var isRunning: Bool { child.exitStatus == nil }
+
+    /// Closes stdin, waits for the exit and returns what the process printed.
+    /// - Throws: `HarnessError` when it does not exit within `timeout` (it is then killed).
+    public func finish(timeout: Duration = .seconds(30)) async throws -> CLIResult {
+        closeInput()
+        guard let status = await child.waitForExit(timeout: timeout) else {
+            child.signal(SIGKILL)
+            _ = await child.waitForExit(timeout: .seconds(5))
+            throw HarnessError("rainwallet did not exit within \(timeout); stderr so far: \(DaemonHarness.readText(stderrPath))")
+        }
+        return CLIResult(status: status, stdout: DaemonHarness.readText(stdoutPath), stderr: DaemonHarness.readText(stderrPath))
+    }
+}
+
+/// Runs the real `rainwalletd` in a fresh short temporary directory (`/tmp/rwt-XXXXXX`: socket
+/// `d.sock`, state `state/`, log `daemon.log`) and the real `rainwallet` against it.
+///
+/// Each test owns one harness, so tests run in parallel. Swift Testing has no tear-down: always
+///
+/// ```swift
+/// let h = try await DaemonHarness.start()
+/// defer { h.shutdown() }
+/// ```
+public final class DaemonHarness: Sendable {
+    /// The temporary directory that holds everything of this harness.
+    public let directory: String
+    /// `DIR/d.sock`.
+    public let socketPath: String
+    /// `DIR/state`.
+    public let stateDirectory: String
+    /// `DIR/config.json` when a config was given.
+    public let configPath: String?
+    /// `DIR/daemon.log`: the daemon's stderr (its log), appended across restarts.
+    public let logPath: String
+    /// `DIR/daemon.out`: the daemon's stdout, appended across restarts.
+    public let stdoutPath: String
+    /// Where `rainwalletd` and `rainwallet` were found.
+    public let binaryDirectory: URL
+    /// Extra `rainwalletd` flags given to `start`.
+    public let extraArguments: [String]
+
+    private let daemon = Mutex<ChildProcess?>(nil)
+    /// CLI processes, killed by `shutdown()` if a failed test left one waiting for input.
+    private let clients = Mutex<[ChildProcess]>([])
+    private let counter = Mutex(0)
+    private let isShutDown = Mutex(false)
+
+    /// Runs `body` while no other harness process launch is in progress. Tests that start their own
+    /// processes with Foundation's `Process` should create their pipes and call `run()` inside it,
+    /// so descriptors of one launch never leak into another test's child (see `ChildProcess`).
+    public static func withProcessLaunchLock<T>(_ body: () throws -> T) rethrows -> T {
+        try ChildProcess.launchLock.withLock { _ in try body() }
+    }
+
+    // MARK: binaries
+
+    private static let located: Result<URL, HarnessError> = locateBinaries()
+
+    /// The directory holding the built `rainwalletd` and `rainwallet`: `$RAINWALLET_BIN_DIR`, else
+    /// the directory of the running test bundle (the build's product directory).
+    public static func binaryDirectory() throws -> URL { try located.get() }
+
+    private static func locateBinaries() -> Result<URL, HarnessError> {
+        let fm = FileManager.default
+        func hasBinaries(_ dir: URL) -> Bool {
+            fm.isExecutableFile(atPath: dir.appendingPathComponent("rainwalletd").path)
+                && fm.isExecutableFile(atPath: dir.appendingPathComponent("rainwallet").path)
+        }
+        if let env = ProcessInfo.processInfo.environment["RAINWALLET_BIN_DIR"], !env.isEmpty {
+            let dir = URL(fileURLWithPath: env, isDirectory: true)
+            return hasBinaries(dir)
+                ? .success(dir)
+                : .failure(HarnessError("RAINWALLET_BIN_DIR=\(env) holds no executable rainwalletd and rainwallet"))
+        }
+        var candidates: [URL] = []
+        if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
+        }
+        if let arg0 = CommandLine.arguments.first, !arg0.isEmpty {
+            let url = URL(fileURLWithPath: arg0).standardizedFileURL.resolvingSymlinksInPath()
+            candidates.append(url.deletingLastPathComponent())
+        }
+        if let exe = Bundle.main.executableURL { candidates.append(exe.deletingLastPathComponent()) }
+        candidates.append(Bundle.main.bundleURL)
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        if let found = candidates.first(where: hasBinaries) { return .success(found) }
+        return .failure(
+            HarnessError(
+                "cannot find the rainwalletd and rainwallet binaries next to the test bundle (looked in "
+                    + candidates.map(\.path).joined(separator: ", ")
+                    + "); build them (swift build) or set RAINWALLET_BIN_DIR"))
+    }
+
+    // MARK: life cycle
+
+    private init(directory: String, configPath: String?, extraArguments: [String], binaryDirectory: URL) {
+        self.directory = directory
+        self.socketPath = "\(directory)/d.sock"
+        self.stateDirectory = "\(directory)/state"
+        self.configPath = configPath
+        self.logPath = "\(directory)/daemon.log"
+        self.stdoutPath = "\(directory)/daemon.out"
+        self.extraArguments = extraArguments
+        self.binaryDirectory = binaryDirectory
+    }
+
+    /// Creates the directory (and writes the config) without starting the daemon: for tests that
+    /// set things up first, or expect the daemon to fail. Call `launch()` / `start()` next.
+    public static func prepare(config: String? = nil, extraArguments: [String] = []) throws -> DaemonHarness {
+        let bin = try binaryDirectory()
+        // Writing to a CLI's stdin after it exited must fail with EPIPE, not kill the test runner.
+        signal(SIGPIPE, SIG_IGN)
+        var template = Array("/tmp/rwt-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buf in buf.baseAddress.flatMap { mkdtemp($0) } }
+        guard let made else { throw HarnessError("mkdtemp failed: \(String(cString: strerror(errno)))") }
+        let dir = String(cString: made)
+        var configPath: String?
+        if let config {
+            let path = "\(dir)/config.json"
+            guard FileManager.default.createFile(atPath: path, contents: Data(config.utf8)) else {
+                try? FileManager.default.removeItem(atPath: dir)
+                throw HarnessError("cannot write \(path)")
+            }
+            configPath = path
+        }
+        return DaemonHarness(directory: dir, configPath: configPath, extraArguments: extraArguments, binaryDirectory: bin)
+    }
+
+    /// Prepares a fresh directory, starts `rainwalletd --enable-test-methods` there and waits until
+    /// it answers GetInfo.
+    /// - Parameter config: the daemon's `config.json` text, if any.
+    public static func start(config: String? = nil, extraArguments: [String] = []) async throws -> DaemonHarness {
+        let h = try prepare(config: config, extraArguments: extraArguments)
+        do {
+            try await h.start()
+        } catch {
+            h.shutdown()
+            throw error
+        }
+        return h
+    }
+
+    /// Starts the daemon again on the same directory (after `stop()` or `kill()`) and waits until it
+    /// is ready.
+    public func start(timeout: Duration = .seconds(15)) async throws {
+        try launch()
+        try await waitUntilReady(timeout: timeout)
+    }
+
+    /// The `rainwalletd` arguments this harness uses.
+    public var daemonArguments: [String] {
+        var args = ["--socket", socketPath, "--state-dir", stateDirectory]
+        if let configPath { args += ["--config", configPath] }
+        return args + ["--enable-test-methods"] + extraArguments
+    }
+
+    /// Launches the daemon without waiting for it to be ready.
+    /// - Throws: `HarnessError` when this harness's daemon is already running.
+    public func launch() throws {
+        try daemon.withLock { current in
+            if let c = current, c.exitStatus == nil { throw HarnessError("rainwalletd is already running (pid \(c.pid))") }
+            current = try launchDaemon(arguments: daemonArguments, stdoutPath: stdoutPath, stderrPath: logPath)
+        }
+    }
+
+    private func launchDaemon(arguments: [String], stdoutPath: String, stderrPath: String) throws -> ChildProcess {
+        let out = try Self.openForAppending(stdoutPath)
+        defer { try? out.close() }
+        let log = stderrPath == stdoutPath ? out : try Self.openForAppending(stderrPath)
+        defer { if log !== out { try? log.close() } }
+        let devNull = try Self.openForReading("/dev/null")
+        defer { try? devNull.close() }
+        let environment = daemonEnvironment
+        return try ChildProcess.launchLock.withLock { _ in
+            try ChildProcess(
+                executable: binaryDirectory.appendingPathComponent("rainwalletd"), arguments: arguments,
+                environment: environment, standardInput: devNull, standardOutput: out, standardError: log)
+        }
+    }
+
+    /// The environment of every child: no `RAINWALLET_SOCKET`, and XDG directories inside this
+    /// harness so nothing on the machine (a user's config, a running daemon) leaks in.
+    private var daemonEnvironment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["RAINWALLET_SOCKET"] = nil
+        env["XDG_CONFIG_HOME"] = "\(directory)/xdg-config"
+        env["XDG_STATE_HOME"] = "\(directory)/xdg-state"
+        env["XDG_RUNTIME_DIR"] = "\(directory)/xdg-run"
+        return env
+    }
+
+    /// Polls until the daemon answers GetInfo on `socketPath`.
+    /// - Throws: `HarnessError` (with the log) when it exits first or is not ready by the deadline.
+    public func waitUntilReady(timeout: Duration = .seconds(15)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            guard let child = daemon.withLock({ $0 }) else { throw HarnessError("rainwalletd was not launched") }
+            if let status = child.exitStatus {
+                throw HarnessError("rainwalletd exited with status \(status) before it was ready; log:\n\(log)")
+            }
+            if let bytes = try? await call(Method.getInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5)),
+                (try? GetInfoResponse.decode(bytes)) != nil
+            {
+                return
+            }
+            if ContinuousClock.now >= deadline {
+                throw HarnessError("rainwalletd was not ready within \(timeout); log:\n\(log)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Waits for the daemon to exit on its own (for example after a bad config).
+    /// - Returns: its exit status (128 + N for signal N).
+    /// - Throws: `HarnessError` when it is still running at the deadline.
+    public func waitForExit(timeout: Duration = .seconds(15)) async throws -> Int32 {
+        guard let child = daemon.withLock({ $0 }) else { throw HarnessError("rainwalletd was not launched") }
+        guard let status = await child.waitForExit(timeout: timeout) else {
+            throw HarnessError("rainwalletd did not exit within \(timeout); log:\n\(log)")
+        }
+        return status
+    }
+
+    /// The exit status of the last daemon process, once it has exited (128 + N for signal N).
+    public var exitStatus: Int32? { daemon.withLock { $0?.exitStatus } }
+
+    /// True while the daemon process is alive.
+    public var isRunning: Bool { daemon.withLock { $0?.exitStatus == nil && $0 != nil } }
+
+    /// The daemon's pid, while it runs.
+    public var pid: Int32? { daemon.withLock { c in c.flatMap { $0.exitStatus == nil ? $0.pid : nil } } }
+
+    /// Sends SIGTERM and waits for the daemon to exit.
+    /// - Returns: its exit status (0 for a clean stop; 128 + N for signal N).
+    /// - Throws: `HarnessError` when it was not running or did not exit within `timeout` (it is
+    ///   then killed).
+    @discardableResult
+    public func stop(timeout: Duration = .seconds(20)) async throws -> Int32 {
+        guard let child = daemon.withLock({ $0 }) else { throw HarnessError("rainwalletd was not launched") }
+        if let status = child.exitStatus { throw HarnessError("rainwalletd was not running (it exited with \(status))") }
+        child.signal(SIGTERM)
+        guard let status = await child.waitForExit(timeout: timeout) else {
+            child.signal(SIGKILL)
+            _ = await child.waitForExit(timeout: .seconds(5))
+            throw HarnessError("rainwalletd did not exit within \(timeout) of SIGTERM; log:\n\(log)")
+        }
+        return status
+    }
+
+    /// Sends SIGKILL and waits until the process is gone. Its socket file stays behind (stale).
+    public func kill() async {
+        guard let child = daemon.withLock({ $0 }) else { return }
+        child.signal(SIGKILL)
+        _ = await child.waitForExit(timeout: .seconds(10))
+    }
+
+    /// `stop()`, then `start()` on the same directory.
+    public func restart() async throws {
+        let status = try await stop()
+        guard status == 0 else { throw HarnessError("rainwalletd exited with status \(status) on SIGTERM; log:\n\(log)") }
+        try await start()
+    }
+
+    /// Kills any CLI still running, stops the daemon if it runs (SIGTERM, then SIGKILL after 10 s)
+    /// and removes the directory.
+    /// Synchronous, for `defer`. Safe to call more than once.
+    public func shutdown() {
+        let first = isShutDown.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        for c in clients.withLock({ $0 }) where c.exitStatus == nil {
+            c.signal(SIGKILL)
+            _ = c.waitForExitBlocking(timeout: .seconds(5))
+        }
+        if let child = daemon.withLock({ $0 }), child.exitStatus == nil {
+            child.signal(SIGTERM)
+            if child.waitForExitBlocking(timeout: .seconds(10)) == nil {
+                child.signal(SIGKILL)
+                _ = child.waitForExitBlocking(timeout: .seconds(5))
+            }
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The daemon's log so far: its stderr, across restarts.
+    public var log: String { Self.readText(logPath) }
+
+    // MARK: other daemon processes
+
+    /// Runs `rainwalletd` with exactly `arguments` (no defaults added) until it exits: for a second
+    /// daemon that is expected to refuse to start.
+    /// - Returns: its exit status and what it wrote to stdout and stderr.
+    /// - Throws: `HarnessError` when it is still running after `timeout` (it is then killed).
+    public func runDaemon(arguments: [String], timeout: Duration = .seconds(15)) async throws -> (status: Int32, output: String) {
+        let path = "\(directory)/daemon-\(nextNumber()).log"
+        let child = try launchDaemon(arguments: arguments, stdoutPath: path, stderrPath: path)
+        guard let status = await child.waitForExit(timeout: timeout) else {
+            child.signal(SIGKILL)
+            _ = await child.waitForExit(timeout: .seconds(5))
+            throw HarnessError("rainwalletd \(arguments) was still running after \(timeout): \(Self.readText(path))")
+        }
+        return (status, Self.readText(path))
+    }
+
+    // MARK: the CLI
+
+    /// Runs `rainwallet --socket DIR/d.sock ARGS…` (or `--socket socketPath`) with `RAINWALLET_SOCKET`
+    /// unset and waits for it to exit.
+    /// - Parameters:
+    ///   - stdin: text for its standard input (empty input when nil).
+    ///   - socketPath: another socket to point it at (for example one nothing listens on).
+    public func runCLI(
+        _ arguments: [String], stdin: String? = nil, socketPath: String? = nil, timeout: Duration = .seconds(30)
+    ) async throws -> CLIResult {
+        // Input from a file, not a pipe: the CLI sees end of input however the test goes on.
+        let n = nextNumber()
+        let inputPath = "\(directory)/cli-\(n).in"
+        guard FileManager.default.createFile(atPath: inputPath, contents: Data((stdin ?? "").utf8)) else {
+            throw HarnessError("cannot write \(inputPath)")
+        }
+        let input = try Self.openForReading(inputPath)
+        defer { try? input.close() }
+        let p = try launchCLI(arguments, socketPath: socketPath, number: n, input: input)
+        return try await p.finish(timeout: timeout)
+    }
+
+    /// Starts `rainwallet` like `runCLI` but returns at once, with stdin open for `send(_:)`.
+    public func launchCLI(_ arguments: [String], socketPath: String? = nil) throws -> CLIProcess {
+        try launchCLI(arguments, socketPath: socketPath, number: nextNumber(), input: nil)
+    }
+
+    /// Launches the CLI with `input` as stdin, or a pipe the returned process writes to when nil.
+    private func launchCLI(_ arguments: [String], socketPath: String?, number n: Int, input: FileHandle?) throws -> CLIProcess {
+        let out = "\(directory)/cli-\(n).out"
+        let err = "\(directory)/cli-\(n).err"
+        let outHandle = try Self.openForAppending(out)
+        defer { try? outHandle.close() }
+        let errHandle = try Self.openForAppending(err)
+        defer { try? errHandle.close() }
+        let environment = daemonEnvironment
+        let executable = binaryDirectory.appendingPathComponent("rainwallet")
+        let allArguments = ["--socket", socketPath ?? self.socketPath] + arguments
+        let (child, writer) = try ChildProcess.launchLock.withLock { _ -> (ChildProcess, FileHandle?) in
+            // The pipe is made under the lock too, so no other child inherits its write end.
+            let pipe = input == nil ? Pipe() : nil
+            let stdin: FileHandle
+            if let input { stdin = input } else if let pipe { stdin = pipe.fileHandleForReading } else { stdin = FileHandle.nullDevice }
+            let child = try ChildProcess(
+                executable: executable, arguments: allArguments, environment: environment, standardInput: stdin,
+                standardOutput: outHandle, standardError: errHandle)
+            if let pipe { try? pipe.fileHandleForReading.close() }
+            return (child, pipe?.fileHandleForWriting)
+        }
+        clients.withLock { $0.append(child) }
+        return CLIProcess(child: child, input: writer, stdoutPath: out, stderrPath: err)
+    }
+
+    // MARK: talking to the daemon directly
+
+    /// One unary call on a fresh connection, closed afterwards. A call not answered within
+    /// `timeout` fails with RAIN_101 (the connection is closed under it).
+    public func call(
+        _ method: String, payload: [UInt8], profile: String = ProfileName.defaultName, timeout: Duration = .seconds(10)
+    ) async throws(RainError) -> [UInt8] {
+        let connection = try ClientConnection(path: socketPath)
+        let watchdog = Task {
+            try await Task.sleep(for: timeout)
+            connection.close()
+        }
+        defer {
+            watchdog.cancel()
+            connection.close()
+        }
+        return try await connection.call(
+            method: method, payload: payload, metadata: [MetadataEntry(key: profileMetadataKey, value: profile)])
+    }
+
+    /// The development outbox of one profile's app, oldest first (the `ListOutbox` RPC that
+    /// `RainProvider.devOutbox()` makes).
+    public func outbox(profile: String = ProfileName.defaultName) async throws(RainError) -> [OutboxEntry] {
+        let bytes = try await call(Method.listOutbox, payload: try ListOutboxRequest().encode(), profile: profile)
+        // A profile's app id is its name unless the config says otherwise; keep only that app's codes.
+        return try ListOutboxResponse.decode(bytes).entries.filter { $0.appID == profile }
+    }
+
+    /// Every code in the profile's outbox, oldest first.
+    public func outboxCodes(profile: String = ProfileName.defaultName) async throws(RainError) -> [String] {
+        try await outbox(profile: profile).map(\.code)
+    }
+
+    /// The newest code sent to `contact` (its normalized value, like `a@b.co` or `+15551234567`)
+    /// for the profile's app.
+    public func latestCode(for contact: String, profile: String = ProfileName.defaultName) async throws(RainError) -> String? {
+        try await outbox(profile: profile).last { $0.contact?.value == contact }?.code
+    }
+
+    /// Polls until `contact` has at least `count` deliveries for the profile's app and returns the
+    /// newest code.
+    /// - Throws: `HarnessError` at the deadline.
+    public func waitForCode(
+        for contact: String, count: Int = 1, profile: String = ProfileName.defaultName, timeout: Duration = .seconds(15)
+    ) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let matching = try await outbox(profile: profile).filter { $0.contact?.value == contact }
+            if matching.count >= count, let last = matching.last { return last.code }
+            if ContinuousClock.now >= deadline {
+                throw HarnessError("no code #\(count) for \(contact) in the outbox within \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    // MARK: files
+
+    private func nextNumber() -> Int {
+        counter.withLock {
+            $0 += 1
+            return $0
+        }
+    }
+
+    static func openForAppending(_ path: String) throws -> FileHandle {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw HarnessError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    static func openForReading(_ path: String) throws -> FileHandle {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw HarnessError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    static func readText(_ path: String) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { return "" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import RainTestSupport
+import RainWallet
+import RainWire
+import Testing
+
+@Suite("rainwalletd life cycle, files and permissions")
+struct DaemonLifecycleTests {
+    @Test("SIGTERM: the daemon exits 0 and removes its socket")
+    func sigterm() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        #expect(fileMode(h.socketPath)?.type == S_IFSOCK)
+        let status = try await h.stop()
+        #expect(status == 0, "log:\n\(h.log)")
+        #expect(fileMode(h.socketPath) == nil)
+    }
+
+    @Test("a stale socket file (its daemon was killed) is replaced on start")
+    func staleSocketReplaced() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        await h.kill()
+        #expect(fileMode(h.socketPath)?.type == S_IFSOCK, "SIGKILL leaves the socket file behind")
+        #expect(await rainError { _ = try await h.provider().daemonInfo() }?.code == .notInitialized)
+
+        try await h.start()
+        #expect(try await h.provider().daemonInfo().protocolVersion > 0)
+    }
+
+    @Test("a second daemon on a live socket fails to start; the first keeps serving")
+    func secondDaemonRefused() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let login = try await h.logIn(h.provider(), .email("first@example.com"))
+
+        let second = try await h.runDaemon(arguments: h.daemonArguments)
+        #expect(second.status != 0, "\(second.output)")
+
+        #expect(h.isRunning)
+        #expect(fileMode(h.socketPath)?.type == S_IFSOCK)
+        let p = h.provider()
+        #expect(try await p.daemonInfo().protocolVersion > 0)
+        let s = try await p.currentSession()
+        #expect(s.authState == .authenticated)
+        #expect(s.accountID == login.session.accountID)
+    }
+
+    @Test("an invalid config file: the daemon exits non-zero and names the bad key")
+    func invalidConfig() async throws {
+        let h = try DaemonHarness.prepare(config: #"{"profiles": {"x": {"passkeyDomian": "a.com"}}}"#)
+        defer { h.shutdown() }
+        try h.launch()
+        let status = try await h.waitForExit()
+        #expect(status != 0)
+        #expect(h.log.contains("profiles.x.passkeyDomian"), "log:\n\(h.log)")
+        #expect(fileMode(h.socketPath) == nil)
+    }
+
+    @Test("socket 0600 in a 0700 directory (repaired when looser); state files 0600")
+    func permissions() async throws {
+        let h = try DaemonHarness.prepare()
+        defer { h.shutdown() }
+        #expect(chmod(h.directory, 0o755) == 0)
+        try await h.start()
+
+        #expect(fileMode(h.socketPath)?.type == S_IFSOCK)
+        #expect(fileMode(h.socketPath)?.permissions == 0o600)
+        #expect(fileMode(h.directory)?.permissions == 0o700)
+        #expect(fileMode(h.stateDirectory)?.permissions == 0o700)
+
+        try await h.logIn(h.provider(), .email("modes@example.com"))
+        let key = "\(h.stateDirectory)/storage.key"
+        #expect(fileMode(key)?.type == S_IFREG)
+        #expect(fileMode(key)?.permissions == 0o600)
+        let sessions = try FileManager.default.contentsOfDirectory(atPath: "\(h.stateDirectory)/sessions")
+            .filter { $0.hasSuffix(".session") }
+        #expect(!sessions.isEmpty)
+        for name in sessions {
+            #expect(fileMode("\(h.stateDirectory)/sessions/\(name)")?.permissions == 0o600, "\(name)")
+        }
+    }
+
+    @Test("SIGTERM drains a call in flight: it is answered, then the daemon exits 0")
+    func sigtermDrains() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let raw = try RawConnection(path: h.socketPath)
+
+        // One connection is served in order: once GetInfo (sent second) is answered, the slow call
+        // is certainly in flight.
+        let slow = try SlowEchoRequest(delayMilliseconds: 700, data: Array("drain".utf8)).encode()
+        try raw.write(
+            try Envelope.requestFrame(id: 1, method: Method.slowEcho, payload: slow)
+                + Envelope.requestFrame(id: 2, method: Method.getInfo, payload: GetInfoRequest().encode()))
+        let info = try #require(try await onThread { try raw.readEnvelope() })
+        #expect(info.requestID == 2)
+
+        async let stopped = h.stop()
+        let answer = try #require(try await onThread { try raw.readEnvelope() })
+        #expect(answer.requestID == 1)
+        let response = try #require(answer.response)
+        #expect(response.status.isOK)
+        #expect(try SlowEchoResponse.decode(response.payload).data == Array("drain".utf8))
+        #expect(try await stopped == 0)
+        #expect(fileMode(h.socketPath) == nil)
+    }
+
+    @Test("rainwalletd --help exits 0 with usage; an unknown flag exits 64")
+    func daemonFlags() async throws {
+        let h = try DaemonHarness.prepare()
+        defer { h.shutdown() }
+        let help = try await h.runDaemon(arguments: ["--help"])
+        #expect(help.status == 0, "\(help.output)")
+        #expect(help.output.contains("usage:"))
+        let bad = try await h.runDaemon(arguments: ["--bogus"])
+        #expect(bad.status == 64, "\(bad.output)")
+    }
+}

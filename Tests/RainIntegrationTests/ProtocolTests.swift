@@ -1,0 +1,176 @@
+import Foundation
+import RainTestSupport
+import RainTransport
+import RainWallet
+import RainWire
+import Testing
+
+@Suite("Wire protocol against the real daemon")
+struct ProtocolTests {
+    static let profile = [MetadataEntry(key: profileMetadataKey, value: ProfileName.defaultName)]
+
+    @Test("answers on one connection come back in completion order, not request order")
+    func outOfOrderAnswers() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let connection = try ClientConnection(path: h.socketPath)
+        defer { connection.close() }
+
+        let order = Recorder<String>()
+        let slowPayload = try SlowEchoRequest(delayMilliseconds: 800, data: Array("slow".utf8)).encode()
+        let fastPayload = try SlowEchoRequest(delayMilliseconds: 0, data: Array("fast".utf8)).encode()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                let bytes = try await connection.call(method: Method.slowEcho, payload: slowPayload)
+                #expect(try SlowEchoResponse.decode(bytes).data == Array("slow".utf8))
+                order.append("slow")
+            }
+            // Give the slow call a head start so it is on the wire first (ordering only; the
+            // assertion below does not depend on how long this takes).
+            try await Task.sleep(for: .milliseconds(100))
+            group.addTask {
+                let bytes = try await connection.call(method: Method.slowEcho, payload: fastPayload)
+                #expect(try SlowEchoResponse.decode(bytes).data == Array("fast".utf8))
+                order.append("fast")
+            }
+            try await group.waitForAll()
+        }
+        #expect(order.all == ["fast", "slow"])
+    }
+
+    @Test("two requests written in one go: the fast one (sent second) is answered first")
+    func outOfOrderAnswersRaw() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let raw = try RawConnection(path: h.socketPath)
+
+        let frames =
+            try Envelope.requestFrame(
+                id: 1, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 800, data: [1]).encode())
+            + Envelope.requestFrame(id: 2, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: [2]).encode())
+        try raw.write(frames)
+        let answers = try await onThread { [try raw.readEnvelope(), try raw.readEnvelope()] }
+        #expect(answers.map { $0?.requestID } == [2, 1])
+        #expect(answers.allSatisfy { $0?.response?.status.isOK == true })
+    }
+
+    @Test("50 concurrent GetSessionState calls on one connection all succeed")
+    func manyConcurrentCalls() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        try await h.provider().awaitSessionRestore()
+        let connection = try ClientConnection(path: h.socketPath)
+        defer { connection.close() }
+        let payload = try GetSessionStateRequest().encode()
+
+        let states = try await withThrowingTaskGroup(of: AuthState.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    let bytes = try await connection.call(method: Method.getSessionState, payload: payload, metadata: Self.profile)
+                    return try SessionSnapshot.decode(bytes).authState
+                }
+            }
+            var all: [AuthState] = []
+            for try await s in group { all.append(s) }
+            return all
+        }
+        #expect(states.count == 50)
+        #expect(states.allSatisfy { $0 == .unauthenticated })
+    }
+
+    @Test("an unknown method is RAIN_102")
+    func unknownMethod() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let e = try #require(await rainError { _ = try await h.call("/rain.wallet.v1.Nope/Nothing", payload: []) })
+        #expect(e.code == .invalidArgument)
+        // The daemon goes on serving.
+        #expect(try await h.provider().daemonInfo().protocolVersion == protocolVersion)
+    }
+
+    @Test("an undecodable ConfirmLoginCode payload is RAIN_102")
+    func undecodablePayload() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let e = try #require(await rainError { _ = try await h.call(Method.confirmLoginCode, payload: [0xFF, 0xFF]) })
+        #expect(e.code == .invalidArgument)
+    }
+
+    @Test("a frame header declaring 2 MiB: one RAIN_102 answer with request id 0, then close; new connections still work")
+    func oversizedFrame() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let raw = try RawConnection(path: h.socketPath)
+
+        try raw.write([0x00, 0x20, 0x00, 0x00])  // 2 MiB, no body
+        let answer = try await onThread { try raw.readEnvelope() }
+        let envelope = try #require(answer)
+        #expect(envelope.requestID == 0)
+        let response = try #require(envelope.response)
+        #expect(response.status.code == RainError.Code.invalidArgument.rawValue)
+        #expect(try await onThread { raw.isClosedByPeer() })
+
+        let info = try await h.provider().daemonInfo()
+        #expect(info.protocolVersion == protocolVersion)
+    }
+
+    @Test("garbage envelope bytes: RAIN_102 with request id 0, and the connection keeps working")
+    func garbageEnvelope() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let raw = try RawConnection(path: h.socketPath)
+
+        try raw.write(Frame.encode([0xFF, 0xFF, 0xFF]))
+        let first = try #require(try await onThread { try raw.readEnvelope() })
+        #expect(first.requestID == 0)
+        #expect(first.response?.status.code == RainError.Code.invalidArgument.rawValue)
+
+        try raw.write(try Envelope.requestFrame(id: 5, method: Method.getInfo, payload: GetInfoRequest().encode()))
+        let second = try #require(try await onThread { try raw.readEnvelope() })
+        #expect(second.requestID == 5)
+        let response = try #require(second.response)
+        #expect(response.status.isOK)
+        #expect(try GetInfoResponse.decode(response.payload).protocolVersion == protocolVersion)
+    }
+
+    @Test("a request id already in flight is refused with RAIN_102; the first call still completes")
+    func duplicateRequestID() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let raw = try RawConnection(path: h.socketPath)
+
+        let payload = try SlowEchoRequest(delayMilliseconds: 500, data: Array("first".utf8)).encode()
+        let frame = try Envelope.requestFrame(id: 9, method: Method.slowEcho, payload: payload)
+        try raw.write(frame + frame)
+        let answers = try await onThread { [try raw.readEnvelope(), try raw.readEnvelope()] }.compactMap { $0 }
+        #expect(answers.count == 2)
+
+        let refusals = answers.filter { $0.response?.status.isOK == false }
+        let successes = answers.filter { $0.response?.status.isOK == true }
+        #expect(refusals.count == 1)
+        #expect(refusals.first?.response?.status.code == RainError.Code.invalidArgument.rawValue)
+        #expect(successes.count == 1)
+        #expect(successes.first?.requestID == 9)
+        if let ok = successes.first?.response {
+            #expect(try SlowEchoResponse.decode(ok.payload).data == Array("first".utf8))
+        }
+
+        // Once answered, the id may be used again.
+        try raw.write(try Envelope.requestFrame(id: 9, method: Method.getInfo, payload: GetInfoRequest().encode()))
+        let again = try #require(try await onThread { try raw.readEnvelope() })
+        #expect(again.requestID == 9)
+        #expect(again.response?.status.isOK == true)
+    }
+
+    @Test("GetInfo reports the protocol version, the frame limit and the test capability")
+    func getInfo() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let info = try await h.provider().daemonInfo()
+        #expect(info.protocolVersion == protocolVersion)
+        #expect(info.maxFrameBytes == UInt32(Frame.defaultMaximumLength))
+        #expect(info.capabilities.contains("login-code"))
+        #expect(info.capabilities.contains("test-methods"))
+        #expect(!info.daemonVersion.isEmpty)
+    }
+}
