@@ -908,6 +908,96 @@ void   rain__wallet__v1__refresh_session_request__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__refresh_session_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__get_account_request__init
+                     (Rain__Wallet__V1__GetAccountRequest         *message)
+{
+  static const Rain__Wallet__V1__GetAccountRequest init_value = RAIN__WALLET__V1__GET_ACCOUNT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__get_account_request__get_packed_size
+                     (const Rain__Wallet__V1__GetAccountRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_account_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__get_account_request__pack
+                     (const Rain__Wallet__V1__GetAccountRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_account_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__get_account_request__pack_to_buffer
+                     (const Rain__Wallet__V1__GetAccountRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_account_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__GetAccountRequest *
+       rain__wallet__v1__get_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__GetAccountRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__get_account_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__get_account_request__free_unpacked
+                     (Rain__Wallet__V1__GetAccountRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__get_account_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__account_response__init
+                     (Rain__Wallet__V1__AccountResponse         *message)
+{
+  static const Rain__Wallet__V1__AccountResponse init_value = RAIN__WALLET__V1__ACCOUNT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__account_response__get_packed_size
+                     (const Rain__Wallet__V1__AccountResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__account_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__account_response__pack
+                     (const Rain__Wallet__V1__AccountResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__account_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__account_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AccountResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__account_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AccountResponse *
+       rain__wallet__v1__account_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AccountResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__account_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__account_response__free_unpacked
+                     (Rain__Wallet__V1__AccountResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__account_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
 {
   {
@@ -1806,6 +1896,101 @@ const ProtobufCMessageDescriptor rain__wallet__v1__refresh_session_request__desc
   rain__wallet__v1__refresh_session_request__field_indices_by_name,
   0,  rain__wallet__v1__refresh_session_request__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__refresh_session_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__get_account_request__field_descriptors NULL
+#define rain__wallet__v1__get_account_request__field_indices_by_name NULL
+#define rain__wallet__v1__get_account_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__get_account_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.GetAccountRequest",
+  "GetAccountRequest",
+  "Rain__Wallet__V1__GetAccountRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__GetAccountRequest),
+  0,
+  rain__wallet__v1__get_account_request__field_descriptors,
+  rain__wallet__v1__get_account_request__field_indices_by_name,
+  0,  rain__wallet__v1__get_account_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__get_account_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__account_response__field_descriptors[4] =
+{
+  {
+    "account_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AccountResponse, account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wallet_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AccountResponse, wallet_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AccountResponse, created_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "contacts",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rain__Wallet__V1__AccountResponse, n_contacts),
+    offsetof(Rain__Wallet__V1__AccountResponse, contacts),
+    &rain__wallet__v1__contact__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__account_response__field_indices_by_name[] = {
+  0,   /* field[0] = account_id */
+  3,   /* field[3] = contacts */
+  2,   /* field[2] = created_at_ms */
+  1,   /* field[1] = wallet_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__account_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AccountResponse",
+  "AccountResponse",
+  "Rain__Wallet__V1__AccountResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AccountResponse),
+  4,
+  rain__wallet__v1__account_response__field_descriptors,
+  rain__wallet__v1__account_response__field_indices_by_name,
+  1,  rain__wallet__v1__account_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__account_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =

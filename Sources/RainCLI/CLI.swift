@@ -16,6 +16,7 @@ public enum CLI {
           status                                    show the session of the profile
           watch                                     print session events as they happen
           refresh                                   refresh the session now
+          account                                   show the account and wallet of the session
           logout                                    end the session (wipes it, revokes it)
           info                                      show the daemon's version and capabilities
           dev outbox                                list codes delivered to the development outbox
@@ -68,6 +69,12 @@ public enum CLI {
         Refreshes the session now (the daemon also refreshes it automatically ahead of expiry).
         Exit 4 (RAIN_201) when there is no session or it ended; 7 (RAIN_301) when the authority
         could not be reached (the session stays usable until it expires).
+        """
+    static let accountHelp = """
+        usage: rainwallet account [--json]
+
+        Shows the account behind the session: id, wallet id, creation time, contacts.
+        With --json: {"accountId", "walletId", "createdAt", "contacts": [{"kind", "value"}]}.
         """
     static let logoutHelp = """
         usage: rainwallet logout
@@ -165,6 +172,21 @@ public enum CLI {
             if output.isJSON { output.json(s.jsonObject) } else {
                 output.line("Session refreshed.")
                 s.humanLines.forEach(output.line)
+            }
+        case "account":
+            if showHelp(args, accountHelp) { return }
+            try args.finish()
+            let a = try await provider.account()
+            if output.isJSON {
+                output.json([
+                    "accountId": a.accountID, "walletId": a.walletID, "createdAt": a.createdAt,
+                    "contacts": a.contacts.map { ["kind": $0.kindName, "value": $0.value] as [String: Any?] },
+                ])
+            } else {
+                output.line("account:  \(a.accountID)")
+                output.line("wallet:   \(a.walletID)")
+                output.line("created:  \(RFC3339.string(from: a.createdAt))")
+                for c in a.contacts { output.line("contact:  \(c.kindName) \(c.value)") }
             }
         case "logout":
             if showHelp(args, logoutHelp) { return }

@@ -62,7 +62,7 @@ public final class DeviceService: ServerHandler {
 
     /// Capabilities reported by GetInfo.
     var capabilities: [String] {
-        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh"]
+        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account"]
         if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
         if isTestMethodsEnabled { c.append("test-methods") }
         return c
@@ -117,6 +117,9 @@ public final class DeviceService: ServerHandler {
                 let timeout = r.timeoutMilliseconds == 0 ? policyTimeout : .milliseconds(Int64(r.timeoutMilliseconds))
                 return await Self.awaitRestore(e, timeout: timeout)
             }
+        case Method.getAccount:
+            let s = entry(profile).session
+            return deferred(request, ctx, GetAccountRequest.self) { (_) throws(RainError) in try await s.account() }
         case Method.refreshSession:
             let s = entry(profile).session
             return deferred(request, ctx, RefreshSessionRequest.self) { (_) throws(RainError) in try await s.refreshSession() }

@@ -161,6 +161,59 @@ public actor ProfileSession {
         return LogoutResponse(hadSession: true, revokedAtAuthority: revoked)
     }
 
+    // MARK: reads
+
+    /// The account behind the session. A read: transient authority failures are retried with the
+    /// policy (sends never are). A token the authority no longer accepts because it was rotated or
+    /// expired gets one refresh and one more try; a session revoked at the authority (a login on
+    /// another device) ends here with `revokedElsewhere`.
+    /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable.
+    public func account() async throws(RainError) -> AccountResponse {
+        await restore()
+        var delay = policy.retryInitialDelay
+        var attempt = 0
+        var refreshedOnce = false
+        while true {
+            guard let current = session else { throw noSessionError() }
+            let result: Result<AccountInfo, RainError>
+            do {
+                result = .success(try await context.authority.accountInfo(appID: appID, accessToken: current.accessToken))
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let info):
+                return AccountResponse(
+                    accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts)
+            case .failure(let error) where error.code == .sessionExpired:
+                let reason = error.details.reason
+                if reason == "invalid_token" || reason == "access_expired" {
+                    // Rotated meanwhile, or expired before the scheduler ran: refresh once, then retry.
+                    if session?.accessToken != current.accessToken { continue }
+                    if !refreshedOnce, case .success = await refreshNow() {
+                        refreshedOnce = true
+                        continue
+                    }
+                }
+                if session?.refreshToken == current.refreshToken {
+                    await end(reason == "revoked_elsewhere" ? .revokedElsewhere : .refreshFailed)
+                }
+                throw noSessionError()
+            case .failure(let error) where Self.isDefinitive(error):
+                throw error
+            case .failure(let error):
+                guard attempt < policy.transientRetries else {
+                    throw RainError(
+                        .network, "the authority could not be reached to read the account; try again",
+                        underlying: SendableErrorDescription(error))
+                }
+                attempt += 1
+                await clock.sleep(for: delay)
+                delay = min(delay * 2, policy.retryMaxDelay)
+            }
+        }
+    }
+
     // MARK: refresh
 
     /// Refreshes now, sharing a refresh already in flight.

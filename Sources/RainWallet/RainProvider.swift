@@ -148,6 +148,14 @@ public final class RainProvider: Sendable {
         }
     }
 
+    /// The account behind the session: id, wallet id, creation time and contacts. Retried by the
+    /// daemon on transient authority failures.
+    /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
+    ///   another device); RAIN_301 when the authority could not be reached.
+    public func account() async throws(RainError) -> AccountResponse {
+        try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self)
+    }
+
     /// The daemon's current view of this profile's session.
     public func currentSession() async throws(RainError) -> SessionSnapshot {
         try await call(Method.getSessionState, GetSessionStateRequest(), as: SessionSnapshot.self)

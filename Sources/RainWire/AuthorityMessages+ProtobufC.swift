@@ -8,32 +8,7 @@ import RainCore
 
 // MARK: shared pieces
 
-private func cAuthorityContact(_ contact: RainWalletContact?, _ arena: CArena) throws(RainError)
-    -> UnsafeMutablePointer<Rain__Wallet__V1__Contact>?
-{
-    guard let contact else { return nil }
-    var c = Rain__Wallet__V1__Contact()
-    rain__wallet__v1__contact__init(&c)
-    switch contact {
-    case .email: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_EMAIL
-    case .phone: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_PHONE
-    }
-    c.value = try arena.string(contact.value, field: "contact")
-    return arena.box(c)
-}
-
-/// nil for an absent contact or one of kind UNSPECIFIED (or a kind this build does not know).
-private func readAuthorityContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(RainError)
-    -> RainWalletContact?
-{
-    guard let c = p?.pointee else { return nil }
-    let value = try readString(c.value, field: "contact")
-    switch c.kind {
-    case RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_EMAIL: return .email(value)
-    case RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_PHONE: return .phone(value)
-    default: return nil
-    }
-}
+// Contacts convert with `cContact` / `readContact` (Messages+ProtobufC.swift).
 
 private func cTokens(_ tokens: AuthoritySessionTokens, _ arena: CArena) throws(RainError)
     -> UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>
@@ -70,7 +45,7 @@ extension AuthoritySendLoginCodeRequest {
             let m = p.pointee
             return AuthoritySendLoginCodeRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                contact: try readAuthorityContact(m.contact))
+                contact: try readContact(m.contact))
         }
     }
     /// Encodes as an `AuthoritySendLoginCodeRequest`.
@@ -80,7 +55,7 @@ extension AuthoritySendLoginCodeRequest {
         rain__wallet__v1__authority_send_login_code_request__init(&m)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
-        m.contact = try cAuthorityContact(contact, arena)
+        m.contact = try cContact(contact, arena)
         return packMessage(
             &m, size: { rain__wallet__v1__authority_send_login_code_request__get_packed_size($0) },
             pack: { rain__wallet__v1__authority_send_login_code_request__pack($0, $1) })
@@ -98,7 +73,7 @@ extension AuthoritySendLoginCodeResponse {
             let m = p.pointee
             return AuthoritySendLoginCodeResponse(
                 challengeID: try readString(m.challenge_id, field: "challenge_id"),
-                contact: try readAuthorityContact(m.contact), expiresAt: Date(unixMilliseconds: m.expires_at_ms))
+                contact: try readContact(m.contact), expiresAt: Date(unixMilliseconds: m.expires_at_ms))
         }
     }
     /// Encodes as an `AuthoritySendLoginCodeResponse`.
@@ -107,7 +82,7 @@ extension AuthoritySendLoginCodeResponse {
         var m = Rain__Wallet__V1__AuthoritySendLoginCodeResponse()
         rain__wallet__v1__authority_send_login_code_response__init(&m)
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
-        m.contact = try cAuthorityContact(contact, arena)
+        m.contact = try cContact(contact, arena)
         m.expires_at_ms = expiresAt.unixMilliseconds
         return packMessage(
             &m, size: { rain__wallet__v1__authority_send_login_code_response__get_packed_size($0) },
@@ -266,7 +241,7 @@ extension AuthorityAccountInfoResponse {
             var contacts: [RainWalletContact] = []
             if let list = m.contacts {
                 for i in 0..<m.n_contacts {
-                    if let contact = try readAuthorityContact(list[i]) { contacts.append(contact) }
+                    if let contact = try readContact(list[i]) { contacts.append(contact) }
                 }
             }
             return AuthorityAccountInfoResponse(
@@ -284,7 +259,7 @@ extension AuthorityAccountInfoResponse {
         m.wallet_id = try arena.string(walletID, field: "wallet_id")
         m.created_at_ms = createdAt.unixMilliseconds
         var list: [UnsafeMutablePointer<Rain__Wallet__V1__Contact>?] = []
-        for contact in contacts { list.append(try cAuthorityContact(contact, arena)) }
+        for contact in contacts { list.append(try cContact(contact, arena)) }
         m.n_contacts = list.count
         m.contacts = arena.array(list)
         return packMessage(

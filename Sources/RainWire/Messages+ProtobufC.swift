@@ -7,7 +7,7 @@ import RainCore
 
 // MARK: shared pieces
 
-private func cContact(_ contact: RainWalletContact?, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
+func cContact(_ contact: RainWalletContact?, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
     Rain__Wallet__V1__Contact
 >? {
     guard let contact else { return nil }
@@ -21,7 +21,7 @@ private func cContact(_ contact: RainWalletContact?, _ arena: CArena) throws(Rai
     return arena.box(c)
 }
 
-private func readContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(RainError) -> RainWalletContact? {
+func readContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(RainError) -> RainWalletContact? {
     guard let c = p?.pointee else { return nil }
     let value = try readString(c.value, field: "contact")
     switch c.kind {
@@ -441,4 +441,50 @@ extension RefreshSessionRequest {
         ) { _ throws(RainError) in RefreshSessionRequest() }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension GetAccountRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetAccountRequest {
+        try unpackMessage(
+            bytes, name: "GetAccountRequest", unpack: { rain__wallet__v1__get_account_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__get_account_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in GetAccountRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension AccountResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountResponse {
+        try unpackMessage(
+            bytes, name: "AccountResponse", unpack: { rain__wallet__v1__account_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__account_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            var contacts: [RainWalletContact] = []
+            if let list = m.contacts {
+                for i in 0..<m.n_contacts {
+                    if let c = try readContact(list[i]) { contacts.append(c) }
+                }
+            }
+            return AccountResponse(
+                accountID: try readString(m.account_id, field: "account id"),
+                walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
+                contacts: contacts)
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AccountResponse()
+        rain__wallet__v1__account_response__init(&m)
+        m.account_id = try arena.string(accountID, field: "account id")
+        m.wallet_id = try arena.string(walletID, field: "wallet id")
+        m.created_at_ms = createdAt.unixMilliseconds
+        var list: [UnsafeMutablePointer<Rain__Wallet__V1__Contact>?] = []
+        for c in contacts { list.append(try cContact(c, arena)) }
+        m.n_contacts = list.count
+        m.contacts = arena.array(list)
+        return packMessage(
+            &m, size: { rain__wallet__v1__account_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__account_response__pack($0, $1) })
+    }
 }

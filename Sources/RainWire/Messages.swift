@@ -163,3 +163,22 @@ public struct SlowEchoResponse: WireMessage, Equatable {
 public struct RefreshSessionRequest: WireMessage, Equatable {
     public init() {}
 }
+
+/// `Account/Get` request (empty).
+public struct GetAccountRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// `Account/Get` response.
+public struct AccountResponse: WireMessage, Equatable {
+    public var accountID: String
+    public var walletID: String
+    public var createdAt: Date
+    public var contacts: [RainWalletContact]
+    public init(accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact]) {
+        self.accountID = accountID
+        self.walletID = walletID
+        self.createdAt = createdAt
+        self.contacts = contacts
+    }
+}

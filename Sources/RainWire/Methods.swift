@@ -8,6 +8,7 @@ public enum Method {
     public static let awaitRestore = "/rain.wallet.v1.Session/AwaitRestore"
     public static let watch = "/rain.wallet.v1.Session/Watch"
     public static let refreshSession = "/rain.wallet.v1.Session/Refresh"
+    public static let getAccount = "/rain.wallet.v1.Account/Get"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }

@@ -17,12 +17,20 @@ final class ControlledAuthority: Authority {
         var refreshCalls = 0
         var transientFailuresLeft = 0
         var isGateClosed = false
+        var readCalls = 0
+        var readFailuresLeft = 0
+        var sendCalls = 0
+        var sendFailuresLeft = 0
     }
     let state = Mutex(State())
 
     init(_ inner: any Authority) { self.inner = inner }
 
     var refreshCalls: Int { state.withLock { $0.refreshCalls } }
+    var readCalls: Int { state.withLock { $0.readCalls } }
+    var sendCalls: Int { state.withLock { $0.sendCalls } }
+    func failNextReads(_ n: Int) { state.withLock { $0.readFailuresLeft = n } }
+    func failNextSends(_ n: Int) { state.withLock { $0.sendFailuresLeft = n } }
     func failNextRefreshes(_ n: Int) { state.withLock { $0.transientFailuresLeft = n } }
     func closeGate() { state.withLock { $0.isGateClosed = true } }
     func openGate() { state.withLock { $0.isGateClosed = false } }
@@ -41,12 +49,28 @@ final class ControlledAuthority: Authority {
         return try await inner.refreshSession(request)
     }
 
-    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult { try await inner.sendLoginCode(request) }
+    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
+        let fail = state.withLock { s -> Bool in
+            s.sendCalls += 1
+            guard s.sendFailuresLeft > 0 else { return false }
+            s.sendFailuresLeft -= 1
+            return true
+        }
+        if fail { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.sendLoginCode(request)
+    }
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
         try await inner.confirmLoginCode(request)
     }
     func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
-        try await inner.accountInfo(appID: appID, accessToken: accessToken)
+        let fail = state.withLock { s -> Bool in
+            s.readCalls += 1
+            guard s.readFailuresLeft > 0 else { return false }
+            s.readFailuresLeft -= 1
+            return true
+        }
+        if fail { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.accountInfo(appID: appID, accessToken: accessToken)
     }
     func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
         try await inner.revokeSession(appID: appID, refreshToken: refreshToken)
@@ -274,5 +298,72 @@ struct SchedulerFixture {
         #expect(f.authority.refreshCalls == 0)
         for w in watchers { #expect(!w.all.contains { $0.kind == .sessionExpired }) }
         #expect(f.runtime.snapshot().sessionState == .none)
+    }
+}
+
+@Suite struct RetriesByKindTests {
+    /// Lets the retry timers of a read fire while `body` runs.
+    func pumpClock(_ f: SchedulerFixture, while task: Task<AccountResponse, any Error>) async {
+        for _ in 0..<400 {
+            f.clock.advance(by: .milliseconds(250))
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        _ = await task.result
+    }
+
+    @Test func readsAreRetriedOnTransientFailures() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        f.authority.failNextReads(2)
+        let session = f.session
+        let task = Task { try await session.account() }
+        await pumpClock(f, while: task)
+        let account = try await task.value
+        #expect(account.accountID.hasPrefix("acct_"))
+        #expect(account.contacts == [.email("user@example.com")])
+        #expect(f.authority.readCalls == 3)
+    }
+
+    @Test func readsGiveUpAfterTheRetriesWithRAIN301() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        f.authority.failNextReads(3)
+        let session = f.session
+        let task = Task { try await session.account() }
+        await pumpClock(f, while: task)
+        let error = await #expect(throws: RainError.self) { try await task.value }
+        #expect(error?.code == .network)
+        #expect(f.authority.readCalls == 3)  // 1 + 2 retries
+        #expect(f.runtime.snapshot().authState == .authenticated)  // a failed read ends nothing
+    }
+
+    @Test func sendsAreNeverRetried() async throws {
+        let f = try await SchedulerFixture()
+        f.authority.failNextSends(1)
+        let error = await #expect(throws: RainError.self) { try await f.session.sendLoginCode(.email("user@example.com")) }
+        #expect(error?.code == .network)
+        #expect(f.authority.sendCalls == 1)
+        #expect(f.sender.deliveries.withLock { $0.isEmpty })
+    }
+
+    @Test func aRevokedSessionIsLearntOnTheNextCall() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        let watchers = f.watch(3)
+        let other = DeviceService(
+            config: DaemonConfig(),
+            context: DeviceContext(
+                authority: f.embedded, storage: InMemoryStorage(), clock: f.clock, device: try testDevice(id: "dev_test2"),
+                logger: f.logger))
+        _ = try await other.session(profile: "default").sendLoginCode(.email("user@example.com"))
+        _ = try await other.session(profile: "default").confirmLoginCode(try #require(f.sender.lastCode))
+        let error = await #expect(throws: RainError.self) { try await f.session.account() }
+        #expect(error?.code == .sessionExpired)
+        #expect(error?.details.reason == "revoked_elsewhere")
+        for w in watchers {
+            #expect(w.all.filter { $0.kind == .sessionExpired }.map(\.expiryReason) == [.revokedElsewhere])
+        }
+        let again = await #expect(throws: RainError.self) { try await f.session.account() }
+        #expect(again?.code == .sessionExpired)
     }
 }

@@ -244,6 +244,25 @@ final class EventLog: Sendable {
         #expect(victimError?.code == .sessionExpired)
     }
 
+    @Test func aSignedOutDeviceLearnsItOnItsNextCall() async throws {
+        let h = try MultiDevice.up(devices: 2, lifetime: 60)  // no refresh during the test
+        defer { h.down() }
+        _ = try await h.logIn(0)
+        let account = try await h.provider(0).account()
+        #expect(account.contacts == [.email("multi@example.com")])
+        let watcher = try EventLog(h.provider(0))
+        _ = try await h.logIn(1)
+        let (status, _, err) = try MultiDevice.run([
+            "-c", "exec \"$0\" --socket \"$1\" account", h.binaries.appendingPathComponent("rainwallet").path, h.devices[0].socket,
+        ])
+        #expect(status == 4)  // RAIN_201
+        #expect(err.contains("RAIN_201"))
+        let ended = await eventually(timeout: .seconds(10)) { !watcher.expiries.isEmpty }
+        #expect(ended)
+        #expect(watcher.expiries == [.revokedElsewhere])
+        #expect(try await h.provider(1).account().accountID == account.accountID)
+    }
+
     @Test func logoutFiresNoExpiryEvent() async throws {
         let h = try MultiDevice.up(devices: 1, lifetime: 3)
         defer { h.down() }

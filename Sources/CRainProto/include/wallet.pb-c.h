@@ -36,6 +36,8 @@ typedef struct Rain__Wallet__V1__ListOutboxResponse Rain__Wallet__V1__ListOutbox
 typedef struct Rain__Wallet__V1__SlowEchoRequest Rain__Wallet__V1__SlowEchoRequest;
 typedef struct Rain__Wallet__V1__SlowEchoResponse Rain__Wallet__V1__SlowEchoResponse;
 typedef struct Rain__Wallet__V1__RefreshSessionRequest Rain__Wallet__V1__RefreshSessionRequest;
+typedef struct Rain__Wallet__V1__GetAccountRequest Rain__Wallet__V1__GetAccountRequest;
+typedef struct Rain__Wallet__V1__AccountResponse Rain__Wallet__V1__AccountResponse;
 
 
 /* --- enums --- */
@@ -356,6 +358,37 @@ struct  Rain__Wallet__V1__RefreshSessionRequest
 #define RAIN__WALLET__V1__REFRESH_SESSION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__refresh_session_request__descriptor) \
      }
+
+
+/*
+ * /rain.wallet.v1.Account/Get: the account behind this profile's session (a read: retried on
+ * transient authority failures). RAIN_201 without a live session; when the authority says the
+ * session was revoked (for example by a login on another device) the session ends here too.
+ */
+struct  Rain__Wallet__V1__GetAccountRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__GET_ACCOUNT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_account_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__AccountResponse
+{
+  ProtobufCMessage base;
+  char *account_id;
+  char *wallet_id;
+  /*
+   * Unix milliseconds.
+   */
+  int64_t created_at_ms;
+  size_t n_contacts;
+  Rain__Wallet__V1__Contact **contacts;
+};
+#define RAIN__WALLET__V1__ACCOUNT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__account_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
 
 
 /* Rain__Wallet__V1__Contact methods */
@@ -738,6 +771,44 @@ Rain__Wallet__V1__RefreshSessionRequest *
 void   rain__wallet__v1__refresh_session_request__free_unpacked
                      (Rain__Wallet__V1__RefreshSessionRequest *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__GetAccountRequest methods */
+void   rain__wallet__v1__get_account_request__init
+                     (Rain__Wallet__V1__GetAccountRequest         *message);
+size_t rain__wallet__v1__get_account_request__get_packed_size
+                     (const Rain__Wallet__V1__GetAccountRequest   *message);
+size_t rain__wallet__v1__get_account_request__pack
+                     (const Rain__Wallet__V1__GetAccountRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__get_account_request__pack_to_buffer
+                     (const Rain__Wallet__V1__GetAccountRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__GetAccountRequest *
+       rain__wallet__v1__get_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__get_account_request__free_unpacked
+                     (Rain__Wallet__V1__GetAccountRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AccountResponse methods */
+void   rain__wallet__v1__account_response__init
+                     (Rain__Wallet__V1__AccountResponse         *message);
+size_t rain__wallet__v1__account_response__get_packed_size
+                     (const Rain__Wallet__V1__AccountResponse   *message);
+size_t rain__wallet__v1__account_response__pack
+                     (const Rain__Wallet__V1__AccountResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__account_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AccountResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AccountResponse *
+       rain__wallet__v1__account_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__account_response__free_unpacked
+                     (Rain__Wallet__V1__AccountResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__Contact_Closure)
@@ -800,6 +871,12 @@ typedef void (*Rain__Wallet__V1__SlowEchoResponse_Closure)
 typedef void (*Rain__Wallet__V1__RefreshSessionRequest_Closure)
                  (const Rain__Wallet__V1__RefreshSessionRequest *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__GetAccountRequest_Closure)
+                 (const Rain__Wallet__V1__GetAccountRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AccountResponse_Closure)
+                 (const Rain__Wallet__V1__AccountResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -831,6 +908,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__list_outbox_response__
 extern const ProtobufCMessageDescriptor rain__wallet__v1__slow_echo_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__slow_echo_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__refresh_session_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__get_account_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 
