@@ -46,6 +46,8 @@ do {
         for _ in 0..<connections {
             group.addTask {
                 let provider = RainProvider(RainWalletConfig(socketPath: socket))
+                // Run the loop on the connection's own thread: no thread hand-off per call.
+                return try await withTaskExecutorPreference(try provider.taskExecutor) {
                 var sample = Sample()
                 sample.latencies.reserveCapacity(200_000)
                 while true {
@@ -60,6 +62,7 @@ do {
                     }
                 }
                 return sample
+                }
             }
         }
         var all: [Sample] = []

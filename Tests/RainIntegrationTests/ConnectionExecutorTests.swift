@@ -1,0 +1,48 @@
+import Foundation
+import RainTestSupport
+import RainWallet
+import Testing
+
+@Suite("Running tasks on a provider's connection thread")
+struct ConnectionExecutorTests {
+    @Test("calls made on the connection's executor work, in order and concurrently")
+    func callsOnTheConnectionExecutor() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let p = h.provider()
+        let states = try await withTaskExecutorPreference(try p.taskExecutor) {
+            var states: [AuthState] = []
+            for _ in 0..<200 { states.append(try await p.currentSession().authState) }
+            // Child tasks inherit the preference: concurrent calls on the same thread still complete.
+            try await withThrowingTaskGroup(of: AuthState.self) { group in
+                for _ in 0..<20 { group.addTask { try await p.currentSession().authState } }
+                for try await s in group { states.append(s) }
+            }
+            return states
+        }
+        #expect(states.count == 220)
+        #expect(Set(states).isSubset(of: [.loading, .unauthenticated]))
+    }
+
+    @Test("when the daemon goes away, tasks on the connection's executor still finish with RAIN_101")
+    func daemonGoneWhileOnTheExecutor() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let p = h.provider()
+        let executor = try p.taskExecutor
+        let error: RainError? = await withTaskExecutorPreference(executor) {
+            do {
+                _ = try await p.currentSession()
+                await h.kill()
+                for _ in 0..<100 {
+                    _ = try await p.currentSession()
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            } catch let e as RainError {
+                return e
+            } catch {}
+            return nil
+        }
+        #expect(error?.code == .notInitialized)
+    }
+}
