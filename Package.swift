@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "RainTransport", dependencies: ["RainCore", "RainWire", "RainCrypto", "CSystem"]),
         .target(
             name: "RainAuthority",
-            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "CSQLite"]),
+            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "CSQLite", "CPSL"]),
         .target(
             name: "RainDevice",
             dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),

@@ -998,6 +998,96 @@ void   rain__wallet__v1__account_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__account_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__configure_profile_request__init
+                     (Rain__Wallet__V1__ConfigureProfileRequest         *message)
+{
+  static const Rain__Wallet__V1__ConfigureProfileRequest init_value = RAIN__WALLET__V1__CONFIGURE_PROFILE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__configure_profile_request__get_packed_size
+                     (const Rain__Wallet__V1__ConfigureProfileRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__configure_profile_request__pack
+                     (const Rain__Wallet__V1__ConfigureProfileRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__configure_profile_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ConfigureProfileRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ConfigureProfileRequest *
+       rain__wallet__v1__configure_profile_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ConfigureProfileRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__configure_profile_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__configure_profile_request__free_unpacked
+                     (Rain__Wallet__V1__ConfigureProfileRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__configure_profile_response__init
+                     (Rain__Wallet__V1__ConfigureProfileResponse         *message)
+{
+  static const Rain__Wallet__V1__ConfigureProfileResponse init_value = RAIN__WALLET__V1__CONFIGURE_PROFILE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__configure_profile_response__get_packed_size
+                     (const Rain__Wallet__V1__ConfigureProfileResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__configure_profile_response__pack
+                     (const Rain__Wallet__V1__ConfigureProfileResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__configure_profile_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ConfigureProfileResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ConfigureProfileResponse *
+       rain__wallet__v1__configure_profile_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ConfigureProfileResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__configure_profile_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__configure_profile_response__free_unpacked
+                     (Rain__Wallet__V1__ConfigureProfileResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__configure_profile_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
 {
   {
@@ -1991,6 +2081,82 @@ const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor 
   rain__wallet__v1__account_response__field_indices_by_name,
   1,  rain__wallet__v1__account_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__account_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_request__field_descriptors[1] =
+{
+  {
+    "passkey_domain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ConfigureProfileRequest, passkey_domain),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__configure_profile_request__field_indices_by_name[] = {
+  0,   /* field[0] = passkey_domain */
+};
+static const ProtobufCIntRange rain__wallet__v1__configure_profile_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ConfigureProfileRequest",
+  "ConfigureProfileRequest",
+  "Rain__Wallet__V1__ConfigureProfileRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ConfigureProfileRequest),
+  1,
+  rain__wallet__v1__configure_profile_request__field_descriptors,
+  rain__wallet__v1__configure_profile_request__field_indices_by_name,
+  1,  rain__wallet__v1__configure_profile_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__configure_profile_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_response__field_descriptors[1] =
+{
+  {
+    "passkey_domain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ConfigureProfileResponse, passkey_domain),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__configure_profile_response__field_indices_by_name[] = {
+  0,   /* field[0] = passkey_domain */
+};
+static const ProtobufCIntRange rain__wallet__v1__configure_profile_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ConfigureProfileResponse",
+  "ConfigureProfileResponse",
+  "Rain__Wallet__V1__ConfigureProfileResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ConfigureProfileResponse),
+  1,
+  rain__wallet__v1__configure_profile_response__field_descriptors,
+  rain__wallet__v1__configure_profile_response__field_indices_by_name,
+  1,  rain__wallet__v1__configure_profile_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__configure_profile_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =

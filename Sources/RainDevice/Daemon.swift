@@ -133,7 +133,9 @@ public enum Daemon {
                     sender: sender, logger: logger.child("authority"))
             }
         }
-        let context = DeviceContext(authority: authority, storage: storage, clock: clock, device: device, logger: logger)
+        let context = DeviceContext(
+            authority: authority, storage: storage, clock: clock, device: device, logger: logger,
+            profileState: ProfileStateStore(directory: "\(paths.stateDirectory)/profiles"))
         let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
 
         // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).

@@ -209,7 +209,14 @@ struct ConfigReader {
             p.appID = try string(v, join(path, "appID"))
             guard !p.appID.isEmpty, p.appID.utf8.count <= 128 else { throw fail(join(path, "appID"), "must be 1 to 128 characters") }
         }
-        if let v = dict["passkeyDomain"] { p.passkeyDomain = try string(v, join(path, "passkeyDomain")) }
+        if let v = dict["passkeyDomain"] {
+            let key = join(path, "passkeyDomain")
+            do {
+                p.passkeyDomain = try PasskeyDomain.validate(try string(v, key))
+            } catch {
+                throw fail(key, error.message)
+            }
+        }
         if let v = dict["allowExport"] { p.isExportAllowed = try bool(v, join(path, "allowExport")) }
         if let v = dict["allowedUIDs"] { p.allowedUIDs = try uids(v, join(path, "allowedUIDs")) }
         if let v = dict["sessionPolicy"] { p.sessionPolicy = try policy(v, join(path, "sessionPolicy")) }

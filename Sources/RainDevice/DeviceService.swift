@@ -117,6 +117,11 @@ public final class DeviceService: ServerHandler {
                 let timeout = r.timeoutMilliseconds == 0 ? policyTimeout : .milliseconds(Int64(r.timeoutMilliseconds))
                 return await Self.awaitRestore(e, timeout: timeout)
             }
+        case Method.configureProfile:
+            let s = entry(profile).session
+            return deferred(request, ctx, ConfigureProfileRequest.self) { (r) throws(RainError) in
+                try await s.configure(passkeyDomain: r.passkeyDomain)
+            }
         case Method.getAccount:
             let s = entry(profile).session
             return deferred(request, ctx, GetAccountRequest.self) { (_) throws(RainError) in try await s.account() }

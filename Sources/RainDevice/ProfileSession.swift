@@ -12,13 +12,19 @@ public struct DeviceContext: Sendable {
     public var clock: any RainClock
     public var device: DeviceIdentity
     public var logger: Logger
+    /// Where profiles keep what they learn at run time (the passkey domain a client set).
+    public var profileState: ProfileStateStore
 
-    public init(authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger) {
+    public init(
+        authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,
+        profileState: ProfileStateStore = ProfileStateStore(directory: nil)
+    ) {
         self.authority = authority
         self.storage = storage
         self.clock = clock
         self.device = device
         self.logger = logger
+        self.profileState = profileState
     }
 
     /// The device id.
@@ -45,6 +51,8 @@ public actor ProfileSession {
     private let context: DeviceContext
     private var session: StoredSession?
     private var pending: SendCodeResult?
+    /// The passkey domain: from the config, else the one a client set (persisted).
+    private var passkeyDomain: String?
     private var restoreTask: Task<Void, Never>?
     private var refreshTask: Task<Result<Void, RainError>, Never>?
     private var timer: (any RainTimer)?
@@ -78,6 +86,10 @@ public actor ProfileSession {
     }
 
     private func loadStored() async {
+        passkeyDomain = runtime.settings.passkeyDomain
+        if passkeyDomain == nil {
+            passkeyDomain = await context.profileState.passkeyDomain(profile: runtime.name, logger: logger)
+        }
         let stored = await context.storage.load(profile: runtime.name)
         session = stored
         runtime.publish(session: stored)
@@ -87,6 +99,40 @@ public actor ProfileSession {
             if case .failure = await refreshNow(), session != nil { await end(.expired) }
         }
         schedule()
+    }
+
+    // MARK: configuration
+
+    /// Applies a client's `RainWalletConfig`: sets the passkey domain when none is configured
+    /// (validated, then persisted), accepts the same domain again, refuses a different one.
+    /// - Throws: RAIN_102 for an invalid domain or one that differs from the profile's.
+    public func configure(passkeyDomain requested: String) async throws(RainError) -> ConfigureProfileResponse {
+        await restore()
+        guard !requested.isEmpty else { return ConfigureProfileResponse(passkeyDomain: passkeyDomain ?? "") }
+        let domain = try PasskeyDomain.validate(requested)
+        if let current = passkeyDomain {
+            guard current == domain else {
+                throw RainError.invalid(
+                    "profile \(runtime.name) is bound to passkey domain \(current), not \(domain): passkeys are bound to their domain, so it cannot change",
+                    field: "passkeyDomain", reason: "passkey_domain_mismatch")
+            }
+            return ConfigureProfileResponse(passkeyDomain: current)
+        }
+        try await context.profileState.save(passkeyDomain: domain, profile: runtime.name)
+        passkeyDomain = domain
+        logger.info("profile.passkey_domain_set", ["profile": runtime.name, "domain": domain])
+        return ConfigureProfileResponse(passkeyDomain: domain)
+    }
+
+    /// The profile's passkey domain, or RAIN_102 when there is none (every passkey call needs one).
+    func requirePasskeyDomain() async throws(RainError) -> String {
+        await restore()
+        guard let passkeyDomain else {
+            throw RainError.invalid(
+                "profile \(runtime.name) has no passkey domain: set RainWalletConfig(passkeyDomain:) or \"passkeyDomain\" in the daemon's config",
+                field: "passkeyDomain", reason: "no_passkey_domain")
+        }
+        return passkeyDomain
     }
 
     // MARK: login by code

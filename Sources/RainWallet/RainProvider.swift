@@ -17,6 +17,8 @@ public final class RainProvider: Sendable {
     public let config: RainWalletConfig
     private let connectionState = Mutex<ClientConnection?>(nil)
     private let expiryWatch = Mutex<Task<Void, Never>?>(nil)
+    /// Whether this provider's configuration has been applied to its profile (once per provider).
+    private let isConfigured = Mutex(false)
 
     /// Creates a provider. It connects to the daemon on first use.
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
@@ -58,9 +60,20 @@ public final class RainProvider: Sendable {
     ) async throws(RainError) -> Resp {
         try ProfileName.validate(config.profile)
         let conn = try connection()
+        try await applyConfiguration(conn)
         let bytes = try await conn.call(
             method: method, payload: try request.encode(), metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
         return try Resp.decode(bytes)
+    }
+
+    /// Sends `RainWalletConfig.passkeyDomain` to the profile once, before the first call.
+    private func applyConfiguration(_ conn: ClientConnection) async throws(RainError) {
+        guard let domain = config.passkeyDomain, !isConfigured.withLock({ $0 }) else { return }
+        let bytes = try await conn.call(
+            method: Method.configureProfile, payload: try ConfigureProfileRequest(passkeyDomain: domain).encode(),
+            metadata: metadata)
+        _ = try ConfigureProfileResponse.decode(bytes)
+        isConfigured.withLock { $0 = true }
     }
 
     // MARK: login with a one-time code

@@ -488,3 +488,45 @@ extension AccountResponse {
             pack: { rain__wallet__v1__account_response__pack($0, $1) })
     }
 }
+
+extension ConfigureProfileRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfigureProfileRequest {
+        try unpackMessage(
+            bytes, name: "ConfigureProfileRequest",
+            unpack: { rain__wallet__v1__configure_profile_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__configure_profile_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            ConfigureProfileRequest(passkeyDomain: try readString(p.pointee.passkey_domain, field: "passkey domain"))
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ConfigureProfileRequest()
+        rain__wallet__v1__configure_profile_request__init(&m)
+        m.passkey_domain = try arena.string(passkeyDomain, field: "passkey domain")
+        return packMessage(
+            &m, size: { rain__wallet__v1__configure_profile_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__configure_profile_request__pack($0, $1) })
+    }
+}
+
+extension ConfigureProfileResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfigureProfileResponse {
+        try unpackMessage(
+            bytes, name: "ConfigureProfileResponse",
+            unpack: { rain__wallet__v1__configure_profile_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__configure_profile_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            ConfigureProfileResponse(passkeyDomain: try readString(p.pointee.passkey_domain, field: "passkey domain"))
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ConfigureProfileResponse()
+        rain__wallet__v1__configure_profile_response__init(&m)
+        m.passkey_domain = try arena.string(passkeyDomain, field: "passkey domain")
+        return packMessage(
+            &m, size: { rain__wallet__v1__configure_profile_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__configure_profile_response__pack($0, $1) })
+    }
+}

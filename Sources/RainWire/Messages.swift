@@ -182,3 +182,17 @@ public struct AccountResponse: WireMessage, Equatable {
         self.contacts = contacts
     }
 }
+
+/// `Profile/Configure` request.
+public struct ConfigureProfileRequest: WireMessage, Equatable {
+    /// Empty when the client sets none.
+    public var passkeyDomain: String
+    public init(passkeyDomain: String) { self.passkeyDomain = passkeyDomain }
+}
+
+/// `Profile/Configure` response.
+public struct ConfigureProfileResponse: WireMessage, Equatable {
+    /// The profile's passkey domain ("" when none is set).
+    public var passkeyDomain: String
+    public init(passkeyDomain: String) { self.passkeyDomain = passkeyDomain }
+}

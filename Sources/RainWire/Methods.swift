@@ -9,6 +9,7 @@ public enum Method {
     public static let watch = "/rain.wallet.v1.Session/Watch"
     public static let refreshSession = "/rain.wallet.v1.Session/Refresh"
     public static let getAccount = "/rain.wallet.v1.Account/Get"
+    public static let configureProfile = "/rain.wallet.v1.Profile/Configure"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }

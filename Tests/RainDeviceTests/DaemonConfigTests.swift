@@ -49,6 +49,8 @@ import Testing
         ("{\"profiles\": {\"x\": {\"passkeyDomian\": \"a.com\"}}}", "profiles.x.passkeyDomian"),
         ("{\"profiles\": {\"Bad_Name\": {}}}", "profiles.Bad_Name"),
         ("{\"profiles\": {\"x\": {\"allowExport\": \"yes\"}}}", "profiles.x.allowExport"),
+        ("{\"profiles\": {\"x\": {\"passkeyDomain\": \"https://example.com\"}}}", "profiles.x.passkeyDomain"),
+        ("{\"profiles\": {\"x\": {\"passkeyDomain\": \"co.uk\"}}}", "profiles.x.passkeyDomain"),
         ("{\"profiles\": {\"x\": {\"allowExport\": 1}}}", "profiles.x.allowExport"),
         ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"refreshBufferSeconds\": -1}}}}", "profiles.x.sessionPolicy.refreshBufferSeconds"),
         ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"transientRetries\": true}}}}", "profiles.x.sessionPolicy.transientRetries"),

@@ -38,6 +38,8 @@ typedef struct Rain__Wallet__V1__SlowEchoResponse Rain__Wallet__V1__SlowEchoResp
 typedef struct Rain__Wallet__V1__RefreshSessionRequest Rain__Wallet__V1__RefreshSessionRequest;
 typedef struct Rain__Wallet__V1__GetAccountRequest Rain__Wallet__V1__GetAccountRequest;
 typedef struct Rain__Wallet__V1__AccountResponse Rain__Wallet__V1__AccountResponse;
+typedef struct Rain__Wallet__V1__ConfigureProfileRequest Rain__Wallet__V1__ConfigureProfileRequest;
+typedef struct Rain__Wallet__V1__ConfigureProfileResponse Rain__Wallet__V1__ConfigureProfileResponse;
 
 
 /* --- enums --- */
@@ -389,6 +391,35 @@ struct  Rain__Wallet__V1__AccountResponse
 #define RAIN__WALLET__V1__ACCOUNT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__account_response__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+
+
+/*
+ * /rain.wallet.v1.Profile/Configure: what a client's RainWalletConfig asks of its profile (sent
+ * once per provider, before its first call). If the daemon's config leaves the profile's passkey
+ * domain unset, the first client's domain is validated (RAIN_102 if it is not a registrable domain)
+ * and persisted; a different domain later is RAIN_102 (passkeys are bound to their domain).
+ */
+struct  Rain__Wallet__V1__ConfigureProfileRequest
+{
+  ProtobufCMessage base;
+  char *passkey_domain;
+};
+#define RAIN__WALLET__V1__CONFIGURE_PROFILE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__configure_profile_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rain__Wallet__V1__ConfigureProfileResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The profile's passkey domain after the call ("" when none is set).
+   */
+  char *passkey_domain;
+};
+#define RAIN__WALLET__V1__CONFIGURE_PROFILE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__configure_profile_response__descriptor) \
+    , (char *)protobuf_c_empty_string }
 
 
 /* Rain__Wallet__V1__Contact methods */
@@ -809,6 +840,44 @@ Rain__Wallet__V1__AccountResponse *
 void   rain__wallet__v1__account_response__free_unpacked
                      (Rain__Wallet__V1__AccountResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ConfigureProfileRequest methods */
+void   rain__wallet__v1__configure_profile_request__init
+                     (Rain__Wallet__V1__ConfigureProfileRequest         *message);
+size_t rain__wallet__v1__configure_profile_request__get_packed_size
+                     (const Rain__Wallet__V1__ConfigureProfileRequest   *message);
+size_t rain__wallet__v1__configure_profile_request__pack
+                     (const Rain__Wallet__V1__ConfigureProfileRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__configure_profile_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ConfigureProfileRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ConfigureProfileRequest *
+       rain__wallet__v1__configure_profile_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__configure_profile_request__free_unpacked
+                     (Rain__Wallet__V1__ConfigureProfileRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ConfigureProfileResponse methods */
+void   rain__wallet__v1__configure_profile_response__init
+                     (Rain__Wallet__V1__ConfigureProfileResponse         *message);
+size_t rain__wallet__v1__configure_profile_response__get_packed_size
+                     (const Rain__Wallet__V1__ConfigureProfileResponse   *message);
+size_t rain__wallet__v1__configure_profile_response__pack
+                     (const Rain__Wallet__V1__ConfigureProfileResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__configure_profile_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ConfigureProfileResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ConfigureProfileResponse *
+       rain__wallet__v1__configure_profile_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__configure_profile_response__free_unpacked
+                     (Rain__Wallet__V1__ConfigureProfileResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__Contact_Closure)
@@ -877,6 +946,12 @@ typedef void (*Rain__Wallet__V1__GetAccountRequest_Closure)
 typedef void (*Rain__Wallet__V1__AccountResponse_Closure)
                  (const Rain__Wallet__V1__AccountResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__ConfigureProfileRequest_Closure)
+                 (const Rain__Wallet__V1__ConfigureProfileRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__ConfigureProfileResponse_Closure)
+                 (const Rain__Wallet__V1__ConfigureProfileResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -910,6 +985,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__slow_echo_response__de
 extern const ProtobufCMessageDescriptor rain__wallet__v1__refresh_session_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_account_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -1,0 +1,46 @@
+import Dispatch
+import Foundation
+import RainCore
+
+/// What a profile learns at run time and must keep: today its passkey domain when the config
+/// left it unset (`<state>/profiles/<name>.json`, 0600, atomic writes).
+public struct ProfileStateStore: Sendable {
+    /// Where the files live; nil keeps nothing (tests).
+    public let directory: String?
+    private static let queue = DispatchQueue(label: "rainwallet.profile-state")
+
+    public init(directory: String?) { self.directory = directory }
+
+    struct Record: Codable, Equatable {
+        var passkeyDomain: String?
+    }
+
+    /// The stored passkey domain of `profile`, if any. An unreadable file reads as none (logged).
+    func passkeyDomain(profile: String, logger: Logger) async -> String? {
+        guard let directory else { return nil }
+        let path = "\(directory)/\(profile).json"
+        return await (try? Self.queue.runBlocking { () throws(RainError) -> String? in
+            guard let bytes = try AtomicFile.read(path, limit: 64 * 1024) else { return nil }
+            guard let record = try? JSONDecoder().decode(Record.self, from: Data(bytes)) else {
+                logger.warning("profile_state.unreadable", ["profile": profile, "path": path])
+                return nil
+            }
+            return record.passkeyDomain
+        }) ?? nil
+    }
+
+    /// Persists the passkey domain of `profile`.
+    func save(passkeyDomain: String, profile: String) async throws(RainError) {
+        guard let directory else { return }
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try JSONEncoder().encode(Record(passkeyDomain: passkeyDomain)))
+        } catch {
+            throw RainError(.internalError, "cannot encode the profile state")
+        }
+        try await Self.queue.runBlocking { () throws(RainError) in
+            try AtomicFile.makeDirectory(directory, mode: 0o700)
+            try AtomicFile.write(bytes, to: "\(directory)/\(profile).json", mode: 0o600)
+        }
+    }
+}
