@@ -1,0 +1,25 @@
+/// Something that answers WebAuthn ceremonies: a platform passkey provider, a security key behind a
+/// client, or the software authenticator used in development and tests. It is the `anchor` of
+/// `signUpWithPasskey`, `loginWithPasskey` and `addPasskey`.
+///
+/// It speaks the W3C JSON forms only, so any standard authenticator can take part: options JSON
+/// in, response JSON out.
+public protocol PasskeyAuthenticator: Sendable {
+    /// Creates a credential (`navigator.credentials.create()`).
+    /// - Parameters:
+    ///   - optionsJSON: a W3C `PublicKeyCredentialCreationOptionsJSON`.
+    ///   - origin: the caller's origin, for example `https://example.com`, written into the client data.
+    /// - Returns: a W3C `RegistrationResponseJSON`.
+    /// - Throws: RAIN_401 when the user dismisses or cancels the ceremony; RAIN_102 for options the
+    ///   authenticator cannot honour.
+    func createCredential(optionsJSON: String, origin: String) async throws(RainError) -> String
+
+    /// Produces an assertion (`navigator.credentials.get()`).
+    /// - Parameters:
+    ///   - optionsJSON: a W3C `PublicKeyCredentialRequestOptionsJSON`.
+    ///   - origin: the caller's origin, written into the client data.
+    /// - Returns: a W3C `AuthenticationResponseJSON`.
+    /// - Throws: RAIN_401 when the user dismisses or cancels the ceremony (or has no passkey for the
+    ///   domain); RAIN_102 for options the authenticator cannot honour.
+    func getAssertion(optionsJSON: String, origin: String) async throws(RainError) -> String
+}
