@@ -53,6 +53,6 @@ let package = Package(
         .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport"]),
         .testTarget(
             name: "RainIntegrationTests",
-            dependencies: ["RainWallet", "RainTestSupport", "rainwalletd", "rainwallet"]),
+            dependencies: ["RainWallet", "RainCrypto", "RainTestSupport", "rainwalletd", "rainwallet"]),
     ]
 )

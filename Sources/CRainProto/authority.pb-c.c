@@ -503,6 +503,141 @@ void   rain__wallet__v1__authority_revoke_session_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_revoke_session_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_wallet_request__init
+                     (Rain__Wallet__V1__AuthorityWalletRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityWalletRequest init_value = RAIN__WALLET__V1__AUTHORITY_WALLET_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_wallet_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityWalletRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_wallet_request__pack
+                     (const Rain__Wallet__V1__AuthorityWalletRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_wallet_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityWalletRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityWalletRequest *
+       rain__wallet__v1__authority_wallet_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityWalletRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_wallet_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_wallet_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityWalletRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_wallet_response__init
+                     (Rain__Wallet__V1__AuthorityWalletResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityWalletResponse init_value = RAIN__WALLET__V1__AUTHORITY_WALLET_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_wallet_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityWalletResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_wallet_response__pack
+                     (const Rain__Wallet__V1__AuthorityWalletResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_wallet_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityWalletResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityWalletResponse *
+       rain__wallet__v1__authority_wallet_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityWalletResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_wallet_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_wallet_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityWalletResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_wallet_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_export_wallet_response__init
+                     (Rain__Wallet__V1__AuthorityExportWalletResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityExportWalletResponse init_value = RAIN__WALLET__V1__AUTHORITY_EXPORT_WALLET_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_export_wallet_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityExportWalletResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_export_wallet_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_export_wallet_response__pack
+                     (const Rain__Wallet__V1__AuthorityExportWalletResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_export_wallet_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_export_wallet_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityExportWalletResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_export_wallet_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityExportWalletResponse *
+       rain__wallet__v1__authority_export_wallet_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityExportWalletResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_export_wallet_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_export_wallet_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityExportWalletResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_export_wallet_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_request__field_descriptors[3] =
 {
   {
@@ -1185,5 +1320,197 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_revoke_session_resp
   rain__wallet__v1__authority_revoke_session_response__field_indices_by_name,
   0,  rain__wallet__v1__authority_revoke_session_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_revoke_session_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_wallet_request__field_descriptors[2] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityWalletRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityWalletRequest, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_wallet_request__field_indices_by_name[] = {
+  1,   /* field[1] = access_token */
+  0,   /* field[0] = app_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_wallet_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityWalletRequest",
+  "AuthorityWalletRequest",
+  "Rain__Wallet__V1__AuthorityWalletRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityWalletRequest),
+  2,
+  rain__wallet__v1__authority_wallet_request__field_descriptors,
+  rain__wallet__v1__authority_wallet_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_wallet_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_wallet_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_wallet_response__field_descriptors[4] =
+{
+  {
+    "wallet_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityWalletResponse, wallet_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityWalletResponse, created_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ethereum_address",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityWalletResponse, ethereum_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "solana_address",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityWalletResponse, solana_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_wallet_response__field_indices_by_name[] = {
+  1,   /* field[1] = created_at_ms */
+  2,   /* field[2] = ethereum_address */
+  3,   /* field[3] = solana_address */
+  0,   /* field[0] = wallet_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_wallet_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityWalletResponse",
+  "AuthorityWalletResponse",
+  "Rain__Wallet__V1__AuthorityWalletResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityWalletResponse),
+  4,
+  rain__wallet__v1__authority_wallet_response__field_descriptors,
+  rain__wallet__v1__authority_wallet_response__field_indices_by_name,
+  1,  rain__wallet__v1__authority_wallet_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_wallet_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_export_wallet_response__field_descriptors[3] =
+{
+  {
+    "mnemonic",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rain__Wallet__V1__AuthorityExportWalletResponse, n_mnemonic),
+    offsetof(Rain__Wallet__V1__AuthorityExportWalletResponse, mnemonic),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ethereum_private_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityExportWalletResponse, ethereum_private_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "solana_keypair",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityExportWalletResponse, solana_keypair),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_export_wallet_response__field_indices_by_name[] = {
+  1,   /* field[1] = ethereum_private_key */
+  0,   /* field[0] = mnemonic */
+  2,   /* field[2] = solana_keypair */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_export_wallet_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_export_wallet_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityExportWalletResponse",
+  "AuthorityExportWalletResponse",
+  "Rain__Wallet__V1__AuthorityExportWalletResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityExportWalletResponse),
+  3,
+  rain__wallet__v1__authority_export_wallet_response__field_descriptors,
+  rain__wallet__v1__authority_export_wallet_response__field_indices_by_name,
+  1,  rain__wallet__v1__authority_export_wallet_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_export_wallet_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -1088,6 +1088,276 @@ void   rain__wallet__v1__configure_profile_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__configure_profile_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__get_wallet_request__init
+                     (Rain__Wallet__V1__GetWalletRequest         *message)
+{
+  static const Rain__Wallet__V1__GetWalletRequest init_value = RAIN__WALLET__V1__GET_WALLET_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__get_wallet_request__get_packed_size
+                     (const Rain__Wallet__V1__GetWalletRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_wallet_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__get_wallet_request__pack
+                     (const Rain__Wallet__V1__GetWalletRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_wallet_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__get_wallet_request__pack_to_buffer
+                     (const Rain__Wallet__V1__GetWalletRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_wallet_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__GetWalletRequest *
+       rain__wallet__v1__get_wallet_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__GetWalletRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__get_wallet_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__get_wallet_request__free_unpacked
+                     (Rain__Wallet__V1__GetWalletRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__get_wallet_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__wallet_response__init
+                     (Rain__Wallet__V1__WalletResponse         *message)
+{
+  static const Rain__Wallet__V1__WalletResponse init_value = RAIN__WALLET__V1__WALLET_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__wallet_response__get_packed_size
+                     (const Rain__Wallet__V1__WalletResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__wallet_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__wallet_response__pack
+                     (const Rain__Wallet__V1__WalletResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__wallet_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__wallet_response__pack_to_buffer
+                     (const Rain__Wallet__V1__WalletResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__wallet_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__WalletResponse *
+       rain__wallet__v1__wallet_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__WalletResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__wallet_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__wallet_response__free_unpacked
+                     (Rain__Wallet__V1__WalletResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__wallet_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__export_recovery_phrase_request__init
+                     (Rain__Wallet__V1__ExportRecoveryPhraseRequest         *message)
+{
+  static const Rain__Wallet__V1__ExportRecoveryPhraseRequest init_value = RAIN__WALLET__V1__EXPORT_RECOVERY_PHRASE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__export_recovery_phrase_request__get_packed_size
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__export_recovery_phrase_request__pack
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__export_recovery_phrase_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ExportRecoveryPhraseRequest *
+       rain__wallet__v1__export_recovery_phrase_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ExportRecoveryPhraseRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__export_recovery_phrase_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__export_recovery_phrase_request__free_unpacked
+                     (Rain__Wallet__V1__ExportRecoveryPhraseRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__export_recovery_phrase_response__init
+                     (Rain__Wallet__V1__ExportRecoveryPhraseResponse         *message)
+{
+  static const Rain__Wallet__V1__ExportRecoveryPhraseResponse init_value = RAIN__WALLET__V1__EXPORT_RECOVERY_PHRASE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__export_recovery_phrase_response__get_packed_size
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__export_recovery_phrase_response__pack
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__export_recovery_phrase_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ExportRecoveryPhraseResponse *
+       rain__wallet__v1__export_recovery_phrase_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ExportRecoveryPhraseResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__export_recovery_phrase_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__export_recovery_phrase_response__free_unpacked
+                     (Rain__Wallet__V1__ExportRecoveryPhraseResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__export_recovery_phrase_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__export_private_key_request__init
+                     (Rain__Wallet__V1__ExportPrivateKeyRequest         *message)
+{
+  static const Rain__Wallet__V1__ExportPrivateKeyRequest init_value = RAIN__WALLET__V1__EXPORT_PRIVATE_KEY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__export_private_key_request__get_packed_size
+                     (const Rain__Wallet__V1__ExportPrivateKeyRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__export_private_key_request__pack
+                     (const Rain__Wallet__V1__ExportPrivateKeyRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__export_private_key_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportPrivateKeyRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ExportPrivateKeyRequest *
+       rain__wallet__v1__export_private_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ExportPrivateKeyRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__export_private_key_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__export_private_key_request__free_unpacked
+                     (Rain__Wallet__V1__ExportPrivateKeyRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__export_private_key_response__init
+                     (Rain__Wallet__V1__ExportPrivateKeyResponse         *message)
+{
+  static const Rain__Wallet__V1__ExportPrivateKeyResponse init_value = RAIN__WALLET__V1__EXPORT_PRIVATE_KEY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__export_private_key_response__get_packed_size
+                     (const Rain__Wallet__V1__ExportPrivateKeyResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__export_private_key_response__pack
+                     (const Rain__Wallet__V1__ExportPrivateKeyResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__export_private_key_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportPrivateKeyResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ExportPrivateKeyResponse *
+       rain__wallet__v1__export_private_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ExportPrivateKeyResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__export_private_key_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__export_private_key_response__free_unpacked
+                     (Rain__Wallet__V1__ExportPrivateKeyResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__export_private_key_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
 {
   {
@@ -2159,6 +2429,246 @@ const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__d
   (ProtobufCMessageInit) rain__wallet__v1__configure_profile_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+#define rain__wallet__v1__get_wallet_request__field_descriptors NULL
+#define rain__wallet__v1__get_wallet_request__field_indices_by_name NULL
+#define rain__wallet__v1__get_wallet_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__get_wallet_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.GetWalletRequest",
+  "GetWalletRequest",
+  "Rain__Wallet__V1__GetWalletRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__GetWalletRequest),
+  0,
+  rain__wallet__v1__get_wallet_request__field_descriptors,
+  rain__wallet__v1__get_wallet_request__field_indices_by_name,
+  0,  rain__wallet__v1__get_wallet_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__get_wallet_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__wallet_response__field_descriptors[4] =
+{
+  {
+    "wallet_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__WalletResponse, wallet_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__WalletResponse, created_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ethereum_address",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__WalletResponse, ethereum_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "solana_address",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__WalletResponse, solana_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__wallet_response__field_indices_by_name[] = {
+  1,   /* field[1] = created_at_ms */
+  2,   /* field[2] = ethereum_address */
+  3,   /* field[3] = solana_address */
+  0,   /* field[0] = wallet_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__wallet_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__wallet_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.WalletResponse",
+  "WalletResponse",
+  "Rain__Wallet__V1__WalletResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__WalletResponse),
+  4,
+  rain__wallet__v1__wallet_response__field_descriptors,
+  rain__wallet__v1__wallet_response__field_indices_by_name,
+  1,  rain__wallet__v1__wallet_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__wallet_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__export_recovery_phrase_request__field_descriptors NULL
+#define rain__wallet__v1__export_recovery_phrase_request__field_indices_by_name NULL
+#define rain__wallet__v1__export_recovery_phrase_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ExportRecoveryPhraseRequest",
+  "ExportRecoveryPhraseRequest",
+  "Rain__Wallet__V1__ExportRecoveryPhraseRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ExportRecoveryPhraseRequest),
+  0,
+  rain__wallet__v1__export_recovery_phrase_request__field_descriptors,
+  rain__wallet__v1__export_recovery_phrase_request__field_indices_by_name,
+  0,  rain__wallet__v1__export_recovery_phrase_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__export_recovery_phrase_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__export_recovery_phrase_response__field_descriptors[1] =
+{
+  {
+    "words",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rain__Wallet__V1__ExportRecoveryPhraseResponse, n_words),
+    offsetof(Rain__Wallet__V1__ExportRecoveryPhraseResponse, words),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__export_recovery_phrase_response__field_indices_by_name[] = {
+  0,   /* field[0] = words */
+};
+static const ProtobufCIntRange rain__wallet__v1__export_recovery_phrase_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ExportRecoveryPhraseResponse",
+  "ExportRecoveryPhraseResponse",
+  "Rain__Wallet__V1__ExportRecoveryPhraseResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ExportRecoveryPhraseResponse),
+  1,
+  rain__wallet__v1__export_recovery_phrase_response__field_descriptors,
+  rain__wallet__v1__export_recovery_phrase_response__field_indices_by_name,
+  1,  rain__wallet__v1__export_recovery_phrase_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__export_recovery_phrase_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__export_private_key_request__field_descriptors[1] =
+{
+  {
+    "chain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ExportPrivateKeyRequest, chain),
+    &rain__wallet__v1__chain__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__export_private_key_request__field_indices_by_name[] = {
+  0,   /* field[0] = chain */
+};
+static const ProtobufCIntRange rain__wallet__v1__export_private_key_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ExportPrivateKeyRequest",
+  "ExportPrivateKeyRequest",
+  "Rain__Wallet__V1__ExportPrivateKeyRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ExportPrivateKeyRequest),
+  1,
+  rain__wallet__v1__export_private_key_request__field_descriptors,
+  rain__wallet__v1__export_private_key_request__field_indices_by_name,
+  1,  rain__wallet__v1__export_private_key_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__export_private_key_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__export_private_key_response__field_descriptors[2] =
+{
+  {
+    "chain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ExportPrivateKeyResponse, chain),
+    &rain__wallet__v1__chain__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "private_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ExportPrivateKeyResponse, private_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__export_private_key_response__field_indices_by_name[] = {
+  0,   /* field[0] = chain */
+  1,   /* field[1] = private_key */
+};
+static const ProtobufCIntRange rain__wallet__v1__export_private_key_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ExportPrivateKeyResponse",
+  "ExportPrivateKeyResponse",
+  "Rain__Wallet__V1__ExportPrivateKeyResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ExportPrivateKeyResponse),
+  2,
+  rain__wallet__v1__export_private_key_response__field_descriptors,
+  rain__wallet__v1__export_private_key_response__field_indices_by_name,
+  1,  rain__wallet__v1__export_private_key_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__export_private_key_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =
 {
   { "CONTACT_KIND_UNSPECIFIED", "RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_UNSPECIFIED", 0 },
@@ -2313,5 +2823,35 @@ const ProtobufCEnumDescriptor rain__wallet__v1__expiry_reason__descriptor =
   rain__wallet__v1__expiry_reason__enum_values_by_name,
   1,
   rain__wallet__v1__expiry_reason__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue rain__wallet__v1__chain__enum_values_by_number[3] =
+{
+  { "CHAIN_UNSPECIFIED", "RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED", 0 },
+  { "CHAIN_ETHEREUM", "RAIN__WALLET__V1__CHAIN__CHAIN_ETHEREUM", 1 },
+  { "CHAIN_SOLANA", "RAIN__WALLET__V1__CHAIN__CHAIN_SOLANA", 2 },
+};
+static const ProtobufCIntRange rain__wallet__v1__chain__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex rain__wallet__v1__chain__enum_values_by_name[3] =
+{
+  { "CHAIN_ETHEREUM", 1 },
+  { "CHAIN_SOLANA", 2 },
+  { "CHAIN_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rain__wallet__v1__chain__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.Chain",
+  "Chain",
+  "Rain__Wallet__V1__Chain",
+  "rain.wallet.v1",
+  3,
+  rain__wallet__v1__chain__enum_values_by_number,
+  3,
+  rain__wallet__v1__chain__enum_values_by_name,
+  1,
+  rain__wallet__v1__chain__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

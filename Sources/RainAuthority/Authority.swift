@@ -50,6 +50,18 @@ public protocol Authority: Sendable {
     ///   refresh), `access_expired`, `revoked_elsewhere`, `revoked`. RAIN_502 when the store fails.
     func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo
 
+    /// The wallet of the account behind a live access token: its id, creation time and addresses.
+    /// A wallet still missing a key is completed first.
+    /// - Throws: RAIN_201 like `accountInfo` for a bad, expired or revoked token; RAIN_404 when the
+    ///   account has no wallet; RAIN_502 when the store fails or the entropy does not decrypt.
+    func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo
+
+    /// The wallet's secrets: decrypts its entropy and derives the recovery phrase and both private
+    /// keys. Never logged. The device decides whether the profile may export (DESIGN §3).
+    /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
+    ///   when the store fails or the entropy does not decrypt (another master key).
+    func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets
+
     /// Revokes the session that holds `refreshToken` (logout). Unknown or already revoked tokens
     /// succeed silently.
     func revokeSession(appID: String, refreshToken: String) async throws(RainError)
@@ -182,6 +194,49 @@ public struct AccountInfo: Sendable, Equatable {
         self.createdAt = createdAt
         self.contacts = contacts
     }
+}
+
+/// `Authority.wallet` output: what may be shown of a wallet.
+public struct WalletInfo: Sendable, Equatable {
+    /// `wal_…`
+    public var walletID: String
+    /// When the wallet was created (with its account).
+    public var createdAt: Date
+    /// EIP-55 checksummed address of m/44'/60'/0'/0/0.
+    public var ethereumAddress: String
+    /// Base58 address of m/44'/501'/0'/0'.
+    public var solanaAddress: String
+
+    public init(walletID: String, createdAt: Date, ethereumAddress: String, solanaAddress: String) {
+        self.walletID = walletID
+        self.createdAt = createdAt
+        self.ethereumAddress = ethereumAddress
+        self.solanaAddress = solanaAddress
+    }
+}
+
+/// `Authority.exportWallet` output: a wallet's secrets. Its description hides them.
+public struct WalletSecrets: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The 12-word BIP-39 English recovery phrase.
+    public var mnemonic: [String]
+    /// The Ethereum private key: `0x` + 64 lowercase hex digits.
+    public var ethereumPrivateKeyHex: String
+    /// The Solana keypair (32-byte seed, then 32-byte public key) in base58.
+    public var solanaKeypairBase58: String
+
+    public init(mnemonic: [String], ethereumPrivateKeyHex: String, solanaKeypairBase58: String) {
+        self.mnemonic = mnemonic
+        self.ethereumPrivateKeyHex = ethereumPrivateKeyHex
+        self.solanaKeypairBase58 = solanaKeypairBase58
+    }
+
+    /// The secrets redacted.
+    public var description: String {
+        "WalletSecrets(mnemonic: <redacted \(mnemonic.count) words>, ethereumPrivateKeyHex: <redacted>, "
+            + "solanaKeypairBase58: <redacted>)"
+    }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
 }
 
 /// Tokens of a session. The device computes deadlines on its own clock from `accessLifetime`.

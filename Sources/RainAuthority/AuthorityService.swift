@@ -53,7 +53,7 @@ public final class AuthorityService: ServerHandler {
 
     /// The capabilities `GetInfo` reports.
     public var capabilities: [String] {
-        ["login-code", "refresh", "account-info", "revoke"] + (isDevOutboxEnabled ? ["dev-outbox"] : [])
+        ["login-code", "refresh", "account-info", "revoke", "wallet", "export"] + (isDevOutboxEnabled ? ["dev-outbox"] : [])
     }
 
     /// Dispatches one request (loop thread; never blocks).
@@ -106,6 +106,22 @@ public final class AuthorityService: ServerHandler {
                 let info = try await authority.accountInfo(appID: wire.appID, accessToken: wire.accessToken)
                 return AuthorityAccountInfoResponse(
                     accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts)
+            }
+
+        case AuthorityMethod.getWallet:
+            return serve(request, context, AuthorityWalletRequest.self) { (wire) async throws(RainError) in
+                let info = try await authority.wallet(appID: wire.appID, accessToken: wire.accessToken)
+                return AuthorityWalletResponse(
+                    walletID: info.walletID, createdAt: info.createdAt, ethereumAddress: info.ethereumAddress,
+                    solanaAddress: info.solanaAddress)
+            }
+
+        case AuthorityMethod.exportWallet:
+            return serve(request, context, AuthorityWalletRequest.self) { (wire) async throws(RainError) in
+                let secrets = try await authority.exportWallet(appID: wire.appID, accessToken: wire.accessToken)
+                return AuthorityExportWalletResponse(
+                    mnemonic: secrets.mnemonic, ethereumPrivateKey: secrets.ethereumPrivateKeyHex,
+                    solanaKeypair: secrets.solanaKeypairBase58)
             }
 
         case AuthorityMethod.revokeSession:

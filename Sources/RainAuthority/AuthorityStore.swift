@@ -69,8 +69,24 @@ public protocol AuthorityStore: Sendable {
     ) async throws(RainError) -> Verdict
 
     /// The session of `appID` whose current access-token hash is this one, whatever its state,
-    /// with its account, wallet and contacts; nil when there is none.
+    /// with its account, wallet id (empty when the account has no wallet) and contacts; nil when
+    /// there is none.
     func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess?
+
+    /// The wallet of an account, with its key material, or nil when the account has none.
+    func wallet(accountID: String) async throws(RainError) -> WalletRecord?
+
+    /// Every wallet that lacks its entropy or one of its addresses (created before wallets had
+    /// keys, or before a chain was added), oldest first.
+    func walletsMissingKeys() async throws(RainError) -> [WalletRecord]
+
+    /// Stores a wallet's key material in one statement, but only if its entropy ciphertext is still
+    /// `expectedCiphertext` (nil: it still has none), so concurrent backfills never replace each
+    /// other's entropy.
+    /// - Returns: whether the wallet was updated.
+    @discardableResult
+    func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
+        async throws(RainError) -> Bool
 
     /// The sessions of an account, oldest first.
     func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord]
@@ -245,6 +261,10 @@ public struct LoginCompletion: Sendable, Equatable {
     public var newAccountID: String
     /// Used only when the login creates the account.
     public var newWalletID: String
+    /// The new wallet's key material (its encrypted entropy, bound to `newWalletID`, and its
+    /// addresses), stored with it in the same transaction. Used only when the login creates the
+    /// account; nil stores a wallet without keys (backfilled later).
+    public var newWalletKeys: WalletKeyMaterial?
     /// The session to store.
     public var session: NewSession
     /// The time of the login.
@@ -253,8 +273,9 @@ public struct LoginCompletion: Sendable, Equatable {
     /// Creates the input.
     public init(
         challengeID: String, appID: String, deviceID: String, contact: RainWalletContact, newAccountID: String,
-        newWalletID: String, session: NewSession, now: Date
+        newWalletID: String, newWalletKeys: WalletKeyMaterial? = nil, session: NewSession, now: Date
     ) {
+        self.newWalletKeys = newWalletKeys
         self.challengeID = challengeID
         self.appID = appID
         self.deviceID = deviceID
@@ -263,6 +284,65 @@ public struct LoginCompletion: Sendable, Equatable {
         self.newWalletID = newWalletID
         self.session = session
         self.now = now
+    }
+}
+
+/// A wallet's key material as stored: the BIP-39 entropy encrypted with the wallet-encryption key
+/// (AES-256-GCM, `nonce ‖ ciphertext ‖ tag`, bound to the wallet id), the id of the master key it
+/// was encrypted under, and the addresses derived from it (in the clear, for reads).
+public struct WalletKeyMaterial: Sendable, Equatable {
+    /// `nonce ‖ ciphertext ‖ tag` of the entropy.
+    public var entropyCiphertext: [UInt8]
+    /// The id of the master key whose wallet-encryption key sealed the entropy.
+    public var entropyKeyID: String
+    /// The EIP-55 address of m/44'/60'/0'/0/0.
+    public var ethereumAddress: String?
+    /// The base58 address of m/44'/501'/0'/0'.
+    public var solanaAddress: String?
+
+    /// Creates the material.
+    public init(entropyCiphertext: [UInt8], entropyKeyID: String, ethereumAddress: String?, solanaAddress: String?) {
+        self.entropyCiphertext = entropyCiphertext
+        self.entropyKeyID = entropyKeyID
+        self.ethereumAddress = ethereumAddress
+        self.solanaAddress = solanaAddress
+    }
+}
+
+/// A stored wallet.
+public struct WalletRecord: Sendable, Equatable {
+    /// `wal_…`
+    public var id: String
+    /// The account (`acct_…`) it belongs to.
+    public var accountID: String
+    /// When it was created.
+    public var createdAt: Date
+    /// The encrypted entropy; nil for a wallet created before wallets had keys.
+    public var entropyCiphertext: [UInt8]?
+    /// The id of the master key the entropy is encrypted under.
+    public var entropyKeyID: String?
+    /// The EIP-55 Ethereum address, once derived.
+    public var ethereumAddress: String?
+    /// The base58 Solana address, once derived.
+    public var solanaAddress: String?
+
+    /// Creates a record.
+    public init(
+        id: String, accountID: String, createdAt: Date, entropyCiphertext: [UInt8]? = nil, entropyKeyID: String? = nil,
+        ethereumAddress: String? = nil, solanaAddress: String? = nil
+    ) {
+        self.id = id
+        self.accountID = accountID
+        self.createdAt = createdAt
+        self.entropyCiphertext = entropyCiphertext
+        self.entropyKeyID = entropyKeyID
+        self.ethereumAddress = ethereumAddress
+        self.solanaAddress = solanaAddress
+    }
+
+    /// Whether it has its entropy and both addresses.
+    public var hasAllKeys: Bool {
+        entropyCiphertext != nil && entropyKeyID != nil && ethereumAddress != nil && solanaAddress != nil
     }
 }
 

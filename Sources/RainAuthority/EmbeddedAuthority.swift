@@ -51,10 +51,11 @@ public final class EmbeddedAuthority: Authority {
     }
 
     /// An authority on `stateDirectory` (created 0700 if missing): `authority.key`,
-    /// `authority.sqlite3` and, with the default sender, `outbox.jsonl`.
+    /// `authority.sqlite3` and, with the default sender, `outbox.jsonl`. Once the store is
+    /// migrated, every wallet still missing its keys is backfilled (`backfillWallets()`).
     /// - Parameter sender: delivers codes; nil means the outbox in the state directory. An
     ///   `OutboxCodeSender` passed here is also the one `listOutbox()` reads.
-    /// - Throws: RAIN_502 when the key file or the database cannot be opened.
+    /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails.
     public convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
         sender: (any CodeSender)? = nil, logger: Logger
@@ -65,6 +66,8 @@ public final class EmbeddedAuthority: Authority {
         self.init(
             store: store, keys: keys, settings: settings, clock: clock, sender: chosen,
             outbox: chosen as? OutboxCodeSender, logger: logger)
+        // Wallets created before they had keys (schema version 2 and earlier) get them now.
+        try await backfillWallets()
     }
 
     // MARK: - Send
@@ -142,11 +145,15 @@ public final class EmbeddedAuthority: Authority {
 
         let accessToken = "rwa_" + (try SecureRandom.token())
         let refreshToken = "rwr_" + (try SecureRandom.token())
+        // The wallet a first login creates, keys and all, goes in the same transaction as its
+        // account; a returning login discards it.
+        let newWalletID = try SecureRandom.identifier(prefix: "wal")
+        let newWalletKeys = try newWalletKeyMaterial(walletID: newWalletID)
         let outcome = try await store.completeLogin(
             LoginCompletion(
                 challengeID: challenge.id, appID: request.appID, deviceID: request.deviceID, contact: challenge.contact,
-                newAccountID: try SecureRandom.identifier(prefix: "acct"),
-                newWalletID: try SecureRandom.identifier(prefix: "wal"),
+                newAccountID: try SecureRandom.identifier(prefix: "acct"), newWalletID: newWalletID,
+                newWalletKeys: newWalletKeys,
                 session: NewSession(
                     id: try SecureRandom.identifier(prefix: "ses"), accessHash: keys.tokenHash(accessToken),
                     refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime),
@@ -163,6 +170,17 @@ public final class EmbeddedAuthority: Authority {
             try Self.requireUsable(current, now: now)
             throw RainError(.internalError, "the login could not be completed; try again")
         case .loggedIn(let record):
+            if !record.accountCreated {
+                // A returning login completes a wallet that lacks its entropy or a chain. The
+                // session is already stored: a failure here is logged, and retried at the next read.
+                do {
+                    _ = try await completedWallet(accountID: record.accountID)
+                } catch {
+                    logger.error(
+                        "wallet.backfill_failed",
+                        ["app": request.appID, "account": record.accountID, "code": error.code.description])
+                }
+            }
             logger.info(
                 "login",
                 [
@@ -433,6 +451,17 @@ public final class EmbeddedAuthority: Authority {
     ///   `access_expired` (a revoked session reports its revocation even once the token expired);
     ///   RAIN_502 when the store fails.
     public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        guard !access.account.walletID.isEmpty else { throw Self.noWallet() }
+        return AccountInfo(
+            accountID: access.account.id, walletID: access.account.walletID, createdAt: access.account.createdAt,
+            contacts: access.contacts)
+    }
+
+    /// The session behind a live access token, with its account.
+    /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked` or
+    ///   `access_expired`; RAIN_502 when the store fails.
+    private func liveAccess(appID: String, accessToken: String) async throws(RainError) -> AccountAccess {
         let now = clock.now
         guard let access = try await store.accountAccess(appID: appID, accessHash: keys.tokenHash(accessToken)) else {
             throw Self.sessionError(RefreshRefusal.invalidToken)
@@ -443,10 +472,135 @@ public final class EmbeddedAuthority: Authority {
                     ? RefreshRefusal.revokedElsewhere : RefreshRefusal.revoked)
         }
         guard now < access.session.accessExpiresAt else { throw Self.sessionError(RefreshRefusal.accessExpired) }
-        return AccountInfo(
-            accountID: access.account.id, walletID: access.account.walletID, createdAt: access.account.createdAt,
-            contacts: access.contacts)
+        return access
     }
+
+    // MARK: - Wallets
+
+    /// The bytes of 128-bit entropy a wallet is created from (12 words).
+    static let walletEntropyByteCount = 16
+
+    /// The associated data a wallet's entropy is sealed with: `rain.wallet.v1:<walletID>`, so a
+    /// ciphertext moved to another wallet's row does not decrypt.
+    static func walletAssociatedData(walletID: String) -> [UInt8] { Array("rain.wallet.v1:\(walletID)".utf8) }
+
+    /// The wallet behind a live access token (see `Authority.wallet`).
+    /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
+    ///   when the store fails or the entropy does not decrypt.
+    public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        let wallet = try await completedWallet(accountID: access.account.id)
+        guard let ethereum = wallet.ethereumAddress, let solana = wallet.solanaAddress else {
+            throw RainError(.internalError, "the wallet's addresses are missing")
+        }
+        return WalletInfo(walletID: wallet.id, createdAt: wallet.createdAt, ethereumAddress: ethereum, solanaAddress: solana)
+    }
+
+    /// The wallet's recovery phrase and private keys (see `Authority.exportWallet`). Logs that an
+    /// export happened, never what it returned.
+    /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
+    ///   when the store fails or the entropy does not decrypt (another master key).
+    public func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets {
+        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        let wallet = try await completedWallet(accountID: access.account.id)
+        let derived = try WalletKeys.derive(entropy: try openEntropy(wallet))
+        logger.info("wallet.exported", ["app": appID, "account": access.account.id, "wallet": wallet.id])
+        return WalletSecrets(
+            mnemonic: derived.mnemonic, ethereumPrivateKeyHex: derived.ethereumPrivateKeyHex,
+            solanaKeypairBase58: derived.solanaKeypairBase58)
+    }
+
+    /// Gives every wallet that lacks its entropy or an address its keys: new entropy when it has
+    /// none, else the missing addresses derived from its entropy. Each wallet is one store update.
+    /// - Returns: how many wallets were completed.
+    /// - Throws: RAIN_502 when the store fails or an entropy does not decrypt.
+    @discardableResult
+    public func backfillWallets() async throws(RainError) -> Int {
+        var completed = 0
+        for wallet in try await store.walletsMissingKeys() {
+            _ = try await completeKeys(wallet)
+            completed += 1
+        }
+        if completed > 0 { logger.info("wallet.backfill", ["wallets": String(completed)]) }
+        return completed
+    }
+
+    /// The account's wallet with all its keys, completing it first when it lacks some.
+    /// - Throws: RAIN_404 when the account has no wallet; RAIN_502 when the store fails.
+    private func completedWallet(accountID: String) async throws(RainError) -> WalletRecord {
+        guard let wallet = try await store.wallet(accountID: accountID) else { throw Self.noWallet() }
+        return wallet.hasAllKeys ? wallet : try await completeKeys(wallet)
+    }
+
+    /// Stores what `wallet` lacks. The update only applies while the wallet's ciphertext is still
+    /// the one read, so a concurrent backfill wins cleanly and this one re-reads its result.
+    private func completeKeys(_ wallet: WalletRecord) async throws(RainError) -> WalletRecord {
+        var current = wallet
+        for _ in 0..<3 {
+            if current.hasAllKeys { return current }
+            let material: WalletKeyMaterial
+            if let ciphertext = current.entropyCiphertext {
+                let derived = try WalletKeys.derive(entropy: try openEntropy(current))
+                material = WalletKeyMaterial(
+                    entropyCiphertext: ciphertext, entropyKeyID: current.entropyKeyID ?? keys.masterKeyID,
+                    ethereumAddress: derived.ethereumAddress, solanaAddress: derived.solanaAddress)
+            } else {
+                material = try newWalletKeyMaterial(walletID: current.id)
+            }
+            if try await store.storeWalletKeys(
+                walletID: current.id, keys: material, expectedCiphertext: current.entropyCiphertext)
+            {
+                logger.info(
+                    "wallet.keys_completed",
+                    ["wallet": current.id, "newEntropy": String(current.entropyCiphertext == nil)])
+                current.entropyCiphertext = material.entropyCiphertext
+                current.entropyKeyID = material.entropyKeyID
+                current.ethereumAddress = material.ethereumAddress
+                current.solanaAddress = material.solanaAddress
+                return current
+            }
+            guard let reread = try await store.wallet(accountID: current.accountID) else { throw Self.noWallet() }
+            current = reread
+        }
+        throw RainError(.internalError, "the wallet's keys could not be stored; try again")
+    }
+
+    /// New entropy for wallet `walletID`, sealed with the wallet-encryption key, and its addresses.
+    private func newWalletKeyMaterial(walletID: String) throws(RainError) -> WalletKeyMaterial {
+        let entropy = try SecureRandom.bytes(count: Self.walletEntropyByteCount)
+        let derived = try WalletKeys.derive(entropy: entropy)
+        let sealed = try AESGCM.seal(
+            entropy, using: keys.walletKey, authenticating: Self.walletAssociatedData(walletID: walletID))
+        return WalletKeyMaterial(
+            entropyCiphertext: sealed.combined, entropyKeyID: keys.masterKeyID,
+            ethereumAddress: derived.ethereumAddress, solanaAddress: derived.solanaAddress)
+    }
+
+    /// Decrypts a wallet's entropy.
+    /// - Throws: RAIN_502 when it has none, it was sealed under another master key, or it does not
+    ///   authenticate.
+    private func openEntropy(_ wallet: WalletRecord) throws(RainError) -> [UInt8] {
+        guard let ciphertext = wallet.entropyCiphertext else {
+            throw RainError(.internalError, "the wallet has no entropy")
+        }
+        let keyID = wallet.entropyKeyID ?? keys.masterKeyID
+        guard keyID == keys.masterKeyID else {
+            throw RainError(
+                .internalError,
+                "wallet \(wallet.id) is encrypted under master key \(keyID), not this authority's (\(keys.masterKeyID))")
+        }
+        do {
+            return try AESGCM.open(
+                AESGCM.SealedBox(combined: ciphertext), using: keys.walletKey,
+                authenticating: Self.walletAssociatedData(walletID: wallet.id))
+        } catch {
+            throw RainError(
+                .internalError, "wallet \(wallet.id): its entropy does not decrypt", underlying: SendableErrorDescription(error))
+        }
+    }
+
+    /// RAIN_404 for an account without a wallet.
+    static func noWallet() -> RainError { RainError(.unavailable, "the account's wallet is unavailable") }
 
     // MARK: - Sessions, outbox, maintenance
 

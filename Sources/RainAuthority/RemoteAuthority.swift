@@ -162,6 +162,36 @@ public final class RemoteAuthority: Authority {
             contacts: response.contacts)
     }
 
+    /// The wallet behind an access token (see `Authority.wallet`).
+    /// - Throws: the authority's errors (RAIN_201 with its reason, RAIN_404 without a wallet, …);
+    ///   RAIN_301 when it cannot be reached.
+    public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+        let response = try await call(
+            AuthorityMethod.getWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
+            as: AuthorityWalletResponse.self)
+        guard !response.walletID.isEmpty, !response.ethereumAddress.isEmpty, !response.solanaAddress.isEmpty else {
+            throw incompleteAnswer(AuthorityMethod.getWallet)
+        }
+        return WalletInfo(
+            walletID: response.walletID, createdAt: response.createdAt, ethereumAddress: response.ethereumAddress,
+            solanaAddress: response.solanaAddress)
+    }
+
+    /// The wallet's secrets (see `Authority.exportWallet`). Never logged.
+    /// - Throws: the authority's errors (RAIN_201 with its reason, RAIN_404 without a wallet, …);
+    ///   RAIN_301 when it cannot be reached.
+    public func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets {
+        let response = try await call(
+            AuthorityMethod.exportWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
+            as: AuthorityExportWalletResponse.self)
+        guard !response.mnemonic.isEmpty, !response.ethereumPrivateKey.isEmpty, !response.solanaKeypair.isEmpty else {
+            throw incompleteAnswer(AuthorityMethod.exportWallet)
+        }
+        return WalletSecrets(
+            mnemonic: response.mnemonic, ethereumPrivateKeyHex: response.ethereumPrivateKey,
+            solanaKeypairBase58: response.solanaKeypair)
+    }
+
     /// Revokes a session (see `Authority.revokeSession`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func revokeSession(appID: String, refreshToken: String) async throws(RainError) {

@@ -160,6 +160,17 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 "CREATE INDEX retired_refresh_tokens_session ON retired_refresh_tokens(session_id)",
                 "CREATE INDEX retired_refresh_tokens_age ON retired_refresh_tokens(retired_at)",
             ]),
+        // Wallet keys (issue 5): the encrypted BIP-39 entropy, the id of the master key it is
+        // encrypted under, and the addresses derived from it. Rows from earlier versions keep NULLs
+        // until the authority backfills them (at open, or at the account's next login).
+        Migration(
+            version: 3,
+            statements: [
+                "ALTER TABLE wallets ADD COLUMN entropy_ciphertext BLOB",
+                "ALTER TABLE wallets ADD COLUMN entropy_key_id TEXT",
+                "ALTER TABLE wallets ADD COLUMN ethereum_address TEXT",
+                "ALTER TABLE wallets ADD COLUMN solana_address TEXT",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {
@@ -378,9 +389,20 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                             .text(login.appID), .text(login.contact.kindName), .text(login.contact.value),
                             .text(accountID), .integer(now),
                         ], operation: "attach the contact to the account")
+                    let keys = login.newWalletKeys
                     try db.execute(
-                        "INSERT INTO wallets (id, account_id, created_at) VALUES (?, ?, ?)",
-                        [.text(walletID), .text(accountID), .integer(now)], operation: "create the wallet record")
+                        """
+                        INSERT INTO wallets (id, account_id, created_at, entropy_ciphertext, entropy_key_id,
+                                             ethereum_address, solana_address)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """,
+                        [
+                            .text(walletID), .text(accountID), .integer(now),
+                            keys.map { .blob($0.entropyCiphertext) } ?? .null,
+                            keys.map { .text($0.entropyKeyID) } ?? .null,
+                            keys.flatMap { $0.ethereumAddress }.map { .text($0) } ?? .null,
+                            keys.flatMap { $0.solanaAddress }.map { .text($0) } ?? .null,
+                        ], operation: "create the wallet")
                     // Codes sent before the account existed now count against it.
                     try db.execute(
                         """
@@ -481,8 +503,8 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
             let op = "look up a session by access token"
             let rows = try db.query(
                 """
-                SELECT \(Self.sessionColumns("s")), a.created_at, w.id
-                FROM sessions s JOIN accounts a ON a.id = s.account_id JOIN wallets w ON w.account_id = a.id
+                SELECT \(Self.sessionColumns("s")), a.created_at, COALESCE(w.id, '')
+                FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN wallets w ON w.account_id = a.id
                 WHERE s.app_id = ? AND s.access_hash = ?
                 """,
                 [.text(appID), .blob(accessHash)], operation: op)
@@ -522,6 +544,58 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
             var out: [SessionRecord] = []
             for row in rows { out.append(try Self.sessionRecord(row, op)) }
             return out
+        }
+    }
+
+    /// The wallet of `accountID`, with its key material, or nil when the account has none.
+    public func wallet(accountID: String) async throws(RainError) -> WalletRecord? {
+        try await perform { db throws(RainError) in
+            let op = "read the account's wallet"
+            let rows = try db.query(
+                "SELECT \(Self.walletColumns) FROM wallets WHERE account_id = ?", [.text(accountID)], operation: op)
+            guard let row = rows.first else { return nil }
+            return try Self.walletRecord(row, op)
+        }
+    }
+
+    /// Every wallet that lacks its entropy or an address, oldest first.
+    public func walletsMissingKeys() async throws(RainError) -> [WalletRecord] {
+        try await perform { db throws(RainError) in
+            let op = "find wallets without keys"
+            var out: [WalletRecord] = []
+            for row in try db.query(
+                """
+                SELECT \(Self.walletColumns) FROM wallets
+                WHERE entropy_ciphertext IS NULL OR entropy_key_id IS NULL OR ethereum_address IS NULL
+                   OR solana_address IS NULL
+                ORDER BY created_at, rowid
+                """, operation: op)
+            {
+                out.append(try Self.walletRecord(row, op))
+            }
+            return out
+        }
+    }
+
+    /// Stores a wallet's keys in one statement, only if its entropy ciphertext is still
+    /// `expectedCiphertext` (nil: still none), so two backfills never replace each other's entropy.
+    @discardableResult
+    public func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
+        async throws(RainError) -> Bool
+    {
+        try await perform { db throws(RainError) in
+            let changed = try db.execute(
+                """
+                UPDATE wallets
+                SET entropy_ciphertext = ?, entropy_key_id = ?, ethereum_address = ?, solana_address = ?
+                WHERE id = ? AND entropy_ciphertext IS ?
+                """,
+                [
+                    .blob(keys.entropyCiphertext), .text(keys.entropyKeyID),
+                    keys.ethereumAddress.map { .text($0) } ?? .null, keys.solanaAddress.map { .text($0) } ?? .null,
+                    .text(walletID), expectedCiphertext.map { .blob($0) } ?? .null,
+                ], operation: "store a wallet's keys")
+            return changed == 1
         }
     }
 
@@ -567,6 +641,18 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
             "SELECT account_id FROM contacts WHERE app_id = ? AND kind = ? AND value = ?",
             [.text(appID), .text(contact.kindName), .text(contact.value)], operation: op)
         return try rows.first?.text(0, op)
+    }
+
+    /// The columns `walletRecord` reads, in order.
+    private static let walletColumns =
+        "id, account_id, created_at, entropy_ciphertext, entropy_key_id, ethereum_address, solana_address"
+
+    private static func walletRecord(_ row: SQLiteRow, _ op: String) throws(RainError) -> WalletRecord {
+        WalletRecord(
+            id: try row.text(0, op), accountID: try row.text(1, op),
+            createdAt: Date(unixMilliseconds: try row.integer(2, op)), entropyCiphertext: try row.optionalBlob(3, op),
+            entropyKeyID: try row.optionalText(4, op), ethereumAddress: try row.optionalText(5, op),
+            solanaAddress: try row.optionalText(6, op))
     }
 
     /// The columns `sessionRecord` reads, in order, qualified with `alias`.

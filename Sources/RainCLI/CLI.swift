@@ -17,6 +17,8 @@ public enum CLI {
           watch                                     print session events as they happen
           refresh                                   refresh the session now
           account                                   show the account and wallet of the session
+          export phrase [--yes]                     print the wallet's recovery phrase (needs allowExport)
+          export key --chain CHAIN [--yes]          print a private key; CHAIN: ethereum or solana
           logout                                    end the session (wipes it, revokes it)
           info                                      show the daemon's version and capabilities
           dev outbox                                list codes delivered to the development outbox
@@ -73,8 +75,33 @@ public enum CLI {
     static let accountHelp = """
         usage: rainwallet account [--json]
 
-        Shows the account behind the session: id, wallet id, creation time, contacts.
-        With --json: {"accountId", "walletId", "createdAt", "contacts": [{"kind", "value"}]}.
+        Shows the account behind the session: id, creation time, contacts, and its wallet: id,
+        Ethereum address (EIP-55) and Solana address (base58).
+        With --json: {"accountId", "walletId", "createdAt", "contacts": [{"kind", "value"}],
+        "wallet": {"id", "ethereumAddress", "solanaAddress", "createdAt"} or null when the account
+        has no wallet}.
+        """
+    static let exportPhraseHelp = """
+        usage: rainwallet export phrase [--yes] [--json]
+
+        Prints the wallet's 12-word recovery phrase on one line. Anyone who has it owns the wallet:
+        write it down and keep it offline.
+
+        On a terminal it first asks you to type YES. It refuses to print to anything but a terminal
+        (a pipe or a file) unless --yes is given. Needs a live session (exit 4) and
+        "allowExport": true for the profile in the daemon's config file (exit 5 otherwise).
+        With --json: {"words": [...]}.
+        """
+    static let exportKeyHelp = """
+        usage: rainwallet export key --chain ethereum|solana [--yes] [--json]
+
+        Prints one chain's private key: Ethereum as 0x + 64 lowercase hex digits, Solana as the
+        64-byte keypair (seed, then public key) in base58. Anyone who has it owns that account.
+
+        On a terminal it first asks you to type YES. It refuses to print to anything but a terminal
+        (a pipe or a file) unless --yes is given. Needs a live session (exit 4) and
+        "allowExport": true for the profile in the daemon's config file (exit 5 otherwise).
+        With --json: {"chain", "privateKey"}.
         """
     static let logoutHelp = """
         usage: rainwallet logout
@@ -177,17 +204,32 @@ public enum CLI {
             if showHelp(args, accountHelp) { return }
             try args.finish()
             let a = try await provider.account()
+            let wallet = try await walletSummary(provider)
             if output.isJSON {
                 output.json([
                     "accountId": a.accountID, "walletId": a.walletID, "createdAt": a.createdAt,
                     "contacts": a.contacts.map { ["kind": $0.kindName, "value": $0.value] as [String: Any?] },
+                    "wallet": wallet.map { w -> Any? in
+                        [
+                            "id": w.walletID, "ethereumAddress": w.ethereumAddress, "solanaAddress": w.solanaAddress,
+                            "createdAt": w.createdAt,
+                        ]
+                    },
                 ])
             } else {
                 output.line("account:  \(a.accountID)")
-                output.line("wallet:   \(a.walletID)")
                 output.line("created:  \(RFC3339.string(from: a.createdAt))")
                 for c in a.contacts { output.line("contact:  \(c.kindName) \(c.value)") }
+                if let wallet {
+                    output.line("wallet:   \(wallet.walletID)")
+                    output.line("ethereum: \(wallet.ethereumAddress)")
+                    output.line("solana:   \(wallet.solanaAddress)")
+                } else {
+                    output.line("wallet:   unavailable")
+                }
             }
+        case "export":
+            try await export(&args, provider, output)
         case "logout":
             if showHelp(args, logoutHelp) { return }
             try args.finish()
@@ -297,6 +339,76 @@ public enum CLI {
             } catch let e as RainError where interactive && e.details.reason == "malformed_code" {
                 output.note("A login code is 6 digits.")
             }
+        }
+    }
+
+    /// What `account` shows of the wallet.
+    struct WalletSummary {
+        var walletID: String
+        var ethereumAddress: String
+        var solanaAddress: String
+        var createdAt: Date
+    }
+
+    /// The session's wallet, or nil when the account has none (RAIN_404): the account still shows.
+    static func walletSummary(_ provider: RainProvider) async throws(RainError) -> WalletSummary? {
+        do {
+            let w = try await provider.getWallet()
+            return WalletSummary(
+                walletID: w.walletID, ethereumAddress: w.ethereumAddress, solanaAddress: w.solanaAddress,
+                createdAt: w.createdAt)
+        } catch {
+            if error.code == .unavailable { return nil }
+            throw error
+        }
+    }
+
+    /// `export phrase` and `export key --chain …`.
+    static func export(_ args: inout Arguments, _ provider: RainProvider, _ output: Output) async throws {
+        let sub = args.rest.first(where: { !$0.hasPrefix("-") })
+        switch sub {
+        case "phrase":
+            _ = try args.positional("subcommand")
+            if showHelp(args, exportPhraseHelp) { return }
+            let isConfirmed = args.flag("--yes")
+            try args.finish()
+            try confirmExport("recovery phrase", isConfirmed: isConfirmed, help: exportPhraseHelp)
+            let words = try await provider.exportRecoveryPhrase()
+            if output.isJSON { output.json(["words": words]) } else { output.line(words.joined(separator: " ")) }
+        case "key":
+            _ = try args.positional("subcommand")
+            if showHelp(args, exportKeyHelp) { return }
+            let isConfirmed = args.flag("--yes")
+            guard let name = try args.option("--chain") else {
+                throw UsageError("give --chain ethereum or --chain solana", help: exportKeyHelp)
+            }
+            guard let chain = RainChain(rawValue: name.lowercased()) else {
+                throw UsageError("unknown chain \(name): give ethereum or solana", help: exportKeyHelp)
+            }
+            try args.finish()
+            try confirmExport("private key", isConfirmed: isConfirmed, help: exportKeyHelp)
+            let key = try await provider.exportPrivateKey(chain: chain)
+            if output.isJSON { output.json(["chain": chain.rawValue, "privateKey": key]) } else { output.line(key) }
+        default:
+            if showHelp(args, "usage: rainwallet export phrase|key\n\n\(exportPhraseHelp)\n\n\(exportKeyHelp)") { return }
+            throw UsageError("export needs a subcommand: phrase or key", help: exportPhraseHelp + "\n\n" + exportKeyHelp)
+        }
+    }
+
+    /// Secrets are printed only to a terminal after the user types YES, or anywhere with `--yes`.
+    /// - Throws: a usage error (64) when stdin or stdout is not a terminal and `--yes` was not
+    ///   given; RAIN_401 when the user does not type YES.
+    static func confirmExport(_ what: String, isConfirmed: Bool, help: String) throws {
+        if isConfirmed { return }
+        guard isatty(1) == 1 else {
+            throw UsageError("refusing to print the \(what) to a non-terminal; pass --yes to do it anyway", help: help)
+        }
+        guard isatty(0) == 1 else {
+            throw UsageError("confirming needs a terminal on stdin; pass --yes to skip the question", help: help)
+        }
+        FileHandle.standardError.write(Data("Type YES to print your \(what): ".utf8))
+        guard readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces) == "YES" else {
+            throw RainError(.userCancelled, "nothing was printed: the answer was not YES")
         }
     }
 

@@ -62,7 +62,7 @@ public final class DeviceService: ServerHandler {
 
     /// Capabilities reported by GetInfo.
     var capabilities: [String] {
-        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account"]
+        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export"]
         if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
         if isTestMethodsEnabled { c.append("test-methods") }
         return c
@@ -125,6 +125,20 @@ public final class DeviceService: ServerHandler {
         case Method.getAccount:
             let s = entry(profile).session
             return deferred(request, ctx, GetAccountRequest.self) { (_) throws(RainError) in try await s.account() }
+        case Method.getWallet:
+            let s = entry(profile).session
+            return deferred(request, ctx, GetWalletRequest.self) { (_) throws(RainError) in try await s.wallet() }
+        case Method.exportRecoveryPhrase:
+            // Secrets: the answer goes to the caller only; nothing here logs a payload.
+            let s = entry(profile).session
+            return deferred(request, ctx, ExportRecoveryPhraseRequest.self) { (_) throws(RainError) in
+                try await s.exportRecoveryPhrase()
+            }
+        case Method.exportPrivateKey:
+            let s = entry(profile).session
+            return deferred(request, ctx, ExportPrivateKeyRequest.self) { (r) throws(RainError) in
+                try await s.exportPrivateKey(chain: r.chain)
+            }
         case Method.refreshSession:
             let s = entry(profile).session
             return deferred(request, ctx, RefreshSessionRequest.self) { (_) throws(RainError) in try await s.refreshSession() }

@@ -215,22 +215,99 @@ public actor ProfileSession {
     /// another device) ends here with `revokedElsewhere`.
     /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable.
     public func account() async throws(RainError) -> AccountResponse {
+        let info = try await withSession(what: "read the account", transientRetries: policy.transientRetries) {
+            (authority, appID, token) async throws(RainError) in
+            try await authority.accountInfo(appID: appID, accessToken: token)
+        }
+        return AccountResponse(
+            accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts)
+    }
+
+    /// The wallet behind the session: its id, creation time and addresses. A read, retried and
+    /// refreshed exactly like `account()`.
+    /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet; RAIN_301
+    ///   when the authority stayed unreachable.
+    public func wallet() async throws(RainError) -> WalletResponse {
+        let info = try await withSession(what: "read the wallet", transientRetries: policy.transientRetries) {
+            (authority, appID, token) async throws(RainError) in
+            try await authority.wallet(appID: appID, accessToken: token)
+        }
+        return WalletResponse(
+            walletID: info.walletID, createdAt: info.createdAt, ethereumAddress: info.ethereumAddress,
+            solanaAddress: info.solanaAddress)
+    }
+
+    /// The wallet's 12-word recovery phrase. Never logged, stored or retried on a transient failure.
+    /// - Throws: RAIN_202 unless the profile's config allows export (checked before anything else);
+    ///   RAIN_201 without a live session; RAIN_404 without a wallet; RAIN_301 when the authority
+    ///   could not be reached.
+    public func exportRecoveryPhrase() async throws(RainError) -> ExportRecoveryPhraseResponse {
+        let secrets = try await export()
+        return ExportRecoveryPhraseResponse(words: secrets.mnemonic)
+    }
+
+    /// One chain's private key: Ethereum as `0x` + 64 lowercase hex, Solana as the base58 64-byte
+    /// keypair. Same rules as `exportRecoveryPhrase()`.
+    /// - Throws: RAIN_102 when no chain is named (after the export permission); otherwise as
+    ///   `exportRecoveryPhrase()`.
+    public func exportPrivateKey(chain: RainChain?) async throws(RainError) -> ExportPrivateKeyResponse {
+        try requireExportAllowed()
+        guard let chain else {
+            throw RainError.invalid("name a chain: ethereum or solana", field: "chain")
+        }
+        let secrets = try await export()
+        let key = chain == .ethereum ? secrets.ethereumPrivateKeyHex : secrets.solanaKeypairBase58
+        return ExportPrivateKeyResponse(chain: chain, privateKey: key)
+    }
+
+    /// RAIN_202 unless the daemon's config sets `allowExport` for this profile. No client can set it.
+    private func requireExportAllowed() throws(RainError) {
+        guard runtime.settings.isExportAllowed else {
+            throw RainError(
+                .unauthorized,
+                "export is not allowed for profile \(runtime.name); set \"allowExport\": true for it in the daemon's config file",
+                details: .init(reason: "export_not_allowed"))
+        }
+    }
+
+    /// The wallet's secrets, after the permission check. Exports are treated like sends: a
+    /// transient failure is reported, never retried automatically.
+    private func export() async throws(RainError) -> WalletSecrets {
+        try requireExportAllowed()
+        let secrets = try await withSession(what: "export the wallet", transientRetries: 0) {
+            (authority, appID, token) async throws(RainError) in
+            try await authority.exportWallet(appID: appID, accessToken: token)
+        }
+        logger.info("wallet.exported", ["profile": runtime.name])
+        return secrets
+    }
+
+    /// Runs one authority call with the session's access token: the shared path of reads and
+    /// exports. Transient failures are retried `transientRetries` times with the policy's backoff.
+    /// A token the authority refuses as rotated or expired gets one refresh and one more try (the
+    /// refusal means the call did nothing); a session revoked at the authority ends here
+    /// (`revokedElsewhere` when another device logged in, else `refreshFailed`).
+    /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable;
+    ///   any other refusal as the authority raised it.
+    private func withSession<T: Sendable>(
+        what: String, transientRetries: Int,
+        _ call: @Sendable (any Authority, String, String) async throws(RainError) -> T
+    ) async throws(RainError) -> T {
         await restore()
         var delay = policy.retryInitialDelay
         var attempt = 0
         var refreshedOnce = false
         while true {
             guard let current = session else { throw noSessionError() }
-            let result: Result<AccountInfo, RainError>
+            let result: Result<T, RainError>
             do {
-                result = .success(try await context.authority.accountInfo(appID: appID, accessToken: current.accessToken))
+                result = .success(try await call(context.authority, appID, current.accessToken))
             } catch {
                 result = .failure(error)
             }
             switch result {
-            case .success(let info):
-                return AccountResponse(
-                    accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts)
+            case .success(let value):
+                return value
             case .failure(let error) where error.code == .sessionExpired:
                 let reason = error.details.reason
                 if reason == "invalid_token" || reason == "access_expired" {
@@ -245,12 +322,13 @@ public actor ProfileSession {
                     await end(reason == "revoked_elsewhere" ? .revokedElsewhere : .refreshFailed)
                 }
                 throw noSessionError()
-            case .failure(let error) where Self.isDefinitive(error):
+            case .failure(let error) where Self.isDefinitive(error) || error.code == .unavailable:
                 throw error
             case .failure(let error):
-                guard attempt < policy.transientRetries else {
+                guard attempt < transientRetries else {
+                    guard error.code == .network else { throw error }
                     throw RainError(
-                        .network, "the authority could not be reached to read the account; try again",
+                        .network, "the authority could not be reached to \(what); try again",
                         underlying: SendableErrorDescription(error))
                 }
                 attempt += 1

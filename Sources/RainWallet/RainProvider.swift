@@ -178,6 +178,36 @@ public final class RainProvider: Sendable {
         try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self)
     }
 
+    /// The wallet of the session's account: its id, creation time, Ethereum address (EIP-55) and
+    /// Solana address (base58). A first login creates it. Retried by the daemon on transient
+    /// authority failures.
+    /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet;
+    ///   RAIN_301 when the authority could not be reached; RAIN_101 when the daemon is not running.
+    public func getWallet() async throws(RainError) -> WalletResponse {
+        try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self)
+    }
+
+    /// The wallet's 12-word BIP-39 recovery phrase, for a backup. Show it to the user and keep it
+    /// nowhere: the daemon neither logs nor stores it. Never retried automatically.
+    /// - Throws: RAIN_202 unless the daemon's config allows export for this profile
+    ///   (`"allowExport": true`; no client can enable it); RAIN_201 without a live session;
+    ///   RAIN_404 when the account has no wallet; RAIN_301 when the authority could not be reached.
+    public func exportRecoveryPhrase() async throws(RainError) -> [String] {
+        try await call(Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest(), as: ExportRecoveryPhraseResponse.self)
+            .words
+    }
+
+    /// One chain's private key: Ethereum as `0x` + 64 lowercase hex digits; Solana as the 64-byte
+    /// keypair (seed, then public key) in base58, as Solana tools import it. Same rules as
+    /// `exportRecoveryPhrase()`.
+    /// - Throws: RAIN_202 unless the daemon's config allows export for this profile; RAIN_201
+    ///   without a live session; RAIN_404 when the account has no wallet; RAIN_301 when the
+    ///   authority could not be reached.
+    public func exportPrivateKey(chain: RainChain) async throws(RainError) -> String {
+        try await call(Method.exportPrivateKey, ExportPrivateKeyRequest(chain: chain), as: ExportPrivateKeyResponse.self)
+            .privateKey
+    }
+
     /// The daemon's current view of this profile's session.
     public func currentSession() async throws(RainError) -> SessionSnapshot {
         try await call(Method.getSessionState, GetSessionStateRequest(), as: SessionSnapshot.self)

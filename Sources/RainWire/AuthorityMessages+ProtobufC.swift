@@ -306,3 +306,95 @@ extension AuthorityRevokeSessionResponse {
     /// Encodes as an `AuthorityRevokeSessionResponse` (zero bytes).
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
+
+extension AuthorityWalletRequest {
+    /// Decodes an `AuthorityWalletRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityWalletRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityWalletRequest",
+            unpack: { rain__wallet__v1__authority_wallet_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_wallet_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            AuthorityWalletRequest(
+                appID: try readString(p.pointee.app_id, field: "app_id"),
+                accessToken: try readString(p.pointee.access_token, field: "access_token"))
+        }
+    }
+    /// Encodes as an `AuthorityWalletRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityWalletRequest()
+        rain__wallet__v1__authority_wallet_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.access_token = try arena.string(accessToken, field: "access_token")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_wallet_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_wallet_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityWalletResponse {
+    /// Decodes an `AuthorityWalletResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityWalletResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityWalletResponse",
+            unpack: { rain__wallet__v1__authority_wallet_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_wallet_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityWalletResponse(
+                walletID: try readString(m.wallet_id, field: "wallet_id"),
+                createdAt: Date(unixMilliseconds: m.created_at_ms),
+                ethereumAddress: try readString(m.ethereum_address, field: "ethereum_address"),
+                solanaAddress: try readString(m.solana_address, field: "solana_address"))
+        }
+    }
+    /// Encodes as an `AuthorityWalletResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityWalletResponse()
+        rain__wallet__v1__authority_wallet_response__init(&m)
+        m.wallet_id = try arena.string(walletID, field: "wallet_id")
+        m.created_at_ms = createdAt.unixMilliseconds
+        m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum_address")
+        m.solana_address = try arena.string(solanaAddress, field: "solana_address")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_wallet_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_wallet_response__pack($0, $1) })
+    }
+}
+
+extension AuthorityExportWalletResponse {
+    /// Decodes an `AuthorityExportWalletResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityExportWalletResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityExportWalletResponse",
+            unpack: { rain__wallet__v1__authority_export_wallet_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_export_wallet_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            var words: [String] = []
+            if let list = m.mnemonic {
+                for i in 0..<m.n_mnemonic { words.append(try readString(list[i], field: "mnemonic")) }
+            }
+            return AuthorityExportWalletResponse(
+                mnemonic: words, ethereumPrivateKey: try readString(m.ethereum_private_key, field: "ethereum_private_key"),
+                solanaKeypair: try readString(m.solana_keypair, field: "solana_keypair"))
+        }
+    }
+    /// Encodes as an `AuthorityExportWalletResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityExportWalletResponse()
+        rain__wallet__v1__authority_export_wallet_response__init(&m)
+        var words: [UnsafeMutablePointer<CChar>?] = []
+        for word in mnemonic { words.append(try arena.string(word, field: "mnemonic")) }
+        m.n_mnemonic = words.count
+        m.mnemonic = arena.array(words)
+        m.ethereum_private_key = try arena.string(ethereumPrivateKey, field: "ethereum_private_key")
+        m.solana_keypair = try arena.string(solanaKeypair, field: "solana_keypair")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_export_wallet_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_export_wallet_response__pack($0, $1) })
+    }
+}

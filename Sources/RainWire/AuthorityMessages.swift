@@ -19,9 +19,16 @@ public enum AuthorityMethod {
     public static let revokeSession = "/rain.wallet.v1.Authority/RevokeSession"
     /// `ListOutboxRequest` → `ListOutboxResponse` (development; only with `--dev-outbox`).
     public static let listOutbox = "/rain.wallet.v1.Authority/ListOutbox"
+    /// `AuthorityWalletRequest` → `AuthorityWalletResponse`.
+    public static let getWallet = "/rain.wallet.v1.Authority/GetWallet"
+    /// `AuthorityWalletRequest` → `AuthorityExportWalletResponse` (secrets: never logged).
+    public static let exportWallet = "/rain.wallet.v1.Authority/ExportWallet"
 
     /// Every method, in the order above.
-    public static let all = [getInfo, sendLoginCode, confirmLoginCode, refreshSession, accountInfo, revokeSession, listOutbox]
+    public static let all = [
+        getInfo, sendLoginCode, confirmLoginCode, refreshSession, accountInfo, revokeSession, listOutbox, getWallet,
+        exportWallet,
+    ]
 }
 
 /// `Authority/SendLoginCode` request.
@@ -206,4 +213,65 @@ public struct AuthorityRevokeSessionRequest: WireMessage, Equatable, CustomStrin
 public struct AuthorityRevokeSessionResponse: WireMessage, Equatable {
     /// Creates the response.
     public init() {}
+}
+
+/// `Authority/GetWallet` and `Authority/ExportWallet` request. Its description hides the token.
+public struct AuthorityWalletRequest: WireMessage, Equatable, CustomStringConvertible {
+    public var appID: String
+    /// A live access token (a secret: never logged).
+    public var accessToken: String
+
+    /// Creates the request.
+    public init(appID: String, accessToken: String) {
+        self.appID = appID
+        self.accessToken = accessToken
+    }
+
+    /// The request with the token redacted.
+    public var description: String { "AuthorityWalletRequest(appID: \(appID), accessToken: <redacted>)" }
+}
+
+/// `Authority/GetWallet` response.
+public struct AuthorityWalletResponse: WireMessage, Equatable {
+    public var walletID: String
+    public var createdAt: Date
+    /// EIP-55 checksummed.
+    public var ethereumAddress: String
+    /// Base58.
+    public var solanaAddress: String
+
+    /// Creates the response.
+    public init(walletID: String, createdAt: Date, ethereumAddress: String, solanaAddress: String) {
+        self.walletID = walletID
+        self.createdAt = createdAt
+        self.ethereumAddress = ethereumAddress
+        self.solanaAddress = solanaAddress
+    }
+}
+
+/// `Authority/ExportWallet` response: a wallet's secrets. Its description hides them.
+public struct AuthorityExportWalletResponse: WireMessage, Equatable, CustomStringConvertible,
+    CustomDebugStringConvertible
+{
+    /// The 12-word recovery phrase.
+    public var mnemonic: [String]
+    /// `0x` + 64 lowercase hex digits.
+    public var ethereumPrivateKey: String
+    /// Base58 of the 64-byte keypair.
+    public var solanaKeypair: String
+
+    /// Creates the response.
+    public init(mnemonic: [String], ethereumPrivateKey: String, solanaKeypair: String) {
+        self.mnemonic = mnemonic
+        self.ethereumPrivateKey = ethereumPrivateKey
+        self.solanaKeypair = solanaKeypair
+    }
+
+    /// The response redacted.
+    public var description: String {
+        "AuthorityExportWalletResponse(mnemonic: <redacted \(mnemonic.count) words>, ethereumPrivateKey: <redacted>, "
+            + "solanaKeypair: <redacted>)"
+    }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
 }

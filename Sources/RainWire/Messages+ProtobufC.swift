@@ -530,3 +530,138 @@ extension ConfigureProfileResponse {
             pack: { rain__wallet__v1__configure_profile_response__pack($0, $1) })
     }
 }
+
+private func cChain(_ chain: RainChain?) -> Rain__Wallet__V1__Chain {
+    switch chain {
+    case .ethereum: RAIN__WALLET__V1__CHAIN__CHAIN_ETHEREUM
+    case .solana: RAIN__WALLET__V1__CHAIN__CHAIN_SOLANA
+    case nil: RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED
+    }
+}
+
+/// nil for an unspecified or unknown chain.
+private func readChain(_ chain: Rain__Wallet__V1__Chain) -> RainChain? {
+    switch chain {
+    case RAIN__WALLET__V1__CHAIN__CHAIN_ETHEREUM: .ethereum
+    case RAIN__WALLET__V1__CHAIN__CHAIN_SOLANA: .solana
+    default: nil
+    }
+}
+
+extension GetWalletRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetWalletRequest {
+        try unpackMessage(
+            bytes, name: "GetWalletRequest", unpack: { rain__wallet__v1__get_wallet_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__get_wallet_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in GetWalletRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension WalletResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletResponse {
+        try unpackMessage(
+            bytes, name: "WalletResponse", unpack: { rain__wallet__v1__wallet_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__wallet_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return WalletResponse(
+                walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
+                ethereumAddress: try readString(m.ethereum_address, field: "ethereum address"),
+                solanaAddress: try readString(m.solana_address, field: "solana address"))
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__WalletResponse()
+        rain__wallet__v1__wallet_response__init(&m)
+        m.wallet_id = try arena.string(walletID, field: "wallet id")
+        m.created_at_ms = createdAt.unixMilliseconds
+        m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum address")
+        m.solana_address = try arena.string(solanaAddress, field: "solana address")
+        return packMessage(
+            &m, size: { rain__wallet__v1__wallet_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__wallet_response__pack($0, $1) })
+    }
+}
+
+extension ExportRecoveryPhraseRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportRecoveryPhraseRequest {
+        try unpackMessage(
+            bytes, name: "ExportRecoveryPhraseRequest",
+            unpack: { rain__wallet__v1__export_recovery_phrase_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__export_recovery_phrase_request__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in ExportRecoveryPhraseRequest() }
+    }
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}
+
+extension ExportRecoveryPhraseResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportRecoveryPhraseResponse {
+        try unpackMessage(
+            bytes, name: "ExportRecoveryPhraseResponse",
+            unpack: { rain__wallet__v1__export_recovery_phrase_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__export_recovery_phrase_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            var words: [String] = []
+            if let list = m.words {
+                for i in 0..<m.n_words { words.append(try readString(list[i], field: "word")) }
+            }
+            return ExportRecoveryPhraseResponse(words: words)
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ExportRecoveryPhraseResponse()
+        rain__wallet__v1__export_recovery_phrase_response__init(&m)
+        var list: [UnsafeMutablePointer<CChar>?] = []
+        for w in words { list.append(try arena.string(w, field: "word")) }
+        m.n_words = list.count
+        m.words = arena.array(list)
+        return packMessage(
+            &m, size: { rain__wallet__v1__export_recovery_phrase_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__export_recovery_phrase_response__pack($0, $1) })
+    }
+}
+
+extension ExportPrivateKeyRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportPrivateKeyRequest {
+        try unpackMessage(
+            bytes, name: "ExportPrivateKeyRequest",
+            unpack: { rain__wallet__v1__export_private_key_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__export_private_key_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in ExportPrivateKeyRequest(chain: readChain(p.pointee.chain)) }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        var m = Rain__Wallet__V1__ExportPrivateKeyRequest()
+        rain__wallet__v1__export_private_key_request__init(&m)
+        m.chain = cChain(chain)
+        return packMessage(
+            &m, size: { rain__wallet__v1__export_private_key_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__export_private_key_request__pack($0, $1) })
+    }
+}
+
+extension ExportPrivateKeyResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportPrivateKeyResponse {
+        try unpackMessage(
+            bytes, name: "ExportPrivateKeyResponse",
+            unpack: { rain__wallet__v1__export_private_key_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__export_private_key_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            ExportPrivateKeyResponse(
+                chain: readChain(p.pointee.chain), privateKey: try readString(p.pointee.private_key, field: "private key"))
+        }
+    }
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ExportPrivateKeyResponse()
+        rain__wallet__v1__export_private_key_response__init(&m)
+        m.chain = cChain(chain)
+        m.private_key = try arena.string(privateKey, field: "private key")
+        return packMessage(
+            &m, size: { rain__wallet__v1__export_private_key_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__export_private_key_response__pack($0, $1) })
+    }
+}

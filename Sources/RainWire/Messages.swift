@@ -196,3 +196,65 @@ public struct ConfigureProfileResponse: WireMessage, Equatable {
     public var passkeyDomain: String
     public init(passkeyDomain: String) { self.passkeyDomain = passkeyDomain }
 }
+
+/// `Wallet/Get` request (empty).
+public struct GetWalletRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// `Wallet/Get` response: the wallet's id, creation time and addresses.
+public struct WalletResponse: WireMessage, Equatable {
+    /// `wal_…`
+    public var walletID: String
+    public var createdAt: Date
+    /// EIP-55 checksummed address of m/44'/60'/0'/0/0.
+    public var ethereumAddress: String
+    /// Base58 address of m/44'/501'/0'/0'.
+    public var solanaAddress: String
+    public init(walletID: String, createdAt: Date, ethereumAddress: String, solanaAddress: String) {
+        self.walletID = walletID
+        self.createdAt = createdAt
+        self.ethereumAddress = ethereumAddress
+        self.solanaAddress = solanaAddress
+    }
+}
+
+/// `Wallet/ExportRecoveryPhrase` request (empty).
+public struct ExportRecoveryPhraseRequest: WireMessage, Equatable {
+    public init() {}
+}
+
+/// `Wallet/ExportRecoveryPhrase` response. Its description hides the words.
+public struct ExportRecoveryPhraseResponse: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The 12 BIP-39 English words (a secret).
+    public var words: [String]
+    public init(words: [String]) { self.words = words }
+    /// The response redacted.
+    public var description: String { "ExportRecoveryPhraseResponse(words: <redacted \(words.count) words>)" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// `Wallet/ExportPrivateKey` request.
+public struct ExportPrivateKeyRequest: WireMessage, Equatable {
+    /// nil when the message named no chain (refused with RAIN_102).
+    public var chain: RainChain?
+    public init(chain: RainChain?) { self.chain = chain }
+}
+
+/// `Wallet/ExportPrivateKey` response. Its description hides the key.
+public struct ExportPrivateKeyResponse: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    public var chain: RainChain?
+    /// Ethereum: `0x` + 64 lowercase hex digits; Solana: base58 of the 64-byte keypair (a secret).
+    public var privateKey: String
+    public init(chain: RainChain?, privateKey: String) {
+        self.chain = chain
+        self.privateKey = privateKey
+    }
+    /// The response redacted.
+    public var description: String {
+        "ExportPrivateKeyResponse(chain: \(chain?.rawValue ?? "unspecified"), privateKey: <redacted>)"
+    }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}

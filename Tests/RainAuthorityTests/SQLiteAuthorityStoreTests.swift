@@ -123,7 +123,7 @@ struct SQLiteAuthorityStoreTests {
         "INSERT INTO schema_version (version, applied_at) VALUES (1, 0)",
     ]
 
-    @Test("a version-1 database upgrades to version 2; its sessions are unbound and never refresh")
+    @Test("a version-1 database upgrades to the latest version; its sessions are unbound and never refresh")
     func migrateFromVersion1() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -156,8 +156,8 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        #expect(try await store.schemaVersion() == 2)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 2)
+        #expect(try await store.schemaVersion() == 3)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 3)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)
@@ -165,7 +165,7 @@ struct SQLiteAuthorityStoreTests {
         #expect(session.rotatedAt == nil)
         #expect(session.refreshGeneration == 0)
         let tables = try await store.dumpAllRows()
-        #expect(tables["schema_version"]?.count == 2)
+        #expect(tables["schema_version"]?.count == 3)
         #expect(tables["retired_refresh_tokens"]?.isEmpty == true)
 
         let authority = EmbeddedAuthority(
@@ -189,7 +189,7 @@ struct SQLiteAuthorityStoreTests {
 
         // Reopening runs nothing again.
         let reopened = try await SQLiteAuthorityStore.open(path: path)
-        #expect(try await reopened.dumpAllRows()["schema_version"]?.count == 2)
+        #expect(try await reopened.dumpAllRows()["schema_version"]?.count == 3)
         await reopened.close()
     }
 

@@ -21,6 +21,9 @@ final class ControlledAuthority: Authority {
         var readFailuresLeft = 0
         var sendCalls = 0
         var sendFailuresLeft = 0
+        var walletCalls = 0
+        var exportCalls = 0
+        var exportFailuresLeft = 0
     }
     let state = Mutex(State())
 
@@ -29,6 +32,9 @@ final class ControlledAuthority: Authority {
     var refreshCalls: Int { state.withLock { $0.refreshCalls } }
     var readCalls: Int { state.withLock { $0.readCalls } }
     var sendCalls: Int { state.withLock { $0.sendCalls } }
+    var walletCalls: Int { state.withLock { $0.walletCalls } }
+    var exportCalls: Int { state.withLock { $0.exportCalls } }
+    func failNextExports(_ n: Int) { state.withLock { $0.exportFailuresLeft = n } }
     func failNextReads(_ n: Int) { state.withLock { $0.readFailuresLeft = n } }
     func failNextSends(_ n: Int) { state.withLock { $0.sendFailuresLeft = n } }
     func failNextRefreshes(_ n: Int) { state.withLock { $0.transientFailuresLeft = n } }
@@ -72,6 +78,28 @@ final class ControlledAuthority: Authority {
         if fail { throw RainError(.network, "authority unreachable (test)") }
         return try await inner.accountInfo(appID: appID, accessToken: accessToken)
     }
+    /// A read like `accountInfo`: counted in `walletCalls` and `readCalls`, failed by `failNextReads`.
+    func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+        let fail = state.withLock { s -> Bool in
+            s.readCalls += 1
+            s.walletCalls += 1
+            guard s.readFailuresLeft > 0 else { return false }
+            s.readFailuresLeft -= 1
+            return true
+        }
+        if fail { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.wallet(appID: appID, accessToken: accessToken)
+    }
+    func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets {
+        let fail = state.withLock { s -> Bool in
+            s.exportCalls += 1
+            guard s.exportFailuresLeft > 0 else { return false }
+            s.exportFailuresLeft -= 1
+            return true
+        }
+        if fail { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.exportWallet(appID: appID, accessToken: accessToken)
+    }
     func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
         try await inner.revokeSession(appID: appID, refreshToken: refreshToken)
     }
@@ -96,13 +124,18 @@ struct SchedulerFixture {
     let embedded: EmbeddedAuthority
     let storage = InMemoryStorage()
     let service: DeviceService
-    let logger = Logger(label: "test", sink: CapturingLogSink())
+    let logSink: CapturingLogSink
+    let logger: Logger
 
-    init(policy: RainWalletSessionPolicy = .default) async throws {
+    init(policy: RainWalletSessionPolicy = .default, allowExport: Bool = false) async throws {
+        let sink = CapturingLogSink()
+        logSink = sink
+        logger = Logger(label: "test", minimumLevel: .debug, sink: sink)
         embedded = try await EmbeddedAuthority(stateDirectory: dir.path, clock: clock, sender: sender, logger: logger)
         authority = ControlledAuthority(embedded)
         var config = DaemonConfig()
-        config.profiles["default"] = ProfileSettings(appID: "default", sessionPolicy: policy)
+        config.profiles["default"] = ProfileSettings(
+            appID: "default", isExportAllowed: allowExport, sessionPolicy: policy)
         service = DeviceService(
             config: config,
             context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger))

@@ -28,6 +28,9 @@ typedef struct Rain__Wallet__V1__AuthorityAccountInfoRequest Rain__Wallet__V1__A
 typedef struct Rain__Wallet__V1__AuthorityAccountInfoResponse Rain__Wallet__V1__AuthorityAccountInfoResponse;
 typedef struct Rain__Wallet__V1__AuthorityRevokeSessionRequest Rain__Wallet__V1__AuthorityRevokeSessionRequest;
 typedef struct Rain__Wallet__V1__AuthorityRevokeSessionResponse Rain__Wallet__V1__AuthorityRevokeSessionResponse;
+typedef struct Rain__Wallet__V1__AuthorityWalletRequest Rain__Wallet__V1__AuthorityWalletRequest;
+typedef struct Rain__Wallet__V1__AuthorityWalletResponse Rain__Wallet__V1__AuthorityWalletResponse;
+typedef struct Rain__Wallet__V1__AuthorityExportWalletResponse Rain__Wallet__V1__AuthorityExportWalletResponse;
 
 
 /* --- enums --- */
@@ -213,6 +216,72 @@ struct  Rain__Wallet__V1__AuthorityRevokeSessionResponse
 #define RAIN__WALLET__V1__AUTHORITY_REVOKE_SESSION_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_revoke_session_response__descriptor) \
      }
+
+
+/*
+ * /rain.wallet.v1.Authority/GetWallet and /rain.wallet.v1.Authority/ExportWallet take
+ * AuthorityWalletRequest. RAIN_201 like GetAccountInfo; RAIN_404 when the account has no wallet.
+ */
+struct  Rain__Wallet__V1__AuthorityWalletRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *access_token;
+};
+#define RAIN__WALLET__V1__AUTHORITY_WALLET_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_wallet_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Authority/GetWallet
+ */
+struct  Rain__Wallet__V1__AuthorityWalletResponse
+{
+  ProtobufCMessage base;
+  char *wallet_id;
+  /*
+   * Unix milliseconds.
+   */
+  int64_t created_at_ms;
+  /*
+   * EIP-55 checksummed, m/44'/60'/0'/0/0.
+   */
+  char *ethereum_address;
+  /*
+   * Base58, m/44'/501'/0'/0'.
+   */
+  char *solana_address;
+};
+#define RAIN__WALLET__V1__AUTHORITY_WALLET_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_wallet_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Authority/ExportWallet: the wallet's secrets. The device checks that the profile
+ * may export before it calls; the authority never logs the answer.
+ */
+struct  Rain__Wallet__V1__AuthorityExportWalletResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The 12-word BIP-39 English recovery phrase.
+   */
+  size_t n_mnemonic;
+  char **mnemonic;
+  /*
+   * 0x + 64 lowercase hex digits.
+   */
+  char *ethereum_private_key;
+  /*
+   * Base58 of the 64-byte keypair (32-byte seed, then the public key).
+   */
+  char *solana_keypair;
+};
+#define RAIN__WALLET__V1__AUTHORITY_EXPORT_WALLET_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_export_wallet_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /* Rain__Wallet__V1__AuthoritySendLoginCodeRequest methods */
@@ -424,6 +493,63 @@ Rain__Wallet__V1__AuthorityRevokeSessionResponse *
 void   rain__wallet__v1__authority_revoke_session_response__free_unpacked
                      (Rain__Wallet__V1__AuthorityRevokeSessionResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityWalletRequest methods */
+void   rain__wallet__v1__authority_wallet_request__init
+                     (Rain__Wallet__V1__AuthorityWalletRequest         *message);
+size_t rain__wallet__v1__authority_wallet_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityWalletRequest   *message);
+size_t rain__wallet__v1__authority_wallet_request__pack
+                     (const Rain__Wallet__V1__AuthorityWalletRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_wallet_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityWalletRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityWalletRequest *
+       rain__wallet__v1__authority_wallet_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_wallet_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityWalletRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityWalletResponse methods */
+void   rain__wallet__v1__authority_wallet_response__init
+                     (Rain__Wallet__V1__AuthorityWalletResponse         *message);
+size_t rain__wallet__v1__authority_wallet_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityWalletResponse   *message);
+size_t rain__wallet__v1__authority_wallet_response__pack
+                     (const Rain__Wallet__V1__AuthorityWalletResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_wallet_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityWalletResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityWalletResponse *
+       rain__wallet__v1__authority_wallet_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_wallet_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityWalletResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityExportWalletResponse methods */
+void   rain__wallet__v1__authority_export_wallet_response__init
+                     (Rain__Wallet__V1__AuthorityExportWalletResponse         *message);
+size_t rain__wallet__v1__authority_export_wallet_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityExportWalletResponse   *message);
+size_t rain__wallet__v1__authority_export_wallet_response__pack
+                     (const Rain__Wallet__V1__AuthorityExportWalletResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_export_wallet_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityExportWalletResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityExportWalletResponse *
+       rain__wallet__v1__authority_export_wallet_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_export_wallet_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityExportWalletResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AuthoritySendLoginCodeRequest_Closure)
@@ -459,6 +585,15 @@ typedef void (*Rain__Wallet__V1__AuthorityRevokeSessionRequest_Closure)
 typedef void (*Rain__Wallet__V1__AuthorityRevokeSessionResponse_Closure)
                  (const Rain__Wallet__V1__AuthorityRevokeSessionResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityWalletRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityWalletRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityWalletResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityWalletResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityExportWalletResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityExportWalletResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -476,6 +611,9 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_account_info
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_account_info_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_revoke_session_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_revoke_session_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_export_wallet_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -40,6 +40,12 @@ typedef struct Rain__Wallet__V1__GetAccountRequest Rain__Wallet__V1__GetAccountR
 typedef struct Rain__Wallet__V1__AccountResponse Rain__Wallet__V1__AccountResponse;
 typedef struct Rain__Wallet__V1__ConfigureProfileRequest Rain__Wallet__V1__ConfigureProfileRequest;
 typedef struct Rain__Wallet__V1__ConfigureProfileResponse Rain__Wallet__V1__ConfigureProfileResponse;
+typedef struct Rain__Wallet__V1__GetWalletRequest Rain__Wallet__V1__GetWalletRequest;
+typedef struct Rain__Wallet__V1__WalletResponse Rain__Wallet__V1__WalletResponse;
+typedef struct Rain__Wallet__V1__ExportRecoveryPhraseRequest Rain__Wallet__V1__ExportRecoveryPhraseRequest;
+typedef struct Rain__Wallet__V1__ExportRecoveryPhraseResponse Rain__Wallet__V1__ExportRecoveryPhraseResponse;
+typedef struct Rain__Wallet__V1__ExportPrivateKeyRequest Rain__Wallet__V1__ExportPrivateKeyRequest;
+typedef struct Rain__Wallet__V1__ExportPrivateKeyResponse Rain__Wallet__V1__ExportPrivateKeyResponse;
 
 
 /* --- enums --- */
@@ -77,6 +83,12 @@ typedef enum _Rain__Wallet__V1__ExpiryReason {
   RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_REFRESH_FAILED = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__EXPIRY_REASON)
 } Rain__Wallet__V1__ExpiryReason;
+typedef enum _Rain__Wallet__V1__Chain {
+  RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED = 0,
+  RAIN__WALLET__V1__CHAIN__CHAIN_ETHEREUM = 1,
+  RAIN__WALLET__V1__CHAIN__CHAIN_SOLANA = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__CHAIN)
+} Rain__Wallet__V1__Chain;
 
 /* --- messages --- */
 
@@ -420,6 +432,99 @@ struct  Rain__Wallet__V1__ConfigureProfileResponse
 #define RAIN__WALLET__V1__CONFIGURE_PROFILE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__configure_profile_response__descriptor) \
     , (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Wallet/Get: the wallet of this profile's account (a read: retried on transient
+ * authority failures, like Account/Get). RAIN_201 without a live session; RAIN_404 when the
+ * account has no wallet.
+ */
+struct  Rain__Wallet__V1__GetWalletRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__GET_WALLET_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_wallet_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__WalletResponse
+{
+  ProtobufCMessage base;
+  char *wallet_id;
+  /*
+   * Unix milliseconds.
+   */
+  int64_t created_at_ms;
+  /*
+   * EIP-55 checksummed address of m/44'/60'/0'/0/0.
+   */
+  char *ethereum_address;
+  /*
+   * Base58 address of m/44'/501'/0'/0'.
+   */
+  char *solana_address;
+};
+#define RAIN__WALLET__V1__WALLET_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__wallet_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Wallet/ExportRecoveryPhrase: RAIN_202 unless the daemon's config sets
+ * "allowExport": true for the profile (checked before the authority is contacted); RAIN_201
+ * without a live session; RAIN_404 without a wallet. Never retried, logged or stored.
+ */
+struct  Rain__Wallet__V1__ExportRecoveryPhraseRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__EXPORT_RECOVERY_PHRASE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__export_recovery_phrase_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__ExportRecoveryPhraseResponse
+{
+  ProtobufCMessage base;
+  /*
+   * 12 BIP-39 English words.
+   */
+  size_t n_words;
+  char **words;
+};
+#define RAIN__WALLET__V1__EXPORT_RECOVERY_PHRASE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__export_recovery_phrase_response__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * /rain.wallet.v1.Wallet/ExportPrivateKey: same rules as ExportRecoveryPhrase; RAIN_102 for an
+ * unspecified chain.
+ */
+struct  Rain__Wallet__V1__ExportPrivateKeyRequest
+{
+  ProtobufCMessage base;
+  Rain__Wallet__V1__Chain chain;
+};
+#define RAIN__WALLET__V1__EXPORT_PRIVATE_KEY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__export_private_key_request__descriptor) \
+    , RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED }
+
+
+struct  Rain__Wallet__V1__ExportPrivateKeyResponse
+{
+  ProtobufCMessage base;
+  Rain__Wallet__V1__Chain chain;
+  /*
+   * Ethereum: 0x + 64 lowercase hex digits. Solana: base58 of the 64-byte keypair (seed, then
+   * public key).
+   */
+  char *private_key;
+};
+#define RAIN__WALLET__V1__EXPORT_PRIVATE_KEY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__export_private_key_response__descriptor) \
+    , RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
 /* Rain__Wallet__V1__Contact methods */
@@ -878,6 +983,120 @@ Rain__Wallet__V1__ConfigureProfileResponse *
 void   rain__wallet__v1__configure_profile_response__free_unpacked
                      (Rain__Wallet__V1__ConfigureProfileResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__GetWalletRequest methods */
+void   rain__wallet__v1__get_wallet_request__init
+                     (Rain__Wallet__V1__GetWalletRequest         *message);
+size_t rain__wallet__v1__get_wallet_request__get_packed_size
+                     (const Rain__Wallet__V1__GetWalletRequest   *message);
+size_t rain__wallet__v1__get_wallet_request__pack
+                     (const Rain__Wallet__V1__GetWalletRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__get_wallet_request__pack_to_buffer
+                     (const Rain__Wallet__V1__GetWalletRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__GetWalletRequest *
+       rain__wallet__v1__get_wallet_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__get_wallet_request__free_unpacked
+                     (Rain__Wallet__V1__GetWalletRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__WalletResponse methods */
+void   rain__wallet__v1__wallet_response__init
+                     (Rain__Wallet__V1__WalletResponse         *message);
+size_t rain__wallet__v1__wallet_response__get_packed_size
+                     (const Rain__Wallet__V1__WalletResponse   *message);
+size_t rain__wallet__v1__wallet_response__pack
+                     (const Rain__Wallet__V1__WalletResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__wallet_response__pack_to_buffer
+                     (const Rain__Wallet__V1__WalletResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__WalletResponse *
+       rain__wallet__v1__wallet_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__wallet_response__free_unpacked
+                     (Rain__Wallet__V1__WalletResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ExportRecoveryPhraseRequest methods */
+void   rain__wallet__v1__export_recovery_phrase_request__init
+                     (Rain__Wallet__V1__ExportRecoveryPhraseRequest         *message);
+size_t rain__wallet__v1__export_recovery_phrase_request__get_packed_size
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseRequest   *message);
+size_t rain__wallet__v1__export_recovery_phrase_request__pack
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__export_recovery_phrase_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ExportRecoveryPhraseRequest *
+       rain__wallet__v1__export_recovery_phrase_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__export_recovery_phrase_request__free_unpacked
+                     (Rain__Wallet__V1__ExportRecoveryPhraseRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ExportRecoveryPhraseResponse methods */
+void   rain__wallet__v1__export_recovery_phrase_response__init
+                     (Rain__Wallet__V1__ExportRecoveryPhraseResponse         *message);
+size_t rain__wallet__v1__export_recovery_phrase_response__get_packed_size
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseResponse   *message);
+size_t rain__wallet__v1__export_recovery_phrase_response__pack
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__export_recovery_phrase_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportRecoveryPhraseResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ExportRecoveryPhraseResponse *
+       rain__wallet__v1__export_recovery_phrase_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__export_recovery_phrase_response__free_unpacked
+                     (Rain__Wallet__V1__ExportRecoveryPhraseResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ExportPrivateKeyRequest methods */
+void   rain__wallet__v1__export_private_key_request__init
+                     (Rain__Wallet__V1__ExportPrivateKeyRequest         *message);
+size_t rain__wallet__v1__export_private_key_request__get_packed_size
+                     (const Rain__Wallet__V1__ExportPrivateKeyRequest   *message);
+size_t rain__wallet__v1__export_private_key_request__pack
+                     (const Rain__Wallet__V1__ExportPrivateKeyRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__export_private_key_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportPrivateKeyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ExportPrivateKeyRequest *
+       rain__wallet__v1__export_private_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__export_private_key_request__free_unpacked
+                     (Rain__Wallet__V1__ExportPrivateKeyRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ExportPrivateKeyResponse methods */
+void   rain__wallet__v1__export_private_key_response__init
+                     (Rain__Wallet__V1__ExportPrivateKeyResponse         *message);
+size_t rain__wallet__v1__export_private_key_response__get_packed_size
+                     (const Rain__Wallet__V1__ExportPrivateKeyResponse   *message);
+size_t rain__wallet__v1__export_private_key_response__pack
+                     (const Rain__Wallet__V1__ExportPrivateKeyResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__export_private_key_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ExportPrivateKeyResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ExportPrivateKeyResponse *
+       rain__wallet__v1__export_private_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__export_private_key_response__free_unpacked
+                     (Rain__Wallet__V1__ExportPrivateKeyResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__Contact_Closure)
@@ -952,6 +1171,24 @@ typedef void (*Rain__Wallet__V1__ConfigureProfileRequest_Closure)
 typedef void (*Rain__Wallet__V1__ConfigureProfileResponse_Closure)
                  (const Rain__Wallet__V1__ConfigureProfileResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__GetWalletRequest_Closure)
+                 (const Rain__Wallet__V1__GetWalletRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__WalletResponse_Closure)
+                 (const Rain__Wallet__V1__WalletResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__ExportRecoveryPhraseRequest_Closure)
+                 (const Rain__Wallet__V1__ExportRecoveryPhraseRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__ExportRecoveryPhraseResponse_Closure)
+                 (const Rain__Wallet__V1__ExportRecoveryPhraseResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__ExportPrivateKeyRequest_Closure)
+                 (const Rain__Wallet__V1__ExportPrivateKeyRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__ExportPrivateKeyResponse_Closure)
+                 (const Rain__Wallet__V1__ExportPrivateKeyResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -963,6 +1200,7 @@ extern const ProtobufCEnumDescriptor    rain__wallet__v1__auth_state__descriptor
 extern const ProtobufCEnumDescriptor    rain__wallet__v1__session_status__descriptor;
 extern const ProtobufCEnumDescriptor    rain__wallet__v1__event_type__descriptor;
 extern const ProtobufCEnumDescriptor    rain__wallet__v1__expiry_reason__descriptor;
+extern const ProtobufCEnumDescriptor    rain__wallet__v1__chain__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__contact__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_info_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor;
@@ -987,6 +1225,12 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__get_account_request__d
 extern const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__get_wallet_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__wallet_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 
