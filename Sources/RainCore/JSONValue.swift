@@ -1,5 +1,5 @@
-/// Any JSON value, for members whose content this module passes through without interpreting
-/// (`extensions`, `clientExtensionResults`).
+/// Any JSON value, keeping booleans and numbers apart: for members passed through without
+/// interpretation (WebAuthn `extensions`) and for precise config errors.
 public indirect enum JSONValue: Sendable, Hashable, Codable {
     /// `null`.
     case null
