@@ -1,4 +1,3 @@
-internal import COpenSSL
 import RainCore
 
 /// HMAC-SHA512 (RFC 2104, FIPS 198-1) through OpenSSL's one-shot `HMAC`, for BIP-32 and SLIP-10
@@ -14,24 +13,7 @@ enum HMACSHA512 {
     static func authenticate(
         _ message: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) throws(RainError) {
-        guard output.count >= byteCount, let outputBase = output.baseAddress else {
-            throw RainError(.internalError, "HMAC-SHA512 output buffer is too small")
-        }
-        guard key.count <= Int(Int32.max) else {
-            throw RainError.invalid("HMAC key is too long", field: "key")
-        }
-        var length: UInt32 = 0
-        let result = withNonNullBytes(key) { keyPointer, keyCount in
-            withNonNullBytes(message) { messagePointer, messageCount in
-                HMAC(
-                    EVP_sha512(), keyPointer, Int32(keyCount), messagePointer, messageCount,
-                    outputBase.assumingMemoryBound(to: UInt8.self), &length)
-            }
-        }
-        guard result != nil else { throw RainError.openSSL("HMAC(SHA-512)") }
-        guard length == UInt32(byteCount) else {
-            throw RainError(.internalError, "HMAC(SHA-512) returned \(length) bytes")
-        }
+        try HMACOneShot.authenticate(.sha512, message, key: key, into: output)
     }
 
     /// The HMAC-SHA512 of `data` under `key`, as an ordinary array (for tests and public inputs).

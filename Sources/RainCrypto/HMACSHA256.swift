@@ -1,4 +1,3 @@
-internal import COpenSSL
 import RainCore
 
 /// HMAC-SHA256 (RFC 2104, FIPS 198-1) through OpenSSL's one-shot `HMAC`.
@@ -34,23 +33,6 @@ public enum HMACSHA256 {
     static func authenticate(
         _ message: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) throws(RainError) {
-        guard output.count >= byteCount, let outputBase = output.baseAddress else {
-            throw RainError(.internalError, "HMAC-SHA256 output buffer is too small")
-        }
-        guard key.count <= Int(Int32.max) else {
-            throw RainError.invalid("HMAC key is too long", field: "key")
-        }
-        var length: UInt32 = 0
-        let result = withNonNullBytes(key) { keyPointer, keyCount in
-            withNonNullBytes(message) { messagePointer, messageCount in
-                HMAC(
-                    EVP_sha256(), keyPointer, Int32(keyCount), messagePointer, messageCount,
-                    outputBase.assumingMemoryBound(to: UInt8.self), &length)
-            }
-        }
-        guard result != nil else { throw RainError.openSSL("HMAC(SHA-256)") }
-        guard length == UInt32(byteCount) else {
-            throw RainError(.internalError, "HMAC(SHA-256) returned \(length) bytes")
-        }
+        try HMACOneShot.authenticate(.sha256, message, key: key, into: output)
     }
 }
