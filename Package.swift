@@ -30,14 +30,14 @@ let package = Package(
         .target(name: "RainTransport", dependencies: ["RainCore", "RainWire", "RainCrypto", "CSystem"]),
         .target(
             name: "RainAuthority",
-            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "CSQLite", "CPSL"]),
+            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainWebAuthn", "CSQLite", "CPSL"]),
         .target(
             name: "RainDevice",
             dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainTransport"]),
-        .target(name: "RainCLI", dependencies: ["RainWallet", "RainCore"]),
+        .target(name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore"]),
         .executableTarget(name: "rainwalletd", dependencies: ["RainDevice"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
@@ -49,10 +49,15 @@ let package = Package(
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
         .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto"]),
         .testTarget(name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto"]),
-        .testTarget(name: "RainAuthorityTests", dependencies: ["RainAuthority", "RainTestSupport"]),
+        .testTarget(
+            name: "RainAuthorityTests",
+            dependencies: ["RainAuthority", "RainTestSupport", "RainWebAuthn", "RainSoftAuthenticator"]),
         .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport"]),
         .testTarget(
             name: "RainIntegrationTests",
-            dependencies: ["RainWallet", "RainCrypto", "RainTestSupport", "rainwalletd", "rainwallet"]),
+            dependencies: [
+                "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "rainwalletd",
+                "rainwallet",
+            ]),
     ]
 )

@@ -638,6 +638,276 @@ void   rain__wallet__v1__authority_export_wallet_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_export_wallet_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_passkey_begin_request__init
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityPasskeyBeginRequest init_value = RAIN__WALLET__V1__AUTHORITY_PASSKEY_BEGIN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_passkey_begin_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_passkey_begin_request__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_passkey_begin_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityPasskeyBeginRequest *
+       rain__wallet__v1__authority_passkey_begin_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityPasskeyBeginRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_passkey_begin_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_passkey_begin_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_passkey_begin_response__init
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityPasskeyBeginResponse init_value = RAIN__WALLET__V1__AUTHORITY_PASSKEY_BEGIN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_passkey_begin_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_passkey_begin_response__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_passkey_begin_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityPasskeyBeginResponse *
+       rain__wallet__v1__authority_passkey_begin_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityPasskeyBeginResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_passkey_begin_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_passkey_begin_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_begin_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_passkey_finish_request__init
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityPasskeyFinishRequest init_value = RAIN__WALLET__V1__AUTHORITY_PASSKEY_FINISH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_passkey_finish_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_passkey_finish_request__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_passkey_finish_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityPasskeyFinishRequest *
+       rain__wallet__v1__authority_passkey_finish_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityPasskeyFinishRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_passkey_finish_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_passkey_finish_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_passkey_finish_response__init
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityPasskeyFinishResponse init_value = RAIN__WALLET__V1__AUTHORITY_PASSKEY_FINISH_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_passkey_finish_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_passkey_finish_response__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_passkey_finish_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityPasskeyFinishResponse *
+       rain__wallet__v1__authority_passkey_finish_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityPasskeyFinishResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_passkey_finish_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_passkey_finish_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_finish_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_passkey_cancel_request__init
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityPasskeyCancelRequest init_value = RAIN__WALLET__V1__AUTHORITY_PASSKEY_CANCEL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_passkey_cancel_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_passkey_cancel_request__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_passkey_cancel_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityPasskeyCancelRequest *
+       rain__wallet__v1__authority_passkey_cancel_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityPasskeyCancelRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_passkey_cancel_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_passkey_cancel_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_passkey_cancel_response__init
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityPasskeyCancelResponse init_value = RAIN__WALLET__V1__AUTHORITY_PASSKEY_CANCEL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_passkey_cancel_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_passkey_cancel_response__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_passkey_cancel_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityPasskeyCancelResponse *
+       rain__wallet__v1__authority_passkey_cancel_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityPasskeyCancelResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_passkey_cancel_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_passkey_cancel_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_request__field_descriptors[3] =
 {
   {
@@ -1512,5 +1782,421 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_export_wallet_respo
   rain__wallet__v1__authority_export_wallet_response__field_indices_by_name,
   1,  rain__wallet__v1__authority_export_wallet_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_export_wallet_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_begin_request__field_descriptors[5] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rp_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginRequest, rp_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "origins",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginRequest, n_origins),
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginRequest, origins),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginRequest, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_passkey_begin_request__field_indices_by_name[] = {
+  4,   /* field[4] = access_token */
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = device_id */
+  3,   /* field[3] = origins */
+  2,   /* field[2] = rp_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_passkey_begin_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_begin_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityPasskeyBeginRequest",
+  "AuthorityPasskeyBeginRequest",
+  "Rain__Wallet__V1__AuthorityPasskeyBeginRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityPasskeyBeginRequest),
+  5,
+  rain__wallet__v1__authority_passkey_begin_request__field_descriptors,
+  rain__wallet__v1__authority_passkey_begin_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_passkey_begin_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_begin_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_begin_response__field_descriptors[3] =
+{
+  {
+    "ceremony_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginResponse, ceremony_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "options_json",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginResponse, options_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_at_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyBeginResponse, expires_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_passkey_begin_response__field_indices_by_name[] = {
+  0,   /* field[0] = ceremony_id */
+  2,   /* field[2] = expires_at_ms */
+  1,   /* field[1] = options_json */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_passkey_begin_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_begin_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityPasskeyBeginResponse",
+  "AuthorityPasskeyBeginResponse",
+  "Rain__Wallet__V1__AuthorityPasskeyBeginResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityPasskeyBeginResponse),
+  3,
+  rain__wallet__v1__authority_passkey_begin_response__field_descriptors,
+  rain__wallet__v1__authority_passkey_begin_response__field_indices_by_name,
+  1,  rain__wallet__v1__authority_passkey_begin_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_begin_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_finish_request__field_descriptors[5] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ceremony_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest, ceremony_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "response_json",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest, response_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_public_key",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest, device_public_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_passkey_finish_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  2,   /* field[2] = ceremony_id */
+  1,   /* field[1] = device_id */
+  4,   /* field[4] = device_public_key */
+  3,   /* field[3] = response_json */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_passkey_finish_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityPasskeyFinishRequest",
+  "AuthorityPasskeyFinishRequest",
+  "Rain__Wallet__V1__AuthorityPasskeyFinishRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest),
+  5,
+  rain__wallet__v1__authority_passkey_finish_request__field_descriptors,
+  rain__wallet__v1__authority_passkey_finish_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_passkey_finish_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_finish_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_finish_response__field_descriptors[5] =
+{
+  {
+    "logged_in",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishResponse, logged_in),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "account_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishResponse, account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wallet_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishResponse, wallet_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "account_created",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishResponse, account_created),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "tokens",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishResponse, tokens),
+    &rain__wallet__v1__authority_session_tokens__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_passkey_finish_response__field_indices_by_name[] = {
+  3,   /* field[3] = account_created */
+  1,   /* field[1] = account_id */
+  0,   /* field[0] = logged_in */
+  4,   /* field[4] = tokens */
+  2,   /* field[2] = wallet_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_passkey_finish_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityPasskeyFinishResponse",
+  "AuthorityPasskeyFinishResponse",
+  "Rain__Wallet__V1__AuthorityPasskeyFinishResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityPasskeyFinishResponse),
+  5,
+  rain__wallet__v1__authority_passkey_finish_response__field_descriptors,
+  rain__wallet__v1__authority_passkey_finish_response__field_indices_by_name,
+  1,  rain__wallet__v1__authority_passkey_finish_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_finish_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_cancel_request__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyCancelRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyCancelRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ceremony_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyCancelRequest, ceremony_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_passkey_cancel_request__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  2,   /* field[2] = ceremony_id */
+  1,   /* field[1] = device_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_passkey_cancel_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityPasskeyCancelRequest",
+  "AuthorityPasskeyCancelRequest",
+  "Rain__Wallet__V1__AuthorityPasskeyCancelRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityPasskeyCancelRequest),
+  3,
+  rain__wallet__v1__authority_passkey_cancel_request__field_descriptors,
+  rain__wallet__v1__authority_passkey_cancel_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_passkey_cancel_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_cancel_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__authority_passkey_cancel_response__field_descriptors NULL
+#define rain__wallet__v1__authority_passkey_cancel_response__field_indices_by_name NULL
+#define rain__wallet__v1__authority_passkey_cancel_response__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityPasskeyCancelResponse",
+  "AuthorityPasskeyCancelResponse",
+  "Rain__Wallet__V1__AuthorityPasskeyCancelResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityPasskeyCancelResponse),
+  0,
+  rain__wallet__v1__authority_passkey_cancel_response__field_descriptors,
+  rain__wallet__v1__authority_passkey_cancel_response__field_indices_by_name,
+  0,  rain__wallet__v1__authority_passkey_cancel_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_cancel_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

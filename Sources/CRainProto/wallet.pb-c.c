@@ -1358,6 +1358,276 @@ void   rain__wallet__v1__export_private_key_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__export_private_key_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__passkey_begin_request__init
+                     (Rain__Wallet__V1__PasskeyBeginRequest         *message)
+{
+  static const Rain__Wallet__V1__PasskeyBeginRequest init_value = RAIN__WALLET__V1__PASSKEY_BEGIN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_begin_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyBeginRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_begin_request__pack
+                     (const Rain__Wallet__V1__PasskeyBeginRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_begin_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyBeginRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyBeginRequest *
+       rain__wallet__v1__passkey_begin_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyBeginRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_begin_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_begin_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyBeginRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__passkey_begin_response__init
+                     (Rain__Wallet__V1__PasskeyBeginResponse         *message)
+{
+  static const Rain__Wallet__V1__PasskeyBeginResponse init_value = RAIN__WALLET__V1__PASSKEY_BEGIN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_begin_response__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyBeginResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_begin_response__pack
+                     (const Rain__Wallet__V1__PasskeyBeginResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_begin_response__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyBeginResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyBeginResponse *
+       rain__wallet__v1__passkey_begin_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyBeginResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_begin_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_begin_response__free_unpacked
+                     (Rain__Wallet__V1__PasskeyBeginResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_begin_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__passkey_finish_request__init
+                     (Rain__Wallet__V1__PasskeyFinishRequest         *message)
+{
+  static const Rain__Wallet__V1__PasskeyFinishRequest init_value = RAIN__WALLET__V1__PASSKEY_FINISH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_finish_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyFinishRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_finish_request__pack
+                     (const Rain__Wallet__V1__PasskeyFinishRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_finish_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyFinishRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyFinishRequest *
+       rain__wallet__v1__passkey_finish_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyFinishRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_finish_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_finish_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyFinishRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__passkey_finish_response__init
+                     (Rain__Wallet__V1__PasskeyFinishResponse         *message)
+{
+  static const Rain__Wallet__V1__PasskeyFinishResponse init_value = RAIN__WALLET__V1__PASSKEY_FINISH_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_finish_response__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyFinishResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_finish_response__pack
+                     (const Rain__Wallet__V1__PasskeyFinishResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_finish_response__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyFinishResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyFinishResponse *
+       rain__wallet__v1__passkey_finish_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyFinishResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_finish_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_finish_response__free_unpacked
+                     (Rain__Wallet__V1__PasskeyFinishResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_finish_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__passkey_cancel_request__init
+                     (Rain__Wallet__V1__PasskeyCancelRequest         *message)
+{
+  static const Rain__Wallet__V1__PasskeyCancelRequest init_value = RAIN__WALLET__V1__PASSKEY_CANCEL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_cancel_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyCancelRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_cancel_request__pack
+                     (const Rain__Wallet__V1__PasskeyCancelRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_cancel_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyCancelRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyCancelRequest *
+       rain__wallet__v1__passkey_cancel_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyCancelRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_cancel_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_cancel_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyCancelRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__passkey_cancel_response__init
+                     (Rain__Wallet__V1__PasskeyCancelResponse         *message)
+{
+  static const Rain__Wallet__V1__PasskeyCancelResponse init_value = RAIN__WALLET__V1__PASSKEY_CANCEL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_cancel_response__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyCancelResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_cancel_response__pack
+                     (const Rain__Wallet__V1__PasskeyCancelResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_cancel_response__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyCancelResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyCancelResponse *
+       rain__wallet__v1__passkey_cancel_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyCancelResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_cancel_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_cancel_response__free_unpacked
+                     (Rain__Wallet__V1__PasskeyCancelResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
 {
   {
@@ -2667,6 +2937,259 @@ const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_response__
   rain__wallet__v1__export_private_key_response__field_indices_by_name,
   1,  rain__wallet__v1__export_private_key_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__export_private_key_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__passkey_begin_request__field_descriptors NULL
+#define rain__wallet__v1__passkey_begin_request__field_indices_by_name NULL
+#define rain__wallet__v1__passkey_begin_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_begin_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyBeginRequest",
+  "PasskeyBeginRequest",
+  "Rain__Wallet__V1__PasskeyBeginRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyBeginRequest),
+  0,
+  rain__wallet__v1__passkey_begin_request__field_descriptors,
+  rain__wallet__v1__passkey_begin_request__field_indices_by_name,
+  0,  rain__wallet__v1__passkey_begin_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_begin_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_begin_response__field_descriptors[4] =
+{
+  {
+    "ceremony_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyBeginResponse, ceremony_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "options_json",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyBeginResponse, options_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "origin",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyBeginResponse, origin),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_at_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyBeginResponse, expires_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__passkey_begin_response__field_indices_by_name[] = {
+  0,   /* field[0] = ceremony_id */
+  3,   /* field[3] = expires_at_ms */
+  1,   /* field[1] = options_json */
+  2,   /* field[2] = origin */
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_begin_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_begin_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyBeginResponse",
+  "PasskeyBeginResponse",
+  "Rain__Wallet__V1__PasskeyBeginResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyBeginResponse),
+  4,
+  rain__wallet__v1__passkey_begin_response__field_descriptors,
+  rain__wallet__v1__passkey_begin_response__field_indices_by_name,
+  1,  rain__wallet__v1__passkey_begin_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_begin_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_finish_request__field_descriptors[2] =
+{
+  {
+    "ceremony_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyFinishRequest, ceremony_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "response_json",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyFinishRequest, response_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__passkey_finish_request__field_indices_by_name[] = {
+  0,   /* field[0] = ceremony_id */
+  1,   /* field[1] = response_json */
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_finish_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyFinishRequest",
+  "PasskeyFinishRequest",
+  "Rain__Wallet__V1__PasskeyFinishRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyFinishRequest),
+  2,
+  rain__wallet__v1__passkey_finish_request__field_descriptors,
+  rain__wallet__v1__passkey_finish_request__field_indices_by_name,
+  1,  rain__wallet__v1__passkey_finish_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_finish_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_finish_response__field_descriptors[2] =
+{
+  {
+    "session",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyFinishResponse, session),
+    &rain__wallet__v1__session_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "account_created",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyFinishResponse, account_created),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__passkey_finish_response__field_indices_by_name[] = {
+  1,   /* field[1] = account_created */
+  0,   /* field[0] = session */
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_finish_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyFinishResponse",
+  "PasskeyFinishResponse",
+  "Rain__Wallet__V1__PasskeyFinishResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyFinishResponse),
+  2,
+  rain__wallet__v1__passkey_finish_response__field_descriptors,
+  rain__wallet__v1__passkey_finish_response__field_indices_by_name,
+  1,  rain__wallet__v1__passkey_finish_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_finish_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_cancel_request__field_descriptors[1] =
+{
+  {
+    "ceremony_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyCancelRequest, ceremony_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__passkey_cancel_request__field_indices_by_name[] = {
+  0,   /* field[0] = ceremony_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_cancel_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyCancelRequest",
+  "PasskeyCancelRequest",
+  "Rain__Wallet__V1__PasskeyCancelRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyCancelRequest),
+  1,
+  rain__wallet__v1__passkey_cancel_request__field_descriptors,
+  rain__wallet__v1__passkey_cancel_request__field_indices_by_name,
+  1,  rain__wallet__v1__passkey_cancel_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_cancel_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__passkey_cancel_response__field_descriptors NULL
+#define rain__wallet__v1__passkey_cancel_response__field_indices_by_name NULL
+#define rain__wallet__v1__passkey_cancel_response__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyCancelResponse",
+  "PasskeyCancelResponse",
+  "Rain__Wallet__V1__PasskeyCancelResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyCancelResponse),
+  0,
+  rain__wallet__v1__passkey_cancel_response__field_descriptors,
+  rain__wallet__v1__passkey_cancel_response__field_indices_by_name,
+  0,  rain__wallet__v1__passkey_cancel_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_cancel_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =

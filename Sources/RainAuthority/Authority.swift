@@ -66,6 +66,40 @@ public protocol Authority: Sendable {
     /// succeed silently.
     func revokeSession(appID: String, refreshToken: String) async throws(RainError)
 
+    /// Starts a passkey registration: a sign-up (`accessToken` nil: a new account on finish) or
+    /// an added passkey (the live session's account). The challenge (32 random bytes) is stored,
+    /// single use, bound to the app, device, kind and rpId, and expires after
+    /// `AuthoritySettings.passkeyCeremonyLifetime`.
+    /// - Returns: the ceremony id and a W3C `PublicKeyCredentialCreationOptionsJSON`.
+    /// - Throws: RAIN_102 for an empty rpId or no origin; RAIN_201 like `accountInfo` for a bad
+    ///   access token; RAIN_502 when the store fails.
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony
+
+    /// Finishes a registration: verifies the `RegistrationResponseJSON` (WebAuthn §7.1) and
+    /// stores the credential with its rpId. A sign-up creates a new account and wallet and a
+    /// session bound to the device key (as a code login does); an added passkey returns nil.
+    /// - Throws: RAIN_102 `challenge_expired` for an unknown, used, cancelled or expired ceremony
+    ///   (or one of the other kind), `credential_already_registered` for a credential id any
+    ///   account holds, or the failed check's reason; RAIN_502 when the store fails.
+    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult?
+
+    /// Starts a passkey login (discoverable: no allow list).
+    /// - Returns: the ceremony id and a W3C `PublicKeyCredentialRequestOptionsJSON`.
+    /// - Throws: RAIN_102 for an empty rpId or no origin; RAIN_502 when the store fails.
+    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony
+
+    /// Finishes a login: finds the credential by id and rpId, verifies the
+    /// `AuthenticationResponseJSON` (WebAuthn §7.2), moves its sign count forward (a regression is
+    /// refused) and logs in like a code login: the device's session is bound to its key and the
+    /// account's sessions on other devices are revoked.
+    /// - Throws: RAIN_102 `challenge_expired`, `credential_unknown`, `sign_count_regression` or
+    ///   the failed check's reason; RAIN_502 when the store fails.
+    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult
+
+    /// Cancels a pending ceremony (the user dismissed the authenticator): it can no longer be
+    /// finished. Unknown or already finished ceremonies succeed silently.
+    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError)
+
     /// The code deliveries of the development outbox, oldest first.
     /// - Throws: RAIN_202 when the development outbox is disabled.
     func listOutbox() async throws(RainError) -> [OutboxDelivery]
@@ -309,12 +343,14 @@ public struct AuthoritySettings: Sendable, Equatable {
     /// How far a refresh signature's timestamp may be from the authority's clock, either way
     /// (120 s by default). A signature outside it is refused like a bad one.
     public var refreshSignatureSkew: Duration
+    /// How long a passkey ceremony's challenge is accepted (5 minutes by default).
+    public var passkeyCeremonyLifetime: Duration
 
     public init(
         codeLifetime: Duration = .seconds(300), maxWrongAttempts: Int = 3, maxActiveCodesPerAccount: Int = 3,
         accessTokenLifetime: Duration = .seconds(900), isDevOutboxEnabled: Bool = true,
         refreshGraceWindow: Duration = .seconds(10), refreshTokenLifetime: Duration = .seconds(30 * 86_400),
-        refreshSignatureSkew: Duration = .seconds(120)
+        refreshSignatureSkew: Duration = .seconds(120), passkeyCeremonyLifetime: Duration = .seconds(300)
     ) {
         self.codeLifetime = codeLifetime
         self.maxWrongAttempts = maxWrongAttempts
@@ -324,5 +360,6 @@ public struct AuthoritySettings: Sendable, Equatable {
         self.refreshGraceWindow = refreshGraceWindow
         self.refreshTokenLifetime = refreshTokenLifetime
         self.refreshSignatureSkew = refreshSignatureSkew
+        self.passkeyCeremonyLifetime = passkeyCeremonyLifetime
     }
 }

@@ -53,7 +53,7 @@ public final class AuthorityService: ServerHandler {
 
     /// The capabilities `GetInfo` reports.
     public var capabilities: [String] {
-        ["login-code", "refresh", "account-info", "revoke", "wallet", "export"] + (isDevOutboxEnabled ? ["dev-outbox"] : [])
+        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys"] + (isDevOutboxEnabled ? ["dev-outbox"] : [])
     }
 
     /// Dispatches one request (loop thread; never blocks).
@@ -106,6 +106,47 @@ public final class AuthorityService: ServerHandler {
                 let info = try await authority.accountInfo(appID: wire.appID, accessToken: wire.accessToken)
                 return AuthorityAccountInfoResponse(
                     accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts)
+            }
+
+        case AuthorityMethod.beginPasskeyRegistration, AuthorityMethod.beginPasskeyAuthentication:
+            let isRegistration = request.method == AuthorityMethod.beginPasskeyRegistration
+            return serve(request, context, AuthorityPasskeyBeginRequest.self) { (wire) async throws(RainError) in
+                let begin = PasskeyBeginRequest(
+                    appID: wire.appID, deviceID: wire.deviceID, rpID: wire.rpID, origins: wire.origins,
+                    accessToken: wire.accessToken.isEmpty ? nil : wire.accessToken)
+                let ceremony =
+                    isRegistration
+                    ? try await authority.beginPasskeyRegistration(begin)
+                    : try await authority.beginPasskeyAuthentication(begin)
+                return AuthorityPasskeyBeginResponse(
+                    ceremonyID: ceremony.ceremonyID, optionsJSON: ceremony.optionsJSON, expiresAt: ceremony.expiresAt)
+            }
+
+        case AuthorityMethod.finishPasskeyRegistration, AuthorityMethod.finishPasskeyAuthentication:
+            let isRegistration = request.method == AuthorityMethod.finishPasskeyRegistration
+            return serve(request, context, AuthorityPasskeyFinishRequest.self) { (wire) async throws(RainError) in
+                let finish = PasskeyFinishRequest(
+                    appID: wire.appID, deviceID: wire.deviceID, ceremonyID: wire.ceremonyID,
+                    responseJSON: wire.responseJSON, devicePublicKey: wire.devicePublicKey)
+                let result =
+                    isRegistration
+                    ? try await authority.finishPasskeyRegistration(finish)
+                    : try await authority.finishPasskeyAuthentication(finish)
+                guard let result else {
+                    return AuthorityPasskeyFinishResponse(
+                        isLoggedIn: false, accountID: "", walletID: "", accountCreated: false,
+                        tokens: AuthoritySessionTokens(accessToken: "", refreshToken: "", accessLifetime: .zero))
+                }
+                return AuthorityPasskeyFinishResponse(
+                    isLoggedIn: true, accountID: result.accountID, walletID: result.walletID,
+                    accountCreated: result.accountCreated, tokens: AuthoritySessionTokens(result.tokens))
+            }
+
+        case AuthorityMethod.cancelPasskeyCeremony:
+            return serve(request, context, AuthorityPasskeyCancelRequest.self) { (wire) async throws(RainError) in
+                try await authority.cancelPasskeyCeremony(
+                    appID: wire.appID, deviceID: wire.deviceID, ceremonyID: wire.ceremonyID)
+                return AuthorityPasskeyCancelResponse()
             }
 
         case AuthorityMethod.getWallet:

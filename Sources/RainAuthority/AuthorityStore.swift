@@ -98,6 +98,40 @@ public protocol AuthorityStore: Sendable {
     func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
         async throws(RainError) -> PruneResult
 
+    // MARK: Passkeys (issue 4)
+
+    /// Stores a begun passkey ceremony (state pending).
+    func insertPasskeyCeremony(_ ceremony: NewPasskeyCeremony) async throws(RainError)
+
+    /// Takes a ceremony for its finish or its cancel: when it is pending, unexpired and bound to
+    /// `appID` and `deviceID`, marks it used and returns it; otherwise says why not. Single use:
+    /// of concurrent takes, one wins.
+    func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
+        -> PasskeyCeremonyTake
+
+    /// The credential with this id and rpId in `appID`, or nil.
+    func passkeyCredential(id: [UInt8], appID: String, rpID: String) async throws(RainError) -> PasskeyCredentialRecord?
+
+    /// The account's credentials, oldest first (all rpIds).
+    func passkeyCredentials(accountID: String) async throws(RainError) -> [PasskeyCredentialRecord]
+
+    /// Creates the account, its wallet, its first credential and a session, revoking nothing else
+    /// (the account is new). - Throws: RAIN_102 `credential_already_registered` when the
+    /// credential id exists (any account); nothing is then stored.
+    func completePasskeySignUp(_ signUp: PasskeySignUpCompletion) async throws(RainError) -> LoginRecord
+
+    /// Attaches a credential to an existing account.
+    /// - Throws: RAIN_102 `credential_already_registered` when the credential id exists.
+    func addPasskeyCredential(_ credential: PasskeyCredentialRecord) async throws(RainError)
+
+    /// Records a passkey login in one transaction: the sign count moves forward (a counter that
+    /// does not increase while either side is non-zero is refused), `last_used_at` and the backup
+    /// state are updated, the account's sessions on other devices are revoked and the device's
+    /// older ones replaced, and the new session is stored.
+    /// - Throws: RAIN_102 `credential_unknown` when the credential vanished, `sign_count_regression`
+    ///   when the counter did not increase; nothing is then changed.
+    func completePasskeyLogin(_ login: PasskeyLoginCompletion) async throws(RainError) -> LoginRecord
+
     /// Closes the store; later calls throw RAIN_502.
     func close() async
 }

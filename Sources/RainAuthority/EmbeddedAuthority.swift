@@ -25,10 +25,10 @@ public final class EmbeddedAuthority: Authority {
     public let keys: AuthorityKeys
     /// Lifetimes and limits.
     public let settings: AuthoritySettings
-    private let clock: any RainClock
+    let clock: any RainClock
     private let sender: any CodeSender
     private let outbox: OutboxCodeSender?
-    private let logger: Logger
+    let logger: Logger
 
     /// How long expired challenges and revoked sessions are kept before `pruneExpired()` deletes them.
     public static let pruneRetention: Duration = .seconds(86_400)
@@ -461,7 +461,7 @@ public final class EmbeddedAuthority: Authority {
     /// The session behind a live access token, with its account.
     /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked` or
     ///   `access_expired`; RAIN_502 when the store fails.
-    private func liveAccess(appID: String, accessToken: String) async throws(RainError) -> AccountAccess {
+    func liveAccess(appID: String, accessToken: String) async throws(RainError) -> AccountAccess {
         let now = clock.now
         guard let access = try await store.accountAccess(appID: appID, accessHash: keys.tokenHash(accessToken)) else {
             throw Self.sessionError(RefreshRefusal.invalidToken)
@@ -566,7 +566,7 @@ public final class EmbeddedAuthority: Authority {
     }
 
     /// New entropy for wallet `walletID`, sealed with the wallet-encryption key, and its addresses.
-    private func newWalletKeyMaterial(walletID: String) throws(RainError) -> WalletKeyMaterial {
+    func newWalletKeyMaterial(walletID: String) throws(RainError) -> WalletKeyMaterial {
         let entropy = try SecureRandom.bytes(count: Self.walletEntropyByteCount)
         let derived = try WalletKeys.derive(entropy: entropy)
         let sealed = try AESGCM.seal(
@@ -622,7 +622,7 @@ public final class EmbeddedAuthority: Authority {
         return try await outbox.entries()
     }
 
-    /// Deletes challenges that expired more than a day ago, sessions revoked more than a day ago,
+    /// Deletes challenges and passkey ceremonies that expired more than a day ago, sessions revoked more than a day ago,
     /// and refresh-token hashes rotated out more than `refreshTokenLifetime` ago (beyond the
     /// previous generation, which each session keeps). Presenting such an old token is then
     /// refused as unknown (`refresh_rejected`) instead of revoking the session as reuse.
@@ -656,7 +656,7 @@ public final class EmbeddedAuthority: Authority {
 
     /// The device key of a login: nil for an empty one (an unbound session), RAIN_102 (field
     /// `devicePublicKey`) for anything but a raw 32-byte Ed25519 public key.
-    private static func deviceKey(_ bytes: [UInt8]) throws(RainError) -> Ed25519PublicKey? {
+    static func deviceKey(_ bytes: [UInt8]) throws(RainError) -> Ed25519PublicKey? {
         guard !bytes.isEmpty else { return nil }
         do {
             return try Ed25519PublicKey(rawRepresentation: bytes)
@@ -666,7 +666,7 @@ public final class EmbeddedAuthority: Authority {
         }
     }
 
-    private static func requireIdentifier(_ value: String, field: String) throws(RainError) {
+    static func requireIdentifier(_ value: String, field: String) throws(RainError) {
         guard !value.isEmpty, value.utf8.count <= 256 else {
             throw RainError.invalid("\(field) must be 1 to 256 bytes", field: field)
         }

@@ -212,6 +212,74 @@ public final class RemoteAuthority: Authority {
         }
     }
 
+    // MARK: - Passkeys
+
+    /// Starts a registration (see `Authority.beginPasskeyRegistration`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
+    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try await beginPasskey(AuthorityMethod.beginPasskeyRegistration, request)
+    }
+
+    /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
+    public func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
+        try await finishPasskey(AuthorityMethod.finishPasskeyRegistration, request)
+    }
+
+    /// Starts a login (see `Authority.beginPasskeyAuthentication`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
+    public func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try await beginPasskey(AuthorityMethod.beginPasskeyAuthentication, request)
+    }
+
+    /// Finishes a login (see `Authority.finishPasskeyAuthentication`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
+    public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
+        guard let result = try await finishPasskey(AuthorityMethod.finishPasskeyAuthentication, request) else {
+            throw incompleteAnswer(AuthorityMethod.finishPasskeyAuthentication)
+        }
+        return result
+    }
+
+    /// Cancels a ceremony (see `Authority.cancelPasskeyCeremony`).
+    /// - Throws: RAIN_301 when the authority cannot be reached.
+    public func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
+        _ = try await call(
+            AuthorityMethod.cancelPasskeyCeremony,
+            AuthorityPasskeyCancelRequest(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID),
+            as: AuthorityPasskeyCancelResponse.self)
+    }
+
+    private func beginPasskey(_ method: String, _ request: PasskeyBeginRequest) async throws(RainError)
+        -> PasskeyCeremony
+    {
+        let response = try await call(
+            method,
+            AuthorityPasskeyBeginRequest(
+                appID: request.appID, deviceID: request.deviceID, rpID: request.rpID, origins: request.origins,
+                accessToken: request.accessToken ?? ""),
+            as: AuthorityPasskeyBeginResponse.self)
+        guard !response.ceremonyID.isEmpty, !response.optionsJSON.isEmpty else { throw incompleteAnswer(method) }
+        return PasskeyCeremony(
+            ceremonyID: response.ceremonyID, optionsJSON: response.optionsJSON, expiresAt: response.expiresAt)
+    }
+
+    private func finishPasskey(_ method: String, _ request: PasskeyFinishRequest) async throws(RainError)
+        -> LoginResult?
+    {
+        let response = try await call(
+            method,
+            AuthorityPasskeyFinishRequest(
+                appID: request.appID, deviceID: request.deviceID, ceremonyID: request.ceremonyID,
+                responseJSON: request.responseJSON, devicePublicKey: request.devicePublicKey),
+            as: AuthorityPasskeyFinishResponse.self)
+        guard response.isLoggedIn else { return nil }
+        guard !response.accountID.isEmpty, !response.walletID.isEmpty else { throw incompleteAnswer(method) }
+        return LoginResult(
+            accountID: response.accountID, walletID: response.walletID, accountCreated: response.accountCreated,
+            tokens: try sessionTokens(response.tokens, method: method))
+    }
+
     // MARK: - Calls
 
     /// One call: encode, send on the (re)opened connection, await the answer within `callTimeout`,

@@ -171,6 +171,47 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 "ALTER TABLE wallets ADD COLUMN ethereum_address TEXT",
                 "ALTER TABLE wallets ADD COLUMN solana_address TEXT",
             ]),
+        // Passkeys (issue 4): ceremonies (single-use challenges bound to app, device, kind and
+        // rpId) and credentials. A credential id is unique across every account and app; one
+        // account may hold credentials of several rpIds.
+        Migration(
+            version: 4,
+            statements: [
+                """
+                CREATE TABLE passkey_ceremonies (
+                    id TEXT PRIMARY KEY,
+                    app_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('sign_up', 'add', 'login')),
+                    rp_id TEXT NOT NULL,
+                    origins TEXT NOT NULL,
+                    challenge BLOB NOT NULL,
+                    user_handle BLOB,
+                    account_id TEXT REFERENCES accounts(id),
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'used'))
+                )
+                """,
+                "CREATE INDEX passkey_ceremonies_expiry ON passkey_ceremonies(expires_at)",
+                """
+                CREATE TABLE passkey_credentials (
+                    credential_id BLOB PRIMARY KEY,
+                    account_id TEXT NOT NULL REFERENCES accounts(id),
+                    app_id TEXT NOT NULL,
+                    rp_id TEXT NOT NULL,
+                    public_key BLOB NOT NULL,
+                    algorithm INTEGER NOT NULL,
+                    sign_count INTEGER NOT NULL,
+                    backup_eligible INTEGER NOT NULL,
+                    backed_up INTEGER NOT NULL,
+                    user_handle BLOB NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    last_used_at INTEGER
+                )
+                """,
+                "CREATE INDEX passkey_credentials_account ON passkey_credentials(account_id)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {
@@ -208,7 +249,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     // MARK: - Running on the queue
 
     /// Runs `body` with the open connection on the store's queue.
-    private func perform<T: Sendable>(
+    func perform<T: Sendable>(
         _ body: @escaping @Sendable (SQLiteConnection) throws(RainError) -> T
     ) async throws(RainError) -> T {
         try await queue.runBlocking { () throws(RainError) -> T in
@@ -413,36 +454,9 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                         operation: "move pending challenges to the new account")
                 }
 
-                let revokedElsewhere = try db.execute(
-                    """
-                    UPDATE sessions SET revoked_at = ?, revoke_reason = ?
-                    WHERE app_id = ? AND account_id = ? AND device_id <> ? AND revoked_at IS NULL
-                    """,
-                    [
-                        .integer(now), .text(SessionRevokeReason.revokedElsewhere), .text(login.appID),
-                        .text(accountID), .text(login.deviceID),
-                    ], operation: "revoke the account's sessions on other devices")
-                try db.execute(
-                    """
-                    UPDATE sessions SET revoked_at = ?, revoke_reason = ?
-                    WHERE app_id = ? AND account_id = ? AND device_id = ? AND revoked_at IS NULL
-                    """,
-                    [
-                        .integer(now), .text(SessionRevokeReason.replaced), .text(login.appID), .text(accountID),
-                        .text(login.deviceID),
-                    ], operation: "replace the device's older sessions")
-                try db.execute(
-                    """
-                    INSERT INTO sessions (id, app_id, account_id, device_id, access_hash, refresh_hash,
-                                          access_expires_at, created_at, device_public_key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [
-                        .text(login.session.id), .text(login.appID), .text(accountID), .text(login.deviceID),
-                        .blob(login.session.accessHash), .blob(login.session.refreshHash),
-                        .integer(login.session.accessExpiresAt.unixMilliseconds), .integer(now),
-                        login.session.devicePublicKey.map { .blob($0) } ?? .null,
-                    ], operation: "store the session")
+                let revokedElsewhere = try Self.storeLoginSession(
+                    db, appID: login.appID, accountID: accountID, deviceID: login.deviceID, session: login.session,
+                    now: login.now)
                 return .loggedIn(
                     LoginRecord(
                         accountID: accountID, walletID: walletID, accountCreated: created,
@@ -609,6 +623,9 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 let challenges = try db.execute(
                     "DELETE FROM challenges WHERE expires_at < ?", [.integer(challengesExpiredBefore.unixMilliseconds)],
                     operation: "delete expired challenges")
+                try db.execute(
+                    "DELETE FROM passkey_ceremonies WHERE expires_at < ?",
+                    [.integer(challengesExpiredBefore.unixMilliseconds)], operation: "delete expired passkey ceremonies")
                 // Counted before the sessions go: their retired hashes go with them (ON DELETE CASCADE).
                 let retired = try db.execute(
                     "DELETE FROM retired_refresh_tokens WHERE retired_at < ?",

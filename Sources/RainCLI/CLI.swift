@@ -22,6 +22,8 @@ public enum CLI {
           logout                                    end the session (wipes it, revokes it)
           info                                      show the daemon's version and capabilities
           dev outbox                                list codes delivered to the development outbox
+          domain files|check                        write or check the passkey domain's association files
+          passkey signup|login|add                  sign up, log in or add a passkey (software authenticator)
 
         global options:
           --socket PATH    daemon socket (also $RAINWALLET_SOCKET; default
@@ -256,6 +258,10 @@ public enum CLI {
                 output.line("rainwalletd \(info.daemonVersion), protocol \(info.protocolVersion)")
                 output.line("capabilities: \(info.capabilities.joined(separator: ", "))")
             }
+        case "passkey":
+            try await PasskeyCommand.run(&args, provider: provider, output: output)
+        case "domain":
+            try DomainCommand.run(&args, output: output)
         case "dev":
             let sub = args.rest.first(where: { !$0.hasPrefix("-") })
             guard sub == "outbox" else {

@@ -1,6 +1,7 @@
 import Foundation
 import RainAuthority
 import RainCore
+import RainCrypto
 
 /// Settings of one profile (app) from the daemon's config file.
 public struct ProfileSettings: Sendable, Equatable {
@@ -8,6 +9,10 @@ public struct ProfileSettings: Sendable, Equatable {
     public var appID: String
     /// The passkey relying-party domain, if configured.
     public var passkeyDomain: String?
+    /// SHA-256 fingerprints of the certificates that sign the profile's Android app, as
+    /// `AB:CD:…` (32 upper-case hex pairs): each adds the origin
+    /// `android:apk-key-hash:<base64url of the 32 bytes>` to the passkey ceremonies.
+    public var androidCertificateFingerprints: [String] = []
     /// Whether recovery phrases and keys may be exported (config only, never from a client).
     public var isExportAllowed: Bool
     /// Extra uids allowed to use this profile.
@@ -23,6 +28,28 @@ public struct ProfileSettings: Sendable, Equatable {
         self.isExportAllowed = isExportAllowed
         self.allowedUIDs = allowedUIDs
         self.sessionPolicy = sessionPolicy
+    }
+
+    /// The 32 bytes of an `AB:CD:…` SHA-256 fingerprint, or nil when it is not 32 colon-separated
+    /// hex pairs.
+    public static func certificateSHA256(fingerprint: String) -> [UInt8]? {
+        let pairs = fingerprint.split(separator: ":", omittingEmptySubsequences: false)
+        guard pairs.count == 32 else { return nil }
+        var bytes: [UInt8] = []
+        for pair in pairs {
+            guard pair.utf8.count == 2, let byte = UInt8(pair, radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    /// The origins passkey ceremonies of `domain` accept: `https://<domain>`, then
+    /// `android:apk-key-hash:<base64url>` for each configured Android signing certificate.
+    public func passkeyOrigins(domain: String) -> [String] {
+        ["https://" + domain]
+            + androidCertificateFingerprints.compactMap(Self.certificateSHA256(fingerprint:)).map {
+                "android:apk-key-hash:" + Base64URL.encode($0)
+            }
     }
 
     /// Defaults for a profile the config does not name.
@@ -139,6 +166,22 @@ struct ConfigReader {
         return out
     }
 
+    /// SHA-256 certificate fingerprints: each 32 colon-separated hex pairs (`AB:CD:…`, as keytool
+    /// and the Play Console print them), returned upper-case.
+    func fingerprints(_ value: JSONValue, _ path: String) throws(RainError) -> [String] {
+        guard case .array(let list) = value else { throw fail(path, "must be an array of SHA-256 fingerprints") }
+        var out: [String] = []
+        for (i, v) in list.enumerated() {
+            let text = try string(v, "\(path)[\(i)]").uppercased()
+            guard ProfileSettings.certificateSHA256(fingerprint: text) != nil else {
+                throw fail(
+                    "\(path)[\(i)]", "must be a SHA-256 fingerprint: 32 hex pairs separated by colons (AB:CD:…)")
+            }
+            if !out.contains(text) { out.append(text) }
+        }
+        return out
+    }
+
     func seconds(_ value: JSONValue, _ path: String, min: Double, max: Double) throws(RainError) -> Duration {
         .milliseconds(Int64(try number(value, path, min: min, max: max) * 1000))
     }
@@ -188,7 +231,10 @@ struct ConfigReader {
     func authority(_ value: JSONValue, _ path: String) throws(RainError) -> AuthoritySettings {
         let dict = try object(
             value, path,
-            allowed: ["codeLifetimeSeconds", "maxWrongAttempts", "maxActiveCodesPerAccount", "accessTokenLifetimeSeconds", "devOutbox"])
+            allowed: [
+                "codeLifetimeSeconds", "maxWrongAttempts", "maxActiveCodesPerAccount", "accessTokenLifetimeSeconds",
+                "devOutbox", "passkeyCeremonyLifetimeSeconds",
+            ])
         var s = AuthoritySettings()
         if let v = dict["codeLifetimeSeconds"] { s.codeLifetime = try seconds(v, join(path, "codeLifetimeSeconds"), min: 1, max: 3600) }
         if let v = dict["maxWrongAttempts"] { s.maxWrongAttempts = Int(try number(v, join(path, "maxWrongAttempts"), min: 1, max: 10)) }
@@ -199,11 +245,18 @@ struct ConfigReader {
             s.accessTokenLifetime = try seconds(v, join(path, "accessTokenLifetimeSeconds"), min: 2, max: 86400)
         }
         if let v = dict["devOutbox"] { s.isDevOutboxEnabled = try bool(v, join(path, "devOutbox")) }
+        if let v = dict["passkeyCeremonyLifetimeSeconds"] {
+            s.passkeyCeremonyLifetime = try seconds(v, join(path, "passkeyCeremonyLifetimeSeconds"), min: 10, max: 3600)
+        }
         return s
     }
 
     func profile(_ value: JSONValue, _ path: String, name: String) throws(RainError) -> ProfileSettings {
-        let dict = try object(value, path, allowed: ["appID", "passkeyDomain", "allowExport", "allowedUIDs", "sessionPolicy"])
+        let dict = try object(
+            value, path,
+            allowed: [
+                "appID", "passkeyDomain", "androidCertificateFingerprints", "allowExport", "allowedUIDs", "sessionPolicy",
+            ])
         var p = ProfileSettings.defaults(for: name)
         if let v = dict["appID"] {
             p.appID = try string(v, join(path, "appID"))
@@ -216,6 +269,9 @@ struct ConfigReader {
             } catch {
                 throw fail(key, error.message)
             }
+        }
+        if let v = dict["androidCertificateFingerprints"] {
+            p.androidCertificateFingerprints = try fingerprints(v, join(path, "androidCertificateFingerprints"))
         }
         if let v = dict["allowExport"] { p.isExportAllowed = try bool(v, join(path, "allowExport")) }
         if let v = dict["allowedUIDs"] { p.allowedUIDs = try uids(v, join(path, "allowedUIDs")) }

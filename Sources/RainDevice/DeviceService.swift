@@ -62,7 +62,7 @@ public final class DeviceService: ServerHandler {
 
     /// Capabilities reported by GetInfo.
     var capabilities: [String] {
-        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export"]
+        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export", "passkeys"]
         if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
         if isTestMethodsEnabled { c.append("test-methods") }
         return c
@@ -121,6 +121,29 @@ public final class DeviceService: ServerHandler {
             let s = entry(profile).session
             return deferred(request, ctx, ConfigureProfileRequest.self) { (r) throws(RainError) in
                 try await s.configure(passkeyDomain: r.passkeyDomain)
+            }
+        case Method.passkeyBeginSignUp:
+            let s = entry(profile).session
+            return deferred(request, ctx, BeginPasskeyRequest.self) { (_) throws(RainError) in
+                try await s.beginPasskeySignUp()
+            }
+        case Method.passkeyBeginLogin:
+            let s = entry(profile).session
+            return deferred(request, ctx, BeginPasskeyRequest.self) { (_) throws(RainError) in
+                try await s.beginPasskeyLogin()
+            }
+        case Method.passkeyBeginAdd:
+            let s = entry(profile).session
+            return deferred(request, ctx, BeginPasskeyRequest.self) { (_) throws(RainError) in try await s.beginPasskeyAdd() }
+        case Method.passkeyFinish:
+            let s = entry(profile).session
+            return deferred(request, ctx, FinishPasskeyRequest.self) { (r) throws(RainError) in
+                try await s.finishPasskey(ceremonyID: r.ceremonyID, responseJSON: r.responseJSON)
+            }
+        case Method.passkeyCancel:
+            let s = entry(profile).session
+            return deferred(request, ctx, CancelPasskeyRequest.self) { (r) throws(RainError) in
+                try await s.cancelPasskey(ceremonyID: r.ceremonyID)
             }
         case Method.getAccount:
             let s = entry(profile).session

@@ -14,11 +14,15 @@ public struct StoredSession: Sendable, Equatable, Codable {
     /// `email` or `phone`, and the normalized value, when the session came from a code login.
     public var contactKind: String?
     public var contactValue: String?
+    /// How the session was opened: `code` or `passkey`. Absent in files written before passkeys
+    /// (those sessions came from codes); read it through ``loginMethod``.
+    public var method: String?
 
     public init(
         accountID: String, walletID: String, accessToken: String, refreshToken: String, expiresAt: Date,
-        lifetimeSeconds: Double, contact: RainWalletContact?
+        lifetimeSeconds: Double, contact: RainWalletContact?, method: String = StoredSession.codeMethod
     ) {
+        self.method = method
         self.accountID = accountID
         self.walletID = walletID
         self.accessToken = accessToken
@@ -28,6 +32,14 @@ public struct StoredSession: Sendable, Equatable, Codable {
         self.contactKind = contact?.kindName
         self.contactValue = contact?.value
     }
+
+    /// `method` of a session opened with a login code.
+    public static let codeMethod = "code"
+    /// `method` of a session opened with a passkey.
+    public static let passkeyMethod = "passkey"
+
+    /// How the session was opened (`code` for files that predate the field).
+    public var loginMethod: String { method ?? Self.codeMethod }
 
     /// The contact the session was opened with.
     public var contact: RainWalletContact? {

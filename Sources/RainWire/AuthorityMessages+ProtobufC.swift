@@ -10,7 +10,7 @@ import RainCore
 
 // Contacts convert with `cContact` / `readContact` (Messages+ProtobufC.swift).
 
-private func cTokens(_ tokens: AuthoritySessionTokens, _ arena: CArena) throws(RainError)
+func cTokens(_ tokens: AuthoritySessionTokens, _ arena: CArena) throws(RainError)
     -> UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>
 {
     var c = Rain__Wallet__V1__AuthoritySessionTokens()
@@ -22,7 +22,7 @@ private func cTokens(_ tokens: AuthoritySessionTokens, _ arena: CArena) throws(R
 }
 
 /// Absent tokens read as empty ones (the receiver refuses them where they matter).
-private func readTokens(_ p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>?) throws(RainError)
+func readTokens(_ p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>?) throws(RainError)
     -> AuthoritySessionTokens
 {
     guard let c = p?.pointee else { return AuthoritySessionTokens(accessToken: "", refreshToken: "", accessLifetime: .zero) }

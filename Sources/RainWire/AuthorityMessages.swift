@@ -24,10 +24,22 @@ public enum AuthorityMethod {
     /// `AuthorityWalletRequest` → `AuthorityExportWalletResponse` (secrets: never logged).
     public static let exportWallet = "/rain.wallet.v1.Authority/ExportWallet"
 
+    /// `AuthorityPasskeyBeginRequest` → `AuthorityPasskeyBeginResponse`.
+    public static let beginPasskeyRegistration = "/rain.wallet.v1.Authority/BeginPasskeyRegistration"
+    /// `AuthorityPasskeyFinishRequest` → `AuthorityPasskeyFinishResponse`.
+    public static let finishPasskeyRegistration = "/rain.wallet.v1.Authority/FinishPasskeyRegistration"
+    /// `AuthorityPasskeyBeginRequest` → `AuthorityPasskeyBeginResponse`.
+    public static let beginPasskeyAuthentication = "/rain.wallet.v1.Authority/BeginPasskeyAuthentication"
+    /// `AuthorityPasskeyFinishRequest` → `AuthorityPasskeyFinishResponse`.
+    public static let finishPasskeyAuthentication = "/rain.wallet.v1.Authority/FinishPasskeyAuthentication"
+    /// `AuthorityPasskeyCancelRequest` → `AuthorityPasskeyCancelResponse`.
+    public static let cancelPasskeyCeremony = "/rain.wallet.v1.Authority/CancelPasskeyCeremony"
+
     /// Every method, in the order above.
     public static let all = [
         getInfo, sendLoginCode, confirmLoginCode, refreshSession, accountInfo, revokeSession, listOutbox, getWallet,
-        exportWallet,
+        exportWallet, beginPasskeyRegistration, finishPasskeyRegistration, beginPasskeyAuthentication,
+        finishPasskeyAuthentication, cancelPasskeyCeremony,
     ]
 }
 

@@ -31,7 +31,7 @@ func readContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(R
     }
 }
 
-private func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
+func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
     Rain__Wallet__V1__SessionState
 > {
     var c = Rain__Wallet__V1__SessionState()
@@ -55,7 +55,7 @@ private func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainErr
     return arena.box(c)
 }
 
-private func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?) throws(RainError)
+func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?) throws(RainError)
     -> SessionSnapshot
 {
     guard let c = p?.pointee else { return .unauthenticated }

@@ -13,6 +13,11 @@ public enum Method {
     public static let exportRecoveryPhrase = "/rain.wallet.v1.Wallet/ExportRecoveryPhrase"
     public static let exportPrivateKey = "/rain.wallet.v1.Wallet/ExportPrivateKey"
     public static let configureProfile = "/rain.wallet.v1.Profile/Configure"
+    public static let passkeyBeginSignUp = "/rain.wallet.v1.Passkey/BeginSignUp"
+    public static let passkeyBeginLogin = "/rain.wallet.v1.Passkey/BeginLogin"
+    public static let passkeyBeginAdd = "/rain.wallet.v1.Passkey/BeginAdd"
+    public static let passkeyFinish = "/rain.wallet.v1.Passkey/Finish"
+    public static let passkeyCancel = "/rain.wallet.v1.Passkey/Cancel"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }

@@ -142,6 +142,21 @@ struct SlowAuthority: Authority {
     func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets { try await wait() }
     func revokeSession(appID: String, refreshToken: String) async throws(RainError) { try await wait() }
     func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await wait() }
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try await wait()
+    }
+    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
+        try await wait()
+    }
+    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try await wait()
+    }
+    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
+        try await wait()
+    }
+    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
+        try await wait()
+    }
 }
 
 @Suite("Remote authority over TCP")
@@ -374,7 +389,7 @@ struct RemoteAuthorityTests {
             #expect(info.daemonVersion == "test")
             #expect(info.protocolVersion == protocolVersion)
             #expect(info.maxFrameBytes == UInt32(Frame.defaultMaximumLength))
-            #expect(info.capabilities == ["login-code", "refresh", "account-info", "revoke", "wallet", "export"])
+            #expect(info.capabilities == ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys"])
         }
     }
 

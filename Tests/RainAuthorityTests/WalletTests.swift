@@ -162,7 +162,7 @@ struct WalletTests {
         let sender = CapturingCodeSender()
         let authority = try await EmbeddedAuthority(
             stateDirectory: directory, clock: clock, sender: sender, logger: Logger(label: "test", sink: CapturingLogSink()))
-        #expect(try await authority.store.schemaVersion() == 3)
+        #expect(try await authority.store.schemaVersion() == SQLiteAuthorityStore.latestSchemaVersion)
         let record = try #require(try await authority.store.wallet(accountID: "acct_old"))
         #expect(record.hasAllKeys)
         #expect(record.id == "wal_old")

@@ -104,6 +104,21 @@ final class ControlledAuthority: Authority {
         try await inner.revokeSession(appID: appID, refreshToken: refreshToken)
     }
     func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await inner.listOutbox() }
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try await inner.beginPasskeyRegistration(request)
+    }
+    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
+        try await inner.finishPasskeyRegistration(request)
+    }
+    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try await inner.beginPasskeyAuthentication(request)
+    }
+    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
+        try await inner.finishPasskeyAuthentication(request)
+    }
+    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
+        try await inner.cancelPasskeyCeremony(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID)
+    }
 }
 
 /// Polls `condition` (real time) until it holds or 10 s pass.

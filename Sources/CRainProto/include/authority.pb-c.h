@@ -31,6 +31,12 @@ typedef struct Rain__Wallet__V1__AuthorityRevokeSessionResponse Rain__Wallet__V1
 typedef struct Rain__Wallet__V1__AuthorityWalletRequest Rain__Wallet__V1__AuthorityWalletRequest;
 typedef struct Rain__Wallet__V1__AuthorityWalletResponse Rain__Wallet__V1__AuthorityWalletResponse;
 typedef struct Rain__Wallet__V1__AuthorityExportWalletResponse Rain__Wallet__V1__AuthorityExportWalletResponse;
+typedef struct Rain__Wallet__V1__AuthorityPasskeyBeginRequest Rain__Wallet__V1__AuthorityPasskeyBeginRequest;
+typedef struct Rain__Wallet__V1__AuthorityPasskeyBeginResponse Rain__Wallet__V1__AuthorityPasskeyBeginResponse;
+typedef struct Rain__Wallet__V1__AuthorityPasskeyFinishRequest Rain__Wallet__V1__AuthorityPasskeyFinishRequest;
+typedef struct Rain__Wallet__V1__AuthorityPasskeyFinishResponse Rain__Wallet__V1__AuthorityPasskeyFinishResponse;
+typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelRequest Rain__Wallet__V1__AuthorityPasskeyCancelRequest;
+typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelResponse Rain__Wallet__V1__AuthorityPasskeyCancelResponse;
 
 
 /* --- enums --- */
@@ -282,6 +288,116 @@ struct  Rain__Wallet__V1__AuthorityExportWalletResponse
 #define RAIN__WALLET__V1__AUTHORITY_EXPORT_WALLET_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_export_wallet_response__descriptor) \
     , 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Authority/BeginPasskeyRegistration and /rain.wallet.v1.Authority/BeginPasskeyAuthentication
+ */
+struct  Rain__Wallet__V1__AuthorityPasskeyBeginRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *device_id;
+  /*
+   * The passkey domain.
+   */
+  char *rp_id;
+  /*
+   * Accepted client-data origins: https://<rp_id> and android:apk-key-hash:<base64url> entries.
+   */
+  size_t n_origins;
+  char **origins;
+  /*
+   * Registration only: the live session's access token to add a passkey to its account; empty
+   * for a sign-up (a new account and wallet).
+   */
+  char *access_token;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PASSKEY_BEGIN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_begin_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
+
+
+struct  Rain__Wallet__V1__AuthorityPasskeyBeginResponse
+{
+  ProtobufCMessage base;
+  char *ceremony_id;
+  /*
+   * PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON.
+   */
+  char *options_json;
+  /*
+   * Unix milliseconds.
+   */
+  int64_t expires_at_ms;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PASSKEY_BEGIN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_begin_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * /rain.wallet.v1.Authority/FinishPasskeyRegistration and /rain.wallet.v1.Authority/FinishPasskeyAuthentication
+ */
+struct  Rain__Wallet__V1__AuthorityPasskeyFinishRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *device_id;
+  char *ceremony_id;
+  /*
+   * RegistrationResponseJSON or AuthenticationResponseJSON.
+   */
+  char *response_json;
+  /*
+   * The device's raw 32-byte Ed25519 public key the new session is bound to.
+   */
+  ProtobufCBinaryData device_public_key;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PASSKEY_FINISH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_finish_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+struct  Rain__Wallet__V1__AuthorityPasskeyFinishResponse
+{
+  ProtobufCMessage base;
+  /*
+   * False after a passkey was added to an existing account (no new session; the rest is empty).
+   */
+  protobuf_c_boolean logged_in;
+  char *account_id;
+  char *wallet_id;
+  protobuf_c_boolean account_created;
+  Rain__Wallet__V1__AuthoritySessionTokens *tokens;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PASSKEY_FINISH_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_finish_response__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL }
+
+
+/*
+ * /rain.wallet.v1.Authority/CancelPasskeyCeremony (unknown or finished ceremonies succeed)
+ */
+struct  Rain__Wallet__V1__AuthorityPasskeyCancelRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *device_id;
+  char *ceremony_id;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PASSKEY_CANCEL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_cancel_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rain__Wallet__V1__AuthorityPasskeyCancelResponse
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PASSKEY_CANCEL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_cancel_response__descriptor) \
+     }
 
 
 /* Rain__Wallet__V1__AuthoritySendLoginCodeRequest methods */
@@ -550,6 +666,120 @@ Rain__Wallet__V1__AuthorityExportWalletResponse *
 void   rain__wallet__v1__authority_export_wallet_response__free_unpacked
                      (Rain__Wallet__V1__AuthorityExportWalletResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityPasskeyBeginRequest methods */
+void   rain__wallet__v1__authority_passkey_begin_request__init
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginRequest         *message);
+size_t rain__wallet__v1__authority_passkey_begin_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest   *message);
+size_t rain__wallet__v1__authority_passkey_begin_request__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_passkey_begin_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityPasskeyBeginRequest *
+       rain__wallet__v1__authority_passkey_begin_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_passkey_begin_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityPasskeyBeginResponse methods */
+void   rain__wallet__v1__authority_passkey_begin_response__init
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginResponse         *message);
+size_t rain__wallet__v1__authority_passkey_begin_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginResponse   *message);
+size_t rain__wallet__v1__authority_passkey_begin_response__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_passkey_begin_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyBeginResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityPasskeyBeginResponse *
+       rain__wallet__v1__authority_passkey_begin_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_passkey_begin_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyBeginResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityPasskeyFinishRequest methods */
+void   rain__wallet__v1__authority_passkey_finish_request__init
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishRequest         *message);
+size_t rain__wallet__v1__authority_passkey_finish_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishRequest   *message);
+size_t rain__wallet__v1__authority_passkey_finish_request__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_passkey_finish_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityPasskeyFinishRequest *
+       rain__wallet__v1__authority_passkey_finish_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_passkey_finish_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityPasskeyFinishResponse methods */
+void   rain__wallet__v1__authority_passkey_finish_response__init
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishResponse         *message);
+size_t rain__wallet__v1__authority_passkey_finish_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishResponse   *message);
+size_t rain__wallet__v1__authority_passkey_finish_response__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_passkey_finish_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyFinishResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityPasskeyFinishResponse *
+       rain__wallet__v1__authority_passkey_finish_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_passkey_finish_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyFinishResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityPasskeyCancelRequest methods */
+void   rain__wallet__v1__authority_passkey_cancel_request__init
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelRequest         *message);
+size_t rain__wallet__v1__authority_passkey_cancel_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelRequest   *message);
+size_t rain__wallet__v1__authority_passkey_cancel_request__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_passkey_cancel_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityPasskeyCancelRequest *
+       rain__wallet__v1__authority_passkey_cancel_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_passkey_cancel_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityPasskeyCancelResponse methods */
+void   rain__wallet__v1__authority_passkey_cancel_response__init
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelResponse         *message);
+size_t rain__wallet__v1__authority_passkey_cancel_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse   *message);
+size_t rain__wallet__v1__authority_passkey_cancel_response__pack
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_passkey_cancel_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityPasskeyCancelResponse *
+       rain__wallet__v1__authority_passkey_cancel_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_passkey_cancel_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AuthoritySendLoginCodeRequest_Closure)
@@ -594,6 +824,24 @@ typedef void (*Rain__Wallet__V1__AuthorityWalletResponse_Closure)
 typedef void (*Rain__Wallet__V1__AuthorityExportWalletResponse_Closure)
                  (const Rain__Wallet__V1__AuthorityExportWalletResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityPasskeyBeginRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityPasskeyBeginResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityPasskeyBeginResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityPasskeyFinishRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityPasskeyFinishRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityPasskeyFinishResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityPasskeyFinishResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityPasskeyCancelRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityPasskeyCancelRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityPasskeyCancelResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -614,6 +862,12 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_revoke_sessi
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_export_wallet_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_begin_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_begin_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -46,6 +46,12 @@ typedef struct Rain__Wallet__V1__ExportRecoveryPhraseRequest Rain__Wallet__V1__E
 typedef struct Rain__Wallet__V1__ExportRecoveryPhraseResponse Rain__Wallet__V1__ExportRecoveryPhraseResponse;
 typedef struct Rain__Wallet__V1__ExportPrivateKeyRequest Rain__Wallet__V1__ExportPrivateKeyRequest;
 typedef struct Rain__Wallet__V1__ExportPrivateKeyResponse Rain__Wallet__V1__ExportPrivateKeyResponse;
+typedef struct Rain__Wallet__V1__PasskeyBeginRequest Rain__Wallet__V1__PasskeyBeginRequest;
+typedef struct Rain__Wallet__V1__PasskeyBeginResponse Rain__Wallet__V1__PasskeyBeginResponse;
+typedef struct Rain__Wallet__V1__PasskeyFinishRequest Rain__Wallet__V1__PasskeyFinishRequest;
+typedef struct Rain__Wallet__V1__PasskeyFinishResponse Rain__Wallet__V1__PasskeyFinishResponse;
+typedef struct Rain__Wallet__V1__PasskeyCancelRequest Rain__Wallet__V1__PasskeyCancelRequest;
+typedef struct Rain__Wallet__V1__PasskeyCancelResponse Rain__Wallet__V1__PasskeyCancelResponse;
 
 
 /* --- enums --- */
@@ -525,6 +531,99 @@ struct  Rain__Wallet__V1__ExportPrivateKeyResponse
 #define RAIN__WALLET__V1__EXPORT_PRIVATE_KEY_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__export_private_key_response__descriptor) \
     , RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Passkey/BeginSignUp, /rain.wallet.v1.Passkey/BeginLogin, /rain.wallet.v1.Passkey/BeginAdd
+ */
+struct  Rain__Wallet__V1__PasskeyBeginRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__PASSKEY_BEGIN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_begin_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__PasskeyBeginResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Opaque id of the ceremony; Finish and Cancel name it.
+   */
+  char *ceremony_id;
+  /*
+   * PublicKeyCredentialCreationOptionsJSON (sign-up, add) or PublicKeyCredentialRequestOptionsJSON (login).
+   */
+  char *options_json;
+  /*
+   * The web origin the authenticator writes into the client data: https://<passkey domain>.
+   */
+  char *origin;
+  /*
+   * Unix milliseconds after which Finish refuses the ceremony.
+   */
+  int64_t expires_at_ms;
+};
+#define RAIN__WALLET__V1__PASSKEY_BEGIN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_begin_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * /rain.wallet.v1.Passkey/Finish
+ */
+struct  Rain__Wallet__V1__PasskeyFinishRequest
+{
+  ProtobufCMessage base;
+  char *ceremony_id;
+  /*
+   * RegistrationResponseJSON (sign-up, add) or AuthenticationResponseJSON (login).
+   */
+  char *response_json;
+};
+#define RAIN__WALLET__V1__PASSKEY_FINISH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_finish_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Rain__Wallet__V1__PasskeyFinishResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The session after the ceremony: new after a sign-up or login, unchanged after an add.
+   */
+  Rain__Wallet__V1__SessionState *session;
+  /*
+   * True when this ceremony created the account (and its wallet): a sign-up.
+   */
+  protobuf_c_boolean account_created;
+};
+#define RAIN__WALLET__V1__PASSKEY_FINISH_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_finish_response__descriptor) \
+    , NULL, 0 }
+
+
+/*
+ * /rain.wallet.v1.Passkey/Cancel: consumes a pending ceremony; unknown ones succeed silently.
+ */
+struct  Rain__Wallet__V1__PasskeyCancelRequest
+{
+  ProtobufCMessage base;
+  char *ceremony_id;
+};
+#define RAIN__WALLET__V1__PASSKEY_CANCEL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_cancel_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rain__Wallet__V1__PasskeyCancelResponse
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__PASSKEY_CANCEL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_cancel_response__descriptor) \
+     }
 
 
 /* Rain__Wallet__V1__Contact methods */
@@ -1097,6 +1196,120 @@ Rain__Wallet__V1__ExportPrivateKeyResponse *
 void   rain__wallet__v1__export_private_key_response__free_unpacked
                      (Rain__Wallet__V1__ExportPrivateKeyResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyBeginRequest methods */
+void   rain__wallet__v1__passkey_begin_request__init
+                     (Rain__Wallet__V1__PasskeyBeginRequest         *message);
+size_t rain__wallet__v1__passkey_begin_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyBeginRequest   *message);
+size_t rain__wallet__v1__passkey_begin_request__pack
+                     (const Rain__Wallet__V1__PasskeyBeginRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_begin_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyBeginRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyBeginRequest *
+       rain__wallet__v1__passkey_begin_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_begin_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyBeginRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyBeginResponse methods */
+void   rain__wallet__v1__passkey_begin_response__init
+                     (Rain__Wallet__V1__PasskeyBeginResponse         *message);
+size_t rain__wallet__v1__passkey_begin_response__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyBeginResponse   *message);
+size_t rain__wallet__v1__passkey_begin_response__pack
+                     (const Rain__Wallet__V1__PasskeyBeginResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_begin_response__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyBeginResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyBeginResponse *
+       rain__wallet__v1__passkey_begin_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_begin_response__free_unpacked
+                     (Rain__Wallet__V1__PasskeyBeginResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyFinishRequest methods */
+void   rain__wallet__v1__passkey_finish_request__init
+                     (Rain__Wallet__V1__PasskeyFinishRequest         *message);
+size_t rain__wallet__v1__passkey_finish_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyFinishRequest   *message);
+size_t rain__wallet__v1__passkey_finish_request__pack
+                     (const Rain__Wallet__V1__PasskeyFinishRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_finish_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyFinishRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyFinishRequest *
+       rain__wallet__v1__passkey_finish_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_finish_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyFinishRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyFinishResponse methods */
+void   rain__wallet__v1__passkey_finish_response__init
+                     (Rain__Wallet__V1__PasskeyFinishResponse         *message);
+size_t rain__wallet__v1__passkey_finish_response__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyFinishResponse   *message);
+size_t rain__wallet__v1__passkey_finish_response__pack
+                     (const Rain__Wallet__V1__PasskeyFinishResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_finish_response__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyFinishResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyFinishResponse *
+       rain__wallet__v1__passkey_finish_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_finish_response__free_unpacked
+                     (Rain__Wallet__V1__PasskeyFinishResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyCancelRequest methods */
+void   rain__wallet__v1__passkey_cancel_request__init
+                     (Rain__Wallet__V1__PasskeyCancelRequest         *message);
+size_t rain__wallet__v1__passkey_cancel_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyCancelRequest   *message);
+size_t rain__wallet__v1__passkey_cancel_request__pack
+                     (const Rain__Wallet__V1__PasskeyCancelRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_cancel_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyCancelRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyCancelRequest *
+       rain__wallet__v1__passkey_cancel_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_cancel_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyCancelRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyCancelResponse methods */
+void   rain__wallet__v1__passkey_cancel_response__init
+                     (Rain__Wallet__V1__PasskeyCancelResponse         *message);
+size_t rain__wallet__v1__passkey_cancel_response__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyCancelResponse   *message);
+size_t rain__wallet__v1__passkey_cancel_response__pack
+                     (const Rain__Wallet__V1__PasskeyCancelResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_cancel_response__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyCancelResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyCancelResponse *
+       rain__wallet__v1__passkey_cancel_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_cancel_response__free_unpacked
+                     (Rain__Wallet__V1__PasskeyCancelResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__Contact_Closure)
@@ -1189,6 +1402,24 @@ typedef void (*Rain__Wallet__V1__ExportPrivateKeyRequest_Closure)
 typedef void (*Rain__Wallet__V1__ExportPrivateKeyResponse_Closure)
                  (const Rain__Wallet__V1__ExportPrivateKeyResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyBeginRequest_Closure)
+                 (const Rain__Wallet__V1__PasskeyBeginRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyBeginResponse_Closure)
+                 (const Rain__Wallet__V1__PasskeyBeginResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyFinishRequest_Closure)
+                 (const Rain__Wallet__V1__PasskeyFinishRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyFinishResponse_Closure)
+                 (const Rain__Wallet__V1__PasskeyFinishResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyCancelRequest_Closure)
+                 (const Rain__Wallet__V1__PasskeyCancelRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyCancelResponse_Closure)
+                 (const Rain__Wallet__V1__PasskeyCancelResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1231,6 +1462,12 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase
 extern const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_begin_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_begin_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -1,0 +1,210 @@
+import Foundation
+import RainCore
+import RainCrypto
+import RainWebAuthn
+
+/// Passkeys (issue 4): the relying party runs here, where the credentials live.
+///
+/// A ceremony is a stored, single-use 32-byte challenge bound to the app, the device, its kind
+/// (sign-up, add, login) and the rpId, expiring after `AuthoritySettings.passkeyCeremonyLifetime`.
+/// The finish takes the ceremony before verifying, so a response can be presented once: a failed
+/// verification, a replay and a cancel all leave it used.
+extension EmbeddedAuthority {
+    /// Starts a registration (see `Authority.beginPasskeyRegistration`).
+    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try Self.requireCeremonyInput(request)
+        var accountID: String?
+        var userHandle = try RelyingParty.makeUserHandle()
+        var name = "RainWallet account"
+        var exclude: [[UInt8]] = []
+        if let token = request.accessToken {
+            let access = try await liveAccess(appID: request.appID, accessToken: token)
+            accountID = access.account.id
+            let existing = try await store.passkeyCredentials(accountID: access.account.id)
+            // One user handle per account, so an authenticator replaces rather than duplicates.
+            if let handle = existing.first?.userHandle { userHandle = handle }
+            exclude = existing.filter { $0.rpID == request.rpID }.map(\.credentialID)
+            if let contact = access.contacts.first { name = contact.value }
+        }
+        let kind: PasskeyCeremonyKind = accountID == nil ? .signUp : .add
+        let challenge = try RelyingParty.makeChallenge(byteCount: 32)
+        let options = relyingParty(request).creationOptions(
+            challenge: challenge,
+            user: PublicKeyCredentialUserEntityJSON(id: userHandle, name: name, displayName: name),
+            excludeCredentialIDs: exclude)
+        return try await storeCeremony(
+            request, kind: kind, challenge: challenge, userHandle: userHandle, accountID: accountID,
+            optionsJSON: try options.jsonString())
+    }
+
+    /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
+    public func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
+        let deviceKey = try Self.deviceKey(request.devicePublicKey)
+        let ceremony = try await takeCeremony(request, kinds: [.signUp, .add])
+        let response = try RegistrationResponseJSON.decode(json: request.responseJSON)
+        let rp = relyingParty(rpID: ceremony.rpID, origins: ceremony.origins)
+        let verified = try rp.verifyRegistration(response, expectedChallenge: ceremony.challenge)
+        let now = clock.now
+        guard let userHandle = ceremony.userHandle else {
+            throw RainError(.internalError, "a registration ceremony has no user handle")
+        }
+        var credential = PasskeyCredentialRecord(
+            credentialID: verified.credentialID, accountID: ceremony.accountID ?? "", appID: request.appID,
+            rpID: ceremony.rpID, publicKey: verified.publicKey.encoded, algorithm: verified.publicKey.algorithm.rawValue,
+            signCount: verified.signCount, isBackupEligible: verified.isBackupEligible, isBackedUp: verified.isBackedUp,
+            userHandle: userHandle, createdAt: now, lastUsedAt: nil)
+
+        if ceremony.kind == .add, let accountID = ceremony.accountID {
+            try await store.addPasskeyCredential(credential)
+            logger.info(
+                "passkey.added",
+                ["app": request.appID, "account": accountID, "rp": ceremony.rpID, "device": request.deviceID])
+            return nil
+        }
+
+        let accountID = try SecureRandom.identifier(prefix: "acct")
+        let walletID = try SecureRandom.identifier(prefix: "wal")
+        credential.accountID = accountID
+        let (session, tokens) = try newSession(deviceKey: deviceKey, now: now)
+        let record = try await store.completePasskeySignUp(
+            PasskeySignUpCompletion(
+                appID: request.appID, deviceID: request.deviceID, accountID: accountID, walletID: walletID,
+                walletKeys: try newWalletKeyMaterial(walletID: walletID), credential: credential, session: session,
+                now: now))
+        logger.info(
+            "passkey.signup",
+            [
+                "app": request.appID, "account": record.accountID, "rp": ceremony.rpID, "device": request.deviceID,
+                "deviceBound": String(deviceKey != nil),
+            ])
+        return LoginResult(accountID: record.accountID, walletID: record.walletID, accountCreated: true, tokens: tokens)
+    }
+
+    /// Starts a login (see `Authority.beginPasskeyAuthentication`).
+    public func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try Self.requireCeremonyInput(request)
+        let challenge = try RelyingParty.makeChallenge(byteCount: 32)
+        let options = relyingParty(request).requestOptions(challenge: challenge)
+        return try await storeCeremony(
+            request, kind: .login, challenge: challenge, userHandle: nil, accountID: nil,
+            optionsJSON: try options.jsonString())
+    }
+
+    /// Finishes a login (see `Authority.finishPasskeyAuthentication`).
+    public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
+        let deviceKey = try Self.deviceKey(request.devicePublicKey)
+        let ceremony = try await takeCeremony(request, kinds: [.login])
+        let response = try AuthenticationResponseJSON.decode(json: request.responseJSON)
+        guard
+            let stored = try await store.passkeyCredential(
+                id: response.rawId.bytes, appID: request.appID, rpID: ceremony.rpID)
+        else {
+            throw RainError.webAuthn(
+                .credentialUnknown, "no passkey with this id is registered for \(ceremony.rpID)", field: "rawId")
+        }
+        let rp = relyingParty(rpID: ceremony.rpID, origins: ceremony.origins)
+        let verified = try rp.verifyAuthentication(
+            response, expectedChallenge: ceremony.challenge,
+            credential: StoredCredential(
+                id: stored.credentialID, publicKey: stored.publicKey, signCount: stored.signCount,
+                isBackupEligible: stored.isBackupEligible, userHandle: stored.userHandle))
+        let now = clock.now
+        let (session, tokens) = try newSession(deviceKey: deviceKey, now: now)
+        let record = try await store.completePasskeyLogin(
+            PasskeyLoginCompletion(
+                appID: request.appID, deviceID: request.deviceID, credentialID: verified.credentialID,
+                rpID: ceremony.rpID, signCount: verified.signCount, isBackedUp: verified.isBackedUp, session: session,
+                now: now))
+        logger.info(
+            "passkey.login",
+            [
+                "app": request.appID, "account": record.accountID, "rp": ceremony.rpID, "device": request.deviceID,
+                "revokedElsewhere": String(record.revokedElsewhereCount), "deviceBound": String(deviceKey != nil),
+            ])
+        return LoginResult(accountID: record.accountID, walletID: record.walletID, accountCreated: false, tokens: tokens)
+    }
+
+    /// Cancels a ceremony (see `Authority.cancelPasskeyCeremony`).
+    public func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
+        let take = try await store.takePasskeyCeremony(id: ceremonyID, appID: appID, deviceID: deviceID, now: clock.now)
+        if case .taken = take {
+            logger.info("passkey.cancelled", ["app": appID, "ceremony": ceremonyID, "device": deviceID])
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func relyingParty(_ request: PasskeyBeginRequest) -> RelyingParty {
+        relyingParty(rpID: request.rpID, origins: request.origins)
+    }
+
+    private func relyingParty(rpID: String, origins: [String]) -> RelyingParty {
+        RelyingParty(
+            rpID: rpID, rpName: rpID, allowedOrigins: Set(origins),
+            timeoutMilliseconds: UInt32(clamping: settings.passkeyCeremonyLifetime.milliseconds))
+    }
+
+    private func storeCeremony(
+        _ request: PasskeyBeginRequest, kind: PasskeyCeremonyKind, challenge: [UInt8], userHandle: [UInt8]?,
+        accountID: String?, optionsJSON: String
+    ) async throws(RainError) -> PasskeyCeremony {
+        let now = clock.now
+        let id = try SecureRandom.identifier(prefix: "pkc")
+        let expiresAt = Date(unixMilliseconds: now.adding(settings.passkeyCeremonyLifetime).unixMilliseconds)
+        try await store.insertPasskeyCeremony(
+            NewPasskeyCeremony(
+                id: id, appID: request.appID, deviceID: request.deviceID, kind: kind, rpID: request.rpID,
+                origins: request.origins, challenge: challenge, userHandle: userHandle, accountID: accountID,
+                createdAt: now, expiresAt: expiresAt))
+        logger.info(
+            "passkey.begin", ["app": request.appID, "kind": kind.rawValue, "rp": request.rpID, "ceremony": id])
+        return PasskeyCeremony(ceremonyID: id, optionsJSON: optionsJSON, expiresAt: expiresAt)
+    }
+
+    /// Takes the ceremony for a finish: RAIN_102 `challenge_expired` unless it is pending,
+    /// unexpired, bound to this app and device, and of one of `kinds`.
+    private func takeCeremony(_ request: PasskeyFinishRequest, kinds: Set<PasskeyCeremonyKind>) async throws(RainError)
+        -> NewPasskeyCeremony
+    {
+        let take = try await store.takePasskeyCeremony(
+            id: request.ceremonyID, appID: request.appID, deviceID: request.deviceID, now: clock.now)
+        switch take {
+        case .taken(let ceremony) where kinds.contains(ceremony.kind):
+            return ceremony
+        case .taken:
+            throw RainError.webAuthn(
+                .challengeExpired, "this ceremony is of another kind; begin a new one", field: "ceremonyId")
+        case .unknown:
+            throw RainError.webAuthn(.challengeExpired, "no such passkey ceremony; begin a new one", field: "ceremonyId")
+        case .used:
+            throw RainError.webAuthn(
+                .challengeExpired, "the passkey ceremony was already finished or cancelled; begin a new one",
+                field: "ceremonyId")
+        case .expired:
+            throw RainError.webAuthn(.challengeExpired, "the passkey ceremony expired; begin a new one", field: "ceremonyId")
+        }
+    }
+
+    /// A new session's hashes and tokens.
+    private func newSession(deviceKey: Ed25519PublicKey?, now: Date) throws(RainError) -> (NewSession, SessionTokens) {
+        let accessToken = "rwa_" + (try SecureRandom.token())
+        let refreshToken = "rwr_" + (try SecureRandom.token())
+        let session = NewSession(
+            id: try SecureRandom.identifier(prefix: "ses"), accessHash: keys.tokenHash(accessToken),
+            refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime),
+            devicePublicKey: deviceKey?.rawRepresentation)
+        return (
+            session,
+            SessionTokens(accessToken: accessToken, refreshToken: refreshToken, accessLifetime: settings.accessTokenLifetime)
+        )
+    }
+
+    private static func requireCeremonyInput(_ request: PasskeyBeginRequest) throws(RainError) {
+        try requireIdentifier(request.appID, field: "appId")
+        try requireIdentifier(request.deviceID, field: "deviceId")
+        try requireIdentifier(request.rpID, field: "rpId")
+        guard !request.origins.isEmpty, request.origins.allSatisfy({ !$0.isEmpty && !$0.contains("\n") }) else {
+            throw RainError.invalid("a passkey ceremony needs at least one origin", field: "origins")
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import RainWire
+
+/// Passkeys: each call begins a ceremony in the daemon, runs the `anchor` authenticator in this
+/// process, then finishes it (or cancels it when the authenticator was dismissed).
+extension RainProvider {
+    /// Creates a brand-new account and wallet with a new passkey, and logs in.
+    ///
+    /// - Parameter anchor: the authenticator that creates the passkey.
+    /// - Returns: the new session.
+    /// - Throws: RAIN_102 without `RainWalletConfig.passkeyDomain` (before any request), while a
+    ///   session is live (log out first, `reason` `session_live`), or when the daemon refuses the
+    ///   response (the failed check's `reason`); RAIN_401 when the authenticator was dismissed (the
+    ///   session is untouched).
+    @discardableResult
+    public func signUpWithPasskey(anchor: any PasskeyAuthenticator) async throws(RainError) -> SessionSnapshot {
+        try await passkeyCeremony(Method.passkeyBeginSignUp, anchor: anchor, isRegistration: true)
+    }
+
+    /// Logs in with an existing passkey of the domain: the same account and wallet it was created for.
+    ///
+    /// Over a live session opened with a code, the passkey login replaces it; over a live passkey
+    /// session it is refused (RAIN_102 `passkey_session_live`).
+    /// - Parameter anchor: the authenticator that holds the passkey.
+    /// - Returns: the new session.
+    /// - Throws: RAIN_102 without `RainWalletConfig.passkeyDomain` (before any request), over a live
+    ///   passkey session, for an unknown passkey (`credential_unknown`) or a refused response;
+    ///   RAIN_401 when the authenticator was dismissed (the session is untouched).
+    @discardableResult
+    public func loginWithPasskey(anchor: any PasskeyAuthenticator) async throws(RainError) -> SessionSnapshot {
+        try await passkeyCeremony(Method.passkeyBeginLogin, anchor: anchor, isRegistration: false)
+    }
+
+    /// Adds a passkey to the logged-in account (same account, same wallet).
+    ///
+    /// - Parameter anchor: the authenticator that creates the passkey.
+    /// - Throws: RAIN_102 without `RainWalletConfig.passkeyDomain` (before any request) or for a
+    ///   refused response (`credential_already_registered` when it is already registered);
+    ///   RAIN_201 without a live session; RAIN_401 when the authenticator was dismissed.
+    public func addPasskey(anchor: any PasskeyAuthenticator) async throws(RainError) {
+        _ = try await passkeyCeremony(Method.passkeyBeginAdd, anchor: anchor, isRegistration: true)
+    }
+
+    /// Begin, authenticator, finish; a dismissed authenticator cancels the ceremony and rethrows.
+    private func passkeyCeremony(_ begin: String, anchor: any PasskeyAuthenticator, isRegistration: Bool)
+        async throws(RainError) -> SessionSnapshot
+    {
+        guard let domain = config.passkeyDomain, !domain.isEmpty else {
+            throw RainError.invalid(
+                "passkeys need a domain: create the provider with RainWalletConfig(passkeyDomain:)",
+                field: "passkeyDomain", reason: "no_passkey_domain")
+        }
+        let ceremony = try await call(begin, BeginPasskeyRequest(), as: BeginPasskeyResponse.self)
+        let responseJSON: String
+        do {
+            responseJSON =
+                isRegistration
+                ? try await anchor.createCredential(optionsJSON: ceremony.optionsJSON, origin: ceremony.origin)
+                : try await anchor.getAssertion(optionsJSON: ceremony.optionsJSON, origin: ceremony.origin)
+        } catch {
+            // Whatever the authenticator reported, the ceremony must not stay open.
+            _ = try? await call(
+                Method.passkeyCancel, CancelPasskeyRequest(ceremonyID: ceremony.ceremonyID),
+                as: CancelPasskeyResponse.self)
+            throw error
+        }
+        let finished = try await call(
+            Method.passkeyFinish, FinishPasskeyRequest(ceremonyID: ceremony.ceremonyID, responseJSON: responseJSON),
+            as: FinishPasskeyResponse.self)
+        return finished.session
+    }
+}
+
+extension RainProvider {
+    /// The passkey domain of this provider's profile in the daemon (from its config, or set by an
+    /// earlier client), or nil when it has none. Sets nothing.
+    /// - Throws: RAIN_101 when the daemon is not running.
+    public func profilePasskeyDomain() async throws(RainError) -> String? {
+        let response = try await call(
+            Method.configureProfile, ConfigureProfileRequest(passkeyDomain: ""), as: ConfigureProfileResponse.self)
+        return response.passkeyDomain.isEmpty ? nil : response.passkeyDomain
+    }
+}

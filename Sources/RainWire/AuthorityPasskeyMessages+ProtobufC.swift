@@ -1,0 +1,177 @@
+internal import CProtobufC
+internal import CRainProto
+import Foundation
+import RainCore
+
+// Swift ⇄ protobuf-c for the authority hop's passkey messages.
+
+extension AuthorityPasskeyBeginRequest {
+    /// Decodes an `AuthorityPasskeyBeginRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyBeginRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityPasskeyBeginRequest",
+            unpack: { rain__wallet__v1__authority_passkey_begin_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_passkey_begin_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            var origins: [String] = []
+            if let list = m.origins {
+                for i in 0..<m.n_origins { origins.append(try readString(list[i], field: "origins")) }
+            }
+            return AuthorityPasskeyBeginRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                rpID: try readString(m.rp_id, field: "rp_id"), origins: origins,
+                accessToken: try readString(m.access_token, field: "access_token"))
+        }
+    }
+    /// Encodes as an `AuthorityPasskeyBeginRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityPasskeyBeginRequest()
+        rain__wallet__v1__authority_passkey_begin_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.rp_id = try arena.string(rpID, field: "rp_id")
+        var list: [UnsafeMutablePointer<CChar>?] = []
+        for o in origins { list.append(try arena.string(o, field: "origins")) }
+        m.n_origins = list.count
+        m.origins = arena.array(list)
+        m.access_token = try arena.string(accessToken, field: "access_token")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_passkey_begin_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_passkey_begin_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityPasskeyBeginResponse {
+    /// Decodes an `AuthorityPasskeyBeginResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyBeginResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityPasskeyBeginResponse",
+            unpack: { rain__wallet__v1__authority_passkey_begin_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_passkey_begin_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityPasskeyBeginResponse(
+                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
+                optionsJSON: try readString(m.options_json, field: "options_json"),
+                expiresAt: Date(unixMilliseconds: m.expires_at_ms))
+        }
+    }
+    /// Encodes as an `AuthorityPasskeyBeginResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityPasskeyBeginResponse()
+        rain__wallet__v1__authority_passkey_begin_response__init(&m)
+        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
+        m.options_json = try arena.string(optionsJSON, field: "options_json")
+        m.expires_at_ms = expiresAt.unixMilliseconds
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_passkey_begin_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_passkey_begin_response__pack($0, $1) })
+    }
+}
+
+extension AuthorityPasskeyFinishRequest {
+    /// Decodes an `AuthorityPasskeyFinishRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyFinishRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityPasskeyFinishRequest",
+            unpack: { rain__wallet__v1__authority_passkey_finish_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_passkey_finish_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityPasskeyFinishRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
+                responseJSON: try readString(m.response_json, field: "response_json"),
+                devicePublicKey: readBytes(m.device_public_key))
+        }
+    }
+    /// Encodes as an `AuthorityPasskeyFinishRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityPasskeyFinishRequest()
+        rain__wallet__v1__authority_passkey_finish_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
+        m.response_json = try arena.string(responseJSON, field: "response_json")
+        m.device_public_key = arena.bytes(devicePublicKey)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_passkey_finish_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_passkey_finish_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityPasskeyFinishResponse {
+    /// Decodes an `AuthorityPasskeyFinishResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyFinishResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityPasskeyFinishResponse",
+            unpack: { rain__wallet__v1__authority_passkey_finish_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_passkey_finish_response__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityPasskeyFinishResponse(
+                isLoggedIn: m.logged_in != 0, accountID: try readString(m.account_id, field: "account_id"),
+                walletID: try readString(m.wallet_id, field: "wallet_id"), accountCreated: m.account_created != 0,
+                tokens: try readTokens(m.tokens))
+        }
+    }
+    /// Encodes as an `AuthorityPasskeyFinishResponse`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityPasskeyFinishResponse()
+        rain__wallet__v1__authority_passkey_finish_response__init(&m)
+        m.logged_in = isLoggedIn ? 1 : 0
+        m.account_id = try arena.string(accountID, field: "account_id")
+        m.wallet_id = try arena.string(walletID, field: "wallet_id")
+        m.account_created = accountCreated ? 1 : 0
+        m.tokens = try cTokens(tokens, arena)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_passkey_finish_response__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_passkey_finish_response__pack($0, $1) })
+    }
+}
+
+extension AuthorityPasskeyCancelRequest {
+    /// Decodes an `AuthorityPasskeyCancelRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityPasskeyCancelRequest",
+            unpack: { rain__wallet__v1__authority_passkey_cancel_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_passkey_cancel_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityPasskeyCancelRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"))
+        }
+    }
+    /// Encodes as an `AuthorityPasskeyCancelRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityPasskeyCancelRequest()
+        rain__wallet__v1__authority_passkey_cancel_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_passkey_cancel_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_passkey_cancel_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityPasskeyCancelResponse {
+    /// Decodes an `AuthorityPasskeyCancelResponse`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityPasskeyCancelResponse",
+            unpack: { rain__wallet__v1__authority_passkey_cancel_response__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_passkey_cancel_response__free_unpacked($0, $1) }
+        ) { _ throws(RainError) in AuthorityPasskeyCancelResponse() }
+    }
+    /// Encodes as an empty `AuthorityPasskeyCancelResponse`.
+    public func encode() throws(RainError) -> [UInt8] { [] }
+}

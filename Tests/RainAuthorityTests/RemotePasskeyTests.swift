@@ -1,0 +1,75 @@
+import Foundation
+import RainCore
+import RainCrypto
+import RainSoftAuthenticator
+import RainTestSupport
+import RainWebAuthn
+import Testing
+
+@testable import RainAuthority
+
+@Suite("Passkeys over the authority hop")
+struct RemotePasskeyTests {
+    static let origin = "https://example.com"
+
+    static func begin(accessToken: String? = nil) -> PasskeyBeginRequest {
+        PasskeyBeginRequest(
+            appID: RemoteFixture.app, deviceID: RemoteFixture.device, rpID: "example.com", origins: [origin],
+            accessToken: accessToken)
+    }
+
+    static func finish(_ ceremony: PasskeyCeremony, _ response: String, key: Ed25519PrivateKey) -> PasskeyFinishRequest {
+        PasskeyFinishRequest(
+            appID: RemoteFixture.app, deviceID: RemoteFixture.device, ceremonyID: ceremony.ceremonyID,
+            responseJSON: response, devicePublicKey: key.publicKey.rawRepresentation)
+    }
+
+    @Test("sign up, add, log in and cancel across the wire; refusals keep their WebAuthn reason")
+    func ceremonies() async throws {
+        try await RemoteFixture.with { f in
+            let anchor = SoftAuthenticator(path: f.directory + "/authenticator.json")
+            let key = try Ed25519PrivateKey()
+
+            let signUp = try await f.remote.beginPasskeyRegistration(Self.begin())
+            let created = try #require(
+                try await f.remote.finishPasskeyRegistration(
+                    Self.finish(
+                        signUp, try await anchor.createCredential(optionsJSON: signUp.optionsJSON, origin: Self.origin),
+                        key: key)))
+            #expect(created.accountCreated)
+            #expect(try await f.store.session(device: RemoteFixture.device, accountID: created.accountID, app: RemoteFixture.app)?.devicePublicKey
+                == key.publicKey.rawRepresentation)
+
+            let add = try await f.remote.beginPasskeyRegistration(Self.begin(accessToken: created.tokens.accessToken))
+            let second = SoftAuthenticator(path: f.directory + "/second.json")
+            let added = try await f.remote.finishPasskeyRegistration(
+                Self.finish(add, try await second.createCredential(optionsJSON: add.optionsJSON, origin: Self.origin), key: key))
+            #expect(added == nil)
+            #expect(try await f.store.passkeyCredentials(accountID: created.accountID).count == 2)
+
+            let login = try await f.remote.beginPasskeyAuthentication(Self.begin())
+            let assertion = try await second.getAssertion(optionsJSON: login.optionsJSON, origin: Self.origin)
+            let loggedIn = try await f.remote.finishPasskeyAuthentication(Self.finish(login, assertion, key: key))
+            #expect(loggedIn.accountID == created.accountID)
+            #expect(loggedIn.walletID == created.walletID)
+            let replay = try #require(
+                await rainError { _ = try await f.remote.finishPasskeyAuthentication(Self.finish(login, assertion, key: key)) })
+            #expect(replay.webAuthnFailure == .challengeExpired)
+
+            let cancelled = try await f.remote.beginPasskeyAuthentication(Self.begin())
+            try await f.remote.cancelPasskeyCeremony(
+                appID: RemoteFixture.app, deviceID: RemoteFixture.device, ceremonyID: cancelled.ceremonyID)
+            let late = try await anchor.getAssertion(optionsJSON: cancelled.optionsJSON, origin: Self.origin)
+            let refused = try #require(
+                await rainError { _ = try await f.remote.finishPasskeyAuthentication(Self.finish(cancelled, late, key: key)) })
+            #expect(refused.webAuthnFailure == .challengeExpired)
+        }
+    }
+}
+
+extension SQLiteAuthorityStore {
+    /// The newest session of `accountID` on `device`.
+    func session(device: String, accountID: String, app: String) async throws -> SessionRecord? {
+        try await sessions(appID: app, accountID: accountID).last { $0.deviceID == device }
+    }
+}
