@@ -195,11 +195,15 @@ public final class DeviceService: ServerHandler {
             }
             return .deferred
         default:
+            // Echo at most 200 scalars of the name: a method of almost 1 MiB would otherwise make an
+            // answer larger than the maximum frame, which clients refuse.
+            let scalars = request.method.unicodeScalars
+            let shown = scalars.count <= 200 ? request.method : String(String.UnicodeScalarView(scalars.prefix(200))) + "…"
             return .respond(
                 .failure(
                     RainError(
                         .invalidArgument,
-                        "unknown method \(request.method); call /rain.wallet.v1.Daemon/GetInfo to see what this daemon supports",
+                        "unknown method \(shown); call /rain.wallet.v1.Daemon/GetInfo to see what this daemon supports",
                         details: .init(reason: "unknown_method"))))
         }
     }

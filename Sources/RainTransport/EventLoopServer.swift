@@ -192,10 +192,22 @@ public final class EventLoopServer: @unchecked Sendable {
         _ = withUnsafeBytes(of: &one) { Foundation.write(wakeFD, $0.baseAddress, 8) }
     }
 
+    /// The frame of an answer, or of RAIN_502 when the answer would exceed the frame limit (a
+    /// client must refuse such a frame, so it would lose the connection instead of the call).
+    func frame(requestID: UInt64, kind: Envelope.Kind) throws(RainError) -> [UInt8] {
+        let frame = try Envelope(requestID: requestID, kind: kind).encodeFrame()
+        guard frame.count - Frame.headerLength > options.maximumFrameLength else { return frame }
+        logger.error("answer.too_large", ["bytes": "\(frame.count)"])
+        return try Envelope(
+            requestID: requestID,
+            kind: .response(.failure(RainError(.internalError, "internal error: the answer exceeds the frame limit")))
+        ).encodeFrame()
+    }
+
     func post(connection: ConnectionID, requestID: UInt64, token: UInt64, kind: Envelope.Kind, isFinal: Bool) {
         let frame: [UInt8]
         do {
-            frame = try Envelope(requestID: requestID, kind: kind).encodeFrame()
+            frame = try self.frame(requestID: requestID, kind: kind)
         } catch {
             logger.error("encode.failed", ["connection": "\(connection)", "error": "\(error.code)"])
             let fallback = Envelope(
@@ -434,7 +446,7 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func enqueue(_ envelope: Envelope, on c: Connection) {
         do {
-            append(try envelope.encodeFrame(), to: c)
+            append(try frame(requestID: envelope.requestID, kind: envelope.kind), to: c)
         } catch {
             logger.error("encode.failed", ["connection": "\(c.id)"])
         }

@@ -101,7 +101,64 @@ func unpackMessage<T, R>(
             details: .init(reason: "undecodable_payload"))
     }
     defer { free(message, nil) }
+    // protobuf-c hands strings back as C strings, which end at the first NUL: "a@b.co\0@x.example"
+    // would silently read as "a@b.co". Refuse any string field that carries a NUL, from the wire bytes.
+    let descriptor = UnsafeRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self).pointee.descriptor
+    if let descriptor {
+        try bytes.withUnsafeBufferPointer { (buf) throws(RainError) in
+            try refuseNULInStrings(buf, descriptor: descriptor, name: name, depth: 0)
+        }
+    }
     return try read(message)
+}
+
+/// Walks protobuf wire bytes (already accepted by protobuf-c) and refuses a string field, at any
+/// depth, whose bytes contain NUL.
+private func refuseNULInStrings(
+    _ bytes: UnsafeBufferPointer<UInt8>, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, name: String, depth: Int
+) throws(RainError) {
+    guard depth < 32 else { return }
+    var i = 0
+    func varint() -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < bytes.count && shift < 64 {
+            let b = bytes[i]
+            i += 1
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+        }
+        return nil
+    }
+    while i < bytes.count {
+        guard let key = varint() else { return }
+        switch key & 7 {
+        case 0: guard varint() != nil else { return }
+        case 1: i += 8
+        case 5: i += 4
+        case 2:
+            guard let length = varint(), length <= UInt64(bytes.count - i) else { return }
+            let start = i
+            i += Int(length)
+            guard let field = protobuf_c_message_descriptor_get_field(descriptor, UInt32(truncatingIfNeeded: key >> 3)) else {
+                continue
+            }
+            let slice = UnsafeBufferPointer(rebasing: bytes[start..<i])
+            if field.pointee.type == PROTOBUF_C_TYPE_STRING, slice.contains(0) {
+                let fieldName = field.pointee.name.map { String(cString: $0) } ?? "string"
+                throw RainError(
+                    .invalidArgument, "\(name).\(fieldName) contains a NUL character",
+                    details: .init(reason: "nul_in_string", field: fieldName))
+            }
+            if field.pointee.type == PROTOBUF_C_TYPE_MESSAGE, let sub = field.pointee.descriptor {
+                try refuseNULInStrings(
+                    slice, descriptor: sub.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), name: name, depth: depth + 1)
+            }
+        default:
+            return
+        }
+    }
 }
 
 /// Reads a protobuf-c string field (nil pointer reads as empty). Invalid UTF-8 is refused.

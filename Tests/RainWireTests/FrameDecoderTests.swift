@@ -165,3 +165,28 @@ import Testing
         #expect(decoded.contact == nil)
     }
 }
+
+@Suite struct EmbeddedNULTests {
+    @Test func aNULInsideAStringFieldIsRefusedNotTruncated() {
+        // SendLoginCodeRequest{contact{kind=EMAIL, value="a@b.co\0@x.io"}}
+        let value = Array("a@b.co\0@x.io".utf8)
+        let contact: [UInt8] = [0x08, 0x01, 0x12, UInt8(value.count)] + value
+        let bytes: [UInt8] = [0x0A, UInt8(contact.count)] + contact
+        let error = #expect(throws: RainError.self) { try SendLoginCodeRequest.decode(bytes) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.details.reason == "nul_in_string")
+    }
+
+    @Test func aNULInTheMethodIsRefused() {
+        let method = Array("/rain.wallet.v1.Daemon/GetInfo\0junk".utf8)
+        let request: [UInt8] = [0x0A, UInt8(method.count)] + method
+        let bytes: [UInt8] = [0x08, 0x01, 0x12, UInt8(request.count)] + request
+        let error = #expect(throws: RainError.self) { try Envelope.decode(bytes) }
+        #expect(error?.details.reason == "nul_in_string")
+    }
+
+    @Test func bytesFieldsMayHoldNUL() throws {
+        let echo = SlowEchoRequest(delayMilliseconds: 0, data: [0, 1, 0])
+        #expect(try SlowEchoRequest.decode(echo.encode()) == echo)
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import RainTestSupport
+import RainWallet
+import RainWire
+import Testing
+
+/// Issue 6, item 5: who may reach the daemon, and what it refuses to start with.
+@Suite("Access: peer uids, socket and file modes, hardening")
+struct AccessTests {
+    /// The uid the config allows, and a third one it does not (neither is the daemon's own).
+    static let allowedUID: UInt32 = 65534
+    static let otherUID: UInt32 = 65533
+
+    /// The cross-uid tests switch uid with `setpriv`, which only root can do (CI runs as root). On a
+    /// developer's machine they are skipped; everything else here runs everywhere.
+    static let canSwitchUID = getuid() == 0 && FileManager.default.isExecutableFile(atPath: setprivPath)
+    static let setprivPath = "/usr/bin/setpriv"
+    static let skipReason: Comment = "needs root and /usr/bin/setpriv to run clients as other uids (CI runs as root)"
+
+    @Test(
+        "allowedUIDs [65534]: directory 0711, socket 0666; uid 65534 is served, uid 65533 reaches the socket and gets RAIN_202",
+        .enabled(if: canSwitchUID, skipReason))
+    func allowedUIDServedOthersRefused() async throws {
+        let h = try await DaemonHarness.start(config: #"{"allowedUIDs": [\#(Self.allowedUID)]}"#)
+        defer { h.shutdown() }
+        let bin = try AccessibleBinaries()
+        defer { bin.remove() }
+
+        let dir = try #require(fileMode(h.directory))
+        #expect(dir.type == S_IFDIR && dir.permissions == 0o711, "socket directory mode \(String(dir.permissions, radix: 8))")
+        let sock = try #require(fileMode(h.socketPath))
+        #expect(sock.type == S_IFSOCK && sock.permissions == 0o666, "socket mode \(String(sock.permissions, radix: 8))")
+
+        let served = try await bin.runCLI(as: Self.allowedUID, socket: h.socketPath, ["status"])
+        #expect(served.status == 0, "\(served)")
+
+        let refused = try await bin.runCLI(as: Self.otherUID, socket: h.socketPath, ["status"])
+        #expect(refused.status == 5, "\(refused)")  // RAIN_202
+        #expect(refused.stderr.contains("RAIN_202"), "\(refused)")
+        #expect(refused.stderr.contains("uid \(Self.otherUID)"), "\(refused)")
+        #expect(h.log.contains("peer.refused"), "log:\n\(h.log)")
+
+        try await expectStillServes(h)
+    }
+
+    @Test(
+        "without allowedUIDs (directory 0700, socket 0600) another uid cannot even connect: exit 2",
+        .enabled(if: canSwitchUID, skipReason))
+    func otherUIDCannotConnect() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let bin = try AccessibleBinaries()
+        defer { bin.remove() }
+
+        #expect(fileMode(h.directory)?.permissions == 0o700)
+        #expect(fileMode(h.socketPath)?.permissions == 0o600)
+        let result = try await bin.runCLI(as: Self.allowedUID, socket: h.socketPath, ["status"])
+        #expect(result.status == 2, "\(result)")  // RAIN_101: EACCES before the daemon is involved
+        #expect(!h.log.contains("peer.refused"), "the connection should never have reached the daemon; log:\n\(h.log)")
+        try await expectStillServes(h)
+    }
+
+    @Test(
+        "a socket directory owned by another uid is refused at start, naming the owner",
+        .enabled(if: canSwitchUID, skipReason))
+    func foreignSocketDirectoryRefused() async throws {
+        let h = try DaemonHarness.prepare()
+        defer { h.shutdown() }
+        let dir = "\(h.directory)/foreign"
+        #expect(mkdir(dir, 0o700) == 0)
+        #expect(chown(dir, Self.allowedUID, Self.allowedUID) == 0)
+        let (status, output) = try await h.runDaemon(arguments: ["--socket", "\(dir)/d.sock", "--state-dir", h.stateDirectory])
+        #expect(status != 0, "\(output)")
+        #expect(output.contains("owned by uid \(Self.allowedUID)"), "\(output)")
+        #expect(fileMode("\(dir)/d.sock") == nil)
+    }
+
+    /// With PR_SET_DUMPABLE 0 the kernel makes the process's /proc files owned by root instead of
+    /// by its uid. That is only visible for a daemon that does not run as root, so this test runs
+    /// one as uid 65534 (with a plain process of the same uid as the control).
+    @Test("the daemon is non-dumpable: its /proc entries belong to root, not to its uid", .enabled(if: canSwitchUID, skipReason))
+    func nonDumpable() async throws {
+        let bin = try AccessibleBinaries()
+        defer { bin.remove() }
+        let home = "\(bin.directory)/home"
+        #expect(mkdir(home, 0o700) == 0)
+        #expect(chown(home, Self.allowedUID, Self.allowedUID) == 0)
+        let daemon = try bin.launch(
+            as: Self.allowedUID, "rainwalletd", ["--socket", "\(home)/d.sock", "--state-dir", "\(home)/state"], home: home,
+            log: "\(bin.directory)/daemon.log")
+        let control = try bin.launch(as: Self.allowedUID, executable: "/bin/sleep", ["30"], home: home, log: "\(bin.directory)/sleep.log")
+        defer {
+            for p in [daemon, control] where p.isRunning {
+                Foundation.kill(p.processIdentifier, SIGKILL)
+                p.waitUntilExit()
+            }
+        }
+        let ready = await eventually { DaemonHarness.readFile("\(bin.directory)/daemon.log").contains("daemon.ready") || !daemon.isRunning }
+        try #require(ready && daemon.isRunning, "daemon log:\n\(DaemonHarness.readFile("\(bin.directory)/daemon.log"))")
+
+        func owner(_ pid: Int32) -> uid_t? {
+            var st = stat()
+            return stat("/proc/\(pid)/status", &st) == 0 ? st.st_uid : nil
+        }
+        // The control (dumpable) shows the uid, so the check below is meaningful.
+        let controlReady = await eventually { owner(control.processIdentifier) == Self.allowedUID }
+        #expect(controlReady, "control owner \(String(describing: owner(control.processIdentifier)))")
+        #expect(owner(daemon.processIdentifier) == 0, "a dumpable daemon: /proc entries owned by \(String(describing: owner(daemon.processIdentifier)))")
+
+        Foundation.kill(daemon.processIdentifier, SIGTERM)
+        let stopped = try await onThread {
+            daemon.waitUntilExit()
+            return daemon.terminationStatus
+        }
+        #expect(stopped == 0)
+    }
+
+    @Test(
+        "a key file with a looser mode than 0600 stops the daemon at start, naming the file and chmod 600",
+        arguments: ["storage.key", "device.key", "authority/authority.key"])
+    func looseKeyFileRefused(_ file: String) async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        try await h.stop()
+        let path = "\(h.stateDirectory)/\(file)"
+        #expect(fileMode(path)?.permissions == 0o600, "\(path) was created with a mode other than 0600")
+        try #require(chmod(path, 0o644) == 0, "\(path): \(String(cString: strerror(errno)))")
+
+        try h.launch()
+        let status = try await h.waitForExit()
+        #expect(status != 0)
+        let log = h.log
+        #expect(log.contains(path), "log:\n\(log)")
+        #expect(log.contains("chmod 600"), "log:\n\(log)")
+        // Nothing serves on the socket.
+        #expect(!FileManager.default.fileExists(atPath: h.socketPath) || !h.isRunning)
+    }
+}
+
+/// Copies of `rainwallet` and `rainwalletd` in a 0755 directory, so another uid can run them
+/// whatever the modes of the build directory.
+private struct AccessibleBinaries {
+    /// What a finished run printed.
+    struct Result: CustomStringConvertible {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+    }
+
+    let directory: String
+
+    init() throws {
+        var template = Array("/tmp/rwbin-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buf in buf.baseAddress.flatMap { mkdtemp($0) } }
+        guard let made else { throw HarnessError("mkdtemp: \(String(cString: strerror(errno)))") }
+        directory = String(cString: made)
+        chmod(directory, 0o755)
+        let source = try DaemonHarness.binaryDirectory()
+        for name in ["rainwallet", "rainwalletd"] {
+            let to = "\(directory)/\(name)"
+            try FileManager.default.copyItem(atPath: source.appendingPathComponent(name).path, toPath: to)
+            chmod(to, 0o755)
+        }
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Starts `executable` (a name in this directory, or an absolute path) as `uid` through setpriv.
+    func launch(as uid: UInt32, _ name: String, _ arguments: [String], home: String, log: String) throws -> Process {
+        try launch(as: uid, executable: "\(directory)/\(name)", arguments, home: home, log: log)
+    }
+
+    func launch(as uid: UInt32, executable: String, _ arguments: [String], home: String, log: String, stdout: String? = nil) throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: AccessTests.setprivPath)
+        p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments
+        p.environment = [
+            "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": "\(home)/xdg-config", "XDG_STATE_HOME": "\(home)/xdg-state",
+            "XDG_RUNTIME_DIR": "\(home)/xdg-run",
+        ]
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        defer { try? err.close() }
+        let out: FileHandle
+        if let stdout {
+            _ = FileManager.default.createFile(atPath: stdout, contents: nil)
+            out = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
+        } else {
+            out = err
+        }
+        defer { if out !== err { try? out.close() } }
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = out
+        p.standardError = err
+        try DaemonHarness.withProcessLaunchLock { try p.run() }
+        return p
+    }
+
+    /// Runs `rainwallet --socket SOCKET ARGS…` as `uid` and waits for it (at most 30 s).
+    func runCLI(as uid: UInt32, socket: String, _ arguments: [String]) async throws -> Result {
+        let n = UUID().uuidString.prefix(8)
+        let out = "\(directory)/cli-\(n).out"
+        let err = "\(directory)/cli-\(n).err"
+        // HOME is this (root-owned, 0755) directory: readable, not writable, by the other uid.
+        let p = try launch(as: uid, executable: "\(directory)/rainwallet", ["--socket", socket] + arguments, home: directory, log: err, stdout: out)
+        let finished = await eventually(timeout: .seconds(30)) { !p.isRunning }
+        if !finished {
+            Foundation.kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            throw HarnessError("rainwallet as uid \(uid) did not exit within 30 s")
+        }
+        p.waitUntilExit()
+        let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
+        return Result(status: status, stdout: DaemonHarness.readFile(out), stderr: DaemonHarness.readFile(err))
+    }
+}
+
+extension DaemonHarness {
+    /// A file's text, or "" when it cannot be read.
+    static func readFile(_ path: String) -> String {
+        FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+}
