@@ -908,6 +908,96 @@ void   rain__wallet__v1__authority_passkey_cancel_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_send_contact_verification_request__init
+                     (Rain__Wallet__V1__AuthoritySendContactVerificationRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthoritySendContactVerificationRequest init_value = RAIN__WALLET__V1__AUTHORITY_SEND_CONTACT_VERIFICATION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_send_contact_verification_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_send_contact_verification_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_send_contact_verification_request__pack
+                     (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_send_contact_verification_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_send_contact_verification_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_send_contact_verification_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthoritySendContactVerificationRequest *
+       rain__wallet__v1__authority_send_contact_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthoritySendContactVerificationRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_send_contact_verification_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_send_contact_verification_request__free_unpacked
+                     (Rain__Wallet__V1__AuthoritySendContactVerificationRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_send_contact_verification_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_confirm_contact_verification_request__init
+                     (Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest init_value = RAIN__WALLET__V1__AUTHORITY_CONFIRM_CONTACT_VERIFICATION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_confirm_contact_verification_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_contact_verification_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_confirm_contact_verification_request__pack
+                     (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_contact_verification_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_confirm_contact_verification_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_contact_verification_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *
+       rain__wallet__v1__authority_confirm_contact_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_confirm_contact_verification_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_confirm_contact_verification_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_contact_verification_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_request__field_descriptors[3] =
 {
   {
@@ -1446,7 +1536,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_account_info_reques
   (ProtobufCMessageInit) rain__wallet__v1__authority_account_info_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_account_info_response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_account_info_response__field_descriptors[6] =
 {
   {
     "account_id",
@@ -1496,17 +1586,43 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_account_info_r
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "needs_backup_email",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityAccountInfoResponse, needs_backup_email),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "passkeys",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rain__Wallet__V1__AuthorityAccountInfoResponse, n_passkeys),
+    offsetof(Rain__Wallet__V1__AuthorityAccountInfoResponse, passkeys),
+    &rain__wallet__v1__passkey_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_account_info_response__field_indices_by_name[] = {
   0,   /* field[0] = account_id */
   3,   /* field[3] = contacts */
   2,   /* field[2] = created_at_ms */
+  4,   /* field[4] = needs_backup_email */
+  5,   /* field[5] = passkeys */
   1,   /* field[1] = wallet_id */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_account_info_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_account_info_response__descriptor =
 {
@@ -1516,7 +1632,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_account_info_respon
   "Rain__Wallet__V1__AuthorityAccountInfoResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityAccountInfoResponse),
-  4,
+  6,
   rain__wallet__v1__authority_account_info_response__field_descriptors,
   rain__wallet__v1__authority_account_info_response__field_indices_by_name,
   1,  rain__wallet__v1__authority_account_info_response__number_ranges,
@@ -2198,5 +2314,172 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_resp
   rain__wallet__v1__authority_passkey_cancel_response__field_indices_by_name,
   0,  rain__wallet__v1__authority_passkey_cancel_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_cancel_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_contact_verification_request__field_descriptors[4] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySendContactVerificationRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySendContactVerificationRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySendContactVerificationRequest, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "contact",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySendContactVerificationRequest, contact),
+    &rain__wallet__v1__contact__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_send_contact_verification_request__field_indices_by_name[] = {
+  2,   /* field[2] = access_token */
+  0,   /* field[0] = app_id */
+  3,   /* field[3] = contact */
+  1,   /* field[1] = device_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_send_contact_verification_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_contact_verification_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthoritySendContactVerificationRequest",
+  "AuthoritySendContactVerificationRequest",
+  "Rain__Wallet__V1__AuthoritySendContactVerificationRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthoritySendContactVerificationRequest),
+  4,
+  rain__wallet__v1__authority_send_contact_verification_request__field_descriptors,
+  rain__wallet__v1__authority_send_contact_verification_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_send_contact_verification_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_send_contact_verification_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__field_descriptors[5] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "challenge_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest, challenge_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "code",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest, code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_confirm_contact_verification_request__field_indices_by_name[] = {
+  2,   /* field[2] = access_token */
+  0,   /* field[0] = app_id */
+  3,   /* field[3] = challenge_id */
+  4,   /* field[4] = code */
+  1,   /* field[1] = device_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_confirm_contact_verification_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityConfirmContactVerificationRequest",
+  "AuthorityConfirmContactVerificationRequest",
+  "Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest),
+  5,
+  rain__wallet__v1__authority_confirm_contact_verification_request__field_descriptors,
+  rain__wallet__v1__authority_confirm_contact_verification_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_confirm_contact_verification_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_confirm_contact_verification_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -998,6 +998,51 @@ void   rain__wallet__v1__account_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__account_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__passkey_info__init
+                     (Rain__Wallet__V1__PasskeyInfo         *message)
+{
+  static const Rain__Wallet__V1__PasskeyInfo init_value = RAIN__WALLET__V1__PASSKEY_INFO__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_info__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyInfo *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_info__pack
+                     (const Rain__Wallet__V1__PasskeyInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_info__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyInfo *
+       rain__wallet__v1__passkey_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyInfo *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_info__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_info__free_unpacked
+                     (Rain__Wallet__V1__PasskeyInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__configure_profile_request__init
                      (Rain__Wallet__V1__ConfigureProfileRequest         *message)
 {
@@ -1626,6 +1671,51 @@ void   rain__wallet__v1__passkey_cancel_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__confirm_contact_verification_request__init
+                     (Rain__Wallet__V1__ConfirmContactVerificationRequest         *message)
+{
+  static const Rain__Wallet__V1__ConfirmContactVerificationRequest init_value = RAIN__WALLET__V1__CONFIRM_CONTACT_VERIFICATION_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__confirm_contact_verification_request__get_packed_size
+                     (const Rain__Wallet__V1__ConfirmContactVerificationRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__confirm_contact_verification_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__confirm_contact_verification_request__pack
+                     (const Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__confirm_contact_verification_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__confirm_contact_verification_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__confirm_contact_verification_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ConfirmContactVerificationRequest *
+       rain__wallet__v1__confirm_contact_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ConfirmContactVerificationRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__confirm_contact_verification_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__confirm_contact_verification_request__free_unpacked
+                     (Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__confirm_contact_verification_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
@@ -2546,7 +2636,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_account_request__descript
   (ProtobufCMessageInit) rain__wallet__v1__get_account_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__account_response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__account_response__field_descriptors[6] =
 {
   {
     "account_id",
@@ -2596,17 +2686,43 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__account_response__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "needs_backup_email",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AccountResponse, needs_backup_email),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "passkeys",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Rain__Wallet__V1__AccountResponse, n_passkeys),
+    offsetof(Rain__Wallet__V1__AccountResponse, passkeys),
+    &rain__wallet__v1__passkey_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__account_response__field_indices_by_name[] = {
   0,   /* field[0] = account_id */
   3,   /* field[3] = contacts */
   2,   /* field[2] = created_at_ms */
+  4,   /* field[4] = needs_backup_email */
+  5,   /* field[5] = passkeys */
   1,   /* field[1] = wallet_id */
 };
 static const ProtobufCIntRange rain__wallet__v1__account_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor =
 {
@@ -2616,11 +2732,88 @@ const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor 
   "Rain__Wallet__V1__AccountResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AccountResponse),
-  4,
+  6,
   rain__wallet__v1__account_response__field_descriptors,
   rain__wallet__v1__account_response__field_indices_by_name,
   1,  rain__wallet__v1__account_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__account_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_info__field_descriptors[4] =
+{
+  {
+    "credential_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyInfo, credential_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rp_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyInfo, rp_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyInfo, created_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_used_at_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyInfo, last_used_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__passkey_info__field_indices_by_name[] = {
+  2,   /* field[2] = created_at_ms */
+  0,   /* field[0] = credential_id */
+  3,   /* field[3] = last_used_at_ms */
+  1,   /* field[1] = rp_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyInfo",
+  "PasskeyInfo",
+  "Rain__Wallet__V1__PasskeyInfo",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyInfo),
+  4,
+  rain__wallet__v1__passkey_info__field_descriptors,
+  rain__wallet__v1__passkey_info__field_indices_by_name,
+  1,  rain__wallet__v1__passkey_info__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_request__field_descriptors[1] =
@@ -3190,6 +3383,44 @@ const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__desc
   rain__wallet__v1__passkey_cancel_response__field_indices_by_name,
   0,  rain__wallet__v1__passkey_cancel_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__passkey_cancel_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__confirm_contact_verification_request__field_descriptors[1] =
+{
+  {
+    "code",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ConfirmContactVerificationRequest, code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__confirm_contact_verification_request__field_indices_by_name[] = {
+  0,   /* field[0] = code */
+};
+static const ProtobufCIntRange rain__wallet__v1__confirm_contact_verification_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verification_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ConfirmContactVerificationRequest",
+  "ConfirmContactVerificationRequest",
+  "Rain__Wallet__V1__ConfirmContactVerificationRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ConfirmContactVerificationRequest),
+  1,
+  rain__wallet__v1__confirm_contact_verification_request__field_descriptors,
+  rain__wallet__v1__confirm_contact_verification_request__field_indices_by_name,
+  1,  rain__wallet__v1__confirm_contact_verification_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__confirm_contact_verification_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =

@@ -100,6 +100,31 @@ public protocol Authority: Sendable {
     /// finished. Unknown or already finished ceremonies succeed silently.
     func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError)
 
+    /// Sends a 6-digit code that verifies `contact` (already normalized) as a backup contact of the
+    /// account behind a live access token. Same code rules as login codes (keyed hash, 5-minute
+    /// expiry, 3 wrong attempts lock it, a resend from the device replaces it, at most
+    /// `maxActiveCodesPerAccount` live codes per account). The challenge is a verification
+    /// challenge bound to the account: `confirmLoginCode` refuses it, and
+    /// `confirmContactVerification` refuses login challenges.
+    /// - Throws: RAIN_102 for a contact that is not normalized; RAIN_201 like `accountInfo`;
+    ///   RAIN_302 (`details.reason` `contact_owned_by_another_account`) when another account of the
+    ///   app owns the contact; RAIN_501 when the code sender fails; RAIN_502 when the store fails.
+    func sendContactVerificationCode(appID: String, deviceID: String, accessToken: String, contact: RainWalletContact)
+        async throws(RainError) -> SendCodeResult
+
+    /// Confirms a contact verification: on the right code, attaches the contact to the account,
+    /// verified, in one transaction that checks again that no other account took it meanwhile. The
+    /// contact then logs in to this account and wallet. A contact already on the account succeeds
+    /// again (idempotent); a second contact of a kind is added, never replacing the first.
+    /// - Returns: the account with the contact.
+    /// - Throws: RAIN_203 like `confirmLoginCode` (wrong keeps the challenge, with
+    ///   `attemptsRemaining`; expired, locked, used, retired); RAIN_102 `no_pending_code` for an
+    ///   unknown challenge, a login challenge, or one of another device or account; RAIN_201 like
+    ///   `accountInfo`; RAIN_302 `contact_owned_by_another_account`; RAIN_502 when the store fails.
+    func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+    ) async throws(RainError) -> AccountInfo
+
     /// The code deliveries of the development outbox, oldest first.
     /// - Throws: RAIN_202 when the development outbox is disabled.
     func listOutbox() async throws(RainError) -> [OutboxDelivery]
@@ -219,14 +244,31 @@ public struct AccountInfo: Sendable, Equatable {
     public var walletID: String
     /// When the account was created.
     public var createdAt: Date
-    /// The account's contacts, emails first, each kind in the order they were attached.
+    /// The account's contacts, emails first, each kind in the order they were attached. Every
+    /// contact is verified: one is attached only by a confirmed code (login or verification).
     public var contacts: [RainWalletContact]
+    /// True when the account has no verified email (a passkey-only or phone-only account): apps
+    /// should ask for a backup email before the wallet is funded.
+    public var needsBackupEmail: Bool
+    /// The account's passkeys, oldest first (every domain).
+    public var passkeys: [PasskeyInfo]
 
-    public init(accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact]) {
+    /// Creates the info; `needsBackupEmail` defaults to whether `contacts` holds no email.
+    public init(
+        accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact],
+        needsBackupEmail: Bool? = nil, passkeys: [PasskeyInfo] = []
+    ) {
         self.accountID = accountID
         self.walletID = walletID
         self.createdAt = createdAt
         self.contacts = contacts
+        self.needsBackupEmail = needsBackupEmail ?? !Self.hasEmail(contacts)
+        self.passkeys = passkeys
+    }
+
+    /// Whether `contacts` holds an email address.
+    public static func hasEmail(_ contacts: [RainWalletContact]) -> Bool {
+        contacts.contains { if case .email = $0 { true } else { false } }
     }
 }
 

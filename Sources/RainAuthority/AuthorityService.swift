@@ -53,7 +53,7 @@ public final class AuthorityService: ServerHandler {
 
     /// The capabilities `GetInfo` reports.
     public var capabilities: [String] {
-        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys"] + (isDevOutboxEnabled ? ["dev-outbox"] : [])
+        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts"] + (isDevOutboxEnabled ? ["dev-outbox"] : [])
     }
 
     /// Dispatches one request (loop thread; never blocks).
@@ -104,8 +104,28 @@ public final class AuthorityService: ServerHandler {
         case AuthorityMethod.accountInfo:
             return serve(request, context, AuthorityAccountInfoRequest.self) { (wire) async throws(RainError) in
                 let info = try await authority.accountInfo(appID: wire.appID, accessToken: wire.accessToken)
-                return AuthorityAccountInfoResponse(
-                    accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts)
+                return AuthorityAccountInfoResponse(info)
+            }
+
+        case AuthorityMethod.sendContactVerificationCode:
+            return serve(request, context, AuthoritySendContactVerificationRequest.self) {
+                (wire) async throws(RainError) in
+                guard let contact = wire.contact else {
+                    throw RainError.invalid("the request names no contact", field: "contact")
+                }
+                let result = try await authority.sendContactVerificationCode(
+                    appID: wire.appID, deviceID: wire.deviceID, accessToken: wire.accessToken, contact: contact)
+                return AuthoritySendLoginCodeResponse(
+                    challengeID: result.challengeID, contact: result.contact, expiresAt: result.expiresAt)
+            }
+
+        case AuthorityMethod.confirmContactVerification:
+            return serve(request, context, AuthorityConfirmContactVerificationRequest.self) {
+                (wire) async throws(RainError) in
+                let info = try await authority.confirmContactVerification(
+                    appID: wire.appID, deviceID: wire.deviceID, accessToken: wire.accessToken,
+                    challengeID: wire.challengeID, code: wire.code)
+                return AuthorityAccountInfoResponse(info)
             }
 
         case AuthorityMethod.beginPasskeyRegistration, AuthorityMethod.beginPasskeyAuthentication:
@@ -240,5 +260,14 @@ extension AuthoritySessionTokens {
     init(_ tokens: SessionTokens) {
         self.init(
             accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, accessLifetime: tokens.accessLifetime)
+    }
+}
+
+extension AuthorityAccountInfoResponse {
+    /// The wire form of an `AccountInfo`.
+    init(_ info: AccountInfo) {
+        self.init(
+            accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts,
+            needsBackupEmail: info.needsBackupEmail, passkeys: info.passkeys)
     }
 }

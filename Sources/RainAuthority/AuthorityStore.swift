@@ -98,6 +98,20 @@ public protocol AuthorityStore: Sendable {
     func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
         async throws(RainError) -> PruneResult
 
+    // MARK: Backup contacts (issue 4)
+
+    /// The id of the account of `appID` that owns `contact` (verified or not), or nil.
+    func contactOwner(appID: String, contact: RainWalletContact) async throws(RainError) -> String?
+
+    /// Completes a contact verification in one transaction: marks the challenge used (only if it is
+    /// a pending, unexpired verification challenge of that app, device and account), then checks
+    /// the contact's owner again: another account's contact retires the challenge and is reported
+    /// (`.ownedByAnotherAccount`), never moved; this account's contact is marked verified; a free
+    /// contact is attached to the account, verified (added beside any contact of its kind).
+    /// Pending login challenges keyed by the contact move to the account's limit.
+    func completeContactVerification(_ verification: ContactVerificationCompletion) async throws(RainError)
+        -> ContactVerificationOutcome
+
     // MARK: Passkeys (issue 4)
 
     /// Stores a begun passkey ceremony (state pending).
@@ -168,6 +182,15 @@ public enum ChallengeState: String, Sendable, Equatable, CaseIterable {
     case locked
 }
 
+/// What a code challenge is for.
+public enum ChallengePurpose: String, Sendable, Equatable, CaseIterable {
+    /// A login code: confirming it opens a session (`confirmLoginCode`).
+    case login
+    /// A backup-contact verification: confirming it attaches the contact to its target account
+    /// (`confirmContactVerification`). The two never cross.
+    case verifyContact = "verify_contact"
+}
+
 /// A challenge to insert.
 public struct NewChallenge: Sendable, Equatable {
     /// `chl_…`
@@ -184,11 +207,15 @@ public struct NewChallenge: Sendable, Equatable {
     public var createdAt: Date
     /// When the code stops working.
     public var expiresAt: Date
+    /// What the code is for.
+    public var purpose: ChallengePurpose
+    /// The account a verification attaches the contact to; nil for a login.
+    public var targetAccountID: String?
 
     /// Creates a challenge to insert.
     public init(
         id: String, appID: String, deviceID: String, contact: RainWalletContact, codeHash: [UInt8], createdAt: Date,
-        expiresAt: Date
+        expiresAt: Date, purpose: ChallengePurpose = .login, targetAccountID: String? = nil
     ) {
         self.id = id
         self.appID = appID
@@ -197,6 +224,8 @@ public struct NewChallenge: Sendable, Equatable {
         self.codeHash = codeHash
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.purpose = purpose
+        self.targetAccountID = targetAccountID
     }
 }
 
@@ -236,12 +265,19 @@ public struct ChallengeRecord: Sendable, Equatable {
     public var wrongAttempts: Int
     /// Where it is in its life.
     public var state: ChallengeState
+    /// What the code is for (`login` for challenges stored before schema version 5).
+    public var purpose: ChallengePurpose
+    /// The account a verification attaches the contact to; nil for a login.
+    public var targetAccountID: String?
 
     /// Creates a record.
     public init(
         id: String, appID: String, deviceID: String, contact: RainWalletContact, accountKey: String, codeHash: [UInt8],
-        createdAt: Date, expiresAt: Date, wrongAttempts: Int, state: ChallengeState
+        createdAt: Date, expiresAt: Date, wrongAttempts: Int, state: ChallengeState,
+        purpose: ChallengePurpose = .login, targetAccountID: String? = nil
     ) {
+        self.purpose = purpose
+        self.targetAccountID = targetAccountID
         self.id = id
         self.appID = appID
         self.deviceID = deviceID
@@ -573,4 +609,44 @@ public enum SessionRevokeReason {
     public static let stolenToken = "stolen_token"
     /// The session went unrefreshed for longer than the refresh-token lifetime.
     public static let refreshExpired = "refresh_expired"
+}
+
+/// Input of `AuthorityStore.completeContactVerification`.
+public struct ContactVerificationCompletion: Sendable, Equatable {
+    /// The verification challenge being confirmed.
+    public var challengeID: String
+    /// The app (tenant).
+    public var appID: String
+    /// The device that asked for the code.
+    public var deviceID: String
+    /// The account the contact is attached to (the live session's).
+    public var accountID: String
+    /// The challenge's contact.
+    public var contact: RainWalletContact
+    /// The time of the confirmation.
+    public var now: Date
+
+    /// Creates the input.
+    public init(
+        challengeID: String, appID: String, deviceID: String, accountID: String, contact: RainWalletContact, now: Date
+    ) {
+        self.challengeID = challengeID
+        self.appID = appID
+        self.deviceID = deviceID
+        self.accountID = accountID
+        self.contact = contact
+        self.now = now
+    }
+}
+
+/// Output of `AuthorityStore.completeContactVerification`.
+public enum ContactVerificationOutcome: Sendable, Equatable {
+    /// The contact is on the account, verified; `wasAlreadyAttached` when it already was.
+    case verified(wasAlreadyAttached: Bool)
+    /// Another account owns the contact (it was taken after the code was sent); the challenge was
+    /// retired and nothing else changed.
+    case ownedByAnotherAccount
+    /// The challenge was no longer a pending verification of this app, device and account (or
+    /// expired); carries it as it is now, or nil when it does not exist.
+    case challengeUnavailable(ChallengeRecord?)
 }

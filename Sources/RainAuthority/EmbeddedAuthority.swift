@@ -80,7 +80,19 @@ public final class EmbeddedAuthority: Authority {
         try Self.requireNormalized(request.contact)
         try Self.requireIdentifier(request.appID, field: "appId")
         try Self.requireIdentifier(request.deviceID, field: "deviceId")
+        return try await issueCode(
+            appID: request.appID, deviceID: request.deviceID, contact: request.contact, purpose: .login,
+            targetAccountID: nil)
+    }
 
+    /// Stores a new challenge of `purpose` and delivers its code: the shared path of login codes
+    /// and contact verifications. A failed delivery retires the challenge.
+    /// - Throws: RAIN_501 when delivery fails, RAIN_502 when the store fails.
+    func issueCode(
+        appID: String, deviceID: String, contact: RainWalletContact, purpose: ChallengePurpose,
+        targetAccountID: String?
+    ) async throws(RainError) -> SendCodeResult {
+        let request = SendCodeRequest(appID: appID, deviceID: deviceID, contact: contact)
         let now = clock.now
         let challengeID = try SecureRandom.identifier(prefix: "chl")
         let code = try SecureRandom.digits(count: 6)
@@ -88,7 +100,8 @@ public final class EmbeddedAuthority: Authority {
         let insertion = try await store.insertChallenge(
             NewChallenge(
                 id: challengeID, appID: request.appID, deviceID: request.deviceID, contact: request.contact,
-                codeHash: keys.codeHash(challengeID: challengeID, code: code), createdAt: now, expiresAt: expiresAt),
+                codeHash: keys.codeHash(challengeID: challengeID, code: code), createdAt: now, expiresAt: expiresAt,
+                purpose: purpose, targetAccountID: targetAccountID),
             maxActivePerAccount: settings.maxActiveCodesPerAccount)
 
         let delivery = OutboxDelivery(
@@ -104,12 +117,13 @@ public final class EmbeddedAuthority: Authority {
                 ["app": request.appID, "kind": request.contact.kindName, "challenge": challengeID])
             if let rain = error as? RainError, rain.code == .provider { throw rain }
             throw RainError(
-                .provider, "the login code could not be delivered; try again later",
+                .provider, "the code could not be delivered; try again later",
                 underlying: SendableErrorDescription(error))
         }
         logger.info(
             "code.sent",
             [
+                "purpose": purpose.rawValue,
                 "app": request.appID, "kind": request.contact.kindName,
                 "contact": ContactRedaction.redacted(request.contact), "challenge": challengeID,
                 "device": request.deviceID, "retired": String(insertion.retiredChallengeIDs.count),
@@ -128,20 +142,13 @@ public final class EmbeddedAuthority: Authority {
         // Checked first, so a malformed key neither counts as a wrong code nor uses the challenge.
         let deviceKey = try Self.deviceKey(request.devicePublicKey)
         let now = clock.now
+        // A contact verification's challenge never logs in (nor does a login code verify a contact).
         guard let challenge = try await store.challenge(id: request.challengeID),
-            challenge.appID == request.appID, challenge.deviceID == request.deviceID
+            challenge.appID == request.appID, challenge.deviceID == request.deviceID, challenge.purpose == .login
         else {
             throw RainError.invalid("no pending code; send a new one", field: "challengeId", reason: "no_pending_code")
         }
-        try Self.requireUsable(challenge, now: now)
-
-        let submitted = Self.isWellFormedCode(request.code) ? request.code : ""
-        let expected = challenge.codeHash
-        let actual = keys.codeHash(challengeID: challenge.id, code: submitted)
-        // A malformed code is hashed too (as the empty code), so it costs the same and counts as wrong.
-        guard constantTimeEquals(actual, expected), !submitted.isEmpty else {
-            throw try await wrongCode(challenge, now: now)
-        }
+        try await checkCode(request.code, against: challenge, now: now)
 
         let accessToken = "rwa_" + (try SecureRandom.token())
         let refreshToken = "rwr_" + (try SecureRandom.token())
@@ -195,6 +202,18 @@ public final class EmbeddedAuthority: Authority {
         }
     }
 
+    /// Checks a submitted code against a challenge: RAIN_203 when the challenge can no longer be
+    /// confirmed, or when the code is wrong (counted, locking at the limit). Constant time; a
+    /// malformed code is hashed too (as the empty code), so it costs the same and counts as wrong.
+    func checkCode(_ code: String, against challenge: ChallengeRecord, now: Date) async throws(RainError) {
+        try Self.requireUsable(challenge, now: now)
+        let submitted = Self.isWellFormedCode(code) ? code : ""
+        let actual = keys.codeHash(challengeID: challenge.id, code: submitted)
+        guard constantTimeEquals(actual, challenge.codeHash), !submitted.isEmpty else {
+            throw try await wrongCode(challenge, now: now)
+        }
+    }
+
     /// Counts a wrong code and returns the error to throw.
     private func wrongCode(_ challenge: ChallengeRecord, now: Date) async throws(RainError) -> RainError {
         let maxAttempts = max(1, settings.maxWrongAttempts)
@@ -229,7 +248,7 @@ public final class EmbeddedAuthority: Authority {
     }
 
     /// Throws RAIN_203 when the challenge can no longer be confirmed.
-    private static func requireUsable(_ challenge: ChallengeRecord, now: Date) throws(RainError) {
+    static func requireUsable(_ challenge: ChallengeRecord, now: Date) throws(RainError) {
         if let error = unusableError(challenge, now: now) { throw error }
     }
 
@@ -452,10 +471,22 @@ public final class EmbeddedAuthority: Authority {
     ///   RAIN_502 when the store fails.
     public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
         let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        return try await accountInfo(access)
+    }
+
+    /// The account of a live session with its contacts, backup status and passkeys.
+    /// - Throws: RAIN_404 when the account has no wallet; RAIN_502 when the store fails.
+    func accountInfo(_ access: AccountAccess) async throws(RainError) -> AccountInfo {
         guard !access.account.walletID.isEmpty else { throw Self.noWallet() }
+        let passkeys = try await store.passkeyCredentials(accountID: access.account.id).map {
+            PasskeyInfo(
+                credentialID: Base64URL.encode($0.credentialID), rpID: $0.rpID, createdAt: $0.createdAt,
+                lastUsedAt: $0.lastUsedAt)
+        }
+        // Every stored contact is verified (attached only by a confirmed code).
         return AccountInfo(
             accountID: access.account.id, walletID: access.account.walletID, createdAt: access.account.createdAt,
-            contacts: access.contacts)
+            contacts: access.contacts, needsBackupEmail: !AccountInfo.hasEmail(access.contacts), passkeys: passkeys)
     }
 
     /// The session behind a live access token, with its account.
@@ -645,7 +676,7 @@ public final class EmbeddedAuthority: Authority {
 
     // MARK: - Input checks
 
-    private static func requireNormalized(_ contact: RainWalletContact) throws(RainError) {
+    static func requireNormalized(_ contact: RainWalletContact) throws(RainError) {
         let normalized = try contact.normalized()
         guard normalized == contact else {
             throw RainError.invalid(

@@ -157,9 +157,46 @@ public final class RemoteAuthority: Authority {
             AuthorityMethod.accountInfo, AuthorityAccountInfoRequest(appID: appID, accessToken: accessToken),
             as: AuthorityAccountInfoResponse.self)
         guard !response.accountID.isEmpty else { throw incompleteAnswer(AuthorityMethod.accountInfo) }
-        return AccountInfo(
+        return Self.accountInfo(response)
+    }
+
+    /// Sends a contact verification code (see `Authority.sendContactVerificationCode`). Never
+    /// retried here.
+    /// - Throws: the authority's errors (RAIN_201, RAIN_302 `contact_owned_by_another_account`, …);
+    ///   RAIN_301 when it cannot be reached.
+    public func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+    ) async throws(RainError) -> SendCodeResult {
+        let method = AuthorityMethod.sendContactVerificationCode
+        let response = try await call(
+            method,
+            AuthoritySendContactVerificationRequest(
+                appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact),
+            as: AuthoritySendLoginCodeResponse.self)
+        guard let contact = response.contact, !response.challengeID.isEmpty else { throw incompleteAnswer(method) }
+        return SendCodeResult(challengeID: response.challengeID, contact: contact, expiresAt: response.expiresAt)
+    }
+
+    /// Confirms a contact verification (see `Authority.confirmContactVerification`).
+    /// - Throws: the authority's errors (RAIN_203 with its details, RAIN_302, …); RAIN_301 when it
+    ///   cannot be reached.
+    public func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+    ) async throws(RainError) -> AccountInfo {
+        let method = AuthorityMethod.confirmContactVerification
+        let response = try await call(
+            method,
+            AuthorityConfirmContactVerificationRequest(
+                appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code),
+            as: AuthorityAccountInfoResponse.self)
+        guard !response.accountID.isEmpty else { throw incompleteAnswer(method) }
+        return Self.accountInfo(response)
+    }
+
+    private static func accountInfo(_ response: AuthorityAccountInfoResponse) -> AccountInfo {
+        AccountInfo(
             accountID: response.accountID, walletID: response.walletID, createdAt: response.createdAt,
-            contacts: response.contacts)
+            contacts: response.contacts, needsBackupEmail: response.needsBackupEmail, passkeys: response.passkeys)
     }
 
     /// The wallet behind an access token (see `Authority.wallet`).

@@ -212,6 +212,17 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 """,
                 "CREATE INDEX passkey_credentials_account ON passkey_credentials(account_id)",
             ]),
+        // Backup contacts (issue 4): a challenge is a login code or a contact verification bound
+        // to the account it attaches the contact to. Earlier rows are login codes.
+        Migration(
+            version: 5,
+            statements: [
+                """
+                ALTER TABLE challenges ADD COLUMN purpose TEXT NOT NULL DEFAULT 'login'
+                    CHECK (purpose IN ('login', 'verify_contact'))
+                """,
+                "ALTER TABLE challenges ADD COLUMN target_account_id TEXT REFERENCES accounts(id)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {
@@ -291,23 +302,35 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     {
         try await perform { db throws(RainError) in
             try db.transaction("record a login challenge") { () throws(RainError) -> ChallengeInsertion in
-                let accountKey =
-                    try Self.accountID(db, appID: challenge.appID, contact: challenge.contact)
-                    ?? Self.contactKey(challenge.contact)
+                // A verification counts against the account it attaches the contact to.
+                let accountKey: String
+                if let target = challenge.targetAccountID {
+                    accountKey = target
+                } else {
+                    accountKey =
+                        try Self.accountID(db, appID: challenge.appID, contact: challenge.contact)
+                        ?? Self.contactKey(challenge.contact)
+                }
                 var retired: [String] = []
 
-                // Resend replaces; another contact on the same device retires the pending one.
+                // Resend replaces; another contact on the same device retires the pending one (of
+                // the same purpose: a verification does not retire a pending login, nor the reverse).
                 let deviceOp = "find the device's pending challenges"
+                let deviceArguments: [SQLiteValue] = [
+                    .text(challenge.appID), .text(challenge.deviceID), .text(challenge.purpose.rawValue),
+                ]
                 for row in try db.query(
-                    "SELECT id FROM challenges WHERE app_id = ? AND device_id = ? AND state = 'pending'",
-                    [.text(challenge.appID), .text(challenge.deviceID)], operation: deviceOp)
+                    "SELECT id FROM challenges WHERE app_id = ? AND device_id = ? AND purpose = ? AND state = 'pending'",
+                    deviceArguments, operation: deviceOp)
                 {
                     retired.append(try row.text(0, deviceOp))
                 }
                 try db.execute(
-                    "UPDATE challenges SET state = 'retired' WHERE app_id = ? AND device_id = ? AND state = 'pending'",
-                    [.text(challenge.appID), .text(challenge.deviceID)],
-                    operation: "retire the device's pending challenges")
+                    """
+                    UPDATE challenges SET state = 'retired'
+                    WHERE app_id = ? AND device_id = ? AND purpose = ? AND state = 'pending'
+                    """,
+                    deviceArguments, operation: "retire the device's pending challenges")
 
                 // At most `maxActivePerAccount` live codes per account, across devices: oldest goes.
                 let activeOp = "count the account's active challenges"
@@ -333,14 +356,15 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 try db.execute(
                     """
                     INSERT INTO challenges (id, app_id, device_id, contact_kind, contact_value, account_key, code_hash,
-                                            created_at, expires_at, wrong_attempts, state)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'pending')
+                                            created_at, expires_at, wrong_attempts, state, purpose, target_account_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'pending', ?, ?)
                     """,
                     [
                         .text(challenge.id), .text(challenge.appID), .text(challenge.deviceID),
                         .text(challenge.contact.kindName), .text(challenge.contact.value), .text(accountKey),
                         .blob(challenge.codeHash), .integer(challenge.createdAt.unixMilliseconds),
-                        .integer(challenge.expiresAt.unixMilliseconds),
+                        .integer(challenge.expiresAt.unixMilliseconds), .text(challenge.purpose.rawValue),
+                        challenge.targetAccountID.map { .text($0) } ?? .null,
                     ], operation: "insert a login challenge")
                 return ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired)
             }
@@ -389,7 +413,8 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 let used = try db.execute(
                     """
                     UPDATE challenges SET state = 'used'
-                    WHERE id = ? AND app_id = ? AND device_id = ? AND state = 'pending' AND expires_at > ?
+                    WHERE id = ? AND app_id = ? AND device_id = ? AND purpose = 'login' AND state = 'pending'
+                      AND expires_at > ?
                     """,
                     [.text(login.challengeID), .text(login.appID), .text(login.deviceID), .integer(now)],
                     operation: "mark the challenge used")
@@ -650,7 +675,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
 
     static func contactKey(_ contact: RainWalletContact) -> String { "contact:\(contact.kindName):\(contact.value)" }
 
-    private static func accountID(_ db: SQLiteConnection, appID: String, contact: RainWalletContact) throws(RainError)
+    static func accountID(_ db: SQLiteConnection, appID: String, contact: RainWalletContact) throws(RainError)
         -> String?
     {
         let op = "look up the contact's account"
@@ -753,7 +778,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
         }
     }
 
-    private static func contact(kind: String, value: String, _ op: String) throws(RainError) -> RainWalletContact {
+    static func contact(kind: String, value: String, _ op: String) throws(RainError) -> RainWalletContact {
         switch kind {
         case "email": return .email(value)
         case "phone": return .phone(value)
@@ -761,12 +786,12 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
         }
     }
 
-    private static func challenge(_ db: SQLiteConnection, id: String) throws(RainError) -> ChallengeRecord? {
+    static func challenge(_ db: SQLiteConnection, id: String) throws(RainError) -> ChallengeRecord? {
         let op = "read a challenge"
         let rows = try db.query(
             """
             SELECT id, app_id, device_id, contact_kind, contact_value, account_key, code_hash, created_at, expires_at,
-                   wrong_attempts, state
+                   wrong_attempts, state, purpose, target_account_id
             FROM challenges WHERE id = ?
             """,
             [.text(id)], operation: op)
@@ -775,12 +800,15 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
         guard let state = ChallengeState(rawValue: try row.text(10, op)) else {
             throw RainError(.internalError, "authority store: cannot \(op): unknown challenge state")
         }
+        guard let purpose = ChallengePurpose(rawValue: try row.text(11, op)) else {
+            throw RainError(.internalError, "authority store: cannot \(op): unknown challenge purpose")
+        }
         return ChallengeRecord(
             id: try row.text(0, op), appID: try row.text(1, op), deviceID: try row.text(2, op), contact: contact,
             accountKey: try row.text(5, op), codeHash: try row.blob(6, op),
             createdAt: Date(unixMilliseconds: try row.integer(7, op)),
             expiresAt: Date(unixMilliseconds: try row.integer(8, op)), wrongAttempts: Int(try row.integer(9, op)),
-            state: state)
+            state: state, purpose: purpose, targetAccountID: try row.optionalText(12, op))
     }
 
     // MARK: - Inspection (tests)

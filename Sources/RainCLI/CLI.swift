@@ -24,6 +24,8 @@ public enum CLI {
           dev outbox                                list codes delivered to the development outbox
           domain files|check                        write or check the passkey domain's association files
           passkey signup|login|add                  sign up, log in or add a passkey (software authenticator)
+          contact add --email ADDR | --phone NUMBER send a code that verifies a backup contact
+          contact confirm CODE                      confirm it: the contact joins the account
 
         global options:
           --socket PATH    daemon socket (also $RAINWALLET_SOCKET; default
@@ -77,9 +79,11 @@ public enum CLI {
     static let accountHelp = """
         usage: rainwallet account [--json]
 
-        Shows the account behind the session: id, creation time, contacts, and its wallet: id,
-        Ethereum address (EIP-55) and Solana address (base58).
+        Shows the account behind the session: id, creation time, contacts, passkeys (domain,
+        creation, last use), backup status, and its wallet: id, Ethereum address (EIP-55) and
+        Solana address (base58).
         With --json: {"accountId", "walletId", "createdAt", "contacts": [{"kind", "value"}],
+        "needsBackupEmail", "passkeys": [{"credentialId", "domain", "createdAt", "lastUsedAt"}],
         "wallet": {"id", "ethereumAddress", "solanaAddress", "createdAt"} or null when the account
         has no wallet}.
         """
@@ -208,20 +212,16 @@ public enum CLI {
             let a = try await provider.account()
             let wallet = try await walletSummary(provider)
             if output.isJSON {
-                output.json([
-                    "accountId": a.accountID, "walletId": a.walletID, "createdAt": a.createdAt,
-                    "contacts": a.contacts.map { ["kind": $0.kindName, "value": $0.value] as [String: Any?] },
-                    "wallet": wallet.map { w -> Any? in
-                        [
-                            "id": w.walletID, "ethereumAddress": w.ethereumAddress, "solanaAddress": w.solanaAddress,
-                            "createdAt": w.createdAt,
-                        ]
-                    },
-                ])
+                var object = accountObject(a)
+                object["wallet"] = wallet.map { w -> Any? in
+                    [
+                        "id": w.walletID, "ethereumAddress": w.ethereumAddress, "solanaAddress": w.solanaAddress,
+                        "createdAt": w.createdAt,
+                    ]
+                }
+                output.json(object)
             } else {
-                output.line("account:  \(a.accountID)")
-                output.line("created:  \(RFC3339.string(from: a.createdAt))")
-                for c in a.contacts { output.line("contact:  \(c.kindName) \(c.value)") }
+                accountLines(a).forEach(output.line)
                 if let wallet {
                     output.line("wallet:   \(wallet.walletID)")
                     output.line("ethereum: \(wallet.ethereumAddress)")
@@ -260,6 +260,8 @@ public enum CLI {
             }
         case "passkey":
             try await PasskeyCommand.run(&args, provider: provider, output: output)
+        case "contact":
+            try await ContactCommand.run(&args, provider: provider, output: output)
         case "domain":
             try DomainCommand.run(&args, output: output)
         case "dev":

@@ -24,6 +24,10 @@ enum PasskeyCommand {
           --domain DOMAIN        the passkey domain (RainWalletConfig.passkeyDomain); default: the
                                  profile's domain in the daemon (exit 3, RAIN_102, when it has none)
 
+        After a sign-up on a terminal (stdin and stdout), it asks for a backup email and runs its
+        verification (sends a code, prompts for it, confirms it); an empty answer skips it.
+        Elsewhere it prints a hint: rainwallet contact add --email ADDR.
+
         With --json: the session after the ceremony, as `rainwallet status --json` prints it.
         Exit 9 (RAIN_401) when the authenticator has no passkey for the domain or was dismissed.
         """
@@ -71,6 +75,7 @@ enum PasskeyCommand {
             if !output.isJSON { output.line("Added a passkey for \(domain) to the account.") }
         }
         if output.isJSON { output.json(session.jsonObject) } else { session.humanLines.forEach(output.line) }
+        if sub == "signup" { await ContactCommand.offerBackupEmail(provider: wallet, output: output) }
     }
 
     /// `$XDG_STATE_HOME/rainwallet/authenticator.json`, else `~/.local/state/rainwallet/authenticator.json`.

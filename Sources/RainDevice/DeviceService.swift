@@ -62,7 +62,7 @@ public final class DeviceService: ServerHandler {
 
     /// Capabilities reported by GetInfo.
     var capabilities: [String] {
-        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export", "passkeys"]
+        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export", "passkeys", "contacts"]
         if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
         if isTestMethodsEnabled { c.append("test-methods") }
         return c
@@ -144,6 +144,16 @@ public final class DeviceService: ServerHandler {
             let s = entry(profile).session
             return deferred(request, ctx, CancelPasskeyRequest.self) { (r) throws(RainError) in
                 try await s.cancelPasskey(ceremonyID: r.ceremonyID)
+            }
+        case Method.contactSendVerificationCode:
+            let s = entry(profile).session
+            return deferred(request, ctx, SendLoginCodeRequest.self) { (r) throws(RainError) in
+                try await s.sendContactVerificationCode(r.contact)
+            }
+        case Method.contactConfirmVerification:
+            let s = entry(profile).session
+            return deferred(request, ctx, ConfirmContactVerificationRequest.self) { (r) throws(RainError) in
+                try await s.confirmContactVerification(r.code)
             }
         case Method.getAccount:
             let s = entry(profile).session

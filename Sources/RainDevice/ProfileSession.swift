@@ -51,6 +51,8 @@ public actor ProfileSession {
     private let context: DeviceContext
     private var session: StoredSession?
     private var pending: SendCodeResult?
+    /// The pending backup-contact verification (separate from the login code's challenge).
+    private var pendingVerification: SendCodeResult?
     /// The passkey ceremony begun last on this profile, with its kind.
     private var pendingPasskey: (id: String, kind: PasskeyCeremonyKind)?
     /// The passkey domain: from the config, else the one a client set (persisted).
@@ -181,6 +183,8 @@ public actor ProfileSession {
             lifetimeSeconds: result.tokens.accessLifetime.timeInterval, contact: contact, method: method)
         try await context.storage.save(stored, profile: runtime.name)
         session = stored
+        // A verification sent for the previous session's account cannot complete on this one.
+        pendingVerification = nil
         nextRetryAt = nil
         runtime.publish(session: stored)
         schedule()
@@ -332,6 +336,7 @@ public actor ProfileSession {
     public func logout() async throws(RainError) -> LogoutResponse {
         await restore()
         pending = nil
+        pendingVerification = nil
         cancelTimer()
         nextRetryAt = nil
         guard let ending = session else {
@@ -364,8 +369,67 @@ public actor ProfileSession {
             (authority, appID, token) async throws(RainError) in
             try await authority.accountInfo(appID: appID, accessToken: token)
         }
-        return AccountResponse(
-            accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts)
+        return Self.accountResponse(info)
+    }
+
+    private static func accountResponse(_ info: AccountInfo) -> AccountResponse {
+        AccountResponse(
+            accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts,
+            needsBackupEmail: info.needsBackupEmail, passkeys: info.passkeys)
+    }
+
+    // MARK: backup contacts
+
+    /// Sends a code that verifies `contact` as a backup contact of the session's account; replaces
+    /// this profile's pending verification (not its pending login code). A send: never retried on
+    /// a transient failure (a rotated or expired access token gets one refresh and one more try,
+    /// since the refusal means nothing was sent).
+    /// - Throws: RAIN_102 for a missing or malformed contact (before any request); RAIN_201
+    ///   without a live session; RAIN_302 `contact_owned_by_another_account`; RAIN_301 when the
+    ///   authority could not be reached.
+    public func sendContactVerificationCode(_ contact: RainWalletContact?) async throws(RainError)
+        -> SendLoginCodeResponse
+    {
+        guard let contact else {
+            throw RainError.invalid("the request names no contact: set an email or a phone number", field: "contact")
+        }
+        let normalized = try contact.normalized()
+        let deviceID = context.deviceID
+        let result = try await withSession(what: "send a verification code", transientRetries: 0) {
+            (authority, appID, token) async throws(RainError) in
+            try await authority.sendContactVerificationCode(
+                appID: appID, deviceID: deviceID, accessToken: token, contact: normalized)
+        }
+        pendingVerification = result
+        return SendLoginCodeResponse(contact: result.contact, expiresAt: result.expiresAt)
+    }
+
+    /// Confirms the pending verification: on success the contact is on the account, verified, and
+    /// logs in to it. Never retried on a transient failure.
+    /// - Returns: the account with the contact.
+    /// - Throws: RAIN_102 `malformed_code` or `no_pending_code` (before any request); RAIN_203 for
+    ///   a wrong, expired or locked code; RAIN_201 without a live session; RAIN_302
+    ///   `contact_owned_by_another_account`.
+    public func confirmContactVerification(_ code: String) async throws(RainError) -> AccountResponse {
+        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            throw RainError.invalid("a verification code is 6 digits", field: "code", reason: "malformed_code")
+        }
+        await restore()
+        guard let challenge = pendingVerification else {
+            throw RainError.invalid(
+                "no contact verification is pending on this profile; send a code first", field: "code",
+                reason: "no_pending_code")
+        }
+        let deviceID = context.deviceID
+        let info = try await withSession(what: "confirm the verification", transientRetries: 0) {
+            (authority, appID, token) async throws(RainError) in
+            try await authority.confirmContactVerification(
+                appID: appID, deviceID: deviceID, accessToken: token, challengeID: challenge.challengeID, code: trimmed)
+        }
+        if pendingVerification?.challengeID == challenge.challengeID { pendingVerification = nil }
+        logger.info("contact.verified", ["profile": runtime.name, "kind": challenge.contact.kindName])
+        return Self.accountResponse(info)
     }
 
     /// The wallet behind the session: its id, creation time and addresses. A read, retried and

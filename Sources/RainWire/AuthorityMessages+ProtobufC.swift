@@ -244,10 +244,17 @@ extension AuthorityAccountInfoResponse {
                     if let contact = try readContact(list[i]) { contacts.append(contact) }
                 }
             }
+            var passkeys: [PasskeyInfo] = []
+            if let list = m.passkeys {
+                for i in 0..<m.n_passkeys {
+                    if let passkey = try readPasskeyInfo(list[i]) { passkeys.append(passkey) }
+                }
+            }
             return AuthorityAccountInfoResponse(
                 accountID: try readString(m.account_id, field: "account_id"),
                 walletID: try readString(m.wallet_id, field: "wallet_id"),
-                createdAt: Date(unixMilliseconds: m.created_at_ms), contacts: contacts)
+                createdAt: Date(unixMilliseconds: m.created_at_ms), contacts: contacts,
+                needsBackupEmail: m.needs_backup_email != 0, passkeys: passkeys)
         }
     }
     /// Encodes as an `AuthorityAccountInfoResponse`.
@@ -262,6 +269,11 @@ extension AuthorityAccountInfoResponse {
         for contact in contacts { list.append(try cContact(contact, arena)) }
         m.n_contacts = list.count
         m.contacts = arena.array(list)
+        m.needs_backup_email = needsBackupEmail ? 1 : 0
+        var passkeyList: [UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?] = []
+        for passkey in passkeys { passkeyList.append(try cPasskeyInfo(passkey, arena)) }
+        m.n_passkeys = passkeyList.count
+        m.passkeys = arena.array(passkeyList)
         return packMessage(
             &m, size: { rain__wallet__v1__authority_account_info_response__get_packed_size($0) },
             pack: { rain__wallet__v1__authority_account_info_response__pack($0, $1) })

@@ -35,11 +35,16 @@ public enum AuthorityMethod {
     /// `AuthorityPasskeyCancelRequest` → `AuthorityPasskeyCancelResponse`.
     public static let cancelPasskeyCeremony = "/rain.wallet.v1.Authority/CancelPasskeyCeremony"
 
+    /// `AuthoritySendContactVerificationRequest` → `AuthoritySendLoginCodeResponse`.
+    public static let sendContactVerificationCode = "/rain.wallet.v1.Authority/SendContactVerificationCode"
+    /// `AuthorityConfirmContactVerificationRequest` → `AuthorityAccountInfoResponse`.
+    public static let confirmContactVerification = "/rain.wallet.v1.Authority/ConfirmContactVerification"
+
     /// Every method, in the order above.
     public static let all = [
         getInfo, sendLoginCode, confirmLoginCode, refreshSession, accountInfo, revokeSession, listOutbox, getWallet,
         exportWallet, beginPasskeyRegistration, finishPasskeyRegistration, beginPasskeyAuthentication,
-        finishPasskeyAuthentication, cancelPasskeyCeremony,
+        finishPasskeyAuthentication, cancelPasskeyCeremony, sendContactVerificationCode, confirmContactVerification,
     ]
 }
 
@@ -195,13 +200,70 @@ public struct AuthorityAccountInfoResponse: WireMessage, Equatable {
     public var createdAt: Date
     /// Emails first, each kind in the order attached. Entries of an unknown kind are skipped.
     public var contacts: [RainWalletContact]
+    /// True when the account has no verified email.
+    public var needsBackupEmail: Bool
+    /// The account's passkeys, oldest first.
+    public var passkeys: [PasskeyInfo]
 
     /// Creates the response.
-    public init(accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact]) {
+    public init(
+        accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact],
+        needsBackupEmail: Bool = false, passkeys: [PasskeyInfo] = []
+    ) {
         self.accountID = accountID
         self.walletID = walletID
         self.createdAt = createdAt
         self.contacts = contacts
+        self.needsBackupEmail = needsBackupEmail
+        self.passkeys = passkeys
+    }
+}
+
+/// `Authority/SendContactVerificationCode` request. Its description hides the token.
+public struct AuthoritySendContactVerificationRequest: WireMessage, Equatable, CustomStringConvertible {
+    public var appID: String
+    public var deviceID: String
+    public var accessToken: String
+    /// Already normalized by the device; nil when the message carried none.
+    public var contact: RainWalletContact?
+
+    /// Creates the request.
+    public init(appID: String, deviceID: String, accessToken: String, contact: RainWalletContact?) {
+        self.appID = appID
+        self.deviceID = deviceID
+        self.accessToken = accessToken
+        self.contact = contact
+    }
+
+    /// The request with the token redacted.
+    public var description: String {
+        "AuthoritySendContactVerificationRequest(appID: \(appID), deviceID: \(deviceID), accessToken: <redacted>, "
+            + "contact: \(contact?.kindName ?? "none"))"
+    }
+}
+
+/// `Authority/ConfirmContactVerification` request. Its description hides the token and the code.
+public struct AuthorityConfirmContactVerificationRequest: WireMessage, Equatable, CustomStringConvertible {
+    public var appID: String
+    public var deviceID: String
+    public var accessToken: String
+    public var challengeID: String
+    /// What the user typed (never logged).
+    public var code: String
+
+    /// Creates the request.
+    public init(appID: String, deviceID: String, accessToken: String, challengeID: String, code: String) {
+        self.appID = appID
+        self.deviceID = deviceID
+        self.accessToken = accessToken
+        self.challengeID = challengeID
+        self.code = code
+    }
+
+    /// The request with the token and code redacted.
+    public var description: String {
+        "AuthorityConfirmContactVerificationRequest(appID: \(appID), deviceID: \(deviceID), accessToken: <redacted>, "
+            + "challengeID: \(challengeID), code: <redacted>)"
     }
 }
 

@@ -31,6 +31,26 @@ func readContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(R
     }
 }
 
+func cPasskeyInfo(_ passkey: PasskeyInfo, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
+    Rain__Wallet__V1__PasskeyInfo
+> {
+    var c = Rain__Wallet__V1__PasskeyInfo()
+    rain__wallet__v1__passkey_info__init(&c)
+    c.credential_id = try arena.string(passkey.credentialID, field: "credential_id")
+    c.rp_id = try arena.string(passkey.rpID, field: "rp_id")
+    c.created_at_ms = passkey.createdAt.unixMilliseconds
+    c.last_used_at_ms = passkey.lastUsedAt?.unixMilliseconds ?? 0
+    return arena.box(c)
+}
+
+func readPasskeyInfo(_ p: UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?) throws(RainError) -> PasskeyInfo? {
+    guard let c = p?.pointee else { return nil }
+    return PasskeyInfo(
+        credentialID: try readString(c.credential_id, field: "credential_id"),
+        rpID: try readString(c.rp_id, field: "rp_id"), createdAt: Date(unixMilliseconds: c.created_at_ms),
+        lastUsedAt: c.last_used_at_ms == 0 ? nil : Date(unixMilliseconds: c.last_used_at_ms))
+}
+
 func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
     Rain__Wallet__V1__SessionState
 > {
@@ -466,10 +486,16 @@ extension AccountResponse {
                     if let c = try readContact(list[i]) { contacts.append(c) }
                 }
             }
+            var passkeys: [PasskeyInfo] = []
+            if let list = m.passkeys {
+                for i in 0..<m.n_passkeys {
+                    if let passkey = try readPasskeyInfo(list[i]) { passkeys.append(passkey) }
+                }
+            }
             return AccountResponse(
                 accountID: try readString(m.account_id, field: "account id"),
                 walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
-                contacts: contacts)
+                contacts: contacts, needsBackupEmail: m.needs_backup_email != 0, passkeys: passkeys)
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
@@ -483,6 +509,11 @@ extension AccountResponse {
         for c in contacts { list.append(try cContact(c, arena)) }
         m.n_contacts = list.count
         m.contacts = arena.array(list)
+        m.needs_backup_email = needsBackupEmail ? 1 : 0
+        var passkeyList: [UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?] = []
+        for passkey in passkeys { passkeyList.append(try cPasskeyInfo(passkey, arena)) }
+        m.n_passkeys = passkeyList.count
+        m.passkeys = arena.array(passkeyList)
         return packMessage(
             &m, size: { rain__wallet__v1__account_response__get_packed_size($0) },
             pack: { rain__wallet__v1__account_response__pack($0, $1) })

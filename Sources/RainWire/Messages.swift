@@ -174,13 +174,35 @@ public struct AccountResponse: WireMessage, Equatable {
     public var accountID: String
     public var walletID: String
     public var createdAt: Date
+    /// Verified contacts: emails first, each kind in the order attached.
     public var contacts: [RainWalletContact]
-    public init(accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact]) {
+    /// True when the account has no verified email (a passkey-only account, for example): ask the
+    /// user for a backup email (`sendContactVerificationCode`) before funding the wallet.
+    public var needsBackupEmail: Bool
+    /// The account's passkeys, oldest first (every domain).
+    public var passkeys: [PasskeyInfo]
+    /// Creates the response.
+    public init(
+        accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact],
+        needsBackupEmail: Bool = false, passkeys: [PasskeyInfo] = []
+    ) {
         self.accountID = accountID
         self.walletID = walletID
         self.createdAt = createdAt
         self.contacts = contacts
+        self.needsBackupEmail = needsBackupEmail
+        self.passkeys = passkeys
     }
+}
+
+/// `Contact/ConfirmVerification` request: the code the user received.
+public struct ConfirmContactVerificationRequest: WireMessage, Equatable, CustomStringConvertible {
+    /// The 6 digits (never logged).
+    public var code: String
+    /// Creates the request.
+    public init(code: String) { self.code = code }
+    /// The request with the code redacted.
+    public var description: String { "ConfirmContactVerificationRequest(code: <redacted>)" }
 }
 
 /// `Profile/Configure` request.

@@ -18,6 +18,8 @@ public enum Method {
     public static let passkeyBeginAdd = "/rain.wallet.v1.Passkey/BeginAdd"
     public static let passkeyFinish = "/rain.wallet.v1.Passkey/Finish"
     public static let passkeyCancel = "/rain.wallet.v1.Passkey/Cancel"
+    public static let contactSendVerificationCode = "/rain.wallet.v1.Contact/SendVerificationCode"
+    public static let contactConfirmVerification = "/rain.wallet.v1.Contact/ConfirmVerification"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }

@@ -157,6 +157,12 @@ struct SlowAuthority: Authority {
     func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
         try await wait()
     }
+    func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+    ) async throws(RainError) -> SendCodeResult { try await wait() }
+    func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+    ) async throws(RainError) -> AccountInfo { try await wait() }
 }
 
 @Suite("Remote authority over TCP")
@@ -389,7 +395,7 @@ struct RemoteAuthorityTests {
             #expect(info.daemonVersion == "test")
             #expect(info.protocolVersion == protocolVersion)
             #expect(info.maxFrameBytes == UInt32(Frame.defaultMaximumLength))
-            #expect(info.capabilities == ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys"])
+            #expect(info.capabilities == ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts"])
         }
     }
 

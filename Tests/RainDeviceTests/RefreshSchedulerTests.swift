@@ -119,6 +119,26 @@ final class ControlledAuthority: Authority {
     func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
         try await inner.cancelPasskeyCeremony(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID)
     }
+    /// A send like `sendLoginCode`: counted in `sendCalls`, failed by the send failures.
+    func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+    ) async throws(RainError) -> SendCodeResult {
+        let fail = state.withLock { s -> Bool in
+            s.sendCalls += 1
+            guard s.sendFailuresLeft > 0 else { return false }
+            s.sendFailuresLeft -= 1
+            return true
+        }
+        if fail { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.sendContactVerificationCode(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact)
+    }
+    func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+    ) async throws(RainError) -> AccountInfo {
+        try await inner.confirmContactVerification(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code)
+    }
 }
 
 /// Polls `condition` (real time) until it holds or 10 s pass.

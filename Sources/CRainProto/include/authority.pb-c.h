@@ -37,6 +37,8 @@ typedef struct Rain__Wallet__V1__AuthorityPasskeyFinishRequest Rain__Wallet__V1_
 typedef struct Rain__Wallet__V1__AuthorityPasskeyFinishResponse Rain__Wallet__V1__AuthorityPasskeyFinishResponse;
 typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelRequest Rain__Wallet__V1__AuthorityPasskeyCancelRequest;
 typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelResponse Rain__Wallet__V1__AuthorityPasskeyCancelResponse;
+typedef struct Rain__Wallet__V1__AuthoritySendContactVerificationRequest Rain__Wallet__V1__AuthoritySendContactVerificationRequest;
+typedef struct Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest;
 
 
 /* --- enums --- */
@@ -195,10 +197,19 @@ struct  Rain__Wallet__V1__AuthorityAccountInfoResponse
    */
   size_t n_contacts;
   Rain__Wallet__V1__Contact **contacts;
+  /*
+   * True when the account has no verified email.
+   */
+  protobuf_c_boolean needs_backup_email;
+  /*
+   * The account's passkeys, oldest first.
+   */
+  size_t n_passkeys;
+  Rain__Wallet__V1__PasskeyInfo **passkeys;
 };
 #define RAIN__WALLET__V1__AUTHORITY_ACCOUNT_INFO_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_account_info_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, 0,NULL }
 
 
 /*
@@ -398,6 +409,46 @@ struct  Rain__Wallet__V1__AuthorityPasskeyCancelResponse
 #define RAIN__WALLET__V1__AUTHORITY_PASSKEY_CANCEL_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_cancel_response__descriptor) \
      }
+
+
+/*
+ * /rain.wallet.v1.Authority/SendContactVerificationCode answers AuthoritySendLoginCodeResponse.
+ */
+struct  Rain__Wallet__V1__AuthoritySendContactVerificationRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *device_id;
+  char *access_token;
+  /*
+   * Already normalized by the device.
+   */
+  Rain__Wallet__V1__Contact *contact;
+};
+#define RAIN__WALLET__V1__AUTHORITY_SEND_CONTACT_VERIFICATION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_send_contact_verification_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+
+
+/*
+ * /rain.wallet.v1.Authority/ConfirmContactVerification answers AuthorityAccountInfoResponse (the
+ * account with the contact attached).
+ */
+struct  Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *device_id;
+  char *access_token;
+  char *challenge_id;
+  /*
+   * What the user typed.
+   */
+  char *code;
+};
+#define RAIN__WALLET__V1__AUTHORITY_CONFIRM_CONTACT_VERIFICATION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_confirm_contact_verification_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /* Rain__Wallet__V1__AuthoritySendLoginCodeRequest methods */
@@ -780,6 +831,44 @@ Rain__Wallet__V1__AuthorityPasskeyCancelResponse *
 void   rain__wallet__v1__authority_passkey_cancel_response__free_unpacked
                      (Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthoritySendContactVerificationRequest methods */
+void   rain__wallet__v1__authority_send_contact_verification_request__init
+                     (Rain__Wallet__V1__AuthoritySendContactVerificationRequest         *message);
+size_t rain__wallet__v1__authority_send_contact_verification_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest   *message);
+size_t rain__wallet__v1__authority_send_contact_verification_request__pack
+                     (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_send_contact_verification_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthoritySendContactVerificationRequest *
+       rain__wallet__v1__authority_send_contact_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_send_contact_verification_request__free_unpacked
+                     (Rain__Wallet__V1__AuthoritySendContactVerificationRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest methods */
+void   rain__wallet__v1__authority_confirm_contact_verification_request__init
+                     (Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest         *message);
+size_t rain__wallet__v1__authority_confirm_contact_verification_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest   *message);
+size_t rain__wallet__v1__authority_confirm_contact_verification_request__pack
+                     (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_confirm_contact_verification_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *
+       rain__wallet__v1__authority_confirm_contact_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_confirm_contact_verification_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AuthoritySendLoginCodeRequest_Closure)
@@ -842,6 +931,12 @@ typedef void (*Rain__Wallet__V1__AuthorityPasskeyCancelRequest_Closure)
 typedef void (*Rain__Wallet__V1__AuthorityPasskeyCancelResponse_Closure)
                  (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthoritySendContactVerificationRequest_Closure)
+                 (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -868,6 +963,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_fini
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_contact_verification_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__descriptor;
 
 PROTOBUF_C__END_DECLS
 

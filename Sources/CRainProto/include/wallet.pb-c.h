@@ -38,6 +38,7 @@ typedef struct Rain__Wallet__V1__SlowEchoResponse Rain__Wallet__V1__SlowEchoResp
 typedef struct Rain__Wallet__V1__RefreshSessionRequest Rain__Wallet__V1__RefreshSessionRequest;
 typedef struct Rain__Wallet__V1__GetAccountRequest Rain__Wallet__V1__GetAccountRequest;
 typedef struct Rain__Wallet__V1__AccountResponse Rain__Wallet__V1__AccountResponse;
+typedef struct Rain__Wallet__V1__PasskeyInfo Rain__Wallet__V1__PasskeyInfo;
 typedef struct Rain__Wallet__V1__ConfigureProfileRequest Rain__Wallet__V1__ConfigureProfileRequest;
 typedef struct Rain__Wallet__V1__ConfigureProfileResponse Rain__Wallet__V1__ConfigureProfileResponse;
 typedef struct Rain__Wallet__V1__GetWalletRequest Rain__Wallet__V1__GetWalletRequest;
@@ -52,6 +53,7 @@ typedef struct Rain__Wallet__V1__PasskeyFinishRequest Rain__Wallet__V1__PasskeyF
 typedef struct Rain__Wallet__V1__PasskeyFinishResponse Rain__Wallet__V1__PasskeyFinishResponse;
 typedef struct Rain__Wallet__V1__PasskeyCancelRequest Rain__Wallet__V1__PasskeyCancelRequest;
 typedef struct Rain__Wallet__V1__PasskeyCancelResponse Rain__Wallet__V1__PasskeyCancelResponse;
+typedef struct Rain__Wallet__V1__ConfirmContactVerificationRequest Rain__Wallet__V1__ConfirmContactVerificationRequest;
 
 
 /* --- enums --- */
@@ -403,12 +405,53 @@ struct  Rain__Wallet__V1__AccountResponse
    * Unix milliseconds.
    */
   int64_t created_at_ms;
+  /*
+   * Verified contacts: emails first, each kind in the order attached.
+   */
   size_t n_contacts;
   Rain__Wallet__V1__Contact **contacts;
+  /*
+   * True when the account has no verified email (for example a passkey-only account): apps should
+   * ask for a backup email (Contact/SendVerificationCode) before funding the wallet.
+   */
+  protobuf_c_boolean needs_backup_email;
+  /*
+   * The account's passkeys, oldest first (every domain).
+   */
+  size_t n_passkeys;
+  Rain__Wallet__V1__PasskeyInfo **passkeys;
 };
 #define RAIN__WALLET__V1__ACCOUNT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__account_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, 0,NULL }
+
+
+/*
+ * One passkey of an account, as AccountResponse lists it.
+ */
+struct  Rain__Wallet__V1__PasskeyInfo
+{
+  ProtobufCMessage base;
+  /*
+   * The credential id, base64url without padding.
+   */
+  char *credential_id;
+  /*
+   * The domain (WebAuthn rpId) it was registered for.
+   */
+  char *rp_id;
+  /*
+   * Unix milliseconds.
+   */
+  int64_t created_at_ms;
+  /*
+   * Unix milliseconds of its last login; 0 when it was never used to log in.
+   */
+  int64_t last_used_at_ms;
+};
+#define RAIN__WALLET__V1__PASSKEY_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_info__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /*
@@ -624,6 +667,25 @@ struct  Rain__Wallet__V1__PasskeyCancelResponse
 #define RAIN__WALLET__V1__PASSKEY_CANCEL_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_cancel_response__descriptor) \
      }
+
+
+/*
+ * /rain.wallet.v1.Contact/SendVerificationCode takes SendLoginCodeRequest {contact} and answers
+ * SendLoginCodeResponse {contact, expires_at_ms} (the same messages as Auth/SendLoginCode).
+ * /rain.wallet.v1.Contact/ConfirmVerification takes ConfirmContactVerificationRequest and answers
+ * AccountResponse (the account with the new contact).
+ */
+struct  Rain__Wallet__V1__ConfirmContactVerificationRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The 6 digits the user received.
+   */
+  char *code;
+};
+#define RAIN__WALLET__V1__CONFIRM_CONTACT_VERIFICATION_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__confirm_contact_verification_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
 
 
 /* Rain__Wallet__V1__Contact methods */
@@ -1044,6 +1106,25 @@ Rain__Wallet__V1__AccountResponse *
 void   rain__wallet__v1__account_response__free_unpacked
                      (Rain__Wallet__V1__AccountResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyInfo methods */
+void   rain__wallet__v1__passkey_info__init
+                     (Rain__Wallet__V1__PasskeyInfo         *message);
+size_t rain__wallet__v1__passkey_info__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyInfo   *message);
+size_t rain__wallet__v1__passkey_info__pack
+                     (const Rain__Wallet__V1__PasskeyInfo   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_info__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyInfo *
+       rain__wallet__v1__passkey_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_info__free_unpacked
+                     (Rain__Wallet__V1__PasskeyInfo *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__ConfigureProfileRequest methods */
 void   rain__wallet__v1__configure_profile_request__init
                      (Rain__Wallet__V1__ConfigureProfileRequest         *message);
@@ -1310,6 +1391,25 @@ Rain__Wallet__V1__PasskeyCancelResponse *
 void   rain__wallet__v1__passkey_cancel_response__free_unpacked
                      (Rain__Wallet__V1__PasskeyCancelResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ConfirmContactVerificationRequest methods */
+void   rain__wallet__v1__confirm_contact_verification_request__init
+                     (Rain__Wallet__V1__ConfirmContactVerificationRequest         *message);
+size_t rain__wallet__v1__confirm_contact_verification_request__get_packed_size
+                     (const Rain__Wallet__V1__ConfirmContactVerificationRequest   *message);
+size_t rain__wallet__v1__confirm_contact_verification_request__pack
+                     (const Rain__Wallet__V1__ConfirmContactVerificationRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__confirm_contact_verification_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ConfirmContactVerificationRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ConfirmContactVerificationRequest *
+       rain__wallet__v1__confirm_contact_verification_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__confirm_contact_verification_request__free_unpacked
+                     (Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__Contact_Closure)
@@ -1378,6 +1478,9 @@ typedef void (*Rain__Wallet__V1__GetAccountRequest_Closure)
 typedef void (*Rain__Wallet__V1__AccountResponse_Closure)
                  (const Rain__Wallet__V1__AccountResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyInfo_Closure)
+                 (const Rain__Wallet__V1__PasskeyInfo *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__ConfigureProfileRequest_Closure)
                  (const Rain__Wallet__V1__ConfigureProfileRequest *message,
                   void *closure_data);
@@ -1420,6 +1523,9 @@ typedef void (*Rain__Wallet__V1__PasskeyCancelRequest_Closure)
 typedef void (*Rain__Wallet__V1__PasskeyCancelResponse_Closure)
                  (const Rain__Wallet__V1__PasskeyCancelResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__ConfirmContactVerificationRequest_Closure)
+                 (const Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1454,6 +1560,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__slow_echo_response__de
 extern const ProtobufCMessageDescriptor rain__wallet__v1__refresh_session_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_account_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_info__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_wallet_request__descriptor;
@@ -1468,6 +1575,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_request
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verification_request__descriptor;
 
 PROTOBUF_C__END_DECLS
 

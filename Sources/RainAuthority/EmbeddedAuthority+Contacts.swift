@@ -1,0 +1,90 @@
+import Foundation
+import RainCore
+
+/// Backup contacts (issue 4): a live session attaches a verified email or phone number to its
+/// account with the login-code machinery (a challenge of purpose `verify_contact`, bound to the
+/// account). A contact belongs to at most one account: another account's contact is refused
+/// (RAIN_302 `contact_owned_by_another_account`) at the send and again inside the confirming
+/// transaction, never moved or merged. Verifying a contact already on the account succeeds again
+/// (idempotent); a second contact of a kind is added beside the first.
+extension EmbeddedAuthority {
+    /// The `details.reason` of a contact another account owns.
+    public static let contactOwnedReason = "contact_owned_by_another_account"
+
+    /// Sends a verification code (see `Authority.sendContactVerificationCode`).
+    public func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+    ) async throws(RainError) -> SendCodeResult {
+        try Self.requireNormalized(contact)
+        try Self.requireIdentifier(appID, field: "appId")
+        try Self.requireIdentifier(deviceID, field: "deviceId")
+        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        let accountID = access.account.id
+        if let owner = try await store.contactOwner(appID: appID, contact: contact), owner != accountID {
+            logger.info(
+                "contact.refused",
+                ["app": appID, "account": accountID, "kind": contact.kindName, "reason": Self.contactOwnedReason])
+            throw Self.contactOwned(contact)
+        }
+        return try await issueCode(
+            appID: appID, deviceID: deviceID, contact: contact, purpose: .verifyContact, targetAccountID: accountID)
+    }
+
+    /// Confirms a verification code (see `Authority.confirmContactVerification`).
+    public func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+    ) async throws(RainError) -> AccountInfo {
+        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        let accountID = access.account.id
+        let now = clock.now
+        // A login challenge, or one sent for another device or account, is not this verification.
+        guard let challenge = try await store.challenge(id: challengeID),
+            challenge.appID == appID, challenge.deviceID == deviceID, challenge.purpose == .verifyContact,
+            challenge.targetAccountID == accountID
+        else {
+            throw RainError.invalid(
+                "no pending verification code; send a new one", field: "challengeId", reason: "no_pending_code")
+        }
+        try await checkCode(code, against: challenge, now: now)
+
+        let outcome = try await store.completeContactVerification(
+            ContactVerificationCompletion(
+                challengeID: challenge.id, appID: appID, deviceID: deviceID, accountID: accountID,
+                contact: challenge.contact, now: now))
+        switch outcome {
+        case .challengeUnavailable(let current):
+            guard let current else {
+                throw RainError.invalid(
+                    "no pending verification code; send a new one", field: "challengeId", reason: "no_pending_code")
+            }
+            try Self.requireUsable(current, now: now)
+            throw RainError(.internalError, "the verification could not be completed; try again")
+        case .ownedByAnotherAccount:
+            logger.info(
+                "contact.refused",
+                [
+                    "app": appID, "account": accountID, "kind": challenge.contact.kindName,
+                    "reason": Self.contactOwnedReason, "challenge": challenge.id,
+                ])
+            throw Self.contactOwned(challenge.contact)
+        case .verified(let wasAlreadyAttached):
+            logger.info(
+                "contact.verified",
+                [
+                    "app": appID, "account": accountID, "kind": challenge.contact.kindName,
+                    "contact": ContactRedaction.redacted(challenge.contact), "alreadyAttached": String(wasAlreadyAttached),
+                ])
+        }
+        // Read again so the answer lists the new contact.
+        return try await accountInfo(try await liveAccess(appID: appID, accessToken: accessToken))
+    }
+
+    /// RAIN_302 for a contact another account owns.
+    static func contactOwned(_ contact: RainWalletContact) -> RainError {
+        RainError(
+            .refused,
+            "this \(contact.kindName == "email" ? "email address" : "phone number") belongs to another account; "
+                + "accounts are never merged: log in with it instead, or use another one",
+            details: RainError.Details(reason: contactOwnedReason, field: contact.kindName))
+    }
+}

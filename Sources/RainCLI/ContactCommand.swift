@@ -1,0 +1,146 @@
+import Foundation
+import RainCore
+import RainWallet
+import RainWire
+
+/// `rainwallet contact add|confirm`: attach a verified backup contact to the logged-in account.
+enum ContactCommand {
+    static let addHelp = """
+        usage: rainwallet contact add --email ADDR | --phone NUMBER [--json]
+
+        Sends a 6-digit code that verifies a backup contact for the logged-in account; confirm it
+        with `rainwallet contact confirm CODE`. Sending again replaces the pending verification.
+        Once verified, the contact logs in to this account and wallet. A second email is added
+        beside the first. Exit 4 (RAIN_201) without a session; exit 8 (RAIN_302, reason
+        contact_owned_by_another_account) when another account owns the contact: accounts are
+        never merged.
+        With --json: {"sent": true, "contact", "kind", "expiresAt"}.
+        """
+    static let confirmHelp = """
+        usage: rainwallet contact confirm CODE [--json]
+
+        Confirms the pending contact verification: the contact is attached to the account,
+        verified. A wrong code keeps the verification: try again (3 attempts; exit 6, RAIN_203).
+        With --json: the account, as `rainwallet account --json` prints it (without the wallet).
+        """
+
+    static func run(_ args: inout Arguments, provider: RainProvider, output: Output) async throws {
+        let sub = args.rest.first(where: { !$0.hasPrefix("-") })
+        switch sub {
+        case "add":
+            _ = try args.positional("subcommand")
+            if CLI.showHelp(args, addHelp) { return }
+            let contact = try CLI.contact(&args, help: addHelp)
+            try await add(contact, provider: provider, output: output)
+        case "confirm":
+            _ = try args.positional("subcommand")
+            if CLI.showHelp(args, confirmHelp) { return }
+            let code = try Arguments(args.rest, help: confirmHelp).positionalOnly("CODE")
+            args = Arguments([], help: confirmHelp)
+            try await confirm(code, provider: provider, output: output)
+        default:
+            let both = "usage: rainwallet contact add|confirm\n\n\(addHelp)\n\n\(confirmHelp)"
+            if CLI.showHelp(args, both) { return }
+            throw UsageError("contact needs a subcommand: add or confirm", help: addHelp + "\n\n" + confirmHelp)
+        }
+    }
+
+    static func add(_ contact: RainWalletContact, provider: RainProvider, output: Output) async throws {
+        let sent = try await provider.sendContactVerificationCode(to: contact)
+        let shown = sent.contact?.value ?? contact.value
+        if output.isJSON {
+            output.json(["sent": true, "contact": shown, "kind": contact.kindName, "expiresAt": sent.expiresAt])
+        } else {
+            output.line("Verification code sent to \(shown). Confirm it with: rainwallet contact confirm CODE")
+        }
+    }
+
+    static func confirm(_ code: String, provider: RainProvider, output: Output) async throws {
+        let account = try await provider.confirmContactVerification(code)
+        if output.isJSON {
+            output.json(CLI.accountObject(account))
+        } else {
+            output.line("Contact verified: it now logs in to this account.")
+            CLI.accountLines(account).forEach(output.line)
+        }
+    }
+
+    /// After a passkey sign-up on a terminal: asks for a backup email and verifies it (send,
+    /// prompt for the code, confirm). An empty answer skips it. Elsewhere: a hint only.
+    static func offerBackupEmail(provider: RainProvider, output: Output) async {
+        let hint = "Add a backup email so you can still log in if this passkey is lost: rainwallet contact add --email ADDR"
+        guard isatty(0) == 1, isatty(1) == 1, !output.isJSON else {
+            output.note(hint)
+            return
+        }
+        while true {
+            FileHandle.standardError.write(Data("Backup email (empty to skip): ".utf8))
+            guard let typed = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces), !typed.isEmpty
+            else {
+                output.note(hint)
+                return
+            }
+            do {
+                try await add(.email(typed), provider: provider, output: output)
+            } catch let error as RainError where error.code == .invalidArgument {
+                output.note("That email address is not valid (\(error.message)). Try again.")
+                continue
+            } catch {
+                output.note("The backup email could not be added (\(error)). \(hint)")
+                return
+            }
+            break
+        }
+        while true {
+            FileHandle.standardError.write(Data("Enter the 6-digit verification code: ".utf8))
+            guard let typed = readLine(strippingNewline: true), !typed.isEmpty else {
+                output.note("No code entered; confirm later with: rainwallet contact confirm CODE")
+                return
+            }
+            do {
+                try await confirm(typed, provider: provider, output: output)
+                return
+            } catch let e as RainError where e == .invalidLoginCode && (e.details.attemptsRemaining ?? 0) > 0 {
+                output.note("That code didn't work. Try again (\(e.details.attemptsRemaining ?? 0) attempts left).")
+            } catch let e as RainError where e.details.reason == "malformed_code" {
+                output.note("A verification code is 6 digits.")
+            } catch {
+                output.note("The backup email could not be verified (\(error)). \(hint)")
+                return
+            }
+        }
+    }
+}
+
+extension CLI {
+    /// The `account --json` object of an account (without its wallet).
+    static func accountObject(_ a: AccountResponse) -> [String: Any?] {
+        [
+            "accountId": a.accountID, "walletId": a.walletID, "createdAt": a.createdAt,
+            "contacts": a.contacts.map { ["kind": $0.kindName, "value": $0.value] as [String: Any?] },
+            "needsBackupEmail": a.needsBackupEmail,
+            "passkeys": a.passkeys.map {
+                [
+                    "credentialId": $0.credentialID, "domain": $0.rpID, "createdAt": $0.createdAt,
+                    "lastUsedAt": $0.lastUsedAt,
+                ] as [String: Any?]
+            },
+        ]
+    }
+
+    /// Human lines for an account: id, creation, contacts, passkeys and backup status.
+    static func accountLines(_ a: AccountResponse) -> [String] {
+        var lines = ["account:  \(a.accountID)", "created:  \(RFC3339.string(from: a.createdAt))"]
+        for c in a.contacts { lines.append("contact:  \(c.kindName) \(c.value)") }
+        for p in a.passkeys {
+            let used = p.lastUsedAt.map { RFC3339.string(from: $0) } ?? "never"
+            lines.append("passkey:  \(p.rpID), created \(RFC3339.string(from: p.createdAt)), last used \(used)")
+        }
+        if a.needsBackupEmail {
+            lines.append("backup email: none — add one with rainwallet contact add --email ADDR")
+        } else {
+            lines.append("backup email: verified")
+        }
+        return lines
+    }
+}

@@ -1,0 +1,89 @@
+internal import CProtobufC
+internal import CRainProto
+import Foundation
+import RainCore
+
+// Swift ⇄ protobuf-c for the backup-contact messages (device and authority hop).
+
+extension ConfirmContactVerificationRequest {
+    /// Decodes a `ConfirmContactVerificationRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmContactVerificationRequest {
+        try unpackMessage(
+            bytes, name: "ConfirmContactVerificationRequest",
+            unpack: { rain__wallet__v1__confirm_contact_verification_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__confirm_contact_verification_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            ConfirmContactVerificationRequest(code: try readString(p.pointee.code, field: "code"))
+        }
+    }
+    /// Encodes as a `ConfirmContactVerificationRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__ConfirmContactVerificationRequest()
+        rain__wallet__v1__confirm_contact_verification_request__init(&m)
+        m.code = try arena.string(code, field: "code")
+        return packMessage(
+            &m, size: { rain__wallet__v1__confirm_contact_verification_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__confirm_contact_verification_request__pack($0, $1) })
+    }
+}
+
+extension AuthoritySendContactVerificationRequest {
+    /// Decodes an `AuthoritySendContactVerificationRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthoritySendContactVerificationRequest {
+        try unpackMessage(
+            bytes, name: "AuthoritySendContactVerificationRequest",
+            unpack: { rain__wallet__v1__authority_send_contact_verification_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_send_contact_verification_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthoritySendContactVerificationRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                accessToken: try readString(m.access_token, field: "access_token"), contact: try readContact(m.contact))
+        }
+    }
+    /// Encodes as an `AuthoritySendContactVerificationRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthoritySendContactVerificationRequest()
+        rain__wallet__v1__authority_send_contact_verification_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.access_token = try arena.string(accessToken, field: "access_token")
+        m.contact = try cContact(contact, arena)
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_send_contact_verification_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_send_contact_verification_request__pack($0, $1) })
+    }
+}
+
+extension AuthorityConfirmContactVerificationRequest {
+    /// Decodes an `AuthorityConfirmContactVerificationRequest`.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityConfirmContactVerificationRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityConfirmContactVerificationRequest",
+            unpack: { rain__wallet__v1__authority_confirm_contact_verification_request__unpack($0, $1, $2) },
+            free: { rain__wallet__v1__authority_confirm_contact_verification_request__free_unpacked($0, $1) }
+        ) { (p) throws(RainError) in
+            let m = p.pointee
+            return AuthorityConfirmContactVerificationRequest(
+                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
+                accessToken: try readString(m.access_token, field: "access_token"),
+                challengeID: try readString(m.challenge_id, field: "challenge_id"), code: try readString(m.code, field: "code"))
+        }
+    }
+    /// Encodes as an `AuthorityConfirmContactVerificationRequest`.
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest()
+        rain__wallet__v1__authority_confirm_contact_verification_request__init(&m)
+        m.app_id = try arena.string(appID, field: "app_id")
+        m.device_id = try arena.string(deviceID, field: "device_id")
+        m.access_token = try arena.string(accessToken, field: "access_token")
+        m.challenge_id = try arena.string(challengeID, field: "challenge_id")
+        m.code = try arena.string(code, field: "code")
+        return packMessage(
+            &m, size: { rain__wallet__v1__authority_confirm_contact_verification_request__get_packed_size($0) },
+            pack: { rain__wallet__v1__authority_confirm_contact_verification_request__pack($0, $1) })
+    }
+}
