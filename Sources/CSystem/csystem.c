@@ -50,7 +50,6 @@ int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
 }
 
 int rain_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0, 0, 0); }
-int rain_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 
 long rain_raise_nofile_limit(void) {
     struct rlimit rl;

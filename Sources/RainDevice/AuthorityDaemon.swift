@@ -34,37 +34,19 @@ public enum AuthorityDaemon {
 
     static func parse(_ args: [String]) throws(RainError) -> Options? {
         var o = Options()
-        var i = 0
-        func value(_ flag: String) throws(RainError) -> String {
-            i += 1
-            guard i < args.count, !args[i].hasPrefix("--") else { throw RainError.invalid("\(flag) needs a value", field: flag) }
-            return args[i]
-        }
-        func seconds(_ flag: String, min: Double, max: Double) throws(RainError) -> Duration {
-            let text = try value(flag)
-            guard let v = Double(text), v >= min, v <= max else {
-                throw RainError.invalid("\(flag) must be a number of seconds from \(min) to \(max)", field: flag)
-            }
-            return .milliseconds(Int64(v * 1000))
-        }
-        while i < args.count {
-            let a = args[i]
+        var flags = FlagReader(args)
+        while let a = flags.next() {
             switch a {
             case "-h", "--help": return nil
-            case "--listen": o.listen = try value(a)
-            case "--state-dir": o.stateDirectory = try value(a)
+            case "--listen": o.listen = try flags.value(of: a)
+            case "--state-dir": o.stateDirectory = try flags.value(of: a)
             case "--dev-outbox": o.settings.isDevOutboxEnabled = true
-            case "--access-token-lifetime": o.settings.accessTokenLifetime = try seconds(a, min: 2, max: 86400)
-            case "--code-lifetime": o.settings.codeLifetime = try seconds(a, min: 1, max: 3600)
-            case "--refresh-grace": o.settings.refreshGraceWindow = try seconds(a, min: 0, max: 600)
-            case "--log-level":
-                guard let level = ["debug": LogLevel.debug, "info": .info, "warning": .warning, "error": .error][try value(a)] else {
-                    throw RainError.invalid("--log-level must be debug, info, warning or error", field: a)
-                }
-                o.logLevel = level
+            case "--access-token-lifetime": o.settings.accessTokenLifetime = try flags.seconds(of: a, min: 2, max: 86400)
+            case "--code-lifetime": o.settings.codeLifetime = try flags.seconds(of: a, min: 1, max: 3600)
+            case "--refresh-grace": o.settings.refreshGraceWindow = try flags.seconds(of: a, min: 0, max: 600)
+            case "--log-level": o.logLevel = try flags.logLevel(of: a)
             default: throw RainError.invalid("unknown argument \(a); see rainwalletd authority --help", field: a)
             }
-            i += 1
         }
         guard o.listen != nil else { throw RainError.invalid("--listen HOST:PORT is required", field: "--listen") }
         guard o.stateDirectory != nil else { throw RainError.invalid("--state-dir DIR is required", field: "--state-dir") }

@@ -46,33 +46,19 @@ public enum Daemon {
     /// - Throws: RAIN_102 with a message naming the bad flag.
     public static func parse(_ args: [String]) throws(RainError) -> DaemonOptions? {
         var o = DaemonOptions()
-        var i = 0
-        func value(_ flag: String) throws(RainError) -> String {
-            i += 1
-            guard i < args.count, !args[i].hasPrefix("--") else { throw RainError.invalid("\(flag) needs a value", field: flag) }
-            return args[i]
-        }
-        while i < args.count {
-            let a = args[i]
+        var flags = FlagReader(args)
+        while let a = flags.next() {
             switch a {
             case "-h", "--help": return nil
-            case "--socket": o.socket = try value(a)
-            case "--state-dir": o.stateDirectory = try value(a)
-            case "--config": o.config = try value(a)
-            case "--authority": o.authority = try value(a)
+            case "--socket": o.socket = try flags.value(of: a)
+            case "--state-dir": o.stateDirectory = try flags.value(of: a)
+            case "--config": o.config = try flags.value(of: a)
+            case "--authority": o.authority = try flags.value(of: a)
             case "--enable-test-methods": o.isTestMethodsEnabled = true
-            case "--log-level":
-                switch try value(a) {
-                case "debug": o.logLevel = .debug
-                case "info": o.logLevel = .info
-                case "warning": o.logLevel = .warning
-                case "error": o.logLevel = .error
-                default: throw RainError.invalid("--log-level must be debug, info, warning or error", field: a)
-                }
+            case "--log-level": o.logLevel = try flags.logLevel(of: a)
             default:
                 throw RainError.invalid("unknown argument \(a); see rainwalletd --help", field: a)
             }
-            i += 1
         }
         return o
     }

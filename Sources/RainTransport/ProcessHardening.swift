@@ -9,9 +9,6 @@ public enum ProcessHardening {
         guard rain_set_dumpable(0) == 0 else { throw RainError(.internalError, "prctl(PR_SET_DUMPABLE, 0) failed") }
     }
 
-    /// Whether the process is dumpable (tests).
-    public static var isDumpable: Bool { rain_get_dumpable() != 0 }
-
     /// Raises the open-file soft limit to the hard limit; returns the new limit.
     @discardableResult
     public static func raiseOpenFileLimit() -> Int { rain_raise_nofile_limit() }

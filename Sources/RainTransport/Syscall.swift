@@ -16,18 +16,6 @@ enum Syscall {
             throw RainError(code, "\(name) failed: \(String(cString: strerror(e)))", underlying: ErrnoError(code: e))
         }
     }
-
-    /// Like `call`, but returns nil on EAGAIN/EWOULDBLOCK instead of throwing.
-    static func nonBlocking<T: BinaryInteger>(_ name: String, _ body: () -> T) throws(RainError) -> T? {
-        while true {
-            let r = body()
-            if r >= 0 { return r }
-            let e = errno
-            if e == EINTR { continue }
-            if e == EAGAIN || e == EWOULDBLOCK { return nil }
-            throw RainError(.internalError, "\(name) failed: \(String(cString: strerror(e)))", underlying: ErrnoError(code: e))
-        }
-    }
 }
 
 /// An errno value, kept as the underlying cause of a `RainError`.

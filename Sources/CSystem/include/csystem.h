@@ -34,7 +34,6 @@ int rain_accept4(int fd);
 int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 /// prctl(PR_SET_DUMPABLE, value).
 int rain_set_dumpable(int value);
-int rain_get_dumpable(void);
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit or -1.
 long rain_raise_nofile_limit(void);
 
