@@ -189,21 +189,11 @@ public final class DeviceService: ServerHandler {
                     })
             }
         case Method.slowEcho where isTestMethodsEnabled:
-            let r: SlowEchoRequest
-            do {
-                r = try SlowEchoRequest.decode(request.payload)
-            } catch {
-                return .respond(.failure(error))
+            let clock = context.clock
+            return deferred(request, ctx, SlowEchoRequest.self) { (r) throws(RainError) in
+                await clock.sleep(for: .milliseconds(Int64(min(r.delayMilliseconds, 60_000))))
+                return SlowEchoResponse(data: r.data)
             }
-            let responder = ctx.responder
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(min(r.delayMilliseconds, 60_000)))) {
-                do throws(RainError) {
-                    responder.respond(.ok(try SlowEchoResponse(data: r.data).encode()))
-                } catch {
-                    responder.fail(error)
-                }
-            }
-            return .deferred
         default:
             // Echo at most 200 scalars of the name: a method of almost 1 MiB would otherwise make an
             // answer larger than the maximum frame, which clients refuse.
@@ -254,7 +244,10 @@ public final class DeviceService: ServerHandler {
         let logger = self.logger
         if request.timeoutMilliseconds > 0 {
             // The deadline answers the caller; the work itself goes on (a sent code cannot be unsent).
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(request.timeoutMilliseconds))) {
+            // Whichever answer comes first wins: the server drops the later one.
+            let clock = context.clock
+            Task {
+                await clock.sleep(for: .milliseconds(Int64(request.timeoutMilliseconds)))
                 responder.fail(
                     RainError(
                         .provider, "\(method) did not finish within \(request.timeoutMilliseconds) ms",
