@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
 
 const uint32_t RAIN_EPOLLIN = EPOLLIN;
@@ -60,3 +61,5 @@ long rain_raise_nofile_limit(void) {
     }
     return (long)rl.rlim_cur;
 }
+
+int rain_release_free_memory(void) { return malloc_trim(0); }

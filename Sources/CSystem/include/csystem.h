@@ -36,6 +36,9 @@ int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 int rain_set_dumpable(int value);
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit or -1.
 long rain_raise_nofile_limit(void);
+/// Gives the free memory of every malloc arena back to the kernel (malloc_trim(0)).
+/// Returns 1 when some was released.
+int rain_release_free_memory(void);
 
 #ifdef __cplusplus
 }
