@@ -358,6 +358,42 @@ struct SystemdTests {
         try await waitUntilServing(h, path)
     }
 
+    @Test(
+        "a handed socket open to every uid (0666 in a 0711 directory): SO_PEERCRED still refuses another uid with RAIN_202",
+        .enabled(if: AccessTests.canSwitchUID, AccessTests.skipReason))
+    func handedSocketStillChecksPeers() async throws {
+        let h = try DaemonHarness.prepare()
+        defer { h.shutdown() }
+        let bin = try AccessibleBinaries()
+        defer { bin.remove() }
+        #expect(chmod(h.directory, 0o711) == 0)
+        let listener = try HandedDescriptor(.listeningUnixStream, path: h.socketPath, mode: 0o666)
+        try h.launchActivated(listener)
+        try await h.waitUntilReady()
+
+        let refused = try await bin.runCLI(as: AccessTests.allowedUID, socket: h.socketPath, ["status"])
+        #expect(refused.status == 5, "\(refused)")  // RAIN_202: the connection reached the daemon, which refused it
+        #expect(h.log.contains("peer.refused"), "log:\n\(h.log)")
+        #expect(try await h.provider().daemonInfo().protocolVersion > 0)
+    }
+
+    @Test(
+        "the handed descriptor is made non-blocking and close-on-exec",
+        .enabled(if: getuid() == 0, "reads /proc/PID/fdinfo of a non-dumpable daemon, which only root can"))
+    func handedDescriptorFlags() async throws {
+        let h = try DaemonHarness.prepare()
+        defer { h.shutdown() }
+        let listener = try HandedDescriptor(.listeningUnixStream, path: h.socketPath)
+        try h.launchActivated(listener)
+        try await h.waitUntilReady()
+        let pid = try #require(h.pid)
+        let info = try String(contentsOfFile: "/proc/\(pid)/fdinfo/3", encoding: .utf8)
+        let flagsLine = try #require(info.split(separator: "\n").first { $0.hasPrefix("flags:") })
+        let flags = try #require(Int32(flagsLine.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8))
+        #expect(flags & O_NONBLOCK != 0, "\(info)")
+        #expect(flags & O_CLOEXEC != 0, "\(info)")
+    }
+
     @Test("several passed sockets: LISTEN_FDNAMES picks the one named rainwalletd")
     func namedSocketPicked() async throws {
         let h = try DaemonHarness.prepare()
