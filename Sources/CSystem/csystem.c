@@ -50,6 +50,16 @@ int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     return 0;
 }
 
+int rain_socket_kind(int fd, int *domain, int *type, int *accepting) {
+    socklen_t len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, domain, &len) != 0) return -1;
+    len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, type, &len) != 0) return -1;
+    len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, accepting, &len) != 0) return -1;
+    return 0;
+}
+
 int rain_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0, 0, 0); }
 
 long rain_raise_nofile_limit(void) {
