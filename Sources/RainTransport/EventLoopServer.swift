@@ -435,6 +435,8 @@ public final class EventLoopServer: @unchecked Sendable {
             case .bytes(let count):
                 consume(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), on: c)
             case .needsMoreInput:
+                // Replies the session owes without being asked to write (a TLS 1.3 KeyUpdate).
+                tls.appendOutput(to: &c.output)
                 return true
             case .closed:
                 // close_notify: the client finished sending, as with end of file.

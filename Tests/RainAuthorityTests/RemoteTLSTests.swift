@@ -17,7 +17,7 @@ struct RemoteTLSTests {
     static func withCertificates(_ body: (TestCertificates) async throws -> Void) async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await body(try TestCertificates.make(in: directory))
+        try await body(try await TestCertificates.make(in: directory))
     }
 
     static func serverContext(_ c: TestCertificates, certificate: String? = nil) throws -> TLSContext {
@@ -160,7 +160,8 @@ struct RemoteTLSTests {
                 let fd = try TCPSocket.connect(TCPAddress(parsing: server.address), timeout: .seconds(10))
                 defer { close(fd) }
                 let frame = try Envelope(
-                    requestID: 1, kind: .request(WireRequest(method: AuthorityMethod.getInfo, payload: try GetInfoRequest().encode()))
+                    requestID: 1,
+                    kind: .request(WireRequest(method: AuthorityMethod.getInfo, payload: try GetInfoRequest().encode()))
                 ).encodeFrame()
                 #expect(frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == frame.count)
                 let (received, isClosed) = readUntilClosed(fd, deadline: .seconds(20))
@@ -181,9 +182,9 @@ struct RemoteTLSTests {
     func tls12Refused() async throws {
         try await Self.withCertificates { c in
             try await Self.withServer(c) { server in
-                let old = try c.sClient(port: server.port, ["-tls1_2"])
+                let old = await c.sClient(port: server.port, ["-tls1_2"])
                 #expect(old.status != 0, "a TLS 1.2 client was served: \(old.output)")
-                let current = try c.sClient(port: server.port, ["-tls1_3"])
+                let current = await c.sClient(port: server.port, ["-tls1_3"])
                 #expect(current.status == 0, "the TLS 1.3 control failed: \(current.output)")
                 #expect(current.output.contains("TLSv1.3"))
             }

@@ -46,9 +46,24 @@ final class AuthorityProcess: Sendable {
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    func stop() {
+    /// Starts an authority (see `start`), runs `body` and stops the authority however it ends.
+    static func with(in directory: String, _ arguments: [String], _ body: (AuthorityProcess) async throws -> Void) async throws {
+        let authority = try await start(in: directory, arguments)
+        do {
+            try await body(authority)
+        } catch {
+            await authority.stop()
+            throw error
+        }
+        await authority.stop()
+    }
+
+    /// SIGTERM; waits (polling, off the concurrency pool's threads) until it exited.
+    func stop() async {
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }
 
@@ -56,52 +71,55 @@ final class AuthorityProcess: Sendable {
 /// time by `openssl`.
 @Suite("TLS authority (processes)")
 struct TLSAuthorityTests {
-    static func certificates(in h: DaemonHarness) throws -> TestCertificates {
+    static func certificates(in h: DaemonHarness) async throws -> TestCertificates {
         let dir = "\(h.directory)/certs"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
-        return try TestCertificates.make(in: dir)
+        return try await TestCertificates.make(in: dir)
     }
 
     @Test("a device logs in by code through a TLS authority; a device trusting another CA gets RAIN_501 tls_unknown_ca")
     func loginThroughTLS() async throws {
         let setup = try DaemonHarness.prepare()
         defer { setup.shutdown() }
-        let certs = try Self.certificates(in: setup)
-        let authority = try await AuthorityProcess.start(
+        let certs = try await Self.certificates(in: setup)
+        try await AuthorityProcess.with(
             in: setup.directory,
-            ["--listen", "127.0.0.1:0", "--tls-cert", certs.serverCertificatePath, "--tls-key", certs.serverKeyPath])
-        defer { authority.stop() }
-        #expect(authority.log.contains("tls=true"))
+            ["--listen", "127.0.0.1:0", "--tls-cert", certs.serverCertificatePath, "--tls-key", certs.serverKeyPath]
+        ) { authority in
+            #expect(authority.log.contains("tls=true"))
 
-        let good = try await DaemonHarness.start(extraArguments: [
-            "--authority", "localhost:\(authority.port)", "--authority-ca", certs.caPath,
-        ])
-        defer { good.shutdown() }
-        let provider = good.provider()
-        let login = try await good.logIn(provider, .email("tls@example.com"))
-        #expect(login.accountCreated)
-        let account = try await provider.account()
-        #expect(!account.walletID.isEmpty)
-        #expect(good.log.contains("authority.connected") && good.log.contains("tls=true"))
+            let good = try await DaemonHarness.start(extraArguments: [
+                "--authority", "localhost:\(authority.port)", "--authority-ca", certs.caPath,
+            ])
+            defer { good.shutdown() }
+            let provider = good.provider()
+            let login = try await good.logIn(provider, .email("tls@example.com"))
+            #expect(login.accountCreated)
+            let account = try await provider.account()
+            #expect(!account.walletID.isEmpty)
+            #expect(good.log.contains("authority.connected") && good.log.contains("tls=true"))
 
-        let wrong = try await DaemonHarness.start(extraArguments: [
-            "--authority", "localhost:\(authority.port)", "--authority-ca", certs.otherCAPath,
-        ])
-        defer { wrong.shutdown() }
-        let error = await rainError { try await wrong.provider().sendLoginCode(to: .email("tls@example.com")) }
-        #expect(error?.code == .provider)
-        #expect(error?.details.reason == TLSSession.FailureReason.unknownCA)
-        #expect(error?.message.contains("--authority-ca") == true)
-        // The authority logged the refused handshake and still serves the good device.
-        #expect(await eventually { authority.log.contains("tls.handshake_failed") })
-        #expect(try await provider.account().accountID == account.accountID)
+            let wrong = try await DaemonHarness.start(extraArguments: [
+                "--authority", "localhost:\(authority.port)", "--authority-ca", certs.otherCAPath,
+            ])
+            defer { wrong.shutdown() }
+            let error = await rainError { try await wrong.provider().sendLoginCode(to: .email("tls@example.com")) }
+            #expect(error?.code == .provider)
+            #expect(error?.details.reason == TLSSession.FailureReason.unknownCA)
+            #expect(error?.message.contains("--authority-ca") == true)
+            // The authority logged the refused handshake and still serves the good device.
+            #expect(await eventually { authority.log.contains("tls.handshake_failed") })
+            #expect(try await provider.account().accountID == account.accountID)
+        }
     }
 
     @Test("without TLS the authority refuses a non-loopback listen address and the device a non-loopback authority")
     func nonLoopbackWithoutTLSRefused() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
-        let authority = try await h.runDaemon(arguments: ["authority", "--listen", "0.0.0.0:0", "--state-dir", "\(h.directory)/a"])
+        let authority = try await h.runDaemon(arguments: [
+            "authority", "--listen", "0.0.0.0:0", "--state-dir", "\(h.directory)/a",
+        ])
         #expect(authority.status == 78)
         #expect(authority.output.contains("RAIN_102"))
         #expect(authority.output.contains("--tls-cert"))
@@ -117,26 +135,27 @@ struct TLSAuthorityTests {
     func nonLoopbackWithTLSAccepted() async throws {
         let setup = try DaemonHarness.prepare()
         defer { setup.shutdown() }
-        let certs = try Self.certificates(in: setup)
-        let authority = try await AuthorityProcess.start(
+        let certs = try await Self.certificates(in: setup)
+        try await AuthorityProcess.with(
             in: setup.directory,
-            ["--listen", "0.0.0.0:0", "--tls-cert", certs.serverCertificatePath, "--tls-key", certs.serverKeyPath])
-        defer { authority.stop() }
-        #expect(authority.log.contains("listen=0.0.0.0:"))
-        // A device dialling a documentation address (nothing answers there) starts: the address is
-        // accepted; calls then fail as unreachable, not as refused configuration.
-        let device = try await DaemonHarness.start(extraArguments: [
-            "--authority", "192.0.2.1:7420", "--authority-ca", certs.caPath,
-        ])
-        defer { device.shutdown() }
-        #expect(device.isRunning)
+            ["--listen", "0.0.0.0:0", "--tls-cert", certs.serverCertificatePath, "--tls-key", certs.serverKeyPath]
+        ) { authority in
+            #expect(authority.log.contains("listen=0.0.0.0:"))
+            // A device dialling a documentation address (nothing answers there) starts: the address is
+            // accepted; calls then fail as unreachable, not as refused configuration.
+            let device = try await DaemonHarness.start(extraArguments: [
+                "--authority", "192.0.2.1:7420", "--authority-ca", certs.caPath,
+            ])
+            defer { device.shutdown() }
+            #expect(device.isRunning)
+        }
     }
 
     @Test("the authority refuses a TLS key file that others can read, and a certificate without its key")
     func keyFileChecks() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
-        let certs = try Self.certificates(in: h)
+        let certs = try await Self.certificates(in: h)
         #expect(chmod(certs.serverKeyPath, 0o640) == 0)
         let open = try await h.runDaemon(arguments: [
             "authority", "--listen", "127.0.0.1:0", "--state-dir", "\(h.directory)/a", "--tls-cert", certs.serverCertificatePath,
