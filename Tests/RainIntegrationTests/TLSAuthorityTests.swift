@@ -113,6 +113,54 @@ struct TLSAuthorityTests {
         }
     }
 
+    @Test("a certificate that stops verifying (expired) fails calls with RAIN_501 but keeps the session; renewed, all works")
+    func failingCertificateKeepsSession() async throws {
+        let setup = try DaemonHarness.prepare()
+        defer { setup.shutdown() }
+        let certs = try await Self.certificates(in: setup)
+        func serve(_ certificate: String, port: UInt16) -> [String] {
+            ["--listen", "127.0.0.1:\(port)", "--tls-cert", certificate, "--tls-key", certs.serverKeyPath]
+        }
+        let first = try await AuthorityProcess.start(in: setup.directory, serve(certs.serverCertificatePath, port: 0))
+        let port = first.port
+        let device: DaemonHarness
+        do {
+            device = try await DaemonHarness.start(extraArguments: [
+                "--authority", "localhost:\(port)", "--authority-ca", certs.caPath,
+            ])
+        } catch {
+            await first.stop()
+            throw error
+        }
+        defer { device.shutdown() }
+        let provider = device.provider()
+        do {
+            try await device.logIn(provider, .email("renew@example.com"))
+        } catch {
+            await first.stop()
+            throw error
+        }
+        await first.stop()
+
+        // Same port and state, but the certificate has expired.
+        try await AuthorityProcess.with(in: setup.directory, serve(certs.expiredCertificatePath, port: port)) { _ in
+            let read = await rainError { _ = try await provider.account() }
+            #expect(read?.code == .provider)
+            #expect(read?.details.reason == TLSSession.FailureReason.certificateExpired)
+            #expect(read?.message.contains("renew") == true)
+            let refresh = await rainError { _ = try await provider.refreshSession() }
+            #expect(refresh != nil)
+            #expect(refresh?.code != .sessionExpired)
+            let isActive = try await provider.hasActiveSession()
+            #expect(isActive, "a certificate problem ended the session")
+        }
+        // Renewed: the same session refreshes again.
+        try await AuthorityProcess.with(in: setup.directory, serve(certs.serverCertificatePath, port: port)) { _ in
+            _ = try await provider.refreshSession()
+            #expect(try await provider.hasActiveSession())
+        }
+    }
+
     @Test("without TLS the authority refuses a non-loopback listen address and the device a non-loopback authority")
     func nonLoopbackWithoutTLSRefused() async throws {
         let h = try DaemonHarness.prepare()
