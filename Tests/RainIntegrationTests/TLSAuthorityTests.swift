@@ -177,6 +177,10 @@ struct TLSAuthorityTests {
         #expect(device.output.contains("--authority-ca"))
         let caAlone = try await h.runDaemon(arguments: h.daemonArguments + ["--authority-ca", "/nonexistent.pem"])
         #expect(caAlone.status == 64)
+        let missingCA = try await h.runDaemon(
+            arguments: h.daemonArguments + ["--authority", "127.0.0.1:7420", "--authority-ca", "\(h.directory)/nonexistent.pem"])
+        #expect(missingCA.status == 78)
+        #expect(missingCA.output.contains("nonexistent.pem"))
     }
 
     @Test("with TLS the authority listens on 0.0.0.0 and the device accepts a non-loopback authority address")
