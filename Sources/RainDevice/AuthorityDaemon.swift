@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import RainAuthority
 import RainCore
+import RainCrypto
 import RainTransport
 
 /// `rainwalletd authority`: the authority alone, served over TCP with the device protocol's
@@ -11,12 +12,15 @@ public enum AuthorityDaemon {
         usage: rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox]
                                      [--access-token-lifetime SECONDS] [--code-lifetime SECONDS]
                                      [--refresh-grace SECONDS] [--log-level LEVEL]
+                                     [--tls-cert PEM --tls-key PEM]
 
         Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
         Device daemons use it with `rainwalletd --authority HOST:PORT`.
 
-          --listen HOST:PORT              loopback address to serve (127.0.0.1:7420, [::1]:7420,
-                                          localhost:7420); other addresses need TLS, not built yet
+          --listen HOST:PORT              address to serve: loopback (127.0.0.1:7420, [::1]:7420,
+                                          localhost:7420), or with TLS any IP address (0.0.0.0:7420)
+          --tls-cert PEM                  serve TLS 1.3 only, with this certificate chain (server first)
+          --tls-key PEM                   the certificate's private key (mode 0600, owned by this user)
           --state-dir DIR                 authority.key, authority.sqlite3, outbox.jsonl
           --dev-outbox                    serve the development outbox RPC (codes in clear: development only)
           --access-token-lifetime SECONDS access token lifetime (default 900)
@@ -30,6 +34,8 @@ public enum AuthorityDaemon {
         var stateDirectory: String?
         var settings = AuthoritySettings(isDevOutboxEnabled: false)
         var logLevel = LogLevel.info
+        var tlsCertificate: String?
+        var tlsKey: String?
     }
 
     static func parse(_ args: [String]) throws(RainError) -> Options? {
@@ -45,11 +51,16 @@ public enum AuthorityDaemon {
             case "--code-lifetime": o.settings.codeLifetime = try flags.seconds(of: a, min: 1, max: 3600)
             case "--refresh-grace": o.settings.refreshGraceWindow = try flags.seconds(of: a, min: 0, max: 600)
             case "--log-level": o.logLevel = try flags.logLevel(of: a)
+            case "--tls-cert": o.tlsCertificate = try flags.value(of: a)
+            case "--tls-key": o.tlsKey = try flags.value(of: a)
             default: throw RainError.invalid("unknown argument \(a); see rainwalletd authority --help", field: a)
             }
         }
         guard o.listen != nil else { throw RainError.invalid("--listen HOST:PORT is required", field: "--listen") }
         guard o.stateDirectory != nil else { throw RainError.invalid("--state-dir DIR is required", field: "--state-dir") }
+        guard (o.tlsCertificate == nil) == (o.tlsKey == nil) else {
+            throw RainError.invalid("--tls-cert and --tls-key go together", field: o.tlsKey == nil ? "--tls-key" : "--tls-cert")
+        }
         return o
     }
 
@@ -83,7 +94,19 @@ public enum AuthorityDaemon {
         try ProcessHardening.disableCoreDumps()
         ProcessHardening.raiseOpenFileLimit()
         signal(SIGPIPE, SIG_IGN)
-        let address = try TCPAddress(parsing: listen, field: "listen")
+        let address = try TCPAddress(parsing: listen, field: "listen", allowsNonLoopback: options.tlsCertificate != nil)
+        var tls: TLSContext?
+        if let certificate = options.tlsCertificate, let key = options.tlsKey {
+            do {
+                tls = try TLSContext.server(certificateChainFile: certificate, privateKeyFile: key)
+            } catch {
+                var error = error
+                if error.code == .invalidArgument {
+                    error.details.field = error.details.field == "certificate" ? "--tls-cert" : "--tls-key"
+                }
+                throw error
+            }
+        }
         try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
         let settings = options.settings
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
@@ -97,6 +120,7 @@ public enum AuthorityDaemon {
         let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
         var serverOptions = ServerOptions()
         serverOptions.isTCP = true
+        serverOptions.tls = tls
         let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
         let sources = Daemon.stopOnSignals(server, drainTimeout: .seconds(10), logger: logger)
         logger.info(
@@ -104,7 +128,7 @@ public enum AuthorityDaemon {
             [
                 "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)", "state": stateDirectory,
                 "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
-                "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)",
+                "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": tls == nil ? "false" : "true",
             ])
         server.run()
         for s in sources { s.cancel() }

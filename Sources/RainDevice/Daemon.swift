@@ -9,6 +9,8 @@ import RainTransport
 public struct DaemonOptions: Sendable {
     /// `--authority HOST:PORT`: use a remote authority instead of the embedded one.
     public var authority: String?
+    /// `--authority-ca PEM`: speak TLS 1.3 to the remote authority and trust only these CAs.
+    public var authorityCA: String?
     public var socket: String?
     public var stateDirectory: String?
     public var config: String?
@@ -22,7 +24,7 @@ public struct DaemonOptions: Sendable {
 public enum Daemon {
     static let usage = """
         usage: rainwalletd [--socket PATH] [--state-dir DIR] [--config FILE] [--authority HOST:PORT]
-                           [--log-level LEVEL] [--enable-test-methods]
+                           [--authority-ca PEM] [--log-level LEVEL] [--enable-test-methods]
                rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox] [...]
 
         Runs the RainWallet device daemon, with its embedded authority unless --authority names a
@@ -34,7 +36,9 @@ public enum Daemon {
                                  (default $XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet)
           --config FILE          JSON config (default $XDG_CONFIG_HOME/rainwallet/config.json; optional there)
           --authority HOST:PORT  use the authority served by `rainwalletd authority` there (loopback only
-                                 until TLS exists); the config's "authority" section is then unused
+                                 without --authority-ca); the config's "authority" section is then unused
+          --authority-ca PEM     connect to --authority with TLS 1.3, trusting only the CA certificates in
+                                 PEM; the authority's certificate must name HOST (any address then works)
           --log-level LEVEL      debug, info, warning or error (default info)
           --enable-test-methods  serve /rain.wallet.v1.Test/* (integration tests only)
           -h, --help             show this help
@@ -57,11 +61,15 @@ public enum Daemon {
             case "--state-dir": o.stateDirectory = try flags.value(of: a)
             case "--config": o.config = try flags.value(of: a)
             case "--authority": o.authority = try flags.value(of: a)
+            case "--authority-ca": o.authorityCA = try flags.value(of: a)
             case "--enable-test-methods": o.isTestMethodsEnabled = true
             case "--log-level": o.logLevel = try flags.logLevel(of: a)
             default:
                 throw RainError.invalid("unknown argument \(a); see rainwalletd --help", field: a)
             }
+        }
+        if o.authorityCA != nil && o.authority == nil {
+            throw RainError.invalid("--authority-ca needs --authority HOST:PORT", field: "--authority-ca")
         }
         return o
     }
@@ -112,7 +120,10 @@ public enum Daemon {
         let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
         let authority: any Authority
         if let remote = options.authority {
-            authority = try RemoteAuthority(address: remote, clock: clock, logger: logger.child("authority"))
+            let tls = try options.authorityCA.map { (ca) throws(RainError) in
+                try renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
+            }
+            authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
         } else {
             authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
                 let sender: (any CodeSender)?
@@ -162,6 +173,7 @@ public enum Daemon {
                 "version": daemonVersion, "socket": socketAddress, "state": paths.stateDirectory, "pid": "\(getpid())",
                 "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
                 "authority": options.authority ?? "embedded", "activation": activated == nil ? "none" : "systemd",
+                "authorityTLS": options.authorityCA == nil ? "false" : "true",
             ])
         // The socket listens and the loop is about to wait on it: connections from now on are served.
         notifier?.ready(status: "serving \(socketAddress)")
@@ -174,6 +186,17 @@ public enum Daemon {
     /// The name a socket unit gives the daemon's socket (`FileDescriptorName=`), which picks it
     /// when the service manager passes several.
     public static let activationSocketName = "rainwalletd"
+
+    /// Runs `body`, naming `flag` as the field of a RAIN_102 it throws.
+    static func renamingField<T>(of body: @autoclosure () throws(RainError) -> T, to flag: String) throws(RainError) -> T {
+        do {
+            return try body()
+        } catch {
+            var error = error
+            if error.code == .invalidArgument { error.details.field = flag }
+            throw error
+        }
+    }
 
     /// SIGTERM and SIGINT stop the server after draining calls in flight.
     static func stopOnSignals(
