@@ -104,10 +104,11 @@ public enum Daemon {
         let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
         let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
         let authority: any Authority
+        var pruning: PeriodicPruning?
         if let remote = options.authority {
             authority = try RemoteAuthority(address: remote, clock: clock, logger: logger.child("authority"))
         } else {
-            authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+            let embedded = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
                 let sender: (any CodeSender)?
                 switch config.codeSender {
                 case .outbox: sender = nil
@@ -118,6 +119,8 @@ public enum Daemon {
                     stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock,
                     sender: sender, logger: logger.child("authority"))
             }
+            authority = embedded
+            pruning = PeriodicPruning(authority: embedded, interval: config.authority.pruneInterval)
         }
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: device, logger: logger,
@@ -135,6 +138,7 @@ public enum Daemon {
 
         let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, logger: logger)
         Task { await service.restoreStoredProfiles() }
+        pruning?.start()
         logger.info(
             "daemon.ready",
             [
@@ -143,6 +147,7 @@ public enum Daemon {
                 "authority": options.authority ?? "embedded",
             ])
         server.run()
+        pruning?.stop()
         unlink(paths.socket)
         for s in sources { s.cancel() }
         logger.info("daemon.stopped")

@@ -97,6 +97,11 @@ final class MultiDevice: Sendable {
         _ = waitpid(authorityPID, &status, WNOHANG)
     }
 
+    /// The send limits `scripts/harness up` relaxes (these tests log in again and again).
+    static let relaxedSendLimitFlags = [
+        "--send-cooldown", "0", "--contact-max-sends", "1000000", "--account-max-sends", "1000000",
+    ]
+
     /// Starts the authority again on the same port and state.
     func restartAuthority() throws {
         let p = Process()
@@ -104,7 +109,7 @@ final class MultiDevice: Sendable {
         p.arguments = [
             "authority", "--listen", authority, "--state-dir", "\(dir)/authority", "--dev-outbox", "--access-token-lifetime",
             "\(lifetimeSeconds)",
-        ]
+        ] + Self.relaxedSendLimitFlags
         p.standardError = FileHandle(forWritingAtPath: "\(dir)/authority.log") ?? FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()
