@@ -32,7 +32,7 @@ public enum CLI {
                            $XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock or /tmp/rainwallet-$UID/rainwalletd.sock)
           --profile NAME   profile (app) to act for (default "default")
           --json           machine-readable output (camelCase keys, RFC 3339 UTC times); a failure
-                           also prints {"error": {"code", "message", ...details}} on stdout, e.g.
+                           ends stderr with a line {"error": {"code", "message", ...details}}, e.g.
                            "limit", "retryAfter" and "retryAfterSeconds" for a refused code send
           -h, --help       help for any command
 
@@ -155,7 +155,10 @@ public enum CLI {
         } catch {
             let (text, status) = ErrorPresentation.present(error)
             StandardErrorSink().write(text)
-            if isJSON, let rain = error as? RainError { Output(isJSON: true).json(ErrorPresentation.jsonObject(rain)) }
+            // stdout may already hold a result (domain check); the error's JSON goes on stderr, last line.
+            if isJSON, let rain = error as? RainError {
+                StandardErrorSink().write(Output.render(ErrorPresentation.jsonObject(rain)))
+            }
             return status
         }
     }

@@ -76,8 +76,8 @@ public struct SecretScanner: Sendable {
         phrases.append((label, lowered))
     }
 
-    /// Adds text secrets raw and as hex/base64 of their UTF-8.
-    private mutating func addText(_ text: String, label: String) {
+    /// Adds a text secret (an exported key string, a password): raw and as hex/base64 of its UTF-8.
+    public mutating func addText(_ text: String, label: String) {
         needles.append(Needle(label: label, encoding: "raw", text: text, isWholeNumber: false))
         let bytes = Array(text.utf8)
         let hex = Hex.encode(bytes)

@@ -151,7 +151,9 @@ struct AccountsAndSessionsTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let outbox = OutboxCodeSender(
             stateDirectory: directory, logger: Logger(label: "test", sink: CapturingLogSink()))
-        try await AuthorityFixture.with(settings: AuthoritySettings(isDevOutboxEnabled: false, sendLimits: .unlimited), outbox: outbox) { f in
+        try await AuthorityFixture.with(
+            settings: AuthoritySettings(isDevOutboxEnabled: false, sendLimits: .unlimited), outbox: outbox
+        ) { f in
             let error = try #require(await rainError { _ = try await f.authority.listOutbox() })
             #expect(error.code == .unauthorized)
         }

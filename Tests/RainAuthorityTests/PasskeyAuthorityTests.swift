@@ -150,7 +150,8 @@ struct PasskeyAuthorityTests {
 
     @Test("a ceremony expires, and is bound to its device and kind")
     func expiryAndBinding() async throws {
-        try await Self.with(settings: AuthoritySettings(passkeyCeremonyLifetime: .seconds(60), sendLimits: .unlimited)) { f, authenticator in
+        try await Self.with(settings: AuthoritySettings(passkeyCeremonyLifetime: .seconds(60), sendLimits: .unlimited)) {
+            f, authenticator in
             let ceremony = try await f.authority.beginPasskeyRegistration(Self.begin())
             let response = try await authenticator.createCredential(optionsJSON: ceremony.optionsJSON, origin: Self.origin)
             // Another device cannot finish it (and does not consume it).

@@ -106,10 +106,11 @@ final class MultiDevice: Sendable {
     func restartAuthority() throws {
         let p = Process()
         p.executableURL = binaries.appendingPathComponent("rainwalletd")
-        p.arguments = [
+        let arguments = [
             "authority", "--listen", authority, "--state-dir", "\(dir)/authority", "--dev-outbox", "--access-token-lifetime",
             "\(lifetimeSeconds)",
-        ] + Self.relaxedSendLimitFlags
+        ]
+        p.arguments = arguments + Self.relaxedSendLimitFlags
         p.standardError = FileHandle(forWritingAtPath: "\(dir)/authority.log") ?? FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()
