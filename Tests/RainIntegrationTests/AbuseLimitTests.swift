@@ -73,6 +73,32 @@ struct AbuseLimitIntegrationTests {
         #expect(refused.stderr.contains("too many codes were sent to this contact"), "\(refused.stderr)")
     }
 
+    @Test("rainwalletd authority with default limits: another device's quick send is refused with the details; it prunes")
+    func remoteAuthority() async throws {
+        let h = try MultiDevice.up(
+            devices: 2, lifetime: 60,
+            arguments: [
+                "--default-send-limits", "--authority-flag", "--prune-interval", "--authority-flag", "1",
+                "--authority-flag", "--prune-retention", "--authority-flag", "1",
+            ])
+        defer { h.down() }
+        try await h.provider(0).sendLoginCode(to: .email("remote-limit@example.com"))
+        // The limit is the authority's, per contact: another device daemon is refused too.
+        let error = await rainError { try await h.provider(1).sendLoginCode(to: .email("remote-limit@example.com")) }
+        #expect(error?.code == .refused)
+        #expect(error?.details.limit == "contactCooldown")
+        let retryAfter = try #require(error?.details.retryAfter)
+        #expect(retryAfter > Date().addingTimeInterval(-5) && retryAfter <= Date().addingTimeInterval(31))
+        #expect((1...30_000).contains(error?.details.retryAfterMilliseconds ?? 0))
+        #expect(error?.message.contains("try again after") == true)
+
+        let outboxFile = "\(h.dir)/authority/outbox.jsonl"
+        let authorityLog = { (try? String(contentsOfFile: "\(h.dir)/authority.log", encoding: .utf8)) ?? "" }
+        #expect(await eventually(timeout: .seconds(30)) { authorityLog().contains("outbox=1") }, "\(authorityLog())")
+        let left = (try? String(contentsOfFile: outboxFile, encoding: .utf8))?.split(separator: "\n").count ?? 0
+        #expect(left == 0)
+    }
+
     @Test("a daemon with a short prune interval empties its outbox file of old codes")
     func pruningEmptiesTheOutbox() async throws {
         let config = #"{"authority": {"pruneIntervalSeconds": 1, "pruneRetentionSeconds": 1}}"#

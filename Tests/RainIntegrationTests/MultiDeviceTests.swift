@@ -45,13 +45,14 @@ final class MultiDevice: Sendable {
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
-    /// `scripts/harness up --devices N --access-token-lifetime L --json`.
-    static func up(devices: Int, lifetime: Int) throws -> MultiDevice {
+    /// `scripts/harness up --devices N --access-token-lifetime L --json`, plus `arguments`.
+    static func up(devices: Int, lifetime: Int, arguments: [String] = []) throws -> MultiDevice {
         let binaries = try DaemonHarness.binaryDirectory()
         let dir = "/tmp/rwm-\(UInt32.random(in: 0...UInt32.max))"
         let script = repositoryRoot.appendingPathComponent("scripts/harness").path
         let (status, out, err) = try run(
-            [script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json"],
+            [script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json"]
+                + arguments,
             environment: ["RAINWALLET_BIN_DIR": binaries.path])
         guard status == 0, let data = out.data(using: .utf8),
             let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
