@@ -40,6 +40,9 @@ public enum Daemon {
           -h, --help             show this help
 
         Logs go to stderr, one event a line. SIGTERM drains calls in flight and removes the socket.
+
+        Under systemd (scripts/systemd/): a listening socket passed by socket activation (LISTEN_FDS)
+        is served instead of --socket and is never removed; readiness goes to NOTIFY_SOCKET.
         """
 
     /// Parses arguments (without the program name).
@@ -92,6 +95,10 @@ public enum Daemon {
 
     /// Runs the daemon until SIGTERM or SIGINT.
     public static func run(_ options: DaemonOptions, logger: Logger) throws(RainError) {
+        // Read (and unset) the service manager's variables before any other thread reads the
+        // environment, and before any child could inherit them.
+        let notifier = ServiceNotifier.fromEnvironment(logger: logger.child("notify"))
+        let activated = try SocketActivation.takeListeningSocket(name: activationSocketName)
         try ProcessHardening.disableCoreDumps()
         let fileLimit = ProcessHardening.raiseOpenFileLimit()
         signal(SIGPIPE, SIG_IGN)
@@ -129,32 +136,54 @@ public enum Daemon {
 
         // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).
         let extraUIDs = config.allAllowedUIDs.subtracting([getuid()])
-        let socketDir = (paths.socket as NSString).deletingLastPathComponent
-        try UnixSocket.prepareDirectory(socketDir.isEmpty ? "." : socketDir, mode: extraUIDs.isEmpty ? 0o700 : 0o711)
-        let fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
+        let fd: Int32
+        let socketAddress: String
+        if let activated {
+            // The socket unit owns the file and its modes (SocketMode=, DirectoryMode=).
+            fd = activated.descriptor
+            socketAddress = activated.address
+            if !extraUIDs.isEmpty {
+                logger.warning(
+                    "socket.activated_modes",
+                    ["hint": "other uids reach the socket only with SocketMode=0666 and DirectoryMode=0711"])
+            }
+        } else {
+            let socketDir = (paths.socket as NSString).deletingLastPathComponent
+            try UnixSocket.prepareDirectory(socketDir.isEmpty ? "." : socketDir, mode: extraUIDs.isEmpty ? 0o700 : 0o711)
+            fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
+            socketAddress = paths.socket
+        }
         var serverOptions = ServerOptions()
         serverOptions.allowedUIDs = extraUIDs
         let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 
-        let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, logger: logger)
+        let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, notifier: notifier, logger: logger)
         Task { await service.restoreStoredProfiles() }
         pruning?.start()
         logger.info(
             "daemon.ready",
             [
-                "version": daemonVersion, "socket": paths.socket, "state": paths.stateDirectory, "pid": "\(getpid())",
+                "version": daemonVersion, "socket": socketAddress, "state": paths.stateDirectory, "pid": "\(getpid())",
                 "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
-                "authority": options.authority ?? "embedded",
+                "authority": options.authority ?? "embedded", "activation": activated == nil ? "none" : "systemd",
             ])
+        // The socket listens and the loop is about to wait on it: connections from now on are served.
+        notifier?.ready(status: "serving \(socketAddress)")
         server.run()
         pruning?.stop()
-        unlink(paths.socket)
+        if activated == nil { unlink(paths.socket) }  // never a socket the service manager handed over
         for s in sources { s.cancel() }
         logger.info("daemon.stopped")
     }
 
+    /// The name a socket unit gives the daemon's socket (`FileDescriptorName=`), which picks it
+    /// when the service manager passes several.
+    public static let activationSocketName = "rainwalletd"
+
     /// SIGTERM and SIGINT stop the server after draining calls in flight.
-    static func stopOnSignals(_ server: EventLoopServer, drainTimeout: Duration, logger: Logger) -> [any DispatchSourceSignal] {
+    static func stopOnSignals(
+        _ server: EventLoopServer, drainTimeout: Duration, notifier: ServiceNotifier? = nil, logger: Logger
+    ) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "rainwalletd.signals")
         var sources: [any DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {
@@ -162,6 +191,7 @@ public enum Daemon {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler {
                 logger.info("daemon.stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+                notifier?.stopping(status: "draining calls in flight")
                 server.stop(drainTimeout: drainTimeout)
             }
             source.resume()

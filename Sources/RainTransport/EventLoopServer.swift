@@ -146,6 +146,11 @@ public final class EventLoopServer: @unchecked Sendable {
     private var nextConnection: UInt64 = 2  // tokens 0 and 1 are the listener and the eventfd
     private var nextToken: UInt64 = 1
     private var listening = true
+    /// The most connections held since memory was last given back.
+    private var connectionHighWater = 0
+    /// Set when many connections left: once the loop is idle, free heap memory goes back to the
+    /// kernel, so the daemon returns to its idle size after a crowd of clients.
+    private var releaseMemoryWhenIdle = false
     private let outbound = Mutex<[Outbound]>([])
     private let stopRequest = Mutex<Duration?>(nil)
     private let stats = Mutex<(connections: Int, calls: Int)>((0, 0))
@@ -251,9 +256,13 @@ public final class EventLoopServer: @unchecked Sendable {
                     return
                 }
             }
-            let timeoutMS: Int32 = drainDeadline == nil ? -1 : 20
+            let timeoutMS: Int32 = drainDeadline != nil ? 20 : releaseMemoryWhenIdle ? 200 : -1
             let n = events.withUnsafeMutableBufferPointer { buf in
                 rain_epoll_wait(epollFD, buf.baseAddress, Int32(buf.count), timeoutMS)
+            }
+            if n == 0 && releaseMemoryWhenIdle {
+                releaseMemoryWhenIdle = false
+                _ = rain_release_free_memory()
             }
             if n < 0 {
                 if errno == EINTR { continue }
@@ -321,6 +330,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 continue
             }
             connections[id] = c
+            connectionHighWater = max(connectionHighWater, connections.count)
             stats.withLock { $0.connections += 1 }
             if !allowed {
                 logger.warning("peer.refused", ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
@@ -516,6 +526,10 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func closeConnection(_ c: Connection) {
         guard connections.removeValue(forKey: c.id.rawValue) != nil else { return }
+        if connectionHighWater >= 32 && connections.count * 2 <= connectionHighWater {
+            connectionHighWater = connections.count
+            releaseMemoryWhenIdle = true
+        }
         _ = rain_epoll_ctl(epollFD, 2, c.fd, 0, 0)
         close(c.fd)
         let inFlight = c.calls.count

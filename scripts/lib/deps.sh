@@ -8,6 +8,8 @@ ensure_deps() {
   done
   command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  # systemd-analyze and systemd-socket-activate: the unit and socket-activation tests.
+  command -v systemd-socket-activate >/dev/null 2>&1 || missing+=(systemd)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing: ${missing[*]}" >&2
     local sudo=""
