@@ -30,9 +30,6 @@ public final class EmbeddedAuthority: Authority {
     private let outbox: OutboxCodeSender?
     let logger: Logger
 
-    /// How long expired challenges and revoked sessions are kept before `pruneExpired()` deletes them.
-    public static let pruneRetention: Duration = .seconds(86_400)
-
     /// An authority on an explicit store and keys.
     /// - Parameters:
     ///   - sender: delivers codes.
@@ -97,12 +94,26 @@ public final class EmbeddedAuthority: Authority {
         let challengeID = try SecureRandom.identifier(prefix: "chl")
         let code = try SecureRandom.digits(count: 6)
         let expiresAt = Date(unixMilliseconds: now.adding(settings.codeLifetime).unixMilliseconds)
-        let insertion = try await store.insertChallenge(
+        let outcome = try await store.insertChallenge(
             NewChallenge(
                 id: challengeID, appID: request.appID, deviceID: request.deviceID, contact: request.contact,
                 codeHash: keys.codeHash(challengeID: challengeID, code: code), createdAt: now, expiresAt: expiresAt,
                 purpose: purpose, targetAccountID: targetAccountID),
-            maxActivePerAccount: settings.maxActiveCodesPerAccount)
+            maxActivePerAccount: settings.maxActiveCodesPerAccount, limits: settings.sendLimits)
+        let insertion: ChallengeInsertion
+        switch outcome {
+        case .inserted(let inserted):
+            insertion = inserted
+        case .limited(let limit, let retryAfter):
+            logger.info(
+                "code.limited",
+                [
+                    "purpose": purpose.rawValue, "app": request.appID, "kind": request.contact.kindName,
+                    "contact": ContactRedaction.redacted(request.contact), "device": request.deviceID,
+                    "limit": limit.rawValue,
+                ])
+            throw Self.sendLimitError(limit, retryAfter: retryAfter, now: now)
+        }
 
         let delivery = OutboxDelivery(
             appID: request.appID, kind: request.contact.kindName, contact: request.contact.value, code: code,
@@ -129,6 +140,27 @@ public final class EmbeddedAuthority: Authority {
                 "device": request.deviceID, "retired": String(insertion.retiredChallengeIDs.count),
             ])
         return SendCodeResult(challengeID: challengeID, contact: request.contact, expiresAt: expiresAt)
+    }
+
+    /// RAIN_302 for a send refused by `limit`: the details carry the limit (`reason` and `limit`),
+    /// when to retry (`retryAfter`) and how long that is from `now` (`retryAfterMilliseconds`).
+    static func sendLimitError(_ limit: CodeSendLimit, retryAfter: Date, now: Date) -> RainError {
+        let waitMilliseconds = UInt64(max(0, retryAfter.unixMilliseconds - now.unixMilliseconds))
+        let what: String
+        switch limit {
+        case .contactCooldown: what = "a code was just sent to this contact"
+        case .contactWindow: what = "too many codes were sent to this contact"
+        case .accountWindow: what = "too many codes were sent for this account"
+        }
+        // People read whole seconds: round up, so the time shown is never too early.
+        let seconds = (waitMilliseconds + 999) / 1000
+        let shown = Date(unixMilliseconds: (retryAfter.unixMilliseconds + 999) / 1000 * 1000)
+        return RainError(
+            .refused,
+            "\(what); try again after \(RFC3339.string(from: shown)) (in \(seconds) s)",
+            details: RainError.Details(
+                reason: limit.rawValue, retryAfterMilliseconds: waitMilliseconds, limit: limit.rawValue,
+                retryAfter: retryAfter))
     }
 
     // MARK: - Confirm
@@ -653,23 +685,31 @@ public final class EmbeddedAuthority: Authority {
         return try await outbox.entries()
     }
 
-    /// Deletes challenges and passkey ceremonies that expired more than a day ago, sessions revoked more than a day ago,
-    /// and refresh-token hashes rotated out more than `refreshTokenLifetime` ago (beyond the
-    /// previous generation, which each session keeps). Presenting such an old token is then
-    /// refused as unknown (`refresh_rejected`) instead of revoking the session as reuse.
-    /// - Throws: RAIN_502 when the store fails.
+    /// Deletes, in one pass: challenges and passkey ceremonies that expired more than
+    /// `settings.pruneRetention` ago (challenges are kept at least `sendLimits.longestWindow`
+    /// whatever the retention, since the send limits count them), sessions revoked more than
+    /// `settings.pruneRetention` ago, refresh-token hashes rotated out more than
+    /// `refreshTokenLifetime` ago (beyond the previous generation, which each session keeps;
+    /// presenting such an old token is then refused as unknown, `refresh_rejected`, instead of
+    /// revoking the session as reuse), and development-outbox deliveries sent more than
+    /// `settings.pruneRetention` ago. Logs one `prune` line with the counts (never contents).
+    /// - Throws: RAIN_502 when the store or the outbox file fails.
     @discardableResult
     public func pruneExpired() async throws(RainError) -> PruneResult {
         let now = clock.now
-        let cutoff = now.adding(.zero - Self.pruneRetention)
-        let result = try await store.prune(
-            challengesExpiredBefore: cutoff, sessionsRevokedBefore: cutoff,
+        let cutoff = now.adding(.zero - settings.pruneRetention)
+        let challengeCutoff = now.adding(.zero - settings.challengeRetention)
+        var result = try await store.prune(
+            challengesExpiredBefore: challengeCutoff, sessionsRevokedBefore: cutoff,
             refreshTokensRetiredBefore: now.adding(.zero - settings.refreshTokenLifetime))
+        if let outbox { result.outboxEntriesDeleted = try await outbox.prune(olderThan: cutoff) }
         logger.info(
             "prune",
             [
                 "challenges": String(result.challengesDeleted), "sessions": String(result.sessionsDeleted),
                 "retiredRefreshTokens": String(result.retiredRefreshTokensDeleted),
+                "passkeyCeremonies": String(result.passkeyCeremoniesDeleted),
+                "outbox": String(result.outboxEntriesDeleted),
             ])
         return result
     }

@@ -13,6 +13,10 @@ public enum AuthorityDaemon {
                                      [--access-token-lifetime SECONDS] [--code-lifetime SECONDS]
                                      [--refresh-grace SECONDS] [--log-level LEVEL]
                                      [--tls-cert PEM --tls-key PEM]
+                                     [--send-cooldown SECONDS] [--contact-max-sends N]
+                                     [--contact-window SECONDS] [--account-max-sends N]
+                                     [--account-window SECONDS] [--prune-interval SECONDS]
+                                     [--prune-retention SECONDS]
 
         Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
         Device daemons use it with `rainwalletd --authority HOST:PORT`.
@@ -27,6 +31,14 @@ public enum AuthorityDaemon {
           --code-lifetime SECONDS         login code lifetime (default 300)
           --refresh-grace SECONDS         window in which a repeated refresh gets the same pair (default 10)
           --log-level LEVEL               debug, info, warning or error (default info)
+          --send-cooldown SECONDS         least time between two codes to one contact (default 30)
+          --contact-max-sends N           most codes to one contact per contact window (default 5)
+          --contact-window SECONDS        the contact window (default 900)
+          --account-max-sends N           most codes for one account per account window (default 10)
+          --account-window SECONDS        the account window (default 3600)
+          --prune-interval SECONDS        how often old codes, sessions and outbox lines are deleted
+                                          (default 600)
+          --prune-retention SECONDS       how long they are kept once expired or revoked (default 86400)
         """
 
     struct Options {
@@ -53,6 +65,13 @@ public enum AuthorityDaemon {
             case "--log-level": o.logLevel = try flags.logLevel(of: a)
             case "--tls-cert": o.tlsCertificate = try flags.value(of: a)
             case "--tls-key": o.tlsKey = try flags.value(of: a)
+            case "--send-cooldown": o.settings.sendLimits.contactCooldown = try flags.seconds(of: a, min: 0, max: 3600)
+            case "--contact-max-sends": o.settings.sendLimits.contactMaxSends = try flags.integer(of: a, min: 1, max: 1_000_000)
+            case "--contact-window": o.settings.sendLimits.contactWindow = try flags.seconds(of: a, min: 1, max: 86400)
+            case "--account-max-sends": o.settings.sendLimits.accountMaxSends = try flags.integer(of: a, min: 1, max: 1_000_000)
+            case "--account-window": o.settings.sendLimits.accountWindow = try flags.seconds(of: a, min: 1, max: 86400)
+            case "--prune-interval": o.settings.pruneInterval = try flags.seconds(of: a, min: 1, max: 86400)
+            case "--prune-retention": o.settings.pruneRetention = try flags.seconds(of: a, min: 1, max: 31_536_000)
             default: throw RainError.invalid("unknown argument \(a); see rainwalletd authority --help", field: a)
             }
         }
@@ -123,6 +142,8 @@ public enum AuthorityDaemon {
         serverOptions.tls = tls
         let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
         let sources = Daemon.stopOnSignals(server, drainTimeout: .seconds(10), logger: logger)
+        let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
+        pruning.start()
         logger.info(
             "authority.ready",
             [
@@ -131,6 +152,7 @@ public enum AuthorityDaemon {
                 "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": tls == nil ? "false" : "true",
             ])
         server.run()
+        pruning.stop()
         for s in sources { s.cancel() }
         logger.info("authority.stopped")
     }

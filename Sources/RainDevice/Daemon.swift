@@ -119,13 +119,14 @@ public enum Daemon {
         let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
         let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
         let authority: any Authority
+        var pruning: PeriodicPruning?
         if let remote = options.authority {
             let tls = try options.authorityCA.map { (ca) throws(RainError) in
                 try renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
             }
             authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
         } else {
-            authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+            let embedded = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
                 let sender: (any CodeSender)?
                 switch config.codeSender {
                 case .outbox: sender = nil
@@ -136,6 +137,8 @@ public enum Daemon {
                     stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock,
                     sender: sender, logger: logger.child("authority"))
             }
+            authority = embedded
+            pruning = PeriodicPruning(authority: embedded, interval: config.authority.pruneInterval)
         }
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: device, logger: logger,
@@ -167,6 +170,7 @@ public enum Daemon {
 
         let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, notifier: notifier, logger: logger)
         Task { await service.restoreStoredProfiles() }
+        pruning?.start()
         logger.info(
             "daemon.ready",
             [
@@ -178,6 +182,7 @@ public enum Daemon {
         // The socket listens and the loop is about to wait on it: connections from now on are served.
         notifier?.ready(status: "serving \(socketAddress)")
         server.run()
+        pruning?.stop()
         if activated == nil { unlink(paths.socket) }  // never a socket the service manager handed over
         for s in sources { s.cancel() }
         logger.info("daemon.stopped")

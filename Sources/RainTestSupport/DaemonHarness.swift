@@ -278,9 +278,49 @@ public final class DaemonHarness: Sendable {
         self.binaryDirectory = binaryDirectory
     }
 
+    /// The code send limits a harness daemon runs with.
+    public enum SendLimits: Sendable {
+        /// No cooldown and a million sends per window, written into the config's
+        /// `authority.sendLimits` unless it sets them itself: tests log in again and again.
+        case relaxed
+        /// The daemon's defaults (DESIGN §6), for tests of the limits themselves.
+        case defaults
+    }
+
+    /// `authority.sendLimits` of `SendLimits.relaxed`.
+    public static let relaxedSendLimits: [String: Int] = [
+        "contactCooldownSeconds": 0, "contactMaxSends": 1_000_000, "accountMaxSends": 1_000_000,
+    ]
+
+    /// `config` with relaxed send limits merged in (a new config when there is none). A config
+    /// that is not a JSON object, whose `authority` is not an object, or that sets
+    /// `authority.sendLimits` itself is left as it is.
+    static func relaxingSendLimits(in config: String?) -> String? {
+        var root: [String: Any] = [:]
+        if let config {
+            guard let parsed = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
+                return config
+            }
+            root = parsed
+        }
+        var authority: [String: Any] = [:]
+        if let existing = root["authority"] {
+            guard let object = existing as? [String: Any], object["sendLimits"] == nil else { return config }
+            authority = object
+        }
+        authority["sendLimits"] = relaxedSendLimits
+        root["authority"] = authority
+        guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]) else { return config }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Creates the directory (and writes the config) without starting the daemon: for tests that
     /// set things up first, or expect the daemon to fail. Call `launch()` / `start()` next.
-    public static func prepare(config: String? = nil, extraArguments: [String] = []) throws -> DaemonHarness {
+    /// - Parameter sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
+    public static func prepare(
+        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed
+    ) throws -> DaemonHarness {
+        let config = sendLimits == .relaxed ? relaxingSendLimits(in: config) : config
         let bin = try binaryDirectory()
         // Writing to a CLI's stdin after it exited must fail with EPIPE, not kill the test runner.
         signal(SIGPIPE, SIG_IGN)
@@ -302,9 +342,13 @@ public final class DaemonHarness: Sendable {
 
     /// Prepares a fresh directory, starts `rainwalletd --enable-test-methods` there and waits until
     /// it answers GetInfo.
-    /// - Parameter config: the daemon's `config.json` text, if any.
-    public static func start(config: String? = nil, extraArguments: [String] = []) async throws -> DaemonHarness {
-        let h = try prepare(config: config, extraArguments: extraArguments)
+    /// - Parameters:
+    ///   - config: the daemon's `config.json` text, if any.
+    ///   - sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
+    public static func start(
+        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed
+    ) async throws -> DaemonHarness {
+        let h = try prepare(config: config, extraArguments: extraArguments, sendLimits: sendLimits)
         do {
             try await h.start()
         } catch {

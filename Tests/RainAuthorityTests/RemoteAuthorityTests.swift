@@ -85,7 +85,7 @@ struct RemoteFixture {
         let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 9, count: 32)))
         let outbox = withOutbox ? OutboxCodeSender(stateDirectory: directory, logger: logger.child("outbox")) : nil
         let embedded = EmbeddedAuthority(
-            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true), clock: clock,
+            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true, sendLimits: .unlimited), clock: clock,
             sender: outbox ?? sender, outbox: outbox, logger: logger.child("authority"))
         let service = AuthorityService(
             authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"))
