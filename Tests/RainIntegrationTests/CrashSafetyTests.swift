@@ -20,12 +20,6 @@ import Testing
 /// `RAIN_KILL_ROUNDS` sets the number of kills (default 150).
 @Suite("Crash safety: SIGKILL at random points", .serialized)
 struct CrashSafetyTests {
-    /// Send limits relaxed so hundreds of logins for one contact are allowed; everything else at
-    /// its default.
-    static let config = """
-        {}
-        """
-
     struct Counts: Sendable {
         var logins = 0
         var refreshes = 0
@@ -36,7 +30,9 @@ struct CrashSafetyTests {
     @Test("every kill leaves a whole session and a consistent authority database")
     func killLoop() async throws {
         let rounds = Int(ProcessInfo.processInfo.environment["RAIN_KILL_ROUNDS"] ?? "") ?? 150
-        let h = try await DaemonHarness.start(config: Self.config)
+        // The harness relaxes the code send limits (hundreds of logins for one contact); every other
+        // setting is the default.
+        let h = try await DaemonHarness.start()
         defer { h.shutdown() }
         let contact = RainWalletContact.email("kill-loop@example.com")
         var total = Counts()
