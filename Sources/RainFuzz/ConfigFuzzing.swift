@@ -42,7 +42,7 @@ enum ConfigFuzzing {
                  "wallet-2": {"appID": "second"}}}
                 """#
             ),
-            ("unknown-key", #"{"colour": "blue"}"#),
+            ("invalid-unknown-key", #"{"colour": "blue"}"#),
         ]
         return files.map { (name: $0.0, bytes: Array($0.1.utf8)) }
     }

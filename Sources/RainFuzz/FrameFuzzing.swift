@@ -122,8 +122,8 @@ enum FrameFuzzing {
         }
         seeds.append((name: "several-byte-by-byte", bytes: [0] + all))
         seeds.append((name: "several-in-reads-of-up-to-9", bytes: [9] + all))
-        seeds.append((name: "header-over-maximum", bytes: [2, 0x00, 0x10, 0x00, 0x01]))
-        seeds.append((name: "empty-frame", bytes: [1, 0, 0, 0, 0]))
+        seeds.append((name: "invalid-header-over-maximum", bytes: [2, 0x00, 0x10, 0x00, 0x01]))
+        seeds.append((name: "invalid-empty-frame", bytes: [1, 0, 0, 0, 0]))
         return seeds
     }
 }

@@ -92,9 +92,11 @@ enum StorageFuzzing {
             lifetimeSeconds: 900, contact: nil, method: StoredSession.passkeyMethod)
         add("session-file-code", .sessionFile, try scratch.storage.seal(code, profile: profile))
         add("session-file-passkey", .sessionFile, try scratch.storage.seal(passkey, profile: profile))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys  // the same bytes at every regeneration
         for (name, session) in [("code", code), ("passkey", passkey)] {
             do {
-                add("session-plaintext-\(name)", .sessionPlaintext, Array(try JSONEncoder().encode(session)))
+                add("session-plaintext-\(name)", .sessionPlaintext, Array(try encoder.encode(session)))
             } catch {
                 throw RainError(.internalError, "cannot encode a seed session")
             }

@@ -2,12 +2,14 @@ import RainCore
 import RainSoftAuthenticator
 import RainWebAuthn
 
-/// FuzzWebAuthn: the first input byte picks the parser (modulo 7), the rest is its input. Run with
+/// FuzzWebAuthn: the first input byte picks the parser (modulo 8), the rest is its input. Run with
 /// `-malloc_limit_mb`: libcbor allocates what a header declares, which the bounded reader must
 /// refuse before libcbor sees it (TOOLCHAIN.md).
 enum WebAuthnFuzzing {
     enum Parser: UInt8, CaseIterable {
         case cbor, cborPrefix, authenticatorData, coseKey, attestationObject, clientData, responseJSON
+        /// A registration JSON, a NUL byte, then an assertion JSON: register, then log in with it.
+        case ceremony
     }
 
     static func run(_ input: [UInt8]) -> FuzzOutcome {
@@ -21,6 +23,7 @@ enum WebAuthnFuzzing {
         case .attestationObject: return attestationObject(bytes)
         case .clientData: return clientData(bytes)
         case .responseJSON: return responseJSON(bytes)
+        case .ceremony: return ceremony(bytes)
         }
     }
 
@@ -109,9 +112,11 @@ enum WebAuthnFuzzing {
         }
     }
 
-    /// The W3C JSON forms a browser or an app hands back; decoded responses re-serialize.
+    /// The W3C JSON forms a browser or an app hands back (a registration or an assertion);
+    /// decoded responses re-serialize, and registrations go through the relying party.
     static func responseJSON(_ bytes: [UInt8]) -> FuzzOutcome {
         var outcomes: [FuzzOutcome] = []
+        var refusal: RainError?
         do {
             let registration = try RegistrationResponseJSON.decode(jsonBytes: bytes)
             guard try RegistrationResponseJSON.decode(json: registration.jsonString()) == registration else {
@@ -119,8 +124,9 @@ enum WebAuthnFuzzing {
             }
             outcomes.append(attestationObject(registration.response.attestationObject.bytes))
             outcomes.append(clientData(registration.response.clientDataJSON.bytes))
+            outcomes.append(verify(registration))
         } catch {
-            outcomes.append(.rejected(error))
+            refusal = error
         }
         do {
             let assertion = try AuthenticationResponseJSON.decode(jsonBytes: bytes)
@@ -130,9 +136,60 @@ enum WebAuthnFuzzing {
             outcomes.append(authenticatorData(assertion.response.authenticatorData.bytes))
             outcomes.append(clientData(assertion.response.clientDataJSON.bytes))
         } catch {
-            outcomes.append(.rejected(error))
+            refusal = refusal ?? error
         }
+        if outcomes.isEmpty, let refusal { return .rejected(refusal) }
         return combine(outcomes)
+    }
+
+    /// The relying party the seeds were made for: registrations use challenge 7…7, assertions 9…9.
+    static let relyingParty = RelyingParty(
+        rpID: "example.com", rpName: "Example", allowedOrigins: ["https://example.com"])
+    static let registrationChallenge = [UInt8](repeating: 7, count: 32)
+    static let assertionChallenge = [UInt8](repeating: 9, count: 32)
+
+    /// Every check of WebAuthn §7.1 (client data, RP ID hash, flags, algorithm, attestation
+    /// statement and its signature); a verified credential's key must load again from its stored
+    /// COSE bytes, as the authority reloads it at every login.
+    static func verify(_ registration: RegistrationResponseJSON) -> FuzzOutcome {
+        let credential: VerifiedCredential
+        do {
+            credential = try relyingParty.verifyRegistration(registration, expectedChallenge: registrationChallenge)
+        } catch {
+            return .rejected(error)
+        }
+        do {
+            _ = try COSEPublicKey(encoded: credential.publicKey.encoded)
+        } catch {
+            return .broken("RelyingParty: a verified credential's public key does not load again (\(error.message))")
+        }
+        return .accepted
+    }
+
+    /// Verifies the registration, then the assertion against the credential it made (WebAuthn
+    /// §7.2: client data, RP ID hash, flags, the signature over authenticator data and client data).
+    static func ceremony(_ bytes: [UInt8]) -> FuzzOutcome {
+        guard let split = bytes.firstIndex(of: 0) else {
+            return .rejected(RainError(.invalidArgument, "no NUL between the registration and the assertion"))
+        }
+        let credential: VerifiedCredential
+        let assertion: AuthenticationResponseJSON
+        do {
+            let registration = try RegistrationResponseJSON.decode(jsonBytes: Array(bytes[..<split]))
+            credential = try relyingParty.verifyRegistration(registration, expectedChallenge: registrationChallenge)
+            assertion = try AuthenticationResponseJSON.decode(jsonBytes: Array(bytes[(split + 1)...]))
+        } catch {
+            return .rejected(error)
+        }
+        let stored = StoredCredential(
+            id: credential.credentialID, publicKey: credential.publicKey.encoded, signCount: credential.signCount,
+            isBackupEligible: credential.isBackupEligible)
+        do {
+            _ = try relyingParty.verifyAuthentication(assertion, expectedChallenge: assertionChallenge, credential: stored)
+            return .accepted
+        } catch {
+            return .rejected(error)
+        }
     }
 
     static func seeds(scratch: FuzzScratch) throws(RainError) -> [(name: String, bytes: [UInt8])] {
@@ -149,7 +206,7 @@ enum WebAuthnFuzzing {
                 let options = PublicKeyCredentialCreationOptionsJSON(
                     rp: .init(id: "example.com", name: "Example"),
                     user: .init(id: [1, 2, 3, 4], name: "user", displayName: "User"),
-                    challenge: [UInt8](repeating: 7, count: 32), pubKeyCredParams: [.init(alg: algorithm)])
+                    challenge: registrationChallenge, pubKeyCredParams: [.init(alg: algorithm)])
                 let registration = try authenticator.register(options: options, origin: origin)
                 let tag = "\(attestation.rawValue)-\(algorithm)"
                 let attestationBytes = registration.response.attestationObject.bytes
@@ -166,10 +223,13 @@ enum WebAuthnFuzzing {
                 }
                 guard attestation == .none else { continue }
                 let assertion = try authenticator.authenticate(
-                    options: .init(challenge: [UInt8](repeating: 9, count: 32), rpId: "example.com"), origin: origin)
+                    options: .init(challenge: assertionChallenge, rpId: "example.com"), origin: origin)
                 add("authenticator-data-assertion-\(tag)", .authenticatorData, assertion.response.authenticatorData.bytes)
                 add("client-data-get-\(tag)", .clientData, assertion.response.clientDataJSON.bytes)
                 add("assertion-json-\(tag)", .responseJSON, Array(try assertion.jsonString().utf8))
+                add(
+                    "ceremony-\(tag)", .ceremony,
+                    Array(try registration.jsonString().utf8) + [0] + Array(try assertion.jsonString().utf8))
             }
         }
         // An RSA key (not made by the software authenticator, which has none): kty 3, alg -257, n, e.
@@ -185,7 +245,7 @@ enum WebAuthnFuzzing {
         ])
         add("cbor-mixed", .cbor, CBOREncoder.encode(mixed))
         add("cbor-prefix-then-extensions", .cborPrefix, CBOREncoder.encode(mixed) + [0xA1, 0x01, 0x02])
-        add("cbor-huge-array-header", .cbor, [0x9A, 0x10, 0x00, 0x00, 0x00])
+        add("invalid-cbor-huge-array-header", .cbor, [0x9A, 0x10, 0x00, 0x00, 0x00])
         return seeds
     }
 }

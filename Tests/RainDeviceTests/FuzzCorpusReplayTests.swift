@@ -53,6 +53,20 @@ import Testing
         }
     }
 
+    /// Seeds are valid input (except those named `invalid-…`), so fuzzing starts past the first
+    /// checks: a seed the decoder refuses would only exercise the refusal.
+    @Test(arguments: FuzzTarget.allCases)
+    func seedsDecode(_ target: FuzzTarget) throws {
+        let scratch = try FuzzScratch()
+        for seed in try target.seeds(scratch: scratch) where !seed.name.hasPrefix("invalid-") {
+            let outcome = target.run(seed.bytes, scratch: scratch)
+            guard case .accepted = outcome else {
+                Issue.record("seed \(seed.name) of \(target.rawValue) does not decode: \(outcome)")
+                continue
+            }
+        }
+    }
+
     /// Inputs that crashed or broke an invariant before their fix now decode.
     @Test(arguments: [
         (FuzzTarget.requests, "account-created-at-int64-max"),
