@@ -11,6 +11,12 @@ let package = Package(
         .executable(name: "rainwalletd", targets: ["rainwalletd"]),
         .executable(name: "rainwallet", targets: ["rainwallet"]),
         .executable(name: "rainwallet-bench", targets: ["rainwallet-bench"]),
+        // libFuzzer targets, one product each (scripts/fuzz builds them with -sanitize=fuzzer,address).
+        .executable(name: "FuzzFrame", targets: ["FuzzFrame"]),
+        .executable(name: "FuzzRequests", targets: ["FuzzRequests"]),
+        .executable(name: "FuzzWebAuthn", targets: ["FuzzWebAuthn"]),
+        .executable(name: "FuzzConfig", targets: ["FuzzConfig"]),
+        .executable(name: "FuzzStorage", targets: ["FuzzStorage"]),
     ],
     targets: [
         // System libraries: module map + one-line shim header each.
@@ -41,6 +47,17 @@ let package = Package(
         .executableTarget(name: "rainwalletd", dependencies: ["RainDevice"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
+        // Fuzzing: the decode entry points and seeds shared by the fuzz executables and the replay test.
+        .target(
+            name: "RainFuzz",
+            dependencies: [
+                "RainCore", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthority", "RainDevice", "RainSoftAuthenticator",
+            ]),
+        .executableTarget(name: "FuzzFrame", dependencies: ["RainFuzz"]),
+        .executableTarget(name: "FuzzRequests", dependencies: ["RainFuzz"]),
+        .executableTarget(name: "FuzzWebAuthn", dependencies: ["RainFuzz"]),
+        .executableTarget(name: "FuzzConfig", dependencies: ["RainFuzz"]),
+        .executableTarget(name: "FuzzStorage", dependencies: ["RainFuzz"]),
         .target(
             name: "RainTestSupport",
             dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority", "RainDevice"]),
@@ -52,7 +69,7 @@ let package = Package(
         .testTarget(
             name: "RainAuthorityTests",
             dependencies: ["RainAuthority", "RainTestSupport", "RainWebAuthn", "RainSoftAuthenticator"]),
-        .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport"]),
+        .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport", "RainFuzz"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [

@@ -89,7 +89,9 @@ public final class OutboxCodeSender: CodeSender {
         var sentAt: String
     }
 
-    static func encode(_ delivery: OutboxDelivery) throws(RainError) -> [UInt8] {
+    /// One line of the outbox file, newline included.
+    /// - Throws: RAIN_502 when the entry cannot be encoded.
+    package static func encode(_ delivery: OutboxDelivery) throws(RainError) -> [UInt8] {
         let line = Line(
             appId: delivery.appID, kind: delivery.kind, contact: delivery.contact, code: delivery.code,
             sentAt: RFC3339.string(from: delivery.sentAt, fractional: true))
@@ -110,7 +112,9 @@ public final class OutboxCodeSender: CodeSender {
             appID: decoded.appId, kind: decoded.kind, contact: decoded.contact, code: decoded.code, sentAt: sentAt)
     }
 
-    private static func read(path: String, logger: Logger) throws(RainError) -> [OutboxDelivery] {
+    /// Reads every entry of the outbox file at `path`; a line that does not decode is logged and skipped.
+    /// - Throws: RAIN_502 when the file cannot be read.
+    package static func read(path: String, logger: Logger) throws(RainError) -> [OutboxDelivery] {
         guard let bytes = try AtomicFile.read(path) else { return [] }
         var out: [OutboxDelivery] = []
         for (index, line) in splitLines(bytes).enumerated() {

@@ -125,8 +125,14 @@ extension Duration {
 }
 
 extension Date {
-    /// Unix milliseconds.
-    public var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    /// Unix milliseconds, saturated to the `Int64` range: a date decoded from a peer's
+    /// `Int64.max` milliseconds rounds up past it as a `Double`, and must not trap when sent on
+    /// (found by FuzzRequests).
+    public var unixMilliseconds: Int64 {
+        let milliseconds = (timeIntervalSince1970 * 1000).rounded()
+        if let exact = Int64(exactly: milliseconds) { return exact }
+        return milliseconds > 0 ? .max : .min
+    }
     /// A date from Unix milliseconds.
     public init(unixMilliseconds: Int64) { self.init(timeIntervalSince1970: TimeInterval(unixMilliseconds) / 1000) }
     /// This date plus a duration.

@@ -18,7 +18,9 @@ public struct DeviceIdentity: Sendable {
         return DeviceIdentity(id: try loadOrCreateID(stateDirectory: stateDirectory), signingKey: key)
     }
 
-    static func loadOrCreateID(stateDirectory: String) throws(RainError) -> String {
+    /// Reads `<state>/device-id`, or creates it with a new random id.
+    /// - Throws: RAIN_102 when the file does not hold a device id; RAIN_502 on I/O errors.
+    package static func loadOrCreateID(stateDirectory: String) throws(RainError) -> String {
         let path = "\(stateDirectory)/device-id"
         if let bytes = try AtomicFile.read(path, limit: 256) {
             let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

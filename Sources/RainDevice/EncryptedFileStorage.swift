@@ -43,7 +43,13 @@ public final class EncryptedFileStorage: SecureStorage {
         } catch {
             throw RainError(.internalError, "cannot encode the session")
         }
-        return header() + (try AESGCM.seal(plaintext, using: key, authenticating: associatedData(profile)).combined)
+        return try seal(plaintext: plaintext, profile: profile)
+    }
+
+    /// Encrypts arbitrary plaintext into the file format, so fuzzing can reach the session decoder
+    /// behind the authentication tag.
+    package func seal(plaintext: [UInt8], profile: String) throws(RainError) -> [UInt8] {
+        header() + (try AESGCM.seal(plaintext, using: key, authenticating: associatedData(profile)).combined)
     }
 
     /// Decrypts the file format; nil with a reason when it does not open.

@@ -11,8 +11,10 @@ public struct ProfileStateStore: Sendable {
 
     public init(directory: String?) { self.directory = directory }
 
-    struct Record: Codable, Equatable {
-        var passkeyDomain: String?
+    /// The content of one profile's file.
+    package struct Record: Codable, Equatable {
+        /// The passkey domain the profile was configured with at run time.
+        package var passkeyDomain: String?
     }
 
     /// The stored passkey domain of `profile`, if any. An unreadable file reads as none (logged).
@@ -21,12 +23,17 @@ public struct ProfileStateStore: Sendable {
         let path = "\(directory)/\(profile).json"
         return await (try? Self.queue.runBlocking { () throws(RainError) -> String? in
             guard let bytes = try AtomicFile.read(path, limit: 64 * 1024) else { return nil }
-            guard let record = try? JSONDecoder().decode(Record.self, from: Data(bytes)) else {
+            guard let record = Self.record(decoding: bytes) else {
                 logger.warning("profile_state.unreadable", ["profile": profile, "path": path])
                 return nil
             }
             return record.passkeyDomain
         }) ?? nil
+    }
+
+    /// Decodes the content of a profile state file; nil when it is not one.
+    package static func record(decoding bytes: [UInt8]) -> Record? {
+        try? JSONDecoder().decode(Record.self, from: Data(bytes))
     }
 
     /// Persists the passkey domain of `profile`.

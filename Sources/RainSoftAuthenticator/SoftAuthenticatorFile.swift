@@ -4,7 +4,7 @@ import RainCrypto
 import RainWebAuthn
 
 /// The software authenticator's key file: JSON, mode 0600, replaced atomically on every change.
-struct SoftAuthenticatorFile: Codable, Sendable {
+package struct SoftAuthenticatorFile: Codable, Sendable {
     /// One credential: its private key lives here in clear, as befits a development tool.
     struct Credential: Codable, Sendable {
         var id: Base64URLBytes
@@ -32,7 +32,7 @@ struct SoftAuthenticatorFile: Codable, Sendable {
     /// Reads the file; an absent file is empty.
     /// - Throws: RAIN_102 when the file allows group or other access or is not a valid key file;
     ///   RAIN_502 when it cannot be read.
-    static func load(from path: String) throws(RainError) -> SoftAuthenticatorFile {
+    package static func load(from path: String) throws(RainError) -> SoftAuthenticatorFile {
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
             throw RainError(

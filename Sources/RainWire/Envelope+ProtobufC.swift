@@ -148,7 +148,10 @@ extension Envelope {
                     return Envelope(requestID: env.request_id, kind: .request(req))
                 case RAIN__WALLET__V1__ENVELOPE__KIND_RESPONSE:
                     guard let r = env.response?.pointee else { break }
-                    let status = try r.status.map { (s) throws(RainError) in try readStatus(s.pointee) } ?? .ok
+                    // Code 0 is success whatever else the status carries: read it as `.ok`, so the
+                    // envelope re-encodes to itself (found by FuzzFrame).
+                    let read = try r.status.map { (s) throws(RainError) in try readStatus(s.pointee) } ?? .ok
+                    let status = read.isOK ? WireStatus.ok : read
                     return Envelope(
                         requestID: env.request_id,
                         kind: .response(WireResponse(status: status, payload: readBytes(r.payload))))

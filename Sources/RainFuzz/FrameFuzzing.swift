@@ -1,0 +1,129 @@
+import RainCore
+import RainWire
+
+/// FuzzFrame: the first input byte chooses how the rest is cut into reads (0: byte by byte;
+/// n: pseudo-random reads of 1…n bytes); the rest is the byte stream a connection receives.
+enum FrameFuzzing {
+    static func run(_ input: [UInt8]) -> FuzzOutcome {
+        guard let seed = input.first else { return .accepted }
+        let stream = Array(input.dropFirst())
+        let whole = feed(stream, sizes: [stream.count])
+        let chunked = feed(stream, sizes: chunkSizes(seed: seed, total: stream.count))
+        // How reads are cut must not change what comes out.
+        guard whole.frames == chunked.frames, (whole.error == nil) == (chunked.error == nil) else {
+            return .broken("FrameDecoder: cutting the stream into other reads changed the frames or the error")
+        }
+        if whole.error == nil {
+            guard whole.buffered == chunked.buffered else {
+                return .broken("FrameDecoder: cutting the stream into other reads changed the buffered byte count")
+            }
+            let consumed = whole.frames.reduce(0) { $0 + Frame.headerLength + $1.count }
+            guard consumed + whole.buffered == stream.count else {
+                return .broken("FrameDecoder: frames plus buffered bytes do not add up to the bytes received")
+            }
+        }
+        if whole.frames.contains(where: { $0.count > Frame.defaultMaximumLength }) {
+            return .broken("FrameDecoder: returned a frame over the maximum length")
+        }
+        var outcomes = whole.frames.map(envelope)
+        if let error = whole.error { outcomes.append(.rejected(error)) }
+        return combine(outcomes)
+    }
+
+    /// Decodes one frame body as the server and the client do, and checks the envelope re-encodes
+    /// to bytes that decode to the same envelope.
+    static func envelope(_ body: [UInt8]) -> FuzzOutcome {
+        let decoded: Envelope
+        do {
+            decoded = try Envelope.decode(body)
+        } catch {
+            return .rejected(error)
+        }
+        do {
+            let bytes = try decoded.encode()
+            guard try Envelope.decode(bytes) == decoded else { return .broken("Envelope: decode(encode(e)) != e") }
+            guard try decoded.encodeFrame() == Frame.encode(bytes) else {
+                return .broken("Envelope: encodeFrame() != Frame.encode(encode())")
+            }
+        } catch {
+            return .broken("Envelope: a decoded envelope does not re-encode (\(error.code), \(error.details.reason ?? "-"))")
+        }
+        return .accepted
+    }
+
+    private static func feed(_ stream: [UInt8], sizes: [Int]) -> (frames: [[UInt8]], error: RainError?, buffered: Int) {
+        var decoder = FrameDecoder()
+        var frames: [[UInt8]] = []
+        var offset = 0
+        do {
+            for size in sizes {
+                let end = min(offset + size, stream.count)
+                try decoder.append(stream[offset..<end])
+                offset = end
+                while let frame = try decoder.nextFrame() { frames.append(frame) }
+            }
+        } catch {
+            return (frames, error, decoder.bufferedByteCount)
+        }
+        return (frames, nil, decoder.bufferedByteCount)
+    }
+
+    private static func chunkSizes(seed: UInt8, total: Int) -> [Int] {
+        var sizes: [Int] = []
+        var state = UInt32(seed) &* 2_654_435_761 | 1
+        var covered = 0
+        while covered < total {
+            state ^= state << 13
+            state ^= state >> 17
+            state ^= state << 5
+            let size = seed == 0 ? 1 : 1 + Int(state % UInt32(seed))
+            sizes.append(size)
+            covered += size
+        }
+        return sizes
+    }
+
+    static func seeds() throws(RainError) -> [(name: String, bytes: [UInt8])] {
+        var seeds: [(name: String, bytes: [UInt8])] = []
+        let profile = MetadataEntry(key: profileMetadataKey, value: "default")
+        var requestID: UInt64 = 1
+        for (method, payload) in try RequestFuzzing.methodSamples() {
+            let request = WireRequest(method: method, payload: payload, timeoutMilliseconds: 5_000, metadata: [profile])
+            let frame = try Envelope(requestID: requestID, kind: .request(request)).encodeFrame()
+            // "/rain.wallet.v1.Auth/SendLoginCode" → "Auth-SendLoginCode".
+            let parts = method.split(separator: "/")
+            let name = [parts.first?.split(separator: ".").last, parts.last].compactMap { $0 }.joined(separator: "-")
+            seeds.append((name: "request-\(name)", bytes: [UInt8(truncatingIfNeeded: requestID * 7)] + frame))
+            requestID += 1
+        }
+        let failure = RainError(
+            .invalidLoginCode, "wrong code", details: .init(attemptsRemaining: 2, reason: "wrong", retryAfterMilliseconds: 1_000))
+        let others: [(String, Envelope)] = [
+            ("response-ok", Envelope(requestID: 9, kind: .response(.ok(try GetAccountRequest().encode() + [8, 1])))),
+            ("response-failure", Envelope(requestID: 10, kind: .response(.failure(failure)))),
+            (
+                "response-unreachable",
+                Envelope(
+                    requestID: 11,
+                    kind: .response(
+                        .failure(
+                            RainError(
+                                .network, "authority unreachable",
+                                details: .init(field: "authority", isAuthorityUnreachable: true)))))
+            ),
+            ("stream", Envelope(requestID: 12, kind: .stream(payload: [8, 1, 16, 2]))),
+            ("cancel", Envelope(requestID: 13, kind: .cancel)),
+        ]
+        var all: [UInt8] = []
+        for (name, envelope) in others {
+            let frame = try envelope.encodeFrame()
+            all += frame
+            seeds.append((name: name, bytes: [3] + frame))
+        }
+        seeds.append((name: "several-byte-by-byte", bytes: [0] + all))
+        seeds.append((name: "several-in-reads-of-up-to-9", bytes: [9] + all))
+        seeds.append((name: "invalid-header-over-maximum", bytes: [2, 0x00, 0x10, 0x00, 0x01]))
+        seeds.append((name: "invalid-empty-frame", bytes: [1, 0, 0, 0, 0]))
+        return seeds
+    }
+}

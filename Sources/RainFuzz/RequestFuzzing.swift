@@ -1,0 +1,193 @@
+import Foundation
+import RainCore
+import RainWire
+
+/// FuzzRequests: the first input byte picks a payload type (modulo the number of types), the rest
+/// is decoded with that type's `decode`, the same protobuf-c unpack path (with its NUL-in-string
+/// check) that DeviceService, AuthorityService, RemoteAuthority and the client library use.
+enum RequestFuzzing {
+    struct Entry: Sendable {
+        let name: String
+        let run: @Sendable ([UInt8]) -> FuzzOutcome
+        let sample: @Sendable () throws(RainError) -> [UInt8]
+    }
+
+    /// Every `WireMessage`, each with a meaningful sample. Appending keeps old seeds' first byte
+    /// pointing at the same type; reordering does not.
+    static let entries: [Entry] = {
+        let email = RainWalletContact.email("user@example.com")
+        let phone = RainWalletContact.phone("+15551234567")
+        let date = Date(unixMilliseconds: 1_780_000_000_123)
+        let session = SessionSnapshot(
+            authState: .authenticated, sessionState: .active(expiresAt: date), accountID: "acc_1", walletID: "wal_1",
+            contact: email, hasActiveSession: true)
+        let tokens = AuthoritySessionTokens(accessToken: "at_abc", refreshToken: "rt_def", accessLifetime: .seconds(900))
+        let passkey = PasskeyInfo(credentialID: "Y3JlZA", rpID: "example.com", createdAt: date, lastUsedAt: date)
+        let key = [UInt8](repeating: 0xA5, count: 32)
+        return [
+            entry(GetInfoRequest()),
+            entry(
+                GetInfoResponse(
+                    daemonVersion: "0.1.0", protocolVersion: 1, capabilities: ["login-code", "watch"], maxFrameBytes: 1 << 20)),
+            entry(SendLoginCodeRequest(contact: email)),
+            entry(SendLoginCodeResponse(contact: phone, expiresAt: date)),
+            entry(ConfirmLoginCodeRequest(code: "123456")),
+            entry(ConfirmLoginCodeResponse(session: session, accountCreated: true)),
+            entry(LogoutRequest()),
+            entry(LogoutResponse(hadSession: true, revokedAtAuthority: true)),
+            entry(GetSessionStateRequest()),
+            entry(session),
+            entry(AwaitRestoreRequest(timeoutMilliseconds: 2_000)),
+            entry(WatchRequest()),
+            entry(WatchEvent(sequence: 3, kind: .sessionExpired, state: session, expiryReason: .revokedElsewhere)),
+            entry(ListOutboxRequest()),
+            entry(ListOutboxResponse(entries: [OutboxEntry(contact: email, code: "123456", sentAt: date, appID: "default")])),
+            entry(SlowEchoRequest(delayMilliseconds: 10, data: [1, 2, 3])),
+            entry(SlowEchoResponse(data: [1, 2, 3])),
+            entry(RefreshSessionRequest()),
+            entry(GetAccountRequest()),
+            entry(
+                AccountResponse(
+                    accountID: "acc_1", walletID: "wal_1", createdAt: date, contacts: [email, phone], needsBackupEmail: true,
+                    passkeys: [passkey])),
+            entry(ConfirmContactVerificationRequest(code: "654321")),
+            entry(ConfigureProfileRequest(passkeyDomain: "example.com")),
+            entry(ConfigureProfileResponse(passkeyDomain: "example.com")),
+            entry(GetWalletRequest()),
+            entry(
+                WalletResponse(
+                    walletID: "wal_1", createdAt: date, ethereumAddress: "0x52908400098527886E0F7030069857D2E4169EE7",
+                    solanaAddress: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T")),
+            entry(ExportRecoveryPhraseRequest()),
+            entry(ExportRecoveryPhraseResponse(words: ["abandon", "ability", "able"])),
+            entry(ExportPrivateKeyRequest(chain: .solana)),
+            entry(ExportPrivateKeyResponse(chain: .ethereum, privateKey: "0x" + String(repeating: "ab", count: 32))),
+            entry(BeginPasskeyRequest()),
+            entry(
+                BeginPasskeyResponse(
+                    ceremonyID: "cer_1", optionsJSON: #"{"challenge":"AAAA"}"#, origin: "https://example.com", expiresAt: date)),
+            entry(FinishPasskeyRequest(ceremonyID: "cer_1", responseJSON: #"{"id":"Y3JlZA","type":"public-key"}"#)),
+            entry(FinishPasskeyResponse(session: session, accountCreated: false)),
+            entry(CancelPasskeyRequest(ceremonyID: "cer_1")),
+            entry(CancelPasskeyResponse()),
+            // The authority hop.
+            entry(AuthoritySendLoginCodeRequest(appID: "default", deviceID: "dev_abcdefgh", contact: email)),
+            entry(AuthoritySendLoginCodeResponse(challengeID: "chl_1", contact: email, expiresAt: date)),
+            entry(
+                AuthorityConfirmLoginCodeRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", challengeID: "chl_1", code: "123456", devicePublicKey: key)),
+            entry(AuthorityConfirmLoginCodeResponse(accountID: "acc_1", walletID: "wal_1", accountCreated: true, tokens: tokens)),
+            entry(
+                AuthorityRefreshSessionRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", refreshToken: "rt_def", timestamp: date, signature: key + key)),
+            entry(AuthorityRefreshSessionResponse(tokens: tokens)),
+            entry(AuthorityAccountInfoRequest(appID: "default", accessToken: "at_abc")),
+            entry(
+                AuthorityAccountInfoResponse(
+                    accountID: "acc_1", walletID: "wal_1", createdAt: date, contacts: [email], needsBackupEmail: false,
+                    passkeys: [passkey])),
+            entry(
+                AuthoritySendContactVerificationRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", accessToken: "at_abc", contact: phone)),
+            entry(
+                AuthorityConfirmContactVerificationRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", accessToken: "at_abc", challengeID: "chl_2", code: "654321")),
+            entry(AuthorityRevokeSessionRequest(appID: "default", refreshToken: "rt_def")),
+            entry(AuthorityRevokeSessionResponse()),
+            entry(AuthorityWalletRequest(appID: "default", accessToken: "at_abc")),
+            entry(
+                AuthorityWalletResponse(
+                    walletID: "wal_1", createdAt: date, ethereumAddress: "0x52908400098527886E0F7030069857D2E4169EE7",
+                    solanaAddress: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T")),
+            entry(
+                AuthorityExportWalletResponse(
+                    mnemonic: ["abandon", "ability"], ethereumPrivateKey: "0xab", solanaKeypair: "4Nd1")),
+            entry(
+                AuthorityPasskeyBeginRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", rpID: "example.com", origins: ["https://example.com"],
+                    accessToken: "at_abc")),
+            entry(AuthorityPasskeyBeginResponse(ceremonyID: "cer_1", optionsJSON: #"{"challenge":"AAAA"}"#, expiresAt: date)),
+            entry(
+                AuthorityPasskeyFinishRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", ceremonyID: "cer_1", responseJSON: "{}", devicePublicKey: key)),
+            entry(
+                AuthorityPasskeyFinishResponse(
+                    isLoggedIn: true, accountID: "acc_1", walletID: "wal_1", accountCreated: false, tokens: tokens)),
+            entry(AuthorityPasskeyCancelRequest(appID: "default", deviceID: "dev_abcdefgh", ceremonyID: "cer_1")),
+            entry(AuthorityPasskeyCancelResponse()),
+        ]
+    }()
+
+    private static func entry<M: WireMessage & Equatable>(_ sample: M) -> Entry {
+        Entry(name: "\(M.self)", run: { roundTrip(M.self, $0) }, sample: { () throws(RainError) in try sample.encode() })
+    }
+
+    /// Decodes; a decoded message must re-encode, and its encoding must decode to the same value.
+    static func roundTrip<M: WireMessage & Equatable>(_: M.Type, _ bytes: [UInt8]) -> FuzzOutcome {
+        let message: M
+        do {
+            message = try M.decode(bytes)
+        } catch {
+            return .rejected(error)
+        }
+        do {
+            guard try M.decode(message.encode()) == message else { return .broken("\(M.self): decode(encode(m)) != m") }
+        } catch {
+            return .broken("\(M.self): a decoded message does not re-encode (\(error.code), \(error.details.reason ?? "-"))")
+        }
+        return .accepted
+    }
+
+    static func run(_ input: [UInt8]) -> FuzzOutcome {
+        guard let selector = input.first else { return .accepted }
+        return entries[Int(selector) % entries.count].run(Array(input.dropFirst()))
+    }
+
+    static func seeds() throws(RainError) -> [(name: String, bytes: [UInt8])] {
+        var seeds: [(name: String, bytes: [UInt8])] = []
+        for (index, entry) in entries.enumerated() {
+            seeds.append((name: entry.name, bytes: [UInt8(index)] + (try entry.sample())))
+        }
+        return seeds
+    }
+
+    /// A valid request payload for every method of the device protocol and of the authority hop.
+    static func methodSamples() throws(RainError) -> [(method: String, payload: [UInt8])] {
+        func sample(_ name: String) throws(RainError) -> [UInt8] {
+            guard let entry = entries.first(where: { $0.name == name }) else {
+                throw RainError(.internalError, "no fuzzing sample for \(name)")
+            }
+            return try entry.sample()
+        }
+        let table: [(String, String)] = [
+            (Method.getInfo, "GetInfoRequest"), (Method.sendLoginCode, "SendLoginCodeRequest"),
+            (Method.confirmLoginCode, "ConfirmLoginCodeRequest"), (Method.logout, "LogoutRequest"),
+            (Method.getSessionState, "GetSessionStateRequest"), (Method.awaitRestore, "AwaitRestoreRequest"),
+            (Method.watch, "WatchRequest"), (Method.refreshSession, "RefreshSessionRequest"),
+            (Method.getAccount, "GetAccountRequest"), (Method.getWallet, "GetWalletRequest"),
+            (Method.exportRecoveryPhrase, "ExportRecoveryPhraseRequest"), (Method.exportPrivateKey, "ExportPrivateKeyRequest"),
+            (Method.configureProfile, "ConfigureProfileRequest"), (Method.passkeyBeginSignUp, "BeginPasskeyRequest"),
+            (Method.passkeyBeginLogin, "BeginPasskeyRequest"), (Method.passkeyBeginAdd, "BeginPasskeyRequest"),
+            (Method.passkeyFinish, "FinishPasskeyRequest"), (Method.passkeyCancel, "CancelPasskeyRequest"),
+            (Method.contactSendVerificationCode, "SendLoginCodeRequest"),
+            (Method.contactConfirmVerification, "ConfirmContactVerificationRequest"),
+            (Method.listOutbox, "ListOutboxRequest"), (Method.slowEcho, "SlowEchoRequest"),
+            (AuthorityMethod.getInfo, "GetInfoRequest"), (AuthorityMethod.sendLoginCode, "AuthoritySendLoginCodeRequest"),
+            (AuthorityMethod.confirmLoginCode, "AuthorityConfirmLoginCodeRequest"),
+            (AuthorityMethod.refreshSession, "AuthorityRefreshSessionRequest"),
+            (AuthorityMethod.accountInfo, "AuthorityAccountInfoRequest"),
+            (AuthorityMethod.revokeSession, "AuthorityRevokeSessionRequest"), (AuthorityMethod.listOutbox, "ListOutboxRequest"),
+            (AuthorityMethod.getWallet, "AuthorityWalletRequest"), (AuthorityMethod.exportWallet, "AuthorityWalletRequest"),
+            (AuthorityMethod.beginPasskeyRegistration, "AuthorityPasskeyBeginRequest"),
+            (AuthorityMethod.finishPasskeyRegistration, "AuthorityPasskeyFinishRequest"),
+            (AuthorityMethod.beginPasskeyAuthentication, "AuthorityPasskeyBeginRequest"),
+            (AuthorityMethod.finishPasskeyAuthentication, "AuthorityPasskeyFinishRequest"),
+            (AuthorityMethod.cancelPasskeyCeremony, "AuthorityPasskeyCancelRequest"),
+            (AuthorityMethod.sendContactVerificationCode, "AuthoritySendContactVerificationRequest"),
+            (AuthorityMethod.confirmContactVerification, "AuthorityConfirmContactVerificationRequest"),
+        ]
+        var out: [(method: String, payload: [UInt8])] = []
+        for (method, name) in table { out.append((method: method, payload: try sample(name))) }
+        return out
+    }
+}

@@ -1,0 +1,251 @@
+import RainCore
+import RainSoftAuthenticator
+import RainWebAuthn
+
+/// FuzzWebAuthn: the first input byte picks the parser (modulo 8), the rest is its input. Run with
+/// `-malloc_limit_mb`: libcbor allocates what a header declares, which the bounded reader must
+/// refuse before libcbor sees it (TOOLCHAIN.md).
+enum WebAuthnFuzzing {
+    enum Parser: UInt8, CaseIterable {
+        case cbor, cborPrefix, authenticatorData, coseKey, attestationObject, clientData, responseJSON
+        /// A registration JSON, a NUL byte, then an assertion JSON: register, then log in with it.
+        case ceremony
+    }
+
+    static func run(_ input: [UInt8]) -> FuzzOutcome {
+        guard let selector = input.first else { return .accepted }
+        let bytes = Array(input.dropFirst())
+        switch Parser(rawValue: selector % UInt8(Parser.allCases.count)) ?? .cbor {
+        case .cbor: return cbor(bytes)
+        case .cborPrefix: return cborPrefix(bytes)
+        case .authenticatorData: return authenticatorData(bytes)
+        case .coseKey: return coseKey(bytes)
+        case .attestationObject: return attestationObject(bytes)
+        case .clientData: return clientData(bytes)
+        case .responseJSON: return responseJSON(bytes)
+        case .ceremony: return ceremony(bytes)
+        }
+    }
+
+    /// Accepted CBOR re-encodes canonically, and the canonical form is a fixed point.
+    static func cbor(_ bytes: [UInt8]) -> FuzzOutcome {
+        let value: CBORValue
+        do {
+            value = try CBORDecoder.decode(bytes)
+        } catch {
+            return .rejected(error)
+        }
+        let canonical = CBOREncoder.encode(value)
+        do {
+            guard CBOREncoder.encode(try CBORDecoder.decode(canonical)) == canonical else {
+                return .broken("CBOR: the canonical encoding is not a fixed point")
+            }
+        } catch {
+            return .broken("CBOR: the canonical encoding of an accepted item does not decode (\(error.message))")
+        }
+        return .accepted
+    }
+
+    /// A prefix item is as long as it says and decodes alone to the same value.
+    static func cborPrefix(_ bytes: [UInt8]) -> FuzzOutcome {
+        let decoded: (value: CBORValue, length: Int)
+        do {
+            decoded = try CBORDecoder.decodePrefix(bytes, at: 0)
+        } catch {
+            return .rejected(error)
+        }
+        guard decoded.length > 0, decoded.length <= bytes.count else { return .broken("CBOR: prefix length out of range") }
+        do {
+            guard try CBORDecoder.decode(Array(bytes[0..<decoded.length])) == decoded.value else {
+                return .broken("CBOR: the prefix decodes alone to another value")
+            }
+            guard try CBORDecoder.itemLength(of: bytes, at: 0) == decoded.length else {
+                return .broken("CBOR: itemLength disagrees with decodePrefix")
+            }
+        } catch {
+            return .broken("CBOR: an accepted prefix does not decode alone (\(error.message))")
+        }
+        return .accepted
+    }
+
+    /// Parsed authenticator data re-encodes to the same bytes; its key goes through the COSE parser
+    /// as the relying party does.
+    static func authenticatorData(_ bytes: [UInt8]) -> FuzzOutcome {
+        let data: AuthenticatorData
+        do {
+            data = try AuthenticatorData(parsing: bytes)
+        } catch {
+            return .rejected(error)
+        }
+        guard data.encoded == bytes else { return .broken("AuthenticatorData: encoded != the parsed bytes") }
+        if let key = data.attestedCredentialData?.publicKeyBytes { return coseKey(key) }
+        return .accepted
+    }
+
+    static func coseKey(_ bytes: [UInt8]) -> FuzzOutcome {
+        do {
+            let key = try COSEPublicKey(encoded: bytes)
+            guard key.encoded == bytes else { return .broken("COSEPublicKey: encoded != the parsed bytes") }
+            return .accepted
+        } catch {
+            return .rejected(error)
+        }
+    }
+
+    static func attestationObject(_ bytes: [UInt8]) -> FuzzOutcome {
+        let object: AttestationObject
+        do {
+            object = try AttestationObject(parsing: bytes)
+        } catch {
+            return .rejected(error)
+        }
+        guard let key = object.authenticatorData.attestedCredentialData?.publicKeyBytes else { return .accepted }
+        return coseKey(key)
+    }
+
+    static func clientData(_ bytes: [UInt8]) -> FuzzOutcome {
+        do {
+            _ = try CollectedClientData(parsing: bytes)
+            return .accepted
+        } catch {
+            return .rejected(error)
+        }
+    }
+
+    /// The W3C JSON forms a browser or an app hands back (a registration or an assertion);
+    /// decoded responses re-serialize, and registrations go through the relying party.
+    static func responseJSON(_ bytes: [UInt8]) -> FuzzOutcome {
+        var outcomes: [FuzzOutcome] = []
+        var refusal: RainError?
+        do {
+            let registration = try RegistrationResponseJSON.decode(jsonBytes: bytes)
+            guard try RegistrationResponseJSON.decode(json: registration.jsonString()) == registration else {
+                return .broken("RegistrationResponseJSON: decode(json(r)) != r")
+            }
+            outcomes.append(attestationObject(registration.response.attestationObject.bytes))
+            outcomes.append(clientData(registration.response.clientDataJSON.bytes))
+            outcomes.append(verify(registration))
+        } catch {
+            refusal = error
+        }
+        do {
+            let assertion = try AuthenticationResponseJSON.decode(jsonBytes: bytes)
+            guard try AuthenticationResponseJSON.decode(json: assertion.jsonString()) == assertion else {
+                return .broken("AuthenticationResponseJSON: decode(json(a)) != a")
+            }
+            outcomes.append(authenticatorData(assertion.response.authenticatorData.bytes))
+            outcomes.append(clientData(assertion.response.clientDataJSON.bytes))
+        } catch {
+            refusal = refusal ?? error
+        }
+        if outcomes.isEmpty, let refusal { return .rejected(refusal) }
+        return combine(outcomes)
+    }
+
+    /// The relying party the seeds were made for: registrations use challenge 7…7, assertions 9…9.
+    static let relyingParty = RelyingParty(
+        rpID: "example.com", rpName: "Example", allowedOrigins: ["https://example.com"])
+    static let registrationChallenge = [UInt8](repeating: 7, count: 32)
+    static let assertionChallenge = [UInt8](repeating: 9, count: 32)
+
+    /// Every check of WebAuthn §7.1 (client data, RP ID hash, flags, algorithm, attestation
+    /// statement and its signature); a verified credential's key must load again from its stored
+    /// COSE bytes, as the authority reloads it at every login.
+    static func verify(_ registration: RegistrationResponseJSON) -> FuzzOutcome {
+        let credential: VerifiedCredential
+        do {
+            credential = try relyingParty.verifyRegistration(registration, expectedChallenge: registrationChallenge)
+        } catch {
+            return .rejected(error)
+        }
+        do {
+            _ = try COSEPublicKey(encoded: credential.publicKey.encoded)
+        } catch {
+            return .broken("RelyingParty: a verified credential's public key does not load again (\(error.message))")
+        }
+        return .accepted
+    }
+
+    /// Verifies the registration, then the assertion against the credential it made (WebAuthn
+    /// §7.2: client data, RP ID hash, flags, the signature over authenticator data and client data).
+    static func ceremony(_ bytes: [UInt8]) -> FuzzOutcome {
+        guard let split = bytes.firstIndex(of: 0) else {
+            return .rejected(RainError(.invalidArgument, "no NUL between the registration and the assertion"))
+        }
+        let credential: VerifiedCredential
+        let assertion: AuthenticationResponseJSON
+        do {
+            let registration = try RegistrationResponseJSON.decode(jsonBytes: Array(bytes[..<split]))
+            credential = try relyingParty.verifyRegistration(registration, expectedChallenge: registrationChallenge)
+            assertion = try AuthenticationResponseJSON.decode(jsonBytes: Array(bytes[(split + 1)...]))
+        } catch {
+            return .rejected(error)
+        }
+        let stored = StoredCredential(
+            id: credential.credentialID, publicKey: credential.publicKey.encoded, signCount: credential.signCount,
+            isBackupEligible: credential.isBackupEligible)
+        do {
+            _ = try relyingParty.verifyAuthentication(assertion, expectedChallenge: assertionChallenge, credential: stored)
+            return .accepted
+        } catch {
+            return .rejected(error)
+        }
+    }
+
+    static func seeds(scratch: FuzzScratch) throws(RainError) -> [(name: String, bytes: [UInt8])] {
+        var seeds: [(name: String, bytes: [UInt8])] = []
+        func add(_ name: String, _ parser: Parser, _ bytes: [UInt8]) {
+            seeds.append((name: name, bytes: [parser.rawValue] + bytes))
+        }
+        let origin = "https://example.com"
+        for attestation in SoftAuthenticator.Attestation.allCases {
+            for algorithm in [COSEAlgorithm.es256, .edDSA] {
+                let authenticator = SoftAuthenticator(
+                    path: "\(scratch.directory)/authenticator-\(attestation.rawValue)-\(algorithm.rawValue).json",
+                    configuration: .init(attestation: attestation, supportedAlgorithms: [algorithm]))
+                let options = PublicKeyCredentialCreationOptionsJSON(
+                    rp: .init(id: "example.com", name: "Example"),
+                    user: .init(id: [1, 2, 3, 4], name: "user", displayName: "User"),
+                    challenge: registrationChallenge, pubKeyCredParams: [.init(alg: algorithm)])
+                let registration = try authenticator.register(options: options, origin: origin)
+                let tag = "\(attestation.rawValue)-\(algorithm)"
+                let attestationBytes = registration.response.attestationObject.bytes
+                add("attestation-object-\(tag)", .attestationObject, attestationBytes)
+                add("attestation-object-as-cbor-\(tag)", .cbor, attestationBytes)
+                add("client-data-create-\(tag)", .clientData, registration.response.clientDataJSON.bytes)
+                add("registration-json-\(tag)", .responseJSON, Array(try registration.jsonString().utf8))
+                if let authData = registration.response.authenticatorData?.bytes {
+                    add("authenticator-data-registration-\(tag)", .authenticatorData, authData)
+                    if let key = try AuthenticatorData(parsing: authData).attestedCredentialData?.publicKeyBytes {
+                        add("cose-key-\(tag)", .coseKey, key)
+                        add("cose-key-as-cbor-prefix-\(tag)", .cborPrefix, key + [0xA0])
+                    }
+                }
+                guard attestation == .none else { continue }
+                let assertion = try authenticator.authenticate(
+                    options: .init(challenge: assertionChallenge, rpId: "example.com"), origin: origin)
+                add("authenticator-data-assertion-\(tag)", .authenticatorData, assertion.response.authenticatorData.bytes)
+                add("client-data-get-\(tag)", .clientData, assertion.response.clientDataJSON.bytes)
+                add("assertion-json-\(tag)", .responseJSON, Array(try assertion.jsonString().utf8))
+                add(
+                    "ceremony-\(tag)", .ceremony,
+                    Array(try registration.jsonString().utf8) + [0] + Array(try assertion.jsonString().utf8))
+            }
+        }
+        // An RSA key (not made by the software authenticator, which has none): kty 3, alg -257, n, e.
+        let modulus = [0xC3] + (0..<254).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) } + [0x01]
+        let rsa = CBORValue.map([
+            .init(.integer(1), .integer(3)), .init(.integer(3), .integer(-257)),
+            .init(.integer(-1), .bytes(modulus)), .init(.integer(-2), .bytes([0x01, 0x00, 0x01])),
+        ])
+        add("cose-key-rs256", .coseKey, CBOREncoder.encode(rsa))
+        let mixed = CBORValue.map([
+            .init(.text("fmt"), .text("none")), .init(.integer(-3), .array([.bool(true), .bool(false), .null])),
+            .init(.bytes([1, 2]), .integer(-70000)), .init(.integer(1 << 40), .map([])),
+        ])
+        add("cbor-mixed", .cbor, CBOREncoder.encode(mixed))
+        add("cbor-prefix-then-extensions", .cborPrefix, CBOREncoder.encode(mixed) + [0xA1, 0x01, 0x02])
+        add("invalid-cbor-huge-array-header", .cbor, [0x9A, 0x10, 0x00, 0x00, 0x00])
+        return seeds
+    }
+}
