@@ -847,7 +847,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__status__descriptor =
   (ProtobufCMessageInit) rain__wallet__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__error_details__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__error_details__field_descriptors[7] =
 {
   {
     "attempts_remaining",
@@ -909,18 +909,44 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__error_details__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "limit",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ErrorDetails, limit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "retry_after_unix_ms",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ErrorDetails, retry_after_unix_ms),
+    &rain__wallet__v1__uint64_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__error_details__field_indices_by_name[] = {
   0,   /* field[0] = attempts_remaining */
   4,   /* field[4] = authority_unreachable */
   3,   /* field[3] = field */
+  5,   /* field[5] = limit */
   1,   /* field[1] = reason */
   2,   /* field[2] = retry_after_ms */
+  6,   /* field[6] = retry_after_unix_ms */
 };
 static const ProtobufCIntRange rain__wallet__v1__error_details__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__error_details__descriptor =
 {
@@ -930,7 +956,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__error_details__descriptor =
   "Rain__Wallet__V1__ErrorDetails",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__ErrorDetails),
-  5,
+  7,
   rain__wallet__v1__error_details__field_descriptors,
   rain__wallet__v1__error_details__field_indices_by_name,
   1,  rain__wallet__v1__error_details__number_ranges,

@@ -387,13 +387,18 @@ public struct AuthoritySettings: Sendable, Equatable {
     public var refreshSignatureSkew: Duration
     /// How long a passkey ceremony's challenge is accepted (5 minutes by default).
     public var passkeyCeremonyLifetime: Duration
+    /// The code send limits (DESIGN §6: 30 s cooldown and 5 per 15 minutes per contact, 10 per
+    /// hour per account); a send over one is refused with RAIN_302 and a retry-after.
+    public var sendLimits: CodeSendLimits
 
     public init(
         codeLifetime: Duration = .seconds(300), maxWrongAttempts: Int = 3, maxActiveCodesPerAccount: Int = 3,
         accessTokenLifetime: Duration = .seconds(900), isDevOutboxEnabled: Bool = true,
         refreshGraceWindow: Duration = .seconds(10), refreshTokenLifetime: Duration = .seconds(30 * 86_400),
-        refreshSignatureSkew: Duration = .seconds(120), passkeyCeremonyLifetime: Duration = .seconds(300)
+        refreshSignatureSkew: Duration = .seconds(120), passkeyCeremonyLifetime: Duration = .seconds(300),
+        sendLimits: CodeSendLimits = CodeSendLimits()
     ) {
+        self.sendLimits = sendLimits
         self.codeLifetime = codeLifetime
         self.maxWrongAttempts = maxWrongAttempts
         self.maxActiveCodesPerAccount = maxActiveCodesPerAccount

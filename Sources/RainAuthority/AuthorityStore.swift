@@ -16,16 +16,28 @@ public protocol AuthorityStore: Sendable {
     /// The account that owns `contact` in `appID`, with its wallet, or nil.
     func account(appID: String, contact: RainWalletContact) async throws(RainError) -> AccountRecord?
 
-    /// Records a new pending challenge.
+    /// Records a new pending challenge, unless a send limit refuses it.
     ///
-    /// In one transaction: derives the account key (the account id when the contact belongs to an
-    /// account, else `contact:<kind>:<value>`), retires every pending challenge of the challenge's
-    /// app and device (resend replaces, switching contact retires), retires the oldest pending,
-    /// unexpired challenges of that account key (across devices) until fewer than
-    /// `maxActivePerAccount` remain, then inserts the challenge.
-    /// - Returns: the ids of the retired challenges and the account key used.
-    func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int) async throws(RainError)
-        -> ChallengeInsertion
+    /// In one write transaction: derives the account key (the target account of a verification,
+    /// else the account id when the contact belongs to an account, else `contact:<kind>:<value>`),
+    /// then checks `limits` against the challenges already stored in the challenge's app, of every
+    /// purpose and state, counted by `created_at` up to `challenge.createdAt`:
+    /// - `contactCooldown`: the contact's last send is less than `limits.contactCooldown` old
+    ///   (retry at that send + the cooldown);
+    /// - `contactWindow`: the contact already has `limits.contactMaxSends` sends within
+    ///   `limits.contactWindow` (retry when the oldest counted one leaves the window);
+    /// - `accountWindow`: the account key already has `limits.accountMaxSends` sends within
+    ///   `limits.accountWindow` (same).
+    /// When several apply, the one with the latest retry time is returned; nothing is then changed.
+    /// Otherwise it retires every pending challenge of the app, device and purpose (resend
+    /// replaces, switching contact retires), retires the oldest pending, unexpired challenges of
+    /// the account key (across devices) until fewer than `maxActivePerAccount` remain, then
+    /// inserts the challenge. Because the check and the insert share the transaction, two
+    /// concurrent sends can never both pass the last free slot.
+    /// - Returns: `.inserted` with the ids of the retired challenges and the account key used, or
+    ///   `.limited` with the limit hit and the earliest time a send can pass it.
+    func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits)
+        async throws(RainError) -> ChallengeInsertionOutcome
 
     /// The challenge with this id, whatever its state, or nil.
     func challenge(id: String) async throws(RainError) -> ChallengeRecord?
@@ -91,9 +103,11 @@ public protocol AuthorityStore: Sendable {
     /// The sessions of an account, oldest first.
     func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord]
 
-    /// Deletes challenges that expired before `challengesExpiredBefore`, sessions revoked before
-    /// `sessionsRevokedBefore` (with their rotated-out refresh hashes), and rotated-out refresh
-    /// hashes older than the previous generation retired before `refreshTokensRetiredBefore`.
+    /// Deletes challenges and passkey ceremonies that expired before `challengesExpiredBefore`
+    /// (callers keep challenges at least `CodeSendLimits.longestWindow`, since the send limits
+    /// count them), sessions revoked before `sessionsRevokedBefore` (with their rotated-out refresh
+    /// hashes), and rotated-out refresh hashes older than the previous generation retired before
+    /// `refreshTokensRetiredBefore`.
     @discardableResult
     func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
         async throws(RainError) -> PruneResult
@@ -241,6 +255,64 @@ public struct ChallengeInsertion: Sendable, Equatable {
         self.accountKey = accountKey
         self.retiredChallengeIDs = retiredChallengeIDs
     }
+}
+
+/// The send limits `insertChallenge` enforces inside its transaction (DESIGN §6).
+///
+/// Every code sent counts (login codes and contact verifications alike, whatever became of them),
+/// per contact and per account key; a refused send is not stored and so never counts.
+public struct CodeSendLimits: Sendable, Equatable {
+    /// The least time between two sends to one contact (30 s by default).
+    public var contactCooldown: Duration
+    /// The window `contactMaxSends` is counted over (15 minutes by default).
+    public var contactWindow: Duration
+    /// The most sends to one contact within `contactWindow` (5 by default).
+    public var contactMaxSends: Int
+    /// The window `accountMaxSends` is counted over (1 hour by default).
+    public var accountWindow: Duration
+    /// The most sends for one account key (across its contacts) within `accountWindow` (10 by
+    /// default).
+    public var accountMaxSends: Int
+
+    /// Creates limits; the defaults are DESIGN §6's.
+    public init(
+        contactCooldown: Duration = .seconds(30), contactWindow: Duration = .seconds(900), contactMaxSends: Int = 5,
+        accountWindow: Duration = .seconds(3600), accountMaxSends: Int = 10
+    ) {
+        self.contactCooldown = contactCooldown
+        self.contactWindow = contactWindow
+        self.contactMaxSends = contactMaxSends
+        self.accountWindow = accountWindow
+        self.accountMaxSends = accountMaxSends
+    }
+
+    /// No limit at all (for tests that send many codes quickly).
+    public static let unlimited = CodeSendLimits(
+        contactCooldown: .zero, contactWindow: .zero, contactMaxSends: .max, accountWindow: .zero,
+        accountMaxSends: .max)
+
+    /// The longest time a send can still count against a limit: stored challenges must be kept at
+    /// least this long after they were created (pruning keeps them).
+    public var longestWindow: Duration { max(contactCooldown, contactWindow, accountWindow) }
+}
+
+/// Which send limit refused a code.
+public enum CodeSendLimit: String, Sendable, Equatable, CaseIterable {
+    /// Too soon after the last send to the same contact.
+    case contactCooldown
+    /// Too many sends to the same contact within the contact window.
+    case contactWindow
+    /// Too many sends for the same account (across its contacts) within the account window.
+    case accountWindow
+}
+
+/// What `AuthorityStore.insertChallenge` did.
+public enum ChallengeInsertionOutcome: Sendable, Equatable {
+    /// The challenge was stored.
+    case inserted(ChallengeInsertion)
+    /// A send limit refused it; nothing was changed. A send at or after `retryAfter` passes this
+    /// limit (unless other sends come first).
+    case limited(CodeSendLimit, retryAfter: Date)
 }
 
 /// A stored challenge.
@@ -585,12 +657,18 @@ public struct PruneResult: Sendable, Equatable {
     public var sessionsDeleted: Int
     /// Rotated-out refresh-token hashes deleted (of live sessions; a deleted session's go with it).
     public var retiredRefreshTokensDeleted: Int
+    /// Passkey ceremonies deleted (they expire with the challenges' cutoff).
+    public var passkeyCeremoniesDeleted: Int
 
     /// Creates a result.
-    public init(challengesDeleted: Int, sessionsDeleted: Int, retiredRefreshTokensDeleted: Int = 0) {
+    public init(
+        challengesDeleted: Int, sessionsDeleted: Int, retiredRefreshTokensDeleted: Int = 0,
+        passkeyCeremoniesDeleted: Int = 0
+    ) {
         self.challengesDeleted = challengesDeleted
         self.sessionsDeleted = sessionsDeleted
         self.retiredRefreshTokensDeleted = retiredRefreshTokensDeleted
+        self.passkeyCeremoniesDeleted = passkeyCeremoniesDeleted
     }
 }
 

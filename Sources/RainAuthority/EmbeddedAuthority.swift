@@ -97,12 +97,26 @@ public final class EmbeddedAuthority: Authority {
         let challengeID = try SecureRandom.identifier(prefix: "chl")
         let code = try SecureRandom.digits(count: 6)
         let expiresAt = Date(unixMilliseconds: now.adding(settings.codeLifetime).unixMilliseconds)
-        let insertion = try await store.insertChallenge(
+        let outcome = try await store.insertChallenge(
             NewChallenge(
                 id: challengeID, appID: request.appID, deviceID: request.deviceID, contact: request.contact,
                 codeHash: keys.codeHash(challengeID: challengeID, code: code), createdAt: now, expiresAt: expiresAt,
                 purpose: purpose, targetAccountID: targetAccountID),
-            maxActivePerAccount: settings.maxActiveCodesPerAccount)
+            maxActivePerAccount: settings.maxActiveCodesPerAccount, limits: settings.sendLimits)
+        let insertion: ChallengeInsertion
+        switch outcome {
+        case .inserted(let inserted):
+            insertion = inserted
+        case .limited(let limit, let retryAfter):
+            logger.info(
+                "code.limited",
+                [
+                    "purpose": purpose.rawValue, "app": request.appID, "kind": request.contact.kindName,
+                    "contact": ContactRedaction.redacted(request.contact), "device": request.deviceID,
+                    "limit": limit.rawValue,
+                ])
+            throw Self.sendLimitError(limit, retryAfter: retryAfter, now: now)
+        }
 
         let delivery = OutboxDelivery(
             appID: request.appID, kind: request.contact.kindName, contact: request.contact.value, code: code,
@@ -129,6 +143,25 @@ public final class EmbeddedAuthority: Authority {
                 "device": request.deviceID, "retired": String(insertion.retiredChallengeIDs.count),
             ])
         return SendCodeResult(challengeID: challengeID, contact: request.contact, expiresAt: expiresAt)
+    }
+
+    /// RAIN_302 for a send refused by `limit`: the details carry the limit (`reason` and `limit`),
+    /// when to retry (`retryAfter`) and how long that is from `now` (`retryAfterMilliseconds`).
+    static func sendLimitError(_ limit: CodeSendLimit, retryAfter: Date, now: Date) -> RainError {
+        let waitMilliseconds = UInt64(max(0, retryAfter.unixMilliseconds - now.unixMilliseconds))
+        let what: String
+        switch limit {
+        case .contactCooldown: what = "a code was just sent to this contact"
+        case .contactWindow: what = "too many codes were sent to this contact"
+        case .accountWindow: what = "too many codes were sent for this account"
+        }
+        let seconds = (waitMilliseconds + 999) / 1000
+        return RainError(
+            .refused,
+            "\(what); try again after \(retryAfter.rfc3339String) (in \(seconds) s)",
+            details: RainError.Details(
+                reason: limit.rawValue, retryAfterMilliseconds: waitMilliseconds, limit: limit.rawValue,
+                retryAfter: retryAfter))
     }
 
     // MARK: - Confirm

@@ -223,6 +223,14 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 """,
                 "ALTER TABLE challenges ADD COLUMN target_account_id TEXT REFERENCES accounts(id)",
             ]),
+        // Send limits (issue 6): recent codes are counted per contact and per account key by
+        // creation time, inside the insert's transaction.
+        Migration(
+            version: 6,
+            statements: [
+                "CREATE INDEX challenges_contact_sent ON challenges(app_id, contact_kind, contact_value, created_at)",
+                "CREATE INDEX challenges_account_sent ON challenges(app_id, account_key, created_at)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {
@@ -296,12 +304,13 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
         }
     }
 
-    /// Records a pending challenge (see `AuthorityStore.insertChallenge`), in one transaction.
-    public func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int) async throws(RainError)
-        -> ChallengeInsertion
+    /// Records a pending challenge unless a send limit refuses it (see
+    /// `AuthorityStore.insertChallenge`), in one write transaction.
+    public func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits)
+        async throws(RainError) -> ChallengeInsertionOutcome
     {
         try await perform { db throws(RainError) in
-            try db.transaction("record a login challenge") { () throws(RainError) -> ChallengeInsertion in
+            try db.transaction("record a login challenge") { () throws(RainError) -> ChallengeInsertionOutcome in
                 // A verification counts against the account it attaches the contact to.
                 let accountKey: String
                 if let target = challenge.targetAccountID {
@@ -310,6 +319,10 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                     accountKey =
                         try Self.accountID(db, appID: challenge.appID, contact: challenge.contact)
                         ?? Self.contactKey(challenge.contact)
+                }
+                // BEGIN IMMEDIATE holds the write lock from this count to the insert below.
+                if let refusal = try Self.sendLimitRefusal(db, challenge, accountKey: accountKey, limits: limits) {
+                    return .limited(refusal.limit, retryAfter: refusal.retryAfter)
                 }
                 var retired: [String] = []
 
@@ -366,9 +379,68 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                         .integer(challenge.expiresAt.unixMilliseconds), .text(challenge.purpose.rawValue),
                         challenge.targetAccountID.map { .text($0) } ?? .null,
                     ], operation: "insert a login challenge")
-                return ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired)
+                return .inserted(ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired))
             }
         }
+    }
+
+    /// The send limit a new challenge would break, with the earliest time it would pass, or nil.
+    /// When several are broken, the one that clears last. Counts every stored challenge of the app
+    /// created within each window (up to the new one's time), whatever its purpose or state.
+    static func sendLimitRefusal(
+        _ db: SQLiteConnection, _ challenge: NewChallenge, accountKey: String, limits: CodeSendLimits
+    ) throws(RainError) -> (limit: CodeSendLimit, retryAfter: Date)? {
+        let now = challenge.createdAt.unixMilliseconds
+        var refusals: [(limit: CodeSendLimit, retryAfter: Int64)] = []
+        let contactFilter = "app_id = ? AND contact_kind = ? AND contact_value = ?"
+        let contactArguments: [SQLiteValue] = [
+            .text(challenge.appID), .text(challenge.contact.kindName), .text(challenge.contact.value),
+        ]
+
+        if limits.contactCooldown > .zero {
+            let op = "find the contact's last code"
+            let rows = try db.query(
+                "SELECT MAX(created_at) FROM challenges WHERE \(contactFilter) AND created_at <= ?",
+                contactArguments + [.integer(now)], operation: op)
+            if let last = try rows.first?.optionalInteger(0, op) {
+                let clears = last + limits.contactCooldown.milliseconds
+                if clears > now { refusals.append((.contactCooldown, clears)) }
+            }
+        }
+        if let clears = try windowClearance(
+            db, filter: contactFilter, arguments: contactArguments, now: now, window: limits.contactWindow,
+            maxSends: limits.contactMaxSends, operation: "count the contact's recent codes")
+        {
+            refusals.append((.contactWindow, clears))
+        }
+        if let clears = try windowClearance(
+            db, filter: "app_id = ? AND account_key = ?", arguments: [.text(challenge.appID), .text(accountKey)],
+            now: now, window: limits.accountWindow, maxSends: limits.accountMaxSends,
+            operation: "count the account's recent codes")
+        {
+            refusals.append((.accountWindow, clears))
+        }
+        guard let latest = refusals.max(by: { $0.retryAfter < $1.retryAfter }) else { return nil }
+        return (latest.limit, Date(unixMilliseconds: latest.retryAfter))
+    }
+
+    /// When enough of the sends matching `filter` within `window` before `now` have left it for one
+    /// more to fit under `maxSends` (Unix ms), or nil when one more fits now.
+    private static func windowClearance(
+        _ db: SQLiteConnection, filter: String, arguments: [SQLiteValue], now: Int64, window: Duration, maxSends: Int,
+        operation op: String
+    ) throws(RainError) -> Int64? {
+        guard window > .zero, maxSends < Int.max else { return nil }
+        let windowMilliseconds = window.milliseconds
+        // A send at `t` counts while `now < t + window`.
+        let rows = try db.query(
+            "SELECT created_at FROM challenges WHERE \(filter) AND created_at > ? AND created_at <= ? ORDER BY created_at",
+            arguments + [.integer(now - windowMilliseconds), .integer(now)], operation: op)
+        let allowed = max(0, maxSends)
+        guard rows.count >= allowed else { return nil }
+        // One more fits once all but `allowed - 1` of the counted sends have left the window.
+        guard allowed > 0 else { return now + windowMilliseconds }
+        return try rows[rows.count - allowed].integer(0, op) + windowMilliseconds
     }
 
     /// The challenge with this id, whatever its state.
@@ -648,7 +720,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                 let challenges = try db.execute(
                     "DELETE FROM challenges WHERE expires_at < ?", [.integer(challengesExpiredBefore.unixMilliseconds)],
                     operation: "delete expired challenges")
-                try db.execute(
+                let ceremonies = try db.execute(
                     "DELETE FROM passkey_ceremonies WHERE expires_at < ?",
                     [.integer(challengesExpiredBefore.unixMilliseconds)], operation: "delete expired passkey ceremonies")
                 // Counted before the sessions go: their retired hashes go with them (ON DELETE CASCADE).
@@ -660,7 +732,8 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
                     "DELETE FROM sessions WHERE revoked_at IS NOT NULL AND revoked_at < ?",
                     [.integer(sessionsRevokedBefore.unixMilliseconds)], operation: "delete revoked sessions")
                 return PruneResult(
-                    challengesDeleted: challenges, sessionsDeleted: sessions, retiredRefreshTokensDeleted: retired)
+                    challengesDeleted: challenges, sessionsDeleted: sessions, retiredRefreshTokensDeleted: retired,
+                    passkeyCeremoniesDeleted: ceremonies)
             }
         }
     }

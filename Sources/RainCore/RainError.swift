@@ -1,3 +1,5 @@
+import Foundation
+
 /// The one error type of RainWallet: a Rain error code, a message for people, typed details and,
 /// for debugging only, an underlying cause.
 ///
@@ -48,11 +50,18 @@ public struct RainError: Error, Sendable, CustomStringConvertible {
         public var field: String?
         /// Logout: the authority could not be reached (the local session was wiped anyway).
         public var isAuthorityUnreachable: Bool
+        /// RAIN_302 from a code send limit: which one (`contactCooldown`, `contactWindow`,
+        /// `accountWindow`).
+        public var limit: String?
+        /// RAIN_302: when the call may be retried, on the authority's clock (millisecond precision).
+        public var retryAfter: Date?
 
         public init(
             attemptsRemaining: UInt32? = nil, reason: String? = nil, retryAfterMilliseconds: UInt64? = nil,
-            field: String? = nil, isAuthorityUnreachable: Bool = false
+            field: String? = nil, isAuthorityUnreachable: Bool = false, limit: String? = nil, retryAfter: Date? = nil
         ) {
+            self.limit = limit
+            self.retryAfter = retryAfter
             self.attemptsRemaining = attemptsRemaining
             self.reason = reason
             self.retryAfterMilliseconds = retryAfterMilliseconds

@@ -1,5 +1,6 @@
 internal import CProtobufC
 internal import CRainProto
+import Foundation
 import RainCore
 
 extension Envelope {
@@ -105,6 +106,13 @@ extension Envelope {
             cd.reason = try arena.string(d.reason ?? "", field: "reason")
             cd.field = try arena.string(d.field ?? "", field: "field")
             cd.authority_unreachable = d.isAuthorityUnreachable ? 1 : 0
+            cd.limit = try arena.string(d.limit ?? "", field: "limit")
+            if let at = d.retryAfter, at.unixMilliseconds >= 0 {
+                var v = Rain__Wallet__V1__UInt64Value()
+                rain__wallet__v1__uint64_value__init(&v)
+                v.value = UInt64(at.unixMilliseconds)
+                cd.retry_after_unix_ms = arena.box(v)
+            }
             s.details = arena.box(cd)
         }
         return s
@@ -176,6 +184,11 @@ extension Envelope {
             let field = try readString(d.field, field: "field")
             details.field = field.isEmpty ? nil : field
             details.isAuthorityUnreachable = d.authority_unreachable != 0
+            let limit = try readString(d.limit, field: "limit")
+            details.limit = limit.isEmpty ? nil : limit
+            if let at = d.retry_after_unix_ms?.pointee.value, at <= UInt64(Int64.max) {
+                details.retryAfter = Date(unixMilliseconds: Int64(at))
+            }
         }
         return WireStatus(code: s.code, message: try readString(s.message, field: "status message"), details: details)
     }

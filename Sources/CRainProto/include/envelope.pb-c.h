@@ -192,10 +192,19 @@ struct  Rain__Wallet__V1__ErrorDetails
    * Logout: the authority could not be reached; the local session was wiped anyway.
    */
   protobuf_c_boolean authority_unreachable;
+  /*
+   * RAIN_302 from a code send limit: "contactCooldown", "contactWindow" or "accountWindow".
+   */
+  char *limit;
+  /*
+   * RAIN_302: when the refused call may be retried, in Unix milliseconds on the authority's clock
+   * (retry_after_ms is the same moment counted from when the authority refused).
+   */
+  Rain__Wallet__V1__UInt64Value *retry_after_unix_ms;
 };
 #define RAIN__WALLET__V1__ERROR_DETAILS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__error_details__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, 0 }
+    , NULL, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, NULL }
 
 
 /*
