@@ -61,7 +61,7 @@ public final class PostgresAuthorityStore: AuthorityStore {
     }
 
     /// Numbered migrations, applied in order, each exactly once. Never edit a released one: add
-    /// the next number. Version 1 is the schema of SQLite version 5 (issues 1–5), with `seq`
+    /// the next number. Version 1 is the schema of SQLite version 6 (issues 1–6), with `seq`
     /// identity columns standing in for SQLite's rowid order.
     static let migrations: [Migration] = [
         Migration(
@@ -112,7 +112,8 @@ public final class PostgresAuthorityStore: AuthorityStore {
                 """,
                 "CREATE INDEX challenges_device ON challenges(app_id, device_id, state)",
                 "CREATE INDEX challenges_account ON challenges(app_id, account_key, state)",
-                "CREATE INDEX challenges_contact ON challenges(app_id, contact_kind, contact_value, created_at)",
+                "CREATE INDEX challenges_contact_sent ON challenges(app_id, contact_kind, contact_value, created_at)",
+                "CREATE INDEX challenges_account_sent ON challenges(app_id, account_key, created_at)",
                 "CREATE INDEX challenges_expiry ON challenges(expires_at)",
                 """
                 CREATE TABLE sessions (
@@ -264,13 +265,15 @@ public final class PostgresAuthorityStore: AuthorityStore {
         }
     }
 
-    /// Records a pending challenge (see `AuthorityStore.insertChallenge`), in one transaction
-    /// holding the device's, the contact's and the account key's advisory locks.
-    public func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int) async throws(RainError)
-        -> ChallengeInsertion
+    /// Records a pending challenge unless a send limit refuses it (see
+    /// `AuthorityStore.insertChallenge`), in one transaction holding the device's, the contact's
+    /// and the account key's advisory locks from the count to the insert, so concurrent sends on
+    /// any instance never both take the last free slot.
+    public func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits)
+        async throws(RainError) -> ChallengeInsertionOutcome
     {
         try await perform { db throws(RainError) in
-            try db.transaction("record a login challenge") { () throws(RainError) -> ChallengeInsertion in
+            try db.transaction("record a login challenge") { () throws(RainError) -> ChallengeInsertionOutcome in
                 // Always in this order (device, contact, account key), so two sends never deadlock.
                 try Self.lock(db, "device", challenge.appID, challenge.deviceID)
                 try Self.lock(db, "contact", challenge.appID, Self.contactKey(challenge.contact))
@@ -283,6 +286,9 @@ public final class PostgresAuthorityStore: AuthorityStore {
                         ?? Self.contactKey(challenge.contact)
                 }
                 try Self.lock(db, "account", challenge.appID, accountKey)
+                if let refusal = try Self.sendLimitRefusal(db, challenge, accountKey: accountKey, limits: limits) {
+                    return .limited(refusal.limit, retryAfter: refusal.retryAfter)
+                }
                 var retired: [String] = []
 
                 let deviceOp = "retire the device's pending challenges"
@@ -332,9 +338,68 @@ public final class PostgresAuthorityStore: AuthorityStore {
                         .integer(challenge.expiresAt.unixMilliseconds), .text(challenge.purpose.rawValue),
                         challenge.targetAccountID.map { .text($0) } ?? .null,
                     ], operation: "insert a login challenge")
-                return ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired)
+                return .inserted(ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired))
             }
         }
+    }
+
+    /// The send limit a new challenge would break, with the earliest time it would pass, or nil
+    /// (the same counting as `SQLiteAuthorityStore.sendLimitRefusal`).
+    static func sendLimitRefusal(
+        _ db: PostgresConnection, _ challenge: NewChallenge, accountKey: String, limits: CodeSendLimits
+    ) throws(RainError) -> (limit: CodeSendLimit, retryAfter: Date)? {
+        let now = challenge.createdAt.unixMilliseconds
+        var refusals: [(limit: CodeSendLimit, retryAfter: Int64)] = []
+        let contactFilter = "app_id = $1 AND contact_kind = $2 AND contact_value = $3"
+        let contactArguments: [PostgresValue] = [
+            .text(challenge.appID), .text(challenge.contact.kindName), .text(challenge.contact.value),
+        ]
+        if limits.contactCooldown > .zero {
+            let op = "find the contact's last code"
+            let rows = try db.query(
+                "SELECT MAX(created_at) FROM challenges WHERE \(contactFilter) AND created_at <= $4",
+                contactArguments + [.integer(now)], operation: op)
+            if let last = try rows.first?.optionalInteger(0, op) {
+                let clears = last + limits.contactCooldown.milliseconds
+                if clears > now { refusals.append((.contactCooldown, clears)) }
+            }
+        }
+        if let clears = try windowClearance(
+            db, filter: contactFilter, arguments: contactArguments, now: now, window: limits.contactWindow,
+            maxSends: limits.contactMaxSends, operation: "count the contact's recent codes")
+        {
+            refusals.append((.contactWindow, clears))
+        }
+        if let clears = try windowClearance(
+            db, filter: "app_id = $1 AND account_key = $2", arguments: [.text(challenge.appID), .text(accountKey)],
+            now: now, window: limits.accountWindow, maxSends: limits.accountMaxSends,
+            operation: "count the account's recent codes")
+        {
+            refusals.append((.accountWindow, clears))
+        }
+        guard let latest = refusals.max(by: { $0.retryAfter < $1.retryAfter }) else { return nil }
+        return (latest.limit, Date(unixMilliseconds: latest.retryAfter))
+    }
+
+    /// When enough of the sends matching `filter` within `window` before `now` have left it for one
+    /// more to fit under `maxSends` (Unix ms), or nil when one more fits now.
+    private static func windowClearance(
+        _ db: PostgresConnection, filter: String, arguments: [PostgresValue], now: Int64, window: Duration,
+        maxSends: Int, operation op: String
+    ) throws(RainError) -> Int64? {
+        guard window > .zero, maxSends < Int.max else { return nil }
+        let windowMilliseconds = window.milliseconds
+        let next = arguments.count + 1
+        let rows = try db.query(
+            """
+            SELECT created_at FROM challenges WHERE \(filter) AND created_at > $\(next) AND created_at <= $\(next + 1)
+            ORDER BY created_at
+            """,
+            arguments + [.integer(now - windowMilliseconds), .integer(now)], operation: op)
+        let allowed = max(0, maxSends)
+        guard rows.count >= allowed else { return nil }
+        guard allowed > 0 else { return now + windowMilliseconds }
+        return try rows[rows.count - allowed].integer(0, op) + windowMilliseconds
     }
 
     /// The challenge with this id, whatever its state.
@@ -617,7 +682,7 @@ public final class PostgresAuthorityStore: AuthorityStore {
                 let challenges = try db.execute(
                     "DELETE FROM challenges WHERE expires_at < $1",
                     [.integer(challengesExpiredBefore.unixMilliseconds)], operation: "delete expired challenges")
-                try db.execute(
+                let ceremonies = try db.execute(
                     "DELETE FROM passkey_ceremonies WHERE expires_at < $1",
                     [.integer(challengesExpiredBefore.unixMilliseconds)], operation: "delete expired passkey ceremonies")
                 let retired = try db.execute(
@@ -628,7 +693,8 @@ public final class PostgresAuthorityStore: AuthorityStore {
                     "DELETE FROM sessions WHERE revoked_at IS NOT NULL AND revoked_at < $1",
                     [.integer(sessionsRevokedBefore.unixMilliseconds)], operation: "delete revoked sessions")
                 return PruneResult(
-                    challengesDeleted: challenges, sessionsDeleted: sessions, retiredRefreshTokensDeleted: retired)
+                    challengesDeleted: challenges, sessionsDeleted: sessions, retiredRefreshTokensDeleted: retired,
+                    passkeyCeremoniesDeleted: ceremonies)
             }
         }
     }

@@ -11,6 +11,7 @@ public enum AuthorityDaemon {
         usage: rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox]
                                      [--access-token-lifetime SECONDS] [--code-lifetime SECONDS]
                                      [--refresh-grace SECONDS] [--log-level LEVEL]
+                                     [--store sqlite|postgres://USER@HOST:PORT/DATABASE]
 
         Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
         Device daemons use it with `rainwalletd --authority HOST:PORT`.
@@ -23,6 +24,9 @@ public enum AuthorityDaemon {
           --code-lifetime SECONDS         login code lifetime (default 300)
           --refresh-grace SECONDS         window in which a repeated refresh gets the same pair (default 10)
           --log-level LEVEL               debug, info, warning or error (default info)
+          --store STORE                   sqlite (default: authority.sqlite3 in the state directory) or a
+                                          PostgreSQL URL shared by several authority instances (they must
+                                          share authority.key too)
         """
 
     struct Options {
@@ -30,6 +34,8 @@ public enum AuthorityDaemon {
         var stateDirectory: String?
         var settings = AuthoritySettings(isDevOutboxEnabled: false)
         var logLevel = LogLevel.info
+        /// nil or "sqlite": the state directory's SQLite file; else a PostgreSQL URL.
+        var store: String?
     }
 
     static func parse(_ args: [String]) throws(RainError) -> Options? {
@@ -45,11 +51,15 @@ public enum AuthorityDaemon {
             case "--code-lifetime": o.settings.codeLifetime = try flags.seconds(of: a, min: 1, max: 3600)
             case "--refresh-grace": o.settings.refreshGraceWindow = try flags.seconds(of: a, min: 0, max: 600)
             case "--log-level": o.logLevel = try flags.logLevel(of: a)
+            case "--store": o.store = try flags.value(of: a)
             default: throw RainError.invalid("unknown argument \(a); see rainwalletd authority --help", field: a)
             }
         }
         guard o.listen != nil else { throw RainError.invalid("--listen HOST:PORT is required", field: "--listen") }
         guard o.stateDirectory != nil else { throw RainError.invalid("--state-dir DIR is required", field: "--state-dir") }
+        if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
+            throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
+        }
         return o
     }
 
@@ -86,9 +96,13 @@ public enum AuthorityDaemon {
         let address = try TCPAddress(parsing: listen, field: "listen")
         try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
         let settings = options.settings
+        let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
-            try await EmbeddedAuthority(
-                stateDirectory: stateDirectory, settings: settings, clock: SystemClock(), logger: logger.child("authority"))
+            let store: (any AuthorityStore)? =
+                if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }
+            return try await EmbeddedAuthority(
+                stateDirectory: stateDirectory, settings: settings, clock: SystemClock(), store: store,
+                logger: logger.child("authority"))
         }
         let service = AuthorityService(
             authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
@@ -103,6 +117,7 @@ public enum AuthorityDaemon {
             "authority.ready",
             [
                 "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)", "state": stateDirectory,
+                "store": (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite",
                 "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                 "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)",
             ])
