@@ -17,6 +17,7 @@ extension PostgresAuthorityStore {
     {
         try await perform { db throws(RainError) in
             try db.transaction("complete a contact verification") { () throws(RainError) -> ContactVerificationOutcome in
+                try Self.lock(db, "contact", v.appID, Self.contactKey(v.contact))
                 let now = v.now.unixMilliseconds
                 let used = try db.execute(
                     """
@@ -242,8 +243,7 @@ extension PostgresAuthorityStore {
         user_handle, created_at, last_used_at
         """
 
-    private static func credentialRecord(_ row: PostgresRow, _ op: String) throws(RainError) -> PasskeyCredentialRecord
-    {
+    private static func credentialRecord(_ row: PostgresRow, _ op: String) throws(RainError) -> PasskeyCredentialRecord {
         guard case .boolean(let eligible) = row.values[7], case .boolean(let backedUp) = row.values[8] else {
             throw PostgresConnection.typeError(op, column: 7)
         }

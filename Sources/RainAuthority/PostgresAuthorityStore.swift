@@ -13,8 +13,9 @@ import RainCore
 ///   token waits and then sees the rotation (grace repeat or reuse);
 /// - logins: the account row is locked before its sessions are revoked, so one device at a time
 ///   holds a live session;
-/// - account creation: the primary key on `(app_id, kind, value)` of `contacts`; the loser of a
-///   race gets a unique violation and runs its transaction again, finding the winner's account;
+/// - account creation: an advisory lock per contact serializes its logins, and the primary key on
+///   `(app_id, kind, value)` of `contacts` backs it up: the loser of a race gets a unique
+///   violation and runs its transaction again, finding the winner's account;
 /// - the active-code limit: an advisory lock per device, contact and account key.
 /// Serialization failures, deadlocks and unique violations run the transaction again (5 times at
 /// most). Timestamps are `bigint` Unix milliseconds, as in SQLite, so `Date`s round-trip alike.
@@ -182,7 +183,7 @@ public final class PostgresAuthorityStore: AuthorityStore {
                 )
                 """,
                 "CREATE INDEX passkey_credentials_account ON passkey_credentials(account_id)",
-            ]),
+            ])
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").
@@ -441,6 +442,9 @@ public final class PostgresAuthorityStore: AuthorityStore {
     public func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome {
         try await perform { db throws(RainError) in
             try db.transaction("complete a login") { () throws(RainError) -> LoginCompletionOutcome in
+                // Logins of one contact run one at a time: two first logins would otherwise lock
+                // each other's challenge rows and contact key (a deadlock, not just a retry).
+                try Self.lock(db, "contact", login.appID, Self.contactKey(login.contact))
                 let now = login.now.unixMilliseconds
                 let used = try db.execute(
                     """
@@ -883,5 +887,29 @@ public final class PostgresAuthorityStore: AuthorityStore {
                 session.devicePublicKey.map { .bytes($0) } ?? .null,
             ], operation: "store the session")
         return revokedElsewhere
+    }
+}
+
+// MARK: - Test and benchmark support
+
+extension PostgresAuthorityStore {
+    /// Creates an empty database named `name` on the server of `serverURL` (a
+    /// `postgres://…/DATABASE` URL of an existing database, without a query string) and returns
+    /// the URL of the new one. For tests and benchmarks: each gets a database of its own.
+    /// - Throws: RAIN_102 when `name` is not lowercase letters, digits and underscores; RAIN_502
+    ///   when the server refuses.
+    package static func createDatabase(named name: String, serverURL: String) async throws(RainError) -> String {
+        guard !name.isEmpty, name.count <= 63,
+            name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }),
+            let slash = serverURL.lastIndex(of: "/"), !serverURL.contains("?")
+        else {
+            throw RainError.invalid("a test database needs a plain name and a postgres://…/DATABASE server URL")
+        }
+        try await DispatchQueue(label: "rain.authority.postgres.create").runBlocking { () throws(RainError) in
+            let admin = try PostgresConnection(url: serverURL)
+            // An identifier cannot be a parameter: `name` was checked to be [a-z0-9_] above.
+            try admin.executeSimple("CREATE DATABASE \(name)", operation: "create a database")
+        }
+        return String(serverURL[...slash]) + name
     }
 }

@@ -166,6 +166,14 @@ final class PostgresConnection {
         try run(sql, parameters, operation: operation).changed
     }
 
+    /// Runs one statement that takes no parameters and cannot be prepared (`CREATE DATABASE`).
+    func executeSimple(_ sql: String, operation: String) throws(RainError) {
+        try ensureConnected()
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        try check(result, operation, expected: PGRES_COMMAND_OK)
+    }
+
     /// Runs one statement and returns its rows.
     func query(_ sql: String, _ parameters: [PostgresValue] = [], operation: String) throws(RainError)
         -> [PostgresRow]
@@ -186,6 +194,9 @@ final class PostgresConnection {
             } catch {
                 guard attempt < attempts, let failure = error.underlying as? PostgresFailure, failure.isRetryable
                 else { throw error }
+                // A short, growing, jittered pause (on this connection's queue, never the
+                // concurrency pool) so the racers do not collide again in lockstep.
+                usleep(UInt32.random(in: 1_000...5_000) * UInt32(attempt))
                 attempt += 1
             }
         }
