@@ -893,6 +893,18 @@ public final class PostgresAuthorityStore: AuthorityStore {
 // MARK: - Test and benchmark support
 
 extension PostgresAuthorityStore {
+    /// Every migration recorded in `schema_version`, in order (tests check none ran twice).
+    package func appliedMigrations() async throws(RainError) -> [Int] {
+        try await perform { db throws(RainError) in
+            let op = "list applied migrations"
+            var out: [Int] = []
+            for row in try db.query("SELECT version FROM schema_version ORDER BY version", operation: op) {
+                out.append(Int(try row.integer(0, op)))
+            }
+            return out
+        }
+    }
+
     /// Creates an empty database named `name` on the server of `serverURL` (a
     /// `postgres://…/DATABASE` URL of an existing database, without a query string) and returns
     /// the URL of the new one. For tests and benchmarks: each gets a database of its own.
