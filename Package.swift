@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "rainwalletd", targets: ["rainwalletd"]),
         .executable(name: "rainwallet", targets: ["rainwallet"]),
         .executable(name: "rainwallet-bench", targets: ["rainwallet-bench"]),
+        .executable(name: "rainwallet-authority-bench", targets: ["rainwallet-authority-bench"]),
     ],
     targets: [
         // System libraries: module map + one-line shim header each.
@@ -44,6 +45,8 @@ let package = Package(
         .executableTarget(name: "rainwalletd", dependencies: ["RainDevice"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
+        .executableTarget(
+            name: "rainwallet-authority-bench", dependencies: ["RainAuthority", "RainCrypto", "RainCore"]),
         .target(
             name: "RainTestSupport",
             dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority", "RainDevice"]),
