@@ -655,6 +655,50 @@ struct StoreConformanceTests {
     }
 
     @Test(
+        "parallel logins of one account by two contacts on two instances: one device at a time stays live",
+        arguments: kinds)
+    func parallelLoginsOneAccount(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind, instances: 2) { f in
+            let (first, _) = try await f.storeLogin(Self.email, device: "device-0")
+            let v = try f.newChallenge(Self.phone, device: "device-0", purpose: .verifyContact, target: first.accountID)
+            try await f.insert(v)
+            #expect(
+                try await f.store.completeContactVerification(
+                    ContactVerificationCompletion(
+                        challengeID: v.id, appID: Self.app, deviceID: "device-0", accountID: first.accountID,
+                        contact: Self.phone, now: f.clock.now)) == .verified(wasAlreadyAttached: false))
+            for round in 0..<5 {
+                f.clock.advance(by: .seconds(1))
+                // One login by email on instance 0 and one by phone on instance 1, on two devices.
+                let email = try f.newChallenge(Self.email, device: "mail-\(round)")
+                try await f.insert(email, store: f.stores[0])
+                let phone = try f.newChallenge(Self.phone, device: "phone-\(round)")
+                try await f.insert(phone, store: f.stores[1])
+                let logins = [(email, f.stores[0]), (phone, f.stores[1])]
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (challenge, store) in logins {
+                        let session = try f.newSession()
+                        let completion = LoginCompletion(
+                            challengeID: challenge.id, appID: Self.app, deviceID: challenge.deviceID,
+                            contact: challenge.contact, newAccountID: "acct_unused", newWalletID: "wal_unused",
+                            session: session, now: f.clock.now)
+                        group.addTask {
+                            guard case .loggedIn = try await store.completeLogin(completion) else {
+                                throw HarnessError("login refused")
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                let live = try await f.store.sessions(appID: Self.app, accountID: first.accountID).filter {
+                    $0.revokedAt == nil
+                }
+                #expect(live.count == 1, "round \(round): \(live.map(\.deviceID))")
+            }
+        }
+    }
+
+    @Test(
         "parallel refreshes of one token on two instances: one rotation, every repeat within grace gets the same pair",
         arguments: kinds)
     func parallelRefreshes(kind: StoreKind) async throws {

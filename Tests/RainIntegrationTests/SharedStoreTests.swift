@@ -141,6 +141,28 @@ final class SharedStoreCluster: Sendable {
 
 @Suite("Two authorities on one PostgreSQL database", .serialized)
 struct SharedStoreTests {
+    @Test("--store with a malformed URL exits 78, an unreachable server exits 1; neither prints the password")
+    func storeErrors() throws {
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
+        let dir = "/tmp/rwse-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (url, status) in [("postgres://rain:hunter22@[::1/db", Int32(78)), ("postgres://rain:hunter22@127.0.0.1:1/db", 1)] {
+            let p = Process()
+            p.executableURL = binary
+            p.arguments = ["authority", "--listen", "127.0.0.1:0", "--state-dir", dir, "--store", url]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            p.standardInput = FileHandle.nullDevice
+            try DaemonHarness.withProcessLaunchLock { try p.run() }
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == status, "\(url): \(text)")
+            #expect(text.contains("store URL") || text.contains("127.0.0.1:1"), "\(text)")
+            #expect(!text.contains("hunter22"))
+        }
+    }
+
     @Test("a code sent through A is confirmed through B; refresh rotation and reuse detection hold across them")
     func codeAndRefreshAcrossInstances() async throws {
         let h = try await SharedStoreCluster.up(devices: [], refreshGrace: 1)
