@@ -53,7 +53,7 @@ let package = Package(
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
-        .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto"]),
+        .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto", "RainTestSupport"]),
         .testTarget(name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto"]),
         .testTarget(
             name: "RainAuthorityTests",

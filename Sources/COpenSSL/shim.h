@@ -11,3 +11,4 @@
 #include <openssl/bn.h>
 #include <openssl/x509.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>

@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
 
 const uint32_t RAIN_EPOLLIN = EPOLLIN;
@@ -49,6 +50,16 @@ int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     return 0;
 }
 
+int rain_socket_kind(int fd, int *domain, int *type, int *accepting) {
+    socklen_t len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, domain, &len) != 0) return -1;
+    len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, type, &len) != 0) return -1;
+    len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, accepting, &len) != 0) return -1;
+    return 0;
+}
+
 int rain_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0, 0, 0); }
 
 long rain_raise_nofile_limit(void) {
@@ -60,3 +71,5 @@ long rain_raise_nofile_limit(void) {
     }
     return (long)rl.rlim_cur;
 }
+
+int rain_release_free_memory(void) { return malloc_trim(0); }

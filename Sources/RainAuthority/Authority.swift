@@ -390,15 +390,23 @@ public struct AuthoritySettings: Sendable, Equatable {
     /// The code send limits (DESIGN §6: 30 s cooldown and 5 per 15 minutes per contact, 10 per
     /// hour per account); a send over one is refused with RAIN_302 and a retry-after.
     public var sendLimits: CodeSendLimits
+    /// How often the daemons prune old rows (`PeriodicPruning`; 10 minutes by default).
+    public var pruneInterval: Duration
+    /// How long expired challenges and ceremonies, revoked sessions and outbox deliveries are kept
+    /// before pruning deletes them (1 day by default).
+    public var pruneRetention: Duration
 
     public init(
         codeLifetime: Duration = .seconds(300), maxWrongAttempts: Int = 3, maxActiveCodesPerAccount: Int = 3,
         accessTokenLifetime: Duration = .seconds(900), isDevOutboxEnabled: Bool = true,
         refreshGraceWindow: Duration = .seconds(10), refreshTokenLifetime: Duration = .seconds(30 * 86_400),
         refreshSignatureSkew: Duration = .seconds(120), passkeyCeremonyLifetime: Duration = .seconds(300),
-        sendLimits: CodeSendLimits = CodeSendLimits()
+        sendLimits: CodeSendLimits = CodeSendLimits(), pruneInterval: Duration = .seconds(600),
+        pruneRetention: Duration = .seconds(86_400)
     ) {
         self.sendLimits = sendLimits
+        self.pruneInterval = pruneInterval
+        self.pruneRetention = pruneRetention
         self.codeLifetime = codeLifetime
         self.maxWrongAttempts = maxWrongAttempts
         self.maxActiveCodesPerAccount = maxActiveCodesPerAccount
@@ -409,4 +417,8 @@ public struct AuthoritySettings: Sendable, Equatable {
         self.refreshSignatureSkew = refreshSignatureSkew
         self.passkeyCeremonyLifetime = passkeyCeremonyLifetime
     }
+
+    /// How long pruning keeps an expired challenge: `pruneRetention`, but never less than the
+    /// longest send-limit window, so every send the limits still count stays stored.
+    public var challengeRetention: Duration { max(pruneRetention, sendLimits.longestWindow) }
 }

@@ -659,6 +659,9 @@ public struct PruneResult: Sendable, Equatable {
     public var retiredRefreshTokensDeleted: Int
     /// Passkey ceremonies deleted (they expire with the challenges' cutoff).
     public var passkeyCeremoniesDeleted: Int
+    /// Development-outbox deliveries deleted: filled in by `EmbeddedAuthority.pruneExpired()`
+    /// (the outbox is a file beside the store); a store leaves it 0.
+    public var outboxEntriesDeleted: Int = 0
 
     /// Creates a result.
     public init(

@@ -30,9 +30,6 @@ public final class EmbeddedAuthority: Authority {
     private let outbox: OutboxCodeSender?
     let logger: Logger
 
-    /// How long expired challenges and revoked sessions are kept before `pruneExpired()` deletes them.
-    public static let pruneRetention: Duration = .seconds(86_400)
-
     /// An authority on an explicit store and keys.
     /// - Parameters:
     ///   - sender: delivers codes.
@@ -164,10 +161,12 @@ public final class EmbeddedAuthority: Authority {
         case .contactWindow: what = "too many codes were sent to this contact"
         case .accountWindow: what = "too many codes were sent for this account"
         }
+        // People read whole seconds: round up, so the time shown is never too early.
         let seconds = (waitMilliseconds + 999) / 1000
+        let shown = Date(unixMilliseconds: (retryAfter.unixMilliseconds + 999) / 1000 * 1000)
         return RainError(
             .refused,
-            "\(what); try again after \(retryAfter.rfc3339String) (in \(seconds) s)",
+            "\(what); try again after \(RFC3339.string(from: shown)) (in \(seconds) s)",
             details: RainError.Details(
                 reason: limit.rawValue, retryAfterMilliseconds: waitMilliseconds, limit: limit.rawValue,
                 retryAfter: retryAfter))
@@ -695,23 +694,31 @@ public final class EmbeddedAuthority: Authority {
         return try await outbox.entries()
     }
 
-    /// Deletes challenges and passkey ceremonies that expired more than a day ago, sessions revoked more than a day ago,
-    /// and refresh-token hashes rotated out more than `refreshTokenLifetime` ago (beyond the
-    /// previous generation, which each session keeps). Presenting such an old token is then
-    /// refused as unknown (`refresh_rejected`) instead of revoking the session as reuse.
-    /// - Throws: RAIN_502 when the store fails.
+    /// Deletes, in one pass: challenges and passkey ceremonies that expired more than
+    /// `settings.pruneRetention` ago (challenges are kept at least `sendLimits.longestWindow`
+    /// whatever the retention, since the send limits count them), sessions revoked more than
+    /// `settings.pruneRetention` ago, refresh-token hashes rotated out more than
+    /// `refreshTokenLifetime` ago (beyond the previous generation, which each session keeps;
+    /// presenting such an old token is then refused as unknown, `refresh_rejected`, instead of
+    /// revoking the session as reuse), and development-outbox deliveries sent more than
+    /// `settings.pruneRetention` ago. Logs one `prune` line with the counts (never contents).
+    /// - Throws: RAIN_502 when the store or the outbox file fails.
     @discardableResult
     public func pruneExpired() async throws(RainError) -> PruneResult {
         let now = clock.now
-        let cutoff = now.adding(.zero - Self.pruneRetention)
-        let result = try await store.prune(
-            challengesExpiredBefore: cutoff, sessionsRevokedBefore: cutoff,
+        let cutoff = now.adding(.zero - settings.pruneRetention)
+        let challengeCutoff = now.adding(.zero - settings.challengeRetention)
+        var result = try await store.prune(
+            challengesExpiredBefore: challengeCutoff, sessionsRevokedBefore: cutoff,
             refreshTokensRetiredBefore: now.adding(.zero - settings.refreshTokenLifetime))
+        if let outbox { result.outboxEntriesDeleted = try await outbox.prune(olderThan: cutoff) }
         logger.info(
             "prune",
             [
                 "challenges": String(result.challengesDeleted), "sessions": String(result.sessionsDeleted),
                 "retiredRefreshTokens": String(result.retiredRefreshTokensDeleted),
+                "passkeyCeremonies": String(result.passkeyCeremoniesDeleted),
+                "outbox": String(result.outboxEntriesDeleted),
             ])
         return result
     }

@@ -1,12 +1,14 @@
 import Dispatch
 import Foundation
 import RainCore
+import RainCrypto
 import RainTransport
 import RainWire
 import Synchronization
 
 /// An `Authority` in another process: `rainwalletd authority --listen HOST:PORT`, reached over one
-/// framed TCP connection (`AuthorityService` on the other end; loopback only until TLS exists).
+/// framed TCP connection (`AuthorityService` on the other end): plain TCP to a loopback address, or
+/// TLS 1.3 to any address when a client `TLSContext` is given.
 ///
 /// The connection is opened on the first call and reopened lazily by the first call after it
 /// dropped, so a restarted authority is picked up without restarting the device. Calls are
@@ -17,6 +19,12 @@ import Synchronization
 /// - no answer within `callTimeout`: RAIN_301 with reason `deadline_exceeded` (the call may still
 ///   have taken effect at the authority);
 /// - an answer that does not decode: RAIN_501;
+/// - the TLS handshake fails (the certificate is not signed by a trusted CA, does not name the
+///   host, has expired; the authority does not speak TLS 1.3): RAIN_501 with the
+///   `TLSSession.FailureReason` as reason and a message naming the cause and the fix. Not RAIN_301:
+///   retrying cannot fix it, someone must fix a certificate or the device's `--authority-ca`. Not
+///   RAIN_102 either: the device treats RAIN_102 from a refresh as definitive and would end its
+///   sessions over an operator's expired certificate (or an attacker's forged one);
 /// - anything the authority raised passes through with its code, message and details (RAIN_203
 ///   with `attemptsRemaining`, RAIN_201 with its reason, RAIN_302 with `retryAfterMilliseconds`, …).
 ///
@@ -30,6 +38,8 @@ import Synchronization
 public final class RemoteAuthority: Authority {
     /// Where the authority listens.
     public let address: TCPAddress
+    /// The client TLS context (trusted CAs), or nil for plain TCP to a loopback address.
+    public let tls: TLSContext?
     /// How long a connection attempt may take.
     public let connectTimeout: Duration
     /// How long a call may wait for its answer.
@@ -49,33 +59,48 @@ public final class RemoteAuthority: Authority {
 
     /// A client for the authority at `address` (`HOST:PORT`). Does not connect yet.
     /// - Parameters:
-    ///   - address: `127.0.0.1:7000`, `[::1]:7000` or `localhost:7000`.
-    ///   - connectTimeout: how long a connection attempt may take (5 s by default).
+    ///   - address: `127.0.0.1:7000`, `[::1]:7000` or `localhost:7000`; with `tls`, also any
+    ///     address or host name (`authority.example.com:7420`), which the certificate must name.
+    ///   - tls: a client `TLSContext` (`TLSContext.client(trustedCertificatesFile:)`) to speak TLS
+    ///     1.3; nil for plain TCP.
+    ///   - connectTimeout: how long a connection attempt, TLS handshake included, may take (5 s by
+    ///     default).
     ///   - callTimeout: how long a call may wait for its answer (30 s by default), on `clock`.
     ///   - clock: times call deadlines.
     ///   - logger: connection changes only.
-    /// - Throws: RAIN_102 (field `authority`) for a malformed address, port 0, or a non-loopback
-    ///   address (reason `non_loopback`: it would need TLS, which this build does not have yet).
+    /// - Throws: RAIN_102 (field `authority`) for a malformed address, port 0, or, without `tls`, a
+    ///   non-loopback address (reason `non_loopback`: it needs TLS).
     public convenience init(
-        address: String, connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
-        clock: any RainClock = SystemClock(), logger: Logger
+        address: String, tls: TLSContext? = nil, connectTimeout: Duration = .seconds(5),
+        callTimeout: Duration = .seconds(30), clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         try self.init(
-            address: TCPAddress(parsing: address, field: "authority"), connectTimeout: connectTimeout,
-            callTimeout: callTimeout, clock: clock, logger: logger)
+            address: TCPAddress(parsing: address, field: "authority", allowsNonLoopback: tls != nil), tls: tls,
+            connectTimeout: connectTimeout, callTimeout: callTimeout, clock: clock, logger: logger)
     }
 
     /// A client for the authority at `address`. Does not connect yet.
-    /// - Throws: RAIN_102 (field `authority`) for port 0.
+    /// - Throws: RAIN_102 (field `authority`) for port 0, or for a non-loopback address without
+    ///   `tls` (reason `non_loopback`).
     public init(
-        address: TCPAddress, connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
-        clock: any RainClock = SystemClock(), logger: Logger
+        address: TCPAddress, tls: TLSContext? = nil, connectTimeout: Duration = .seconds(5),
+        callTimeout: Duration = .seconds(30), clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         guard address.port != 0 else {
             throw RainError.invalid(
                 "the authority address \(address) has port 0; give the port it listens on", field: "authority")
         }
+        guard address.isLoopback || tls != nil else {
+            throw RainError.invalid(
+                "the authority address \(address) is not a loopback address: connecting to it needs TLS; "
+                    + "give the device --authority-ca with the CA that issued the authority's certificate",
+                field: "authority", reason: TCPAddress.nonLoopbackReason)
+        }
+        guard tls == nil || tls?.role == .client else {
+            throw RainError.invalid("the authority's TLS context must be a client context", field: "authority")
+        }
         self.address = address
+        self.tls = tls
         self.connectTimeout = connectTimeout
         self.callTimeout = callTimeout
         self.clock = clock
@@ -355,12 +380,18 @@ public final class RemoteAuthority: Authority {
             // Another caller may have reconnected while this one waited for the queue.
             if let current = try currentConnection() { return current }
             let fresh: ClientConnection
+            let started = ContinuousClock.now
             do throws(RainError) {
-                fresh = try ClientConnection(tcp: address, connectTimeout: connectTimeout)
+                fresh = try ClientConnection(tcp: address, tls: tls, connectTimeout: connectTimeout)
             } catch {
+                if let reason = error.details.reason, reason.hasPrefix("tls_") {
+                    logger.warning("authority.tls_failed", ["address": address.description, "reason": reason])
+                    throw tlsFailure(error)
+                }
                 logger.warning("authority.unreachable", ["address": address.description, "error": error.message])
                 throw unreachable(error.message)
             }
+            let connectMilliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
             let (old, closed) = state.withLock { s -> (ClientConnection?, Bool) in
                 if s.isClosed { return (nil, true) }
                 defer { s.connection = fresh }
@@ -371,7 +402,12 @@ public final class RemoteAuthority: Authority {
                 throw closedError()
             }
             old?.close()
-            logger.info("authority.connected", ["address": address.description, "reconnect": String(old != nil)])
+            logger.info(
+                "authority.connected",
+                [
+                    "address": address.description, "reconnect": String(old != nil), "tls": String(tls != nil),
+                    "connectMs": String(format: "%.2f", connectMilliseconds),
+                ])
             return fresh
         }
     }
@@ -412,6 +448,32 @@ public final class RemoteAuthority: Authority {
             gate.cancelWork()
         }
         return try result.get()
+    }
+
+    /// RAIN_501 for a failed TLS handshake: the cause, and what to do about it.
+    private func tlsFailure(_ error: RainError) -> RainError {
+        let fix: String
+        switch error.details.reason {
+        case TLSSession.FailureReason.unknownCA:
+            fix = "give the device --authority-ca with the CA certificate that issued the authority's certificate"
+        case TLSSession.FailureReason.hostMismatch:
+            fix =
+                "the certificate does not name \(address.host): connect by a name or IP address listed in its "
+                + "subjectAltName, or issue the authority a certificate for \(address.host)"
+        case TLSSession.FailureReason.certificateExpired:
+            fix = "renew the authority's certificate (--tls-cert) and restart it"
+        case TLSSession.FailureReason.certificateNotYetValid:
+            fix = "check the clocks of this machine and of the CA that issued the certificate"
+        case TLSSession.FailureReason.protocolVersion:
+            fix = "the authority must speak TLS 1.3; upgrade it"
+        case TLSSession.FailureReason.notTLS:
+            fix = "the authority does not speak TLS at this address: start it with --tls-cert and --tls-key"
+        default:
+            fix = "check the authority's certificate and the device's --authority-ca"
+        }
+        return RainError(
+            .provider, "\(error.message); \(fix)",
+            details: error.details, underlying: error.underlying)
     }
 
     private func unreachable(_ cause: String) -> RainError {

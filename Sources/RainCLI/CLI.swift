@@ -31,7 +31,9 @@ public enum CLI {
           --socket PATH    daemon socket (also $RAINWALLET_SOCKET; default
                            $XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock or /tmp/rainwallet-$UID/rainwalletd.sock)
           --profile NAME   profile (app) to act for (default "default")
-          --json           machine-readable output (camelCase keys, RFC 3339 UTC times)
+          --json           machine-readable output (camelCase keys, RFC 3339 UTC times); a failure
+                           ends stderr with a line {"error": {"code", "message", ...details}}, e.g.
+                           "limit", "retryAfter" and "retryAfterSeconds" for a refused code send
           -h, --help       help for any command
 
         exit status: 0 ok, 64 usage, 2 daemon not reachable (RAIN_101), 3 invalid argument (RAIN_102),
@@ -129,10 +131,12 @@ public enum CLI {
     /// Runs the CLI; returns the exit status.
     public static func main(_ arguments: [String]) async -> Int32 {
         var args = Arguments(arguments, help: mainHelp)
+        var isJSON = false
         do {
             let socket = try args.option("--socket")
             let profile = try args.option("--profile") ?? ProfileName.defaultName
             let output = Output(isJSON: args.flag("--json"))
+            isJSON = output.isJSON
             guard args.rest.contains(where: { !$0.hasPrefix("-") }) else {
                 if args.wantsHelp {
                     print(mainHelp)
@@ -151,6 +155,10 @@ public enum CLI {
         } catch {
             let (text, status) = ErrorPresentation.present(error)
             StandardErrorSink().write(text)
+            // stdout may already hold a result (domain check); the error's JSON goes on stderr, last line.
+            if isJSON, let rain = error as? RainError {
+                StandardErrorSink().write(Output.render(ErrorPresentation.jsonObject(rain)))
+            }
             return status
         }
     }

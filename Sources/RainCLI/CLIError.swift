@@ -1,3 +1,4 @@
+import Foundation
 import RainCore
 
 /// A command-line usage mistake (exit status 64).
@@ -41,12 +42,31 @@ public enum ErrorPresentation {
             var text = "error: \(rain.code): \(rain.message)"
             var extras: [String] = []
             if let a = rain.details.attemptsRemaining { extras.append("attempts remaining: \(a)") }
-            if let r = rain.details.retryAfterMilliseconds { extras.append("retry after: \(Double(r) / 1000) s") }
+            // A send-limit refusal's message already says when to try again (`retryAfter`).
+            if rain.details.retryAfter == nil, let r = rain.details.retryAfterMilliseconds {
+                extras.append("retry after: \(Double(r) / 1000) s")
+            }
             if rain.details.isAuthorityUnreachable { extras.append("the authority could not be reached") }
             if !extras.isEmpty { text += " (\(extras.joined(separator: "; ")))" }
             return (text, exitStatus(for: rain.code))
         default:
             return ("error: RAIN_502: internal error: \(error)", 1)
         }
+    }
+
+    /// The `--json` form of an error: `{"error": {"code": "RAIN_302", "message", ...}}` with the
+    /// details that are set (`reason`, `field`, `attemptsRemaining`, `limit`, `retryAfter` as RFC
+    /// 3339 UTC, `retryAfterSeconds` rounded up, `authorityUnreachable`).
+    public static func jsonObject(_ rain: RainError) -> [String: Any?] {
+        let d = rain.details
+        var object: [String: Any?] = ["code": rain.code.description, "message": rain.message]
+        if let v = d.reason { object["reason"] = v }
+        if let v = d.field { object["field"] = v }
+        if let v = d.attemptsRemaining { object["attemptsRemaining"] = Int(v) }
+        if let v = d.limit { object["limit"] = v }
+        if let v = d.retryAfter { object["retryAfter"] = RFC3339.string(from: v, fractional: true) }
+        if let v = d.retryAfterMilliseconds { object["retryAfterSeconds"] = Int((v + 999) / 1000) }
+        if d.isAuthorityUnreachable { object["authorityUnreachable"] = true }
+        return ["error": object]
     }
 }

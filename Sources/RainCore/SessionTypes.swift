@@ -131,8 +131,4 @@ extension Date {
     public init(unixMilliseconds: Int64) { self.init(timeIntervalSince1970: TimeInterval(unixMilliseconds) / 1000) }
     /// This date plus a duration.
     public func adding(_ d: Duration) -> Date { addingTimeInterval(d.timeInterval) }
-    /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-29T22:30:00.000Z`.
-    public var rfc3339String: String {
-        formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
-    }
 }

@@ -49,6 +49,49 @@ public enum KeyFile {
             throw AtomicFile.ioError("open", path)
         }
         defer { close(fd) }
+        let info = try checkOwnerOnly(fd: fd, path: path)
+        guard Int(info.st_size) == byteCount else {
+            throw refusal(
+                "key file \(path) is \(info.st_size) bytes long, expected \(byteCount); "
+                    + "it is not a key file of this kind", reason: "key_file_size")
+        }
+        return try SymmetricKey(byteCount: byteCount) { (buffer) throws(RainError) in
+            try readExactly(fd: fd, into: buffer, path: path)
+        }
+    }
+
+    /// Reads a private file (a TLS private key in PEM, for example) that must pass the same checks
+    /// as a key file, into zeroed scratch memory that is cleansed when `body` returns.
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - maximumByteCount: the largest size accepted.
+    ///   - body: gets the file's bytes; they must not escape it.
+    /// - Throws: RAIN_102 (`details.field` `"path"`, reasons as for `loadOrCreate`, plus
+    ///   `key_file_missing` and `key_file_size` for an empty or too large file) naming the path and
+    ///   the fix; RAIN_502 when a system call fails.
+    static func withPrivateFile<R>(
+        at path: String, maximumByteCount: Int, _ body: (UnsafeRawBufferPointer) throws(RainError) -> R
+    ) throws(RainError) -> R {
+        let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
+        if fd < 0 {
+            if errno == ENOENT { throw refusal("key file \(path) does not exist", reason: "key_file_missing") }
+            throw AtomicFile.ioError("open", path)
+        }
+        defer { close(fd) }
+        let info = try checkOwnerOnly(fd: fd, path: path)
+        guard info.st_size > 0, Int(info.st_size) <= maximumByteCount else {
+            throw refusal(
+                "key file \(path) is \(info.st_size) bytes long; expected 1 to \(maximumByteCount) bytes", reason: "key_file_size")
+        }
+        return try withSecretScratch(byteCount: Int(info.st_size)) { (buffer) throws(RainError) -> R in
+            try readExactly(fd: fd, into: buffer, path: path)
+            return try body(UnsafeRawBufferPointer(buffer))
+        }
+    }
+
+    /// Checks that the open file is a regular file owned by the effective uid that neither group nor
+    /// others may access, and returns its status.
+    private static func checkOwnerOnly(fd: Int32, path: String) throws(RainError) -> stat {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw AtomicFile.ioError("stat", path) }
 
@@ -66,14 +109,7 @@ public enum KeyFile {
                 "key file \(path) has mode \(octal(info.st_mode & 0o7777)), which lets other users read it; "
                     + "run chmod 600 \(path)", reason: "key_file_mode")
         }
-        guard Int(info.st_size) == byteCount else {
-            throw refusal(
-                "key file \(path) is \(info.st_size) bytes long, expected \(byteCount); "
-                    + "it is not a key file of this kind", reason: "key_file_size")
-        }
-        return try SymmetricKey(byteCount: byteCount) { (buffer) throws(RainError) in
-            try readExactly(fd: fd, into: buffer, path: path)
-        }
+        return info
     }
 
     /// Creates the key file with a new random key; nil when the file already exists.

@@ -9,6 +9,8 @@ import RainTransport
 public struct DaemonOptions: Sendable {
     /// `--authority HOST:PORT`: use a remote authority instead of the embedded one.
     public var authority: String?
+    /// `--authority-ca PEM`: speak TLS 1.3 to the remote authority and trust only these CAs.
+    public var authorityCA: String?
     public var socket: String?
     public var stateDirectory: String?
     public var config: String?
@@ -22,7 +24,7 @@ public struct DaemonOptions: Sendable {
 public enum Daemon {
     static let usage = """
         usage: rainwalletd [--socket PATH] [--state-dir DIR] [--config FILE] [--authority HOST:PORT]
-                           [--log-level LEVEL] [--enable-test-methods]
+                           [--authority-ca PEM] [--log-level LEVEL] [--enable-test-methods]
                rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox] [...]
 
         Runs the RainWallet device daemon, with its embedded authority unless --authority names a
@@ -34,12 +36,17 @@ public enum Daemon {
                                  (default $XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet)
           --config FILE          JSON config (default $XDG_CONFIG_HOME/rainwallet/config.json; optional there)
           --authority HOST:PORT  use the authority served by `rainwalletd authority` there (loopback only
-                                 until TLS exists); the config's "authority" section is then unused
+                                 without --authority-ca); the config's "authority" section is then unused
+          --authority-ca PEM     connect to --authority with TLS 1.3, trusting only the CA certificates in
+                                 PEM; the authority's certificate must name HOST (any address then works)
           --log-level LEVEL      debug, info, warning or error (default info)
           --enable-test-methods  serve /rain.wallet.v1.Test/* (integration tests only)
           -h, --help             show this help
 
         Logs go to stderr, one event a line. SIGTERM drains calls in flight and removes the socket.
+
+        Under systemd (scripts/systemd/): a listening socket passed by socket activation (LISTEN_FDS)
+        is served instead of --socket and is never removed; readiness goes to NOTIFY_SOCKET.
         """
 
     /// Parses arguments (without the program name).
@@ -54,11 +61,15 @@ public enum Daemon {
             case "--state-dir": o.stateDirectory = try flags.value(of: a)
             case "--config": o.config = try flags.value(of: a)
             case "--authority": o.authority = try flags.value(of: a)
+            case "--authority-ca": o.authorityCA = try flags.value(of: a)
             case "--enable-test-methods": o.isTestMethodsEnabled = true
             case "--log-level": o.logLevel = try flags.logLevel(of: a)
             default:
                 throw RainError.invalid("unknown argument \(a); see rainwalletd --help", field: a)
             }
+        }
+        if o.authorityCA != nil && o.authority == nil {
+            throw RainError.invalid("--authority-ca needs --authority HOST:PORT", field: "--authority-ca")
         }
         return o
     }
@@ -92,6 +103,10 @@ public enum Daemon {
 
     /// Runs the daemon until SIGTERM or SIGINT.
     public static func run(_ options: DaemonOptions, logger: Logger) throws(RainError) {
+        // Read (and unset) the service manager's variables before any other thread reads the
+        // environment, and before any child could inherit them.
+        let notifier = ServiceNotifier.fromEnvironment(logger: logger.child("notify"))
+        let activated = try SocketActivation.takeListeningSocket(name: activationSocketName)
         try ProcessHardening.disableCoreDumps()
         let fileLimit = ProcessHardening.raiseOpenFileLimit()
         signal(SIGPIPE, SIG_IGN)
@@ -104,10 +119,14 @@ public enum Daemon {
         let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
         let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
         let authority: any Authority
+        var pruning: PeriodicPruning?
         if let remote = options.authority {
-            authority = try RemoteAuthority(address: remote, clock: clock, logger: logger.child("authority"))
+            let tls = try options.authorityCA.map { (ca) throws(RainError) in
+                try renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
+            }
+            authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
         } else {
-            authority = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+            let embedded = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
                 let sender: (any CodeSender)?
                 switch config.codeSender {
                 case .outbox: sender = nil
@@ -118,6 +137,8 @@ public enum Daemon {
                     stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock,
                     sender: sender, logger: logger.child("authority"))
             }
+            authority = embedded
+            pruning = PeriodicPruning(authority: embedded, interval: config.authority.pruneInterval)
         }
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: device, logger: logger,
@@ -126,30 +147,66 @@ public enum Daemon {
 
         // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).
         let extraUIDs = config.allAllowedUIDs.subtracting([getuid()])
-        let socketDir = (paths.socket as NSString).deletingLastPathComponent
-        try UnixSocket.prepareDirectory(socketDir.isEmpty ? "." : socketDir, mode: extraUIDs.isEmpty ? 0o700 : 0o711)
-        let fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
+        let fd: Int32
+        let socketAddress: String
+        if let activated {
+            // The socket unit owns the file and its modes (SocketMode=, DirectoryMode=).
+            fd = activated.descriptor
+            socketAddress = activated.address
+            if !extraUIDs.isEmpty {
+                logger.warning(
+                    "socket.activated_modes",
+                    ["hint": "other uids reach the socket only with SocketMode=0666 and DirectoryMode=0711"])
+            }
+        } else {
+            let socketDir = (paths.socket as NSString).deletingLastPathComponent
+            try UnixSocket.prepareDirectory(socketDir.isEmpty ? "." : socketDir, mode: extraUIDs.isEmpty ? 0o700 : 0o711)
+            fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
+            socketAddress = paths.socket
+        }
         var serverOptions = ServerOptions()
         serverOptions.allowedUIDs = extraUIDs
         let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 
-        let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, logger: logger)
+        let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, notifier: notifier, logger: logger)
         Task { await service.restoreStoredProfiles() }
+        pruning?.start()
         logger.info(
             "daemon.ready",
             [
-                "version": daemonVersion, "socket": paths.socket, "state": paths.stateDirectory, "pid": "\(getpid())",
+                "version": daemonVersion, "socket": socketAddress, "state": paths.stateDirectory, "pid": "\(getpid())",
                 "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
-                "authority": options.authority ?? "embedded",
+                "authority": options.authority ?? "embedded", "activation": activated == nil ? "none" : "systemd",
+                "authorityTLS": options.authorityCA == nil ? "false" : "true",
             ])
+        // The socket listens and the loop is about to wait on it: connections from now on are served.
+        notifier?.ready(status: "serving \(socketAddress)")
         server.run()
-        unlink(paths.socket)
+        pruning?.stop()
+        if activated == nil { unlink(paths.socket) }  // never a socket the service manager handed over
         for s in sources { s.cancel() }
         logger.info("daemon.stopped")
     }
 
+    /// The name a socket unit gives the daemon's socket (`FileDescriptorName=`), which picks it
+    /// when the service manager passes several.
+    public static let activationSocketName = "rainwalletd"
+
+    /// Runs `body`, naming `flag` as the field of a RAIN_102 it throws.
+    static func renamingField<T>(of body: @autoclosure () throws(RainError) -> T, to flag: String) throws(RainError) -> T {
+        do {
+            return try body()
+        } catch {
+            var error = error
+            if error.code == .invalidArgument { error.details.field = flag }
+            throw error
+        }
+    }
+
     /// SIGTERM and SIGINT stop the server after draining calls in flight.
-    static func stopOnSignals(_ server: EventLoopServer, drainTimeout: Duration, logger: Logger) -> [any DispatchSourceSignal] {
+    static func stopOnSignals(
+        _ server: EventLoopServer, drainTimeout: Duration, notifier: ServiceNotifier? = nil, logger: Logger
+    ) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "rainwalletd.signals")
         var sources: [any DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {
@@ -157,6 +214,7 @@ public enum Daemon {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler {
                 logger.info("daemon.stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+                notifier?.stopping(status: "draining calls in flight")
                 server.stop(drainTimeout: drainTimeout)
             }
             source.resume()

@@ -70,7 +70,10 @@ public enum CodeSenderSetting: Sendable, Equatable {
 /// {
 ///   "allowedUIDs": [1001],
 ///   "codeSender": {"type": "outbox"},
-///   "authority": {"codeLifetimeSeconds": 300, "accessTokenLifetimeSeconds": 900, "devOutbox": true},
+///   "authority": {"codeLifetimeSeconds": 300, "accessTokenLifetimeSeconds": 900, "devOutbox": true,
+///                 "sendLimits": {"contactCooldownSeconds": 30, "contactMaxSends": 5, "contactWindowSeconds": 900,
+///                                "accountMaxSends": 10, "accountWindowSeconds": 3600},
+///                 "pruneIntervalSeconds": 600, "pruneRetentionSeconds": 86400},
 ///   "profiles": {"myapp": {"appID": "myapp", "passkeyDomain": "example.com", "allowExport": false,
 ///                          "allowedUIDs": [], "sessionPolicy": {"refreshBufferSeconds": 60}}}
 /// }
@@ -146,6 +149,13 @@ struct ConfigReader {
             throw fail(path, "must be between \(Self.format(min)) and \(Self.format(max))")
         }
         return d
+    }
+
+    /// A whole number from 1 to `max`.
+    func count(_ value: JSONValue, _ path: String, max: Double) throws(RainError) -> Int {
+        let d = try number(value, path, min: 1, max: max)
+        guard d == d.rounded() else { throw fail(path, "must be a whole number") }
+        return Int(d)
     }
 
     static func format(_ d: Double) -> String { d == d.rounded() ? String(Int64(d)) : String(d) }
@@ -233,7 +243,8 @@ struct ConfigReader {
             value, path,
             allowed: [
                 "codeLifetimeSeconds", "maxWrongAttempts", "maxActiveCodesPerAccount", "accessTokenLifetimeSeconds",
-                "devOutbox", "passkeyCeremonyLifetimeSeconds",
+                "devOutbox", "passkeyCeremonyLifetimeSeconds", "sendLimits", "pruneIntervalSeconds",
+                "pruneRetentionSeconds",
             ])
         var s = AuthoritySettings()
         if let v = dict["codeLifetimeSeconds"] { s.codeLifetime = try seconds(v, join(path, "codeLifetimeSeconds"), min: 1, max: 3600) }
@@ -248,7 +259,41 @@ struct ConfigReader {
         if let v = dict["passkeyCeremonyLifetimeSeconds"] {
             s.passkeyCeremonyLifetime = try seconds(v, join(path, "passkeyCeremonyLifetimeSeconds"), min: 10, max: 3600)
         }
+        if let v = dict["sendLimits"] { s.sendLimits = try sendLimits(v, join(path, "sendLimits")) }
+        if let v = dict["pruneIntervalSeconds"] {
+            s.pruneInterval = try seconds(v, join(path, "pruneIntervalSeconds"), min: 1, max: 86400)
+        }
+        if let v = dict["pruneRetentionSeconds"] {
+            s.pruneRetention = try seconds(v, join(path, "pruneRetentionSeconds"), min: 1, max: 31_536_000)
+        }
         return s
+    }
+
+    /// `authority.sendLimits`: any subset of the keys; the others keep DESIGN §6's defaults.
+    func sendLimits(_ value: JSONValue, _ path: String) throws(RainError) -> CodeSendLimits {
+        let dict = try object(
+            value, path,
+            allowed: [
+                "contactCooldownSeconds", "contactMaxSends", "contactWindowSeconds", "accountMaxSends",
+                "accountWindowSeconds",
+            ])
+        var l = CodeSendLimits()
+        if let v = dict["contactCooldownSeconds"] {
+            l.contactCooldown = try seconds(v, join(path, "contactCooldownSeconds"), min: 0, max: 3600)
+        }
+        if let v = dict["contactMaxSends"] {
+            l.contactMaxSends = try count(v, join(path, "contactMaxSends"), max: 1_000_000)
+        }
+        if let v = dict["contactWindowSeconds"] {
+            l.contactWindow = try seconds(v, join(path, "contactWindowSeconds"), min: 1, max: 86400)
+        }
+        if let v = dict["accountMaxSends"] {
+            l.accountMaxSends = try count(v, join(path, "accountMaxSends"), max: 1_000_000)
+        }
+        if let v = dict["accountWindowSeconds"] {
+            l.accountWindow = try seconds(v, join(path, "accountWindowSeconds"), min: 1, max: 86400)
+        }
+        return l
     }
 
     func profile(_ value: JSONValue, _ path: String, name: String) throws(RainError) -> ProfileSettings {

@@ -258,7 +258,15 @@ public final class DeviceService: ServerHandler {
             do throws(RainError) {
                 let resp = try await body(req)
                 responder.respond(.ok(try resp.encode()))
+                logger.debug("call", ["method": method, "status": "ok"])
             } catch {
+                // Messages never hold a code, token or key (the secret-scanning tests check this log).
+                logger.debug(
+                    "call",
+                    [
+                        "method": method, "status": error.code.description, "reason": error.details.reason ?? "",
+                        "error": error.message,
+                    ])
                 if error.code == .internalError {
                     logger.error("call.failed", ["method": method, "error": error.message])
                     responder.fail(RainError(.internalError, "internal error in \(method); see the daemon log"))

@@ -33,6 +33,14 @@ struct FlagReader {
         return .milliseconds(Int64(v * 1000))
     }
 
+    /// A whole number in `min...max` following `flag`.
+    mutating func integer(of flag: String, min: Int, max: Int) throws(RainError) -> Int {
+        guard let v = Int(try value(of: flag)), v >= min, v <= max else {
+            throw RainError.invalid("\(flag) must be a whole number from \(min) to \(max)", field: flag)
+        }
+        return v
+    }
+
     /// A log level (`debug`, `info`, `warning`, `error`) following `flag`.
     mutating func logLevel(of flag: String) throws(RainError) -> LogLevel {
         guard let level = ["debug": LogLevel.debug, "info": .info, "warning": .warning, "error": .error][try value(of: flag)]

@@ -21,11 +21,14 @@ public struct CLIResult: Sendable, CustomStringConvertible {
     public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
 }
 
-/// A child process and its exit status, filled in by Foundation's termination handler.
+/// A child process and its exit status, filled in by Foundation's termination handler (or, for
+/// a process started with `init(spawning:…)`, by `waitpid` when polled).
 final class ChildProcess: @unchecked Sendable {
     // @unchecked: `process` is configured and launched in `init` and only read afterwards
-    // (`processIdentifier`); the exit status is guarded by a Mutex.
-    let process: Process
+    // (`processIdentifier`); the exit status (and the `waitpid` that fills it for a spawned
+    // process) is guarded by a Mutex.
+    let process: Process?
+    private let spawnedPID: pid_t
     /// Shared with the termination handler (a class, so the handler need not capture `self`).
     private final class ExitBox: Sendable {
         let status = Mutex<Int32?>(nil)
@@ -45,6 +48,7 @@ final class ChildProcess: @unchecked Sendable {
         p.standardOutput = standardOutput
         p.standardError = standardError
         process = p
+        spawnedPID = 0
         p.terminationHandler = { [exit] done in
             let status = done.terminationReason == .uncaughtSignal ? 128 + done.terminationStatus : done.terminationStatus
             exit.status.withLock { $0 = status }
@@ -59,10 +63,54 @@ final class ChildProcess: @unchecked Sendable {
     /// go unnoticed until the second one exits. Callers hold it around creating pipes and `run()`.
     static let launchLock = Mutex(())
 
-    var pid: Int32 { process.processIdentifier }
+    /// Launches `executable` with `posix_spawn`, for programs that close the descriptors they
+    /// inherit (`systemd-socket-activate` does) or rearrange them (a shell that moves stdin to
+    /// descriptor 3). Foundation's `Process` learns of an exit when the child's copy of its
+    /// exit-report socket closes, then blocks in `waitpid` on its one manager thread: a child that
+    /// closes that socket early would stall the exit of every other child of the test process
+    /// until it exits. Here every descriptor but 0, 1 and 2 is closed in the child, and the exit is
+    /// collected with `waitpid(WNOHANG)` when `exitStatus` is polled.
+    init(
+        spawning executable: URL, arguments: [String], environment: [String: String], standardInput: Int32,
+        standardOutput: Int32, standardError: Int32
+    ) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
+        posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
+        posix_spawn_file_actions_adddup2(&actions, standardError, 2)
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
+        for fd in open where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))  // like Process: not in the test's group
+        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp)
+        guard rc == 0 else { throw HarnessError("cannot start \(executable.path): \(String(cString: strerror(rc)))") }
+        process = nil
+        spawnedPID = pid
+    }
+
+    var pid: Int32 { process?.processIdentifier ?? spawnedPID }
 
     /// The exit status once the process has been reaped.
-    var exitStatus: Int32? { exit.status.withLock { $0 } }
+    var exitStatus: Int32? {
+        exit.status.withLock { status in
+            if status == nil, process == nil {
+                var raw: Int32 = 0
+                if waitpid(spawnedPID, &raw, WNOHANG) == spawnedPID {
+                    // WIFSIGNALED / WTERMSIG / WEXITSTATUS are macros: decode the wait status by hand.
+                    status = raw & 0x7f != 0 ? 128 + (raw & 0x7f) : (raw >> 8) & 0xff
+                }
+            }
+            return status
+        }
+    }
 
     func signal(_ sig: Int32) {
         if exitStatus == nil { _ = Foundation.kill(pid, sig) }
@@ -230,9 +278,49 @@ public final class DaemonHarness: Sendable {
         self.binaryDirectory = binaryDirectory
     }
 
+    /// The code send limits a harness daemon runs with.
+    public enum SendLimits: Sendable {
+        /// No cooldown and a million sends per window, written into the config's
+        /// `authority.sendLimits` unless it sets them itself: tests log in again and again.
+        case relaxed
+        /// The daemon's defaults (DESIGN §6), for tests of the limits themselves.
+        case defaults
+    }
+
+    /// `authority.sendLimits` of `SendLimits.relaxed`.
+    public static let relaxedSendLimits: [String: Int] = [
+        "contactCooldownSeconds": 0, "contactMaxSends": 1_000_000, "accountMaxSends": 1_000_000,
+    ]
+
+    /// `config` with relaxed send limits merged in (a new config when there is none). A config
+    /// that is not a JSON object, whose `authority` is not an object, or that sets
+    /// `authority.sendLimits` itself is left as it is.
+    static func relaxingSendLimits(in config: String?) -> String? {
+        var root: [String: Any] = [:]
+        if let config {
+            guard let parsed = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
+                return config
+            }
+            root = parsed
+        }
+        var authority: [String: Any] = [:]
+        if let existing = root["authority"] {
+            guard let object = existing as? [String: Any], object["sendLimits"] == nil else { return config }
+            authority = object
+        }
+        authority["sendLimits"] = relaxedSendLimits
+        root["authority"] = authority
+        guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]) else { return config }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Creates the directory (and writes the config) without starting the daemon: for tests that
     /// set things up first, or expect the daemon to fail. Call `launch()` / `start()` next.
-    public static func prepare(config: String? = nil, extraArguments: [String] = []) throws -> DaemonHarness {
+    /// - Parameter sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
+    public static func prepare(
+        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed
+    ) throws -> DaemonHarness {
+        let config = sendLimits == .relaxed ? relaxingSendLimits(in: config) : config
         let bin = try binaryDirectory()
         // Writing to a CLI's stdin after it exited must fail with EPIPE, not kill the test runner.
         signal(SIGPIPE, SIG_IGN)
@@ -254,9 +342,13 @@ public final class DaemonHarness: Sendable {
 
     /// Prepares a fresh directory, starts `rainwalletd --enable-test-methods` there and waits until
     /// it answers GetInfo.
-    /// - Parameter config: the daemon's `config.json` text, if any.
-    public static func start(config: String? = nil, extraArguments: [String] = []) async throws -> DaemonHarness {
-        let h = try prepare(config: config, extraArguments: extraArguments)
+    /// - Parameters:
+    ///   - config: the daemon's `config.json` text, if any.
+    ///   - sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
+    public static func start(
+        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed
+    ) async throws -> DaemonHarness {
+        let h = try prepare(config: config, extraArguments: extraArguments, sendLimits: sendLimits)
         do {
             try await h.start()
         } catch {
@@ -289,6 +381,37 @@ public final class DaemonHarness: Sendable {
         }
     }
 
+    /// Launches another program in the daemon's place, so `stop()`, `kill()`, `pid`,
+    /// `waitUntilReady()` and `shutdown()` apply to it: for a program that becomes `rainwalletd`
+    /// by `exec`, keeping its pid (`systemd-socket-activate`, a shell that sets up descriptors).
+    /// It is started with `posix_spawn` (see `ChildProcess.init(spawning:…)`); its stdout and
+    /// stderr go to this harness's files.
+    /// - Parameters:
+    ///   - executable: the program to start.
+    ///   - environment: variables added to the daemon's usual environment.
+    ///   - standardInput: its stdin (`/dev/null` when nil), for example a socket to hand over.
+    /// - Throws: `HarnessError` when this harness's daemon is already running.
+    public func launch(
+        executable: URL, arguments: [String], environment: [String: String] = [:], standardInput: FileHandle? = nil
+    ) throws {
+        let out = try Self.openForAppending(stdoutPath)
+        defer { try? out.close() }
+        let log = try Self.openForAppending(logPath)
+        defer { try? log.close() }
+        let devNull = try Self.openForReading("/dev/null")
+        defer { try? devNull.close() }
+        let env = daemonEnvironment.merging(environment) { $1 }
+        try daemon.withLock { current in
+            if let c = current, c.exitStatus == nil { throw HarnessError("rainwalletd is already running (pid \(c.pid))") }
+            current = try ChildProcess.launchLock.withLock { _ in
+                try ChildProcess(
+                    spawning: executable, arguments: arguments, environment: env,
+                    standardInput: (standardInput ?? devNull).fileDescriptor, standardOutput: out.fileDescriptor,
+                    standardError: log.fileDescriptor)
+            }
+        }
+    }
+
     private func launchDaemon(arguments: [String], stdoutPath: String, stderrPath: String) throws -> ChildProcess {
         let out = try Self.openForAppending(stdoutPath)
         defer { try? out.close() }
@@ -304,11 +427,13 @@ public final class DaemonHarness: Sendable {
         }
     }
 
-    /// The environment of every child: no `RAINWALLET_SOCKET`, and XDG directories inside this
-    /// harness so nothing on the machine (a user's config, a running daemon) leaks in.
+    /// The environment of every child: no `RAINWALLET_SOCKET`, no service-manager variables (a test
+    /// run under systemd must not hand its sockets or readiness to a daemon), and XDG directories
+    /// inside this harness so nothing on the machine (a user's config, a running daemon) leaks in.
     private var daemonEnvironment: [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["RAINWALLET_SOCKET"] = nil
+        for key in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET"] { env[key] = nil }
         env["XDG_CONFIG_HOME"] = "\(directory)/xdg-config"
         env["XDG_STATE_HOME"] = "\(directory)/xdg-state"
         env["XDG_RUNTIME_DIR"] = "\(directory)/xdg-run"

@@ -1,12 +1,14 @@
 internal import CSystem
 import Foundation
 import RainCore
+import RainCrypto
 import RainWire
 import Synchronization
 
 /// A client connection to a framed-protobuf server over a Unix socket (the device daemon) or a
-/// loopback TCP socket (a remote authority): many calls in flight, answered by id in any order,
-/// plus server streams. A reader thread owns the receive side; callers write frames under a lock.
+/// TCP socket, plain or TLS 1.3 (a remote authority): many calls in flight, answered by id in any
+/// order, plus server streams. A reader thread owns the receive side; callers write frames under a
+/// lock, which also guards the TLS session.
 ///
 /// Errors the connection raises itself (lost, closed, undecodable input) carry
 /// `ClientConnection.ConnectionFailure` as their underlying cause (`RainError.isConnectionFailure`),
@@ -38,7 +40,9 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private let wakeFD: Int32
     private let jobQueue = Mutex(JobQueue())
     private let state = Mutex(State())
-    private let writeLock = Mutex(())
+    /// Guards writes to the socket and, with TLS, every use of the session (reads included).
+    private let writeSide: Mutex<TLSSession?>
+    private let isTLS: Bool
     private let maximumFrameLength: Int
     /// Socket path (or `HOST:PORT` for TCP), for messages.
     public let path: String
@@ -54,21 +58,44 @@ public final class ClientConnection: TaskExecutor, Sendable {
         self.init(fd: fd, path: path, peerName: "rainwalletd", lostCode: .notInitialized, maximumFrameLength: maximumFrameLength)
     }
 
-    /// Connects over TCP to `address` (loopback only; see `TCPAddress`), with `TCP_NODELAY`.
-    /// Blocks for up to `connectTimeout`: call it off the Swift concurrency pool. A connection lost
-    /// later fails the calls in flight with RAIN_301.
-    /// - Throws: RAIN_301 when nothing accepts the connection within `connectTimeout`; RAIN_102 for
+    /// Connects over TCP to `address`, with `TCP_NODELAY`, and with `tls` completes a TLS 1.3
+    /// handshake that verifies the server's certificate against the context's CAs and against
+    /// `address.host`. Blocks for up to `connectTimeout` in all: call it off the Swift concurrency
+    /// pool. A connection lost later fails the calls in flight with RAIN_301.
+    /// - Parameter tls: a client `TLSContext`; nil for plain TCP (then `address` must be loopback,
+    ///   which `TCPAddress` parsing ensures unless told otherwise).
+    /// - Throws: RAIN_301 when nothing accepts the connection, or the handshake does not finish,
+    ///   within `connectTimeout`; RAIN_501 with a `TLSSession.FailureReason` when the handshake
+    ///   fails (certificate not trusted, host name mismatch, expired, not TLS 1.3); RAIN_102 for
     ///   port 0.
     public convenience init(
-        tcp address: TCPAddress, connectTimeout: Duration = .seconds(5), maximumFrameLength: Int = Frame.defaultMaximumLength
+        tcp address: TCPAddress, tls: TLSContext? = nil, connectTimeout: Duration = .seconds(5),
+        maximumFrameLength: Int = Frame.defaultMaximumLength
     ) throws(RainError) {
+        let deadline = ContinuousClock.now + connectTimeout
         let fd = try TCPSocket.connect(address, timeout: connectTimeout)
+        var session: TLSSession?
+        if let tls {
+            do throws(RainError) {
+                let s = try tls.makeClientSession(serverName: address.host)
+                try Self.handshake(s, fd: fd, deadline: deadline, address: address)
+                session = s
+            } catch {
+                Foundation.close(fd)
+                throw error
+            }
+        }
         self.init(
             fd: fd, path: address.description, peerName: "the server", lostCode: .network,
-            maximumFrameLength: maximumFrameLength)
+            maximumFrameLength: maximumFrameLength, tls: session)
     }
 
-    private init(fd: Int32, path: String, peerName: String, lostCode: RainError.Code, maximumFrameLength: Int) {
+    private init(
+        fd: Int32, path: String, peerName: String, lostCode: RainError.Code, maximumFrameLength: Int,
+        tls: sending TLSSession? = nil
+    ) {
+        self.isTLS = tls != nil
+        self.writeSide = Mutex(tls)
         self.fd = fd
         self.path = path
         self.peerName = peerName
@@ -189,24 +216,71 @@ public final class ClientConnection: TaskExecutor, Sendable {
         _ = write(frame)
     }
 
-    /// Writes a whole frame; returns the error instead of throwing so callers can clean up.
+    /// Writes a whole frame (encrypted with TLS); returns the error instead of throwing so callers
+    /// can clean up.
     private func write(_ frame: [UInt8]) -> RainError? {
-        writeLock.withLock { _ -> RainError? in
-            var offset = 0
-            while offset < frame.count {
-                let n = frame.withUnsafeBytes { buf -> Int in
-                    guard let base = buf.baseAddress else { return 0 }
-                    return send(fd, base + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return RainError(
-                        lostCode, "lost the connection to \(peerName) at \(path): \(String(cString: strerror(errno)))",
-                        underlying: ConnectionFailure())
-                }
-                offset += n
+        writeSide.withLock { tls -> RainError? in
+            guard let tls else { return sendAll(frame) }
+            do throws(RainError) {
+                try tls.write(frame)
+            } catch {
+                return RainError(
+                    lostCode, "lost the TLS connection to \(peerName) at \(path): \(error.message)", underlying: ConnectionFailure())
             }
-            return nil
+            return sendAll(tls.takeOutput())
+        }
+    }
+
+    /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
+    private func sendAll(_ bytes: [UInt8]) -> RainError? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { buf -> Int in
+                guard let base = buf.baseAddress else { return 0 }
+                return send(fd, base + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return RainError(
+                    lostCode, "lost the connection to \(peerName) at \(path): \(String(cString: strerror(errno)))",
+                    underlying: ConnectionFailure())
+            }
+            offset += n
+        }
+        return nil
+    }
+
+    /// Decrypts what TLS records `ciphertext` completes. Returns the plaintext, whether the server
+    /// sent close_notify, and an error when the stream broke.
+    private func decrypt(_ ciphertext: ArraySlice<UInt8>, into scratch: inout [UInt8]) -> (
+        plaintext: [UInt8], isClosed: Bool, error: RainError?
+    ) {
+        writeSide.withLock { tls -> ([UInt8], Bool, RainError?) in
+            guard let tls else { return (Array(ciphertext), false, nil) }
+            ciphertext.withUnsafeBytes { tls.receive($0) }
+            var plaintext: [UInt8] = []
+            var isClosed = false
+            var failure: RainError?
+            reading: while true {
+                let result: Result<TLSSession.ReadResult, RainError> = scratch.withUnsafeMutableBytes { buf in
+                    Result { () throws(RainError) in try tls.readPlaintext(into: buf) }
+                }
+                switch result {
+                case .success(.bytes(let n)): plaintext.append(contentsOf: scratch[0..<n])
+                case .success(.needsMoreInput): break reading
+                case .success(.closed):
+                    isClosed = true
+                    break reading
+                case .failure(let error):
+                    failure = RainError(
+                        lostCode, "the TLS connection to \(peerName) at \(path) broke: \(error.message)",
+                        details: error.details, underlying: ConnectionFailure())
+                    break reading
+                }
+            }
+            // Alerts or post-handshake replies the session produced while reading.
+            if tls.pendingOutputCount > 0, failure == nil { failure = sendAll(tls.takeOutput()) }
+            return (plaintext, isClosed, failure)
         }
     }
 
@@ -214,6 +288,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
         jobQueue.withLock { $0.loopThread = pthread_self() }
         var decoder = FrameDecoder(maximumLength: maximumFrameLength)
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var scratch = isTLS ? [UInt8](repeating: 0, count: 16 * 1024 + 256) : []
         var failure = RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure())
         loop: while true {
             runQueuedJobs()
@@ -234,8 +309,19 @@ public final class ClientConnection: TaskExecutor, Sendable {
                 break
             }
             if n == 0 { break }
+            var received = buffer[0..<n]
+            var isClosed = false
+            if isTLS {
+                let (plaintext, closed, error) = decrypt(buffer[0..<n], into: &scratch)
+                if let error {
+                    failure = error
+                    break
+                }
+                received = plaintext[...]
+                isClosed = closed
+            }
             do {
-                try decoder.append(buffer[0..<n])
+                try decoder.append(received)
                 while let body = try decoder.nextFrame() {
                     dispatch(try Envelope.decode(body))
                 }
@@ -244,6 +330,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
                     .internalError, "\(peerName) sent an undecodable frame: \(error.message)", underlying: ConnectionFailure())
                 break loop
             }
+            if isClosed { break }
         }
         let pending = state.withLock { s -> [UInt64: Pending] in
             s.closedError = failure

@@ -1,6 +1,7 @@
 internal import CSystem
 import Foundation
 import RainCore
+import RainCrypto
 import RainWire
 import Synchronization
 
@@ -86,8 +87,14 @@ public struct ServerOptions: Sendable {
     /// The listening socket is TCP (the authority hop, `TCPSocket.listen`), not a Unix socket.
     /// TCP peers have no SO_PEERCRED: every connection is admitted with
     /// `PeerCredentials.tcpPeer` and `allowedUIDs` does not apply (loopback-only addresses are the
-    /// guard until TLS exists). Accepted sockets get `TCP_NODELAY`.
+    /// guard without TLS). Accepted sockets get `TCP_NODELAY`.
     public var isTCP: Bool = false
+    /// Serve TLS 1.3 with this server context (TCP only): each connection first completes a
+    /// handshake, driven by the loop through memory BIOs, so a slow peer never blocks it. A peer
+    /// that fails the handshake gets the alert and is closed; the others are not affected.
+    public var tls: TLSContext?
+    /// A connection whose TLS handshake has not completed this long after it was accepted is closed.
+    public var tlsHandshakeTimeout: Duration = .seconds(10)
     public init() {}
 }
 
@@ -124,6 +131,9 @@ public final class EventLoopServer: @unchecked Sendable {
         var wantsWrite = false
         var closeAfterFlush = false
         var isReadClosed = false
+        /// The TLS state when the server speaks TLS: frames are encrypted into `output` and input
+        /// is decrypted before the decoder sees it.
+        var tls: TLSSession?
         init(id: ConnectionID, fd: Int32, peer: PeerCredentials, isAllowed: Bool, maximumFrame: Int) {
             self.id = id
             self.fd = fd
@@ -143,9 +153,16 @@ public final class EventLoopServer: @unchecked Sendable {
     private let ownUID = getuid()
 
     private var connections: [UInt64: Connection] = [:]
+    /// When each connection still in its TLS handshake must have finished it.
+    private var handshakeDeadlines: [UInt64: ContinuousClock.Instant] = [:]
     private var nextConnection: UInt64 = 2  // tokens 0 and 1 are the listener and the eventfd
     private var nextToken: UInt64 = 1
     private var listening = true
+    /// The most connections held since memory was last given back.
+    private var connectionHighWater = 0
+    /// Set when many connections left: once the loop is idle, free heap memory goes back to the
+    /// kernel, so the daemon returns to its idle size after a crowd of clients.
+    private var releaseMemoryWhenIdle = false
     private let outbound = Mutex<[Outbound]>([])
     private let stopRequest = Mutex<Duration?>(nil)
     private let stats = Mutex<(connections: Int, calls: Int)>((0, 0))
@@ -251,9 +268,20 @@ public final class EventLoopServer: @unchecked Sendable {
                     return
                 }
             }
-            let timeoutMS: Int32 = drainDeadline == nil ? -1 : 20
+            var timeoutMS: Int32 = drainDeadline != nil ? 20 : releaseMemoryWhenIdle ? 200 : -1
+            if !handshakeDeadlines.isEmpty {
+                expireHandshakes(now: clock.now)
+                if let earliest = handshakeDeadlines.values.min() {
+                    let wait = max(1, (earliest - clock.now).milliseconds + 1)
+                    timeoutMS = timeoutMS < 0 ? Int32(clamping: wait) : min(timeoutMS, Int32(clamping: wait))
+                }
+            }
             let n = events.withUnsafeMutableBufferPointer { buf in
                 rain_epoll_wait(epollFD, buf.baseAddress, Int32(buf.count), timeoutMS)
+            }
+            if n == 0 && releaseMemoryWhenIdle {
+                releaseMemoryWhenIdle = false
+                _ = rain_release_free_memory()
             }
             if n < 0 {
                 if errno == EINTR { continue }
@@ -316,11 +344,22 @@ public final class EventLoopServer: @unchecked Sendable {
             let c = Connection(
                 id: ConnectionID(rawValue: id), fd: fd, peer: peer, isAllowed: allowed,
                 maximumFrame: options.maximumFrameLength)
+            if let tls = options.tls {
+                do {
+                    c.tls = try tls.makeServerSession()
+                } catch {
+                    logger.error("tls.session_failed", ["error": error.message])
+                    close(fd)
+                    continue
+                }
+                handshakeDeadlines[id] = ContinuousClock.now + options.tlsHandshakeTimeout
+            }
             guard rain_epoll_ctl(epollFD, 1, fd, RAIN_EPOLLIN | RAIN_EPOLLRDHUP, id) == 0 else {
                 close(fd)
                 continue
             }
             connections[id] = c
+            connectionHighWater = max(connectionHighWater, connections.count)
             stats.withLock { $0.connections += 1 }
             if !allowed {
                 logger.warning("peer.refused", ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
@@ -346,18 +385,87 @@ public final class EventLoopServer: @unchecked Sendable {
                 return
             }
             if c.closeAfterFlush { continue }  // discard input from a connection we are ending
-            do {
-                try c.decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                while let body = try c.decoder.nextFrame() {
-                    process(body, on: c)
-                    if c.closeAfterFlush || connections[c.id.rawValue] == nil { break }
-                }
-            } catch {
-                // The framing itself is broken: answer once and close, the stream cannot be trusted.
-                enqueue(Envelope(requestID: 0, kind: .response(.failure(error))), on: c)
-                c.closeAfterFlush = true
+            if let tls = c.tls {
+                // The session copies the ciphertext, so the buffer is free for the plaintext.
+                tls.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                guard decryptAvailable(c, tls, buffer) else { return }
+            } else {
+                consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), on: c)
             }
             if n < buffer.count { break }
+        }
+    }
+
+    /// Feeds plaintext to the connection's frame decoder and processes the complete frames.
+    private func consume(_ plaintext: UnsafeRawBufferPointer, on c: Connection) {
+        do {
+            try c.decoder.append(plaintext)
+            while let body = try c.decoder.nextFrame() {
+                process(body, on: c)
+                if c.closeAfterFlush || connections[c.id.rawValue] == nil { break }
+            }
+        } catch {
+            // The framing itself is broken: answer once and close, the stream cannot be trusted.
+            enqueue(Envelope(requestID: 0, kind: .response(.failure(error))), on: c)
+            c.closeAfterFlush = true
+        }
+    }
+
+    /// Advances the handshake and decrypts every complete record into `buffer`, consuming it.
+    /// Returns false when reading must stop (the connection is ending or gone).
+    private func decryptAvailable(_ c: Connection, _ tls: TLSSession, _ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        if !tls.isHandshakeComplete {
+            do {
+                let isComplete = try tls.handshake()
+                tls.appendOutput(to: &c.output)
+                guard isComplete else { return true }
+                handshakeDeadlines[c.id.rawValue] = nil
+                logger.debug("tls.handshake_complete", ["connection": "\(c.id)"])
+            } catch {
+                // The alert (protocol version, …) goes out, then the connection closes.
+                tls.appendOutput(to: &c.output)
+                logger.warning(
+                    "tls.handshake_failed", ["connection": "\(c.id)", "reason": error.details.reason ?? "", "error": error.message])
+                handshakeDeadlines[c.id.rawValue] = nil
+                c.closeAfterFlush = true
+                return false
+            }
+        }
+        while connections[c.id.rawValue] != nil && !c.closeAfterFlush {
+            let result: TLSSession.ReadResult
+            do {
+                result = try tls.readPlaintext(into: buffer)
+            } catch {
+                logger.warning("tls.record_failed", ["connection": "\(c.id)", "error": error.message])
+                tls.appendOutput(to: &c.output)
+                c.closeAfterFlush = true
+                return false
+            }
+            switch result {
+            case .bytes(let count):
+                consume(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), on: c)
+            case .needsMoreInput:
+                // Replies the session owes without being asked to write (a TLS 1.3 KeyUpdate).
+                tls.appendOutput(to: &c.output)
+                return true
+            case .closed:
+                // close_notify: the client finished sending, as with end of file.
+                c.isReadClosed = true
+                _ = rain_epoll_ctl(epollFD, 3, c.fd, c.wantsWrite ? RAIN_EPOLLOUT : 0, c.id.rawValue)
+                if c.calls.isEmpty { c.closeAfterFlush = true }
+                return false
+            }
+        }
+        return false
+    }
+
+    /// Closes the connections whose TLS handshake is overdue.
+    private func expireHandshakes(now: ContinuousClock.Instant) {
+        for (id, deadline) in handshakeDeadlines where deadline <= now {
+            handshakeDeadlines[id] = nil
+            guard let c = connections[id] else { continue }
+            logger.warning("tls.handshake_timeout", ["connection": "\(c.id)"])
+            closeConnection(c)
         }
     }
 
@@ -457,7 +565,18 @@ public final class EventLoopServer: @unchecked Sendable {
             c.output.removeAll(keepingCapacity: c.output.capacity <= 256 * 1024)
             c.outputOffset = 0
         }
-        c.output.append(contentsOf: frame)
+        if let tls = c.tls {
+            do {
+                try tls.write(frame)
+            } catch {
+                logger.error("tls.write_failed", ["connection": "\(c.id)", "error": error.message])
+                closeConnection(c)
+                return
+            }
+            tls.appendOutput(to: &c.output)
+        } else {
+            c.output.append(contentsOf: frame)
+        }
         if c.pendingOutput > options.maximumPendingOutput {
             logger.warning("connection.not_reading", ["connection": "\(c.id)", "pending": "\(c.pendingOutput)"])
             closeConnection(c)
@@ -516,6 +635,11 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func closeConnection(_ c: Connection) {
         guard connections.removeValue(forKey: c.id.rawValue) != nil else { return }
+        if connectionHighWater >= 32 && connections.count * 2 <= connectionHighWater {
+            connectionHighWater = connections.count
+            releaseMemoryWhenIdle = true
+        }
+        handshakeDeadlines[c.id.rawValue] = nil
         _ = rain_epoll_ctl(epollFD, 2, c.fd, 0, 0)
         close(c.fd)
         let inFlight = c.calls.count

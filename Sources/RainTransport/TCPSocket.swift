@@ -1,22 +1,28 @@
 import Foundation
 import RainCore
 
-/// A loopback TCP address (`HOST:PORT`) for the authority hop.
+/// A TCP address (`HOST:PORT`) for the authority hop.
 ///
-/// Until the authority hop has TLS, only loopback addresses exist: parsing refuses any other, so
-/// no socket is ever opened towards (or on) a non-loopback address. Accepted forms:
-/// `127.0.0.1:7000` (any of 127.0.0.0/8), `[::1]:7000` (also `[::ffff:127.x.y.z]`) and
-/// `localhost:7000`, which means 127.0.0.1 (no name is ever resolved). The port is 0–65535; 0
-/// asks `TCPSocket.listen` for an ephemeral port and is refused by `TCPSocket.connect`.
+/// Without TLS only loopback addresses exist: parsing refuses any other unless the caller says the
+/// connection is protected by TLS (`allowsNonLoopback`), so no plain-TCP socket is ever opened
+/// towards (or on) a non-loopback address. Loopback forms: `127.0.0.1:7000` (any of 127.0.0.0/8),
+/// `[::1]:7000` (also `[::ffff:127.x.y.z]`) and `localhost:7000`, which means 127.0.0.1 (never
+/// resolved). With TLS, any IPv4 address, bracketed IPv6 address or host name (resolved when
+/// connecting) is accepted. The port is 0–65535; 0 asks `TCPSocket.listen` for an ephemeral port
+/// and is refused by `TCPSocket.connect`.
 public struct TCPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The host as written: an IP literal (without brackets) or `localhost`.
     public let host: String
     /// The port.
     public let port: UInt16
-    /// AF_INET or AF_INET6.
+    /// AF_INET or AF_INET6; AF_UNSPEC for a host name resolved when connecting.
     let family: Int32
-    /// The address in network byte order: 4 or 16 bytes.
+    /// The address in network byte order: 4 or 16 bytes; empty for a host name.
     let addressBytes: [UInt8]
+    /// True for a loopback address (and `localhost`).
+    public let isLoopback: Bool
+    /// True when `host` is a name to resolve, not an IP literal or `localhost`.
+    public var isHostName: Bool { family == AF_UNSPEC }
 
     /// The reason of the RAIN_102 for a non-loopback address.
     public static let nonLoopbackReason = "non_loopback"
@@ -28,11 +34,13 @@ public struct TCPAddress: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - text: for example `127.0.0.1:7000`, `[::1]:7000` or `localhost:7000`.
     ///   - field: the option or setting named in errors (for example `listen` or `authority`).
+    ///   - allowsNonLoopback: true when the connection uses TLS: then any address or host name is
+    ///     accepted.
     /// - Throws: RAIN_102 with reason `malformed_address` for text that is not `HOST:PORT` (missing
     ///   or bad port, an IPv6 literal without brackets, a bad host); RAIN_102 with reason
-    ///   `non_loopback` for any address that is not loopback, host names other than `localhost`
-    ///   included: non-loopback addresses need TLS, which this build does not have yet.
-    public init(parsing text: String, field: String = "address") throws(RainError) {
+    ///   `non_loopback` when `allowsNonLoopback` is false for any address that is not loopback,
+    ///   host names other than `localhost` included: non-loopback addresses need TLS.
+    public init(parsing text: String, field: String = "address", allowsNonLoopback: Bool = false) throws(RainError) {
         func malformed(_ why: String) -> RainError {
             .invalid(
                 "invalid address \"\(text)\": \(why); use HOST:PORT, like 127.0.0.1:7000, [::1]:7000 or localhost:7000",
@@ -63,39 +71,82 @@ public struct TCPAddress: Sendable, Hashable, CustomStringConvertible {
 
         let host = String(hostPart)
         let nonLoopback = RainError.invalid(
-            "\(text) is not a loopback address: non-loopback addresses need TLS, which this build does not have yet; "
-                + "use 127.0.0.1, [::1] or localhost", field: field, reason: Self.nonLoopbackReason)
+            "\(text) is not a loopback address: without TLS only 127.0.0.1, [::1] or localhost are allowed; "
+                + "turn TLS on (the authority's --tls-cert and --tls-key, the device's --authority-ca) to use it",
+            field: field, reason: Self.nonLoopbackReason)
+        let port = UInt16(portNumber)
         if isBracketed {
             guard let bytes = Self.parseIP(host, family: AF_INET6) else { throw malformed("\(host) is not an IPv6 address") }
-            guard Self.isLoopbackIPv6(bytes) else { throw nonLoopback }
-            self.init(host: host, port: UInt16(portNumber), family: AF_INET6, addressBytes: bytes)
+            let isLoopback = Self.isLoopbackIPv6(bytes)
+            guard isLoopback || allowsNonLoopback else { throw nonLoopback }
+            self.init(host: host, port: port, family: AF_INET6, addressBytes: bytes, isLoopback: isLoopback)
         } else if host.lowercased() == "localhost" {
-            self.init(host: host, port: UInt16(portNumber), family: AF_INET, addressBytes: [127, 0, 0, 1])
+            self.init(host: host, port: port, family: AF_INET, addressBytes: [127, 0, 0, 1], isLoopback: true)
         } else if let bytes = Self.parseIP(host, family: AF_INET) {
-            guard bytes[0] == 127 else { throw nonLoopback }
-            self.init(host: host, port: UInt16(portNumber), family: AF_INET, addressBytes: bytes)
-        } else if host.utf8.allSatisfy({ Self.isHostNameByte($0) }) && !host.utf8.allSatisfy({ Self.isDigitOrDot($0) }) {
+            let isLoopback = bytes[0] == 127
+            guard isLoopback || allowsNonLoopback else { throw nonLoopback }
+            self.init(host: host, port: port, family: AF_INET, addressBytes: bytes, isLoopback: isLoopback)
+        } else if host.utf8.allSatisfy({ Self.isHostNameByte($0) }) && !host.utf8.allSatisfy({ Self.isDigitOrDot($0) })
+            && !host.hasPrefix("-") && !host.hasPrefix(".") && host.utf8.count <= 253
+        {
             // A name we would have to resolve: it cannot be known to stay on this machine.
-            throw nonLoopback
+            guard allowsNonLoopback else { throw nonLoopback }
+            self.init(host: host, port: port, family: AF_UNSPEC, addressBytes: [], isLoopback: false)
         } else {
             throw malformed("\(host) is not an IPv4 address, a bracketed IPv6 address or localhost")
         }
     }
 
-    private init(host: String, port: UInt16, family: Int32, addressBytes: [UInt8]) {
+    private init(host: String, port: UInt16, family: Int32, addressBytes: [UInt8], isLoopback: Bool) {
         self.host = host
         self.port = port
         self.family = family
         self.addressBytes = addressBytes
+        self.isLoopback = isLoopback
     }
 
     /// The same address with another port (for example the one `listen` picked for port 0).
     public func withPort(_ port: UInt16) -> TCPAddress {
-        TCPAddress(host: host, port: port, family: family, addressBytes: addressBytes)
+        TCPAddress(host: host, port: port, family: family, addressBytes: addressBytes, isLoopback: isLoopback)
+    }
+
+    /// The IP addresses of a host name (`getaddrinfo`; blocks), or this address itself.
+    /// - Throws: RAIN_301 when the name does not resolve.
+    func resolved() throws(RainError) -> [TCPAddress] {
+        guard isHostName else { return [self] }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, nil, &hints, &list)
+        guard rc == 0, let first = list else {
+            throw RainError(.network, "cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(first) }
+        var found: [TCPAddress] = []
+        var next: UnsafeMutablePointer<addrinfo>? = first
+        while let item = next {
+            next = item.pointee.ai_next
+            guard let sa = item.pointee.ai_addr else { continue }
+            switch item.pointee.ai_family {
+            case AF_INET:
+                var a = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                let bytes = withUnsafeBytes(of: &a) { Array($0) }
+                found.append(TCPAddress(host: host, port: port, family: AF_INET, addressBytes: bytes, isLoopback: bytes[0] == 127))
+            case AF_INET6:
+                var a = sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+                let bytes = withUnsafeBytes(of: &a) { Array($0) }
+                found.append(
+                    TCPAddress(host: host, port: port, family: AF_INET6, addressBytes: bytes, isLoopback: Self.isLoopbackIPv6(bytes)))
+            default: continue
+            }
+        }
+        guard !found.isEmpty else { throw RainError(.network, "cannot resolve \(host): no IPv4 or IPv6 address") }
+        return found
     }
 
     /// `HOST:PORT`, with brackets around an IPv6 literal.
-    public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     private static func parseIP(_ text: String, family: Int32) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 16)
@@ -144,15 +195,20 @@ public struct TCPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// TCP socket helpers for the authority hop (loopback only until TLS exists; see `TCPAddress`).
+/// TCP socket helpers for the authority hop (loopback only without TLS; see `TCPAddress`).
 public enum TCPSocket {
     /// Binds and listens on `address`: non-blocking, close-on-exec, `SO_REUSEADDR` (a restarted
     /// authority gets its port back at once), IPv6 sockets IPv6-only. Hand the descriptor to
     /// `EventLoopServer` with `ServerOptions.isTCP` set. Read the port picked for port 0 with
     /// `localPort(of:)`.
-    /// - Throws: RAIN_102 (field `listen`) when the address is in use; RAIN_502 when another socket
-    ///   call fails.
+    /// - Throws: RAIN_102 (field `listen`) when the address is in use or is a host name; RAIN_502
+    ///   when another socket call fails.
     public static func listen(_ address: TCPAddress, backlog: Int32 = 512) throws(RainError) -> Int32 {
+        guard !address.isHostName else {
+            throw RainError.invalid(
+                "cannot listen on \(address): give an IP address to listen on (0.0.0.0 or :: for all), not a host name",
+                field: "listen", reason: TCPAddress.malformedReason)
+        }
         let fd = try makeSocket(family: address.family)
         do throws(RainError) {
             try setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, "SO_REUSEADDR")
@@ -197,15 +253,31 @@ public enum TCPSocket {
         }
     }
 
-    /// Connects to `address`, waiting at most `timeout`, and returns a **blocking** socket with
-    /// `TCP_NODELAY` set (for `ClientConnection`'s reader thread). Blocks the calling thread: call it
-    /// off the Swift concurrency pool.
-    /// - Throws: RAIN_102 for port 0; RAIN_301 when the connection is refused, times out or fails
-    ///   otherwise; RAIN_502 when a socket cannot be created.
+    /// Connects to `address` (each address of a host name in turn), waiting at most `timeout` in
+    /// all, and returns a **blocking** socket with `TCP_NODELAY` set (for `ClientConnection`'s
+    /// reader thread). Blocks the calling thread: call it off the Swift concurrency pool.
+    /// - Throws: RAIN_102 for port 0; RAIN_301 when the name does not resolve, or the connection is
+    ///   refused, times out or fails otherwise; RAIN_502 when a socket cannot be created.
     public static func connect(_ address: TCPAddress, timeout: Duration) throws(RainError) -> Int32 {
         guard address.port != 0 else {
             throw RainError.invalid("cannot connect to \(address): port 0 is not a port one can connect to", field: "address")
         }
+        let deadline = ContinuousClock.now + timeout
+        var lastError: RainError?
+        for candidate in try address.resolved() {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { break }
+            do throws(RainError) {
+                return try connectOne(candidate, timeout: left)
+            } catch {
+                if error.code != .network { throw error }
+                lastError = error
+            }
+        }
+        throw lastError ?? RainError(.network, "cannot connect to \(address): no answer within \(timeout.milliseconds) ms")
+    }
+
+    private static func connectOne(_ address: TCPAddress, timeout: Duration) throws(RainError) -> Int32 {
         let fd = try makeSocket(family: address.family)
         func fail(_ why: String, _ e: Int32?) -> RainError {
             close(fd)

@@ -151,7 +151,9 @@ struct AccountsAndSessionsTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let outbox = OutboxCodeSender(
             stateDirectory: directory, logger: Logger(label: "test", sink: CapturingLogSink()))
-        try await AuthorityFixture.with(settings: AuthoritySettings(isDevOutboxEnabled: false), outbox: outbox) { f in
+        try await AuthorityFixture.with(
+            settings: AuthoritySettings(isDevOutboxEnabled: false, sendLimits: .unlimited), outbox: outbox
+        ) { f in
             let error = try #require(await rainError { _ = try await f.authority.listOutbox() })
             #expect(error.code == .unauthorized)
         }
@@ -209,6 +211,7 @@ struct AccountsAndSessionsTests {
         // Reopened: same key (the hash of the old code still matches), same account.
         let reopened = try await EmbeddedAuthority(stateDirectory: directory, clock: clock, logger: logger)
         #expect(reopened.keys.masterKeyID == authority.keys.masterKeyID)
+        clock.advance(by: .seconds(30))  // the send limits (default here) are stored: wait out the cooldown
         let again = try await reopened.sendLoginCode(
             SendCodeRequest(appID: "app", deviceID: "dev", contact: .email("a@example.com")))
         let code2 = try #require(try await reopened.listOutbox().last?.code)

@@ -45,9 +45,11 @@ struct AuthorityFixture {
     static let email = RainWalletContact.email("user@example.com")
     static let phone = RainWalletContact.phone("+15551234567")
 
-    /// Runs `body` with a fresh fixture and removes its directory afterwards.
+    /// Runs `body` with a fresh fixture and removes its directory afterwards. The send limits are
+    /// off unless `settings` turns them on: these tests send codes back to back on a stopped clock
+    /// (the limits have their own tests, `SendLimitTests`).
     static func with(
-        settings: AuthoritySettings = AuthoritySettings(), outbox: OutboxCodeSender? = nil,
+        settings: AuthoritySettings = AuthoritySettings(sendLimits: .unlimited), outbox: OutboxCodeSender? = nil,
         _ body: (AuthorityFixture) async throws -> Void
     ) async throws {
         let directory = try makeTemporaryDirectory()

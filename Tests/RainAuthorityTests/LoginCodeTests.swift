@@ -155,7 +155,7 @@ struct LoginCodeTests {
 
     @Test("the code lifetime comes from the settings")
     func shortenedLifetime() async throws {
-        try await AuthorityFixture.with(settings: AuthoritySettings(codeLifetime: .seconds(10))) { f in
+        try await AuthorityFixture.with(settings: AuthoritySettings(codeLifetime: .seconds(10), sendLimits: .unlimited)) { f in
             let (challenge, code) = try await f.send()
             #expect(challenge.expiresAt == f.clock.now.adding(.seconds(10)))
             f.clock.advance(by: .seconds(10))

@@ -16,7 +16,7 @@ struct PasskeyAuthorityTests {
 
     /// Runs `body` with a fixture and a software authenticator whose key file lives in the fixture's directory.
     static func with(
-        settings: AuthoritySettings = AuthoritySettings(),
+        settings: AuthoritySettings = AuthoritySettings(sendLimits: .unlimited),
         _ body: (AuthorityFixture, SoftAuthenticator) async throws -> Void
     ) async throws {
         try await AuthorityFixture.with(settings: settings) { f in
@@ -150,7 +150,8 @@ struct PasskeyAuthorityTests {
 
     @Test("a ceremony expires, and is bound to its device and kind")
     func expiryAndBinding() async throws {
-        try await Self.with(settings: AuthoritySettings(passkeyCeremonyLifetime: .seconds(60))) { f, authenticator in
+        try await Self.with(settings: AuthoritySettings(passkeyCeremonyLifetime: .seconds(60), sendLimits: .unlimited)) {
+            f, authenticator in
             let ceremony = try await f.authority.beginPasskeyRegistration(Self.begin())
             let response = try await authenticator.createCredential(optionsJSON: ceremony.optionsJSON, origin: Self.origin)
             // Another device cannot finish it (and does not consume it).

@@ -15,13 +15,18 @@ final class RunningTCPServer: Sendable {
     let port: UInt16
     private let isFinished = Mutex(false)
 
-    /// Listens on 127.0.0.1:`port` (0: an ephemeral port) and starts the loop.
-    init(handler: any ServerHandler, port: UInt16 = 0, logger: Logger) throws {
-        let address = try TCPAddress(parsing: "127.0.0.1:\(port)", field: "listen")
+    /// Listens on `host`:`port` (0: an ephemeral port) and starts the loop; with `tls`, serves TLS.
+    init(
+        handler: any ServerHandler, port: UInt16 = 0, host: String = "127.0.0.1", tls: TLSContext? = nil,
+        handshakeTimeout: Duration = .seconds(10), logger: Logger
+    ) throws {
+        let address = try TCPAddress(parsing: "\(host):\(port)", field: "listen", allowsNonLoopback: tls != nil)
         let fd = try TCPSocket.listen(address)
         self.port = try TCPSocket.localPort(of: fd)
         var options = ServerOptions()
         options.isTCP = true
+        options.tls = tls
+        options.tlsHandshakeTimeout = handshakeTimeout
         server = try EventLoopServer(listeningSocket: fd, options: options, handler: handler, logger: logger)
         let thread = Thread { [self] in
             server.run()
@@ -68,7 +73,7 @@ struct RemoteFixture {
     ///   of the capturing sender.
     static func with(
         isDevOutboxEnabled: Bool = false, withOutbox: Bool = false, callTimeout: Duration = .seconds(20),
-        _ body: (RemoteFixture) async throws -> Void
+        serverTLS: TLSContext? = nil, clientTLS: TLSContext? = nil, _ body: (RemoteFixture) async throws -> Void
     ) async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -80,13 +85,14 @@ struct RemoteFixture {
         let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 9, count: 32)))
         let outbox = withOutbox ? OutboxCodeSender(stateDirectory: directory, logger: logger.child("outbox")) : nil
         let embedded = EmbeddedAuthority(
-            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true), clock: clock,
+            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true, sendLimits: .unlimited), clock: clock,
             sender: outbox ?? sender, outbox: outbox, logger: logger.child("authority"))
         let service = AuthorityService(
             authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"))
-        let server = try RunningTCPServer(handler: service, logger: logger.child("loop"))
+        let server = try RunningTCPServer(handler: service, tls: serverTLS, logger: logger.child("loop"))
         let remote = try RemoteAuthority(
-            address: server.address, connectTimeout: .seconds(2), callTimeout: callTimeout, logger: logger.child("remote"))
+            address: server.address, tls: clientTLS, connectTimeout: .seconds(2), callTimeout: callTimeout,
+            logger: logger.child("remote"))
         let fixture = RemoteFixture(
             directory: directory, clock: clock, sender: sender, store: store, embedded: embedded, service: service,
             server: server, remote: remote, logSink: sink, logger: logger)

@@ -91,7 +91,7 @@ struct SessionRefreshTests {
 
     @Test("the refresh-token lifetime counts from the last rotation, then the session ends")
     func refreshLifetime() async throws {
-        let settings = AuthoritySettings(refreshTokenLifetime: .seconds(3600))
+        let settings = AuthoritySettings(refreshTokenLifetime: .seconds(3600), sendLimits: .unlimited)
         try await AuthorityFixture.with(settings: settings) { f in
             let key = try Ed25519PrivateKey()
             let login = try await f.login(deviceKey: key)
@@ -468,7 +468,7 @@ struct SessionRefreshTests {
 
     @Test("pruning drops refresh hashes rotated out longer ago than the refresh lifetime; such a token is then unknown")
     func pruneRetiredTokens() async throws {
-        let settings = AuthoritySettings(refreshTokenLifetime: .seconds(3600))
+        let settings = AuthoritySettings(refreshTokenLifetime: .seconds(3600), sendLimits: .unlimited)
         try await AuthorityFixture.with(settings: settings) { f in
             let key = try Ed25519PrivateKey()
             let login = try await f.login(deviceKey: key)

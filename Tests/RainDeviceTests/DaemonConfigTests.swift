@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthority
 import RainCore
 @testable import RainDevice
 import Testing
@@ -42,6 +43,28 @@ import Testing
         #expect(c.allAllowedUIDs == [1001, 1002])
     }
 
+    @Test("authority.sendLimits and the prune keys set the authority's settings; absent keys keep the defaults")
+    func sendLimitsAndPruning() throws {
+        let c = try DaemonConfig.parse(
+            Data(
+                #"""
+                {"authority": {"sendLimits": {"contactCooldownSeconds": 0, "contactMaxSends": 7, "contactWindowSeconds": 60,
+                                              "accountMaxSends": 20, "accountWindowSeconds": 7200},
+                               "pruneIntervalSeconds": 5, "pruneRetentionSeconds": 120}}
+                """#.utf8))
+        #expect(
+            c.authority.sendLimits
+                == CodeSendLimits(
+                    contactCooldown: .zero, contactWindow: .seconds(60), contactMaxSends: 7, accountWindow: .seconds(7200),
+                    accountMaxSends: 20))
+        #expect(c.authority.pruneInterval == .seconds(5))
+        #expect(c.authority.pruneRetention == .seconds(120))
+        let partial = try DaemonConfig.parse(Data(#"{"authority": {"sendLimits": {"contactMaxSends": 3}}}"#.utf8))
+        #expect(partial.authority.sendLimits == CodeSendLimits(contactMaxSends: 3))
+        #expect(partial.authority.pruneInterval == .seconds(600))
+        #expect(try DaemonConfig.parse(Data("{}".utf8)).authority.sendLimits == CodeSendLimits())
+    }
+
     /// Each bad config is refused with RAIN_102 and the error names the offending key.
     @Test(arguments: [
         ("[]", ""),
@@ -63,6 +86,15 @@ import Testing
         ("{\"codeSender\": {\"type\": \"command\", \"command\": [\"relative/prog\"]}}", "codeSender.command[0]"),
         ("{\"authority\": {\"codeLifetimeSeconds\": 0}}", "authority.codeLifetimeSeconds"),
         ("{\"authority\": {\"tokenLifetime\": 5}}", "authority.tokenLifetime"),
+        ("{\"authority\": {\"sendLimits\": {\"cooldown\": 5}}}", "authority.sendLimits.cooldown"),
+        ("{\"authority\": {\"sendLimits\": 5}}", "authority.sendLimits"),
+        ("{\"authority\": {\"sendLimits\": {\"contactMaxSends\": 0}}}", "authority.sendLimits.contactMaxSends"),
+        ("{\"authority\": {\"sendLimits\": {\"accountMaxSends\": 2.5}}}", "authority.sendLimits.accountMaxSends"),
+        ("{\"authority\": {\"sendLimits\": {\"contactCooldownSeconds\": -1}}}", "authority.sendLimits.contactCooldownSeconds"),
+        ("{\"authority\": {\"sendLimits\": {\"contactWindowSeconds\": 0}}}", "authority.sendLimits.contactWindowSeconds"),
+        ("{\"authority\": {\"sendLimits\": {\"accountWindowSeconds\": \"1h\"}}}", "authority.sendLimits.accountWindowSeconds"),
+        ("{\"authority\": {\"pruneIntervalSeconds\": 0}}", "authority.pruneIntervalSeconds"),
+        ("{\"authority\": {\"pruneRetentionSeconds\": true}}", "authority.pruneRetentionSeconds"),
     ])
     func invalidConfigNamesTheKey(json: String, key: String) {
         let error = #expect(throws: RainError.self) { try parse(json) }

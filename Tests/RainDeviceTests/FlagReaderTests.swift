@@ -1,3 +1,4 @@
+import RainAuthority
 import RainCore
 import Testing
 
@@ -36,5 +37,31 @@ import Testing
         #expect(tooShort?.details.field == "--access-token-lifetime")
         let missing = #expect(throws: RainError.self) { try AuthorityDaemon.parse(["--state-dir", "/a"]) }
         #expect(missing?.details.field == "--listen")
+    }
+
+    @Test func authoritySendLimitAndPruneFlags() throws {
+        let base = ["--listen", "127.0.0.1:0", "--state-dir", "/a"]
+        let defaults = try #require(try AuthorityDaemon.parse(base))
+        #expect(defaults.settings.sendLimits == CodeSendLimits())
+        let o = try #require(
+            try AuthorityDaemon.parse(
+                base + [
+                    "--send-cooldown", "0", "--contact-max-sends", "8", "--contact-window", "120", "--account-max-sends", "30",
+                    "--account-window", "600", "--prune-interval", "2", "--prune-retention", "60",
+                ]))
+        #expect(
+            o.settings.sendLimits
+                == CodeSendLimits(
+                    contactCooldown: .zero, contactWindow: .seconds(120), contactMaxSends: 8, accountWindow: .seconds(600),
+                    accountMaxSends: 30))
+        #expect(o.settings.pruneInterval == .seconds(2))
+        #expect(o.settings.pruneRetention == .seconds(60))
+        for (flag, value) in [
+            ("--contact-max-sends", "0"), ("--contact-max-sends", "2.5"), ("--account-max-sends", "x"),
+            ("--send-cooldown", "-1"), ("--prune-interval", "0"), ("--account-window", "0"),
+        ] {
+            let error = #expect(throws: RainError.self) { try AuthorityDaemon.parse(base + [flag, value]) }
+            #expect(error?.details.field == flag)
+        }
     }
 }

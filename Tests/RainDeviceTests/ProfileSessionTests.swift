@@ -56,7 +56,7 @@ struct Fixture {
 
     init(
         storage: any SecureStorage = InMemoryStorage(), config: DaemonConfig = DaemonConfig(),
-        settings: AuthoritySettings = AuthoritySettings()
+        settings: AuthoritySettings = AuthoritySettings(sendLimits: .unlimited)
     ) async throws {
         let logger = Logger(label: "test", sink: CapturingLogSink())
         authority = try await EmbeddedAuthority(
@@ -99,7 +99,7 @@ struct Fixture {
     }
 
     @Test func thresholdIsClampedToHalfAShortLifetime() async throws {
-        var settings = AuthoritySettings()
+        var settings = AuthoritySettings(sendLimits: .unlimited)
         settings.accessTokenLifetime = .seconds(20)
         let f = try await Fixture(settings: settings)
         _ = try await f.login()

@@ -166,7 +166,9 @@ struct SchedulerFixture {
         let sink = CapturingLogSink()
         logSink = sink
         logger = Logger(label: "test", minimumLevel: .debug, sink: sink)
-        embedded = try await EmbeddedAuthority(stateDirectory: dir.path, clock: clock, sender: sender, logger: logger)
+        embedded = try await EmbeddedAuthority(
+            stateDirectory: dir.path, settings: AuthoritySettings(sendLimits: .unlimited), clock: clock, sender: sender,
+            logger: logger)
         authority = ControlledAuthority(embedded)
         var config = DaemonConfig()
         config.profiles["default"] = ProfileSettings(

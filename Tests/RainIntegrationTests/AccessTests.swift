@@ -139,7 +139,7 @@ struct AccessTests {
 
 /// Copies of `rainwallet` and `rainwalletd` in a 0755 directory, so another uid can run them
 /// whatever the modes of the build directory.
-private struct AccessibleBinaries {
+struct AccessibleBinaries {
     /// What a finished run printed.
     struct Result: CustomStringConvertible {
         var status: Int32

@@ -45,13 +45,14 @@ final class MultiDevice: Sendable {
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
-    /// `scripts/harness up --devices N --access-token-lifetime L --json`.
-    static func up(devices: Int, lifetime: Int) throws -> MultiDevice {
+    /// `scripts/harness up --devices N --access-token-lifetime L --json`, plus `arguments`.
+    static func up(devices: Int, lifetime: Int, arguments: [String] = []) throws -> MultiDevice {
         let binaries = try DaemonHarness.binaryDirectory()
         let dir = "/tmp/rwm-\(UInt32.random(in: 0...UInt32.max))"
         let script = repositoryRoot.appendingPathComponent("scripts/harness").path
         let (status, out, err) = try run(
-            [script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json"],
+            [script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json"]
+                + arguments,
             environment: ["RAINWALLET_BIN_DIR": binaries.path])
         guard status == 0, let data = out.data(using: .utf8),
             let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
@@ -97,14 +98,20 @@ final class MultiDevice: Sendable {
         _ = waitpid(authorityPID, &status, WNOHANG)
     }
 
+    /// The send limits `scripts/harness up` relaxes (these tests log in again and again).
+    static let relaxedSendLimitFlags = [
+        "--send-cooldown", "0", "--contact-max-sends", "1000000", "--account-max-sends", "1000000",
+    ]
+
     /// Starts the authority again on the same port and state.
     func restartAuthority() throws {
         let p = Process()
         p.executableURL = binaries.appendingPathComponent("rainwalletd")
-        p.arguments = [
+        let arguments = [
             "authority", "--listen", authority, "--state-dir", "\(dir)/authority", "--dev-outbox", "--access-token-lifetime",
             "\(lifetimeSeconds)",
         ]
+        p.arguments = arguments + Self.relaxedSendLimitFlags
         p.standardError = FileHandle(forWritingAtPath: "\(dir)/authority.log") ?? FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()

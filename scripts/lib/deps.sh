@@ -1,5 +1,5 @@
 # Sourced by the scripts: installs what a fresh Debian machine lacks, once.
-RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev pkg-config libcbor-dev libpsl-dev publicsuffix libpq-dev postgresql)
+RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev pkg-config libcbor-dev libpsl-dev publicsuffix openssl libpq-dev postgresql)
 
 ensure_deps() {
   local missing=()
@@ -8,6 +8,8 @@ ensure_deps() {
   done
   command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  # systemd-analyze and systemd-socket-activate: the unit and socket-activation tests.
+  command -v systemd-socket-activate >/dev/null 2>&1 || missing+=(systemd)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing: ${missing[*]}" >&2
     local sudo=""

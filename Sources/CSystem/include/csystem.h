@@ -1,4 +1,5 @@
-// What Glibc's Swift module does not export: epoll, eventfd, accept4, struct ucred, prctl.
+// What Glibc's Swift module does not export: epoll, eventfd, accept4, struct ucred, prctl,
+// SO_DOMAIN / SO_ACCEPTCONN.
 // Everything here is a thin, non-variadic wrapper so Swift can call it.
 #ifndef RAIN_CSYSTEM_H
 #define RAIN_CSYSTEM_H
@@ -32,10 +33,17 @@ int rain_eventfd(void);
 int rain_accept4(int fd);
 /// Peer credentials of a Unix socket (SO_PEERCRED). Returns 0 on success.
 int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+/// What a descriptor is, for a socket handed over by a service manager: its address family
+/// (SO_DOMAIN), socket type (SO_TYPE) and whether it listens (SO_ACCEPTCONN, 0 or 1).
+/// Returns 0 on success, or -1 with errno (ENOTSOCK for a descriptor that is not a socket).
+int rain_socket_kind(int fd, int *domain, int *type, int *accepting);
 /// prctl(PR_SET_DUMPABLE, value).
 int rain_set_dumpable(int value);
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit or -1.
 long rain_raise_nofile_limit(void);
+/// Gives the free memory of every malloc arena back to the kernel (malloc_trim(0)).
+/// Returns 1 when some was released.
+int rain_release_free_memory(void);
 
 #ifdef __cplusplus
 }
