@@ -123,8 +123,14 @@ final class PostgresConnection {
         }
         self.connection = handle
         self.target = target
-        // A transaction that waits for a lock longer than this fails (RAIN_502) instead of hanging.
+        try configureSession()
+    }
+
+    /// Per-session settings: a transaction that waits for a lock longer than 15 s fails (RAIN_502)
+    /// instead of hanging; notices (`CREATE TABLE IF NOT EXISTS` … skipping) stay off stderr.
+    private func configureSession() throws(RainError) {
         try execute("SET lock_timeout = '15s'", operation: "set the lock timeout")
+        try execute("SET client_min_messages = warning", operation: "quiet the server's notices")
     }
 
     deinit {
@@ -232,7 +238,7 @@ final class PostgresConnection {
             throw RainError(
                 .internalError, "authority store: lost the connection to PostgreSQL at \(target) and cannot reconnect")
         }
-        try execute("SET lock_timeout = '15s'", operation: "set the lock timeout")
+        try configureSession()
     }
 
     private func run(_ sql: String, _ parameters: [PostgresValue], operation: String) throws(RainError)

@@ -83,6 +83,16 @@ struct StoreFixture {
         }
     }
 
+    /// The store's consistency violations (accounts without wallets, two pending codes on one
+    /// device, two live sessions on one account, …); empty when consistent.
+    func violations() async throws -> [String] {
+        switch store {
+        case let sqlite as SQLiteAuthorityStore: return try await sqlite.consistencyViolations()
+        case let postgres as PostgresAuthorityStore: return try await postgres.consistencyViolations()
+        default: throw HarnessError("no consistency check for \(type(of: store))")
+        }
+    }
+
     /// A challenge to insert, created now on the fixture's clock, expiring in 5 minutes.
     func newChallenge(
         _ contact: RainWalletContact = StoreFixture.email, device: String = "device-a", app: String = StoreFixture.app,

@@ -615,6 +615,8 @@ struct StoreConformanceTests {
             }
             #expect(late?.code == .invalidLoginCode)
             #expect(late?.details.reason == "locked")
+            let violations = try await f.violations()
+            #expect(violations.isEmpty, "\(violations)")
         }
     }
 
@@ -651,6 +653,8 @@ struct StoreConformanceTests {
             let sessions = try await f.store.sessions(appID: Self.app, accountID: accountID)
             #expect(sessions.count == 6)
             #expect(sessions.filter { $0.revokedAt == nil }.count == 1)
+            let violations = try await f.violations()
+            #expect(violations.isEmpty, "\(violations)")
         }
     }
 
@@ -659,7 +663,9 @@ struct StoreConformanceTests {
         arguments: kinds)
     func parallelLoginsOneAccount(kind: StoreKind) async throws {
         try await StoreFixture.with(kind, instances: 2) { f in
-            let (first, _) = try await f.storeLogin(Self.email, device: "device-0")
+            let keys = WalletKeyMaterial(
+                entropyCiphertext: [1], entropyKeyID: "k", ethereumAddress: "0x", solanaAddress: "S")
+            let (first, _) = try await f.storeLogin(Self.email, device: "device-0", keys: keys)
             let v = try f.newChallenge(Self.phone, device: "device-0", purpose: .verifyContact, target: first.accountID)
             try await f.insert(v)
             #expect(
@@ -695,6 +701,8 @@ struct StoreConformanceTests {
                 }
                 #expect(live.count == 1, "round \(round): \(live.map(\.deviceID))")
             }
+            let violations = try await f.violations()
+            #expect(violations.isEmpty, "\(violations)")
         }
     }
 
@@ -734,6 +742,8 @@ struct StoreConformanceTests {
                 deviceKey: key)
             #expect(await rainError { _ = try await f.authorities[1].refreshSession(reuse) }?.code == .sessionExpired)
             #expect(try await f.store.sessions(appID: Self.app, accountID: login.accountID).first?.revokeReason == "reused")
+            let violations = try await f.violations()
+            #expect(violations.isEmpty, "\(violations)")
         }
     }
 
@@ -750,6 +760,8 @@ struct StoreConformanceTests {
             }
             #expect(outcomes.filter { if case .inserted = $0 { true } else { false } }.count == 1)
             #expect(outcomes.filter { if case .limited(.contactCooldown, _) = $0 { true } else { false } }.count == 5)
+            let violations = try await f.violations()
+            #expect(violations.isEmpty, "\(violations)")
         }
     }
 
@@ -769,6 +781,8 @@ struct StoreConformanceTests {
             let probe = try f.newChallenge(device: "probe")
             let insertion = try await f.insert(probe)
             #expect(insertion.retiredChallengeIDs.count == 1)
+            let violations = try await f.violations()
+            #expect(violations.isEmpty, "\(violations)")
         }
     }
 }

@@ -279,6 +279,7 @@ struct SharedStoreTests {
         let store = try await PostgresAuthorityStore.open(url: h.storeURL, connections: 1)
         #expect(try await store.account(appID: app, contact: .email("guess@example.com")) == nil)
         #expect(try await store.account(appID: app, contact: .email("race@example.com"))?.id == logins.first?.accountID)
+        #expect(try await store.consistencyViolations() == [])
         await store.close()
     }
 
@@ -324,5 +325,8 @@ struct SharedStoreTests {
         let session = try await onA.confirmLoginCodeReturningSession(code).session
         #expect(session.authState == .authenticated)
         #expect(try await onB.currentSession().authState == .authenticated)
+        let check = try await PostgresAuthorityStore.open(url: h.storeURL, connections: 1)
+        #expect(try await check.consistencyViolations() == [])
+        await check.close()
     }
 }
