@@ -61,16 +61,11 @@ public final class EmbeddedAuthority: Authority {
         sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, logger: Logger
     ) async throws(RainError) {
         let keys = try await AuthorityKeys.load(stateDirectory: stateDirectory)
-        let chosenStore: any AuthorityStore
-        if let store {
-            chosenStore = store
-        } else {
-            chosenStore = try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory)
-        }
-        let store = chosenStore
+        let opened: any AuthorityStore =
+            if let store { store } else { try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory) }
         let chosen = sender ?? OutboxCodeSender(stateDirectory: stateDirectory, logger: logger.child("outbox"))
         self.init(
-            store: store, keys: keys, settings: settings, clock: clock, sender: chosen,
+            store: opened, keys: keys, settings: settings, clock: clock, sender: chosen,
             outbox: chosen as? OutboxCodeSender, logger: logger)
         // Wallets created before they had keys (schema version 2 and earlier) get them now.
         try await backfillWallets()
