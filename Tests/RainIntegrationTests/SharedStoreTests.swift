@@ -213,7 +213,8 @@ struct SharedStoreTests {
         let codeB = try #require(try await onB.devOutbox().last?.code)
         let first = try await onB.confirmLoginCodeReturningSession(codeB).session
         let events = try EventLog(onB)
-        // The contact's resend cooldown (10 s here: generous for a loaded machine) counts across instances: A's send waits for it.
+        // The contact's resend cooldown (10 s here: generous for a loaded machine) counts across
+        // instances: A's send waits for it.
         let refused = await rainError { try await onA.sendLoginCode(to: .email(email)) }
         #expect(refused?.code == .refused)
         let retryAt = refused?.details.retryAfterMilliseconds ?? 10_000
