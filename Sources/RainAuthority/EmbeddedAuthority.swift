@@ -50,18 +50,22 @@ public final class EmbeddedAuthority: Authority {
     /// An authority on `stateDirectory` (created 0700 if missing): `authority.key`,
     /// `authority.sqlite3` and, with the default sender, `outbox.jsonl`. Once the store is
     /// migrated, every wallet still missing its keys is backfilled (`backfillWallets()`).
-    /// - Parameter sender: delivers codes; nil means the outbox in the state directory. An
-    ///   `OutboxCodeSender` passed here is also the one `listOutbox()` reads.
+    /// - Parameters:
+    ///   - sender: delivers codes; nil means the outbox in the state directory. An
+    ///     `OutboxCodeSender` passed here is also the one `listOutbox()` reads.
+    ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
+    ///     `authority.sqlite3` in the state directory.
     /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails.
     public convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
-        sender: (any CodeSender)? = nil, logger: Logger
+        sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, logger: Logger
     ) async throws(RainError) {
         let keys = try await AuthorityKeys.load(stateDirectory: stateDirectory)
-        let store = try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory)
+        let opened: any AuthorityStore =
+            if let store { store } else { try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory) }
         let chosen = sender ?? OutboxCodeSender(stateDirectory: stateDirectory, logger: logger.child("outbox"))
         self.init(
-            store: store, keys: keys, settings: settings, clock: clock, sender: chosen,
+            store: opened, keys: keys, settings: settings, clock: clock, sender: chosen,
             outbox: chosen as? OutboxCodeSender, logger: logger)
         // Wallets created before they had keys (schema version 2 and earlier) get them now.
         try await backfillWallets()

@@ -17,6 +17,7 @@ public enum AuthorityDaemon {
                                      [--contact-window SECONDS] [--account-max-sends N]
                                      [--account-window SECONDS] [--prune-interval SECONDS]
                                      [--prune-retention SECONDS]
+                                     [--store sqlite|postgres://USER@HOST:PORT/DATABASE]
 
         Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
         Device daemons use it with `rainwalletd --authority HOST:PORT`.
@@ -39,6 +40,9 @@ public enum AuthorityDaemon {
           --prune-interval SECONDS        how often old codes, sessions and outbox lines are deleted
                                           (default 600)
           --prune-retention SECONDS       how long they are kept once expired or revoked (default 86400)
+          --store STORE                   sqlite (default: authority.sqlite3 in the state directory) or a
+                                          PostgreSQL URL shared by several authority instances (they must
+                                          share authority.key too)
         """
 
     struct Options {
@@ -48,6 +52,8 @@ public enum AuthorityDaemon {
         var logLevel = LogLevel.info
         var tlsCertificate: String?
         var tlsKey: String?
+        /// nil or "sqlite": the state directory's SQLite file; else a PostgreSQL URL.
+        var store: String?
     }
 
     static func parse(_ args: [String]) throws(RainError) -> Options? {
@@ -72,6 +78,7 @@ public enum AuthorityDaemon {
             case "--account-window": o.settings.sendLimits.accountWindow = try flags.seconds(of: a, min: 1, max: 86400)
             case "--prune-interval": o.settings.pruneInterval = try flags.seconds(of: a, min: 1, max: 86400)
             case "--prune-retention": o.settings.pruneRetention = try flags.seconds(of: a, min: 1, max: 31_536_000)
+            case "--store": o.store = try flags.value(of: a)
             default: throw RainError.invalid("unknown argument \(a); see rainwalletd authority --help", field: a)
             }
         }
@@ -79,6 +86,9 @@ public enum AuthorityDaemon {
         guard o.stateDirectory != nil else { throw RainError.invalid("--state-dir DIR is required", field: "--state-dir") }
         guard (o.tlsCertificate == nil) == (o.tlsKey == nil) else {
             throw RainError.invalid("--tls-cert and --tls-key go together", field: o.tlsKey == nil ? "--tls-key" : "--tls-cert")
+        }
+        if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
+            throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
         }
         return o
     }
@@ -128,9 +138,13 @@ public enum AuthorityDaemon {
         }
         try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
         let settings = options.settings
+        let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
-            try await EmbeddedAuthority(
-                stateDirectory: stateDirectory, settings: settings, clock: SystemClock(), logger: logger.child("authority"))
+            let store: (any AuthorityStore)? =
+                if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }
+            return try await EmbeddedAuthority(
+                stateDirectory: stateDirectory, settings: settings, clock: SystemClock(), store: store,
+                logger: logger.child("authority"))
         }
         let service = AuthorityService(
             authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
@@ -148,6 +162,7 @@ public enum AuthorityDaemon {
             "authority.ready",
             [
                 "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)", "state": stateDirectory,
+                "store": (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite",
                 "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                 "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": tls == nil ? "false" : "true",
             ])

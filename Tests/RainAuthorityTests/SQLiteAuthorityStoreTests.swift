@@ -27,27 +27,6 @@ struct SQLiteAuthorityStoreTests {
         await store.close()
     }
 
-    @Test("reopening after close keeps the data and the schema version, and migrations run once")
-    func reopen() async throws {
-        try await AuthorityFixture.with { f in
-            let login = try await f.login()
-            await f.store.close()
-            let closed = try #require(await rainError { _ = try await f.store.schemaVersion() })
-            #expect(closed.code == .internalError)
-
-            let reopened = try await SQLiteAuthorityStore.open(stateDirectory: f.directory)
-            #expect(try await reopened.schemaVersion() == SQLiteAuthorityStore.latestSchemaVersion)
-            let account = try #require(
-                try await reopened.account(appID: AuthorityFixture.app, contact: AuthorityFixture.email))
-            #expect(account.id == login.accountID)
-            #expect(account.walletID == login.walletID)
-            let versions = try #require(try await reopened.dumpAllRows()["schema_version"])
-            #expect(versions.count == SQLiteAuthorityStore.latestSchemaVersion)
-            #expect(try await reopened.sessions(appID: AuthorityFixture.app, accountID: login.accountID).count == 1)
-            await reopened.close()
-        }
-    }
-
     @Test("a database from a newer build is refused with RAIN_502")
     func newerSchemaRefused() async throws {
         let directory = try makeTemporaryDirectory()

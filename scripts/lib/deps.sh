@@ -1,5 +1,5 @@
 # Sourced by the scripts: installs what a fresh Debian machine lacks, once.
-RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev pkg-config libcbor-dev libpsl-dev publicsuffix openssl)
+RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev pkg-config libcbor-dev libpsl-dev publicsuffix openssl libpq-dev postgresql)
 
 ensure_deps() {
   local missing=()

@@ -1,0 +1,382 @@
+internal import CPostgres
+import Foundation
+import RainCore
+
+/// A value bound to, or read from, a PostgreSQL statement (binary format both ways).
+enum PostgresValue: Sendable, Equatable {
+    case null
+    /// `bigint` (int8); `integer` and `smallint` results read as this too.
+    case integer(Int64)
+    /// `text`.
+    case text(String)
+    /// `bytea`.
+    case bytes([UInt8])
+    /// `boolean`.
+    case boolean(Bool)
+
+    /// The parameter type sent with `PQprepare`; 0 lets the server infer it (NULL).
+    fileprivate var typeOID: Oid {
+        switch self {
+        case .null: return 0
+        case .integer: return 20
+        case .text: return 25
+        case .bytes: return 17
+        case .boolean: return 16
+        }
+    }
+}
+
+/// One result row, read by column index.
+struct PostgresRow: Sendable {
+    var values: [PostgresValue]
+
+    /// The column as text; RAIN_502 naming `operation` when it is not text.
+    func text(_ index: Int, _ operation: String) throws(RainError) -> String {
+        guard index < values.count, case .text(let s) = values[index] else {
+            throw PostgresConnection.typeError(operation, column: index)
+        }
+        return s
+    }
+
+    /// The column as text, or nil when it is NULL.
+    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
+        if index < values.count, case .null = values[index] { return nil }
+        return try text(index, operation)
+    }
+
+    /// The column as an integer; RAIN_502 naming `operation` when it is not one.
+    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64 {
+        guard index < values.count, case .integer(let v) = values[index] else {
+            throw PostgresConnection.typeError(operation, column: index)
+        }
+        return v
+    }
+
+    /// The column as an integer, or nil when it is NULL.
+    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
+        if index < values.count, case .null = values[index] { return nil }
+        return try integer(index, operation)
+    }
+
+    /// The column as bytes; RAIN_502 naming `operation` when it is not `bytea`.
+    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
+        guard index < values.count, case .bytes(let b) = values[index] else {
+            throw PostgresConnection.typeError(operation, column: index)
+        }
+        return b
+    }
+
+    /// The column as bytes, or nil when it is NULL.
+    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
+        if index < values.count, case .null = values[index] { return nil }
+        return try bytes(index, operation)
+    }
+}
+
+/// What PostgreSQL said about a failure, kept as a debugging cause: the SQLSTATE and the primary
+/// message (never the DETAIL line, which can quote row values).
+struct PostgresFailure: Error, Sendable, CustomStringConvertible {
+    /// The five-character SQLSTATE, when the server sent one.
+    var sqlState: String?
+    var description: String
+
+    /// A serialization failure, a deadlock or a unique violation: the transaction lost a race and
+    /// running it again sees the winner's rows.
+    var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" || sqlState == "23505" }
+}
+
+/// The one owner of a `PGconn*`. Every call into libpq goes through this class.
+///
+/// Not thread-safe: its pool uses it from one serial queue only. Statements are prepared once per
+/// connection (`PQprepare`, named by a counter) and run with binary parameters
+/// (`PQexecPrepared`); no value is ever part of the SQL text. Failures become RAIN_502 naming the
+/// operation and the SQLSTATE; the server's message goes to `RainError.underlying` only.
+final class PostgresConnection {
+    private var connection: OpaquePointer
+    /// `host:port/database`, for messages (never the password).
+    let target: String
+    /// SQL text (and parameter types) → prepared statement name, for this session.
+    private var prepared: [String: String] = [:]
+
+    /// Connects to `url` (a `postgres://` or `postgresql://` URI).
+    /// - Throws: RAIN_102 when the URL is malformed; RAIN_502 when the server cannot be reached or
+    ///   refuses the login.
+    init(url: String) throws(RainError) {
+        let target = try Self.describe(url: url)
+        // connect_timeout comes first so a value in the URL overrides it (expand_dbname).
+        let keywords = ["connect_timeout", "application_name", "dbname"]
+        let values = ["10", "rainwalletd-authority", url]
+        let handle: OpaquePointer? = withCStrings(keywords) { k in
+            withCStrings(values) { v in PQconnectdbParams(k, v, 1) }
+        }
+        guard let handle else {
+            throw RainError(.internalError, "authority store: cannot allocate a PostgreSQL connection")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let detail = Self.firstLine(PQerrorMessage(handle), hiding: url)
+            PQfinish(handle)
+            throw RainError(
+                .internalError,
+                "authority store: cannot connect to PostgreSQL at \(target): \(detail); check that the server is "
+                    + "running and that the URL, user and database are right",
+                underlying: PostgresFailure(sqlState: nil, description: detail))
+        }
+        self.connection = handle
+        self.target = target
+        try configureSession()
+    }
+
+    /// Per-session settings: a transaction that waits for a lock longer than 15 s fails (RAIN_502)
+    /// instead of hanging; notices (`CREATE TABLE IF NOT EXISTS` … skipping) stay off stderr.
+    private func configureSession() throws(RainError) {
+        try execute("SET lock_timeout = '15s'", operation: "set the lock timeout")
+        try execute("SET client_min_messages = warning", operation: "quiet the server's notices")
+    }
+
+    deinit {
+        PQfinish(connection)
+    }
+
+    /// `user@host:port/database` from a URL, validated by libpq's own parser.
+    /// - Throws: RAIN_102 when libpq cannot parse it or it is not a `postgres://` URL.
+    static func describe(url: String) throws(RainError) -> String {
+        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
+            throw RainError.invalid(
+                "the store URL must look like postgres://USER@HOST:PORT/DATABASE", field: "--store")
+        }
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(url, &error) else {
+            let detail = error.map { firstLine($0, hiding: url) } ?? "malformed"
+            if let error { PQfreemem(error) }
+            throw RainError.invalid(
+                "the store URL is not a valid PostgreSQL URL (\(detail)); use postgres://USER@HOST:PORT/DATABASE",
+                field: "--store")
+        }
+        defer { PQconninfoFree(options) }
+        var fields: [String: String] = [:]
+        var cursor = options
+        while let keyword = cursor.pointee.keyword {
+            if let value = cursor.pointee.val { fields[String(cString: keyword)] = String(cString: value) }
+            cursor += 1
+        }
+        let user = fields["user"].map { "\($0)@" } ?? ""
+        let host = fields["host"] ?? fields["hostaddr"] ?? "localhost"
+        let port = fields["port"] ?? "5432"
+        let database = fields["dbname"] ?? fields["user"] ?? ""
+        return "\(user)\(host):\(port)/\(database)"
+    }
+
+    /// Runs one statement that returns no rows and returns the number of rows it changed.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PostgresValue] = [], operation: String) throws(RainError) -> Int {
+        try run(sql, parameters, operation: operation).changed
+    }
+
+    /// Runs one statement that takes no parameters and cannot be prepared (`CREATE DATABASE`).
+    func executeSimple(_ sql: String, operation: String) throws(RainError) {
+        try ensureConnected()
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        try check(result, operation, expected: PGRES_COMMAND_OK)
+    }
+
+    /// Runs one statement and returns its rows.
+    func query(_ sql: String, _ parameters: [PostgresValue] = [], operation: String) throws(RainError)
+        -> [PostgresRow]
+    {
+        try run(sql, parameters, operation: operation).rows
+    }
+
+    /// Runs `body` inside `BEGIN` … `COMMIT` (READ COMMITTED; callers take the row and advisory
+    /// locks they need), rolling back when it throws. A transaction that loses a race (a
+    /// serialization failure, a deadlock, a unique violation) runs again, up to `attempts` times.
+    func transaction<T>(_ operation: String, attempts: Int = 5, _ body: () throws(RainError) -> T) throws(RainError)
+        -> T
+    {
+        var attempt = 1
+        while true {
+            do {
+                return try transactionOnce(operation, body)
+            } catch {
+                guard attempt < attempts, let failure = error.underlying as? PostgresFailure, failure.isRetryable
+                else { throw error }
+                // A short, growing, jittered pause (on this connection's queue, never the
+                // concurrency pool) so the racers do not collide again in lockstep.
+                usleep(UInt32.random(in: 1_000...5_000) * UInt32(attempt))
+                attempt += 1
+            }
+        }
+    }
+
+    private func transactionOnce<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
+        try execute("BEGIN", operation: "begin a transaction to \(operation)")
+        let result: T
+        do {
+            result = try body()
+            try execute("COMMIT", operation: "commit a transaction to \(operation)")
+        } catch {
+            rollback()
+            throw error
+        }
+        return result
+    }
+
+    private func rollback() {
+        // Only reached after a failure that is already being thrown. A connection that broke has
+        // no transaction left; it is reset at its next use.
+        if PQtransactionStatus(connection) != PQTRANS_IDLE {
+            _ = try? execute("ROLLBACK", operation: "roll back a transaction")
+        }
+    }
+
+    /// Reconnects when the connection broke (the server restarted, the network dropped).
+    private func ensureConnected() throws(RainError) {
+        guard PQstatus(connection) != CONNECTION_OK else { return }
+        prepared.removeAll()
+        PQreset(connection)
+        guard PQstatus(connection) == CONNECTION_OK else {
+            throw RainError(
+                .internalError, "authority store: lost the connection to PostgreSQL at \(target) and cannot reconnect")
+        }
+        try configureSession()
+    }
+
+    private func run(_ sql: String, _ parameters: [PostgresValue], operation: String) throws(RainError)
+        -> (rows: [PostgresRow], changed: Int)
+    {
+        try ensureConnected()
+        let types = parameters.map(\.typeOID)
+        let key = types.map(String.init).joined(separator: ",") + "|" + sql
+        let name: String
+        if let existing = prepared[key] {
+            name = existing
+        } else {
+            name = "rain_\(prepared.count + 1)"
+            let result = PQprepare(connection, name, sql, Int32(types.count), types.isEmpty ? nil : types)
+            defer { PQclear(result) }
+            try check(result, operation, expected: PGRES_COMMAND_OK)
+            prepared[key] = name
+        }
+
+        // All parameter bytes in one buffer (plus a pad byte, so an empty value has an address).
+        var buffer: [UInt8] = []
+        var offsets: [Int] = []
+        var lengths: [Int32] = []
+        for value in parameters {
+            offsets.append(buffer.count)
+            switch value {
+            case .null: break
+            case .integer(let v): withUnsafeBytes(of: v.bigEndian) { buffer.append(contentsOf: $0) }
+            case .text(let s): buffer.append(contentsOf: Array(s.utf8))
+            case .bytes(let b): buffer.append(contentsOf: b)
+            case .boolean(let b): buffer.append(b ? 1 : 0)
+            }
+            lengths.append(Int32(clamping: buffer.count - (offsets.last ?? 0)))
+        }
+        buffer.append(0)
+        let formats = [Int32](repeating: 1, count: parameters.count)
+        let result: OpaquePointer? = buffer.withUnsafeBufferPointer { raw in
+            let base = UnsafeRawPointer(raw.baseAddress)
+            let pointers: [UnsafePointer<CChar>?] = parameters.enumerated().map { index, value in
+                if case .null = value { return nil }
+                return base.map { ($0 + offsets[index]).assumingMemoryBound(to: CChar.self) }
+            }
+            return PQexecPrepared(
+                connection, name, Int32(parameters.count), pointers.isEmpty ? nil : pointers,
+                lengths.isEmpty ? nil : lengths, formats.isEmpty ? nil : formats, 1)
+        }
+        defer { PQclear(result) }
+        guard let result else { throw failure(operation, nil) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK:
+            let changed = Int(String(cString: PQcmdTuples(result))) ?? 0
+            return ([], changed)
+        case PGRES_TUPLES_OK:
+            return (try readRows(result, operation), Int(PQntuples(result)))
+        default:
+            throw failure(operation, result)
+        }
+    }
+
+    private func readRows(_ result: OpaquePointer, _ operation: String) throws(RainError) -> [PostgresRow] {
+        let rowCount = PQntuples(result)
+        let columnCount = PQnfields(result)
+        var rows: [PostgresRow] = []
+        rows.reserveCapacity(Int(rowCount))
+        for row in 0..<rowCount {
+            var values: [PostgresValue] = []
+            values.reserveCapacity(Int(columnCount))
+            for column in 0..<columnCount {
+                if PQgetisnull(result, row, column) != 0 {
+                    values.append(.null)
+                    continue
+                }
+                let length = Int(PQgetlength(result, row, column))
+                let bytes: [UInt8]
+                if let pointer = PQgetvalue(result, row, column), length > 0 {
+                    bytes = Array(UnsafeRawBufferPointer(start: pointer, count: length))
+                } else {
+                    bytes = []
+                }
+                switch PQftype(result, column) {
+                case 20, 23, 21:  // int8, int4, int2: big-endian two's complement
+                    guard bytes.count == 8 || bytes.count == 4 || bytes.count == 2 else {
+                        throw Self.typeError(operation, column: Int(column))
+                    }
+                    var v: Int64 = bytes.first.map { $0 & 0x80 != 0 ? -1 : 0 } ?? 0
+                    for byte in bytes { v = (v << 8) | Int64(byte) }
+                    values.append(.integer(v))
+                case 25, 1043, 19:  // text, varchar, name
+                    values.append(.text(String(decoding: bytes, as: UTF8.self)))
+                case 17:  // bytea
+                    values.append(.bytes(bytes))
+                case 16:  // bool
+                    values.append(.boolean(bytes.first == 1))
+                case 2278:  // void (pg_advisory_xact_lock)
+                    values.append(.null)
+                default:
+                    throw Self.typeError(operation, column: Int(column))
+                }
+            }
+            rows.append(PostgresRow(values: values))
+        }
+        return rows
+    }
+
+    private func check(_ result: OpaquePointer?, _ operation: String, expected: ExecStatusType) throws(RainError) {
+        guard let result, PQresultStatus(result) == expected else { throw failure(operation, result) }
+    }
+
+    /// RAIN_502 naming the operation and the SQLSTATE; the server's primary message (which names
+    /// tables and constraints, never bound values) is kept as the underlying cause only.
+    private func failure(_ operation: String, _ result: OpaquePointer?) -> RainError {
+        let sqlState = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
+        let primary =
+            result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
+            ?? Self.firstLine(PQerrorMessage(connection), hiding: nil)
+        let state = sqlState.map { "SQLSTATE \($0)" } ?? "no result"
+        return RainError(
+            .internalError, "authority store: cannot \(operation): PostgreSQL \(state) at \(target)",
+            underlying: PostgresFailure(sqlState: sqlState, description: primary))
+    }
+
+    static func typeError(_ operation: String, column: Int) -> RainError {
+        RainError(.internalError, "authority store: cannot \(operation): unexpected value type in column \(column)")
+    }
+
+    /// The first line of a libpq message, with the URL (which may hold a password) cut out.
+    private static func firstLine(_ message: UnsafePointer<CChar>?, hiding url: String?) -> String {
+        guard let message else { return "unknown error" }
+        var line = String(cString: message).split(separator: "\n").first.map(String.init) ?? "unknown error"
+        if let url, !url.isEmpty { line = line.replacingOccurrences(of: url, with: "<url>") }
+        return line.trimmingCharacters(in: .whitespaces)
+    }
+}
+
+/// Calls `body` with a NULL-terminated array of C strings that live until it returns.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+}

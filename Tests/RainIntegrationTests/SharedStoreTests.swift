@@ -1,0 +1,334 @@
+import Foundation
+import RainAuthority
+import RainCore
+import RainCrypto
+import RainTestSupport
+import RainWallet
+import Synchronization
+import Testing
+
+/// Two `rainwalletd authority` processes on one PostgreSQL database (sharing `authority.key`, copied
+/// 0600 into the second one's state directory, as the README says), and device daemons, each
+/// pointed at one of them.
+final class SharedStoreCluster: Sendable {
+    let dir: String
+    let storeURL: String
+    let binaries: URL
+    /// The authorities' listening ports, by index.
+    let ports: Mutex<[Int]> = Mutex([])
+    private let processes = Mutex<[String: Process]>([:])
+    static let app = "default"
+
+    private init(dir: String, storeURL: String, binaries: URL) {
+        self.dir = dir
+        self.storeURL = storeURL
+        self.binaries = binaries
+    }
+
+    /// Starts two authorities (grace `refreshGrace` seconds) and one device daemon per entry of
+    /// `devices` (the index of the authority it uses).
+    static func up(devices: [Int], refreshGrace: Int = 10, sendCooldown: Int = 30) async throws -> SharedStoreCluster {
+        let url = try await PostgresTestCluster.freshDatabaseURL(label: "shared")
+        let dir = "/tmp/rws-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let cluster = SharedStoreCluster(dir: dir, storeURL: url, binaries: try DaemonHarness.binaryDirectory())
+        do {
+            cluster.ports.withLock { $0 = [0, 0] }
+            _ = try await cluster.startAuthority(0, refreshGrace: refreshGrace, sendCooldown: sendCooldown)
+            // Provisioning the shared master key: the first instance created it; the second gets a copy.
+            try FileManager.default.createDirectory(
+                atPath: "\(dir)/authority1", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.copyItem(atPath: "\(dir)/authority0/authority.key", toPath: "\(dir)/authority1/authority.key")
+            #expect(chmod("\(dir)/authority1/authority.key", 0o600) == 0)
+            _ = try await cluster.startAuthority(1, refreshGrace: refreshGrace, sendCooldown: sendCooldown)
+            for (i, a) in devices.enumerated() {
+                let port = cluster.ports.withLock { $0[a] }
+                try cluster.launch(
+                    "device\(i)",
+                    ["--authority", "127.0.0.1:\(port)", "--socket", cluster.socket(i), "--state-dir", "\(dir)/device\(i)"])
+            }
+            for i in devices.indices { try await cluster.waitForLog("device\(i)", "daemon.ready", occurrences: 1) }
+        } catch {
+            cluster.down()
+            throw error
+        }
+        return cluster
+    }
+
+    func socket(_ i: Int) -> String { "\(dir)/d\(i).sock" }
+    func provider(_ i: Int) -> RainProvider { RainProvider(RainWalletConfig(socketPath: socket(i))) }
+
+    /// A client of authority `i`, as a device daemon would hold.
+    func remote(_ i: Int) throws -> RemoteAuthority {
+        try RemoteAuthority(
+            address: "127.0.0.1:\(ports.withLock { $0[i] })", logger: Logger(label: "test.remote", minimumLevel: .error))
+    }
+
+    /// Starts authority `i` (on its old port when it ran before) and waits until it is ready.
+    func startAuthority(_ i: Int, refreshGrace: Int = 10, sendCooldown: Int = 30) async throws -> Int {
+        let name = "authority\(i)"
+        let before = log(name).components(separatedBy: "authority.ready").count - 1
+        let port = ports.withLock { $0[i] }
+        try launch(
+            name,
+            [
+                "authority", "--listen", "127.0.0.1:\(port)", "--state-dir", "\(dir)/\(name)", "--dev-outbox",
+                "--store", storeURL, "--refresh-grace", "\(refreshGrace)", "--access-token-lifetime", "60",
+                "--send-cooldown", "\(sendCooldown)",
+            ])
+        try await waitForLog(name, "authority.ready", occurrences: before + 1)
+        let text = log(name)
+        guard let r = text.range(of: "port=", options: .backwards),
+            let actual = Int(text[r.upperBound...].prefix(while: \.isNumber))
+        else { throw HarnessError("no port in the log of \(name):\n\(text)") }
+        ports.withLock { $0[i] = actual }
+        return actual
+    }
+
+    /// SIGKILLs authority `i`.
+    func killAuthority(_ i: Int) {
+        guard let p = processes.withLock({ $0["authority\(i)"] }) else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+    }
+
+    func log(_ name: String) -> String { (try? String(contentsOfFile: "\(dir)/\(name).log", encoding: .utf8)) ?? "" }
+
+    private func launch(_ name: String, _ arguments: [String]) throws {
+        let path = "\(dir)/\(name).log"
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let log = FileHandle(forWritingAtPath: path) else { throw HarnessError("cannot open \(path)") }
+        defer { try? log.close() }
+        log.seekToEndOfFile()
+        let p = Process()
+        p.executableURL = binaries.appendingPathComponent("rainwalletd")
+        p.arguments = arguments
+        p.standardError = log
+        p.standardOutput = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try DaemonHarness.withProcessLaunchLock { try p.run() }
+        processes.withLock { $0[name] = p }
+    }
+
+    func waitForLog(_ name: String, _ marker: String, occurrences: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while log(name).components(separatedBy: marker).count - 1 < occurrences {
+            if let p = processes.withLock({ $0[name] }), !p.isRunning {
+                throw HarnessError("\(name) exited before \(marker):\n\(log(name))")
+            }
+            guard ContinuousClock.now < deadline else { throw HarnessError("\(name): no \(marker) in time:\n\(log(name))") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    func down() {
+        let all = processes.withLock { Array($0.values) }
+        for p in all where p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        for p in all { p.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Sends a code to `email` through authority `i` for `device`, and reads it from that
+    /// authority's outbox.
+    func sendCode(via i: Int, device: String, email: String) async throws -> (challenge: String, code: String) {
+        let remote = try remote(i)
+        defer { remote.close() }
+        let sent = try await remote.sendLoginCode(SendCodeRequest(appID: Self.app, deviceID: device, contact: .email(email)))
+        let code = try #require(try await remote.listOutbox().last(where: { $0.contact == email })?.code)
+        return (sent.challengeID, code)
+    }
+}
+
+@Suite("Two authorities on one PostgreSQL database", .serialized)
+struct SharedStoreTests {
+    @Test("--store with a malformed URL exits 78, an unreachable server exits 1; neither prints the password")
+    func storeErrors() throws {
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
+        let dir = "/tmp/rwse-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (url, status) in [("postgres://rain:hunter22@[::1/db", Int32(78)), ("postgres://rain:hunter22@127.0.0.1:1/db", 1)] {
+            let p = Process()
+            p.executableURL = binary
+            p.arguments = ["authority", "--listen", "127.0.0.1:0", "--state-dir", dir, "--store", url]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            p.standardInput = FileHandle.nullDevice
+            try DaemonHarness.withProcessLaunchLock { try p.run() }
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == status, "\(url): \(text)")
+            #expect(text.contains("store URL") || text.contains("127.0.0.1:1"), "\(text)")
+            #expect(!text.contains("hunter22"))
+        }
+    }
+
+    @Test("a code sent through A is confirmed through B; refresh rotation and reuse detection hold across them")
+    func codeAndRefreshAcrossInstances() async throws {
+        let h = try await SharedStoreCluster.up(devices: [], refreshGrace: 4)
+        defer { h.down() }
+        let (challenge, code) = try await h.sendCode(via: 0, device: "dev-x", email: "across@example.com")
+        let a = try h.remote(0)
+        let b = try h.remote(1)
+        defer {
+            a.close()
+            b.close()
+        }
+        let key = try Ed25519PrivateKey()
+        let login = try await b.confirmLoginCode(
+            ConfirmCodeRequest(
+                appID: SharedStoreCluster.app, deviceID: "dev-x", challengeID: challenge, code: code,
+                devicePublicKey: key.publicKey.rawRepresentation))
+        #expect(login.accountCreated)
+        func refresh(_ token: String, on authority: RemoteAuthority) async throws -> SessionTokens {
+            try await authority.refreshSession(
+                RefreshRequest.signed(
+                    appID: SharedStoreCluster.app, deviceID: "dev-x", refreshToken: token, timestamp: Date(), deviceKey: key))
+        }
+        // A rotates; the same refresh repeated on B within the grace window gets the same pair.
+        let first = try await refresh(login.tokens.refreshToken, on: a)
+        let repeated = try await refresh(login.tokens.refreshToken, on: b)
+        #expect(repeated.refreshToken == first.refreshToken)
+        #expect(repeated.accessToken == first.accessToken)
+        let second = try await refresh(first.refreshToken, on: b)
+        #expect(second.refreshToken != first.refreshToken)
+        // Past the grace window (4 s: generous, so a loaded machine still repeats within it), the
+        // login's token is reuse on A: the family is revoked, so B refuses the newest token too.
+        try await Task.sleep(for: .milliseconds(4500))
+        let reuse = await rainError { _ = try await refresh(login.tokens.refreshToken, on: a) }
+        #expect(reuse?.code == .sessionExpired)
+        let after = await rainError { _ = try await refresh(second.refreshToken, on: b) }
+        #expect(after?.code == .sessionExpired)
+    }
+
+    @Test("a login through A revokes a device served by B, which learns revokedElsewhere")
+    func loginRevokesAcrossInstances() async throws {
+        let h = try await SharedStoreCluster.up(devices: [1, 0], sendCooldown: 10)
+        defer { h.down() }
+        let onB = h.provider(0)
+        let onA = h.provider(1)
+        let email = "revoke@example.com"
+        try await onB.sendLoginCode(to: .email(email))
+        let codeB = try #require(try await onB.devOutbox().last?.code)
+        let first = try await onB.confirmLoginCodeReturningSession(codeB).session
+        let events = try EventLog(onB)
+        // The contact's resend cooldown (10 s here: generous for a loaded machine) counts across
+        // instances: A's send waits for it.
+        let refused = await rainError { try await onA.sendLoginCode(to: .email(email)) }
+        #expect(refused?.code == .refused)
+        let retryAt = refused?.details.retryAfterMilliseconds ?? 10_000
+        try await Task.sleep(for: .milliseconds(Int(retryAt) + 200))
+        try await onA.sendLoginCode(to: .email(email))
+        let codeA = try #require(try await onA.devOutbox().last?.code)
+        let second = try await onA.confirmLoginCodeReturningSession(codeA).session
+        #expect(second.accountID == first.accountID)
+        let error = await rainError { _ = try await onB.account() }
+        #expect(error?.code == .sessionExpired)
+        #expect(await eventually(timeout: .seconds(15)) { events.expiries == [.revokedElsewhere] })
+        #expect(try await onA.currentSession().authState == .authenticated)
+    }
+
+    @Test("concurrent confirmations on A and B: one account per contact, never a 4th wrong guess")
+    func concurrentConfirmationsAcrossInstances() async throws {
+        let h = try await SharedStoreCluster.up(devices: [])
+        defer { h.down() }
+        let clients = [try h.remote(0), try h.remote(1)]
+        defer { clients.forEach { $0.close() } }
+        let app = SharedStoreCluster.app
+
+        // The right code, confirmed on both at once, many times: one login, one account.
+        let (challenge, code) = try await h.sendCode(via: 0, device: "dev-r", email: "race@example.com")
+        let outcomes = try await withThrowingTaskGroup(of: LoginResult?.self) { group in
+            for i in 0..<8 {
+                let client = clients[i % 2]
+                group.addTask {
+                    try? await client.confirmLoginCode(
+                        ConfirmCodeRequest(appID: app, deviceID: "dev-r", challengeID: challenge, code: code, devicePublicKey: [])
+                    )
+                }
+            }
+            return try await group.reduce(into: [LoginResult?]()) { $0.append($1) }
+        }
+        let logins = outcomes.compactMap { $0 }
+        #expect(logins.count == 1)
+        #expect(logins.first?.accountCreated == true)
+
+        // Wrong codes on both at once: exactly 3 are counted, and then the right one is refused.
+        let (locked, rightCode) = try await h.sendCode(via: 1, device: "dev-w", email: "guess@example.com")
+        let reasons = try await withThrowingTaskGroup(of: String?.self) { group in
+            for i in 0..<10 {
+                let client = clients[i % 2]
+                group.addTask {
+                    await rainError {
+                        _ = try await client.confirmLoginCode(
+                            ConfirmCodeRequest(
+                                appID: app, deviceID: "dev-w", challengeID: locked, code: wrongCode(for: rightCode),
+                                devicePublicKey: []))
+                    }?.details.reason
+                }
+            }
+            return try await group.reduce(into: [String?]()) { $0.append($1) }
+        }
+        #expect(reasons.filter { $0 == "wrong" }.count == 2)
+        #expect(reasons.allSatisfy { $0 == "wrong" || $0 == "locked" })
+        let late = await rainError {
+            _ = try await clients[0].confirmLoginCode(
+                ConfirmCodeRequest(appID: app, deviceID: "dev-w", challengeID: locked, code: rightCode, devicePublicKey: []))
+        }
+        #expect(late?.details.reason == "locked")
+
+        let store = try await PostgresAuthorityStore.open(url: h.storeURL, connections: 1)
+        #expect(try await store.account(appID: app, contact: .email("guess@example.com")) == nil)
+        #expect(try await store.account(appID: app, contact: .email("race@example.com"))?.id == logins.first?.accountID)
+        #expect(try await store.consistencyViolations() == [])
+        await store.close()
+    }
+
+    @Test("an instance SIGKILLed mid-run: devices on the other keep working; restarted, it rejoins without migrating again")
+    func instanceKilledMidRun() async throws {
+        let h = try await SharedStoreCluster.up(devices: [0, 1])
+        defer { h.down() }
+        let onA = h.provider(0)
+        let onB = h.provider(1)
+        try await onB.sendLoginCode(to: .email("survivor@example.com"))
+        _ = try await onB.confirmLoginCodeReturningSession(try #require(try await onB.devOutbox().last?.code))
+
+        // Load on both while A dies.
+        let stop = Mutex(false)
+        let failuresOnB = Mutex(0)
+        let load = Task {
+            while !stop.withLock({ $0 }) {
+                do { _ = try await onB.refreshSession() } catch { failuresOnB.withLock { $0 += 1 } }
+            }
+        }
+        h.killAuthority(0)
+        let unreachable = await rainError { try await onA.sendLoginCode(to: .email("other@example.com")) }
+        #expect(unreachable?.code == .network)
+        for _ in 0..<5 {
+            _ = try await onB.refreshSession()
+            _ = try await onB.account()
+        }
+        stop.withLock { $0 = true }
+        await load.value
+        #expect(failuresOnB.withLock { $0 } == 0)
+
+        _ = try await h.startAuthority(0)
+        #expect(h.log("authority0").components(separatedBy: "authority.ready").count - 1 == 2)
+        let store = try await PostgresAuthorityStore.open(url: h.storeURL, connections: 1)
+        #expect(try await store.appliedMigrations() == Array(1...PostgresAuthorityStore.latestSchemaVersion))
+        await store.close()
+        // A serves again, on the same accounts.
+        let back = await eventually(timeout: .seconds(15)) {
+            (try? await onA.sendLoginCode(to: .email("other@example.com"))) != nil
+        }
+        #expect(back)
+        let code = try #require(try await onA.devOutbox().last?.code)
+        let session = try await onA.confirmLoginCodeReturningSession(code).session
+        #expect(session.authState == .authenticated)
+        #expect(try await onB.currentSession().authState == .authenticated)
+        let check = try await PostgresAuthorityStore.open(url: h.storeURL, connections: 1)
+        #expect(try await check.consistencyViolations() == [])
+        await check.close()
+    }
+}
