@@ -1,7 +1,7 @@
 // c-load-client: many concurrent clients against rainwalletd, for the load figures of scripts/bench.
 //
 //   c-load-client --socket PATH --pid DAEMON_PID [--clients 1000] [--calls 40] [--think-ms 50:150]
-//                 [--stallers 10] [--staller-burst 2000] [--profile NAME]
+//                 [--stallers 10] [--staller-burst 2000] [--profile NAME] [--mix all|local]
 //
 // One thread, epoll. It samples the daemon's resident memory (VmRSS of /proc/PID/status) while
 // idle, then opens CLIENTS connections plus STALLERS. Each staller writes STALLER-BURST GetInfo
@@ -9,7 +9,8 @@
 // one at a time, waiting a uniformly random think time in the THINK-MS range before each (so the
 // offered load is an open-ish loop of about CLIENTS / mean think time calls per second), cycling
 // through a mix of methods: Daemon/GetInfo, Session/GetState, Account/Get and Wallet/Get (the last
-// two reach the embedded authority: the profile needs a session; scripts/bench logs one in). A
+// two reach the embedded authority: the profile needs a session; scripts/bench logs one in; with
+// --mix local only the first two, which the daemon answers on its loop). A
 // response whose status code is not 0 is an error. Memory is sampled every 20 ms throughout. After
 // the last call every connection is closed and memory is sampled until it settles (up to 5 s).
 //
@@ -46,7 +47,8 @@ static const char *const methods[] = {
     "/rain.wallet.v1.Account/Get",
     "/rain.wallet.v1.Wallet/Get",
 };
-#define METHOD_COUNT (sizeof methods / sizeof methods[0])
+static unsigned method_count = sizeof methods / sizeof methods[0];
+#define METHOD_COUNT method_count
 
 typedef struct {
     int fd;
@@ -180,6 +182,10 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--stallers") == 0) stallers = atoi(v);
         else if (strcmp(a, "--staller-burst") == 0) burst = atoi(v);
         else if (strcmp(a, "--profile") == 0) profile = v;
+        else if (strcmp(a, "--mix") == 0) {
+            if (strcmp(v, "local") == 0) method_count = 2;  // GetInfo and Session/GetState only
+            else if (strcmp(v, "all") != 0) fail("--mix wants all or local");
+        }
         else if (strcmp(a, "--think-ms") == 0) {
             if (sscanf(v, "%d:%d", &think_min, &think_max) != 2 || think_min < 0 || think_max < think_min)
                 fail("--think-ms wants MIN:MAX milliseconds");
