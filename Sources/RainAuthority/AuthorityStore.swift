@@ -85,6 +85,16 @@ public protocol AuthorityStore: Sendable {
     /// there is none.
     func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess?
 
+    /// `accountAccess` and, when a session was found, its account's passkeys: one trip to the store
+    /// for the hottest read (Account/Get). A default implementation makes the two calls.
+    func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
+        -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?
+
+    /// `accountAccess` and, when a session was found, its account's wallet (nil when it has none):
+    /// one trip to the store for Wallet/Get. A default implementation makes the two calls.
+    func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
+        -> (access: AccountAccess, wallet: WalletRecord?)?
+
     /// The wallet of an account, with its key material, or nil when the account has none.
     func wallet(accountID: String) async throws(RainError) -> WalletRecord?
 
@@ -162,6 +172,24 @@ public protocol AuthorityStore: Sendable {
 
     /// Closes the store; later calls throw RAIN_502.
     func close() async
+}
+
+extension AuthorityStore {
+    /// Two calls: `accountAccess`, then `passkeyCredentials`.
+    public func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
+        -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?
+    {
+        guard let access = try await accountAccess(appID: appID, accessHash: accessHash) else { return nil }
+        return (access, try await passkeyCredentials(accountID: access.account.id))
+    }
+
+    /// Two calls: `accountAccess`, then `wallet`.
+    public func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
+        -> (access: AccountAccess, wallet: WalletRecord?)?
+    {
+        guard let access = try await accountAccess(appID: appID, accessHash: accessHash) else { return nil }
+        return (access, try await wallet(accountID: access.account.id))
+    }
 }
 
 /// An account and its wallet.

@@ -506,15 +506,27 @@ public final class EmbeddedAuthority: Authority {
     ///   `access_expired` (a revoked session reports its revocation even once the token expired);
     ///   RAIN_502 when the store fails.
     public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
-        let access = try await liveAccess(appID: appID, accessToken: accessToken)
-        return try await accountInfo(access)
+        let now = clock.now
+        // One trip to the store: the session and the passkeys together (the hottest authority read).
+        guard let found = try await store.accountAccessWithPasskeys(appID: appID, accessHash: keys.tokenHash(accessToken))
+        else { throw Self.sessionError(RefreshRefusal.invalidToken) }
+        try Self.requireLive(found.access, now: now)
+        return try accountInfo(found.access, passkeys: found.passkeys)
     }
 
     /// The account of a live session with its contacts, backup status and passkeys.
     /// - Throws: RAIN_404 when the account has no wallet; RAIN_502 when the store fails.
     func accountInfo(_ access: AccountAccess) async throws(RainError) -> AccountInfo {
+        try accountInfo(access, passkeys: try await store.passkeyCredentials(accountID: access.account.id))
+    }
+
+    /// The account of a live session with its contacts, backup status and these passkeys.
+    /// - Throws: RAIN_404 when the account has no wallet.
+    func accountInfo(_ access: AccountAccess, passkeys records: [PasskeyCredentialRecord]) throws(RainError)
+        -> AccountInfo
+    {
         guard !access.account.walletID.isEmpty else { throw Self.noWallet() }
-        let passkeys = try await store.passkeyCredentials(accountID: access.account.id).map {
+        let passkeys = records.map {
             PasskeyInfo(
                 credentialID: Base64URL.encode($0.credentialID), rpID: $0.rpID, createdAt: $0.createdAt,
                 lastUsedAt: $0.lastUsedAt)
@@ -533,13 +545,18 @@ public final class EmbeddedAuthority: Authority {
         guard let access = try await store.accountAccess(appID: appID, accessHash: keys.tokenHash(accessToken)) else {
             throw Self.sessionError(RefreshRefusal.invalidToken)
         }
+        try Self.requireLive(access, now: now)
+        return access
+    }
+
+    /// Throws RAIN_201 unless the session behind `access` is unrevoked and its access token unexpired.
+    static func requireLive(_ access: AccountAccess, now: Date) throws(RainError) {
         if access.session.revokedAt != nil {
-            throw Self.sessionError(
+            throw sessionError(
                 access.session.revokeReason == SessionRevokeReason.revokedElsewhere
                     ? RefreshRefusal.revokedElsewhere : RefreshRefusal.revoked)
         }
-        guard now < access.session.accessExpiresAt else { throw Self.sessionError(RefreshRefusal.accessExpired) }
-        return access
+        guard now < access.session.accessExpiresAt else { throw sessionError(RefreshRefusal.accessExpired) }
     }
 
     // MARK: - Wallets
@@ -555,8 +572,13 @@ public final class EmbeddedAuthority: Authority {
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt.
     public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
-        let access = try await liveAccess(appID: appID, accessToken: accessToken)
-        let wallet = try await completedWallet(accountID: access.account.id)
+        let now = clock.now
+        // One trip to the store: the session and the wallet together.
+        guard let found = try await store.accountAccessWithWallet(appID: appID, accessHash: keys.tokenHash(accessToken))
+        else { throw Self.sessionError(RefreshRefusal.invalidToken) }
+        try Self.requireLive(found.access, now: now)
+        guard let stored = found.wallet else { throw Self.noWallet() }
+        let wallet = stored.hasAllKeys ? stored : try await completeKeys(stored)
         guard let ethereum = wallet.ethereumAddress, let solana = wallet.solanaAddress else {
             throw RainError(.internalError, "the wallet's addresses are missing")
         }

@@ -74,15 +74,19 @@ extension SQLiteAuthorityStore {
 
     /// The account's credentials, oldest first.
     public func passkeyCredentials(accountID: String) async throws(RainError) -> [PasskeyCredentialRecord] {
-        try await perform { db throws(RainError) in
-            let op = "list the account's passkeys"
-            let rows = try db.query(
-                "SELECT \(Self.credentialColumns) FROM passkey_credentials WHERE account_id = ? ORDER BY created_at, rowid",
-                [.text(accountID)], operation: op)
-            var out: [PasskeyCredentialRecord] = []
-            for row in rows { out.append(try Self.credentialRecord(row, op)) }
-            return out
-        }
+        try await perform { db throws(RainError) in try Self.passkeyCredentials(db, accountID: accountID) }
+    }
+
+    static func passkeyCredentials(_ db: SQLiteConnection, accountID: String) throws(RainError)
+        -> [PasskeyCredentialRecord]
+    {
+        let op = "list the account's passkeys"
+        let rows = try db.query(
+            "SELECT \(credentialColumns) FROM passkey_credentials WHERE account_id = ? ORDER BY created_at, rowid",
+            [.text(accountID)], operation: op)
+        var out: [PasskeyCredentialRecord] = []
+        for row in rows { out.append(try credentialRecord(row, op)) }
+        return out
     }
 
     /// Creates an account from a passkey (see `AuthorityStore.completePasskeySignUp`).

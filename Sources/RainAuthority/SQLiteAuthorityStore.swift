@@ -610,36 +610,60 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
 
     /// The session holding this access-token hash, with its account, wallet and contacts.
     public func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess? {
+        try await perform { db throws(RainError) in try Self.accountAccess(db, appID: appID, accessHash: accessHash) }
+    }
+
+    /// The session by access hash and the account's passkeys, in one trip to the store's queue.
+    public func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
+        -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?
+    {
         try await perform { db throws(RainError) in
-            let op = "look up a session by access token"
-            let rows = try db.query(
-                """
-                SELECT \(Self.sessionColumns("s")), a.created_at, COALESCE(w.id, '')
-                FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN wallets w ON w.account_id = a.id
-                WHERE s.app_id = ? AND s.access_hash = ?
-                """,
-                [.text(appID), .blob(accessHash)], operation: op)
-            guard let row = rows.first else { return nil }
-            let session = try Self.sessionRecord(row, op)
-            let account = AccountRecord(
-                id: session.accountID, appID: session.appID,
-                walletID: try row.text(Self.sessionColumnCount + 1, op),
-                createdAt: Date(unixMilliseconds: try row.integer(Self.sessionColumnCount, op)))
-            let contactsOp = "list the account's contacts"
-            var contacts: [RainWalletContact] = []
-            for contactRow in try db.query(
-                """
-                SELECT kind, value FROM contacts WHERE app_id = ? AND account_id = ?
-                ORDER BY kind, verified_at, rowid
-                """,
-                [.text(session.appID), .text(session.accountID)], operation: contactsOp)
-            {
-                let kind = try contactRow.text(0, contactsOp)
-                let value = try contactRow.text(1, contactsOp)
-                contacts.append(try Self.contact(kind: kind, value: value, contactsOp))
-            }
-            return AccountAccess(session: session, account: account, contacts: contacts)
+            guard let access = try Self.accountAccess(db, appID: appID, accessHash: accessHash) else { return nil }
+            return (access, try Self.passkeyCredentials(db, accountID: access.account.id))
         }
+    }
+
+    /// The session by access hash and the account's wallet, in one trip to the store's queue.
+    public func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
+        -> (access: AccountAccess, wallet: WalletRecord?)?
+    {
+        try await perform { db throws(RainError) in
+            guard let access = try Self.accountAccess(db, appID: appID, accessHash: accessHash) else { return nil }
+            return (access, try Self.wallet(db, accountID: access.account.id))
+        }
+    }
+
+    static func accountAccess(_ db: SQLiteConnection, appID: String, accessHash: [UInt8]) throws(RainError)
+        -> AccountAccess?
+    {
+        let op = "look up a session by access token"
+        let rows = try db.query(
+            """
+            SELECT \(Self.sessionColumns("s")), a.created_at, COALESCE(w.id, '')
+            FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN wallets w ON w.account_id = a.id
+            WHERE s.app_id = ? AND s.access_hash = ?
+            """,
+            [.text(appID), .blob(accessHash)], operation: op)
+        guard let row = rows.first else { return nil }
+        let session = try Self.sessionRecord(row, op)
+        let account = AccountRecord(
+            id: session.accountID, appID: session.appID,
+            walletID: try row.text(Self.sessionColumnCount + 1, op),
+            createdAt: Date(unixMilliseconds: try row.integer(Self.sessionColumnCount, op)))
+        let contactsOp = "list the account's contacts"
+        var contacts: [RainWalletContact] = []
+        for contactRow in try db.query(
+            """
+            SELECT kind, value FROM contacts WHERE app_id = ? AND account_id = ?
+            ORDER BY kind, verified_at, rowid
+            """,
+            [.text(session.appID), .text(session.accountID)], operation: contactsOp)
+        {
+            let kind = try contactRow.text(0, contactsOp)
+            let value = try contactRow.text(1, contactsOp)
+            contacts.append(try Self.contact(kind: kind, value: value, contactsOp))
+        }
+        return AccountAccess(session: session, account: account, contacts: contacts)
     }
 
     /// The account's sessions, oldest first.
@@ -660,13 +684,15 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
 
     /// The wallet of `accountID`, with its key material, or nil when the account has none.
     public func wallet(accountID: String) async throws(RainError) -> WalletRecord? {
-        try await perform { db throws(RainError) in
-            let op = "read the account's wallet"
-            let rows = try db.query(
-                "SELECT \(Self.walletColumns) FROM wallets WHERE account_id = ?", [.text(accountID)], operation: op)
-            guard let row = rows.first else { return nil }
-            return try Self.walletRecord(row, op)
-        }
+        try await perform { db throws(RainError) in try Self.wallet(db, accountID: accountID) }
+    }
+
+    static func wallet(_ db: SQLiteConnection, accountID: String) throws(RainError) -> WalletRecord? {
+        let op = "read the account's wallet"
+        let rows = try db.query(
+            "SELECT \(walletColumns) FROM wallets WHERE account_id = ?", [.text(accountID)], operation: op)
+        guard let row = rows.first else { return nil }
+        return try walletRecord(row, op)
     }
 
     /// Every wallet that lacks its entropy or an address, oldest first.

@@ -593,8 +593,18 @@ struct RemoteAuthorityTests {
         #expect(error?.code == .network)
         #expect(error?.details.reason == "deadline_exceeded")
         #expect(ContinuousClock.now - started < .seconds(6))
-        let info = try await remote.getInfo()
-        #expect(info.protocolVersion == protocolVersion)
+        // The same connection still answers. Its 1 s deadline can pass on a loaded 2-core machine,
+        // so a follow-up that times out is tried again (up to 5 times); any other error fails.
+        var info: GetInfoResponse?
+        for _ in 0..<5 where info == nil {
+            do throws(RainError) {
+                info = try await remote.getInfo()
+            } catch {
+                #expect(error.details.reason == "deadline_exceeded", "unexpected: \(error)")
+                if error.details.reason != "deadline_exceeded" { break }
+            }
+        }
+        #expect(info?.protocolVersion == protocolVersion)
         remote.close()
         await server.stop()
     }

@@ -397,6 +397,26 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("the one-trip reads return what accountAccess, passkeyCredentials and wallet return", arguments: kinds)
+    func oneTripReads(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { f in
+            let (login, session) = try await f.storeLogin(Self.email)
+            let access = try #require(try await f.store.accountAccess(appID: Self.app, accessHash: session.accessHash))
+            let withPasskeys = try #require(
+                try await f.store.accountAccessWithPasskeys(appID: Self.app, accessHash: session.accessHash))
+            #expect(withPasskeys.access == access)
+            #expect(withPasskeys.passkeys == (try await f.store.passkeyCredentials(accountID: login.accountID)))
+            let withWallet = try #require(
+                try await f.store.accountAccessWithWallet(appID: Self.app, accessHash: session.accessHash))
+            #expect(withWallet.access == access)
+            let wallet = try #require(try await f.store.wallet(accountID: login.accountID))
+            #expect(withWallet.wallet == wallet)
+            #expect(withWallet.wallet?.id == login.walletID)
+            #expect(try await f.store.accountAccessWithPasskeys(appID: Self.app, accessHash: [0]) == nil)
+            #expect(try await f.store.accountAccessWithWallet(appID: "other", accessHash: session.accessHash) == nil)
+        }
+    }
+
     @Test("contact verification: attaches a free contact, re-verifies its own, refuses another account's", arguments: kinds)
     func contactVerification(kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { f in
