@@ -17,6 +17,21 @@ package enum FuzzDriver {
         return 0
     }
 
+    /// A fuzz executable's whole `main`: under `-DFUZZING` it starts libFuzzer's driver with
+    /// `callback` (SwiftPM links its own `main`, which replaces libFuzzer's); otherwise
+    /// `mainWithoutFuzzer`. Never returns.
+    package static func main(
+        _ target: FuzzTarget, callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> Never {
+        #if FUZZING
+            var argc = CommandLine.argc
+            var argv = CommandLine.unsafeArgv
+            exit(runLibFuzzer(&argc, &argv, callback))
+        #else
+            exit(mainWithoutFuzzer(target, arguments: CommandLine.arguments))
+        #endif
+    }
+
     /// The entry point of a fuzz executable built without `-DFUZZING`: `--write-seeds DIR` writes
     /// the target's seeds (scripts/gen-fuzz-corpus); anything else prints how to fuzz.
     /// - Returns: the exit status: 0, 1 when seeds cannot be written, 64 for usage.
@@ -57,3 +72,13 @@ package enum FuzzDriver {
 
 /// One scratch directory per fuzzing process (libFuzzer runs inputs one at a time on one thread).
 private let sharedScratch: FuzzScratch? = try? FuzzScratch()
+
+#if FUZZING
+    /// libFuzzer's driver, linked in by `-sanitize=fuzzer`.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runLibFuzzer(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
+#endif
