@@ -27,6 +27,38 @@ public final class EncryptedFileStorage: SecureStorage {
         try AtomicFile.makeDirectory(directory, mode: 0o700)
         key = try KeyFile.loadOrCreate(at: "\(stateDirectory)/storage.key")
         self.logger = logger
+        try Self.checkSessionFiles(in: directory)
+    }
+
+    /// Refuses session files that other users could read or replace: each `*.session` must be a
+    /// regular file owned by this user with no group or other permission bits.
+    /// - Throws: RAIN_102 (`details.reason` `storage_file_type`, `storage_file_owner` or
+    ///   `storage_file_mode`) naming the file and the fix.
+    static func checkSessionFiles(in directory: String) throws(RainError) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let uid = geteuid()
+        for name in names.sorted() where name.hasSuffix(suffix) {
+            let path = "\(directory)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { throw AtomicFile.ioError("stat", path) }
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                throw refusal("session file \(path) is not a regular file; move it away", reason: "storage_file_type")
+            }
+            guard info.st_uid == uid else {
+                throw refusal(
+                    "session file \(path) is owned by uid \(info.st_uid), not by the current user (uid \(uid)); "
+                        + "run chown \(uid) \(path)", reason: "storage_file_owner")
+            }
+            guard info.st_mode & 0o077 == 0 else {
+                throw refusal(
+                    "session file \(path) has mode \(String(info.st_mode & 0o7777, radix: 8)), which lets other users "
+                        + "read it; run chmod 600 \(path)", reason: "storage_file_mode")
+            }
+        }
+    }
+
+    private static func refusal(_ message: String, reason: String) -> RainError {
+        RainError(.invalidArgument, message, details: RainError.Details(reason: reason, field: "path"))
     }
 
     func path(_ profile: String) -> String { "\(directory)/\(profile)\(Self.suffix)" }

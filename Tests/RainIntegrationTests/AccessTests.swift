@@ -137,6 +137,28 @@ struct AccessTests {
     }
 }
 
+extension AccessTests {
+    @Test("a session file with a looser mode than 0600 stops the daemon at start; after chmod 600 the session is back")
+    func looseSessionFileRefused() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let (session, _, _) = try await h.logIn(h.provider(), .email("loose@example.com"))
+        try await h.stop()
+        let path = "\(h.stateDirectory)/sessions/\(ProfileName.defaultName).session"
+        #expect(fileMode(path)?.permissions == 0o600, "\(path) was written with a mode other than 0600")
+        try #require(chmod(path, 0o640) == 0, "\(path): \(String(cString: strerror(errno)))")
+
+        try h.launch()
+        #expect(try await h.waitForExit() != 0)
+        let log = h.log
+        #expect(log.contains(path) && log.contains("chmod 600"), "log:\n\(log)")
+
+        try #require(chmod(path, 0o600) == 0)
+        try await h.start()
+        #expect(try await h.provider().currentSession().accountID == session.accountID)
+    }
+}
+
 /// Copies of `rainwallet` and `rainwalletd` in a 0755 directory, so another uid can run them
 /// whatever the modes of the build directory.
 struct AccessibleBinaries {
