@@ -128,12 +128,12 @@ extension PostgresAuthorityStore {
             let op = "read a passkey credential"
             let rows = try db.query(
                 """
-                SELECT \(Self.credentialColumns) FROM passkey_credentials
+                SELECT \(StoreRecords.credentialColumns) FROM passkey_credentials
                 WHERE credential_id = $1 AND app_id = $2 AND rp_id = $3
                 """,
                 [.bytes(id), .text(appID), .text(rpID)], operation: op)
             guard let row = rows.first else { return nil }
-            return try Self.credentialRecord(row, op)
+            return try StoreRecords.credential(row, op)
         }
     }
 
@@ -142,10 +142,10 @@ extension PostgresAuthorityStore {
         try await perform { db throws(RainError) in
             let op = "list the account's passkeys"
             let rows = try db.query(
-                "SELECT \(Self.credentialColumns) FROM passkey_credentials WHERE account_id = $1 ORDER BY created_at, seq",
+                "SELECT \(StoreRecords.credentialColumns) FROM passkey_credentials WHERE account_id = $1 ORDER BY created_at, seq",
                 [.text(accountID)], operation: op)
             var out: [PasskeyCredentialRecord] = []
-            for row in rows { out.append(try Self.credentialRecord(row, op)) }
+            for row in rows { out.append(try StoreRecords.credential(row, op)) }
             return out
         }
     }
@@ -236,23 +236,6 @@ extension PostgresAuthorityStore {
                     accountID: accountID, walletID: walletID, accountCreated: false, revokedElsewhereCount: revoked)
             }
         }
-    }
-
-    private static let credentialColumns = """
-        credential_id, account_id, app_id, rp_id, public_key, algorithm, sign_count, backup_eligible, backed_up,
-        user_handle, created_at, last_used_at
-        """
-
-    private static func credentialRecord(_ row: PostgresRow, _ op: String) throws(RainError) -> PasskeyCredentialRecord {
-        guard case .boolean(let eligible) = row.values[7], case .boolean(let backedUp) = row.values[8] else {
-            throw PostgresConnection.typeError(op, column: 7)
-        }
-        return PasskeyCredentialRecord(
-            credentialID: try row.bytes(0, op), accountID: try row.text(1, op), appID: try row.text(2, op),
-            rpID: try row.text(3, op), publicKey: try row.bytes(4, op), algorithm: Int(try row.integer(5, op)),
-            signCount: UInt32(clamping: try row.integer(6, op)), isBackupEligible: eligible, isBackedUp: backedUp,
-            userHandle: try row.bytes(9, op), createdAt: Date(unixMilliseconds: try row.integer(10, op)),
-            lastUsedAt: try row.optionalInteger(11, op).map { Date(unixMilliseconds: $0) })
     }
 
     /// RAIN_102 `credential_already_registered` when any account holds this credential id (a

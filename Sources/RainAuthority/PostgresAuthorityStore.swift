@@ -580,17 +580,17 @@ public final class PostgresAuthorityStore: AuthorityStore {
             let op = "look up a session by access token"
             let rows = try db.query(
                 """
-                SELECT \(Self.sessionColumns("s")), a.created_at, COALESCE(w.id, '')
+                SELECT \(StoreRecords.sessionColumns("s")), a.created_at, COALESCE(w.id, '')
                 FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN wallets w ON w.account_id = a.id
                 WHERE s.app_id = $1 AND s.access_hash = $2
                 """,
                 [.text(appID), .bytes(accessHash)], operation: op)
             guard let row = rows.first else { return nil }
-            let session = try Self.sessionRecord(row, op)
+            let session = try StoreRecords.session(row, op)
             let account = AccountRecord(
                 id: session.accountID, appID: session.appID,
-                walletID: try row.text(Self.sessionColumnCount + 1, op),
-                createdAt: Date(unixMilliseconds: try row.integer(Self.sessionColumnCount, op)))
+                walletID: try row.text(StoreRecords.sessionColumnCount + 1, op),
+                createdAt: Date(unixMilliseconds: try row.integer(StoreRecords.sessionColumnCount, op)))
             let contactsOp = "list the account's contacts"
             var contacts: [RainWalletContact] = []
             for contactRow in try db.query(
@@ -614,12 +614,12 @@ public final class PostgresAuthorityStore: AuthorityStore {
             let op = "list the account's sessions"
             let rows = try db.query(
                 """
-                SELECT \(Self.sessionColumns("s")) FROM sessions s
+                SELECT \(StoreRecords.sessionColumns("s")) FROM sessions s
                 WHERE s.app_id = $1 AND s.account_id = $2 ORDER BY s.created_at, s.seq
                 """,
                 [.text(appID), .text(accountID)], operation: op)
             var out: [SessionRecord] = []
-            for row in rows { out.append(try Self.sessionRecord(row, op)) }
+            for row in rows { out.append(try StoreRecords.session(row, op)) }
             return out
         }
     }
@@ -629,9 +629,9 @@ public final class PostgresAuthorityStore: AuthorityStore {
         try await perform { db throws(RainError) in
             let op = "read the account's wallet"
             let rows = try db.query(
-                "SELECT \(Self.walletColumns) FROM wallets WHERE account_id = $1", [.text(accountID)], operation: op)
+                "SELECT \(StoreRecords.walletColumns) FROM wallets WHERE account_id = $1", [.text(accountID)], operation: op)
             guard let row = rows.first else { return nil }
-            return try Self.walletRecord(row, op)
+            return try StoreRecords.wallet(row, op)
         }
     }
 
@@ -642,13 +642,13 @@ public final class PostgresAuthorityStore: AuthorityStore {
             var out: [WalletRecord] = []
             for row in try db.query(
                 """
-                SELECT \(Self.walletColumns) FROM wallets
+                SELECT \(StoreRecords.walletColumns) FROM wallets
                 WHERE entropy_ciphertext IS NULL OR entropy_key_id IS NULL OR ethereum_address IS NULL
                    OR solana_address IS NULL
                 ORDER BY created_at, seq
                 """, operation: op)
             {
-                out.append(try Self.walletRecord(row, op))
+                out.append(try StoreRecords.wallet(row, op))
             }
             return out
         }
@@ -722,40 +722,6 @@ public final class PostgresAuthorityStore: AuthorityStore {
         return try rows.first?.text(0, op)
     }
 
-    private static let walletColumns =
-        "id, account_id, created_at, entropy_ciphertext, entropy_key_id, ethereum_address, solana_address"
-
-    private static func walletRecord(_ row: PostgresRow, _ op: String) throws(RainError) -> WalletRecord {
-        WalletRecord(
-            id: try row.text(0, op), accountID: try row.text(1, op),
-            createdAt: Date(unixMilliseconds: try row.integer(2, op)), entropyCiphertext: try row.optionalBytes(3, op),
-            entropyKeyID: try row.optionalText(4, op), ethereumAddress: try row.optionalText(5, op),
-            solanaAddress: try row.optionalText(6, op))
-    }
-
-    private static func sessionColumns(_ alias: String) -> String {
-        [
-            "id", "app_id", "account_id", "device_id", "access_hash", "refresh_hash", "access_expires_at",
-            "created_at", "revoked_at", "revoke_reason", "device_public_key", "previous_refresh_hash", "rotated_at",
-            "refresh_generation",
-        ].map { "\(alias).\($0)" }.joined(separator: ", ")
-    }
-
-    private static let sessionColumnCount = 14
-
-    private static func sessionRecord(_ row: PostgresRow, _ op: String) throws(RainError) -> SessionRecord {
-        SessionRecord(
-            id: try row.text(0, op), appID: try row.text(1, op), accountID: try row.text(2, op),
-            deviceID: try row.text(3, op), accessHash: try row.bytes(4, op), refreshHash: try row.bytes(5, op),
-            accessExpiresAt: Date(unixMilliseconds: try row.integer(6, op)),
-            createdAt: Date(unixMilliseconds: try row.integer(7, op)),
-            revokedAt: try row.optionalInteger(8, op).map { Date(unixMilliseconds: $0) },
-            revokeReason: try row.optionalText(9, op), devicePublicKey: try row.optionalBytes(10, op),
-            previousRefreshHash: try row.optionalBytes(11, op),
-            rotatedAt: try row.optionalInteger(12, op).map { Date(unixMilliseconds: $0) },
-            refreshGeneration: Int(try row.integer(13, op)))
-    }
-
     /// The session holding `refreshHash` as its current, previous or an older refresh hash, its row
     /// locked until the transaction ends. A refresh that waited for another one's lock re-reads the
     /// row as committed: a token rotated meanwhile no longer matches as current, and the next
@@ -767,26 +733,26 @@ public final class PostgresAuthorityStore: AuthorityStore {
         let lookups: [(RefreshTokenGeneration, String)] = [
             (
                 .current,
-                "SELECT \(sessionColumns("s")) FROM sessions s WHERE s.app_id = $1 AND s.refresh_hash = $2 FOR UPDATE"
+                "SELECT \(StoreRecords.sessionColumns("s")) FROM sessions s WHERE s.app_id = $1 AND s.refresh_hash = $2 FOR UPDATE"
             ),
             (
                 .previous,
                 """
-                SELECT \(sessionColumns("s")) FROM sessions s WHERE s.app_id = $1 AND s.previous_refresh_hash = $2
+                SELECT \(StoreRecords.sessionColumns("s")) FROM sessions s WHERE s.app_id = $1 AND s.previous_refresh_hash = $2
                 FOR UPDATE
                 """
             ),
             (
                 .older,
                 """
-                SELECT \(sessionColumns("s")) FROM retired_refresh_tokens r JOIN sessions s ON s.id = r.session_id
+                SELECT \(StoreRecords.sessionColumns("s")) FROM retired_refresh_tokens r JOIN sessions s ON s.id = r.session_id
                 WHERE s.app_id = $1 AND r.refresh_hash = $2 FOR UPDATE OF s
                 """
             ),
         ]
         for (generation, sql) in lookups {
             if let row = try db.query(sql, [.text(appID), .bytes(refreshHash)], operation: op).first {
-                return RefreshCandidate(session: try sessionRecord(row, op), generation: generation)
+                return RefreshCandidate(session: try StoreRecords.session(row, op), generation: generation)
             }
         }
         return nil

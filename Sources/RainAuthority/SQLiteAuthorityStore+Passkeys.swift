@@ -65,10 +65,10 @@ extension SQLiteAuthorityStore {
         try await perform { db throws(RainError) in
             let op = "read a passkey credential"
             let rows = try db.query(
-                "SELECT \(Self.credentialColumns) FROM passkey_credentials WHERE credential_id = ? AND app_id = ? AND rp_id = ?",
+                "SELECT \(StoreRecords.credentialColumns) FROM passkey_credentials WHERE credential_id = ? AND app_id = ? AND rp_id = ?",
                 [.blob(id), .text(appID), .text(rpID)], operation: op)
             guard let row = rows.first else { return nil }
-            return try Self.credentialRecord(row, op)
+            return try StoreRecords.credential(row, op)
         }
     }
 
@@ -82,10 +82,10 @@ extension SQLiteAuthorityStore {
     {
         let op = "list the account's passkeys"
         let rows = try db.query(
-            "SELECT \(credentialColumns) FROM passkey_credentials WHERE account_id = ? ORDER BY created_at, rowid",
+            "SELECT \(StoreRecords.credentialColumns) FROM passkey_credentials WHERE account_id = ? ORDER BY created_at, rowid",
             [.text(accountID)], operation: op)
         var out: [PasskeyCredentialRecord] = []
-        for row in rows { out.append(try credentialRecord(row, op)) }
+        for row in rows { out.append(try StoreRecords.credential(row, op)) }
         return out
     }
 
@@ -213,21 +213,6 @@ extension SQLiteAuthorityStore {
                 session.devicePublicKey.map { .blob($0) } ?? .null,
             ], operation: "store the session")
         return revokedElsewhere
-    }
-
-    private static let credentialColumns = """
-        credential_id, account_id, app_id, rp_id, public_key, algorithm, sign_count, backup_eligible, backed_up,
-        user_handle, created_at, last_used_at
-        """
-
-    private static func credentialRecord(_ row: SQLiteRow, _ op: String) throws(RainError) -> PasskeyCredentialRecord {
-        PasskeyCredentialRecord(
-            credentialID: try row.blob(0, op), accountID: try row.text(1, op), appID: try row.text(2, op),
-            rpID: try row.text(3, op), publicKey: try row.blob(4, op), algorithm: Int(try row.integer(5, op)),
-            signCount: UInt32(clamping: try row.integer(6, op)), isBackupEligible: try row.integer(7, op) != 0,
-            isBackedUp: try row.integer(8, op) != 0, userHandle: try row.blob(9, op),
-            createdAt: Date(unixMilliseconds: try row.integer(10, op)),
-            lastUsedAt: try row.optionalInteger(11, op).map { Date(unixMilliseconds: $0) })
     }
 
     /// RAIN_102 `credential_already_registered` when any account holds this credential id.

@@ -1,0 +1,90 @@
+import Foundation
+import RainCore
+
+/// A result row of either store, with the typed reads the record decoders need. Each read throws
+/// RAIN_502 naming `operation` when the column is missing or of another type.
+protocol StoreRow {
+    func text(_ index: Int, _ operation: String) throws(RainError) -> String
+    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String?
+    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64
+    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64?
+    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]
+    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]?
+    /// A yes/no column (an INTEGER 0/1 in SQLite, a BOOLEAN in PostgreSQL).
+    func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool
+}
+
+extension SQLiteRow: StoreRow {
+    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] { try blob(index, operation) }
+    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
+        try optionalBlob(index, operation)
+    }
+    func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool { try integer(index, operation) != 0 }
+}
+
+extension PostgresRow: StoreRow {
+    func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool {
+        guard index < values.count, case .boolean(let value) = values[index] else {
+            throw PostgresConnection.typeError(operation, column: index)
+        }
+        return value
+    }
+}
+
+/// The column lists and row decoders both stores share: the tables have the same columns in
+/// SQLite and PostgreSQL, so a record is read the same way from either.
+enum StoreRecords {
+    /// The columns `wallet` reads, in order.
+    static let walletColumns =
+        "id, account_id, created_at, entropy_ciphertext, entropy_key_id, ethereum_address, solana_address"
+
+    static func wallet(_ row: some StoreRow, _ op: String) throws(RainError) -> WalletRecord {
+        WalletRecord(
+            id: try row.text(0, op), accountID: try row.text(1, op),
+            createdAt: Date(unixMilliseconds: try row.integer(2, op)), entropyCiphertext: try row.optionalBytes(3, op),
+            entropyKeyID: try row.optionalText(4, op), ethereumAddress: try row.optionalText(5, op),
+            solanaAddress: try row.optionalText(6, op))
+    }
+
+    /// The columns `session` reads, in order, qualified with `alias`.
+    static func sessionColumns(_ alias: String) -> String {
+        [
+            "id", "app_id", "account_id", "device_id", "access_hash", "refresh_hash", "access_expires_at",
+            "created_at", "revoked_at", "revoke_reason", "device_public_key", "previous_refresh_hash", "rotated_at",
+            "refresh_generation",
+        ].map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    /// How many columns `sessionColumns` names.
+    static let sessionColumnCount = 14
+
+    /// A session from the first `sessionColumnCount` columns of a row.
+    static func session(_ row: some StoreRow, _ op: String) throws(RainError) -> SessionRecord {
+        SessionRecord(
+            id: try row.text(0, op), appID: try row.text(1, op), accountID: try row.text(2, op),
+            deviceID: try row.text(3, op), accessHash: try row.bytes(4, op), refreshHash: try row.bytes(5, op),
+            accessExpiresAt: Date(unixMilliseconds: try row.integer(6, op)),
+            createdAt: Date(unixMilliseconds: try row.integer(7, op)),
+            revokedAt: try row.optionalInteger(8, op).map { Date(unixMilliseconds: $0) },
+            revokeReason: try row.optionalText(9, op), devicePublicKey: try row.optionalBytes(10, op),
+            previousRefreshHash: try row.optionalBytes(11, op),
+            rotatedAt: try row.optionalInteger(12, op).map { Date(unixMilliseconds: $0) },
+            refreshGeneration: Int(try row.integer(13, op)))
+    }
+
+    /// The columns `credential` reads, in order.
+    static let credentialColumns = """
+        credential_id, account_id, app_id, rp_id, public_key, algorithm, sign_count, backup_eligible, backed_up,
+        user_handle, created_at, last_used_at
+        """
+
+    static func credential(_ row: some StoreRow, _ op: String) throws(RainError) -> PasskeyCredentialRecord {
+        PasskeyCredentialRecord(
+            credentialID: try row.bytes(0, op), accountID: try row.text(1, op), appID: try row.text(2, op),
+            rpID: try row.text(3, op), publicKey: try row.bytes(4, op), algorithm: Int(try row.integer(5, op)),
+            signCount: UInt32(clamping: try row.integer(6, op)), isBackupEligible: try row.flag(7, op),
+            isBackedUp: try row.flag(8, op), userHandle: try row.bytes(9, op),
+            createdAt: Date(unixMilliseconds: try row.integer(10, op)),
+            lastUsedAt: try row.optionalInteger(11, op).map { Date(unixMilliseconds: $0) })
+    }
+}
