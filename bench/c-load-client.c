@@ -3,7 +3,7 @@
 //   c-load-client --socket PATH --pid DAEMON_PID [--clients 1000] [--calls 40] [--think-ms 50:150]
 //                 [--stallers 10] [--staller-burst 2000] [--profile NAME] [--mix all|local]
 //
-// One thread, epoll. It samples the daemon's resident memory (VmRSS of /proc/PID/status) while
+// One thread, epoll; it sleeps until the next call is due (no busy wait). It samples the daemon's resident memory (VmRSS of /proc/PID/status) while
 // idle, then opens CLIENTS connections plus STALLERS. Each staller writes STALLER-BURST GetInfo
 // requests at once and never reads an answer (a slow client). Every client then makes CALLS calls,
 // one at a time, waiting a uniformly random think time in the THINK-MS range before each (so the
@@ -58,6 +58,7 @@ typedef struct {
     int64_t sent_ns;
     uint64_t next_id;
     unsigned method;
+    unsigned sent_method;  // the method of the request in flight
     uint8_t *in;
     size_t in_len, in_cap;
 } client_t;
@@ -211,6 +212,12 @@ int main(int argc, char **argv) {
     int *stall_fds = calloc((size_t)stallers + 1, sizeof *stall_fds);
     size_t total = (size_t)clients * (size_t)calls;
     uint32_t *lat = malloc(total * sizeof *lat);
+    uint32_t *lat_by[4];
+    size_t done_by[4] = {0, 0, 0, 0};
+    for (int m = 0; m < 4; m++) {
+        lat_by[m] = malloc(total * sizeof *lat);
+        if (!lat_by[m]) fail("out of memory");
+    }
     if (!cs || !stall_fds || !lat) fail("out of memory");
     uint8_t frame[512];
 
@@ -259,6 +266,7 @@ int main(int argc, char **argv) {
             if (c->in_flight || c->remaining == 0) continue;
             if (c->due_ns <= now) {
                 size_t n = request_frame(frame, sizeof frame, c->next_id++, methods[c->method], profile);
+                c->sent_method = c->method;
                 c->method = (c->method + 1) % METHOD_COUNT;
                 c->sent_ns = now_ns();
                 write_all(c->fd, frame, n);
@@ -267,9 +275,13 @@ int main(int argc, char **argv) {
                 soonest = c->due_ns;
             }
         }
-        int wait_ms = (int)((soonest - now_ns()) / 1000000LL);
-        if (wait_ms < 0) wait_ms = 0;
-        int n = epoll_wait(ep, events, 256, wait_ms);
+        // Sleep until the next call is due, to the microsecond (epoll_pwait2): a millisecond
+        // timeout would round the last millisecond down to 0 and spin, and a spinning client takes
+        // a whole core from the daemon it measures.
+        int64_t wait_ns = soonest - now_ns();
+        if (wait_ns < 0) wait_ns = 0;
+        struct timespec timeout = {.tv_sec = wait_ns / 1000000000LL, .tv_nsec = wait_ns % 1000000000LL};
+        int n = epoll_pwait2(ep, events, 256, &timeout, NULL);
         if (n < 0 && errno != EINTR) die("epoll_wait");
         for (int e = 0; e < n; e++) {
             client_t *c = &cs[events[e].data.u32];
@@ -304,6 +316,7 @@ int main(int argc, char **argv) {
                 rain__wallet__v1__envelope__free_unpacked(env, NULL);
                 int64_t d = t - c->sent_ns;
                 lat[done++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+                lat_by[c->sent_method][done_by[c->sent_method]++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
                 c->in_flight = 0;
                 c->remaining--;
                 c->due_ns = t + (int64_t)(think_min + rand() % (think_max - think_min + 1)) * 1000000LL;
@@ -329,12 +342,16 @@ int main(int argc, char **argv) {
     }
 
     qsort(lat, done, sizeof *lat, cmp_u32);
+    for (int m = 0; m < 4; m++) qsort(lat_by[m], done_by[m], sizeof *lat, cmp_u32);
     double secs = (double)(t1 - t0) / 1e9;
     printf("{\"clients\":%d,\"stallers\":%d,\"calls\":%zu,\"errors\":%zu,\"seconds\":%.3f,\"callsPerSecond\":%.1f,"
            "\"p50Micros\":%.1f,\"p99Micros\":%.1f,\"maxMicros\":%.1f,\"connectSeconds\":%.3f,\"rssIdleKB\":%ld,"
-           "\"rssConnectedKB\":%ld,\"rssPeakKB\":%ld,\"rssAfterKB\":%ld}\n",
+           "\"rssConnectedKB\":%ld,\"rssPeakKB\":%ld,\"rssAfterKB\":%ld,"
+           "\"p99ByMethodMicros\":{\"GetInfo\":%.1f,\"GetState\":%.1f,\"AccountGet\":%.1f,\"WalletGet\":%.1f}}\n",
            clients, stallers, done, errors, secs, (double)done / secs, percentile(lat, done, 50),
            percentile(lat, done, 99), percentile(lat, done, 100), (double)(t0 - t_start) / 1e9, rss_idle,
-           rss_connected, rss_peak, rss_after);
+           rss_connected, rss_peak, rss_after, percentile(lat_by[0], done_by[0], 99),
+           percentile(lat_by[1], done_by[1], 99), percentile(lat_by[2], done_by[2], 99),
+           percentile(lat_by[3], done_by[3], 99));
     return errors == 0 ? 0 : 1;
 }

@@ -128,6 +128,29 @@ public protocol Authority: Sendable {
     /// The code deliveries of the development outbox, oldest first.
     /// - Throws: RAIN_202 when the development outbox is disabled.
     func listOutbox() async throws(RainError) -> [OutboxDelivery]
+
+    /// `accountInfo` and `wallet` answered without the Swift concurrency pool, when this authority
+    /// can (an embedded one on a store with a `DirectStoreReader`); nil by default.
+    var directReads: (any DirectAuthorityReads)? { get }
+}
+
+extension Authority {
+    /// No direct reads: every call goes through the async API.
+    public var directReads: (any DirectAuthorityReads)? { nil }
+}
+
+/// `Authority.accountInfo` and `Authority.wallet` with a completion that runs on the store's reader
+/// thread (see `DirectStoreReader`), for the daemon's hottest calls.
+///
+/// Only the common case is answered here: a failure may be one the async API would have handled
+/// (a wallet whose keys still need completing), so a caller retries any failure through the async
+/// API, which gives the definitive answer. `completion` must not block.
+public protocol DirectAuthorityReads: Sendable {
+    /// The account behind a live access token, as `Authority.accountInfo` returns it.
+    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
+
+    /// The wallet behind a live access token, as `Authority.wallet` returns it.
+    func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void)
 }
 
 /// `Authority.sendLoginCode` input.

@@ -172,9 +172,34 @@ public protocol AuthorityStore: Sendable {
 
     /// Closes the store; later calls throw RAIN_502.
     func close() async
+
+    /// The store's direct reader, when it has one (nil by default): the hottest session reads
+    /// answered on a thread of the store's own, without the Swift concurrency pool.
+    var directReader: (any DirectStoreReader)? { get }
+}
+
+/// Session reads that a store answers on a thread of its own and hands to a completion, instead of
+/// through `async`: the daemon's hottest calls (Account/Get, Wallet/Get) then cross threads twice
+/// (event loop → reader → event loop) instead of four times (loop → pool → store → pool → loop).
+///
+/// Each read is one read transaction, so it sees a consistent snapshot of what the store's writes
+/// committed before it started. `completion` runs on the reader's thread and must not block.
+public protocol DirectStoreReader: Sendable {
+    /// `AuthorityStore.accountAccessWithPasskeys`, answered to `completion`.
+    func accountAccessWithPasskeys(
+        appID: String, accessHash: [UInt8],
+        completion: @escaping @Sendable (Result<(access: AccountAccess, passkeys: [PasskeyCredentialRecord])?, RainError>) -> Void)
+
+    /// `AuthorityStore.accountAccessWithWallet`, answered to `completion`.
+    func accountAccessWithWallet(
+        appID: String, accessHash: [UInt8],
+        completion: @escaping @Sendable (Result<(access: AccountAccess, wallet: WalletRecord?)?, RainError>) -> Void)
 }
 
 extension AuthorityStore {
+    /// No direct reader: every read goes through the async API.
+    public var directReader: (any DirectStoreReader)? { nil }
+
     /// Two calls: `accountAccess`, then `passkeyCredentials`.
     public func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
         -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?

@@ -511,18 +511,18 @@ public final class EmbeddedAuthority: Authority {
         guard let found = try await store.accountAccessWithPasskeys(appID: appID, accessHash: keys.tokenHash(accessToken))
         else { throw Self.sessionError(RefreshRefusal.invalidToken) }
         try Self.requireLive(found.access, now: now)
-        return try accountInfo(found.access, passkeys: found.passkeys)
+        return try Self.accountInfo(found.access, passkeys: found.passkeys)
     }
 
     /// The account of a live session with its contacts, backup status and passkeys.
     /// - Throws: RAIN_404 when the account has no wallet; RAIN_502 when the store fails.
     func accountInfo(_ access: AccountAccess) async throws(RainError) -> AccountInfo {
-        try accountInfo(access, passkeys: try await store.passkeyCredentials(accountID: access.account.id))
+        try Self.accountInfo(access, passkeys: try await store.passkeyCredentials(accountID: access.account.id))
     }
 
     /// The account of a live session with its contacts, backup status and these passkeys.
     /// - Throws: RAIN_404 when the account has no wallet.
-    func accountInfo(_ access: AccountAccess, passkeys records: [PasskeyCredentialRecord]) throws(RainError)
+    static func accountInfo(_ access: AccountAccess, passkeys records: [PasskeyCredentialRecord]) throws(RainError)
         -> AccountInfo
     {
         guard !access.account.walletID.isEmpty else { throw Self.noWallet() }
@@ -578,7 +578,12 @@ public final class EmbeddedAuthority: Authority {
         else { throw Self.sessionError(RefreshRefusal.invalidToken) }
         try Self.requireLive(found.access, now: now)
         guard let stored = found.wallet else { throw Self.noWallet() }
-        let wallet = stored.hasAllKeys ? stored : try await completeKeys(stored)
+        return try Self.walletInfo(stored.hasAllKeys ? stored : try await completeKeys(stored))
+    }
+
+    /// What Wallet/Get shows of a wallet.
+    /// - Throws: RAIN_502 when the wallet has no addresses.
+    static func walletInfo(_ wallet: WalletRecord) throws(RainError) -> WalletInfo {
         guard let ethereum = wallet.ethereumAddress, let solana = wallet.solanaAddress else {
             throw RainError(.internalError, "the wallet's addresses are missing")
         }

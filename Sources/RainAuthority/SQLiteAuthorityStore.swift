@@ -12,6 +12,8 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     // stored property is immutable and Sendable.
     private var connection: SQLiteConnection?
     private let queue: DispatchQueue
+    /// The second connection, for the hot session reads (`directReader`).
+    private let reader: SQLiteDirectReader
     /// The database file.
     public let path: String
 
@@ -24,7 +26,12 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     private init(path: String, queue: DispatchQueue) {
         self.path = path
         self.queue = queue
+        self.reader = SQLiteDirectReader(path: path)
     }
+
+    /// A second connection to the same file on its own queue, for reads only: Account/Get and
+    /// Wallet/Get read there without waiting for the writer (WAL) or for the Swift pool.
+    public var directReader: (any DirectStoreReader)? { reader }
 
     /// Opens (creating if needed) `authority.sqlite3` in `stateDirectory` (created 0700 if missing)
     /// and migrates it to the latest schema.
@@ -617,20 +624,30 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     public func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
         -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?
     {
-        try await perform { db throws(RainError) in
-            guard let access = try Self.accountAccess(db, appID: appID, accessHash: accessHash) else { return nil }
-            return (access, try Self.passkeyCredentials(db, accountID: access.account.id))
-        }
+        try await perform { db throws(RainError) in try Self.accountAccessWithPasskeys(db, appID: appID, accessHash: accessHash) }
     }
 
     /// The session by access hash and the account's wallet, in one trip to the store's queue.
     public func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
         -> (access: AccountAccess, wallet: WalletRecord?)?
     {
-        try await perform { db throws(RainError) in
-            guard let access = try Self.accountAccess(db, appID: appID, accessHash: accessHash) else { return nil }
-            return (access, try Self.wallet(db, accountID: access.account.id))
-        }
+        try await perform { db throws(RainError) in try Self.accountAccessWithWallet(db, appID: appID, accessHash: accessHash) }
+    }
+
+    /// The reads of Account/Get, on either connection.
+    static func accountAccessWithPasskeys(_ db: SQLiteConnection, appID: String, accessHash: [UInt8]) throws(RainError)
+        -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?
+    {
+        guard let access = try accountAccess(db, appID: appID, accessHash: accessHash) else { return nil }
+        return (access, try passkeyCredentials(db, accountID: access.account.id))
+    }
+
+    /// The reads of Wallet/Get, on either connection.
+    static func accountAccessWithWallet(_ db: SQLiteConnection, appID: String, accessHash: [UInt8]) throws(RainError)
+        -> (access: AccountAccess, wallet: WalletRecord?)?
+    {
+        guard let access = try accountAccess(db, appID: appID, accessHash: accessHash) else { return nil }
+        return (access, try wallet(db, accountID: access.account.id))
     }
 
     static func accountAccess(_ db: SQLiteConnection, appID: String, accessHash: [UInt8]) throws(RainError)
@@ -768,6 +785,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     public func close() async {
         // Dropping the connection on its queue closes the handle (SQLiteConnection.deinit).
         _ = try? await queue.runBlocking { () throws(RainError) in self.connection = nil }
+        await reader.close()
     }
 
     // MARK: - Shared queries (called on the queue)

@@ -62,23 +62,30 @@ struct SQLiteRow: Sendable {
 /// The one owner of a `sqlite3*` handle. Every call into SQLite goes through this class.
 ///
 /// Not thread-safe: its owner uses it from one serial queue only. Statements are prepared with
-/// `sqlite3_prepare_v2`, take bound parameters only and are finalized before the call returns.
+/// `sqlite3_prepare_v2` and take bound parameters only. The first `statementCacheLimit` distinct
+/// statements stay prepared (reset and unbound after each use, so no read transaction stays open);
+/// any further one is finalized before the call returns.
 /// Failures become RAIN_502 naming the operation, never a bound value; SQLite's own message goes
 /// to `RainError.underlying` (debugging only).
 final class SQLiteConnection {
     private let db: OpaquePointer
+    /// Prepared statements by SQL text. The store's SQL is a fixed set of strings, so the cache is
+    /// small; the limit only guards against a caller that builds SQL with varying text.
+    private var statements: [String: OpaquePointer] = [:]
+    static let statementCacheLimit = 128
     /// The database file.
     let path: String
 
     /// `SQLITE_TRANSIENT`, a macro that does not import: SQLite copies bound values at once.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens (creating if needed, unless `createIfMissing` is false) the database at `path`.
     /// - Parameter busyTimeoutMilliseconds: how long a statement waits for another connection's lock.
     /// - Throws: RAIN_502 when the file cannot be opened.
-    init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(RainError) {
+    init(path: String, busyTimeoutMilliseconds: Int32 = 5000, createIfMissing: Bool = true) throws(RainError) {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let flags =
+            SQLITE_OPEN_READWRITE | (createIfMissing ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let detail = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
@@ -94,8 +101,12 @@ final class SQLiteConnection {
     }
 
     deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(db)
     }
+
+    /// How many statements stay prepared (tests).
+    var cachedStatementCount: Int { statements.count }
 
     /// Runs one statement that returns no rows and returns the number of rows it changed.
     @discardableResult
@@ -114,7 +125,17 @@ final class SQLiteConnection {
     /// `BEGIN IMMEDIATE` takes the write lock up front, so two writers never both read and then
     /// fail to upgrade: the second one waits (busy timeout) instead.
     func transaction<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
-        try execute("BEGIN IMMEDIATE", operation: "begin a transaction to \(operation)")
+        try transaction(begin: "BEGIN IMMEDIATE", operation, body)
+    }
+
+    /// Runs `body` inside `BEGIN` … `COMMIT`: a read transaction, so its statements all see one
+    /// snapshot of the database (in WAL mode, readers never wait for the writer).
+    func readTransaction<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
+        try transaction(begin: "BEGIN", operation, body)
+    }
+
+    private func transaction<T>(begin: String, _ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
+        try execute(begin, operation: "begin a transaction to \(operation)")
         let result: T
         do {
             result = try body()
@@ -142,13 +163,31 @@ final class SQLiteConnection {
     private func run(_ sql: String, _ parameters: [SQLiteValue], operation: String, collectRows: Bool) throws(RainError)
         -> [SQLiteRow]
     {
-        var statement: OpaquePointer?
-        let prepareRC = sqlite3_prepare_v2(db, sql, -1, &statement, nil)
-        guard prepareRC == SQLITE_OK, let statement else {
-            if let statement { sqlite3_finalize(statement) }
-            throw failure(operation, prepareRC)
+        let statement: OpaquePointer
+        let isCached: Bool
+        if let cached = statements[sql] {
+            statement = cached
+            isCached = true
+        } else {
+            var prepared: OpaquePointer?
+            let prepareRC = sqlite3_prepare_v2(db, sql, -1, &prepared, nil)
+            guard prepareRC == SQLITE_OK, let prepared else {
+                if let prepared { sqlite3_finalize(prepared) }
+                throw failure(operation, prepareRC)
+            }
+            statement = prepared
+            isCached = statements.count < Self.statementCacheLimit
+            if isCached { statements[sql] = prepared }
         }
-        defer { sqlite3_finalize(statement) }
+        defer {
+            if isCached {
+                // Ends the statement's read (its result code repeats the step's error, already thrown).
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            } else {
+                sqlite3_finalize(statement)
+            }
+        }
 
         for (offset, value) in parameters.enumerated() {
             let index = Int32(offset + 1)

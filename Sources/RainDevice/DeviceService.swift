@@ -156,11 +156,31 @@ public final class DeviceService: ServerHandler {
                 try await s.confirmContactVerification(r.code)
             }
         case Method.getAccount:
-            let s = entry(profile).session
-            return deferred(request, ctx, GetAccountRequest.self) { (_) throws(RainError) in try await s.account() }
+            let e = entry(profile)
+            let s = e.session
+            let fallback: @Sendable (GetAccountRequest) async throws(RainError) -> AccountResponse = { (_) throws(RainError) in
+                try await s.account()
+            }
+            guard let reads = context.authority.directReads, let token = e.runtime.liveAccessToken() else {
+                return deferred(request, ctx, GetAccountRequest.self, fallback)
+            }
+            let appID = e.runtime.settings.appID
+            return direct(request, ctx, GetAccountRequest.self, fallback: fallback) { done in
+                reads.accountInfo(appID: appID, accessToken: token) { done($0.map(ProfileSession.accountResponse)) }
+            }
         case Method.getWallet:
-            let s = entry(profile).session
-            return deferred(request, ctx, GetWalletRequest.self) { (_) throws(RainError) in try await s.wallet() }
+            let e = entry(profile)
+            let s = e.session
+            let fallback: @Sendable (GetWalletRequest) async throws(RainError) -> WalletResponse = { (_) throws(RainError) in
+                try await s.wallet()
+            }
+            guard let reads = context.authority.directReads, let token = e.runtime.liveAccessToken() else {
+                return deferred(request, ctx, GetWalletRequest.self, fallback)
+            }
+            let appID = e.runtime.settings.appID
+            return direct(request, ctx, GetWalletRequest.self, fallback: fallback) { done in
+                reads.wallet(appID: appID, accessToken: token) { done($0.map(ProfileSession.walletResponse)) }
+            }
         case Method.exportRecoveryPhrase:
             // Secrets: the answer goes to the caller only; nothing here logs a payload.
             let s = entry(profile).session
@@ -229,6 +249,8 @@ public final class DeviceService: ServerHandler {
         }
     }
 
+    /// Decodes the request and runs `body` in a task (the session actor, the authority), answering
+    /// when it ends.
     private func deferred<Req: WireMessage, Resp: WireMessage>(
         _ request: WireRequest, _ ctx: RequestContext, _: Req.Type,
         _ body: @escaping @Sendable (Req) async throws(RainError) -> Resp
@@ -239,43 +261,87 @@ public final class DeviceService: ServerHandler {
         } catch {
             return .respond(.failure(error))
         }
+        armDeadline(request, ctx.responder)
+        run(req, request.method, ctx.responder, body)
+        return .deferred
+    }
+
+    /// Decodes the request and starts `read`, which answers on the authority's reader thread
+    /// without the Swift pool (`DirectAuthorityReads`). A success is the answer; any failure runs
+    /// `fallback` in a task through the session actor, which refreshes a token that rotated or
+    /// expired meanwhile, retries what is transient and gives the definitive error.
+    private func direct<Req: WireMessage, Resp: WireMessage>(
+        _ request: WireRequest, _ ctx: RequestContext, _: Req.Type,
+        fallback: @escaping @Sendable (Req) async throws(RainError) -> Resp,
+        read: (@escaping @Sendable (Result<Resp, RainError>) -> Void) -> Void
+    ) -> HandlerDecision {
+        let req: Req
+        do {
+            req = try Req.decode(request.payload)
+        } catch {
+            return .respond(.failure(error))
+        }
         let responder = ctx.responder
         let method = request.method
-        let logger = self.logger
-        if request.timeoutMilliseconds > 0 {
-            // The deadline answers the caller; the work itself goes on (a sent code cannot be unsent).
-            // Whichever answer comes first wins: the server drops the later one.
-            let clock = context.clock
-            Task {
-                await clock.sleep(for: .milliseconds(Int64(request.timeoutMilliseconds)))
-                responder.fail(
-                    RainError(
-                        .provider, "\(method) did not finish within \(request.timeoutMilliseconds) ms",
-                        details: .init(reason: "deadline_exceeded")))
-            }
-        }
-        Task {
-            do throws(RainError) {
-                let resp = try await body(req)
-                responder.respond(.ok(try resp.encode()))
-                logger.debug("call", ["method": method, "status": "ok"])
-            } catch {
-                // Messages never hold a code, token or key (the secret-scanning tests check this log).
-                logger.debug(
-                    "call",
-                    [
-                        "method": method, "status": error.code.description, "reason": error.details.reason ?? "",
-                        "error": error.message,
-                    ])
-                if error.code == .internalError {
-                    logger.error("call.failed", ["method": method, "error": error.message])
-                    responder.fail(RainError(.internalError, "internal error in \(method); see the daemon log"))
-                } else {
-                    responder.fail(error)
-                }
+        armDeadline(request, responder)
+        read { [self] result in
+            switch result {
+            case .success(let resp): finish(.success(resp), method, responder)
+            case .failure: run(req, method, responder, fallback)
             }
         }
         return .deferred
+    }
+
+    /// With a `timeout_ms`, answers RAIN_501 `deadline_exceeded` when it passes first. The work
+    /// itself goes on (a sent code cannot be unsent); the server drops whichever answer comes later.
+    private func armDeadline(_ request: WireRequest, _ responder: Responder) {
+        guard request.timeoutMilliseconds > 0 else { return }
+        let clock = context.clock
+        let method = request.method
+        Task {
+            await clock.sleep(for: .milliseconds(Int64(request.timeoutMilliseconds)))
+            responder.fail(
+                RainError(
+                    .provider, "\(method) did not finish within \(request.timeoutMilliseconds) ms",
+                    details: .init(reason: "deadline_exceeded")))
+        }
+    }
+
+    private func run<Req: WireMessage, Resp: WireMessage>(
+        _ req: Req, _ method: String, _ responder: Responder, _ body: @escaping @Sendable (Req) async throws(RainError) -> Resp
+    ) {
+        Task {
+            do throws(RainError) {
+                finish(.success(try await body(req)), method, responder)
+            } catch {
+                finish(Result<Resp, RainError>.failure(error), method, responder)
+            }
+        }
+    }
+
+    /// Answers a call and logs its outcome (debug; an internal error also at error level, and the
+    /// caller gets a message that points at the log).
+    private func finish<Resp: WireMessage>(_ result: Result<Resp, RainError>, _ method: String, _ responder: Responder) {
+        do throws(RainError) {
+            let resp = try result.get()
+            responder.respond(.ok(try resp.encode()))
+            logger.debug("call", ["method": method, "status": "ok"])
+        } catch {
+            // Messages never hold a code, token or key (the secret-scanning tests check this log).
+            logger.debug(
+                "call",
+                [
+                    "method": method, "status": error.code.description, "reason": error.details.reason ?? "",
+                    "error": error.message,
+                ])
+            if error.code == .internalError {
+                logger.error("call.failed", ["method": method, "error": error.message])
+                responder.fail(RainError(.internalError, "internal error in \(method); see the daemon log"))
+            } else {
+                responder.fail(error)
+            }
+        }
     }
 
     public func cancel(connection: ConnectionID, requestID: UInt64) {

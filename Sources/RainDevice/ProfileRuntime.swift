@@ -14,6 +14,9 @@ public final class ProfileRuntime: Sendable {
         var accountID: String
         var walletID: String
         var contact: RainWalletContact?
+        /// The session's access token, for the direct reads of Account/Get and Wallet/Get. A
+        /// secret: never logged, never part of a snapshot.
+        var accessToken: String
     }
 
     struct Watcher {
@@ -67,6 +70,16 @@ public final class ProfileRuntime: Sendable {
             hasActiveSession: v.expiresAt.timeIntervalSince(now) > threshold.timeInterval)
     }
 
+    /// The access token of the published session while it is unexpired; nil while restoring,
+    /// without a session, or once it expired (the session actor refreshes it then). Read by the
+    /// direct path of Account/Get and Wallet/Get, which falls back to the actor on any failure.
+    func liveAccessToken() -> String? {
+        state.withLock { s in
+            guard !s.isLoading, let v = s.session, clock.now < v.expiresAt else { return nil }
+            return v.accessToken
+        }
+    }
+
     /// Whether the restore has finished.
     var isLoading: Bool { state.withLock { $0.isLoading } }
 
@@ -82,7 +95,7 @@ public final class ProfileRuntime: Sendable {
             s.session = session.map {
                 SessionView(
                     expiresAt: $0.expiresAt, lifetime: .milliseconds(Int64($0.lifetimeSeconds * 1000)), accountID: $0.accountID,
-                    walletID: $0.walletID, contact: $0.contact)
+                    walletID: $0.walletID, contact: $0.contact, accessToken: $0.accessToken)
             }
             let now = compute(s)
             let before = s.lastPublished

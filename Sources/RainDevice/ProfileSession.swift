@@ -372,7 +372,8 @@ public actor ProfileSession {
         return Self.accountResponse(info)
     }
 
-    private static func accountResponse(_ info: AccountInfo) -> AccountResponse {
+    /// What Account/Get answers for an authority's `AccountInfo`.
+    static func accountResponse(_ info: AccountInfo) -> AccountResponse {
         AccountResponse(
             accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts,
             needsBackupEmail: info.needsBackupEmail, passkeys: info.passkeys)
@@ -441,7 +442,12 @@ public actor ProfileSession {
             (authority, appID, token) async throws(RainError) in
             try await authority.wallet(appID: appID, accessToken: token)
         }
-        return WalletResponse(
+        return Self.walletResponse(info)
+    }
+
+    /// What Wallet/Get answers for an authority's `WalletInfo`.
+    static func walletResponse(_ info: WalletInfo) -> WalletResponse {
+        WalletResponse(
             walletID: info.walletID, createdAt: info.createdAt, ethereumAddress: info.ethereumAddress,
             solanaAddress: info.solanaAddress)
     }
