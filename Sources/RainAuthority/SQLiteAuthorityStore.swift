@@ -56,6 +56,7 @@ public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
             let connection = try SQLiteConnection(path: path)
             try configure(connection)
             try migrate(connection)
+            connection.clearStatementCache()
             store.connection = connection
         }
         return store

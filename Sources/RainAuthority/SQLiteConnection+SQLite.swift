@@ -108,6 +108,13 @@ final class SQLiteConnection {
     /// How many statements stay prepared (tests).
     var cachedStatementCount: Int { statements.count }
 
+    /// Finalizes every cached statement: after one-off statements (migrations), so they do not
+    /// hold places the hot statements need.
+    func clearStatementCache() {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        statements.removeAll()
+    }
+
     /// Runs one statement that returns no rows and returns the number of rows it changed.
     @discardableResult
     func execute(_ sql: String, _ parameters: [SQLiteValue] = [], operation: String) throws(RainError) -> Int {

@@ -187,6 +187,37 @@ struct SQLiteAuthorityStoreTests {
         #expect(rows.first?.values == values)
     }
 
+    @Test("prepared statements are reused with fresh bindings, and the cache stops growing at its limit")
+    func statementCache() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let db = try SQLiteConnection(path: directory + "/t.sqlite3")
+        // One statement, run with and then without its parameter: a reused statement that kept its
+        // old binding would answer 5 the second time instead of NULL.
+        let sql = "SELECT ?1 IS NULL, ?1"
+        #expect(try db.query(sql, [.integer(5)], operation: "bound").first?.values == [.integer(0), .integer(5)])
+        #expect(try db.query(sql, operation: "unbound").first?.values == [.integer(1), .null])
+        #expect(db.cachedStatementCount == 1)
+        // Distinct statements past the limit still run (prepared and finalized each time).
+        let limit = SQLiteConnection.statementCacheLimit
+        for i in 0..<(limit + 20) {
+            #expect(try db.query("SELECT \(i)", operation: "distinct").first?.values == [.integer(Int64(i))])
+        }
+        #expect(db.cachedStatementCount == limit)
+        db.clearStatementCache()
+        #expect(db.cachedStatementCount == 0)
+        #expect(try db.query(sql, [.text("x")], operation: "after clearing").first?.values == [.integer(0), .text("x")])
+    }
+
+    @Test("a new store keeps none of its migrations' statements prepared")
+    func migrationsLeaveTheCacheEmpty() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try await SQLiteAuthorityStore.open(stateDirectory: directory)
+        #expect(try await store.perform { db throws(RainError) in db.cachedStatementCount } == 0)
+        await store.close()
+    }
+
     @Test("a failing statement is RAIN_502 naming the operation, never the bound values")
     func failureMessage() throws {
         let directory = try makeTemporaryDirectory()

@@ -24,6 +24,9 @@ final class ControlledAuthority: Authority {
         var walletCalls = 0
         var exportCalls = 0
         var exportFailuresLeft = 0
+        var isDirectReadEnabled = false
+        var directCalls = 0
+        var directFailuresLeft = 0
     }
     let state = Mutex(State())
 
@@ -38,6 +41,25 @@ final class ControlledAuthority: Authority {
     func failNextReads(_ n: Int) { state.withLock { $0.readFailuresLeft = n } }
     func failNextSends(_ n: Int) { state.withLock { $0.sendFailuresLeft = n } }
     func failNextRefreshes(_ n: Int) { state.withLock { $0.transientFailuresLeft = n } }
+    /// Offers the inner authority's direct reads (off by default), counted in `directCalls`;
+    /// `failNextDirectReads` fails some of them.
+    func enableDirectReads() { state.withLock { $0.isDirectReadEnabled = true } }
+    var directCalls: Int { state.withLock { $0.directCalls } }
+    func failNextDirectReads(_ n: Int) { state.withLock { $0.directFailuresLeft = n } }
+    var directReads: (any DirectAuthorityReads)? {
+        guard state.withLock({ $0.isDirectReadEnabled }), let inner = inner.directReads else { return nil }
+        return CountingDirectReads(owner: self, inner: inner)
+    }
+
+    /// Counts a direct read; true when it must fail.
+    func takeDirectRead() -> Bool {
+        state.withLock { s in
+            s.directCalls += 1
+            guard s.directFailuresLeft > 0 else { return false }
+            s.directFailuresLeft -= 1
+            return true
+        }
+    }
     func closeGate() { state.withLock { $0.isGateClosed = true } }
     func openGate() { state.withLock { $0.isGateClosed = false } }
 
@@ -142,6 +164,22 @@ final class ControlledAuthority: Authority {
 }
 
 /// Polls `condition` (real time) until it holds or 10 s pass.
+/// The inner authority's direct reads, counted and failed on demand by a `ControlledAuthority`.
+struct CountingDirectReads: DirectAuthorityReads {
+    let owner: ControlledAuthority
+    let inner: any DirectAuthorityReads
+
+    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void) {
+        if owner.takeDirectRead() { return completion(.failure(RainError(.network, "direct read failed (test)"))) }
+        inner.accountInfo(appID: appID, accessToken: accessToken, completion: completion)
+    }
+
+    func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void) {
+        if owner.takeDirectRead() { return completion(.failure(RainError(.network, "direct read failed (test)"))) }
+        inner.wallet(appID: appID, accessToken: accessToken, completion: completion)
+    }
+}
+
 func eventually(_ what: String, _ condition: () async -> Bool) async {
     let deadline = ContinuousClock.now + .seconds(10)
     while ContinuousClock.now < deadline {
