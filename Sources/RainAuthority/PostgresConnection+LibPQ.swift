@@ -107,14 +107,14 @@ final class PostgresConnection {
         let keywords = ["connect_timeout", "application_name", "dbname"]
         let values = ["10", "rainwalletd-authority", url]
         let handle: OpaquePointer? = withCStrings(keywords) { k in
-            withCStrings(values) { v in PQconnectdbParams(k, v, 1) }
+            withCStrings(values) { v in rain_PQconnectdbParams(k, v, 1) }
         }
         guard let handle else {
             throw RainError(.internalError, "authority store: cannot allocate a PostgreSQL connection")
         }
-        guard PQstatus(handle) == CONNECTION_OK else {
-            let detail = Self.firstLine(PQerrorMessage(handle), hiding: url)
-            PQfinish(handle)
+        guard rain_PQstatus(handle) == CONNECTION_OK else {
+            let detail = Self.firstLine(rain_PQerrorMessage(handle), hiding: url)
+            rain_PQfinish(handle)
             throw RainError(
                 .internalError,
                 "authority store: cannot connect to PostgreSQL at \(target): \(detail); check that the server is "
@@ -134,7 +134,17 @@ final class PostgresConnection {
     }
 
     deinit {
-        PQfinish(connection)
+        rain_PQfinish(connection)
+    }
+
+    /// Loads libpq the first time a PostgreSQL store is used (never for SQLite).
+    /// - Throws: RAIN_502 when libpq.so.5 cannot be loaded.
+    static func loadLibPQ() throws(RainError) {
+        guard let failure = rain_pq_load() else { return }
+        throw RainError(
+            .internalError,
+            "authority store: cannot load the PostgreSQL client library (\(String(cString: failure))); "
+                + "install it (apt-get install libpq5) or use the SQLite store")
     }
 
     /// `user@host:port/database` from a URL, validated by libpq's own parser.
@@ -144,15 +154,16 @@ final class PostgresConnection {
             throw RainError.invalid(
                 "the store URL must look like postgres://USER@HOST:PORT/DATABASE", field: "--store")
         }
+        try loadLibPQ()
         var error: UnsafeMutablePointer<CChar>?
-        guard let options = PQconninfoParse(url, &error) else {
+        guard let options = rain_PQconninfoParse(url, &error) else {
             let detail = error.map { firstLine($0, hiding: url) } ?? "malformed"
-            if let error { PQfreemem(error) }
+            if let error { rain_PQfreemem(error) }
             throw RainError.invalid(
                 "the store URL is not a valid PostgreSQL URL (\(detail)); use postgres://USER@HOST:PORT/DATABASE",
                 field: "--store")
         }
-        defer { PQconninfoFree(options) }
+        defer { rain_PQconninfoFree(options) }
         var fields: [String: String] = [:]
         var cursor = options
         while let keyword = cursor.pointee.keyword {
@@ -175,8 +186,8 @@ final class PostgresConnection {
     /// Runs one statement that takes no parameters and cannot be prepared (`CREATE DATABASE`).
     func executeSimple(_ sql: String, operation: String) throws(RainError) {
         try ensureConnected()
-        let result = PQexec(connection, sql)
-        defer { PQclear(result) }
+        let result = rain_PQexec(connection, sql)
+        defer { rain_PQclear(result) }
         try check(result, operation, expected: PGRES_COMMAND_OK)
     }
 
@@ -224,17 +235,17 @@ final class PostgresConnection {
     private func rollback() {
         // Only reached after a failure that is already being thrown. A connection that broke has
         // no transaction left; it is reset at its next use.
-        if PQtransactionStatus(connection) != PQTRANS_IDLE {
+        if rain_PQtransactionStatus(connection) != PQTRANS_IDLE {
             _ = try? execute("ROLLBACK", operation: "roll back a transaction")
         }
     }
 
     /// Reconnects when the connection broke (the server restarted, the network dropped).
     private func ensureConnected() throws(RainError) {
-        guard PQstatus(connection) != CONNECTION_OK else { return }
+        guard rain_PQstatus(connection) != CONNECTION_OK else { return }
         prepared.removeAll()
-        PQreset(connection)
-        guard PQstatus(connection) == CONNECTION_OK else {
+        rain_PQreset(connection)
+        guard rain_PQstatus(connection) == CONNECTION_OK else {
             throw RainError(
                 .internalError, "authority store: lost the connection to PostgreSQL at \(target) and cannot reconnect")
         }
@@ -252,8 +263,8 @@ final class PostgresConnection {
             name = existing
         } else {
             name = "rain_\(prepared.count + 1)"
-            let result = PQprepare(connection, name, sql, Int32(types.count), types.isEmpty ? nil : types)
-            defer { PQclear(result) }
+            let result = rain_PQprepare(connection, name, sql, Int32(types.count), types.isEmpty ? nil : types)
+            defer { rain_PQclear(result) }
             try check(result, operation, expected: PGRES_COMMAND_OK)
             prepared[key] = name
         }
@@ -281,44 +292,44 @@ final class PostgresConnection {
                 if case .null = value { return nil }
                 return base.map { ($0 + offsets[index]).assumingMemoryBound(to: CChar.self) }
             }
-            return PQexecPrepared(
+            return rain_PQexecPrepared(
                 connection, name, Int32(parameters.count), pointers.isEmpty ? nil : pointers,
                 lengths.isEmpty ? nil : lengths, formats.isEmpty ? nil : formats, 1)
         }
-        defer { PQclear(result) }
+        defer { rain_PQclear(result) }
         guard let result else { throw failure(operation, nil) }
-        switch PQresultStatus(result) {
+        switch rain_PQresultStatus(result) {
         case PGRES_COMMAND_OK:
-            let changed = Int(String(cString: PQcmdTuples(result))) ?? 0
+            let changed = Int(String(cString: rain_PQcmdTuples(result))) ?? 0
             return ([], changed)
         case PGRES_TUPLES_OK:
-            return (try readRows(result, operation), Int(PQntuples(result)))
+            return (try readRows(result, operation), Int(rain_PQntuples(result)))
         default:
             throw failure(operation, result)
         }
     }
 
     private func readRows(_ result: OpaquePointer, _ operation: String) throws(RainError) -> [PostgresRow] {
-        let rowCount = PQntuples(result)
-        let columnCount = PQnfields(result)
+        let rowCount = rain_PQntuples(result)
+        let columnCount = rain_PQnfields(result)
         var rows: [PostgresRow] = []
         rows.reserveCapacity(Int(rowCount))
         for row in 0..<rowCount {
             var values: [PostgresValue] = []
             values.reserveCapacity(Int(columnCount))
             for column in 0..<columnCount {
-                if PQgetisnull(result, row, column) != 0 {
+                if rain_PQgetisnull(result, row, column) != 0 {
                     values.append(.null)
                     continue
                 }
-                let length = Int(PQgetlength(result, row, column))
+                let length = Int(rain_PQgetlength(result, row, column))
                 let bytes: [UInt8]
-                if let pointer = PQgetvalue(result, row, column), length > 0 {
+                if let pointer = rain_PQgetvalue(result, row, column), length > 0 {
                     bytes = Array(UnsafeRawBufferPointer(start: pointer, count: length))
                 } else {
                     bytes = []
                 }
-                switch PQftype(result, column) {
+                switch rain_PQftype(result, column) {
                 case 20, 23, 21:  // int8, int4, int2: big-endian two's complement
                     guard bytes.count == 8 || bytes.count == 4 || bytes.count == 2 else {
                         throw Self.typeError(operation, column: Int(column))
@@ -344,16 +355,16 @@ final class PostgresConnection {
     }
 
     private func check(_ result: OpaquePointer?, _ operation: String, expected: ExecStatusType) throws(RainError) {
-        guard let result, PQresultStatus(result) == expected else { throw failure(operation, result) }
+        guard let result, rain_PQresultStatus(result) == expected else { throw failure(operation, result) }
     }
 
     /// RAIN_502 naming the operation and the SQLSTATE; the server's primary message (which names
     /// tables and constraints, never bound values) is kept as the underlying cause only.
     private func failure(_ operation: String, _ result: OpaquePointer?) -> RainError {
-        let sqlState = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
+        let sqlState = result.flatMap { rain_PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
         let primary =
-            result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
-            ?? Self.firstLine(PQerrorMessage(connection), hiding: nil)
+            result.flatMap { rain_PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
+            ?? Self.firstLine(rain_PQerrorMessage(connection), hiding: nil)
         let state = sqlState.map { "SQLSTATE \($0)" } ?? "no result"
         return RainError(
             .internalError, "authority store: cannot \(operation): PostgreSQL \(state) at \(target)",

@@ -16,6 +16,22 @@ struct DaemonLifecycleTests {
         #expect(fileMode(h.socketPath) == nil)
     }
 
+    @Test("a daemon on the SQLite store never loads libpq (nor its Kerberos, LDAP and GnuTLS)")
+    func sqliteDaemonDoesNotMapLibPQ() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let pid = try #require(h.pid)
+        // A login and the account and wallet reads: every store path has run.
+        let p = h.provider()
+        try await p.sendLoginCode(to: .email("maps@example.com"))
+        try await p.confirmLoginCode(try #require(try await h.latestCode(for: "maps@example.com")))
+        _ = try await p.account()
+        _ = try await p.getWallet()
+        #expect(processMaps(pid, library: "libsqlite3.so"), "the check reads the daemon's maps")
+        #expect(!processMaps(pid, library: "libpq.so"))
+        #expect(!processMaps(pid, library: "libgnutls.so"))
+    }
+
     @Test("a stale socket file (its daemon was killed) is replaced on start")
     func staleSocketReplaced() async throws {
         let h = try await DaemonHarness.start()
@@ -116,4 +132,13 @@ struct DaemonLifecycleTests {
         let bad = try await h.runDaemon(arguments: ["--bogus"])
         #expect(bad.status == 64, "\(bad.output)")
     }
+}
+
+/// Whether process `pid` has a file whose name contains `library` mapped (`/proc/PID/maps`).
+func processMaps(_ pid: Int32, library: String) -> Bool {
+    // Read to the end: /proc files report a size of 0, so a size-based read returns nothing.
+    guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else { return false }
+    defer { try? handle.close() }
+    guard let data = try? handle.readToEnd() else { return false }
+    return String(decoding: data, as: UTF8.self).split(separator: "\n").contains { $0.contains(library) }
 }

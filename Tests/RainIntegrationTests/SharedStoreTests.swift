@@ -86,6 +86,12 @@ final class SharedStoreCluster: Sendable {
         return actual
     }
 
+    /// Whether authority `i` has libpq mapped (it loads it only for a PostgreSQL store).
+    func mapsLibPQ(_ i: Int) -> Bool {
+        guard let p = processes.withLock({ $0["authority\(i)"] }) else { return false }
+        return processMaps(p.processIdentifier, library: "libpq.so")
+    }
+
     /// SIGKILLs authority `i`.
     func killAuthority(_ i: Int) {
         guard let p = processes.withLock({ $0["authority\(i)"] }) else { return }
@@ -168,6 +174,7 @@ struct SharedStoreTests {
     func codeAndRefreshAcrossInstances() async throws {
         let h = try await SharedStoreCluster.up(devices: [], refreshGrace: 4)
         defer { h.down() }
+        #expect(h.mapsLibPQ(0) && h.mapsLibPQ(1), "an authority on PostgreSQL loads libpq")
         let (challenge, code) = try await h.sendCode(via: 0, device: "dev-x", email: "across@example.com")
         let a = try h.remote(0)
         let b = try h.remote(1)
