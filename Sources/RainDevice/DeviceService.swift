@@ -23,12 +23,15 @@ public final class DeviceService: ServerHandler {
     private let profiles = Mutex<[String: Entry]>([:])
     private let ownUID = getuid()
     private let logger: Logger
+    /// The authority's direct reads (an embedded authority on SQLite), taken once.
+    private let directReads: (any DirectAuthorityReads)?
 
     public init(config: DaemonConfig, context: DeviceContext, isTestMethodsEnabled: Bool = false) {
         self.config = config
         self.context = context
         self.isTestMethodsEnabled = isTestMethodsEnabled
         self.logger = context.logger.child("rpc")
+        self.directReads = context.authority.directReads
     }
 
     /// The profile's entry, created (and its restore started) on first use.
@@ -161,7 +164,7 @@ public final class DeviceService: ServerHandler {
             let fallback: @Sendable (GetAccountRequest) async throws(RainError) -> AccountResponse = { (_) throws(RainError) in
                 try await s.account()
             }
-            guard let reads = context.authority.directReads, let token = e.runtime.liveAccessToken() else {
+            guard let reads = directReads, let token = e.runtime.liveAccessToken() else {
                 return deferred(request, ctx, GetAccountRequest.self, fallback)
             }
             let appID = e.runtime.settings.appID
@@ -174,7 +177,7 @@ public final class DeviceService: ServerHandler {
             let fallback: @Sendable (GetWalletRequest) async throws(RainError) -> WalletResponse = { (_) throws(RainError) in
                 try await s.wallet()
             }
-            guard let reads = context.authority.directReads, let token = e.runtime.liveAccessToken() else {
+            guard let reads = directReads, let token = e.runtime.liveAccessToken() else {
                 return deferred(request, ctx, GetWalletRequest.self, fallback)
             }
             let appID = e.runtime.settings.appID

@@ -62,8 +62,7 @@ final class ServedDevice: Sendable {
     }
 
     @Test func liveSessionReadsTakeTheDirectPathAndAnswerWhatTheActorAnswers() async throws {
-        let f = try await SchedulerFixture()
-        f.authority.enableDirectReads()
+        let f = try await SchedulerFixture(directReads: true)
         try await f.login()
         try await Self.serve(f) { c in
             let account = try await Self.account(c)
@@ -77,8 +76,7 @@ final class ServedDevice: Sendable {
     }
 
     @Test func aFailedDirectReadFallsBackToTheActorWhichRetries() async throws {
-        let f = try await SchedulerFixture()
-        f.authority.enableDirectReads()
+        let f = try await SchedulerFixture(directReads: true)
         try await f.login()
         f.authority.failNextDirectReads(2)
         try await Self.serve(f) { c in
@@ -91,8 +89,7 @@ final class ServedDevice: Sendable {
     }
 
     @Test func aSessionRevokedElsewhereEndsThroughTheFallbackWithRAIN201() async throws {
-        let f = try await SchedulerFixture()
-        f.authority.enableDirectReads()
+        let f = try await SchedulerFixture(directReads: true)
         try await f.login()
         let challenge = try await f.embedded.sendLoginCode(
             SendCodeRequest(appID: "default", deviceID: "dev_other", contact: .email("user@example.com")))
@@ -113,8 +110,7 @@ final class ServedDevice: Sendable {
     }
 
     @Test func withoutALiveTokenTheDirectPathIsSkipped() async throws {
-        let f = try await SchedulerFixture()
-        f.authority.enableDirectReads()
+        let f = try await SchedulerFixture(directReads: true)
         try await Self.serve(f) { c in
             let error = await #expect(throws: RainError.self) { _ = try await Self.account(c) }
             #expect(error?.code == .sessionExpired)

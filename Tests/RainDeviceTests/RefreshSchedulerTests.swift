@@ -200,7 +200,8 @@ struct SchedulerFixture {
     let logSink: CapturingLogSink
     let logger: Logger
 
-    init(policy: RainWalletSessionPolicy = .default, allowExport: Bool = false) async throws {
+    /// With `directReads`, the authority offers the embedded authority's direct reads to the service.
+    init(policy: RainWalletSessionPolicy = .default, allowExport: Bool = false, directReads: Bool = false) async throws {
         let sink = CapturingLogSink()
         logSink = sink
         logger = Logger(label: "test", minimumLevel: .debug, sink: sink)
@@ -208,6 +209,7 @@ struct SchedulerFixture {
             stateDirectory: dir.path, settings: AuthoritySettings(sendLimits: .unlimited), clock: clock, sender: sender,
             logger: logger)
         authority = ControlledAuthority(embedded)
+        if directReads { authority.enableDirectReads() }
         var config = DaemonConfig()
         config.profiles["default"] = ProfileSettings(
             appID: "default", isExportAllowed: allowExport, sessionPolicy: policy)
