@@ -230,14 +230,20 @@ public final class EventLoopServer: @unchecked Sendable {
             let fallback = Envelope(
                 requestID: requestID, kind: .response(.failure(RainError(.internalError, "internal error: response could not be encoded"))))
             guard let f = try? fallback.encodeFrame() else { return }
-            outbound.withLock { $0.append(Outbound(connection: connection, requestID: requestID, token: token, frame: f, isFinal: true)) }
-            wake()
+            enqueue(Outbound(connection: connection, requestID: requestID, token: token, frame: f, isFinal: true))
             return
         }
-        outbound.withLock {
-            $0.append(Outbound(connection: connection, requestID: requestID, token: token, frame: frame, isFinal: isFinal))
+        enqueue(Outbound(connection: connection, requestID: requestID, token: token, frame: frame, isFinal: isFinal))
+    }
+
+    /// Queues an answer for the loop, waking it only when the queue was empty: a non-empty queue
+    /// already has a wake pending, since `drainOutbound` reads the eventfd before it takes the queue.
+    private func enqueue(_ item: Outbound) {
+        let wasEmpty = outbound.withLock { q -> Bool in
+            defer { q.append(item) }
+            return q.isEmpty
         }
-        wake()
+        if wasEmpty { wake() }
     }
 
     // MARK: the loop (loop thread only below)
@@ -584,6 +590,7 @@ public final class EventLoopServer: @unchecked Sendable {
     }
 
     private func drainOutbound() {
+        // The eventfd first, then the queue (see `enqueue`): an answer queued in between is taken now.
         var counter: UInt64 = 0
         _ = withUnsafeMutableBytes(of: &counter) { Foundation.read(wakeFD, $0.baseAddress, 8) }
         let items = outbound.withLock { q -> [Outbound] in
