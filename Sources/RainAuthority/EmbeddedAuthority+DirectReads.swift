@@ -18,29 +18,42 @@ struct EmbeddedDirectReads: DirectAuthorityReads {
     let clock: any RainClock
 
     func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void) {
-        let now = clock.now
-        reader.accountAccessWithPasskeys(appID: appID, accessHash: keys.tokenHash(accessToken)) { result in
-            completion(
-                Result { () throws(RainError) -> AccountInfo in
-                    guard let found = try result.get() else { throw EmbeddedAuthority.sessionError(EmbeddedAuthority.RefreshRefusal.invalidToken) }
-                    try EmbeddedAuthority.requireLive(found.access, now: now)
-                    return try EmbeddedAuthority.accountInfo(found.access, passkeys: found.passkeys)
-                })
+        live(accessToken, completion) { hash, found in
+            reader.accountAccessWithPasskeys(appID: appID, accessHash: hash) { found($0.map { $0.map { ($0.access, $0) } }) }
+        } answer: { (found) throws(RainError) in
+            try EmbeddedAuthority.accountInfo(found.access, passkeys: found.passkeys)
         }
     }
 
     func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void) {
+        live(accessToken, completion) { hash, found in
+            reader.accountAccessWithWallet(appID: appID, accessHash: hash) { found($0.map { $0.map { ($0.access, $0) } }) }
+        } answer: { (found) throws(RainError) in
+            guard let stored = found.wallet else { throw EmbeddedAuthority.noWallet() }
+            guard stored.hasAllKeys else {
+                throw RainError(.unavailable, "the wallet's keys are being completed", details: .init(reason: "keys_incomplete"))
+            }
+            return try EmbeddedAuthority.walletInfo(stored)
+        }
+    }
+
+    /// Looks the token's session up with `lookup` (which hands over the session with the rest of
+    /// its row), refuses it unless it is live (RAIN_201 like the async API), and completes with
+    /// what `answer` makes of the row.
+    private func live<Row: Sendable, Info: Sendable>(
+        _ accessToken: String, _ completion: @escaping @Sendable (Result<Info, RainError>) -> Void,
+        lookup: ([UInt8], @escaping @Sendable (Result<(AccountAccess, Row)?, RainError>) -> Void) -> Void,
+        answer: @escaping @Sendable (Row) throws(RainError) -> Info
+    ) {
         let now = clock.now
-        reader.accountAccessWithWallet(appID: appID, accessHash: keys.tokenHash(accessToken)) { result in
+        lookup(keys.tokenHash(accessToken)) { result in
             completion(
-                Result { () throws(RainError) -> WalletInfo in
-                    guard let found = try result.get() else { throw EmbeddedAuthority.sessionError(EmbeddedAuthority.RefreshRefusal.invalidToken) }
-                    try EmbeddedAuthority.requireLive(found.access, now: now)
-                    guard let stored = found.wallet else { throw EmbeddedAuthority.noWallet() }
-                    guard stored.hasAllKeys else {
-                        throw RainError(.unavailable, "the wallet's keys are being completed", details: .init(reason: "keys_incomplete"))
+                Result { () throws(RainError) -> Info in
+                    guard let (access, row) = try result.get() else {
+                        throw EmbeddedAuthority.sessionError(EmbeddedAuthority.RefreshRefusal.invalidToken)
                     }
-                    return try EmbeddedAuthority.walletInfo(stored)
+                    try EmbeddedAuthority.requireLive(access, now: now)
+                    return try answer(row)
                 })
         }
     }

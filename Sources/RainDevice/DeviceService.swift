@@ -159,29 +159,15 @@ public final class DeviceService: ServerHandler {
                 try await s.confirmContactVerification(r.code)
             }
         case Method.getAccount:
-            let e = entry(profile)
-            let s = e.session
-            let fallback: @Sendable (GetAccountRequest) async throws(RainError) -> AccountResponse = { (_) throws(RainError) in
+            return sessionRead(request, ctx, profile: profile, GetAccountRequest.self) { (s) throws(RainError) in
                 try await s.account()
-            }
-            guard let reads = directReads, let token = e.runtime.liveAccessToken() else {
-                return deferred(request, ctx, GetAccountRequest.self, fallback)
-            }
-            let appID = e.runtime.settings.appID
-            return direct(request, ctx, GetAccountRequest.self, fallback: fallback) { done in
+            } direct: { reads, appID, token, done in
                 reads.accountInfo(appID: appID, accessToken: token) { done($0.map(ProfileSession.accountResponse)) }
             }
         case Method.getWallet:
-            let e = entry(profile)
-            let s = e.session
-            let fallback: @Sendable (GetWalletRequest) async throws(RainError) -> WalletResponse = { (_) throws(RainError) in
+            return sessionRead(request, ctx, profile: profile, GetWalletRequest.self) { (s) throws(RainError) in
                 try await s.wallet()
-            }
-            guard let reads = directReads, let token = e.runtime.liveAccessToken() else {
-                return deferred(request, ctx, GetWalletRequest.self, fallback)
-            }
-            let appID = e.runtime.settings.appID
-            return direct(request, ctx, GetWalletRequest.self, fallback: fallback) { done in
+            } direct: { reads, appID, token, done in
                 reads.wallet(appID: appID, accessToken: token) { done($0.map(ProfileSession.walletResponse)) }
             }
         case Method.exportRecoveryPhrase:
@@ -269,15 +255,22 @@ public final class DeviceService: ServerHandler {
         return .deferred
     }
 
-    /// Decodes the request and starts `read`, which answers on the authority's reader thread
-    /// without the Swift pool (`DirectAuthorityReads`). A success is the answer; any failure runs
-    /// `fallback` in a task through the session actor, which refreshes a token that rotated or
-    /// expired meanwhile, retries what is transient and gives the definitive error.
-    private func direct<Req: WireMessage, Resp: WireMessage>(
-        _ request: WireRequest, _ ctx: RequestContext, _: Req.Type,
-        fallback: @escaping @Sendable (Req) async throws(RainError) -> Resp,
-        read: (@escaping @Sendable (Result<Resp, RainError>) -> Void) -> Void
+    /// A read of the session's account or wallet. While the profile has a live access token and the
+    /// authority offers direct reads, `direct` answers on the authority's reader thread without the
+    /// Swift pool (`DirectAuthorityReads`): a success is the answer. Otherwise, and after any direct
+    /// failure, `actor` runs in a task on the profile's session actor, which refreshes a token that
+    /// rotated or expired meanwhile, retries what is transient and gives the definitive error.
+    private func sessionRead<Req: WireMessage, Resp: WireMessage>(
+        _ request: WireRequest, _ ctx: RequestContext, profile: String, _: Req.Type,
+        actor: @escaping @Sendable (ProfileSession) async throws(RainError) -> Resp,
+        direct: (any DirectAuthorityReads, String, String, @escaping @Sendable (Result<Resp, RainError>) -> Void) -> Void
     ) -> HandlerDecision {
+        let e = entry(profile)
+        let session = e.session
+        let fallback: @Sendable (Req) async throws(RainError) -> Resp = { (_) throws(RainError) in try await actor(session) }
+        guard let reads = directReads, let token = e.runtime.liveAccessToken() else {
+            return deferred(request, ctx, Req.self, fallback)
+        }
         let req: Req
         do {
             req = try Req.decode(request.payload)
@@ -287,7 +280,7 @@ public final class DeviceService: ServerHandler {
         let responder = ctx.responder
         let method = request.method
         armDeadline(request, responder)
-        read { [self] result in
+        direct(reads, e.runtime.settings.appID, token) { [self] result in
             switch result {
             case .success(let resp): finish(.success(resp), method, responder)
             case .failure: run(req, method, responder, fallback)

@@ -91,12 +91,7 @@ final class ServedDevice: Sendable {
     @Test func aSessionRevokedElsewhereEndsThroughTheFallbackWithRAIN201() async throws {
         let f = try await SchedulerFixture(directReads: true)
         try await f.login()
-        let challenge = try await f.embedded.sendLoginCode(
-            SendCodeRequest(appID: "default", deviceID: "dev_other", contact: .email("user@example.com")))
-        _ = try await f.embedded.confirmLoginCode(
-            ConfirmCodeRequest(
-                appID: "default", deviceID: "dev_other", challengeID: challenge.challengeID,
-                code: try #require(f.sender.lastCode)))
+        try await f.loginOnAnotherDevice()
         try await Self.serve(f) { c in
             let error = await #expect(throws: RainError.self) { _ = try await Self.account(c) }
             #expect(error?.code == .sessionExpired)

@@ -226,6 +226,17 @@ struct SchedulerFixture {
         _ = try await session.confirmLoginCode(try #require(sender.lastCode))
     }
 
+    /// The same account logs in on another device of the app: this device's session is revoked
+    /// at the authority (this device has not learned it yet).
+    func loginOnAnotherDevice() async throws {
+        let challenge = try await embedded.sendLoginCode(
+            SendCodeRequest(appID: "default", deviceID: "dev_other", contact: .email("user@example.com")))
+        _ = try await embedded.confirmLoginCode(
+            ConfirmCodeRequest(
+                appID: "default", deviceID: "dev_other", challengeID: challenge.challengeID,
+                code: try #require(sender.lastCode)))
+    }
+
     func watch(_ n: Int) -> [EventCollector] {
         (0..<n).map { i in
             let c = EventCollector()

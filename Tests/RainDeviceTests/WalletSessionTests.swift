@@ -57,13 +57,7 @@ func pumpClock<T: Sendable>(_ f: SchedulerFixture, until task: Task<T, any Error
         let f = try await SchedulerFixture()
         try await f.login()
         let watcher = f.watch(1)[0]
-        // The same account logs in on another device: this device's session is revoked.
-        let challenge = try await f.embedded.sendLoginCode(
-            SendCodeRequest(appID: "default", deviceID: "dev_other", contact: .email("user@example.com")))
-        _ = try await f.embedded.confirmLoginCode(
-            ConfirmCodeRequest(
-                appID: "default", deviceID: "dev_other", challengeID: challenge.challengeID,
-                code: try #require(f.sender.lastCode)))
+        try await f.loginOnAnotherDevice()
         let error = await #expect(throws: RainError.self) { try await f.session.wallet() }
         #expect(error?.code == .sessionExpired)
         #expect(f.runtime.snapshot().authState == .unauthenticated)
