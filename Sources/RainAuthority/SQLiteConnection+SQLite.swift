@@ -272,6 +272,15 @@ final class SQLiteConnection {
     private func failure(_ operation: String, _ rc: Int32) -> RainError {
         let detail = String(cString: sqlite3_errmsg(db))
         let codeName = String(cString: sqlite3_errstr(rc))
+        let primary = rc & 0xff
+        if primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT {
+            return RainError(
+                .internalError,
+                "authority store: cannot \(operation): \(path) is damaged or is not a SQLite database "
+                    + "(\(codeName), SQLite result \(rc)); stop the daemon and restore the file from a backup "
+                    + "(moving it aside starts an empty store: every account and wallet in it would be lost)",
+                underlying: SQLiteFailure(detail))
+        }
         return RainError(
             .internalError, "authority store: cannot \(operation): \(codeName) (SQLite result \(rc))",
             underlying: SQLiteFailure(detail))

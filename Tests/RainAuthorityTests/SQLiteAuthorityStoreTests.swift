@@ -43,6 +43,22 @@ struct SQLiteAuthorityStoreTests {
         #expect(error.code == .internalError)
     }
 
+    @Test("a damaged or foreign database file is refused with RAIN_502 naming the file and what to do")
+    func damagedFileRefused() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/authority.sqlite3"
+        for contents in [Array("not a database at all, just text".utf8), Array("SQLite format 3\u{0}".utf8) + [UInt8](repeating: 0xA5, count: 4000)] {
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(contents), attributes: [.posixPermissions: 0o600]))
+            let error = try #require(await rainError { _ = try await SQLiteAuthorityStore.open(stateDirectory: directory) })
+            #expect(error.code == .internalError)
+            #expect(error.message.contains(path))
+            #expect(error.message.contains("restore the file from a backup"))
+            // Nothing was written over it: the file is as it was.
+            #expect(FileManager.default.contents(atPath: path) == Data(contents))
+        }
+    }
+
     /// Schema version 1 as released (copied, not taken from the store, so an edit of the store's
     /// first migration cannot hide here).
     static let schemaV1 = [
