@@ -5,8 +5,9 @@ import RainCore
 /// The embedded authority store: one SQLite file (`authority.sqlite3`) in the state directory.
 ///
 /// WAL journal, `synchronous=FULL`, a busy timeout and foreign keys. Numbered migrations run in one
-/// transaction when the store opens and are recorded in `schema_version`. Every SQLite call runs on
-/// one private serial queue, never on the Swift concurrency pool; the async API waits for it.
+/// transaction when the store opens and are recorded in `schema_version`. Every SQLite call of the
+/// async API runs on one private serial queue, never on the Swift concurrency pool; the async API
+/// waits for it. A second, read-only connection on a queue of its own serves `directReader`.
 public final class SQLiteAuthorityStore: AuthorityStore, @unchecked Sendable {
     // @unchecked: `connection` is read and written only on `queue` (a serial queue); every other
     // stored property is immutable and Sendable.
