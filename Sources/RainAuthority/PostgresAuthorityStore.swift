@@ -891,3 +891,78 @@ extension PostgresAuthorityStore {
         return String(serverURL[...slash]) + name
     }
 }
+
+// MARK: - The shared use cases on PostgreSQL
+
+extension PostgresValue {
+    /// The PostgreSQL binding of a shared value.
+    init(_ value: StoreValue) {
+        switch value {
+        case .null: self = .null
+        case .integer(let v): self = .integer(v)
+        case .text(let s): self = .text(s)
+        case .bytes(let b): self = .bytes(b)
+        case .boolean(let b): self = .boolean(b)
+        }
+    }
+}
+
+/// `StoreOperations` on PostgreSQL: the row locks and advisory locks that give each use case's
+/// READ COMMITTED transaction what SQLite gets from its single writer (see
+/// `PostgresAuthorityStore`).
+extension PostgresConnection: StoreConnection {
+    /// Runs shared SQL as it is (it uses PostgreSQL's placeholders).
+    func query(_ sql: String, values: [StoreValue], operation: String) throws(RainError) -> [PostgresRow] {
+        try query(sql, values.map(PostgresValue.init), operation: operation)
+    }
+
+    /// Runs shared SQL as it is (it uses PostgreSQL's placeholders).
+    @discardableResult
+    func execute(_ sql: String, values: [StoreValue], operation: String) throws(RainError) -> Int {
+        try execute(sql, values.map(PostgresValue.init), operation: operation)
+    }
+
+    /// A use case's transaction: run again when it loses a race, 5 times at most.
+    func transaction<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
+        try transaction(operation, attempts: 5, body)
+    }
+
+    /// The identity column each table has for insertion order.
+    static var insertionOrder: String { "seq" }
+
+    /// PostgreSQL sorts NULLs last in ascending order unless told.
+    static var nullsFirst: String { " NULLS FIRST" }
+
+    /// `FOR UPDATE`, or `FOR UPDATE OF alias` to lock one table's rows of a join.
+    static func lockRows(of alias: String?) -> String { alias.map { "FOR UPDATE OF \($0)" } ?? "FOR UPDATE" }
+
+    /// Takes a transaction-scoped advisory lock named by `parts` (hashed to 64 bits by the server).
+    func lock(_ parts: String...) throws(RainError) {
+        _ = try query(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(parts.joined(separator: "\u{1F}"))],
+            operation: "take a lock")
+    }
+
+    /// Locks the account row, so logins of one account run one at a time and exactly one device
+    /// ends up live.
+    func lockAccount(_ accountID: String) throws(RainError) {
+        _ = try query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [.text(accountID)], operation: "lock the account")
+    }
+
+    /// Retires the device's pending challenges of `purpose` in one `UPDATE … RETURNING id`.
+    func retirePendingChallenges(appID: String, deviceID: String, purpose: String) throws(RainError) -> [String] {
+        let op = "retire the device's pending challenges"
+        var ids: [String] = []
+        for row in try query(
+            """
+            UPDATE challenges SET state = 'retired'
+            WHERE app_id = $1 AND device_id = $2 AND purpose = $3 AND state = 'pending'
+            RETURNING id
+            """,
+            [.text(appID), .text(deviceID), .text(purpose)], operation: op)
+        {
+            ids.append(try row.text(0, op))
+        }
+        return ids
+    }
+}

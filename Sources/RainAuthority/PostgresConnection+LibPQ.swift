@@ -201,7 +201,7 @@ final class PostgresConnection {
     /// Runs `body` inside `BEGIN` … `COMMIT` (READ COMMITTED; callers take the row and advisory
     /// locks they need), rolling back when it throws. A transaction that loses a race (a
     /// serialization failure, a deadlock, a unique violation) runs again, up to `attempts` times.
-    func transaction<T>(_ operation: String, attempts: Int = 5, _ body: () throws(RainError) -> T) throws(RainError)
+    func transaction<T>(_ operation: String, attempts: Int, _ body: () throws(RainError) -> T) throws(RainError)
         -> T
     {
         var attempt = 1

@@ -921,3 +921,68 @@ private func createPrivateFile(_ path: String) throws(RainError) {
         guard fchmod(fd, 0o600) == 0 else { throw AtomicFile.ioError("chmod", path) }
     }
 }
+
+// MARK: - The shared use cases on SQLite
+
+extension SQLiteValue {
+    /// The SQLite binding of a shared value: bytes are a BLOB, a boolean an INTEGER 0/1.
+    init(_ value: StoreValue) {
+        switch value {
+        case .null: self = .null
+        case .integer(let v): self = .integer(v)
+        case .text(let s): self = .text(s)
+        case .bytes(let b): self = .blob(b)
+        case .boolean(let b): self = .integer(b ? 1 : 0)
+        }
+    }
+}
+
+/// `StoreOperations` on SQLite: every use case runs in a `BEGIN IMMEDIATE` transaction, whose
+/// write lock serializes it against every other writer, so no lock is ever taken here.
+extension SQLiteConnection: StoreConnection {
+    /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N`.
+    func query(_ sql: String, values: [StoreValue], operation: String) throws(RainError) -> [SQLiteRow] {
+        try query(StoreSQL.sqlitePlaceholders(sql), values.map(SQLiteValue.init), operation: operation)
+    }
+
+    /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N`.
+    @discardableResult
+    func execute(_ sql: String, values: [StoreValue], operation: String) throws(RainError) -> Int {
+        try execute(StoreSQL.sqlitePlaceholders(sql), values.map(SQLiteValue.init), operation: operation)
+    }
+
+    /// SQLite's implicit insertion-ordered key.
+    static var insertionOrder: String { "rowid" }
+
+    /// SQLite sorts NULLs first in ascending order by default.
+    static var nullsFirst: String { "" }
+
+    /// No row locks: the transaction holds the database's write lock.
+    static func lockRows(of alias: String?) -> String { "" }
+
+    /// No lock: the transaction holds the database's write lock.
+    func lock(_ parts: String...) throws(RainError) {}
+
+    /// No lock: the transaction holds the database's write lock.
+    func lockAccount(_ accountID: String) throws(RainError) {}
+
+    /// Reads the device's pending challenges of `purpose`, then retires them.
+    func retirePendingChallenges(appID: String, deviceID: String, purpose: String) throws(RainError) -> [String] {
+        let op = "find the device's pending challenges"
+        let arguments: [SQLiteValue] = [.text(appID), .text(deviceID), .text(purpose)]
+        var ids: [String] = []
+        for row in try query(
+            "SELECT id FROM challenges WHERE app_id = ? AND device_id = ? AND purpose = ? AND state = 'pending'",
+            arguments, operation: op)
+        {
+            ids.append(try row.text(0, op))
+        }
+        try execute(
+            """
+            UPDATE challenges SET state = 'retired'
+            WHERE app_id = ? AND device_id = ? AND purpose = ? AND state = 'pending'
+            """,
+            arguments, operation: "retire the device's pending challenges")
+        return ids
+    }
+}
