@@ -251,6 +251,29 @@ struct SQLiteAuthorityStoreTests {
         #expect(db.cachedStatementCount == 1)
     }
 
+    @Test("the shared use cases run the same statements every time, so the cache stops growing")
+    func sharedUseCasesReuseStatements() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try await SQLiteAuthorityStore.open(stateDirectory: directory)
+        func round() async throws {
+            _ = try await store.account(appID: "app", contact: .email("a@example.com"))
+            _ = try await store.challenge(id: "ch_1")
+            _ = try await store.sessions(appID: "app", accountID: "acct_1")
+            _ = try await store.walletsMissingKeys()
+            _ = try await store.passkeyCredentials(accountID: "acct_1")
+            _ = try await store.refreshSession(appID: "app", refreshHash: [1], now: Date()) { _ in (.none, 0) }
+            _ = try await store.prune(
+                challengesExpiredBefore: Date(), sessionsRevokedBefore: Date(), refreshTokensRetiredBefore: Date())
+        }
+        try await round()
+        let afterFirst = try await store.perform { db throws(RainError) in db.cachedStatementCount }
+        try await round()
+        #expect(afterFirst > 0)
+        #expect(try await store.perform { db throws(RainError) in db.cachedStatementCount } == afterFirst)
+        await store.close()
+    }
+
     @Test("a new store keeps none of its migrations' statements prepared")
     func migrationsLeaveTheCacheEmpty() async throws {
         let directory = try makeTemporaryDirectory()
