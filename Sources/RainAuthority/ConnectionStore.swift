@@ -4,7 +4,7 @@ import RainCore
 /// An `AuthorityStore` whose use cases are `StoreOperations` run on one of its connections: the
 /// async API below is written once for `SQLiteAuthorityStore` and `PostgresAuthorityStore`. A
 /// store supplies `perform` (where its connections run) and keeps what really differs (opening,
-/// migrations, `schemaVersion`, `storeWalletKeys`, `close`).
+/// migrations, `schemaVersion`, `close`).
 ///
 /// An atomic use case runs in one `Connection.transaction`: in SQLite a `BEGIN IMMEDIATE`
 /// transaction, whose write lock serializes it against every other writer; in PostgreSQL a READ
@@ -114,6 +114,17 @@ extension ConnectionStore {
     /// Every wallet that lacks its entropy or an address, oldest first.
     public func walletsMissingKeys() async throws(RainError) -> [WalletRecord] {
         try await perform { db throws(RainError) in try StoreOperations.walletsMissingKeys(db) }
+    }
+
+    /// Stores a wallet's keys in one statement, only if its entropy ciphertext is still
+    /// `expectedCiphertext` (nil: still none), so two backfills never replace each other's entropy.
+    @discardableResult
+    public func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
+        async throws(RainError) -> Bool
+    {
+        try await perform { db throws(RainError) in
+            try StoreOperations.storeWalletKeys(db, walletID: walletID, keys: keys, expectedCiphertext: expectedCiphertext)
+        }
     }
 
     /// Deletes old challenges, revoked sessions and old rotated-out refresh hashes, in one transaction.

@@ -245,28 +245,6 @@ public final class PostgresAuthorityStore: ConnectionStore {
         try await perform { db throws(RainError) in try Self.currentVersion(db) }
     }
 
-    /// Stores a wallet's keys in one statement, only if its entropy ciphertext is still
-    /// `expectedCiphertext` (nil: still none), so two backfills never replace each other's entropy.
-    @discardableResult
-    public func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
-        async throws(RainError) -> Bool
-    {
-        try await perform { db throws(RainError) in
-            let changed = try db.execute(
-                """
-                UPDATE wallets
-                SET entropy_ciphertext = $1, entropy_key_id = $2, ethereum_address = $3, solana_address = $4
-                WHERE id = $5 AND entropy_ciphertext IS NOT DISTINCT FROM $6::bytea
-                """,
-                [
-                    .bytes(keys.entropyCiphertext), .text(keys.entropyKeyID),
-                    keys.ethereumAddress.map { .text($0) } ?? .null, keys.solanaAddress.map { .text($0) } ?? .null,
-                    .text(walletID), expectedCiphertext.map { .bytes($0) } ?? .null,
-                ], operation: "store a wallet's keys")
-            return changed == 1
-        }
-    }
-
     /// Closes every connection; later calls throw RAIN_502.
     public func close() async {
         await pool.close()
@@ -349,6 +327,12 @@ extension PostgresConnection: StoreConnection {
 
     /// PostgreSQL sorts NULLs last in ascending order unless told.
     static var nullsFirst: String { " NULLS FIRST" }
+
+    /// `IS NOT DISTINCT FROM` is true for equal values and for two NULLs; the cast types a NULL
+    /// parameter.
+    static func sameBytes(_ column: String, _ placeholder: String) -> String {
+        "\(column) IS NOT DISTINCT FROM \(placeholder)::bytea"
+    }
 
     /// `FOR UPDATE`, or `FOR UPDATE OF alias` to lock one table's rows of a join.
     static func lockRows(of alias: String?) -> String { alias.map { "FOR UPDATE OF \($0)" } ?? "FOR UPDATE" }

@@ -318,28 +318,6 @@ public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
         }
     }
 
-    /// Stores a wallet's keys in one statement, only if its entropy ciphertext is still
-    /// `expectedCiphertext` (nil: still none), so two backfills never replace each other's entropy.
-    @discardableResult
-    public func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
-        async throws(RainError) -> Bool
-    {
-        try await perform { db throws(RainError) in
-            let changed = try db.execute(
-                """
-                UPDATE wallets
-                SET entropy_ciphertext = ?, entropy_key_id = ?, ethereum_address = ?, solana_address = ?
-                WHERE id = ? AND entropy_ciphertext IS ?
-                """,
-                [
-                    .blob(keys.entropyCiphertext), .text(keys.entropyKeyID),
-                    keys.ethereumAddress.map { .text($0) } ?? .null, keys.solanaAddress.map { .text($0) } ?? .null,
-                    .text(walletID), expectedCiphertext.map { .blob($0) } ?? .null,
-                ], operation: "store a wallet's keys")
-            return changed == 1
-        }
-    }
-
     /// Closes the database handle on the store's queue; later calls throw RAIN_502.
     public func close() async {
         // Dropping the connection on its queue closes the handle (SQLiteConnection.deinit).
@@ -410,6 +388,9 @@ extension SQLiteConnection: StoreConnection {
 
     /// SQLite sorts NULLs first in ascending order by default.
     static var nullsFirst: String { "" }
+
+    /// SQLite's `IS` is true for equal values and for two NULLs.
+    static func sameBytes(_ column: String, _ placeholder: String) -> String { "\(column) IS \(placeholder)" }
 
     /// No row locks: the transaction holds the database's write lock.
     static func lockRows(of alias: String?) -> String { "" }

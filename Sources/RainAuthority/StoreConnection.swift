@@ -46,6 +46,9 @@ protocol StoreConnection: AnyObject {
     /// default).
     static var nullsFirst: String { get }
 
+    /// A condition that `column` equals the bytes parameter `placeholder`, NULL matching NULL.
+    static func sameBytes(_ column: String, _ placeholder: String) -> String
+
     /// The clause that ends a `SELECT` to lock the rows it reads (of table `alias` only, when
     /// given) until the transaction ends; empty in SQLite, where the transaction already holds
     /// the write lock.

@@ -565,6 +565,25 @@ enum StoreOperations {
         return out
     }
 
+    /// Stores a wallet's keys in one statement, only if its entropy ciphertext is still
+    /// `expectedCiphertext` (nil: still none), so two backfills never replace each other's entropy.
+    static func storeWalletKeys<DB: StoreConnection>(
+        _ db: DB, walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?
+    ) throws(RainError) -> Bool {
+        let changed = try db.execute(
+            """
+            UPDATE wallets
+            SET entropy_ciphertext = $1, entropy_key_id = $2, ethereum_address = $3, solana_address = $4
+            WHERE id = $5 AND \(DB.sameBytes("entropy_ciphertext", "$6"))
+            """,
+            values: [
+                .bytes(keys.entropyCiphertext), .text(keys.entropyKeyID),
+                keys.ethereumAddress.map { .text($0) } ?? .null, keys.solanaAddress.map { .text($0) } ?? .null,
+                .text(walletID), expectedCiphertext.map { .bytes($0) } ?? .null,
+            ], operation: "store a wallet's keys")
+        return changed == 1
+    }
+
     /// Deletes old challenges, revoked sessions and old rotated-out refresh hashes; in the
     /// caller's transaction.
     static func prune(
