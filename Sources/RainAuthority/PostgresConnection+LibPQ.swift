@@ -26,9 +26,15 @@ enum PostgresValue: Sendable, Equatable {
     }
 }
 
-/// One result row, read by column index.
+/// One result row, read by column index (the optional reads are `StoreRow`'s).
 struct PostgresRow: Sendable {
     var values: [PostgresValue]
+
+    /// Whether the column is NULL.
+    func isNull(_ index: Int) -> Bool {
+        guard index < values.count, case .null = values[index] else { return false }
+        return true
+    }
 
     /// The column as text; RAIN_502 naming `operation` when it is not text.
     func text(_ index: Int, _ operation: String) throws(RainError) -> String {
@@ -36,12 +42,6 @@ struct PostgresRow: Sendable {
             throw PostgresConnection.typeError(operation, column: index)
         }
         return s
-    }
-
-    /// The column as text, or nil when it is NULL.
-    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try text(index, operation)
     }
 
     /// The column as an integer; RAIN_502 naming `operation` when it is not one.
@@ -52,24 +52,12 @@ struct PostgresRow: Sendable {
         return v
     }
 
-    /// The column as an integer, or nil when it is NULL.
-    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try integer(index, operation)
-    }
-
     /// The column as bytes; RAIN_502 naming `operation` when it is not `bytea`.
     func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
         guard index < values.count, case .bytes(let b) = values[index] else {
             throw PostgresConnection.typeError(operation, column: index)
         }
         return b
-    }
-
-    /// The column as bytes, or nil when it is NULL.
-    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try bytes(index, operation)
     }
 }
 

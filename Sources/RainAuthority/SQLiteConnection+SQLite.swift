@@ -11,9 +11,15 @@ enum SQLiteValue: Sendable, Equatable {
     case blob([UInt8])
 }
 
-/// One result row, read by column index.
+/// One result row, read by column index (the optional reads are `StoreRow`'s).
 struct SQLiteRow: Sendable {
     var values: [SQLiteValue]
+
+    /// Whether the column is NULL.
+    func isNull(_ index: Int) -> Bool {
+        guard index < values.count, case .null = values[index] else { return false }
+        return true
+    }
 
     /// The column as text; RAIN_502 naming `operation` when it is not text.
     func text(_ index: Int, _ operation: String) throws(RainError) -> String {
@@ -21,12 +27,6 @@ struct SQLiteRow: Sendable {
             throw SQLiteConnection.typeError(operation, column: index)
         }
         return s
-    }
-
-    /// The column as text, or nil when it is NULL.
-    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try text(index, operation)
     }
 
     /// The column as an integer; RAIN_502 naming `operation` when it is not one.
@@ -37,25 +37,12 @@ struct SQLiteRow: Sendable {
         return v
     }
 
-    /// The column as an integer, or nil when it is NULL.
-    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try integer(index, operation)
-    }
-
-    /// The column as bytes, or nil when it is NULL.
-    func optionalBlob(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try blob(index, operation)
-    }
-
     /// The column as bytes; RAIN_502 naming `operation` when it is not a blob.
-    func blob(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
-        guard index < values.count else { throw SQLiteConnection.typeError(operation, column: index) }
-        switch values[index] {
-        case .blob(let b): return b
-        default: throw SQLiteConnection.typeError(operation, column: index)
+    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
+        guard index < values.count, case .blob(let b) = values[index] else {
+            throw SQLiteConnection.typeError(operation, column: index)
         }
+        return b
     }
 }
 

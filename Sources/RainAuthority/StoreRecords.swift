@@ -4,25 +4,45 @@ import RainCore
 /// A result row of either store, with the typed reads the record decoders need. Each read throws
 /// RAIN_502 naming `operation` when the column is missing or of another type.
 protocol StoreRow {
+    /// Whether the column is NULL.
+    func isNull(_ index: Int) -> Bool
+    /// The column as text.
     func text(_ index: Int, _ operation: String) throws(RainError) -> String
-    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String?
+    /// The column as an integer.
     func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64
-    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64?
+    /// The column as bytes (a BLOB in SQLite, a `bytea` in PostgreSQL).
     func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]
-    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]?
     /// A yes/no column (an INTEGER 0/1 in SQLite, a BOOLEAN in PostgreSQL).
     func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool
 }
 
-extension SQLiteRow: StoreRow {
-    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] { try blob(index, operation) }
-    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
-        try optionalBlob(index, operation)
+extension StoreRow {
+    /// The column as text, or nil when it is NULL.
+    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
+        if isNull(index) { return nil }
+        return try text(index, operation)
     }
+
+    /// The column as an integer, or nil when it is NULL.
+    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
+        if isNull(index) { return nil }
+        return try integer(index, operation)
+    }
+
+    /// The column as bytes, or nil when it is NULL.
+    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
+        if isNull(index) { return nil }
+        return try bytes(index, operation)
+    }
+}
+
+extension SQLiteRow: StoreRow {
+    /// An INTEGER 0/1 column.
     func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool { try integer(index, operation) != 0 }
 }
 
 extension PostgresRow: StoreRow {
+    /// A BOOLEAN column.
     func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool {
         guard index < values.count, case .boolean(let value) = values[index] else {
             throw PostgresConnection.typeError(operation, column: index)
