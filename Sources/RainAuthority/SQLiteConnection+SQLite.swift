@@ -11,39 +11,22 @@ enum SQLiteValue: Sendable, Equatable {
     case blob([UInt8])
 }
 
-/// One result row, read by column index (the optional reads are `StoreRow`'s).
-struct SQLiteRow: Sendable {
+/// One result row, read by column index (the typed reads are `StoreRow`'s).
+struct SQLiteRow: StoreRow, Sendable {
     var values: [SQLiteValue]
+}
 
-    /// Whether the column is NULL.
-    func isNull(_ index: Int) -> Bool {
-        guard index < values.count, case .null = values[index] else { return false }
-        return true
-    }
-
-    /// The column as text; RAIN_502 naming `operation` when it is not text.
-    func text(_ index: Int, _ operation: String) throws(RainError) -> String {
-        guard index < values.count, case .text(let s) = values[index] else {
-            throw SQLiteConnection.typeError(operation, column: index)
-        }
-        return s
-    }
-
-    /// The column as an integer; RAIN_502 naming `operation` when it is not one.
-    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64 {
-        guard index < values.count, case .integer(let v) = values[index] else {
-            throw SQLiteConnection.typeError(operation, column: index)
-        }
-        return v
-    }
-
-    /// The column as bytes; RAIN_502 naming `operation` when it is not a blob.
-    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
-        guard index < values.count, case .blob(let b) = values[index] else {
-            throw SQLiteConnection.typeError(operation, column: index)
-        }
-        return b
-    }
+extension SQLiteValue: StoreColumnValue {
+    /// Whether this is NULL.
+    var isNull: Bool { self == .null }
+    /// The text, if this is TEXT.
+    var textValue: String? { if case .text(let s) = self { s } else { nil } }
+    /// The integer, if this is an INTEGER.
+    var integerValue: Int64? { if case .integer(let v) = self { v } else { nil } }
+    /// The bytes, if this is a BLOB.
+    var bytesValue: [UInt8]? { if case .blob(let b) = self { b } else { nil } }
+    /// A yes/no column is an INTEGER 0/1.
+    var flagValue: Bool? { integerValue.map { $0 != 0 } }
 }
 
 /// The one owner of a `sqlite3*` handle. Every call into SQLite goes through this class.
@@ -271,10 +254,6 @@ final class SQLiteConnection {
         return RainError(
             .internalError, "authority store: cannot \(operation): \(codeName) (SQLite result \(rc))",
             underlying: SQLiteFailure(detail))
-    }
-
-    static func typeError(_ operation: String, column: Int) -> RainError {
-        RainError(.internalError, "authority store: cannot \(operation): unexpected value type in column \(column)")
     }
 }
 
