@@ -372,15 +372,15 @@ extension SQLiteValue {
 /// `StoreOperations` on SQLite: every use case runs in a `BEGIN IMMEDIATE` transaction, whose
 /// write lock serializes it against every other writer, so no lock is ever taken here.
 extension SQLiteConnection: StoreConnection {
-    /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N`.
+    /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N` when it is prepared.
     func query(_ sql: String, values: [StoreValue], operation: String) throws(RainError) -> [SQLiteRow] {
-        try query(StoreSQL.sqlitePlaceholders(sql), values.map(SQLiteValue.init), operation: operation)
+        try query(sharedSQL: sql, values.map(SQLiteValue.init), operation: operation)
     }
 
-    /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N`.
+    /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N` when it is prepared.
     @discardableResult
     func execute(_ sql: String, values: [StoreValue], operation: String) throws(RainError) -> Int {
-        try execute(StoreSQL.sqlitePlaceholders(sql), values.map(SQLiteValue.init), operation: operation)
+        try execute(sharedSQL: sql, values.map(SQLiteValue.init), operation: operation)
     }
 
     /// SQLite's implicit insertion-ordered key.

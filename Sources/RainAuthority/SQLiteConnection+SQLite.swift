@@ -137,9 +137,25 @@ final class SQLiteConnection {
         }
     }
 
-    private func run(_ sql: String, _ parameters: [SQLiteValue], operation: String, collectRows: Bool) throws(RainError)
-        -> [SQLiteRow]
-    {
+    /// Runs one statement of the shared SQL (`$N` placeholders, see `StoreConnection`) and returns
+    /// its rows. The text is turned into SQLite's `?N` only when the statement is prepared, so a
+    /// cached statement costs no translation.
+    func query(sharedSQL sql: String, _ parameters: [SQLiteValue], operation: String) throws(RainError) -> [SQLiteRow] {
+        try run(sql, parameters, operation: operation, collectRows: true, isSharedSQL: true)
+    }
+
+    /// Runs one statement of the shared SQL that returns no rows (see `query(sharedSQL:_:operation:)`)
+    /// and returns the number of rows it changed.
+    @discardableResult
+    func execute(sharedSQL sql: String, _ parameters: [SQLiteValue], operation: String) throws(RainError) -> Int {
+        _ = try run(sql, parameters, operation: operation, collectRows: false, isSharedSQL: true)
+        return Int(sqlite3_changes(db))
+    }
+
+    /// Runs `sql` (shared SQL when `isSharedSQL`; its cache key is the text as given).
+    private func run(
+        _ sql: String, _ parameters: [SQLiteValue], operation: String, collectRows: Bool, isSharedSQL: Bool = false
+    ) throws(RainError) -> [SQLiteRow] {
         let statement: OpaquePointer
         let isCached: Bool
         if let cached = statements[sql] {
@@ -147,7 +163,8 @@ final class SQLiteConnection {
             isCached = true
         } else {
             var prepared: OpaquePointer?
-            let prepareRC = sqlite3_prepare_v2(db, sql, -1, &prepared, nil)
+            let text = isSharedSQL ? StoreSQL.sqlitePlaceholders(sql) : sql
+            let prepareRC = sqlite3_prepare_v2(db, text, -1, &prepared, nil)
             guard prepareRC == SQLITE_OK, let prepared else {
                 if let prepared { sqlite3_finalize(prepared) }
                 throw failure(operation, prepareRC)
