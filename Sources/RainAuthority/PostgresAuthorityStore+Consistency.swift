@@ -9,15 +9,7 @@ extension PostgresAuthorityStore {
     /// - Returns: the violations; empty when the database is consistent.
     package func consistencyViolations(maxWrongAttempts: Int = 3) async throws(RainError) -> [String] {
         try await perform { db throws(RainError) -> [String] in
-            var found: [String] = []
-            for check in StoreInvariants.checks(placeholder: "$1") {
-                let op = "check: \(check.what)"
-                let parameters: [PostgresValue] = check.takesAttemptLimit ? [.integer(Int64(maxWrongAttempts))] : []
-                for row in try db.query(check.sql, parameters, operation: op) {
-                    found.append("\(check.what): \(try row.text(0, op))")
-                }
-            }
-            return found
+            try StoreInvariants.violations(db, maxWrongAttempts: maxWrongAttempts)
         }
     }
 }

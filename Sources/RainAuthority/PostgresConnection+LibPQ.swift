@@ -26,51 +26,22 @@ enum PostgresValue: Sendable, Equatable {
     }
 }
 
-/// One result row, read by column index.
-struct PostgresRow: Sendable {
+/// One result row, read by column index (the typed reads are `StoreRow`'s).
+struct PostgresRow: StoreRow, Sendable {
     var values: [PostgresValue]
+}
 
-    /// The column as text; RAIN_502 naming `operation` when it is not text.
-    func text(_ index: Int, _ operation: String) throws(RainError) -> String {
-        guard index < values.count, case .text(let s) = values[index] else {
-            throw PostgresConnection.typeError(operation, column: index)
-        }
-        return s
-    }
-
-    /// The column as text, or nil when it is NULL.
-    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try text(index, operation)
-    }
-
-    /// The column as an integer; RAIN_502 naming `operation` when it is not one.
-    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64 {
-        guard index < values.count, case .integer(let v) = values[index] else {
-            throw PostgresConnection.typeError(operation, column: index)
-        }
-        return v
-    }
-
-    /// The column as an integer, or nil when it is NULL.
-    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try integer(index, operation)
-    }
-
-    /// The column as bytes; RAIN_502 naming `operation` when it is not `bytea`.
-    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
-        guard index < values.count, case .bytes(let b) = values[index] else {
-            throw PostgresConnection.typeError(operation, column: index)
-        }
-        return b
-    }
-
-    /// The column as bytes, or nil when it is NULL.
-    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try bytes(index, operation)
-    }
+extension PostgresValue: StoreColumnValue {
+    /// Whether this is NULL.
+    var isNull: Bool { self == .null }
+    /// The text, if this is `text`.
+    var textValue: String? { if case .text(let s) = self { s } else { nil } }
+    /// The integer, if this is an integer type.
+    var integerValue: Int64? { if case .integer(let v) = self { v } else { nil } }
+    /// The bytes, if this is `bytea`.
+    var bytesValue: [UInt8]? { if case .bytes(let b) = self { b } else { nil } }
+    /// A yes/no column is a `boolean`.
+    var flagValue: Bool? { if case .boolean(let b) = self { b } else { nil } }
 }
 
 /// What PostgreSQL said about a failure, kept as a debugging cause: the SQLSTATE and the primary
@@ -201,7 +172,7 @@ final class PostgresConnection {
     /// Runs `body` inside `BEGIN` … `COMMIT` (READ COMMITTED; callers take the row and advisory
     /// locks they need), rolling back when it throws. A transaction that loses a race (a
     /// serialization failure, a deadlock, a unique violation) runs again, up to `attempts` times.
-    func transaction<T>(_ operation: String, attempts: Int = 5, _ body: () throws(RainError) -> T) throws(RainError)
+    func transaction<T>(_ operation: String, attempts: Int, _ body: () throws(RainError) -> T) throws(RainError)
         -> T
     {
         var attempt = 1
@@ -332,7 +303,7 @@ final class PostgresConnection {
                 switch rain_PQftype(result, column) {
                 case 20, 23, 21:  // int8, int4, int2: big-endian two's complement
                     guard bytes.count == 8 || bytes.count == 4 || bytes.count == 2 else {
-                        throw Self.typeError(operation, column: Int(column))
+                        throw StoreRecords.typeError(operation, column: Int(column))
                     }
                     var v: Int64 = bytes.first.map { $0 & 0x80 != 0 ? -1 : 0 } ?? 0
                     for byte in bytes { v = (v << 8) | Int64(byte) }
@@ -346,7 +317,7 @@ final class PostgresConnection {
                 case 2278:  // void (pg_advisory_xact_lock)
                     values.append(.null)
                 default:
-                    throw Self.typeError(operation, column: Int(column))
+                    throw StoreRecords.typeError(operation, column: Int(column))
                 }
             }
             rows.append(PostgresRow(values: values))
@@ -369,10 +340,6 @@ final class PostgresConnection {
         return RainError(
             .internalError, "authority store: cannot \(operation): PostgreSQL \(state) at \(target)",
             underlying: PostgresFailure(sqlState: sqlState, description: primary))
-    }
-
-    static func typeError(_ operation: String, column: Int) -> RainError {
-        RainError(.internalError, "authority store: cannot \(operation): unexpected value type in column \(column)")
     }
 
     /// The first line of a libpq message, with the URL (which may hold a password) cut out.

@@ -23,13 +23,7 @@ extension SQLiteAuthorityStore {
             if verdicts != ["ok"] { found.append("integrity_check: \(verdicts.joined(separator: "; "))") }
             let foreign = try db.query("PRAGMA foreign_key_check", operation: "check foreign keys")
             for row in foreign { found.append("foreign key broken in table \(try row.text(0, "read foreign_key_check"))") }
-            for check in StoreInvariants.checks(placeholder: "?") {
-                let op = "check: \(check.what)"
-                let parameters: [SQLiteValue] = check.takesAttemptLimit ? [.integer(Int64(maxWrongAttempts))] : []
-                for row in try db.query(check.sql, parameters, operation: op) {
-                    found.append("\(check.what): \(try row.text(0, op))")
-                }
-            }
+            found += try StoreInvariants.violations(db, maxWrongAttempts: maxWrongAttempts)
             return found
         }
     }

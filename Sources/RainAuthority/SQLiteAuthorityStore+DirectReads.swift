@@ -21,7 +21,7 @@ final class SQLiteDirectReader: DirectStoreReader, @unchecked Sendable {
         completion: @escaping @Sendable (Result<(access: AccountAccess, passkeys: [PasskeyCredentialRecord])?, RainError>) -> Void
     ) {
         read("read an account", completion) { db throws(RainError) in
-            try SQLiteAuthorityStore.accountAccessWithPasskeys(db, appID: appID, accessHash: accessHash)
+            try StoreOperations.accountAccessWithPasskeys(db, appID: appID, accessHash: accessHash)
         }
     }
 
@@ -30,7 +30,7 @@ final class SQLiteDirectReader: DirectStoreReader, @unchecked Sendable {
         completion: @escaping @Sendable (Result<(access: AccountAccess, wallet: WalletRecord?)?, RainError>) -> Void
     ) {
         read("read a wallet", completion) { db throws(RainError) in
-            try SQLiteAuthorityStore.accountAccessWithWallet(db, appID: appID, accessHash: accessHash)
+            try StoreOperations.accountAccessWithWallet(db, appID: appID, accessHash: accessHash)
         }
     }
 

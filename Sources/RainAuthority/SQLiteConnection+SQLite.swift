@@ -11,52 +11,22 @@ enum SQLiteValue: Sendable, Equatable {
     case blob([UInt8])
 }
 
-/// One result row, read by column index.
-struct SQLiteRow: Sendable {
+/// One result row, read by column index (the typed reads are `StoreRow`'s).
+struct SQLiteRow: StoreRow, Sendable {
     var values: [SQLiteValue]
+}
 
-    /// The column as text; RAIN_502 naming `operation` when it is not text.
-    func text(_ index: Int, _ operation: String) throws(RainError) -> String {
-        guard index < values.count, case .text(let s) = values[index] else {
-            throw SQLiteConnection.typeError(operation, column: index)
-        }
-        return s
-    }
-
-    /// The column as text, or nil when it is NULL.
-    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try text(index, operation)
-    }
-
-    /// The column as an integer; RAIN_502 naming `operation` when it is not one.
-    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64 {
-        guard index < values.count, case .integer(let v) = values[index] else {
-            throw SQLiteConnection.typeError(operation, column: index)
-        }
-        return v
-    }
-
-    /// The column as an integer, or nil when it is NULL.
-    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try integer(index, operation)
-    }
-
-    /// The column as bytes, or nil when it is NULL.
-    func optionalBlob(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
-        if index < values.count, case .null = values[index] { return nil }
-        return try blob(index, operation)
-    }
-
-    /// The column as bytes; RAIN_502 naming `operation` when it is not a blob.
-    func blob(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
-        guard index < values.count else { throw SQLiteConnection.typeError(operation, column: index) }
-        switch values[index] {
-        case .blob(let b): return b
-        default: throw SQLiteConnection.typeError(operation, column: index)
-        }
-    }
+extension SQLiteValue: StoreColumnValue {
+    /// Whether this is NULL.
+    var isNull: Bool { self == .null }
+    /// The text, if this is TEXT.
+    var textValue: String? { if case .text(let s) = self { s } else { nil } }
+    /// The integer, if this is an INTEGER.
+    var integerValue: Int64? { if case .integer(let v) = self { v } else { nil } }
+    /// The bytes, if this is a BLOB.
+    var bytesValue: [UInt8]? { if case .blob(let b) = self { b } else { nil } }
+    /// A yes/no column is an INTEGER 0/1.
+    var flagValue: Bool? { integerValue.map { $0 != 0 } }
 }
 
 /// The one owner of a `sqlite3*` handle. Every call into SQLite goes through this class.
@@ -167,9 +137,25 @@ final class SQLiteConnection {
         }
     }
 
-    private func run(_ sql: String, _ parameters: [SQLiteValue], operation: String, collectRows: Bool) throws(RainError)
-        -> [SQLiteRow]
-    {
+    /// Runs one statement of the shared SQL (`$N` placeholders, see `StoreConnection`) and returns
+    /// its rows. The text is turned into SQLite's `?N` only when the statement is prepared, so a
+    /// cached statement costs no translation.
+    func query(sharedSQL sql: String, _ parameters: [SQLiteValue], operation: String) throws(RainError) -> [SQLiteRow] {
+        try run(sql, parameters, operation: operation, collectRows: true, isSharedSQL: true)
+    }
+
+    /// Runs one statement of the shared SQL that returns no rows (see `query(sharedSQL:_:operation:)`)
+    /// and returns the number of rows it changed.
+    @discardableResult
+    func execute(sharedSQL sql: String, _ parameters: [SQLiteValue], operation: String) throws(RainError) -> Int {
+        _ = try run(sql, parameters, operation: operation, collectRows: false, isSharedSQL: true)
+        return Int(sqlite3_changes(db))
+    }
+
+    /// Runs `sql` (shared SQL when `isSharedSQL`; its cache key is the text as given).
+    private func run(
+        _ sql: String, _ parameters: [SQLiteValue], operation: String, collectRows: Bool, isSharedSQL: Bool = false
+    ) throws(RainError) -> [SQLiteRow] {
         let statement: OpaquePointer
         let isCached: Bool
         if let cached = statements[sql] {
@@ -177,7 +163,8 @@ final class SQLiteConnection {
             isCached = true
         } else {
             var prepared: OpaquePointer?
-            let prepareRC = sqlite3_prepare_v2(db, sql, -1, &prepared, nil)
+            let text = isSharedSQL ? StoreSQL.sqlitePlaceholders(sql) : sql
+            let prepareRC = sqlite3_prepare_v2(db, text, -1, &prepared, nil)
             guard prepareRC == SQLITE_OK, let prepared else {
                 if let prepared { sqlite3_finalize(prepared) }
                 throw failure(operation, prepareRC)
@@ -284,10 +271,6 @@ final class SQLiteConnection {
         return RainError(
             .internalError, "authority store: cannot \(operation): \(codeName) (SQLite result \(rc))",
             underlying: SQLiteFailure(detail))
-    }
-
-    static func typeError(_ operation: String, column: Int) -> RainError {
-        RainError(.internalError, "authority store: cannot \(operation): unexpected value type in column \(column)")
     }
 }
 

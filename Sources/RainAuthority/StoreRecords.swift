@@ -1,39 +1,88 @@
 import Foundation
 import RainCore
 
+/// A column value of either store's rows, read by type (nil when it is of another type).
+protocol StoreColumnValue {
+    /// Whether the value is NULL.
+    var isNull: Bool { get }
+    /// The value as text.
+    var textValue: String? { get }
+    /// The value as an integer.
+    var integerValue: Int64? { get }
+    /// The value as bytes (a BLOB in SQLite, a `bytea` in PostgreSQL).
+    var bytesValue: [UInt8]? { get }
+    /// The value as yes/no (an INTEGER 0/1 in SQLite, a BOOLEAN in PostgreSQL).
+    var flagValue: Bool? { get }
+}
+
 /// A result row of either store, with the typed reads the record decoders need. Each read throws
 /// RAIN_502 naming `operation` when the column is missing or of another type.
 protocol StoreRow {
-    func text(_ index: Int, _ operation: String) throws(RainError) -> String
-    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String?
-    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64
-    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64?
-    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]
-    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]?
-    /// A yes/no column (an INTEGER 0/1 in SQLite, a BOOLEAN in PostgreSQL).
-    func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool
+    /// The row's column value type.
+    associatedtype Value: StoreColumnValue
+    /// The columns, in order.
+    var values: [Value] { get }
 }
 
-extension SQLiteRow: StoreRow {
-    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] { try blob(index, operation) }
-    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
-        try optionalBlob(index, operation)
+extension StoreRow {
+    /// Whether the column is NULL.
+    func isNull(_ index: Int) -> Bool { index < values.count && values[index].isNull }
+
+    /// The column as text.
+    func text(_ index: Int, _ operation: String) throws(RainError) -> String {
+        try read(index, operation) { $0.textValue }
     }
-    func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool { try integer(index, operation) != 0 }
-}
 
-extension PostgresRow: StoreRow {
+    /// The column as an integer.
+    func integer(_ index: Int, _ operation: String) throws(RainError) -> Int64 {
+        try read(index, operation) { $0.integerValue }
+    }
+
+    /// The column as bytes.
+    func bytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8] {
+        try read(index, operation) { $0.bytesValue }
+    }
+
+    /// A yes/no column.
     func flag(_ index: Int, _ operation: String) throws(RainError) -> Bool {
-        guard index < values.count, case .boolean(let value) = values[index] else {
-            throw PostgresConnection.typeError(operation, column: index)
+        try read(index, operation) { $0.flagValue }
+    }
+
+    /// The column as text, or nil when it is NULL.
+    func optionalText(_ index: Int, _ operation: String) throws(RainError) -> String? {
+        if isNull(index) { return nil }
+        return try text(index, operation)
+    }
+
+    /// The column as an integer, or nil when it is NULL.
+    func optionalInteger(_ index: Int, _ operation: String) throws(RainError) -> Int64? {
+        if isNull(index) { return nil }
+        return try integer(index, operation)
+    }
+
+    /// The column as bytes, or nil when it is NULL.
+    func optionalBytes(_ index: Int, _ operation: String) throws(RainError) -> [UInt8]? {
+        if isNull(index) { return nil }
+        return try bytes(index, operation)
+    }
+
+    /// The column read by `value`; RAIN_502 naming `operation` when it is missing or of another type.
+    private func read<T>(_ index: Int, _ operation: String, _ value: (Value) -> T?) throws(RainError) -> T {
+        guard index < values.count, let result = value(values[index]) else {
+            throw StoreRecords.typeError(operation, column: index)
         }
-        return value
+        return result
     }
 }
 
 /// The column lists and row decoders both stores share: the tables have the same columns in
 /// SQLite and PostgreSQL, so a record is read the same way from either.
 enum StoreRecords {
+    /// RAIN_502 for a column that is missing or of another type than the read expects.
+    static func typeError(_ operation: String, column: Int) -> RainError {
+        RainError(.internalError, "authority store: cannot \(operation): unexpected value type in column \(column)")
+    }
+
     /// The columns `wallet` reads, in order.
     static let walletColumns =
         "id, account_id, created_at, entropy_ciphertext, entropy_key_id, ethereum_address, solana_address"

@@ -225,6 +225,55 @@ struct SQLiteAuthorityStoreTests {
         #expect(try db.query(sql, [.text("x")], operation: "after clearing").first?.values == [.integer(0), .text("x")])
     }
 
+    @Test("shared SQL's $N placeholders become SQLite's ?N, and nothing else changes")
+    func placeholderTranslation() {
+        #expect(StoreSQL.sqlitePlaceholders("a = $1 AND b = $2") == "a = ?1 AND b = ?2")
+        #expect(StoreSQL.sqlitePlaceholders("x IN ($10, $4, $10)") == "x IN (?10, ?4, ?10)")
+        #expect(StoreSQL.sqlitePlaceholders("$1") == "?1")
+        #expect(StoreSQL.sqlitePlaceholders("'$x' || $ || a$") == "'$x' || $ || a$")
+        #expect(StoreSQL.sqlitePlaceholders("state = 'pending' AND b = ?") == "state = 'pending' AND b = ?")
+        #expect(StoreSQL.sqlitePlaceholders("é $3 ü") == "é ?3 ü")
+        #expect(StoreSQL.sqlitePlaceholders("") == "")
+    }
+
+    @Test("shared statements bind by number, map bytes and booleans, and stay prepared")
+    func sharedStatements() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let db = try SQLiteConnection(path: directory + "/t.sqlite3")
+        let sql = "SELECT $2, $1, $2, $3, $4, $5"
+        let values: [StoreValue] = [.integer(7), .text("b"), .bytes([1, 2]), .boolean(true), .boolean(false)]
+        for _ in 0..<2 {
+            let rows = try db.query(sql, values: values, operation: "shared")
+            #expect(
+                rows.first?.values == [.text("b"), .integer(7), .text("b"), .blob([1, 2]), .integer(1), .integer(0)])
+        }
+        #expect(db.cachedStatementCount == 1)
+    }
+
+    @Test("the shared use cases run the same statements every time, so the cache stops growing")
+    func sharedUseCasesReuseStatements() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try await SQLiteAuthorityStore.open(stateDirectory: directory)
+        func round() async throws {
+            _ = try await store.account(appID: "app", contact: .email("a@example.com"))
+            _ = try await store.challenge(id: "ch_1")
+            _ = try await store.sessions(appID: "app", accountID: "acct_1")
+            _ = try await store.walletsMissingKeys()
+            _ = try await store.passkeyCredentials(accountID: "acct_1")
+            _ = try await store.refreshSession(appID: "app", refreshHash: [1], now: Date()) { _ in (.none, 0) }
+            _ = try await store.prune(
+                challengesExpiredBefore: Date(), sessionsRevokedBefore: Date(), refreshTokensRetiredBefore: Date())
+        }
+        try await round()
+        let afterFirst = try await store.perform { db throws(RainError) in db.cachedStatementCount }
+        try await round()
+        #expect(afterFirst > 0)
+        #expect(try await store.perform { db throws(RainError) in db.cachedStatementCount } == afterFirst)
+        await store.close()
+    }
+
     @Test("a new store keeps none of its migrations' statements prepared")
     func migrationsLeaveTheCacheEmpty() async throws {
         let directory = try makeTemporaryDirectory()

@@ -1,0 +1,223 @@
+import Foundation
+import RainCore
+
+/// An `AuthorityStore` whose use cases are `StoreOperations` run on one of its connections: the
+/// async API below is written once for `SQLiteAuthorityStore` and `PostgresAuthorityStore`. A
+/// store supplies `perform` (where its connections run) and keeps what really differs (opening,
+/// migrations, `schemaVersion`, `close`).
+///
+/// An atomic use case runs in one `Connection.transaction`: in SQLite a `BEGIN IMMEDIATE`
+/// transaction, whose write lock serializes it against every other writer; in PostgreSQL a READ
+/// COMMITTED transaction that takes the row and advisory locks the connection's hooks take
+/// (see `PostgresAuthorityStore`) and runs again when it loses a race.
+protocol ConnectionStore: AuthorityStore {
+    /// The store's connection.
+    associatedtype Connection: StoreConnection
+
+    /// Runs `body` with a connection on that connection's queue.
+    func perform<T: Sendable>(_ body: @escaping @Sendable (Connection) throws(RainError) -> T) async throws(RainError)
+        -> T
+}
+
+extension ConnectionStore {
+    /// The account that owns `contact` in `appID`, with its wallet.
+    public func account(appID: String, contact: RainWalletContact) async throws(RainError) -> AccountRecord? {
+        try await perform { db throws(RainError) in try StoreOperations.account(db, appID: appID, contact: contact) }
+    }
+
+    /// Records a pending challenge unless a send limit refuses it (see
+    /// `AuthorityStore.insertChallenge`), in one transaction that keeps every other send of the
+    /// device, the contact and the account key out from the count to the insert.
+    public func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits)
+        async throws(RainError) -> ChallengeInsertionOutcome
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("record a login challenge") { () throws(RainError) -> ChallengeInsertionOutcome in
+                try StoreOperations.insertChallenge(db, challenge, maxActivePerAccount: maxActivePerAccount, limits: limits)
+            }
+        }
+    }
+
+    /// The challenge with this id, whatever its state.
+    public func challenge(id: String) async throws(RainError) -> ChallengeRecord? {
+        try await perform { db throws(RainError) in try StoreOperations.challenge(db, id: id) }
+    }
+
+    /// Retires a challenge if it is still pending.
+    public func retireChallenge(id: String) async throws(RainError) {
+        try await perform { db throws(RainError) in try StoreOperations.retireChallenge(db, id: id) }
+    }
+
+    /// Counts a wrong code, locking at `maxWrongAttempts`, in one transaction: one conditional
+    /// `UPDATE`, which the challenge's row lock serializes, so concurrent wrong guesses are all
+    /// counted.
+    public func recordWrongAttempt(challengeID: String, maxWrongAttempts: Int, now: Date) async throws(RainError)
+        -> ChallengeRecord?
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("count a wrong code") { () throws(RainError) -> ChallengeRecord? in
+                try StoreOperations.recordWrongAttempt(
+                    db, challengeID: challengeID, maxWrongAttempts: maxWrongAttempts, now: now)
+            }
+        }
+    }
+
+    /// Completes a login (see `AuthorityStore.completeLogin`), in one transaction.
+    public func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome {
+        try await perform { db throws(RainError) in
+            try db.transaction("complete a login") { () throws(RainError) -> LoginCompletionOutcome in
+                try StoreOperations.completeLogin(db, login)
+            }
+        }
+    }
+
+    /// Revokes the unrevoked session holding this refresh-token hash as its current or previous one.
+    @discardableResult
+    public func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError)
+        -> Bool
+    {
+        try await perform { db throws(RainError) in
+            try StoreOperations.revokeSession(db, appID: appID, refreshHash: refreshHash, reason: reason, now: now)
+        }
+    }
+
+    /// Runs one refresh (see `AuthorityStore.refreshSession`) in one transaction, which keeps every
+    /// other refresh of the session out from the lookup to the commit.
+    public func refreshSession<Verdict: Sendable>(
+        appID: String, refreshHash: [UInt8], now: Date,
+        decide: @escaping @Sendable (RefreshCandidate?) -> (change: SessionRefreshChange, verdict: Verdict)
+    ) async throws(RainError) -> Verdict {
+        try await perform { db throws(RainError) in
+            try db.transaction("refresh a session") { () throws(RainError) -> Verdict in
+                try StoreOperations.refreshSession(db, appID: appID, refreshHash: refreshHash, now: now, decide: decide)
+            }
+        }
+    }
+
+    /// The session holding this access-token hash, with its account, wallet and contacts.
+    public func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess? {
+        try await perform { db throws(RainError) in
+            try StoreOperations.accountAccess(db, appID: appID, accessHash: accessHash)
+        }
+    }
+
+    /// The account's sessions, oldest first.
+    public func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord] {
+        try await perform { db throws(RainError) in try StoreOperations.sessions(db, appID: appID, accountID: accountID) }
+    }
+
+    /// The wallet of `accountID`, with its key material, or nil when the account has none.
+    public func wallet(accountID: String) async throws(RainError) -> WalletRecord? {
+        try await perform { db throws(RainError) in try StoreOperations.wallet(db, accountID: accountID) }
+    }
+
+    /// Every wallet that lacks its entropy or an address, oldest first.
+    public func walletsMissingKeys() async throws(RainError) -> [WalletRecord] {
+        try await perform { db throws(RainError) in try StoreOperations.walletsMissingKeys(db) }
+    }
+
+    /// Stores a wallet's keys in one statement, only if its entropy ciphertext is still
+    /// `expectedCiphertext` (nil: still none), so two backfills never replace each other's entropy.
+    @discardableResult
+    public func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
+        async throws(RainError) -> Bool
+    {
+        try await perform { db throws(RainError) in
+            try StoreOperations.storeWalletKeys(db, walletID: walletID, keys: keys, expectedCiphertext: expectedCiphertext)
+        }
+    }
+
+    /// Deletes old challenges, revoked sessions and old rotated-out refresh hashes, in one transaction.
+    @discardableResult
+    public func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
+        async throws(RainError) -> PruneResult
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("prune old challenges and sessions") { () throws(RainError) -> PruneResult in
+                try StoreOperations.prune(
+                    db, challengesExpiredBefore: challengesExpiredBefore, sessionsRevokedBefore: sessionsRevokedBefore,
+                    refreshTokensRetiredBefore: refreshTokensRetiredBefore)
+            }
+        }
+    }
+
+    // MARK: - Backup contacts
+
+    /// The account of `appID` that owns `contact`, or nil.
+    public func contactOwner(appID: String, contact: RainWalletContact) async throws(RainError) -> String? {
+        try await perform { db throws(RainError) in try StoreOperations.accountID(db, appID: appID, contact: contact) }
+    }
+
+    /// Completes a contact verification (see `AuthorityStore.completeContactVerification`), in one
+    /// transaction.
+    public func completeContactVerification(_ v: ContactVerificationCompletion) async throws(RainError)
+        -> ContactVerificationOutcome
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("complete a contact verification") { () throws(RainError) -> ContactVerificationOutcome in
+                try StoreOperations.completeContactVerification(db, v)
+            }
+        }
+    }
+
+    // MARK: - Passkeys
+
+    /// Stores a pending ceremony.
+    public func insertPasskeyCeremony(_ ceremony: NewPasskeyCeremony) async throws(RainError) {
+        try await perform { db throws(RainError) in try StoreOperations.insertPasskeyCeremony(db, ceremony) }
+    }
+
+    /// Takes a ceremony (see `AuthorityStore.takePasskeyCeremony`), in one transaction: of
+    /// concurrent takes exactly one finds it pending.
+    public func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
+        -> PasskeyCeremonyTake
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("take a passkey ceremony") { () throws(RainError) -> PasskeyCeremonyTake in
+                try StoreOperations.takePasskeyCeremony(db, id: id, appID: appID, deviceID: deviceID, now: now)
+            }
+        }
+    }
+
+    /// The credential with this id and rpId in `appID`.
+    public func passkeyCredential(id: [UInt8], appID: String, rpID: String) async throws(RainError)
+        -> PasskeyCredentialRecord?
+    {
+        try await perform { db throws(RainError) in
+            try StoreOperations.passkeyCredential(db, id: id, appID: appID, rpID: rpID)
+        }
+    }
+
+    /// The account's credentials, oldest first.
+    public func passkeyCredentials(accountID: String) async throws(RainError) -> [PasskeyCredentialRecord] {
+        try await perform { db throws(RainError) in try StoreOperations.passkeyCredentials(db, accountID: accountID) }
+    }
+
+    /// Creates an account from a passkey (see `AuthorityStore.completePasskeySignUp`), in one transaction.
+    public func completePasskeySignUp(_ signUp: PasskeySignUpCompletion) async throws(RainError) -> LoginRecord {
+        try await perform { db throws(RainError) in
+            try db.transaction("complete a passkey sign-up") { () throws(RainError) -> LoginRecord in
+                try StoreOperations.completePasskeySignUp(db, signUp)
+            }
+        }
+    }
+
+    /// Attaches a credential to its account (see `AuthorityStore.addPasskeyCredential`), in one transaction.
+    public func addPasskeyCredential(_ credential: PasskeyCredentialRecord) async throws(RainError) {
+        try await perform { db throws(RainError) in
+            try db.transaction("add a passkey") { () throws(RainError) in
+                try StoreOperations.addPasskeyCredential(db, credential)
+            }
+        }
+    }
+
+    /// Records a passkey login (see `AuthorityStore.completePasskeyLogin`), in one transaction: two
+    /// logins with one counter value never both pass the counter check.
+    public func completePasskeyLogin(_ login: PasskeyLoginCompletion) async throws(RainError) -> LoginRecord {
+        try await perform { db throws(RainError) in
+            try db.transaction("complete a passkey login") { () throws(RainError) -> LoginRecord in
+                try StoreOperations.completePasskeyLogin(db, login)
+            }
+        }
+    }
+}
