@@ -17,7 +17,7 @@ import Testing
 /// the kill) or is refused with RAIN_201 (its login was replaced); never anything else.
 ///
 /// It runs as its own stage in `scripts/test` (`killloop`), not in the integration stage.
-/// `RAIN_KILL_ROUNDS` sets the number of kills (default 150).
+/// `RAIN_KILL_ROUNDS` sets the number of kills (default 30, as in CI; more on demand).
 @Suite("Crash safety: SIGKILL at random points", .serialized)
 struct CrashSafetyTests {
     struct Counts: Sendable {
@@ -29,7 +29,7 @@ struct CrashSafetyTests {
 
     @Test("every kill leaves a whole session and a consistent authority database")
     func killLoop() async throws {
-        let rounds = Int(ProcessInfo.processInfo.environment["RAIN_KILL_ROUNDS"] ?? "") ?? 150
+        let rounds = Int(ProcessInfo.processInfo.environment["RAIN_KILL_ROUNDS"] ?? "") ?? 30
         // The harness relaxes the code send limits (hundreds of logins for one contact); every other
         // setting is the default.
         let h = try await DaemonHarness.start()
