@@ -1,7 +1,6 @@
 import Foundation
 import RainCore
 import RainWallet
-import RainWire
 
 /// `rainwallet contact add|confirm`: attach a verified backup contact to the logged-in account.
 enum ContactCommand {

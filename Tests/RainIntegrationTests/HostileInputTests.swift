@@ -306,7 +306,6 @@ struct HostileInputTests {
             try Envelope.requestFrame(
                 id: UInt64(id), method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: data).encode())
         }
-        let start = ContinuousClock.now
         let writer = Task.detached { () -> Int in
             var written = 0
             for f in frames {
@@ -320,7 +319,6 @@ struct HostileInputTests {
         let hungUp = try await onThread { flooder.waitForHangup(timeout: .seconds(15)) }
         let written = await writer.value
         #expect(hungUp, "the daemon kept a connection that never reads (\(written) requests written)")
-        #expect(ContinuousClock.now - start < .seconds(15))
         #expect(h.log.contains("connection.not_reading"), "log:\n\(h.log)")
         try await expectStillServes(h)
     }

@@ -9,6 +9,11 @@ import Testing
 struct ProtocolTests {
     static let profile = [MetadataEntry(key: profileMetadataKey, value: ProfileName.defaultName)]
 
+    /// The slow call is held far longer than any scheduling delay (30 s) and is cancelled once the
+    /// fast one has answered, so neither test depends on how fast the machine is: the fast answer
+    /// must arrive while the slow call (sent first) is still in flight.
+    static let heldMilliseconds: UInt32 = 30_000
+
     @Test("answers on one connection come back in completion order, not request order")
     func outOfOrderAnswers() async throws {
         let h = try await DaemonHarness.start()
@@ -16,26 +21,24 @@ struct ProtocolTests {
         let connection = try ClientConnection(path: h.socketPath)
         defer { connection.close() }
 
-        let order = Recorder<String>()
-        let slowPayload = try SlowEchoRequest(delayMilliseconds: 800, data: Array("slow".utf8)).encode()
+        let slowPayload = try SlowEchoRequest(delayMilliseconds: Self.heldMilliseconds, data: Array("slow".utf8)).encode()
         let fastPayload = try SlowEchoRequest(delayMilliseconds: 0, data: Array("fast".utf8)).encode()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                let bytes = try await connection.call(method: Method.slowEcho, payload: slowPayload)
-                #expect(try SlowEchoResponse.decode(bytes).data == Array("slow".utf8))
-                order.append("slow")
-            }
-            // Give the slow call a head start so it is on the wire first (ordering only; the
-            // assertion below does not depend on how long this takes).
-            try await Task.sleep(for: .milliseconds(100))
-            group.addTask {
-                let bytes = try await connection.call(method: Method.slowEcho, payload: fastPayload)
-                #expect(try SlowEchoResponse.decode(bytes).data == Array("fast".utf8))
-                order.append("fast")
-            }
-            try await group.waitForAll()
+        let slowAnswered = Recorder<String>()
+        let slow = Task {
+            defer { slowAnswered.append("slow") }
+            return try await connection.call(method: Method.slowEcho, payload: slowPayload)
         }
-        #expect(order.all == ["fast", "slow"])
+        // A head start so the slow call is usually on the wire first (ordering only: the assertions
+        // below hold whichever goes first, and the raw test below fixes the wire order exactly).
+        try await Task.sleep(for: .milliseconds(50))
+        let fast = try await connection.call(method: Method.slowEcho, payload: fastPayload)
+        #expect(try SlowEchoResponse.decode(fast).data == Array("fast".utf8))
+        #expect(slowAnswered.all.isEmpty, "the fast call was answered only after the slow one")
+        slow.cancel()
+        switch await slow.result {
+        case .success: Issue.record("the held call answered before it was cancelled")
+        case .failure(let error): #expect((error as? RainError)?.details.reason == "cancelled")
+        }
     }
 
     @Test("two requests written in one go: the fast one (sent second) is answered first")
@@ -46,12 +49,17 @@ struct ProtocolTests {
 
         let frames =
             try Envelope.requestFrame(
-                id: 1, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 800, data: [1]).encode())
+                id: 1, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: Self.heldMilliseconds, data: [1]).encode())
             + Envelope.requestFrame(id: 2, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: [2]).encode())
         try raw.write(frames)
-        let answers = try await onThread { [try raw.readEnvelope(), try raw.readEnvelope()] }
-        #expect(answers.map { $0?.requestID } == [2, 1])
-        #expect(answers.allSatisfy { $0?.response?.status.isOK == true })
+        let first = try await onThread { try raw.readEnvelope() }
+        #expect(first?.requestID == 2)
+        #expect(first?.response?.status.isOK == true)
+        // Then the held call ends at once when cancelled, instead of after its delay.
+        try raw.write(try Envelope(requestID: 1, kind: .cancel).encodeFrame())
+        let second = try await onThread { try raw.readEnvelope() }
+        #expect(second?.requestID == 1)
+        #expect(second?.response?.status.details.reason == "cancelled")
     }
 
     @Test("50 concurrent GetSessionState calls on one connection all succeed")

@@ -180,7 +180,6 @@ import Testing
             [0xBA, 0x10, 0x00, 0x00, 0x00], [0x5A, 0xFF, 0xFF, 0xFF, 0xFF], [0x7B, 0, 0, 0, 1, 0, 0, 0, 0],
         ]
         let before = Self.maximumResidentKiB()
-        let start = ContinuousClock.now
         var statistics = CBORDecoder.Statistics()
         for _ in 0..<1000 {
             for input in inputs {
@@ -190,14 +189,12 @@ import Testing
                 #expect(refused == 2)
             }
         }
-        let elapsed = ContinuousClock.now - start
         let grown = Self.maximumResidentKiB() - before
         #expect(statistics.libcborLoads == 0)
         // 10,000 refusals. The first header alone would cost libcbor 2 GiB (2^28 item pointers); the
         // bound leaves room for tests running in parallel and for sanitizer builds, and is still 8
         // times smaller than that.
         #expect(grown < 256 * 1024, "peak RSS grew by \(grown) KiB")
-        #expect(elapsed < .seconds(10), "refusing took \(elapsed)")
     }
 
     @Test(arguments: [SoftwareFormat.none, .packed])
