@@ -21,7 +21,6 @@ public final class DeviceService: ServerHandler {
 
     private let config: DaemonConfig
     private let context: DeviceContext
-    private let isTestMethodsEnabled: Bool
     private let profiles: ProfileEntries
     private let ownUID = getuid()
     /// Every method's route, built once.
@@ -30,10 +29,10 @@ public final class DeviceService: ServerHandler {
     public init(config: DaemonConfig, context: DeviceContext, isTestMethodsEnabled: Bool = false) {
         self.config = config
         self.context = context
-        self.isTestMethodsEnabled = isTestMethodsEnabled
         self.profiles = ProfileEntries(config: config, context: context)
         self.routes = Self.routes(
-            config: config, context: context, capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
+            config: config, context: context,
+            capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
             isTestMethodsEnabled: isTestMethodsEnabled, logger: context.logger.child("rpc"))
     }
 
@@ -54,8 +53,6 @@ public final class DeviceService: ServerHandler {
     static let outboxListLimit = 200
 
     /// Capabilities reported by GetInfo.
-    var capabilities: [String] { Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled) }
-
     static func capabilities(config: DaemonConfig, isTestMethodsEnabled: Bool) -> [String] {
         var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export", "passkeys", "contacts"]
         if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
@@ -63,6 +60,7 @@ public final class DeviceService: ServerHandler {
         return c
     }
 
+    /// Checks the profile name and the caller's uid, then dispatches through the route table (loop thread).
     public func handle(_ request: WireRequest, context ctx: RequestContext) -> HandlerDecision {
         let profile = request.profile ?? ProfileName.defaultName
         do {
