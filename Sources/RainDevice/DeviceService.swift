@@ -54,7 +54,10 @@ public final class DeviceService: ServerHandler {
 
     /// Capabilities reported by GetInfo.
     static func capabilities(config: DaemonConfig, isTestMethodsEnabled: Bool) -> [String] {
-        var c = ["login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export", "passkeys", "contacts"]
+        var c = [
+            "login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export",
+            "passkeys", "contacts",
+        ]
         if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
         if isTestMethodsEnabled { c.append("test-methods") }
         return c

@@ -128,7 +128,9 @@ func declaredMethods() throws -> [String: String] {
         let f = try await SchedulerFixture(directReads: true)
         try await DirectReadPathTests.serve(f) { c in
             // Field 1, length-delimited, 5 bytes announced and 1 present.
-            let error = await #expect(throws: RainError.self) { _ = try await c.call(method: method, payload: [0x0A, 0x05, 0x01]) }
+            let error = await #expect(throws: RainError.self) {
+                _ = try await c.call(method: method, payload: [0x0A, 0x05, 0x01])
+            }
             #expect(error?.code == .invalidArgument)
             #expect(error?.details.reason == "undecodable_payload")
         }
@@ -210,7 +212,8 @@ final class CallCounter: Sendable {
                         calls?.increment()
                         switch r.delayMilliseconds {
                         case 0: return false
-                        case 1: DispatchQueue.global().async { done(.success(SlowEchoResponse(data: Array("direct:\(call)".utf8)))) }
+                        case 1:
+                            DispatchQueue.global().async { done(.success(SlowEchoResponse(data: Array("direct:\(call)".utf8)))) }
                         default: DispatchQueue.global().async { done(.failure(RainError(.provider, "no"))) }
                         }
                         return true
@@ -259,7 +262,8 @@ final class CallCounter: Sendable {
 
     @Test func aRouteAddedInATableIsDispatchedWhereItsPlacementSays() async throws {
         let calls = CallCounter()
-        let table = Self.table(clock: ManualClock(), log: .everyCall(Logger(label: "t", sink: CapturingLogSink())), directCalls: calls)
+        let log = RouteOutcomeLog.everyCall(Logger(label: "t", sink: CapturingLogSink()))
+        let table = Self.table(clock: ManualClock(), log: log, directCalls: calls)
         #expect(table.duplicateMethods == [Self.loop])
         #expect(table.policy(for: Self.loop) == .read(), "the first declaration wins")
         #expect(table.methods == [Self.loop, Self.actor, Self.direct, Self.slow, Self.broken])
