@@ -1,0 +1,152 @@
+import RainAuthority
+import RainCore
+import RainTransport
+import RainWire
+
+extension DeviceService {
+    /// The device's RPCs, one declaration per method of `Method` (proto/PROTOCOL.md): cheap reads
+    /// on the loop thread, Account/Get and Wallet/Get as direct reads with the session actor as
+    /// fallback, Watch as a stream, everything else on the profile's session actor. ListOutbox is
+    /// served always (the authority refuses it unless its dev outbox is on); SlowEcho only with the
+    /// test methods. Sensitive calls are the ones that export a secret or start adding a credential.
+    static func routes(
+        config: DaemonConfig, context: DeviceContext, capabilities: [String], isTestMethodsEnabled: Bool, logger: Logger
+    ) -> RouteTable<DeviceCall> {
+        let info = GetInfoResponse(
+            daemonVersion: daemonVersion, protocolVersion: protocolVersion, capabilities: capabilities,
+            maxFrameBytes: UInt32(Frame.defaultMaximumLength))
+        // The authority's direct reads (an embedded authority on SQLite), taken once.
+        let directReads = context.authority.directReads
+        let authority = context.authority
+        let clock = context.clock
+        return RouteTable(
+            deadlineClock: clock, outcomeLog: .everyCall(logger),
+            unknownMethod: UnknownMethodAnswer(infoMethod: Method.getInfo, serviceName: "daemon")
+        ) {
+            Route(
+                Method.getInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(),
+                .loop { (_, _) throws(RainError) in info })
+            Route(
+                Method.getSessionState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(),
+                .loop { (_, call) throws(RainError) in call.entry.runtime.snapshot() })
+            Route(
+                Method.watch, WatchRequest.self, WatchEvent.self, policy: .read(),
+                .stream { (_, call, server) throws(RainError) in
+                    let responder = server.responder
+                    call.entry.runtime.addWatcher(connection: server.connection, requestID: server.requestID) {
+                        responder.send(streamPayload: $0)
+                    }
+                })
+            Route(
+                Method.awaitRestore, AwaitRestoreRequest.self, SessionSnapshot.self, policy: .read(),
+                .actor { (r, call) throws(RainError) in
+                    let e = call.entry
+                    let policyTimeout = e.runtime.settings.sessionPolicy.restoreTimeout
+                    let timeout = r.timeoutMilliseconds == 0 ? policyTimeout : .milliseconds(Int64(r.timeoutMilliseconds))
+                    return await Self.awaitRestore(e, timeout: timeout)
+                })
+            Route(
+                Method.refreshSession, RefreshSessionRequest.self, SessionSnapshot.self, policy: .send(needsSession: true),
+                .actor { (_, call) throws(RainError) in try await call.session.refreshSession() })
+            Route(
+                Method.sendLoginCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self, policy: .send(),
+                .actor { (r, call) throws(RainError) in try await call.session.sendLoginCode(r.contact) })
+            Route(
+                Method.confirmLoginCode, ConfirmLoginCodeRequest.self, ConfirmLoginCodeResponse.self, policy: .send(),
+                .actor { (r, call) throws(RainError) in try await call.session.confirmLoginCode(r.code) })
+            Route(
+                Method.logout, LogoutRequest.self, LogoutResponse.self, policy: .send(),
+                .actor { (_, call) throws(RainError) in try await call.session.logout() })
+            Route(
+                Method.configureProfile, ConfigureProfileRequest.self, ConfigureProfileResponse.self, policy: .send(),
+                .actor { (r, call) throws(RainError) in try await call.session.configure(passkeyDomain: r.passkeyDomain) })
+            Route(
+                Method.passkeyBeginSignUp, BeginPasskeyRequest.self, BeginPasskeyResponse.self, policy: .send(),
+                .actor { (_, call) throws(RainError) in try await call.session.beginPasskeySignUp() })
+            Route(
+                Method.passkeyBeginLogin, BeginPasskeyRequest.self, BeginPasskeyResponse.self, policy: .send(),
+                .actor { (_, call) throws(RainError) in try await call.session.beginPasskeyLogin() })
+            Route(
+                Method.passkeyBeginAdd, BeginPasskeyRequest.self, BeginPasskeyResponse.self,
+                policy: .send(needsSession: true, isSensitive: true),
+                .actor { (_, call) throws(RainError) in try await call.session.beginPasskeyAdd() })
+            Route(
+                Method.passkeyFinish, FinishPasskeyRequest.self, FinishPasskeyResponse.self, policy: .send(),
+                .actor { (r, call) throws(RainError) in
+                    try await call.session.finishPasskey(ceremonyID: r.ceremonyID, responseJSON: r.responseJSON)
+                })
+            Route(
+                Method.passkeyCancel, CancelPasskeyRequest.self, CancelPasskeyResponse.self, policy: .send(),
+                .actor { (r, call) throws(RainError) in try await call.session.cancelPasskey(ceremonyID: r.ceremonyID) })
+            Route(
+                Method.contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self,
+                policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, call) throws(RainError) in try await call.session.sendContactVerificationCode(r.contact) })
+            Route(
+                Method.contactConfirmVerification, ConfirmContactVerificationRequest.self, AccountResponse.self,
+                policy: .send(needsSession: true),
+                .actor { (r, call) throws(RainError) in try await call.session.confirmContactVerification(r.code) })
+            Route(
+                Method.getAccount, GetAccountRequest.self, AccountResponse.self, policy: .read(needsSession: true),
+                .direct(
+                    { (_, call, done) in
+                        Self.startDirectRead(directReads, call) { reads, appID, token in
+                            reads.accountInfo(appID: appID, accessToken: token) { done($0.map(ProfileSession.accountResponse)) }
+                        }
+                    },
+                    fallback: { (_, call) throws(RainError) in try await call.session.account() }))
+            Route(
+                Method.getWallet, GetWalletRequest.self, WalletResponse.self, policy: .read(needsSession: true),
+                .direct(
+                    { (_, call, done) in
+                        Self.startDirectRead(directReads, call) { reads, appID, token in
+                            reads.wallet(appID: appID, accessToken: token) { done($0.map(ProfileSession.walletResponse)) }
+                        }
+                    },
+                    fallback: { (_, call) throws(RainError) in try await call.session.wallet() }))
+            // Secrets: the answer goes to the caller only; nothing here logs a payload.
+            Route(
+                Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest.self, ExportRecoveryPhraseResponse.self,
+                policy: .send(needsSession: true, isSensitive: true),
+                .actor { (_, call) throws(RainError) in try await call.session.exportRecoveryPhrase() })
+            Route(
+                Method.exportPrivateKey, ExportPrivateKeyRequest.self, ExportPrivateKeyResponse.self,
+                policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, call) throws(RainError) in try await call.session.exportPrivateKey(chain: r.chain) })
+            Route(
+                Method.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
+                .actor { (_, call) throws(RainError) in
+                    // Only this profile's app, newest `outboxListLimit` entries: a reply stays far below the frame limit.
+                    let appID = config.settings(for: call.profile).appID
+                    let deliveries = try await authority.listOutbox().filter { $0.appID == appID }.suffix(Self.outboxListLimit)
+                    return ListOutboxResponse(
+                        entries: deliveries.map {
+                            OutboxEntry(
+                                contact: $0.kind == "phone" ? .phone($0.contact) : .email($0.contact), code: $0.code,
+                                sentAt: $0.sentAt, appID: $0.appID)
+                        })
+                })
+            if isTestMethodsEnabled {
+                Route(
+                    Method.slowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
+                    .actor { (r, _) throws(RainError) in
+                        await clock.sleep(for: .milliseconds(Int64(min(r.delayMilliseconds, 60_000))))
+                        return SlowEchoResponse(data: r.data)
+                    })
+            }
+        }
+    }
+
+    /// Starts a direct read while the authority offers direct reads and the profile has a live
+    /// access token; returns false otherwise (the route's actor fallback then answers).
+    static func startDirectRead(
+        _ directReads: (any DirectAuthorityReads)?, _ call: DeviceCall,
+        _ read: (any DirectAuthorityReads, _ appID: String, _ token: String) -> Void
+    ) -> Bool {
+        guard let reads = directReads else { return false }
+        let runtime = call.entry.runtime
+        guard let token = runtime.liveAccessToken() else { return false }
+        read(reads, runtime.settings.appID, token)
+        return true
+    }
+}

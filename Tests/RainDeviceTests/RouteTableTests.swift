@@ -1,0 +1,371 @@
+import Foundation
+import RainAuthority
+import RainCore
+import RainTestSupport
+import RainTransport
+import RainWire
+import Synchronization
+import Testing
+
+@testable import RainDevice
+
+/// The method names `Method` declares, read from its source so a method added there without a
+/// route fails `everyMethodHasExactlyOneRoute`.
+func declaredMethods() throws -> [String: String] {
+    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/RainWire/Methods.swift")
+    let text = try String(contentsOf: source, encoding: .utf8)
+    var methods: [String: String] = [:]
+    for line in text.split(separator: "\n") {
+        let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 4)
+        guard words.count == 5, words[0] == "public", words[1] == "static", words[2] == "let", words[4].hasPrefix("=")
+        else { continue }
+        let name = String(words[3])
+        let value = words[4].drop(while: { $0 != "\"" }).dropFirst().prefix(while: { $0 != "\"" })
+        methods[name] = String(value)
+    }
+    return methods
+}
+
+/// The device's route table: one declaration per method, with truthful policies.
+@Suite struct DeviceRoutesTests {
+    /// The routes of a service on an embedded authority (its directory lives as long as the test).
+    static func routes(isTestMethodsEnabled: Bool, in dir: TempDir = TempDir()) async throws -> RouteTable<DeviceCall> {
+        let logger = Logger(label: "test", sink: CapturingLogSink())
+        let authority = try await EmbeddedAuthority(
+            stateDirectory: dir.path, clock: ManualClock(), sender: CapturingSender(), logger: logger)
+        let service = DeviceService(
+            config: DaemonConfig(),
+            context: DeviceContext(
+                authority: authority, storage: InMemoryStorage(), clock: ManualClock(), device: try testDevice(),
+                logger: logger),
+            isTestMethodsEnabled: isTestMethodsEnabled)
+        return withExtendedLifetime(dir) { service.routes }
+    }
+
+    @Test func everyMethodHasExactlyOneRoute() async throws {
+        let declared = try declaredMethods()
+        #expect(declared.count >= 22, "Methods.swift was read: \(declared.keys.sorted())")
+        let routes = try await Self.routes(isTestMethodsEnabled: true)
+        #expect(routes.duplicateMethods.isEmpty)
+        #expect(routes.methods.count == routes.routes.count)
+        #expect(Set(routes.methods) == Set(declared.values))
+        #expect(routes.methods.count == declared.count)
+    }
+
+    @Test func slowEchoIsRoutedOnlyWithTheTestMethods() async throws {
+        let routes = try await Self.routes(isTestMethodsEnabled: false)
+        #expect(routes.route(for: Method.slowEcho) == nil)
+        #expect(routes.route(for: Method.listOutbox) != nil)
+        #expect(Set(routes.methods) == Set(try declaredMethods().values).subtracting([Method.slowEcho]))
+    }
+
+    @Test(
+        arguments: [
+            (Method.getInfo, RoutePolicy.read()),
+            (Method.getSessionState, .read()),
+            (Method.getAccount, .read(needsSession: true)),
+            (Method.getWallet, .read(needsSession: true)),
+            (Method.sendLoginCode, .send()),
+            (Method.confirmLoginCode, .send()),
+            (Method.logout, .send()),
+            (Method.refreshSession, .send(needsSession: true)),
+            (Method.passkeyFinish, .send()),
+            (Method.passkeyBeginAdd, .send(needsSession: true, isSensitive: true)),
+            (Method.contactSendVerificationCode, .send(needsSession: true, isSensitive: true)),
+            (Method.contactConfirmVerification, .send(needsSession: true)),
+            (Method.exportRecoveryPhrase, .send(needsSession: true, isSensitive: true)),
+            (Method.exportPrivateKey, .send(needsSession: true, isSensitive: true)),
+        ])
+    func declaredPolicy(method: String, policy: RoutePolicy) async throws {
+        let routes = try await Self.routes(isTestMethodsEnabled: false)
+        #expect(routes.policy(for: method) == policy)
+    }
+
+    @Test func readsAreRetriedSendsAreNotAndNoRouteHasADefaultDeadlineYet() async throws {
+        let routes = try await Self.routes(isTestMethodsEnabled: true)
+        #expect(routes.policy(for: Method.getAccount)?.isRetried == true)
+        #expect(routes.policy(for: Method.sendLoginCode)?.isRetried == false)
+        #expect(routes.routes.allSatisfy { $0.policy.deadline == nil })
+        #expect(routes.policy(for: "/rain.wallet.v1.Nope/Nothing") == nil)
+    }
+
+    @Test func placements() async throws {
+        let routes = try await Self.routes(isTestMethodsEnabled: true)
+        #expect(routes.route(for: Method.getInfo)?.placement == .loop)
+        #expect(routes.route(for: Method.getSessionState)?.placement == .loop)
+        #expect(routes.route(for: Method.watch)?.placement == .stream)
+        #expect(routes.route(for: Method.getAccount)?.placement == .direct)
+        #expect(routes.route(for: Method.getWallet)?.placement == .direct)
+        let onTheActor = Set(routes.routes.filter { $0.placement == .actor }.map(\.method))
+        #expect(
+            onTheActor.isSuperset(of: [
+                Method.sendLoginCode, Method.confirmLoginCode, Method.logout, Method.awaitRestore, Method.refreshSession,
+                Method.configureProfile, Method.passkeyFinish, Method.exportRecoveryPhrase, Method.listOutbox, Method.slowEcho,
+            ]))
+        let account = try #require(routes.route(for: Method.getAccount))
+        #expect(ObjectIdentifier(account.requestType) == ObjectIdentifier(GetAccountRequest.self))
+        #expect(ObjectIdentifier(account.responseType) == ObjectIdentifier(AccountResponse.self))
+    }
+
+    @Test func anUnknownMethodIsRefusedNamingAtMost200ScalarsOfIt() async throws {
+        let f = try await SchedulerFixture()
+        try await DirectReadPathTests.serve(f) { c in
+            let long = "/rain.wallet.v1.Nope/" + String(repeating: "é", count: 300)
+            let error = await #expect(throws: RainError.self) { _ = try await c.call(method: long, payload: []) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.details.reason == "unknown_method")
+            #expect(error.map { !$0.message.contains(long) } == true)
+            let short = await #expect(throws: RainError.self) {
+                _ = try await c.call(method: "/rain.wallet.v1.Nope/Nothing", payload: [])
+            }
+            #expect(short?.details.reason == "unknown_method")
+        }
+    }
+
+    @Test(arguments: [Method.getSessionState, Method.logout, Method.getAccount, Method.watch, Method.awaitRestore])
+    func anUndecodablePayloadIsRAIN102(method: String) async throws {
+        let f = try await SchedulerFixture(directReads: true)
+        try await DirectReadPathTests.serve(f) { c in
+            // Field 1, length-delimited, 5 bytes announced and 1 present.
+            let error = await #expect(throws: RainError.self) {
+                _ = try await c.call(method: method, payload: [0x0A, 0x05, 0x01])
+            }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.details.reason == "undecodable_payload")
+        }
+    }
+}
+
+/// Answers every request from a route table; the call's context is its profile.
+final class TableHandler: ServerHandler {
+    let table: RouteTable<String>
+    init(_ table: RouteTable<String>) { self.table = table }
+    func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
+        table.handle(request, context: context, call: request.profile ?? "none")
+    }
+    func cancel(connection: ConnectionID, requestID: UInt64) {}
+    func connectionClosed(_ connection: ConnectionID) {}
+}
+
+/// A `RouteTable` served by a real `EventLoopServer` on a Unix socket, its loop on a thread.
+final class ServedTable: Sendable {
+    let server: EventLoopServer
+    let socketPath: String
+    private let isFinished = Mutex(false)
+
+    init(_ table: RouteTable<String>, directory: String) throws {
+        socketPath = directory + "/t.sock"
+        let fd = try UnixSocket.listen(path: socketPath, mode: 0o600)
+        server = try EventLoopServer(
+            listeningSocket: fd, options: ServerOptions(), handler: TableHandler(table),
+            logger: Logger(label: "test", sink: CapturingLogSink()))
+        let thread = Thread { [self] in
+            server.run()
+            isFinished.withLock { $0 = true }
+        }
+        thread.name = "test.table.loop"
+        thread.start()
+    }
+
+    func stop() async {
+        server.stop(drainTimeout: .milliseconds(200))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !isFinished.withLock({ $0 }) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+/// Counts calls from any thread.
+final class CallCounter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+/// The generic table: what a route declared in a test is answered with.
+@Suite struct RouteTableTests {
+    static let loop = "/test.v1.T/Loop"
+    static let actor = "/test.v1.T/Actor"
+    static let direct = "/test.v1.T/Direct"
+    static let slow = "/test.v1.T/Slow"
+    static let broken = "/test.v1.T/Broken"
+
+    /// `delayMilliseconds` picks the direct read's outcome: 0 closed, 1 a success, 2 a failure.
+    static func table(clock: ManualClock, log: RouteOutcomeLog, directCalls: CallCounter? = nil) -> RouteTable<String> {
+        let calls = directCalls
+        return RouteTable(
+            deadlineClock: clock, outcomeLog: log,
+            unknownMethod: UnknownMethodAnswer(infoMethod: "/test.v1.T/Info", serviceName: "test")
+        ) {
+            Route(
+                loop, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
+                .loop { (r, call) throws(RainError) in SlowEchoResponse(data: r.data + Array("loop:\(call)".utf8)) })
+            Route(
+                actor, SlowEchoRequest.self, SlowEchoResponse.self, policy: .send(),
+                .actor { (r, call) throws(RainError) in SlowEchoResponse(data: r.data + Array("actor:\(call)".utf8)) })
+            Route(
+                direct, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
+                .direct(
+                    { (r, call, done) in
+                        calls?.increment()
+                        switch r.delayMilliseconds {
+                        case 0: return false
+                        case 1:
+                            DispatchQueue.global().async { done(.success(SlowEchoResponse(data: Array("direct:\(call)".utf8)))) }
+                        default: DispatchQueue.global().async { done(.failure(RainError(.provider, "no"))) }
+                        }
+                        return true
+                    },
+                    fallback: { (_, call) throws(RainError) in SlowEchoResponse(data: Array("fallback:\(call)".utf8)) }))
+            Route(
+                slow, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(deadline: .milliseconds(50)),
+                .actor { (r, _) throws(RainError) in
+                    await clock.sleep(for: .seconds(3600))
+                    return SlowEchoResponse(data: r.data)
+                })
+            Route(
+                broken, GetInfoRequest.self, GetInfoResponse.self, policy: .read(),
+                .actor { (_, _) throws(RainError) in throw RainError(.internalError, "disk detail 4711") })
+            // A second declaration of a method is not served.
+            Route(
+                loop, GetInfoRequest.self, GetInfoResponse.self, policy: .send(),
+                .loop { (_, _) throws(RainError) in throw RainError(.internalError, "never") })
+        }
+    }
+
+    static func serve(_ table: RouteTable<String>, _ body: (ClientConnection) async throws -> Void) async throws {
+        let dir = TempDir()
+        let served = try ServedTable(table, directory: dir.path)
+        let connection = try ClientConnection(path: served.socketPath)
+        do {
+            try await body(connection)
+        } catch {
+            connection.close()
+            await served.stop()
+            throw error
+        }
+        connection.close()
+        await served.stop()
+    }
+
+    static func echo(
+        _ c: ClientConnection, _ method: String, _ selector: UInt32 = 0, profile: String = "p1", timeout: UInt32 = 0
+    ) async throws -> String {
+        let payload = try SlowEchoRequest(delayMilliseconds: selector, data: Array("in|".utf8)).encode()
+        let answer = try await c.call(
+            method: method, payload: payload, metadata: [MetadataEntry(key: profileMetadataKey, value: profile)],
+            timeoutMilliseconds: timeout)
+        return String(decoding: try SlowEchoResponse.decode(answer).data, as: UTF8.self)
+    }
+
+    @Test func aRouteAddedInATableIsDispatchedWhereItsPlacementSays() async throws {
+        let calls = CallCounter()
+        let log = RouteOutcomeLog.everyCall(Logger(label: "t", sink: CapturingLogSink()))
+        let table = Self.table(clock: ManualClock(), log: log, directCalls: calls)
+        #expect(table.duplicateMethods == [Self.loop])
+        #expect(table.policy(for: Self.loop) == .read(), "the first declaration wins")
+        #expect(table.methods == [Self.loop, Self.actor, Self.direct, Self.slow, Self.broken])
+        try await Self.serve(table) { c in
+            let loop = try await Self.echo(c, Self.loop)
+            let actor = try await Self.echo(c, Self.actor, profile: "p2")
+            let closed = try await Self.echo(c, Self.direct, 0)
+            let direct = try await Self.echo(c, Self.direct, 1)
+            let failed = try await Self.echo(c, Self.direct, 2)
+            #expect(loop == "in|loop:p1")
+            #expect(actor == "in|actor:p2")
+            #expect(closed == "fallback:p1", "closed direct path: the fallback answers")
+            #expect(direct == "direct:p1")
+            #expect(failed == "fallback:p1", "a failed direct read is not the answer")
+            #expect(calls.value == 3)
+            let unknown = await #expect(throws: RainError.self) { _ = try await Self.echo(c, "/test.v1.T/Missing") }
+            #expect(unknown?.details.reason == "unknown_method")
+            let undecodable = await #expect(throws: RainError.self) {
+                _ = try await c.call(method: Self.actor, payload: [0x0A, 0x05, 0x01])
+            }
+            #expect(undecodable?.details.reason == "undecodable_payload")
+        }
+    }
+
+    @Test func theRouteDefaultDeadlineAnswersWhenTheRequestHasNone() async throws {
+        let clock = ManualClock()
+        let table = Self.table(clock: clock, log: .everyCall(Logger(label: "t", sink: CapturingLogSink())))
+        try await Self.serve(table) { c in
+            let answer = Task { try await Self.echo(c, Self.slow) }
+            // The handler's sleep and the deadline.
+            await eventually("the handler and the deadline wait") { clock.pendingTimerCount == 2 }
+            clock.advance(by: .milliseconds(50))
+            let error = await #expect(throws: RainError.self) { _ = try await answer.value }
+            #expect(error?.code == .provider)
+            #expect(error?.details.reason == "deadline_exceeded")
+            clock.advance(by: .seconds(3600))
+        }
+    }
+
+    @Test func withoutADeadlineOrTimeoutNoneIsArmed() async throws {
+        let clock = ManualClock()
+        let log = RouteOutcomeLog.everyCall(Logger(label: "t", sink: CapturingLogSink()))
+        let table = RouteTable<String>(
+            deadlineClock: clock, outcomeLog: log, unknownMethod: UnknownMethodAnswer(infoMethod: "/i", serviceName: "test")
+        ) {
+            Route(
+                Self.slow, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
+                .actor { (r, _) throws(RainError) in
+                    await clock.sleep(for: .seconds(1))
+                    return SlowEchoResponse(data: r.data)
+                })
+        }
+        try await Self.serve(table) { c in
+            let answer = Task { try await Self.echo(c, Self.slow) }
+            await eventually("the handler waits") { clock.pendingTimerCount == 1 }
+            #expect(clock.pendingTimerCount == 1, "no deadline armed")
+            clock.advance(by: .seconds(1))
+            let echoed = try await answer.value
+            #expect(echoed == "in|")
+        }
+    }
+
+    @Test func anInternalErrorIsLoggedAndAnsweredGenericallyWithEveryCallLogging() async throws {
+        let sink = CapturingLogSink()
+        let table = Self.table(clock: ManualClock(), log: .everyCall(Logger(label: "t", minimumLevel: .debug, sink: sink)))
+        try await Self.serve(table) { c in
+            let error = await #expect(throws: RainError.self) {
+                _ = try await c.call(method: Self.broken, payload: try GetInfoRequest().encode())
+            }
+            #expect(error?.code == .internalError)
+            #expect(error.map { !$0.message.contains("4711") } == true, "the detail stays in the log")
+            _ = try await Self.echo(c, Self.actor)
+        }
+        let lines = sink.captured
+        #expect(lines.contains { $0.contains("call.failed") && $0.contains("4711") && $0.contains("error") })
+        #expect(lines.contains { $0.contains(" call ") && $0.contains("status=ok") })
+    }
+
+    @Test func failuresLoggingPassesEveryErrorOnAsItIs() async throws {
+        let sink = CapturingLogSink()
+        let table = Self.table(clock: ManualClock(), log: .failures(Logger(label: "t", minimumLevel: .debug, sink: sink)))
+        try await Self.serve(table) { c in
+            let error = await #expect(throws: RainError.self) {
+                _ = try await c.call(method: Self.broken, payload: try GetInfoRequest().encode())
+            }
+            #expect(error?.code == .internalError)
+            #expect(error.map { $0.message.contains("4711") } == true)
+            _ = try await Self.echo(c, Self.actor)
+        }
+        let lines = sink.captured
+        #expect(lines.count == 1)
+        #expect(lines.first?.contains("call.failed") == true)
+    }
+
+    @Test func anUnknownMethodEchoesAtMostItsLimit() {
+        let answer = UnknownMethodAnswer(infoMethod: "/x.v1.D/GetInfo", serviceName: "daemon")
+        let exact = String(repeating: "a", count: 200)
+        #expect(answer.error(for: exact).message.contains(exact + ";"))
+        let over = answer.error(for: exact + "b")
+        #expect(over.code == .invalidArgument)
+        #expect(over.details.reason == "unknown_method")
+        #expect(over.message.contains(exact + "…;"))
+        #expect(!over.message.contains("b;"))
+    }
+}
