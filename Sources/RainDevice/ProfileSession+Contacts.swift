@@ -16,10 +16,7 @@ extension ProfileSession {
     public func sendContactVerificationCode(_ contact: RainWalletContact?) async throws(RainError)
         -> SendLoginCodeResponse
     {
-        guard let contact else {
-            throw RainError.invalid("the request names no contact: set an email or a phone number", field: "contact")
-        }
-        let normalized = try contact.normalized()
+        let normalized = try Self.normalized(contact)
         let deviceID = context.deviceID
         let result = try await withSession(what: "send a verification code", transientRetries: 0) {
             (authority, appID, token) async throws(RainError) in
@@ -27,7 +24,7 @@ extension ProfileSession {
                 appID: appID, deviceID: deviceID, accessToken: token, contact: normalized)
         }
         challenges.verification = result
-        return SendLoginCodeResponse(contact: result.contact, expiresAt: result.expiresAt)
+        return Self.codeSent(result)
     }
 
     /// Confirms the pending verification: on success the contact is on the account, verified, and

@@ -23,10 +23,7 @@ extension ProfileSession {
     public func beginPasskeySignUp() async throws(RainError) -> BeginPasskeyResponse {
         let domain = try await requirePasskeyDomain()
         try requireNoSession()
-        let ceremony = try await context.authority.beginPasskeyRegistration(
-            PasskeyBeginRequest(
-                appID: appID, deviceID: context.deviceID, rpID: domain,
-                origins: runtime.settings.passkeyOrigins(domain: domain)))
+        let ceremony = try await context.authority.beginPasskeyRegistration(beginRequest(domain: domain))
         return remember(ceremony, kind: .signUp, domain: domain)
     }
 
@@ -38,10 +35,7 @@ extension ProfileSession {
     public func beginPasskeyLogin() async throws(RainError) -> BeginPasskeyResponse {
         let domain = try await requirePasskeyDomain()
         try requireNoPasskeySession()
-        let ceremony = try await context.authority.beginPasskeyAuthentication(
-            PasskeyBeginRequest(
-                appID: appID, deviceID: context.deviceID, rpID: domain,
-                origins: runtime.settings.passkeyOrigins(domain: domain)))
+        let ceremony = try await context.authority.beginPasskeyAuthentication(beginRequest(domain: domain))
         return remember(ceremony, kind: .login, domain: domain)
     }
 
@@ -49,9 +43,7 @@ extension ProfileSession {
     /// - Throws: RAIN_102 without a passkey domain; RAIN_201 without a live session.
     public func beginPasskeyAdd() async throws(RainError) -> BeginPasskeyResponse {
         let domain = try await requirePasskeyDomain()
-        let request = PasskeyBeginRequest(
-            appID: appID, deviceID: context.deviceID, rpID: domain,
-            origins: runtime.settings.passkeyOrigins(domain: domain))
+        let request = beginRequest(domain: domain)
         let ceremony = try await withSession(what: "add a passkey", transientRetries: 0) {
             (authority, _, token) async throws(RainError) in
             var withToken = request
@@ -117,6 +109,13 @@ extension ProfileSession {
             appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID)
         logger.info("passkey.cancelled", ["profile": runtime.name])
         return CancelPasskeyResponse()
+    }
+
+    /// What the authority needs to begin a ceremony on `domain` (without an access token).
+    private func beginRequest(domain: String) -> PasskeyBeginRequest {
+        PasskeyBeginRequest(
+            appID: appID, deviceID: context.deviceID, rpID: domain,
+            origins: runtime.settings.passkeyOrigins(domain: domain))
     }
 
     /// Keeps the ceremony as this profile's pending one (a new begin replaces it).

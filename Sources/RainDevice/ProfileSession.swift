@@ -191,15 +191,25 @@ public actor ProfileSession {
 
     /// Sends a login code; replaces this profile's pending challenge.
     public func sendLoginCode(_ contact: RainWalletContact?) async throws(RainError) -> SendLoginCodeResponse {
-        guard let contact else {
-            throw RainError.invalid("the request names no contact: set an email or a phone number", field: "contact")
-        }
-        let normalized = try contact.normalized()
+        let normalized = try Self.normalized(contact)
         await restore()
         let result = try await context.authority.sendLoginCode(
             SendCodeRequest(appID: appID, deviceID: context.deviceID, contact: normalized))
         challenges.login = result
-        return SendLoginCodeResponse(contact: result.contact, expiresAt: result.expiresAt)
+        return Self.codeSent(result)
+    }
+
+    /// The request's contact, normalized; RAIN_102 when it names none or it is malformed.
+    static func normalized(_ contact: RainWalletContact?) throws(RainError) -> RainWalletContact {
+        guard let contact else {
+            throw RainError.invalid("the request names no contact: set an email or a phone number", field: "contact")
+        }
+        return try contact.normalized()
+    }
+
+    /// What a code send answers: where the code went and until when it is valid.
+    static func codeSent(_ result: SendCodeResult) -> SendLoginCodeResponse {
+        SendLoginCodeResponse(contact: result.contact, expiresAt: result.expiresAt)
     }
 
     /// Confirms the pending code; on success stores the session before answering.
@@ -496,7 +506,8 @@ public actor ProfileSession {
             return .finished(.success(()))
         case .failure(let error) where Self.isDefinitive(error):
             let reason = SessionEndReason(reasonOf: error)?.deviceExpiry ?? .refreshFailed
-            logger.warning("refresh.refused", ["profile": runtime.name, "reason": error.details.reason ?? error.code.description])
+            logger.warning(
+                "refresh.refused", ["profile": runtime.name, "reason": error.details.reason ?? error.code.description])
             await end(reason)
             return .finished(.failure(Self.endedError(reason)))
         case .failure(let error):

@@ -34,11 +34,15 @@ import Testing
                 RainError(.network, "exhausted", details: .init(reason: "exhausted"), underlying: SendableErrorDescription(error))
             }
         }
-        await eventually("first attempt, then its backoff") { attempts.withLock { $0.count } == 1 && clock.pendingTimerCount == 1 }
+        await eventually("first attempt, then its backoff") {
+            attempts.withLock { $0.count } == 1 && clock.pendingTimerCount == 1
+        }
         clock.advance(by: .milliseconds(499))
         #expect(attempts.withLock { $0.count } == 1)
         clock.advance(by: .milliseconds(1))
-        await eventually("second attempt, then its backoff") { attempts.withLock { $0.count } == 2 && clock.pendingTimerCount == 1 }
+        await eventually("second attempt, then its backoff") {
+            attempts.withLock { $0.count } == 2 && clock.pendingTimerCount == 1
+        }
         clock.advance(by: .milliseconds(999))
         #expect(attempts.withLock { $0.count } == 2)
         clock.advance(by: .milliseconds(1))
@@ -62,7 +66,9 @@ import Testing
                     return n
                 }
                 return n == 1 ? .transient(RainError(.network, "down (test)")) : .finished(.success("ok"))
-            } exhausted: { $0 }
+            } exhausted: {
+                $0
+            }
         }
         await eventually("backoff") { clock.pendingTimerCount == 1 }
         clock.advance(by: .milliseconds(500))
@@ -79,7 +85,9 @@ import Testing
                 return a.count
             }
             return count < 3 ? .again : .finished(.success(count))
-        } exhausted: { $0 }
+        } exhausted: {
+            $0
+        }
         #expect(try result.get() == 3)
         #expect(attempts.withLock { $0 } == [1, 1, 1])
         #expect(clock.pendingTimerCount == 0)
@@ -91,7 +99,9 @@ import Testing
         let result = await RetrySchedule(policy: .default, retries: 0).run(clock: clock) { _ -> RetryStep<Int> in
             attempts.withLock { $0 += 1 }
             return .transient(RainError(.network, "down (test)"))
-        } exhausted: { _ in RainError(.unavailable, "gave up") }
+        } exhausted: { _ in
+            RainError(.unavailable, "gave up")
+        }
         #expect(attempts.withLock { $0 } == 1)
         guard case .failure(let error) = result else {
             Issue.record("expected a failure")
