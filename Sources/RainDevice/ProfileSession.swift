@@ -295,11 +295,17 @@ public actor ProfileSession {
     /// another device) ends here with `revokedElsewhere`.
     /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable.
     public func account() async throws(RainError) -> AccountResponse {
-        let info = try await withSession(what: "read the account", transientRetries: policy.transientRetries) {
-            (authority, appID, token) async throws(RainError) in
+        let info = try await read("read the account") { (authority, appID, token) async throws(RainError) in
             try await authority.accountInfo(appID: appID, accessToken: token)
         }
         return Self.accountResponse(info)
+    }
+
+    /// A read with the session's access token: transient failures retried with the policy.
+    private func read<T: Sendable>(
+        _ what: String, _ call: @Sendable (any Authority, String, String) async throws(RainError) -> T
+    ) async throws(RainError) -> T {
+        try await withSession(what: what, transientRetries: policy.transientRetries, call)
     }
 
     /// What Account/Get answers for an authority's `AccountInfo`.
@@ -314,8 +320,7 @@ public actor ProfileSession {
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet; RAIN_301
     ///   when the authority stayed unreachable.
     public func wallet() async throws(RainError) -> WalletResponse {
-        let info = try await withSession(what: "read the wallet", transientRetries: policy.transientRetries) {
-            (authority, appID, token) async throws(RainError) in
+        let info = try await read("read the wallet") { (authority, appID, token) async throws(RainError) in
             try await authority.wallet(appID: appID, accessToken: token)
         }
         return Self.walletResponse(info)
