@@ -125,9 +125,14 @@ final class RefreshScheduler: Sendable {
     /// actor); transient failures are retried with the policy's backoff, or not at all for a
     /// scheduled retry at the cap. A success puts the scheduler back on schedule; running out of
     /// retries moves it to the cap and answers RAIN_301 (the session stays usable).
+    ///
+    /// A caller joins the flight on its own actor (`isolation`), before its first suspension: a
+    /// refresh asked for on the session actor shares a flight that is still running, whatever the
+    /// scheduling of the threads.
     /// - Returns: the outcome every sharer of the flight gets.
     func refresh(
-        isScheduledRetry: Bool, _ attempt: @escaping @Sendable (_ number: Int) async -> RetryStep<Void>
+        isScheduledRetry: Bool, isolation: isolated (any Actor)? = #isolation,
+        _ attempt: @escaping @Sendable (_ number: Int) async -> RetryStep<Void>
     ) async -> Result<Void, RainError> {
         let retry = RetrySchedule(policy: policy, retries: isScheduledRetry ? 0 : policy.transientRetries)
         let task = state.withLock { s -> Task<Result<Void, RainError>, Never> in

@@ -171,7 +171,9 @@ struct Fixture {
         let entry = f.service.entry("default")
         // The timeout runs on the injected clock.
         let waiting = Task { await DeviceService.awaitRestore(entry, timeout: .milliseconds(100)) }
-        await eventually("waiting for the restore") { entry.runtime.restoreWaiterCount == 1 }
+        await eventually("waiting for the restore") {
+            entry.runtime.restoreWaiterCount == 1 && f.clock.pendingTimerCount == 1
+        }
         f.clock.advance(by: .milliseconds(100))
         let snap = await waiting.value
         #expect(snap.authState == .loading)

@@ -34,11 +34,17 @@ final class Gate: Sendable {
     }
 }
 
-/// A count shared by tasks.
-final class Counter: Sendable {
-    private let count = Mutex(0)
-    func increment() { count.withLock { $0 += 1 } }
-    var value: Int { count.withLock { $0 } }
+/// Calls a scheduler's refresh from an actor, counting the calls: each joins the flight on
+/// this actor before it suspends, so `count` callers are in the flight.
+actor RefreshCaller {
+    private(set) var count = 0
+
+    func refresh(_ scheduler: RefreshScheduler, _ attempt: @escaping @Sendable (Int) async -> RetryStep<Void>) async
+        -> Result<Void, RainError>
+    {
+        count += 1
+        return await scheduler.refresh(isScheduledRetry: false, attempt)
+    }
 }
 
 /// A session as the scheduler sees it: expiring `lifetime` from now.
@@ -118,7 +124,7 @@ private func session(expiringIn lifetime: Duration, on clock: ManualClock) -> St
         let scheduler = RefreshScheduler(profile: "default", clock: clock, policy: .default)
         let gate = Gate()
         let attempts = Mutex(0)
-        let started = Counter()
+        let caller = RefreshCaller()
         let attempt: @Sendable (Int) async -> RetryStep<Void> = { _ in
             attempts.withLock { $0 += 1 }
             await gate.wait()
@@ -126,14 +132,10 @@ private func session(expiringIn lifetime: Duration, on clock: ManualClock) -> St
         }
         var callers: [Task<Result<Void, RainError>, Never>] = []
         for _ in 0..<5 {
-            callers.append(
-                Task {
-                    started.increment()
-                    return await scheduler.refresh(isScheduledRetry: false, attempt)
-                })
+            callers.append(Task { await caller.refresh(scheduler, attempt) })
         }
-        await eventually("every caller started, one attempt in flight") {
-            started.value == 5 && attempts.withLock { $0 } == 1
+        await eventually("every caller in the flight, one attempt") {
+            await caller.count == 5 && attempts.withLock { $0 } == 1
         }
         gate.open()
         for c in callers {

@@ -126,8 +126,8 @@ private func standaloneSession(
         let f = try await Fixture(storage: storage)
         let entry = f.service.entry("default")
         let waiting = Task { await DeviceService.awaitRestore(entry, timeout: .seconds(60)) }
-        await eventually("waiting") { entry.runtime.restoreWaiterCount == 1 }
-        #expect(f.clock.pendingTimerCount == 1)  // its timeout, on the manual clock
+        // Waiting, with its timeout armed on the manual clock.
+        await eventually("waiting") { entry.runtime.restoreWaiterCount == 1 && f.clock.pendingTimerCount == 1 }
         await storage.release()
         let snap = await waiting.value  // the clock never moved: the restore resumed it
         #expect(snap.authState == .unauthenticated)
@@ -139,7 +139,9 @@ private func standaloneSession(
         let clock = ManualClock()
         let runtime = ProfileRuntime(name: "default", settings: DaemonConfig().settings(for: "default"), clock: clock)
         let waiters = (0..<3).map { _ in Task { await runtime.awaitRestore(timeout: .milliseconds(100)) } }
-        await eventually("all waiting") { runtime.restoreWaiterCount == 3 }
+        await eventually("all waiting, their timeouts armed") {
+            runtime.restoreWaiterCount == 3 && clock.pendingTimerCount == 3
+        }
         clock.advance(by: .milliseconds(99))
         #expect(runtime.restoreWaiterCount == 3)
         clock.advance(by: .milliseconds(1))
