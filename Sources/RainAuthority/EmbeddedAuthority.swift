@@ -450,24 +450,25 @@ public final class EmbeddedAuthority: Authority {
         }
     }
 
-    /// RAIN_201 `details.reason` values of refresh and account reads.
+    /// RAIN_201 `details.reason` values of refresh and account reads (the wire strings of
+    /// `SessionEndReason`, shared with the device).
     enum RefreshRefusal {
         /// Unknown token, or no valid proof of possession of the device key.
-        static let rejected = "refresh_rejected"
+        static let rejected = SessionEndReason.refreshRejected.rawValue
         /// A rotated token presented again outside the grace window.
-        static let reused = "refresh_token_reused"
+        static let reused = SessionEndReason.refreshTokenReused.rawValue
         /// The session has no device key.
-        static let deviceUnbound = "device_unbound"
+        static let deviceUnbound = SessionEndReason.deviceUnbound.rawValue
         /// The account logged in on another device.
-        static let revokedElsewhere = "revoked_elsewhere"
+        static let revokedElsewhere = SessionEndReason.revokedElsewhere.rawValue
         /// Logout, or a newer login on the same device.
-        static let revoked = "revoked"
+        static let revoked = SessionEndReason.revoked.rawValue
         /// Unrefreshed for longer than the refresh-token lifetime.
-        static let expired = "refresh_expired"
+        static let expired = SessionEndReason.refreshExpired.rawValue
         /// The access token is past its expiry.
-        static let accessExpired = "access_expired"
+        static let accessExpired = SessionEndReason.accessExpired.rawValue
         /// The access token is unknown (or was rotated away).
-        static let invalidToken = "invalid_token"
+        static let invalidToken = SessionEndReason.invalidToken.rawValue
 
         /// The refusal reason for a refresh of a revoked session.
         static func reason(forRevoked revokeReason: String?) -> String {

@@ -79,14 +79,10 @@ public final class DeviceService: ServerHandler {
         return routes.handle(request, context: ctx, call: DeviceCall(profile: profile, profiles: profiles))
     }
 
-    /// Polls the published state until the restore is done or the timeout passes; a timeout
+    /// Waits until the restore is done or the timeout passes on the injected clock; a timeout
     /// returns normally with the state still `loading` (DESIGN §6).
     static func awaitRestore(_ e: Entry, timeout: Duration) async -> SessionSnapshot {
-        let deadline = ContinuousClock.now + timeout
-        while e.runtime.isLoading && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return e.runtime.snapshot()
+        await e.runtime.awaitRestore(timeout: timeout)
     }
 
     public func cancel(connection: ConnectionID, requestID: UInt64) {

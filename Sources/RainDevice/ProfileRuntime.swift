@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import RainCore
 import RainTransport
@@ -29,8 +30,18 @@ public final class ProfileRuntime: Sendable {
         var requestID: UInt64
     }
 
+    /// A caller of `awaitRestore` waiting for the restore to finish.
+    struct RestoreWaiter {
+        var continuation: CheckedContinuation<Void, Never>
+        /// Its timeout; the timer only lives while this handle does.
+        var timer: (any RainTimer)?
+    }
+
     struct State {
         var isLoading = true
+        /// Resumed by the first publish (the restore finished) or by their timeout.
+        var restoreWaiters: [Int: RestoreWaiter] = [:]
+        var nextWaiterID = 0
         var session: SessionView?
         /// Set when the session ended without logout; cleared by the next login or a logout.
         var endedReason: ExpiryReason?
@@ -80,8 +91,52 @@ public final class ProfileRuntime: Sendable {
         }
     }
 
-    /// Whether the restore has finished.
+    /// Whether the restore is still running.
     var isLoading: Bool { state.withLock { $0.isLoading } }
+
+    /// Where the timeouts of `awaitRestore` fire.
+    private static let timeoutQueue = DispatchQueue(label: "rainwallet.await-restore")
+
+    /// Waits until the restore has finished or `timeout` passed on the injected clock, whichever
+    /// comes first, and returns the snapshot then: a timeout returns normally with the state still
+    /// `loading` (DESIGN §6). The restore's first publish resumes every waiter at once.
+    func awaitRestore(timeout: Duration) async -> SessionSnapshot {
+        let id = state.withLock { s -> Int? in
+            guard s.isLoading else { return nil }
+            s.nextWaiterID += 1
+            return s.nextWaiterID
+        }
+        if let id, timeout > .zero {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let isWaiting = state.withLock { s -> Bool in
+                    guard s.isLoading else { return false }
+                    s.restoreWaiters[id] = RestoreWaiter(continuation: c)
+                    return true
+                }
+                guard isWaiting else { return c.resume() }
+                let timer = clock.schedule(after: timeout, on: Self.timeoutQueue) { [weak self] in
+                    self?.resumeRestoreWaiter(id)
+                }
+                let isArmed = state.withLock { s -> Bool in
+                    guard s.restoreWaiters[id] != nil else { return false }
+                    s.restoreWaiters[id]?.timer = timer
+                    return true
+                }
+                // Resumed already (restored, or timed out at once): the timer has nothing to do.
+                if !isArmed { timer.cancel() }
+            }
+        }
+        return snapshot()
+    }
+
+    /// Resumes one waiter of `awaitRestore` (its timeout passed).
+    private func resumeRestoreWaiter(_ id: Int) {
+        let waiter = state.withLock { $0.restoreWaiters.removeValue(forKey: id) }
+        waiter?.continuation.resume()
+    }
+
+    /// Number of callers waiting in `awaitRestore` (tests).
+    var restoreWaiterCount: Int { state.withLock { $0.restoreWaiters.count } }
 
     /// Why the session ended, if it ended without logout (RAIN_201 details).
     var endedReason: ExpiryReason? { state.withLock { $0.endedReason } }
@@ -89,8 +144,10 @@ public final class ProfileRuntime: Sendable {
     /// Publishes a new session view (nil: no session) and tells watchers what changed. With
     /// `expiry`, the session ended without logout: every watcher gets one session-expired event.
     func publish(session: StoredSession?, expiry: ExpiryReason? = nil) {
-        state.withLock { s in
+        let restored = state.withLock { s -> [RestoreWaiter] in
             s.isLoading = false
+            let waiters = Array(s.restoreWaiters.values)
+            s.restoreWaiters = [:]
             s.endedReason = session == nil ? expiry : nil
             s.session = session.map {
                 SessionView(
@@ -109,6 +166,12 @@ public final class ProfileRuntime: Sendable {
             if before?.sessionState != now.sessionState {
                 broadcast(&s, kind: .sessionState, state: now, reason: nil)
             }
+            return waiters
+        }
+        // The restore finished: wake its waiters, outside the lock.
+        for waiter in restored {
+            waiter.timer?.cancel()
+            waiter.continuation.resume()
         }
     }
 

@@ -169,7 +169,13 @@ struct Fixture {
         let storage = GatedStorage()
         let f = try await Fixture(storage: storage)
         let entry = f.service.entry("default")
-        let snap = await DeviceService.awaitRestore(entry, timeout: .milliseconds(100))
+        // The timeout runs on the injected clock.
+        let waiting = Task { await DeviceService.awaitRestore(entry, timeout: .milliseconds(100)) }
+        await eventually("waiting for the restore") {
+            entry.runtime.restoreWaiterCount == 1 && f.clock.pendingTimerCount == 1
+        }
+        f.clock.advance(by: .milliseconds(100))
+        let snap = await waiting.value
         #expect(snap.authState == .loading)
         await storage.release()
         let after = await DeviceService.awaitRestore(entry, timeout: .seconds(10))

@@ -1,0 +1,149 @@
+import RainAuthority
+import RainCore
+import RainWire
+
+/// Passkey ceremonies: sign-up, login and add, each begun at the authority and finished with the
+/// authenticator's response. One ceremony is pending per profile (`Challenges.passkey`); a new
+/// begin replaces it.
+extension ProfileSession {
+    /// The profile's passkey domain, or RAIN_102 when there is none (every passkey call needs one).
+    func requirePasskeyDomain() async throws(RainError) -> String {
+        await restore()
+        guard let passkeyDomain else {
+            throw RainError.invalid(
+                "profile \(runtime.name) has no passkey domain: set RainWalletConfig(passkeyDomain:) or \"passkeyDomain\" in the daemon's config",
+                field: "passkeyDomain", reason: "no_passkey_domain")
+        }
+        return passkeyDomain
+    }
+
+    /// Begins a passkey sign-up: a new account and wallet when it finishes.
+    /// - Throws: RAIN_102 without a passkey domain (`no_passkey_domain`) or while a session is live
+    ///   (`session_live`: log out first).
+    public func beginPasskeySignUp() async throws(RainError) -> BeginPasskeyResponse {
+        let domain = try await requirePasskeyDomain()
+        try requireNoSession()
+        let ceremony = try await context.authority.beginPasskeyRegistration(beginRequest(domain: domain))
+        return remember(ceremony, kind: .signUp, domain: domain)
+    }
+
+    /// Begins a passkey login. Over a live code session the login replaces it when it finishes
+    /// (so a user who logged in by code can switch to their passkey); over a live passkey session it
+    /// is refused.
+    /// - Throws: RAIN_102 without a passkey domain, or over a live passkey session
+    ///   (`passkey_session_live`).
+    public func beginPasskeyLogin() async throws(RainError) -> BeginPasskeyResponse {
+        let domain = try await requirePasskeyDomain()
+        try requireNoPasskeySession()
+        let ceremony = try await context.authority.beginPasskeyAuthentication(beginRequest(domain: domain))
+        return remember(ceremony, kind: .login, domain: domain)
+    }
+
+    /// Begins adding a passkey to the live session's account.
+    /// - Throws: RAIN_102 without a passkey domain; RAIN_201 without a live session.
+    public func beginPasskeyAdd() async throws(RainError) -> BeginPasskeyResponse {
+        let domain = try await requirePasskeyDomain()
+        let request = beginRequest(domain: domain)
+        let ceremony = try await withSession(what: "add a passkey", transientRetries: 0) {
+            (authority, _, token) async throws(RainError) in
+            var withToken = request
+            withToken.accessToken = token
+            return try await authority.beginPasskeyRegistration(withToken)
+        }
+        return remember(ceremony, kind: .add, domain: domain)
+    }
+
+    /// Finishes this profile's pending ceremony with the authenticator's response. A sign-up or
+    /// login stores its session exactly like a code login; an add leaves the session as it is.
+    /// - Throws: RAIN_102 `challenge_expired` when `ceremonyID` is not this profile's pending
+    ///   ceremony (unknown, finished, cancelled or expired); the sign-up and login rules again
+    ///   (a session may have started meanwhile); the authority's refusal of the response.
+    public func finishPasskey(ceremonyID: String, responseJSON: String) async throws(RainError) -> FinishPasskeyResponse {
+        await restore()
+        guard let ceremony = challenges.passkey, ceremony.id == ceremonyID else {
+            throw RainError.invalid(
+                "no such passkey ceremony is pending on this profile; begin a new one", field: "ceremonyId",
+                reason: "challenge_expired")
+        }
+        challenges.passkey = nil
+        let request = PasskeyFinishRequest(
+            appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID, responseJSON: responseJSON,
+            devicePublicKey: context.device.signingKey.publicKey.rawRepresentation)
+        switch ceremony.kind {
+        case .signUp:
+            try requireNoSession()
+            guard let result = try await context.authority.finishPasskeyRegistration(request) else {
+                throw RainError(.internalError, "the passkey sign-up returned no session")
+            }
+            try await adopt(result, contact: nil, method: StoredSession.passkeyMethod)
+            return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: true)
+        case .login:
+            try requireNoPasskeySession()
+            let replaced = session
+            let result = try await context.authority.finishPasskeyAuthentication(request)
+            try await adopt(result, contact: nil, method: StoredSession.passkeyMethod)
+            if let replaced, replaced.refreshToken != result.tokens.refreshToken {
+                // The code session this login replaced ends at the authority too (best effort;
+                // the authority already replaced it when both belong to the same account).
+                do {
+                    try await context.authority.revokeSession(appID: appID, refreshToken: replaced.refreshToken)
+                } catch {
+                    logger.warning("passkey.replace_revoke_failed", ["profile": runtime.name, "error": error.code.description])
+                }
+            }
+            return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: false)
+        case .add:
+            guard session != nil else { throw noSessionError() }
+            _ = try await context.authority.finishPasskeyRegistration(request)
+            logger.info("passkey.added", ["profile": runtime.name])
+            return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: false)
+        }
+    }
+
+    /// Cancels a ceremony (the client's authenticator was dismissed): it is consumed at the
+    /// authority and the session is untouched. Unknown ceremonies succeed silently.
+    public func cancelPasskey(ceremonyID: String) async throws(RainError) -> CancelPasskeyResponse {
+        await restore()
+        if challenges.passkey?.id == ceremonyID { challenges.passkey = nil }
+        try await context.authority.cancelPasskeyCeremony(
+            appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID)
+        logger.info("passkey.cancelled", ["profile": runtime.name])
+        return CancelPasskeyResponse()
+    }
+
+    /// What the authority needs to begin a ceremony on `domain` (without an access token).
+    private func beginRequest(domain: String) -> PasskeyBeginRequest {
+        PasskeyBeginRequest(
+            appID: appID, deviceID: context.deviceID, rpID: domain,
+            origins: runtime.settings.passkeyOrigins(domain: domain))
+    }
+
+    /// Keeps the ceremony as this profile's pending one (a new begin replaces it).
+    private func remember(_ ceremony: PasskeyCeremony, kind: PasskeyCeremonyKind, domain: String)
+        -> BeginPasskeyResponse
+    {
+        challenges.passkey = PendingPasskey(id: ceremony.ceremonyID, kind: kind)
+        logger.info("passkey.begin", ["profile": runtime.name, "kind": kind.rawValue])
+        return BeginPasskeyResponse(
+            ceremonyID: ceremony.ceremonyID, optionsJSON: ceremony.optionsJSON, origin: "https://" + domain,
+            expiresAt: ceremony.expiresAt)
+    }
+
+    /// RAIN_102 `session_live` while a session is live (a sign-up needs a logged-out profile).
+    private func requireNoSession() throws(RainError) {
+        guard session == nil else {
+            throw RainError.invalid(
+                "a session is live on profile \(runtime.name); log out before signing up with a passkey",
+                reason: "session_live")
+        }
+    }
+
+    /// RAIN_102 `passkey_session_live` over a live passkey session.
+    private func requireNoPasskeySession() throws(RainError) {
+        guard session?.loginMethod != StoredSession.passkeyMethod else {
+            throw RainError.invalid(
+                "a passkey session is live on profile \(runtime.name); log out before logging in with a passkey again",
+                reason: "passkey_session_live")
+        }
+    }
+}
