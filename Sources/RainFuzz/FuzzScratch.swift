@@ -54,7 +54,9 @@ package final class FuzzScratch: Sendable {
         try Syscall.removeFile(path)
         let fd = try Syscall.open(path, .writeOnly, options: [.create, .exclusive], mode: 0o600)
         defer { Syscall.closeUnchecked(fd, because: .scratch) }
-        try bytes.withUnsafeBytes { buffer in Result { () throws(RainError) in try Syscall.writeAll(fd, buffer, path: path) } }.get()
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(RainError) in try Syscall.writeAll(fd, buffer, path: path) }
+        }.get()
         return path
     }
 }

@@ -36,7 +36,9 @@ extension ClientConnection {
             do throws(RainError) {
                 // An interrupted poll counts as a timeout: the loop works out the time left.
                 if try Syscall.poll(&p, timeoutMilliseconds: Int32(clamping: max(1, left.milliseconds))) == 0 { continue }
-                n = try buffer.withUnsafeMutableBytes { buf in Result { () throws(RainError) in try Syscall.read(fd, into: buf) } }.get()
+                n = try buffer.withUnsafeMutableBytes { buf in
+                    Result { () throws(RainError) in try Syscall.read(fd, into: buf) }
+                }.get()
             } catch {
                 let e = error.errno ?? 0
                 throw unreachable("\(ErrnoError(code: e))", e)

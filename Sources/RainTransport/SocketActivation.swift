@@ -131,7 +131,8 @@ public enum SocketActivation {
             kind = try Syscall.socketKind(fd)
         } catch {
             throw RainError.invalid(
-                "cannot inspect the passed socket (fd \(fd)): \(ErrnoError(code: error.errno ?? 0)); \(hint)", field: "LISTEN_FDS")
+                "cannot inspect the passed socket (fd \(fd)): \(ErrnoError(code: error.errno ?? 0)); \(hint)",
+                field: "LISTEN_FDS")
         }
         let domain = kind.family
         let type = kind.type
