@@ -208,6 +208,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
 
     private func sendCancel(_ id: UInt64) {
         guard let frame = try? Envelope(requestID: id, kind: .cancel).encodeFrame() else { return }
+        // A cancel that cannot be sent needs no report: the connection is lost, and the reader
+        // thread then fails every call still in flight, this one included.
         _ = write(frame)
     }
 
