@@ -35,16 +35,19 @@ let package = Package(
 
         .target(name: "RainCore"),
         .target(name: "RainWire", dependencies: ["RainCore", "CRainProto", "CProtobufC"]),
-        .target(name: "RainCrypto", dependencies: ["RainCore", "COpenSSL"]),
-        .target(name: "RainTransport", dependencies: ["RainCore", "RainWire", "RainCrypto", "CSystem"]),
+        // Every system call through one wrapper (EINTR, EAGAIN, errno → RainError); no OpenSSL.
+        .target(name: "RainSystem", dependencies: ["RainCore", "CSystem"]),
+        .target(name: "RainCrypto", dependencies: ["RainCore", "RainSystem", "COpenSSL"]),
+        .target(name: "RainTransport", dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto"]),
         .target(
             name: "RainAuthority",
             dependencies: [
-                "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainWebAuthn", "CSQLite", "CPSL", "CPostgres",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainWebAuthn", "CSQLite", "CPSL",
+                "CPostgres",
             ]),
         .target(
             name: "RainDevice",
-            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),
+            dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainTransport"]),
@@ -58,7 +61,8 @@ let package = Package(
         .target(
             name: "RainFuzz",
             dependencies: [
-                "RainCore", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthority", "RainDevice", "RainSoftAuthenticator",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthority", "RainDevice",
+                "RainSoftAuthenticator",
             ]),
         .executableTarget(name: "FuzzFrame", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzRequests", dependencies: ["RainFuzz"]),
@@ -71,6 +75,7 @@ let package = Package(
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
+        .testTarget(name: "RainSystemTests", dependencies: ["RainSystem", "RainCore"]),
         .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto", "RainTestSupport"]),
         .testTarget(name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto"]),
         .testTarget(

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainCore
+import RainSystem
 
 /// Delivers codes by running a configured program (an SMTP or SMS bridge) once per code.
 ///
@@ -103,7 +104,13 @@ public final class CommandCodeSender: CodeSender {
 
         let nanoseconds = max(0, Int(clamping: timeout.milliseconds)) * 1_000_000
         if exited.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            if process.isRunning {
+                do {
+                    try Syscall.sendSignal(SIGKILL, to: process.processIdentifier)
+                } catch {
+                    logger.warning("code_sender.kill_failed", ["program": program, "errno": "\(error.errno ?? 0)"])
+                }
+            }
             _ = exited.wait(timeout: .now() + .seconds(5))
             logger.warning("code_sender.timeout", ["program": program, "timeoutMs": String(timeout.milliseconds)])
             throw RainError(

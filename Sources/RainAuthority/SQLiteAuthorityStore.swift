@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainCore
+import RainSystem
 
 /// The embedded authority store: one SQLite file (`authority.sqlite3`) in the state directory.
 ///
@@ -346,7 +347,7 @@ public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
 private func createPrivateFile(_ path: String) throws(RainError) {
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw AtomicFile.ioError("create", path) }
-    defer { close(fd) }
+    defer { Syscall.closeUnchecked(fd, because: .readOnly) }
     var info = stat()
     guard fstat(fd, &info) == 0 else { throw AtomicFile.ioError("stat", path) }
     if info.st_mode & 0o077 != 0 {

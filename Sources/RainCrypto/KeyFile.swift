@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import RainCore
+import RainSystem
 
 /// A raw key stored in a file of its own, readable by its owner only.
 public enum KeyFile {
@@ -42,13 +43,14 @@ public enum KeyFile {
 
     /// Loads and checks the key file; nil when it does not exist.
     static func load(at path: String, byteCount: Int) throws(RainError) -> SymmetricKey? {
-        // O_NONBLOCK: opening a FIFO planted at the path must not hang; fstat then refuses it.
-        let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw AtomicFile.ioError("open", path)
+        let fd: Int32
+        do throws(RainError) {
+            fd = try openPrivate(path)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            throw error
         }
-        defer { close(fd) }
+        defer { Syscall.closeUnchecked(fd, because: .readOnly) }
         let info = try checkOwnerOnly(fd: fd, path: path)
         guard Int(info.st_size) == byteCount else {
             throw refusal(
@@ -72,12 +74,14 @@ public enum KeyFile {
     static func withPrivateFile<R>(
         at path: String, maximumByteCount: Int, _ body: (UnsafeRawBufferPointer) throws(RainError) -> R
     ) throws(RainError) -> R {
-        let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
-        if fd < 0 {
-            if errno == ENOENT { throw refusal("key file \(path) does not exist", reason: "key_file_missing") }
-            throw AtomicFile.ioError("open", path)
+        let fd: Int32
+        do throws(RainError) {
+            fd = try openPrivate(path)
+        } catch {
+            if error.errno == ENOENT { throw refusal("key file \(path) does not exist", reason: "key_file_missing") }
+            throw error
         }
-        defer { close(fd) }
+        defer { Syscall.closeUnchecked(fd, because: .readOnly) }
         let info = try checkOwnerOnly(fd: fd, path: path)
         guard info.st_size > 0, Int(info.st_size) <= maximumByteCount else {
             throw refusal(
@@ -87,6 +91,12 @@ public enum KeyFile {
             try readExactly(fd: fd, into: buffer, path: path)
             return try body(UnsafeRawBufferPointer(buffer))
         }
+    }
+
+    /// Opens a key file for reading. O_NONBLOCK: opening a FIFO planted at the path must not hang;
+    /// fstat then refuses it.
+    private static func openPrivate(_ path: String) throws(RainError) -> Int32 {
+        try Syscall.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
     }
 
     /// Checks that the open file is a regular file owned by the effective uid that neither group nor
@@ -115,26 +125,33 @@ public enum KeyFile {
     /// Creates the key file with a new random key; nil when the file already exists.
     static func create(at path: String, byteCount: Int) throws(RainError) -> SymmetricKey? {
         // O_EXCL also refuses to follow a symbolic link, even a dangling one.
-        let fd = retryingEINTR { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0o600) }
-        if fd < 0 {
-            if errno == EEXIST { return nil }
-            throw AtomicFile.ioError("create", path)
+        let fd: Int32
+        do throws(RainError) {
+            fd = try Syscall.open(
+                path, .writeOnly, options: [.create, .exclusive, .noControllingTerminal], mode: 0o600)
+        } catch {
+            if error.errno == EEXIST { return nil }
+            throw error
         }
         var isComplete = false
         defer {
-            if !isComplete { unlink(path) }
+            // A failure is being reported: the half-made file goes, best effort (a later run
+            // refuses it by its size and says so).
+            if !isComplete { _ = try? Syscall.removeFile(path) }
         }
         let key: SymmetricKey
         do {
-            defer { close(fd) }
+            var isSynced = false
+            defer { Syscall.closeUnchecked(fd, because: isSynced ? .synced : .failurePath) }
             // The umask may have narrowed the mode; 0600 exactly is what load() expects.
-            guard fchmod(fd, 0o600) == 0 else { throw AtomicFile.ioError("chmod", path) }
+            try Syscall.setMode(fd, 0o600, path: path)
             key = try SymmetricKey.random(byteCount: byteCount)
             let written = key.withUnsafeBytes { buffer in
-                Result { () throws(RainError) in try writeAll(fd: fd, buffer, path: path) }
+                Result { () throws(RainError) in try Syscall.writeAll(fd, buffer, path: path) }
             }
             try written.get()
-            guard fsync(fd) == 0 else { throw AtomicFile.ioError("fsync", path) }
+            try Syscall.fsync(fd, path: path)
+            isSynced = true
         }
         isComplete = true
         try AtomicFile.syncDirectory(directory(of: path))
@@ -156,35 +173,11 @@ public enum KeyFile {
         return directory.isEmpty ? "/" : directory
     }
 
-    /// Calls a system call again while it fails with EINTR.
-    private static func retryingEINTR<T: BinaryInteger>(_ call: () -> T) -> T {
-        while true {
-            let result = call()
-            if result < 0, errno == EINTR { continue }
-            return result
-        }
-    }
-
     private static func readExactly(
         fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String
     ) throws(RainError) {
-        guard let base = buffer.baseAddress else { return }
-        var offset = 0
-        while offset < buffer.count {
-            let count = retryingEINTR { read(fd, base + offset, buffer.count - offset) }
-            if count < 0 { throw AtomicFile.ioError("read", path) }
-            if count == 0 { throw RainError(.internalError, "key file \(path) became shorter while it was read") }
-            offset += count
-        }
-    }
-
-    private static func writeAll(fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(RainError) {
-        guard let base = buffer.baseAddress else { return }
-        var offset = 0
-        while offset < buffer.count {
-            let count = retryingEINTR { write(fd, base + offset, buffer.count - offset) }
-            if count < 0 { throw AtomicFile.ioError("write", path) }
-            offset += count
+        guard try Syscall.readExactly(fd, into: buffer, path: path) else {
+            throw RainError(.internalError, "key file \(path) became shorter while it was read")
         }
     }
 }

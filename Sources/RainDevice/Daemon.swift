@@ -3,6 +3,7 @@ import Foundation
 import RainAuthority
 import RainCore
 import RainCrypto
+import RainSystem
 import RainTransport
 
 /// Options of `rainwalletd` (device role).
@@ -183,7 +184,9 @@ public enum Daemon {
         notifier?.ready(status: "serving \(socketAddress)")
         server.run()
         pruning?.stop()
-        if activated == nil { unlink(paths.socket) }  // never a socket the service manager handed over
+        // Never a socket the service manager handed over. A socket file left behind is stale and the
+        // next start removes it, so a failure here changes nothing.
+        if activated == nil { _ = try? Syscall.removeFile(paths.socket) }
         for s in sources { s.cancel() }
         logger.info("daemon.stopped")
     }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainCore
+import RainSystem
 import RainCrypto
 
 /// The default `SecureStorage`: one AES-256-GCM file per profile under `<state>/sessions/`, the
@@ -143,7 +144,7 @@ public final class EncryptedFileStorage: SecureStorage {
     public func delete(profile: String) async throws(RainError) {
         try await queue.runBlocking { () throws(RainError) in
             let p = self.path(profile)
-            if unlink(p) != 0 && errno != ENOENT { throw AtomicFile.ioError("remove", p) }
+            try Syscall.removeFile(p)
             try AtomicFile.syncDirectory(self.directory)
         }
     }

@@ -5,6 +5,7 @@ import Foundation
 import RainCore
 import RainCrypto
 import RainDevice
+import RainSystem
 
 /// A private temporary directory for targets that must read their input from a file, as the
 /// daemon does. Removed when the value is released.
@@ -50,17 +51,12 @@ package final class FuzzScratch: Sendable {
         let path = "\(directory)/\(name)"
         // A fresh file each time: ext4 flushes a file truncated and rewritten in place at close
         // (auto_da_alloc), which made every input wait for the disk.
-        unlink(path)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw AtomicFile.ioError("open", path) }
-        defer { close(fd) }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw AtomicFile.ioError("write", path) }
-            written += n
-        }
+        try Syscall.removeFile(path)
+        let fd = try Syscall.open(path, .writeOnly, options: [.create, .exclusive], mode: 0o600)
+        defer { Syscall.closeUnchecked(fd, because: .scratch) }
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(RainError) in try Syscall.writeAll(fd, buffer, path: path) }
+        }.get()
         return path
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainSystem
 
 extension ClientConnection {
     /// Runs the client side of a TLS handshake on the blocking socket `fd`, waiting for the server
@@ -30,17 +31,17 @@ extension ClientConnection {
             if isComplete { return }
             let left = deadline - ContinuousClock.now
             if left <= .zero { throw unreachable("no answer within the connect timeout", ETIMEDOUT) }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, Int32(clamping: max(1, left.milliseconds)))
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw unreachable(String(cString: strerror(errno)), errno)
-            }
-            if ready == 0 { continue }
-            let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw unreachable(String(cString: strerror(errno)), errno)
+            var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            let n: Int
+            do throws(RainError) {
+                // An interrupted poll counts as a timeout: the loop works out the time left.
+                if try Syscall.poll(&p, timeoutMilliseconds: Int32(clamping: max(1, left.milliseconds))) == 0 { continue }
+                n = try buffer.withUnsafeMutableBytes { buf in
+                    Result { () throws(RainError) in try Syscall.read(fd, into: buf) }
+                }.get()
+            } catch {
+                let e = error.errno ?? 0
+                throw unreachable("\(ErrnoError(code: e))", e)
             }
             if n == 0 {
                 // A server that refuses the handshake sends an alert first; the session reports it
@@ -60,18 +61,8 @@ extension ClientConnection {
 
     /// Sends all of `bytes` on a blocking socket; returns errno on failure.
     private static func sendBlocking(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { buf -> Int in
-                guard let base = buf.baseAddress else { return 0 }
-                return send(fd, base + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            offset += n
-        }
-        return nil
+        let sent = bytes.withUnsafeBytes { buf in Result { () throws(RainError) in try Syscall.sendAll(fd, buf) } }
+        guard case .failure(let error) = sent else { return nil }
+        return error.errno ?? EIO
     }
 }

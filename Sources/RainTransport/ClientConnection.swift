@@ -1,7 +1,7 @@
-internal import CSystem
 import Foundation
 import RainCore
 import RainCrypto
+import RainSystem
 import RainWire
 import Synchronization
 
@@ -36,8 +36,9 @@ public final class ClientConnection: TaskExecutor, Sendable {
     }
 
     private let fd: Int32
-    /// Wakes the reader thread's poll when a job is enqueued from another thread.
-    private let wakeFD: Int32
+    /// Wakes the reader thread's poll when a job is enqueued from another thread (nil when no
+    /// eventfd could be made: jobs then wait for the next read).
+    private let wakeFD: EventFD?
     private let jobQueue = Mutex(JobQueue())
     private let state = Mutex(State())
     /// Guards writes to the socket and, with TLS, every use of the session (reads included).
@@ -81,7 +82,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
                 try Self.handshake(s, fd: fd, deadline: deadline, address: address)
                 session = s
             } catch {
-                Foundation.close(fd)
+                Syscall.closeUnchecked(fd, because: .failurePath)
                 throw error
             }
         }
@@ -101,16 +102,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
         self.peerName = peerName
         self.lostCode = lostCode
         self.maximumFrameLength = maximumFrameLength
-        self.wakeFD = rain_eventfd()
+        self.wakeFD = try? EventFD()
         let thread = Thread { [self] in self.readLoop() }
         thread.name = "rainwallet.client.reader"
         thread.start()
     }
 
-    deinit {
-        Foundation.close(fd)
-        if wakeFD >= 0 { Foundation.close(wakeFD) }
-    }
+    deinit { Syscall.closeUnchecked(fd, because: .socket) }
 
     // MARK: TaskExecutor
 
@@ -130,10 +128,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
             globalConcurrentExecutor.enqueue(ExecutorJob(unowned))
             return
         }
-        if mustWake && wakeFD >= 0 {
-            var one: UInt64 = 1
-            _ = withUnsafeBytes(of: &one) { Foundation.write(wakeFD, $0.baseAddress, 8) }
-        }
+        if mustWake { wakeFD?.signal() }
     }
 
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
@@ -143,7 +138,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
 
     /// Closes the connection; calls in flight fail with RAIN_101.
     public func close() {
-        _ = shutdown(fd, Int32(SHUT_RDWR))
+        Syscall.shutdown(fd)
     }
 
     /// Makes one unary call and returns the response payload.
@@ -213,6 +208,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
 
     private func sendCancel(_ id: UInt64) {
         guard let frame = try? Envelope(requestID: id, kind: .cancel).encodeFrame() else { return }
+        // A cancel that cannot be sent needs no report: the connection is lost, and the reader
+        // thread then fails every call still in flight, this one included.
         _ = write(frame)
     }
 
@@ -233,21 +230,11 @@ public final class ClientConnection: TaskExecutor, Sendable {
 
     /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
     private func sendAll(_ bytes: [UInt8]) -> RainError? {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { buf -> Int in
-                guard let base = buf.baseAddress else { return 0 }
-                return send(fd, base + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return RainError(
-                    lostCode, "lost the connection to \(peerName) at \(path): \(String(cString: strerror(errno)))",
-                    underlying: ConnectionFailure())
-            }
-            offset += n
-        }
-        return nil
+        let sent = bytes.withUnsafeBytes { buf in Result { () throws(RainError) in try Syscall.sendAll(fd, buf) } }
+        guard case .failure(let error) = sent else { return nil }
+        return RainError(
+            lostCode, "lost the connection to \(peerName) at \(path): \(ErrnoError(code: error.errno ?? 0))",
+            underlying: ConnectionFailure())
     }
 
     /// Decrypts what TLS records `ciphertext` completes. Returns the plaintext, whether the server
@@ -292,23 +279,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
         var failure = RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure())
         loop: while true {
             runQueuedJobs()
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, wakeFD >= 0 ? 2 : 1, -1) }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                break
-            }
-            if fds[1].revents != 0 {
-                var counter: UInt64 = 0
-                _ = withUnsafeMutableBytes(of: &counter) { Foundation.read(wakeFD, $0.baseAddress, 8) }
-            }
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            if let wakeFD { fds.append(pollfd(fd: wakeFD.descriptor, events: Int16(POLLIN), revents: 0)) }
+            guard (try? Syscall.poll(&fds, timeoutMilliseconds: -1)) != nil else { break }
+            if fds.count > 1 && fds[1].revents != 0 { wakeFD?.drain() }
             if fds[0].revents == 0 { continue }
-            let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                break
-            }
-            if n == 0 { break }
+            let read = buffer.withUnsafeMutableBytes { buf in Result { () throws(RainError) in try Syscall.read(fd, into: buf) } }
+            guard case .success(let n) = read, n > 0 else { break }
             var received = buffer[0..<n]
             var isClosed = false
             if isTLS {

@@ -1,7 +1,7 @@
-internal import CSystem
 import Foundation
 import RainCore
 import RainCrypto
+import RainSystem
 import RainWire
 import Synchronization
 
@@ -145,8 +145,8 @@ public final class EventLoopServer: @unchecked Sendable {
     }
 
     private let listenFD: Int32
-    private let epollFD: Int32
-    private let wakeFD: Int32
+    private let epoll: Epoll
+    private let wakeFD: EventFD
     private let options: ServerOptions
     private let handler: any ServerHandler
     private let logger: Logger
@@ -176,22 +176,11 @@ public final class EventLoopServer: @unchecked Sendable {
         self.options = options
         self.handler = handler
         self.logger = logger
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-        epollFD = try Syscall.call("epoll_create1") { rain_epoll_create() }
-        do throws(RainError) {
-            wakeFD = try Syscall.call("eventfd") { rain_eventfd() }
-        } catch {
-            close(epollFD)
-            throw error
-        }
-        try Syscall.call("epoll_ctl") { rain_epoll_ctl(epollFD, 1, listenFD, RAIN_EPOLLIN, Self.listenToken) }
-        try Syscall.call("epoll_ctl") { rain_epoll_ctl(epollFD, 1, wakeFD, RAIN_EPOLLIN, Self.wakeToken) }
-    }
-
-    deinit {
-        close(epollFD)
-        close(wakeFD)
+        try Syscall.setNonBlocking(fd, true)
+        epoll = try Epoll(maximumEvents: 128)
+        wakeFD = try EventFD()
+        try epoll.add(listenFD, events: .input, token: Self.listenToken)
+        try epoll.add(wakeFD.descriptor, events: .input, token: Self.wakeToken)
     }
 
     /// Open connections and calls in flight, for logs and tests.
@@ -204,10 +193,7 @@ public final class EventLoopServer: @unchecked Sendable {
         wake()
     }
 
-    private func wake() {
-        var one: UInt64 = 1
-        _ = withUnsafeBytes(of: &one) { Foundation.write(wakeFD, $0.baseAddress, 8) }
-    }
+    private func wake() { wakeFD.signal() }
 
     /// The frame of an answer, or of RAIN_502 when the answer would exceed the frame limit (a
     /// client must refuse such a frame, so it would lose the connection instead of the call).
@@ -250,7 +236,7 @@ public final class EventLoopServer: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until `stop` completes.
     public func run() {
-        var events = [rain_epoll_event](repeating: rain_epoll_event(), count: 128)
+        var events = [EpollEvent](repeating: EpollEvent(), count: 128)
         let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { readBuffer.deallocate() }
         var drainDeadline: Duration?
@@ -261,8 +247,8 @@ public final class EventLoopServer: @unchecked Sendable {
             if let timeout = stopRequest.withLock({ r -> Duration? in defer { r = nil }; return r }) {
                 if listening {
                     listening = false
-                    _ = rain_epoll_ctl(epollFD, 2, listenFD, 0, 0)
-                    close(listenFD)
+                    epoll.deleteBeforeClose(listenFD)
+                    Syscall.closeUnchecked(listenFD, because: .socket)
                 }
                 drainDeadline = (clock.now - start) + timeout
             }
@@ -282,30 +268,29 @@ public final class EventLoopServer: @unchecked Sendable {
                     timeoutMS = timeoutMS < 0 ? Int32(clamping: wait) : min(timeoutMS, Int32(clamping: wait))
                 }
             }
-            let n = events.withUnsafeMutableBufferPointer { buf in
-                rain_epoll_wait(epollFD, buf.baseAddress, Int32(buf.count), timeoutMS)
+            let n: Int
+            do {
+                n = try epoll.wait(into: &events, timeoutMilliseconds: timeoutMS)
+            } catch {
+                logger.error("epoll.failed", ["errno": "\(error.errno ?? 0)"])
+                return
             }
             if n == 0 && releaseMemoryWhenIdle {
                 releaseMemoryWhenIdle = false
-                _ = rain_release_free_memory()
+                Syscall.releaseFreeMemory()
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                logger.error("epoll.failed", ["errno": "\(errno)"])
-                return
-            }
-            for i in 0..<Int(n) {
+            for i in 0..<n {
                 let ev = events[i]
                 switch ev.token {
                 case Self.listenToken: acceptAll()
                 case Self.wakeToken: drainOutbound()
                 default:
                     guard let c = connections[ev.token] else { continue }
-                    if c.isReadClosed && ev.events & (RAIN_EPOLLHUP | RAIN_EPOLLERR) != 0 {
+                    if c.isReadClosed && !ev.events.isDisjoint(with: [.hangUp, .error]) {
                         closeConnection(c)  // the peer is gone both ways: nobody to answer
                         continue
                     }
-                    if !c.isReadClosed && ev.events & (RAIN_EPOLLIN | RAIN_EPOLLHUP | RAIN_EPOLLERR | RAIN_EPOLLRDHUP) != 0 {
+                    if !c.isReadClosed && !ev.events.isDisjoint(with: [.input, .hangUp, .error, .readHangUp]) {
                         readAvailable(c, readBuffer)
                     }
                     if connections[ev.token] != nil { flush(c) }
@@ -316,11 +301,12 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func acceptAll() {
         while listening {
-            let fd = rain_accept4(listenFD)
-            if fd < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                if e == EAGAIN || e == EWOULDBLOCK { return }
+            let fd: Int32
+            do {
+                guard case .processed(let accepted) = try Syscall.accept(listenFD) else { return }
+                fd = accepted
+            } catch {
+                let e = error.errno ?? 0
                 if e == EMFILE || e == ENFILE {
                     logger.warning("accept.no_descriptors")
                     return
@@ -335,15 +321,13 @@ public final class EventLoopServer: @unchecked Sendable {
                 peer = .tcpPeer
                 allowed = true
             } else {
-                var pid: pid_t = 0
-                var uid: uid_t = 0
-                var gid: gid_t = 0
-                guard rain_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
-                    close(fd)
+                guard let credentials = try? Syscall.peerCredentials(fd) else {
+                    // The peer is gone already (or never was): nothing to serve.
+                    Syscall.closeUnchecked(fd, because: .socket)
                     continue
                 }
-                peer = PeerCredentials(pid: pid, uid: uid, gid: gid)
-                allowed = uid == ownUID || options.allowedUIDs.contains(uid)
+                peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+                allowed = peer.uid == ownUID || options.allowedUIDs.contains(peer.uid)
             }
             let id = nextConnection
             nextConnection += 1
@@ -355,13 +339,15 @@ public final class EventLoopServer: @unchecked Sendable {
                     c.tls = try tls.makeServerSession()
                 } catch {
                     logger.error("tls.session_failed", ["error": error.message])
-                    close(fd)
+                    Syscall.closeUnchecked(fd, because: .failurePath)
                     continue
                 }
                 handshakeDeadlines[id] = ContinuousClock.now + options.tlsHandshakeTimeout
             }
-            guard rain_epoll_ctl(epollFD, 1, fd, RAIN_EPOLLIN | RAIN_EPOLLRDHUP, id) == 0 else {
-                close(fd)
+            do {
+                try epoll.add(fd, events: [.input, .readHangUp], token: id)
+            } catch {
+                Syscall.closeUnchecked(fd, because: .failurePath)
                 continue
             }
             connections[id] = c
@@ -375,19 +361,17 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func readAvailable(_ c: Connection, _ buffer: UnsafeMutableRawBufferPointer) {
         while true {
-            let n = Foundation.read(c.fd, buffer.baseAddress, buffer.count)
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                if e == EAGAIN || e == EWOULDBLOCK { break }
+            let n: Int
+            do {
+                guard case .processed(let count) = try Syscall.readNonBlocking(c.fd, into: buffer) else { break }
+                n = count
+            } catch {
                 closeConnection(c)
                 return
             }
             if n == 0 {
                 // The client finished sending: answer the calls in flight, then close.
-                c.isReadClosed = true
-                _ = rain_epoll_ctl(epollFD, 3, c.fd, c.wantsWrite ? RAIN_EPOLLOUT : 0, c.id.rawValue)
-                if c.calls.isEmpty { c.closeAfterFlush = true }
+                readClosed(c)
                 return
             }
             if c.closeAfterFlush { continue }  // discard input from a connection we are ending
@@ -456,13 +440,32 @@ public final class EventLoopServer: @unchecked Sendable {
                 return true
             case .closed:
                 // close_notify: the client finished sending, as with end of file.
-                c.isReadClosed = true
-                _ = rain_epoll_ctl(epollFD, 3, c.fd, c.wantsWrite ? RAIN_EPOLLOUT : 0, c.id.rawValue)
-                if c.calls.isEmpty { c.closeAfterFlush = true }
+                readClosed(c)
                 return false
             }
         }
         return false
+    }
+
+    /// The client finished sending: stop watching for input, answer the calls in flight, then close.
+    private func readClosed(_ c: Connection) {
+        c.isReadClosed = true
+        guard watch(c, for: c.wantsWrite ? .output : []) else { return }
+        if c.calls.isEmpty { c.closeAfterFlush = true }
+    }
+
+    /// Changes what the loop waits for on `c`. Returns false when epoll refused (the connection
+    /// could no longer be served, so it is closed).
+    @discardableResult
+    private func watch(_ c: Connection, for events: EpollEvents) -> Bool {
+        do {
+            try epoll.modify(c.fd, events: events, token: c.id.rawValue)
+            return true
+        } catch {
+            logger.error("epoll.modify_failed", ["connection": "\(c.id)", "errno": "\(error.errno ?? 0)"])
+            closeConnection(c)
+            return false
+        }
     }
 
     /// Closes the connections whose TLS handshake is overdue.
@@ -591,8 +594,7 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func drainOutbound() {
         // The eventfd first, then the queue (see `enqueue`): an answer queued in between is taken now.
-        var counter: UInt64 = 0
-        _ = withUnsafeMutableBytes(of: &counter) { Foundation.read(wakeFD, $0.baseAddress, 8) }
+        wakeFD.drain()
         let items = outbound.withLock { q -> [Outbound] in
             let items = q
             q.removeAll(keepingCapacity: true)
@@ -615,17 +617,18 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func flush(_ c: Connection) {
         while c.pendingOutput > 0 {
-            let n = c.output.withUnsafeBytes { buf -> Int in
-                guard let base = buf.baseAddress else { return 0 }
-                return send(c.fd, base + c.outputOffset, buf.count - c.outputOffset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                if e == EAGAIN || e == EWOULDBLOCK { break }
+            let sent: IOResult<Int>
+            do {
+                sent = try c.output.withUnsafeBytes { buf in
+                    Result { () throws(RainError) in
+                        try Syscall.sendNonBlocking(c.fd, UnsafeRawBufferPointer(rebasing: buf[c.outputOffset...]))
+                    }
+                }.get()
+            } catch {
                 closeConnection(c)
                 return
             }
+            guard case .processed(let n) = sent else { break }
             c.outputOffset += n
         }
         if c.pendingOutput == 0 && c.closeAfterFlush {
@@ -635,8 +638,9 @@ public final class EventLoopServer: @unchecked Sendable {
         let wantsWrite = c.pendingOutput > 0
         if wantsWrite != c.wantsWrite {
             c.wantsWrite = wantsWrite
-            let mask = (c.isReadClosed ? 0 : RAIN_EPOLLIN | RAIN_EPOLLRDHUP) | (wantsWrite ? RAIN_EPOLLOUT : 0)
-            _ = rain_epoll_ctl(epollFD, 3, c.fd, mask, c.id.rawValue)
+            var events: EpollEvents = c.isReadClosed ? [] : [.input, .readHangUp]
+            if wantsWrite { events.insert(.output) }
+            watch(c, for: events)
         }
     }
 
@@ -647,8 +651,8 @@ public final class EventLoopServer: @unchecked Sendable {
             releaseMemoryWhenIdle = true
         }
         handshakeDeadlines[c.id.rawValue] = nil
-        _ = rain_epoll_ctl(epollFD, 2, c.fd, 0, 0)
-        close(c.fd)
+        epoll.deleteBeforeClose(c.fd)
+        Syscall.closeUnchecked(c.fd, because: .socket)
         let inFlight = c.calls.count
         c.calls.removeAll()
         stats.withLock {

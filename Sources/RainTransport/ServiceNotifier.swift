@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainSystem
 
 /// Tells the service manager how the daemon is doing: the `sd_notify(3)` protocol, without
 /// libsystemd. Each message is one datagram of `KEY=value` lines on an `AF_UNIX` `SOCK_DGRAM`
@@ -22,7 +23,7 @@ public final class ServiceNotifier: Sendable {
         self.logger = logger
     }
 
-    deinit { close(descriptor) }
+    deinit { Syscall.closeUnchecked(descriptor, because: .socket) }
 
     /// Reads `NOTIFY_SOCKET` and removes it from the environment, so programs the daemon starts
     /// cannot speak for it. Call it before any other thread reads the environment.
@@ -40,9 +41,11 @@ public final class ServiceNotifier: Sendable {
             logger.warning("notify.unsupported_socket", ["address": value])
             return nil
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else {
-            logger.warning("notify.failed", ["address": value, "error": String(cString: strerror(errno))])
+        let fd: Int32
+        do {
+            fd = try Syscall.socket(family: AF_UNIX, type: Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+        } catch {
+            logger.warning("notify.failed", ["address": value, "error": "\(ErrnoError(code: error.errno ?? 0))"])
             return nil
         }
         return ServiceNotifier(address: value, addressBytes: bytes, isAbstract: isAbstract, descriptor: fd, logger: logger)
@@ -72,21 +75,21 @@ public final class ServiceNotifier: Sendable {
         }
         // Abstract names are exactly as long as given; a path's length counts its NUL.
         let length = socklen_t(offset + start + addressBytes.count + (isAbstract ? 0 : 1))
-        var sent: Int
-        repeat {
-            sent = message.withUnsafeBytes { body in
-                withUnsafePointer(to: &addr) { p in
-                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(descriptor, body.baseAddress, body.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), $0, length)
-                    }
+        let sent = message.withUnsafeBytes { body in
+            withUnsafePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    Result { () throws(RainError) in try Syscall.sendDatagram(descriptor, body, to: address, length: length) }
                 }
             }
-        } while sent < 0 && errno == EINTR
-        guard sent == message.count else {
-            let reason = sent < 0 ? String(cString: strerror(errno)) : "short write"
-            logger.warning("notify.failed", ["address": address, "error": reason])
-            return false
         }
-        return true
+        let reason: String
+        switch sent {
+        case .success(.processed(let count)) where count == message.count: return true
+        case .success(.processed): reason = "short write"
+        case .success(.wouldBlock): reason = "\(ErrnoError(code: EAGAIN))"
+        case .failure(let error): reason = "\(ErrnoError(code: error.errno ?? 0))"
+        }
+        logger.warning("notify.failed", ["address": address, "error": reason])
+        return false
     }
 }

@@ -1,6 +1,6 @@
-internal import CSystem
 import Foundation
 import RainCore
+import RainSystem
 
 /// A listening socket handed over by a service manager (systemd socket activation).
 public struct ActivatedSocket: Sendable, Equatable {
@@ -92,24 +92,26 @@ public enum SocketActivation {
         if environment["LISTEN_PID"] != nil { unsetEnvironment() }
         guard let (fd, count) = selected else { return nil }
         for other in firstDescriptor..<(firstDescriptor + Int32(count)) {
-            _ = setDescriptorFlag(other, FD_CLOEXEC)
+            do {
+                try Syscall.setCloseOnExec(other)
+            } catch {
+                // Only a descriptor the manager counted but did not pass fails (EBADF): there is
+                // nothing open to leak into a child, so nothing to report.
+            }
         }
         try checkListeningUnixStream(fd)
-        let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0, setDescriptorFlag(fd, FD_CLOEXEC) else {
+        do throws(RainError) {
+            try Syscall.setNonBlocking(fd, true)
+            try Syscall.setCloseOnExec(fd)
+        } catch {
             throw RainError(
-                .internalError, "cannot make the passed socket (fd \(fd)) non-blocking: \(String(cString: strerror(errno)))")
+                .internalError, "cannot make the passed socket (fd \(fd)) non-blocking: \(ErrnoError(code: error.errno ?? 0))")
         }
         return ActivatedSocket(descriptor: fd, address: boundAddress(fd))
     }
 
     private static func unsetEnvironment() {
         for variable in environmentVariables { unsetenv(variable) }
-    }
-
-    private static func setDescriptorFlag(_ fd: Int32, _ flag: Int32) -> Bool {
-        let flags = fcntl(fd, F_GETFD)
-        return flags >= 0 && fcntl(fd, F_SETFD, flags | flag) == 0
     }
 
     /// Refuses anything but a listening Unix stream socket, naming what was found instead.
@@ -124,13 +126,17 @@ public enum SocketActivation {
         guard (st.st_mode & S_IFMT) == S_IFSOCK else {
             throw RainError.invalid("the passed descriptor \(fd) is not a socket; \(hint)", field: "LISTEN_FDS")
         }
-        var domain: Int32 = 0
-        var type: Int32 = 0
-        var accepting: Int32 = 0
-        guard rain_socket_kind(fd, &domain, &type, &accepting) == 0 else {
+        let kind: SocketKind
+        do throws(RainError) {
+            kind = try Syscall.socketKind(fd)
+        } catch {
             throw RainError.invalid(
-                "cannot inspect the passed socket (fd \(fd)): \(String(cString: strerror(errno))); \(hint)", field: "LISTEN_FDS")
+                "cannot inspect the passed socket (fd \(fd)): \(ErrnoError(code: error.errno ?? 0)); \(hint)",
+                field: "LISTEN_FDS")
         }
+        let domain = kind.family
+        let type = kind.type
+        let accepting: Int32 = kind.isListening ? 1 : 0
         guard domain == AF_UNIX else {
             throw RainError.invalid(
                 "the passed socket (fd \(fd)) is not a Unix socket (address family \(domain)); \(hint)", field: "LISTEN_FDS")

@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainSystem
 
 /// A TCP address (`HOST:PORT`) for the authority hop.
 ///
@@ -215,7 +216,11 @@ public enum TCPSocket {
             if address.family == AF_INET6 {
                 try setOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, "IPV6_V6ONLY")
             }
-            let rc = address.withSocketAddress { addr, len in bind(fd, addr, len) == 0 ? 0 : errno }
+            let bound = address.withSocketAddress { addr, len in
+                Result { () throws(RainError) in try Syscall.bind(fd, to: addr, length: len) }
+            }
+            let rc: Int32
+            if case .failure(let error) = bound { rc = error.errno ?? EIO } else { rc = 0 }
             if rc == EADDRINUSE {
                 throw RainError(
                     .invalidArgument, "cannot listen on \(address): the address is already in use",
@@ -223,11 +228,11 @@ public enum TCPSocket {
             }
             if rc != 0 {
                 throw RainError(
-                    .internalError, "cannot bind \(address): \(String(cString: strerror(rc)))", underlying: ErrnoError(code: rc))
+                    .internalError, "cannot bind \(address): \(ErrnoError(code: rc))", underlying: ErrnoError(code: rc))
             }
-            try Syscall.call("listen") { Foundation.listen(fd, backlog) }
+            try Syscall.listen(fd, backlog: backlog)
         } catch {
-            close(fd)
+            Syscall.closeUnchecked(fd, because: .failurePath)
             throw error
         }
         return fd
@@ -280,54 +285,67 @@ public enum TCPSocket {
     private static func connectOne(_ address: TCPAddress, timeout: Duration) throws(RainError) -> Int32 {
         let fd = try makeSocket(family: address.family)
         func fail(_ why: String, _ e: Int32?) -> RainError {
-            close(fd)
+            Syscall.closeUnchecked(fd, because: .failurePath)
             return RainError(.network, "cannot connect to \(address): \(why)", underlying: e.map { ErrnoError(code: $0) })
         }
-        let rc = address.withSocketAddress { addr, len in Foundation.connect(fd, addr, len) == 0 ? 0 : errno }
-        if rc == EINPROGRESS || rc == EINTR {
+        func fail(_ error: RainError) -> RainError {
+            let e = error.errno ?? EIO
+            return fail("\(ErrnoError(code: e))", e)
+        }
+        let started = address.withSocketAddress { addr, len in
+            Result { () throws(RainError) in try Syscall.connectNonBlocking(fd, to: addr, length: len) }
+        }
+        switch started {
+        case .failure(let error):
+            throw fail(error)
+        case .success(.connected):
+            break
+        case .success(.inProgress):
             let deadline = ContinuousClock.now + timeout
             while true {
                 let left = deadline - ContinuousClock.now
                 if left <= .zero { throw fail("no answer within \(timeout.milliseconds) ms", ETIMEDOUT) }
-                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let n = poll(&p, 1, Int32(clamping: max(1, left.milliseconds)))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw fail(String(cString: strerror(errno)), errno)
+                var p = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]
+                do throws(RainError) {
+                    // An interrupted poll counts as a timeout: the loop works out the time left.
+                    if try Syscall.poll(&p, timeoutMilliseconds: Int32(clamping: max(1, left.milliseconds))) > 0 { break }
+                } catch {
+                    throw fail(error)
                 }
-                if n > 0 { break }
             }
-            var soError: Int32 = 0
-            var len = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len) == 0 else {
-                throw fail(String(cString: strerror(errno)), errno)
+            let soError: Int32
+            do throws(RainError) {
+                soError = try Syscall.pendingError(fd)
+            } catch {
+                throw fail(error)
             }
-            if soError != 0 { throw fail(String(cString: strerror(soError)), soError) }
-        } else if rc != 0 {
-            throw fail(String(cString: strerror(rc)), rc)
+            if soError != 0 { throw fail("\(ErrnoError(code: soError))", soError) }
         }
-        let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
-            throw fail("fcntl failed: \(String(cString: strerror(errno)))", errno)
+        do throws(RainError) {
+            try Syscall.setNonBlocking(fd, false)
+        } catch {
+            throw fail("fcntl failed: \(ErrnoError(code: error.errno ?? EIO))", error.errno)
         }
         setNoDelay(fd)
         return fd
     }
 
     /// Sets `TCP_NODELAY`: frames are small request/response messages, so Nagle's delay only adds
-    /// latency. Best effort (a failure changes timing, not behaviour).
+    /// latency. Best effort: a failure changes timing, not behaviour, so it is not reported.
     static func setNoDelay(_ fd: Int32) {
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        do {
+            try Syscall.setOption(fd, level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1, label: "TCP_NODELAY")
+        } catch {
+            // Best effort; see above.
+        }
     }
 
     private static func makeSocket(family: Int32) throws(RainError) -> Int32 {
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        return try Syscall.call("socket") { socket(family, type, 0) }
+        return try Syscall.socket(family: family, type: type)
     }
 
     private static func setOption(_ fd: Int32, level: Int32, name: Int32, _ label: String) throws(RainError) {
-        var one: Int32 = 1
-        try Syscall.call("setsockopt \(label)") { setsockopt(fd, level, name, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        try Syscall.setOption(fd, level: level, name: name, value: 1, label: label)
     }
 }

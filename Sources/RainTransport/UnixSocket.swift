@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainSystem
 
 /// Unix-domain socket helpers: the only place (with the event loop) that makes socket syscalls.
 public enum UnixSocket {
@@ -27,24 +28,29 @@ public enum UnixSocket {
     static func makeSocket(blocking: Bool) throws(RainError) -> Int32 {
         var type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         if !blocking { type |= Int32(SOCK_NONBLOCK.rawValue) }
-        return try Syscall.call("socket") { socket(AF_UNIX, type, 0) }
+        return try Syscall.socket(family: AF_UNIX, type: type)
     }
 
     /// Connects a blocking client socket.
     /// - Throws: RAIN_101 when nothing listens at `path` (missing file, refused).
     public static func connect(path: String) throws(RainError) -> Int32 {
         let fd = try makeSocket(blocking: true)
-        let r = try withAddress(path) { addr, len in
-            var rc: Int32
-            repeat { rc = Foundation.connect(fd, addr, len) } while rc < 0 && errno == EINTR
-            return rc < 0 ? errno : 0
+        let connected: Result<Void, RainError>
+        do throws(RainError) {
+            connected = try withAddress(path) { addr, len in
+                Result { () throws(RainError) in try Syscall.connect(fd, to: addr, length: len) }
+            }
+        } catch {
+            Syscall.closeUnchecked(fd, because: .failurePath)
+            throw error
         }
-        if r != 0 {
-            close(fd)
+        if case .failure(let error) = connected {
+            Syscall.closeUnchecked(fd, because: .failurePath)
+            let r = ErrnoError(code: error.errno ?? 0)
             throw RainError(
                 .notInitialized,
-                "cannot reach rainwalletd at \(path): \(String(cString: strerror(r))); is the daemon running? (start it with scripts/run or rainwalletd)",
-                underlying: ErrnoError(code: r))
+                "cannot reach rainwalletd at \(path): \(r); is the daemon running? (start it with scripts/run or rainwalletd)",
+                underlying: r)
         }
         return fd
     }
@@ -52,7 +58,7 @@ public enum UnixSocket {
     /// True when a daemon accepts connections at `path`.
     public static func isAnswering(path: String) -> Bool {
         guard let fd = try? connect(path: path) else { return false }
-        close(fd)
+        Syscall.closeUnchecked(fd, because: .socket)
         return true
     }
 
@@ -69,19 +75,22 @@ public enum UnixSocket {
             if isAnswering(path: path) {
                 throw RainError.invalid("another rainwalletd is already serving \(path)", field: "socket")
             }
-            unlink(path)  // stale: nothing answers
+            try Syscall.removeFile(path)  // stale: nothing answers
         }
         let fd = try makeSocket(blocking: false)
         do throws(RainError) {
-            let rc = try withAddress(path) { addr, len in bind(fd, addr, len) == 0 ? 0 : errno }
-            if rc != 0 {
-                throw RainError(.internalError, "cannot bind \(path): \(String(cString: strerror(rc)))", underlying: ErrnoError(code: rc))
+            let bound = try withAddress(path) { addr, len in
+                Result { () throws(RainError) in try Syscall.bind(fd, to: addr, length: len) }
+            }
+            if case .failure(let error) = bound {
+                let rc = ErrnoError(code: error.errno ?? 0)
+                throw RainError(.internalError, "cannot bind \(path): \(rc)", underlying: rc)
             }
             // fchmod on a socket fd does not apply to the path: chmod the file after bind.
             try Syscall.call("chmod \(path)") { chmod(path, mode) }
-            try Syscall.call("listen") { Foundation.listen(fd, backlog) }
+            try Syscall.listen(fd, backlog: backlog)
         } catch {
-            close(fd)
+            Syscall.closeUnchecked(fd, because: .failurePath)
             throw error
         }
         return fd

@@ -1,0 +1,39 @@
+internal import CSystem
+import Glibc
+import RainCore
+
+extension Syscall {
+    /// Marks the process dumpable or not (`prctl(PR_SET_DUMPABLE)`): a process that is not has no
+    /// core dumps and cannot be traced by other processes of the same uid.
+    /// - Throws: RAIN_502 naming `prctl(PR_SET_DUMPABLE, …)`.
+    public static func setDumpable(_ isDumpable: Bool) throws(RainError) {
+        let value: Int32 = isDumpable ? 1 : 0
+        try call("prctl(PR_SET_DUMPABLE, \(value))") { rain_set_dumpable(value) }
+    }
+
+    /// Raises the soft limit of open files (`RLIMIT_NOFILE`) to the hard limit.
+    /// - Returns: the new soft limit.
+    /// - Throws: RAIN_502 naming `setrlimit RLIMIT_NOFILE`.
+    public static func raiseOpenFileLimit() throws(RainError) -> Int {
+        try call("setrlimit RLIMIT_NOFILE") { rain_raise_nofile_limit() }
+    }
+
+    /// Gives the free memory of every malloc arena back to the kernel (`malloc_trim(0)`).
+    /// - Returns: true when some memory was given back (false is not a failure: there was none).
+    @discardableResult
+    public static func releaseFreeMemory() -> Bool { rain_release_free_memory() == 1 }
+}
+
+extension Syscall {
+    /// Sends `signal` to the process `pid` (`kill(2)`).
+    /// - Returns: false when the process is already gone (`ESRCH`).
+    /// - Throws: RAIN_502 naming `kill` for any other failure (`EPERM`).
+    @discardableResult
+    public static func sendSignal(_ signal: Int32, to pid: Int32) throws(RainError) -> Bool {
+        switch retrying({ Glibc.kill(pid, signal) }) {
+        case .success: return true
+        case .failure(let e) where e.code == ESRCH: return false
+        case .failure(let e): throw error("kill", e)
+        }
+    }
+}
