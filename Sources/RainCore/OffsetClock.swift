@@ -73,7 +73,8 @@ public final class OffsetClock: RainClock {
         timerQueue.sync { poll() }
     }
 
-    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer {
+    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer
+    {
         let source = TimerSource(DispatchSource.makeTimerSource(queue: timerQueue))
         let id = state.withLock { s -> UInt64 in
             s.nextID += 1
@@ -136,7 +137,8 @@ public final class OffsetClock: RainClock {
                     s.timers[id]?.isDispatched = true
                     due.append((id, timer))
                 } else {
-                    timer.source.source.schedule(deadline: .now() + Self.dispatchInterval(timer.due - now), leeway: .milliseconds(5))
+                    timer.source.source.schedule(
+                        deadline: .now() + Self.dispatchInterval(timer.due - now), leeway: .milliseconds(5))
                 }
             }
             return due.sorted { $0.1.due < $1.1.due }

@@ -18,7 +18,8 @@ import Testing
     }
 
     func makeClock(_ sink: CapturingLogSink = CapturingLogSink()) -> OffsetClock {
-        OffsetClock(file: file.path, pollInterval: .seconds(3600), logger: Logger(label: "test", minimumLevel: .debug, sink: sink))
+        OffsetClock(
+            file: file.path, pollInterval: .seconds(3600), logger: Logger(label: "test", minimumLevel: .debug, sink: sink))
     }
 
     /// Counts the runs of a timer's work.
@@ -69,7 +70,9 @@ import Testing
         let clock = makeClock()
         let queue = DispatchQueue(label: "test.timers")
         let order = Mutex<[Int]>([])
-        let timers = [30, 10, 20].map { s in clock.schedule(after: .seconds(Int64(s)), on: queue) { order.withLock { $0.append(s) } } }
+        let timers = [30, 10, 20].map { s in
+            clock.schedule(after: .seconds(Int64(s)), on: queue) { order.withLock { $0.append(s) } }
+        }
         try file.advance(by: .seconds(31))
         clock.reload()
         queue.sync {}
@@ -105,7 +108,8 @@ import Testing
 
     @Test func thePollPicksUpAnAdvanceWithoutAReload() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let clock = OffsetClock(file: file.path, pollInterval: .milliseconds(10), logger: Logger(label: "test", sink: CapturingLogSink()))
+        let clock = OffsetClock(
+            file: file.path, pollInterval: .milliseconds(10), logger: Logger(label: "test", sink: CapturingLogSink()))
         let fired = Fired()
         let timer = clock.schedule(after: .seconds(3600), on: .global()) { fired.hit() }
         defer { timer.cancel() }
