@@ -143,7 +143,7 @@ public enum AuthorityDaemon {
             let store: (any AuthorityStore)? =
                 if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }
             return try await EmbeddedAuthority(
-                stateDirectory: stateDirectory, settings: settings, clock: SystemClock(), store: store,
+                stateDirectory: stateDirectory, settings: settings, clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), store: store,
                 logger: logger.child("authority"))
         }
         let service = AuthorityService(

@@ -116,7 +116,7 @@ public enum Daemon {
         let config = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
         try AtomicFile.makeDirectory(paths.stateDirectory, mode: 0o700)
 
-        let clock = SystemClock()
+        let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
         let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
         let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
         let authority: any Authority

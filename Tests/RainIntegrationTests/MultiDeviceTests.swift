@@ -5,7 +5,8 @@ import RainWire
 import Synchronization
 import Testing
 
-/// One authority and N device daemons started by `scripts/harness`, with a short token lifetime.
+/// One authority and N device daemons started by `scripts/harness`, all on one test clock that the
+/// test moves (`advance(by:)`) instead of waiting for lifetimes to pass.
 final class MultiDevice: Sendable {
     struct Device: Sendable {
         let socket: String
@@ -17,14 +18,17 @@ final class MultiDevice: Sendable {
     let authority: String
     let devices: [Device]
     let binaries: URL
+    /// The offset file every daemon of this harness reads its clock from.
+    let clock: TestClockFile
     static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    private init(dir: String, authority: String, devices: [Device], binaries: URL) {
+    private init(dir: String, authority: String, devices: [Device], binaries: URL, clock: TestClockFile) {
         self.dir = dir
         self.authority = authority
         self.devices = devices
         self.binaries = binaries
+        self.clock = clock
     }
 
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
@@ -49,25 +53,52 @@ final class MultiDevice: Sendable {
     static func up(devices: Int, lifetime: Int, arguments: [String] = []) throws -> MultiDevice {
         let binaries = try DaemonHarness.binaryDirectory()
         let dir = "/tmp/rwm-\(UInt32.random(in: 0...UInt32.max))"
+        // Beside DIR, not in it: the harness creates DIR and refuses one that exists.
+        let clock = try TestClockFile(path: "\(dir).clock")
         let script = repositoryRoot.appendingPathComponent("scripts/harness").path
         let (status, out, err) = try run(
             [script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json"]
                 + arguments,
-            environment: ["RAINWALLET_BIN_DIR": binaries.path])
+            environment: ["RAINWALLET_BIN_DIR": binaries.path].merging(clock.environment) { $1 })
         guard status == 0, let data = out.data(using: .utf8),
             let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
             let authority = json["authority"] as? String, let list = json["devices"] as? [[String: Any]]
-        else { throw HarnessError("harness up failed (\(status)): \(err)") }
+        else {
+            try? FileManager.default.removeItem(atPath: clock.path)
+            throw HarnessError("harness up failed (\(status)): \(err)")
+        }
         let devices = list.compactMap { d -> Device? in
             guard let s = d["socket"] as? String, let st = d["stateDir"] as? String, let l = d["log"] as? String else { return nil }
             return Device(socket: s, stateDir: st, log: l)
         }
-        return MultiDevice(dir: dir, authority: authority, devices: devices, binaries: binaries)
+        return MultiDevice(dir: dir, authority: authority, devices: devices, binaries: binaries, clock: clock)
     }
 
     func down() {
         _ = try? Self.run([Self.repositoryRoot.appendingPathComponent("scripts/harness").path, "down", "--dir", dir])
+        try? FileManager.default.removeItem(atPath: clock.path)
     }
+
+    /// The environment of a daemon started by the test itself (on the harness's clock).
+    var daemonEnvironment: [String: String] { ProcessInfo.processInfo.environment.merging(clock.environment) { $1 } }
+
+    /// Moves every daemon's clock forward by `delta` and waits (returning as soon as they have)
+    /// until the daemons whose logs are `logs` (all devices by default) have applied it: their
+    /// timers due by then are queued.
+    func advance(by delta: Duration, logs: [String]? = nil) async throws {
+        try clock.advance(by: delta)
+        let line = "clock.advanced offsetMilliseconds=\(clock.elapsed.milliseconds)"
+        let paths = logs ?? devices.map(\.log)
+        let applied = await eventually(timeout: .seconds(10)) {
+            paths.allSatisfy { ((try? String(contentsOfFile: $0, encoding: .utf8)) ?? "").contains(line) }
+        }
+        guard applied else { throw HarnessError("the daemons did not apply \(line)") }
+    }
+
+    /// How many times device `i` has refreshed its session.
+    func refreshCount(_ i: Int) -> Int { log(i).components(separatedBy: "session.refreshed").count - 1 }
+
+    var authorityLog: String { "\(dir)/authority.log" }
 
     func provider(_ i: Int) -> RainProvider { RainProvider(RainWalletConfig(socketPath: devices[i].socket)) }
 
@@ -103,8 +134,8 @@ final class MultiDevice: Sendable {
         "--send-cooldown", "0", "--contact-max-sends", "1000000", "--account-max-sends", "1000000",
     ]
 
-    /// Starts the authority again on the same port and state.
-    func restartAuthority() throws {
+    /// Starts the authority again on the same port, state and clock, and waits until it is ready.
+    func restartAuthority() async throws {
         let p = Process()
         p.executableURL = binaries.appendingPathComponent("rainwalletd")
         let arguments = [
@@ -112,10 +143,22 @@ final class MultiDevice: Sendable {
             "\(lifetimeSeconds)",
         ]
         p.arguments = arguments + Self.relaxedSendLimitFlags
-        p.standardError = FileHandle(forWritingAtPath: "\(dir)/authority.log") ?? FileHandle.nullDevice
+        p.environment = daemonEnvironment
+        let readyBefore = authorityReadyCount
+        // Appended to the first run's log, so its readiness is the count going up.
+        let log = FileHandle(forWritingAtPath: authorityLog)
+        log?.seekToEndOfFile()
+        p.standardError = log ?? FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()
+        try? log?.close()
         try "\(p.processIdentifier)\n".write(toFile: "\(dir)/authority.pid", atomically: true, encoding: .utf8)
+        let ready = await eventually(timeout: .seconds(15)) { self.authorityReadyCount > readyBefore }
+        guard ready else { throw HarnessError("the restarted authority did not get ready") }
+    }
+
+    private var authorityReadyCount: Int {
+        ((try? String(contentsOfFile: authorityLog, encoding: .utf8)) ?? "").components(separatedBy: "authority.ready").count - 1
     }
 
     var lifetimeSeconds: Int {
@@ -157,11 +200,17 @@ final class EventLog: Sendable {
 
 @Suite(.serialized) struct MultiDeviceTests {
     @Test func automaticRefreshKeepsTheSessionAliveAcrossSeveralLifetimes() async throws {
-        let h = try MultiDevice.up(devices: 1, lifetime: 3)
+        // A refresh is due half a lifetime (15 s) after the last one; each step moves the clock
+        // 16 s, past it and well before the expiry, and waits for that refresh.
+        let h = try MultiDevice.up(devices: 1, lifetime: 30)
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
-        try await Task.sleep(for: .seconds(10))  // more than three lifetimes
+        for _ in 0..<6 {  // 96 s: more than three lifetimes
+            let before = h.refreshCount(0)
+            try await h.advance(by: .seconds(16))
+            #expect(await eventually(timeout: .seconds(10)) { h.refreshCount(0) > before })
+        }
         let s = try await h.provider(0).currentSession()
         #expect(s.authState == .authenticated)
         #expect(s.hasActiveSession)
@@ -170,15 +219,24 @@ final class EventLog: Sendable {
     }
 
     @Test func loginOnAnotherDeviceEndsTheFirstOnceWithRevokedElsewhere() async throws {
-        let h = try MultiDevice.up(devices: 2, lifetime: 4)
+        let h = try MultiDevice.up(devices: 2, lifetime: 20)
         defer { h.down() }
         let a = try await h.logIn(0)
         let watchers = try (0..<3).map { _ in try EventLog(h.provider(0)) }
         let b = try await h.logIn(1)
         #expect(a.accountID == b.accountID)
+        // Past the refresh points (10 s): the first device learns at its refresh; the second refreshes.
+        let refreshesOf1 = h.refreshCount(1)
+        try await h.advance(by: .seconds(12))
         let ended = await eventually(timeout: .seconds(15)) { watchers.allSatisfy { !$0.expiries.isEmpty } }
         #expect(ended)
-        try await Task.sleep(for: .seconds(3))  // no second event may follow
+        #expect(await eventually(timeout: .seconds(10)) { h.refreshCount(1) > refreshesOf1 })
+        // No second event may follow: past every deadline of the first device's old session
+        // (its expiry at 20 s); the second device refreshes again on the way.
+        let refreshesOf1Later = h.refreshCount(1)
+        try await h.advance(by: .seconds(12))
+        #expect(await eventually(timeout: .seconds(10)) { h.refreshCount(1) > refreshesOf1Later })
+        _ = await eventually(timeout: .milliseconds(500)) { watchers.contains { $0.expiries.count > 1 } }
         for w in watchers { #expect(w.expiries == [.revokedElsewhere]) }
         let error = await rainError { try await h.provider(0).refreshSession() }
         #expect(error?.code == .sessionExpired)
@@ -186,11 +244,17 @@ final class EventLog: Sendable {
     }
 
     @Test func authorityDownPastExpiryEndsTheSessionWithRefreshFailed() async throws {
-        let h = try MultiDevice.up(devices: 1, lifetime: 4)
+        let h = try MultiDevice.up(devices: 1, lifetime: 20)
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
         try h.killAuthority()
+        // Past the refresh point (10 s): the refresh fails while the authority is down...
+        try await h.advance(by: .seconds(11))
+        let failed = await eventually(timeout: .seconds(10)) { h.log(0).contains("refresh.transient_failure") }
+        #expect(failed)
+        // ...and past the expiry (20 s) the session ends.
+        try await h.advance(by: .seconds(10))
         let ended = await eventually(timeout: .seconds(15)) { !events.expiries.isEmpty }
         #expect(ended)
         #expect(events.expiries == [.refreshFailed])
@@ -198,19 +262,21 @@ final class EventLog: Sendable {
     }
 
     @Test func authorityDownDuringRefreshThenBackUpKeepsTheSession() async throws {
-        let h = try MultiDevice.up(devices: 1, lifetime: 16)
+        let h = try MultiDevice.up(devices: 1, lifetime: 60)
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
         try h.killAuthority()
-        // The refresh is due 8 s after login: it fails (and is retried) while the authority is down.
+        // The refresh is due 30 s after login: it fails (and is retried) while the authority is down.
+        try await h.advance(by: .seconds(31))
         let failed = await eventually(timeout: .seconds(20)) { h.log(0).contains("refresh.transient_failure") }
         #expect(failed)
-        let refreshCountBefore = h.log(0).components(separatedBy: "session.refreshed").count
-        try h.restartAuthority()
-        let refreshed = await eventually(timeout: .seconds(15)) {
-            h.log(0).components(separatedBy: "session.refreshed").count > refreshCountBefore
-        }
+        let refreshCountBefore = h.refreshCount(0)
+        try await h.restartAuthority()
+        // Past the next retry (at most `retryMaxDelay`, 4 s, after the last failure); 35 s of the
+        // 60 s lifetime are used.
+        try await h.advance(by: .seconds(4) + .milliseconds(500))
+        let refreshed = await eventually(timeout: .seconds(15)) { h.refreshCount(0) > refreshCountBefore }
         #expect(refreshed)
         #expect(try await h.provider(0).currentSession().authState == .authenticated)
         #expect(events.expiries.isEmpty)
@@ -234,6 +300,7 @@ final class EventLog: Sendable {
         let p = Process()
         p.executableURL = h.binaries.appendingPathComponent("rainwalletd")
         p.arguments = ["--authority", h.authority, "--socket", h.devices[1].socket, "--state-dir", d2]
+        p.environment = h.daemonEnvironment
         p.standardError = FileHandle(forWritingAtPath: h.devices[1].log) ?? FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()
@@ -276,7 +343,9 @@ final class EventLog: Sendable {
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
         try await h.provider(0).logout()
-        try await Task.sleep(for: .seconds(5))
+        // Well past the old session's refresh point and expiry; a late event would show within the poll.
+        try await h.advance(by: .seconds(10))
+        _ = await eventually(timeout: .milliseconds(500)) { !events.expiries.isEmpty }
         #expect(events.expiries.isEmpty)
         #expect(events.count >= 2)  // the current state, then the logout
         #expect(try await h.provider(0).currentSession().authState == .unauthenticated)

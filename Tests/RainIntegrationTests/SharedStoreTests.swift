@@ -9,20 +9,23 @@ import Testing
 
 /// Two `rainwalletd authority` processes on one PostgreSQL database (sharing `authority.key`, copied
 /// 0600 into the second one's state directory, as the README says), and device daemons, each
-/// pointed at one of them.
+/// pointed at one of them. All run on one test clock (`advance(by:)`).
 final class SharedStoreCluster: Sendable {
     let dir: String
     let storeURL: String
     let binaries: URL
+    /// The offset file every process of the cluster reads its clock from.
+    let clock: TestClockFile
     /// The authorities' listening ports, by index.
     let ports: Mutex<[Int]> = Mutex([])
     private let processes = Mutex<[String: Process]>([:])
     static let app = "default"
 
-    private init(dir: String, storeURL: String, binaries: URL) {
+    private init(dir: String, storeURL: String, binaries: URL) throws {
         self.dir = dir
         self.storeURL = storeURL
         self.binaries = binaries
+        clock = try TestClockFile(path: "\(dir)/clock")
     }
 
     /// Starts two authorities (grace `refreshGrace` seconds) and one device daemon per entry of
@@ -32,7 +35,7 @@ final class SharedStoreCluster: Sendable {
         let dir = "/tmp/rws-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(
             atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        let cluster = SharedStoreCluster(dir: dir, storeURL: url, binaries: try DaemonHarness.binaryDirectory())
+        let cluster = try SharedStoreCluster(dir: dir, storeURL: url, binaries: try DaemonHarness.binaryDirectory())
         do {
             cluster.ports.withLock { $0 = [0, 0] }
             _ = try await cluster.startAuthority(0, refreshGrace: refreshGrace, sendCooldown: sendCooldown)
@@ -101,6 +104,17 @@ final class SharedStoreCluster: Sendable {
 
     func log(_ name: String) -> String { (try? String(contentsOfFile: "\(dir)/\(name).log", encoding: .utf8)) ?? "" }
 
+    /// Moves every process's clock forward by `delta` and waits (returning as soon as they have)
+    /// until the processes named in `names` have applied it.
+    func advance(by delta: Duration, applyingIn names: [String]) async throws {
+        try clock.advance(by: delta)
+        let line = "clock.advanced offsetMilliseconds=\(clock.elapsed.milliseconds)"
+        for name in names { try await waitForLog(name, line, occurrences: 1) }
+    }
+
+    /// Now on the cluster's clock (for what the test signs itself).
+    var now: Date { Date().addingTimeInterval(clock.elapsed.timeInterval) }
+
     private func launch(_ name: String, _ arguments: [String]) throws {
         let path = "\(dir)/\(name).log"
         if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
@@ -110,6 +124,7 @@ final class SharedStoreCluster: Sendable {
         let p = Process()
         p.executableURL = binaries.appendingPathComponent("rainwalletd")
         p.arguments = arguments
+        p.environment = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
         p.standardError = log
         p.standardOutput = FileHandle.nullDevice
         p.standardInput = FileHandle.nullDevice
@@ -172,7 +187,7 @@ struct SharedStoreTests {
 
     @Test("a code sent through A is confirmed through B; refresh rotation and reuse detection hold across them")
     func codeAndRefreshAcrossInstances() async throws {
-        let h = try await SharedStoreCluster.up(devices: [], refreshGrace: 4)
+        let h = try await SharedStoreCluster.up(devices: [], refreshGrace: 30)
         defer { h.down() }
         #expect(h.mapsLibPQ(0) && h.mapsLibPQ(1), "an authority on PostgreSQL loads libpq")
         let (challenge, code) = try await h.sendCode(via: 0, device: "dev-x", email: "across@example.com")
@@ -191,7 +206,7 @@ struct SharedStoreTests {
         func refresh(_ token: String, on authority: RemoteAuthority) async throws -> SessionTokens {
             try await authority.refreshSession(
                 RefreshRequest.signed(
-                    appID: SharedStoreCluster.app, deviceID: "dev-x", refreshToken: token, timestamp: Date(), deviceKey: key))
+                    appID: SharedStoreCluster.app, deviceID: "dev-x", refreshToken: token, timestamp: h.now, deviceKey: key))
         }
         // A rotates; the same refresh repeated on B within the grace window gets the same pair.
         let first = try await refresh(login.tokens.refreshToken, on: a)
@@ -200,9 +215,9 @@ struct SharedStoreTests {
         #expect(repeated.accessToken == first.accessToken)
         let second = try await refresh(first.refreshToken, on: b)
         #expect(second.refreshToken != first.refreshToken)
-        // Past the grace window (4 s: generous, so a loaded machine still repeats within it), the
-        // login's token is reuse on A: the family is revoked, so B refuses the newest token too.
-        try await Task.sleep(for: .milliseconds(4500))
+        // Past the grace window (30 s, moved on the clock, so a loaded machine still repeats within
+        // it), the login's token is reuse on A: the family is revoked, so B refuses the newest token too.
+        try await h.advance(by: .seconds(31), applyingIn: ["authority0", "authority1"])
         let reuse = await rainError { _ = try await refresh(login.tokens.refreshToken, on: a) }
         #expect(reuse?.code == .sessionExpired)
         let after = await rainError { _ = try await refresh(second.refreshToken, on: b) }
@@ -225,7 +240,7 @@ struct SharedStoreTests {
         let refused = await rainError { try await onA.sendLoginCode(to: .email(email)) }
         #expect(refused?.code == .refused)
         let retryAt = refused?.details.retryAfterMilliseconds ?? 10_000
-        try await Task.sleep(for: .milliseconds(Int(retryAt) + 200))
+        try await h.advance(by: .milliseconds(Int64(retryAt) + 200), applyingIn: ["authority0", "authority1"])
         try await onA.sendLoginCode(to: .email(email))
         let codeA = try #require(try await onA.devOutbox().last?.code)
         let second = try await onA.confirmLoginCodeReturningSession(codeA).session
