@@ -44,11 +44,13 @@ let package = Package(
             ]),
         .target(
             name: "RainDevice",
-            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),
+            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority", "RainCommandLine"]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainTransport"]),
-        .target(name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore"]),
+        // Commands declared once: parsing, usage errors and help come from the declarations.
+        .target(name: "RainCommandLine"),
+        .target(name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore", "RainCommandLine"]),
         .executableTarget(name: "rainwalletd", dependencies: ["RainDevice"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
@@ -76,6 +78,7 @@ let package = Package(
         .testTarget(
             name: "RainAuthorityTests",
             dependencies: ["RainAuthority", "RainTestSupport", "RainWebAuthn", "RainSoftAuthenticator"]),
+        .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport", "RainFuzz"]),
         .testTarget(
             name: "RainIntegrationTests",

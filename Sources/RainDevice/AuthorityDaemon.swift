@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainCommandLine
 import RainCore
 import RainCrypto
 import RainTransport
@@ -8,42 +9,79 @@ import RainTransport
 /// `rainwalletd authority`: the authority alone, served over TCP with the device protocol's
 /// framing, so several device daemons share accounts, codes and sessions.
 public enum AuthorityDaemon {
-    static let usage = """
-        usage: rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox]
-                                     [--access-token-lifetime SECONDS] [--code-lifetime SECONDS]
-                                     [--refresh-grace SECONDS] [--log-level LEVEL]
-                                     [--tls-cert PEM --tls-key PEM]
-                                     [--send-cooldown SECONDS] [--contact-max-sends N]
-                                     [--contact-window SECONDS] [--account-max-sends N]
-                                     [--account-window SECONDS] [--prune-interval SECONDS]
-                                     [--prune-retention SECONDS]
-                                     [--store sqlite|postgres://USER@HOST:PORT/DATABASE]
-
-        Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
-        Device daemons use it with `rainwalletd --authority HOST:PORT`.
-
-          --listen HOST:PORT              address to serve: loopback (127.0.0.1:7420, [::1]:7420,
-                                          localhost:7420), or with TLS any IP address (0.0.0.0:7420)
-          --tls-cert PEM                  serve TLS 1.3 only, with this certificate chain (server first)
-          --tls-key PEM                   the certificate's private key (mode 0600, owned by this user)
-          --state-dir DIR                 authority.key, authority.sqlite3, outbox.jsonl
-          --dev-outbox                    serve the development outbox RPC (codes in clear: development only)
-          --access-token-lifetime SECONDS access token lifetime (default 900)
-          --code-lifetime SECONDS         login code lifetime (default 300)
-          --refresh-grace SECONDS         window in which a repeated refresh gets the same pair (default 10)
-          --log-level LEVEL               debug, info, warning or error (default info)
-          --send-cooldown SECONDS         least time between two codes to one contact (default 30)
-          --contact-max-sends N           most codes to one contact per contact window (default 5)
-          --contact-window SECONDS        the contact window (default 900)
-          --account-max-sends N           most codes for one account per account window (default 10)
-          --account-window SECONDS        the account window (default 3600)
-          --prune-interval SECONDS        how often old codes, sessions and outbox lines are deleted
-                                          (default 600)
-          --prune-retention SECONDS       how long they are kept once expired or revoked (default 86400)
-          --store STORE                   sqlite (default: authority.sqlite3 in the state directory) or a
-                                          PostgreSQL URL shared by several authority instances (they must
-                                          share authority.key too)
-        """
+    /// `rainwalletd authority`'s declaration.
+    static let declaration: Command = {
+        let defaults = AuthoritySettings(isDevOutboxEnabled: false)
+        func seconds(_ d: Duration) -> Command.Default { .computed("\(Int(d.components.seconds))") }
+        func number(_ n: Int) -> Command.Default { .computed("\(n)") }
+        return Command(
+            name: "authority",
+            abstract: "serve the authority alone on TCP, shared by device daemons",
+            discussion: """
+                Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
+                Device daemons use it with `rainwalletd --authority HOST:PORT`.
+                """,
+            options: [
+                Command.Option(
+                    "--listen", value: "HOST:PORT",
+                    help: """
+                        address to serve: loopback (127.0.0.1:7420, [::1]:7420,
+                        localhost:7420), or with TLS any IP address (0.0.0.0:7420)
+                        """, isRequired: true),
+                Command.Option(
+                    "--state-dir", value: "DIR", help: "authority.key, authority.sqlite3, outbox.jsonl", kind: .directory,
+                    isRequired: true),
+                .flag("--dev-outbox", help: "serve the development outbox RPC (codes in clear: development only)"),
+                Command.Option(
+                    "--access-token-lifetime", value: "SECONDS", help: "access token lifetime", kind: .seconds(2...86400),
+                    default: seconds(defaults.accessTokenLifetime)),
+                Command.Option(
+                    "--code-lifetime", value: "SECONDS", help: "login code lifetime", kind: .seconds(1...3600),
+                    default: seconds(defaults.codeLifetime)),
+                Command.Option(
+                    "--refresh-grace", value: "SECONDS", help: "window in which a repeated refresh gets the same pair",
+                    kind: .seconds(0...600), default: seconds(defaults.refreshGraceWindow)),
+                Daemon.logLevelOption,
+                Command.Option(
+                    "--tls-cert", value: "PEM", help: "serve TLS 1.3 only, with this certificate chain (server first)",
+                    kind: .file, requires: ["--tls-key"]),
+                Command.Option(
+                    "--tls-key", value: "PEM", help: "the certificate's private key (mode 0600, owned by this user)",
+                    kind: .file, requires: ["--tls-cert"]),
+                Command.Option(
+                    "--send-cooldown", value: "SECONDS", help: "least time between two codes to one contact",
+                    kind: .seconds(0...3600), default: seconds(defaults.sendLimits.contactCooldown)),
+                Command.Option(
+                    "--contact-max-sends", value: "N", help: "most codes to one contact per contact window",
+                    kind: .integer(1...1_000_000), default: number(defaults.sendLimits.contactMaxSends)),
+                Command.Option(
+                    "--contact-window", value: "SECONDS", help: "the contact window", kind: .seconds(1...86400),
+                    default: seconds(defaults.sendLimits.contactWindow)),
+                Command.Option(
+                    "--account-max-sends", value: "N", help: "most codes for one account per account window",
+                    kind: .integer(1...1_000_000), default: number(defaults.sendLimits.accountMaxSends)),
+                Command.Option(
+                    "--account-window", value: "SECONDS", help: "the account window", kind: .seconds(1...86400),
+                    default: seconds(defaults.sendLimits.accountWindow)),
+                Command.Option(
+                    "--prune-interval", value: "SECONDS", help: "how often old codes, sessions and outbox lines are deleted",
+                    kind: .seconds(1...86400), default: seconds(defaults.pruneInterval)),
+                Command.Option(
+                    "--prune-retention", value: "SECONDS", help: "how long they are kept once expired or revoked",
+                    kind: .seconds(1...31_536_000), default: seconds(defaults.pruneRetention)),
+                Command.Option(
+                    "--store", value: "STORE",
+                    help: """
+                        sqlite (default: authority.sqlite3 in the state directory) or a
+                        PostgreSQL URL shared by several authority instances (they must
+                        share authority.key too): postgres://USER@HOST:PORT/DATABASE
+                        """),
+            ],
+            exitStatuses: [
+                .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
+                .init(78, "an invalid configuration (RAIN_102)"),
+            ])
+    }()
 
     struct Options {
         var listen: String?
@@ -56,51 +94,43 @@ public enum AuthorityDaemon {
         var store: String?
     }
 
+    /// Parses the arguments after `authority`; nil when help was asked for.
+    /// - Throws: RAIN_102 with a message naming the bad flag.
     static func parse(_ args: [String]) throws(RainError) -> Options? {
+        let parsed = try Daemon.parseCommandLine(["authority"] + args)
+        return parsed.isHelpRequested ? nil : try options(parsed)
+    }
+
+    static func options(_ parsed: ParsedCommand) throws(RainError) -> Options {
         var o = Options()
-        var flags = FlagReader(args)
-        while let a = flags.next() {
-            switch a {
-            case "-h", "--help": return nil
-            case "--listen": o.listen = try flags.value(of: a)
-            case "--state-dir": o.stateDirectory = try flags.value(of: a)
-            case "--dev-outbox": o.settings.isDevOutboxEnabled = true
-            case "--access-token-lifetime": o.settings.accessTokenLifetime = try flags.seconds(of: a, min: 2, max: 86400)
-            case "--code-lifetime": o.settings.codeLifetime = try flags.seconds(of: a, min: 1, max: 3600)
-            case "--refresh-grace": o.settings.refreshGraceWindow = try flags.seconds(of: a, min: 0, max: 600)
-            case "--log-level": o.logLevel = try flags.logLevel(of: a)
-            case "--tls-cert": o.tlsCertificate = try flags.value(of: a)
-            case "--tls-key": o.tlsKey = try flags.value(of: a)
-            case "--send-cooldown": o.settings.sendLimits.contactCooldown = try flags.seconds(of: a, min: 0, max: 3600)
-            case "--contact-max-sends": o.settings.sendLimits.contactMaxSends = try flags.integer(of: a, min: 1, max: 1_000_000)
-            case "--contact-window": o.settings.sendLimits.contactWindow = try flags.seconds(of: a, min: 1, max: 86400)
-            case "--account-max-sends": o.settings.sendLimits.accountMaxSends = try flags.integer(of: a, min: 1, max: 1_000_000)
-            case "--account-window": o.settings.sendLimits.accountWindow = try flags.seconds(of: a, min: 1, max: 86400)
-            case "--prune-interval": o.settings.pruneInterval = try flags.seconds(of: a, min: 1, max: 86400)
-            case "--prune-retention": o.settings.pruneRetention = try flags.seconds(of: a, min: 1, max: 31_536_000)
-            case "--store": o.store = try flags.value(of: a)
-            default: throw RainError.invalid("unknown argument \(a); see rainwalletd authority --help", field: a)
-            }
-        }
-        guard o.listen != nil else { throw RainError.invalid("--listen HOST:PORT is required", field: "--listen") }
-        guard o.stateDirectory != nil else { throw RainError.invalid("--state-dir DIR is required", field: "--state-dir") }
-        guard (o.tlsCertificate == nil) == (o.tlsKey == nil) else {
-            throw RainError.invalid("--tls-cert and --tls-key go together", field: o.tlsKey == nil ? "--tls-key" : "--tls-cert")
-        }
+        o.listen = parsed.value("--listen")
+        o.stateDirectory = parsed.value("--state-dir")
+        o.settings.isDevOutboxEnabled = parsed.flag("--dev-outbox")
+        o.logLevel = Daemon.logLevel(parsed)
+        o.tlsCertificate = parsed.value("--tls-cert")
+        o.tlsKey = parsed.value("--tls-key")
+        o.store = parsed.value("--store")
+        func given(_ name: String) -> Bool { parsed.source(of: name) == .commandLine }
+        if given("--access-token-lifetime"), let v = parsed.seconds("--access-token-lifetime") { o.settings.accessTokenLifetime = v }
+        if given("--code-lifetime"), let v = parsed.seconds("--code-lifetime") { o.settings.codeLifetime = v }
+        if given("--refresh-grace"), let v = parsed.seconds("--refresh-grace") { o.settings.refreshGraceWindow = v }
+        if given("--send-cooldown"), let v = parsed.seconds("--send-cooldown") { o.settings.sendLimits.contactCooldown = v }
+        if given("--contact-max-sends"), let v = parsed.integer("--contact-max-sends") { o.settings.sendLimits.contactMaxSends = v }
+        if given("--contact-window"), let v = parsed.seconds("--contact-window") { o.settings.sendLimits.contactWindow = v }
+        if given("--account-max-sends"), let v = parsed.integer("--account-max-sends") { o.settings.sendLimits.accountMaxSends = v }
+        if given("--account-window"), let v = parsed.seconds("--account-window") { o.settings.sendLimits.accountWindow = v }
+        if given("--prune-interval"), let v = parsed.seconds("--prune-interval") { o.settings.pruneInterval = v }
+        if given("--prune-retention"), let v = parsed.seconds("--prune-retention") { o.settings.pruneRetention = v }
         if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
             throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
         }
         return o
     }
 
-    static func main(_ args: [String]) -> Int32 {
+    static func main(_ parsed: ParsedCommand) -> Int32 {
         let options: Options
         do {
-            guard let parsed = try parse(args) else {
-                print(usage)
-                return 0
-            }
-            options = parsed
+            options = try self.options(parsed)
         } catch {
             Daemon.writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
             return 64

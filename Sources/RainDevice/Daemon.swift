@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainCommandLine
 import RainCore
 import RainCrypto
 import RainTransport
@@ -22,72 +23,106 @@ public struct DaemonOptions: Sendable {
 
 /// The `rainwalletd` process: parses flags, opens state, serves the socket until SIGTERM.
 public enum Daemon {
-    static let usage = """
-        usage: rainwalletd [--socket PATH] [--state-dir DIR] [--config FILE] [--authority HOST:PORT]
-                           [--authority-ca PEM] [--log-level LEVEL] [--enable-test-methods]
-               rainwalletd authority --listen HOST:PORT --state-dir DIR [--dev-outbox] [...]
+    /// `rainwalletd`'s declaration: the device role's flags, and `authority` as a subcommand.
+    public static let declaration = Command(
+        name: "rainwalletd",
+        abstract: """
+            Runs the RainWallet device daemon, with its embedded authority unless --authority names a
+            remote one (see `rainwalletd authority --help`).
+            """,
+        discussion: """
+            Logs go to stderr, one event a line. SIGTERM drains calls in flight and removes the socket.
 
-        Runs the RainWallet device daemon, with its embedded authority unless --authority names a
-        remote one (see `rainwalletd authority --help`).
+            Under systemd (scripts/systemd/): a listening socket passed by socket activation (LISTEN_FDS)
+            is served instead of --socket and is never removed; readiness goes to NOTIFY_SOCKET.
+            """,
+        options: [
+            Command.Option(
+                "--socket", value: "PATH", help: "Unix socket to serve", kind: .file,
+                default: .computed("$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock, or /tmp/rainwallet-$UID/rainwalletd.sock")),
+            Command.Option(
+                "--state-dir", value: "DIR", help: "sessions, keys and the authority database", kind: .directory,
+                default: .computed("$XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet")),
+            Command.Option(
+                "--config", value: "FILE", help: "JSON config", kind: .file,
+                default: .computed("$XDG_CONFIG_HOME/rainwallet/config.json; optional there")),
+            Command.Option(
+                "--authority", value: "HOST:PORT",
+                help: """
+                    use the authority served by `rainwalletd authority` there (loopback only
+                    without --authority-ca); the config's "authority" section is then unused
+                    """),
+            Command.Option(
+                "--authority-ca", value: "PEM",
+                help: """
+                    connect to --authority with TLS 1.3, trusting only the CA certificates in
+                    PEM; the authority's certificate must name HOST (any address then works)
+                    """, kind: .file, requires: ["--authority"]),
+            logLevelOption,
+            .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (integration tests only)"),
+        ],
+        subcommands: [AuthorityDaemon.declaration],
+        isRunnableWithoutSubcommand: true,
+        exitStatuses: [
+            .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
+            .init(78, "an invalid configuration (RAIN_102)"),
+        ])
 
-          --socket PATH          Unix socket to serve (default $XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock,
-                                 or /tmp/rainwallet-$UID/rainwalletd.sock)
-          --state-dir DIR        sessions, keys and the authority database
-                                 (default $XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet)
-          --config FILE          JSON config (default $XDG_CONFIG_HOME/rainwallet/config.json; optional there)
-          --authority HOST:PORT  use the authority served by `rainwalletd authority` there (loopback only
-                                 without --authority-ca); the config's "authority" section is then unused
-          --authority-ca PEM     connect to --authority with TLS 1.3, trusting only the CA certificates in
-                                 PEM; the authority's certificate must name HOST (any address then works)
-          --log-level LEVEL      debug, info, warning or error (default info)
-          --enable-test-methods  serve /rain.wallet.v1.Test/* (integration tests only)
-          -h, --help             show this help
+    /// `--log-level LEVEL`, shared by both roles.
+    static let logLevelOption = Command.Option(
+        "--log-level", value: "LEVEL", help: "debug, info, warning or error",
+        kind: .choice(["debug", "info", "warning", "error"]), default: .value("info"))
 
-        Logs go to stderr, one event a line. SIGTERM drains calls in flight and removes the socket.
+    /// The parsed command line, a usage mistake turned into RAIN_102 naming the word at fault.
+    static func parseCommandLine(_ args: [String]) throws(RainError) -> ParsedCommand {
+        do {
+            return try CommandParser(declaration, environment: ProcessInfo.processInfo.environment).parse(args)
+        } catch {
+            throw RainError.invalid(error.message, field: error.word)
+        }
+    }
 
-        Under systemd (scripts/systemd/): a listening socket passed by socket activation (LISTEN_FDS)
-        is served instead of --socket and is never removed; readiness goes to NOTIFY_SOCKET.
-        """
+    /// The log level of `--log-level` (checked while parsing).
+    static func logLevel(_ parsed: ParsedCommand) -> LogLevel {
+        ["debug": LogLevel.debug, "info": .info, "warning": .warning, "error": .error][parsed.value("--log-level") ?? ""] ?? .info
+    }
 
-    /// Parses arguments (without the program name).
+    /// Parses arguments (without the program name); nil when help was asked for.
     /// - Throws: RAIN_102 with a message naming the bad flag.
     public static func parse(_ args: [String]) throws(RainError) -> DaemonOptions? {
+        let parsed = try parseCommandLine(args)
+        guard parsed.path.count == 1 else { throw RainError.invalid("the authority role has its own options", field: "authority") }
+        return parsed.isHelpRequested ? nil : options(parsed)
+    }
+
+    static func options(_ parsed: ParsedCommand) -> DaemonOptions {
         var o = DaemonOptions()
-        var flags = FlagReader(args)
-        while let a = flags.next() {
-            switch a {
-            case "-h", "--help": return nil
-            case "--socket": o.socket = try flags.value(of: a)
-            case "--state-dir": o.stateDirectory = try flags.value(of: a)
-            case "--config": o.config = try flags.value(of: a)
-            case "--authority": o.authority = try flags.value(of: a)
-            case "--authority-ca": o.authorityCA = try flags.value(of: a)
-            case "--enable-test-methods": o.isTestMethodsEnabled = true
-            case "--log-level": o.logLevel = try flags.logLevel(of: a)
-            default:
-                throw RainError.invalid("unknown argument \(a); see rainwalletd --help", field: a)
-            }
-        }
-        if o.authorityCA != nil && o.authority == nil {
-            throw RainError.invalid("--authority-ca needs --authority HOST:PORT", field: "--authority-ca")
-        }
+        o.socket = parsed.value("--socket")
+        o.stateDirectory = parsed.value("--state-dir")
+        o.config = parsed.value("--config")
+        o.authority = parsed.value("--authority")
+        o.authorityCA = parsed.value("--authority-ca")
+        o.isTestMethodsEnabled = parsed.flag("--enable-test-methods")
+        o.logLevel = logLevel(parsed)
         return o
     }
 
     /// Entry point: returns the process exit status.
     public static func main(_ args: [String]) -> Int32 {
-        if args.first == "authority" { return AuthorityDaemon.main(Array(args.dropFirst())) }
-        let options: DaemonOptions
+        let parsed: ParsedCommand
         do {
-            guard let parsed = try parse(args) else {
-                print(usage)
-                return 0
-            }
-            options = parsed
+            parsed = try parseCommandLine(args)
         } catch {
-            writeStderr("rainwalletd: error: \(error.code): \(error.message)\n")
+            let role = args.first == "authority" ? "rainwalletd authority" : "rainwalletd"
+            writeStderr("\(role): error: \(error.code): \(error.message)\nSee `\(role) --help`.\n")
             return 64
         }
+        if parsed.isHelpRequested {
+            print(HelpFormatter(root: declaration).help(for: parsed.path))
+            return 0
+        }
+        if parsed.path.count > 1 { return AuthorityDaemon.main(parsed) }
+        let options = options(parsed)
         let logger = Logger(label: "rainwalletd", minimumLevel: options.logLevel)
         do {
             try run(options, logger: logger)
