@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainDevice
 import RainCommandLine
 import RainCore
 import RainCrypto
@@ -83,7 +84,7 @@ public enum AuthorityDaemon {
             ])
     }()
 
-    struct Options {
+    struct Options: Sendable {
         var listen: String?
         var stateDirectory: String?
         var settings = AuthoritySettings(isDevOutboxEnabled: false)
@@ -126,27 +127,29 @@ public enum AuthorityDaemon {
         }
         return o
     }
+}
 
-    static func main(_ parsed: ParsedCommand) -> Int32 {
-        let options: Options
-        do {
-            options = try self.options(parsed)
-        } catch {
-            Daemon.writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
-            return 64
-        }
-        let logger = Logger(label: "rainwalletd-authority", minimumLevel: options.logLevel)
-        do {
-            try run(options, logger: logger)
-            return 0
-        } catch {
-            logger.error("authority.failed", ["code": error.code.description, "error": error.message])
-            Daemon.writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
-            return error.code == .invalidArgument ? 78 : 1
+/// The authority role: `rainwalletd authority`, the authority alone on TCP.
+struct AuthorityRole: DaemonRole {
+    var options: AuthorityDaemon.Options
+    var displayName: String { "rainwalletd authority" }
+    var label: String { "rainwalletd-authority" }
+    var event: String { "authority" }
+    var logLevel: LogLevel { options.logLevel }
+
+    func takeEnvironment(logger: Logger) throws(RainError) -> RoleEnvironment {
+        RoleEnvironment(notifier: nil, activated: nil)
+    }
+
+    func prepare(_ environment: RoleEnvironment, logger: Logger) async throws(RainError) -> PreparedServer {
+        // Files, sockets and the store's opening block: never on the Swift pool.
+        let options = options
+        return try await DispatchQueue(label: "rainwalletd.setup").runBlocking { () throws(RainError) in
+            try Self.prepareBlocking(options, logger: logger)
         }
     }
 
-    static func run(_ options: Options, logger: Logger) throws(RainError) {
+    static func prepareBlocking(_ options: AuthorityDaemon.Options, logger: Logger) throws(RainError) -> PreparedServer {
         guard let listen = options.listen, let stateDirectory = options.stateDirectory else {
             throw RainError.invalid("--listen and --state-dir are required")
         }
@@ -185,20 +188,21 @@ public enum AuthorityDaemon {
         serverOptions.isTCP = true
         serverOptions.tls = tls
         let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
-        let sources = Daemon.stopOnSignals(server, drainTimeout: .seconds(10), logger: logger)
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
-        pruning.start()
-        logger.info(
-            "authority.ready",
-            [
-                "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)", "state": stateDirectory,
-                "store": (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite",
-                "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
-                "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": tls == nil ? "false" : "true",
-            ])
-        server.run()
-        pruning.stop()
-        for s in sources { s.cancel() }
-        logger.info("authority.stopped")
+        let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
+        let isTLS = tls != nil
+        return PreparedServer(
+            server: server, drainTimeout: .seconds(10), notifier: nil,
+            ready: {
+                pruning.start()
+                logger.info(
+                    "authority.ready",
+                    [
+                        "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)", "state": stateDirectory,
+                        "store": storeName, "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
+                        "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
+                    ])
+            },
+            finish: { pruning.stop() })
     }
 }

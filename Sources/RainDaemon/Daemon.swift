@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainDevice
 import RainCommandLine
 import RainCore
 import RainCrypto
@@ -107,7 +108,7 @@ public enum Daemon {
         return o
     }
 
-    /// Entry point: returns the process exit status.
+    /// Entry point for both roles (the device, and `authority`): returns the process exit status.
     public static func main(_ args: [String]) -> Int32 {
         let parsed: ParsedCommand
         do {
@@ -121,27 +122,107 @@ public enum Daemon {
             print(HelpFormatter(root: declaration).help(for: parsed.path))
             return 0
         }
-        if parsed.path.count > 1 { return AuthorityDaemon.main(parsed) }
-        let options = options(parsed)
-        let logger = Logger(label: "rainwalletd", minimumLevel: options.logLevel)
+        let role: any DaemonRole
+        if parsed.path.count > 1 {
+            do {
+                role = AuthorityRole(options: try AuthorityDaemon.options(parsed))
+            } catch {
+                writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
+                return 64
+            }
+        } else {
+            role = DeviceRole(options: options(parsed))
+        }
+        return run(role)
+    }
+
+    /// Runs `role` until SIGTERM or SIGINT; returns the exit status: 0, 78 for an invalid
+    /// configuration (RAIN_102), 1 for any other failure.
+    static func run(_ role: some DaemonRole) -> Int32 {
+        let logger = Logger(label: role.label, minimumLevel: role.logLevel)
         do {
-            try run(options, logger: logger)
+            let environment = try role.takeEnvironment(logger: logger)
+            let lifecycle = DaemonLifecycle(logger: logger)
+            try blockingAwait { () async throws(RainError) in try await lifecycle.run(role, environment: environment) }
             return 0
         } catch {
-            logger.error("daemon.failed", ["code": error.code.description, "error": error.message])
-            writeStderr("rainwalletd: error: \(error.code): \(error.message)\n")
+            logger.error("\(role.event).failed", ["code": error.code.description, "error": error.message])
+            writeStderr("\(role.displayName): error: \(error.code): \(error.message)\n")
             return error.code == .invalidArgument ? 78 : 1
         }
     }
 
     static func writeStderr(_ s: String) { StandardErrorSink().write(String(s.dropLast(s.hasSuffix("\n") ? 1 : 0))) }
 
-    /// Runs the daemon until SIGTERM or SIGINT.
-    public static func run(_ options: DaemonOptions, logger: Logger) throws(RainError) {
+    /// The name a socket unit gives the daemon's socket (`FileDescriptorName=`), which picks it
+    /// when the service manager passes several.
+    public static let activationSocketName = "rainwalletd"
+
+    /// Runs `body`, naming `flag` as the field of a RAIN_102 it throws.
+    static func renamingField<T>(of body: @autoclosure () throws(RainError) -> T, to flag: String) throws(RainError) -> T {
+        do {
+            return try body()
+        } catch {
+            var error = error
+            if error.code == .invalidArgument { error.details.field = flag }
+            throw error
+        }
+    }
+
+    /// Runs async setup from synchronous `main` before the loop starts.
+    static func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws(RainError) -> T) throws(RainError) -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do throws(RainError) {
+                box.set(.success(try await body()))
+            } catch {
+                box.set(.failure(error))
+            }
+            done.signal()
+        }
+        done.wait()
+        guard let result = box.value else { throw RainError(.internalError, "setup did not finish") }
+        return try result.get()
+    }
+}
+
+/// A result handed from a task to a waiting thread.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // @unchecked: written once before the semaphore is signalled, read after waiting on it.
+    private(set) var value: Result<T, RainError>?
+    func set(_ v: Result<T, RainError>) { value = v }
+}
+
+/// The device role: the per-user daemon serving its Unix socket, with its embedded authority or a
+/// remote one.
+struct DeviceRole: DaemonRole {
+    var options: DaemonOptions
+    var displayName: String { "rainwalletd" }
+    var label: String { "rainwalletd" }
+    var event: String { "daemon" }
+    var logLevel: LogLevel { options.logLevel }
+
+    func takeEnvironment(logger: Logger) throws(RainError) -> RoleEnvironment {
         // Read (and unset) the service manager's variables before any other thread reads the
         // environment, and before any child could inherit them.
         let notifier = ServiceNotifier.fromEnvironment(logger: logger.child("notify"))
-        let activated = try SocketActivation.takeListeningSocket(name: activationSocketName)
+        let activated = try SocketActivation.takeListeningSocket(name: Daemon.activationSocketName)
+        return RoleEnvironment(notifier: notifier, activated: activated)
+    }
+
+    func prepare(_ environment: RoleEnvironment, logger: Logger) async throws(RainError) -> PreparedServer {
+        // Files, sockets and the embedded authority's opening block: never on the Swift pool.
+        let options = options
+        return try await DispatchQueue(label: "rainwalletd.setup").runBlocking { () throws(RainError) in
+            try Self.prepareBlocking(options, environment, logger: logger)
+        }
+    }
+
+    static func prepareBlocking(
+        _ options: DaemonOptions, _ environment: RoleEnvironment, logger: Logger
+    ) throws(RainError) -> PreparedServer {
+        let (notifier, activated) = (environment.notifier, environment.activated)
         try ProcessHardening.disableCoreDumps()
         let fileLimit = ProcessHardening.raiseOpenFileLimit()
         signal(SIGPIPE, SIG_IGN)
@@ -157,11 +238,11 @@ public enum Daemon {
         var pruning: PeriodicPruning?
         if let remote = options.authority {
             let tls = try options.authorityCA.map { (ca) throws(RainError) in
-                try renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
+                try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
             }
             authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
         } else {
-            let embedded = try blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+            let embedded = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
                 let sender: (any CodeSender)?
                 switch config.codeSender {
                 case .outbox: sender = nil
@@ -203,82 +284,31 @@ public enum Daemon {
         serverOptions.allowedUIDs = extraUIDs
         let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 
-        let sources = stopOnSignals(server, drainTimeout: options.drainTimeout, notifier: notifier, logger: logger)
-        Task { await service.restoreStoredProfiles() }
-        pruning?.start()
-        logger.info(
-            "daemon.ready",
-            [
-                "version": daemonVersion, "socket": socketAddress, "state": paths.stateDirectory, "pid": "\(getpid())",
-                "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
-                "authority": options.authority ?? "embedded", "activation": activated == nil ? "none" : "systemd",
-                "authorityTLS": options.authorityCA == nil ? "false" : "true",
-            ])
-        // The socket listens and the loop is about to wait on it: connections from now on are served.
-        notifier?.ready(status: "serving \(socketAddress)")
-        server.run()
-        pruning?.stop()
-        if activated == nil { unlink(paths.socket) }  // never a socket the service manager handed over
-        for s in sources { s.cancel() }
-        logger.info("daemon.stopped")
+        let drainTimeout = options.drainTimeout
+        let pruningTask = pruning
+        let authorityName = options.authority ?? "embedded"
+        let isAuthorityTLS = options.authorityCA != nil
+        let stateDirectory = paths.stateDirectory
+        let socketPath = paths.socket
+        return PreparedServer(
+            server: server, drainTimeout: drainTimeout, notifier: notifier,
+            ready: {
+                Task { await service.restoreStoredProfiles() }
+                pruningTask?.start()
+                logger.info(
+                    "daemon.ready",
+                    [
+                        "version": daemonVersion, "socket": socketAddress, "state": stateDirectory, "pid": "\(getpid())",
+                        "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
+                        "authority": authorityName, "activation": activated == nil ? "none" : "systemd",
+                        "authorityTLS": isAuthorityTLS ? "true" : "false",
+                    ])
+                // The socket listens and the loop is about to wait on it: connections from now on are served.
+                notifier?.ready(status: "serving \(socketAddress)")
+            },
+            finish: {
+                pruningTask?.stop()
+                if activated == nil { unlink(socketPath) }  // never a socket the service manager handed over
+            })
     }
-
-    /// The name a socket unit gives the daemon's socket (`FileDescriptorName=`), which picks it
-    /// when the service manager passes several.
-    public static let activationSocketName = "rainwalletd"
-
-    /// Runs `body`, naming `flag` as the field of a RAIN_102 it throws.
-    static func renamingField<T>(of body: @autoclosure () throws(RainError) -> T, to flag: String) throws(RainError) -> T {
-        do {
-            return try body()
-        } catch {
-            var error = error
-            if error.code == .invalidArgument { error.details.field = flag }
-            throw error
-        }
-    }
-
-    /// SIGTERM and SIGINT stop the server after draining calls in flight.
-    static func stopOnSignals(
-        _ server: EventLoopServer, drainTimeout: Duration, notifier: ServiceNotifier? = nil, logger: Logger
-    ) -> [any DispatchSourceSignal] {
-        let queue = DispatchQueue(label: "rainwalletd.signals")
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler {
-                logger.info("daemon.stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
-                notifier?.stopping(status: "draining calls in flight")
-                server.stop(drainTimeout: drainTimeout)
-            }
-            source.resume()
-            sources.append(source)
-        }
-        return sources
-    }
-
-    /// Runs async setup from synchronous `main` before the loop starts.
-    static func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws(RainError) -> T) throws(RainError) -> T {
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            do throws(RainError) {
-                box.set(.success(try await body()))
-            } catch {
-                box.set(.failure(error))
-            }
-            done.signal()
-        }
-        done.wait()
-        guard let result = box.value else { throw RainError(.internalError, "setup did not finish") }
-        return try result.get()
-    }
-}
-
-/// A result handed from a task to a waiting thread.
-final class ResultBox<T: Sendable>: @unchecked Sendable {
-    // @unchecked: written once before the semaphore is signalled, read after waiting on it.
-    private(set) var value: Result<T, RainError>?
-    func set(_ v: Result<T, RainError>) { value = v }
 }
