@@ -83,7 +83,7 @@ let package = Package(
             name: "RainAuthorityTests",
             dependencies: ["RainAuthority", "RainTestSupport", "RainWebAuthn", "RainSoftAuthenticator"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
-        .testTarget(name: "RainDaemonTests", dependencies: ["RainDaemon", "RainAuthority", "RainCore"]),
+        .testTarget(name: "RainDaemonTests", dependencies: ["RainDaemon", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),
         .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport", "RainFuzz"]),
         .testTarget(
             name: "RainIntegrationTests",

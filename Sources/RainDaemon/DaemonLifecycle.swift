@@ -24,11 +24,14 @@ actor DaemonLifecycle {
 
     private(set) var state = State.initial
     private let logger: Logger
+    /// False in tests: SIGTERM and SIGINT are the process's, not one lifecycle's.
+    private let isHandlingSignals: Bool
     /// The queue the event loop runs on: it blocks its thread, never one of the Swift pool's.
     private let loopQueue = DispatchQueue(label: "rainwalletd.loop")
 
-    init(logger: Logger) {
+    init(logger: Logger, isHandlingSignals: Bool = true) {
         self.logger = logger
+        self.isHandlingSignals = isHandlingSignals
     }
 
     /// Runs `role` until it is stopped.
@@ -44,7 +47,7 @@ actor DaemonLifecycle {
             return
         }
         state = .running(prepared)
-        let sources = stopOnSignals()
+        let sources = isHandlingSignals ? stopOnSignals() : []
         // Logs readiness and tells the service manager: the socket listens and the loop is about to
         // wait on it, so connections from now on are served.
         prepared.ready()
