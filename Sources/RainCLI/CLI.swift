@@ -92,10 +92,9 @@ enum HelpCommand: CLICommand {
         arguments: [.init("COMMAND", help: "the command words, like `code send`", isOptional: true, isRepeating: true)])
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
-        let words = parsed.arguments("COMMAND")
-        guard let path = context.formatter.path(to: words) else {
-            throw UsageError("unknown command `\(words.joined(separator: " "))`", word: words.last)
-        }
+        // The words name a command as they would on the command line: a typo gets a suggestion.
+        let path = try CommandParser(context.formatter.root, environment: [:])
+            .parse(parsed.arguments("COMMAND") + ["--help"]).path
         print(context.formatter.help(for: path))
     }
 }

@@ -110,7 +110,8 @@ enum ContactConfirmCommand: CLICommand {
             verified. A wrong code keeps the verification: try again (3 attempts).
             """,
         arguments: [.init("CODE", help: "the 6-digit code")],
-        json: .init(.object, accountJSONFields, note: "the account, as `rainwallet account --json` prints it (without the wallet)"),
+        json: .init(
+            .object, accountJSONFields, note: "the account, as `rainwallet account --json` prints it (without the wallet)"),
         exitStatuses: [.init(6, "the code is wrong (RAIN_203)")])
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {

@@ -56,7 +56,10 @@ enum DomainCommand: CLICommand {
                     .init("domain", "the normalized domain"),
                     .init(
                         "files", "the files written",
-                        fields: [.init("kind", "the file's name"), .init("path", "where it was written"), .init("url", "where to host it")]),
+                        fields: [
+                            .init("kind", "the file's name"), .init("path", "where it was written"),
+                            .init("url", "where to host it"),
+                        ]),
                 ]),
             exitStatuses: [.init(3, "an invalid value (RAIN_102)"), .init(64, "a usage mistake")])
 
@@ -90,7 +93,9 @@ enum DomainCommand: CLICommand {
             exitStatuses: [
                 .init(0, "every file is fine"),
                 .init(
-                    3, "a problem was found, including a file that cannot be read (RAIN_102, with a count of the problems on stderr)"),
+                    3,
+                    "a problem was found, including a file that cannot be read (RAIN_102, with a count of the problems on stderr)"
+                ),
                 .init(64, "a usage mistake"),
             ])
 

@@ -181,7 +181,9 @@ enum RefreshCommand: CLICommand {
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         let s = try await context.provider.refreshSession()
-        if context.output.isJSON { context.output.json(s.jsonObject) } else {
+        if context.output.isJSON {
+            context.output.json(s.jsonObject)
+        } else {
             context.output.line("Session refreshed.")
             s.humanLines.forEach(context.output.line)
         }
@@ -347,7 +349,10 @@ enum DevOutboxCommand: CLICommand {
         if output.isJSON {
             output.json(
                 entries.map { e -> [String: Any?] in
-                    ["contact": e.contact?.value, "kind": e.contact?.kindName, "code": e.code, "sentAt": e.sentAt, "appId": e.appID]
+                    [
+                        "contact": e.contact?.value, "kind": e.contact?.kindName, "code": e.code, "sentAt": e.sentAt,
+                        "appId": e.appID,
+                    ]
                 })
         } else if entries.isEmpty {
             output.line("The outbox is empty.")

@@ -74,7 +74,9 @@ extension Command {
         public var kind: ValueKind
 
         /// Declares a positional argument.
-        public init(_ valueName: String, help: String, isOptional: Bool = false, isRepeating: Bool = false, kind: ValueKind = .string) {
+        public init(
+            _ valueName: String, help: String, isOptional: Bool = false, isRepeating: Bool = false, kind: ValueKind = .string
+        ) {
             self.valueName = valueName
             self.help = help
             self.isOptional = isOptional
@@ -108,7 +110,8 @@ extension Command {
 
         /// Declares an option that takes a value.
         public init(
-            _ names: String..., value valueName: String, help: String, kind: ValueKind = .string, default defaultValue: Default? = nil,
+            _ names: String..., value valueName: String, help: String, kind: ValueKind = .string,
+            default defaultValue: Default? = nil,
             environment: String? = nil, isRepeating: Bool = false, isRequired: Bool = false, requires: [String] = [],
             isGlobal: Bool = false
         ) {

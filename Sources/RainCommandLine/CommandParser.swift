@@ -27,6 +27,17 @@ public struct CommandParser: Sendable {
     /// - Throws: ``UsageError`` for any mistake.
     public func parse(_ arguments: [String]) throws(UsageError) -> ParsedCommand {
         let (path, commandWords) = try resolvePath(arguments)
+        do {
+            return try parse(arguments, path: path, commandWords: commandWords)
+        } catch {
+            // Help wins over a mistake in the options: `code send --email --help` shows the help.
+            guard arguments.prefix(while: { $0 != "--" }).contains(where: Self.helpNames.contains) else { throw error }
+            return ParsedCommand(
+                path: path, isHelpRequested: true, occurrences: [], argumentValues: [:], environmentValues: [:])
+        }
+    }
+
+    func parse(_ arguments: [String], path: [Command], commandWords: Set<Int>) throws(UsageError) -> ParsedCommand {
         let formatter = HelpFormatter(root: root)
         func fail(_ message: String, word: String?) -> UsageError {
             UsageError(message, word: word, help: formatter.usageHint(for: path))

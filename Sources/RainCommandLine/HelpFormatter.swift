@@ -114,7 +114,8 @@ public struct HelpFormatter: Sendable {
             if !globals.isEmpty {
                 let rootName = path[0].name
                 sections.append(
-                    "global options: " + globals.map { "[\($0.synopsis)]" }.joined(separator: " ") + " (see `\(rootName) --help`)")
+                    "global options: " + globals.map { "[\($0.synopsis)]" }.joined(separator: " ") + " (see `\(rootName) --help`)"
+                )
             }
         }
         if let json = command.json { sections.append(jsonSection(json)) }

@@ -27,8 +27,11 @@ public struct ParsedCommand: Sendable {
 
     /// Where a value came from.
     public enum Source: Sendable, Equatable {
+        /// Given on the command line.
         case commandLine
+        /// Read from the option's environment variable.
         case environment
+        /// The option's declared default value.
         case defaultValue
     }
 

@@ -112,13 +112,19 @@ public enum AuthorityDaemon {
         o.tlsKey = parsed.value("--tls-key")
         o.store = parsed.value("--store")
         func given(_ name: String) -> Bool { parsed.source(of: name) == .commandLine }
-        if given("--access-token-lifetime"), let v = parsed.seconds("--access-token-lifetime") { o.settings.accessTokenLifetime = v }
+        if given("--access-token-lifetime"), let v = parsed.seconds("--access-token-lifetime") {
+            o.settings.accessTokenLifetime = v
+        }
         if given("--code-lifetime"), let v = parsed.seconds("--code-lifetime") { o.settings.codeLifetime = v }
         if given("--refresh-grace"), let v = parsed.seconds("--refresh-grace") { o.settings.refreshGraceWindow = v }
         if given("--send-cooldown"), let v = parsed.seconds("--send-cooldown") { o.settings.sendLimits.contactCooldown = v }
-        if given("--contact-max-sends"), let v = parsed.integer("--contact-max-sends") { o.settings.sendLimits.contactMaxSends = v }
+        if given("--contact-max-sends"), let v = parsed.integer("--contact-max-sends") {
+            o.settings.sendLimits.contactMaxSends = v
+        }
         if given("--contact-window"), let v = parsed.seconds("--contact-window") { o.settings.sendLimits.contactWindow = v }
-        if given("--account-max-sends"), let v = parsed.integer("--account-max-sends") { o.settings.sendLimits.accountMaxSends = v }
+        if given("--account-max-sends"), let v = parsed.integer("--account-max-sends") {
+            o.settings.sendLimits.accountMaxSends = v
+        }
         if given("--account-window"), let v = parsed.seconds("--account-window") { o.settings.sendLimits.accountWindow = v }
         if given("--prune-interval"), let v = parsed.seconds("--prune-interval") { o.settings.pruneInterval = v }
         if given("--prune-retention"), let v = parsed.seconds("--prune-retention") { o.settings.pruneRetention = v }
@@ -187,7 +193,8 @@ struct AuthorityRole: DaemonRole {
         var serverOptions = ServerOptions()
         serverOptions.isTCP = true
         serverOptions.tls = tls
-        let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+        let server = try EventLoopServer(
+            listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
         let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
         let isTLS = tls != nil
@@ -198,7 +205,8 @@ struct AuthorityRole: DaemonRole {
                 logger.info(
                     "authority.ready",
                     [
-                        "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)", "state": stateDirectory,
+                        "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)",
+                        "state": stateDirectory,
                         "store": storeName, "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                         "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
                     ])

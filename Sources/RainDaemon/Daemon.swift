@@ -92,7 +92,9 @@ public enum Daemon {
     /// - Throws: RAIN_102 with a message naming the bad flag.
     public static func parse(_ args: [String]) throws(RainError) -> DaemonOptions? {
         let parsed = try parseCommandLine(args)
-        guard parsed.path.count == 1 else { throw RainError.invalid("the authority role has its own options", field: "authority") }
+        guard parsed.path.count == 1 else {
+            throw RainError.invalid("the authority role has its own options", field: "authority")
+        }
         return parsed.isHelpRequested ? nil : options(parsed)
     }
 
@@ -282,7 +284,8 @@ struct DeviceRole: DaemonRole {
         }
         var serverOptions = ServerOptions()
         serverOptions.allowedUIDs = extraUIDs
-        let server = try EventLoopServer(listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+        let server = try EventLoopServer(
+            listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 
         let drainTimeout = options.drainTimeout
         let pruningTask = pruning

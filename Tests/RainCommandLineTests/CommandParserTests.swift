@@ -37,7 +37,9 @@ let tool = Command(
                 Command.Option("--ca", value: "PEM", help: "CA", requires: ["--retries"]),
                 Command.Option("--tag", value: "TAG", help: "tags", isRepeating: true),
             ]),
-        Command(name: "serve", abstract: "serve", options: [Command.Option("--listen", value: "ADDR", help: "address", isRequired: true)]),
+        Command(
+            name: "serve", abstract: "serve",
+            options: [Command.Option("--listen", value: "ADDR", help: "address", isRequired: true)]),
     ])
 
 func parse(_ arguments: [String], environment: [String: String] = [:]) throws(UsageError) -> ParsedCommand {
@@ -99,6 +101,9 @@ func usageError(_ arguments: [String]) -> UsageError? {
         #expect(send.isHelpRequested)
         #expect(send.commandNames == ["code", "send"])
         #expect(try parse(["serve", "--help"]).isHelpRequested)  // --listen is required, but not for help
+        // Help wins over a mistake in the options, not over an unknown command.
+        #expect(try parse(["code", "send", "--bogus", "--email", "--help"]).isHelpRequested)
+        #expect(usageError(["stauts", "--help"])?.word == "stauts")
     }
 
     @Test func unknownCommandSuggestsTheClosest() {
@@ -184,7 +189,8 @@ func usageError(_ arguments: [String]) -> UsageError? {
         #expect(help.contains("global options: [--socket PATH] [--profile NAME] [--json]"))
         let check = formatter.help(for: try #require(formatter.path(to: ["check"])))
         // Wrapped at 100 columns, continuation lines indented.
-        #expect(check.hasPrefix("usage: tool check [--retries N] [--timeout SECONDS] [--level LEVEL] [--ca PEM] [--tag TAG]...\n"))
+        #expect(
+            check.hasPrefix("usage: tool check [--retries N] [--timeout SECONDS] [--level LEVEL] [--ca PEM] [--tag TAG]...\n"))
         #expect(check.contains("\n                  PATH...\n"))
         #expect(check.contains("arguments:\n  PATH"))
         #expect(check.contains("repeatable"))
