@@ -5,8 +5,8 @@ import RainTransport
 
 /// Runs one role of `rainwalletd` from start to stop: prepare, serve until SIGTERM or SIGINT,
 /// drain, clean up. An actor with an explicit state, re-checked after every `await`
-/// (hummingbird's `Server`): a stop that arrives while starting is not lost, and a second signal
-/// while draining does not start a second drain.
+/// (hummingbird's `Server`): a stop that arrives while starting is not lost (the daemon never
+/// serves), and the event loop's end is cleaned up whether it was running or draining.
 actor DaemonLifecycle {
     /// Where the daemon is in its life.
     enum State {
@@ -39,7 +39,13 @@ actor DaemonLifecycle {
     func run(_ role: some DaemonRole, environment: RoleEnvironment) async throws(RainError) {
         guard case .initial = state else { throw RainError(.internalError, "the daemon runs once") }
         state = .starting
-        let prepared = try await role.prepare(environment, logger: logger)
+        let prepared: PreparedServer
+        do {
+            prepared = try await role.prepare(environment, logger: logger)
+        } catch {
+            state = .stopped
+            throw error
+        }
         guard case .starting = state else {
             // Stopped while starting: never serve.
             prepared.finish()
