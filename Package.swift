@@ -48,11 +48,19 @@ let package = Package(
         .target(
             name: "RainDevice",
             dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),
+        // rainwalletd's lifecycle for both roles (device, authority): flags, paths, start, drain, stop.
+        .target(
+            name: "RainDaemon",
+            dependencies: [
+                "RainCore", "RainSystem", "RainCrypto", "RainTransport", "RainAuthority", "RainDevice", "RainCommandLine",
+            ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainTransport"]),
-        .target(name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore"]),
-        .executableTarget(name: "rainwalletd", dependencies: ["RainDevice"]),
+        // Commands declared once: parsing, usage errors and help come from the declarations.
+        .target(name: "RainCommandLine"),
+        .target(name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore", "RainCommandLine"]),
+        .executableTarget(name: "rainwalletd", dependencies: ["RainDaemon"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
         .executableTarget(
@@ -81,11 +89,13 @@ let package = Package(
         .testTarget(
             name: "RainAuthorityTests",
             dependencies: ["RainAuthority", "RainTestSupport", "RainWebAuthn", "RainSoftAuthenticator"]),
+        .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
+        .testTarget(name: "RainDaemonTests", dependencies: ["RainDaemon", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),
         .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport", "RainFuzz"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [
-                "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "rainwalletd",
+                "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
                 "rainwallet",
             ]),
     ]

@@ -1,34 +1,33 @@
 import Foundation
+import RainCommandLine
 import RainCore
-
-/// A command-line usage mistake (exit status 64).
-public struct UsageError: Error, Sendable {
-    public var message: String
-    /// The help text of the command the mistake was made in.
-    public var help: String?
-    public init(_ message: String, help: String? = nil) {
-        self.message = message
-        self.help = help
-    }
-}
 
 /// The one place that turns any error into what the CLI prints and its exit status (DESIGN §7).
 public enum ErrorPresentation {
+    /// The exit status of each Rain error code, with what it means; any other code exits 1.
+    static let table: [(code: RainError.Code, status: Int32, meaning: String)] = [
+        (.notInitialized, 2, "daemon not reachable"),
+        (.invalidArgument, 3, "invalid argument"),
+        (.sessionExpired, 4, "no session"),
+        (.unauthorized, 5, "unauthorized"),
+        (.invalidLoginCode, 6, "invalid code"),
+        (.network, 7, "network"),
+        (.refused, 8, "refused"),
+        (.userCancelled, 9, "cancelled"),
+        (.unavailable, 10, "unavailable"),
+        (.provider, 11, "provider"),
+        (.internalError, 1, "internal"),
+    ]
+
     /// The exit status of a Rain error code.
     public static func exitStatus(for code: RainError.Code) -> Int32 {
-        switch code {
-        case .notInitialized: return 2
-        case .invalidArgument: return 3
-        case .sessionExpired: return 4
-        case .unauthorized: return 5
-        case .invalidLoginCode: return 6
-        case .network: return 7
-        case .refused: return 8
-        case .userCancelled: return 9
-        case .unavailable: return 10
-        case .provider: return 11
-        default: return 1
-        }
+        table.first { $0.code == code }?.status ?? 1
+    }
+
+    /// Every exit status of the CLI, for its help: 0, usage (64), then the table.
+    static var exitStatuses: [Command.ExitStatus] {
+        [Command.ExitStatus(0, "ok"), Command.ExitStatus(UsageError.exitStatus, "usage")]
+            + table.map { Command.ExitStatus($0.status, "\($0.meaning) (\($0.code))") }
     }
 
     /// Text for stderr and the exit status.
@@ -36,8 +35,8 @@ public enum ErrorPresentation {
         switch error {
         case let usage as UsageError:
             var text = "error: \(usage.message)"
-            if let help = usage.help { text += "\n\n\(help)" }
-            return (text, 64)
+            if let help = usage.help, !help.isEmpty { text += "\n\n\(help)" }
+            return (text, UsageError.exitStatus)
         case let rain as RainError:
             var text = "error: \(rain.code): \(rain.message)"
             var extras: [String] = []

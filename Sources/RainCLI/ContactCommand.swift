@@ -1,48 +1,12 @@
 import Foundation
+import RainCommandLine
 import RainCore
 import RainWallet
 
 /// `rainwallet contact add|confirm`: attach a verified backup contact to the logged-in account.
-enum ContactCommand {
-    static let addHelp = """
-        usage: rainwallet contact add --email ADDR | --phone NUMBER [--json]
-
-        Sends a 6-digit code that verifies a backup contact for the logged-in account; confirm it
-        with `rainwallet contact confirm CODE`. Sending again replaces the pending verification.
-        Once verified, the contact logs in to this account and wallet. A second email is added
-        beside the first. Exit 4 (RAIN_201) without a session; exit 8 (RAIN_302, reason
-        contact_owned_by_another_account) when another account owns the contact: accounts are
-        never merged.
-        With --json: {"sent": true, "contact", "kind", "expiresAt"}.
-        """
-    static let confirmHelp = """
-        usage: rainwallet contact confirm CODE [--json]
-
-        Confirms the pending contact verification: the contact is attached to the account,
-        verified. A wrong code keeps the verification: try again (3 attempts; exit 6, RAIN_203).
-        With --json: the account, as `rainwallet account --json` prints it (without the wallet).
-        """
-
-    static func run(_ args: inout Arguments, provider: RainProvider, output: Output) async throws {
-        let sub = args.rest.first(where: { !$0.hasPrefix("-") })
-        switch sub {
-        case "add":
-            _ = try args.positional("subcommand")
-            if CLI.showHelp(args, addHelp) { return }
-            let contact = try CLI.contact(&args, help: addHelp)
-            try await add(contact, provider: provider, output: output)
-        case "confirm":
-            _ = try args.positional("subcommand")
-            if CLI.showHelp(args, confirmHelp) { return }
-            let code = try Arguments(args.rest, help: confirmHelp).positionalOnly("CODE")
-            args = Arguments([], help: confirmHelp)
-            try await confirm(code, provider: provider, output: output)
-        default:
-            let both = "usage: rainwallet contact add|confirm\n\n\(addHelp)\n\n\(confirmHelp)"
-            if CLI.showHelp(args, both) { return }
-            throw UsageError("contact needs a subcommand: add or confirm", help: addHelp + "\n\n" + confirmHelp)
-        }
-    }
+enum ContactCommand: CLICommand {
+    static let declaration = Command(name: "contact", abstract: "verify a backup contact for the account")
+    static var subcommands: [any CLICommand.Type] { [ContactAddCommand.self, ContactConfirmCommand.self] }
 
     static func add(_ contact: RainWalletContact, provider: RainProvider, output: Output) async throws {
         let sent = try await provider.sendContactVerificationCode(to: contact)
@@ -108,6 +72,49 @@ enum ContactCommand {
                 return
             }
         }
+    }
+}
+
+enum ContactAddCommand: CLICommand {
+    static let declaration = Command(
+        name: "add", abstract: "send a code that verifies a backup contact",
+        discussion: """
+            Sends a 6-digit code that verifies a backup contact for the logged-in account; confirm it
+            with `rainwallet contact confirm CODE`. Sending again replaces the pending verification.
+            Once verified, the contact logs in to this account and wallet. A second email is added
+            beside the first. Accounts are never merged.
+            """,
+        options: contactOptions, exclusiveGroups: [contactGroup],
+        json: .init(
+            .object,
+            [
+                .init("sent", "true"), .init("contact", "the normalized contact"), .init("kind", "\"email\" or \"phone\""),
+                .init("expiresAt", "RFC 3339: when the code expires"),
+            ]),
+        exitStatuses: [
+            .init(4, "no session (RAIN_201)"),
+            .init(8, "another account owns the contact (RAIN_302, reason contact_owned_by_another_account)"),
+        ])
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        try await ContactCommand.add(parsed.contact, provider: context.provider, output: context.output)
+    }
+}
+
+enum ContactConfirmCommand: CLICommand {
+    static let declaration = Command(
+        name: "confirm", abstract: "confirm it: the contact joins the account",
+        discussion: """
+            Confirms the pending contact verification: the contact is attached to the account,
+            verified. A wrong code keeps the verification: try again (3 attempts).
+            """,
+        arguments: [.init("CODE", help: "the 6-digit code")],
+        json: .init(
+            .object, accountJSONFields, note: "the account, as `rainwallet account --json` prints it (without the wallet)"),
+        exitStatuses: [.init(6, "the code is wrong (RAIN_203)")])
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        try await ContactCommand.confirm(parsed.argument("CODE") ?? "", provider: context.provider, output: context.output)
     }
 }
 

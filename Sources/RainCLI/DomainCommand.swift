@@ -1,113 +1,116 @@
 import Foundation
+import RainCommandLine
 import RainCore
 
 /// `rainwallet domain files` and `rainwallet domain check`: the association files a passkey domain
 /// hosts. Needs no daemon.
-enum DomainCommand {
-    static let filesHelp = """
-        usage: rainwallet domain files --domain DOMAIN --out DIR
-                 [--apple-team-id TEAMID --bundle-id BUNDLE [--bundle-id BUNDLE]...]...
-                 [--android-package PACKAGE --android-fingerprint SHA256 [--android-fingerprint SHA256]...]...
-                 [--json]
+enum DomainCommand: CLICommand {
+    static let declaration = Command(
+        name: "domain", abstract: "write or check the passkey domain's association files",
+        listsSubcommandsTogether: true)
+    static var subcommands: [any CLICommand.Type] { [Files.self, Check.self] }
 
-        Writes the files that let apps use the passkeys of DOMAIN; host them over HTTPS:
-          DIR/.well-known/apple-app-site-association   (with iOS apps)
-              {"webcredentials": {"apps": ["TEAMID.BUNDLE", ...]}}
-          DIR/.well-known/assetlinks.json              (with Android apps)
-              a site statement for https://DOMAIN granting get_login_creds, and per package an
-              android_app statement granting handle_all_urls and get_login_creds
+    enum Files: CLICommand {
+        static let declaration = Command(
+            name: "files", abstract: "write the association files of a passkey domain",
+            discussion: """
+                Writes the files that let apps use the passkeys of DOMAIN; host them over HTTPS:
+                  DIR/.well-known/apple-app-site-association   (with iOS apps)
+                      {"webcredentials": {"apps": ["TEAMID.BUNDLE", ...]}}
+                  DIR/.well-known/assetlinks.json              (with Android apps)
+                      a site statement for https://DOMAIN granting get_login_creds, and per package an
+                      android_app statement granting handle_all_urls and get_login_creds
 
-        Give at least one platform. Each --bundle-id pairs with the --apple-team-id before it; each
-        --android-fingerprint belongs to the --android-package before it. List the fingerprint of every
-        certificate that signs the app (debug, upload and Play App Signing).
+                Give at least one platform. Each --bundle-id pairs with the --apple-team-id before it; each
+                --android-fingerprint belongs to the --android-package before it. List the fingerprint of every
+                certificate that signs the app (debug, upload and Play App Signing).
 
-          --domain DOMAIN               the passkey domain: a host name like example.com (no scheme, port
-                                        or path); the daemon also checks it against the Public Suffix List
-          --apple-team-id TEAMID        10 uppercase letters or digits
-          --bundle-id BUNDLE            reverse-DNS, like com.example.app
-          --android-package PACKAGE     Java package rules, like com.example.app
-          --android-fingerprint SHA256  SHA-256 of a signing certificate, 32 hex bytes: AB:CD:…; lowercase
-                                        and the 64 digits without colons are accepted, written as AB:CD:…
+                Files are replaced atomically, mode 0644.
+                """,
+            options: [
+                Command.Option(
+                    "--domain", value: "DOMAIN",
+                    help: """
+                        the passkey domain: a host name like example.com (no scheme, port
+                        or path); the daemon also checks it against the Public Suffix List
+                        """, isRequired: true),
+                Command.Option("--out", value: "DIR", help: "where .well-known/ is written", kind: .directory, isRequired: true),
+                Command.Option(
+                    "--apple-team-id", value: "TEAMID", help: "10 uppercase letters or digits", isRepeating: true),
+                Command.Option(
+                    "--bundle-id", value: "BUNDLE", help: "reverse-DNS, like com.example.app (after its --apple-team-id)",
+                    isRepeating: true),
+                Command.Option(
+                    "--android-package", value: "PACKAGE", help: "Java package rules, like com.example.app", isRepeating: true),
+                Command.Option(
+                    "--android-fingerprint", value: "SHA256",
+                    help: """
+                        SHA-256 of a signing certificate, 32 hex bytes: AB:CD:…; lowercase
+                        and the 64 digits without colons are accepted, written as AB:CD:…
+                        (after its --android-package)
+                        """, isRepeating: true),
+            ],
+            json: .init(
+                .object,
+                [
+                    .init("domain", "the normalized domain"),
+                    .init(
+                        "files", "the files written",
+                        fields: [
+                            .init("kind", "the file's name"), .init("path", "where it was written"),
+                            .init("url", "where to host it"),
+                        ]),
+                ]),
+            exitStatuses: [.init(3, "an invalid value (RAIN_102)"), .init(64, "a usage mistake")])
 
-        Files are replaced atomically, mode 0644. With --json: {"domain", "files": [{"kind", "path",
-        "url"}]}. Exit 3 (RAIN_102) for an invalid value, 64 for a usage mistake.
-        """
+        static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+            try DomainCommand.files(parsed, output: context.output)
+        }
+    }
 
-    static let checkHelp = """
-        usage: rainwallet domain check PATH... [--domain DOMAIN] [--json]
+    enum Check: CLICommand {
+        static let declaration = Command(
+            name: "check", abstract: "check association files",
+            discussion: """
+                Checks apple-app-site-association and assetlinks.json files (the kind comes from the file
+                name, else from the content): valid JSON; webcredentials.apps non-empty, each TEAMID.BUNDLE;
+                assetlinks.json with a site statement granting get_login_creds to an https site without a
+                path (https://DOMAIN exactly with --domain) and android_app statements granting both
+                handle_all_urls and get_login_creds, with a package name and fingerprints of 32 uppercase hex
+                bytes separated by colons.
 
-        Checks apple-app-site-association and assetlinks.json files (the kind comes from the file
-        name, else from the content): valid JSON; webcredentials.apps non-empty, each TEAMID.BUNDLE;
-        assetlinks.json with a site statement granting get_login_creds to an https site without a
-        path (https://DOMAIN exactly with --domain) and android_app statements granting both
-        handle_all_urls and get_login_creds, with a package name and fingerprints of 32 uppercase hex
-        bytes separated by colons.
+                Prints "PATH: ok (KIND)" for a good file and one line "PATH: PROBLEM" per problem found.
+                """,
+            arguments: [.init("PATH", help: "a file to check", isRepeating: true, kind: .file)],
+            options: [Command.Option("--domain", value: "DOMAIN", help: "the passkey domain the site statement must name")],
+            json: .init(
+                .array,
+                [
+                    .init("path", "the file"),
+                    .init("kind", "apple-app-site-association, assetlinks.json or unknown"),
+                    .init("problems", "an array of problems, empty when the file is fine"),
+                ]),
+            exitStatuses: [
+                .init(0, "every file is fine"),
+                .init(
+                    3,
+                    "a problem was found, including a file that cannot be read (RAIN_102, with a count of the problems on stderr)"
+                ),
+                .init(64, "a usage mistake"),
+            ])
 
-        Prints "PATH: ok (KIND)" for a good file and one line "PATH: PROBLEM" per problem found.
-        With --json: [{"path", "kind", "problems": [...]}], kind one of apple-app-site-association,
-        assetlinks.json, unknown.
-
-        exit status: 0 when every file is fine; 3 (RAIN_102, with a count of the problems on stderr)
-        when any problem is found, including a file that cannot be read; 64 for a usage mistake.
-        """
-
-    static let help = "usage: rainwallet domain files|check\n\n\(filesHelp)\n\n\(checkHelp)"
-
-    /// Runs `domain files` or `domain check` on what follows `domain`.
-    static func run(_ args: inout Arguments, output: Output) throws {
-        let sub = args.rest.first(where: { !$0.hasPrefix("-") })
-        switch sub {
-        case "files":
-            _ = try args.positional("subcommand")
-            if CLI.showHelp(args, filesHelp) { return }
-            try files(args.rest, output: output)
-        case "check":
-            _ = try args.positional("subcommand")
-            if CLI.showHelp(args, checkHelp) { return }
-            try check(args.rest, output: output)
-        default:
-            if CLI.showHelp(args, help) { return }
-            throw UsageError("domain needs a subcommand: files or check", help: help)
+        static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+            try DomainCommand.check(parsed, output: context.output)
         }
     }
 
     // MARK: arguments
 
-    /// Options in the order given (repeats kept) and positional arguments.
-    struct Scanned {
-        var options: [(name: String, value: String)] = []
-        var positionals: [String] = []
-
-        /// The value of an option that may be given once.
-        func single(_ name: String, help: String) throws(UsageError) -> String? {
-            let values = options.filter { $0.name == name }
-            if values.count > 1 { throw UsageError("\(name) given more than once", help: help) }
-            return values.first?.value
-        }
-    }
-
-    /// Reads `--name VALUE` and `--name=VALUE` for the names in `valued`, keeping their order.
-    static func scan(_ tokens: [String], valued: Set<String>, help: String) throws(UsageError) -> Scanned {
-        var out = Scanned()
-        var i = 0
-        while i < tokens.count {
-            let t = tokens[i]
-            i += 1
-            guard t.hasPrefix("-"), t != "-" else {
-                out.positionals.append(t)
-                continue
-            }
-            if let eq = t.firstIndex(of: "="), valued.contains(String(t[..<eq])) {
-                out.options.append((String(t[..<eq]), String(t[t.index(after: eq)...])))
-            } else if valued.contains(t) {
-                guard i < tokens.count else { throw UsageError("\(t) needs a value", help: help) }
-                out.options.append((t, tokens[i]))
-                i += 1
-            } else {
-                throw UsageError("unknown option \(t)", help: help)
-            }
-        }
-        return out
+    /// The value of an option that may be given once.
+    static func single(_ name: String, _ parsed: ParsedCommand) throws(UsageError) -> String? {
+        let values = parsed.values(name)
+        if values.count > 1 { throw UsageError("\(name) given more than once", word: name) }
+        return values.first
     }
 
     /// A value check turned into RAIN_102 (exit 3) naming the option.
@@ -117,30 +120,24 @@ enum DomainCommand {
 
     // MARK: files
 
-    static func files(_ tokens: [String], output: Output) throws {
-        let help = filesHelp
-        let s = try scan(
-            tokens,
-            valued: ["--domain", "--out", "--apple-team-id", "--bundle-id", "--android-package", "--android-fingerprint"],
-            help: help)
-        if let extra = s.positionals.first { throw UsageError("unexpected argument \(extra)", help: help) }
-        guard let domainText = try s.single("--domain", help: help) else { throw UsageError("give --domain DOMAIN", help: help) }
-        guard let out = try s.single("--out", help: help), !out.isEmpty else { throw UsageError("give --out DIR", help: help) }
+    static func files(_ parsed: ParsedCommand, output: Output) throws {
+        guard let domainText = try single("--domain", parsed) else { throw UsageError("give --domain DOMAIN", word: "--domain") }
+        guard let out = try single("--out", parsed), !out.isEmpty else { throw UsageError("give --out DIR", word: "--out") }
         let domain: String
         do { domain = try DomainFiles.normalizedDomain(domainText) } catch { throw invalid("--domain", error) }
 
         var apple: [DomainFiles.AppleApp] = []
         var android: [DomainFiles.AndroidApp] = []
         var team: (id: String, used: Bool)?
-        for (name, value) in s.options {
+        for case let (name, value?) in parsed.occurrences.map({ ($0.name, $0.value) }) {
             switch name {
             case "--apple-team-id":
-                if let team, !team.used { throw UsageError("--apple-team-id \(team.id) has no --bundle-id after it", help: help) }
+                if let team, !team.used { throw UsageError("--apple-team-id \(team.id) has no --bundle-id after it") }
                 do { try DomainFiles.validateTeamID(value) } catch { throw invalid(name, error) }
                 team = (value, false)
             case "--bundle-id":
                 guard let current = team else {
-                    throw UsageError("--bundle-id \(value) needs an --apple-team-id before it", help: help)
+                    throw UsageError("--bundle-id \(value) needs an --apple-team-id before it")
                 }
                 do { try DomainFiles.validateBundleID(value) } catch { throw invalid(name, error) }
                 team = (current.id, true)
@@ -148,13 +145,13 @@ enum DomainCommand {
                 if !apple.contains(app) { apple.append(app) }
             case "--android-package":
                 if let last = android.last, last.fingerprints.isEmpty {
-                    throw UsageError("--android-package \(last.packageName) has no --android-fingerprint after it", help: help)
+                    throw UsageError("--android-package \(last.packageName) has no --android-fingerprint after it")
                 }
                 do { try DomainFiles.validatePackageName(value) } catch { throw invalid(name, error) }
                 android.append(DomainFiles.AndroidApp(packageName: value, fingerprints: []))
             case "--android-fingerprint":
                 guard !android.isEmpty else {
-                    throw UsageError("--android-fingerprint \(value) needs an --android-package before it", help: help)
+                    throw UsageError("--android-fingerprint \(value) needs an --android-package before it")
                 }
                 let print: String
                 do { print = try DomainFiles.normalizedFingerprint(value) } catch { throw invalid(name, error) }
@@ -164,9 +161,9 @@ enum DomainCommand {
             default: break
             }
         }
-        if let team, !team.used { throw UsageError("--apple-team-id \(team.id) has no --bundle-id after it", help: help) }
+        if let team, !team.used { throw UsageError("--apple-team-id \(team.id) has no --bundle-id after it") }
         if let last = android.last, last.fingerprints.isEmpty {
-            throw UsageError("--android-package \(last.packageName) has no --android-fingerprint after it", help: help)
+            throw UsageError("--android-package \(last.packageName) has no --android-fingerprint after it")
         }
         // One statement per package: fingerprints of a package given twice are merged.
         var merged: [DomainFiles.AndroidApp] = []
@@ -180,7 +177,7 @@ enum DomainCommand {
         guard !apple.isEmpty || !merged.isEmpty else {
             throw UsageError(
                 "give at least one platform: --apple-team-id with --bundle-id, or --android-package with "
-                    + "--android-fingerprint", help: help)
+                    + "--android-fingerprint")
         }
 
         let directory = (out as NSString).appendingPathComponent(".well-known")
@@ -234,17 +231,16 @@ enum DomainCommand {
     /// The largest file `check` reads (Apple's limit for the association file is 128 KB).
     static let readLimit = 1 << 20
 
-    static func check(_ tokens: [String], output: Output) throws {
-        let help = checkHelp
-        let s = try scan(tokens, valued: ["--domain"], help: help)
-        guard !s.positionals.isEmpty else { throw UsageError("give the PATH of at least one file to check", help: help) }
+    static func check(_ parsed: ParsedCommand, output: Output) throws {
+        let paths = parsed.arguments("PATH")
+        guard !paths.isEmpty else { throw UsageError("give the PATH of at least one file to check") }
         var domain: String?
-        if let text = try s.single("--domain", help: help) {
+        if let text = try single("--domain", parsed) {
             do { domain = try DomainFiles.normalizedDomain(text) } catch { throw invalid("--domain", error) }
         }
 
         var results: [(path: String, kind: DomainFiles.Kind, problems: [String])] = []
-        for path in s.positionals {
+        for path in paths {
             let bytes: [UInt8]?
             do {
                 bytes = try AtomicFile.read(path, limit: readLimit)

@@ -1,50 +1,82 @@
 import Foundation
+import RainCommandLine
 import RainCore
 import RainSoftAuthenticator
 import RainWallet
 
 /// `rainwallet passkey signup|login|add`: passkey ceremonies with the software authenticator
 /// (development use; its keys lie in a 0600 file in clear).
-enum PasskeyCommand {
-    static let help = """
-        usage: rainwallet passkey signup|login|add [--authenticator FILE] [--domain DOMAIN] [--json]
+enum PasskeyCommand: CLICommand {
+    static let declaration = Command(
+        name: "passkey", abstract: "sign up, log in or add a passkey (software authenticator)",
+        discussion: """
+            Runs a passkey ceremony with the software authenticator (development only: its keys are
+            kept in clear in FILE, mode 0600).
+            """,
+        listsSubcommandsTogether: true)
+    static var subcommands: [any CLICommand.Type] { [Signup.self, Login.self, Add.self] }
 
-        Runs a passkey ceremony with the software authenticator (development only: its keys are
-        kept in clear in FILE, mode 0600).
-          signup   create a brand-new account and wallet with a new passkey, and log in
-                   (refused while a session is live: log out first)
-          login    log in with a passkey of the domain (replaces a code session; refused over a
-                   passkey session)
-          add      add a passkey to the logged-in account
+    static let options: [Command.Option] = [
+        Command.Option(
+            "--authenticator", value: "FILE", help: "the software authenticator's key file", kind: .file,
+            default: .computed(
+                "$XDG_STATE_HOME/rainwallet/authenticator.json, else ~/.local/state/rainwallet/authenticator.json")),
+        Command.Option(
+            "--domain", value: "DOMAIN",
+            help: """
+                the passkey domain (RainWalletConfig.passkeyDomain); default: the
+                profile's domain in the daemon (exit 3, RAIN_102, when it has none)
+                """),
+    ]
 
-        options:
-          --authenticator FILE   the software authenticator's key file (default
-                                 $XDG_STATE_HOME/rainwallet/authenticator.json, else
-                                 ~/.local/state/rainwallet/authenticator.json)
-          --domain DOMAIN        the passkey domain (RainWalletConfig.passkeyDomain); default: the
-                                 profile's domain in the daemon (exit 3, RAIN_102, when it has none)
+    static let json = Command.JSONOutput(
+        .object, sessionJSONFields, note: "the session after the ceremony, as `rainwallet status --json` prints it")
+    static let exitStatuses: [Command.ExitStatus] = [
+        .init(3, "no passkey domain given or configured (RAIN_102)"),
+        .init(9, "the authenticator has no passkey for the domain or was dismissed (RAIN_401)"),
+    ]
 
-        After a sign-up on a terminal (stdin and stdout), it asks for a backup email and runs its
-        verification (sends a code, prompts for it, confirms it); an empty answer skips it.
-        Elsewhere it prints a hint: rainwallet contact add --email ADDR.
+    static func declaration(_ name: String, _ abstract: String, _ discussion: String) -> Command {
+        Command(name: name, abstract: abstract, discussion: discussion, options: options, json: json, exitStatuses: exitStatuses)
+    }
 
-        With --json: the session after the ceremony, as `rainwallet status --json` prints it.
-        Exit 9 (RAIN_401) when the authenticator has no passkey for the domain or was dismissed.
-        """
+    enum Signup: CLICommand {
+        static let declaration = PasskeyCommand.declaration(
+            "signup", "create a new account and wallet with a new passkey, and log in",
+            """
+            Creates a brand-new account and wallet with a new passkey, and logs in (refused while a
+            session is live: log out first).
 
-    static func run(_ args: inout Arguments, provider: RainProvider, output: Output) async throws {
-        let sub = args.rest.first(where: { !$0.hasPrefix("-") })
-        guard let sub, ["signup", "login", "add"].contains(sub) else {
-            if CLI.showHelp(args, help) { return }
-            throw UsageError("passkey needs a subcommand: signup, login or add", help: help)
+            After a sign-up on a terminal (stdin and stdout), it asks for a backup email and runs its
+            verification (sends a code, prompts for it, confirms it); an empty answer skips it.
+            Elsewhere it prints a hint: rainwallet contact add --email ADDR.
+            """)
+        static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+            try await PasskeyCommand.run("signup", parsed, context)
         }
-        _ = try args.positional("subcommand")
-        if CLI.showHelp(args, help) { return }
-        var local = Arguments(args.rest, help: help)
-        let file = try local.option("--authenticator") ?? defaultAuthenticatorPath()
-        let requestedDomain = try local.option("--domain")
-        try local.finish()
-        args = Arguments([], help: help)
+    }
+
+    enum Login: CLICommand {
+        static let declaration = PasskeyCommand.declaration(
+            "login", "log in with a passkey of the domain",
+            "Logs in with a passkey of the domain (replaces a code session; refused over a passkey session).")
+        static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+            try await PasskeyCommand.run("login", parsed, context)
+        }
+    }
+
+    enum Add: CLICommand {
+        static let declaration = PasskeyCommand.declaration(
+            "add", "add a passkey to the logged-in account", "Adds a passkey to the logged-in account.")
+        static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+            try await PasskeyCommand.run("add", parsed, context)
+        }
+    }
+
+    static func run(_ sub: String, _ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let (provider, output) = (context.provider, context.output)
+        let file = parsed.value("--authenticator") ?? defaultAuthenticatorPath()
+        let requestedDomain = parsed.value("--domain")
 
         let domain: String
         if let requestedDomain {

@@ -1,4 +1,4 @@
 import Foundation
-import RainDevice
+import RainDaemon
 
 exit(Daemon.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainDaemon
 import RainDevice
 import RainTestSupport
 import RainTransport

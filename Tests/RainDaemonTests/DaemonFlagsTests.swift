@@ -2,9 +2,9 @@ import RainAuthority
 import RainCore
 import Testing
 
-@testable import RainDevice
+@testable import RainDaemon
 
-@Suite struct FlagReaderTests {
+@Suite struct DaemonFlagsTests {
     @Test func daemonFlagsParse() throws {
         let o = try #require(
             try Daemon.parse(["--socket", "/s", "--state-dir", "/d", "--authority", "127.0.0.1:1", "--log-level", "debug"]))

@@ -22,8 +22,10 @@ public struct DaemonPaths: Sendable, Equatable {
         func nonEmpty(_ key: String) -> String? { environment[key].flatMap { $0.isEmpty ? nil : $0 } }
         return DaemonPaths(
             socket: socket ?? RainPaths.defaultSocket(environment: environment),
-            stateDirectory: stateDirectory ?? (nonEmpty("XDG_STATE_HOME").map { "\($0)/rainwallet" } ?? "\(home)/.local/state/rainwallet"),
-            config: config ?? (nonEmpty("XDG_CONFIG_HOME").map { "\($0)/rainwallet/config.json" } ?? "\(home)/.config/rainwallet/config.json"),
+            stateDirectory: stateDirectory
+                ?? (nonEmpty("XDG_STATE_HOME").map { "\($0)/rainwallet" } ?? "\(home)/.local/state/rainwallet"),
+            config: config
+                ?? (nonEmpty("XDG_CONFIG_HOME").map { "\($0)/rainwallet/config.json" } ?? "\(home)/.config/rainwallet/config.json"),
             isConfigExplicit: config != nil)
     }
 }

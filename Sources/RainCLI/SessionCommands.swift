@@ -1,0 +1,365 @@
+import Foundation
+import RainCommandLine
+import RainCore
+import RainWallet
+
+/// The JSON fields of a session, as `status --json` prints them.
+let sessionJSONFields: [Command.JSONField] = [
+    .init("authState", "the profile's auth state"),
+    .init("sessionState", "\"active\", \"expired\" or null"),
+    .init("expiresAt", "RFC 3339, or null"),
+    .init("accountId", "the account, or null"),
+    .init("walletId", "the wallet, or null"),
+    .init("hasActiveSession", "true while the session is live"),
+    .init("contact", "the contact logged in with, or null"),
+]
+
+/// `--email ADDR` and `--phone NUMBER`, one of them required.
+let contactOptions: [Command.Option] = [
+    Command.Option("--email", value: "ADDR", help: "an email address"),
+    Command.Option("--phone", value: "NUMBER", help: "a phone number in E.164, like +15551234567"),
+]
+let contactGroup = Command.ExclusiveGroup(["--email", "--phone"], isRequired: true)
+
+extension ParsedCommand {
+    /// The contact of `--email` or `--phone` (the parser made sure exactly one was given).
+    var contact: RainWalletContact {
+        get throws(UsageError) {
+            if let email = value("--email") { return .email(email) }
+            if let phone = value("--phone") { return .phone(phone) }
+            throw UsageError("give --email ADDR or --phone NUMBER")
+        }
+    }
+}
+
+/// `rainwallet code send|confirm`.
+enum CodeCommand: CLICommand {
+    static let declaration = Command(name: "code", abstract: "send or confirm a login code")
+    static var subcommands: [any CLICommand.Type] { [CodeSendCommand.self, CodeConfirmCommand.self] }
+}
+
+enum CodeSendCommand: CLICommand {
+    static let declaration = Command(
+        name: "send", abstract: "send a 6-digit login code",
+        discussion: """
+            Sends a 6-digit login code. Sending again replaces the pending code (Resend).
+            Phone numbers are E.164, like +15551234567.
+            """,
+        options: contactOptions, exclusiveGroups: [contactGroup],
+        json: .init(
+            .object,
+            [.init("sent", "true"), .init("contact", "the normalized contact"), .init("kind", "\"email\" or \"phone\"")]))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let c = try parsed.contact
+        try await context.provider.sendLoginCode(to: c)
+        let shown = (try? c.normalized().value) ?? c.value
+        if context.output.isJSON {
+            context.output.json(["sent": true, "contact": shown, "kind": c.kindName])
+        } else {
+            context.output.line("Code sent to \(shown). Confirm it with: rainwallet code confirm CODE")
+        }
+    }
+}
+
+enum CodeConfirmCommand: CLICommand {
+    static let declaration = Command(
+        name: "confirm", abstract: "confirm the code and log in",
+        discussion: "Confirms the pending login code. A wrong code keeps the challenge: try again (3 attempts).",
+        arguments: [.init("CODE", help: "the 6-digit code")],
+        json: .init(.object, sessionJSONFields + [.init("accountCreated", "true when the login created the account")]),
+        exitStatuses: [.init(6, "the code is wrong (RAIN_203)")])
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        try await confirm(parsed.argument("CODE") ?? "", context.provider, context.output)
+    }
+
+    static func confirm(_ code: String, _ provider: RainProvider, _ output: Output) async throws {
+        let (session, created) = try await provider.confirmLoginCodeReturningSession(code)
+        if output.isJSON {
+            var o = session.jsonObject
+            o["accountCreated"] = created
+            output.json(o)
+        } else {
+            output.line(created ? "Logged in. A new account and wallet were created." : "Logged in.")
+            session.humanLines.forEach(output.line)
+        }
+    }
+}
+
+/// `rainwallet login`: send a code, then read it.
+enum LoginCommand: CLICommand {
+    static let declaration = Command(
+        name: "login", abstract: "send a code, then prompt for it",
+        discussion: "Sends a login code, then reads it: prompts on a terminal, or reads one line from stdin.",
+        options: contactOptions, exclusiveGroups: [contactGroup],
+        json: .init(.object, sessionJSONFields + [.init("accountCreated", "true when the login created the account")]))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let (provider, output) = (context.provider, context.output)
+        let c = try parsed.contact
+        let shown = (try? c.normalized().value) ?? c.value
+        output.note("Sending a login code to \(shown)…")
+        try await provider.sendLoginCode(to: c)
+        let interactive = isatty(0) == 1
+        while true {
+            if interactive {
+                FileHandle.standardError.write(Data("Enter the 6-digit code: ".utf8))
+            }
+            guard let typed = readLine(strippingNewline: true), !typed.isEmpty else {
+                throw UsageError("no code was entered; confirm later with: rainwallet code confirm CODE", help: "")
+            }
+            do {
+                try await CodeConfirmCommand.confirm(typed, provider, output)
+                return
+            } catch let e as RainError where interactive && e == .invalidLoginCode && (e.details.attemptsRemaining ?? 0) > 0 {
+                output.note("That code didn't work. Check it and try again (\(e.details.attemptsRemaining ?? 0) attempts left).")
+            } catch let e as RainError where interactive && e.details.reason == "malformed_code" {
+                output.note("A login code is 6 digits.")
+            }
+        }
+    }
+}
+
+/// `rainwallet status`.
+enum StatusCommand: CLICommand {
+    static let declaration = Command(
+        name: "status", abstract: "show the session of the profile",
+        discussion: "Shows the profile's session.",
+        json: .init(.object, sessionJSONFields))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        // A profile's stored session loads on first use: wait for it (up to 5 s) so status is settled.
+        try await context.provider.awaitSessionRestore()
+        let s = try await context.provider.currentSession()
+        if context.output.isJSON { context.output.json(s.jsonObject) } else { s.humanLines.forEach(context.output.line) }
+    }
+}
+
+/// `rainwallet watch`.
+enum WatchCommand: CLICommand {
+    static let declaration = Command(
+        name: "watch", abstract: "print session events as they happen",
+        discussion: "Prints the current state, then one line per event until interrupted.",
+        json: .init(
+            .lines,
+            [.init("type", "the event"), .init("sequence", "its number")] + sessionJSONFields
+                + [.init("reason", "why the session expired, for expiry")]))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let output = context.output
+        for try await event in try context.provider.events() {
+            if output.isJSON {
+                var o: [String: Any?] = [
+                    "type": event.kind.rawValue, "sequence": Int(event.sequence),
+                ]
+                for (k, v) in event.state.jsonObject { o[k] = v }
+                if let r = event.expiryReason { o["reason"] = r.rawValue }
+                output.json(o)
+            } else {
+                var text = "#\(event.sequence) \(event.kind.rawValue): \(event.state.authState.rawValue)"
+                if let at = event.state.expiresAt { text += ", expires \(RFC3339.string(from: at))" }
+                if case .expired = event.state.sessionState { text += ", session expired" }
+                if let r = event.expiryReason { text += " (reason: \(r.rawValue))" }
+                output.line(text)
+            }
+        }
+        throw RainError(.notInitialized, "the daemon ended the event stream")
+    }
+}
+
+/// `rainwallet refresh`.
+enum RefreshCommand: CLICommand {
+    static let declaration = Command(
+        name: "refresh", abstract: "refresh the session now",
+        discussion: "Refreshes the session now (the daemon also refreshes it automatically ahead of expiry).",
+        json: .init(.object, sessionJSONFields),
+        exitStatuses: [
+            .init(4, "there is no session or it ended (RAIN_201)"),
+            .init(7, "the authority could not be reached; the session stays usable until it expires (RAIN_301)"),
+        ])
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let s = try await context.provider.refreshSession()
+        if context.output.isJSON {
+            context.output.json(s.jsonObject)
+        } else {
+            context.output.line("Session refreshed.")
+            s.humanLines.forEach(context.output.line)
+        }
+    }
+}
+
+/// The JSON fields of an account, as `account --json` prints them (without the wallet).
+let accountJSONFields: [Command.JSONField] = [
+    .init("accountId", "the account"),
+    .init("walletId", "its wallet, or null"),
+    .init("createdAt", "RFC 3339"),
+    .init("contacts", "its verified contacts", fields: [.init("kind", "\"email\" or \"phone\""), .init("value", "the contact")]),
+    .init("needsBackupEmail", "true when no verified email backs up its passkeys"),
+    .init(
+        "passkeys", "its passkeys",
+        fields: [
+            .init("credentialId", "base64url"), .init("domain", "the passkey domain"), .init("createdAt", "RFC 3339"),
+            .init("lastUsedAt", "RFC 3339, or null"),
+        ]),
+]
+
+/// `rainwallet account`.
+enum AccountCommand: CLICommand {
+    static let declaration = Command(
+        name: "account", abstract: "show the account and wallet of the session",
+        discussion: """
+            Shows the account behind the session: id, creation time, contacts, passkeys (domain,
+            creation, last use), backup status, and its wallet: id, Ethereum address (EIP-55) and
+            Solana address (base58).
+            """,
+        json: .init(
+            .object,
+            accountJSONFields + [
+                .init(
+                    "wallet", "the wallet, or null when the account has none",
+                    fields: [
+                        .init("id", "the wallet"), .init("ethereumAddress", "EIP-55"), .init("solanaAddress", "base58"),
+                        .init("createdAt", "RFC 3339"),
+                    ])
+            ]))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let output = context.output
+        let a = try await context.provider.account()
+        let wallet = try await walletSummary(context.provider)
+        if output.isJSON {
+            var object = CLI.accountObject(a)
+            object["wallet"] = wallet.map { w -> Any? in
+                [
+                    "id": w.walletID, "ethereumAddress": w.ethereumAddress, "solanaAddress": w.solanaAddress,
+                    "createdAt": w.createdAt,
+                ]
+            }
+            output.json(object)
+        } else {
+            CLI.accountLines(a).forEach(output.line)
+            if let wallet {
+                output.line("wallet:   \(wallet.walletID)")
+                output.line("ethereum: \(wallet.ethereumAddress)")
+                output.line("solana:   \(wallet.solanaAddress)")
+            } else {
+                output.line("wallet:   unavailable")
+            }
+        }
+    }
+
+    /// What `account` shows of the wallet.
+    struct WalletSummary {
+        var walletID: String
+        var ethereumAddress: String
+        var solanaAddress: String
+        var createdAt: Date
+    }
+
+    /// The session's wallet, or nil when the account has none (RAIN_404): the account still shows.
+    static func walletSummary(_ provider: RainProvider) async throws(RainError) -> WalletSummary? {
+        do {
+            let w = try await provider.getWallet()
+            return WalletSummary(
+                walletID: w.walletID, ethereumAddress: w.ethereumAddress, solanaAddress: w.solanaAddress,
+                createdAt: w.createdAt)
+        } catch {
+            if error.code == .unavailable { return nil }
+            throw error
+        }
+    }
+}
+
+/// `rainwallet logout`.
+enum LogoutCommand: CLICommand {
+    static let declaration = Command(
+        name: "logout", abstract: "end the session (wipes it, revokes it)",
+        discussion: "Ends the session: the daemon wipes it from storage and revokes it at the authority.",
+        json: .init(
+            .object,
+            [
+                .init("hadSession", "false when there was no session to end"),
+                .init("revokedAtAuthority", "false when the authority could not be reached to revoke it"),
+            ]))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let output = context.output
+        let r = try await context.provider.logout()
+        if output.isJSON {
+            output.json(["hadSession": r.hadSession, "revokedAtAuthority": r.revokedAtAuthority])
+        } else if !r.hadSession {
+            output.line("There was no session to end.")
+        } else {
+            output.line(
+                r.revokedAtAuthority
+                    ? "Logged out." : "Logged out on this device (the authority could not be reached to revoke the session).")
+        }
+    }
+}
+
+/// `rainwallet info`.
+enum InfoCommand: CLICommand {
+    static let declaration = Command(
+        name: "info", abstract: "show the daemon's version and capabilities",
+        discussion: "Shows the daemon version, protocol version and capabilities.",
+        json: .init(
+            .object,
+            [
+                .init("daemonVersion", "the daemon's version"), .init("protocolVersion", "a number"),
+                .init("capabilities", "an array of names"), .init("maxFrameBytes", "the largest frame the daemon takes"),
+            ]))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let output = context.output
+        let info = try await context.provider.daemonInfo()
+        if output.isJSON {
+            output.json([
+                "daemonVersion": info.daemonVersion, "protocolVersion": Int(info.protocolVersion),
+                "capabilities": info.capabilities, "maxFrameBytes": Int(info.maxFrameBytes),
+            ])
+        } else {
+            output.line("rainwalletd \(info.daemonVersion), protocol \(info.protocolVersion)")
+            output.line("capabilities: \(info.capabilities.joined(separator: ", "))")
+        }
+    }
+}
+
+/// `rainwallet dev outbox`.
+enum DevCommand: CLICommand {
+    static let declaration = Command(name: "dev", abstract: "development tools")
+    static var subcommands: [any CLICommand.Type] { [DevOutboxCommand.self] }
+}
+
+enum DevOutboxCommand: CLICommand {
+    static let declaration = Command(
+        name: "outbox", abstract: "list codes delivered to the development outbox",
+        discussion: "Lists code deliveries of the development outbox, newest last.",
+        json: .init(
+            .array,
+            [
+                .init("contact", "the contact"), .init("code", "the code"), .init("sentAt", "RFC 3339"),
+                .init("kind", "\"email\" or \"phone\""), .init("appId", "the profile it was sent for"),
+            ]))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let output = context.output
+        let entries = try await context.provider.devOutbox()
+        if output.isJSON {
+            output.json(
+                entries.map { e -> [String: Any?] in
+                    [
+                        "contact": e.contact?.value, "kind": e.contact?.kindName, "code": e.code, "sentAt": e.sentAt,
+                        "appId": e.appID,
+                    ]
+                })
+        } else if entries.isEmpty {
+            output.line("The outbox is empty.")
+        } else {
+            for e in entries {
+                output.line("\(RFC3339.string(from: e.sentAt))  \(e.appID)  \(e.contact?.value ?? "?")  \(e.code)")
+            }
+        }
+    }
+}

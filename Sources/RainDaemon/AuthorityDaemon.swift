@@ -1,0 +1,217 @@
+import Dispatch
+import Foundation
+import RainAuthority
+import RainDevice
+import RainCommandLine
+import RainCore
+import RainCrypto
+import RainTransport
+
+/// `rainwalletd authority`: the authority alone, served over TCP with the device protocol's
+/// framing, so several device daemons share accounts, codes and sessions.
+public enum AuthorityDaemon {
+    /// `rainwalletd authority`'s declaration.
+    static let declaration: Command = {
+        let defaults = AuthoritySettings(isDevOutboxEnabled: false)
+        func seconds(_ d: Duration) -> Command.Default { .computed("\(Int(d.components.seconds))") }
+        func number(_ n: Int) -> Command.Default { .computed("\(n)") }
+        return Command(
+            name: "authority",
+            abstract: "serve the authority alone on TCP, shared by device daemons",
+            discussion: """
+                Serves the RainWallet authority (accounts, login codes, wallets, session tokens) on TCP.
+                Device daemons use it with `rainwalletd --authority HOST:PORT`.
+                """,
+            options: [
+                Command.Option(
+                    "--listen", value: "HOST:PORT",
+                    help: """
+                        address to serve: loopback (127.0.0.1:7420, [::1]:7420,
+                        localhost:7420), or with TLS any IP address (0.0.0.0:7420)
+                        """, isRequired: true),
+                Command.Option(
+                    "--state-dir", value: "DIR", help: "authority.key, authority.sqlite3, outbox.jsonl", kind: .directory,
+                    isRequired: true),
+                .flag("--dev-outbox", help: "serve the development outbox RPC (codes in clear: development only)"),
+                Command.Option(
+                    "--access-token-lifetime", value: "SECONDS", help: "access token lifetime", kind: .seconds(2...86400),
+                    default: seconds(defaults.accessTokenLifetime)),
+                Command.Option(
+                    "--code-lifetime", value: "SECONDS", help: "login code lifetime", kind: .seconds(1...3600),
+                    default: seconds(defaults.codeLifetime)),
+                Command.Option(
+                    "--refresh-grace", value: "SECONDS", help: "window in which a repeated refresh gets the same pair",
+                    kind: .seconds(0...600), default: seconds(defaults.refreshGraceWindow)),
+                Daemon.logLevelOption,
+                Command.Option(
+                    "--tls-cert", value: "PEM", help: "serve TLS 1.3 only, with this certificate chain (server first)",
+                    kind: .file, requires: ["--tls-key"]),
+                Command.Option(
+                    "--tls-key", value: "PEM", help: "the certificate's private key (mode 0600, owned by this user)",
+                    kind: .file, requires: ["--tls-cert"]),
+                Command.Option(
+                    "--send-cooldown", value: "SECONDS", help: "least time between two codes to one contact",
+                    kind: .seconds(0...3600), default: seconds(defaults.sendLimits.contactCooldown)),
+                Command.Option(
+                    "--contact-max-sends", value: "N", help: "most codes to one contact per contact window",
+                    kind: .integer(1...1_000_000), default: number(defaults.sendLimits.contactMaxSends)),
+                Command.Option(
+                    "--contact-window", value: "SECONDS", help: "the contact window", kind: .seconds(1...86400),
+                    default: seconds(defaults.sendLimits.contactWindow)),
+                Command.Option(
+                    "--account-max-sends", value: "N", help: "most codes for one account per account window",
+                    kind: .integer(1...1_000_000), default: number(defaults.sendLimits.accountMaxSends)),
+                Command.Option(
+                    "--account-window", value: "SECONDS", help: "the account window", kind: .seconds(1...86400),
+                    default: seconds(defaults.sendLimits.accountWindow)),
+                Command.Option(
+                    "--prune-interval", value: "SECONDS", help: "how often old codes, sessions and outbox lines are deleted",
+                    kind: .seconds(1...86400), default: seconds(defaults.pruneInterval)),
+                Command.Option(
+                    "--prune-retention", value: "SECONDS", help: "how long they are kept once expired or revoked",
+                    kind: .seconds(1...31_536_000), default: seconds(defaults.pruneRetention)),
+                Command.Option(
+                    "--store", value: "STORE",
+                    help: """
+                        sqlite (default: authority.sqlite3 in the state directory) or a
+                        PostgreSQL URL shared by several authority instances (they must
+                        share authority.key too): postgres://USER@HOST:PORT/DATABASE
+                        """),
+            ],
+            exitStatuses: [
+                .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
+                .init(78, "an invalid configuration (RAIN_102)"),
+            ])
+    }()
+
+    struct Options: Sendable {
+        var listen: String?
+        var stateDirectory: String?
+        var settings = AuthoritySettings(isDevOutboxEnabled: false)
+        var logLevel = LogLevel.info
+        var tlsCertificate: String?
+        var tlsKey: String?
+        /// nil or "sqlite": the state directory's SQLite file; else a PostgreSQL URL.
+        var store: String?
+    }
+
+    /// Parses the arguments after `authority`; nil when help was asked for.
+    /// - Throws: RAIN_102 with a message naming the bad flag.
+    static func parse(_ args: [String]) throws(RainError) -> Options? {
+        let parsed = try Daemon.parseCommandLine(["authority"] + args)
+        return parsed.isHelpRequested ? nil : try options(parsed)
+    }
+
+    static func options(_ parsed: ParsedCommand) throws(RainError) -> Options {
+        var o = Options()
+        o.listen = parsed.value("--listen")
+        o.stateDirectory = parsed.value("--state-dir")
+        o.settings.isDevOutboxEnabled = parsed.flag("--dev-outbox")
+        o.logLevel = Daemon.logLevel(parsed)
+        o.tlsCertificate = parsed.value("--tls-cert")
+        o.tlsKey = parsed.value("--tls-key")
+        o.store = parsed.value("--store")
+        func given(_ name: String) -> Bool { parsed.source(of: name) == .commandLine }
+        if given("--access-token-lifetime"), let v = parsed.seconds("--access-token-lifetime") {
+            o.settings.accessTokenLifetime = v
+        }
+        if given("--code-lifetime"), let v = parsed.seconds("--code-lifetime") { o.settings.codeLifetime = v }
+        if given("--refresh-grace"), let v = parsed.seconds("--refresh-grace") { o.settings.refreshGraceWindow = v }
+        if given("--send-cooldown"), let v = parsed.seconds("--send-cooldown") { o.settings.sendLimits.contactCooldown = v }
+        if given("--contact-max-sends"), let v = parsed.integer("--contact-max-sends") {
+            o.settings.sendLimits.contactMaxSends = v
+        }
+        if given("--contact-window"), let v = parsed.seconds("--contact-window") { o.settings.sendLimits.contactWindow = v }
+        if given("--account-max-sends"), let v = parsed.integer("--account-max-sends") {
+            o.settings.sendLimits.accountMaxSends = v
+        }
+        if given("--account-window"), let v = parsed.seconds("--account-window") { o.settings.sendLimits.accountWindow = v }
+        if given("--prune-interval"), let v = parsed.seconds("--prune-interval") { o.settings.pruneInterval = v }
+        if given("--prune-retention"), let v = parsed.seconds("--prune-retention") { o.settings.pruneRetention = v }
+        if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
+            throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
+        }
+        return o
+    }
+}
+
+/// The authority role: `rainwalletd authority`, the authority alone on TCP.
+struct AuthorityRole: DaemonRole {
+    var options: AuthorityDaemon.Options
+    var displayName: String { "rainwalletd authority" }
+    var label: String { "rainwalletd-authority" }
+    var event: String { "authority" }
+    var logLevel: LogLevel { options.logLevel }
+
+    func takeEnvironment(logger: Logger) throws(RainError) -> RoleEnvironment {
+        RoleEnvironment(notifier: nil, activated: nil)
+    }
+
+    func prepare(_ environment: RoleEnvironment, logger: Logger) async throws(RainError) -> PreparedServer {
+        // Files, sockets and the store's opening block: never on the Swift pool.
+        let options = options
+        return try await DispatchQueue(label: "rainwalletd.setup").runBlocking { () throws(RainError) in
+            try Self.prepareBlocking(options, logger: logger)
+        }
+    }
+
+    static func prepareBlocking(_ options: AuthorityDaemon.Options, logger: Logger) throws(RainError) -> PreparedServer {
+        guard let listen = options.listen, let stateDirectory = options.stateDirectory else {
+            throw RainError.invalid("--listen and --state-dir are required")
+        }
+        try ProcessHardening.disableCoreDumps()
+        ProcessHardening.raiseOpenFileLimit()
+        signal(SIGPIPE, SIG_IGN)
+        let address = try TCPAddress(parsing: listen, field: "listen", allowsNonLoopback: options.tlsCertificate != nil)
+        var tls: TLSContext?
+        if let certificate = options.tlsCertificate, let key = options.tlsKey {
+            do {
+                tls = try TLSContext.server(certificateChainFile: certificate, privateKeyFile: key)
+            } catch {
+                var error = error
+                if error.code == .invalidArgument {
+                    error.details.field = error.details.field == "certificate" ? "--tls-cert" : "--tls-key"
+                }
+                throw error
+            }
+        }
+        try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
+        let settings = options.settings
+        let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
+        let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+            let store: (any AuthorityStore)? =
+                if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }
+            return try await EmbeddedAuthority(
+                stateDirectory: stateDirectory, settings: settings,
+                clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), store: store,
+                logger: logger.child("authority"))
+        }
+        let service = AuthorityService(
+            authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
+            logger: logger.child("service"))
+        let fd = try TCPSocket.listen(address)
+        let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
+        var serverOptions = ServerOptions()
+        serverOptions.isTCP = true
+        serverOptions.tls = tls
+        let server = try EventLoopServer(
+            listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+        let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
+        let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
+        let isTLS = tls != nil
+        return PreparedServer(
+            server: server, drainTimeout: .seconds(10), notifier: nil,
+            ready: {
+                pruning.start()
+                logger.info(
+                    "authority.ready",
+                    [
+                        "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)",
+                        "state": stateDirectory,
+                        "store": storeName, "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
+                        "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
+                    ])
+            },
+            finish: { pruning.stop() })
+    }
+}

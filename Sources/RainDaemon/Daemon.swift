@@ -1,0 +1,320 @@
+import Dispatch
+import Foundation
+import RainAuthority
+import RainDevice
+import RainCommandLine
+import RainCore
+import RainCrypto
+import RainSystem
+import RainTransport
+
+/// Options of `rainwalletd` (device role).
+public struct DaemonOptions: Sendable {
+    /// `--authority HOST:PORT`: use a remote authority instead of the embedded one.
+    public var authority: String?
+    /// `--authority-ca PEM`: speak TLS 1.3 to the remote authority and trust only these CAs.
+    public var authorityCA: String?
+    public var socket: String?
+    public var stateDirectory: String?
+    public var config: String?
+    public var isTestMethodsEnabled = false
+    public var logLevel = LogLevel.info
+    public var drainTimeout: Duration = .seconds(10)
+    public init() {}
+}
+
+/// The `rainwalletd` process: parses flags, opens state, serves the socket until SIGTERM.
+public enum Daemon {
+    /// `rainwalletd`'s declaration: the device role's flags, and `authority` as a subcommand.
+    public static let declaration = Command(
+        name: "rainwalletd",
+        abstract: """
+            Runs the RainWallet device daemon, with its embedded authority unless --authority names a
+            remote one (see `rainwalletd authority --help`).
+            """,
+        discussion: """
+            Logs go to stderr, one event a line. SIGTERM drains calls in flight and removes the socket.
+
+            Under systemd (scripts/systemd/): a listening socket passed by socket activation (LISTEN_FDS)
+            is served instead of --socket and is never removed; readiness goes to NOTIFY_SOCKET.
+            """,
+        options: [
+            Command.Option(
+                "--socket", value: "PATH", help: "Unix socket to serve", kind: .file,
+                default: .computed("$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock, or /tmp/rainwallet-$UID/rainwalletd.sock")),
+            Command.Option(
+                "--state-dir", value: "DIR", help: "sessions, keys and the authority database", kind: .directory,
+                default: .computed("$XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet")),
+            Command.Option(
+                "--config", value: "FILE", help: "JSON config", kind: .file,
+                default: .computed("$XDG_CONFIG_HOME/rainwallet/config.json; optional there")),
+            Command.Option(
+                "--authority", value: "HOST:PORT",
+                help: """
+                    use the authority served by `rainwalletd authority` there (loopback only
+                    without --authority-ca); the config's "authority" section is then unused
+                    """),
+            Command.Option(
+                "--authority-ca", value: "PEM",
+                help: """
+                    connect to --authority with TLS 1.3, trusting only the CA certificates in
+                    PEM; the authority's certificate must name HOST (any address then works)
+                    """, kind: .file, requires: ["--authority"]),
+            logLevelOption,
+            .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (integration tests only)"),
+        ],
+        subcommands: [AuthorityDaemon.declaration],
+        isRunnableWithoutSubcommand: true,
+        exitStatuses: [
+            .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
+            .init(78, "an invalid configuration (RAIN_102)"),
+        ])
+
+    /// `--log-level LEVEL`, shared by both roles.
+    static let logLevelOption = Command.Option(
+        "--log-level", value: "LEVEL", help: "debug, info, warning or error",
+        kind: .choice(["debug", "info", "warning", "error"]), default: .value("info"))
+
+    /// The parsed command line, a usage mistake turned into RAIN_102 naming the word at fault.
+    static func parseCommandLine(_ args: [String]) throws(RainError) -> ParsedCommand {
+        do {
+            return try CommandParser(declaration, environment: ProcessInfo.processInfo.environment).parse(args)
+        } catch {
+            throw RainError.invalid(error.message, field: error.word)
+        }
+    }
+
+    /// The log level of `--log-level` (checked while parsing).
+    static func logLevel(_ parsed: ParsedCommand) -> LogLevel {
+        ["debug": LogLevel.debug, "info": .info, "warning": .warning, "error": .error][parsed.value("--log-level") ?? ""] ?? .info
+    }
+
+    /// Parses arguments (without the program name); nil when help was asked for.
+    /// - Throws: RAIN_102 with a message naming the bad flag.
+    public static func parse(_ args: [String]) throws(RainError) -> DaemonOptions? {
+        let parsed = try parseCommandLine(args)
+        guard parsed.path.count == 1 else {
+            throw RainError.invalid("the authority role has its own options", field: "authority")
+        }
+        return parsed.isHelpRequested ? nil : options(parsed)
+    }
+
+    static func options(_ parsed: ParsedCommand) -> DaemonOptions {
+        var o = DaemonOptions()
+        o.socket = parsed.value("--socket")
+        o.stateDirectory = parsed.value("--state-dir")
+        o.config = parsed.value("--config")
+        o.authority = parsed.value("--authority")
+        o.authorityCA = parsed.value("--authority-ca")
+        o.isTestMethodsEnabled = parsed.flag("--enable-test-methods")
+        o.logLevel = logLevel(parsed)
+        return o
+    }
+
+    /// Entry point for both roles (the device, and `authority`): returns the process exit status.
+    public static func main(_ args: [String]) -> Int32 {
+        let parsed: ParsedCommand
+        do {
+            parsed = try parseCommandLine(args)
+        } catch {
+            let role = args.first == "authority" ? "rainwalletd authority" : "rainwalletd"
+            writeStderr("\(role): error: \(error.code): \(error.message)\nSee `\(role) --help`.\n")
+            return 64
+        }
+        if parsed.isHelpRequested {
+            print(HelpFormatter(root: declaration).help(for: parsed.path))
+            return 0
+        }
+        let role: any DaemonRole
+        if parsed.path.count > 1 {
+            do {
+                role = AuthorityRole(options: try AuthorityDaemon.options(parsed))
+            } catch {
+                writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
+                return 64
+            }
+        } else {
+            role = DeviceRole(options: options(parsed))
+        }
+        return run(role)
+    }
+
+    /// Runs `role` until SIGTERM or SIGINT; returns the exit status: 0, 78 for an invalid
+    /// configuration (RAIN_102), 1 for any other failure.
+    static func run(_ role: some DaemonRole) -> Int32 {
+        let logger = Logger(label: role.label, minimumLevel: role.logLevel)
+        do {
+            let environment = try role.takeEnvironment(logger: logger)
+            let lifecycle = DaemonLifecycle(logger: logger)
+            try blockingAwait { () async throws(RainError) in try await lifecycle.run(role, environment: environment) }
+            return 0
+        } catch {
+            logger.error("\(role.event).failed", ["code": error.code.description, "error": error.message])
+            writeStderr("\(role.displayName): error: \(error.code): \(error.message)\n")
+            return error.code == .invalidArgument ? 78 : 1
+        }
+    }
+
+    static func writeStderr(_ s: String) { StandardErrorSink().write(String(s.dropLast(s.hasSuffix("\n") ? 1 : 0))) }
+
+    /// The name a socket unit gives the daemon's socket (`FileDescriptorName=`), which picks it
+    /// when the service manager passes several.
+    public static let activationSocketName = "rainwalletd"
+
+    /// Runs `body`, naming `flag` as the field of a RAIN_102 it throws.
+    static func renamingField<T>(of body: @autoclosure () throws(RainError) -> T, to flag: String) throws(RainError) -> T {
+        do {
+            return try body()
+        } catch {
+            var error = error
+            if error.code == .invalidArgument { error.details.field = flag }
+            throw error
+        }
+    }
+
+    /// Runs async setup from synchronous `main` before the loop starts.
+    static func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws(RainError) -> T) throws(RainError) -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do throws(RainError) {
+                box.set(.success(try await body()))
+            } catch {
+                box.set(.failure(error))
+            }
+            done.signal()
+        }
+        done.wait()
+        guard let result = box.value else { throw RainError(.internalError, "setup did not finish") }
+        return try result.get()
+    }
+}
+
+/// A result handed from a task to a waiting thread.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // @unchecked: written once before the semaphore is signalled, read after waiting on it.
+    private(set) var value: Result<T, RainError>?
+    func set(_ v: Result<T, RainError>) { value = v }
+}
+
+/// The device role: the per-user daemon serving its Unix socket, with its embedded authority or a
+/// remote one.
+struct DeviceRole: DaemonRole {
+    var options: DaemonOptions
+    var displayName: String { "rainwalletd" }
+    var label: String { "rainwalletd" }
+    var event: String { "daemon" }
+    var logLevel: LogLevel { options.logLevel }
+
+    func takeEnvironment(logger: Logger) throws(RainError) -> RoleEnvironment {
+        // Read (and unset) the service manager's variables before any other thread reads the
+        // environment, and before any child could inherit them.
+        let notifier = ServiceNotifier.fromEnvironment(logger: logger.child("notify"))
+        let activated = try SocketActivation.takeListeningSocket(name: Daemon.activationSocketName)
+        return RoleEnvironment(notifier: notifier, activated: activated)
+    }
+
+    func prepare(_ environment: RoleEnvironment, logger: Logger) async throws(RainError) -> PreparedServer {
+        // Files, sockets and the embedded authority's opening block: never on the Swift pool.
+        let options = options
+        return try await DispatchQueue(label: "rainwalletd.setup").runBlocking { () throws(RainError) in
+            try Self.prepareBlocking(options, environment, logger: logger)
+        }
+    }
+
+    static func prepareBlocking(
+        _ options: DaemonOptions, _ environment: RoleEnvironment, logger: Logger
+    ) throws(RainError) -> PreparedServer {
+        let (notifier, activated) = (environment.notifier, environment.activated)
+        try ProcessHardening.disableCoreDumps()
+        let fileLimit = ProcessHardening.raiseOpenFileLimit()
+        signal(SIGPIPE, SIG_IGN)
+
+        let paths = DaemonPaths.resolve(socket: options.socket, stateDirectory: options.stateDirectory, config: options.config)
+        let config = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
+        try AtomicFile.makeDirectory(paths.stateDirectory, mode: 0o700)
+
+        let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
+        let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
+        let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
+        let authority: any Authority
+        var pruning: PeriodicPruning?
+        if let remote = options.authority {
+            let tls = try options.authorityCA.map { (ca) throws(RainError) in
+                try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
+            }
+            authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
+        } else {
+            let embedded = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+                let sender: (any CodeSender)?
+                switch config.codeSender {
+                case .outbox: sender = nil
+                case .command(let arguments, let timeout):
+                    sender = try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
+                }
+                return try await EmbeddedAuthority(
+                    stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock,
+                    sender: sender, logger: logger.child("authority"))
+            }
+            authority = embedded
+            pruning = PeriodicPruning(authority: embedded, interval: config.authority.pruneInterval)
+        }
+        let context = DeviceContext(
+            authority: authority, storage: storage, clock: clock, device: device, logger: logger,
+            profileState: ProfileStateStore(directory: "\(paths.stateDirectory)/profiles"))
+        let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
+
+        // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).
+        let extraUIDs = config.allAllowedUIDs.subtracting([getuid()])
+        let fd: Int32
+        let socketAddress: String
+        if let activated {
+            // The socket unit owns the file and its modes (SocketMode=, DirectoryMode=).
+            fd = activated.descriptor
+            socketAddress = activated.address
+            if !extraUIDs.isEmpty {
+                logger.warning(
+                    "socket.activated_modes",
+                    ["hint": "other uids reach the socket only with SocketMode=0666 and DirectoryMode=0711"])
+            }
+        } else {
+            let socketDir = (paths.socket as NSString).deletingLastPathComponent
+            try UnixSocket.prepareDirectory(socketDir.isEmpty ? "." : socketDir, mode: extraUIDs.isEmpty ? 0o700 : 0o711)
+            fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
+            socketAddress = paths.socket
+        }
+        var serverOptions = ServerOptions()
+        serverOptions.allowedUIDs = extraUIDs
+        let server = try EventLoopServer(
+            listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+
+        let drainTimeout = options.drainTimeout
+        let pruningTask = pruning
+        let authorityName = options.authority ?? "embedded"
+        let isAuthorityTLS = options.authorityCA != nil
+        let stateDirectory = paths.stateDirectory
+        let socketPath = paths.socket
+        return PreparedServer(
+            server: server, drainTimeout: drainTimeout, notifier: notifier,
+            ready: {
+                Task { await service.restoreStoredProfiles() }
+                pruningTask?.start()
+                logger.info(
+                    "daemon.ready",
+                    [
+                        "version": daemonVersion, "socket": socketAddress, "state": stateDirectory, "pid": "\(getpid())",
+                        "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
+                        "authority": authorityName, "activation": activated == nil ? "none" : "systemd",
+                        "authorityTLS": isAuthorityTLS ? "true" : "false",
+                    ])
+                // The socket listens and the loop is about to wait on it: connections from now on are served.
+                notifier?.ready(status: "serving \(socketAddress)")
+            },
+            finish: {
+                pruningTask?.stop()
+                // Never a socket the service manager handed over. A socket file left behind is stale
+                // and the next start removes it, so a failure here changes nothing.
+                if activated == nil { _ = try? Syscall.removeFile(socketPath) }
+            })
+    }
+}
