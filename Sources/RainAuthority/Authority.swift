@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainWire
 
 /// The authority API: accounts, contacts, login codes, wallets and session tokens.
 ///
@@ -153,79 +154,11 @@ public protocol DirectAuthorityReads: Sendable {
     func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void)
 }
 
-/// `Authority.sendLoginCode` input.
-public struct SendCodeRequest: Sendable {
-    public var appID: String
-    public var deviceID: String
-    /// A normalized contact.
-    public var contact: RainWalletContact
+// The value types the API takes and returns (`SendCodeRequest`, `LoginResult`, `AccountInfo`,
+// `WalletInfo`, `WalletSecrets`, `PasskeyBeginRequest`, …) are RainWire's authority messages: what
+// `Authority` returns is exactly what `AuthorityService` sends and `RemoteAuthority` decodes.
 
-    public init(appID: String, deviceID: String, contact: RainWalletContact) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.contact = contact
-    }
-}
-
-/// `Authority.sendLoginCode` output.
-public struct SendCodeResult: Sendable, Equatable {
-    /// Opaque id of the pending challenge; the device keeps it to confirm.
-    public var challengeID: String
-    public var contact: RainWalletContact
-    public var expiresAt: Date
-
-    public init(challengeID: String, contact: RainWalletContact, expiresAt: Date) {
-        self.challengeID = challengeID
-        self.contact = contact
-        self.expiresAt = expiresAt
-    }
-}
-
-/// `Authority.confirmLoginCode` input.
-public struct ConfirmCodeRequest: Sendable {
-    public var appID: String
-    public var deviceID: String
-    public var challengeID: String
-    /// What the user typed (never logged).
-    public var code: String
-    /// The device's raw 32-byte Ed25519 public key, which the session is bound to: every refresh
-    /// must be signed with the matching private key (DESIGN §5).
-    ///
-    /// The device always sends it. Empty (the default, for callers that predate device binding)
-    /// still logs in, but the session is unbound and can never be refreshed (RAIN_201
-    /// `device_unbound`): it ends when its access token expires.
-    public var devicePublicKey: [UInt8]
-
-    public init(appID: String, deviceID: String, challengeID: String, code: String, devicePublicKey: [UInt8] = []) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.challengeID = challengeID
-        self.code = code
-        self.devicePublicKey = devicePublicKey
-    }
-}
-
-/// `Authority.refreshSession` input: a refresh token with the device's proof of possession.
-public struct RefreshRequest: Sendable {
-    public var appID: String
-    /// The device the session was issued to.
-    public var deviceID: String
-    /// The current refresh token (never logged).
-    public var refreshToken: String
-    /// When the device signed; must be within `AuthoritySettings.refreshSignatureSkew` of the
-    /// authority's clock. Signed at millisecond precision.
-    public var timestamp: Date
-    /// Ed25519 signature by the device key over `signedMessage(appID:deviceID:refreshToken:timestamp:)`.
-    public var signature: [UInt8]
-
-    public init(appID: String, deviceID: String, refreshToken: String, timestamp: Date, signature: [UInt8]) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.refreshToken = refreshToken
-        self.timestamp = timestamp
-        self.signature = signature
-    }
-
+extension RefreshRequest {
     /// The bytes the device signs: the UTF-8 of
     /// `"rain.refresh.v1\n<appID>\n<deviceID>\n<base64url(SHA-256(refreshToken))>\n<timestamp in Unix ms>"`.
     ///
@@ -249,126 +182,6 @@ public struct RefreshRequest: Sendable {
     }
 }
 
-extension RefreshRequest: CustomStringConvertible, CustomDebugStringConvertible {
-    /// The request without its token or signature.
-    public var description: String {
-        "RefreshRequest(appID: \(appID), deviceID: \(deviceID), refreshToken: <redacted>, "
-            + "timestamp: \(timestamp.unixMilliseconds), signature: \(signature.count) bytes)"
-    }
-    /// Same as ``description``.
-    public var debugDescription: String { description }
-}
-
-/// `Authority.accountInfo` output.
-public struct AccountInfo: Sendable, Equatable {
-    /// `acct_…`
-    public var accountID: String
-    /// `wal_…`
-    public var walletID: String
-    /// When the account was created.
-    public var createdAt: Date
-    /// The account's contacts, emails first, each kind in the order they were attached. Every
-    /// contact is verified: one is attached only by a confirmed code (login or verification).
-    public var contacts: [RainWalletContact]
-    /// True when the account has no verified email (a passkey-only or phone-only account): apps
-    /// should ask for a backup email before the wallet is funded.
-    public var needsBackupEmail: Bool
-    /// The account's passkeys, oldest first (every domain).
-    public var passkeys: [PasskeyInfo]
-
-    /// Creates the info; `needsBackupEmail` defaults to whether `contacts` holds no email.
-    public init(
-        accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact],
-        needsBackupEmail: Bool? = nil, passkeys: [PasskeyInfo] = []
-    ) {
-        self.accountID = accountID
-        self.walletID = walletID
-        self.createdAt = createdAt
-        self.contacts = contacts
-        self.needsBackupEmail = needsBackupEmail ?? !Self.hasEmail(contacts)
-        self.passkeys = passkeys
-    }
-
-    /// Whether `contacts` holds an email address.
-    public static func hasEmail(_ contacts: [RainWalletContact]) -> Bool {
-        contacts.contains { if case .email = $0 { true } else { false } }
-    }
-}
-
-/// `Authority.wallet` output: what may be shown of a wallet.
-public struct WalletInfo: Sendable, Equatable {
-    /// `wal_…`
-    public var walletID: String
-    /// When the wallet was created (with its account).
-    public var createdAt: Date
-    /// EIP-55 checksummed address of m/44'/60'/0'/0/0.
-    public var ethereumAddress: String
-    /// Base58 address of m/44'/501'/0'/0'.
-    public var solanaAddress: String
-
-    public init(walletID: String, createdAt: Date, ethereumAddress: String, solanaAddress: String) {
-        self.walletID = walletID
-        self.createdAt = createdAt
-        self.ethereumAddress = ethereumAddress
-        self.solanaAddress = solanaAddress
-    }
-}
-
-/// `Authority.exportWallet` output: a wallet's secrets. Its description hides them.
-public struct WalletSecrets: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// The 12-word BIP-39 English recovery phrase.
-    public var mnemonic: [String]
-    /// The Ethereum private key: `0x` + 64 lowercase hex digits.
-    public var ethereumPrivateKeyHex: String
-    /// The Solana keypair (32-byte seed, then 32-byte public key) in base58.
-    public var solanaKeypairBase58: String
-
-    public init(mnemonic: [String], ethereumPrivateKeyHex: String, solanaKeypairBase58: String) {
-        self.mnemonic = mnemonic
-        self.ethereumPrivateKeyHex = ethereumPrivateKeyHex
-        self.solanaKeypairBase58 = solanaKeypairBase58
-    }
-
-    /// The secrets redacted.
-    public var description: String {
-        "WalletSecrets(mnemonic: <redacted \(mnemonic.count) words>, ethereumPrivateKeyHex: <redacted>, "
-            + "solanaKeypairBase58: <redacted>)"
-    }
-    /// Same as ``description``.
-    public var debugDescription: String { description }
-}
-
-/// Tokens of a session. The device computes deadlines on its own clock from `accessLifetime`.
-public struct SessionTokens: Sendable, Equatable {
-    public var accessToken: String
-    public var refreshToken: String
-    /// How long the access token lives from now (900 s by default; what is left of it when a
-    /// refresh repeated within the grace window returns the pair issued a moment earlier).
-    public var accessLifetime: Duration
-
-    public init(accessToken: String, refreshToken: String, accessLifetime: Duration) {
-        self.accessToken = accessToken
-        self.refreshToken = refreshToken
-        self.accessLifetime = accessLifetime
-    }
-}
-
-/// A successful login.
-public struct LoginResult: Sendable, Equatable {
-    public var accountID: String
-    public var walletID: String
-    /// True when this login created the account and its wallet.
-    public var accountCreated: Bool
-    public var tokens: SessionTokens
-
-    public init(accountID: String, walletID: String, accountCreated: Bool, tokens: SessionTokens) {
-        self.accountID = accountID
-        self.walletID = walletID
-        self.accountCreated = accountCreated
-        self.tokens = tokens
-    }
-}
-
 /// One delivery in the development outbox.
 public struct OutboxDelivery: Sendable, Equatable, Codable {
     public var appID: String
@@ -384,6 +197,28 @@ public struct OutboxDelivery: Sendable, Equatable, Codable {
         self.contact = contact
         self.code = code
         self.sentAt = sentAt
+    }
+}
+
+extension ListOutboxResponse {
+    /// The outbox as it travels (the authority hop and the device protocol share the message).
+    public init(deliveries: [OutboxDelivery]) {
+        self.init(
+            entries: deliveries.map { d in
+                OutboxEntry(
+                    contact: d.kind == "phone" ? .phone(d.contact) : .email(d.contact), code: d.code, sentAt: d.sentAt,
+                    appID: d.appID)
+            })
+    }
+
+    /// The deliveries the entries describe; an entry of an unknown contact kind keeps an empty kind
+    /// and contact.
+    public var deliveries: [OutboxDelivery] {
+        entries.map { e in
+            OutboxDelivery(
+                appID: e.appID, kind: e.contact?.kindName ?? "", contact: e.contact?.value ?? "", code: e.code,
+                sentAt: e.sentAt)
+        }
     }
 }
 

@@ -71,123 +71,82 @@ public final class AuthorityService: ServerHandler {
             }
 
         case AuthorityMethod.sendLoginCode:
-            return serve(request, context, AuthoritySendLoginCodeRequest.self) { (wire) async throws(RainError) in
-                guard let contact = wire.contact else {
-                    throw RainError.invalid("the request names no contact", field: "contact")
-                }
-                let result = try await authority.sendLoginCode(
-                    SendCodeRequest(appID: wire.appID, deviceID: wire.deviceID, contact: contact))
-                return AuthoritySendLoginCodeResponse(
-                    challengeID: result.challengeID, contact: result.contact, expiresAt: result.expiresAt)
+            return serve(request, context, SendCodeRequest.self) { (r) async throws(RainError) in
+                try await authority.sendLoginCode(r)
             }
 
         case AuthorityMethod.confirmLoginCode:
-            return serve(request, context, AuthorityConfirmLoginCodeRequest.self) { (wire) async throws(RainError) in
-                let result = try await authority.confirmLoginCode(
-                    ConfirmCodeRequest(
-                        appID: wire.appID, deviceID: wire.deviceID, challengeID: wire.challengeID, code: wire.code,
-                        devicePublicKey: wire.devicePublicKey))
-                return AuthorityConfirmLoginCodeResponse(
-                    accountID: result.accountID, walletID: result.walletID, accountCreated: result.accountCreated,
-                    tokens: AuthoritySessionTokens(result.tokens))
+            return serve(request, context, ConfirmCodeRequest.self) { (r) async throws(RainError) in
+                try await authority.confirmLoginCode(r)
             }
 
         case AuthorityMethod.refreshSession:
-            return serve(request, context, AuthorityRefreshSessionRequest.self) { (wire) async throws(RainError) in
-                let tokens = try await authority.refreshSession(
-                    RefreshRequest(
-                        appID: wire.appID, deviceID: wire.deviceID, refreshToken: wire.refreshToken,
-                        timestamp: wire.timestamp, signature: wire.signature))
-                return AuthorityRefreshSessionResponse(tokens: AuthoritySessionTokens(tokens))
+            return serve(request, context, RefreshRequest.self) { (r) async throws(RainError) in
+                AuthorityRefreshSessionResponse(tokens: try await authority.refreshSession(r))
             }
 
         case AuthorityMethod.accountInfo:
-            return serve(request, context, AuthorityAccountInfoRequest.self) { (wire) async throws(RainError) in
-                let info = try await authority.accountInfo(appID: wire.appID, accessToken: wire.accessToken)
-                return AuthorityAccountInfoResponse(info)
+            return serve(request, context, AuthorityAccountInfoRequest.self) { (r) async throws(RainError) in
+                try await authority.accountInfo(appID: r.appID, accessToken: r.accessToken)
             }
 
         case AuthorityMethod.sendContactVerificationCode:
             return serve(request, context, AuthoritySendContactVerificationRequest.self) {
-                (wire) async throws(RainError) in
-                guard let contact = wire.contact else {
+                (r) async throws(RainError) in
+                guard let contact = r.contact else {
                     throw RainError.invalid("the request names no contact", field: "contact")
                 }
-                let result = try await authority.sendContactVerificationCode(
-                    appID: wire.appID, deviceID: wire.deviceID, accessToken: wire.accessToken, contact: contact)
-                return AuthoritySendLoginCodeResponse(
-                    challengeID: result.challengeID, contact: result.contact, expiresAt: result.expiresAt)
+                return try await authority.sendContactVerificationCode(
+                    appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact)
             }
 
         case AuthorityMethod.confirmContactVerification:
             return serve(request, context, AuthorityConfirmContactVerificationRequest.self) {
-                (wire) async throws(RainError) in
-                let info = try await authority.confirmContactVerification(
-                    appID: wire.appID, deviceID: wire.deviceID, accessToken: wire.accessToken,
-                    challengeID: wire.challengeID, code: wire.code)
-                return AuthorityAccountInfoResponse(info)
+                (r) async throws(RainError) in
+                try await authority.confirmContactVerification(
+                    appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
+                    code: r.code)
             }
 
-        case AuthorityMethod.beginPasskeyRegistration, AuthorityMethod.beginPasskeyAuthentication:
-            let isRegistration = request.method == AuthorityMethod.beginPasskeyRegistration
-            return serve(request, context, AuthorityPasskeyBeginRequest.self) { (wire) async throws(RainError) in
-                let begin = PasskeyBeginRequest(
-                    appID: wire.appID, deviceID: wire.deviceID, rpID: wire.rpID, origins: wire.origins,
-                    accessToken: wire.accessToken.isEmpty ? nil : wire.accessToken)
-                let ceremony =
-                    isRegistration
-                    ? try await authority.beginPasskeyRegistration(begin)
-                    : try await authority.beginPasskeyAuthentication(begin)
-                return AuthorityPasskeyBeginResponse(
-                    ceremonyID: ceremony.ceremonyID, optionsJSON: ceremony.optionsJSON, expiresAt: ceremony.expiresAt)
+        case AuthorityMethod.beginPasskeyRegistration:
+            return serve(request, context, PasskeyBeginRequest.self) { (r) async throws(RainError) in
+                try await authority.beginPasskeyRegistration(r)
             }
 
-        case AuthorityMethod.finishPasskeyRegistration, AuthorityMethod.finishPasskeyAuthentication:
-            let isRegistration = request.method == AuthorityMethod.finishPasskeyRegistration
-            return serve(request, context, AuthorityPasskeyFinishRequest.self) { (wire) async throws(RainError) in
-                let finish = PasskeyFinishRequest(
-                    appID: wire.appID, deviceID: wire.deviceID, ceremonyID: wire.ceremonyID,
-                    responseJSON: wire.responseJSON, devicePublicKey: wire.devicePublicKey)
-                let result =
-                    isRegistration
-                    ? try await authority.finishPasskeyRegistration(finish)
-                    : try await authority.finishPasskeyAuthentication(finish)
-                guard let result else {
-                    return AuthorityPasskeyFinishResponse(
-                        isLoggedIn: false, accountID: "", walletID: "", accountCreated: false,
-                        tokens: AuthoritySessionTokens(accessToken: "", refreshToken: "", accessLifetime: .zero))
-                }
-                return AuthorityPasskeyFinishResponse(
-                    isLoggedIn: true, accountID: result.accountID, walletID: result.walletID,
-                    accountCreated: result.accountCreated, tokens: AuthoritySessionTokens(result.tokens))
+        case AuthorityMethod.beginPasskeyAuthentication:
+            return serve(request, context, PasskeyBeginRequest.self) { (r) async throws(RainError) in
+                try await authority.beginPasskeyAuthentication(r)
+            }
+
+        case AuthorityMethod.finishPasskeyRegistration:
+            return serve(request, context, PasskeyFinishRequest.self) { (r) async throws(RainError) in
+                PasskeyFinishResult(login: try await authority.finishPasskeyRegistration(r))
+            }
+
+        case AuthorityMethod.finishPasskeyAuthentication:
+            return serve(request, context, PasskeyFinishRequest.self) { (r) async throws(RainError) in
+                PasskeyFinishResult(login: try await authority.finishPasskeyAuthentication(r))
             }
 
         case AuthorityMethod.cancelPasskeyCeremony:
-            return serve(request, context, AuthorityPasskeyCancelRequest.self) { (wire) async throws(RainError) in
-                try await authority.cancelPasskeyCeremony(
-                    appID: wire.appID, deviceID: wire.deviceID, ceremonyID: wire.ceremonyID)
+            return serve(request, context, AuthorityPasskeyCancelRequest.self) { (r) async throws(RainError) in
+                try await authority.cancelPasskeyCeremony(appID: r.appID, deviceID: r.deviceID, ceremonyID: r.ceremonyID)
                 return AuthorityPasskeyCancelResponse()
             }
 
         case AuthorityMethod.getWallet:
-            return serve(request, context, AuthorityWalletRequest.self) { (wire) async throws(RainError) in
-                let info = try await authority.wallet(appID: wire.appID, accessToken: wire.accessToken)
-                return AuthorityWalletResponse(
-                    walletID: info.walletID, createdAt: info.createdAt, ethereumAddress: info.ethereumAddress,
-                    solanaAddress: info.solanaAddress)
+            return serve(request, context, AuthorityWalletRequest.self) { (r) async throws(RainError) in
+                try await authority.wallet(appID: r.appID, accessToken: r.accessToken)
             }
 
         case AuthorityMethod.exportWallet:
-            return serve(request, context, AuthorityWalletRequest.self) { (wire) async throws(RainError) in
-                let secrets = try await authority.exportWallet(appID: wire.appID, accessToken: wire.accessToken)
-                return AuthorityExportWalletResponse(
-                    mnemonic: secrets.mnemonic, ethereumPrivateKey: secrets.ethereumPrivateKeyHex,
-                    solanaKeypair: secrets.solanaKeypairBase58)
+            return serve(request, context, AuthorityWalletRequest.self) { (r) async throws(RainError) in
+                try await authority.exportWallet(appID: r.appID, accessToken: r.accessToken)
             }
 
         case AuthorityMethod.revokeSession:
-            return serve(request, context, AuthorityRevokeSessionRequest.self) { (wire) async throws(RainError) in
-                try await authority.revokeSession(appID: wire.appID, refreshToken: wire.refreshToken)
+            return serve(request, context, AuthorityRevokeSessionRequest.self) { (r) async throws(RainError) in
+                try await authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken)
                 return AuthorityRevokeSessionResponse()
             }
 
@@ -200,13 +159,7 @@ public final class AuthorityService: ServerHandler {
                             "the development outbox is disabled; start the authority with --dev-outbox to enable it")))
             }
             return serve(request, context, ListOutboxRequest.self) { _ async throws(RainError) in
-                let deliveries = try await authority.listOutbox()
-                return ListOutboxResponse(
-                    entries: deliveries.map { d in
-                        OutboxEntry(
-                            contact: d.kind == "phone" ? .phone(d.contact) : .email(d.contact), code: d.code,
-                            sentAt: d.sentAt, appID: d.appID)
-                    })
+                ListOutboxResponse(deliveries: try await authority.listOutbox())
             }
 
         default:
@@ -252,22 +205,5 @@ public final class AuthorityService: ServerHandler {
             context.responder.respond(response)
         }
         return .deferred
-    }
-}
-
-extension AuthoritySessionTokens {
-    /// The wire form of a session's tokens.
-    init(_ tokens: SessionTokens) {
-        self.init(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, accessLifetime: tokens.accessLifetime)
-    }
-}
-
-extension AuthorityAccountInfoResponse {
-    /// The wire form of an `AccountInfo`.
-    init(_ info: AccountInfo) {
-        self.init(
-            accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts,
-            needsBackupEmail: info.needsBackupEmail, passkeys: info.passkeys)
     }
 }

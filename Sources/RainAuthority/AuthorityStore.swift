@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainWire
 
 /// Where the authority keeps accounts, contacts, wallets, login challenges and sessions.
 ///

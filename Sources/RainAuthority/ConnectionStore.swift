@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainWire
 
 /// An `AuthorityStore` whose use cases are `StoreOperations` run on one of its connections: the
 /// async API below is written once for `SQLiteAuthorityStore` and `PostgresAuthorityStore`. A

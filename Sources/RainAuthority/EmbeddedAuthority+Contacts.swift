@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainWire
 
 /// Backup contacts (issue 4): a live session attaches a verified email or phone number to its
 /// account with the login-code machinery (a challenge of purpose `verify_contact`, bound to the

@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainWire
 
 extension EmbeddedAuthority {
     /// Account/Get and Wallet/Get on the store's direct reader, when the store has one (SQLite).

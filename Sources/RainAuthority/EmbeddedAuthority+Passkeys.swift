@@ -2,6 +2,7 @@ import Foundation
 import RainCore
 import RainCrypto
 import RainWebAuthn
+import RainWire
 
 /// Passkeys (issue 4): the relying party runs here, where the credentials live.
 ///

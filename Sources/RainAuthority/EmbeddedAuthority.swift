@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainWire
 
 /// The authority running in-process: accounts, login codes, wallets and session tokens on an
 /// `AuthorityStore` (SQLite in the state directory by default), codes delivered by a `CodeSender`

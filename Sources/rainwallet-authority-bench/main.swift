@@ -14,6 +14,7 @@ import Foundation
 import RainAuthority
 import RainCore
 import RainCrypto
+import RainWire
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("rainwallet-authority-bench: \(message)\n".utf8))

@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainTestSupport
+import RainWire
 import Testing
 
 @testable import RainAuthority

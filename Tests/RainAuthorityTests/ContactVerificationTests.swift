@@ -3,6 +3,7 @@ import RainCore
 import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
+import RainWire
 import Testing
 
 @testable import RainAuthority

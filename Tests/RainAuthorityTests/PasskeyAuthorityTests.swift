@@ -4,6 +4,7 @@ import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
 import RainWebAuthn
+import RainWire
 import Testing
 
 @testable import RainAuthority

@@ -2,6 +2,7 @@ import Foundation
 import RainCore
 import RainCrypto
 import RainTestSupport
+import RainWire
 import Synchronization
 import Testing
 

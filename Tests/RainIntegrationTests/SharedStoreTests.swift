@@ -4,6 +4,7 @@ import RainCore
 import RainCrypto
 import RainTestSupport
 import RainWallet
+import RainWire
 import Synchronization
 import Testing
 
