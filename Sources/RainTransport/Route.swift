@@ -1,0 +1,127 @@
+import RainCore
+import RainWire
+
+/// Where a route's handler runs (DESIGN §9: the loop thread never blocks).
+public enum RoutePlacement: String, Sendable, CaseIterable {
+    /// Answered at once on the event-loop thread (snapshot reads, GetInfo): must not block.
+    case loop
+    /// Run in a task (a session actor, an async authority) and answered when it ends.
+    case actor
+    /// Started on the loop thread through a completion callback that answers from another thread
+    /// without the Swift pool; when that path is closed or fails, the route's actor handler runs.
+    case direct
+    /// A server stream: the handler registers where messages go and the call stays open.
+    case stream
+}
+
+/// What a route promises and what the service may do with it, declared once next to the route so a
+/// later rule (retries, confirmation, audit, deadlines) reads a flag instead of adding a code path.
+public struct RoutePolicy: Sendable, Equatable {
+    /// Whether a call may be repeated.
+    public enum Kind: Sendable, Equatable {
+        /// Reads: safe to retry (the client or the service may repeat it).
+        case read
+        /// Sends and mutations (a sent code, a confirmed login): never retried.
+        case send
+    }
+
+    /// Read (retried) or send (never retried).
+    public var kind: Kind
+    /// The call fails without a logged-in session.
+    public var needsSession: Bool
+    /// The call exposes or adds a credential or secret: to be confirmed by the user and audited.
+    public var isSensitive: Bool
+    /// The deadline armed when a request brings no `timeout_ms` of its own; nil arms none.
+    public var deadline: Duration?
+
+    /// A policy.
+    /// - Parameters:
+    ///   - kind: read (retried) or send (never retried).
+    ///   - needsSession: the call fails without a logged-in session.
+    ///   - isSensitive: the call exposes or adds a credential or secret.
+    ///   - deadline: the default deadline; a request's own `timeout_ms` wins.
+    public init(kind: Kind, needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil) {
+        self.kind = kind
+        self.needsSession = needsSession
+        self.isSensitive = isSensitive
+        self.deadline = deadline
+    }
+
+    /// A read (retried).
+    public static func read(needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil) -> RoutePolicy {
+        RoutePolicy(kind: .read, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline)
+    }
+
+    /// A send or mutation (never retried).
+    public static func send(needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil) -> RoutePolicy {
+        RoutePolicy(kind: .send, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline)
+    }
+
+    /// Whether a failed call may be repeated.
+    public var isRetried: Bool { kind == .read }
+}
+
+/// The handler of a route; its case is the route's placement. `Context` is what the service
+/// supplies for each call (for the device: the call's profile).
+public enum RouteHandler<Context: Sendable, Request: WireMessage, Response: WireMessage>: Sendable {
+    /// Starts a direct read: returns false when the direct path is closed (the fallback then runs),
+    /// else true, and later calls `done` exactly once from any thread. A failure is not the answer:
+    /// the fallback runs and gives it.
+    public typealias DirectRead =
+        @Sendable (Request, Context, _ done: @escaping @Sendable (Result<Response, RainError>) -> Void) -> Bool
+
+    /// Answered on the loop thread: must not block.
+    case loop(@Sendable (Request, Context) throws(RainError) -> Response)
+    /// Run in a task, answered when it returns.
+    case actor(@Sendable (Request, Context) async throws(RainError) -> Response)
+    /// A direct read on the loop thread with a task fallback (`RoutePlacement.direct`).
+    case direct(DirectRead, fallback: @Sendable (Request, Context) async throws(RainError) -> Response)
+    /// A server stream: registers where its messages go through `RequestContext.responder` (loop
+    /// thread); a thrown error answers the call instead.
+    case stream(@Sendable (Request, Context, RequestContext) throws(RainError) -> Void)
+
+    /// Where this handler runs.
+    public var placement: RoutePlacement {
+        switch self {
+        case .loop: return .loop
+        case .actor: return .actor
+        case .direct: return .direct
+        case .stream: return .stream
+        }
+    }
+}
+
+/// One RPC, declared once: its method name, its request and response messages, its policy, and
+/// its handler (whose case is its placement). A `RouteTable` decodes, dispatches and answers it.
+///
+/// ```swift
+/// Route(Method.logout, LogoutRequest.self, LogoutResponse.self, policy: .send(needsSession: true),
+///       .actor { (_, call) throws(RainError) in try await call.session.logout() })
+/// ```
+public struct Route<Context: Sendable, Request: WireMessage, Response: WireMessage>: Sendable {
+    /// The full method name, for example `/rain.wallet.v1.Auth/Logout`.
+    public let method: String
+    /// Retries, session, sensitivity, deadline.
+    public let policy: RoutePolicy
+    /// What answers the call.
+    public let handler: RouteHandler<Context, Request, Response>
+
+    /// Declares a route.
+    /// - Parameters:
+    ///   - method: the full method name.
+    ///   - request: the request message (an undecodable payload is answered with RAIN_102).
+    ///   - response: the response message.
+    ///   - policy: the route's policy.
+    ///   - handler: the handler; its case is the placement.
+    public init(
+        _ method: String, _ request: Request.Type, _ response: Response.Type, policy: RoutePolicy,
+        _ handler: RouteHandler<Context, Request, Response>
+    ) {
+        self.method = method
+        self.policy = policy
+        self.handler = handler
+    }
+
+    /// Where the handler runs.
+    public var placement: RoutePlacement { handler.placement }
+}

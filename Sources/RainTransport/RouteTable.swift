@@ -1,0 +1,282 @@
+import RainCore
+import RainWire
+
+/// A route with its message types erased, as a `RouteTable` holds it.
+public struct AnyRoute<Context: Sendable>: Sendable {
+    /// The full method name.
+    public let method: String
+    /// Where the handler runs.
+    public let placement: RoutePlacement
+    /// Retries, session, sensitivity, deadline.
+    public let policy: RoutePolicy
+    /// The request message type.
+    public let requestType: any WireMessage.Type
+    /// The response message type.
+    public let responseType: any WireMessage.Type
+    let dispatch: @Sendable (WireRequest, RequestContext, Context, RouteRunner) -> HandlerDecision
+
+    /// Erases a route's message types.
+    public init<Request, Response>(_ route: Route<Context, Request, Response>) {
+        method = route.method
+        placement = route.placement
+        policy = route.policy
+        requestType = Request.self
+        responseType = Response.self
+        dispatch = { request, context, call, runner in route.dispatch(request, context, call, runner) }
+    }
+}
+
+/// Collects route declarations; `if` includes a route only where it is enabled.
+@resultBuilder
+public enum RouteTableBuilder<Context: Sendable> {
+    public static func buildExpression<Request, Response>(_ route: Route<Context, Request, Response>) -> [AnyRoute<Context>] {
+        [AnyRoute(route)]
+    }
+    public static func buildExpression(_ route: AnyRoute<Context>) -> [AnyRoute<Context>] { [route] }
+    public static func buildBlock(_ parts: [AnyRoute<Context>]...) -> [AnyRoute<Context>] { parts.flatMap { $0 } }
+    public static func buildOptional(_ part: [AnyRoute<Context>]?) -> [AnyRoute<Context>] { part ?? [] }
+    public static func buildEither(first: [AnyRoute<Context>]) -> [AnyRoute<Context>] { first }
+    public static func buildEither(second: [AnyRoute<Context>]) -> [AnyRoute<Context>] { second }
+    public static func buildArray(_ parts: [[AnyRoute<Context>]]) -> [AnyRoute<Context>] { parts.flatMap { $0 } }
+}
+
+/// The answer to a method no route declares: RAIN_102 `unknown_method`, naming the method (at most
+/// `maximumEchoedScalars` of it) and the info call that lists what the service supports.
+public struct UnknownMethodAnswer: Sendable {
+    /// The method that lists capabilities, for example `/rain.wallet.v1.Daemon/GetInfo`.
+    public var infoMethod: String
+    /// What the message calls the service ("daemon", "authority").
+    public var serviceName: String
+    /// The most scalars of the method name echoed back. A method of almost 1 MiB would otherwise
+    /// make an answer larger than the maximum frame, which clients refuse.
+    public var maximumEchoedScalars: Int
+
+    /// The answer.
+    public init(infoMethod: String, serviceName: String, maximumEchoedScalars: Int = 200) {
+        self.infoMethod = infoMethod
+        self.serviceName = serviceName
+        self.maximumEchoedScalars = maximumEchoedScalars
+    }
+
+    /// The error for `method`.
+    public func error(for method: String) -> RainError {
+        let scalars = method.unicodeScalars
+        let shown =
+            scalars.count <= maximumEchoedScalars
+            ? method : String(String.UnicodeScalarView(scalars.prefix(maximumEchoedScalars))) + "…"
+        return RainError(
+            .invalidArgument, "unknown method \(shown); call \(infoMethod) to see what this \(serviceName) supports",
+            details: .init(reason: "unknown_method"))
+    }
+}
+
+/// How a table logs the outcome of a call answered from a task (`.actor`, `.direct`). Loop and
+/// stream routes answer at once and log nothing. Nothing from a payload is ever logged.
+public enum RouteOutcomeLog: Sendable {
+    /// Every call at debug level (`call`: method, status, reason, error message); an internal error
+    /// (RAIN_502) also at error level (`call.failed`), and the caller gets a generic message that
+    /// points at the log instead of the internal one. Messages never hold a secret.
+    case everyCall(Logger)
+    /// Failures only (`call.failed`: method, code, reason), at error level for an internal error and
+    /// info otherwise; every error goes on the wire as it is.
+    case failures(Logger)
+}
+
+/// Routes declared once, dispatched by method name: decodes the payload (RAIN_102 when undecodable),
+/// answers an unknown method, arms the deadline, runs the handler where its placement says and
+/// answers and logs the outcome. The service supplies a `Context` for each call.
+///
+/// Dispatch runs on the loop thread and never blocks. The first route of a method wins; a method
+/// declared twice is listed in `duplicateMethods` (a test keeps it empty).
+public struct RouteTable<Context: Sendable>: Sendable {
+    /// The routes in declaration order (the first of each method).
+    public let routes: [AnyRoute<Context>]
+    /// Methods declared more than once (only the first declaration is served).
+    public let duplicateMethods: [String]
+    private let byMethod: [String: AnyRoute<Context>]
+    private let runner: RouteRunner
+    private let unknownMethod: UnknownMethodAnswer
+
+    /// Builds a table.
+    /// - Parameters:
+    ///   - deadlineClock: arms deadlines (a request's `timeout_ms`, else the route's default); nil
+    ///     arms none (a service whose clients keep their own deadlines).
+    ///   - outcomeLog: how outcomes are logged and internal errors answered.
+    ///   - unknownMethod: the answer to a method without a route.
+    ///   - routes: the declarations.
+    public init(
+        deadlineClock: (any RainClock)?, outcomeLog: RouteOutcomeLog, unknownMethod: UnknownMethodAnswer,
+        @RouteTableBuilder<Context> routes: () -> [AnyRoute<Context>]
+    ) {
+        self.init(deadlineClock: deadlineClock, outcomeLog: outcomeLog, unknownMethod: unknownMethod, routes: routes())
+    }
+
+    /// Builds a table from erased routes.
+    public init(
+        deadlineClock: (any RainClock)?, outcomeLog: RouteOutcomeLog, unknownMethod: UnknownMethodAnswer,
+        routes declared: [AnyRoute<Context>]
+    ) {
+        var byMethod: [String: AnyRoute<Context>] = [:]
+        var routes: [AnyRoute<Context>] = []
+        var duplicates: [String] = []
+        for route in declared {
+            if byMethod[route.method] == nil {
+                byMethod[route.method] = route
+                routes.append(route)
+            } else {
+                duplicates.append(route.method)
+            }
+        }
+        self.byMethod = byMethod
+        self.routes = routes
+        self.duplicateMethods = duplicates
+        self.runner = RouteRunner(clock: deadlineClock, outcomeLog: outcomeLog)
+        self.unknownMethod = unknownMethod
+    }
+
+    /// The methods served, in declaration order.
+    public var methods: [String] { routes.map(\.method) }
+
+    /// The route of `method`, or nil.
+    public func route(for method: String) -> AnyRoute<Context>? { byMethod[method] }
+
+    /// The declared policy of `method`, or nil for an unknown method.
+    public func policy(for method: String) -> RoutePolicy? { byMethod[method]?.policy }
+
+    /// Dispatches one request (loop thread; never blocks).
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - context: the server's context of the call (its responder).
+    ///   - call: what the service supplies to the handler.
+    public func handle(_ request: WireRequest, context: RequestContext, call: Context) -> HandlerDecision {
+        guard let route = byMethod[request.method] else {
+            return .respond(.failure(unknownMethod.error(for: request.method)))
+        }
+        return route.dispatch(request, context, call, runner)
+    }
+}
+
+extension Route {
+    /// Decodes the payload and runs the handler where its placement says.
+    func dispatch(_ request: WireRequest, _ context: RequestContext, _ call: Context, _ runner: RouteRunner) -> HandlerDecision {
+        let decoded: Request
+        do {
+            decoded = try Request.decode(request.payload)
+        } catch {
+            return .respond(.failure(error))
+        }
+        switch handler {
+        case .loop(let body):
+            do {
+                return .respond(.ok(try body(decoded, call).encode()))
+            } catch {
+                return .respond(.failure(error))
+            }
+        case .stream(let body):
+            do {
+                try body(decoded, call, context)
+            } catch {
+                return .respond(.failure(error))
+            }
+            return .stream
+        case .actor(let body):
+            runner.armDeadline(request, policy, context.responder)
+            runner.run(decoded, call, request.method, context.responder, body)
+            return .deferred
+        case .direct(let read, let fallback):
+            let responder = context.responder
+            let method = request.method
+            runner.armDeadline(request, policy, responder)
+            let isStarted = read(decoded, call) { result in
+                switch result {
+                case .success(let response): runner.finish(.success(response), method, responder)
+                case .failure: runner.run(decoded, call, method, responder, fallback)
+                }
+            }
+            if !isStarted { runner.run(decoded, call, method, responder, fallback) }
+            return .deferred
+        }
+    }
+}
+
+/// What a table's task-run routes share: the deadline clock and the outcome log.
+final class RouteRunner: Sendable {
+    let clock: (any RainClock)?
+    let outcomeLog: RouteOutcomeLog
+
+    init(clock: (any RainClock)?, outcomeLog: RouteOutcomeLog) {
+        self.clock = clock
+        self.outcomeLog = outcomeLog
+    }
+
+    /// With a `timeout_ms` (else the route's default deadline), answers RAIN_501 `deadline_exceeded`
+    /// when it passes first. The work itself goes on (a sent code cannot be unsent); the server drops
+    /// whichever answer comes later.
+    func armDeadline(_ request: WireRequest, _ policy: RoutePolicy, _ responder: Responder) {
+        guard let clock else { return }
+        let milliseconds: Int64
+        if request.timeoutMilliseconds > 0 {
+            milliseconds = Int64(request.timeoutMilliseconds)
+        } else if let deadline = policy.deadline, deadline.milliseconds > 0 {
+            milliseconds = deadline.milliseconds
+        } else {
+            return
+        }
+        let method = request.method
+        Task {
+            await clock.sleep(for: .milliseconds(milliseconds))
+            responder.fail(
+                RainError(
+                    .provider, "\(method) did not finish within \(milliseconds) ms",
+                    details: .init(reason: "deadline_exceeded")))
+        }
+    }
+
+    /// Runs `body` in a task and answers with its outcome.
+    func run<Context: Sendable, Request: WireMessage, Response: WireMessage>(
+        _ request: Request, _ call: Context, _ method: String, _ responder: Responder,
+        _ body: @escaping @Sendable (Request, Context) async throws(RainError) -> Response
+    ) {
+        Task {
+            do throws(RainError) {
+                finish(.success(try await body(request, call)), method, responder)
+            } catch {
+                finish(Result<Response, RainError>.failure(error), method, responder)
+            }
+        }
+    }
+
+    /// Answers a call and logs its outcome.
+    func finish<Response: WireMessage>(_ result: Result<Response, RainError>, _ method: String, _ responder: Responder) {
+        do throws(RainError) {
+            let response = try result.get()
+            responder.respond(.ok(try response.encode()))
+            if case .everyCall(let logger) = outcomeLog {
+                logger.debug("call", ["method": method, "status": "ok"])
+            }
+        } catch {
+            switch outcomeLog {
+            case .everyCall(let logger):
+                // Messages never hold a code, token or key (the secret-scanning tests check this log).
+                logger.debug(
+                    "call",
+                    [
+                        "method": method, "status": error.code.description, "reason": error.details.reason ?? "",
+                        "error": error.message,
+                    ])
+                if error.code == .internalError {
+                    logger.error("call.failed", ["method": method, "error": error.message])
+                    responder.fail(RainError(.internalError, "internal error in \(method); see the daemon log"))
+                } else {
+                    responder.fail(error)
+                }
+            case .failures(let logger):
+                let level: LogLevel = error.code == .internalError ? .error : .info
+                logger.log(
+                    level, "call.failed",
+                    ["method": method, "code": error.code.description, "reason": error.details.reason ?? "-"])
+                responder.fail(error)
+            }
+        }
+    }
+}
