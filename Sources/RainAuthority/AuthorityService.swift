@@ -6,9 +6,10 @@ import RainWire
 /// Serves an `Authority` (normally the `EmbeddedAuthority`) over the framed protocol: the server
 /// side of `rainwalletd authority --listen HOST:PORT`, answering `RemoteAuthority`.
 ///
-/// Methods are `AuthorityMethod`. Payloads are decoded on the loop thread (an undecodable one is
-/// answered at once with RAIN_102 `undecodable_payload`); each call then runs in a `Task` and is
-/// answered when the authority returns, so answers come in any order. The authority's `RainError`
+/// Methods are `AuthorityMethod`, each declared once in `routes` with its messages and policy.
+/// Payloads are decoded on the loop thread (an undecodable one is answered at once with RAIN_102
+/// `undecodable_payload`); each call then runs in a `Task` and is answered when the authority
+/// returns, so answers come in any order. The authority's `RainError`
 /// goes on the wire as it is, code and details included. `GetInfo` is answered inline. Requests
 /// carry no profile: metadata is ignored. `Request.timeout_ms` is ignored too (the client keeps its
 /// own deadline). Cancelling a call answers it at once (RAIN_102 `cancelled`) but does not undo
@@ -25,11 +26,10 @@ import RainWire
 /// server.run()   // on its own thread; server.stop(drainTimeout:) from the SIGTERM handler
 /// ```
 public final class AuthorityService: ServerHandler {
+    /// Every method of `AuthorityMethod`, declared once; each call's context is the authority.
+    public let routes: RouteTable<any Authority>
     private let authority: any Authority
     private let isDevOutboxEnabled: Bool
-    private let version: String
-    private let maximumFrameBytes: Int
-    private let logger: Logger
 
     /// Creates the service.
     /// - Parameters:
@@ -46,130 +46,25 @@ public final class AuthorityService: ServerHandler {
     ) {
         self.authority = authority
         self.isDevOutboxEnabled = isDevOutboxEnabled
-        self.version = version
-        self.maximumFrameBytes = maximumFrameBytes
-        self.logger = logger
+        let info = GetInfoResponse(
+            daemonVersion: version, protocolVersion: protocolVersion,
+            capabilities: Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled),
+            maxFrameBytes: UInt32(clamping: maximumFrameBytes))
+        self.routes = Self.routes(info: info, isDevOutboxEnabled: isDevOutboxEnabled, logger: logger)
     }
 
     /// The capabilities `GetInfo` reports.
-    public var capabilities: [String] {
-        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts"] + (isDevOutboxEnabled ? ["dev-outbox"] : [])
+    public var capabilities: [String] { Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled) }
+
+    private static func capabilities(isDevOutboxEnabled: Bool) -> [String] {
+        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts"]
+            + (isDevOutboxEnabled ? ["dev-outbox"] : [])
     }
 
-    /// Dispatches one request (loop thread; never blocks).
+    /// Dispatches one request (loop thread; never blocks). Requests carry no profile, and the
+    /// client keeps its own deadline: the table arms none.
     public func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
-        let authority = self.authority
-        switch request.method {
-        case AuthorityMethod.getInfo:
-            let info = GetInfoResponse(
-                daemonVersion: version, protocolVersion: protocolVersion, capabilities: capabilities,
-                maxFrameBytes: UInt32(clamping: maximumFrameBytes))
-            do {
-                return .respond(.ok(try info.encode()))
-            } catch {
-                return .respond(.failure(error))
-            }
-
-        case AuthorityMethod.sendLoginCode:
-            return serve(request, context, SendCodeRequest.self) { (r) async throws(RainError) in
-                try await authority.sendLoginCode(r)
-            }
-
-        case AuthorityMethod.confirmLoginCode:
-            return serve(request, context, ConfirmCodeRequest.self) { (r) async throws(RainError) in
-                try await authority.confirmLoginCode(r)
-            }
-
-        case AuthorityMethod.refreshSession:
-            return serve(request, context, RefreshRequest.self) { (r) async throws(RainError) in
-                AuthorityRefreshSessionResponse(tokens: try await authority.refreshSession(r))
-            }
-
-        case AuthorityMethod.accountInfo:
-            return serve(request, context, AuthorityAccountInfoRequest.self) { (r) async throws(RainError) in
-                try await authority.accountInfo(appID: r.appID, accessToken: r.accessToken)
-            }
-
-        case AuthorityMethod.sendContactVerificationCode:
-            return serve(request, context, AuthoritySendContactVerificationRequest.self) {
-                (r) async throws(RainError) in
-                guard let contact = r.contact else {
-                    throw RainError.invalid("the request names no contact", field: "contact")
-                }
-                return try await authority.sendContactVerificationCode(
-                    appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact)
-            }
-
-        case AuthorityMethod.confirmContactVerification:
-            return serve(request, context, AuthorityConfirmContactVerificationRequest.self) {
-                (r) async throws(RainError) in
-                try await authority.confirmContactVerification(
-                    appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
-                    code: r.code)
-            }
-
-        case AuthorityMethod.beginPasskeyRegistration:
-            return serve(request, context, PasskeyBeginRequest.self) { (r) async throws(RainError) in
-                try await authority.beginPasskeyRegistration(r)
-            }
-
-        case AuthorityMethod.beginPasskeyAuthentication:
-            return serve(request, context, PasskeyBeginRequest.self) { (r) async throws(RainError) in
-                try await authority.beginPasskeyAuthentication(r)
-            }
-
-        case AuthorityMethod.finishPasskeyRegistration:
-            return serve(request, context, PasskeyFinishRequest.self) { (r) async throws(RainError) in
-                PasskeyFinishResult(login: try await authority.finishPasskeyRegistration(r))
-            }
-
-        case AuthorityMethod.finishPasskeyAuthentication:
-            return serve(request, context, PasskeyFinishRequest.self) { (r) async throws(RainError) in
-                PasskeyFinishResult(login: try await authority.finishPasskeyAuthentication(r))
-            }
-
-        case AuthorityMethod.cancelPasskeyCeremony:
-            return serve(request, context, AuthorityPasskeyCancelRequest.self) { (r) async throws(RainError) in
-                try await authority.cancelPasskeyCeremony(appID: r.appID, deviceID: r.deviceID, ceremonyID: r.ceremonyID)
-                return AuthorityPasskeyCancelResponse()
-            }
-
-        case AuthorityMethod.getWallet:
-            return serve(request, context, AuthorityWalletRequest.self) { (r) async throws(RainError) in
-                try await authority.wallet(appID: r.appID, accessToken: r.accessToken)
-            }
-
-        case AuthorityMethod.exportWallet:
-            return serve(request, context, AuthorityWalletRequest.self) { (r) async throws(RainError) in
-                try await authority.exportWallet(appID: r.appID, accessToken: r.accessToken)
-            }
-
-        case AuthorityMethod.revokeSession:
-            return serve(request, context, AuthorityRevokeSessionRequest.self) { (r) async throws(RainError) in
-                try await authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken)
-                return AuthorityRevokeSessionResponse()
-            }
-
-        case AuthorityMethod.listOutbox:
-            guard isDevOutboxEnabled else {
-                return .respond(
-                    .failure(
-                        RainError(
-                            .unauthorized,
-                            "the development outbox is disabled; start the authority with --dev-outbox to enable it")))
-            }
-            return serve(request, context, ListOutboxRequest.self) { _ async throws(RainError) in
-                ListOutboxResponse(deliveries: try await authority.listOutbox())
-            }
-
-        default:
-            return .respond(
-                .failure(
-                    RainError(
-                        .invalidArgument,
-                        "unknown method \(request.method); call \(AuthorityMethod.getInfo) to see what this authority supports",
-                        details: .init(reason: "unknown_method"))))
-        }
+        routes.handle(request, context: context, call: authority)
     }
 
     /// Nothing to stop: a cancelled call was already answered, and its work is not undone.
@@ -178,32 +73,115 @@ public final class AuthorityService: ServerHandler {
     /// Nothing to drop: the authority hop has no streams.
     public func connectionClosed(_ connection: ConnectionID) {}
 
-    /// Decodes the payload now, runs `body` in a task and answers with its result.
-    private func serve<Request: WireMessage, Response: WireMessage>(
-        _ request: WireRequest, _ context: RequestContext, _ type: Request.Type,
-        _ body: @escaping @Sendable (Request) async throws(RainError) -> Response
-    ) -> HandlerDecision {
-        let decoded: Request
-        do {
-            decoded = try Request.decode(request.payload)
-        } catch {
-            return .respond(.failure(error))
-        }
-        let method = request.method
-        let logger = self.logger
-        Task {
-            let response: WireResponse
-            do throws(RainError) {
-                response = .ok(try await body(decoded).encode())
-            } catch {
-                let level: LogLevel = error.code == .internalError ? .error : .info
-                logger.log(
-                    level, "call.failed",
-                    ["method": method, "code": error.code.description, "reason": error.details.reason ?? "-"])
-                response = .failure(error)
+    /// The authority hop's RPCs, one declaration per method of `AuthorityMethod`. Every call but
+    /// `GetInfo` runs on the authority in a task. Reads are retried by the device, sends never;
+    /// `needsSession` marks the calls that present a session's token; sensitive calls export a
+    /// secret or add a credential or contact to an account (to be confirmed and audited).
+    static func routes(info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger) -> RouteTable<any Authority> {
+        RouteTable(
+            deadlineClock: nil, outcomeLog: .failures(logger),
+            unknownMethod: UnknownMethodAnswer(infoMethod: AuthorityMethod.getInfo, serviceName: "authority")
+        ) {
+            Route(
+                AuthorityMethod.getInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(),
+                .loop { (_, _) throws(RainError) in info })
+            Route(
+                AuthorityMethod.sendLoginCode, SendCodeRequest.self, SendCodeResult.self, policy: .send(),
+                .actor { (r, authority) throws(RainError) in try await authority.sendLoginCode(r) })
+            Route(
+                AuthorityMethod.confirmLoginCode, ConfirmCodeRequest.self, LoginResult.self, policy: .send(),
+                .actor { (r, authority) throws(RainError) in try await authority.confirmLoginCode(r) })
+            Route(
+                AuthorityMethod.refreshSession, RefreshRequest.self, AuthorityRefreshSessionResponse.self,
+                policy: .send(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    AuthorityRefreshSessionResponse(tokens: try await authority.refreshSession(r))
+                })
+            Route(
+                AuthorityMethod.accountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self,
+                policy: .read(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.accountInfo(appID: r.appID, accessToken: r.accessToken)
+                })
+            Route(
+                AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest.self, AuthorityRevokeSessionResponse.self,
+                policy: .send(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken)
+                    return AuthorityRevokeSessionResponse()
+                })
+            if isDevOutboxEnabled {
+                Route(
+                    AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
+                    .actor { (_, authority) throws(RainError) in
+                        ListOutboxResponse(deliveries: try await authority.listOutbox())
+                    })
+            } else {
+                Route(
+                    AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
+                    .loop { (_, _) throws(RainError) in
+                        throw RainError(
+                            .unauthorized,
+                            "the development outbox is disabled; start the authority with --dev-outbox to enable it")
+                    })
             }
-            context.responder.respond(response)
+            Route(
+                AuthorityMethod.getWallet, AuthorityWalletRequest.self, WalletInfo.self, policy: .read(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.wallet(appID: r.appID, accessToken: r.accessToken)
+                })
+            Route(
+                AuthorityMethod.exportWallet, AuthorityWalletRequest.self, WalletSecrets.self,
+                policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.exportWallet(appID: r.appID, accessToken: r.accessToken)
+                })
+            Route(
+                AuthorityMethod.beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self,
+                policy: .send(isSensitive: true),
+                .actor { (r, authority) throws(RainError) in try await authority.beginPasskeyRegistration(r) })
+            Route(
+                AuthorityMethod.finishPasskeyRegistration, PasskeyFinishRequest.self, PasskeyFinishResult.self,
+                policy: .send(isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    PasskeyFinishResult(login: try await authority.finishPasskeyRegistration(r))
+                })
+            Route(
+                AuthorityMethod.beginPasskeyAuthentication, PasskeyBeginRequest.self, PasskeyCeremony.self,
+                policy: .send(),
+                .actor { (r, authority) throws(RainError) in try await authority.beginPasskeyAuthentication(r) })
+            Route(
+                AuthorityMethod.finishPasskeyAuthentication, PasskeyFinishRequest.self, PasskeyFinishResult.self,
+                policy: .send(),
+                .actor { (r, authority) throws(RainError) in
+                    PasskeyFinishResult(login: try await authority.finishPasskeyAuthentication(r))
+                })
+            Route(
+                AuthorityMethod.cancelPasskeyCeremony, AuthorityPasskeyCancelRequest.self,
+                AuthorityPasskeyCancelResponse.self, policy: .send(),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.cancelPasskeyCeremony(
+                        appID: r.appID, deviceID: r.deviceID, ceremonyID: r.ceremonyID)
+                    return AuthorityPasskeyCancelResponse()
+                })
+            Route(
+                AuthorityMethod.sendContactVerificationCode, AuthoritySendContactVerificationRequest.self,
+                SendCodeResult.self, policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    guard let contact = r.contact else {
+                        throw RainError.invalid("the request names no contact", field: "contact")
+                    }
+                    return try await authority.sendContactVerificationCode(
+                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact)
+                })
+            Route(
+                AuthorityMethod.confirmContactVerification, AuthorityConfirmContactVerificationRequest.self,
+                AccountInfo.self, policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.confirmContactVerification(
+                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
+                        code: r.code)
+                })
         }
-        return .deferred
     }
 }
