@@ -37,14 +37,23 @@ let package = Package(
         .target(name: "RainWire", dependencies: ["RainCore", "CRainProto", "CProtobufC"]),
         .target(name: "RainCrypto", dependencies: ["RainCore", "COpenSSL"]),
         .target(name: "RainTransport", dependencies: ["RainCore", "RainWire", "RainCrypto", "CSystem"]),
+        // The authority, by job: its API (protocol, value types, settings, remote client), the stores
+        // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders,
+        // the PSL domain rule) and the server (the authority hop's routes).
+        .target(name: "RainAuthorityAPI", dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport"]),
+        .target(
+            name: "RainStore", dependencies: ["RainCore", "RainWire", "RainWebAuthn", "RainAuthorityAPI", "CSQLite", "CPostgres"]),
         .target(
             name: "RainAuthority",
-            dependencies: [
-                "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainWebAuthn", "CSQLite", "CPSL", "CPostgres",
-            ]),
+            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "CPSL"]),
+        .target(
+            name: "RainAuthorityServer", dependencies: ["RainCore", "RainWire", "RainTransport", "RainAuthorityAPI"]),
         .target(
             name: "RainDevice",
-            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),
+            dependencies: [
+                "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore", "RainAuthority",
+                "RainAuthorityServer",
+            ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainTransport"]),
@@ -53,12 +62,14 @@ let package = Package(
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
         .executableTarget(
-            name: "rainwallet-authority-bench", dependencies: ["RainAuthority", "RainCrypto", "RainCore"]),
+            name: "rainwallet-authority-bench",
+            dependencies: ["RainAuthorityAPI", "RainStore", "RainAuthority", "RainCrypto", "RainCore", "RainWire"]),
         // Fuzzing: the decode entry points and seeds shared by the fuzz executables and the replay test.
         .target(
             name: "RainFuzz",
             dependencies: [
-                "RainCore", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthority", "RainDevice", "RainSoftAuthenticator",
+                "RainCore", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "RainAuthority",
+                "RainDevice", "RainSoftAuthenticator",
             ]),
         .executableTarget(name: "FuzzFrame", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzRequests", dependencies: ["RainFuzz"]),
@@ -67,7 +78,10 @@ let package = Package(
         .executableTarget(name: "FuzzStorage", dependencies: ["RainFuzz"]),
         .target(
             name: "RainTestSupport",
-            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority", "RainDevice"]),
+            dependencies: [
+                "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore", "RainAuthority",
+                "RainAuthorityServer", "RainDevice",
+            ]),
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
@@ -75,8 +89,13 @@ let package = Package(
         .testTarget(name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto"]),
         .testTarget(
             name: "RainAuthorityTests",
-            dependencies: ["RainAuthority", "RainTestSupport", "RainWebAuthn", "RainSoftAuthenticator"]),
-        .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport", "RainFuzz"]),
+            dependencies: [
+                "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
+                "RainSoftAuthenticator",
+            ]),
+        .testTarget(
+            name: "RainDeviceTests",
+            dependencies: ["RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAuthorityAPI
 import RainCore
 
 /// Delivers codes by running a configured program (an SMTP or SMS bridge) once per code.

@@ -1,5 +1,7 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
+import RainStore
 import RainWire
 
 /// Backup contacts (issue 4): a live session attaches a verified email or phone number to its

@@ -1,5 +1,7 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
+import RainStore
 import RainWire
 
 extension EmbeddedAuthority {

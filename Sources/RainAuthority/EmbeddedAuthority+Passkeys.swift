@@ -1,6 +1,8 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
 import RainWebAuthn
 import RainWire
 

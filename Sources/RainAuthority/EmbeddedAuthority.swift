@@ -1,6 +1,8 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
 import RainWire
 
 /// The authority running in-process: accounts, login codes, wallets and session tokens on an
@@ -21,7 +23,7 @@ import RainWire
 /// token, and any refresh without a valid signature, revokes the whole session.
 public final class EmbeddedAuthority: Authority {
     /// Where data lives.
-    public let store: any AuthorityStore
+    package let store: any AuthorityStore
     /// The derived keys.
     public let keys: AuthorityKeys
     /// Lifetimes and limits.
@@ -35,7 +37,7 @@ public final class EmbeddedAuthority: Authority {
     /// - Parameters:
     ///   - sender: delivers codes.
     ///   - outbox: the outbox `listOutbox()` reads, or nil when there is none (then it is RAIN_202).
-    public init(
+    package init(
         store: any AuthorityStore, keys: AuthorityKeys, settings: AuthoritySettings = AuthoritySettings(),
         clock: any RainClock = SystemClock(), sender: any CodeSender, outbox: OutboxCodeSender?, logger: Logger
     ) {
@@ -57,7 +59,7 @@ public final class EmbeddedAuthority: Authority {
     ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
     ///     `authority.sqlite3` in the state directory.
     /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails.
-    public convenience init(
+    package convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
         sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, logger: Logger
     ) async throws(RainError) {
@@ -727,7 +729,7 @@ public final class EmbeddedAuthority: Authority {
     /// `settings.pruneRetention` ago. Logs one `prune` line with the counts (never contents).
     /// - Throws: RAIN_502 when the store or the outbox file fails.
     @discardableResult
-    public func pruneExpired() async throws(RainError) -> PruneResult {
+    package func pruneExpired() async throws(RainError) -> PruneResult {
         let now = clock.now
         let cutoff = now.adding(.zero - settings.pruneRetention)
         let challengeCutoff = now.adding(.zero - settings.challengeRetention)

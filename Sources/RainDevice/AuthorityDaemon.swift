@@ -1,8 +1,11 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainAuthorityAPI
+import RainAuthorityServer
 import RainCore
 import RainCrypto
+import RainStore
 import RainTransport
 
 /// `rainwalletd authority`: the authority alone, served over TCP with the device protocol's

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTransport

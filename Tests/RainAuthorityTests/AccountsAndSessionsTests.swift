@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
@@ -6,6 +7,8 @@ import RainWire
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
+
 
 @Suite("Accounts and sessions")
 struct AccountsAndSessionsTests {

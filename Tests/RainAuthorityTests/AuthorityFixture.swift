@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
@@ -7,6 +8,8 @@ import Synchronization
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
+
 
 /// A code sender that keeps deliveries in memory, so tests can read the code; it can be told to fail.
 final class CapturingCodeSender: CodeSender {

@@ -1,9 +1,11 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import Testing
 
 @testable import RainAuthority
+
 
 @Suite("Authority keys")
 struct AuthorityKeysTests {

@@ -1,10 +1,10 @@
+import RainAuthorityAPI
 import RainCore
 import RainTestSupport
 import RainTransport
 import RainWire
 import Testing
 
-@testable import RainAuthority
 
 /// The authority hop's route table: every method declared once, with its policy.
 @Suite struct AuthorityRoutesTests {

@@ -3,6 +3,7 @@ import Testing
 
 @testable import RainAuthority
 
+
 @Suite("Contact redaction")
 struct ContactRedactionTests {
     @Test(

@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainSoftAuthenticator
@@ -6,7 +7,8 @@ import RainTestSupport
 import RainWire
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
+
 
 /// Backup contacts at the embedded authority: verification codes follow the login-code rules, a
 /// verified contact becomes a login method of the same account, and a contact is never moved

@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainSoftAuthenticator
@@ -8,6 +9,8 @@ import RainWire
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
+
 
 /// Passkey ceremonies at the embedded authority, with the software authenticator.
 @Suite("Passkeys at the authority")

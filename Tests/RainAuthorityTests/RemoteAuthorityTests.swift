@@ -1,4 +1,6 @@
 import Foundation
+import RainAuthorityAPI
+import RainAuthorityServer
 import RainCore
 import RainCrypto
 import RainTestSupport
@@ -8,6 +10,8 @@ import Synchronization
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
+
 
 /// An `EventLoopServer` on a loopback TCP port, serving `handler`, with its loop on a thread.
 final class RunningTCPServer: Sendable {

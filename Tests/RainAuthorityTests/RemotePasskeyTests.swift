@@ -7,7 +7,8 @@ import RainWebAuthn
 import RainWire
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
+
 
 @Suite("Passkeys over the authority hop")
 struct RemotePasskeyTests {

@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
@@ -6,7 +7,8 @@ import RainWire
 import Synchronization
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
+
 
 /// The `AuthorityStore` contract, run against every store (SQLite in a temporary directory,
 /// PostgreSQL on a fresh database of the shared test cluster). SQLite-only behaviour (file modes,

@@ -1,7 +1,8 @@
 import Foundation
-import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
 import RainTestSupport
 import RainWallet
 import RainWire

@@ -2,7 +2,7 @@ import Foundation
 import RainCore
 
 /// What a passkey ceremony is for.
-public enum PasskeyCeremonyKind: String, Sendable, Equatable, CaseIterable {
+package enum PasskeyCeremonyKind: String, Sendable, Equatable, CaseIterable {
     /// Registration that creates a new account and wallet.
     case signUp = "sign_up"
     /// Registration that adds a passkey to the account of a live session.
@@ -14,22 +14,22 @@ public enum PasskeyCeremonyKind: String, Sendable, Equatable, CaseIterable {
 // MARK: - Store records
 
 /// A ceremony to store.
-public struct NewPasskeyCeremony: Sendable, Equatable {
-    public var id: String
-    public var appID: String
-    public var deviceID: String
-    public var kind: PasskeyCeremonyKind
-    public var rpID: String
-    public var origins: [String]
-    public var challenge: [UInt8]
+package struct NewPasskeyCeremony: Sendable, Equatable {
+    package var id: String
+    package var appID: String
+    package var deviceID: String
+    package var kind: PasskeyCeremonyKind
+    package var rpID: String
+    package var origins: [String]
+    package var challenge: [UInt8]
     /// Registration: the user handle the options carry.
-    public var userHandle: [UInt8]?
+    package var userHandle: [UInt8]?
     /// Add: the account the passkey goes to.
-    public var accountID: String?
-    public var createdAt: Date
-    public var expiresAt: Date
+    package var accountID: String?
+    package var createdAt: Date
+    package var expiresAt: Date
 
-    public init(
+    package init(
         id: String, appID: String, deviceID: String, kind: PasskeyCeremonyKind, rpID: String, origins: [String],
         challenge: [UInt8], userHandle: [UInt8]?, accountID: String?, createdAt: Date, expiresAt: Date
     ) {
@@ -48,7 +48,7 @@ public struct NewPasskeyCeremony: Sendable, Equatable {
 }
 
 /// How taking a ceremony for its finish went.
-public enum PasskeyCeremonyTake: Sendable, Equatable {
+package enum PasskeyCeremonyTake: Sendable, Equatable {
     /// The ceremony was pending, unexpired and bound to the app and device: it is now used.
     case taken(NewPasskeyCeremony)
     /// Unknown for this app and device.
@@ -60,24 +60,24 @@ public enum PasskeyCeremonyTake: Sendable, Equatable {
 }
 
 /// A stored passkey credential.
-public struct PasskeyCredentialRecord: Sendable, Equatable {
-    public var credentialID: [UInt8]
-    public var accountID: String
-    public var appID: String
-    public var rpID: String
+package struct PasskeyCredentialRecord: Sendable, Equatable {
+    package var credentialID: [UInt8]
+    package var accountID: String
+    package var appID: String
+    package var rpID: String
     /// The COSE_Key bytes.
-    public var publicKey: [UInt8]
+    package var publicKey: [UInt8]
     /// The COSE algorithm identifier.
-    public var algorithm: Int
-    public var signCount: UInt32
-    public var isBackupEligible: Bool
-    public var isBackedUp: Bool
+    package var algorithm: Int
+    package var signCount: UInt32
+    package var isBackupEligible: Bool
+    package var isBackedUp: Bool
     /// The WebAuthn user handle the credential was created with.
-    public var userHandle: [UInt8]
-    public var createdAt: Date
-    public var lastUsedAt: Date?
+    package var userHandle: [UInt8]
+    package var createdAt: Date
+    package var lastUsedAt: Date?
 
-    public init(
+    package init(
         credentialID: [UInt8], accountID: String, appID: String, rpID: String, publicKey: [UInt8], algorithm: Int,
         signCount: UInt32, isBackupEligible: Bool, isBackedUp: Bool, userHandle: [UInt8], createdAt: Date,
         lastUsedAt: Date?
@@ -99,18 +99,18 @@ public struct PasskeyCredentialRecord: Sendable, Equatable {
 
 /// A passkey sign-up to complete in one transaction: the account, its wallet, its first
 /// credential and its first session.
-public struct PasskeySignUpCompletion: Sendable, Equatable {
-    public var appID: String
-    public var deviceID: String
-    public var accountID: String
-    public var walletID: String
-    public var walletKeys: WalletKeyMaterial
+package struct PasskeySignUpCompletion: Sendable, Equatable {
+    package var appID: String
+    package var deviceID: String
+    package var accountID: String
+    package var walletID: String
+    package var walletKeys: WalletKeyMaterial
     /// The credential; its `accountID` is `accountID`.
-    public var credential: PasskeyCredentialRecord
-    public var session: NewSession
-    public var now: Date
+    package var credential: PasskeyCredentialRecord
+    package var session: NewSession
+    package var now: Date
 
-    public init(
+    package init(
         appID: String, deviceID: String, accountID: String, walletID: String, walletKeys: WalletKeyMaterial,
         credential: PasskeyCredentialRecord, session: NewSession, now: Date
     ) {
@@ -126,18 +126,18 @@ public struct PasskeySignUpCompletion: Sendable, Equatable {
 }
 
 /// A passkey login to complete in one transaction: the sign-count update and the session.
-public struct PasskeyLoginCompletion: Sendable, Equatable {
-    public var appID: String
-    public var deviceID: String
-    public var credentialID: [UInt8]
-    public var rpID: String
+package struct PasskeyLoginCompletion: Sendable, Equatable {
+    package var appID: String
+    package var deviceID: String
+    package var credentialID: [UInt8]
+    package var rpID: String
     /// The sign count the assertion reported.
-    public var signCount: UInt32
-    public var isBackedUp: Bool
-    public var session: NewSession
-    public var now: Date
+    package var signCount: UInt32
+    package var isBackedUp: Bool
+    package var session: NewSession
+    package var now: Date
 
-    public init(
+    package init(
         appID: String, deviceID: String, credentialID: [UInt8], rpID: String, signCount: UInt32, isBackedUp: Bool,
         session: NewSession, now: Date
     ) {
