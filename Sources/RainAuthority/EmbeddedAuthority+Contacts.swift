@@ -46,7 +46,7 @@ extension EmbeddedAuthority {
             challenge.targetAccountID == accountID
         else {
             throw RainError.invalid(
-                "no pending verification code; send a new one", field: "challengeId", reason: "no_pending_code")
+                "no pending verification code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
         try await checkCode(code, against: challenge, now: now)
 
@@ -58,7 +58,7 @@ extension EmbeddedAuthority {
         case .challengeUnavailable(let current):
             guard let current else {
                 throw RainError.invalid(
-                    "no pending verification code; send a new one", field: "challengeId", reason: "no_pending_code")
+                    "no pending verification code; send a new one", field: "challengeId", reason: Self.noPendingCode)
             }
             try Self.requireUsable(current, now: now)
             throw RainError(.internalError, "the verification could not be completed; try again")

@@ -352,7 +352,7 @@ public final class RemoteAuthority: Authority {
         let timeoutError = RainError(
             .network,
             "the authority at \(address) did not answer \(Self.name(method)) within \(callTimeout.milliseconds) ms",
-            details: .init(reason: "deadline_exceeded"))
+            details: .init(reason: RemoteAuthorityFailure.deadlineExceeded.rawValue))
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
                 gate.begin(continuation)
@@ -401,13 +401,13 @@ public final class RemoteAuthority: Authority {
     private func unreachable(_ cause: String) -> RainError {
         RainError(
             .network, "the authority at \(address) could not be reached: \(cause)",
-            details: .init(reason: "authority_unreachable"))
+            details: .init(reason: RemoteAuthorityFailure.unreachable.rawValue))
     }
 
     private func closedError() -> RainError {
         RainError(
             .network, "the authority at \(address) could not be reached: its client was closed",
-            details: .init(reason: "authority_unreachable"))
+            details: .init(reason: RemoteAuthorityFailure.unreachable.rawValue))
     }
 
     private func incompleteAnswer(_ method: String) -> RainError {
