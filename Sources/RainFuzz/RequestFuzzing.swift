@@ -71,7 +71,9 @@ enum RequestFuzzing {
             entry(CancelPasskeyRequest(ceremonyID: "cer_1")),
             entry(CancelPasskeyResponse()),
             // The authority hop: the authority's value types, seeds named after their proto messages.
-            entry(SendCodeRequest(appID: "default", deviceID: "dev_abcdefgh", contact: email), as: "AuthoritySendLoginCodeRequest"),
+            entry(
+                SendCodeRequest(appID: "default", deviceID: "dev_abcdefgh", contact: email),
+                as: "AuthoritySendLoginCodeRequest"),
             entry(SendCodeResult(challengeID: "chl_1", contact: email, expiresAt: date), as: "AuthoritySendLoginCodeResponse"),
             entry(
                 ConfirmCodeRequest(

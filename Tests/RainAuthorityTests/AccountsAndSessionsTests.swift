@@ -9,7 +9,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 @Suite("Accounts and sessions")
 struct AccountsAndSessionsTests {
     @Test("email and phone are separate accounts with separate wallets")

@@ -10,7 +10,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 /// A code sender that keeps deliveries in memory, so tests can read the code; it can be told to fail.
 final class CapturingCodeSender: CodeSender {
     private let state = Mutex<(deliveries: [OutboxDelivery], failure: RainError?)>(([], nil))

@@ -6,7 +6,6 @@ import Testing
 
 @testable import RainAuthority
 
-
 @Suite("Authority keys")
 struct AuthorityKeysTests {
     @Test("the derived keys are distinct, deterministic, and match HKDF with their labels")

@@ -5,7 +5,6 @@ import RainTransport
 import RainWire
 import Testing
 
-
 /// The authority hop's route table: every method declared once, with its policy.
 @Suite struct AuthorityRoutesTests {
     @Test("every AuthorityMethod has exactly one route, in the order of AuthorityMethod.all")

@@ -8,7 +8,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 @Suite("Code senders")
 struct CodeSenderTests {
     static let delivery = OutboxDelivery(

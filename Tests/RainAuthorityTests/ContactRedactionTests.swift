@@ -3,7 +3,6 @@ import Testing
 
 @testable import RainAuthority
 
-
 @Suite("Contact redaction")
 struct ContactRedactionTests {
     @Test(

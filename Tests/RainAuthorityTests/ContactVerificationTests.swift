@@ -9,7 +9,6 @@ import Testing
 
 @testable import RainStore
 
-
 /// Backup contacts at the embedded authority: verification codes follow the login-code rules, a
 /// verified contact becomes a login method of the same account, and a contact is never moved
 /// between accounts.

@@ -5,7 +5,6 @@ import RainTestSupport
 import Synchronization
 import Testing
 
-
 /// Waits for a completion-style call and returns what it delivered.
 func completion<T: Sendable>(_ start: (@escaping @Sendable (Result<T, RainError>) -> Void) -> Void) async -> Result<T, RainError> {
     await withCheckedContinuation { continuation in

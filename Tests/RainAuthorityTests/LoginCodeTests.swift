@@ -8,7 +8,6 @@ import Testing
 
 @testable import RainStore
 
-
 @Suite("Login codes")
 struct LoginCodeTests {
     @Test("a code is 6 ASCII digits and expires after the code lifetime")

@@ -11,7 +11,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 /// Passkey ceremonies at the embedded authority, with the software authenticator.
 @Suite("Passkeys at the authority")
 struct PasskeyAuthorityTests {

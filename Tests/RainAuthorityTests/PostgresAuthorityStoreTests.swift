@@ -5,7 +5,6 @@ import Testing
 
 @testable import RainStore
 
-
 /// What only the PostgreSQL store has: URLs, connection failures, the libpq wrapper, its schema
 /// version guard. The `AuthorityStore` contract itself is `StoreConformanceTests`.
 @Suite("PostgreSQL authority store")

@@ -12,7 +12,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 /// An `EventLoopServer` on a loopback TCP port, serving `handler`, with its loop on a thread.
 final class RunningTCPServer: Sendable {
     let server: EventLoopServer

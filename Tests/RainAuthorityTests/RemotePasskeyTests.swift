@@ -9,7 +9,6 @@ import Testing
 
 @testable import RainStore
 
-
 @Suite("Passkeys over the authority hop")
 struct RemotePasskeyTests {
     static let origin = "https://example.com"

@@ -9,7 +9,6 @@ import RainWire
 import Synchronization
 import Testing
 
-
 /// TLS 1.3 between a `RemoteAuthority` and an `EventLoopServer` serving `AuthorityService`, with
 /// certificates made by `openssl` at test time.
 @Suite("Remote authority over TLS")

@@ -9,7 +9,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 @Suite("SQLite authority store")
 struct SQLiteAuthorityStoreTests {
     @Test("a new store is at the latest schema version, in WAL mode, with a 0600 file")

@@ -9,7 +9,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 @Suite("Session refresh")
 struct SessionRefreshTests {
     // MARK: - Binding and rotation

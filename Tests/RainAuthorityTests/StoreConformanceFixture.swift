@@ -8,7 +8,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 /// The `AuthorityStore` implementations the conformance suite runs against.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// `SQLiteAuthorityStore` in a temporary directory.

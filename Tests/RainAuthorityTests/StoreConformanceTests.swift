@@ -9,7 +9,6 @@ import Testing
 
 @testable import RainStore
 
-
 /// The `AuthorityStore` contract, run against every store (SQLite in a temporary directory,
 /// PostgreSQL on a fresh database of the shared test cluster). SQLite-only behaviour (file modes,
 /// WAL, its migrations from older files) stays in `SQLiteAuthorityStoreTests`.

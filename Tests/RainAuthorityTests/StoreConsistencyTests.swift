@@ -5,7 +5,6 @@ import Testing
 
 @testable import RainStore
 
-
 /// The checker the crash-safety kill loop relies on: it must pass on a real history and name every
 /// invariant when one is broken, or the kill loop proves nothing.
 @Suite("SQLite store consistency check")

@@ -8,7 +8,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-
 /// Checks that `address` is `0x` + 40 hex digits in EIP-55 case.
 func isEIP55(_ address: String) -> Bool {
     address.hasPrefix("0x") && address.count == 42
