@@ -39,20 +39,34 @@ let package = Package(
         .target(name: "RainSystem", dependencies: ["RainCore", "CSystem"]),
         .target(name: "RainCrypto", dependencies: ["RainCore", "RainSystem", "COpenSSL"]),
         .target(name: "RainTransport", dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto"]),
+        // The authority, by job: its API (protocol, value types, settings, remote client), the stores
+        // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders,
+        // the PSL domain rule) and the server (the authority hop's routes).
+        .target(name: "RainAuthorityAPI", dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport"]),
+        .target(
+            name: "RainStore",
+            dependencies: [
+                "RainCore", "RainSystem", "RainWire", "RainWebAuthn", "RainAuthorityAPI", "CSQLite", "CPostgres",
+            ]),
         .target(
             name: "RainAuthority",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainWebAuthn", "CSQLite", "CPSL",
-                "CPostgres",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "CPSL",
             ]),
         .target(
+            name: "RainAuthorityServer", dependencies: ["RainCore", "RainWire", "RainTransport", "RainAuthorityAPI"]),
+        .target(
             name: "RainDevice",
-            dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthority"]),
+            dependencies: [
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
+                "RainAuthority",
+            ]),
         // rainwalletd's lifecycle for both roles (device, authority): flags, paths, start, drain, stop.
         .target(
             name: "RainDaemon",
             dependencies: [
-                "RainCore", "RainSystem", "RainCrypto", "RainTransport", "RainAuthority", "RainDevice", "RainCommandLine",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
+                "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn"]),
@@ -64,13 +78,14 @@ let package = Package(
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
         .executableTarget(
-            name: "rainwallet-authority-bench", dependencies: ["RainAuthority", "RainCrypto", "RainCore"]),
+            name: "rainwallet-authority-bench",
+            dependencies: ["RainAuthorityAPI", "RainStore", "RainAuthority", "RainCrypto", "RainCore", "RainWire"]),
         // Fuzzing: the decode entry points and seeds shared by the fuzz executables and the replay test.
         .target(
             name: "RainFuzz",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthority", "RainDevice",
-                "RainSoftAuthenticator",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore",
+                "RainAuthority", "RainDevice", "RainSoftAuthenticator",
             ]),
         .executableTarget(name: "FuzzFrame", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzRequests", dependencies: ["RainFuzz"]),
@@ -79,7 +94,10 @@ let package = Package(
         .executableTarget(name: "FuzzStorage", dependencies: ["RainFuzz"]),
         .target(
             name: "RainTestSupport",
-            dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthority", "RainDevice"]),
+            dependencies: [
+                "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore", "RainAuthority",
+                "RainAuthorityServer", "RainDevice",
+            ]),
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
@@ -88,10 +106,17 @@ let package = Package(
         .testTarget(name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto"]),
         .testTarget(
             name: "RainAuthorityTests",
-            dependencies: ["RainAuthority", "RainTestSupport", "RainWebAuthn", "RainSoftAuthenticator"]),
+            dependencies: [
+                "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
+                "RainSoftAuthenticator",
+            ]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
-        .testTarget(name: "RainDaemonTests", dependencies: ["RainDaemon", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),
-        .testTarget(name: "RainDeviceTests", dependencies: ["RainDevice", "RainTestSupport", "RainFuzz"]),
+        .testTarget(
+            name: "RainDaemonTests",
+            dependencies: ["RainDaemon", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),
+        .testTarget(
+            name: "RainDeviceTests",
+            dependencies: ["RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [

@@ -1,3 +1,4 @@
+import RainAuthorityAPI
 import RainCore
 
 /// Delivers login codes to people: the role behind the `outbox` and `command` senders (DESIGN §4).

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainSystem
 

@@ -1,5 +1,8 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
+import RainStore
+import RainWire
 
 /// Backup contacts (issue 4): a live session attaches a verified email or phone number to its
 /// account with the login-code machinery (a challenge of purpose `verify_contact`, bound to the
@@ -43,7 +46,7 @@ extension EmbeddedAuthority {
             challenge.targetAccountID == accountID
         else {
             throw RainError.invalid(
-                "no pending verification code; send a new one", field: "challengeId", reason: "no_pending_code")
+                "no pending verification code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
         try await checkCode(code, against: challenge, now: now)
 
@@ -55,7 +58,7 @@ extension EmbeddedAuthority {
         case .challengeUnavailable(let current):
             guard let current else {
                 throw RainError.invalid(
-                    "no pending verification code; send a new one", field: "challengeId", reason: "no_pending_code")
+                    "no pending verification code; send a new one", field: "challengeId", reason: Self.noPendingCode)
             }
             try Self.requireUsable(current, now: now)
             throw RainError(.internalError, "the verification could not be completed; try again")

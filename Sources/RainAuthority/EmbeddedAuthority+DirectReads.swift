@@ -1,5 +1,8 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
+import RainStore
+import RainWire
 
 extension EmbeddedAuthority {
     /// Account/Get and Wallet/Get on the store's direct reader, when the store has one (SQLite).

@@ -1,7 +1,10 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
 import RainWebAuthn
+import RainWire
 
 /// Passkeys (issue 4): the relying party runs here, where the credentials live.
 ///

@@ -1,6 +1,9 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
+import RainWire
 
 /// The authority running in-process: accounts, login codes, wallets and session tokens on an
 /// `AuthorityStore` (SQLite in the state directory by default), codes delivered by a `CodeSender`
@@ -20,7 +23,7 @@ import RainCrypto
 /// token, and any refresh without a valid signature, revokes the whole session.
 public final class EmbeddedAuthority: Authority {
     /// Where data lives.
-    public let store: any AuthorityStore
+    package let store: any AuthorityStore
     /// The derived keys.
     public let keys: AuthorityKeys
     /// Lifetimes and limits.
@@ -34,7 +37,7 @@ public final class EmbeddedAuthority: Authority {
     /// - Parameters:
     ///   - sender: delivers codes.
     ///   - outbox: the outbox `listOutbox()` reads, or nil when there is none (then it is RAIN_202).
-    public init(
+    package init(
         store: any AuthorityStore, keys: AuthorityKeys, settings: AuthoritySettings = AuthoritySettings(),
         clock: any RainClock = SystemClock(), sender: any CodeSender, outbox: OutboxCodeSender?, logger: Logger
     ) {
@@ -56,7 +59,7 @@ public final class EmbeddedAuthority: Authority {
     ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
     ///     `authority.sqlite3` in the state directory.
     /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails.
-    public convenience init(
+    package convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
         sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, logger: Logger
     ) async throws(RainError) {
@@ -182,7 +185,7 @@ public final class EmbeddedAuthority: Authority {
         guard let challenge = try await store.challenge(id: request.challengeID),
             challenge.appID == request.appID, challenge.deviceID == request.deviceID, challenge.purpose == .login
         else {
-            throw RainError.invalid("no pending code; send a new one", field: "challengeId", reason: "no_pending_code")
+            throw RainError.invalid("no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
         try await checkCode(request.code, against: challenge, now: now)
 
@@ -208,7 +211,7 @@ public final class EmbeddedAuthority: Authority {
             // Another confirm (or a resend) won the race: report the challenge as it is now.
             guard let current else {
                 throw RainError.invalid(
-                    "no pending code; send a new one", field: "challengeId", reason: "no_pending_code")
+                    "no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
             }
             try Self.requireUsable(current, now: now)
             throw RainError(.internalError, "the login could not be completed; try again")
@@ -257,7 +260,7 @@ public final class EmbeddedAuthority: Authority {
             let updated = try await store.recordWrongAttempt(
                 challengeID: challenge.id, maxWrongAttempts: maxAttempts, now: now)
         else {
-            return RainError.invalid("no pending code; send a new one", field: "challengeId", reason: "no_pending_code")
+            return RainError.invalid("no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
         if updated.state == .pending && updated.wrongAttempts == challenge.wrongAttempts {
             // Not counted: it expired between the two reads.
@@ -276,11 +279,15 @@ public final class EmbeddedAuthority: Authority {
         return Self.unusableError(updated, now: now) ?? Self.wrong(attemptsLeft: 0)
     }
 
+    /// RAIN_102's reason for a challenge id that names no pending code.
+    static let noPendingCode = CodeRejectionReason.noPendingCode.rawValue
+
     private static func wrong(attemptsLeft: Int) -> RainError {
         let noun = attemptsLeft == 1 ? "attempt" : "attempts"
         return RainError(
             .invalidLoginCode, "the code is wrong; \(attemptsLeft) \(noun) left",
-            details: RainError.Details(attemptsRemaining: UInt32(clamping: attemptsLeft), reason: "wrong"))
+            details: RainError.Details(
+                attemptsRemaining: UInt32(clamping: attemptsLeft), reason: CodeRejectionReason.wrong.rawValue))
     }
 
     /// Throws RAIN_203 when the challenge can no longer be confirmed.
@@ -290,16 +297,16 @@ public final class EmbeddedAuthority: Authority {
 
     /// The RAIN_203 for a challenge that can no longer be confirmed, or nil when it can.
     private static func unusableError(_ challenge: ChallengeRecord, now: Date) -> RainError? {
-        func error(_ reason: String, _ message: String) -> RainError {
+        func error(_ reason: CodeRejectionReason, _ message: String) -> RainError {
             RainError(
-                .invalidLoginCode, message, details: RainError.Details(attemptsRemaining: 0, reason: reason))
+                .invalidLoginCode, message, details: RainError.Details(attemptsRemaining: 0, reason: reason.rawValue))
         }
         switch challenge.state {
-        case .used: return error("used", "the code was already used; send a new one to log in again")
-        case .retired: return error("retired", "a newer code replaced this one; use the latest code or send a new one")
-        case .locked: return error("locked", "too many wrong attempts; send a new code")
+        case .used: return error(.used, "the code was already used; send a new one to log in again")
+        case .retired: return error(.retired, "a newer code replaced this one; use the latest code or send a new one")
+        case .locked: return error(.locked, "too many wrong attempts; send a new code")
         case .pending:
-            return now >= challenge.expiresAt ? error("expired", "the code expired; send a new one") : nil
+            return now >= challenge.expiresAt ? error(.expired, "the code expired; send a new one") : nil
         }
     }
 
@@ -727,7 +734,7 @@ public final class EmbeddedAuthority: Authority {
     /// `settings.pruneRetention` ago. Logs one `prune` line with the counts (never contents).
     /// - Throws: RAIN_502 when the store or the outbox file fails.
     @discardableResult
-    public func pruneExpired() async throws(RainError) -> PruneResult {
+    package func pruneExpired() async throws(RainError) -> PruneResult {
         let now = clock.now
         let cutoff = now.adding(.zero - settings.pruneRetention)
         let challengeCutoff = now.adding(.zero - settings.challengeRetention)

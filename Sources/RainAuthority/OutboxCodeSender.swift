@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAuthorityAPI
 import RainCore
 
 /// The development code sender: appends each delivery as one JSON line to `outbox.jsonl` in the

@@ -1,6 +1,9 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainAuthorityAPI
+import RainAuthorityServer
+import RainStore
 import RainDevice
 import RainCommandLine
 import RainCore

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainAuthorityAPI
 import RainDevice
 import RainCommandLine
 import RainCore

@@ -1,4 +1,5 @@
 import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainTransport
 import RainWire

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainTransport
 import RainWire

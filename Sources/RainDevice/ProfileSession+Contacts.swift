@@ -1,5 +1,7 @@
 import Foundation
 import RainAuthority
+import RainAuthorityAPI
+import RainStore
 import RainCore
 import RainWire
 

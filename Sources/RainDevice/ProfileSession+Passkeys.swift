@@ -1,4 +1,6 @@
 import RainAuthority
+import RainAuthorityAPI
+import RainStore
 import RainCore
 import RainWire
 

@@ -1,8 +1,10 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
 import RainWire
 
 /// Shared dependencies of every profile.

@@ -21,7 +21,7 @@ enum RequestFuzzing {
         let session = SessionSnapshot(
             authState: .authenticated, sessionState: .active(expiresAt: date), accountID: "acc_1", walletID: "wal_1",
             contact: email, hasActiveSession: true)
-        let tokens = AuthoritySessionTokens(accessToken: "at_abc", refreshToken: "rt_def", accessLifetime: .seconds(900))
+        let tokens = SessionTokens(accessToken: "at_abc", refreshToken: "rt_def", accessLifetime: .seconds(900))
         let passkey = PasskeyInfo(credentialID: "Y3JlZA", rpID: "example.com", createdAt: date, lastUsedAt: date)
         let key = [UInt8](repeating: 0xA5, count: 32)
         return [
@@ -70,22 +70,29 @@ enum RequestFuzzing {
             entry(FinishPasskeyResponse(session: session, accountCreated: false)),
             entry(CancelPasskeyRequest(ceremonyID: "cer_1")),
             entry(CancelPasskeyResponse()),
-            // The authority hop.
-            entry(AuthoritySendLoginCodeRequest(appID: "default", deviceID: "dev_abcdefgh", contact: email)),
-            entry(AuthoritySendLoginCodeResponse(challengeID: "chl_1", contact: email, expiresAt: date)),
+            // The authority hop: the authority's value types, seeds named after their proto messages.
             entry(
-                AuthorityConfirmLoginCodeRequest(
-                    appID: "default", deviceID: "dev_abcdefgh", challengeID: "chl_1", code: "123456", devicePublicKey: key)),
-            entry(AuthorityConfirmLoginCodeResponse(accountID: "acc_1", walletID: "wal_1", accountCreated: true, tokens: tokens)),
+                SendCodeRequest(appID: "default", deviceID: "dev_abcdefgh", contact: email),
+                as: "AuthoritySendLoginCodeRequest"),
+            entry(SendCodeResult(challengeID: "chl_1", contact: email, expiresAt: date), as: "AuthoritySendLoginCodeResponse"),
             entry(
-                AuthorityRefreshSessionRequest(
-                    appID: "default", deviceID: "dev_abcdefgh", refreshToken: "rt_def", timestamp: date, signature: key + key)),
+                ConfirmCodeRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", challengeID: "chl_1", code: "123456", devicePublicKey: key),
+                as: "AuthorityConfirmLoginCodeRequest"),
+            entry(
+                LoginResult(accountID: "acc_1", walletID: "wal_1", accountCreated: true, tokens: tokens),
+                as: "AuthorityConfirmLoginCodeResponse"),
+            entry(
+                RefreshRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", refreshToken: "rt_def", timestamp: date, signature: key + key),
+                as: "AuthorityRefreshSessionRequest"),
             entry(AuthorityRefreshSessionResponse(tokens: tokens)),
             entry(AuthorityAccountInfoRequest(appID: "default", accessToken: "at_abc")),
             entry(
-                AuthorityAccountInfoResponse(
+                AccountInfo(
                     accountID: "acc_1", walletID: "wal_1", createdAt: date, contacts: [email], needsBackupEmail: false,
-                    passkeys: [passkey])),
+                    passkeys: [passkey]),
+                as: "AuthorityAccountInfoResponse"),
             entry(
                 AuthoritySendContactVerificationRequest(
                     appID: "default", deviceID: "dev_abcdefgh", accessToken: "at_abc", contact: phone)),
@@ -96,30 +103,39 @@ enum RequestFuzzing {
             entry(AuthorityRevokeSessionResponse()),
             entry(AuthorityWalletRequest(appID: "default", accessToken: "at_abc")),
             entry(
-                AuthorityWalletResponse(
+                WalletInfo(
                     walletID: "wal_1", createdAt: date, ethereumAddress: "0x52908400098527886E0F7030069857D2E4169EE7",
-                    solanaAddress: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T")),
+                    solanaAddress: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"),
+                as: "AuthorityWalletResponse"),
             entry(
-                AuthorityExportWalletResponse(
-                    mnemonic: ["abandon", "ability"], ethereumPrivateKey: "0xab", solanaKeypair: "4Nd1")),
+                WalletSecrets(mnemonic: ["abandon", "ability"], ethereumPrivateKeyHex: "0xab", solanaKeypairBase58: "4Nd1"),
+                as: "AuthorityExportWalletResponse"),
             entry(
-                AuthorityPasskeyBeginRequest(
+                PasskeyBeginRequest(
                     appID: "default", deviceID: "dev_abcdefgh", rpID: "example.com", origins: ["https://example.com"],
-                    accessToken: "at_abc")),
-            entry(AuthorityPasskeyBeginResponse(ceremonyID: "cer_1", optionsJSON: #"{"challenge":"AAAA"}"#, expiresAt: date)),
+                    accessToken: "at_abc"),
+                as: "AuthorityPasskeyBeginRequest"),
             entry(
-                AuthorityPasskeyFinishRequest(
-                    appID: "default", deviceID: "dev_abcdefgh", ceremonyID: "cer_1", responseJSON: "{}", devicePublicKey: key)),
+                PasskeyCeremony(ceremonyID: "cer_1", optionsJSON: #"{"challenge":"AAAA"}"#, expiresAt: date),
+                as: "AuthorityPasskeyBeginResponse"),
             entry(
-                AuthorityPasskeyFinishResponse(
-                    isLoggedIn: true, accountID: "acc_1", walletID: "wal_1", accountCreated: false, tokens: tokens)),
+                PasskeyFinishRequest(
+                    appID: "default", deviceID: "dev_abcdefgh", ceremonyID: "cer_1", responseJSON: "{}", devicePublicKey: key),
+                as: "AuthorityPasskeyFinishRequest"),
+            entry(
+                PasskeyFinishResult(
+                    login: LoginResult(accountID: "acc_1", walletID: "wal_1", accountCreated: false, tokens: tokens)),
+                as: "AuthorityPasskeyFinishResponse"),
             entry(AuthorityPasskeyCancelRequest(appID: "default", deviceID: "dev_abcdefgh", ceremonyID: "cer_1")),
             entry(AuthorityPasskeyCancelResponse()),
         ]
     }()
 
-    private static func entry<M: WireMessage & Equatable>(_ sample: M) -> Entry {
-        Entry(name: "\(M.self)", run: { roundTrip(M.self, $0) }, sample: { () throws(RainError) in try sample.encode() })
+    /// An entry named `name` (the seed's file name), by default the Swift type's name.
+    private static func entry<M: WireMessage & Equatable>(_ sample: M, as name: String? = nil) -> Entry {
+        Entry(
+            name: name ?? "\(M.self)", run: { roundTrip(M.self, $0) },
+            sample: { () throws(RainError) in try sample.encode() })
     }
 
     /// Decodes; a decoded message must re-encode, and its encoding must decode to the same value.

@@ -1,6 +1,6 @@
 import Foundation
-import RainAuthority
 import RainCore
+import RainStore
 import Synchronization
 
 /// The PostgreSQL server the tests share, started once per test process.

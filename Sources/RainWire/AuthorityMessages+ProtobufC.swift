@@ -10,7 +10,7 @@ import RainCore
 
 // Contacts convert with `cContact` / `readContact` (Messages+ProtobufC.swift).
 
-func cTokens(_ tokens: AuthoritySessionTokens, _ arena: CArena) throws(RainError)
+func cTokens(_ tokens: SessionTokens, _ arena: CArena) throws(RainError)
     -> UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>
 {
     var c = Rain__Wallet__V1__AuthoritySessionTokens()
@@ -23,10 +23,10 @@ func cTokens(_ tokens: AuthoritySessionTokens, _ arena: CArena) throws(RainError
 
 /// Absent tokens read as empty ones (the receiver refuses them where they matter).
 func readTokens(_ p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>?) throws(RainError)
-    -> AuthoritySessionTokens
+    -> SessionTokens
 {
-    guard let c = p?.pointee else { return AuthoritySessionTokens(accessToken: "", refreshToken: "", accessLifetime: .zero) }
-    return AuthoritySessionTokens(
+    guard let c = p?.pointee else { return .empty }
+    return SessionTokens(
         accessToken: try readString(c.access_token, field: "access_token"),
         refreshToken: try readString(c.refresh_token, field: "refresh_token"),
         accessLifetime: .milliseconds(c.access_lifetime_ms))
@@ -34,18 +34,22 @@ func readTokens(_ p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionToke
 
 // MARK: messages
 
-extension AuthoritySendLoginCodeRequest {
+extension SendCodeRequest {
     /// Decodes an `AuthoritySendLoginCodeRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthoritySendLoginCodeRequest {
+    /// - Throws: RAIN_102 (field `contact`) when it names no contact.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeRequest {
         try unpackMessage(
             bytes, name: "AuthoritySendLoginCodeRequest",
             unpack: { rain__wallet__v1__authority_send_login_code_request__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_send_login_code_request__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthoritySendLoginCodeRequest(
+            guard let contact = try readContact(m.contact) else {
+                throw RainError.invalid("the request names no contact", field: "contact")
+            }
+            return SendCodeRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                contact: try readContact(m.contact))
+                contact: contact)
         }
     }
     /// Encodes as an `AuthoritySendLoginCodeRequest`.
@@ -62,18 +66,22 @@ extension AuthoritySendLoginCodeRequest {
     }
 }
 
-extension AuthoritySendLoginCodeResponse {
+extension SendCodeResult {
     /// Decodes an `AuthoritySendLoginCodeResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthoritySendLoginCodeResponse {
+    /// - Throws: RAIN_102 (field `contact`) when it names no contact.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeResult {
         try unpackMessage(
             bytes, name: "AuthoritySendLoginCodeResponse",
             unpack: { rain__wallet__v1__authority_send_login_code_response__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_send_login_code_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthoritySendLoginCodeResponse(
-                challengeID: try readString(m.challenge_id, field: "challenge_id"),
-                contact: try readContact(m.contact), expiresAt: Date(unixMilliseconds: m.expires_at_ms))
+            guard let contact = try readContact(m.contact) else {
+                throw RainError.invalid("the answer names no contact", field: "contact")
+            }
+            return SendCodeResult(
+                challengeID: try readString(m.challenge_id, field: "challenge_id"), contact: contact,
+                expiresAt: Date(unixMilliseconds: m.expires_at_ms))
         }
     }
     /// Encodes as an `AuthoritySendLoginCodeResponse`.
@@ -90,16 +98,16 @@ extension AuthoritySendLoginCodeResponse {
     }
 }
 
-extension AuthorityConfirmLoginCodeRequest {
+extension ConfirmCodeRequest {
     /// Decodes an `AuthorityConfirmLoginCodeRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityConfirmLoginCodeRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmCodeRequest {
         try unpackMessage(
             bytes, name: "AuthorityConfirmLoginCodeRequest",
             unpack: { rain__wallet__v1__authority_confirm_login_code_request__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_confirm_login_code_request__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthorityConfirmLoginCodeRequest(
+            return ConfirmCodeRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
                 challengeID: try readString(m.challenge_id, field: "challenge_id"),
                 code: try readString(m.code, field: "code"), devicePublicKey: readBytes(m.device_public_key))
@@ -121,16 +129,16 @@ extension AuthorityConfirmLoginCodeRequest {
     }
 }
 
-extension AuthorityConfirmLoginCodeResponse {
+extension LoginResult {
     /// Decodes an `AuthorityConfirmLoginCodeResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityConfirmLoginCodeResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> LoginResult {
         try unpackMessage(
             bytes, name: "AuthorityConfirmLoginCodeResponse",
             unpack: { rain__wallet__v1__authority_confirm_login_code_response__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_confirm_login_code_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthorityConfirmLoginCodeResponse(
+            return LoginResult(
                 accountID: try readString(m.account_id, field: "account_id"),
                 walletID: try readString(m.wallet_id, field: "wallet_id"), accountCreated: m.account_created != 0,
                 tokens: try readTokens(m.tokens))
@@ -151,16 +159,16 @@ extension AuthorityConfirmLoginCodeResponse {
     }
 }
 
-extension AuthorityRefreshSessionRequest {
+extension RefreshRequest {
     /// Decodes an `AuthorityRefreshSessionRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRefreshSessionRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RefreshRequest {
         try unpackMessage(
             bytes, name: "AuthorityRefreshSessionRequest",
             unpack: { rain__wallet__v1__authority_refresh_session_request__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_refresh_session_request__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthorityRefreshSessionRequest(
+            return RefreshRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
                 refreshToken: try readString(m.refresh_token, field: "refresh_token"),
                 timestamp: Date(unixMilliseconds: m.timestamp_ms), signature: readBytes(m.signature))
@@ -229,9 +237,9 @@ extension AuthorityAccountInfoRequest {
     }
 }
 
-extension AuthorityAccountInfoResponse {
+extension AccountInfo {
     /// Decodes an `AuthorityAccountInfoResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAccountInfoResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountInfo {
         try unpackMessage(
             bytes, name: "AuthorityAccountInfoResponse",
             unpack: { rain__wallet__v1__authority_account_info_response__unpack($0, $1, $2) },
@@ -250,7 +258,7 @@ extension AuthorityAccountInfoResponse {
                     if let passkey = try readPasskeyInfo(list[i]) { passkeys.append(passkey) }
                 }
             }
-            return AuthorityAccountInfoResponse(
+            return AccountInfo(
                 accountID: try readString(m.account_id, field: "account_id"),
                 walletID: try readString(m.wallet_id, field: "wallet_id"),
                 createdAt: Date(unixMilliseconds: m.created_at_ms), contacts: contacts,
@@ -345,16 +353,16 @@ extension AuthorityWalletRequest {
     }
 }
 
-extension AuthorityWalletResponse {
+extension WalletInfo {
     /// Decodes an `AuthorityWalletResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityWalletResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletInfo {
         try unpackMessage(
             bytes, name: "AuthorityWalletResponse",
             unpack: { rain__wallet__v1__authority_wallet_response__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_wallet_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthorityWalletResponse(
+            return WalletInfo(
                 walletID: try readString(m.wallet_id, field: "wallet_id"),
                 createdAt: Date(unixMilliseconds: m.created_at_ms),
                 ethereumAddress: try readString(m.ethereum_address, field: "ethereum_address"),
@@ -376,9 +384,9 @@ extension AuthorityWalletResponse {
     }
 }
 
-extension AuthorityExportWalletResponse {
+extension WalletSecrets {
     /// Decodes an `AuthorityExportWalletResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityExportWalletResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletSecrets {
         try unpackMessage(
             bytes, name: "AuthorityExportWalletResponse",
             unpack: { rain__wallet__v1__authority_export_wallet_response__unpack($0, $1, $2) },
@@ -389,9 +397,10 @@ extension AuthorityExportWalletResponse {
             if let list = m.mnemonic {
                 for i in 0..<m.n_mnemonic { words.append(try readString(list[i], field: "mnemonic")) }
             }
-            return AuthorityExportWalletResponse(
-                mnemonic: words, ethereumPrivateKey: try readString(m.ethereum_private_key, field: "ethereum_private_key"),
-                solanaKeypair: try readString(m.solana_keypair, field: "solana_keypair"))
+            return WalletSecrets(
+                mnemonic: words,
+                ethereumPrivateKeyHex: try readString(m.ethereum_private_key, field: "ethereum_private_key"),
+                solanaKeypairBase58: try readString(m.solana_keypair, field: "solana_keypair"))
         }
     }
     /// Encodes as an `AuthorityExportWalletResponse`.
@@ -403,8 +412,8 @@ extension AuthorityExportWalletResponse {
         for word in mnemonic { words.append(try arena.string(word, field: "mnemonic")) }
         m.n_mnemonic = words.count
         m.mnemonic = arena.array(words)
-        m.ethereum_private_key = try arena.string(ethereumPrivateKey, field: "ethereum_private_key")
-        m.solana_keypair = try arena.string(solanaKeypair, field: "solana_keypair")
+        m.ethereum_private_key = try arena.string(ethereumPrivateKeyHex, field: "ethereum_private_key")
+        m.solana_keypair = try arena.string(solanaKeypairBase58, field: "solana_keypair")
         return packMessage(
             &m, size: { rain__wallet__v1__authority_export_wallet_response__get_packed_size($0) },
             pack: { rain__wallet__v1__authority_export_wallet_response__pack($0, $1) })

@@ -4,40 +4,44 @@ import RainCore
 /// Full method names of the authority hop (`proto/authority.proto`): a device daemon calling a
 /// remote authority (`rainwalletd authority --listen HOST:PORT`) with the same framing as the
 /// device protocol. Requests carry no profile: the app id and device id are request fields.
+///
+/// Each line names the Swift request → response types (the proto message names are in the
+/// `+ProtobufC` files). The authority's own value types are the messages: `Authority` takes and
+/// returns exactly what travels.
 public enum AuthorityMethod {
     /// `GetInfoRequest` → `GetInfoResponse`: version, protocol version, capabilities.
     public static let getInfo = "/rain.wallet.v1.Authority/GetInfo"
-    /// `AuthoritySendLoginCodeRequest` → `AuthoritySendLoginCodeResponse`.
+    /// `SendCodeRequest` → `SendCodeResult`.
     public static let sendLoginCode = "/rain.wallet.v1.Authority/SendLoginCode"
-    /// `AuthorityConfirmLoginCodeRequest` → `AuthorityConfirmLoginCodeResponse`.
+    /// `ConfirmCodeRequest` → `LoginResult`.
     public static let confirmLoginCode = "/rain.wallet.v1.Authority/ConfirmLoginCode"
-    /// `AuthorityRefreshSessionRequest` → `AuthorityRefreshSessionResponse`.
+    /// `RefreshRequest` → `AuthorityRefreshSessionResponse` (its `SessionTokens`).
     public static let refreshSession = "/rain.wallet.v1.Authority/RefreshSession"
-    /// `AuthorityAccountInfoRequest` → `AuthorityAccountInfoResponse`.
+    /// `AuthorityAccountInfoRequest` → `AccountInfo`.
     public static let accountInfo = "/rain.wallet.v1.Authority/GetAccountInfo"
     /// `AuthorityRevokeSessionRequest` → `AuthorityRevokeSessionResponse`.
     public static let revokeSession = "/rain.wallet.v1.Authority/RevokeSession"
     /// `ListOutboxRequest` → `ListOutboxResponse` (development; only with `--dev-outbox`).
     public static let listOutbox = "/rain.wallet.v1.Authority/ListOutbox"
-    /// `AuthorityWalletRequest` → `AuthorityWalletResponse`.
+    /// `AuthorityWalletRequest` → `WalletInfo`.
     public static let getWallet = "/rain.wallet.v1.Authority/GetWallet"
-    /// `AuthorityWalletRequest` → `AuthorityExportWalletResponse` (secrets: never logged).
+    /// `AuthorityWalletRequest` → `WalletSecrets` (secrets: never logged).
     public static let exportWallet = "/rain.wallet.v1.Authority/ExportWallet"
 
-    /// `AuthorityPasskeyBeginRequest` → `AuthorityPasskeyBeginResponse`.
+    /// `PasskeyBeginRequest` → `PasskeyCeremony`.
     public static let beginPasskeyRegistration = "/rain.wallet.v1.Authority/BeginPasskeyRegistration"
-    /// `AuthorityPasskeyFinishRequest` → `AuthorityPasskeyFinishResponse`.
+    /// `PasskeyFinishRequest` → `PasskeyFinishResult`.
     public static let finishPasskeyRegistration = "/rain.wallet.v1.Authority/FinishPasskeyRegistration"
-    /// `AuthorityPasskeyBeginRequest` → `AuthorityPasskeyBeginResponse`.
+    /// `PasskeyBeginRequest` → `PasskeyCeremony`.
     public static let beginPasskeyAuthentication = "/rain.wallet.v1.Authority/BeginPasskeyAuthentication"
-    /// `AuthorityPasskeyFinishRequest` → `AuthorityPasskeyFinishResponse`.
+    /// `PasskeyFinishRequest` → `PasskeyFinishResult`.
     public static let finishPasskeyAuthentication = "/rain.wallet.v1.Authority/FinishPasskeyAuthentication"
     /// `AuthorityPasskeyCancelRequest` → `AuthorityPasskeyCancelResponse`.
     public static let cancelPasskeyCeremony = "/rain.wallet.v1.Authority/CancelPasskeyCeremony"
 
-    /// `AuthoritySendContactVerificationRequest` → `AuthoritySendLoginCodeResponse`.
+    /// `AuthoritySendContactVerificationRequest` → `SendCodeResult`.
     public static let sendContactVerificationCode = "/rain.wallet.v1.Authority/SendContactVerificationCode"
-    /// `AuthorityConfirmContactVerificationRequest` → `AuthorityAccountInfoResponse`.
+    /// `AuthorityConfirmContactVerificationRequest` → `AccountInfo`.
     public static let confirmContactVerification = "/rain.wallet.v1.Authority/ConfirmContactVerification"
 
     /// Every method, in the order above.
@@ -48,44 +52,51 @@ public enum AuthorityMethod {
     ]
 }
 
-/// `Authority/SendLoginCode` request.
-public struct AuthoritySendLoginCodeRequest: WireMessage, Equatable {
+/// `Authority.sendLoginCode` input (`Authority/SendLoginCode` request).
+public struct SendCodeRequest: WireMessage, Equatable {
     public var appID: String
     public var deviceID: String
-    /// A normalized contact; nil when the message named no contact kind.
-    public var contact: RainWalletContact?
+    /// A normalized contact. A message without one does not decode (RAIN_102, field `contact`).
+    public var contact: RainWalletContact
 
     /// Creates the request.
-    public init(appID: String, deviceID: String, contact: RainWalletContact?) {
+    public init(appID: String, deviceID: String, contact: RainWalletContact) {
         self.appID = appID
         self.deviceID = deviceID
         self.contact = contact
     }
 }
 
-/// `Authority/SendLoginCode` response: the pending challenge.
-public struct AuthoritySendLoginCodeResponse: WireMessage, Equatable {
-    /// Opaque id of the challenge; the device presents it to confirm.
+/// `Authority.sendLoginCode` and `Authority.sendContactVerificationCode` output: the pending
+/// challenge (`Authority/SendLoginCode` response).
+public struct SendCodeResult: WireMessage, Equatable {
+    /// Opaque id of the pending challenge; the device keeps it to confirm.
     public var challengeID: String
-    public var contact: RainWalletContact?
+    public var contact: RainWalletContact
     public var expiresAt: Date
 
-    /// Creates the response.
-    public init(challengeID: String, contact: RainWalletContact?, expiresAt: Date) {
+    /// Creates the result.
+    public init(challengeID: String, contact: RainWalletContact, expiresAt: Date) {
         self.challengeID = challengeID
         self.contact = contact
         self.expiresAt = expiresAt
     }
 }
 
-/// `Authority/ConfirmLoginCode` request. Its description hides the code.
-public struct AuthorityConfirmLoginCodeRequest: WireMessage, Equatable, CustomStringConvertible {
+/// `Authority.confirmLoginCode` input (`Authority/ConfirmLoginCode` request). Its description hides
+/// the code.
+public struct ConfirmCodeRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var appID: String
     public var deviceID: String
     public var challengeID: String
     /// What the user typed (a secret: never logged).
     public var code: String
-    /// The device's raw 32-byte Ed25519 public key; empty for an unbound session.
+    /// The device's raw 32-byte Ed25519 public key, which the session is bound to: every refresh
+    /// must be signed with the matching private key (DESIGN §5).
+    ///
+    /// The device always sends it. Empty (the default, for callers that predate device binding)
+    /// still logs in, but the session is unbound and can never be refreshed (RAIN_201
+    /// `device_unbound`): it ends when its access token expires.
     public var devicePublicKey: [UInt8]
 
     /// Creates the request.
@@ -99,58 +110,27 @@ public struct AuthorityConfirmLoginCodeRequest: WireMessage, Equatable, CustomSt
 
     /// The request with the code redacted.
     public var description: String {
-        "AuthorityConfirmLoginCodeRequest(appID: \(appID), deviceID: \(deviceID), challengeID: \(challengeID), "
+        "ConfirmCodeRequest(appID: \(appID), deviceID: \(deviceID), challengeID: \(challengeID), "
             + "code: <redacted>, devicePublicKey: \(devicePublicKey.count) bytes)"
     }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
 }
 
-/// A session's tokens on the wire. Its description hides the tokens.
-public struct AuthoritySessionTokens: Sendable, Equatable, CustomStringConvertible {
-    public var accessToken: String
-    public var refreshToken: String
-    /// How long the access token lives from now (sent in whole milliseconds).
-    public var accessLifetime: Duration
-
-    /// Creates the tokens.
-    public init(accessToken: String, refreshToken: String, accessLifetime: Duration) {
-        self.accessToken = accessToken
-        self.refreshToken = refreshToken
-        self.accessLifetime = accessLifetime
-    }
-
-    /// The tokens redacted.
-    public var description: String {
-        "AuthoritySessionTokens(accessToken: <redacted>, refreshToken: <redacted>, accessLifetime: \(accessLifetime))"
-    }
-}
-
-/// `Authority/ConfirmLoginCode` response: a successful login.
-public struct AuthorityConfirmLoginCodeResponse: WireMessage, Equatable {
-    public var accountID: String
-    public var walletID: String
-    /// True when this login created the account and its wallet.
-    public var accountCreated: Bool
-    public var tokens: AuthoritySessionTokens
-
-    /// Creates the response.
-    public init(accountID: String, walletID: String, accountCreated: Bool, tokens: AuthoritySessionTokens) {
-        self.accountID = accountID
-        self.walletID = walletID
-        self.accountCreated = accountCreated
-        self.tokens = tokens
-    }
-}
-
-/// `Authority/RefreshSession` request: a refresh token with the device's signature. Its description
-/// hides the token.
-public struct AuthorityRefreshSessionRequest: WireMessage, Equatable, CustomStringConvertible {
+/// `Authority.refreshSession` input (`Authority/RefreshSession` request): a refresh token with the
+/// device's proof of possession. Its description hides the token and the signature.
+///
+/// `RainAuthorityAPI` adds the signed message and a signing constructor (they need RainCrypto).
+public struct RefreshRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var appID: String
+    /// The device the session was issued to.
     public var deviceID: String
-    /// The current refresh token (a secret: never logged).
+    /// The current refresh token (never logged).
     public var refreshToken: String
-    /// When the device signed (sent in Unix milliseconds, the precision it signs).
+    /// When the device signed; must be within `AuthoritySettings.refreshSignatureSkew` of the
+    /// authority's clock. Signed, and sent, at millisecond precision.
     public var timestamp: Date
-    /// Ed25519 signature by the device key.
+    /// Ed25519 signature by the device key over `signedMessage(appID:deviceID:refreshToken:timestamp:)`.
     public var signature: [UInt8]
 
     /// Creates the request.
@@ -162,19 +142,69 @@ public struct AuthorityRefreshSessionRequest: WireMessage, Equatable, CustomStri
         self.signature = signature
     }
 
-    /// The request with the token redacted.
+    /// The request without its token or signature.
     public var description: String {
-        "AuthorityRefreshSessionRequest(appID: \(appID), deviceID: \(deviceID), refreshToken: <redacted>, "
+        "RefreshRequest(appID: \(appID), deviceID: \(deviceID), refreshToken: <redacted>, "
             + "timestamp: \(timestamp.unixMilliseconds), signature: \(signature.count) bytes)"
+    }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// Tokens of a session. The device computes deadlines on its own clock from `accessLifetime`. Its
+/// description hides the tokens.
+public struct SessionTokens: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    public var accessToken: String
+    public var refreshToken: String
+    /// How long the access token lives from now (900 s by default; what is left of it when a
+    /// refresh repeated within the grace window returns the pair issued a moment earlier). Sent in
+    /// whole milliseconds.
+    public var accessLifetime: Duration
+
+    /// Creates the tokens.
+    public init(accessToken: String, refreshToken: String, accessLifetime: Duration) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.accessLifetime = accessLifetime
+    }
+
+    /// No tokens: what an absent tokens message reads as (the receiver refuses it where it matters).
+    public static let empty = SessionTokens(accessToken: "", refreshToken: "", accessLifetime: .zero)
+
+    /// Whether both tokens are there and the lifetime is not negative.
+    public var isComplete: Bool { !accessToken.isEmpty && !refreshToken.isEmpty && accessLifetime >= .zero }
+
+    /// The tokens redacted.
+    public var description: String {
+        "SessionTokens(accessToken: <redacted>, refreshToken: <redacted>, accessLifetime: \(accessLifetime))"
+    }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// A successful login (`Authority/ConfirmLoginCode` response).
+public struct LoginResult: WireMessage, Equatable {
+    public var accountID: String
+    public var walletID: String
+    /// True when this login created the account and its wallet.
+    public var accountCreated: Bool
+    public var tokens: SessionTokens
+
+    /// Creates the result.
+    public init(accountID: String, walletID: String, accountCreated: Bool, tokens: SessionTokens) {
+        self.accountID = accountID
+        self.walletID = walletID
+        self.accountCreated = accountCreated
+        self.tokens = tokens
     }
 }
 
 /// `Authority/RefreshSession` response: the new pair.
 public struct AuthorityRefreshSessionResponse: WireMessage, Equatable {
-    public var tokens: AuthoritySessionTokens
+    public var tokens: SessionTokens
 
     /// Creates the response.
-    public init(tokens: AuthoritySessionTokens) { self.tokens = tokens }
+    public init(tokens: SessionTokens) { self.tokens = tokens }
 }
 
 /// `Authority/GetAccountInfo` request. Its description hides the token.
@@ -191,32 +221,6 @@ public struct AuthorityAccountInfoRequest: WireMessage, Equatable, CustomStringC
 
     /// The request with the token redacted.
     public var description: String { "AuthorityAccountInfoRequest(appID: \(appID), accessToken: <redacted>)" }
-}
-
-/// `Authority/GetAccountInfo` response.
-public struct AuthorityAccountInfoResponse: WireMessage, Equatable {
-    public var accountID: String
-    public var walletID: String
-    public var createdAt: Date
-    /// Emails first, each kind in the order attached. Entries of an unknown kind are skipped.
-    public var contacts: [RainWalletContact]
-    /// True when the account has no verified email.
-    public var needsBackupEmail: Bool
-    /// The account's passkeys, oldest first.
-    public var passkeys: [PasskeyInfo]
-
-    /// Creates the response.
-    public init(
-        accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact],
-        needsBackupEmail: Bool = false, passkeys: [PasskeyInfo] = []
-    ) {
-        self.accountID = accountID
-        self.walletID = walletID
-        self.createdAt = createdAt
-        self.contacts = contacts
-        self.needsBackupEmail = needsBackupEmail
-        self.passkeys = passkeys
-    }
 }
 
 /// `Authority/SendContactVerificationCode` request. Its description hides the token.
@@ -305,16 +309,55 @@ public struct AuthorityWalletRequest: WireMessage, Equatable, CustomStringConver
     public var description: String { "AuthorityWalletRequest(appID: \(appID), accessToken: <redacted>)" }
 }
 
-/// `Authority/GetWallet` response.
-public struct AuthorityWalletResponse: WireMessage, Equatable {
+/// `Authority.accountInfo` output (`Authority/GetAccountInfo` response).
+public struct AccountInfo: WireMessage, Equatable {
+    /// `acct_…`
+    public var accountID: String
+    /// `wal_…`
     public var walletID: String
+    /// When the account was created.
     public var createdAt: Date
-    /// EIP-55 checksummed.
+    /// The account's contacts, emails first, each kind in the order they were attached. Every
+    /// contact is verified: one is attached only by a confirmed code (login or verification).
+    /// Entries of an unknown kind are skipped when decoding.
+    public var contacts: [RainWalletContact]
+    /// True when the account has no verified email (a passkey-only or phone-only account): apps
+    /// should ask for a backup email before the wallet is funded.
+    public var needsBackupEmail: Bool
+    /// The account's passkeys, oldest first (every domain).
+    public var passkeys: [PasskeyInfo]
+
+    /// Creates the info; `needsBackupEmail` defaults to whether `contacts` holds no email.
+    public init(
+        accountID: String, walletID: String, createdAt: Date, contacts: [RainWalletContact],
+        needsBackupEmail: Bool? = nil, passkeys: [PasskeyInfo] = []
+    ) {
+        self.accountID = accountID
+        self.walletID = walletID
+        self.createdAt = createdAt
+        self.contacts = contacts
+        self.needsBackupEmail = needsBackupEmail ?? !Self.hasEmail(contacts)
+        self.passkeys = passkeys
+    }
+
+    /// Whether `contacts` holds an email address.
+    public static func hasEmail(_ contacts: [RainWalletContact]) -> Bool {
+        contacts.contains { if case .email = $0 { true } else { false } }
+    }
+}
+
+/// `Authority.wallet` output: what may be shown of a wallet (`Authority/GetWallet` response).
+public struct WalletInfo: WireMessage, Equatable {
+    /// `wal_…`
+    public var walletID: String
+    /// When the wallet was created (with its account).
+    public var createdAt: Date
+    /// EIP-55 checksummed address of m/44'/60'/0'/0/0.
     public var ethereumAddress: String
-    /// Base58.
+    /// Base58 address of m/44'/501'/0'/0'.
     public var solanaAddress: String
 
-    /// Creates the response.
+    /// Creates the info.
     public init(walletID: String, createdAt: Date, ethereumAddress: String, solanaAddress: String) {
         self.walletID = walletID
         self.createdAt = createdAt
@@ -323,28 +366,27 @@ public struct AuthorityWalletResponse: WireMessage, Equatable {
     }
 }
 
-/// `Authority/ExportWallet` response: a wallet's secrets. Its description hides them.
-public struct AuthorityExportWalletResponse: WireMessage, Equatable, CustomStringConvertible,
-    CustomDebugStringConvertible
-{
-    /// The 12-word recovery phrase.
+/// `Authority.exportWallet` output: a wallet's secrets (`Authority/ExportWallet` response). Its
+/// description hides them.
+public struct WalletSecrets: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The 12-word BIP-39 English recovery phrase.
     public var mnemonic: [String]
-    /// `0x` + 64 lowercase hex digits.
-    public var ethereumPrivateKey: String
-    /// Base58 of the 64-byte keypair.
-    public var solanaKeypair: String
+    /// The Ethereum private key: `0x` + 64 lowercase hex digits.
+    public var ethereumPrivateKeyHex: String
+    /// The Solana keypair (32-byte seed, then 32-byte public key) in base58.
+    public var solanaKeypairBase58: String
 
-    /// Creates the response.
-    public init(mnemonic: [String], ethereumPrivateKey: String, solanaKeypair: String) {
+    /// Creates the secrets.
+    public init(mnemonic: [String], ethereumPrivateKeyHex: String, solanaKeypairBase58: String) {
         self.mnemonic = mnemonic
-        self.ethereumPrivateKey = ethereumPrivateKey
-        self.solanaKeypair = solanaKeypair
+        self.ethereumPrivateKeyHex = ethereumPrivateKeyHex
+        self.solanaKeypairBase58 = solanaKeypairBase58
     }
 
-    /// The response redacted.
+    /// The secrets redacted.
     public var description: String {
-        "AuthorityExportWalletResponse(mnemonic: <redacted \(mnemonic.count) words>, ethereumPrivateKey: <redacted>, "
-            + "solanaKeypair: <redacted>)"
+        "WalletSecrets(mnemonic: <redacted \(mnemonic.count) words>, ethereumPrivateKeyHex: <redacted>, "
+            + "solanaKeypairBase58: <redacted>)"
     }
     /// Same as ``description``.
     public var debugDescription: String { description }

@@ -5,9 +5,9 @@ import RainCore
 
 // Swift ⇄ protobuf-c for the authority hop's passkey messages.
 
-extension AuthorityPasskeyBeginRequest {
+extension PasskeyBeginRequest {
     /// Decodes an `AuthorityPasskeyBeginRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyBeginRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyBeginRequest {
         try unpackMessage(
             bytes, name: "AuthorityPasskeyBeginRequest",
             unpack: { rain__wallet__v1__authority_passkey_begin_request__unpack($0, $1, $2) },
@@ -18,10 +18,11 @@ extension AuthorityPasskeyBeginRequest {
             if let list = m.origins {
                 for i in 0..<m.n_origins { origins.append(try readString(list[i], field: "origins")) }
             }
-            return AuthorityPasskeyBeginRequest(
+            let accessToken = try readString(m.access_token, field: "access_token")
+            return PasskeyBeginRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
                 rpID: try readString(m.rp_id, field: "rp_id"), origins: origins,
-                accessToken: try readString(m.access_token, field: "access_token"))
+                accessToken: accessToken.isEmpty ? nil : accessToken)
         }
     }
     /// Encodes as an `AuthorityPasskeyBeginRequest`.
@@ -36,23 +37,23 @@ extension AuthorityPasskeyBeginRequest {
         for o in origins { list.append(try arena.string(o, field: "origins")) }
         m.n_origins = list.count
         m.origins = arena.array(list)
-        m.access_token = try arena.string(accessToken, field: "access_token")
+        m.access_token = try arena.string(accessToken ?? "", field: "access_token")
         return packMessage(
             &m, size: { rain__wallet__v1__authority_passkey_begin_request__get_packed_size($0) },
             pack: { rain__wallet__v1__authority_passkey_begin_request__pack($0, $1) })
     }
 }
 
-extension AuthorityPasskeyBeginResponse {
+extension PasskeyCeremony {
     /// Decodes an `AuthorityPasskeyBeginResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyBeginResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyCeremony {
         try unpackMessage(
             bytes, name: "AuthorityPasskeyBeginResponse",
             unpack: { rain__wallet__v1__authority_passkey_begin_response__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_passkey_begin_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthorityPasskeyBeginResponse(
+            return PasskeyCeremony(
                 ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
                 optionsJSON: try readString(m.options_json, field: "options_json"),
                 expiresAt: Date(unixMilliseconds: m.expires_at_ms))
@@ -72,16 +73,16 @@ extension AuthorityPasskeyBeginResponse {
     }
 }
 
-extension AuthorityPasskeyFinishRequest {
+extension PasskeyFinishRequest {
     /// Decodes an `AuthorityPasskeyFinishRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyFinishRequest {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishRequest {
         try unpackMessage(
             bytes, name: "AuthorityPasskeyFinishRequest",
             unpack: { rain__wallet__v1__authority_passkey_finish_request__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_passkey_finish_request__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthorityPasskeyFinishRequest(
+            return PasskeyFinishRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
                 ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
                 responseJSON: try readString(m.response_json, field: "response_json"),
@@ -104,19 +105,21 @@ extension AuthorityPasskeyFinishRequest {
     }
 }
 
-extension AuthorityPasskeyFinishResponse {
+extension PasskeyFinishResult {
     /// Decodes an `AuthorityPasskeyFinishResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyFinishResponse {
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishResult {
         try unpackMessage(
             bytes, name: "AuthorityPasskeyFinishResponse",
             unpack: { rain__wallet__v1__authority_passkey_finish_response__unpack($0, $1, $2) },
             free: { rain__wallet__v1__authority_passkey_finish_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            return AuthorityPasskeyFinishResponse(
-                isLoggedIn: m.logged_in != 0, accountID: try readString(m.account_id, field: "account_id"),
-                walletID: try readString(m.wallet_id, field: "wallet_id"), accountCreated: m.account_created != 0,
-                tokens: try readTokens(m.tokens))
+            guard m.logged_in != 0 else { return PasskeyFinishResult(login: nil) }
+            return PasskeyFinishResult(
+                login: LoginResult(
+                    accountID: try readString(m.account_id, field: "account_id"),
+                    walletID: try readString(m.wallet_id, field: "wallet_id"), accountCreated: m.account_created != 0,
+                    tokens: try readTokens(m.tokens)))
         }
     }
     /// Encodes as an `AuthorityPasskeyFinishResponse`.
@@ -124,11 +127,12 @@ extension AuthorityPasskeyFinishResponse {
         let arena = CArena()
         var m = Rain__Wallet__V1__AuthorityPasskeyFinishResponse()
         rain__wallet__v1__authority_passkey_finish_response__init(&m)
-        m.logged_in = isLoggedIn ? 1 : 0
-        m.account_id = try arena.string(accountID, field: "account_id")
-        m.wallet_id = try arena.string(walletID, field: "wallet_id")
-        m.account_created = accountCreated ? 1 : 0
-        m.tokens = try cTokens(tokens, arena)
+        // Not logged in: empty fields and an empty tokens message, as this message always carried.
+        m.logged_in = login == nil ? 0 : 1
+        m.account_id = try arena.string(login?.accountID ?? "", field: "account_id")
+        m.wallet_id = try arena.string(login?.walletID ?? "", field: "wallet_id")
+        m.account_created = login?.accountCreated == true ? 1 : 0
+        m.tokens = try cTokens(login?.tokens ?? .empty, arena)
         return packMessage(
             &m, size: { rain__wallet__v1__authority_passkey_finish_response__get_packed_size($0) },
             pack: { rain__wallet__v1__authority_passkey_finish_response__pack($0, $1) })

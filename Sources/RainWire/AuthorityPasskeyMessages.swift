@@ -1,20 +1,23 @@
 import Foundation
 import RainCore
 
-/// `Authority/BeginPasskeyRegistration` and `Authority/BeginPasskeyAuthentication` request. Its
+/// `Authority.beginPasskeyRegistration` and `beginPasskeyAuthentication` input
+/// (`Authority/BeginPasskeyRegistration` and `Authority/BeginPasskeyAuthentication` request). Its
 /// description hides the access token.
-public struct AuthorityPasskeyBeginRequest: WireMessage, Equatable, CustomStringConvertible {
+public struct PasskeyBeginRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var appID: String
     public var deviceID: String
-    /// The passkey domain.
+    /// The relying-party id: the profile's passkey domain.
     public var rpID: String
-    /// Accepted client-data origins.
+    /// The origins the response's client data may carry: `https://<rpID>` and one
+    /// `android:apk-key-hash:<base64url>` per configured Android signing certificate.
     public var origins: [String]
-    /// Registration: the access token of the session whose account gets the passkey; empty for a sign-up.
-    public var accessToken: String
+    /// Registration only: the live session's access token to add a passkey to its account, or nil
+    /// for a sign-up (a new account). Never logged. Sent empty for nil.
+    public var accessToken: String?
 
     /// Creates the request.
-    public init(appID: String, deviceID: String, rpID: String, origins: [String], accessToken: String = "") {
+    public init(appID: String, deviceID: String, rpID: String, origins: [String], accessToken: String? = nil) {
         self.appID = appID
         self.deviceID = deviceID
         self.rpID = rpID
@@ -24,19 +27,24 @@ public struct AuthorityPasskeyBeginRequest: WireMessage, Equatable, CustomString
 
     /// The request without its token.
     public var description: String {
-        "AuthorityPasskeyBeginRequest(appID: \(appID), deviceID: \(deviceID), rpID: \(rpID), origins: \(origins), "
-            + "accessToken: \(accessToken.isEmpty ? "none" : "<redacted>"))"
+        "PasskeyBeginRequest(appID: \(appID), deviceID: \(deviceID), rpID: \(rpID), origins: \(origins), "
+            + "accessToken: \(accessToken == nil ? "none" : "<redacted>"))"
     }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
 }
 
-/// A begun ceremony.
-public struct AuthorityPasskeyBeginResponse: WireMessage, Equatable {
+/// A begun ceremony: its id and the W3C options JSON for the authenticator (`Authority/Begin…`
+/// response).
+public struct PasskeyCeremony: WireMessage, Equatable {
+    /// Opaque `pkc_…` id; the finish and the cancel name it.
     public var ceremonyID: String
-    /// W3C options JSON.
+    /// `PublicKeyCredentialCreationOptionsJSON` or `PublicKeyCredentialRequestOptionsJSON`.
     public var optionsJSON: String
+    /// When the challenge stops being accepted.
     public var expiresAt: Date
 
-    /// Creates the response.
+    /// Creates the ceremony.
     public init(ceremonyID: String, optionsJSON: String, expiresAt: Date) {
         self.ceremonyID = ceremonyID
         self.optionsJSON = optionsJSON
@@ -44,18 +52,20 @@ public struct AuthorityPasskeyBeginResponse: WireMessage, Equatable {
     }
 }
 
-/// `Authority/FinishPasskeyRegistration` and `Authority/FinishPasskeyAuthentication` request.
-public struct AuthorityPasskeyFinishRequest: WireMessage, Equatable, CustomStringConvertible {
+/// `Authority.finishPasskeyRegistration` and `finishPasskeyAuthentication` input
+/// (`Authority/FinishPasskey…` request). Its description hides the response JSON.
+public struct PasskeyFinishRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var appID: String
     public var deviceID: String
     public var ceremonyID: String
-    /// W3C response JSON.
+    /// W3C `RegistrationResponseJSON` or `AuthenticationResponseJSON`.
     public var responseJSON: String
-    /// The device's raw 32-byte Ed25519 public key.
+    /// The device's raw 32-byte Ed25519 public key the new session is bound to (as in
+    /// `ConfirmCodeRequest`); unused when a passkey is added.
     public var devicePublicKey: [UInt8]
 
     /// Creates the request.
-    public init(appID: String, deviceID: String, ceremonyID: String, responseJSON: String, devicePublicKey: [UInt8]) {
+    public init(appID: String, deviceID: String, ceremonyID: String, responseJSON: String, devicePublicKey: [UInt8] = []) {
         self.appID = appID
         self.deviceID = deviceID
         self.ceremonyID = ceremonyID
@@ -65,28 +75,21 @@ public struct AuthorityPasskeyFinishRequest: WireMessage, Equatable, CustomStrin
 
     /// The request without its response JSON.
     public var description: String {
-        "AuthorityPasskeyFinishRequest(appID: \(appID), deviceID: \(deviceID), ceremonyID: \(ceremonyID), "
+        "PasskeyFinishRequest(appID: \(appID), deviceID: \(deviceID), ceremonyID: \(ceremonyID), "
             + "responseJSON: \(responseJSON.utf8.count) bytes)"
     }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
 }
 
-/// A finished ceremony: a login (sign-up or login) or nothing (a passkey added).
-public struct AuthorityPasskeyFinishResponse: WireMessage, Equatable {
-    /// False after a passkey was added (no new session).
-    public var isLoggedIn: Bool
-    public var accountID: String
-    public var walletID: String
-    public var accountCreated: Bool
-    public var tokens: AuthoritySessionTokens
+/// A finished ceremony (`Authority/FinishPasskey…` response): a login (sign-up or login), or nothing
+/// when a passkey was added to a live session's account.
+public struct PasskeyFinishResult: WireMessage, Equatable {
+    /// The new session; nil after a passkey was added.
+    public var login: LoginResult?
 
-    /// Creates the response.
-    public init(isLoggedIn: Bool, accountID: String, walletID: String, accountCreated: Bool, tokens: AuthoritySessionTokens) {
-        self.isLoggedIn = isLoggedIn
-        self.accountID = accountID
-        self.walletID = walletID
-        self.accountCreated = accountCreated
-        self.tokens = tokens
-    }
+    /// Creates the result.
+    public init(login: LoginResult?) { self.login = login }
 }
 
 /// `Authority/CancelPasskeyCeremony` request.

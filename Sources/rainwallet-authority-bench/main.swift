@@ -11,9 +11,11 @@
 //   rainwallet-authority-bench create-database --server URL --name NAME
 //       creates an empty PostgreSQL database and prints its URL (for scripts/bench-authority).
 import Foundation
-import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
+import RainWire
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("rainwallet-authority-bench: \(message)\n".utf8))

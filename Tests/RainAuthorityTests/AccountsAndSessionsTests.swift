@@ -1,10 +1,13 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
+import RainWire
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 @Suite("Accounts and sessions")
 struct AccountsAndSessionsTests {

@@ -1,11 +1,14 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
+import RainWire
 import Synchronization
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 /// A code sender that keeps deliveries in memory, so tests can read the code; it can be told to fail.
 final class CapturingCodeSender: CodeSender {

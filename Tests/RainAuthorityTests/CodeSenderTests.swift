@@ -1,9 +1,12 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainTestSupport
+import RainWire
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 @Suite("Code senders")
 struct CodeSenderTests {

@@ -1,11 +1,13 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
+import RainWire
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
 
 /// Backup contacts at the embedded authority: verification codes follow the login-code rules, a
 /// verified contact becomes a login method of the same account, and a contact is never moved

@@ -1,10 +1,9 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainTestSupport
 import Synchronization
 import Testing
-
-@testable import RainAuthority
 
 /// Waits for a completion-style call and returns what it delivered.
 func completion<T: Sendable>(_ start: (@escaping @Sendable (Result<T, RainError>) -> Void) -> Void) async -> Result<T, RainError> {

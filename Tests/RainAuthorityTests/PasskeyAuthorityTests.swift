@@ -1,12 +1,15 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
 import RainWebAuthn
+import RainWire
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 /// Passkey ceremonies at the embedded authority, with the software authenticator.
 @Suite("Passkeys at the authority")

@@ -1,10 +1,13 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
+import RainWire
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 /// Pruning on a schedule (issue 6 item 5): the authority deletes expired challenges, revoked
 /// sessions, retired refresh tokens and old outbox lines every interval on its clock.

@@ -3,7 +3,7 @@ import RainCore
 import RainTestSupport
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
 
 /// What only the PostgreSQL store has: URLs, connection failures, the libpq wrapper, its schema
 /// version guard. The `AuthorityStore` contract itself is `StoreConformanceTests`.

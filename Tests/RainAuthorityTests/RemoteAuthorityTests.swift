@@ -1,4 +1,6 @@
 import Foundation
+import RainAuthorityAPI
+import RainAuthorityServer
 import RainCore
 import RainCrypto
 import RainTestSupport
@@ -8,6 +10,7 @@ import Synchronization
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 /// An `EventLoopServer` on a loopback TCP port, serving `handler`, with its loop on a thread.
 final class RunningTCPServer: Sendable {
@@ -431,7 +434,9 @@ struct RemoteAuthorityTests {
             let noContact = await rainError {
                 _ = try await connection.call(
                     method: AuthorityMethod.sendLoginCode,
-                    payload: try AuthoritySendLoginCodeRequest(appID: "a", deviceID: "d", contact: nil).encode())
+                    // app_id "a" (field 1) and device_id "d" (field 2), no contact (field 3): a
+                    // `SendCodeRequest` cannot be built without one.
+                    payload: [0x0A, 0x01, 0x61, 0x12, 0x01, 0x64])
             }
             #expect(noContact?.code == .invalidArgument)
             #expect(noContact?.details.field == "contact")
@@ -497,9 +502,9 @@ struct RemoteAuthorityTests {
                 for secret in secrets { #expect(!line.contains(secret), "a log line holds a secret: \(line)") }
             }
             // The wire models print redacted too.
-            let wire = AuthorityConfirmLoginCodeRequest(appID: "a", deviceID: "d", challengeID: "c", code: code)
+            let wire = ConfirmCodeRequest(appID: "a", deviceID: "d", challengeID: "c", code: code)
             #expect(!String(describing: wire).contains(code))
-            let tokens = AuthoritySessionTokens(
+            let tokens = SessionTokens(
                 accessToken: next.accessToken, refreshToken: next.refreshToken, accessLifetime: .seconds(1))
             #expect(!String(describing: tokens).contains(next.refreshToken))
         }

@@ -5,8 +5,6 @@ import RainSoftAuthenticator
 import RainTestSupport
 import Testing
 
-@testable import RainAuthority
-
 @Suite("Backup contacts over the authority hop")
 struct RemoteContactTests {
     static let origin = "https://example.com"

@@ -4,9 +4,10 @@ import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
 import RainWebAuthn
+import RainWire
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
 
 @Suite("Passkeys over the authority hop")
 struct RemotePasskeyTests {

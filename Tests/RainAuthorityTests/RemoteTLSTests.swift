@@ -1,4 +1,6 @@
 import Foundation
+import RainAuthorityAPI
+import RainAuthorityServer
 import RainCore
 import RainCrypto
 import RainTestSupport
@@ -6,8 +8,6 @@ import RainTransport
 import RainWire
 import Synchronization
 import Testing
-
-@testable import RainAuthority
 
 /// TLS 1.3 between a `RemoteAuthority` and an `EventLoopServer` serving `AuthorityService`, with
 /// certificates made by `openssl` at test time.

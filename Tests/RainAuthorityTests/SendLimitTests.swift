@@ -1,10 +1,12 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainTestSupport
+import RainWire
 import Synchronization
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
 
 /// The code send limits (DESIGN §6, issue 6): 30 s cooldown and 5 per 15 minutes per contact, 10
 /// per hour per account; every refusal is RAIN_302 with the limit and when to retry.

@@ -1,10 +1,12 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 /// The `AuthorityStore` implementations the conformance suite runs against.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {

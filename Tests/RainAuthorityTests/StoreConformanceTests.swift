@@ -1,11 +1,13 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport
+import RainWire
 import Synchronization
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
 
 /// The `AuthorityStore` contract, run against every store (SQLite in a temporary directory,
 /// PostgreSQL on a fresh database of the shared test cluster). SQLite-only behaviour (file modes,

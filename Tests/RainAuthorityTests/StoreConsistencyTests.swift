@@ -3,7 +3,7 @@ import RainCore
 import RainTestSupport
 import Testing
 
-@testable import RainAuthority
+@testable import RainStore
 
 /// The checker the crash-safety kill loop relies on: it must pass on a real history and name every
 /// invariant when one is broken, or the kill loop proves nothing.

@@ -2,9 +2,11 @@ import Foundation
 import RainCore
 import RainCrypto
 import RainTestSupport
+import RainWire
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 /// Checks that `address` is `0x` + 40 hex digits in EIP-55 case.
 func isEIP55(_ address: String) -> Bool {

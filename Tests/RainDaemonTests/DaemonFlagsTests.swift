@@ -1,4 +1,4 @@
-import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import Testing
 

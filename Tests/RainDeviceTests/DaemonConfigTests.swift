@@ -1,5 +1,5 @@
 import Foundation
-import RainAuthority
+import RainAuthorityAPI
 import RainCore
 @testable import RainDevice
 import Testing

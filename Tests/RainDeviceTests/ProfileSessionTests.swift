@@ -1,5 +1,6 @@
 import Foundation
 import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainTestSupport

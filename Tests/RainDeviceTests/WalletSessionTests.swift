@@ -1,5 +1,4 @@
 import Foundation
-import RainAuthority
 import RainCore
 import RainCrypto
 import RainTestSupport

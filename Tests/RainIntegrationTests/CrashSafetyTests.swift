@@ -1,7 +1,7 @@
 import Foundation
-import RainAuthority
 import RainCore
 import RainDevice
+import RainStore
 import RainTestSupport
 import RainWallet
 import Testing

@@ -1,9 +1,11 @@
 import Foundation
-import RainAuthority
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainStore
 import RainTestSupport
 import RainWallet
+import RainWire
 import Synchronization
 import Testing
 

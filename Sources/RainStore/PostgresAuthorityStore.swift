@@ -21,14 +21,14 @@ import RainCore
 /// most). Timestamps are `bigint` Unix milliseconds, as in SQLite, so `Date`s round-trip alike.
 /// Schema migrations are numbered, recorded in `schema_version` and run under an advisory lock,
 /// so two instances starting together never both migrate.
-public final class PostgresAuthorityStore: ConnectionStore {
+package final class PostgresAuthorityStore: ConnectionStore {
     let pool: PostgresConnectionPool
 
     /// `user@host:port/database` (never the password).
-    public var target: String { pool.target }
+    package var target: String { pool.target }
 
     /// The newest schema version this build knows.
-    public static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
+    package static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
 
     private init(pool: PostgresConnectionPool) {
         self.pool = pool
@@ -38,7 +38,7 @@ public final class PostgresAuthorityStore: ConnectionStore {
     /// - Parameter url: `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE` (libpq's URI form).
     /// - Throws: RAIN_102 when the URL is malformed; RAIN_502 when the server cannot be reached, the
     ///   migration fails, or the database was migrated by a newer build.
-    public static func open(url: String, connections: Int = 4) async throws(RainError) -> PostgresAuthorityStore {
+    package static func open(url: String, connections: Int = 4) async throws(RainError) -> PostgresAuthorityStore {
         _ = try PostgresConnection.describe(url: url)
         let pool = try await DispatchQueue(label: "rain.authority.postgres.open").runBlocking {
             () throws(RainError) -> PostgresConnectionPool in
@@ -241,12 +241,12 @@ public final class PostgresAuthorityStore: ConnectionStore {
     // that takes the locks described above (`PostgresConnection`'s `StoreConnection` hooks).
 
     /// The highest migration recorded in `schema_version`.
-    public func schemaVersion() async throws(RainError) -> Int {
+    package func schemaVersion() async throws(RainError) -> Int {
         try await perform { db throws(RainError) in try Self.currentVersion(db) }
     }
 
     /// Closes every connection; later calls throw RAIN_502.
-    public func close() async {
+    package func close() async {
         await pool.close()
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
+import RainWire
 
 /// Where the authority keeps accounts, contacts, wallets, login challenges and sessions.
 ///
@@ -9,7 +11,7 @@ import RainCore
 /// Implementations never run blocking work on the Swift concurrency pool.
 ///
 /// Every method throws `RainError` only: RAIN_502 when the store fails.
-public protocol AuthorityStore: Sendable {
+package protocol AuthorityStore: Sendable {
     /// The schema version the store is at after its migrations ran.
     func schemaVersion() async throws(RainError) -> Int
 
@@ -184,7 +186,7 @@ public protocol AuthorityStore: Sendable {
 ///
 /// Each read is one read transaction, so it sees a consistent snapshot of what the store's writes
 /// committed before it started. `completion` runs on the reader's thread and must not block.
-public protocol DirectStoreReader: Sendable {
+package protocol DirectStoreReader: Sendable {
     /// `AuthorityStore.accountAccessWithPasskeys`, answered to `completion`.
     func accountAccessWithPasskeys(
         appID: String, accessHash: [UInt8],
@@ -198,10 +200,10 @@ public protocol DirectStoreReader: Sendable {
 
 extension AuthorityStore {
     /// No direct reader: every read goes through the async API.
-    public var directReader: (any DirectStoreReader)? { nil }
+    package var directReader: (any DirectStoreReader)? { nil }
 
     /// Two calls: `accountAccess`, then `passkeyCredentials`.
-    public func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
+    package func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
         -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?
     {
         guard let access = try await accountAccess(appID: appID, accessHash: accessHash) else { return nil }
@@ -209,7 +211,7 @@ extension AuthorityStore {
     }
 
     /// Two calls: `accountAccess`, then `wallet`.
-    public func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
+    package func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
         -> (access: AccountAccess, wallet: WalletRecord?)?
     {
         guard let access = try await accountAccess(appID: appID, accessHash: accessHash) else { return nil }
@@ -218,18 +220,18 @@ extension AuthorityStore {
 }
 
 /// An account and its wallet.
-public struct AccountRecord: Sendable, Equatable {
+package struct AccountRecord: Sendable, Equatable {
     /// `acct_…`
-    public var id: String
+    package var id: String
     /// The app (tenant) the account belongs to.
-    public var appID: String
+    package var appID: String
     /// `wal_…`
-    public var walletID: String
+    package var walletID: String
     /// When the account was created.
-    public var createdAt: Date
+    package var createdAt: Date
 
     /// Creates a record.
-    public init(id: String, appID: String, walletID: String, createdAt: Date) {
+    package init(id: String, appID: String, walletID: String, createdAt: Date) {
         self.id = id
         self.appID = appID
         self.walletID = walletID
@@ -238,7 +240,7 @@ public struct AccountRecord: Sendable, Equatable {
 }
 
 /// The life of a login challenge.
-public enum ChallengeState: String, Sendable, Equatable, CaseIterable {
+package enum ChallengeState: String, Sendable, Equatable, CaseIterable {
     /// Waiting for the code.
     case pending
     /// Confirmed: a session was issued.
@@ -250,7 +252,7 @@ public enum ChallengeState: String, Sendable, Equatable, CaseIterable {
 }
 
 /// What a code challenge is for.
-public enum ChallengePurpose: String, Sendable, Equatable, CaseIterable {
+package enum ChallengePurpose: String, Sendable, Equatable, CaseIterable {
     /// A login code: confirming it opens a session (`confirmLoginCode`).
     case login
     /// A backup-contact verification: confirming it attaches the contact to its target account
@@ -259,28 +261,28 @@ public enum ChallengePurpose: String, Sendable, Equatable, CaseIterable {
 }
 
 /// A challenge to insert.
-public struct NewChallenge: Sendable, Equatable {
+package struct NewChallenge: Sendable, Equatable {
     /// `chl_…`
-    public var id: String
+    package var id: String
     /// The app (tenant).
-    public var appID: String
+    package var appID: String
     /// The device that asked for the code.
-    public var deviceID: String
+    package var deviceID: String
     /// A normalized contact.
-    public var contact: RainWalletContact
+    package var contact: RainWalletContact
     /// The keyed hash of the code (never the code).
-    public var codeHash: [UInt8]
+    package var codeHash: [UInt8]
     /// When it was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// When the code stops working.
-    public var expiresAt: Date
+    package var expiresAt: Date
     /// What the code is for.
-    public var purpose: ChallengePurpose
+    package var purpose: ChallengePurpose
     /// The account a verification attaches the contact to; nil for a login.
-    public var targetAccountID: String?
+    package var targetAccountID: String?
 
     /// Creates a challenge to insert.
-    public init(
+    package init(
         id: String, appID: String, deviceID: String, contact: RainWalletContact, codeHash: [UInt8], createdAt: Date,
         expiresAt: Date, purpose: ChallengePurpose = .login, targetAccountID: String? = nil
     ) {
@@ -297,70 +299,21 @@ public struct NewChallenge: Sendable, Equatable {
 }
 
 /// What `AuthorityStore.insertChallenge` did.
-public struct ChallengeInsertion: Sendable, Equatable {
+package struct ChallengeInsertion: Sendable, Equatable {
     /// The account id, or `contact:<kind>:<value>` before an account exists.
-    public var accountKey: String
+    package var accountKey: String
     /// Challenges retired to make room (this device's pending ones, then the account's oldest).
-    public var retiredChallengeIDs: [String]
+    package var retiredChallengeIDs: [String]
 
     /// Creates a result.
-    public init(accountKey: String, retiredChallengeIDs: [String]) {
+    package init(accountKey: String, retiredChallengeIDs: [String]) {
         self.accountKey = accountKey
         self.retiredChallengeIDs = retiredChallengeIDs
     }
 }
 
-/// The send limits `insertChallenge` enforces inside its transaction (DESIGN §6).
-///
-/// Every code sent counts (login codes and contact verifications alike, whatever became of them),
-/// per contact and per account key; a refused send is not stored and so never counts.
-public struct CodeSendLimits: Sendable, Equatable {
-    /// The least time between two sends to one contact (30 s by default).
-    public var contactCooldown: Duration
-    /// The window `contactMaxSends` is counted over (15 minutes by default).
-    public var contactWindow: Duration
-    /// The most sends to one contact within `contactWindow` (5 by default).
-    public var contactMaxSends: Int
-    /// The window `accountMaxSends` is counted over (1 hour by default).
-    public var accountWindow: Duration
-    /// The most sends for one account key (across its contacts) within `accountWindow` (10 by
-    /// default).
-    public var accountMaxSends: Int
-
-    /// Creates limits; the defaults are DESIGN §6's.
-    public init(
-        contactCooldown: Duration = .seconds(30), contactWindow: Duration = .seconds(900), contactMaxSends: Int = 5,
-        accountWindow: Duration = .seconds(3600), accountMaxSends: Int = 10
-    ) {
-        self.contactCooldown = contactCooldown
-        self.contactWindow = contactWindow
-        self.contactMaxSends = contactMaxSends
-        self.accountWindow = accountWindow
-        self.accountMaxSends = accountMaxSends
-    }
-
-    /// No limit at all (for tests that send many codes quickly).
-    public static let unlimited = CodeSendLimits(
-        contactCooldown: .zero, contactWindow: .zero, contactMaxSends: .max, accountWindow: .zero,
-        accountMaxSends: .max)
-
-    /// The longest time a send can still count against a limit: stored challenges must be kept at
-    /// least this long after they were created (pruning keeps them).
-    public var longestWindow: Duration { max(contactCooldown, contactWindow, accountWindow) }
-}
-
-/// Which send limit refused a code.
-public enum CodeSendLimit: String, Sendable, Equatable, CaseIterable {
-    /// Too soon after the last send to the same contact.
-    case contactCooldown
-    /// Too many sends to the same contact within the contact window.
-    case contactWindow
-    /// Too many sends for the same account (across its contacts) within the account window.
-    case accountWindow
-}
-
 /// What `AuthorityStore.insertChallenge` did.
-public enum ChallengeInsertionOutcome: Sendable, Equatable {
+package enum ChallengeInsertionOutcome: Sendable, Equatable {
     /// The challenge was stored.
     case inserted(ChallengeInsertion)
     /// A send limit refused it; nothing was changed. A send at or after `retryAfter` passes this
@@ -369,34 +322,34 @@ public enum ChallengeInsertionOutcome: Sendable, Equatable {
 }
 
 /// A stored challenge.
-public struct ChallengeRecord: Sendable, Equatable {
+package struct ChallengeRecord: Sendable, Equatable {
     /// The id.
-    public var id: String
+    package var id: String
     /// The app (tenant).
-    public var appID: String
+    package var appID: String
     /// The device that asked for the code.
-    public var deviceID: String
+    package var deviceID: String
     /// The normalized contact the code went to.
-    public var contact: RainWalletContact
+    package var contact: RainWalletContact
     /// The account id, or `contact:<kind>:<value>` before an account exists.
-    public var accountKey: String
+    package var accountKey: String
     /// The keyed hash of the code.
-    public var codeHash: [UInt8]
+    package var codeHash: [UInt8]
     /// When it was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// When the code stops working.
-    public var expiresAt: Date
+    package var expiresAt: Date
     /// Wrong codes counted so far.
-    public var wrongAttempts: Int
+    package var wrongAttempts: Int
     /// Where it is in its life.
-    public var state: ChallengeState
+    package var state: ChallengeState
     /// What the code is for (`login` for challenges stored before schema version 5).
-    public var purpose: ChallengePurpose
+    package var purpose: ChallengePurpose
     /// The account a verification attaches the contact to; nil for a login.
-    public var targetAccountID: String?
+    package var targetAccountID: String?
 
     /// Creates a record.
-    public init(
+    package init(
         id: String, appID: String, deviceID: String, contact: RainWalletContact, accountKey: String, codeHash: [UInt8],
         createdAt: Date, expiresAt: Date, wrongAttempts: Int, state: ChallengeState,
         purpose: ChallengePurpose = .login, targetAccountID: String? = nil
@@ -417,21 +370,21 @@ public struct ChallengeRecord: Sendable, Equatable {
 }
 
 /// A session to store.
-public struct NewSession: Sendable, Equatable {
+package struct NewSession: Sendable, Equatable {
     /// `ses_…`
-    public var id: String
+    package var id: String
     /// Keyed hash of the access token.
-    public var accessHash: [UInt8]
+    package var accessHash: [UInt8]
     /// Keyed hash of the refresh token.
-    public var refreshHash: [UInt8]
+    package var refreshHash: [UInt8]
     /// When the access token expires.
-    public var accessExpiresAt: Date
+    package var accessExpiresAt: Date
     /// The device's raw Ed25519 public key every refresh must be signed with; nil for an unbound
     /// session, which can never be refreshed.
-    public var devicePublicKey: [UInt8]?
+    package var devicePublicKey: [UInt8]?
 
     /// Creates a session to store.
-    public init(
+    package init(
         id: String, accessHash: [UInt8], refreshHash: [UInt8], accessExpiresAt: Date, devicePublicKey: [UInt8]? = nil
     ) {
         self.id = id
@@ -443,30 +396,30 @@ public struct NewSession: Sendable, Equatable {
 }
 
 /// Input of `AuthorityStore.completeLogin`.
-public struct LoginCompletion: Sendable, Equatable {
+package struct LoginCompletion: Sendable, Equatable {
     /// The challenge being confirmed.
-    public var challengeID: String
+    package var challengeID: String
     /// The app (tenant).
-    public var appID: String
+    package var appID: String
     /// The device that asked for the code.
-    public var deviceID: String
+    package var deviceID: String
     /// The challenge's contact.
-    public var contact: RainWalletContact
+    package var contact: RainWalletContact
     /// Used only when the login creates the account.
-    public var newAccountID: String
+    package var newAccountID: String
     /// Used only when the login creates the account.
-    public var newWalletID: String
+    package var newWalletID: String
     /// The new wallet's key material (its encrypted entropy, bound to `newWalletID`, and its
     /// addresses), stored with it in the same transaction. Used only when the login creates the
     /// account; nil stores a wallet without keys (backfilled later).
-    public var newWalletKeys: WalletKeyMaterial?
+    package var newWalletKeys: WalletKeyMaterial?
     /// The session to store.
-    public var session: NewSession
+    package var session: NewSession
     /// The time of the login.
-    public var now: Date
+    package var now: Date
 
     /// Creates the input.
-    public init(
+    package init(
         challengeID: String, appID: String, deviceID: String, contact: RainWalletContact, newAccountID: String,
         newWalletID: String, newWalletKeys: WalletKeyMaterial? = nil, session: NewSession, now: Date
     ) {
@@ -485,18 +438,18 @@ public struct LoginCompletion: Sendable, Equatable {
 /// A wallet's key material as stored: the BIP-39 entropy encrypted with the wallet-encryption key
 /// (AES-256-GCM, `nonce ‖ ciphertext ‖ tag`, bound to the wallet id), the id of the master key it
 /// was encrypted under, and the addresses derived from it (in the clear, for reads).
-public struct WalletKeyMaterial: Sendable, Equatable {
+package struct WalletKeyMaterial: Sendable, Equatable {
     /// `nonce ‖ ciphertext ‖ tag` of the entropy.
-    public var entropyCiphertext: [UInt8]
+    package var entropyCiphertext: [UInt8]
     /// The id of the master key whose wallet-encryption key sealed the entropy.
-    public var entropyKeyID: String
+    package var entropyKeyID: String
     /// The EIP-55 address of m/44'/60'/0'/0/0.
-    public var ethereumAddress: String?
+    package var ethereumAddress: String?
     /// The base58 address of m/44'/501'/0'/0'.
-    public var solanaAddress: String?
+    package var solanaAddress: String?
 
     /// Creates the material.
-    public init(entropyCiphertext: [UInt8], entropyKeyID: String, ethereumAddress: String?, solanaAddress: String?) {
+    package init(entropyCiphertext: [UInt8], entropyKeyID: String, ethereumAddress: String?, solanaAddress: String?) {
         self.entropyCiphertext = entropyCiphertext
         self.entropyKeyID = entropyKeyID
         self.ethereumAddress = ethereumAddress
@@ -505,24 +458,24 @@ public struct WalletKeyMaterial: Sendable, Equatable {
 }
 
 /// A stored wallet.
-public struct WalletRecord: Sendable, Equatable {
+package struct WalletRecord: Sendable, Equatable {
     /// `wal_…`
-    public var id: String
+    package var id: String
     /// The account (`acct_…`) it belongs to.
-    public var accountID: String
+    package var accountID: String
     /// When it was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// The encrypted entropy; nil for a wallet created before wallets had keys.
-    public var entropyCiphertext: [UInt8]?
+    package var entropyCiphertext: [UInt8]?
     /// The id of the master key the entropy is encrypted under.
-    public var entropyKeyID: String?
+    package var entropyKeyID: String?
     /// The EIP-55 Ethereum address, once derived.
-    public var ethereumAddress: String?
+    package var ethereumAddress: String?
     /// The base58 Solana address, once derived.
-    public var solanaAddress: String?
+    package var solanaAddress: String?
 
     /// Creates a record.
-    public init(
+    package init(
         id: String, accountID: String, createdAt: Date, entropyCiphertext: [UInt8]? = nil, entropyKeyID: String? = nil,
         ethereumAddress: String? = nil, solanaAddress: String? = nil
     ) {
@@ -536,24 +489,24 @@ public struct WalletRecord: Sendable, Equatable {
     }
 
     /// Whether it has its entropy and both addresses.
-    public var hasAllKeys: Bool {
+    package var hasAllKeys: Bool {
         entropyCiphertext != nil && entropyKeyID != nil && ethereumAddress != nil && solanaAddress != nil
     }
 }
 
 /// A completed login.
-public struct LoginRecord: Sendable, Equatable {
+package struct LoginRecord: Sendable, Equatable {
     /// The account (`acct_…`).
-    public var accountID: String
+    package var accountID: String
     /// The account's wallet (`wal_…`).
-    public var walletID: String
+    package var walletID: String
     /// True when this login created the account and its wallet.
-    public var accountCreated: Bool
+    package var accountCreated: Bool
     /// Sessions on other devices revoked by this login.
-    public var revokedElsewhereCount: Int
+    package var revokedElsewhereCount: Int
 
     /// Creates a record.
-    public init(accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int) {
+    package init(accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int) {
         self.accountID = accountID
         self.walletID = walletID
         self.accountCreated = accountCreated
@@ -562,7 +515,7 @@ public struct LoginRecord: Sendable, Equatable {
 }
 
 /// Output of `AuthorityStore.completeLogin`.
-public enum LoginCompletionOutcome: Sendable, Equatable {
+package enum LoginCompletionOutcome: Sendable, Equatable {
     /// The login went through.
     case loggedIn(LoginRecord)
     /// The challenge was no longer pending (or expired, or not this device's) when the
@@ -571,40 +524,40 @@ public enum LoginCompletionOutcome: Sendable, Equatable {
 }
 
 /// A stored session.
-public struct SessionRecord: Sendable, Equatable {
+package struct SessionRecord: Sendable, Equatable {
     /// `ses_…`
-    public var id: String
+    package var id: String
     /// The app (tenant).
-    public var appID: String
+    package var appID: String
     /// The account (`acct_…`).
-    public var accountID: String
+    package var accountID: String
     /// The device the session is bound to.
-    public var deviceID: String
+    package var deviceID: String
     /// Keyed hash of the access token.
-    public var accessHash: [UInt8]
+    package var accessHash: [UInt8]
     /// Keyed hash of the refresh token.
-    public var refreshHash: [UInt8]
+    package var refreshHash: [UInt8]
     /// When the access token expires.
-    public var accessExpiresAt: Date
+    package var accessExpiresAt: Date
     /// When it was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// When it was revoked, or nil while live.
-    public var revokedAt: Date?
+    package var revokedAt: Date?
     /// One of `SessionRevokeReason`.
-    public var revokeReason: String?
+    package var revokeReason: String?
     /// The device's raw Ed25519 public key; nil for an unbound session (issued without a key, or
     /// before schema version 2), which can never be refreshed.
-    public var devicePublicKey: [UInt8]?
+    package var devicePublicKey: [UInt8]?
     /// Keyed hash of the refresh token rotated out at the last refresh; nil before the first.
-    public var previousRefreshHash: [UInt8]?
+    package var previousRefreshHash: [UInt8]?
     /// When the last refresh rotated the tokens (and issued the current refresh token); nil
     /// before the first.
-    public var rotatedAt: Date?
+    package var rotatedAt: Date?
     /// How many times the tokens were rotated (0 after the login).
-    public var refreshGeneration: Int
+    package var refreshGeneration: Int
 
     /// Creates a record.
-    public init(
+    package init(
         id: String, appID: String, accountID: String, deviceID: String, accessHash: [UInt8], refreshHash: [UInt8],
         accessExpiresAt: Date, createdAt: Date, revokedAt: Date?, revokeReason: String?,
         devicePublicKey: [UInt8]? = nil, previousRefreshHash: [UInt8]? = nil, rotatedAt: Date? = nil,
@@ -627,11 +580,11 @@ public struct SessionRecord: Sendable, Equatable {
     }
 
     /// When the current refresh token was issued: the last rotation, or the login.
-    public var refreshIssuedAt: Date { rotatedAt ?? createdAt }
+    package var refreshIssuedAt: Date { rotatedAt ?? createdAt }
 }
 
 /// Which generation of a session's refresh token was presented.
-public enum RefreshTokenGeneration: Sendable, Equatable {
+package enum RefreshTokenGeneration: Sendable, Equatable {
     /// The session's current refresh token.
     case current
     /// The one the last refresh rotated out (at `SessionRecord.rotatedAt`).
@@ -641,32 +594,32 @@ public enum RefreshTokenGeneration: Sendable, Equatable {
 }
 
 /// A session found by one of its refresh-token hashes.
-public struct RefreshCandidate: Sendable, Equatable {
+package struct RefreshCandidate: Sendable, Equatable {
     /// The session (the whole family: rotation keeps the session).
-    public var session: SessionRecord
+    package var session: SessionRecord
     /// Which of its refresh tokens matched.
-    public var generation: RefreshTokenGeneration
+    package var generation: RefreshTokenGeneration
 
     /// Creates a candidate.
-    public init(session: SessionRecord, generation: RefreshTokenGeneration) {
+    package init(session: SessionRecord, generation: RefreshTokenGeneration) {
         self.session = session
         self.generation = generation
     }
 }
 
 /// A token rotation to store.
-public struct SessionRotation: Sendable, Equatable {
+package struct SessionRotation: Sendable, Equatable {
     /// Keyed hash of the new access token.
-    public var accessHash: [UInt8]
+    package var accessHash: [UInt8]
     /// Keyed hash of the new refresh token.
-    public var refreshHash: [UInt8]
+    package var refreshHash: [UInt8]
     /// When the new access token expires.
-    public var accessExpiresAt: Date
+    package var accessExpiresAt: Date
     /// The time of the rotation.
-    public var rotatedAt: Date
+    package var rotatedAt: Date
 
     /// Creates a rotation.
-    public init(accessHash: [UInt8], refreshHash: [UInt8], accessExpiresAt: Date, rotatedAt: Date) {
+    package init(accessHash: [UInt8], refreshHash: [UInt8], accessExpiresAt: Date, rotatedAt: Date) {
         self.accessHash = accessHash
         self.refreshHash = refreshHash
         self.accessExpiresAt = accessExpiresAt
@@ -675,7 +628,7 @@ public struct SessionRotation: Sendable, Equatable {
 }
 
 /// What a refresh changes in the store.
-public enum SessionRefreshChange: Sendable, Equatable {
+package enum SessionRefreshChange: Sendable, Equatable {
     /// Nothing (a refusal that burns nothing, or a repeat within the grace window).
     case none
     /// New tokens: the current refresh hash becomes the previous one, the previous one is kept
@@ -686,16 +639,16 @@ public enum SessionRefreshChange: Sendable, Equatable {
 }
 
 /// A session found by its access token, with its account.
-public struct AccountAccess: Sendable, Equatable {
+package struct AccountAccess: Sendable, Equatable {
     /// The session.
-    public var session: SessionRecord
+    package var session: SessionRecord
     /// The account and its wallet.
-    public var account: AccountRecord
+    package var account: AccountRecord
     /// The account's contacts, emails first, each kind in the order it was attached.
-    public var contacts: [RainWalletContact]
+    package var contacts: [RainWalletContact]
 
     /// Creates a result.
-    public init(session: SessionRecord, account: AccountRecord, contacts: [RainWalletContact]) {
+    package init(session: SessionRecord, account: AccountRecord, contacts: [RainWalletContact]) {
         self.session = session
         self.account = account
         self.contacts = contacts
@@ -703,21 +656,21 @@ public struct AccountAccess: Sendable, Equatable {
 }
 
 /// What `AuthorityStore.prune` deleted.
-public struct PruneResult: Sendable, Equatable {
+package struct PruneResult: Sendable, Equatable {
     /// Challenges deleted.
-    public var challengesDeleted: Int
+    package var challengesDeleted: Int
     /// Sessions deleted.
-    public var sessionsDeleted: Int
+    package var sessionsDeleted: Int
     /// Rotated-out refresh-token hashes deleted (of live sessions; a deleted session's go with it).
-    public var retiredRefreshTokensDeleted: Int
+    package var retiredRefreshTokensDeleted: Int
     /// Passkey ceremonies deleted (they expire with the challenges' cutoff).
-    public var passkeyCeremoniesDeleted: Int
+    package var passkeyCeremoniesDeleted: Int
     /// Development-outbox deliveries deleted: filled in by `EmbeddedAuthority.pruneExpired()`
     /// (the outbox is a file beside the store); a store leaves it 0.
-    public var outboxEntriesDeleted: Int = 0
+    package var outboxEntriesDeleted: Int = 0
 
     /// Creates a result.
-    public init(
+    package init(
         challengesDeleted: Int, sessionsDeleted: Int, retiredRefreshTokensDeleted: Int = 0,
         passkeyCeremoniesDeleted: Int = 0
     ) {
@@ -729,39 +682,39 @@ public struct PruneResult: Sendable, Equatable {
 }
 
 /// Session revocation reasons as stored.
-public enum SessionRevokeReason {
+package enum SessionRevokeReason {
     /// The account logged in on another device.
-    public static let revokedElsewhere = "revoked_elsewhere"
+    package static let revokedElsewhere = "revoked_elsewhere"
     /// The same device logged in again.
-    public static let replaced = "replaced"
+    package static let replaced = "replaced"
     /// The device logged out.
-    public static let logout = "logout"
+    package static let logout = "logout"
     /// A rotated refresh token was presented again outside the grace window.
-    public static let reused = "reused"
+    package static let reused = "reused"
     /// A refresh came without a valid device signature, from another device id, or with a stale
     /// timestamp: the token is presumed copied.
-    public static let stolenToken = "stolen_token"
+    package static let stolenToken = "stolen_token"
     /// The session went unrefreshed for longer than the refresh-token lifetime.
-    public static let refreshExpired = "refresh_expired"
+    package static let refreshExpired = "refresh_expired"
 }
 
 /// Input of `AuthorityStore.completeContactVerification`.
-public struct ContactVerificationCompletion: Sendable, Equatable {
+package struct ContactVerificationCompletion: Sendable, Equatable {
     /// The verification challenge being confirmed.
-    public var challengeID: String
+    package var challengeID: String
     /// The app (tenant).
-    public var appID: String
+    package var appID: String
     /// The device that asked for the code.
-    public var deviceID: String
+    package var deviceID: String
     /// The account the contact is attached to (the live session's).
-    public var accountID: String
+    package var accountID: String
     /// The challenge's contact.
-    public var contact: RainWalletContact
+    package var contact: RainWalletContact
     /// The time of the confirmation.
-    public var now: Date
+    package var now: Date
 
     /// Creates the input.
-    public init(
+    package init(
         challengeID: String, appID: String, deviceID: String, accountID: String, contact: RainWalletContact, now: Date
     ) {
         self.challengeID = challengeID
@@ -774,7 +727,7 @@ public struct ContactVerificationCompletion: Sendable, Equatable {
 }
 
 /// Output of `AuthorityStore.completeContactVerification`.
-public enum ContactVerificationOutcome: Sendable, Equatable {
+package enum ContactVerificationOutcome: Sendable, Equatable {
     /// The contact is on the account, verified; `wasAlreadyAttached` when it already was.
     case verified(wasAlreadyAttached: Bool)
     /// Another account owns the contact (it was taken after the code was sent); the challenge was

@@ -1,5 +1,7 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
+import RainWire
 
 /// An `AuthorityStore` whose use cases are `StoreOperations` run on one of its connections: the
 /// async API below is written once for `SQLiteAuthorityStore` and `PostgresAuthorityStore`. A
@@ -21,14 +23,14 @@ protocol ConnectionStore: AuthorityStore {
 
 extension ConnectionStore {
     /// The account that owns `contact` in `appID`, with its wallet.
-    public func account(appID: String, contact: RainWalletContact) async throws(RainError) -> AccountRecord? {
+    package func account(appID: String, contact: RainWalletContact) async throws(RainError) -> AccountRecord? {
         try await perform { db throws(RainError) in try StoreOperations.account(db, appID: appID, contact: contact) }
     }
 
     /// Records a pending challenge unless a send limit refuses it (see
     /// `AuthorityStore.insertChallenge`), in one transaction that keeps every other send of the
     /// device, the contact and the account key out from the count to the insert.
-    public func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits)
+    package func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits)
         async throws(RainError) -> ChallengeInsertionOutcome
     {
         try await perform { db throws(RainError) in
@@ -39,19 +41,19 @@ extension ConnectionStore {
     }
 
     /// The challenge with this id, whatever its state.
-    public func challenge(id: String) async throws(RainError) -> ChallengeRecord? {
+    package func challenge(id: String) async throws(RainError) -> ChallengeRecord? {
         try await perform { db throws(RainError) in try StoreOperations.challenge(db, id: id) }
     }
 
     /// Retires a challenge if it is still pending.
-    public func retireChallenge(id: String) async throws(RainError) {
+    package func retireChallenge(id: String) async throws(RainError) {
         try await perform { db throws(RainError) in try StoreOperations.retireChallenge(db, id: id) }
     }
 
     /// Counts a wrong code, locking at `maxWrongAttempts`, in one transaction: one conditional
     /// `UPDATE`, which the challenge's row lock serializes, so concurrent wrong guesses are all
     /// counted.
-    public func recordWrongAttempt(challengeID: String, maxWrongAttempts: Int, now: Date) async throws(RainError)
+    package func recordWrongAttempt(challengeID: String, maxWrongAttempts: Int, now: Date) async throws(RainError)
         -> ChallengeRecord?
     {
         try await perform { db throws(RainError) in
@@ -63,7 +65,7 @@ extension ConnectionStore {
     }
 
     /// Completes a login (see `AuthorityStore.completeLogin`), in one transaction.
-    public func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome {
+    package func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome {
         try await perform { db throws(RainError) in
             try db.transaction("complete a login") { () throws(RainError) -> LoginCompletionOutcome in
                 try StoreOperations.completeLogin(db, login)
@@ -73,7 +75,7 @@ extension ConnectionStore {
 
     /// Revokes the unrevoked session holding this refresh-token hash as its current or previous one.
     @discardableResult
-    public func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError)
+    package func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError)
         -> Bool
     {
         try await perform { db throws(RainError) in
@@ -83,7 +85,7 @@ extension ConnectionStore {
 
     /// Runs one refresh (see `AuthorityStore.refreshSession`) in one transaction, which keeps every
     /// other refresh of the session out from the lookup to the commit.
-    public func refreshSession<Verdict: Sendable>(
+    package func refreshSession<Verdict: Sendable>(
         appID: String, refreshHash: [UInt8], now: Date,
         decide: @escaping @Sendable (RefreshCandidate?) -> (change: SessionRefreshChange, verdict: Verdict)
     ) async throws(RainError) -> Verdict {
@@ -95,31 +97,31 @@ extension ConnectionStore {
     }
 
     /// The session holding this access-token hash, with its account, wallet and contacts.
-    public func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess? {
+    package func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess? {
         try await perform { db throws(RainError) in
             try StoreOperations.accountAccess(db, appID: appID, accessHash: accessHash)
         }
     }
 
     /// The account's sessions, oldest first.
-    public func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord] {
+    package func sessions(appID: String, accountID: String) async throws(RainError) -> [SessionRecord] {
         try await perform { db throws(RainError) in try StoreOperations.sessions(db, appID: appID, accountID: accountID) }
     }
 
     /// The wallet of `accountID`, with its key material, or nil when the account has none.
-    public func wallet(accountID: String) async throws(RainError) -> WalletRecord? {
+    package func wallet(accountID: String) async throws(RainError) -> WalletRecord? {
         try await perform { db throws(RainError) in try StoreOperations.wallet(db, accountID: accountID) }
     }
 
     /// Every wallet that lacks its entropy or an address, oldest first.
-    public func walletsMissingKeys() async throws(RainError) -> [WalletRecord] {
+    package func walletsMissingKeys() async throws(RainError) -> [WalletRecord] {
         try await perform { db throws(RainError) in try StoreOperations.walletsMissingKeys(db) }
     }
 
     /// Stores a wallet's keys in one statement, only if its entropy ciphertext is still
     /// `expectedCiphertext` (nil: still none), so two backfills never replace each other's entropy.
     @discardableResult
-    public func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
+    package func storeWalletKeys(walletID: String, keys: WalletKeyMaterial, expectedCiphertext: [UInt8]?)
         async throws(RainError) -> Bool
     {
         try await perform { db throws(RainError) in
@@ -129,7 +131,7 @@ extension ConnectionStore {
 
     /// Deletes old challenges, revoked sessions and old rotated-out refresh hashes, in one transaction.
     @discardableResult
-    public func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
+    package func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
         async throws(RainError) -> PruneResult
     {
         try await perform { db throws(RainError) in
@@ -144,13 +146,13 @@ extension ConnectionStore {
     // MARK: - Backup contacts
 
     /// The account of `appID` that owns `contact`, or nil.
-    public func contactOwner(appID: String, contact: RainWalletContact) async throws(RainError) -> String? {
+    package func contactOwner(appID: String, contact: RainWalletContact) async throws(RainError) -> String? {
         try await perform { db throws(RainError) in try StoreOperations.accountID(db, appID: appID, contact: contact) }
     }
 
     /// Completes a contact verification (see `AuthorityStore.completeContactVerification`), in one
     /// transaction.
-    public func completeContactVerification(_ v: ContactVerificationCompletion) async throws(RainError)
+    package func completeContactVerification(_ v: ContactVerificationCompletion) async throws(RainError)
         -> ContactVerificationOutcome
     {
         try await perform { db throws(RainError) in
@@ -163,13 +165,13 @@ extension ConnectionStore {
     // MARK: - Passkeys
 
     /// Stores a pending ceremony.
-    public func insertPasskeyCeremony(_ ceremony: NewPasskeyCeremony) async throws(RainError) {
+    package func insertPasskeyCeremony(_ ceremony: NewPasskeyCeremony) async throws(RainError) {
         try await perform { db throws(RainError) in try StoreOperations.insertPasskeyCeremony(db, ceremony) }
     }
 
     /// Takes a ceremony (see `AuthorityStore.takePasskeyCeremony`), in one transaction: of
     /// concurrent takes exactly one finds it pending.
-    public func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
+    package func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
         -> PasskeyCeremonyTake
     {
         try await perform { db throws(RainError) in
@@ -180,7 +182,7 @@ extension ConnectionStore {
     }
 
     /// The credential with this id and rpId in `appID`.
-    public func passkeyCredential(id: [UInt8], appID: String, rpID: String) async throws(RainError)
+    package func passkeyCredential(id: [UInt8], appID: String, rpID: String) async throws(RainError)
         -> PasskeyCredentialRecord?
     {
         try await perform { db throws(RainError) in
@@ -189,12 +191,12 @@ extension ConnectionStore {
     }
 
     /// The account's credentials, oldest first.
-    public func passkeyCredentials(accountID: String) async throws(RainError) -> [PasskeyCredentialRecord] {
+    package func passkeyCredentials(accountID: String) async throws(RainError) -> [PasskeyCredentialRecord] {
         try await perform { db throws(RainError) in try StoreOperations.passkeyCredentials(db, accountID: accountID) }
     }
 
     /// Creates an account from a passkey (see `AuthorityStore.completePasskeySignUp`), in one transaction.
-    public func completePasskeySignUp(_ signUp: PasskeySignUpCompletion) async throws(RainError) -> LoginRecord {
+    package func completePasskeySignUp(_ signUp: PasskeySignUpCompletion) async throws(RainError) -> LoginRecord {
         try await perform { db throws(RainError) in
             try db.transaction("complete a passkey sign-up") { () throws(RainError) -> LoginRecord in
                 try StoreOperations.completePasskeySignUp(db, signUp)
@@ -203,7 +205,7 @@ extension ConnectionStore {
     }
 
     /// Attaches a credential to its account (see `AuthorityStore.addPasskeyCredential`), in one transaction.
-    public func addPasskeyCredential(_ credential: PasskeyCredentialRecord) async throws(RainError) {
+    package func addPasskeyCredential(_ credential: PasskeyCredentialRecord) async throws(RainError) {
         try await perform { db throws(RainError) in
             try db.transaction("add a passkey") { () throws(RainError) in
                 try StoreOperations.addPasskeyCredential(db, credential)
@@ -213,7 +215,7 @@ extension ConnectionStore {
 
     /// Records a passkey login (see `AuthorityStore.completePasskeyLogin`), in one transaction: two
     /// logins with one counter value never both pass the counter check.
-    public func completePasskeyLogin(_ login: PasskeyLoginCompletion) async throws(RainError) -> LoginRecord {
+    package func completePasskeyLogin(_ login: PasskeyLoginCompletion) async throws(RainError) -> LoginRecord {
         try await perform { db throws(RainError) in
             try db.transaction("complete a passkey login") { () throws(RainError) -> LoginRecord in
                 try StoreOperations.completePasskeyLogin(db, login)

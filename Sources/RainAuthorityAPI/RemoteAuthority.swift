@@ -130,59 +130,36 @@ public final class RemoteAuthority: Authority {
 
     // MARK: - Authority
 
+    // Each call sends the authority's own value type and decodes the answer into one (RainWire's
+    // authority messages); an answer missing what the type needs is refused as incomplete.
+
     /// Sends a login code (see `Authority.sendLoginCode`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
-        let response = try await call(
-            AuthorityMethod.sendLoginCode,
-            AuthoritySendLoginCodeRequest(appID: request.appID, deviceID: request.deviceID, contact: request.contact),
-            as: AuthoritySendLoginCodeResponse.self)
-        guard let contact = response.contact, !response.challengeID.isEmpty else {
-            throw incompleteAnswer(AuthorityMethod.sendLoginCode)
-        }
-        return SendCodeResult(challengeID: response.challengeID, contact: contact, expiresAt: response.expiresAt)
+        try await call(AuthorityMethod.sendLoginCode, request, as: SendCodeResult.self)
     }
 
     /// Confirms a code (see `Authority.confirmLoginCode`).
     /// - Throws: the authority's errors (RAIN_203 with its details, …); RAIN_301 when it cannot be
     ///   reached.
     public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
-        let response = try await call(
-            AuthorityMethod.confirmLoginCode,
-            AuthorityConfirmLoginCodeRequest(
-                appID: request.appID, deviceID: request.deviceID, challengeID: request.challengeID, code: request.code,
-                devicePublicKey: request.devicePublicKey),
-            as: AuthorityConfirmLoginCodeResponse.self)
-        guard !response.accountID.isEmpty, !response.walletID.isEmpty else {
-            throw incompleteAnswer(AuthorityMethod.confirmLoginCode)
-        }
-        return LoginResult(
-            accountID: response.accountID, walletID: response.walletID, accountCreated: response.accountCreated,
-            tokens: try sessionTokens(response.tokens, method: AuthorityMethod.confirmLoginCode))
+        try await call(AuthorityMethod.confirmLoginCode, request, as: LoginResult.self)
     }
 
     /// Rotates a session's tokens (see `Authority.refreshSession`).
     /// - Throws: the authority's errors (RAIN_201 with its reason, …); RAIN_301 when it cannot be
     ///   reached or does not answer in time (safe to retry within the refresh grace window).
     public func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
-        let response = try await call(
-            AuthorityMethod.refreshSession,
-            AuthorityRefreshSessionRequest(
-                appID: request.appID, deviceID: request.deviceID, refreshToken: request.refreshToken,
-                timestamp: request.timestamp, signature: request.signature),
-            as: AuthorityRefreshSessionResponse.self)
-        return try sessionTokens(response.tokens, method: AuthorityMethod.refreshSession)
+        try await call(AuthorityMethod.refreshSession, request, as: AuthorityRefreshSessionResponse.self).tokens
     }
 
     /// The account behind an access token (see `Authority.accountInfo`).
     /// - Throws: the authority's errors (RAIN_201 with its reason, …); RAIN_301 when it cannot be
     ///   reached.
     public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
-        let response = try await call(
+        try await call(
             AuthorityMethod.accountInfo, AuthorityAccountInfoRequest(appID: appID, accessToken: accessToken),
-            as: AuthorityAccountInfoResponse.self)
-        guard !response.accountID.isEmpty else { throw incompleteAnswer(AuthorityMethod.accountInfo) }
-        return Self.accountInfo(response)
+            as: AccountInfo.self)
     }
 
     /// Sends a contact verification code (see `Authority.sendContactVerificationCode`). Never
@@ -192,14 +169,11 @@ public final class RemoteAuthority: Authority {
     public func sendContactVerificationCode(
         appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
     ) async throws(RainError) -> SendCodeResult {
-        let method = AuthorityMethod.sendContactVerificationCode
-        let response = try await call(
-            method,
+        try await call(
+            AuthorityMethod.sendContactVerificationCode,
             AuthoritySendContactVerificationRequest(
                 appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact),
-            as: AuthoritySendLoginCodeResponse.self)
-        guard let contact = response.contact, !response.challengeID.isEmpty else { throw incompleteAnswer(method) }
-        return SendCodeResult(challengeID: response.challengeID, contact: contact, expiresAt: response.expiresAt)
+            as: SendCodeResult.self)
     }
 
     /// Confirms a contact verification (see `Authority.confirmContactVerification`).
@@ -208,50 +182,29 @@ public final class RemoteAuthority: Authority {
     public func confirmContactVerification(
         appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
     ) async throws(RainError) -> AccountInfo {
-        let method = AuthorityMethod.confirmContactVerification
-        let response = try await call(
-            method,
+        try await call(
+            AuthorityMethod.confirmContactVerification,
             AuthorityConfirmContactVerificationRequest(
                 appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code),
-            as: AuthorityAccountInfoResponse.self)
-        guard !response.accountID.isEmpty else { throw incompleteAnswer(method) }
-        return Self.accountInfo(response)
-    }
-
-    private static func accountInfo(_ response: AuthorityAccountInfoResponse) -> AccountInfo {
-        AccountInfo(
-            accountID: response.accountID, walletID: response.walletID, createdAt: response.createdAt,
-            contacts: response.contacts, needsBackupEmail: response.needsBackupEmail, passkeys: response.passkeys)
+            as: AccountInfo.self)
     }
 
     /// The wallet behind an access token (see `Authority.wallet`).
     /// - Throws: the authority's errors (RAIN_201 with its reason, RAIN_404 without a wallet, …);
     ///   RAIN_301 when it cannot be reached.
     public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
-        let response = try await call(
+        try await call(
             AuthorityMethod.getWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
-            as: AuthorityWalletResponse.self)
-        guard !response.walletID.isEmpty, !response.ethereumAddress.isEmpty, !response.solanaAddress.isEmpty else {
-            throw incompleteAnswer(AuthorityMethod.getWallet)
-        }
-        return WalletInfo(
-            walletID: response.walletID, createdAt: response.createdAt, ethereumAddress: response.ethereumAddress,
-            solanaAddress: response.solanaAddress)
+            as: WalletInfo.self)
     }
 
     /// The wallet's secrets (see `Authority.exportWallet`). Never logged.
     /// - Throws: the authority's errors (RAIN_201 with its reason, RAIN_404 without a wallet, …);
     ///   RAIN_301 when it cannot be reached.
     public func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets {
-        let response = try await call(
+        try await call(
             AuthorityMethod.exportWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
-            as: AuthorityExportWalletResponse.self)
-        guard !response.mnemonic.isEmpty, !response.ethereumPrivateKey.isEmpty, !response.solanaKeypair.isEmpty else {
-            throw incompleteAnswer(AuthorityMethod.exportWallet)
-        }
-        return WalletSecrets(
-            mnemonic: response.mnemonic, ethereumPrivateKeyHex: response.ethereumPrivateKey,
-            solanaKeypairBase58: response.solanaKeypair)
+            as: WalletSecrets.self)
     }
 
     /// Revokes a session (see `Authority.revokeSession`).
@@ -266,12 +219,7 @@ public final class RemoteAuthority: Authority {
     /// - Throws: RAIN_202 unless the authority runs with `--dev-outbox`; RAIN_301 when it cannot be
     ///   reached.
     public func listOutbox() async throws(RainError) -> [OutboxDelivery] {
-        let response = try await call(AuthorityMethod.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self)
-        return response.entries.map { e in
-            OutboxDelivery(
-                appID: e.appID, kind: e.contact?.kindName ?? "", contact: e.contact?.value ?? "", code: e.code,
-                sentAt: e.sentAt)
-        }
+        try await call(AuthorityMethod.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).deliveries
     }
 
     // MARK: - Passkeys
@@ -279,28 +227,29 @@ public final class RemoteAuthority: Authority {
     /// Starts a registration (see `Authority.beginPasskeyRegistration`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await beginPasskey(AuthorityMethod.beginPasskeyRegistration, request)
+        try await call(AuthorityMethod.beginPasskeyRegistration, request, as: PasskeyCeremony.self)
     }
 
     /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        try await finishPasskey(AuthorityMethod.finishPasskeyRegistration, request)
+        try await call(AuthorityMethod.finishPasskeyRegistration, request, as: PasskeyFinishResult.self).login
     }
 
     /// Starts a login (see `Authority.beginPasskeyAuthentication`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await beginPasskey(AuthorityMethod.beginPasskeyAuthentication, request)
+        try await call(AuthorityMethod.beginPasskeyAuthentication, request, as: PasskeyCeremony.self)
     }
 
     /// Finishes a login (see `Authority.finishPasskeyAuthentication`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
-        guard let result = try await finishPasskey(AuthorityMethod.finishPasskeyAuthentication, request) else {
-            throw incompleteAnswer(AuthorityMethod.finishPasskeyAuthentication)
+        let method = AuthorityMethod.finishPasskeyAuthentication
+        guard let login = try await call(method, request, as: PasskeyFinishResult.self).login else {
+            throw incompleteAnswer(method)
         }
-        return result
+        return login
     }
 
     /// Cancels a ceremony (see `Authority.cancelPasskeyCeremony`).
@@ -312,41 +261,11 @@ public final class RemoteAuthority: Authority {
             as: AuthorityPasskeyCancelResponse.self)
     }
 
-    private func beginPasskey(_ method: String, _ request: PasskeyBeginRequest) async throws(RainError)
-        -> PasskeyCeremony
-    {
-        let response = try await call(
-            method,
-            AuthorityPasskeyBeginRequest(
-                appID: request.appID, deviceID: request.deviceID, rpID: request.rpID, origins: request.origins,
-                accessToken: request.accessToken ?? ""),
-            as: AuthorityPasskeyBeginResponse.self)
-        guard !response.ceremonyID.isEmpty, !response.optionsJSON.isEmpty else { throw incompleteAnswer(method) }
-        return PasskeyCeremony(
-            ceremonyID: response.ceremonyID, optionsJSON: response.optionsJSON, expiresAt: response.expiresAt)
-    }
-
-    private func finishPasskey(_ method: String, _ request: PasskeyFinishRequest) async throws(RainError)
-        -> LoginResult?
-    {
-        let response = try await call(
-            method,
-            AuthorityPasskeyFinishRequest(
-                appID: request.appID, deviceID: request.deviceID, ceremonyID: request.ceremonyID,
-                responseJSON: request.responseJSON, devicePublicKey: request.devicePublicKey),
-            as: AuthorityPasskeyFinishResponse.self)
-        guard response.isLoggedIn else { return nil }
-        guard !response.accountID.isEmpty, !response.walletID.isEmpty else { throw incompleteAnswer(method) }
-        return LoginResult(
-            accountID: response.accountID, walletID: response.walletID, accountCreated: response.accountCreated,
-            tokens: try sessionTokens(response.tokens, method: method))
-    }
-
     // MARK: - Calls
 
     /// One call: encode, send on the (re)opened connection, await the answer within `callTimeout`,
-    /// decode.
-    private func call<Response: WireMessage>(
+    /// decode, and refuse an answer that lacks what its type needs (RAIN_501).
+    private func call<Response: AuthorityAnswer>(
         _ method: String, _ request: some WireMessage, as: Response.Type
     ) async throws(RainError) -> Response {
         let payload = try request.encode()
@@ -364,13 +283,16 @@ public final class RemoteAuthority: Authority {
             logger.warning("authority.connection_lost", ["address": address.description, "method": Self.name(method)])
             throw unreachable("the connection was lost during \(Self.name(method))")
         }
+        let response: Response
         do {
-            return try Response.decode(bytes)
+            response = try Response.decode(bytes)
         } catch {
             throw RainError(
                 .provider, "the authority at \(address) sent an answer to \(Self.name(method)) that does not decode",
                 underlying: SendableErrorDescription(error))
         }
+        guard response.isComplete else { throw incompleteAnswer(method) }
+        return response
     }
 
     /// The open connection, or a new one.
@@ -430,7 +352,7 @@ public final class RemoteAuthority: Authority {
         let timeoutError = RainError(
             .network,
             "the authority at \(address) did not answer \(Self.name(method)) within \(callTimeout.milliseconds) ms",
-            details: .init(reason: "deadline_exceeded"))
+            details: .init(reason: RemoteAuthorityFailure.deadlineExceeded.rawValue))
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
                 gate.begin(continuation)
@@ -479,25 +401,17 @@ public final class RemoteAuthority: Authority {
     private func unreachable(_ cause: String) -> RainError {
         RainError(
             .network, "the authority at \(address) could not be reached: \(cause)",
-            details: .init(reason: "authority_unreachable"))
+            details: .init(reason: RemoteAuthorityFailure.unreachable.rawValue))
     }
 
     private func closedError() -> RainError {
         RainError(
             .network, "the authority at \(address) could not be reached: its client was closed",
-            details: .init(reason: "authority_unreachable"))
+            details: .init(reason: RemoteAuthorityFailure.unreachable.rawValue))
     }
 
     private func incompleteAnswer(_ method: String) -> RainError {
         RainError(.provider, "the authority at \(address) sent an incomplete answer to \(Self.name(method))")
-    }
-
-    private func sessionTokens(_ tokens: AuthoritySessionTokens, method: String) throws(RainError) -> SessionTokens {
-        guard !tokens.accessToken.isEmpty, !tokens.refreshToken.isEmpty, tokens.accessLifetime >= .zero else {
-            throw incompleteAnswer(method)
-        }
-        return SessionTokens(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, accessLifetime: tokens.accessLifetime)
     }
 
     /// `SendLoginCode` for `/rain.wallet.v1.Authority/SendLoginCode`, for messages.
@@ -563,4 +477,54 @@ private final class CallGate: Sendable {
         }
         work?.cancel()
     }
+}
+
+/// An answer `RemoteAuthority` accepts: it decodes, and `isComplete` says whether it carries what
+/// the caller needs (an id, tokens, …); an incomplete one is refused with RAIN_501.
+protocol AuthorityAnswer: WireMessage {
+    /// Whether the answer carries every field the caller relies on.
+    var isComplete: Bool { get }
+}
+
+extension AuthorityAnswer {
+    /// Complete unless the type says otherwise.
+    var isComplete: Bool { true }
+}
+
+extension GetInfoResponse: AuthorityAnswer {}
+extension AuthorityRevokeSessionResponse: AuthorityAnswer {}
+extension AuthorityPasskeyCancelResponse: AuthorityAnswer {}
+extension ListOutboxResponse: AuthorityAnswer {}
+
+extension SendCodeResult: AuthorityAnswer {
+    var isComplete: Bool { !challengeID.isEmpty }
+}
+
+extension LoginResult: AuthorityAnswer {
+    var isComplete: Bool { !accountID.isEmpty && !walletID.isEmpty && tokens.isComplete }
+}
+
+extension AuthorityRefreshSessionResponse: AuthorityAnswer {
+    var isComplete: Bool { tokens.isComplete }
+}
+
+extension AccountInfo: AuthorityAnswer {
+    var isComplete: Bool { !accountID.isEmpty }
+}
+
+extension WalletInfo: AuthorityAnswer {
+    var isComplete: Bool { !walletID.isEmpty && !ethereumAddress.isEmpty && !solanaAddress.isEmpty }
+}
+
+extension WalletSecrets: AuthorityAnswer {
+    var isComplete: Bool { !mnemonic.isEmpty && !ethereumPrivateKeyHex.isEmpty && !solanaKeypairBase58.isEmpty }
+}
+
+extension PasskeyCeremony: AuthorityAnswer {
+    var isComplete: Bool { !ceremonyID.isEmpty && !optionsJSON.isEmpty }
+}
+
+extension PasskeyFinishResult: AuthorityAnswer {
+    /// No login (a passkey added) is complete; a login must be.
+    var isComplete: Bool { login?.isComplete ?? true }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainWebAuthn
+import RainWire
 
 /// Backup contacts and passkeys, shared by both stores (see `StoreOperations`).
 extension StoreOperations {

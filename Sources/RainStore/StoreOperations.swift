@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 
 /// The use cases both stores run alike, written once over `StoreConnection`: the store picks the

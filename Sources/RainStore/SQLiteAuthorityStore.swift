@@ -9,7 +9,7 @@ import RainSystem
 /// transaction when the store opens and are recorded in `schema_version`. Every SQLite call of the
 /// async API runs on one private serial queue, never on the Swift concurrency pool; the async API
 /// waits for it. A second, read-only connection on a queue of its own serves `directReader`.
-public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
+package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     // @unchecked: `connection` is read and written only on `queue` (a serial queue); every other
     // stored property is immutable and Sendable.
     private var connection: SQLiteConnection?
@@ -17,13 +17,13 @@ public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     /// The second connection, for the hot session reads (`directReader`).
     private let reader: SQLiteDirectReader
     /// The database file.
-    public let path: String
+    package let path: String
 
     /// The file name inside the state directory.
-    public static let fileName = "authority.sqlite3"
+    package static let fileName = "authority.sqlite3"
 
     /// The newest schema version this build knows.
-    public static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
+    package static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
 
     private init(path: String, queue: DispatchQueue) {
         self.path = path
@@ -33,18 +33,18 @@ public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
 
     /// A second connection to the same file on its own queue, for reads only: Account/Get and
     /// Wallet/Get read there without waiting for the writer (WAL) or for the Swift pool.
-    public var directReader: (any DirectStoreReader)? { reader }
+    package var directReader: (any DirectStoreReader)? { reader }
 
     /// Opens (creating if needed) `authority.sqlite3` in `stateDirectory` (created 0700 if missing)
     /// and migrates it to the latest schema.
     /// - Throws: RAIN_502 when the file cannot be opened or migrated, or was written by a newer build.
-    public static func open(stateDirectory: String) async throws(RainError) -> SQLiteAuthorityStore {
+    package static func open(stateDirectory: String) async throws(RainError) -> SQLiteAuthorityStore {
         try await open(path: (stateDirectory as NSString).appendingPathComponent(fileName), createDirectory: true)
     }
 
     /// Opens (creating if needed, mode 0600) the database at `path` and migrates it.
     /// - Throws: RAIN_502 when the file cannot be opened or migrated, or was written by a newer build.
-    public static func open(path: String) async throws(RainError) -> SQLiteAuthorityStore {
+    package static func open(path: String) async throws(RainError) -> SQLiteAuthorityStore {
         try await open(path: path, createDirectory: false)
     }
 
@@ -297,12 +297,12 @@ public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     // all the locking they need).
 
     /// The highest migration recorded in `schema_version`.
-    public func schemaVersion() async throws(RainError) -> Int {
+    package func schemaVersion() async throws(RainError) -> Int {
         try await perform { db throws(RainError) in try Self.currentVersion(db) }
     }
 
     /// The session by access hash and the account's passkeys, in one trip to the store's queue.
-    public func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
+    package func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
         -> (access: AccountAccess, passkeys: [PasskeyCredentialRecord])?
     {
         try await perform { db throws(RainError) in
@@ -311,7 +311,7 @@ public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     }
 
     /// The session by access hash and the account's wallet, in one trip to the store's queue.
-    public func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
+    package func accountAccessWithWallet(appID: String, accessHash: [UInt8]) async throws(RainError)
         -> (access: AccountAccess, wallet: WalletRecord?)?
     {
         try await perform { db throws(RainError) in
@@ -320,7 +320,7 @@ public final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     }
 
     /// Closes the database handle on the store's queue; later calls throw RAIN_502.
-    public func close() async {
+    package func close() async {
         // Dropping the connection on its queue closes the handle (SQLiteConnection.deinit).
         _ = try? await queue.runBlocking { () throws(RainError) in self.connection = nil }
         await reader.close()

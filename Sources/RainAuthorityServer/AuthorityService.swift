@@ -1,0 +1,188 @@
+import Foundation
+import RainAuthorityAPI
+import RainCore
+import RainTransport
+import RainWire
+
+/// Serves an `Authority` (normally the `EmbeddedAuthority`) over the framed protocol: the server
+/// side of `rainwalletd authority --listen HOST:PORT`, answering `RemoteAuthority`.
+///
+/// Methods are `AuthorityMethod`, each declared once in `routes` with its messages and policy.
+/// Payloads are decoded on the loop thread (an undecodable one is answered at once with RAIN_102
+/// `undecodable_payload`); each call then runs in a `Task` and is answered when the authority
+/// returns, so answers come in any order. The authority's `RainError`
+/// goes on the wire as it is, code and details included. `GetInfo` is answered inline. Requests
+/// carry no profile: metadata is ignored. `Request.timeout_ms` is ignored too (the client keeps its
+/// own deadline). Cancelling a call answers it at once (RAIN_102 `cancelled`) but does not undo
+/// the work. Nothing from a payload (codes, tokens) is ever logged.
+///
+/// Running it (the daemon's `authority` subcommand):
+/// ```swift
+/// let address = try TCPAddress(parsing: listen, field: "listen")       // loopback only
+/// let fd = try TCPSocket.listen(address)
+/// var options = ServerOptions()
+/// options.isTCP = true
+/// let service = AuthorityService(authority: embedded, isDevOutboxEnabled: devOutbox, logger: logger)
+/// let server = try EventLoopServer(listeningSocket: fd, options: options, handler: service, logger: logger)
+/// server.run()   // on its own thread; server.stop(drainTimeout:) from the SIGTERM handler
+/// ```
+public final class AuthorityService: ServerHandler {
+    /// Every method of `AuthorityMethod`, declared once; each call's context is the authority.
+    public let routes: RouteTable<any Authority>
+    private let authority: any Authority
+    private let isDevOutboxEnabled: Bool
+
+    /// Creates the service.
+    /// - Parameters:
+    ///   - authority: the authority to serve.
+    ///   - isDevOutboxEnabled: serve `ListOutbox` (`--dev-outbox`); otherwise it is RAIN_202. The
+    ///     authority itself must also allow it (`AuthoritySettings.isDevOutboxEnabled`).
+    ///   - version: the daemon version `GetInfo` reports.
+    ///   - maximumFrameBytes: the frame limit `GetInfo` reports (the server's
+    ///     `ServerOptions.maximumFrameLength`).
+    ///   - logger: method names and error codes only, never payloads.
+    public init(
+        authority: any Authority, isDevOutboxEnabled: Bool = false, version: String = "unknown",
+        maximumFrameBytes: Int = Frame.defaultMaximumLength, logger: Logger
+    ) {
+        self.authority = authority
+        self.isDevOutboxEnabled = isDevOutboxEnabled
+        let info = GetInfoResponse(
+            daemonVersion: version, protocolVersion: protocolVersion,
+            capabilities: Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled),
+            maxFrameBytes: UInt32(clamping: maximumFrameBytes))
+        self.routes = Self.routes(info: info, isDevOutboxEnabled: isDevOutboxEnabled, logger: logger)
+    }
+
+    /// The capabilities `GetInfo` reports.
+    public var capabilities: [String] { Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled) }
+
+    private static func capabilities(isDevOutboxEnabled: Bool) -> [String] {
+        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts"]
+            + (isDevOutboxEnabled ? ["dev-outbox"] : [])
+    }
+
+    /// Dispatches one request (loop thread; never blocks). Requests carry no profile, and the
+    /// client keeps its own deadline: the table arms none.
+    public func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
+        routes.handle(request, context: context, call: authority)
+    }
+
+    /// Nothing to stop: a cancelled call was already answered, and its work is not undone.
+    public func cancel(connection: ConnectionID, requestID: UInt64) {}
+
+    /// Nothing to drop: the authority hop has no streams.
+    public func connectionClosed(_ connection: ConnectionID) {}
+
+    /// The authority hop's RPCs, one declaration per method of `AuthorityMethod`. Every call but
+    /// `GetInfo` runs on the authority in a task. Reads are retried by the device, sends never;
+    /// `needsSession` marks the calls that present a session's token; sensitive calls export a
+    /// secret or add a credential or contact to an account (to be confirmed and audited).
+    static func routes(info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger) -> RouteTable<any Authority> {
+        RouteTable(
+            deadlineClock: nil, outcomeLog: .failures(logger),
+            unknownMethod: UnknownMethodAnswer(infoMethod: AuthorityMethod.getInfo, serviceName: "authority")
+        ) {
+            Route(
+                AuthorityMethod.getInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(),
+                .loop { (_, _) throws(RainError) in info })
+            Route(
+                AuthorityMethod.sendLoginCode, SendCodeRequest.self, SendCodeResult.self, policy: .send(),
+                .actor { (r, authority) throws(RainError) in try await authority.sendLoginCode(r) })
+            Route(
+                AuthorityMethod.confirmLoginCode, ConfirmCodeRequest.self, LoginResult.self, policy: .send(),
+                .actor { (r, authority) throws(RainError) in try await authority.confirmLoginCode(r) })
+            Route(
+                AuthorityMethod.refreshSession, RefreshRequest.self, AuthorityRefreshSessionResponse.self,
+                policy: .send(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    AuthorityRefreshSessionResponse(tokens: try await authority.refreshSession(r))
+                })
+            Route(
+                AuthorityMethod.accountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self,
+                policy: .read(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.accountInfo(appID: r.appID, accessToken: r.accessToken)
+                })
+            Route(
+                AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest.self, AuthorityRevokeSessionResponse.self,
+                policy: .send(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken)
+                    return AuthorityRevokeSessionResponse()
+                })
+            if isDevOutboxEnabled {
+                Route(
+                    AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
+                    .actor { (_, authority) throws(RainError) in
+                        ListOutboxResponse(deliveries: try await authority.listOutbox())
+                    })
+            } else {
+                Route(
+                    AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
+                    .loop { (_, _) throws(RainError) in
+                        throw RainError(
+                            .unauthorized,
+                            "the development outbox is disabled; start the authority with --dev-outbox to enable it")
+                    })
+            }
+            Route(
+                AuthorityMethod.getWallet, AuthorityWalletRequest.self, WalletInfo.self, policy: .read(needsSession: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.wallet(appID: r.appID, accessToken: r.accessToken)
+                })
+            Route(
+                AuthorityMethod.exportWallet, AuthorityWalletRequest.self, WalletSecrets.self,
+                policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.exportWallet(appID: r.appID, accessToken: r.accessToken)
+                })
+            Route(
+                AuthorityMethod.beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self,
+                policy: .send(isSensitive: true),
+                .actor { (r, authority) throws(RainError) in try await authority.beginPasskeyRegistration(r) })
+            Route(
+                AuthorityMethod.finishPasskeyRegistration, PasskeyFinishRequest.self, PasskeyFinishResult.self,
+                policy: .send(isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    PasskeyFinishResult(login: try await authority.finishPasskeyRegistration(r))
+                })
+            Route(
+                AuthorityMethod.beginPasskeyAuthentication, PasskeyBeginRequest.self, PasskeyCeremony.self,
+                policy: .send(),
+                .actor { (r, authority) throws(RainError) in try await authority.beginPasskeyAuthentication(r) })
+            Route(
+                AuthorityMethod.finishPasskeyAuthentication, PasskeyFinishRequest.self, PasskeyFinishResult.self,
+                policy: .send(),
+                .actor { (r, authority) throws(RainError) in
+                    PasskeyFinishResult(login: try await authority.finishPasskeyAuthentication(r))
+                })
+            Route(
+                AuthorityMethod.cancelPasskeyCeremony, AuthorityPasskeyCancelRequest.self,
+                AuthorityPasskeyCancelResponse.self, policy: .send(),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.cancelPasskeyCeremony(
+                        appID: r.appID, deviceID: r.deviceID, ceremonyID: r.ceremonyID)
+                    return AuthorityPasskeyCancelResponse()
+                })
+            Route(
+                AuthorityMethod.sendContactVerificationCode, AuthoritySendContactVerificationRequest.self,
+                SendCodeResult.self, policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    guard let contact = r.contact else {
+                        throw RainError.invalid("the request names no contact", field: "contact")
+                    }
+                    return try await authority.sendContactVerificationCode(
+                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact)
+                })
+            Route(
+                AuthorityMethod.confirmContactVerification, AuthorityConfirmContactVerificationRequest.self,
+                AccountInfo.self, policy: .send(needsSession: true, isSensitive: true),
+                .actor { (r, authority) throws(RainError) in
+                    try await authority.confirmContactVerification(
+                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
+                        code: r.code)
+                })
+        }
+    }
+}
