@@ -20,7 +20,8 @@ struct EmbeddedDirectReads: DirectAuthorityReads {
     let keys: AuthorityKeys
     let clock: any RainClock
 
-    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void) {
+    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
+    {
         live(accessToken, completion) { hash, found in
             reader.accountAccessWithPasskeys(appID: appID, accessHash: hash) { found($0.map { $0.map { ($0.access, $0) } }) }
         } answer: { (found) throws(RainError) in

@@ -37,7 +37,8 @@ public enum PasskeyDomain {
     /// - Throws: RAIN_102 (field `passkeyDomain`) naming what is wrong.
     public static func validate(_ raw: String) throws(RainError) -> String {
         func fail(_ why: String) -> RainError {
-            RainError.invalid("invalid passkey domain \"\(raw)\": \(why)", field: "passkeyDomain", reason: "invalid_passkey_domain")
+            RainError.invalid(
+                "invalid passkey domain \"\(raw)\": \(why)", field: "passkeyDomain", reason: "invalid_passkey_domain")
         }
         let domain = raw.trimmingCharacters(in: .whitespaces).lowercased()
         if domain.isEmpty { throw fail("it is empty") }
@@ -55,7 +56,9 @@ public enum PasskeyDomain {
             guard label.utf8.count <= 63,
                 label.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") }),
                 label.first != "-", label.last != "-"
-            else { throw fail("label \"\(label)\" is not a valid DNS label (letters, digits and inner hyphens; punycode for IDNs)") }
+            else {
+                throw fail("label \"\(label)\" is not a valid DNS label (letters, digits and inner hyphens; punycode for IDNs)")
+            }
         }
         let ctx = try psl()
         let isPublicSuffix = domain.withCString { psl_is_public_suffix2(ctx.handle, $0, PSL_TYPE_ANY) != 0 }

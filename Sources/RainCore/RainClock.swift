@@ -32,7 +32,8 @@ public struct SystemClock: RainClock {
         try? await Task.sleep(for: delay)
     }
 
-    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer {
+    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer
+    {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let nanos = max(0, Int(clamping: delay.milliseconds) * 1_000_000)
         timer.schedule(deadline: .now() + .nanoseconds(nanos), leeway: .milliseconds(5))

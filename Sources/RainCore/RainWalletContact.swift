@@ -50,7 +50,8 @@ public enum RainWalletContact: Sendable, Hashable, CustomStringConvertible {
         let email = trimmed(raw).lowercased()
         if email.isEmpty { throw fail("it is empty") }
         if email.utf8.count > 254 { throw fail("it is longer than 254 characters") }
-        if email.contains(where: { $0.isWhitespace || $0.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) }) {
+        if email.contains(where: { $0.isWhitespace || $0.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) }
+        ) {
             throw fail("it contains a space or control character")
         }
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
@@ -85,4 +86,3 @@ public enum RainWalletContact: Sendable, Hashable, CustomStringConvertible {
         return String(stripped)
     }
 }
-

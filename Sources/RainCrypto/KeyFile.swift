@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import RainCore
 import RainSystem
@@ -85,7 +85,8 @@ public enum KeyFile {
         let info = try checkOwnerOnly(fd: fd, path: path)
         guard info.st_size > 0, Int(info.st_size) <= maximumByteCount else {
             throw refusal(
-                "key file \(path) is \(info.st_size) bytes long; expected 1 to \(maximumByteCount) bytes", reason: "key_file_size")
+                "key file \(path) is \(info.st_size) bytes long; expected 1 to \(maximumByteCount) bytes", reason: "key_file_size"
+            )
         }
         return try withSecretScratch(byteCount: Int(info.st_size)) { (buffer) throws(RainError) -> R in
             try readExactly(fd: fd, into: buffer, path: path)

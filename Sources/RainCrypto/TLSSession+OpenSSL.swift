@@ -1,10 +1,10 @@
 internal import COpenSSL
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import RainCore
 
@@ -87,7 +87,8 @@ public final class TLSSession {
             guard SSL_set1_host(ssl, serverName) == 1 else { throw RainError.openSSL("SSL_set1_host") }
             // SSL_set_tlsext_host_name is a macro over SSL_ctrl.
             let sni = serverName.withCString { name in
-                SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: name))
+                SSL_ctrl(
+                    ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: name))
             }
             guard sni == 1 else { throw RainError.openSSL("setting the TLS server name") }
         }
@@ -211,7 +212,9 @@ public final class TLSSession {
                 .provider, "the peer does not speak TLS 1.3 (\(cause.reasonText))",
                 details: .init(reason: FailureReason.protocolVersion), underlying: cause)
         }
-        if reasons.contains(where: { $0 == SSL_R_WRONG_VERSION_NUMBER || $0 == SSL_R_PACKET_LENGTH_TOO_LONG || $0 == SSL_R_HTTP_REQUEST }) {
+        if reasons.contains(where: {
+            $0 == SSL_R_WRONG_VERSION_NUMBER || $0 == SSL_R_PACKET_LENGTH_TOO_LONG || $0 == SSL_R_HTTP_REQUEST
+        }) {
             return RainError(
                 .provider, "the peer does not speak TLS (\(cause.reasonText))", details: .init(reason: FailureReason.notTLS),
                 underlying: cause)

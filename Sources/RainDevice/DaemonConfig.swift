@@ -231,8 +231,12 @@ struct ConfigReader {
             }
             var args: [String] = []
             for (i, a) in c.enumerated() { args.append(try string(a, "\(join(path, "command"))[\(i)]")) }
-            guard args[0].hasPrefix("/") else { throw fail("\(join(path, "command"))[0]", "must be an absolute path to the program") }
-            let timeout = try dict["timeoutSeconds"].map { (v) throws(RainError) in try seconds(v, join(path, "timeoutSeconds"), min: 0.1, max: 300) }
+            guard args[0].hasPrefix("/") else {
+                throw fail("\(join(path, "command"))[0]", "must be an absolute path to the program")
+            }
+            let timeout = try dict["timeoutSeconds"].map { (v) throws(RainError) in
+                try seconds(v, join(path, "timeoutSeconds"), min: 0.1, max: 300)
+            }
             return .command(arguments: args, timeout: timeout ?? .seconds(10))
         default:
             throw fail(join(path, "type"), "must be \"outbox\" or \"command\"")
@@ -248,8 +252,12 @@ struct ConfigReader {
                 "pruneRetentionSeconds",
             ])
         var s = AuthoritySettings()
-        if let v = dict["codeLifetimeSeconds"] { s.codeLifetime = try seconds(v, join(path, "codeLifetimeSeconds"), min: 1, max: 3600) }
-        if let v = dict["maxWrongAttempts"] { s.maxWrongAttempts = Int(try number(v, join(path, "maxWrongAttempts"), min: 1, max: 10)) }
+        if let v = dict["codeLifetimeSeconds"] {
+            s.codeLifetime = try seconds(v, join(path, "codeLifetimeSeconds"), min: 1, max: 3600)
+        }
+        if let v = dict["maxWrongAttempts"] {
+            s.maxWrongAttempts = Int(try number(v, join(path, "maxWrongAttempts"), min: 1, max: 10))
+        }
         if let v = dict["maxActiveCodesPerAccount"] {
             s.maxActiveCodesPerAccount = Int(try number(v, join(path, "maxActiveCodesPerAccount"), min: 1, max: 10))
         }
@@ -306,7 +314,9 @@ struct ConfigReader {
         var p = ProfileSettings.defaults(for: name)
         if let v = dict["appID"] {
             p.appID = try string(v, join(path, "appID"))
-            guard !p.appID.isEmpty, p.appID.utf8.count <= 128 else { throw fail(join(path, "appID"), "must be 1 to 128 characters") }
+            guard !p.appID.isEmpty, p.appID.utf8.count <= 128 else {
+                throw fail(join(path, "appID"), "must be 1 to 128 characters")
+            }
         }
         if let v = dict["passkeyDomain"] {
             let key = join(path, "passkeyDomain")
@@ -333,11 +343,16 @@ struct ConfigReader {
                 "retryMaxDelayMilliseconds", "activeThresholdSeconds", "restoreTimeoutSeconds",
             ])
         var p = RainWalletSessionPolicy()
-        if let v = dict["refreshBufferSeconds"] { p.refreshBuffer = try seconds(v, join(path, "refreshBufferSeconds"), min: 0, max: 3600) }
+        if let v = dict["refreshBufferSeconds"] {
+            p.refreshBuffer = try seconds(v, join(path, "refreshBufferSeconds"), min: 0, max: 3600)
+        }
         if let v = dict["autoRefresh"] { p.isAutoRefreshEnabled = try bool(v, join(path, "autoRefresh")) }
-        if let v = dict["transientRetries"] { p.transientRetries = Int(try number(v, join(path, "transientRetries"), min: 0, max: 10)) }
+        if let v = dict["transientRetries"] {
+            p.transientRetries = Int(try number(v, join(path, "transientRetries"), min: 0, max: 10))
+        }
         if let v = dict["retryInitialDelayMilliseconds"] {
-            p.retryInitialDelay = .milliseconds(Int64(try number(v, join(path, "retryInitialDelayMilliseconds"), min: 1, max: 60000)))
+            p.retryInitialDelay = .milliseconds(
+                Int64(try number(v, join(path, "retryInitialDelayMilliseconds"), min: 1, max: 60000)))
         }
         if let v = dict["retryMaxDelayMilliseconds"] {
             p.retryMaxDelay = .milliseconds(Int64(try number(v, join(path, "retryMaxDelayMilliseconds"), min: 1, max: 600_000)))
@@ -345,8 +360,12 @@ struct ConfigReader {
         if p.retryMaxDelay < p.retryInitialDelay {
             throw fail(join(path, "retryMaxDelayMilliseconds"), "must not be less than retryInitialDelayMilliseconds")
         }
-        if let v = dict["activeThresholdSeconds"] { p.activeThreshold = try seconds(v, join(path, "activeThresholdSeconds"), min: 0, max: 3600) }
-        if let v = dict["restoreTimeoutSeconds"] { p.restoreTimeout = try seconds(v, join(path, "restoreTimeoutSeconds"), min: 0, max: 60) }
+        if let v = dict["activeThresholdSeconds"] {
+            p.activeThreshold = try seconds(v, join(path, "activeThresholdSeconds"), min: 0, max: 3600)
+        }
+        if let v = dict["restoreTimeoutSeconds"] {
+            p.restoreTimeout = try seconds(v, join(path, "restoreTimeoutSeconds"), min: 0, max: 60)
+        }
         return p
     }
 }

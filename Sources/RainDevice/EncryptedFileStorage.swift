@@ -151,10 +151,11 @@ public final class EncryptedFileStorage: SecureStorage {
 
     public func storedProfiles() async -> [String] {
         let dir = directory
-        let names = (try? await queue.runBlocking { () throws(RainError) -> [String] in
-            ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(Self.suffix) }
-                .map { String($0.dropLast(Self.suffix.count)) }
-        }) ?? []
+        let names =
+            (try? await queue.runBlocking { () throws(RainError) -> [String] in
+                ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(Self.suffix) }
+                    .map { String($0.dropLast(Self.suffix.count)) }
+            }) ?? []
         return names.filter { (try? ProfileName.validate($0)) != nil }.sorted()
     }
 }

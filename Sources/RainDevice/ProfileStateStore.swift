@@ -21,14 +21,15 @@ public struct ProfileStateStore: Sendable {
     func passkeyDomain(profile: String, logger: Logger) async -> String? {
         guard let directory else { return nil }
         let path = "\(directory)/\(profile).json"
-        return await (try? Self.queue.runBlocking { () throws(RainError) -> String? in
-            guard let bytes = try AtomicFile.read(path, limit: 64 * 1024) else { return nil }
-            guard let record = Self.record(decoding: bytes) else {
-                logger.warning("profile_state.unreadable", ["profile": profile, "path": path])
-                return nil
-            }
-            return record.passkeyDomain
-        }) ?? nil
+        return await
+            (try? Self.queue.runBlocking { () throws(RainError) -> String? in
+                guard let bytes = try AtomicFile.read(path, limit: 64 * 1024) else { return nil }
+                guard let record = Self.record(decoding: bytes) else {
+                    logger.warning("profile_state.unreadable", ["profile": profile, "path": path])
+                    return nil
+                }
+                return record.passkeyDomain
+            }) ?? nil
     }
 
     /// Decodes the content of a profile state file; nil when it is not one.

@@ -190,7 +190,8 @@ package protocol DirectStoreReader: Sendable {
     /// `AuthorityStore.accountAccessWithPasskeys`, answered to `completion`.
     func accountAccessWithPasskeys(
         appID: String, accessHash: [UInt8],
-        completion: @escaping @Sendable (Result<(access: AccountAccess, passkeys: [PasskeyCredentialRecord])?, RainError>) -> Void)
+        completion: @escaping @Sendable (Result<(access: AccountAccess, passkeys: [PasskeyCredentialRecord])?, RainError>) -> Void
+    )
 
     /// `AuthorityStore.accountAccessWithWallet`, answered to `completion`.
     func accountAccessWithWallet(

@@ -597,7 +597,13 @@ public final class DaemonHarness: Sendable {
             // The pipe is made under the lock too, so no other child inherits its write end.
             let pipe = input == nil ? Pipe() : nil
             let stdin: FileHandle
-            if let input { stdin = input } else if let pipe { stdin = pipe.fileHandleForReading } else { stdin = FileHandle.nullDevice }
+            if let input {
+                stdin = input
+            } else if let pipe {
+                stdin = pipe.fileHandleForReading
+            } else {
+                stdin = FileHandle.nullDevice
+            }
             let child = try ChildProcess(
                 executable: executable, arguments: allArguments, environment: environment, standardInput: stdin,
                 standardOutput: outHandle, standardError: errHandle)

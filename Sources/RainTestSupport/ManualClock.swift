@@ -30,7 +30,8 @@ public final class ManualClock: RainClock {
     public var now: Date { state.withLock { $0.wall } }
     public var monotonic: Duration { state.withLock { $0.monotonic } }
 
-    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer {
+    public func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> any RainTimer
+    {
         let id = state.withLock { s -> Int in
             s.nextID += 1
             s.timers.append(Pending(id: s.nextID, deadline: s.monotonic + delay, queue: queue, work: work))

@@ -9,7 +9,9 @@ extension ClientConnection {
     /// - Throws: RAIN_501 from the session when the handshake fails (the certificate does not
     ///   verify, the server does not speak TLS 1.3, …), with `address` in the message; RAIN_301
     ///   when the server closes the connection or does not answer in time.
-    static func handshake(_ session: TLSSession, fd: Int32, deadline: ContinuousClock.Instant, address: TCPAddress) throws(RainError) {
+    static func handshake(_ session: TLSSession, fd: Int32, deadline: ContinuousClock.Instant, address: TCPAddress)
+        throws(RainError)
+    {
         func unreachable(_ why: String, _ errnoCode: Int32? = nil) -> RainError {
             RainError(.network, "TLS handshake with \(address): \(why)", underlying: errnoCode.map { ErrnoError(code: $0) })
         }

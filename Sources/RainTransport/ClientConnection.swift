@@ -152,7 +152,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
         }
         let frame = try Envelope(
             requestID: id,
-            kind: .request(WireRequest(method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
+            kind: .request(
+                WireRequest(method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
         ).encodeFrame()
         let result: Result<[UInt8], RainError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (cont: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
@@ -222,7 +223,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
                 try tls.write(frame)
             } catch {
                 return RainError(
-                    lostCode, "lost the TLS connection to \(peerName) at \(path): \(error.message)", underlying: ConnectionFailure())
+                    lostCode, "lost the TLS connection to \(peerName) at \(path): \(error.message)",
+                    underlying: ConnectionFailure())
             }
             return sendAll(tls.takeOutput())
         }

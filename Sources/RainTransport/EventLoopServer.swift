@@ -57,7 +57,8 @@ public struct Responder: Sendable {
 
     /// Sends one stream message.
     public func send(streamPayload: [UInt8]) {
-        server.post(connection: connection, requestID: requestID, token: token, kind: .stream(payload: streamPayload), isFinal: false)
+        server.post(
+            connection: connection, requestID: requestID, token: token, kind: .stream(payload: streamPayload), isFinal: false)
     }
 
     /// Fails the call with a Rain error.
@@ -214,7 +215,8 @@ public final class EventLoopServer: @unchecked Sendable {
         } catch {
             logger.error("encode.failed", ["connection": "\(connection)", "error": "\(error.code)"])
             let fallback = Envelope(
-                requestID: requestID, kind: .response(.failure(RainError(.internalError, "internal error: response could not be encoded"))))
+                requestID: requestID,
+                kind: .response(.failure(RainError(.internalError, "internal error: response could not be encoded"))))
             guard let f = try? fallback.encodeFrame() else { return }
             enqueue(Outbound(connection: connection, requestID: requestID, token: token, frame: f, isFinal: true))
             return
@@ -244,7 +246,9 @@ public final class EventLoopServer: @unchecked Sendable {
         let start = clock.now
 
         while true {
-            if let timeout = stopRequest.withLock({ r -> Duration? in defer { r = nil }; return r }) {
+            if let timeout = stopRequest.withLock({ r -> Duration? in
+                defer { r = nil }; return r
+            }) {
                 if listening {
                     listening = false
                     epoll.deleteBeforeClose(listenFD)
@@ -415,7 +419,8 @@ public final class EventLoopServer: @unchecked Sendable {
                 // The alert (protocol version, …) goes out, then the connection closes.
                 tls.appendOutput(to: &c.output)
                 logger.warning(
-                    "tls.handshake_failed", ["connection": "\(c.id)", "reason": error.details.reason ?? "", "error": error.message])
+                    "tls.handshake_failed",
+                    ["connection": "\(c.id)", "reason": error.details.reason ?? "", "error": error.message])
                 handshakeDeadlines[c.id.rawValue] = nil
                 c.closeAfterFlush = true
                 return false
@@ -492,7 +497,9 @@ public final class EventLoopServer: @unchecked Sendable {
         case .request(let request):
             guard id != 0 else {
                 enqueue(
-                    Envelope(requestID: 0, kind: .response(.failure(.invalid("request id 0 is reserved; use ids from 1", field: "request_id")))),
+                    Envelope(
+                        requestID: 0,
+                        kind: .response(.failure(.invalid("request id 0 is reserved; use ids from 1", field: "request_id")))),
                     on: c)
                 return
             }
@@ -500,7 +507,11 @@ public final class EventLoopServer: @unchecked Sendable {
                 enqueue(
                     Envelope(
                         requestID: id,
-                        kind: .response(.failure(RainError(.unauthorized, "uid \(c.peer.uid) may not use this daemon; ask its owner to allow it in the config")))),
+                        kind: .response(
+                            .failure(
+                                RainError(
+                                    .unauthorized,
+                                    "uid \(c.peer.uid) may not use this daemon; ask its owner to allow it in the config")))),
                     on: c)
                 c.closeAfterFlush = true
                 return
@@ -510,7 +521,11 @@ public final class EventLoopServer: @unchecked Sendable {
                 enqueue(
                     Envelope(
                         requestID: 0,
-                        kind: .response(.failure(.invalid("request id \(id) is already in flight on this connection", field: "request_id", reason: "duplicate_request_id")))),
+                        kind: .response(
+                            .failure(
+                                .invalid(
+                                    "request id \(id) is already in flight on this connection", field: "request_id",
+                                    reason: "duplicate_request_id")))),
                     on: c)
                 return
             }
@@ -518,7 +533,12 @@ public final class EventLoopServer: @unchecked Sendable {
                 enqueue(
                     Envelope(
                         requestID: id,
-                        kind: .response(.failure(RainError(.refused, "too many calls in flight on this connection (\(options.maximumCallsPerConnection))", details: .init(retryAfterMilliseconds: 100))))),
+                        kind: .response(
+                            .failure(
+                                RainError(
+                                    .refused,
+                                    "too many calls in flight on this connection (\(options.maximumCallsPerConnection))",
+                                    details: .init(retryAfterMilliseconds: 100))))),
                     on: c)
                 return
             }
@@ -544,7 +564,9 @@ public final class EventLoopServer: @unchecked Sendable {
             handler.cancel(connection: c.id, requestID: id)
             let response: WireResponse =
                 call.isStream
-                ? .ok([]) : .failure(RainError(.invalidArgument, "the call was cancelled by the client", details: .init(reason: "cancelled")))
+                ? .ok([])
+                : .failure(
+                    RainError(.invalidArgument, "the call was cancelled by the client", details: .init(reason: "cancelled")))
             enqueue(Envelope(requestID: id, kind: .response(response)), on: c)
         case .response, .stream:
             enqueue(

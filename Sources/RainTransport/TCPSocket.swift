@@ -133,12 +133,14 @@ public struct TCPAddress: Sendable, Hashable, CustomStringConvertible {
             case AF_INET:
                 var a = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
                 let bytes = withUnsafeBytes(of: &a) { Array($0) }
-                found.append(TCPAddress(host: host, port: port, family: AF_INET, addressBytes: bytes, isLoopback: bytes[0] == 127))
+                found.append(
+                    TCPAddress(host: host, port: port, family: AF_INET, addressBytes: bytes, isLoopback: bytes[0] == 127))
             case AF_INET6:
                 var a = sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
                 let bytes = withUnsafeBytes(of: &a) { Array($0) }
                 found.append(
-                    TCPAddress(host: host, port: port, family: AF_INET6, addressBytes: bytes, isLoopback: Self.isLoopbackIPv6(bytes)))
+                    TCPAddress(
+                        host: host, port: port, family: AF_INET6, addressBytes: bytes, isLoopback: Self.isLoopbackIPv6(bytes)))
             default: continue
             }
         }

@@ -70,7 +70,8 @@ public enum UnixSocket {
         var st = stat()
         if lstat(path, &st) == 0 {
             guard (st.st_mode & S_IFMT) == S_IFSOCK else {
-                throw RainError.invalid("\(path) exists and is not a socket; remove it or choose another --socket", field: "socket")
+                throw RainError.invalid(
+                    "\(path) exists and is not a socket; remove it or choose another --socket", field: "socket")
             }
             if isAnswering(path: path) {
                 throw RainError.invalid("another rainwalletd is already serving \(path)", field: "socket")

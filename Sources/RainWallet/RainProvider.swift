@@ -99,7 +99,9 @@ public final class RainProvider: Sendable {
     }
 
     /// `confirmLoginCode` that also returns the new session and whether the account was created.
-    public func confirmLoginCodeReturningSession(_ code: String) async throws(RainError) -> (session: SessionSnapshot, accountCreated: Bool) {
+    public func confirmLoginCodeReturningSession(_ code: String) async throws(RainError) -> (
+        session: SessionSnapshot, accountCreated: Bool
+    ) {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a login code is 6 digits", field: "code", reason: "malformed_code")

@@ -48,20 +48,20 @@ do {
                 let provider = RainProvider(RainWalletConfig(socketPath: socket))
                 // Run the loop on the connection's own thread: no thread hand-off per call.
                 return try await withTaskExecutorPreference(try provider.taskExecutor) {
-                var sample = Sample()
-                sample.latencies.reserveCapacity(200_000)
-                while true {
-                    let t0 = clock.now
-                    if t0 >= end { break }
-                    _ = try await provider.currentSession()
-                    let t1 = clock.now
-                    if t0 >= measureFrom {
-                        sample.latencies.append(t1 - t0)
-                        if sample.firstCounted == nil { sample.firstCounted = t0 }
-                        sample.last = t1
+                    var sample = Sample()
+                    sample.latencies.reserveCapacity(200_000)
+                    while true {
+                        let t0 = clock.now
+                        if t0 >= end { break }
+                        _ = try await provider.currentSession()
+                        let t1 = clock.now
+                        if t0 >= measureFrom {
+                            sample.latencies.append(t1 - t0)
+                            if sample.firstCounted == nil { sample.firstCounted = t0 }
+                            sample.last = t1
+                        }
                     }
-                }
-                return sample
+                    return sample
                 }
             }
         }

@@ -10,29 +10,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// A code sender that keeps deliveries in memory, so tests can read the code; it can be told to fail.
-final class CapturingCodeSender: CodeSender {
-    private let state = Mutex<(deliveries: [OutboxDelivery], failure: RainError?)>(([], nil))
-
-    func deliver(_ delivery: OutboxDelivery) async throws {
-        try state.withLock { s throws(RainError) in
-            if let failure = s.failure { throw failure }
-            s.deliveries.append(delivery)
-        }
-    }
-
-    /// Everything delivered so far.
-    var deliveries: [OutboxDelivery] { state.withLock { $0.deliveries } }
-
-    /// Makes later deliveries fail with `error` (nil: succeed again).
-    func fail(with error: RainError?) { state.withLock { $0.failure = error } }
-
-    /// The code of the latest delivery to `contact`.
-    func lastCode(to contact: RainWalletContact) throws -> String {
-        try #require(deliveries.last(where: { $0.contact == contact.value && $0.kind == contact.kindName })).code
-    }
-}
-
 /// One authority on a real SQLite file in its own temp directory, a manual clock, a capturing
 /// sender and a capturing log sink.
 struct AuthorityFixture {

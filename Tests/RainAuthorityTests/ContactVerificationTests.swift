@@ -171,7 +171,8 @@ struct ContactVerificationTests {
             let token = first.tokens.accessToken
             let (challenge, code) = try await Self.send(f, token: token)
             let info = try await Self.confirm(f, token: token, challenge, code: code)
-            #expect(info.contacts == [Self.backup, AuthorityFixture.email] || info.contacts == [AuthorityFixture.email, Self.backup])
+            #expect(
+                info.contacts == [Self.backup, AuthorityFixture.email] || info.contacts == [AuthorityFixture.email, Self.backup])
             #expect(Set(info.contacts) == [AuthorityFixture.email, Self.backup])
             // Both log in to the same account.
             let viaFirst = try await f.login(AuthorityFixture.email, device: "device-b")

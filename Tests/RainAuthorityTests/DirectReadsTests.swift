@@ -6,7 +6,8 @@ import Synchronization
 import Testing
 
 /// Waits for a completion-style call and returns what it delivered.
-func completion<T: Sendable>(_ start: (@escaping @Sendable (Result<T, RainError>) -> Void) -> Void) async -> Result<T, RainError> {
+func completion<T: Sendable>(_ start: (@escaping @Sendable (Result<T, RainError>) -> Void) -> Void) async -> Result<T, RainError>
+{
     await withCheckedContinuation { continuation in
         start { continuation.resume(returning: $0) }
     }
@@ -25,16 +26,21 @@ struct DirectReadsTests {
         try await AuthorityFixture.with { f in
             let token = try await f.login().tokens.accessToken
             let reads = try Self.reads(f)
-            let account = try await completion { reads.accountInfo(appID: AuthorityFixture.app, accessToken: token, completion: $0) }.get()
+            let account = try await completion {
+                reads.accountInfo(appID: AuthorityFixture.app, accessToken: token, completion: $0)
+            }.get()
             #expect(account == (try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: token)))
             #expect(account.contacts == [AuthorityFixture.email])
-            let wallet = try await completion { reads.wallet(appID: AuthorityFixture.app, accessToken: token, completion: $0) }.get()
+            let wallet = try await completion { reads.wallet(appID: AuthorityFixture.app, accessToken: token, completion: $0) }
+                .get()
             #expect(wallet == (try await f.authority.wallet(appID: AuthorityFixture.app, accessToken: token)))
             #expect(wallet.ethereumAddress.hasPrefix("0x"))
         }
     }
 
-    @Test("an unknown token, another app's token, an expired one and one revoked elsewhere are RAIN_201 with the async API's reasons")
+    @Test(
+        "an unknown token, another app's token, an expired one and one revoked elsewhere are RAIN_201 with the async API's reasons"
+    )
     func refusals() async throws {
         try await AuthorityFixture.with { f in
             let reads = try Self.reads(f)
@@ -57,7 +63,9 @@ struct DirectReadsTests {
             // Expired: the access lifetime passed (no refresh).
             f.clock.advance(by: f.authority.settings.accessTokenLifetime + .seconds(1))
             #expect(await reason(first) == "access_expired")
-            #expect(await sessionRefusal { _ = try await f.authority.accountInfo(appID: app, accessToken: first) } == "access_expired")
+            #expect(
+                await sessionRefusal { _ = try await f.authority.accountInfo(appID: app, accessToken: first) } == "access_expired"
+            )
 
             // Revoked elsewhere: the same account logs in on another device.
             let second = try await f.login().tokens.accessToken

@@ -404,7 +404,10 @@ struct RemoteAuthorityTests {
             #expect(info.daemonVersion == "test")
             #expect(info.protocolVersion == protocolVersion)
             #expect(info.maxFrameBytes == UInt32(Frame.defaultMaximumLength))
-            #expect(info.capabilities == ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts"])
+            #expect(
+                info.capabilities == [
+                    "login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts",
+                ])
         }
     }
 

@@ -38,8 +38,10 @@ struct RemotePasskeyTests {
                         signUp, try await anchor.createCredential(optionsJSON: signUp.optionsJSON, origin: Self.origin),
                         key: key)))
             #expect(created.accountCreated)
-            #expect(try await f.store.session(device: RemoteFixture.device, accountID: created.accountID, app: RemoteFixture.app)?.devicePublicKey
-                == key.publicKey.rawRepresentation)
+            #expect(
+                try await f.store.session(device: RemoteFixture.device, accountID: created.accountID, app: RemoteFixture.app)?
+                    .devicePublicKey
+                    == key.publicKey.rawRepresentation)
 
             let add = try await f.remote.beginPasskeyRegistration(Self.begin(accessToken: created.tokens.accessToken))
             let second = SoftAuthenticator(path: f.directory + "/second.json")

@@ -51,8 +51,12 @@ struct SQLiteAuthorityStoreTests {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/authority.sqlite3"
-        for contents in [Array("not a database at all, just text".utf8), Array("SQLite format 3\u{0}".utf8) + [UInt8](repeating: 0xA5, count: 4000)] {
-            #expect(FileManager.default.createFile(atPath: path, contents: Data(contents), attributes: [.posixPermissions: 0o600]))
+        for contents in [
+            Array("not a database at all, just text".utf8),
+            Array("SQLite format 3\u{0}".utf8) + [UInt8](repeating: 0xA5, count: 4000),
+        ] {
+            #expect(
+                FileManager.default.createFile(atPath: path, contents: Data(contents), attributes: [.posixPermissions: 0o600]))
             let error = try #require(await rainError { _ = try await SQLiteAuthorityStore.open(stateDirectory: directory) })
             #expect(error.code == .internalError)
             #expect(error.message.contains(path))

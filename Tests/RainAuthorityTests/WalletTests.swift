@@ -262,7 +262,9 @@ struct WalletTests {
                 try db.execute("DELETE FROM wallets WHERE id = ?", [.text(login.walletID)], operation: "delete wallet")
             }
             let token = login.tokens.accessToken
-            #expect(await rainError { _ = try await f.authority.wallet(appID: AuthorityFixture.app, accessToken: token) }?.code == .unavailable)
+            #expect(
+                await rainError { _ = try await f.authority.wallet(appID: AuthorityFixture.app, accessToken: token) }?.code
+                    == .unavailable)
             #expect(
                 await rainError { _ = try await f.authority.exportWallet(appID: AuthorityFixture.app, accessToken: token) }?
                     .code == .unavailable)

@@ -73,11 +73,12 @@ import Testing
         #expect(e.code.description == "RAIN_999")
     }
 
-    @Test(arguments: [
-        (RainError.notInitialized, 101), (.invalidArgument, 102), (.sessionExpired, 201), (.unauthorized, 202),
-        (.invalidLoginCode, 203), (.network, 301), (.refused, 302), (.userCancelled, 401), (.unavailable, 404),
-        (.provider, 501), (.internalError, 502),
-    ] as [(RainError, UInt32)])
+    @Test(
+        arguments: [
+            (RainError.notInitialized, 101), (.invalidArgument, 102), (.sessionExpired, 201), (.unauthorized, 202),
+            (.invalidLoginCode, 203), (.network, 301), (.refused, 302), (.userCancelled, 401), (.unavailable, 404),
+            (.provider, 501), (.internalError, 502),
+        ] as [(RainError, UInt32)])
     func numbersMatchDesign(error: RainError, number: UInt32) {
         #expect(error.code.rawValue == number)
     }

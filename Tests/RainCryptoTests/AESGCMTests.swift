@@ -158,7 +158,8 @@ import Testing
         let key = SymmetricKey(bytes: [UInt8](repeating: 1, count: byteCount))
         let sealError = #expect(throws: RainError.self) { try AESGCM.seal([1], using: key) }
         #expect(sealError?.code == .invalidArgument)
-        let box = AESGCM.SealedBox(nonce: [UInt8](repeating: 0, count: 12), ciphertext: [1], tag: [UInt8](repeating: 0, count: 16))
+        let box = AESGCM.SealedBox(
+            nonce: [UInt8](repeating: 0, count: 12), ciphertext: [1], tag: [UInt8](repeating: 0, count: 16))
         let openError = #expect(throws: RainError.self) { try AESGCM.open(box, using: key) }
         #expect(openError?.code == .invalidArgument)
     }

@@ -68,8 +68,9 @@ private func mode(of path: String) throws -> mode_t {
     func refusesWrongSize(size: Int) throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("storage.key")
-        try #require(FileManager.default.createFile(
-            atPath: path, contents: Data(repeating: 7, count: size), attributes: [.posixPermissions: 0o600]))
+        try #require(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(repeating: 7, count: size), attributes: [.posixPermissions: 0o600]))
         let error = #expect(throws: RainError.self) { try KeyFile.loadOrCreate(at: path) }
         #expect(error?.code == .invalidArgument)
         #expect(error?.details.reason == "key_file_size")
@@ -80,8 +81,9 @@ private func mode(of path: String) throws -> mode_t {
         let directory = try TemporaryDirectory()
         let path = directory.file("storage.key")
         let bytes = (0..<32).map { UInt8($0) }
-        try #require(FileManager.default.createFile(
-            atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o400]))
+        try #require(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o400]))
         #expect(keyBytes(try KeyFile.loadOrCreate(at: path)) == bytes)
     }
 

@@ -88,7 +88,10 @@ import Testing
         #expect(id.hasPrefix("acct_"))
         let suffix = String(id.dropFirst(5))
         #expect(suffix.utf8.count == 32)
-        #expect(suffix.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) })
+        #expect(
+            suffix.utf8.allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            })
         #expect(try SecureRandom.identifier(prefix: "acct") != id)
         #expect(throws: RainError.invalidArgument) { try SecureRandom.identifier(prefix: "") }
     }

@@ -75,10 +75,18 @@ import Testing
         ("{\"profiles\": {\"x\": {\"passkeyDomain\": \"https://example.com\"}}}", "profiles.x.passkeyDomain"),
         ("{\"profiles\": {\"x\": {\"passkeyDomain\": \"co.uk\"}}}", "profiles.x.passkeyDomain"),
         ("{\"profiles\": {\"x\": {\"allowExport\": 1}}}", "profiles.x.allowExport"),
-        ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"refreshBufferSeconds\": -1}}}}", "profiles.x.sessionPolicy.refreshBufferSeconds"),
-        ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"transientRetries\": true}}}}", "profiles.x.sessionPolicy.transientRetries"),
-        ("{\"profiles\": {\"x\": {\"sessionPolicy\": {\"retryInitialDelayMilliseconds\": 500, \"retryMaxDelayMilliseconds\": 100}}}}",
-         "profiles.x.sessionPolicy.retryMaxDelayMilliseconds"),
+        (
+            "{\"profiles\": {\"x\": {\"sessionPolicy\": {\"refreshBufferSeconds\": -1}}}}",
+            "profiles.x.sessionPolicy.refreshBufferSeconds"
+        ),
+        (
+            "{\"profiles\": {\"x\": {\"sessionPolicy\": {\"transientRetries\": true}}}}",
+            "profiles.x.sessionPolicy.transientRetries"
+        ),
+        (
+            "{\"profiles\": {\"x\": {\"sessionPolicy\": {\"retryInitialDelayMilliseconds\": 500, \"retryMaxDelayMilliseconds\": 100}}}}",
+            "profiles.x.sessionPolicy.retryMaxDelayMilliseconds"
+        ),
         ("{\"allowedUIDs\": [\"root\"]}", "allowedUIDs[0]"),
         ("{\"allowedUIDs\": [1.5]}", "allowedUIDs[0]"),
         ("{\"codeSender\": {\"type\": \"sms\"}}", "codeSender.type"),

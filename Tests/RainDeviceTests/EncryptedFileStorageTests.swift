@@ -71,7 +71,9 @@ final class TempDir {
         try AtomicFile.write(tampered, to: path)
         #expect(await s.load(profile: "default") == nil)
         #expect(!FileManager.default.fileExists(atPath: path))
-        let aside = try FileManager.default.contentsOfDirectory(atPath: "\(dir.path)/sessions").filter { $0.contains(".corrupt-") }
+        let aside = try FileManager.default.contentsOfDirectory(atPath: "\(dir.path)/sessions").filter {
+            $0.contains(".corrupt-")
+        }
         #expect(aside.count == 1)
         #expect(sink.captured.contains { $0.contains("storage.corrupt") })
     }
@@ -100,7 +102,8 @@ final class TempDir {
         let dir = TempDir()
         let s = try storage(dir)
         try await s.save(session, profile: "alpha")
-        try FileManager.default.copyItem(atPath: "\(dir.path)/sessions/alpha.session", toPath: "\(dir.path)/sessions/beta.session")
+        try FileManager.default.copyItem(
+            atPath: "\(dir.path)/sessions/alpha.session", toPath: "\(dir.path)/sessions/beta.session")
         #expect(await s.load(profile: "beta") == nil)
         #expect(await s.load(profile: "alpha") == session)
     }

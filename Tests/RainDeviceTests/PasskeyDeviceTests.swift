@@ -46,7 +46,9 @@ struct PasskeyDeviceTests {
     @Test("the ceremony lifetime is an authority setting (5 minutes by default)")
     func ceremonyLifetime() throws {
         #expect(try parse("{}").authority.passkeyCeremonyLifetime == .seconds(300))
-        #expect(try parse(#"{"authority": {"passkeyCeremonyLifetimeSeconds": 60}}"#).authority.passkeyCeremonyLifetime == .seconds(60))
+        #expect(
+            try parse(#"{"authority": {"passkeyCeremonyLifetimeSeconds": 60}}"#).authority.passkeyCeremonyLifetime == .seconds(60)
+        )
         #expect(throws: RainError.self) { try parse(#"{"authority": {"passkeyCeremonyLifetimeSeconds": 1}}"#) }
     }
 

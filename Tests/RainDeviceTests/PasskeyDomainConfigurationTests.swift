@@ -13,7 +13,7 @@ import Testing
         let dir = TempDir()
         let logger = Logger(label: "test", sink: CapturingLogSink())
         let authority = try await EmbeddedAuthority(
-            stateDirectory: dir.path, clock: ManualClock(), sender: CapturingSender(), logger: logger)
+            stateDirectory: dir.path, clock: ManualClock(), sender: CapturingCodeSender(), logger: logger)
         let service = DeviceService(
             config: config,
             context: DeviceContext(
@@ -30,7 +30,9 @@ import Testing
         #expect(try await s.session(profile: "app").requirePasskeyDomain() == "example.com")
         // The same domain again is fine; another one is refused.
         _ = try await s.session(profile: "app").configure(passkeyDomain: "example.com")
-        let error = await #expect(throws: RainError.self) { try await s.session(profile: "app").configure(passkeyDomain: "other.com") }
+        let error = await #expect(throws: RainError.self) {
+            try await s.session(profile: "app").configure(passkeyDomain: "other.com")
+        }
         #expect(error?.code == .invalidArgument)
         #expect(error?.details.reason == "passkey_domain_mismatch")
         // A restarted daemon still knows it.
@@ -53,7 +55,9 @@ import Testing
         var config = DaemonConfig()
         config.profiles["app"] = ProfileSettings(appID: "app", passkeyDomain: "example.com")
         let (s, _) = try await service(config: config, stateDir: TempDir().path)
-        let error = await #expect(throws: RainError.self) { try await s.session(profile: "app").configure(passkeyDomain: "other.com") }
+        let error = await #expect(throws: RainError.self) {
+            try await s.session(profile: "app").configure(passkeyDomain: "other.com")
+        }
         #expect(error?.details.reason == "passkey_domain_mismatch")
         #expect(try await s.session(profile: "app").configure(passkeyDomain: "example.com").passkeyDomain == "example.com")
     }

@@ -11,13 +11,6 @@ import Testing
 
 @testable import RainDevice
 
-/// Captures code deliveries so tests can read the code.
-final class CapturingSender: CodeSender {
-    let deliveries = Mutex<[OutboxDelivery]>([])
-    func deliver(_ delivery: OutboxDelivery) async throws { deliveries.withLock { $0.append(delivery) } }
-    var lastCode: String? { deliveries.withLock { $0.last?.code } }
-}
-
 /// Storage whose loads wait until released (a slow disk at start-up).
 actor GatedStorage: SecureStorage {
     private var released = false
@@ -27,7 +20,9 @@ actor GatedStorage: SecureStorage {
         while !released { try? await Task.sleep(for: .milliseconds(5)) }
         return await inner.load(profile: profile)
     }
-    func save(_ session: StoredSession, profile: String) async throws(RainError) { try await inner.save(session, profile: profile) }
+    func save(_ session: StoredSession, profile: String) async throws(RainError) {
+        try await inner.save(session, profile: profile)
+    }
     func delete(profile: String) async throws(RainError) { try await inner.delete(profile: profile) }
     func storedProfiles() async -> [String] { await inner.storedProfiles() }
 }
@@ -51,7 +46,7 @@ func testDevice(id: String = "dev_test1") throws -> DeviceIdentity {
 struct Fixture {
     let dir = TempDir()
     let clock = ManualClock()
-    let sender = CapturingSender()
+    let sender = CapturingCodeSender()
     let authority: EmbeddedAuthority
     let service: DeviceService
 
@@ -64,7 +59,8 @@ struct Fixture {
             stateDirectory: dir.path, settings: settings, clock: clock, sender: sender, logger: logger)
         service = DeviceService(
             config: config,
-            context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger))
+            context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger)
+        )
     }
 
     func login(_ profile: String = "default", contact: RainWalletContact = .email("user@example.com")) async throws
@@ -124,7 +120,9 @@ struct Fixture {
 
     @Test func confirmWithoutPendingCodeIsRefused() async throws {
         let f = try await Fixture()
-        let error = await #expect(throws: RainError.self) { try await f.service.session(profile: "default").confirmLoginCode("123456") }
+        let error = await #expect(throws: RainError.self) {
+            try await f.service.session(profile: "default").confirmLoginCode("123456")
+        }
         #expect(error?.code == .invalidArgument)
         #expect(error?.details.reason == "no_pending_code")
     }
@@ -148,7 +146,7 @@ struct Fixture {
         let s = f.service.session(profile: "default")
         let error = await #expect(throws: RainError.self) { try await s.sendLoginCode(.phone("+44 (0)20 7946 0958")) }
         #expect(error?.code == .invalidArgument)
-        #expect(f.sender.deliveries.withLock { $0.isEmpty })
+        #expect(f.sender.deliveries.isEmpty)
     }
 
     @Test func switchingContactRetiresThePendingCode() async throws {
@@ -191,7 +189,8 @@ struct Fixture {
         let logger = Logger(label: "test", sink: CapturingLogSink())
         let again = DeviceService(
             config: DaemonConfig(),
-            context: DeviceContext(authority: f.authority, storage: storage, clock: f.clock, device: try testDevice(), logger: logger))
+            context: DeviceContext(
+                authority: f.authority, storage: storage, clock: f.clock, device: try testDevice(), logger: logger))
         await again.restoreStoredProfiles()
         let snap = again.entry("default").runtime.snapshot()
         #expect(snap.authState == .authenticated)
@@ -213,7 +212,10 @@ struct Fixture {
             #expect(events.map(\.sequence) == Array(1...UInt64(events.count)))
             #expect(events.first?.kind == .authState)
             #expect(events.first?.state.authState == .unauthenticated)
-            #expect(events.filter { $0.kind == .authState }.map(\.state.authState) == [.unauthenticated, .authenticated, .unauthenticated])
+            #expect(
+                events.filter { $0.kind == .authState }.map(\.state.authState) == [
+                    .unauthenticated, .authenticated, .unauthenticated,
+                ])
             #expect(!events.contains { $0.kind == .sessionExpired })
         }
         entry.runtime.removeWatchers(connection: ConnectionID(rawValue: 100))

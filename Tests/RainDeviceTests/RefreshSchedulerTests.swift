@@ -170,7 +170,8 @@ struct CountingDirectReads: DirectAuthorityReads {
     let owner: ControlledAuthority
     let inner: any DirectAuthorityReads
 
-    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void) {
+    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
+    {
         if owner.takeDirectRead() { return completion(.failure(RainError(.network, "direct read failed (test)"))) }
         inner.accountInfo(appID: appID, accessToken: accessToken, completion: completion)
     }
@@ -193,7 +194,7 @@ func eventually(_ what: String, _ condition: () async -> Bool) async {
 struct SchedulerFixture {
     let dir = TempDir()
     let clock = ManualClock()
-    let sender = CapturingSender()
+    let sender = CapturingCodeSender()
     let authority: ControlledAuthority
     let embedded: EmbeddedAuthority
     let storage = InMemoryStorage()
@@ -216,7 +217,8 @@ struct SchedulerFixture {
             appID: "default", isExportAllowed: allowExport, sessionPolicy: policy)
         service = DeviceService(
             config: config,
-            context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger))
+            context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger)
+        )
     }
 
     var runtime: ProfileRuntime { service.entry("default").runtime }
@@ -465,7 +467,7 @@ struct SchedulerFixture {
         let error = await #expect(throws: RainError.self) { try await f.session.sendLoginCode(.email("user@example.com")) }
         #expect(error?.code == .network)
         #expect(f.authority.sendCalls == 1)
-        #expect(f.sender.deliveries.withLock { $0.isEmpty })
+        #expect(f.sender.deliveries.isEmpty)
     }
 
     @Test func aRevokedSessionIsLearntOnTheNextCall() async throws {

@@ -34,7 +34,7 @@ func declaredMethods() throws -> [String: String] {
     static func routes(isTestMethodsEnabled: Bool, in dir: TempDir = TempDir()) async throws -> RouteTable<DeviceCall> {
         let logger = Logger(label: "test", sink: CapturingLogSink())
         let authority = try await EmbeddedAuthority(
-            stateDirectory: dir.path, clock: ManualClock(), sender: CapturingSender(), logger: logger)
+            stateDirectory: dir.path, clock: ManualClock(), sender: CapturingCodeSender(), logger: logger)
         let service = DeviceService(
             config: DaemonConfig(),
             context: DeviceContext(

@@ -88,14 +88,17 @@ struct AccessTests {
         let daemon = try bin.launch(
             as: Self.allowedUID, "rainwalletd", ["--socket", "\(home)/d.sock", "--state-dir", "\(home)/state"], home: home,
             log: "\(bin.directory)/daemon.log")
-        let control = try bin.launch(as: Self.allowedUID, executable: "/bin/sleep", ["30"], home: home, log: "\(bin.directory)/sleep.log")
+        let control = try bin.launch(
+            as: Self.allowedUID, executable: "/bin/sleep", ["30"], home: home, log: "\(bin.directory)/sleep.log")
         defer {
             for p in [daemon, control] where p.isRunning {
                 Foundation.kill(p.processIdentifier, SIGKILL)
                 p.waitUntilExit()
             }
         }
-        let ready = await eventually { DaemonHarness.readFile("\(bin.directory)/daemon.log").contains("daemon.ready") || !daemon.isRunning }
+        let ready = await eventually {
+            DaemonHarness.readFile("\(bin.directory)/daemon.log").contains("daemon.ready") || !daemon.isRunning
+        }
         try #require(ready && daemon.isRunning, "daemon log:\n\(DaemonHarness.readFile("\(bin.directory)/daemon.log"))")
 
         func owner(_ pid: Int32) -> uid_t? {
@@ -105,7 +108,9 @@ struct AccessTests {
         // The control (dumpable) shows the uid, so the check below is meaningful.
         let controlReady = await eventually { owner(control.processIdentifier) == Self.allowedUID }
         #expect(controlReady, "control owner \(String(describing: owner(control.processIdentifier)))")
-        #expect(owner(daemon.processIdentifier) == 0, "a dumpable daemon: /proc entries owned by \(String(describing: owner(daemon.processIdentifier)))")
+        #expect(
+            owner(daemon.processIdentifier) == 0,
+            "a dumpable daemon: /proc entries owned by \(String(describing: owner(daemon.processIdentifier)))")
 
         Foundation.kill(daemon.processIdentifier, SIGTERM)
         let stopped = try await onThread {
@@ -193,7 +198,9 @@ struct AccessibleBinaries {
         try launch(as: uid, executable: "\(directory)/\(name)", arguments, home: home, log: log)
     }
 
-    func launch(as uid: UInt32, executable: String, _ arguments: [String], home: String, log: String, stdout: String? = nil) throws -> Process {
+    func launch(as uid: UInt32, executable: String, _ arguments: [String], home: String, log: String, stdout: String? = nil)
+        throws -> Process
+    {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: AccessTests.setprivPath)
         p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments
@@ -225,7 +232,9 @@ struct AccessibleBinaries {
         let out = "\(directory)/cli-\(n).out"
         let err = "\(directory)/cli-\(n).err"
         // HOME is this (root-owned, 0755) directory: readable, not writable, by the other uid.
-        let p = try launch(as: uid, executable: "\(directory)/rainwallet", ["--socket", socket] + arguments, home: directory, log: err, stdout: out)
+        let p = try launch(
+            as: uid, executable: "\(directory)/rainwallet", ["--socket", socket] + arguments, home: directory, log: err,
+            stdout: out)
         let finished = await eventually(timeout: .seconds(30)) { !p.isRunning }
         if !finished {
             Foundation.kill(p.processIdentifier, SIGKILL)

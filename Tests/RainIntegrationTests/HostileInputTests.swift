@@ -82,7 +82,8 @@ struct HostileInputTests {
             let method = try #require(removed, "unexpected id \(answer.requestID)")
             let status = answer.response?.status
             if status?.code != Self.invalidArgument || status?.details.reason != "undecodable_payload" {
-                wrong.append("\(method): \(status.map { "\($0.code) \($0.details.reason ?? "-") \($0.message)" } ?? "not a response")")
+                wrong.append(
+                    "\(method): \(status.map { "\($0.code) \($0.details.reason ?? "-") \($0.message)" } ?? "not a response")")
             }
         }
         #expect(wrong.isEmpty, "not refused as undecodable_payload: \(wrong)")
@@ -169,7 +170,8 @@ struct HostileInputTests {
 
         #expect(
             answer.response?.status.code == Self.invalidArgument,
-            "SendLoginCode with contact \"victim@b.co\\0@attacker.example\" answered \(String(describing: answer.response?.status))")
+            "SendLoginCode with contact \"victim@b.co\\0@attacker.example\" answered \(String(describing: answer.response?.status))"
+        )
         #expect(answer.response?.reason == "nul_in_string")
         #expect(delivered.isEmpty, "a code was sent to \(delivered), a contact the client never named")
         #expect(
@@ -222,7 +224,8 @@ struct HostileInputTests {
         defer { h.shutdown() }
         // Envelope overhead around a method of ~1 MiB: 2 (id) + 1 + 3 (request) + 1 + 3 (method) = 10.
         func body(methodLength: Int) -> [UInt8] {
-            RawProto.requestEnvelope(id: 1, method: Array("/x/".utf8) + Array(repeating: UInt8(ascii: "y"), count: methodLength - 3))
+            RawProto.requestEnvelope(
+                id: 1, method: Array("/x/".utf8) + Array(repeating: UInt8(ascii: "y"), count: methodLength - 3))
         }
         let fits = body(methodLength: Self.maxFrame - 10)
         try #require(fits.count == Self.maxFrame)

@@ -68,7 +68,9 @@ final class MultiDevice: Sendable {
             throw HarnessError("harness up failed (\(status)): \(err)")
         }
         let devices = list.compactMap { d -> Device? in
-            guard let s = d["socket"] as? String, let st = d["stateDir"] as? String, let l = d["log"] as? String else { return nil }
+            guard let s = d["socket"] as? String, let st = d["stateDir"] as? String, let l = d["log"] as? String else {
+                return nil
+            }
             return Device(socket: s, stateDir: st, log: l)
         }
         return MultiDevice(dir: dir, authority: authority, devices: devices, binaries: binaries, clock: clock)
@@ -327,7 +329,8 @@ final class EventLog: Sendable {
         let watcher = try EventLog(h.provider(0))
         _ = try await h.logIn(1)
         let (status, _, err) = try MultiDevice.run([
-            "-c", "exec \"$0\" --socket \"$1\" account", h.binaries.appendingPathComponent("rainwallet").path, h.devices[0].socket,
+            "-c", "exec \"$0\" --socket \"$1\" account", h.binaries.appendingPathComponent("rainwallet").path,
+            h.devices[0].socket,
         ])
         #expect(status == 4)  // RAIN_201
         #expect(err.contains("RAIN_201"))

@@ -49,8 +49,10 @@ struct ProtocolTests {
 
         let frames =
             try Envelope.requestFrame(
-                id: 1, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: Self.heldMilliseconds, data: [1]).encode())
-            + Envelope.requestFrame(id: 2, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: [2]).encode())
+                id: 1, method: Method.slowEcho,
+                payload: SlowEchoRequest(delayMilliseconds: Self.heldMilliseconds, data: [1]).encode())
+            + Envelope.requestFrame(
+                id: 2, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: [2]).encode())
         try raw.write(frames)
         let first = try await onThread { try raw.readEnvelope() }
         #expect(first?.requestID == 2)
@@ -74,7 +76,8 @@ struct ProtocolTests {
         let states = try await withThrowingTaskGroup(of: AuthState.self) { group in
             for _ in 0..<50 {
                 group.addTask {
-                    let bytes = try await connection.call(method: Method.getSessionState, payload: payload, metadata: Self.profile)
+                    let bytes = try await connection.call(
+                        method: Method.getSessionState, payload: payload, metadata: Self.profile)
                     return try SessionSnapshot.decode(bytes).authState
                 }
             }

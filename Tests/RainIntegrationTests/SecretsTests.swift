@@ -77,7 +77,9 @@ struct SecretsTests {
             let text = String(decoding: bytes, as: UTF8.self)
             #expect(!text.contains("rwa_") && !text.contains("rwr_"), "\(name) holds a token in the clear")
             #expect(!text.contains("file@example.com"), "\(name) holds the contact in the clear")
-            if let account = login.session.accountID { #expect(!text.contains(account), "\(name) holds the account id in the clear") }
+            if let account = login.session.accountID {
+                #expect(!text.contains(account), "\(name) holds the account id in the clear")
+            }
         }
     }
 }

@@ -137,7 +137,10 @@ final class RawConnection: Sendable {
     func write(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }  // never: offset < count
+                return send(fd, base + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw Failure(description: "send: \(String(cString: strerror(errno)))")
@@ -151,7 +154,10 @@ final class RawConnection: Sendable {
         var out = [UInt8](repeating: 0, count: count)
         var got = 0
         while got < count {
-            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + got, count - got) }
+            let n = out.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }  // never: got < count
+                return Glibc.read(fd, base + got, count - got)
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw Failure(description: "read: \(String(cString: strerror(errno)))")
