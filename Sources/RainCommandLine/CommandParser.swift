@@ -137,11 +137,26 @@ public struct CommandParser: Sendable {
     func resolvePath(_ arguments: [String]) throws(UsageError) -> ([Command], Set<Int>) {
         var path = [root]
         var words: Set<Int> = []
+        var unknownOption: UsageError?
         var index = 0
         while index < arguments.count {
             let word = arguments[index]
             if word == "--" { break }
             if Self.isOptionWord(word) {
+                let name = word.hasPrefix("--") ? String(word.prefix { $0 != "=" }) : word
+                // An option no command on the way declares is the mistake to report, not the word
+                // after it (`--sokcet /tmp/x status` names `--sokcet`, not `/tmp/x`).
+                // It is reported if a word after it fails as a command; otherwise the option pass
+                // reports it, where `--help` still wins.
+                if unknownOption == nil, !Self.helpNames.contains(name), let current = path.last,
+                    !Self.isDeclared(name, below: current),
+                    !ParsedCommand.visibleOptions(path).contains(where: { $0.names.contains(name) })
+                {
+                    let known = ParsedCommand.visibleOptions(path).flatMap(\.names) + ["--help"]
+                    var message = "unknown option \(name)"
+                    if let close = EditDistance.closest(to: name, among: known) { message += "; did you mean `\(close)`?" }
+                    unknownOption = UsageError(message, word: name, help: HelpFormatter(root: root).usageHint(for: path))
+                }
                 // Skip the value of a known option so it is not taken for a command.
                 let option = ParsedCommand.visibleOptions(path).first { $0.names.contains(word) }
                 if let option, !option.isFlag, index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
@@ -158,6 +173,7 @@ public struct CommandParser: Sendable {
                 continue
             }
             if current.isRunnableWithoutSubcommand, !current.arguments.isEmpty { break }
+            if let unknownOption { throw unknownOption }
             let names = current.subcommands.map(\.name)
             var message = "unknown command `\(word)`"
             if path.count > 1 { message += " for `\(path.map(\.name).joined(separator: " "))`" }
@@ -169,6 +185,12 @@ public struct CommandParser: Sendable {
             throw UsageError(message, word: word, help: HelpFormatter(root: root).usageHint(for: path))
         }
         return (path, words)
+    }
+
+    /// Whether `command` or any command below it declares the option `name`.
+    static func isDeclared(_ name: String, below command: Command) -> Bool {
+        command.options.contains { $0.names.contains(name) }
+            || command.subcommands.contains { isDeclared(name, below: $0) }
     }
 
     func check(_ value: String, of option: Command.Option, fail: (String, String?) -> UsageError) throws(UsageError) {

@@ -126,6 +126,11 @@ func usageError(_ arguments: [String]) -> UsageError? {
         // Global options are suggested in subcommands too.
         #expect(usageError(["status", "--jsno"])?.message == "unknown option --jsno; did you mean `--json`?")
         #expect(usageError(["status", "--frobnicate"])?.message == "unknown option --frobnicate")
+        // Before the command: the unknown option is the mistake, not the word after it.
+        let early = usageError(["--sokcet", "/tmp/x", "status"])
+        #expect(early?.message == "unknown option --sokcet; did you mean `--socket`?")
+        #expect(early?.word == "--sokcet")
+        #expect(usageError(["--sokcet=/tmp/x", "status"])?.word == "--sokcet")
     }
 
     @Test(
