@@ -160,7 +160,11 @@ extension AccessTests {
 
         try #require(chmod(path, 0o600) == 0)
         try await h.start()
-        #expect(try await h.provider().currentSession().accountID == session.accountID)
+        // The daemon answers while the session is still being restored: wait for the restore, or
+        // the state read can still be `loading` on a busy machine.
+        let provider = h.provider()
+        try await provider.awaitSessionRestore()
+        #expect(try await provider.currentSession().accountID == session.accountID)
     }
 }
 
