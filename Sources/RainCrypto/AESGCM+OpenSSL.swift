@@ -29,31 +29,8 @@ extension AESGCM {
         guard plaintext.count <= maximumInputByteCount, aad.count <= maximumInputByteCount else {
             throw RainError.invalid("AES-GCM input is too large", field: "plaintext")
         }
-        let context = try CipherContext()
+        let context = try gcmContext(key: key, nonce: nonce, authenticating: aad, encrypting: true)
         let ctx = context.pointer
-
-        guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1 else {
-            throw RainError.openSSL("EVP_EncryptInit_ex(AES-256-GCM)")
-        }
-        guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1 else {
-            throw RainError.openSSL("EVP_CTRL_GCM_SET_IVLEN")
-        }
-        let keyed = key.withUnsafeBytes { keyBytes in
-            withNonNullBytes(keyBytes) { keyPointer, _ in
-                withNonNullBytes(nonce) { noncePointer, _ in
-                    EVP_EncryptInit_ex(ctx, nil, nil, keyPointer, noncePointer)
-                }
-            }
-        }
-        guard keyed == 1 else { throw RainError.openSSL("EVP_EncryptInit_ex(key, nonce)") }
-
-        if !aad.isEmpty {
-            var ignored: Int32 = 0
-            let status = withNonNullBytes(aad) { pointer, count in
-                EVP_EncryptUpdate(ctx, nil, &ignored, pointer, Int32(count))
-            }
-            guard status == 1 else { throw RainError.openSSL("EVP_EncryptUpdate(aad)") }
-        }
 
         // GCM is a stream mode: the ciphertext is as long as the plaintext. The extra block of
         // room keeps the output pointer valid for an empty plaintext.
@@ -92,31 +69,8 @@ extension AESGCM {
         guard box.ciphertext.count <= maximumInputByteCount, aad.count <= maximumInputByteCount else {
             throw authenticationFailed
         }
-        let context = try CipherContext()
+        let context = try gcmContext(key: key, nonce: box.nonce, authenticating: aad, encrypting: false)
         let ctx = context.pointer
-
-        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1 else {
-            throw RainError.openSSL("EVP_DecryptInit_ex(AES-256-GCM)")
-        }
-        guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1 else {
-            throw RainError.openSSL("EVP_CTRL_GCM_SET_IVLEN")
-        }
-        let keyed = key.withUnsafeBytes { keyBytes in
-            withNonNullBytes(keyBytes) { keyPointer, _ in
-                withNonNullBytes(box.nonce) { noncePointer, _ in
-                    EVP_DecryptInit_ex(ctx, nil, nil, keyPointer, noncePointer)
-                }
-            }
-        }
-        guard keyed == 1 else { throw RainError.openSSL("EVP_DecryptInit_ex(key, nonce)") }
-
-        if !aad.isEmpty {
-            var ignored: Int32 = 0
-            let status = withNonNullBytes(aad) { pointer, count in
-                EVP_DecryptUpdate(ctx, nil, &ignored, pointer, Int32(count))
-            }
-            guard status == 1 else { throw RainError.openSSL("EVP_DecryptUpdate(aad)") }
-        }
 
         var plaintext = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
         var written: Int32 = 0
@@ -161,5 +115,40 @@ extension AESGCM {
         }
         plaintext.removeLast(plaintext.count - total)
         return plaintext
+    }
+
+    /// A cipher context keyed for AES-256-GCM with `key` and the 12-byte `nonce`, in the given
+    /// direction, that has already taken in `aad`.
+    /// - Throws: RAIN_502 when OpenSSL fails.
+    private static func gcmContext(
+        key: SymmetricKey, nonce: [UInt8], authenticating aad: [UInt8], encrypting: Bool
+    ) throws(RainError) -> CipherContext {
+        let context = try CipherContext()
+        let ctx = context.pointer
+        let direction: Int32 = encrypting ? 1 : 0
+        guard EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil, direction) == 1 else {
+            throw RainError.openSSL("EVP_CipherInit_ex(AES-256-GCM)")
+        }
+        guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1 else {
+            throw RainError.openSSL("EVP_CTRL_GCM_SET_IVLEN")
+        }
+        // -1 keeps the direction chosen above.
+        let keyed = key.withUnsafeBytes { keyBytes in
+            withNonNullBytes(keyBytes) { keyPointer, _ in
+                withNonNullBytes(nonce) { noncePointer, _ in
+                    EVP_CipherInit_ex(ctx, nil, nil, keyPointer, noncePointer, -1)
+                }
+            }
+        }
+        guard keyed == 1 else { throw RainError.openSSL("EVP_CipherInit_ex(key, nonce)") }
+
+        if !aad.isEmpty {
+            var ignored: Int32 = 0
+            let status = withNonNullBytes(aad) { pointer, count in
+                EVP_CipherUpdate(ctx, nil, &ignored, pointer, Int32(count))
+            }
+            guard status == 1 else { throw RainError.openSSL("EVP_CipherUpdate(aad)") }
+        }
+        return context
     }
 }

@@ -85,6 +85,7 @@ extension EVPKey {
             }
         }
         guard status == 1 else {
+            // 0 is a bad signature, below 0 a failure; either may leave entries in the error queue.
             ERR_clear_error()
             return false
         }

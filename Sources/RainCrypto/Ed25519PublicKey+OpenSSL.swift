@@ -38,22 +38,8 @@ public struct Ed25519PublicKey: Sendable, Equatable {
     ///   wrong signature, a signature of the wrong length, or an OpenSSL failure.
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard signature.count == Ed25519PrivateKey.signatureByteCount else { return false }
-        guard let context = try? DigestContext() else { return false }
-        guard EVP_DigestVerifyInit(context.pointer, nil, nil, nil, key.pointer) == 1 else {
-            ERR_clear_error()
-            return false
-        }
-        let status = withNonNullBytes(signature) { signaturePointer, signatureCount in
-            withNonNullBytes(message) { messagePointer, messageCount in
-                EVP_DigestVerify(context.pointer, signaturePointer, signatureCount, messagePointer, messageCount)
-            }
-        }
-        guard status == 1 else {
-            // 0 is a bad signature, below 0 a failure; either may leave entries in the error queue.
-            ERR_clear_error()
-            return false
-        }
-        return true
+        // Ed25519 signs the message itself: no digest.
+        return key.verify(signature: signature, message: message, digest: nil)
     }
 
     /// Keys are equal when their encodings are equal.

@@ -105,22 +105,35 @@ public enum KeyFile {
     private static func checkOwnerOnly(fd: Int32, path: String) throws(RainError) -> stat {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw AtomicFile.ioError("stat", path) }
+        try requireOwnerOnly(info, path: path, name: "key file", reasonPrefix: "key_file")
+        return info
+    }
 
+    /// Refuses a file that must be private to this user unless its status `info` shows a regular
+    /// file owned by the effective uid that neither group nor others may access.
+    /// - Parameters:
+    ///   - name: what the messages call the file (`"key file"`).
+    ///   - reasonPrefix: the start of `details.reason` (`key_file` gives `key_file_type`,
+    ///     `key_file_owner` or `key_file_mode`).
+    ///   - notRegularAdvice: said after "is not a regular file".
+    /// - Throws: RAIN_102 (`details.field` `path`) naming the file and the fix.
+    package static func requireOwnerOnly(
+        _ info: stat, path: String, name: String, reasonPrefix: String, notRegularAdvice: String = ""
+    ) throws(RainError) {
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw refusal("key file \(path) is not a regular file", reason: "key_file_type")
+            throw refusal("\(name) \(path) is not a regular file\(notRegularAdvice)", reason: "\(reasonPrefix)_type")
         }
         let uid = geteuid()
         guard info.st_uid == uid else {
             throw refusal(
-                "key file \(path) is owned by uid \(info.st_uid), not by the current user (uid \(uid)); "
-                    + "run chown \(uid) \(path)", reason: "key_file_owner")
+                "\(name) \(path) is owned by uid \(info.st_uid), not by the current user (uid \(uid)); "
+                    + "run chown \(uid) \(path)", reason: "\(reasonPrefix)_owner")
         }
         guard info.st_mode & 0o077 == 0 else {
             throw refusal(
-                "key file \(path) has mode \(octal(info.st_mode & 0o7777)), which lets other users read it; "
-                    + "run chmod 600 \(path)", reason: "key_file_mode")
+                "\(name) \(path) has mode \(octal(info.st_mode & 0o7777)), which lets other users read it; "
+                    + "run chmod 600 \(path)", reason: "\(reasonPrefix)_mode")
         }
-        return info
     }
 
     /// Creates the key file with a new random key; nil when the file already exists.

@@ -54,12 +54,10 @@ public final class TLSContext: @unchecked Sendable {
         let context = try TLSContext(role: .server)
         let ctx = context.pointer
         guard SSL_CTX_use_certificate_chain_file(ctx, certificateChainFile) == 1 else {
-            let cause = OpenSSLErrorQueue.drain()
-            throw RainError(
-                .invalidArgument,
+            throw OpenSSLErrorQueue.refusedInput(reason: "certificate_unreadable", field: "certificate") { cause in
                 "cannot load the TLS certificate chain from \(certificateChainFile) (\(cause.reasonText)); "
-                    + "give a PEM file with the server's certificate first, then any intermediate CA certificates",
-                details: .init(reason: "certificate_unreadable", field: "certificate"), underlying: cause)
+                    + "give a PEM file with the server's certificate first, then any intermediate CA certificates"
+            }
         }
         let key: EVPKey
         do throws(RainError) {
@@ -70,12 +68,10 @@ public final class TLSContext: @unchecked Sendable {
                 }
                 defer { BIO_free(bio) }
                 guard let pkey = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
-                    let cause = OpenSSLErrorQueue.drain()
-                    throw RainError(
-                        .invalidArgument,
+                    throw OpenSSLErrorQueue.refusedInput(reason: "private_key_unreadable", field: "privateKey") { cause in
                         "cannot read a private key from \(privateKeyFile) (\(cause.reasonText)); "
-                            + "give the unencrypted PEM private key of the certificate",
-                        details: .init(reason: "private_key_unreadable", field: "privateKey"), underlying: cause)
+                            + "give the unencrypted PEM private key of the certificate"
+                    }
                 }
                 return EVPKey(takingOwnership: pkey)
             }
@@ -85,12 +81,10 @@ public final class TLSContext: @unchecked Sendable {
             throw error
         }
         guard SSL_CTX_use_PrivateKey(ctx, key.pointer) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
-            let cause = OpenSSLErrorQueue.drain()
-            throw RainError(
-                .invalidArgument,
+            throw OpenSSLErrorQueue.refusedInput(reason: "key_mismatch", field: "privateKey") { cause in
                 "the private key in \(privateKeyFile) does not belong to the certificate in \(certificateChainFile); "
-                    + "give the key the certificate was issued for",
-                details: .init(reason: "key_mismatch", field: "privateKey"), underlying: cause)
+                    + "give the key the certificate was issued for"
+            }
         }
         // No session resumption: connections are long-lived, and it saves a message per handshake.
         guard SSL_CTX_set_num_tickets(ctx, 0) == 1 else { throw RainError.openSSL("SSL_CTX_set_num_tickets") }
@@ -105,12 +99,10 @@ public final class TLSContext: @unchecked Sendable {
     public static func client(trustedCertificatesFile: String) throws(RainError) -> TLSContext {
         let context = try TLSContext(role: .client)
         guard SSL_CTX_load_verify_locations(context.pointer, trustedCertificatesFile, nil) == 1 else {
-            let cause = OpenSSLErrorQueue.drain()
-            throw RainError(
-                .invalidArgument,
+            throw OpenSSLErrorQueue.refusedInput(reason: "ca_unreadable", field: "trustedCertificates") { cause in
                 "cannot load trusted CA certificates from \(trustedCertificatesFile) (\(cause.reasonText)); "
-                    + "give a PEM file with the certificate of the CA that issued the server's certificate",
-                details: .init(reason: "ca_unreadable", field: "trustedCertificates"), underlying: cause)
+                    + "give a PEM file with the certificate of the CA that issued the server's certificate"
+            }
         }
         SSL_CTX_set_verify(context.pointer, SSL_VERIFY_PEER, nil)
         return context
@@ -141,5 +133,13 @@ extension OpenSSLErrorQueue {
     var reasonText: String {
         guard let first = entries.first else { return "no detail from OpenSSL" }
         return first.split(separator: ":", omittingEmptySubsequences: false).last.map(String.init) ?? first
+    }
+
+    /// RAIN_102 for a TLS input (a certificate or key file) that OpenSSL refused: drains the
+    /// error queue into the error's cause, which `message` may quote.
+    static func refusedInput(reason: String, field: String, _ message: (OpenSSLErrorQueue) -> String) -> RainError {
+        let cause = drain()
+        return RainError(
+            .invalidArgument, message(cause), details: .init(reason: reason, field: field), underlying: cause)
     }
 }

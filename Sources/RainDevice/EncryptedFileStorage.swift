@@ -37,29 +37,13 @@ public final class EncryptedFileStorage: SecureStorage {
     ///   `storage_file_mode`) naming the file and the fix.
     static func checkSessionFiles(in directory: String) throws(RainError) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        let uid = geteuid()
         for name in names.sorted() where name.hasSuffix(suffix) {
             let path = "\(directory)/\(name)"
             var info = stat()
             guard lstat(path, &info) == 0 else { throw AtomicFile.ioError("stat", path) }
-            guard info.st_mode & S_IFMT == S_IFREG else {
-                throw refusal("session file \(path) is not a regular file; move it away", reason: "storage_file_type")
-            }
-            guard info.st_uid == uid else {
-                throw refusal(
-                    "session file \(path) is owned by uid \(info.st_uid), not by the current user (uid \(uid)); "
-                        + "run chown \(uid) \(path)", reason: "storage_file_owner")
-            }
-            guard info.st_mode & 0o077 == 0 else {
-                throw refusal(
-                    "session file \(path) has mode \(String(info.st_mode & 0o7777, radix: 8)), which lets other users "
-                        + "read it; run chmod 600 \(path)", reason: "storage_file_mode")
-            }
+            try KeyFile.requireOwnerOnly(
+                info, path: path, name: "session file", reasonPrefix: "storage_file", notRegularAdvice: "; move it away")
         }
-    }
-
-    private static func refusal(_ message: String, reason: String) -> RainError {
-        RainError(.invalidArgument, message, details: RainError.Details(reason: reason, field: "path"))
     }
 
     func path(_ profile: String) -> String { "\(directory)/\(profile)\(Self.suffix)" }

@@ -33,22 +33,18 @@ enum FrameFuzzing {
     /// Decodes one frame body as the server and the client do, and checks the envelope re-encodes
     /// to bytes that decode to the same envelope.
     static func envelope(_ body: [UInt8]) -> FuzzOutcome {
-        let decoded: Envelope
-        do {
-            decoded = try Envelope.decode(body)
-        } catch {
-            return .rejected(error)
-        }
-        do {
-            let bytes = try decoded.encode()
-            guard try Envelope.decode(bytes) == decoded else { return .broken("Envelope: decode(encode(e)) != e") }
-            guard try decoded.encodeFrame() == Frame.encode(bytes) else {
-                return .broken("Envelope: encodeFrame() != Frame.encode(encode())")
+        .decoded(by: { () throws(RainError) -> Envelope in try Envelope.decode(body) }) { decoded in
+            do throws(RainError) {
+                let bytes = try decoded.encode()
+                guard try Envelope.decode(bytes) == decoded else { return .broken("Envelope: decode(encode(e)) != e") }
+                guard try decoded.encodeFrame() == Frame.encode(bytes) else {
+                    return .broken("Envelope: encodeFrame() != Frame.encode(encode())")
+                }
+            } catch {
+                return .broken("Envelope: a decoded envelope does not re-encode (\(error.code), \(error.details.reason ?? "-"))")
             }
-        } catch {
-            return .broken("Envelope: a decoded envelope does not re-encode (\(error.code), \(error.details.reason ?? "-"))")
+            return .accepted
         }
-        return .accepted
     }
 
     private static func feed(_ stream: [UInt8], sizes: [Int]) -> (frames: [[UInt8]], error: RainError?, buffered: Int) {

@@ -60,6 +60,20 @@ package enum FuzzOutcome: Sendable {
         if case .broken(let why) = self { return why }
         return nil
     }
+
+    /// Decodes with `decode`, then checks what it returns with `check`: an input `decode` refuses
+    /// is `.rejected` with its error.
+    static func decoded<Value>(
+        by decode: () throws(RainError) -> Value, _ check: (Value) -> FuzzOutcome
+    ) -> FuzzOutcome {
+        let value: Value
+        do {
+            value = try decode()
+        } catch {
+            return .rejected(error)
+        }
+        return check(value)
+    }
 }
 
 /// Runs each step and returns the first broken invariant, else the last outcome that was not

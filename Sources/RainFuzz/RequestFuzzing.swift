@@ -140,18 +140,14 @@ enum RequestFuzzing {
 
     /// Decodes; a decoded message must re-encode, and its encoding must decode to the same value.
     static func roundTrip<M: WireMessage & Equatable>(_: M.Type, _ bytes: [UInt8]) -> FuzzOutcome {
-        let message: M
-        do {
-            message = try M.decode(bytes)
-        } catch {
-            return .rejected(error)
+        .decoded(by: { () throws(RainError) -> M in try M.decode(bytes) }) { message in
+            do throws(RainError) {
+                guard try M.decode(message.encode()) == message else { return .broken("\(M.self): decode(encode(m)) != m") }
+            } catch {
+                return .broken("\(M.self): a decoded message does not re-encode (\(error.code), \(error.details.reason ?? "-"))")
+            }
+            return .accepted
         }
-        do {
-            guard try M.decode(message.encode()) == message else { return .broken("\(M.self): decode(encode(m)) != m") }
-        } catch {
-            return .broken("\(M.self): a decoded message does not re-encode (\(error.code), \(error.details.reason ?? "-"))")
-        }
-        return .accepted
     }
 
     static func run(_ input: [UInt8]) -> FuzzOutcome {

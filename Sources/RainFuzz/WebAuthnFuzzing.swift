@@ -29,57 +29,46 @@ enum WebAuthnFuzzing {
 
     /// Accepted CBOR re-encodes canonically, and the canonical form is a fixed point.
     static func cbor(_ bytes: [UInt8]) -> FuzzOutcome {
-        let value: CBORValue
-        do {
-            value = try CBORDecoder.decode(bytes)
-        } catch {
-            return .rejected(error)
-        }
-        let canonical = CBOREncoder.encode(value)
-        do {
-            guard CBOREncoder.encode(try CBORDecoder.decode(canonical)) == canonical else {
-                return .broken("CBOR: the canonical encoding is not a fixed point")
+        .decoded(by: { () throws(RainError) -> CBORValue in try CBORDecoder.decode(bytes) }) { value in
+            let canonical = CBOREncoder.encode(value)
+            do throws(RainError) {
+                guard CBOREncoder.encode(try CBORDecoder.decode(canonical)) == canonical else {
+                    return .broken("CBOR: the canonical encoding is not a fixed point")
+                }
+            } catch {
+                return .broken("CBOR: the canonical encoding of an accepted item does not decode (\(error.message))")
             }
-        } catch {
-            return .broken("CBOR: the canonical encoding of an accepted item does not decode (\(error.message))")
+            return .accepted
         }
-        return .accepted
     }
 
     /// A prefix item is as long as it says and decodes alone to the same value.
     static func cborPrefix(_ bytes: [UInt8]) -> FuzzOutcome {
-        let decoded: (value: CBORValue, length: Int)
-        do {
-            decoded = try CBORDecoder.decodePrefix(bytes, at: 0)
-        } catch {
-            return .rejected(error)
-        }
-        guard decoded.length > 0, decoded.length <= bytes.count else { return .broken("CBOR: prefix length out of range") }
-        do {
-            guard try CBORDecoder.decode(Array(bytes[0..<decoded.length])) == decoded.value else {
-                return .broken("CBOR: the prefix decodes alone to another value")
+        .decoded(by: { () throws(RainError) -> (value: CBORValue, length: Int) in try CBORDecoder.decodePrefix(bytes, at: 0) }) {
+            decoded in
+            guard decoded.length > 0, decoded.length <= bytes.count else { return .broken("CBOR: prefix length out of range") }
+            do throws(RainError) {
+                guard try CBORDecoder.decode(Array(bytes[0..<decoded.length])) == decoded.value else {
+                    return .broken("CBOR: the prefix decodes alone to another value")
+                }
+                guard try CBORDecoder.itemLength(of: bytes, at: 0) == decoded.length else {
+                    return .broken("CBOR: itemLength disagrees with decodePrefix")
+                }
+            } catch {
+                return .broken("CBOR: an accepted prefix does not decode alone (\(error.message))")
             }
-            guard try CBORDecoder.itemLength(of: bytes, at: 0) == decoded.length else {
-                return .broken("CBOR: itemLength disagrees with decodePrefix")
-            }
-        } catch {
-            return .broken("CBOR: an accepted prefix does not decode alone (\(error.message))")
+            return .accepted
         }
-        return .accepted
     }
 
     /// Parsed authenticator data re-encodes to the same bytes; its key goes through the COSE parser
     /// as the relying party does.
     static func authenticatorData(_ bytes: [UInt8]) -> FuzzOutcome {
-        let data: AuthenticatorData
-        do {
-            data = try AuthenticatorData(parsing: bytes)
-        } catch {
-            return .rejected(error)
+        .decoded(by: { () throws(RainError) -> AuthenticatorData in try AuthenticatorData(parsing: bytes) }) { data in
+            guard data.encoded == bytes else { return .broken("AuthenticatorData: encoded != the parsed bytes") }
+            if let key = data.attestedCredentialData?.publicKeyBytes { return coseKey(key) }
+            return .accepted
         }
-        guard data.encoded == bytes else { return .broken("AuthenticatorData: encoded != the parsed bytes") }
-        if let key = data.attestedCredentialData?.publicKeyBytes { return coseKey(key) }
-        return .accepted
     }
 
     static func coseKey(_ bytes: [UInt8]) -> FuzzOutcome {
@@ -93,14 +82,10 @@ enum WebAuthnFuzzing {
     }
 
     static func attestationObject(_ bytes: [UInt8]) -> FuzzOutcome {
-        let object: AttestationObject
-        do {
-            object = try AttestationObject(parsing: bytes)
-        } catch {
-            return .rejected(error)
+        .decoded(by: { () throws(RainError) -> AttestationObject in try AttestationObject(parsing: bytes) }) { object in
+            guard let key = object.authenticatorData.attestedCredentialData?.publicKeyBytes else { return .accepted }
+            return coseKey(key)
         }
-        guard let key = object.authenticatorData.attestedCredentialData?.publicKeyBytes else { return .accepted }
-        return coseKey(key)
     }
 
     static func clientData(_ bytes: [UInt8]) -> FuzzOutcome {
@@ -152,18 +137,16 @@ enum WebAuthnFuzzing {
     /// statement and its signature); a verified credential's key must load again from its stored
     /// COSE bytes, as the authority reloads it at every login.
     static func verify(_ registration: RegistrationResponseJSON) -> FuzzOutcome {
-        let credential: VerifiedCredential
-        do {
-            credential = try relyingParty.verifyRegistration(registration, expectedChallenge: registrationChallenge)
-        } catch {
-            return .rejected(error)
+        .decoded(by: { () throws(RainError) -> VerifiedCredential in
+            try relyingParty.verifyRegistration(registration, expectedChallenge: registrationChallenge)
+        }) { credential in
+            do throws(RainError) {
+                _ = try COSEPublicKey(encoded: credential.publicKey.encoded)
+            } catch {
+                return .broken("RelyingParty: a verified credential's public key does not load again (\(error.message))")
+            }
+            return .accepted
         }
-        do {
-            _ = try COSEPublicKey(encoded: credential.publicKey.encoded)
-        } catch {
-            return .broken("RelyingParty: a verified credential's public key does not load again (\(error.message))")
-        }
-        return .accepted
     }
 
     /// Verifies the registration, then the assertion against the credential it made (WebAuthn

@@ -155,18 +155,7 @@ extension StoreOperations {
         try db.execute(
             "INSERT INTO accounts (id, app_id, created_at) VALUES ($1, $2, $3)",
             values: [.text(signUp.accountID), .text(signUp.appID), .integer(now)], operation: "create the account")
-        let keys = signUp.walletKeys
-        try db.execute(
-            """
-            INSERT INTO wallets (id, account_id, created_at, entropy_ciphertext, entropy_key_id,
-                                 ethereum_address, solana_address)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
-            """,
-            values: [
-                .text(signUp.walletID), .text(signUp.accountID), .integer(now), .bytes(keys.entropyCiphertext),
-                .text(keys.entropyKeyID), keys.ethereumAddress.map { .text($0) } ?? .null,
-                keys.solanaAddress.map { .text($0) } ?? .null,
-            ], operation: "create the wallet")
+        try insertWallet(db, id: signUp.walletID, accountID: signUp.accountID, keys: signUp.walletKeys, now: now)
         var credential = signUp.credential
         credential.accountID = signUp.accountID
         try insertCredential(db, credential)

@@ -289,20 +289,7 @@ enum StoreOperations {
                     .text(login.appID), .text(login.contact.kindName), .text(login.contact.value), .text(accountID),
                     .integer(now),
                 ], operation: "attach the contact to the account")
-            let keys = login.newWalletKeys
-            try db.execute(
-                """
-                INSERT INTO wallets (id, account_id, created_at, entropy_ciphertext, entropy_key_id,
-                                     ethereum_address, solana_address)
-                VALUES ($1, $2, $3, $4, $5, $6, $7)
-                """,
-                values: [
-                    .text(walletID), .text(accountID), .integer(now),
-                    keys.map { .bytes($0.entropyCiphertext) } ?? .null,
-                    keys.map { .text($0.entropyKeyID) } ?? .null,
-                    keys.flatMap { $0.ethereumAddress }.map { .text($0) } ?? .null,
-                    keys.flatMap { $0.solanaAddress }.map { .text($0) } ?? .null,
-                ], operation: "create the wallet")
+            try insertWallet(db, id: walletID, accountID: accountID, keys: login.newWalletKeys, now: now)
             // Codes sent before the account existed now count against it.
             try db.execute(
                 """
@@ -320,6 +307,26 @@ enum StoreOperations {
             LoginRecord(
                 accountID: accountID, walletID: walletID, accountCreated: created,
                 revokedElsewhereCount: revokedElsewhere))
+    }
+
+    /// Creates an account's wallet row; `keys` nil leaves the key columns NULL (the keys are
+    /// stored later, `storeWalletKeys`).
+    static func insertWallet(
+        _ db: some StoreConnection, id: String, accountID: String, keys: WalletKeyMaterial?, now: Int64
+    ) throws(RainError) {
+        try db.execute(
+            """
+            INSERT INTO wallets (id, account_id, created_at, entropy_ciphertext, entropy_key_id,
+                                 ethereum_address, solana_address)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """,
+            values: [
+                .text(id), .text(accountID), .integer(now),
+                keys.map { .bytes($0.entropyCiphertext) } ?? .null,
+                keys.map { .text($0.entropyKeyID) } ?? .null,
+                keys.flatMap { $0.ethereumAddress }.map { .text($0) } ?? .null,
+                keys.flatMap { $0.solanaAddress }.map { .text($0) } ?? .null,
+            ], operation: "create the wallet")
     }
 
     /// A login's session: locks the account (so logins of one account run one at a time and

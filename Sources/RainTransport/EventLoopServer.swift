@@ -400,7 +400,7 @@ public final class EventLoopServer: @unchecked Sendable {
             }
         } catch {
             // The framing itself is broken: answer once and close, the stream cannot be trusted.
-            enqueue(Envelope(requestID: 0, kind: .response(.failure(error))), on: c)
+            fail(0, error, on: c)
             c.closeAfterFlush = true
         }
     }
@@ -489,56 +489,41 @@ public final class EventLoopServer: @unchecked Sendable {
             envelope = try Envelope.decode(body)
         } catch {
             // The frame boundary is intact, so the connection can go on.
-            enqueue(Envelope(requestID: 0, kind: .response(.failure(error))), on: c)
+            fail(0, error, on: c)
             return
         }
         let id = envelope.requestID
         switch envelope.kind {
         case .request(let request):
             guard id != 0 else {
-                enqueue(
-                    Envelope(
-                        requestID: 0,
-                        kind: .response(.failure(.invalid("request id 0 is reserved; use ids from 1", field: "request_id")))),
-                    on: c)
+                fail(0, .invalid("request id 0 is reserved; use ids from 1", field: "request_id"), on: c)
                 return
             }
             guard c.isAllowed else {
-                enqueue(
-                    Envelope(
-                        requestID: id,
-                        kind: .response(
-                            .failure(
-                                RainError(
-                                    .unauthorized,
-                                    "uid \(c.peer.uid) may not use this daemon; ask its owner to allow it in the config")))),
+                fail(
+                    id,
+                    RainError(
+                        .unauthorized, "uid \(c.peer.uid) may not use this daemon; ask its owner to allow it in the config"),
                     on: c)
                 c.closeAfterFlush = true
                 return
             }
             guard c.calls[id] == nil else {
                 // Answered with request id 0: the call already running under this id keeps it.
-                enqueue(
-                    Envelope(
-                        requestID: 0,
-                        kind: .response(
-                            .failure(
-                                .invalid(
-                                    "request id \(id) is already in flight on this connection", field: "request_id",
-                                    reason: "duplicate_request_id")))),
+                fail(
+                    0,
+                    .invalid(
+                        "request id \(id) is already in flight on this connection", field: "request_id",
+                        reason: "duplicate_request_id"),
                     on: c)
                 return
             }
             guard c.calls.count < options.maximumCallsPerConnection else {
-                enqueue(
-                    Envelope(
-                        requestID: id,
-                        kind: .response(
-                            .failure(
-                                RainError(
-                                    .refused,
-                                    "too many calls in flight on this connection (\(options.maximumCallsPerConnection))",
-                                    details: .init(retryAfterMilliseconds: 100))))),
+                fail(
+                    id,
+                    RainError(
+                        .refused, "too many calls in flight on this connection (\(options.maximumCallsPerConnection))",
+                        details: .init(retryAfterMilliseconds: 100)),
                     on: c)
                 return
             }
@@ -569,11 +554,7 @@ public final class EventLoopServer: @unchecked Sendable {
                     RainError(.invalidArgument, "the call was cancelled by the client", details: .init(reason: "cancelled")))
             enqueue(Envelope(requestID: id, kind: .response(response)), on: c)
         case .response, .stream:
-            enqueue(
-                Envelope(
-                    requestID: id,
-                    kind: .response(.failure(.invalid("clients send only requests and cancels", field: "kind")))),
-                on: c)
+            fail(id, .invalid("clients send only requests and cancels", field: "kind"), on: c)
         }
     }
 
@@ -581,6 +562,11 @@ public final class EventLoopServer: @unchecked Sendable {
         if c.calls.removeValue(forKey: id) != nil {
             stats.withLock { $0.calls -= 1 }
         }
+    }
+
+    /// Answers request `id` on `c` with `error`.
+    private func fail(_ id: UInt64, _ error: RainError, on c: Connection) {
+        enqueue(Envelope(requestID: id, kind: .response(.failure(error))), on: c)
     }
 
     private func enqueue(_ envelope: Envelope, on c: Connection) {

@@ -179,21 +179,29 @@ public struct TCPAddress: Sendable, Hashable, CustomStringConvertible {
             var addr = sockaddr_in6()
             addr.sin6_family = sa_family_t(AF_INET6)
             addr.sin6_port = port.bigEndian
-            withUnsafeMutableBytes(of: &addr.sin6_addr) { buf in
-                for (i, b) in addressBytes.enumerated() { buf[i] = b }
-            }
-            return withUnsafePointer(to: &addr) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            copyAddressBytes(into: &addr.sin6_addr)
+            return Self.withGenericAddress(addr, body)
         }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian
-        withUnsafeMutableBytes(of: &addr.sin_addr) { buf in
+        copyAddressBytes(into: &addr.sin_addr)
+        return Self.withGenericAddress(addr, body)
+    }
+
+    /// Copies `addressBytes` (network order) into a `in_addr` or `in6_addr`.
+    private func copyAddressBytes<Address>(into address: inout Address) {
+        withUnsafeMutableBytes(of: &address) { buf in
             for (i, b) in addressBytes.enumerated() { buf[i] = b }
         }
-        return withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+
+    /// Calls `body` with a `sockaddr_in` or `sockaddr_in6` seen as a `sockaddr`, and its size.
+    private static func withGenericAddress<Address, R>(
+        _ address: Address, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
+    ) -> R {
+        withUnsafePointer(to: address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<Address>.size)) }
         }
     }
 }
