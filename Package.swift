@@ -69,11 +69,12 @@ let package = Package(
                 "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
-        .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn"]),
+        .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainTransport"]),
         // Commands declared once: parsing, usage errors and help come from the declarations.
         .target(name: "RainCommandLine"),
-        .target(name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore", "RainCommandLine"]),
+        .target(
+            name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore", "RainSystem", "RainCommandLine"]),
         .executableTarget(name: "rainwalletd", dependencies: ["RainDaemon"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
@@ -103,12 +104,13 @@ let package = Package(
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
         .testTarget(name: "RainSystemTests", dependencies: ["RainSystem", "RainCore"]),
         .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto", "RainTestSupport"]),
-        .testTarget(name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto"]),
+        .testTarget(
+            name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto", "RainSystem"]),
         .testTarget(
             name: "RainAuthorityTests",
             dependencies: [
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
-                "RainSoftAuthenticator",
+                "RainSoftAuthenticator", "RainSystem",
             ]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(
@@ -116,7 +118,9 @@ let package = Package(
             dependencies: ["RainDaemon", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),
         .testTarget(
             name: "RainDeviceTests",
-            dependencies: ["RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz"]),
+            dependencies: [
+                "RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz", "RainSystem",
+            ]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [

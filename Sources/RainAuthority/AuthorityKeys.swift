@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainSystem
 
 /// The authority's master key and the keys derived from it (DESIGN §5).
 ///

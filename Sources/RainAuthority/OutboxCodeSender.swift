@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import RainAuthorityAPI
 import RainCore
+import RainSystem
 
 /// The development code sender: appends each delivery as one JSON line to `outbox.jsonl` in the
 /// state directory (mode 0600), where `rainwallet dev outbox` reads it back.

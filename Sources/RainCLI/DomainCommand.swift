@@ -1,6 +1,7 @@
 import Foundation
 import RainCommandLine
 import RainCore
+import RainSystem
 
 /// `rainwallet domain files` and `rainwallet domain check`: the association files a passkey domain
 /// hosts. Needs no daemon.

@@ -2,6 +2,7 @@ import Foundation
 import RainCommandLine
 import RainCore
 import RainSoftAuthenticator
+import RainSystem
 import RainWallet
 
 /// `rainwallet passkey signup|login|add`: passkey ceremonies with the software authenticator

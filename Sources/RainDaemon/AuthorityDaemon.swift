@@ -8,6 +8,7 @@ import RainDevice
 import RainCommandLine
 import RainCore
 import RainCrypto
+import RainSystem
 import RainTransport
 
 /// `rainwalletd authority`: the authority alone, served over TCP with the device protocol's

@@ -3,6 +3,7 @@ import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainSystem
 
 /// Settings of one profile (app) from the daemon's config file.
 public struct ProfileSettings: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainSystem
 
 /// The device's identity: a stable id (`<state>/device-id`) and an Ed25519 signing key
 /// (`<state>/device.key`, 0600, beside the storage key). The authority binds sessions to the

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainCore
+import RainSystem
 
 /// What a profile learns at run time and must keep: today its passkey domain when the config
 /// left it unset (`<state>/profiles/<name>.json`, 0600, atomic writes).

@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainSystem
 
 /// The glue between a fuzz executable and its ``FuzzTarget``.
 package enum FuzzDriver {

@@ -5,6 +5,7 @@ import RainCore
 import RainCrypto
 import RainDevice
 import RainSoftAuthenticator
+import RainSystem
 import RainWebAuthn
 
 /// FuzzStorage: what the daemon (and the CLI's software authenticator) read back from disk. The

@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainSystem
 import RainWebAuthn
 
 /// The software authenticator's key file: JSON, mode 0600, replaced atomically on every change.

@@ -1,6 +1,7 @@
 import Foundation
 import RainAuthorityAPI
 import RainCore
+import RainSystem
 import RainTestSupport
 import RainWire
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import RainCore
 import RainCrypto
 @testable import RainDevice
+import RainSystem
 import Testing
 
 /// A temp state directory removed at the end of each test.

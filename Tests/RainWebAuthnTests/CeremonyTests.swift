@@ -2,6 +2,7 @@ import Foundation
 import RainCore
 import RainCrypto
 import RainSoftAuthenticator
+import RainSystem
 import RainWebAuthn
 import Testing
 
