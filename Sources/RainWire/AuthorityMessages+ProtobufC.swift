@@ -60,9 +60,7 @@ extension SendCodeRequest {
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.contact = try cContact(contact, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_send_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_send_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -92,9 +90,7 @@ extension SendCodeResult {
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.contact = try cContact(contact, arena)
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_send_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_send_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -123,9 +119,7 @@ extension ConfirmCodeRequest {
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.code = try arena.string(code, field: "code")
         m.device_public_key = arena.bytes(devicePublicKey)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_confirm_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_confirm_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -153,9 +147,7 @@ extension LoginResult {
         m.wallet_id = try arena.string(walletID, field: "wallet_id")
         m.account_created = accountCreated ? 1 : 0
         m.tokens = try cTokens(tokens, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_confirm_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_confirm_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -184,9 +176,7 @@ extension RefreshRequest {
         m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
         m.timestamp_ms = timestamp.unixMilliseconds
         m.signature = arena.bytes(signature)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_refresh_session_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_refresh_session_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -205,9 +195,7 @@ extension AuthorityRefreshSessionResponse {
         var m = Rain__Wallet__V1__AuthorityRefreshSessionResponse()
         rain__wallet__v1__authority_refresh_session_response__init(&m)
         m.tokens = try cTokens(tokens, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_refresh_session_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_refresh_session_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -231,9 +219,7 @@ extension AuthorityAccountInfoRequest {
         rain__wallet__v1__authority_account_info_request__init(&m)
         m.app_id = try arena.string(appID, field: "app_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_account_info_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_account_info_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -246,18 +232,8 @@ extension AccountInfo {
             free: { rain__wallet__v1__authority_account_info_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            var contacts: [RainWalletContact] = []
-            if let list = m.contacts {
-                for i in 0..<m.n_contacts {
-                    if let contact = try readContact(list[i]) { contacts.append(contact) }
-                }
-            }
-            var passkeys: [PasskeyInfo] = []
-            if let list = m.passkeys {
-                for i in 0..<m.n_passkeys {
-                    if let passkey = try readPasskeyInfo(list[i]) { passkeys.append(passkey) }
-                }
-            }
+            let contacts = try readList(m.contacts, count: m.n_contacts, readContact)
+            let passkeys = try readList(m.passkeys, count: m.n_passkeys, readPasskeyInfo)
             return AccountInfo(
                 accountID: try readString(m.account_id, field: "account_id"),
                 walletID: try readString(m.wallet_id, field: "wallet_id"),
@@ -273,18 +249,10 @@ extension AccountInfo {
         m.account_id = try arena.string(accountID, field: "account_id")
         m.wallet_id = try arena.string(walletID, field: "wallet_id")
         m.created_at_ms = createdAt.unixMilliseconds
-        var list: [UnsafeMutablePointer<Rain__Wallet__V1__Contact>?] = []
-        for contact in contacts { list.append(try cContact(contact, arena)) }
-        m.n_contacts = list.count
-        m.contacts = arena.array(list)
+        (m.n_contacts, m.contacts) = try arena.list(contacts) { (v) throws(RainError) in try cContact(v, arena) }
         m.needs_backup_email = needsBackupEmail ? 1 : 0
-        var passkeyList: [UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?] = []
-        for passkey in passkeys { passkeyList.append(try cPasskeyInfo(passkey, arena)) }
-        m.n_passkeys = passkeyList.count
-        m.passkeys = arena.array(passkeyList)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_account_info_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_account_info_response__pack($0, $1) })
+        (m.n_passkeys, m.passkeys) = try arena.list(passkeys) { (v) throws(RainError) in try cPasskeyInfo(v, arena) }
+        return packMessage(&m)
     }
 }
 
@@ -308,9 +276,7 @@ extension AuthorityRevokeSessionRequest {
         rain__wallet__v1__authority_revoke_session_request__init(&m)
         m.app_id = try arena.string(appID, field: "app_id")
         m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_revoke_session_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_revoke_session_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -347,9 +313,7 @@ extension AuthorityWalletRequest {
         rain__wallet__v1__authority_wallet_request__init(&m)
         m.app_id = try arena.string(appID, field: "app_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_wallet_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_wallet_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -378,9 +342,7 @@ extension WalletInfo {
         m.created_at_ms = createdAt.unixMilliseconds
         m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum_address")
         m.solana_address = try arena.string(solanaAddress, field: "solana_address")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_wallet_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_wallet_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -393,10 +355,7 @@ extension WalletSecrets {
             free: { rain__wallet__v1__authority_export_wallet_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            var words: [String] = []
-            if let list = m.mnemonic {
-                for i in 0..<m.n_mnemonic { words.append(try readString(list[i], field: "mnemonic")) }
-            }
+            let words = try readStrings(m.mnemonic, count: m.n_mnemonic, field: "mnemonic")
             return WalletSecrets(
                 mnemonic: words,
                 ethereumPrivateKeyHex: try readString(m.ethereum_private_key, field: "ethereum_private_key"),
@@ -408,14 +367,9 @@ extension WalletSecrets {
         let arena = CArena()
         var m = Rain__Wallet__V1__AuthorityExportWalletResponse()
         rain__wallet__v1__authority_export_wallet_response__init(&m)
-        var words: [UnsafeMutablePointer<CChar>?] = []
-        for word in mnemonic { words.append(try arena.string(word, field: "mnemonic")) }
-        m.n_mnemonic = words.count
-        m.mnemonic = arena.array(words)
+        (m.n_mnemonic, m.mnemonic) = try arena.strings(mnemonic, field: "mnemonic")
         m.ethereum_private_key = try arena.string(ethereumPrivateKeyHex, field: "ethereum_private_key")
         m.solana_keypair = try arena.string(solanaKeypairBase58, field: "solana_keypair")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_export_wallet_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_export_wallet_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }

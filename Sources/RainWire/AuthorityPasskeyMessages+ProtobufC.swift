@@ -14,10 +14,7 @@ extension PasskeyBeginRequest {
             free: { rain__wallet__v1__authority_passkey_begin_request__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            var origins: [String] = []
-            if let list = m.origins {
-                for i in 0..<m.n_origins { origins.append(try readString(list[i], field: "origins")) }
-            }
+            let origins = try readStrings(m.origins, count: m.n_origins, field: "origins")
             let accessToken = try readString(m.access_token, field: "access_token")
             return PasskeyBeginRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
@@ -33,14 +30,9 @@ extension PasskeyBeginRequest {
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.rp_id = try arena.string(rpID, field: "rp_id")
-        var list: [UnsafeMutablePointer<CChar>?] = []
-        for o in origins { list.append(try arena.string(o, field: "origins")) }
-        m.n_origins = list.count
-        m.origins = arena.array(list)
+        (m.n_origins, m.origins) = try arena.strings(origins, field: "origins")
         m.access_token = try arena.string(accessToken ?? "", field: "access_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_begin_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_begin_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -67,9 +59,7 @@ extension PasskeyCeremony {
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
         m.options_json = try arena.string(optionsJSON, field: "options_json")
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_begin_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_begin_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -99,9 +89,7 @@ extension PasskeyFinishRequest {
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
         m.response_json = try arena.string(responseJSON, field: "response_json")
         m.device_public_key = arena.bytes(devicePublicKey)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_finish_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_finish_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -133,9 +121,7 @@ extension PasskeyFinishResult {
         m.wallet_id = try arena.string(login?.walletID ?? "", field: "wallet_id")
         m.account_created = login?.accountCreated == true ? 1 : 0
         m.tokens = try cTokens(login?.tokens ?? .empty, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_finish_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_finish_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -161,9 +147,7 @@ extension AuthorityPasskeyCancelRequest {
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_cancel_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_cancel_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 

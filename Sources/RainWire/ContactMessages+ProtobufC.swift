@@ -22,9 +22,7 @@ extension ConfirmContactVerificationRequest {
         var m = Rain__Wallet__V1__ConfirmContactVerificationRequest()
         rain__wallet__v1__confirm_contact_verification_request__init(&m)
         m.code = try arena.string(code, field: "code")
-        return packMessage(
-            &m, size: { rain__wallet__v1__confirm_contact_verification_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__confirm_contact_verification_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -51,9 +49,7 @@ extension AuthoritySendContactVerificationRequest {
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
         m.contact = try cContact(contact, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_send_contact_verification_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_send_contact_verification_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -82,8 +78,6 @@ extension AuthorityConfirmContactVerificationRequest {
         m.access_token = try arena.string(accessToken, field: "access_token")
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.code = try arena.string(code, field: "code")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_confirm_contact_verification_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_confirm_contact_verification_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }

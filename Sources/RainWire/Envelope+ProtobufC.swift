@@ -9,9 +9,7 @@ extension Envelope {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var env = try cEnvelope(arena)
-        return packMessage(
-            &env, size: { rain__wallet__v1__envelope__get_packed_size($0) },
-            pack: { rain__wallet__v1__envelope__pack($0, $1) })
+        return packMessage(&env)
     }
 
     /// Encodes the envelope as one frame: 4-byte big-endian length, then the protobuf bytes.

@@ -119,10 +119,7 @@ extension GetInfoResponse {
             free: { rain__wallet__v1__get_info_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            var caps: [String] = []
-            if let list = m.capabilities {
-                for i in 0..<m.n_capabilities { caps.append(try readString(list[i], field: "capability")) }
-            }
+            let caps = try readStrings(m.capabilities, count: m.n_capabilities, field: "capability")
             return GetInfoResponse(
                 daemonVersion: try readString(m.daemon_version, field: "daemon version"),
                 protocolVersion: m.protocol_version, capabilities: caps, maxFrameBytes: m.max_frame_bytes)
@@ -135,13 +132,8 @@ extension GetInfoResponse {
         m.daemon_version = try arena.string(daemonVersion, field: "daemon version")
         m.protocol_version = protocolVersion
         m.max_frame_bytes = maxFrameBytes
-        var caps: [UnsafeMutablePointer<CChar>?] = []
-        for c in capabilities { caps.append(try arena.string(c, field: "capability")) }
-        m.n_capabilities = caps.count
-        m.capabilities = arena.array(caps)
-        return packMessage(
-            &m, size: { rain__wallet__v1__get_info_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__get_info_response__pack($0, $1) })
+        (m.n_capabilities, m.capabilities) = try arena.strings(capabilities, field: "capability")
+        return packMessage(&m)
     }
 }
 
@@ -158,9 +150,7 @@ extension SendLoginCodeRequest {
         var m = Rain__Wallet__V1__SendLoginCodeRequest()
         rain__wallet__v1__send_login_code_request__init(&m)
         m.contact = try cContact(contact, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__send_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__send_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -181,9 +171,7 @@ extension SendLoginCodeResponse {
         rain__wallet__v1__send_login_code_response__init(&m)
         m.contact = try cContact(contact, arena)
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__send_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__send_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -200,9 +188,7 @@ extension ConfirmLoginCodeRequest {
         var m = Rain__Wallet__V1__ConfirmLoginCodeRequest()
         rain__wallet__v1__confirm_login_code_request__init(&m)
         m.code = try arena.string(code, field: "code")
-        return packMessage(
-            &m, size: { rain__wallet__v1__confirm_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__confirm_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -223,9 +209,7 @@ extension ConfirmLoginCodeResponse {
         rain__wallet__v1__confirm_login_code_response__init(&m)
         m.session = try cSessionState(session, arena)
         m.account_created = accountCreated ? 1 : 0
-        return packMessage(
-            &m, size: { rain__wallet__v1__confirm_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__confirm_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -253,9 +237,7 @@ extension LogoutResponse {
         rain__wallet__v1__logout_response__init(&m)
         m.had_session = hadSession ? 1 : 0
         m.revoked_at_authority = revokedAtAuthority ? 1 : 0
-        return packMessage(
-            &m, size: { rain__wallet__v1__logout_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__logout_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -282,9 +264,7 @@ extension SessionSnapshot: WireMessage {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         let p = try cSessionState(self, arena)
-        return packMessage(
-            &p.pointee, size: { rain__wallet__v1__session_state__get_packed_size($0) },
-            pack: { rain__wallet__v1__session_state__pack($0, $1) })
+        return packMessage(&p.pointee)
     }
 }
 
@@ -299,9 +279,7 @@ extension AwaitRestoreRequest {
         var m = Rain__Wallet__V1__AwaitRestoreRequest()
         rain__wallet__v1__await_restore_request__init(&m)
         m.timeout_ms = timeoutMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__await_restore_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__await_restore_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -356,8 +334,7 @@ extension WatchEvent {
         case nil: m.expiry_reason = RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_UNSPECIFIED
         }
         m.state = try cSessionState(state, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__event__get_packed_size($0) }, pack: { rain__wallet__v1__event__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -407,9 +384,7 @@ extension ListOutboxResponse {
         }
         m.n_entries = list.count
         m.entries = arena.array(list)
-        return packMessage(
-            &m, size: { rain__wallet__v1__list_outbox_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__list_outbox_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -428,9 +403,7 @@ extension SlowEchoRequest {
         rain__wallet__v1__slow_echo_request__init(&m)
         m.delay_ms = delayMilliseconds
         m.data = arena.bytes(data)
-        return packMessage(
-            &m, size: { rain__wallet__v1__slow_echo_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__slow_echo_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -446,9 +419,7 @@ extension SlowEchoResponse {
         var m = Rain__Wallet__V1__SlowEchoResponse()
         rain__wallet__v1__slow_echo_response__init(&m)
         m.data = arena.bytes(data)
-        return packMessage(
-            &m, size: { rain__wallet__v1__slow_echo_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__slow_echo_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -480,18 +451,8 @@ extension AccountResponse {
             free: { rain__wallet__v1__account_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            var contacts: [RainWalletContact] = []
-            if let list = m.contacts {
-                for i in 0..<m.n_contacts {
-                    if let c = try readContact(list[i]) { contacts.append(c) }
-                }
-            }
-            var passkeys: [PasskeyInfo] = []
-            if let list = m.passkeys {
-                for i in 0..<m.n_passkeys {
-                    if let passkey = try readPasskeyInfo(list[i]) { passkeys.append(passkey) }
-                }
-            }
+            let contacts = try readList(m.contacts, count: m.n_contacts, readContact)
+            let passkeys = try readList(m.passkeys, count: m.n_passkeys, readPasskeyInfo)
             return AccountResponse(
                 accountID: try readString(m.account_id, field: "account id"),
                 walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
@@ -505,18 +466,10 @@ extension AccountResponse {
         m.account_id = try arena.string(accountID, field: "account id")
         m.wallet_id = try arena.string(walletID, field: "wallet id")
         m.created_at_ms = createdAt.unixMilliseconds
-        var list: [UnsafeMutablePointer<Rain__Wallet__V1__Contact>?] = []
-        for c in contacts { list.append(try cContact(c, arena)) }
-        m.n_contacts = list.count
-        m.contacts = arena.array(list)
+        (m.n_contacts, m.contacts) = try arena.list(contacts) { (v) throws(RainError) in try cContact(v, arena) }
         m.needs_backup_email = needsBackupEmail ? 1 : 0
-        var passkeyList: [UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?] = []
-        for passkey in passkeys { passkeyList.append(try cPasskeyInfo(passkey, arena)) }
-        m.n_passkeys = passkeyList.count
-        m.passkeys = arena.array(passkeyList)
-        return packMessage(
-            &m, size: { rain__wallet__v1__account_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__account_response__pack($0, $1) })
+        (m.n_passkeys, m.passkeys) = try arena.list(passkeys) { (v) throws(RainError) in try cPasskeyInfo(v, arena) }
+        return packMessage(&m)
     }
 }
 
@@ -535,9 +488,7 @@ extension ConfigureProfileRequest {
         var m = Rain__Wallet__V1__ConfigureProfileRequest()
         rain__wallet__v1__configure_profile_request__init(&m)
         m.passkey_domain = try arena.string(passkeyDomain, field: "passkey domain")
-        return packMessage(
-            &m, size: { rain__wallet__v1__configure_profile_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__configure_profile_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -556,9 +507,7 @@ extension ConfigureProfileResponse {
         var m = Rain__Wallet__V1__ConfigureProfileResponse()
         rain__wallet__v1__configure_profile_response__init(&m)
         m.passkey_domain = try arena.string(passkeyDomain, field: "passkey domain")
-        return packMessage(
-            &m, size: { rain__wallet__v1__configure_profile_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__configure_profile_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -610,9 +559,7 @@ extension WalletResponse {
         m.created_at_ms = createdAt.unixMilliseconds
         m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum address")
         m.solana_address = try arena.string(solanaAddress, field: "solana address")
-        return packMessage(
-            &m, size: { rain__wallet__v1__wallet_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__wallet_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -635,10 +582,7 @@ extension ExportRecoveryPhraseResponse {
             free: { rain__wallet__v1__export_recovery_phrase_response__free_unpacked($0, $1) }
         ) { (p) throws(RainError) in
             let m = p.pointee
-            var words: [String] = []
-            if let list = m.words {
-                for i in 0..<m.n_words { words.append(try readString(list[i], field: "word")) }
-            }
+            let words = try readStrings(m.words, count: m.n_words, field: "word")
             return ExportRecoveryPhraseResponse(words: words)
         }
     }
@@ -646,13 +590,8 @@ extension ExportRecoveryPhraseResponse {
         let arena = CArena()
         var m = Rain__Wallet__V1__ExportRecoveryPhraseResponse()
         rain__wallet__v1__export_recovery_phrase_response__init(&m)
-        var list: [UnsafeMutablePointer<CChar>?] = []
-        for w in words { list.append(try arena.string(w, field: "word")) }
-        m.n_words = list.count
-        m.words = arena.array(list)
-        return packMessage(
-            &m, size: { rain__wallet__v1__export_recovery_phrase_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__export_recovery_phrase_response__pack($0, $1) })
+        (m.n_words, m.words) = try arena.strings(words, field: "word")
+        return packMessage(&m)
     }
 }
 
@@ -668,9 +607,7 @@ extension ExportPrivateKeyRequest {
         var m = Rain__Wallet__V1__ExportPrivateKeyRequest()
         rain__wallet__v1__export_private_key_request__init(&m)
         m.chain = cChain(chain)
-        return packMessage(
-            &m, size: { rain__wallet__v1__export_private_key_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__export_private_key_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -691,8 +628,6 @@ extension ExportPrivateKeyResponse {
         rain__wallet__v1__export_private_key_response__init(&m)
         m.chain = cChain(chain)
         m.private_key = try arena.string(privateKey, field: "private key")
-        return packMessage(
-            &m, size: { rain__wallet__v1__export_private_key_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__export_private_key_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }

@@ -37,9 +37,7 @@ extension BeginPasskeyResponse {
         m.options_json = try arena.string(optionsJSON, field: "options json")
         m.origin = try arena.string(origin, field: "origin")
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_begin_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_begin_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -61,9 +59,7 @@ extension FinishPasskeyRequest {
         rain__wallet__v1__passkey_finish_request__init(&m)
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony id")
         m.response_json = try arena.string(responseJSON, field: "response json")
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_finish_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_finish_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -84,9 +80,7 @@ extension FinishPasskeyResponse {
         rain__wallet__v1__passkey_finish_response__init(&m)
         m.session = try cSessionState(session, arena)
         m.account_created = accountCreated ? 1 : 0
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_finish_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_finish_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -105,9 +99,7 @@ extension CancelPasskeyRequest {
         var m = Rain__Wallet__V1__PasskeyCancelRequest()
         rain__wallet__v1__passkey_cancel_request__init(&m)
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony id")
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_cancel_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_cancel_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 

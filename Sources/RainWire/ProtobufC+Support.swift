@@ -65,19 +65,19 @@ final class CArena {
     }
 }
 
-/// Packs a C message with its typed size and pack functions.
-func packMessage<T>(
-    _ message: inout T, size: (UnsafePointer<T>) -> Int, pack: (UnsafePointer<T>, UnsafeMutablePointer<UInt8>) -> Int
-) -> [UInt8] {
+/// Packs an initialized protobuf-c message: any generated message struct, whose first member is
+/// its `ProtobufCMessage` base (set up, descriptor included, by the generated `__init`).
+func packMessage<T>(_ message: inout T) -> [UInt8] {
     withUnsafePointer(to: &message) { p -> [UInt8] in
-        let n = size(p)
+        let base = UnsafeRawPointer(p).assumingMemoryBound(to: ProtobufCMessage.self)
+        let n = protobuf_c_message_get_packed_size(base)
         guard n > 0 else { return [] }
         return [UInt8](unsafeUninitializedCapacity: n) { buf, count in
-            guard let base = buf.baseAddress else {
+            guard let out = buf.baseAddress else {
                 count = 0
                 return
             }
-            count = pack(p, base)
+            count = protobuf_c_message_pack(base, out)
         }
     }
 }
@@ -175,4 +175,42 @@ func readString(_ p: UnsafeMutablePointer<CChar>?, field: String) throws(RainErr
 func readBytes(_ b: ProtobufCBinaryData) -> [UInt8] {
     guard b.len > 0, let data = b.data else { return [] }
     return Array(UnsafeBufferPointer(start: data, count: b.len))
+}
+
+/// Reads a protobuf-c repeated field: `count` elements at `list` (nil reads as empty). An element
+/// `read` maps to nil (an absent submessage) is skipped.
+func readList<E, R>(
+    _ list: UnsafeMutablePointer<E>?, count: Int, _ read: (E) throws(RainError) -> R?
+) throws(RainError) -> [R] {
+    guard let list else { return [] }
+    var values: [R] = []
+    for i in 0..<count {
+        if let value = try read(list[i]) { values.append(value) }
+    }
+    return values
+}
+
+/// Reads a protobuf-c repeated string field.
+func readStrings(
+    _ list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, count: Int, field: String
+) throws(RainError) -> [String] {
+    try readList(list, count: count) { (p) throws(RainError) in try readString(p, field: field) }
+}
+
+extension CArena {
+    /// A repeated field: one element per value, made by `make`; the count and the C array.
+    func list<V, E>(
+        _ values: [V], _ make: (V) throws(RainError) -> E?
+    ) throws(RainError) -> (count: Int, array: UnsafeMutablePointer<E?>?) {
+        var elements: [E?] = []
+        for value in values { elements.append(try make(value)) }
+        return (elements.count, array(elements))
+    }
+
+    /// A repeated string field: the count and the C array of C strings.
+    func strings(
+        _ values: [String], field: String
+    ) throws(RainError) -> (count: Int, array: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) {
+        try list(values) { (s) throws(RainError) in try string(s, field: field) }
+    }
 }
