@@ -13,8 +13,7 @@ import RainCore
 func cTokens(_ tokens: SessionTokens, _ arena: CArena) throws(RainError)
     -> UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>
 {
-    var c = Rain__Wallet__V1__AuthoritySessionTokens()
-    rain__wallet__v1__authority_session_tokens__init(&c)
+    var c = cMessage(rain__wallet__v1__authority_session_tokens__init)
     c.access_token = try arena.string(tokens.accessToken, field: "access_token")
     c.refresh_token = try arena.string(tokens.refreshToken, field: "refresh_token")
     c.access_lifetime_ms = tokens.accessLifetime.milliseconds
@@ -38,11 +37,8 @@ extension SendCodeRequest {
     /// Decodes an `AuthoritySendLoginCodeRequest`.
     /// - Throws: RAIN_102 (field `contact`) when it names no contact.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeRequest {
-        try unpackMessage(
-            bytes, name: "AuthoritySendLoginCodeRequest",
-            unpack: { rain__wallet__v1__authority_send_login_code_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_send_login_code_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthoritySendLoginCodeRequest", rain__wallet__v1__authority_send_login_code_request__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             guard let contact = try readContact(m.contact) else {
                 throw RainError.invalid("the request names no contact", field: "contact")
@@ -55,8 +51,7 @@ extension SendCodeRequest {
     /// Encodes as an `AuthoritySendLoginCodeRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthoritySendLoginCodeRequest()
-        rain__wallet__v1__authority_send_login_code_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_send_login_code_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.contact = try cContact(contact, arena)
@@ -69,9 +64,7 @@ extension SendCodeResult {
     /// - Throws: RAIN_102 (field `contact`) when it names no contact.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeResult {
         try unpackMessage(
-            bytes, name: "AuthoritySendLoginCodeResponse",
-            unpack: { rain__wallet__v1__authority_send_login_code_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_send_login_code_response__free_unpacked($0, $1) }
+            bytes, name: "AuthoritySendLoginCodeResponse", rain__wallet__v1__authority_send_login_code_response__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             guard let contact = try readContact(m.contact) else {
@@ -85,8 +78,7 @@ extension SendCodeResult {
     /// Encodes as an `AuthoritySendLoginCodeResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthoritySendLoginCodeResponse()
-        rain__wallet__v1__authority_send_login_code_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_send_login_code_response__init)
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.contact = try cContact(contact, arena)
         m.expires_at_ms = expiresAt.unixMilliseconds
@@ -98,9 +90,7 @@ extension ConfirmCodeRequest {
     /// Decodes an `AuthorityConfirmLoginCodeRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmCodeRequest {
         try unpackMessage(
-            bytes, name: "AuthorityConfirmLoginCodeRequest",
-            unpack: { rain__wallet__v1__authority_confirm_login_code_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_confirm_login_code_request__free_unpacked($0, $1) }
+            bytes, name: "AuthorityConfirmLoginCodeRequest", rain__wallet__v1__authority_confirm_login_code_request__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return ConfirmCodeRequest(
@@ -112,8 +102,7 @@ extension ConfirmCodeRequest {
     /// Encodes as an `AuthorityConfirmLoginCodeRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest()
-        rain__wallet__v1__authority_confirm_login_code_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_confirm_login_code_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
@@ -127,9 +116,7 @@ extension LoginResult {
     /// Decodes an `AuthorityConfirmLoginCodeResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> LoginResult {
         try unpackMessage(
-            bytes, name: "AuthorityConfirmLoginCodeResponse",
-            unpack: { rain__wallet__v1__authority_confirm_login_code_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_confirm_login_code_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityConfirmLoginCodeResponse", rain__wallet__v1__authority_confirm_login_code_response__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return LoginResult(
@@ -141,8 +128,7 @@ extension LoginResult {
     /// Encodes as an `AuthorityConfirmLoginCodeResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityConfirmLoginCodeResponse()
-        rain__wallet__v1__authority_confirm_login_code_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_confirm_login_code_response__init)
         m.account_id = try arena.string(accountID, field: "account_id")
         m.wallet_id = try arena.string(walletID, field: "wallet_id")
         m.account_created = accountCreated ? 1 : 0
@@ -155,9 +141,7 @@ extension RefreshRequest {
     /// Decodes an `AuthorityRefreshSessionRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> RefreshRequest {
         try unpackMessage(
-            bytes, name: "AuthorityRefreshSessionRequest",
-            unpack: { rain__wallet__v1__authority_refresh_session_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_refresh_session_request__free_unpacked($0, $1) }
+            bytes, name: "AuthorityRefreshSessionRequest", rain__wallet__v1__authority_refresh_session_request__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return RefreshRequest(
@@ -169,8 +153,7 @@ extension RefreshRequest {
     /// Encodes as an `AuthorityRefreshSessionRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityRefreshSessionRequest()
-        rain__wallet__v1__authority_refresh_session_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_refresh_session_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
@@ -184,16 +167,13 @@ extension AuthorityRefreshSessionResponse {
     /// Decodes an `AuthorityRefreshSessionResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRefreshSessionResponse {
         try unpackMessage(
-            bytes, name: "AuthorityRefreshSessionResponse",
-            unpack: { rain__wallet__v1__authority_refresh_session_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_refresh_session_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityRefreshSessionResponse", rain__wallet__v1__authority_refresh_session_response__init
         ) { (p) throws(RainError) in AuthorityRefreshSessionResponse(tokens: try readTokens(p.pointee.tokens)) }
     }
     /// Encodes as an `AuthorityRefreshSessionResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityRefreshSessionResponse()
-        rain__wallet__v1__authority_refresh_session_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_refresh_session_response__init)
         m.tokens = try cTokens(tokens, arena)
         return packMessage(&m)
     }
@@ -202,11 +182,8 @@ extension AuthorityRefreshSessionResponse {
 extension AuthorityAccountInfoRequest {
     /// Decodes an `AuthorityAccountInfoRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAccountInfoRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityAccountInfoRequest",
-            unpack: { rain__wallet__v1__authority_account_info_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_account_info_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityAccountInfoRequest", rain__wallet__v1__authority_account_info_request__init) {
+            (p) throws(RainError) in
             AuthorityAccountInfoRequest(
                 appID: try readString(p.pointee.app_id, field: "app_id"),
                 accessToken: try readString(p.pointee.access_token, field: "access_token"))
@@ -215,8 +192,7 @@ extension AuthorityAccountInfoRequest {
     /// Encodes as an `AuthorityAccountInfoRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityAccountInfoRequest()
-        rain__wallet__v1__authority_account_info_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_account_info_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
         return packMessage(&m)
@@ -226,11 +202,8 @@ extension AuthorityAccountInfoRequest {
 extension AccountInfo {
     /// Decodes an `AuthorityAccountInfoResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountInfo {
-        try unpackMessage(
-            bytes, name: "AuthorityAccountInfoResponse",
-            unpack: { rain__wallet__v1__authority_account_info_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_account_info_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityAccountInfoResponse", rain__wallet__v1__authority_account_info_response__init) {
+            (p) throws(RainError) in
             let m = p.pointee
             let contacts = try readList(m.contacts, count: m.n_contacts, readContact)
             let passkeys = try readList(m.passkeys, count: m.n_passkeys, readPasskeyInfo)
@@ -244,8 +217,7 @@ extension AccountInfo {
     /// Encodes as an `AuthorityAccountInfoResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityAccountInfoResponse()
-        rain__wallet__v1__authority_account_info_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_account_info_response__init)
         m.account_id = try arena.string(accountID, field: "account_id")
         m.wallet_id = try arena.string(walletID, field: "wallet_id")
         m.created_at_ms = createdAt.unixMilliseconds
@@ -259,11 +231,8 @@ extension AccountInfo {
 extension AuthorityRevokeSessionRequest {
     /// Decodes an `AuthorityRevokeSessionRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityRevokeSessionRequest",
-            unpack: { rain__wallet__v1__authority_revoke_session_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_revoke_session_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityRevokeSessionRequest", rain__wallet__v1__authority_revoke_session_request__init)
+        { (p) throws(RainError) in
             AuthorityRevokeSessionRequest(
                 appID: try readString(p.pointee.app_id, field: "app_id"),
                 refreshToken: try readString(p.pointee.refresh_token, field: "refresh_token"))
@@ -272,8 +241,7 @@ extension AuthorityRevokeSessionRequest {
     /// Encodes as an `AuthorityRevokeSessionRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityRevokeSessionRequest()
-        rain__wallet__v1__authority_revoke_session_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_revoke_session_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
         return packMessage(&m)
@@ -284,9 +252,7 @@ extension AuthorityRevokeSessionResponse {
     /// Decodes an `AuthorityRevokeSessionResponse` (empty; unknown fields are ignored).
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionResponse {
         try unpackMessage(
-            bytes, name: "AuthorityRevokeSessionResponse",
-            unpack: { rain__wallet__v1__authority_revoke_session_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_revoke_session_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityRevokeSessionResponse", rain__wallet__v1__authority_revoke_session_response__init
         ) { _ throws(RainError) in AuthorityRevokeSessionResponse() }
     }
     /// Encodes as an `AuthorityRevokeSessionResponse` (zero bytes).
@@ -296,11 +262,8 @@ extension AuthorityRevokeSessionResponse {
 extension AuthorityWalletRequest {
     /// Decodes an `AuthorityWalletRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityWalletRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityWalletRequest",
-            unpack: { rain__wallet__v1__authority_wallet_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_wallet_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityWalletRequest", rain__wallet__v1__authority_wallet_request__init) {
+            (p) throws(RainError) in
             AuthorityWalletRequest(
                 appID: try readString(p.pointee.app_id, field: "app_id"),
                 accessToken: try readString(p.pointee.access_token, field: "access_token"))
@@ -309,8 +272,7 @@ extension AuthorityWalletRequest {
     /// Encodes as an `AuthorityWalletRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityWalletRequest()
-        rain__wallet__v1__authority_wallet_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_wallet_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
         return packMessage(&m)
@@ -320,11 +282,8 @@ extension AuthorityWalletRequest {
 extension WalletInfo {
     /// Decodes an `AuthorityWalletResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletInfo {
-        try unpackMessage(
-            bytes, name: "AuthorityWalletResponse",
-            unpack: { rain__wallet__v1__authority_wallet_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_wallet_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityWalletResponse", rain__wallet__v1__authority_wallet_response__init) {
+            (p) throws(RainError) in
             let m = p.pointee
             return WalletInfo(
                 walletID: try readString(m.wallet_id, field: "wallet_id"),
@@ -336,8 +295,7 @@ extension WalletInfo {
     /// Encodes as an `AuthorityWalletResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityWalletResponse()
-        rain__wallet__v1__authority_wallet_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_wallet_response__init)
         m.wallet_id = try arena.string(walletID, field: "wallet_id")
         m.created_at_ms = createdAt.unixMilliseconds
         m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum_address")
@@ -349,11 +307,8 @@ extension WalletInfo {
 extension WalletSecrets {
     /// Decodes an `AuthorityExportWalletResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletSecrets {
-        try unpackMessage(
-            bytes, name: "AuthorityExportWalletResponse",
-            unpack: { rain__wallet__v1__authority_export_wallet_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_export_wallet_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityExportWalletResponse", rain__wallet__v1__authority_export_wallet_response__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             let words = try readStrings(m.mnemonic, count: m.n_mnemonic, field: "mnemonic")
             return WalletSecrets(
@@ -365,8 +320,7 @@ extension WalletSecrets {
     /// Encodes as an `AuthorityExportWalletResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityExportWalletResponse()
-        rain__wallet__v1__authority_export_wallet_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_export_wallet_response__init)
         (m.n_mnemonic, m.mnemonic) = try arena.strings(mnemonic, field: "mnemonic")
         m.ethereum_private_key = try arena.string(ethereumPrivateKeyHex, field: "ethereum_private_key")
         m.solana_keypair = try arena.string(solanaKeypairBase58, field: "solana_keypair")

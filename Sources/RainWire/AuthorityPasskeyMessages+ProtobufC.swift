@@ -8,11 +8,8 @@ import RainCore
 extension PasskeyBeginRequest {
     /// Decodes an `AuthorityPasskeyBeginRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyBeginRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyBeginRequest",
-            unpack: { rain__wallet__v1__authority_passkey_begin_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_begin_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyBeginRequest", rain__wallet__v1__authority_passkey_begin_request__init) {
+            (p) throws(RainError) in
             let m = p.pointee
             let origins = try readStrings(m.origins, count: m.n_origins, field: "origins")
             let accessToken = try readString(m.access_token, field: "access_token")
@@ -25,8 +22,7 @@ extension PasskeyBeginRequest {
     /// Encodes as an `AuthorityPasskeyBeginRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyBeginRequest()
-        rain__wallet__v1__authority_passkey_begin_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_begin_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.rp_id = try arena.string(rpID, field: "rp_id")
@@ -39,11 +35,8 @@ extension PasskeyBeginRequest {
 extension PasskeyCeremony {
     /// Decodes an `AuthorityPasskeyBeginResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyCeremony {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyBeginResponse",
-            unpack: { rain__wallet__v1__authority_passkey_begin_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_begin_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyBeginResponse", rain__wallet__v1__authority_passkey_begin_response__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             return PasskeyCeremony(
                 ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
@@ -54,8 +47,7 @@ extension PasskeyCeremony {
     /// Encodes as an `AuthorityPasskeyBeginResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyBeginResponse()
-        rain__wallet__v1__authority_passkey_begin_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_begin_response__init)
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
         m.options_json = try arena.string(optionsJSON, field: "options_json")
         m.expires_at_ms = expiresAt.unixMilliseconds
@@ -66,11 +58,8 @@ extension PasskeyCeremony {
 extension PasskeyFinishRequest {
     /// Decodes an `AuthorityPasskeyFinishRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyFinishRequest",
-            unpack: { rain__wallet__v1__authority_passkey_finish_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_finish_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyFinishRequest", rain__wallet__v1__authority_passkey_finish_request__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             return PasskeyFinishRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
@@ -82,8 +71,7 @@ extension PasskeyFinishRequest {
     /// Encodes as an `AuthorityPasskeyFinishRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyFinishRequest()
-        rain__wallet__v1__authority_passkey_finish_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_finish_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
@@ -97,9 +85,7 @@ extension PasskeyFinishResult {
     /// Decodes an `AuthorityPasskeyFinishResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishResult {
         try unpackMessage(
-            bytes, name: "AuthorityPasskeyFinishResponse",
-            unpack: { rain__wallet__v1__authority_passkey_finish_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_finish_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityPasskeyFinishResponse", rain__wallet__v1__authority_passkey_finish_response__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             guard m.logged_in != 0 else { return PasskeyFinishResult(login: nil) }
@@ -113,8 +99,7 @@ extension PasskeyFinishResult {
     /// Encodes as an `AuthorityPasskeyFinishResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyFinishResponse()
-        rain__wallet__v1__authority_passkey_finish_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_finish_response__init)
         // Not logged in: empty fields and an empty tokens message, as this message always carried.
         m.logged_in = login == nil ? 0 : 1
         m.account_id = try arena.string(login?.accountID ?? "", field: "account_id")
@@ -128,11 +113,8 @@ extension PasskeyFinishResult {
 extension AuthorityPasskeyCancelRequest {
     /// Decodes an `AuthorityPasskeyCancelRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyCancelRequest",
-            unpack: { rain__wallet__v1__authority_passkey_cancel_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_cancel_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyCancelRequest", rain__wallet__v1__authority_passkey_cancel_request__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             return AuthorityPasskeyCancelRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
@@ -142,8 +124,7 @@ extension AuthorityPasskeyCancelRequest {
     /// Encodes as an `AuthorityPasskeyCancelRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyCancelRequest()
-        rain__wallet__v1__authority_passkey_cancel_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_cancel_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
@@ -155,9 +136,7 @@ extension AuthorityPasskeyCancelResponse {
     /// Decodes an `AuthorityPasskeyCancelResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelResponse {
         try unpackMessage(
-            bytes, name: "AuthorityPasskeyCancelResponse",
-            unpack: { rain__wallet__v1__authority_passkey_cancel_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_cancel_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityPasskeyCancelResponse", rain__wallet__v1__authority_passkey_cancel_response__init
         ) { _ throws(RainError) in AuthorityPasskeyCancelResponse() }
     }
     /// Encodes as an empty `AuthorityPasskeyCancelResponse`.
