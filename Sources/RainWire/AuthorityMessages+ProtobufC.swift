@@ -203,27 +203,14 @@ extension AccountInfo {
     /// Decodes an `AuthorityAccountInfoResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountInfo {
         try unpackMessage(bytes, name: "AuthorityAccountInfoResponse", rain__wallet__v1__authority_account_info_response__init) {
-            (p) throws(RainError) in
-            let m = p.pointee
-            let contacts = try readList(m.contacts, count: m.n_contacts, readContact)
-            let passkeys = try readList(m.passkeys, count: m.n_passkeys, readPasskeyInfo)
-            return AccountInfo(
-                accountID: try readString(m.account_id, field: "account_id"),
-                walletID: try readString(m.wallet_id, field: "wallet_id"),
-                createdAt: Date(unixMilliseconds: m.created_at_ms), contacts: contacts,
-                needsBackupEmail: m.needs_backup_email != 0, passkeys: passkeys)
+            (p) throws(RainError) in try p.pointee.account()
         }
     }
     /// Encodes as an `AuthorityAccountInfoResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = cMessage(rain__wallet__v1__authority_account_info_response__init)
-        m.account_id = try arena.string(accountID, field: "account_id")
-        m.wallet_id = try arena.string(walletID, field: "wallet_id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        (m.n_contacts, m.contacts) = try arena.list(contacts) { (v) throws(RainError) in try cContact(v, arena) }
-        m.needs_backup_email = needsBackupEmail ? 1 : 0
-        (m.n_passkeys, m.passkeys) = try arena.list(passkeys) { (v) throws(RainError) in try cPasskeyInfo(v, arena) }
+        try m.set(self, arena)
         return packMessage(&m)
     }
 }
@@ -283,24 +270,100 @@ extension WalletInfo {
     /// Decodes an `AuthorityWalletResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletInfo {
         try unpackMessage(bytes, name: "AuthorityWalletResponse", rain__wallet__v1__authority_wallet_response__init) {
-            (p) throws(RainError) in
-            let m = p.pointee
-            return WalletInfo(
-                walletID: try readString(m.wallet_id, field: "wallet_id"),
-                createdAt: Date(unixMilliseconds: m.created_at_ms),
-                ethereumAddress: try readString(m.ethereum_address, field: "ethereum_address"),
-                solanaAddress: try readString(m.solana_address, field: "solana_address"))
+            (p) throws(RainError) in try p.pointee.wallet()
         }
     }
     /// Encodes as an `AuthorityWalletResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = cMessage(rain__wallet__v1__authority_wallet_response__init)
-        m.wallet_id = try arena.string(walletID, field: "wallet_id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum_address")
-        m.solana_address = try arena.string(solanaAddress, field: "solana_address")
+        try m.set(self, arena)
         return packMessage(&m)
+    }
+}
+
+// MARK: the account and the wallet, which both hops carry
+
+/// An account as shown: `AccountInfo` (authority hop) and `AccountResponse` (device protocol).
+protocol AccountFields {
+    var accountID: String { get }
+    var walletID: String { get }
+    var createdAt: Date { get }
+    var contacts: [RainWalletContact] { get }
+    var needsBackupEmail: Bool { get }
+    var passkeys: [PasskeyInfo] { get }
+}
+extension AccountInfo: AccountFields {}
+extension AccountResponse: AccountFields {}
+
+/// The C fields `AuthorityAccountInfoResponse` and `AccountResponse` share, same names and numbers:
+/// one reader and one writer serve both messages.
+protocol CAccountMessage {
+    var account_id: UnsafeMutablePointer<CChar>! { get set }
+    var wallet_id: UnsafeMutablePointer<CChar>! { get set }
+    var created_at_ms: Int64 { get set }
+    var n_contacts: Int { get set }
+    var contacts: UnsafeMutablePointer<UnsafeMutablePointer<Rain__Wallet__V1__Contact>?>! { get set }
+    var needs_backup_email: protobuf_c_boolean { get set }
+    var n_passkeys: Int { get set }
+    var passkeys: UnsafeMutablePointer<UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?>! { get set }
+}
+extension Rain__Wallet__V1__AuthorityAccountInfoResponse: CAccountMessage {}
+extension Rain__Wallet__V1__AccountResponse: CAccountMessage {}
+
+extension CAccountMessage {
+    /// The account the message carries.
+    func account() throws(RainError) -> AccountInfo {
+        AccountInfo(
+            accountID: try readString(account_id, field: "account_id"), walletID: try readString(wallet_id, field: "wallet_id"),
+            createdAt: Date(unixMilliseconds: created_at_ms), contacts: try readList(contacts, count: n_contacts, readContact),
+            needsBackupEmail: needs_backup_email != 0, passkeys: try readList(passkeys, count: n_passkeys, readPasskeyInfo))
+    }
+    /// Sets the fields from `account`, allocating in `arena`.
+    mutating func set(_ account: some AccountFields, _ arena: CArena) throws(RainError) {
+        account_id = try arena.string(account.accountID, field: "account_id")
+        wallet_id = try arena.string(account.walletID, field: "wallet_id")
+        created_at_ms = account.createdAt.unixMilliseconds
+        (n_contacts, contacts) = try arena.list(account.contacts) { (v) throws(RainError) in try cContact(v, arena) }
+        needs_backup_email = account.needsBackupEmail ? 1 : 0
+        (n_passkeys, passkeys) = try arena.list(account.passkeys) { (v) throws(RainError) in try cPasskeyInfo(v, arena) }
+    }
+}
+
+/// What may be shown of a wallet: `WalletInfo` (authority hop) and `WalletResponse` (device protocol).
+protocol WalletFields {
+    var walletID: String { get }
+    var createdAt: Date { get }
+    var ethereumAddress: String { get }
+    var solanaAddress: String { get }
+}
+extension WalletInfo: WalletFields {}
+extension WalletResponse: WalletFields {}
+
+/// The C fields `AuthorityWalletResponse` and `WalletResponse` share, same names and numbers.
+protocol CWalletMessage {
+    var wallet_id: UnsafeMutablePointer<CChar>! { get set }
+    var created_at_ms: Int64 { get set }
+    var ethereum_address: UnsafeMutablePointer<CChar>! { get set }
+    var solana_address: UnsafeMutablePointer<CChar>! { get set }
+}
+extension Rain__Wallet__V1__AuthorityWalletResponse: CWalletMessage {}
+extension Rain__Wallet__V1__WalletResponse: CWalletMessage {}
+
+extension CWalletMessage {
+    /// The wallet the message carries.
+    func wallet() throws(RainError) -> WalletInfo {
+        WalletInfo(
+            walletID: try readString(wallet_id, field: "wallet_id"), createdAt: Date(unixMilliseconds: created_at_ms),
+            ethereumAddress: try readString(ethereum_address, field: "ethereum_address"),
+            solanaAddress: try readString(solana_address, field: "solana_address"))
+    }
+    /// Sets the fields from `wallet`, allocating in `arena`.
+    mutating func set(_ wallet: some WalletFields, _ arena: CArena) throws(RainError) {
+        wallet_id = try arena.string(wallet.walletID, field: "wallet_id")
+        created_at_ms = wallet.createdAt.unixMilliseconds
+        ethereum_address = try arena.string(wallet.ethereumAddress, field: "ethereum_address")
+        solana_address = try arena.string(wallet.solanaAddress, field: "solana_address")
     }
 }
 

@@ -396,24 +396,13 @@ extension GetAccountRequest {
 extension AccountResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountResponse {
         try unpackMessage(bytes, name: "AccountResponse", rain__wallet__v1__account_response__init) { (p) throws(RainError) in
-            let m = p.pointee
-            let contacts = try readList(m.contacts, count: m.n_contacts, readContact)
-            let passkeys = try readList(m.passkeys, count: m.n_passkeys, readPasskeyInfo)
-            return AccountResponse(
-                accountID: try readString(m.account_id, field: "account id"),
-                walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
-                contacts: contacts, needsBackupEmail: m.needs_backup_email != 0, passkeys: passkeys)
+            AccountResponse(try p.pointee.account())
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = cMessage(rain__wallet__v1__account_response__init)
-        m.account_id = try arena.string(accountID, field: "account id")
-        m.wallet_id = try arena.string(walletID, field: "wallet id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        (m.n_contacts, m.contacts) = try arena.list(contacts) { (v) throws(RainError) in try cContact(v, arena) }
-        m.needs_backup_email = needsBackupEmail ? 1 : 0
-        (m.n_passkeys, m.passkeys) = try arena.list(passkeys) { (v) throws(RainError) in try cPasskeyInfo(v, arena) }
+        try m.set(self, arena)
         return packMessage(&m)
     }
 }
@@ -477,20 +466,13 @@ extension GetWalletRequest {
 extension WalletResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletResponse {
         try unpackMessage(bytes, name: "WalletResponse", rain__wallet__v1__wallet_response__init) { (p) throws(RainError) in
-            let m = p.pointee
-            return WalletResponse(
-                walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
-                ethereumAddress: try readString(m.ethereum_address, field: "ethereum address"),
-                solanaAddress: try readString(m.solana_address, field: "solana address"))
+            WalletResponse(try p.pointee.wallet())
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = cMessage(rain__wallet__v1__wallet_response__init)
-        m.wallet_id = try arena.string(walletID, field: "wallet id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum address")
-        m.solana_address = try arena.string(solanaAddress, field: "solana address")
+        try m.set(self, arena)
         return packMessage(&m)
     }
 }
