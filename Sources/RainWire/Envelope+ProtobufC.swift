@@ -42,15 +42,12 @@ extension Envelope {
             req.method = try arena.string(r.method, field: "method")
             req.payload = arena.bytes(r.payload)
             req.timeout_ms = r.timeoutMilliseconds
-            var entries: [UnsafeMutablePointer<Rain__Wallet__V1__MetadataEntry>?] = []
-            for m in r.metadata {
+            (req.n_metadata, req.metadata) = try arena.list(r.metadata) { (m) throws(RainError) in
                 var e = cMessage(rain__wallet__v1__metadata_entry__init)
                 e.key = try arena.string(m.key, field: "metadata key")
                 e.value = try arena.string(m.value, field: "metadata value")
-                entries.append(arena.box(e))
+                return arena.box(e)
             }
-            req.n_metadata = entries.count
-            req.metadata = arena.array(entries)
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_REQUEST
             env.request = arena.box(req)
         case .response(let r):
@@ -115,14 +112,11 @@ extension Envelope {
                 switch env.kind_case {
                 case RAIN__WALLET__V1__ENVELOPE__KIND_REQUEST:
                     guard let r = env.request?.pointee else { break }
-                    var metadata: [MetadataEntry] = []
-                    if let entries = r.metadata {
-                        for i in 0..<r.n_metadata {
-                            guard let e = entries[i]?.pointee else { continue }
-                            metadata.append(
-                                MetadataEntry(
-                                    key: try readString(e.key, field: "metadata key"),
-                                    value: try readString(e.value, field: "metadata value")))
+                    let metadata = try readList(r.metadata, count: r.n_metadata) { (p) throws(RainError) in
+                        try p.map { (e) throws(RainError) in
+                            MetadataEntry(
+                                key: try readString(e.pointee.key, field: "metadata key"),
+                                value: try readString(e.pointee.value, field: "metadata value"))
                         }
                     }
                     let req = WireRequest(

@@ -315,14 +315,12 @@ extension ListOutboxResponse {
         try unpackMessage(bytes, name: "ListOutboxResponse", rain__wallet__v1__list_outbox_response__init) {
             (p) throws(RainError) in
             let m = p.pointee
-            var entries: [OutboxEntry] = []
-            if let list = m.entries {
-                for i in 0..<m.n_entries {
-                    guard let e = list[i]?.pointee else { continue }
-                    entries.append(
-                        OutboxEntry(
-                            contact: try readContact(e.contact), code: try readString(e.code, field: "code"),
-                            sentAt: Date(unixMilliseconds: e.sent_at_ms), appID: try readString(e.app_id, field: "app id")))
+            let entries = try readList(m.entries, count: m.n_entries) { (p) throws(RainError) in
+                try p.map { (e) throws(RainError) in
+                    OutboxEntry(
+                        contact: try readContact(e.pointee.contact), code: try readString(e.pointee.code, field: "code"),
+                        sentAt: Date(unixMilliseconds: e.pointee.sent_at_ms),
+                        appID: try readString(e.pointee.app_id, field: "app id"))
                 }
             }
             return ListOutboxResponse(entries: entries)
@@ -331,17 +329,14 @@ extension ListOutboxResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = cMessage(rain__wallet__v1__list_outbox_response__init)
-        var list: [UnsafeMutablePointer<Rain__Wallet__V1__OutboxEntry>?] = []
-        for e in entries {
+        (m.n_entries, m.entries) = try arena.list(entries) { (e) throws(RainError) in
             var c = cMessage(rain__wallet__v1__outbox_entry__init)
             c.contact = try cContact(e.contact, arena)
             c.code = try arena.string(e.code, field: "code")
             c.sent_at_ms = e.sentAt.unixMilliseconds
             c.app_id = try arena.string(e.appID, field: "app id")
-            list.append(arena.box(c))
+            return arena.box(c)
         }
-        m.n_entries = list.count
-        m.entries = arena.array(list)
         return packMessage(&m)
     }
 }
