@@ -485,9 +485,7 @@ extension ExportRecoveryPhraseResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportRecoveryPhraseResponse {
         try unpackMessage(bytes, name: "ExportRecoveryPhraseResponse", rain__wallet__v1__export_recovery_phrase_response__init) {
             (p) throws(RainError) in
-            let m = p.pointee
-            let words = try readStrings(m.words, count: m.n_words, field: "word")
-            return ExportRecoveryPhraseResponse(words: words)
+            ExportRecoveryPhraseResponse(words: try readStrings(p.pointee.words, count: p.pointee.n_words, field: "word"))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
