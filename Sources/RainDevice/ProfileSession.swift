@@ -311,11 +311,7 @@ public actor ProfileSession {
     }
 
     /// What Account/Get answers for an authority's `AccountInfo`.
-    static func accountResponse(_ info: AccountInfo) -> AccountResponse {
-        AccountResponse(
-            accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts,
-            needsBackupEmail: info.needsBackupEmail, passkeys: info.passkeys)
-    }
+    static func accountResponse(_ info: AccountInfo) -> AccountResponse { AccountResponse(info) }
 
     /// The wallet behind the session: its id, creation time and addresses. A read, retried and
     /// refreshed exactly like `account()`.
@@ -329,11 +325,7 @@ public actor ProfileSession {
     }
 
     /// What Wallet/Get answers for an authority's `WalletInfo`.
-    static func walletResponse(_ info: WalletInfo) -> WalletResponse {
-        WalletResponse(
-            walletID: info.walletID, createdAt: info.createdAt, ethereumAddress: info.ethereumAddress,
-            solanaAddress: info.solanaAddress)
-    }
+    static func walletResponse(_ info: WalletInfo) -> WalletResponse { WalletResponse(info) }
 
     /// The wallet's 12-word recovery phrase. Never logged, stored or retried on a transient failure.
     /// - Throws: RAIN_202 unless the profile's config allows export (checked before anything else);

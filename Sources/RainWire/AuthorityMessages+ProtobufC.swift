@@ -13,8 +13,7 @@ import RainCore
 func cTokens(_ tokens: SessionTokens, _ arena: CArena) throws(RainError)
     -> UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>
 {
-    var c = Rain__Wallet__V1__AuthoritySessionTokens()
-    rain__wallet__v1__authority_session_tokens__init(&c)
+    var c = cMessage(rain__wallet__v1__authority_session_tokens__init)
     c.access_token = try arena.string(tokens.accessToken, field: "access_token")
     c.refresh_token = try arena.string(tokens.refreshToken, field: "refresh_token")
     c.access_lifetime_ms = tokens.accessLifetime.milliseconds
@@ -38,11 +37,8 @@ extension SendCodeRequest {
     /// Decodes an `AuthoritySendLoginCodeRequest`.
     /// - Throws: RAIN_102 (field `contact`) when it names no contact.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeRequest {
-        try unpackMessage(
-            bytes, name: "AuthoritySendLoginCodeRequest",
-            unpack: { rain__wallet__v1__authority_send_login_code_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_send_login_code_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthoritySendLoginCodeRequest", rain__wallet__v1__authority_send_login_code_request__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             guard let contact = try readContact(m.contact) else {
                 throw RainError.invalid("the request names no contact", field: "contact")
@@ -55,14 +51,11 @@ extension SendCodeRequest {
     /// Encodes as an `AuthoritySendLoginCodeRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthoritySendLoginCodeRequest()
-        rain__wallet__v1__authority_send_login_code_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_send_login_code_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.contact = try cContact(contact, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_send_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_send_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -71,9 +64,7 @@ extension SendCodeResult {
     /// - Throws: RAIN_102 (field `contact`) when it names no contact.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeResult {
         try unpackMessage(
-            bytes, name: "AuthoritySendLoginCodeResponse",
-            unpack: { rain__wallet__v1__authority_send_login_code_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_send_login_code_response__free_unpacked($0, $1) }
+            bytes, name: "AuthoritySendLoginCodeResponse", rain__wallet__v1__authority_send_login_code_response__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             guard let contact = try readContact(m.contact) else {
@@ -87,14 +78,11 @@ extension SendCodeResult {
     /// Encodes as an `AuthoritySendLoginCodeResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthoritySendLoginCodeResponse()
-        rain__wallet__v1__authority_send_login_code_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_send_login_code_response__init)
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.contact = try cContact(contact, arena)
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_send_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_send_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -102,9 +90,7 @@ extension ConfirmCodeRequest {
     /// Decodes an `AuthorityConfirmLoginCodeRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmCodeRequest {
         try unpackMessage(
-            bytes, name: "AuthorityConfirmLoginCodeRequest",
-            unpack: { rain__wallet__v1__authority_confirm_login_code_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_confirm_login_code_request__free_unpacked($0, $1) }
+            bytes, name: "AuthorityConfirmLoginCodeRequest", rain__wallet__v1__authority_confirm_login_code_request__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return ConfirmCodeRequest(
@@ -116,16 +102,13 @@ extension ConfirmCodeRequest {
     /// Encodes as an `AuthorityConfirmLoginCodeRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest()
-        rain__wallet__v1__authority_confirm_login_code_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_confirm_login_code_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.code = try arena.string(code, field: "code")
         m.device_public_key = arena.bytes(devicePublicKey)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_confirm_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_confirm_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -133,9 +116,7 @@ extension LoginResult {
     /// Decodes an `AuthorityConfirmLoginCodeResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> LoginResult {
         try unpackMessage(
-            bytes, name: "AuthorityConfirmLoginCodeResponse",
-            unpack: { rain__wallet__v1__authority_confirm_login_code_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_confirm_login_code_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityConfirmLoginCodeResponse", rain__wallet__v1__authority_confirm_login_code_response__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return LoginResult(
@@ -147,15 +128,12 @@ extension LoginResult {
     /// Encodes as an `AuthorityConfirmLoginCodeResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityConfirmLoginCodeResponse()
-        rain__wallet__v1__authority_confirm_login_code_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_confirm_login_code_response__init)
         m.account_id = try arena.string(accountID, field: "account_id")
         m.wallet_id = try arena.string(walletID, field: "wallet_id")
         m.account_created = accountCreated ? 1 : 0
         m.tokens = try cTokens(tokens, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_confirm_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_confirm_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -163,9 +141,7 @@ extension RefreshRequest {
     /// Decodes an `AuthorityRefreshSessionRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> RefreshRequest {
         try unpackMessage(
-            bytes, name: "AuthorityRefreshSessionRequest",
-            unpack: { rain__wallet__v1__authority_refresh_session_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_refresh_session_request__free_unpacked($0, $1) }
+            bytes, name: "AuthorityRefreshSessionRequest", rain__wallet__v1__authority_refresh_session_request__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return RefreshRequest(
@@ -177,16 +153,13 @@ extension RefreshRequest {
     /// Encodes as an `AuthorityRefreshSessionRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityRefreshSessionRequest()
-        rain__wallet__v1__authority_refresh_session_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_refresh_session_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
         m.timestamp_ms = timestamp.unixMilliseconds
         m.signature = arena.bytes(signature)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_refresh_session_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_refresh_session_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -194,31 +167,23 @@ extension AuthorityRefreshSessionResponse {
     /// Decodes an `AuthorityRefreshSessionResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRefreshSessionResponse {
         try unpackMessage(
-            bytes, name: "AuthorityRefreshSessionResponse",
-            unpack: { rain__wallet__v1__authority_refresh_session_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_refresh_session_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityRefreshSessionResponse", rain__wallet__v1__authority_refresh_session_response__init
         ) { (p) throws(RainError) in AuthorityRefreshSessionResponse(tokens: try readTokens(p.pointee.tokens)) }
     }
     /// Encodes as an `AuthorityRefreshSessionResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityRefreshSessionResponse()
-        rain__wallet__v1__authority_refresh_session_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_refresh_session_response__init)
         m.tokens = try cTokens(tokens, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_refresh_session_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_refresh_session_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension AuthorityAccountInfoRequest {
     /// Decodes an `AuthorityAccountInfoRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAccountInfoRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityAccountInfoRequest",
-            unpack: { rain__wallet__v1__authority_account_info_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_account_info_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityAccountInfoRequest", rain__wallet__v1__authority_account_info_request__init) {
+            (p) throws(RainError) in
             AuthorityAccountInfoRequest(
                 appID: try readString(p.pointee.app_id, field: "app_id"),
                 accessToken: try readString(p.pointee.access_token, field: "access_token"))
@@ -227,75 +192,34 @@ extension AuthorityAccountInfoRequest {
     /// Encodes as an `AuthorityAccountInfoRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityAccountInfoRequest()
-        rain__wallet__v1__authority_account_info_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_account_info_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_account_info_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_account_info_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension AccountInfo {
     /// Decodes an `AuthorityAccountInfoResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountInfo {
-        try unpackMessage(
-            bytes, name: "AuthorityAccountInfoResponse",
-            unpack: { rain__wallet__v1__authority_account_info_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_account_info_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            var contacts: [RainWalletContact] = []
-            if let list = m.contacts {
-                for i in 0..<m.n_contacts {
-                    if let contact = try readContact(list[i]) { contacts.append(contact) }
-                }
-            }
-            var passkeys: [PasskeyInfo] = []
-            if let list = m.passkeys {
-                for i in 0..<m.n_passkeys {
-                    if let passkey = try readPasskeyInfo(list[i]) { passkeys.append(passkey) }
-                }
-            }
-            return AccountInfo(
-                accountID: try readString(m.account_id, field: "account_id"),
-                walletID: try readString(m.wallet_id, field: "wallet_id"),
-                createdAt: Date(unixMilliseconds: m.created_at_ms), contacts: contacts,
-                needsBackupEmail: m.needs_backup_email != 0, passkeys: passkeys)
+        try unpackMessage(bytes, name: "AuthorityAccountInfoResponse", rain__wallet__v1__authority_account_info_response__init) {
+            (p) throws(RainError) in try p.pointee.account()
         }
     }
     /// Encodes as an `AuthorityAccountInfoResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityAccountInfoResponse()
-        rain__wallet__v1__authority_account_info_response__init(&m)
-        m.account_id = try arena.string(accountID, field: "account_id")
-        m.wallet_id = try arena.string(walletID, field: "wallet_id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        var list: [UnsafeMutablePointer<Rain__Wallet__V1__Contact>?] = []
-        for contact in contacts { list.append(try cContact(contact, arena)) }
-        m.n_contacts = list.count
-        m.contacts = arena.array(list)
-        m.needs_backup_email = needsBackupEmail ? 1 : 0
-        var passkeyList: [UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?] = []
-        for passkey in passkeys { passkeyList.append(try cPasskeyInfo(passkey, arena)) }
-        m.n_passkeys = passkeyList.count
-        m.passkeys = arena.array(passkeyList)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_account_info_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_account_info_response__pack($0, $1) })
+        var m = cMessage(rain__wallet__v1__authority_account_info_response__init)
+        try m.set(self, arena)
+        return packMessage(&m)
     }
 }
 
 extension AuthorityRevokeSessionRequest {
     /// Decodes an `AuthorityRevokeSessionRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityRevokeSessionRequest",
-            unpack: { rain__wallet__v1__authority_revoke_session_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_revoke_session_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityRevokeSessionRequest", rain__wallet__v1__authority_revoke_session_request__init)
+        { (p) throws(RainError) in
             AuthorityRevokeSessionRequest(
                 appID: try readString(p.pointee.app_id, field: "app_id"),
                 refreshToken: try readString(p.pointee.refresh_token, field: "refresh_token"))
@@ -304,13 +228,10 @@ extension AuthorityRevokeSessionRequest {
     /// Encodes as an `AuthorityRevokeSessionRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityRevokeSessionRequest()
-        rain__wallet__v1__authority_revoke_session_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_revoke_session_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_revoke_session_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_revoke_session_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -318,9 +239,7 @@ extension AuthorityRevokeSessionResponse {
     /// Decodes an `AuthorityRevokeSessionResponse` (empty; unknown fields are ignored).
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionResponse {
         try unpackMessage(
-            bytes, name: "AuthorityRevokeSessionResponse",
-            unpack: { rain__wallet__v1__authority_revoke_session_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_revoke_session_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityRevokeSessionResponse", rain__wallet__v1__authority_revoke_session_response__init
         ) { _ throws(RainError) in AuthorityRevokeSessionResponse() }
     }
     /// Encodes as an `AuthorityRevokeSessionResponse` (zero bytes).
@@ -330,11 +249,8 @@ extension AuthorityRevokeSessionResponse {
 extension AuthorityWalletRequest {
     /// Decodes an `AuthorityWalletRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityWalletRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityWalletRequest",
-            unpack: { rain__wallet__v1__authority_wallet_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_wallet_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityWalletRequest", rain__wallet__v1__authority_wallet_request__init) {
+            (p) throws(RainError) in
             AuthorityWalletRequest(
                 appID: try readString(p.pointee.app_id, field: "app_id"),
                 accessToken: try readString(p.pointee.access_token, field: "access_token"))
@@ -343,60 +259,121 @@ extension AuthorityWalletRequest {
     /// Encodes as an `AuthorityWalletRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityWalletRequest()
-        rain__wallet__v1__authority_wallet_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_wallet_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_wallet_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_wallet_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension WalletInfo {
     /// Decodes an `AuthorityWalletResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletInfo {
-        try unpackMessage(
-            bytes, name: "AuthorityWalletResponse",
-            unpack: { rain__wallet__v1__authority_wallet_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_wallet_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            return WalletInfo(
-                walletID: try readString(m.wallet_id, field: "wallet_id"),
-                createdAt: Date(unixMilliseconds: m.created_at_ms),
-                ethereumAddress: try readString(m.ethereum_address, field: "ethereum_address"),
-                solanaAddress: try readString(m.solana_address, field: "solana_address"))
+        try unpackMessage(bytes, name: "AuthorityWalletResponse", rain__wallet__v1__authority_wallet_response__init) {
+            (p) throws(RainError) in try p.pointee.wallet()
         }
     }
     /// Encodes as an `AuthorityWalletResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityWalletResponse()
-        rain__wallet__v1__authority_wallet_response__init(&m)
-        m.wallet_id = try arena.string(walletID, field: "wallet_id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum_address")
-        m.solana_address = try arena.string(solanaAddress, field: "solana_address")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_wallet_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_wallet_response__pack($0, $1) })
+        var m = cMessage(rain__wallet__v1__authority_wallet_response__init)
+        try m.set(self, arena)
+        return packMessage(&m)
+    }
+}
+
+// MARK: the account and the wallet, which both hops carry
+
+/// An account as shown: `AccountInfo` (authority hop) and `AccountResponse` (device protocol).
+protocol AccountFields {
+    var accountID: String { get }
+    var walletID: String { get }
+    var createdAt: Date { get }
+    var contacts: [RainWalletContact] { get }
+    var needsBackupEmail: Bool { get }
+    var passkeys: [PasskeyInfo] { get }
+}
+extension AccountInfo: AccountFields {}
+extension AccountResponse: AccountFields {}
+
+/// The C fields `AuthorityAccountInfoResponse` and `AccountResponse` share, same names and numbers:
+/// one reader and one writer serve both messages.
+protocol CAccountMessage {
+    var account_id: UnsafeMutablePointer<CChar>! { get set }
+    var wallet_id: UnsafeMutablePointer<CChar>! { get set }
+    var created_at_ms: Int64 { get set }
+    var n_contacts: Int { get set }
+    var contacts: UnsafeMutablePointer<UnsafeMutablePointer<Rain__Wallet__V1__Contact>?>! { get set }
+    var needs_backup_email: protobuf_c_boolean { get set }
+    var n_passkeys: Int { get set }
+    var passkeys: UnsafeMutablePointer<UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?>! { get set }
+}
+extension Rain__Wallet__V1__AuthorityAccountInfoResponse: CAccountMessage {}
+extension Rain__Wallet__V1__AccountResponse: CAccountMessage {}
+
+extension CAccountMessage {
+    /// The account the message carries.
+    func account() throws(RainError) -> AccountInfo {
+        AccountInfo(
+            accountID: try readString(account_id, field: "account_id"), walletID: try readString(wallet_id, field: "wallet_id"),
+            createdAt: Date(unixMilliseconds: created_at_ms), contacts: try readList(contacts, count: n_contacts, readContact),
+            needsBackupEmail: needs_backup_email != 0, passkeys: try readList(passkeys, count: n_passkeys, readPasskeyInfo))
+    }
+    /// Sets the fields from `account`, allocating in `arena`.
+    mutating func set(_ account: some AccountFields, _ arena: CArena) throws(RainError) {
+        account_id = try arena.string(account.accountID, field: "account_id")
+        wallet_id = try arena.string(account.walletID, field: "wallet_id")
+        created_at_ms = account.createdAt.unixMilliseconds
+        (n_contacts, contacts) = try arena.list(account.contacts) { (v) throws(RainError) in try cContact(v, arena) }
+        needs_backup_email = account.needsBackupEmail ? 1 : 0
+        (n_passkeys, passkeys) = try arena.list(account.passkeys) { (v) throws(RainError) in try cPasskeyInfo(v, arena) }
+    }
+}
+
+/// What may be shown of a wallet: `WalletInfo` (authority hop) and `WalletResponse` (device protocol).
+protocol WalletFields {
+    var walletID: String { get }
+    var createdAt: Date { get }
+    var ethereumAddress: String { get }
+    var solanaAddress: String { get }
+}
+extension WalletInfo: WalletFields {}
+extension WalletResponse: WalletFields {}
+
+/// The C fields `AuthorityWalletResponse` and `WalletResponse` share, same names and numbers.
+protocol CWalletMessage {
+    var wallet_id: UnsafeMutablePointer<CChar>! { get set }
+    var created_at_ms: Int64 { get set }
+    var ethereum_address: UnsafeMutablePointer<CChar>! { get set }
+    var solana_address: UnsafeMutablePointer<CChar>! { get set }
+}
+extension Rain__Wallet__V1__AuthorityWalletResponse: CWalletMessage {}
+extension Rain__Wallet__V1__WalletResponse: CWalletMessage {}
+
+extension CWalletMessage {
+    /// The wallet the message carries.
+    func wallet() throws(RainError) -> WalletInfo {
+        WalletInfo(
+            walletID: try readString(wallet_id, field: "wallet_id"), createdAt: Date(unixMilliseconds: created_at_ms),
+            ethereumAddress: try readString(ethereum_address, field: "ethereum_address"),
+            solanaAddress: try readString(solana_address, field: "solana_address"))
+    }
+    /// Sets the fields from `wallet`, allocating in `arena`.
+    mutating func set(_ wallet: some WalletFields, _ arena: CArena) throws(RainError) {
+        wallet_id = try arena.string(wallet.walletID, field: "wallet_id")
+        created_at_ms = wallet.createdAt.unixMilliseconds
+        ethereum_address = try arena.string(wallet.ethereumAddress, field: "ethereum_address")
+        solana_address = try arena.string(wallet.solanaAddress, field: "solana_address")
     }
 }
 
 extension WalletSecrets {
     /// Decodes an `AuthorityExportWalletResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletSecrets {
-        try unpackMessage(
-            bytes, name: "AuthorityExportWalletResponse",
-            unpack: { rain__wallet__v1__authority_export_wallet_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_export_wallet_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityExportWalletResponse", rain__wallet__v1__authority_export_wallet_response__init)
+        { (p) throws(RainError) in
             let m = p.pointee
-            var words: [String] = []
-            if let list = m.mnemonic {
-                for i in 0..<m.n_mnemonic { words.append(try readString(list[i], field: "mnemonic")) }
-            }
+            let words = try readStrings(m.mnemonic, count: m.n_mnemonic, field: "mnemonic")
             return WalletSecrets(
                 mnemonic: words,
                 ethereumPrivateKeyHex: try readString(m.ethereum_private_key, field: "ethereum_private_key"),
@@ -406,16 +383,10 @@ extension WalletSecrets {
     /// Encodes as an `AuthorityExportWalletResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityExportWalletResponse()
-        rain__wallet__v1__authority_export_wallet_response__init(&m)
-        var words: [UnsafeMutablePointer<CChar>?] = []
-        for word in mnemonic { words.append(try arena.string(word, field: "mnemonic")) }
-        m.n_mnemonic = words.count
-        m.mnemonic = arena.array(words)
+        var m = cMessage(rain__wallet__v1__authority_export_wallet_response__init)
+        (m.n_mnemonic, m.mnemonic) = try arena.strings(mnemonic, field: "mnemonic")
         m.ethereum_private_key = try arena.string(ethereumPrivateKeyHex, field: "ethereum_private_key")
         m.solana_keypair = try arena.string(solanaKeypairBase58, field: "solana_keypair")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_export_wallet_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_export_wallet_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }

@@ -8,16 +8,10 @@ import RainCore
 extension PasskeyBeginRequest {
     /// Decodes an `AuthorityPasskeyBeginRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyBeginRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyBeginRequest",
-            unpack: { rain__wallet__v1__authority_passkey_begin_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_begin_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyBeginRequest", rain__wallet__v1__authority_passkey_begin_request__init) {
+            (p) throws(RainError) in
             let m = p.pointee
-            var origins: [String] = []
-            if let list = m.origins {
-                for i in 0..<m.n_origins { origins.append(try readString(list[i], field: "origins")) }
-            }
+            let origins = try readStrings(m.origins, count: m.n_origins, field: "origins")
             let accessToken = try readString(m.access_token, field: "access_token")
             return PasskeyBeginRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
@@ -28,30 +22,21 @@ extension PasskeyBeginRequest {
     /// Encodes as an `AuthorityPasskeyBeginRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyBeginRequest()
-        rain__wallet__v1__authority_passkey_begin_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_begin_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.rp_id = try arena.string(rpID, field: "rp_id")
-        var list: [UnsafeMutablePointer<CChar>?] = []
-        for o in origins { list.append(try arena.string(o, field: "origins")) }
-        m.n_origins = list.count
-        m.origins = arena.array(list)
+        (m.n_origins, m.origins) = try arena.strings(origins, field: "origins")
         m.access_token = try arena.string(accessToken ?? "", field: "access_token")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_begin_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_begin_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension PasskeyCeremony {
     /// Decodes an `AuthorityPasskeyBeginResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyCeremony {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyBeginResponse",
-            unpack: { rain__wallet__v1__authority_passkey_begin_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_begin_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyBeginResponse", rain__wallet__v1__authority_passkey_begin_response__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             return PasskeyCeremony(
                 ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
@@ -62,25 +47,19 @@ extension PasskeyCeremony {
     /// Encodes as an `AuthorityPasskeyBeginResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyBeginResponse()
-        rain__wallet__v1__authority_passkey_begin_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_begin_response__init)
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
         m.options_json = try arena.string(optionsJSON, field: "options_json")
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_begin_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_begin_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension PasskeyFinishRequest {
     /// Decodes an `AuthorityPasskeyFinishRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyFinishRequest",
-            unpack: { rain__wallet__v1__authority_passkey_finish_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_finish_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyFinishRequest", rain__wallet__v1__authority_passkey_finish_request__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             return PasskeyFinishRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
@@ -92,16 +71,13 @@ extension PasskeyFinishRequest {
     /// Encodes as an `AuthorityPasskeyFinishRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyFinishRequest()
-        rain__wallet__v1__authority_passkey_finish_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_finish_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
         m.response_json = try arena.string(responseJSON, field: "response_json")
         m.device_public_key = arena.bytes(devicePublicKey)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_finish_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_finish_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -109,9 +85,7 @@ extension PasskeyFinishResult {
     /// Decodes an `AuthorityPasskeyFinishResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishResult {
         try unpackMessage(
-            bytes, name: "AuthorityPasskeyFinishResponse",
-            unpack: { rain__wallet__v1__authority_passkey_finish_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_finish_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityPasskeyFinishResponse", rain__wallet__v1__authority_passkey_finish_response__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             guard m.logged_in != 0 else { return PasskeyFinishResult(login: nil) }
@@ -125,28 +99,22 @@ extension PasskeyFinishResult {
     /// Encodes as an `AuthorityPasskeyFinishResponse`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyFinishResponse()
-        rain__wallet__v1__authority_passkey_finish_response__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_finish_response__init)
         // Not logged in: empty fields and an empty tokens message, as this message always carried.
         m.logged_in = login == nil ? 0 : 1
         m.account_id = try arena.string(login?.accountID ?? "", field: "account_id")
         m.wallet_id = try arena.string(login?.walletID ?? "", field: "wallet_id")
         m.account_created = login?.accountCreated == true ? 1 : 0
         m.tokens = try cTokens(login?.tokens ?? .empty, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_finish_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_finish_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension AuthorityPasskeyCancelRequest {
     /// Decodes an `AuthorityPasskeyCancelRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyCancelRequest",
-            unpack: { rain__wallet__v1__authority_passkey_cancel_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_cancel_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "AuthorityPasskeyCancelRequest", rain__wallet__v1__authority_passkey_cancel_request__init)
+        { (p) throws(RainError) in
             let m = p.pointee
             return AuthorityPasskeyCancelRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
@@ -156,14 +124,11 @@ extension AuthorityPasskeyCancelRequest {
     /// Encodes as an `AuthorityPasskeyCancelRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityPasskeyCancelRequest()
-        rain__wallet__v1__authority_passkey_cancel_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_passkey_cancel_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_passkey_cancel_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_passkey_cancel_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -171,9 +136,7 @@ extension AuthorityPasskeyCancelResponse {
     /// Decodes an `AuthorityPasskeyCancelResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelResponse {
         try unpackMessage(
-            bytes, name: "AuthorityPasskeyCancelResponse",
-            unpack: { rain__wallet__v1__authority_passkey_cancel_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_passkey_cancel_response__free_unpacked($0, $1) }
+            bytes, name: "AuthorityPasskeyCancelResponse", rain__wallet__v1__authority_passkey_cancel_response__init
         ) { _ throws(RainError) in AuthorityPasskeyCancelResponse() }
     }
     /// Encodes as an empty `AuthorityPasskeyCancelResponse`.

@@ -9,9 +9,7 @@ extension ConfirmContactVerificationRequest {
     /// Decodes a `ConfirmContactVerificationRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmContactVerificationRequest {
         try unpackMessage(
-            bytes, name: "ConfirmContactVerificationRequest",
-            unpack: { rain__wallet__v1__confirm_contact_verification_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__confirm_contact_verification_request__free_unpacked($0, $1) }
+            bytes, name: "ConfirmContactVerificationRequest", rain__wallet__v1__confirm_contact_verification_request__init
         ) { (p) throws(RainError) in
             ConfirmContactVerificationRequest(code: try readString(p.pointee.code, field: "code"))
         }
@@ -19,12 +17,9 @@ extension ConfirmContactVerificationRequest {
     /// Encodes as a `ConfirmContactVerificationRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ConfirmContactVerificationRequest()
-        rain__wallet__v1__confirm_contact_verification_request__init(&m)
+        var m = cMessage(rain__wallet__v1__confirm_contact_verification_request__init)
         m.code = try arena.string(code, field: "code")
-        return packMessage(
-            &m, size: { rain__wallet__v1__confirm_contact_verification_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__confirm_contact_verification_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -33,8 +28,7 @@ extension AuthoritySendContactVerificationRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthoritySendContactVerificationRequest {
         try unpackMessage(
             bytes, name: "AuthoritySendContactVerificationRequest",
-            unpack: { rain__wallet__v1__authority_send_contact_verification_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_send_contact_verification_request__free_unpacked($0, $1) }
+            rain__wallet__v1__authority_send_contact_verification_request__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return AuthoritySendContactVerificationRequest(
@@ -45,15 +39,12 @@ extension AuthoritySendContactVerificationRequest {
     /// Encodes as an `AuthoritySendContactVerificationRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthoritySendContactVerificationRequest()
-        rain__wallet__v1__authority_send_contact_verification_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_send_contact_verification_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
         m.contact = try cContact(contact, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_send_contact_verification_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_send_contact_verification_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -62,8 +53,7 @@ extension AuthorityConfirmContactVerificationRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityConfirmContactVerificationRequest {
         try unpackMessage(
             bytes, name: "AuthorityConfirmContactVerificationRequest",
-            unpack: { rain__wallet__v1__authority_confirm_contact_verification_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__authority_confirm_contact_verification_request__free_unpacked($0, $1) }
+            rain__wallet__v1__authority_confirm_contact_verification_request__init
         ) { (p) throws(RainError) in
             let m = p.pointee
             return AuthorityConfirmContactVerificationRequest(
@@ -75,15 +65,12 @@ extension AuthorityConfirmContactVerificationRequest {
     /// Encodes as an `AuthorityConfirmContactVerificationRequest`.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest()
-        rain__wallet__v1__authority_confirm_contact_verification_request__init(&m)
+        var m = cMessage(rain__wallet__v1__authority_confirm_contact_verification_request__init)
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.access_token = try arena.string(accessToken, field: "access_token")
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.code = try arena.string(code, field: "code")
-        return packMessage(
-            &m, size: { rain__wallet__v1__authority_confirm_contact_verification_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__authority_confirm_contact_verification_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }

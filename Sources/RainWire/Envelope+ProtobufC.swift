@@ -9,9 +9,7 @@ extension Envelope {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var env = try cEnvelope(arena)
-        return packMessage(
-            &env, size: { rain__wallet__v1__envelope__get_packed_size($0) },
-            pack: { rain__wallet__v1__envelope__pack($0, $1) })
+        return packMessage(&env)
     }
 
     /// Encodes the envelope as one frame: 4-byte big-endian length, then the protobuf bytes.
@@ -36,31 +34,24 @@ extension Envelope {
     }
 
     private func cEnvelope(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__Envelope {
-        var env = Rain__Wallet__V1__Envelope()
-        rain__wallet__v1__envelope__init(&env)
+        var env = cMessage(rain__wallet__v1__envelope__init)
         env.request_id = requestID
         switch kind {
         case .request(let r):
-            var req = Rain__Wallet__V1__Request()
-            rain__wallet__v1__request__init(&req)
+            var req = cMessage(rain__wallet__v1__request__init)
             req.method = try arena.string(r.method, field: "method")
             req.payload = arena.bytes(r.payload)
             req.timeout_ms = r.timeoutMilliseconds
-            var entries: [UnsafeMutablePointer<Rain__Wallet__V1__MetadataEntry>?] = []
-            for m in r.metadata {
-                var e = Rain__Wallet__V1__MetadataEntry()
-                rain__wallet__v1__metadata_entry__init(&e)
+            (req.n_metadata, req.metadata) = try arena.list(r.metadata) { (m) throws(RainError) in
+                var e = cMessage(rain__wallet__v1__metadata_entry__init)
                 e.key = try arena.string(m.key, field: "metadata key")
                 e.value = try arena.string(m.value, field: "metadata value")
-                entries.append(arena.box(e))
+                return arena.box(e)
             }
-            req.n_metadata = entries.count
-            req.metadata = arena.array(entries)
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_REQUEST
             env.request = arena.box(req)
         case .response(let r):
-            var resp = Rain__Wallet__V1__Response()
-            rain__wallet__v1__response__init(&resp)
+            var resp = cMessage(rain__wallet__v1__response__init)
             resp.payload = arena.bytes(r.payload)
             if !r.status.isOK {
                 resp.status = arena.box(try cStatus(r.status, arena))
@@ -68,38 +59,31 @@ extension Envelope {
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_RESPONSE
             env.response = arena.box(resp)
         case .stream(let payload):
-            var s = Rain__Wallet__V1__StreamMessage()
-            rain__wallet__v1__stream_message__init(&s)
+            var s = cMessage(rain__wallet__v1__stream_message__init)
             s.payload = arena.bytes(payload)
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_STREAM
             env.stream = arena.box(s)
         case .cancel:
-            var c = Rain__Wallet__V1__Cancel()
-            rain__wallet__v1__cancel__init(&c)
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_CANCEL
-            env.cancel = arena.box(c)
+            env.cancel = arena.box(cMessage(rain__wallet__v1__cancel__init))
         }
         return env
     }
 
     private func cStatus(_ status: WireStatus, _ arena: CArena) throws(RainError) -> Rain__Wallet__V1__Status {
-        var s = Rain__Wallet__V1__Status()
-        rain__wallet__v1__status__init(&s)
+        var s = cMessage(rain__wallet__v1__status__init)
         s.code = status.code
         s.message = try arena.string(status.message, field: "status message")
         let d = status.details
         if !d.isEmpty {
-            var cd = Rain__Wallet__V1__ErrorDetails()
-            rain__wallet__v1__error_details__init(&cd)
+            var cd = cMessage(rain__wallet__v1__error_details__init)
             if let a = d.attemptsRemaining {
-                var v = Rain__Wallet__V1__UInt32Value()
-                rain__wallet__v1__uint32_value__init(&v)
+                var v = cMessage(rain__wallet__v1__uint32_value__init)
                 v.value = a
                 cd.attempts_remaining = arena.box(v)
             }
             if let r = d.retryAfterMilliseconds {
-                var v = Rain__Wallet__V1__UInt64Value()
-                rain__wallet__v1__uint64_value__init(&v)
+                var v = cMessage(rain__wallet__v1__uint64_value__init)
                 v.value = r
                 cd.retry_after_ms = arena.box(v)
             }
@@ -108,8 +92,7 @@ extension Envelope {
             cd.authority_unreachable = d.isAuthorityUnreachable ? 1 : 0
             cd.limit = try arena.string(d.limit ?? "", field: "limit")
             if let at = d.retryAfter, at.unixMilliseconds >= 0 {
-                var v = Rain__Wallet__V1__UInt64Value()
-                rain__wallet__v1__uint64_value__init(&v)
+                var v = cMessage(rain__wallet__v1__uint64_value__init)
                 v.value = UInt64(at.unixMilliseconds)
                 cd.retry_after_unix_ms = arena.box(v)
             }
@@ -123,23 +106,17 @@ extension Envelope {
     ///   envelope that carries nothing.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> Envelope {
         do {
-            return try unpackMessage(
-                bytes, name: "envelope",
-                unpack: { rain__wallet__v1__envelope__unpack($0, $1, $2) },
-                free: { rain__wallet__v1__envelope__free_unpacked($0, $1) }
-            ) { (p) throws(RainError) -> Envelope in
+            return try unpackMessage(bytes, name: "envelope", rain__wallet__v1__envelope__init) {
+                (p) throws(RainError) -> Envelope in
                 let env = p.pointee
                 switch env.kind_case {
                 case RAIN__WALLET__V1__ENVELOPE__KIND_REQUEST:
                     guard let r = env.request?.pointee else { break }
-                    var metadata: [MetadataEntry] = []
-                    if let entries = r.metadata {
-                        for i in 0..<r.n_metadata {
-                            guard let e = entries[i]?.pointee else { continue }
-                            metadata.append(
-                                MetadataEntry(
-                                    key: try readString(e.key, field: "metadata key"),
-                                    value: try readString(e.value, field: "metadata value")))
+                    let metadata = try readList(r.metadata, count: r.n_metadata) { (p) throws(RainError) in
+                        try p.map { (e) throws(RainError) in
+                            MetadataEntry(
+                                key: try readString(e.pointee.key, field: "metadata key"),
+                                value: try readString(e.pointee.value, field: "metadata value"))
                         }
                     }
                     let req = WireRequest(

@@ -11,8 +11,7 @@ func cContact(_ contact: RainWalletContact?, _ arena: CArena) throws(RainError) 
     Rain__Wallet__V1__Contact
 >? {
     guard let contact else { return nil }
-    var c = Rain__Wallet__V1__Contact()
-    rain__wallet__v1__contact__init(&c)
+    var c = cMessage(rain__wallet__v1__contact__init)
     switch contact {
     case .email: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_EMAIL
     case .phone: c.kind = RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_PHONE
@@ -34,8 +33,7 @@ func readContact(_ p: UnsafeMutablePointer<Rain__Wallet__V1__Contact>?) throws(R
 func cPasskeyInfo(_ passkey: PasskeyInfo, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
     Rain__Wallet__V1__PasskeyInfo
 > {
-    var c = Rain__Wallet__V1__PasskeyInfo()
-    rain__wallet__v1__passkey_info__init(&c)
+    var c = cMessage(rain__wallet__v1__passkey_info__init)
     c.credential_id = try arena.string(passkey.credentialID, field: "credential_id")
     c.rp_id = try arena.string(passkey.rpID, field: "rp_id")
     c.created_at_ms = passkey.createdAt.unixMilliseconds
@@ -54,8 +52,7 @@ func readPasskeyInfo(_ p: UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?) 
 func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
     Rain__Wallet__V1__SessionState
 > {
-    var c = Rain__Wallet__V1__SessionState()
-    rain__wallet__v1__session_state__init(&c)
+    var c = cMessage(rain__wallet__v1__session_state__init)
     switch s.authState {
     case .loading: c.auth_state = RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_LOADING
     case .authenticated: c.auth_state = RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_AUTHENTICATED
@@ -104,25 +101,18 @@ func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?
 
 extension GetInfoRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetInfoRequest {
-        try unpackMessage(
-            bytes, name: "GetInfoRequest", unpack: { rain__wallet__v1__get_info_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__get_info_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in GetInfoRequest() }
+        try unpackMessage(bytes, name: "GetInfoRequest", rain__wallet__v1__get_info_request__init) { _ throws(RainError) in
+            GetInfoRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension GetInfoResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetInfoResponse {
-        try unpackMessage(
-            bytes, name: "GetInfoResponse", unpack: { rain__wallet__v1__get_info_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__get_info_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "GetInfoResponse", rain__wallet__v1__get_info_response__init) { (p) throws(RainError) in
             let m = p.pointee
-            var caps: [String] = []
-            if let list = m.capabilities {
-                for i in 0..<m.n_capabilities { caps.append(try readString(list[i], field: "capability")) }
-            }
+            let caps = try readStrings(m.capabilities, count: m.n_capabilities, field: "capability")
             return GetInfoResponse(
                 daemonVersion: try readString(m.daemon_version, field: "daemon version"),
                 protocolVersion: m.protocol_version, capabilities: caps, maxFrameBytes: m.max_frame_bytes)
@@ -130,142 +120,105 @@ extension GetInfoResponse {
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__GetInfoResponse()
-        rain__wallet__v1__get_info_response__init(&m)
+        var m = cMessage(rain__wallet__v1__get_info_response__init)
         m.daemon_version = try arena.string(daemonVersion, field: "daemon version")
         m.protocol_version = protocolVersion
         m.max_frame_bytes = maxFrameBytes
-        var caps: [UnsafeMutablePointer<CChar>?] = []
-        for c in capabilities { caps.append(try arena.string(c, field: "capability")) }
-        m.n_capabilities = caps.count
-        m.capabilities = arena.array(caps)
-        return packMessage(
-            &m, size: { rain__wallet__v1__get_info_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__get_info_response__pack($0, $1) })
+        (m.n_capabilities, m.capabilities) = try arena.strings(capabilities, field: "capability")
+        return packMessage(&m)
     }
 }
 
 extension SendLoginCodeRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendLoginCodeRequest {
-        try unpackMessage(
-            bytes, name: "SendLoginCodeRequest",
-            unpack: { rain__wallet__v1__send_login_code_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__send_login_code_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in SendLoginCodeRequest(contact: try readContact(p.pointee.contact)) }
+        try unpackMessage(bytes, name: "SendLoginCodeRequest", rain__wallet__v1__send_login_code_request__init) {
+            (p) throws(RainError) in SendLoginCodeRequest(contact: try readContact(p.pointee.contact))
+        }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__SendLoginCodeRequest()
-        rain__wallet__v1__send_login_code_request__init(&m)
+        var m = cMessage(rain__wallet__v1__send_login_code_request__init)
         m.contact = try cContact(contact, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__send_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__send_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension SendLoginCodeResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendLoginCodeResponse {
-        try unpackMessage(
-            bytes, name: "SendLoginCodeResponse",
-            unpack: { rain__wallet__v1__send_login_code_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__send_login_code_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "SendLoginCodeResponse", rain__wallet__v1__send_login_code_response__init) {
+            (p) throws(RainError) in
             SendLoginCodeResponse(
                 contact: try readContact(p.pointee.contact), expiresAt: Date(unixMilliseconds: p.pointee.expires_at_ms))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__SendLoginCodeResponse()
-        rain__wallet__v1__send_login_code_response__init(&m)
+        var m = cMessage(rain__wallet__v1__send_login_code_response__init)
         m.contact = try cContact(contact, arena)
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__send_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__send_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension ConfirmLoginCodeRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmLoginCodeRequest {
-        try unpackMessage(
-            bytes, name: "ConfirmLoginCodeRequest",
-            unpack: { rain__wallet__v1__confirm_login_code_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__confirm_login_code_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in ConfirmLoginCodeRequest(code: try readString(p.pointee.code, field: "code")) }
+        try unpackMessage(bytes, name: "ConfirmLoginCodeRequest", rain__wallet__v1__confirm_login_code_request__init) {
+            (p) throws(RainError) in ConfirmLoginCodeRequest(code: try readString(p.pointee.code, field: "code"))
+        }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ConfirmLoginCodeRequest()
-        rain__wallet__v1__confirm_login_code_request__init(&m)
+        var m = cMessage(rain__wallet__v1__confirm_login_code_request__init)
         m.code = try arena.string(code, field: "code")
-        return packMessage(
-            &m, size: { rain__wallet__v1__confirm_login_code_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__confirm_login_code_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension ConfirmLoginCodeResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmLoginCodeResponse {
-        try unpackMessage(
-            bytes, name: "ConfirmLoginCodeResponse",
-            unpack: { rain__wallet__v1__confirm_login_code_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__confirm_login_code_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "ConfirmLoginCodeResponse", rain__wallet__v1__confirm_login_code_response__init) {
+            (p) throws(RainError) in
             ConfirmLoginCodeResponse(
                 session: try readSessionState(p.pointee.session), accountCreated: p.pointee.account_created != 0)
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ConfirmLoginCodeResponse()
-        rain__wallet__v1__confirm_login_code_response__init(&m)
+        var m = cMessage(rain__wallet__v1__confirm_login_code_response__init)
         m.session = try cSessionState(session, arena)
         m.account_created = accountCreated ? 1 : 0
-        return packMessage(
-            &m, size: { rain__wallet__v1__confirm_login_code_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__confirm_login_code_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension LogoutRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> LogoutRequest {
-        try unpackMessage(
-            bytes, name: "LogoutRequest", unpack: { rain__wallet__v1__logout_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__logout_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in LogoutRequest() }
+        try unpackMessage(bytes, name: "LogoutRequest", rain__wallet__v1__logout_request__init) { _ throws(RainError) in
+            LogoutRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension LogoutResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> LogoutResponse {
-        try unpackMessage(
-            bytes, name: "LogoutResponse", unpack: { rain__wallet__v1__logout_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__logout_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "LogoutResponse", rain__wallet__v1__logout_response__init) { (p) throws(RainError) in
             LogoutResponse(hadSession: p.pointee.had_session != 0, revokedAtAuthority: p.pointee.revoked_at_authority != 0)
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
-        var m = Rain__Wallet__V1__LogoutResponse()
-        rain__wallet__v1__logout_response__init(&m)
+        var m = cMessage(rain__wallet__v1__logout_response__init)
         m.had_session = hadSession ? 1 : 0
         m.revoked_at_authority = revokedAtAuthority ? 1 : 0
-        return packMessage(
-            &m, size: { rain__wallet__v1__logout_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__logout_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension GetSessionStateRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetSessionStateRequest {
-        try unpackMessage(
-            bytes, name: "GetSessionStateRequest",
-            unpack: { rain__wallet__v1__get_session_state_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__get_session_state_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in GetSessionStateRequest() }
+        try unpackMessage(bytes, name: "GetSessionStateRequest", rain__wallet__v1__get_session_state_request__init) {
+            _ throws(RainError) in GetSessionStateRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
@@ -273,54 +226,43 @@ extension GetSessionStateRequest {
 extension SessionSnapshot: WireMessage {
     /// Decodes a `SessionState` message.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SessionSnapshot {
-        try unpackMessage(
-            bytes, name: "SessionState", unpack: { rain__wallet__v1__session_state__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__session_state__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in try readSessionState(p) }
+        try unpackMessage(bytes, name: "SessionState", rain__wallet__v1__session_state__init) { (p) throws(RainError) in
+            try readSessionState(p)
+        }
     }
     /// Encodes as a `SessionState` message.
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         let p = try cSessionState(self, arena)
-        return packMessage(
-            &p.pointee, size: { rain__wallet__v1__session_state__get_packed_size($0) },
-            pack: { rain__wallet__v1__session_state__pack($0, $1) })
+        return packMessage(&p.pointee)
     }
 }
 
 extension AwaitRestoreRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AwaitRestoreRequest {
-        try unpackMessage(
-            bytes, name: "AwaitRestoreRequest", unpack: { rain__wallet__v1__await_restore_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__await_restore_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in AwaitRestoreRequest(timeoutMilliseconds: p.pointee.timeout_ms) }
+        try unpackMessage(bytes, name: "AwaitRestoreRequest", rain__wallet__v1__await_restore_request__init) {
+            (p) throws(RainError) in AwaitRestoreRequest(timeoutMilliseconds: p.pointee.timeout_ms)
+        }
     }
     public func encode() throws(RainError) -> [UInt8] {
-        var m = Rain__Wallet__V1__AwaitRestoreRequest()
-        rain__wallet__v1__await_restore_request__init(&m)
+        var m = cMessage(rain__wallet__v1__await_restore_request__init)
         m.timeout_ms = timeoutMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__await_restore_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__await_restore_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension WatchRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WatchRequest {
-        try unpackMessage(
-            bytes, name: "WatchRequest", unpack: { rain__wallet__v1__watch_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__watch_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in WatchRequest() }
+        try unpackMessage(bytes, name: "WatchRequest", rain__wallet__v1__watch_request__init) { _ throws(RainError) in
+            WatchRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension WatchEvent {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WatchEvent {
-        try unpackMessage(
-            bytes, name: "Event", unpack: { rain__wallet__v1__event__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__event__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "Event", rain__wallet__v1__event__init) { (p) throws(RainError) in
             let m = p.pointee
             let kind: Kind
             switch m.type {
@@ -341,8 +283,7 @@ extension WatchEvent {
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__Event()
-        rain__wallet__v1__event__init(&m)
+        var m = cMessage(rain__wallet__v1__event__init)
         m.sequence = sequence
         switch kind {
         case .authState: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTH_STATE
@@ -356,36 +297,30 @@ extension WatchEvent {
         case nil: m.expiry_reason = RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_UNSPECIFIED
         }
         m.state = try cSessionState(state, arena)
-        return packMessage(
-            &m, size: { rain__wallet__v1__event__get_packed_size($0) }, pack: { rain__wallet__v1__event__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension ListOutboxRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ListOutboxRequest {
-        try unpackMessage(
-            bytes, name: "ListOutboxRequest", unpack: { rain__wallet__v1__list_outbox_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__list_outbox_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in ListOutboxRequest() }
+        try unpackMessage(bytes, name: "ListOutboxRequest", rain__wallet__v1__list_outbox_request__init) { _ throws(RainError) in
+            ListOutboxRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension ListOutboxResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ListOutboxResponse {
-        try unpackMessage(
-            bytes, name: "ListOutboxResponse", unpack: { rain__wallet__v1__list_outbox_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__list_outbox_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "ListOutboxResponse", rain__wallet__v1__list_outbox_response__init) {
+            (p) throws(RainError) in
             let m = p.pointee
-            var entries: [OutboxEntry] = []
-            if let list = m.entries {
-                for i in 0..<m.n_entries {
-                    guard let e = list[i]?.pointee else { continue }
-                    entries.append(
-                        OutboxEntry(
-                            contact: try readContact(e.contact), code: try readString(e.code, field: "code"),
-                            sentAt: Date(unixMilliseconds: e.sent_at_ms), appID: try readString(e.app_id, field: "app id")))
+            let entries = try readList(m.entries, count: m.n_entries) { (p) throws(RainError) in
+                try p.map { (e) throws(RainError) in
+                    OutboxEntry(
+                        contact: try readContact(e.pointee.contact), code: try readString(e.pointee.code, field: "code"),
+                        sentAt: Date(unixMilliseconds: e.pointee.sent_at_ms),
+                        appID: try readString(e.pointee.app_id, field: "app id"))
                 }
             }
             return ListOutboxResponse(entries: entries)
@@ -393,172 +328,107 @@ extension ListOutboxResponse {
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ListOutboxResponse()
-        rain__wallet__v1__list_outbox_response__init(&m)
-        var list: [UnsafeMutablePointer<Rain__Wallet__V1__OutboxEntry>?] = []
-        for e in entries {
-            var c = Rain__Wallet__V1__OutboxEntry()
-            rain__wallet__v1__outbox_entry__init(&c)
+        var m = cMessage(rain__wallet__v1__list_outbox_response__init)
+        (m.n_entries, m.entries) = try arena.list(entries) { (e) throws(RainError) in
+            var c = cMessage(rain__wallet__v1__outbox_entry__init)
             c.contact = try cContact(e.contact, arena)
             c.code = try arena.string(e.code, field: "code")
             c.sent_at_ms = e.sentAt.unixMilliseconds
             c.app_id = try arena.string(e.appID, field: "app id")
-            list.append(arena.box(c))
+            return arena.box(c)
         }
-        m.n_entries = list.count
-        m.entries = arena.array(list)
-        return packMessage(
-            &m, size: { rain__wallet__v1__list_outbox_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__list_outbox_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension SlowEchoRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SlowEchoRequest {
-        try unpackMessage(
-            bytes, name: "SlowEchoRequest", unpack: { rain__wallet__v1__slow_echo_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__slow_echo_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "SlowEchoRequest", rain__wallet__v1__slow_echo_request__init) { (p) throws(RainError) in
             SlowEchoRequest(delayMilliseconds: p.pointee.delay_ms, data: readBytes(p.pointee.data))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__SlowEchoRequest()
-        rain__wallet__v1__slow_echo_request__init(&m)
+        var m = cMessage(rain__wallet__v1__slow_echo_request__init)
         m.delay_ms = delayMilliseconds
         m.data = arena.bytes(data)
-        return packMessage(
-            &m, size: { rain__wallet__v1__slow_echo_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__slow_echo_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension SlowEchoResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SlowEchoResponse {
-        try unpackMessage(
-            bytes, name: "SlowEchoResponse", unpack: { rain__wallet__v1__slow_echo_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__slow_echo_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in SlowEchoResponse(data: readBytes(p.pointee.data)) }
+        try unpackMessage(bytes, name: "SlowEchoResponse", rain__wallet__v1__slow_echo_response__init) { (p) throws(RainError) in
+            SlowEchoResponse(data: readBytes(p.pointee.data))
+        }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__SlowEchoResponse()
-        rain__wallet__v1__slow_echo_response__init(&m)
+        var m = cMessage(rain__wallet__v1__slow_echo_response__init)
         m.data = arena.bytes(data)
-        return packMessage(
-            &m, size: { rain__wallet__v1__slow_echo_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__slow_echo_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension RefreshSessionRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> RefreshSessionRequest {
-        try unpackMessage(
-            bytes, name: "RefreshSessionRequest",
-            unpack: { rain__wallet__v1__refresh_session_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__refresh_session_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in RefreshSessionRequest() }
+        try unpackMessage(bytes, name: "RefreshSessionRequest", rain__wallet__v1__refresh_session_request__init) {
+            _ throws(RainError) in RefreshSessionRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension GetAccountRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetAccountRequest {
-        try unpackMessage(
-            bytes, name: "GetAccountRequest", unpack: { rain__wallet__v1__get_account_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__get_account_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in GetAccountRequest() }
+        try unpackMessage(bytes, name: "GetAccountRequest", rain__wallet__v1__get_account_request__init) { _ throws(RainError) in
+            GetAccountRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension AccountResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountResponse {
-        try unpackMessage(
-            bytes, name: "AccountResponse", unpack: { rain__wallet__v1__account_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__account_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            var contacts: [RainWalletContact] = []
-            if let list = m.contacts {
-                for i in 0..<m.n_contacts {
-                    if let c = try readContact(list[i]) { contacts.append(c) }
-                }
-            }
-            var passkeys: [PasskeyInfo] = []
-            if let list = m.passkeys {
-                for i in 0..<m.n_passkeys {
-                    if let passkey = try readPasskeyInfo(list[i]) { passkeys.append(passkey) }
-                }
-            }
-            return AccountResponse(
-                accountID: try readString(m.account_id, field: "account id"),
-                walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
-                contacts: contacts, needsBackupEmail: m.needs_backup_email != 0, passkeys: passkeys)
+        try unpackMessage(bytes, name: "AccountResponse", rain__wallet__v1__account_response__init) { (p) throws(RainError) in
+            AccountResponse(try p.pointee.account())
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__AccountResponse()
-        rain__wallet__v1__account_response__init(&m)
-        m.account_id = try arena.string(accountID, field: "account id")
-        m.wallet_id = try arena.string(walletID, field: "wallet id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        var list: [UnsafeMutablePointer<Rain__Wallet__V1__Contact>?] = []
-        for c in contacts { list.append(try cContact(c, arena)) }
-        m.n_contacts = list.count
-        m.contacts = arena.array(list)
-        m.needs_backup_email = needsBackupEmail ? 1 : 0
-        var passkeyList: [UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?] = []
-        for passkey in passkeys { passkeyList.append(try cPasskeyInfo(passkey, arena)) }
-        m.n_passkeys = passkeyList.count
-        m.passkeys = arena.array(passkeyList)
-        return packMessage(
-            &m, size: { rain__wallet__v1__account_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__account_response__pack($0, $1) })
+        var m = cMessage(rain__wallet__v1__account_response__init)
+        try m.set(self, arena)
+        return packMessage(&m)
     }
 }
 
 extension ConfigureProfileRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfigureProfileRequest {
-        try unpackMessage(
-            bytes, name: "ConfigureProfileRequest",
-            unpack: { rain__wallet__v1__configure_profile_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__configure_profile_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "ConfigureProfileRequest", rain__wallet__v1__configure_profile_request__init) {
+            (p) throws(RainError) in
             ConfigureProfileRequest(passkeyDomain: try readString(p.pointee.passkey_domain, field: "passkey domain"))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ConfigureProfileRequest()
-        rain__wallet__v1__configure_profile_request__init(&m)
+        var m = cMessage(rain__wallet__v1__configure_profile_request__init)
         m.passkey_domain = try arena.string(passkeyDomain, field: "passkey domain")
-        return packMessage(
-            &m, size: { rain__wallet__v1__configure_profile_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__configure_profile_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension ConfigureProfileResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfigureProfileResponse {
-        try unpackMessage(
-            bytes, name: "ConfigureProfileResponse",
-            unpack: { rain__wallet__v1__configure_profile_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__configure_profile_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "ConfigureProfileResponse", rain__wallet__v1__configure_profile_response__init) {
+            (p) throws(RainError) in
             ConfigureProfileResponse(passkeyDomain: try readString(p.pointee.passkey_domain, field: "passkey domain"))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ConfigureProfileResponse()
-        rain__wallet__v1__configure_profile_response__init(&m)
+        var m = cMessage(rain__wallet__v1__configure_profile_response__init)
         m.passkey_domain = try arena.string(passkeyDomain, field: "passkey domain")
-        return packMessage(
-            &m, size: { rain__wallet__v1__configure_profile_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__configure_profile_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
@@ -581,118 +451,77 @@ private func readChain(_ chain: Rain__Wallet__V1__Chain) -> RainChain? {
 
 extension GetWalletRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetWalletRequest {
-        try unpackMessage(
-            bytes, name: "GetWalletRequest", unpack: { rain__wallet__v1__get_wallet_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__get_wallet_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in GetWalletRequest() }
+        try unpackMessage(bytes, name: "GetWalletRequest", rain__wallet__v1__get_wallet_request__init) { _ throws(RainError) in
+            GetWalletRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension WalletResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletResponse {
-        try unpackMessage(
-            bytes, name: "WalletResponse", unpack: { rain__wallet__v1__wallet_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__wallet_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            return WalletResponse(
-                walletID: try readString(m.wallet_id, field: "wallet id"), createdAt: Date(unixMilliseconds: m.created_at_ms),
-                ethereumAddress: try readString(m.ethereum_address, field: "ethereum address"),
-                solanaAddress: try readString(m.solana_address, field: "solana address"))
+        try unpackMessage(bytes, name: "WalletResponse", rain__wallet__v1__wallet_response__init) { (p) throws(RainError) in
+            WalletResponse(try p.pointee.wallet())
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__WalletResponse()
-        rain__wallet__v1__wallet_response__init(&m)
-        m.wallet_id = try arena.string(walletID, field: "wallet id")
-        m.created_at_ms = createdAt.unixMilliseconds
-        m.ethereum_address = try arena.string(ethereumAddress, field: "ethereum address")
-        m.solana_address = try arena.string(solanaAddress, field: "solana address")
-        return packMessage(
-            &m, size: { rain__wallet__v1__wallet_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__wallet_response__pack($0, $1) })
+        var m = cMessage(rain__wallet__v1__wallet_response__init)
+        try m.set(self, arena)
+        return packMessage(&m)
     }
 }
 
 extension ExportRecoveryPhraseRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportRecoveryPhraseRequest {
-        try unpackMessage(
-            bytes, name: "ExportRecoveryPhraseRequest",
-            unpack: { rain__wallet__v1__export_recovery_phrase_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__export_recovery_phrase_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in ExportRecoveryPhraseRequest() }
+        try unpackMessage(bytes, name: "ExportRecoveryPhraseRequest", rain__wallet__v1__export_recovery_phrase_request__init) {
+            _ throws(RainError) in ExportRecoveryPhraseRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension ExportRecoveryPhraseResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportRecoveryPhraseResponse {
-        try unpackMessage(
-            bytes, name: "ExportRecoveryPhraseResponse",
-            unpack: { rain__wallet__v1__export_recovery_phrase_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__export_recovery_phrase_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            var words: [String] = []
-            if let list = m.words {
-                for i in 0..<m.n_words { words.append(try readString(list[i], field: "word")) }
-            }
-            return ExportRecoveryPhraseResponse(words: words)
+        try unpackMessage(bytes, name: "ExportRecoveryPhraseResponse", rain__wallet__v1__export_recovery_phrase_response__init) {
+            (p) throws(RainError) in
+            ExportRecoveryPhraseResponse(words: try readStrings(p.pointee.words, count: p.pointee.n_words, field: "word"))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ExportRecoveryPhraseResponse()
-        rain__wallet__v1__export_recovery_phrase_response__init(&m)
-        var list: [UnsafeMutablePointer<CChar>?] = []
-        for w in words { list.append(try arena.string(w, field: "word")) }
-        m.n_words = list.count
-        m.words = arena.array(list)
-        return packMessage(
-            &m, size: { rain__wallet__v1__export_recovery_phrase_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__export_recovery_phrase_response__pack($0, $1) })
+        var m = cMessage(rain__wallet__v1__export_recovery_phrase_response__init)
+        (m.n_words, m.words) = try arena.strings(words, field: "word")
+        return packMessage(&m)
     }
 }
 
 extension ExportPrivateKeyRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportPrivateKeyRequest {
-        try unpackMessage(
-            bytes, name: "ExportPrivateKeyRequest",
-            unpack: { rain__wallet__v1__export_private_key_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__export_private_key_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in ExportPrivateKeyRequest(chain: readChain(p.pointee.chain)) }
+        try unpackMessage(bytes, name: "ExportPrivateKeyRequest", rain__wallet__v1__export_private_key_request__init) {
+            (p) throws(RainError) in ExportPrivateKeyRequest(chain: readChain(p.pointee.chain))
+        }
     }
     public func encode() throws(RainError) -> [UInt8] {
-        var m = Rain__Wallet__V1__ExportPrivateKeyRequest()
-        rain__wallet__v1__export_private_key_request__init(&m)
+        var m = cMessage(rain__wallet__v1__export_private_key_request__init)
         m.chain = cChain(chain)
-        return packMessage(
-            &m, size: { rain__wallet__v1__export_private_key_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__export_private_key_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension ExportPrivateKeyResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> ExportPrivateKeyResponse {
-        try unpackMessage(
-            bytes, name: "ExportPrivateKeyResponse",
-            unpack: { rain__wallet__v1__export_private_key_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__export_private_key_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "ExportPrivateKeyResponse", rain__wallet__v1__export_private_key_response__init) {
+            (p) throws(RainError) in
             ExportPrivateKeyResponse(
                 chain: readChain(p.pointee.chain), privateKey: try readString(p.pointee.private_key, field: "private key"))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__ExportPrivateKeyResponse()
-        rain__wallet__v1__export_private_key_response__init(&m)
+        var m = cMessage(rain__wallet__v1__export_private_key_response__init)
         m.chain = cChain(chain)
         m.private_key = try arena.string(privateKey, field: "private key")
-        return packMessage(
-            &m, size: { rain__wallet__v1__export_private_key_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__export_private_key_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }

@@ -193,6 +193,13 @@ public struct AccountResponse: WireMessage, Equatable {
         self.needsBackupEmail = needsBackupEmail
         self.passkeys = passkeys
     }
+
+    /// What Account/Get answers for an authority's `AccountInfo`.
+    public init(_ info: AccountInfo) {
+        self.init(
+            accountID: info.accountID, walletID: info.walletID, createdAt: info.createdAt, contacts: info.contacts,
+            needsBackupEmail: info.needsBackupEmail, passkeys: info.passkeys)
+    }
 }
 
 /// `Contact/ConfirmVerification` request: the code the user received.
@@ -238,6 +245,13 @@ public struct WalletResponse: WireMessage, Equatable {
         self.createdAt = createdAt
         self.ethereumAddress = ethereumAddress
         self.solanaAddress = solanaAddress
+    }
+
+    /// What Wallet/Get answers for an authority's `WalletInfo`.
+    public init(_ info: WalletInfo) {
+        self.init(
+            walletID: info.walletID, createdAt: info.createdAt, ethereumAddress: info.ethereumAddress,
+            solanaAddress: info.solanaAddress)
     }
 }
 

@@ -7,21 +7,17 @@ import RainCore
 
 extension BeginPasskeyRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> BeginPasskeyRequest {
-        try unpackMessage(
-            bytes, name: "PasskeyBeginRequest", unpack: { rain__wallet__v1__passkey_begin_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__passkey_begin_request__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in BeginPasskeyRequest() }
+        try unpackMessage(bytes, name: "PasskeyBeginRequest", rain__wallet__v1__passkey_begin_request__init) {
+            _ throws(RainError) in BeginPasskeyRequest()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }
 
 extension BeginPasskeyResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> BeginPasskeyResponse {
-        try unpackMessage(
-            bytes, name: "PasskeyBeginResponse",
-            unpack: { rain__wallet__v1__passkey_begin_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__passkey_begin_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "PasskeyBeginResponse", rain__wallet__v1__passkey_begin_response__init) {
+            (p) throws(RainError) in
             BeginPasskeyResponse(
                 ceremonyID: try readString(p.pointee.ceremony_id, field: "ceremony id"),
                 optionsJSON: try readString(p.pointee.options_json, field: "options json"),
@@ -31,25 +27,19 @@ extension BeginPasskeyResponse {
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__PasskeyBeginResponse()
-        rain__wallet__v1__passkey_begin_response__init(&m)
+        var m = cMessage(rain__wallet__v1__passkey_begin_response__init)
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony id")
         m.options_json = try arena.string(optionsJSON, field: "options json")
         m.origin = try arena.string(origin, field: "origin")
         m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_begin_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_begin_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension FinishPasskeyRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> FinishPasskeyRequest {
-        try unpackMessage(
-            bytes, name: "PasskeyFinishRequest",
-            unpack: { rain__wallet__v1__passkey_finish_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__passkey_finish_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "PasskeyFinishRequest", rain__wallet__v1__passkey_finish_request__init) {
+            (p) throws(RainError) in
             FinishPasskeyRequest(
                 ceremonyID: try readString(p.pointee.ceremony_id, field: "ceremony id"),
                 responseJSON: try readString(p.pointee.response_json, field: "response json"))
@@ -57,67 +47,50 @@ extension FinishPasskeyRequest {
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__PasskeyFinishRequest()
-        rain__wallet__v1__passkey_finish_request__init(&m)
+        var m = cMessage(rain__wallet__v1__passkey_finish_request__init)
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony id")
         m.response_json = try arena.string(responseJSON, field: "response json")
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_finish_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_finish_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension FinishPasskeyResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> FinishPasskeyResponse {
-        try unpackMessage(
-            bytes, name: "PasskeyFinishResponse",
-            unpack: { rain__wallet__v1__passkey_finish_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__passkey_finish_response__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "PasskeyFinishResponse", rain__wallet__v1__passkey_finish_response__init) {
+            (p) throws(RainError) in
             FinishPasskeyResponse(
                 session: try readSessionState(p.pointee.session), accountCreated: p.pointee.account_created != 0)
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__PasskeyFinishResponse()
-        rain__wallet__v1__passkey_finish_response__init(&m)
+        var m = cMessage(rain__wallet__v1__passkey_finish_response__init)
         m.session = try cSessionState(session, arena)
         m.account_created = accountCreated ? 1 : 0
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_finish_response__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_finish_response__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension CancelPasskeyRequest {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> CancelPasskeyRequest {
-        try unpackMessage(
-            bytes, name: "PasskeyCancelRequest",
-            unpack: { rain__wallet__v1__passkey_cancel_request__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__passkey_cancel_request__free_unpacked($0, $1) }
-        ) { (p) throws(RainError) in
+        try unpackMessage(bytes, name: "PasskeyCancelRequest", rain__wallet__v1__passkey_cancel_request__init) {
+            (p) throws(RainError) in
             CancelPasskeyRequest(ceremonyID: try readString(p.pointee.ceremony_id, field: "ceremony id"))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
-        var m = Rain__Wallet__V1__PasskeyCancelRequest()
-        rain__wallet__v1__passkey_cancel_request__init(&m)
+        var m = cMessage(rain__wallet__v1__passkey_cancel_request__init)
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony id")
-        return packMessage(
-            &m, size: { rain__wallet__v1__passkey_cancel_request__get_packed_size($0) },
-            pack: { rain__wallet__v1__passkey_cancel_request__pack($0, $1) })
+        return packMessage(&m)
     }
 }
 
 extension CancelPasskeyResponse {
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> CancelPasskeyResponse {
-        try unpackMessage(
-            bytes, name: "PasskeyCancelResponse",
-            unpack: { rain__wallet__v1__passkey_cancel_response__unpack($0, $1, $2) },
-            free: { rain__wallet__v1__passkey_cancel_response__free_unpacked($0, $1) }
-        ) { _ throws(RainError) in CancelPasskeyResponse() }
+        try unpackMessage(bytes, name: "PasskeyCancelResponse", rain__wallet__v1__passkey_cancel_response__init) {
+            _ throws(RainError) in CancelPasskeyResponse()
+        }
     }
     public func encode() throws(RainError) -> [UInt8] { [] }
 }

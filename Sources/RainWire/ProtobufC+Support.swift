@@ -65,51 +65,61 @@ final class CArena {
     }
 }
 
-/// Packs a C message with its typed size and pack functions.
-func packMessage<T>(
-    _ message: inout T, size: (UnsafePointer<T>) -> Int, pack: (UnsafePointer<T>, UnsafeMutablePointer<UInt8>) -> Int
-) -> [UInt8] {
+/// A fresh C message, set up (descriptor and defaults) by its generated `__init` function.
+func cMessage<T>(_ initialize: (UnsafeMutablePointer<T>) -> Void) -> T {
+    let p = UnsafeMutablePointer<T>.allocate(capacity: 1)
+    defer { p.deallocate() }
+    initialize(p)
+    return p.move()
+}
+
+/// The `ProtobufCMessage` base every generated message struct starts with.
+private func cBase<T>(_ p: UnsafePointer<T>) -> UnsafePointer<ProtobufCMessage> {
+    UnsafeRawPointer(p).assumingMemoryBound(to: ProtobufCMessage.self)
+}
+
+/// Packs a C message made by ``cMessage(_:)`` (its base carries the descriptor).
+func packMessage<T>(_ message: inout T) -> [UInt8] {
     withUnsafePointer(to: &message) { p -> [UInt8] in
-        let n = size(p)
+        let base = cBase(p)
+        let n = protobuf_c_message_get_packed_size(base)
         guard n > 0 else { return [] }
         return [UInt8](unsafeUninitializedCapacity: n) { buf, count in
-            guard let base = buf.baseAddress else {
+            guard let out = buf.baseAddress else {
                 count = 0
                 return
             }
-            count = pack(p, base)
+            count = protobuf_c_message_pack(base, out)
         }
     }
 }
 
-/// Unpacks bytes with a typed unpack function, reads the C message with `read` and frees it.
+/// Unpacks bytes as the C message `initialize` sets up (its generated `__init`), reads it with
+/// `read` and frees it.
 func unpackMessage<T, R>(
-    _ bytes: [UInt8], name: String,
-    unpack: (UnsafeMutablePointer<ProtobufCAllocator>?, Int, UnsafePointer<UInt8>?) -> UnsafeMutablePointer<T>?,
-    free: (UnsafeMutablePointer<T>?, UnsafeMutablePointer<ProtobufCAllocator>?) -> Void,
+    _ bytes: [UInt8], name: String, _ initialize: (UnsafeMutablePointer<T>) -> Void,
     read: (UnsafeMutablePointer<T>) throws(RainError) -> R
 ) throws(RainError) -> R {
-    let message: UnsafeMutablePointer<T>? = bytes.withUnsafeBufferPointer { buf in
+    var empty = cMessage(initialize)
+    let descriptor = withUnsafePointer(to: &empty) { cBase($0).pointee.descriptor }
+    let message: UnsafeMutablePointer<ProtobufCMessage>? = bytes.withUnsafeBufferPointer { buf in
         // protobuf-c never dereferences data when len is 0, but give it a valid pointer anyway.
-        if let base = buf.baseAddress { return unpack(nil, buf.count, base) }
+        if let base = buf.baseAddress { return protobuf_c_message_unpack(descriptor, nil, buf.count, base) }
         var zero: UInt8 = 0
-        return withUnsafePointer(to: &zero) { unpack(nil, 0, $0) }
+        return withUnsafePointer(to: &zero) { protobuf_c_message_unpack(descriptor, nil, 0, $0) }
     }
-    guard let message else {
+    guard let descriptor, let message else {
         throw RainError(
             .invalidArgument, "undecodable \(name): the bytes are not a valid protobuf \(name)",
             details: .init(reason: "undecodable_payload"))
     }
-    defer { free(message, nil) }
+    defer { protobuf_c_message_free_unpacked(message, nil) }
     // protobuf-c hands strings back as C strings, which end at the first NUL: "a@b.co\0@x.example"
     // would silently read as "a@b.co". Refuse any string field that carries a NUL, from the wire bytes.
-    let descriptor = UnsafeRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self).pointee.descriptor
-    if let descriptor {
-        try bytes.withUnsafeBufferPointer { (buf) throws(RainError) in
-            try refuseNULInStrings(buf, descriptor: descriptor, name: name, depth: 0)
-        }
+    try bytes.withUnsafeBufferPointer { (buf) throws(RainError) in
+        try refuseNULInStrings(buf, descriptor: descriptor, name: name, depth: 0)
     }
-    return try read(message)
+    return try read(UnsafeMutableRawPointer(message).assumingMemoryBound(to: T.self))
 }
 
 /// Walks protobuf wire bytes (already accepted by protobuf-c) and refuses a string field, at any
@@ -175,4 +185,42 @@ func readString(_ p: UnsafeMutablePointer<CChar>?, field: String) throws(RainErr
 func readBytes(_ b: ProtobufCBinaryData) -> [UInt8] {
     guard b.len > 0, let data = b.data else { return [] }
     return Array(UnsafeBufferPointer(start: data, count: b.len))
+}
+
+/// Reads a protobuf-c repeated field: `count` elements at `list` (nil reads as empty). An element
+/// `read` maps to nil (an absent submessage) is skipped.
+func readList<E, R>(
+    _ list: UnsafeMutablePointer<E>?, count: Int, _ read: (E) throws(RainError) -> R?
+) throws(RainError) -> [R] {
+    guard let list else { return [] }
+    var values: [R] = []
+    for i in 0..<count {
+        if let value = try read(list[i]) { values.append(value) }
+    }
+    return values
+}
+
+/// Reads a protobuf-c repeated string field.
+func readStrings(
+    _ list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, count: Int, field: String
+) throws(RainError) -> [String] {
+    try readList(list, count: count) { (p) throws(RainError) in try readString(p, field: field) }
+}
+
+extension CArena {
+    /// A repeated field: one element per value, made by `make`; the count and the C array.
+    func list<V, E>(
+        _ values: [V], _ make: (V) throws(RainError) -> E?
+    ) throws(RainError) -> (count: Int, array: UnsafeMutablePointer<E?>?) {
+        var elements: [E?] = []
+        for value in values { elements.append(try make(value)) }
+        return (elements.count, array(elements))
+    }
+
+    /// A repeated string field: the count and the C array of C strings.
+    func strings(
+        _ values: [String], field: String
+    ) throws(RainError) -> (count: Int, array: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) {
+        try list(values) { (s) throws(RainError) in try string(s, field: field) }
+    }
 }
