@@ -182,8 +182,11 @@ struct CountingDirectReads: DirectAuthorityReads {
     }
 }
 
+/// Polls `condition` until it holds. The bound is generous (60 s) and only matters on failure: the
+/// swift test process also runs suites that block the two-thread concurrency pool for seconds
+/// (processes waited for), so a tight bound turns a busy moment into a failure.
 func eventually(_ what: String, _ condition: () async -> Bool) async {
-    let deadline = ContinuousClock.now + .seconds(10)
+    let deadline = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < deadline {
         if await condition() { return }
         try? await Task.sleep(for: .milliseconds(2))
