@@ -1,7 +1,6 @@
 import Foundation
 import RainAuthority
 import RainAuthorityAPI
-import RainStore
 import RainCore
 import RainWire
 

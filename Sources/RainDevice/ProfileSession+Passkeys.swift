@@ -1,6 +1,5 @@
 import RainAuthority
 import RainAuthorityAPI
-import RainStore
 import RainCore
 import RainWire
 

@@ -4,7 +4,6 @@ import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
-import RainStore
 import RainWire
 
 /// Shared dependencies of every profile.

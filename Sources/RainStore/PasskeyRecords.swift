@@ -1,15 +1,6 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
-
-/// What a passkey ceremony is for.
-package enum PasskeyCeremonyKind: String, Sendable, Equatable, CaseIterable {
-    /// Registration that creates a new account and wallet.
-    case signUp = "sign_up"
-    /// Registration that adds a passkey to the account of a live session.
-    case add
-    /// Authentication (login).
-    case login
-}
 
 // MARK: - Store records
 

@@ -13,9 +13,12 @@ public struct AnyRoute<Context: Sendable>: Sendable {
     public let requestType: any WireMessage.Type
     /// The response message type.
     public let responseType: any WireMessage.Type
-    let dispatch: @Sendable (WireRequest, RequestContext, Context, RouteRunner) -> HandlerDecision
+    @usableFromInline let dispatch: @Sendable (WireRequest, RequestContext, Context, RouteRunner) -> HandlerDecision
 
     /// Erases a route's message types.
+    /// Inlinable, so each declaration's dispatch is specialized for its messages where the table is
+    /// built: no generic metadata is looked up per call.
+    @inlinable
     public init<Request, Response>(_ route: Route<Context, Request, Response>) {
         method = route.method
         placement = route.placement
@@ -29,6 +32,7 @@ public struct AnyRoute<Context: Sendable>: Sendable {
 /// Collects route declarations; `if` includes a route only where it is enabled.
 @resultBuilder
 public enum RouteTableBuilder<Context: Sendable> {
+    @inlinable
     public static func buildExpression<Request, Response>(_ route: Route<Context, Request, Response>) -> [AnyRoute<Context>] {
         [AnyRoute(route)]
     }
@@ -93,9 +97,9 @@ public struct RouteTable<Context: Sendable>: Sendable {
     public let routes: [AnyRoute<Context>]
     /// Methods declared more than once (only the first declaration is served).
     public let duplicateMethods: [String]
-    private let byMethod: [String: AnyRoute<Context>]
-    private let runner: RouteRunner
-    private let unknownMethod: UnknownMethodAnswer
+    @usableFromInline let byMethod: [String: AnyRoute<Context>]
+    @usableFromInline let runner: RouteRunner
+    @usableFromInline let unknownMethod: UnknownMethodAnswer
 
     /// Builds a table.
     /// - Parameters:
@@ -148,6 +152,7 @@ public struct RouteTable<Context: Sendable>: Sendable {
     ///   - request: the request.
     ///   - context: the server's context of the call (its responder).
     ///   - call: what the service supplies to the handler.
+    @inlinable
     public func handle(_ request: WireRequest, context: RequestContext, call: Context) -> HandlerDecision {
         guard let route = byMethod[request.method] else {
             return .respond(.failure(unknownMethod.error(for: request.method)))
@@ -158,6 +163,7 @@ public struct RouteTable<Context: Sendable>: Sendable {
 
 extension Route {
     /// Decodes the payload and runs the handler where its placement says.
+    @inlinable
     func dispatch(_ request: WireRequest, _ context: RequestContext, _ call: Context, _ runner: RouteRunner) -> HandlerDecision {
         let decoded: Request
         do {
@@ -200,6 +206,7 @@ extension Route {
 }
 
 /// What a table's task-run routes share: the deadline clock and the outcome log.
+@usableFromInline
 final class RouteRunner: Sendable {
     let clock: (any RainClock)?
     let outcomeLog: RouteOutcomeLog
@@ -212,6 +219,7 @@ final class RouteRunner: Sendable {
     /// With a `timeout_ms` (else the route's default deadline), answers RAIN_501 `deadline_exceeded`
     /// when it passes first. The work itself goes on (a sent code cannot be unsent); the server drops
     /// whichever answer comes later.
+    @usableFromInline
     func armDeadline(_ request: WireRequest, _ policy: RoutePolicy, _ responder: Responder) {
         guard let clock else { return }
         let milliseconds: Int64
@@ -233,6 +241,7 @@ final class RouteRunner: Sendable {
     }
 
     /// Runs `body` in a task and answers with its outcome.
+    @usableFromInline
     func run<Context: Sendable, Request: WireMessage, Response: WireMessage>(
         _ request: Request, _ call: Context, _ method: String, _ responder: Responder,
         _ body: @escaping @Sendable (Request, Context) async throws(RainError) -> Response
@@ -247,6 +256,7 @@ final class RouteRunner: Sendable {
     }
 
     /// Answers a call and logs its outcome.
+    @usableFromInline
     func finish<Response: WireMessage>(_ result: Result<Response, RainError>, _ method: String, _ responder: Responder) {
         do throws(RainError) {
             let response = try result.get()

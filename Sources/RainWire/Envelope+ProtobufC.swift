@@ -34,16 +34,19 @@ extension Envelope {
     }
 
     private func cEnvelope(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__Envelope {
-        var env = cMessage(rain__wallet__v1__envelope__init)
+        var env = Rain__Wallet__V1__Envelope()
+        rain__wallet__v1__envelope__init(&env)
         env.request_id = requestID
         switch kind {
         case .request(let r):
-            var req = cMessage(rain__wallet__v1__request__init)
+            var req = Rain__Wallet__V1__Request()
+            rain__wallet__v1__request__init(&req)
             req.method = try arena.string(r.method, field: "method")
             req.payload = arena.bytes(r.payload)
             req.timeout_ms = r.timeoutMilliseconds
             (req.n_metadata, req.metadata) = try arena.list(r.metadata) { (m) throws(RainError) in
-                var e = cMessage(rain__wallet__v1__metadata_entry__init)
+                var e = Rain__Wallet__V1__MetadataEntry()
+                rain__wallet__v1__metadata_entry__init(&e)
                 e.key = try arena.string(m.key, field: "metadata key")
                 e.value = try arena.string(m.value, field: "metadata value")
                 return arena.box(e)
@@ -51,7 +54,8 @@ extension Envelope {
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_REQUEST
             env.request = arena.box(req)
         case .response(let r):
-            var resp = cMessage(rain__wallet__v1__response__init)
+            var resp = Rain__Wallet__V1__Response()
+            rain__wallet__v1__response__init(&resp)
             resp.payload = arena.bytes(r.payload)
             if !r.status.isOK {
                 resp.status = arena.box(try cStatus(r.status, arena))
@@ -59,31 +63,38 @@ extension Envelope {
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_RESPONSE
             env.response = arena.box(resp)
         case .stream(let payload):
-            var s = cMessage(rain__wallet__v1__stream_message__init)
+            var s = Rain__Wallet__V1__StreamMessage()
+            rain__wallet__v1__stream_message__init(&s)
             s.payload = arena.bytes(payload)
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_STREAM
             env.stream = arena.box(s)
         case .cancel:
             env.kind_case = RAIN__WALLET__V1__ENVELOPE__KIND_CANCEL
-            env.cancel = arena.box(cMessage(rain__wallet__v1__cancel__init))
+            var c = Rain__Wallet__V1__Cancel()
+            rain__wallet__v1__cancel__init(&c)
+            env.cancel = arena.box(c)
         }
         return env
     }
 
     private func cStatus(_ status: WireStatus, _ arena: CArena) throws(RainError) -> Rain__Wallet__V1__Status {
-        var s = cMessage(rain__wallet__v1__status__init)
+        var s = Rain__Wallet__V1__Status()
+        rain__wallet__v1__status__init(&s)
         s.code = status.code
         s.message = try arena.string(status.message, field: "status message")
         let d = status.details
         if !d.isEmpty {
-            var cd = cMessage(rain__wallet__v1__error_details__init)
+            var cd = Rain__Wallet__V1__ErrorDetails()
+            rain__wallet__v1__error_details__init(&cd)
             if let a = d.attemptsRemaining {
-                var v = cMessage(rain__wallet__v1__uint32_value__init)
+                var v = Rain__Wallet__V1__UInt32Value()
+                rain__wallet__v1__uint32_value__init(&v)
                 v.value = a
                 cd.attempts_remaining = arena.box(v)
             }
             if let r = d.retryAfterMilliseconds {
-                var v = cMessage(rain__wallet__v1__uint64_value__init)
+                var v = Rain__Wallet__V1__UInt64Value()
+                rain__wallet__v1__uint64_value__init(&v)
                 v.value = r
                 cd.retry_after_ms = arena.box(v)
             }
@@ -92,7 +103,8 @@ extension Envelope {
             cd.authority_unreachable = d.isAuthorityUnreachable ? 1 : 0
             cd.limit = try arena.string(d.limit ?? "", field: "limit")
             if let at = d.retryAfter, at.unixMilliseconds >= 0 {
-                var v = cMessage(rain__wallet__v1__uint64_value__init)
+                var v = Rain__Wallet__V1__UInt64Value()
+                rain__wallet__v1__uint64_value__init(&v)
                 v.value = UInt64(at.unixMilliseconds)
                 cd.retry_after_unix_ms = arena.box(v)
             }
