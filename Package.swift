@@ -58,8 +58,7 @@ let package = Package(
         .target(
             name: "RainDevice",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
-                "RainAuthority",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainAuthority",
             ]),
         // rainwalletd's lifecycle for both roles (device, authority): flags, paths, start, drain, stop.
         .target(
