@@ -8,21 +8,22 @@ import Testing
 
 @testable import RainDevice
 
-/// A `DeviceService` served by a real `EventLoopServer` on a Unix socket, its loop on a thread.
-final class ServedDevice: Sendable {
+/// A handler (a `DeviceService`, a test's route table) served by a real `EventLoopServer` on a Unix
+/// socket, its loop on a thread.
+final class ServedHandler: Sendable {
     let server: EventLoopServer
     let socketPath: String
     private let isFinished = Mutex(false)
 
-    init(_ service: DeviceService, directory: String, logger: Logger) throws {
-        socketPath = directory + "/d.sock"
+    init(_ handler: any ServerHandler, directory: String, logger: Logger) throws {
+        socketPath = directory + "/s.sock"
         let fd = try UnixSocket.listen(path: socketPath, mode: 0o600)
-        server = try EventLoopServer(listeningSocket: fd, options: ServerOptions(), handler: service, logger: logger)
+        server = try EventLoopServer(listeningSocket: fd, options: ServerOptions(), handler: handler, logger: logger)
         let thread = Thread { [self] in
             server.run()
             isFinished.withLock { $0 = true }
         }
-        thread.name = "test.device.loop"
+        thread.name = "test.served.loop"
         thread.start()
     }
 
@@ -39,7 +40,7 @@ final class ServedDevice: Sendable {
 /// actor) while the profile has a live session, and fall back to the actor for everything else.
 @Suite struct DirectReadPathTests {
     static func serve(_ f: SchedulerFixture, _ body: (ClientConnection) async throws -> Void) async throws {
-        let served = try ServedDevice(f.service, directory: f.dir.path, logger: f.logger)
+        let served = try ServedHandler(f.service, directory: f.dir.path, logger: f.logger)
         let connection = try ClientConnection(path: served.socketPath)
         do {
             try await body(connection)

@@ -149,35 +149,6 @@ final class TableHandler: ServerHandler {
     func connectionClosed(_ connection: ConnectionID) {}
 }
 
-/// A `RouteTable` served by a real `EventLoopServer` on a Unix socket, its loop on a thread.
-final class ServedTable: Sendable {
-    let server: EventLoopServer
-    let socketPath: String
-    private let isFinished = Mutex(false)
-
-    init(_ table: RouteTable<String>, directory: String) throws {
-        socketPath = directory + "/t.sock"
-        let fd = try UnixSocket.listen(path: socketPath, mode: 0o600)
-        server = try EventLoopServer(
-            listeningSocket: fd, options: ServerOptions(), handler: TableHandler(table),
-            logger: Logger(label: "test", sink: CapturingLogSink()))
-        let thread = Thread { [self] in
-            server.run()
-            isFinished.withLock { $0 = true }
-        }
-        thread.name = "test.table.loop"
-        thread.start()
-    }
-
-    func stop() async {
-        server.stop(drainTimeout: .milliseconds(200))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !isFinished.withLock({ $0 }) && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-    }
-}
-
 /// Counts calls from any thread.
 final class CallCounter: Sendable {
     private let count = Mutex(0)
@@ -238,7 +209,8 @@ final class CallCounter: Sendable {
 
     static func serve(_ table: RouteTable<String>, _ body: (ClientConnection) async throws -> Void) async throws {
         let dir = TempDir()
-        let served = try ServedTable(table, directory: dir.path)
+        let served = try ServedHandler(
+            TableHandler(table), directory: dir.path, logger: Logger(label: "test", sink: CapturingLogSink()))
         let connection = try ClientConnection(path: served.socketPath)
         do {
             try await body(connection)
