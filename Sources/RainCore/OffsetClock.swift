@@ -91,6 +91,14 @@ public final class OffsetClock: RainClock {
 
     /// The file changed (or not): applies a new offset and fires or re-arms the pending timers.
     private func poll() {
+        // The file moves the daemon's clock: take it only from a regular file of this uid that no
+        // one else may write, never through a symbolic link, and never larger than a number.
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }  // missing: nothing to apply
+        if let problem = Self.problem(with: info) {
+            refuse("(file \(problem))", reason: problem)
+            return
+        }
         guard let data = FileManager.default.contents(atPath: path) else { return }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let milliseconds = Int64(text), milliseconds.multipliedReportingOverflow(by: 1_000_000).overflow == false else {
@@ -116,6 +124,15 @@ public final class OffsetClock: RainClock {
             logger.info("clock.advanced", ["offsetMilliseconds": "\(milliseconds)"])
         case false?: break
         }
+    }
+
+    /// Why the offset file may not be trusted, or nil.
+    static func problem(with info: stat) -> String? {
+        if (info.st_mode & S_IFMT) != S_IFREG { return "not a regular file (a symbolic link is never followed)" }
+        if info.st_uid != getuid() { return "owned by uid \(info.st_uid), not by this daemon's uid \(getuid())" }
+        if info.st_mode & (S_IWGRP | S_IWOTH) != 0 { return "writable by group or others; chmod 600 it" }
+        if info.st_size > 64 { return "larger than 64 bytes" }
+        return nil
     }
 
     private func refuse(_ text: String, reason: String) {

@@ -148,6 +148,34 @@ import Testing
         #expect(sink.captured.contains { $0.contains("clock.offset_refused") })
     }
 
+    @Test func aFileOthersMayWriteOrASymlinkIsRefused() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try file.advance(by: .seconds(1))
+        let sink = CapturingLogSink()
+        let clock = makeClock(sink)
+        // Writable by others: refused, the offset stays.
+        try "5000".write(toFile: file.path, atomically: true, encoding: .utf8)
+        #expect(chmod(file.path, 0o666) == 0)
+        clock.reload()
+        #expect(clock.offset == .seconds(1))
+        #expect(sink.captured.contains { $0.contains("clock.offset_refused") && $0.contains("writable by group or others") })
+        // A symbolic link to a good file: refused too.
+        let target = "\(dir)/target"
+        try "6000".write(toFile: target, atomically: true, encoding: .utf8)
+        #expect(chmod(target, 0o600) == 0)
+        try FileManager.default.removeItem(atPath: file.path)
+        try FileManager.default.createSymbolicLink(atPath: file.path, withDestinationPath: target)
+        clock.reload()
+        #expect(clock.offset == .seconds(1))
+        #expect(sink.captured.contains { $0.contains("not a regular file") })
+        // The same file, private and regular: taken.
+        try FileManager.default.removeItem(atPath: file.path)
+        try "6000".write(toFile: file.path, atomically: true, encoding: .utf8)
+        #expect(chmod(file.path, 0o600) == 0)
+        clock.reload()
+        #expect(clock.offset == .seconds(6))
+    }
+
     @Test func aMissingFileLeavesTheOffset() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try file.advance(by: .seconds(1))
