@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import RainCore
 import RainTransport
+import Synchronization
 
 /// Runs one role of `rainwalletd` from start to stop: prepare, serve until SIGTERM or SIGINT,
 /// drain, clean up. An actor with an explicit state, re-checked after every `await`
@@ -26,12 +27,16 @@ actor DaemonLifecycle {
     private let logger: Logger
     /// False in tests: SIGTERM and SIGINT are the process's, not one lifecycle's.
     private let isHandlingSignals: Bool
-    /// The queue the event loop runs on: it blocks its thread, never one of the Swift pool's.
-    private let loopQueue = DispatchQueue(label: "rainwalletd.loop")
+    /// Runs the event loop on a thread it blocks, never one of the Swift pool's.
+    private let loop: LoopRunner
 
-    init(logger: Logger, isHandlingSignals: Bool = true) {
+    /// - Parameters:
+    ///   - loop: where the event loop runs; by default a private serial queue (the daemon's `main`
+    ///     lends its own thread, see `CallingThread`).
+    init(logger: Logger, isHandlingSignals: Bool = true, loop: LoopRunner = .queue(label: "rainwalletd.loop")) {
         self.logger = logger
         self.isHandlingSignals = isHandlingSignals
+        self.loop = loop
     }
 
     /// Runs `role` until it is stopped.
@@ -58,12 +63,7 @@ actor DaemonLifecycle {
         // wait on it, so connections from now on are served.
         prepared.ready()
         let server = prepared.server
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            loopQueue.async {
-                server.run()
-                done.resume()
-            }
-        }
+        await loop.run { server.run() }
         switch state {
         case .running(let p), .draining(let p): p.finish()
         case .initial, .starting, .stopped: prepared.finish()
@@ -105,5 +105,73 @@ actor DaemonLifecycle {
             sources.append(source)
         }
         return sources
+    }
+}
+
+/// Runs a job that blocks its thread (the event loop) and resumes the caller when it returns.
+struct LoopRunner: Sendable {
+    /// Runs `job` on the runner's thread; returns when `job` has returned.
+    let run: @Sendable (_ job: @escaping @Sendable () -> Void) async -> Void
+
+    /// Runs the job on a serial dispatch queue of its own.
+    static func queue(label: String) -> LoopRunner {
+        let queue = DispatchQueue(label: label)
+        return LoopRunner { job in
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                queue.async {
+                    job()
+                    done.resume()
+                }
+            }
+        }
+    }
+}
+
+/// A thread that waits for a task to finish, lending itself meanwhile to the jobs it is handed:
+/// `main` serves the daemon's event loop this way while the lifecycle actor runs on the pool.
+final class CallingThread: Sendable {
+    private struct Mailbox {
+        var jobs: [@Sendable () -> Void] = []
+        var isFinished = false
+    }
+    private let mailbox = Mutex(Mailbox())
+    private let wake = DispatchSemaphore(value: 0)
+
+    init() {}
+
+    /// A runner whose jobs run on the thread blocked in `serve()`.
+    var loopRunner: LoopRunner {
+        LoopRunner { job in
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                self.post {
+                    job()
+                    done.resume()
+                }
+            }
+        }
+    }
+
+    private func post(_ job: @escaping @Sendable () -> Void) {
+        mailbox.withLock { $0.jobs.append(job) }
+        wake.signal()
+    }
+
+    /// Ends `serve()` once the jobs handed over so far have run.
+    func finish() {
+        mailbox.withLock { $0.isFinished = true }
+        wake.signal()
+    }
+
+    /// Runs the jobs handed over, on the calling thread, until `finish()`.
+    func serve() {
+        while true {
+            wake.wait()
+            let (jobs, isFinished) = mailbox.withLock { box in
+                defer { box.jobs.removeAll() }
+                return (box.jobs, box.isFinished)
+            }
+            for job in jobs { job() }
+            if isFinished { return }
+        }
     }
 }

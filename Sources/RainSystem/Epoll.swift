@@ -35,17 +35,23 @@ public struct EpollEvent: Sendable, Equatable {
 public final class Epoll {
     /// The epoll descriptor.
     public let descriptor: Int32
-    private var buffer: [rain_epoll_event]
+    /// Filled by `epoll_wait`; a raw allocation, so the loop's every wait takes no exclusivity
+    /// check or uniqueness test of an array (they showed in the per-call instruction count).
+    private let buffer: UnsafeMutableBufferPointer<rain_epoll_event>
 
     /// Creates an epoll instance.
     /// - Parameter maximumEvents: the most events one `wait` reports (1 to 256).
     /// - Throws: RAIN_502 naming `epoll_create1`.
     public init(maximumEvents: Int = 128) throws(RainError) {
         descriptor = try Syscall.call("epoll_create1") { rain_epoll_create() }
-        buffer = [rain_epoll_event](repeating: rain_epoll_event(), count: min(max(1, maximumEvents), 256))
+        buffer = .allocate(capacity: min(max(1, maximumEvents), 256))
+        buffer.initialize(repeating: rain_epoll_event())
     }
 
-    deinit { Syscall.closeUnchecked(descriptor, because: .eventDescriptor) }
+    deinit {
+        Syscall.closeUnchecked(descriptor, because: .eventDescriptor)
+        buffer.deallocate()
+    }
 
     private enum Operation: Int32 {
         // EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD
@@ -96,14 +102,9 @@ public final class Epoll {
     /// - Throws: RAIN_502 naming `epoll_wait`.
     public func wait(into events: inout [EpollEvent], timeoutMilliseconds: Int32) throws(RainError) -> Int {
         let epollFD = descriptor
-        let count = try buffer.withUnsafeMutableBufferPointer { raw in
-            Result { () throws(RainError) in
-                Int(
-                    try Syscall.call("epoll_wait") {
-                        rain_epoll_wait(epollFD, raw.baseAddress, Int32(raw.count), timeoutMilliseconds)
-                    })
-            }
-        }.get()
+        let raw = buffer
+        let count = Int(
+            try Syscall.call("epoll_wait") { rain_epoll_wait(epollFD, raw.baseAddress, Int32(raw.count), timeoutMilliseconds) })
         if events.count < buffer.count {
             events.append(contentsOf: repeatElement(EpollEvent(), count: buffer.count - events.count))
         }
