@@ -157,7 +157,8 @@ struct SecretArgumentTests {
         // The database name in the URL, the rest from the environment.
         var withoutDatabase = environment
         withoutDatabase["PGDATABASE"] = nil
-        let dbOnly = try await Self.startAuthority(dir: "\(dir)/b", store: "postgres:///\(database)", environment: withoutDatabase)
+        let dbOnly = try await Self.startAuthority(
+            dir: "\(dir)/b", store: "postgres:///\(database)", environment: withoutDatabase)
         #expect(dbOnly.log.contains("authority.ready"))
 
         // Without the password file the server refuses the role: the file did the work.
