@@ -14,7 +14,7 @@ enum ContactCommand: CLICommand {
         if output.isJSON {
             output.json(["sent": true, "contact": shown, "kind": contact.kindName, "expiresAt": sent.expiresAt])
         } else {
-            output.line("Verification code sent to \(shown). Confirm it with: rainwallet contact confirm CODE")
+            output.line("Verification code sent to \(shown). Confirm it with: rainwallet contact confirm (it asks for the code)")
         }
     }
 
@@ -57,7 +57,7 @@ enum ContactCommand: CLICommand {
         while true {
             FileHandle.standardError.write(Data("Enter the 6-digit verification code: ".utf8))
             guard let typed = readLine(strippingNewline: true), !typed.isEmpty else {
-                output.note("No code entered; confirm later with: rainwallet contact confirm CODE")
+                output.note("No code entered; confirm later with: rainwallet contact confirm")
                 return
             }
             do {
@@ -80,9 +80,9 @@ enum ContactAddCommand: CLICommand {
         name: "add", abstract: "send a code that verifies a backup contact",
         discussion: """
             Sends a 6-digit code that verifies a backup contact for the logged-in account; confirm it
-            with `rainwallet contact confirm CODE`. Sending again replaces the pending verification.
-            Once verified, the contact logs in to this account and wallet. A second email is added
-            beside the first. Accounts are never merged.
+            with `rainwallet contact confirm` (it asks for the code). Sending again replaces the
+            pending verification. Once verified, the contact logs in to this account and wallet. A
+            second email is added beside the first. Accounts are never merged.
             """,
         options: contactOptions, exclusiveGroups: [contactGroup],
         json: .init(
@@ -106,15 +106,20 @@ enum ContactConfirmCommand: CLICommand {
         name: "confirm", abstract: "confirm it: the contact joins the account",
         discussion: """
             Confirms the pending contact verification: the contact is attached to the account,
-            verified. A wrong code keeps the verification: try again (3 attempts).
+            verified. Run it without CODE: it asks for the code on a terminal, or reads one line from
+            stdin (printf '%s\\n' CODE | rainwallet contact confirm); with no terminal and nothing on
+            stdin it exits 64 at once. A CODE argument works but warns: every user of the machine can
+            read a command line (ps). A wrong code keeps the verification: try again (3 attempts).
             """,
-        arguments: [.init("CODE", help: "the 6-digit code")],
+        arguments: [.init("CODE", help: "the 6-digit code (better left out: it is then asked for)", isOptional: true)],
         json: .init(
             .object, accountJSONFields, note: "the account, as `rainwallet account --json` prints it (without the wallet)"),
-        exitStatuses: [.init(6, "the code is wrong (RAIN_203)")])
+        exitStatuses: [.init(6, "the code is wrong (RAIN_203)"), .init(64, "no code typed, none on stdin")])
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
-        try await ContactCommand.confirm(parsed.argument("CODE") ?? "", provider: context.provider, output: context.output)
+        let code = try CodeInput.read(
+            argument: parsed.argument("CODE"), command: "contact confirm", kind: "6-digit verification code")
+        try await ContactCommand.confirm(code, provider: context.provider, output: context.output)
     }
 }
 

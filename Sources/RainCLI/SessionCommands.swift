@@ -57,7 +57,7 @@ enum CodeSendCommand: CLICommand {
         if context.output.isJSON {
             context.output.json(["sent": true, "contact": shown, "kind": c.kindName])
         } else {
-            context.output.line("Code sent to \(shown). Confirm it with: rainwallet code confirm CODE")
+            context.output.line("Code sent to \(shown). Confirm it with: rainwallet code confirm (it asks for the code)")
         }
     }
 }
@@ -65,13 +65,20 @@ enum CodeSendCommand: CLICommand {
 enum CodeConfirmCommand: CLICommand {
     static let declaration = Command(
         name: "confirm", abstract: "confirm the code and log in",
-        discussion: "Confirms the pending login code. A wrong code keeps the challenge: try again (3 attempts).",
-        arguments: [.init("CODE", help: "the 6-digit code")],
+        discussion: """
+            Confirms the pending login code. Run it without CODE: it asks for the code on a terminal,
+            or reads one line from stdin (printf '%s\\n' CODE | rainwallet code confirm); with no
+            terminal and nothing on stdin it exits 64 at once. A CODE argument works but warns: every
+            user of the machine can read a command line (ps). A wrong code keeps the challenge: try
+            again (3 attempts).
+            """,
+        arguments: [.init("CODE", help: "the 6-digit code (better left out: it is then asked for)", isOptional: true)],
         json: .init(.object, sessionJSONFields + [.init("accountCreated", "true when the login created the account")]),
-        exitStatuses: [.init(6, "the code is wrong (RAIN_203)")])
+        exitStatuses: [.init(6, "the code is wrong (RAIN_203)"), .init(64, "no code typed, none on stdin")])
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
-        try await confirm(parsed.argument("CODE") ?? "", context.provider, context.output)
+        let code = try CodeInput.read(argument: parsed.argument("CODE"), command: "code confirm")
+        try await confirm(code, context.provider, context.output)
     }
 
     static func confirm(_ code: String, _ provider: RainProvider, _ output: Output) async throws {
@@ -107,7 +114,7 @@ enum LoginCommand: CLICommand {
                 FileHandle.standardError.write(Data("Enter the 6-digit code: ".utf8))
             }
             guard let typed = readLine(strippingNewline: true), !typed.isEmpty else {
-                throw UsageError("no code was entered; confirm later with: rainwallet code confirm CODE", help: "")
+                throw UsageError("no code was entered; confirm later with: rainwallet code confirm", help: "")
             }
             do {
                 try await CodeConfirmCommand.confirm(typed, provider, output)

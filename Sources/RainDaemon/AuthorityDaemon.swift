@@ -79,7 +79,9 @@ public enum AuthorityDaemon {
                     help: """
                         sqlite (default: authority.sqlite3 in the state directory) or a
                         PostgreSQL URL shared by several authority instances (they must
-                        share authority.key too): postgres://USER@HOST:PORT/DATABASE
+                        share authority.key too): postgres://USER@HOST:PORT/DATABASE; no
+                        password in it (ps shows it): PGPASSFILE (~/.pgpass) or PGPASSWORD,
+                        and PGHOST, PGUSER, PGDATABASE, PGSSLMODE… fill what it leaves out
                         """),
             ],
             exitStatuses: [
@@ -182,6 +184,7 @@ struct AuthorityRole: DaemonRole {
         try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
         let settings = options.settings
         let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
+        if let storeURL { PostgresURL.warnAboutPassword(in: storeURL, logger: logger.child("store")) }
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
             let store: (any AuthorityStore)? =
                 if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }

@@ -7,6 +7,15 @@ import Synchronization
 struct DeviceCall: Sendable {
     let profile: String
     let profiles: ProfileEntries
+    /// Keeps a profile the config does not name from being evicted while the call lives (nil for
+    /// a named profile, which is never evicted).
+    let lease: ProfileLease?
+
+    init(profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil) {
+        self.profile = profile
+        self.profiles = profiles
+        self.lease = lease
+    }
 
     /// The profile's entry.
     var entry: DeviceService.Entry { profiles.entry(profile) }
@@ -14,33 +23,141 @@ struct DeviceCall: Sendable {
     var session: ProfileSession { entry.session }
 }
 
+/// A call's hold on a profile the config does not name: released when the last copy of its
+/// `DeviceCall` goes (the handler's task ended, the direct read answered).
+final class ProfileLease: Sendable {
+    let name: String
+    let profiles: ProfileEntries
+
+    fileprivate init(name: String, profiles: ProfileEntries) {
+        self.name = name
+        self.profiles = profiles
+    }
+
+    deinit { profiles.release(name) }
+}
+
 /// The profiles in use, each created (and its restore started) on first use.
+///
+/// Profiles the config names (and `default`) stay for the daemon's life. Of the others, any caller
+/// may invent names: at most `maximumUnnamedProfiles` are held. A new name past that evicts the
+/// least recently used one that is idle (restored, no session, no watcher, no pending code or
+/// ceremony, no call in flight), or is refused with RAIN_302 when none is. An evicted profile
+/// loses nothing: its next call restores it from storage like a daemon start.
 final class ProfileEntries: Sendable {
+    /// The most profiles not named in the config held at once.
+    static let maximumUnnamedProfiles = 32
+
+    struct Held {
+        var entry: DeviceService.Entry
+        /// Calls in flight holding it (`ProfileLease`s).
+        var leases = 0
+        /// When it was last used, by a counter (for least-recently-used eviction).
+        var lastUse: UInt64 = 0
+    }
+
+    struct State {
+        var held: [String: Held] = [:]
+        /// The number of profiles in `held` the config does not name.
+        var unnamedCount = 0
+        var useCounter: UInt64 = 0
+    }
+
     private let config: DaemonConfig
     private let context: DeviceContext
-    private let entries = Mutex<[String: DeviceService.Entry]>([:])
+    private let state = Mutex(State())
 
     init(config: DaemonConfig, context: DeviceContext) {
         self.config = config
         self.context = context
     }
 
+    /// Whether the config names the profile (or it is `default`): never evicted, never counted.
+    func isNamed(_ name: String) -> Bool {
+        name == ProfileName.defaultName || config.profiles[name] != nil
+    }
+
+    /// Admits one call for `name` (loop thread): for a profile the config does not name, makes
+    /// sure its entry is held (evicting an idle one at the limit) and returns a lease that keeps it
+    /// while the call lives; nil for a named profile.
+    /// - Throws: RAIN_302 (`too_many_profiles`) when `maximumUnnamedProfiles` profiles not named in
+    ///   the config are all in use.
+    func admit(_ name: String) throws(RainError) -> ProfileLease? {
+        guard !isNamed(name) else { return nil }
+        let created = try state.withLock { s throws(RainError) -> DeviceService.Entry? in
+            s.useCounter += 1
+            if s.held[name] != nil {
+                s.held[name]?.leases += 1
+                s.held[name]?.lastUse = s.useCounter
+                return nil
+            }
+            if s.unnamedCount >= Self.maximumUnnamedProfiles && !evictOne(&s) {
+                throw RainError(
+                    .refused,
+                    "\(Self.maximumUnnamedProfiles) profiles not named in the daemon's config are in use (each has a "
+                        + "session, a watcher, a pending code or a call in flight); name profile \(name) under "
+                        + "\"profiles\" in the config, or log out of one",
+                    details: .init(reason: "too_many_profiles"))
+            }
+            let entry = makeEntry(name)
+            s.held[name] = Held(entry: entry, leases: 1, lastUse: s.useCounter)
+            s.unnamedCount += 1
+            return entry
+        }
+        if let created { startRestore(created) }
+        return ProfileLease(name: name, profiles: self)
+    }
+
+    /// Ends one lease of `name`.
+    fileprivate func release(_ name: String) {
+        state.withLock { s in
+            if let leases = s.held[name]?.leases, leases > 0 { s.held[name]?.leases = leases - 1 }
+        }
+    }
+
     /// The profile's entry, created (and its restore started) on first use.
     func entry(_ name: String) -> DeviceService.Entry {
-        let (entry, created) = entries.withLock { p -> (DeviceService.Entry, Bool) in
-            if let e = p[name] { return (e, false) }
-            let runtime = ProfileRuntime(name: name, settings: config.settings(for: name), clock: context.clock)
-            let e = DeviceService.Entry(runtime: runtime, session: ProfileSession(runtime: runtime, context: context))
-            p[name] = e
+        let (entry, created) = state.withLock { s -> (DeviceService.Entry, Bool) in
+            s.useCounter += 1
+            if let held = s.held[name] {
+                s.held[name]?.lastUse = s.useCounter
+                return (held.entry, false)
+            }
+            let e = makeEntry(name)
+            s.held[name] = Held(entry: e, lastUse: s.useCounter)
+            if !isNamed(name) { s.unnamedCount += 1 }
             return (e, true)
         }
-        if created {
-            let session = entry.session
-            Task { await session.restore() }
-        }
+        if created { startRestore(entry) }
         return entry
     }
 
     /// The runtimes of every profile in use.
-    func runtimes() -> [ProfileRuntime] { entries.withLock { $0.values.map(\.runtime) } }
+    func runtimes() -> [ProfileRuntime] { state.withLock { $0.held.values.map(\.entry.runtime) } }
+
+    /// The names of the profiles held (tests).
+    var heldNames: Set<String> { state.withLock { Set($0.held.keys) } }
+
+    /// Removes the least recently used idle profile not named in the config.
+    /// - Returns: false when every one is in use.
+    private func evictOne(_ s: inout State) -> Bool {
+        var victim: (name: String, lastUse: UInt64)?
+        for (name, held) in s.held where held.leases == 0 && !isNamed(name) && held.entry.runtime.isEvictable {
+            if victim.map({ held.lastUse < $0.lastUse }) ?? true { victim = (name, held.lastUse) }
+        }
+        guard let victim else { return false }
+        s.held.removeValue(forKey: victim.name)
+        s.unnamedCount -= 1
+        return true
+    }
+
+    private func makeEntry(_ name: String) -> DeviceService.Entry {
+        let runtime = ProfileRuntime(name: name, settings: config.settings(for: name), clock: context.clock)
+        return DeviceService.Entry(runtime: runtime, session: ProfileSession(runtime: runtime, context: context))
+    }
+
+    private func startRestore(_ entry: DeviceService.Entry) {
+        let session = entry.session
+        Task { await session.restore() }
+    }
 }

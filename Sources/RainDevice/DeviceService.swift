@@ -21,7 +21,8 @@ public final class DeviceService: ServerHandler {
 
     private let config: DaemonConfig
     private let context: DeviceContext
-    private let profiles: ProfileEntries
+    /// The profiles in use (internal for tests of eviction).
+    let profiles: ProfileEntries
     private let ownUID = getuid()
     /// Every method's route, built once.
     let routes: RouteTable<DeviceCall>
@@ -76,7 +77,13 @@ public final class DeviceService: ServerHandler {
         {
             return .respond(.failure(RainError(.unauthorized, "uid \(ctx.peer.uid) may not use profile \(profile)")))
         }
-        return routes.handle(request, context: ctx, call: DeviceCall(profile: profile, profiles: profiles))
+        let lease: ProfileLease?
+        do {
+            lease = try profiles.admit(profile)
+        } catch {
+            return .respond(.failure(error))
+        }
+        return routes.handle(request, context: ctx, call: DeviceCall(profile: profile, profiles: profiles, lease: lease))
     }
 
     /// Waits until the restore is done or the timeout passes on the injected clock; a timeout
@@ -86,10 +93,12 @@ public final class DeviceService: ServerHandler {
     }
 
     public func cancel(connection: ConnectionID, requestID: UInt64) {
+        routes.callCancelled(connection: connection, requestID: requestID)
         for r in profiles.runtimes() where r.removeWatcher(connection: connection, requestID: requestID) { break }
     }
 
     public func connectionClosed(_ connection: ConnectionID) {
+        routes.connectionClosed(connection)
         for r in profiles.runtimes() { r.removeWatchers(connection: connection) }
     }
 }

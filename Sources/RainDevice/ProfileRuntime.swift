@@ -47,6 +47,9 @@ public final class ProfileRuntime: Sendable {
         var endedReason: ExpiryReason?
         var watchers: [WatcherKey: Watcher] = [:]
         var lastPublished: SessionSnapshot?
+        /// When the last challenge pending on the profile (a login or verification code, a passkey
+        /// ceremony) expires; nil when none is pending. Set by the session actor.
+        var pendingChallengesUntil: Date?
     }
 
     public let name: String
@@ -214,4 +217,18 @@ public final class ProfileRuntime: Sendable {
 
     /// Number of watchers (tests, logs).
     var watcherCount: Int { state.withLock { $0.watchers.count } }
+
+    /// Records until when challenges are pending on the profile (nil: none).
+    func setPendingChallenges(until date: Date?) {
+        state.withLock { $0.pendingChallengesUntil = date }
+    }
+
+    /// Whether the profile holds nothing a caller could lose if it were dropped and restored later:
+    /// restored, no session, no watcher, nobody awaiting the restore, no unexpired challenge.
+    var isEvictable: Bool {
+        state.withLock { s in
+            !s.isLoading && s.session == nil && s.watchers.isEmpty && s.restoreWaiters.isEmpty
+                && (s.pendingChallengesUntil.map { clock.now >= $0 } ?? true)
+        }
+    }
 }

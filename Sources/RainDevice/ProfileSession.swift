@@ -80,12 +80,21 @@ public actor ProfileSession {
         var verification: SendCodeResult?
         /// The passkey ceremony begun last, with its kind.
         var passkey: PendingPasskey?
+
+        /// When the last pending challenge expires (a passkey ceremony counts the authority's
+        /// default ceremony lifetime, 5 minutes, from `now`); nil when none is pending.
+        func pendingUntil(now: Date) -> Date? {
+            [login?.expiresAt, verification?.expiresAt, passkey.map { _ in now.adding(.seconds(300)) }].compactMap { $0 }.max()
+        }
     }
 
     public nonisolated let runtime: ProfileRuntime
     let context: DeviceContext
     private(set) var state: State = .unrestored
-    var challenges = Challenges()
+    var challenges = Challenges() {
+        // The profile may be evicted only once nothing is pending (ProfileEntries).
+        didSet { runtime.setPendingChallenges(until: challenges.pendingUntil(now: context.clock.now)) }
+    }
     /// The passkey domain: from the config, else the one a client set (persisted). Loaded by the
     /// restore.
     var passkeyDomain: String?

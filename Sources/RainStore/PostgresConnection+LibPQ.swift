@@ -69,14 +69,27 @@ final class PostgresConnection {
     /// SQL text (and parameter types) → prepared statement name, for this session.
     private var prepared: [String: String] = [:]
 
-    /// Connects to `url` (a `postgres://` or `postgresql://` URI).
+    /// Connects to `url` (a `postgres://` or `postgresql://` URI). What the URL leaves out, libpq
+    /// takes from the standard environment (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`,
+    /// `PGDATABASE`, `PGSSLMODE`, `PGSERVICE`, …) and the password from `PGPASSFILE` (`~/.pgpass`).
     /// - Throws: RAIN_102 when the URL is malformed; RAIN_502 when the server cannot be reached or
     ///   refuses the login.
-    init(url: String) throws(RainError) {
-        let target = try Self.describe(url: url)
-        // connect_timeout comes first so a value in the URL overrides it (expand_dbname).
-        let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = ["10", "rainwalletd-authority", url]
+    init(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(RainError) {
+        let target = try Self.describe(url: url, environment: environment)
+        // Our defaults come first so a value in the URL overrides them (expand_dbname); they are
+        // left out when the environment sets them, since a keyword given here would override it.
+        var keywords: [String] = []
+        var values: [String] = []
+        if environment["PGCONNECT_TIMEOUT", default: ""].isEmpty {
+            keywords.append("connect_timeout")
+            values.append("10")
+        }
+        if environment["PGAPPNAME", default: ""].isEmpty {
+            keywords.append("application_name")
+            values.append("rainwalletd-authority")
+        }
+        keywords.append("dbname")
+        values.append(url)
         let handle: OpaquePointer? = withCStrings(keywords) { k in
             withCStrings(values) { v in rain_PQconnectdbParams(k, v, 1) }
         }
@@ -118,9 +131,13 @@ final class PostgresConnection {
                 + "install it (apt-get install libpq5) or use the SQLite store")
     }
 
-    /// `user@host:port/database` from a URL, validated by libpq's own parser.
+    /// `user@host:port/database` from a URL, validated by libpq's own parser; what the URL leaves
+    /// out comes from the environment libpq reads (`PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`).
+    /// Never the password.
     /// - Throws: RAIN_102 when libpq cannot parse it or it is not a `postgres://` URL.
-    static func describe(url: String) throws(RainError) -> String {
+    static func describe(url: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(RainError) -> String
+    {
         guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
             throw RainError.invalid(
                 "the store URL must look like postgres://USER@HOST:PORT/DATABASE", field: "--store")
@@ -141,10 +158,17 @@ final class PostgresConnection {
             if let value = cursor.pointee.val { fields[String(cString: keyword)] = String(cString: value) }
             cursor += 1
         }
-        let user = fields["user"].map { "\($0)@" } ?? ""
-        let host = fields["host"] ?? fields["hostaddr"] ?? "localhost"
-        let port = fields["port"] ?? "5432"
-        let database = fields["dbname"] ?? fields["user"] ?? ""
+        func value(_ keyword: String, _ variable: String) -> String? {
+            if let v = fields[keyword], !v.isEmpty { return v }
+            if let v = environment[variable], !v.isEmpty { return v }
+            return nil
+        }
+        let userName = value("user", "PGUSER")
+        let user = userName.map { "\($0)@" } ?? ""
+        // Without a host libpq uses its Unix socket directory.
+        let host = value("host", "PGHOST") ?? value("hostaddr", "PGHOSTADDR") ?? "local socket"
+        let port = value("port", "PGPORT") ?? "5432"
+        let database = value("dbname", "PGDATABASE") ?? userName ?? ""
         return "\(user)\(host):\(port)/\(database)"
     }
 

@@ -173,6 +173,9 @@ public final class CLIProcess: Sendable {
     /// True until the process has exited.
     public var isRunning: Bool { child.exitStatus == nil }
 
+    /// Its process id (to read `/proc/PID/cmdline` while it runs).
+    public var pid: Int32 { child.pid }
+
     /// Closes stdin, waits for the exit and returns what the process printed.
     /// - Throws: `HarnessError` when it does not exit within `timeout` (it is then killed).
     public func finish(timeout: Duration = .seconds(30)) async throws -> CLIResult {

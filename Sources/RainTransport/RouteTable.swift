@@ -1,5 +1,7 @@
+import Dispatch
 import RainCore
 import RainWire
+import Synchronization
 
 /// A route with its message types erased, as a `RouteTable` holds it.
 public struct AnyRoute<Context: Sendable>: Sendable {
@@ -154,6 +156,19 @@ public struct RouteTable<Context: Sendable>: Sendable {
     /// The declared policy of `method`, or nil for an unknown method.
     public func policy(for method: String) -> RoutePolicy? { byMethod[method]?.policy }
 
+    /// The client cancelled a call (loop thread): its deadline is dropped with its timer.
+    public func callCancelled(connection: ConnectionID, requestID: UInt64) {
+        runner.cancelDeadline(connection: connection, requestID: requestID)
+    }
+
+    /// A connection closed (loop thread): the deadlines of its calls are dropped with their timers.
+    public func connectionClosed(_ connection: ConnectionID) {
+        runner.cancelDeadlines(connection: connection)
+    }
+
+    /// The number of deadlines armed for calls in flight (tests: none once every call ended).
+    package var armedDeadlineCount: Int { runner.armedDeadlineCount }
+
     /// Dispatches one request (loop thread; never blocks).
     /// - Parameters:
     ///   - request: the request.
@@ -215,11 +230,28 @@ extension Route {
     }
 }
 
-/// What a table's task-run routes share: the deadline clock and the outcome log.
+/// What a table's task-run routes share: the deadline clock, the outcome log and the deadlines
+/// armed for calls in flight.
 @usableFromInline
 final class RouteRunner: Sendable {
     let clock: (any RainClock)?
     let outcomeLog: RouteOutcomeLog
+
+    /// A deadline armed for one call: its timer, and the server's token of the call (a client may
+    /// reuse a request id once the call ended).
+    struct ArmedDeadline {
+        var token: UInt64
+        /// Set just after the entry is made, so a timer that fires at once finds it.
+        var timer: (any RainTimer)?
+    }
+
+    /// The armed deadlines by connection and request id. An entry leaves when the call ends (its
+    /// answer, its deadline), when the client cancels it and when the connection closes, and its
+    /// timer is cancelled then: a call with a `timeout_ms` of days holds nothing once it is over.
+    private let deadlines = Mutex<[ConnectionID: [UInt64: ArmedDeadline]]>([:])
+
+    /// Where deadline timers fire (they only post an answer).
+    private static let deadlineQueue = DispatchQueue(label: "rain.route.deadlines")
 
     init(clock: (any RainClock)?, outcomeLog: RouteOutcomeLog) {
         self.clock = clock
@@ -228,7 +260,7 @@ final class RouteRunner: Sendable {
 
     /// With a `timeout_ms` (else the route's default deadline), answers RAIN_501 `deadline_exceeded`
     /// when it passes first. The work itself goes on (a sent code cannot be unsent); the server drops
-    /// whichever answer comes later.
+    /// whichever answer comes later. The timer is cancelled as soon as the call ends.
     @usableFromInline
     func armDeadline(_ request: WireRequest, _ policy: RoutePolicy, _ responder: Responder) {
         guard let clock else { return }
@@ -241,14 +273,61 @@ final class RouteRunner: Sendable {
             return
         }
         let method = request.method
-        Task {
-            await clock.sleep(for: .milliseconds(milliseconds))
+        let (connection, requestID, token) = (responder.connection, responder.requestID, responder.token)
+        let replaced = deadlines.withLock { d -> ArmedDeadline? in
+            d[connection, default: [:]].updateValue(ArmedDeadline(token: token, timer: nil), forKey: requestID)
+        }
+        replaced?.timer?.cancel()
+        let timer = clock.schedule(after: .milliseconds(milliseconds), on: Self.deadlineQueue) { [weak self] in
+            // Only a deadline still armed answers: the call may have ended as the timer fired.
+            guard self?.disarm(responder) == true else { return }
             responder.fail(
                 RainError(
                     .provider, "\(method) did not finish within \(milliseconds) ms",
                     details: .init(reason: "deadline_exceeded")))
         }
+        let isArmed = deadlines.withLock { d -> Bool in
+            guard d[connection]?[requestID]?.token == token else { return false }
+            d[connection]?[requestID]?.timer = timer
+            return true
+        }
+        // The call ended (or its deadline fired) meanwhile: nothing is left to time.
+        if !isArmed { timer.cancel() }
     }
+
+    /// Removes the deadline of the responder's call and cancels its timer (a fired one too: a
+    /// Dispatch timer is released only once cancelled).
+    /// - Returns: whether a deadline of this very call was armed.
+    @discardableResult
+    func disarm(_ responder: Responder) -> Bool {
+        let armed = deadlines.withLock { d -> ArmedDeadline? in
+            guard let a = d[responder.connection]?[responder.requestID], a.token == responder.token else { return nil }
+            d[responder.connection]?.removeValue(forKey: responder.requestID)
+            if d[responder.connection]?.isEmpty == true { d.removeValue(forKey: responder.connection) }
+            return a
+        }
+        armed?.timer?.cancel()
+        return armed != nil
+    }
+
+    /// Drops the deadline of a call the client cancelled.
+    func cancelDeadline(connection: ConnectionID, requestID: UInt64) {
+        let armed = deadlines.withLock { d -> ArmedDeadline? in
+            let a = d[connection]?.removeValue(forKey: requestID)
+            if d[connection]?.isEmpty == true { d.removeValue(forKey: connection) }
+            return a
+        }
+        armed?.timer?.cancel()
+    }
+
+    /// Drops the deadlines of every call of a closed connection.
+    func cancelDeadlines(connection: ConnectionID) {
+        let armed = deadlines.withLock { $0.removeValue(forKey: connection) }
+        armed?.values.forEach { $0.timer?.cancel() }
+    }
+
+    /// The number of deadlines armed for calls in flight.
+    var armedDeadlineCount: Int { deadlines.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 
     /// Runs `body` in a task and answers with its outcome.
     @usableFromInline
@@ -268,6 +347,7 @@ final class RouteRunner: Sendable {
     /// Answers a call and logs its outcome.
     @usableFromInline
     func finish<Response: WireMessage>(_ result: Result<Response, RainError>, _ method: String, _ responder: Responder) {
+        disarm(responder)
         do throws(RainError) {
             let response = try result.get()
             responder.respond(.ok(try response.encode()))

@@ -145,8 +145,8 @@ final class TableHandler: ServerHandler {
     func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
         table.handle(request, context: context, call: request.profile ?? "none")
     }
-    func cancel(connection: ConnectionID, requestID: UInt64) {}
-    func connectionClosed(_ connection: ConnectionID) {}
+    func cancel(connection: ConnectionID, requestID: UInt64) { table.callCancelled(connection: connection, requestID: requestID) }
+    func connectionClosed(_ connection: ConnectionID) { table.connectionClosed(connection) }
 }
 
 /// Counts calls from any thread.
@@ -272,6 +272,40 @@ final class CallCounter: Sendable {
             let error = await #expect(throws: RainError.self) { _ = try await answer.value }
             #expect(error?.code == .provider)
             #expect(error?.details.reason == "deadline_exceeded")
+            clock.advance(by: .seconds(3600))
+        }
+    }
+
+    /// A day-long `timeout_ms` used to leave a sleeping task (3.5 KB) behind every call until the
+    /// day was over: the deadline's timer now goes with the call.
+    @Test func aCallWithADayLongTimeoutLeavesNoDeadlineBehind() async throws {
+        let clock = ManualClock()
+        let table = Self.table(clock: clock, log: .everyCall(Logger(label: "t", sink: CapturingLogSink())))
+        let day: UInt32 = 86_400_000
+        try await Self.serve(table) { c in
+            for i in 0..<1000 {
+                let method = [Self.actor, Self.direct, Self.direct][i % 3]
+                _ = try await Self.echo(c, method, UInt32(i % 2), timeout: day)
+            }
+            #expect(clock.pendingTimerCount == 0, "no timer is left of 1,000 finished calls")
+            #expect(table.armedDeadlineCount == 0)
+        }
+    }
+
+    /// Calls still running when their client leaves (the connection closes) drop their deadlines;
+    /// the work itself goes on.
+    @Test func aClientThatLeavesTakesItsDeadlinesWithIt() async throws {
+        let clock = ManualClock()
+        let table = Self.table(clock: clock, log: .everyCall(Logger(label: "t", sink: CapturingLogSink())))
+        try await Self.serve(table) { c in
+            let calls = (0..<10).map { _ in Task { try await Self.echo(c, Self.slow, timeout: 86_400_000) } }
+            await eventually("10 handlers and 10 deadlines wait") { clock.pendingTimerCount == 20 }
+            #expect(table.armedDeadlineCount == 10)
+            c.close()
+            for call in calls { _ = await call.result }
+            await eventually("the deadlines are gone, the handlers still sleep") {
+                clock.pendingTimerCount == 10 && table.armedDeadlineCount == 0
+            }
             clock.advance(by: .seconds(3600))
         }
     }

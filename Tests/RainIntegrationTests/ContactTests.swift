@@ -117,6 +117,6 @@ struct ContactIntegrationTests {
         #expect(help.stdout.contains("--email ADDR"))
         let confirmHelp = try await h.runCLI(["contact", "confirm", "--help"])
         #expect(confirmHelp.status == 0)
-        #expect(confirmHelp.stdout.contains("contact confirm CODE"))
+        #expect(confirmHelp.stdout.contains("contact confirm [CODE]"))
     }
 }
