@@ -531,6 +531,7 @@ public final class EmbeddedAuthority: Authority {
     ///   `access_expired` (a revoked session reports its revocation even once the token expired);
     ///   RAIN_502 when the store fails.
     public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+        try requireServed(appID)
         let now = clock.now
         // One trip to the store: the session and the passkeys together (the hottest authority read).
         guard let found = try await store.accountAccessWithPasskeys(appID: appID, accessHash: keys.tokenHash(accessToken))
@@ -598,6 +599,7 @@ public final class EmbeddedAuthority: Authority {
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt.
     public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+        try requireServed(appID)
         let now = clock.now
         // One trip to the store: the session and the wallet together.
         guard let found = try await store.accountAccessWithWallet(appID: appID, accessHash: keys.tokenHash(accessToken))
