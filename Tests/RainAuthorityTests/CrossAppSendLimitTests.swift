@@ -113,10 +113,12 @@ struct CrossAppSendLimitTests {
     func perAppLimitsStillHold(kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { f in
             let limits = CodeSendLimits()
-            let first = try await f.store.insertChallenge(try f.newChallenge(device: "d0"), maxActivePerAccount: 3, limits: limits)
+            let first = try await f.store.insertChallenge(
+                try f.newChallenge(device: "d0"), maxActivePerAccount: 3, limits: limits)
             #expect(Self.isInserted(first))
             let start = f.clock.now
-            let again = try await f.store.insertChallenge(try f.newChallenge(device: "d1"), maxActivePerAccount: 3, limits: limits)
+            let again = try await f.store.insertChallenge(
+                try f.newChallenge(device: "d1"), maxActivePerAccount: 3, limits: limits)
             #expect(again == .limited(.contactCooldown, retryAfter: start.adding(.seconds(30))))
             // Another app is under its own cooldown, and under the limits across apps.
             let other = try await f.store.insertChallenge(
