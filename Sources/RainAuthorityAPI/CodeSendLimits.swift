@@ -1,3 +1,4 @@
+import Foundation
 import RainCore
 
 /// The send limits `insertChallenge` enforces inside its transaction (DESIGN §6, issue 13).
@@ -87,8 +88,26 @@ public struct SendSource: Sendable, Hashable, CustomStringConvertible {
     /// Unix-socket caller).
     public static func uid(_ uid: UInt32) -> SendSource { SendSource(key: "uid:\(uid)") }
 
-    /// The source of a TCP caller at this numeric address.
-    public static func address(_ address: String) -> SendSource { SendSource(key: "ip:\(address)") }
+    /// The source of a TCP caller at this numeric address. An IPv6 address counts as its /64
+    /// network (`ip:2001:db8:1:2::/64`): one host usually holds a whole /64, and could otherwise
+    /// pick a new address for every send.
+    public static func address(_ address: String) -> SendSource {
+        guard address.contains(":"), let network = ipv6Network64(address) else { return SendSource(key: "ip:\(address)") }
+        return SendSource(key: "ip:\(network)/64")
+    }
+
+    /// The /64 network of an IPv6 address in its canonical text form, or nil when `text` is not
+    /// one.
+    private static func ipv6Network64(_ text: String) -> String? {
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
+        withUnsafeMutableBytes(of: &address) { bytes in
+            for i in 8..<16 { bytes[i] = 0 }
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     /// A TCP caller whose address the server could not read: every such caller shares it.
     public static let unknownAddress = SendSource(key: "ip:unknown")

@@ -296,6 +296,15 @@ struct CrossAppSendLimitTests {
         #expect(AuthorityService.source(of: PeerCredentials(pid: 3, uid: 1000, gid: 1000)) == .uid(1000))
     }
 
+    @Test("an IPv4 address is its own source; an IPv6 address counts as its /64")
+    func addressSources() {
+        #expect(SendSource.address("192.0.2.7").key == "ip:192.0.2.7")
+        #expect(SendSource.address("2001:db8:1:2:aaaa:bbbb:cccc:dddd").key == "ip:2001:db8:1:2::/64")
+        #expect(SendSource.address("2001:db8:1:2::1") == SendSource.address("2001:db8:1:2:ffff::9"))
+        #expect(SendSource.address("2001:db8:1:3::1") != SendSource.address("2001:db8:1:2::1"))
+        #expect(SendSource.address("::1").key == "ip:::/64")
+    }
+
     @Test("the defaults are issue 13's and count in the retention")
     func defaults() {
         let limits = CodeSendLimits()
