@@ -14,12 +14,22 @@ extension EmbeddedAuthority {
     /// The `details.reason` of a contact another account owns.
     public static let contactOwnedReason = "contact_owned_by_another_account"
 
-    /// Sends a verification code (see `Authority.sendContactVerificationCode`).
+    /// Sends a verification code (see `Authority.sendContactVerificationCode`), counted against
+    /// this daemon's uid as its source.
     public func sendContactVerificationCode(
         appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
     ) async throws(RainError) -> SendCodeResult {
+        try await sendContactVerificationCode(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, source: localSource)
+    }
+
+    /// Sends a verification code for a caller from `source` (see
+    /// `Authority.sendContactVerificationCode(appID:deviceID:accessToken:contact:source:)`).
+    public func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, source: SendSource
+    ) async throws(RainError) -> SendCodeResult {
         try Self.requireNormalized(contact)
-        try Self.requireIdentifier(appID, field: "appId")
+        try requireServed(appID)
         try Self.requireIdentifier(deviceID, field: "deviceId")
         let access = try await liveAccess(appID: appID, accessToken: accessToken)
         let accountID = access.account.id
@@ -30,7 +40,8 @@ extension EmbeddedAuthority {
             throw Self.contactOwned(contact)
         }
         return try await issueCode(
-            appID: appID, deviceID: deviceID, contact: contact, purpose: .verifyContact, targetAccountID: accountID)
+            appID: appID, deviceID: deviceID, contact: contact, purpose: .verifyContact, targetAccountID: accountID,
+            source: source)
     }
 
     /// Confirms a verification code (see `Authority.confirmContactVerification`).

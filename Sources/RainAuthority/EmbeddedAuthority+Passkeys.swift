@@ -15,6 +15,7 @@ import RainWire
 extension EmbeddedAuthority {
     /// Starts a registration (see `Authority.beginPasskeyRegistration`).
     public func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try requireServed(request.appID)
         try Self.requireCeremonyInput(request)
         var accountID: String?
         var userHandle = try RelyingParty.makeUserHandle()
@@ -85,6 +86,7 @@ extension EmbeddedAuthority {
 
     /// Starts a login (see `Authority.beginPasskeyAuthentication`).
     public func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try requireServed(request.appID)
         try Self.requireCeremonyInput(request)
         let challenge = try RelyingParty.makeChallenge(byteCount: 32)
         let options = relyingParty(request).requestOptions(challenge: challenge)

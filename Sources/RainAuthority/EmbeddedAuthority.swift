@@ -29,6 +29,9 @@ public final class EmbeddedAuthority: Authority {
     /// Lifetimes and limits.
     public let settings: AuthoritySettings
     let clock: any RainClock
+    /// Where this process's own sends come from (the daemon's uid), for the per-source limit
+    /// when a send is not served for a remote caller.
+    let localSource: SendSource
     private let sender: any CodeSender
     private let outbox: OutboxCodeSender?
     let logger: Logger
@@ -45,6 +48,7 @@ public final class EmbeddedAuthority: Authority {
         self.keys = keys
         self.settings = settings
         self.clock = clock
+        self.localSource = .uid(getuid())
         self.sender = sender
         self.outbox = outbox
         self.logger = logger
@@ -76,17 +80,26 @@ public final class EmbeddedAuthority: Authority {
 
     // MARK: - Send
 
-    /// Sends a login code (see `Authority.sendLoginCode`).
+    /// Sends a login code (see `Authority.sendLoginCode`), counted against this daemon's uid as
+    /// its source.
     ///
-    /// - Throws: RAIN_102 for a contact that is not normalized or an empty app/device id, RAIN_501
-    ///   when delivery fails (the challenge is retired), RAIN_502 when the store fails.
+    /// - Throws: RAIN_102 for a contact that is not normalized, an empty app/device id or an app
+    ///   this authority does not serve, RAIN_302 when a send limit refuses it, RAIN_501 when
+    ///   delivery fails (the challenge is retired), RAIN_502 when the store fails.
     public func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
+        try await sendLoginCode(request, source: localSource)
+    }
+
+    /// Sends a login code for a caller from `source` (see `Authority.sendLoginCode(_:source:)`).
+    public func sendLoginCode(_ request: SendCodeRequest, source: SendSource) async throws(RainError)
+        -> SendCodeResult
+    {
         try Self.requireNormalized(request.contact)
-        try Self.requireIdentifier(request.appID, field: "appId")
+        try requireServed(request.appID)
         try Self.requireIdentifier(request.deviceID, field: "deviceId")
         return try await issueCode(
             appID: request.appID, deviceID: request.deviceID, contact: request.contact, purpose: .login,
-            targetAccountID: nil)
+            targetAccountID: nil, source: source)
     }
 
     /// Stores a new challenge of `purpose` and delivers its code: the shared path of login codes
@@ -94,7 +107,7 @@ public final class EmbeddedAuthority: Authority {
     /// - Throws: RAIN_501 when delivery fails, RAIN_502 when the store fails.
     func issueCode(
         appID: String, deviceID: String, contact: RainWalletContact, purpose: ChallengePurpose,
-        targetAccountID: String?
+        targetAccountID: String?, source: SendSource
     ) async throws(RainError) -> SendCodeResult {
         let request = SendCodeRequest(appID: appID, deviceID: deviceID, contact: contact)
         let now = clock.now
@@ -105,7 +118,7 @@ public final class EmbeddedAuthority: Authority {
             NewChallenge(
                 id: challengeID, appID: request.appID, deviceID: request.deviceID, contact: request.contact,
                 codeHash: keys.codeHash(challengeID: challengeID, code: code), createdAt: now, expiresAt: expiresAt,
-                purpose: purpose, targetAccountID: targetAccountID),
+                purpose: purpose, targetAccountID: targetAccountID, source: source.key),
             maxActivePerAccount: settings.maxActiveCodesPerAccount, limits: settings.sendLimits)
         let insertion: ChallengeInsertion
         switch outcome {
@@ -117,7 +130,7 @@ public final class EmbeddedAuthority: Authority {
                 [
                     "purpose": purpose.rawValue, "app": request.appID, "kind": request.contact.kindName,
                     "contact": ContactRedaction.redacted(request.contact), "device": request.deviceID,
-                    "limit": limit.rawValue,
+                    "limit": limit.rawValue, "source": source.key,
                 ])
             throw Self.sendLimitError(limit, retryAfter: retryAfter, now: now)
         }
@@ -158,6 +171,8 @@ public final class EmbeddedAuthority: Authority {
         case .contactCooldown: what = "a code was just sent to this contact"
         case .contactWindow: what = "too many codes were sent to this contact"
         case .accountWindow: what = "too many codes were sent for this account"
+        case .contactAllAppsWindow: what = "too many codes were sent to this contact (across every app)"
+        case .sourceWindow: what = "too many codes were sent from this device or address (across every app and contact)"
         }
         // People read whole seconds: round up, so the time shown is never too early.
         let seconds = (waitMilliseconds + 999) / 1000
@@ -178,6 +193,7 @@ public final class EmbeddedAuthority: Authority {
     ///   retired; RAIN_102 `no_pending_code` when the challenge never existed for this app and device;
     ///   RAIN_404 when the account has no wallet record; RAIN_502 when the store fails.
     public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
+        try requireServed(request.appID)
         // Checked first, so a malformed key neither counts as a wrong code nor uses the challenge.
         let deviceKey = try Self.deviceKey(request.devicePublicKey)
         let now = clock.now
@@ -321,6 +337,7 @@ public final class EmbeddedAuthority: Authority {
     ///   `device_unbound`, `revoked_elsewhere`, `revoked` or `refresh_expired`; RAIN_502 when the
     ///   store fails.
     public func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
+        try requireServed(request.appID)
         let now = clock.now
         let keys = self.keys
         let settings = self.settings
@@ -514,6 +531,7 @@ public final class EmbeddedAuthority: Authority {
     ///   `access_expired` (a revoked session reports its revocation even once the token expired);
     ///   RAIN_502 when the store fails.
     public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+        try requireServed(appID)
         let now = clock.now
         // One trip to the store: the session and the passkeys together (the hottest authority read).
         guard let found = try await store.accountAccessWithPasskeys(appID: appID, accessHash: keys.tokenHash(accessToken))
@@ -549,6 +567,7 @@ public final class EmbeddedAuthority: Authority {
     /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked` or
     ///   `access_expired`; RAIN_502 when the store fails.
     func liveAccess(appID: String, accessToken: String) async throws(RainError) -> AccountAccess {
+        try requireServed(appID)
         let now = clock.now
         guard let access = try await store.accountAccess(appID: appID, accessHash: keys.tokenHash(accessToken)) else {
             throw Self.sessionError(RefreshRefusal.invalidToken)
@@ -580,6 +599,7 @@ public final class EmbeddedAuthority: Authority {
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt.
     public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+        try requireServed(appID)
         let now = clock.now
         // One trip to the store: the session and the wallet together.
         guard let found = try await store.accountAccessWithWallet(appID: appID, accessHash: keys.tokenHash(accessToken))
@@ -710,6 +730,7 @@ public final class EmbeddedAuthority: Authority {
     /// `logout`); unknown tokens succeed.
     /// - Throws: RAIN_502 when the store fails.
     public func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
+        try requireServed(appID)
         let revoked = try await store.revokeSession(
             appID: appID, refreshHash: keys.tokenHash(refreshToken), reason: SessionRevokeReason.logout, now: clock.now)
         if revoked { logger.info("session.logout", ["app": appID]) }
@@ -775,6 +796,21 @@ public final class EmbeddedAuthority: Authority {
                 "devicePublicKey must be a raw 32-byte Ed25519 public key", field: "devicePublicKey")
         }
     }
+
+    /// RAIN_102 (field `appId`, reason `app_not_served`) for an app id outside
+    /// `AuthoritySettings.servedAppIDs`, or one that is empty or too long.
+    func requireServed(_ appID: String) throws(RainError) {
+        try Self.requireIdentifier(appID, field: "appId")
+        guard let served = settings.servedAppIDs, !served.contains(appID) else { return }
+        let shown = appID.utf8.count <= 64 ? appID : String(decoding: appID.utf8.prefix(64), as: UTF8.self) + "…"
+        throw RainError.invalid(
+            "this authority does not serve app id \"\(shown)\"; start it with that app in --apps, or use one of "
+                + served.sorted().joined(separator: ", "),
+            field: "appId", reason: Self.appNotServedReason)
+    }
+
+    /// The `details.reason` of a call for an app the authority does not serve.
+    public static let appNotServedReason = "app_not_served"
 
     static func requireIdentifier(_ value: String, field: String) throws(RainError) {
         guard !value.isEmpty, value.utf8.count <= 256 else {

@@ -113,6 +113,20 @@ public protocol Authority: Sendable {
     func sendContactVerificationCode(appID: String, deviceID: String, accessToken: String, contact: RainWalletContact)
         async throws(RainError) -> SendCodeResult
 
+    /// `sendLoginCode` for a caller the server identified: the send counts against `source`
+    /// (`CodeSendLimits.sourceMaxSends`). `AuthorityService` passes the source address of the
+    /// connection; an authority that forwards the call (`RemoteAuthority`) ignores it, since its
+    /// server counts the connection it sees.
+    /// - Throws: as `sendLoginCode`.
+    func sendLoginCode(_ request: SendCodeRequest, source: SendSource) async throws(RainError) -> SendCodeResult
+
+    /// `sendContactVerificationCode` for a caller the server identified (see
+    /// `sendLoginCode(_:source:)`).
+    /// - Throws: as `sendContactVerificationCode`.
+    func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, source: SendSource
+    ) async throws(RainError) -> SendCodeResult
+
     /// Confirms a contact verification: on the right code, attaches the contact to the account,
     /// verified, in one transaction that checks again that no other account took it meanwhile. The
     /// contact then logs in to this account and wallet. A contact already on the account succeeds
@@ -152,6 +166,23 @@ public protocol DirectAuthorityReads: Sendable {
 
     /// The wallet behind a live access token, as `Authority.wallet` returns it.
     func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void)
+}
+
+extension Authority {
+    /// Forwards without the source: the authority that finally sends counts its own caller.
+    public func sendLoginCode(_ request: SendCodeRequest, source: SendSource) async throws(RainError)
+        -> SendCodeResult
+    {
+        try await sendLoginCode(request)
+    }
+
+    /// Forwards without the source: the authority that finally sends counts its own caller.
+    public func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, source: SendSource
+    ) async throws(RainError) -> SendCodeResult {
+        try await sendContactVerificationCode(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact)
+    }
 }
 
 // The value types the API takes and returns (`SendCodeRequest`, `LoginResult`, `AccountInfo`,

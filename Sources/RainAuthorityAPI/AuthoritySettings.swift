@@ -24,13 +24,18 @@ public struct AuthoritySettings: Sendable, Equatable {
     /// How long a passkey ceremony's challenge is accepted (5 minutes by default).
     public var passkeyCeremonyLifetime: Duration
     /// The code send limits (DESIGN §6: 30 s cooldown and 5 per 15 minutes per contact, 10 per
-    /// hour per account); a send over one is refused with RAIN_302 and a retry-after.
+    /// hour per account, in one app; issue 13: 10 per 15 minutes per contact across apps, 20 per
+    /// minute per source); a send over one is refused with RAIN_302 and a retry-after.
     public var sendLimits: CodeSendLimits
     /// How often the daemons prune old rows (`PeriodicPruning`; 10 minutes by default).
     public var pruneInterval: Duration
     /// How long expired challenges and ceremonies, revoked sessions and outbox deliveries are kept
     /// before pruning deletes them (1 day by default).
     public var pruneRetention: Duration
+    /// The app ids served (`rainwalletd authority --apps`); every other app id is refused with
+    /// RAIN_102 (`app_not_served`). nil serves every app id (the embedded authority: a device
+    /// daemon's profiles).
+    public var servedAppIDs: Set<String>?
 
     public init(
         codeLifetime: Duration = .seconds(300), maxWrongAttempts: Int = 3, maxActiveCodesPerAccount: Int = 3,
@@ -38,8 +43,9 @@ public struct AuthoritySettings: Sendable, Equatable {
         refreshGraceWindow: Duration = .seconds(10), refreshTokenLifetime: Duration = .seconds(30 * 86_400),
         refreshSignatureSkew: Duration = .seconds(120), passkeyCeremonyLifetime: Duration = .seconds(300),
         sendLimits: CodeSendLimits = CodeSendLimits(), pruneInterval: Duration = .seconds(600),
-        pruneRetention: Duration = .seconds(86_400)
+        pruneRetention: Duration = .seconds(86_400), servedAppIDs: Set<String>? = nil
     ) {
+        self.servedAppIDs = servedAppIDs
         self.sendLimits = sendLimits
         self.pruneInterval = pruneInterval
         self.pruneRetention = pruneRetention

@@ -1,50 +1,117 @@
+import Foundation
 import RainCore
 
-/// The send limits `insertChallenge` enforces inside its transaction (DESIGN §6).
+/// The send limits `insertChallenge` enforces inside its transaction (DESIGN §6, issue 13).
 ///
-/// Every code sent counts (login codes and contact verifications alike, whatever became of them),
-/// per contact and per account key; a refused send is not stored and so never counts.
+/// Every code sent counts (login codes and contact verifications alike, whatever became of them);
+/// a refused send is not stored and so never counts. The per-app limits (per contact and per
+/// account key of one app) keep one app's users apart; the limits across apps (per contact, and
+/// per source: the uid of the daemon whose embedded authority sends, or the source address of a
+/// remote authority's caller) cannot be sidestepped by picking another app id or profile.
 public struct CodeSendLimits: Sendable, Equatable {
-    /// The least time between two sends to one contact (30 s by default).
+    /// The least time between two sends to one contact in one app (30 s by default).
     public var contactCooldown: Duration
     /// The window `contactMaxSends` is counted over (15 minutes by default).
     public var contactWindow: Duration
-    /// The most sends to one contact within `contactWindow` (5 by default).
+    /// The most sends to one contact in one app within `contactWindow` (5 by default).
     public var contactMaxSends: Int
     /// The window `accountMaxSends` is counted over (1 hour by default).
     public var accountWindow: Duration
     /// The most sends for one account key (across its contacts) within `accountWindow` (10 by
     /// default).
     public var accountMaxSends: Int
+    /// The window `contactAllAppsMaxSends` is counted over (15 minutes by default).
+    public var contactAllAppsWindow: Duration
+    /// The most sends to one contact across every app within `contactAllAppsWindow` (10 by
+    /// default).
+    public var contactAllAppsMaxSends: Int
+    /// The window `sourceMaxSends` is counted over (1 minute by default).
+    public var sourceWindow: Duration
+    /// The most sends from one source (a daemon's uid, or a caller's address) across every app
+    /// and contact within `sourceWindow` (20 by default).
+    public var sourceMaxSends: Int
 
-    /// Creates limits; the defaults are DESIGN §6's.
+    /// Creates limits; the defaults are DESIGN §6's and issue 13's.
     public init(
         contactCooldown: Duration = .seconds(30), contactWindow: Duration = .seconds(900), contactMaxSends: Int = 5,
-        accountWindow: Duration = .seconds(3600), accountMaxSends: Int = 10
+        accountWindow: Duration = .seconds(3600), accountMaxSends: Int = 10,
+        contactAllAppsWindow: Duration = .seconds(900), contactAllAppsMaxSends: Int = 10,
+        sourceWindow: Duration = .seconds(60), sourceMaxSends: Int = 20
     ) {
         self.contactCooldown = contactCooldown
         self.contactWindow = contactWindow
         self.contactMaxSends = contactMaxSends
         self.accountWindow = accountWindow
         self.accountMaxSends = accountMaxSends
+        self.contactAllAppsWindow = contactAllAppsWindow
+        self.contactAllAppsMaxSends = contactAllAppsMaxSends
+        self.sourceWindow = sourceWindow
+        self.sourceMaxSends = sourceMaxSends
     }
 
     /// No limit at all (for tests that send many codes quickly).
     public static let unlimited = CodeSendLimits(
         contactCooldown: .zero, contactWindow: .zero, contactMaxSends: .max, accountWindow: .zero,
-        accountMaxSends: .max)
+        accountMaxSends: .max, contactAllAppsWindow: .zero, contactAllAppsMaxSends: .max, sourceWindow: .zero,
+        sourceMaxSends: .max)
 
     /// The longest time a send can still count against a limit: stored challenges must be kept at
     /// least this long after they were created (pruning keeps them).
-    public var longestWindow: Duration { max(contactCooldown, contactWindow, accountWindow) }
+    public var longestWindow: Duration {
+        max(contactCooldown, contactWindow, accountWindow, contactAllAppsWindow, sourceWindow)
+    }
 }
 
 /// Which send limit refused a code.
 public enum CodeSendLimit: String, Sendable, Equatable, CaseIterable {
-    /// Too soon after the last send to the same contact.
+    /// Too soon after the last send to the same contact in the same app.
     case contactCooldown
-    /// Too many sends to the same contact within the contact window.
+    /// Too many sends to the same contact in the same app within the contact window.
     case contactWindow
     /// Too many sends for the same account (across its contacts) within the account window.
     case accountWindow
+    /// Too many sends to the same contact across every app within its window.
+    case contactAllAppsWindow
+    /// Too many sends from the same source (a daemon's uid, or a caller's address) within the
+    /// source window.
+    case sourceWindow
+}
+
+/// Where a code send comes from, for `CodeSendLimits.sourceMaxSends`: the uid of the device daemon
+/// whose embedded authority sends, or the source address of a remote authority's caller. Never
+/// chosen by the caller: the authority takes it from what the kernel says about the connection.
+public struct SendSource: Sendable, Hashable, CustomStringConvertible {
+    /// The stored form (`uid:1000`, `ip:192.0.2.7`, `ip:2001:db8::1`).
+    public let key: String
+
+    /// The source of a local caller with this uid (a device daemon's own embedded authority, or a
+    /// Unix-socket caller).
+    public static func uid(_ uid: UInt32) -> SendSource { SendSource(key: "uid:\(uid)") }
+
+    /// The source of a TCP caller at this numeric address. An IPv6 address counts as its /64
+    /// network (`ip:2001:db8:1:2::/64`): one host usually holds a whole /64, and could otherwise
+    /// pick a new address for every send.
+    public static func address(_ address: String) -> SendSource {
+        guard address.contains(":"), let network = ipv6Network64(address) else { return SendSource(key: "ip:\(address)") }
+        return SendSource(key: "ip:\(network)/64")
+    }
+
+    /// The /64 network of an IPv6 address in its canonical text form, or nil when `text` is not
+    /// one.
+    private static func ipv6Network64(_ text: String) -> String? {
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
+        withUnsafeMutableBytes(of: &address) { bytes in
+            for i in 8..<16 { bytes[i] = 0 }
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A TCP caller whose address the server could not read: every such caller shares it.
+    public static let unknownAddress = SendSource(key: "ip:unknown")
+
+    /// The stored form.
+    public var description: String { key }
 }

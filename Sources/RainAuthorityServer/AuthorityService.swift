@@ -27,8 +27,17 @@ import RainWire
 /// server.run()   // on its own thread; server.stop(drainTimeout:) from the SIGTERM handler
 /// ```
 public final class AuthorityService: ServerHandler {
-    /// Every method of `AuthorityMethod`, declared once; each call's context is the authority.
-    public let routes: RouteTable<any Authority>
+    /// What a route gets besides its request: the authority, and where the call comes from.
+    public struct Call: Sendable {
+        /// The authority served.
+        public let authority: any Authority
+        /// The caller's source for the per-source send limit: the connection's source address
+        /// (TCP), or the peer's uid (a Unix socket). Never taken from the request.
+        public let source: SendSource
+    }
+
+    /// Every method of `AuthorityMethod`, declared once; each call's context is a `Call`.
+    public let routes: RouteTable<Call>
     private let authority: any Authority
     private let isDevOutboxEnabled: Bool
 
@@ -65,7 +74,15 @@ public final class AuthorityService: ServerHandler {
     /// Dispatches one request (loop thread; never blocks). Requests carry no profile, and the
     /// client keeps its own deadline: the table arms none.
     public func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
-        routes.handle(request, context: context, call: authority)
+        routes.handle(request, context: context, call: Call(authority: authority, source: Self.source(of: context.peer)))
+    }
+
+    /// The send source of a peer: its TCP source address, else its uid (a Unix peer), else the
+    /// source shared by every TCP peer whose address could not be read.
+    static func source(of peer: PeerCredentials) -> SendSource {
+        if let address = peer.address { return .address(address) }
+        if peer.uid == PeerCredentials.tcpPeer.uid { return .unknownAddress }
+        return .uid(peer.uid)
     }
 
     /// Nothing to stop: a cancelled call was already answered, and its work is not undone.
@@ -78,7 +95,7 @@ public final class AuthorityService: ServerHandler {
     /// `GetInfo` runs on the authority in a task. Reads are retried by the device, sends never;
     /// `needsSession` marks the calls that present a session's token; sensitive calls export a
     /// secret or add a credential or contact to an account (to be confirmed and audited).
-    static func routes(info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger) -> RouteTable<any Authority> {
+    static func routes(info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger) -> RouteTable<Call> {
         RouteTable(
             deadlineClock: nil, outcomeLog: .failures(logger),
             unknownMethod: UnknownMethodAnswer(infoMethod: AuthorityMethod.getInfo, serviceName: "authority")
@@ -88,34 +105,34 @@ public final class AuthorityService: ServerHandler {
                 .loop { (_, _) throws(RainError) in info })
             Route(
                 AuthorityMethod.sendLoginCode, SendCodeRequest.self, SendCodeResult.self, policy: .send(),
-                .actor { (r, authority) throws(RainError) in try await authority.sendLoginCode(r) })
+                .actor { (r, call) throws(RainError) in try await call.authority.sendLoginCode(r, source: call.source) })
             Route(
                 AuthorityMethod.confirmLoginCode, ConfirmCodeRequest.self, LoginResult.self, policy: .send(),
-                .actor { (r, authority) throws(RainError) in try await authority.confirmLoginCode(r) })
+                .actor { (r, call) throws(RainError) in try await call.authority.confirmLoginCode(r) })
             Route(
                 AuthorityMethod.refreshSession, RefreshRequest.self, AuthorityRefreshSessionResponse.self,
                 policy: .send(needsSession: true),
-                .actor { (r, authority) throws(RainError) in
-                    AuthorityRefreshSessionResponse(tokens: try await authority.refreshSession(r))
+                .actor { (r, call) throws(RainError) in
+                    AuthorityRefreshSessionResponse(tokens: try await call.authority.refreshSession(r))
                 })
             Route(
                 AuthorityMethod.accountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self,
                 policy: .read(needsSession: true),
-                .actor { (r, authority) throws(RainError) in
-                    try await authority.accountInfo(appID: r.appID, accessToken: r.accessToken)
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.accountInfo(appID: r.appID, accessToken: r.accessToken)
                 })
             Route(
                 AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest.self, AuthorityRevokeSessionResponse.self,
                 policy: .send(needsSession: true),
-                .actor { (r, authority) throws(RainError) in
-                    try await authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken)
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken)
                     return AuthorityRevokeSessionResponse()
                 })
             if isDevOutboxEnabled {
                 Route(
                     AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
-                    .actor { (_, authority) throws(RainError) in
-                        ListOutboxResponse(deliveries: try await authority.listOutbox())
+                    .actor { (_, call) throws(RainError) in
+                        ListOutboxResponse(deliveries: try await call.authority.listOutbox())
                     })
             } else {
                 Route(
@@ -128,58 +145,59 @@ public final class AuthorityService: ServerHandler {
             }
             Route(
                 AuthorityMethod.getWallet, AuthorityWalletRequest.self, WalletInfo.self, policy: .read(needsSession: true),
-                .actor { (r, authority) throws(RainError) in
-                    try await authority.wallet(appID: r.appID, accessToken: r.accessToken)
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.wallet(appID: r.appID, accessToken: r.accessToken)
                 })
             Route(
                 AuthorityMethod.exportWallet, AuthorityWalletRequest.self, WalletSecrets.self,
                 policy: .send(needsSession: true, isSensitive: true),
-                .actor { (r, authority) throws(RainError) in
-                    try await authority.exportWallet(appID: r.appID, accessToken: r.accessToken)
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.exportWallet(appID: r.appID, accessToken: r.accessToken)
                 })
             Route(
                 AuthorityMethod.beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self,
                 policy: .send(isSensitive: true),
-                .actor { (r, authority) throws(RainError) in try await authority.beginPasskeyRegistration(r) })
+                .actor { (r, call) throws(RainError) in try await call.authority.beginPasskeyRegistration(r) })
             Route(
                 AuthorityMethod.finishPasskeyRegistration, PasskeyFinishRequest.self, PasskeyFinishResult.self,
                 policy: .send(isSensitive: true),
-                .actor { (r, authority) throws(RainError) in
-                    PasskeyFinishResult(login: try await authority.finishPasskeyRegistration(r))
+                .actor { (r, call) throws(RainError) in
+                    PasskeyFinishResult(login: try await call.authority.finishPasskeyRegistration(r))
                 })
             Route(
                 AuthorityMethod.beginPasskeyAuthentication, PasskeyBeginRequest.self, PasskeyCeremony.self,
                 policy: .send(),
-                .actor { (r, authority) throws(RainError) in try await authority.beginPasskeyAuthentication(r) })
+                .actor { (r, call) throws(RainError) in try await call.authority.beginPasskeyAuthentication(r) })
             Route(
                 AuthorityMethod.finishPasskeyAuthentication, PasskeyFinishRequest.self, PasskeyFinishResult.self,
                 policy: .send(),
-                .actor { (r, authority) throws(RainError) in
-                    PasskeyFinishResult(login: try await authority.finishPasskeyAuthentication(r))
+                .actor { (r, call) throws(RainError) in
+                    PasskeyFinishResult(login: try await call.authority.finishPasskeyAuthentication(r))
                 })
             Route(
                 AuthorityMethod.cancelPasskeyCeremony, AuthorityPasskeyCancelRequest.self,
                 AuthorityPasskeyCancelResponse.self, policy: .send(),
-                .actor { (r, authority) throws(RainError) in
-                    try await authority.cancelPasskeyCeremony(
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.cancelPasskeyCeremony(
                         appID: r.appID, deviceID: r.deviceID, ceremonyID: r.ceremonyID)
                     return AuthorityPasskeyCancelResponse()
                 })
             Route(
                 AuthorityMethod.sendContactVerificationCode, AuthoritySendContactVerificationRequest.self,
                 SendCodeResult.self, policy: .send(needsSession: true, isSensitive: true),
-                .actor { (r, authority) throws(RainError) in
+                .actor { (r, call) throws(RainError) in
                     guard let contact = r.contact else {
                         throw RainError.invalid("the request names no contact", field: "contact")
                     }
-                    return try await authority.sendContactVerificationCode(
-                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact)
+                    return try await call.authority.sendContactVerificationCode(
+                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact,
+                        source: call.source)
                 })
             Route(
                 AuthorityMethod.confirmContactVerification, AuthorityConfirmContactVerificationRequest.self,
                 AccountInfo.self, policy: .send(needsSession: true, isSensitive: true),
-                .actor { (r, authority) throws(RainError) in
-                    try await authority.confirmContactVerification(
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.confirmContactVerification(
                         appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
                         code: r.code)
                 })

@@ -36,6 +36,13 @@ public enum AuthorityDaemon {
                 Command.Option(
                     "--state-dir", value: "DIR", help: "authority.key, authority.sqlite3, outbox.jsonl", kind: .directory,
                     isRequired: true),
+                Command.Option(
+                    "--apps", value: "APP,APP",
+                    help: """
+                        the app ids served (comma-separated); calls for any other app id are
+                        refused with RAIN_102. Without it every app id is served (a warning
+                        is logged); the send limits across apps hold either way
+                        """),
                 .flag("--dev-outbox", help: "serve the development outbox RPC (codes in clear: development only)"),
                 Command.Option(
                     "--access-token-lifetime", value: "SECONDS", help: "access token lifetime", kind: .seconds(2...86400),
@@ -68,6 +75,20 @@ public enum AuthorityDaemon {
                 Command.Option(
                     "--account-window", value: "SECONDS", help: "the account window", kind: .seconds(1...86400),
                     default: seconds(defaults.sendLimits.accountWindow)),
+                Command.Option(
+                    "--contact-all-apps-max-sends", value: "N",
+                    help: "most codes to one contact per contact-all-apps window, whatever the app",
+                    kind: .integer(1...1_000_000), default: number(defaults.sendLimits.contactAllAppsMaxSends)),
+                Command.Option(
+                    "--contact-all-apps-window", value: "SECONDS", help: "the contact-all-apps window",
+                    kind: .seconds(1...86400), default: seconds(defaults.sendLimits.contactAllAppsWindow)),
+                Command.Option(
+                    "--source-max-sends", value: "N",
+                    help: "most codes per source address (a caller's IP address) per source window",
+                    kind: .integer(1...1_000_000), default: number(defaults.sendLimits.sourceMaxSends)),
+                Command.Option(
+                    "--source-window", value: "SECONDS", help: "the source window", kind: .seconds(1...86400),
+                    default: seconds(defaults.sendLimits.sourceWindow)),
                 Command.Option(
                     "--prune-interval", value: "SECONDS", help: "how often old codes, sessions and outbox lines are deleted",
                     kind: .seconds(1...86400), default: seconds(defaults.pruneInterval)),
@@ -132,12 +153,39 @@ public enum AuthorityDaemon {
             o.settings.sendLimits.accountMaxSends = v
         }
         if given("--account-window"), let v = parsed.seconds("--account-window") { o.settings.sendLimits.accountWindow = v }
+        if given("--contact-all-apps-max-sends"), let v = parsed.integer("--contact-all-apps-max-sends") {
+            o.settings.sendLimits.contactAllAppsMaxSends = v
+        }
+        if given("--contact-all-apps-window"), let v = parsed.seconds("--contact-all-apps-window") {
+            o.settings.sendLimits.contactAllAppsWindow = v
+        }
+        if given("--source-max-sends"), let v = parsed.integer("--source-max-sends") {
+            o.settings.sendLimits.sourceMaxSends = v
+        }
+        if given("--source-window"), let v = parsed.seconds("--source-window") { o.settings.sendLimits.sourceWindow = v }
+        if let apps = parsed.value("--apps") { o.settings.servedAppIDs = try servedApps(apps) }
         if given("--prune-interval"), let v = parsed.seconds("--prune-interval") { o.settings.pruneInterval = v }
         if given("--prune-retention"), let v = parsed.seconds("--prune-retention") { o.settings.pruneRetention = v }
         if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
             throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
         }
         return o
+    }
+}
+
+extension AuthorityDaemon {
+    /// `--apps a,b`: the app ids, each 1 to 128 bytes.
+    /// - Throws: RAIN_102 (field `--apps`) for an empty list or app id.
+    static func servedApps(_ text: String) throws(RainError) -> Set<String> {
+        let apps = text.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        guard !apps.isEmpty, apps.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 128 }) else {
+            throw RainError.invalid(
+                "--apps takes app ids separated by commas, each 1 to 128 characters (--apps myapp,otherapp)",
+                field: "--apps")
+        }
+        return Set(apps)
     }
 }
 
@@ -210,6 +258,11 @@ struct AuthorityRole: DaemonRole {
             server: server, drainTimeout: .seconds(10), notifier: nil,
             ready: {
                 pruning.start()
+                if settings.servedAppIDs == nil {
+                    logger.warning(
+                        "authority.all_apps",
+                        ["hint": "every app id is served; pass --apps APP,APP to refuse the others (RAIN_102)"])
+                }
                 logger.info(
                     "authority.ready",
                     [
@@ -217,6 +270,7 @@ struct AuthorityRole: DaemonRole {
                         "state": stateDirectory,
                         "store": storeName, "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                         "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
+                        "apps": settings.servedAppIDs.map { $0.sorted().joined(separator: ",") } ?? "*",
                     ])
             },
             finish: { pruning.stop() })

@@ -285,7 +285,8 @@ struct ConfigReader {
             value, path,
             allowed: [
                 "contactCooldownSeconds", "contactMaxSends", "contactWindowSeconds", "accountMaxSends",
-                "accountWindowSeconds",
+                "accountWindowSeconds", "contactAllAppsMaxSends", "contactAllAppsWindowSeconds", "sourceMaxSends",
+                "sourceWindowSeconds",
             ])
         var l = CodeSendLimits()
         if let v = dict["contactCooldownSeconds"] {
@@ -302,6 +303,16 @@ struct ConfigReader {
         }
         if let v = dict["accountWindowSeconds"] {
             l.accountWindow = try seconds(v, join(path, "accountWindowSeconds"), min: 1, max: 86400)
+        }
+        if let v = dict["contactAllAppsMaxSends"] {
+            l.contactAllAppsMaxSends = try count(v, join(path, "contactAllAppsMaxSends"), max: 1_000_000)
+        }
+        if let v = dict["contactAllAppsWindowSeconds"] {
+            l.contactAllAppsWindow = try seconds(v, join(path, "contactAllAppsWindowSeconds"), min: 1, max: 86400)
+        }
+        if let v = dict["sourceMaxSends"] { l.sourceMaxSends = try count(v, join(path, "sourceMaxSends"), max: 1_000_000) }
+        if let v = dict["sourceWindowSeconds"] {
+            l.sourceWindow = try seconds(v, join(path, "sourceWindowSeconds"), min: 1, max: 86400)
         }
         return l
     }

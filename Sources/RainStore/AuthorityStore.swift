@@ -29,7 +29,12 @@ package protocol AuthorityStore: Sendable {
     /// - `contactWindow`: the contact already has `limits.contactMaxSends` sends within
     ///   `limits.contactWindow` (retry when the oldest counted one leaves the window);
     /// - `accountWindow`: the account key already has `limits.accountMaxSends` sends within
-    ///   `limits.accountWindow` (same).
+    ///   `limits.accountWindow` (same);
+    /// and against the challenges of every app:
+    /// - `contactAllAppsWindow`: the contact already has `limits.contactAllAppsMaxSends` sends
+    ///   within `limits.contactAllAppsWindow`, whatever their app (same);
+    /// - `sourceWindow`: the challenge's source already has `limits.sourceMaxSends` sends within
+    ///   `limits.sourceWindow` (same; not checked when the challenge has no source).
     /// When several apply, the one with the latest retry time is returned; nothing is then changed.
     /// Otherwise it retires every pending challenge of the app, device and purpose (resend
     /// replaces, switching contact retires), retires the oldest pending, unexpired challenges of
@@ -281,12 +286,16 @@ package struct NewChallenge: Sendable, Equatable {
     package var purpose: ChallengePurpose
     /// The account a verification attaches the contact to; nil for a login.
     package var targetAccountID: String?
+    /// Where the send comes from (`SendSource.key`), counted by `CodeSendLimits.sourceMaxSends`;
+    /// nil counts against no source limit.
+    package var source: String?
 
     /// Creates a challenge to insert.
     package init(
         id: String, appID: String, deviceID: String, contact: RainWalletContact, codeHash: [UInt8], createdAt: Date,
-        expiresAt: Date, purpose: ChallengePurpose = .login, targetAccountID: String? = nil
+        expiresAt: Date, purpose: ChallengePurpose = .login, targetAccountID: String? = nil, source: String? = nil
     ) {
+        self.source = source
         self.id = id
         self.appID = appID
         self.deviceID = deviceID

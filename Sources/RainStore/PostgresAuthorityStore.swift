@@ -183,7 +183,15 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 )
                 """,
                 "CREATE INDEX passkey_credentials_account ON passkey_credentials(account_id)",
-            ])
+            ]),
+        // Send limits across apps (issue 13): SQLite's version 7.
+        Migration(
+            version: 2,
+            statements: [
+                "ALTER TABLE challenges ADD COLUMN source TEXT",
+                "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
+                "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -241,6 +241,16 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
                 "CREATE INDEX challenges_contact_sent ON challenges(app_id, contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_account_sent ON challenges(app_id, account_key, created_at)",
             ]),
+        // Send limits across apps (issue 13): recent codes are also counted per contact whatever
+        // the app, and per source (the sending daemon's uid, or the caller's address). Earlier
+        // rows have no source and count against no source limit.
+        Migration(
+            version: 7,
+            statements: [
+                "ALTER TABLE challenges ADD COLUMN source TEXT",
+                "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
+                "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

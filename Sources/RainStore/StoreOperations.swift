@@ -85,7 +85,11 @@ enum StoreOperations {
     static func insertChallenge<DB: StoreConnection>(
         _ db: DB, _ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits
     ) throws(RainError) -> ChallengeInsertionOutcome {
-        // Always in this order (device, contact, account key), so two sends never deadlock.
+        // Always in this order (source, contact across apps, device, contact, account key), so
+        // two sends never deadlock; the first two make the limits across apps hold between
+        // authority instances sharing one PostgreSQL database.
+        if let source = challenge.source { try db.lock("source", source) }
+        try db.lock("contact-all-apps", contactKey(challenge.contact))
         try db.lock("device", challenge.appID, challenge.deviceID)
         try db.lock("contact", challenge.appID, contactKey(challenge.contact))
         // A verification counts against the account it attaches the contact to.
@@ -131,22 +135,23 @@ enum StoreOperations {
         try db.execute(
             """
             INSERT INTO challenges (id, app_id, device_id, contact_kind, contact_value, account_key, code_hash,
-                                    created_at, expires_at, wrong_attempts, state, purpose, target_account_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 'pending', $10, $11)
+                                    created_at, expires_at, wrong_attempts, state, purpose, target_account_id, source)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 'pending', $10, $11, $12)
             """,
             values: [
                 .text(challenge.id), .text(challenge.appID), .text(challenge.deviceID),
                 .text(challenge.contact.kindName), .text(challenge.contact.value), .text(accountKey),
                 .bytes(challenge.codeHash), .integer(challenge.createdAt.unixMilliseconds),
                 .integer(challenge.expiresAt.unixMilliseconds), .text(challenge.purpose.rawValue),
-                challenge.targetAccountID.map { .text($0) } ?? .null,
+                challenge.targetAccountID.map { .text($0) } ?? .null, challenge.source.map { .text($0) } ?? .null,
             ], operation: "insert a login challenge")
         return .inserted(ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired))
     }
 
     /// The send limit a new challenge would break, with the earliest time it would pass, or nil.
     /// When several are broken, the one that clears last. Counts every stored challenge of the app
-    /// created within each window (up to the new one's time), whatever its purpose or state.
+    /// (of every app for the limits across apps) created within each window (up to the new one's
+    /// time), whatever its purpose or state.
     static func sendLimitRefusal(
         _ db: some StoreConnection, _ challenge: NewChallenge, accountKey: String, limits: CodeSendLimits
     ) throws(RainError) -> (limit: CodeSendLimit, retryAfter: Date)? {
@@ -179,6 +184,21 @@ enum StoreOperations {
             operation: "count the account's recent codes")
         {
             refusals.append((.accountWindow, clears))
+        }
+        if let clears = try windowClearance(
+            db, filter: "contact_kind = $1 AND contact_value = $2",
+            arguments: [.text(challenge.contact.kindName), .text(challenge.contact.value)], now: now,
+            window: limits.contactAllAppsWindow, maxSends: limits.contactAllAppsMaxSends,
+            operation: "count the contact's recent codes across apps")
+        {
+            refusals.append((.contactAllAppsWindow, clears))
+        }
+        if let source = challenge.source,
+            let clears = try windowClearance(
+                db, filter: "source = $1", arguments: [.text(source)], now: now, window: limits.sourceWindow,
+                maxSends: limits.sourceMaxSends, operation: "count the source's recent codes")
+        {
+            refusals.append((.sourceWindow, clears))
         }
         guard let latest = refusals.max(by: { $0.retryAfter < $1.retryAfter }) else { return nil }
         return (latest.limit, Date(unixMilliseconds: latest.retryAfter))

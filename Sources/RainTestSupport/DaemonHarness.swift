@@ -293,6 +293,7 @@ public final class DaemonHarness: Sendable {
     /// `authority.sendLimits` of `SendLimits.relaxed`.
     public static let relaxedSendLimits: [String: Int] = [
         "contactCooldownSeconds": 0, "contactMaxSends": 1_000_000, "accountMaxSends": 1_000_000,
+        "contactAllAppsMaxSends": 1_000_000, "sourceMaxSends": 1_000_000,
     ]
 
     /// `config` with relaxed send limits merged in (a new config when there is none). A config

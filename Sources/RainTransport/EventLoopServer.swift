@@ -17,10 +17,18 @@ public struct PeerCredentials: Sendable, Equatable {
     public var pid: Int32
     public var uid: UInt32
     public var gid: UInt32
+    /// A TCP peer's numeric source address (`192.0.2.7`, `2001:db8::1`); nil for a Unix peer, or
+    /// when it could not be read. The authority counts code sends per address (issue 13).
+    public var address: String? = nil
 
     /// The placeholder for a TCP peer, which has no Unix credentials: pid 0, uid and gid
     /// `UInt32.max` (never a real uid).
     public static let tcpPeer = PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+
+    /// A TCP peer at `address` (see `tcpPeer`).
+    public static func tcpPeer(address: String?) -> PeerCredentials {
+        PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max, address: address)
+    }
 }
 
 /// How a handler answers a request it was given on the loop thread.
@@ -322,7 +330,7 @@ public final class EventLoopServer: @unchecked Sendable {
             let allowed: Bool
             if options.isTCP {
                 TCPSocket.setNoDelay(fd)
-                peer = .tcpPeer
+                peer = .tcpPeer(address: TCPSocket.peerAddress(of: fd))
                 allowed = true
             } else {
                 guard let credentials = try? Syscall.peerCredentials(fd) else {

@@ -158,8 +158,8 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        #expect(try await store.schemaVersion() == 6)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 6)
+        #expect(try await store.schemaVersion() == 7)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 7)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)
@@ -167,7 +167,7 @@ struct SQLiteAuthorityStoreTests {
         #expect(session.rotatedAt == nil)
         #expect(session.refreshGeneration == 0)
         let tables = try await store.dumpAllRows()
-        #expect(tables["schema_version"]?.count == 6)
+        #expect(tables["schema_version"]?.count == 7)
         #expect(tables["retired_refresh_tokens"]?.isEmpty == true)
 
         let authority = EmbeddedAuthority(
@@ -191,7 +191,7 @@ struct SQLiteAuthorityStoreTests {
 
         // Reopening runs nothing again.
         let reopened = try await SQLiteAuthorityStore.open(path: path)
-        #expect(try await reopened.dumpAllRows()["schema_version"]?.count == 6)
+        #expect(try await reopened.dumpAllRows()["schema_version"]?.count == 7)
         await reopened.close()
     }
 

@@ -134,6 +134,7 @@ final class MultiDevice: Sendable {
     /// The send limits `scripts/harness up` relaxes (these tests log in again and again).
     static let relaxedSendLimitFlags = [
         "--send-cooldown", "0", "--contact-max-sends", "1000000", "--account-max-sends", "1000000",
+        "--contact-all-apps-max-sends", "1000000", "--source-max-sends", "1000000",
     ]
 
     /// Starts the authority again on the same port, state and clock, and waits until it is ready.
