@@ -179,7 +179,7 @@ struct AuthorityRole: DaemonRole {
                 throw error
             }
         }
-        try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
+        let stateLock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd authority")
         let settings = options.settings
         let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
@@ -216,6 +216,9 @@ struct AuthorityRole: DaemonRole {
                         "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
                     ])
             },
-            finish: { pruning.stop() })
+            finish: {
+                withExtendedLifetime(stateLock) {}  // the state directory stays locked while serving
+                pruning.stop()
+            })
     }
 }
