@@ -11,7 +11,8 @@ public enum RainPaths {
     /// - without `XDG_RUNTIME_DIR`, in the state directory: `$XDG_STATE_HOME/rainwallet/rainwalletd.sock`
     ///   or `~/.local/state/rainwallet/rainwalletd.sock`;
     /// - only when that path is too long for a socket address, `/tmp/rainwallet-$UID/rainwalletd.sock`
-    ///   (the daemon creates that directory 0700 and refuses one it finds that is not its own).
+    ///   (`$TMPDIR` instead of `/tmp` when set; the daemon creates that directory 0700 and refuses
+    ///   one it finds that is not its own, as ssh-agent and tmux do).
     public static func defaultSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         func nonEmpty(_ key: String) -> String? { environment[key].flatMap { $0.isEmpty ? nil : $0 } }
         if let runtime = nonEmpty("XDG_RUNTIME_DIR") {
@@ -19,11 +20,15 @@ public enum RainPaths {
         }
         let inState = "\(defaultStateDirectory(environment: environment))/rainwalletd.sock"
         if inState.utf8.count <= maximumSocketPathLength { return inState }
-        return fallbackSocket
+        return fallbackSocket(environment: environment)
     }
 
-    /// The socket used when the default one would be too long for a socket address.
-    public static var fallbackSocket: String { "/tmp/rainwallet-\(getuid())/rainwalletd.sock" }
+    /// The socket used when the default one would be too long for a socket address:
+    /// `${TMPDIR:-/tmp}/rainwallet-$UID/rainwalletd.sock` (`TMPDIR` as ssh-agent reads it).
+    public static func fallbackSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let tmp = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return "\(tmp)/rainwallet-\(getuid())/rainwalletd.sock"
+    }
 
     /// The default state directory: `$XDG_STATE_HOME/rainwallet` or `~/.local/state/rainwallet`.
     public static func defaultStateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -36,7 +41,7 @@ public enum RainPaths {
     /// How the help texts describe the default socket.
     public static let defaultSocketDescription =
         "$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock; without XDG_RUNTIME_DIR, rainwalletd.sock in the state "
-        + "directory ($XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet), or /tmp/rainwallet-$UID/rainwalletd.sock "
+        + "directory ($XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet), or ${TMPDIR:-/tmp}/rainwallet-$UID/rainwalletd.sock "
         + "when that is too long"
 
     /// `RAINWALLET_DAEMON_UID`: the uid a client accepts for its daemon when it is not its own.
