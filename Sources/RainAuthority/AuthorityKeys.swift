@@ -74,7 +74,8 @@ public struct AuthorityKeys: Sendable {
         try await DispatchQueue(label: "rain.authority.keys").runBlocking { () throws(RainError) -> AuthorityKeys in
             if let createDirectory {
                 // Never through a symbolic link, never a directory another user can write (issue 13).
-                try OwnedPath.makeOrCheckDirectory(createDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")
+                try OwnedPath.makeOrCheckDirectory(
+                    createDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")
             }
             return try loadOrCreate(keyFile: path)
         }

@@ -102,7 +102,8 @@ public enum KeyFile {
             return try Syscall.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking, .noFollow])
         } catch {
             guard error.errno == ELOOP else { throw error }
-            throw refusal("key file \(path) is a symbolic link; refusing to follow it: replace it with the file", reason: "key_file_type")
+            throw refusal(
+                "key file \(path) is a symbolic link; refusing to follow it: replace it with the file", reason: "key_file_type")
         }
     }
 

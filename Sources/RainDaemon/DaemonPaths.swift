@@ -15,7 +15,7 @@ public struct DaemonPaths: Sendable, Equatable {
     /// The defaults from the environment, overridden by flags.
     ///
     /// Socket: `RainPaths.defaultSocket` (`$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock`, else in the
-    /// state directory, else `/tmp/rainwallet-$UID/rainwalletd.sock`).
+    /// state directory, else `${TMPDIR:-/tmp}/rainwallet-$UID/rainwalletd.sock`).
     /// State: `$XDG_STATE_HOME/rainwallet` or `~/.local/state/rainwallet`.
     /// Config: `$XDG_CONFIG_HOME/rainwallet/config.json` or `~/.config/rainwallet/config.json`.
     public static func resolve(

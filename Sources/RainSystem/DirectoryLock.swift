@@ -18,7 +18,8 @@ public final class DirectoryLock: Sendable {
         let path = "\(directory)/\(name)"
         let fd: Int32
         do throws(RainError) {
-            fd = try Syscall.open(path, .readWrite, options: [.create, .noFollow, .nonBlocking, .noControllingTerminal], mode: 0o600)
+            fd = try Syscall.open(
+                path, .readWrite, options: [.create, .noFollow, .nonBlocking, .noControllingTerminal], mode: 0o600)
         } catch {
             if error.errno == ELOOP {
                 throw RainError.invalid("lock file \(path) is a symbolic link; remove it", field: "state-dir")

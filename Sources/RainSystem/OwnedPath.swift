@@ -107,7 +107,8 @@ public enum OwnedPath {
         _ status: FileStatus, path: String, owners: Set<uid_t>, name: String, field: String
     ) throws(RainError) {
         guard status.type == S_IFREG else {
-            throw RainError.invalid("\(name) \(path) is \(status.typeName), not a regular file; replace it with a file", field: field)
+            throw RainError.invalid(
+                "\(name) \(path) is \(status.typeName), not a regular file; replace it with a file", field: field)
         }
         guard owners.contains(status.uid) else {
             throw RainError.invalid(
@@ -198,7 +199,8 @@ public enum OwnedPath {
         _ path: String, owners: Set<uid_t>, name: String, field: String, limit: Int
     ) throws(RainError) -> [UInt8]? {
         if let status = try Syscall.linkStatus(path), status.isSymbolicLink {
-            throw RainError.invalid("\(name) \(path) is a symbolic link; refusing to follow it: replace it with the file", field: field)
+            throw RainError.invalid(
+                "\(name) \(path) is a symbolic link; refusing to follow it: replace it with the file", field: field)
         }
         let fd: Int32
         do throws(RainError) {

@@ -39,6 +39,9 @@ import Testing
 
     @Test func flagsOverride() {
         let p = DaemonPaths.resolve(environment: [:], socket: "/x.sock", stateDirectory: "/st", config: "/cf.json")
-        #expect(p == DaemonPaths(socket: "/x.sock", stateDirectory: "/st", config: "/cf.json", isConfigExplicit: true, isSocketDefault: false))
+        #expect(
+            p
+                == DaemonPaths(
+                    socket: "/x.sock", stateDirectory: "/st", config: "/cf.json", isConfigExplicit: true, isSocketDefault: false))
     }
 }

@@ -135,7 +135,9 @@ struct AttackerTrustTests {
         let link = "\(h.directory)/link"
         #expect(symlink(target, link) == 0)
         try OtherUser.chown(link)
-        let (status, output) = try await h.runDaemon(arguments: ["--socket", "\(link)/d.sock", "--state-dir", "\(h.directory)/s2"])
+        let (status, output) = try await h.runDaemon(arguments: [
+            "--socket", "\(link)/d.sock", "--state-dir", "\(h.directory)/s2",
+        ])
         #expect(status == 78, "\(output)")
         #expect(output.contains("\(link) is a symbolic link"), "\(output)")
         #expect(fileMode("\(target)/d.sock") == nil)
@@ -184,7 +186,8 @@ struct AttackerTrustTests {
         #expect(h.log.contains("\(planted) is a symbolic link"), "log:\n\(h.log)")
 
         #expect(unlink(planted) == 0)
-        let realPath = ["state": "\(h.directory)/state-real", "config": "\(h.directory)/config-real.json"][what]
+        let realPath =
+            ["state": "\(h.directory)/state-real", "config": "\(h.directory)/config-real.json"][what]
             ?? "\(h.directory)/storage-real.key"
         #expect(rename(realPath, planted) == 0)
         try await expectOwnDaemonServes(h)
