@@ -137,6 +137,8 @@ public enum OwnedPath {
     public static func makeOrCheckDirectory(
         _ path: String, mode: mode_t, name: String, field: String
     ) throws(RainError) -> Bool {
+        // `lstat("link/")` follows the link: check the name without its trailing slashes.
+        let path = trimmingTrailingSlashes(path)
         try makeParents(of: path)
         let isCreated: Bool
         switch Syscall.retrying({ mkdir(path, mode) }) {
@@ -179,6 +181,13 @@ public enum OwnedPath {
             case .failure(let e): throw Syscall.error("mkdir", path: dir, e)
             }
         }
+    }
+
+    /// `path` without trailing slashes (`"/"` stays).
+    public static func trimmingTrailingSlashes(_ path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        return String(trimmed)
     }
 
     /// The directory part of `path` (`"."` for a bare name).

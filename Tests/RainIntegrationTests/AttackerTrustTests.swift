@@ -294,6 +294,19 @@ struct AttackerTrustTests {
         try await expectOwnDaemonServes(h)
     }
 
+    @Test("--daemon-uid that is not a number is a usage error (64); naming the daemon's own uid works")
+    func daemonUIDOption() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let bad = try await h.runCLI(["--daemon-uid", "root", "status"])
+        #expect(bad.status == 64 && bad.stderr.contains("--daemon-uid"), "\(bad)")
+        let own = try await h.runCLI(["--daemon-uid", "\(getuid())", "status"])
+        #expect(own.status == 0, "\(own)")
+        // Naming a uid the daemon does not run as refuses it, even the user's own daemon.
+        let other = try await h.runCLI(["--daemon-uid", "\(Self.attacker)", "status"])
+        #expect(other.status == 2 && other.stderr.contains("runs as uid \(getuid())"), "\(other)")
+    }
+
     @Test("a second daemon on the same state directory exits 78 naming the pid that holds it")
     func secondDaemonOnStateDirectory() async throws {
         let h = try await DaemonHarness.start()

@@ -40,11 +40,13 @@ private func mode(_ path: String) -> mode_t? {
         let s = try Scratch()
         #expect(mkdir("\(s.path)/real", 0o700) == 0)
         #expect(symlink("\(s.path)/real", "\(s.path)/link") == 0)
-        let error = #expect(throws: RainError.self) {
-            try OwnedPath.makeOrCheckDirectory("\(s.path)/link", mode: 0o700, name: "state directory", field: "state-dir")
+        for spelling in ["\(s.path)/link", "\(s.path)/link/", "\(s.path)/link//"] {
+            let error = #expect(throws: RainError.self) {
+                try OwnedPath.makeOrCheckDirectory(spelling, mode: 0o700, name: "state directory", field: "state-dir")
+            }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("symbolic link") == true, "\(spelling)")
         }
-        #expect(error?.code == .invalidArgument)
-        #expect(error?.message.contains("symbolic link") == true)
     }
 
     @Test(arguments: [mode_t(0o777), 0o1777, 0o770, 0o702])
