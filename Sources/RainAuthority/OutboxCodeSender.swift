@@ -59,7 +59,7 @@ public final class OutboxCodeSender: CodeSender {
         let path = self.path
         let logger = self.logger
         return try await queue.runBlocking { () throws(RainError) -> Int in
-            guard let bytes = try AtomicFile.read(path) else { return 0 }
+            guard let bytes = try AtomicFile.read(path, options: [.noFollow]) else { return 0 }
             let lines = Self.splitLines(bytes)
             var kept: [UInt8] = []
             var removed = 0
@@ -117,7 +117,7 @@ public final class OutboxCodeSender: CodeSender {
     /// Reads every entry of the outbox file at `path`; a line that does not decode is logged and skipped.
     /// - Throws: RAIN_502 when the file cannot be read.
     package static func read(path: String, logger: Logger) throws(RainError) -> [OutboxDelivery] {
-        guard let bytes = try AtomicFile.read(path) else { return [] }
+        guard let bytes = try AtomicFile.read(path, options: [.noFollow]) else { return [] }
         var out: [OutboxDelivery] = []
         for (index, line) in splitLines(bytes).enumerated() {
             if let delivery = decode(line) {

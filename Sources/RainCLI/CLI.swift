@@ -12,8 +12,16 @@ public enum CLI: CLICommand {
             Command.Option(
                 "--socket", value: "PATH", help: "daemon socket",
                 kind: .file,
-                default: .computed("$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock or /tmp/rainwallet-$UID/rainwalletd.sock"),
+                default: .computed(RainPaths.defaultSocketDescription),
                 environment: "RAINWALLET_SOCKET", isGlobal: true),
+            Command.Option(
+                "--daemon-uid", value: "UID",
+                help: """
+                    the uid the daemon must run as: a daemon of any other uid is refused
+                    (RAIN_101), so no other user can pose as it; name another user's daemon
+                    only on purpose (its config allows your uid)
+                    """,
+                default: .computed("your own uid"), environment: RainPaths.daemonUIDVariable, isGlobal: true),
             Command.Option(
                 "--profile", value: "NAME", help: "profile (app) to act for", default: .value(ProfileName.defaultName),
                 isGlobal: true),
@@ -62,7 +70,16 @@ public enum CLI: CLICommand {
             } catch {
                 throw UsageError("--profile: \(error.message)", word: "--profile")
             }
-            let provider = RainProvider(RainWalletConfig(profile: profile, socketPath: parsed.value("--socket")))
+            var daemonUID: UInt32?
+            if let text = parsed.value("--daemon-uid") {
+                do throws(RainError) {
+                    daemonUID = try RainPaths.parseUID(text, source: "--daemon-uid")
+                } catch {
+                    throw UsageError(error.message, word: "--daemon-uid")
+                }
+            }
+            let provider = RainProvider(
+                RainWalletConfig(profile: profile, socketPath: parsed.value("--socket"), daemonUID: daemonUID))
             guard let command = find(parsed.commandNames[...]) else {
                 throw UsageError("unknown command \(parsed.commandNames.joined(separator: " "))")
             }

@@ -92,7 +92,9 @@ enum PasskeyCommand: CLICommand {
         try AtomicFile.makeDirectory((file as NSString).deletingLastPathComponent)
         let authenticator = SoftAuthenticator(path: file)
         let wallet = RainProvider(
-            RainWalletConfig(passkeyDomain: domain, profile: provider.config.profile, socketPath: provider.config.socketPath))
+            RainWalletConfig(
+                passkeyDomain: domain, profile: provider.config.profile, socketPath: provider.config.socketPath,
+                daemonUID: provider.config.daemonUID))
 
         let session: SessionSnapshot
         switch sub {

@@ -96,8 +96,15 @@ public enum KeyFile {
 
     /// Opens a key file for reading. O_NONBLOCK: opening a FIFO planted at the path must not hang;
     /// fstat then refuses it.
+    /// O_NOFOLLOW: a symbolic link planted at the path is refused, never followed (issue 13).
     private static func openPrivate(_ path: String) throws(RainError) -> Int32 {
-        try Syscall.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking])
+        do throws(RainError) {
+            return try Syscall.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking, .noFollow])
+        } catch {
+            guard error.errno == ELOOP else { throw error }
+            throw refusal(
+                "key file \(path) is a symbolic link; refusing to follow it: replace it with the file", reason: "key_file_type")
+        }
     }
 
     /// Checks that the open file is a regular file owned by the effective uid that neither group nor

@@ -229,7 +229,7 @@ struct AuthorityRole: DaemonRole {
                 throw error
             }
         }
-        try AtomicFile.makeDirectory(stateDirectory, mode: 0o700)
+        let stateLock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd authority")
         let settings = options.settings
         let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
         if let storeURL { PostgresURL.warnAboutPassword(in: storeURL, logger: logger.child("store")) }
@@ -273,6 +273,9 @@ struct AuthorityRole: DaemonRole {
                         "apps": settings.servedAppIDs.map { $0.sorted().joined(separator: ",") } ?? "*",
                     ])
             },
-            finish: { pruning.stop() })
+            finish: {
+                withExtendedLifetime(stateLock) {}  // the state directory stays locked while serving
+                pruning.stop()
+            })
     }
 }

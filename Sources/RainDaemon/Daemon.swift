@@ -42,7 +42,7 @@ public enum Daemon {
         options: [
             Command.Option(
                 "--socket", value: "PATH", help: "Unix socket to serve", kind: .file,
-                default: .computed("$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock, or /tmp/rainwallet-$UID/rainwalletd.sock")),
+                default: .computed(RainPaths.defaultSocketDescription)),
             Command.Option(
                 "--state-dir", value: "DIR", help: "sessions, keys and the authority database", kind: .directory,
                 default: .computed("$XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet")),
@@ -180,6 +180,16 @@ public enum Daemon {
         }
     }
 
+    /// Creates the state directory 0700, or checks the one there (a real directory of this uid
+    /// that group and others cannot write: whoever can write it can plant keys, a config or an
+    /// outbox), then takes its lock: one daemon per state directory (issue 13).
+    /// - Returns: the lock, to keep for the daemon's life.
+    /// - Throws: RAIN_102 naming the directory and the fix, or the pid of the daemon holding it.
+    static func openStateDirectory(_ directory: String, role: String) throws(RainError) -> DirectoryLock {
+        try OwnedPath.makeOrCheckDirectory(directory, mode: 0o700, name: "state directory", field: "state-dir")
+        return try DirectoryLock(directory: directory, role: role)
+    }
+
     /// Runs async setup from synchronous `main` before the loop starts, and then the lifecycle:
     /// `body` runs as a task while the calling thread waits, serving the jobs `thread` is handed
     /// (the event loop) until the task ends.
@@ -243,7 +253,7 @@ struct DeviceRole: DaemonRole {
 
         let paths = DaemonPaths.resolve(socket: options.socket, stateDirectory: options.stateDirectory, config: options.config)
         let config = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
-        try AtomicFile.makeDirectory(paths.stateDirectory, mode: 0o700)
+        let stateLock = try Daemon.openStateDirectory(paths.stateDirectory, role: "rainwalletd")
 
         let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
         let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
@@ -289,8 +299,8 @@ struct DeviceRole: DaemonRole {
                     ["hint": "other uids reach the socket only with SocketMode=0666 and DirectoryMode=0711"])
             }
         } else {
-            let socketDir = (paths.socket as NSString).deletingLastPathComponent
-            try UnixSocket.prepareDirectory(socketDir.isEmpty ? "." : socketDir, mode: extraUIDs.isEmpty ? 0o700 : 0o711)
+            try UnixSocket.prepareDirectory(
+                OwnedPath.parent(of: paths.socket), mode: extraUIDs.isEmpty ? 0o700 : 0o711, isDaemonsOwn: paths.isSocketDefault)
             fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
             socketAddress = paths.socket
         }
@@ -322,6 +332,8 @@ struct DeviceRole: DaemonRole {
                 notifier?.ready(status: "serving \(socketAddress)")
             },
             finish: {
+                // The state directory stays locked until the process ends (or this closure goes).
+                withExtendedLifetime(stateLock) {}
                 pruningTask?.stop()
                 // Never a socket the service manager handed over. A socket file left behind is stale
                 // and the next start removes it, so a failure here changes nothing.

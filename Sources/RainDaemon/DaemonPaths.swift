@@ -8,10 +8,14 @@ public struct DaemonPaths: Sendable, Equatable {
     public var config: String
     /// True when the config path was given explicitly (then it must exist).
     public var isConfigExplicit: Bool
+    /// True when the socket path is a default one (`RainPaths.defaultSocket`): its directory is the
+    /// daemon's own, whose mode it may set. A directory given with `--socket` is never changed.
+    public var isSocketDefault: Bool
 
     /// The defaults from the environment, overridden by flags.
     ///
-    /// Socket: `$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock`, or `/tmp/rainwallet-$UID/rainwalletd.sock`.
+    /// Socket: `RainPaths.defaultSocket` (`$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock`, else in the
+    /// state directory, else `${TMPDIR:-/tmp}/rainwallet-$UID/rainwalletd.sock`).
     /// State: `$XDG_STATE_HOME/rainwallet` or `~/.local/state/rainwallet`.
     /// Config: `$XDG_CONFIG_HOME/rainwallet/config.json` or `~/.config/rainwallet/config.json`.
     public static func resolve(
@@ -22,10 +26,9 @@ public struct DaemonPaths: Sendable, Equatable {
         func nonEmpty(_ key: String) -> String? { environment[key].flatMap { $0.isEmpty ? nil : $0 } }
         return DaemonPaths(
             socket: socket ?? RainPaths.defaultSocket(environment: environment),
-            stateDirectory: stateDirectory
-                ?? (nonEmpty("XDG_STATE_HOME").map { "\($0)/rainwallet" } ?? "\(home)/.local/state/rainwallet"),
+            stateDirectory: stateDirectory ?? RainPaths.defaultStateDirectory(environment: environment),
             config: config
                 ?? (nonEmpty("XDG_CONFIG_HOME").map { "\($0)/rainwallet/config.json" } ?? "\(home)/.config/rainwallet/config.json"),
-            isConfigExplicit: config != nil)
+            isConfigExplicit: config != nil, isSocketDefault: socket == nil)
     }
 }

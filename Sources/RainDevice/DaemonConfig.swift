@@ -98,10 +98,16 @@ public struct DaemonConfig: Sendable, Equatable {
     public var allAllowedUIDs: Set<UInt32> { profiles.values.reduce(allowedUIDs) { $0.union($1.allowedUIDs) } }
 
     /// Loads and validates a config file.
+    ///
+    /// The config names the code sender's command and the uids the daemon serves, so it is trusted
+    /// only when no other user could have written it (issue 13): never through a symbolic link,
+    /// a regular file owned by this uid (or root) that group and others cannot write.
     /// - Parameter isRequired: when false a missing file gives the defaults.
-    /// - Throws: RAIN_102 naming the file and the bad key.
+    /// - Throws: RAIN_102 naming the file and the bad key, or the owner or mode found and the fix.
     public static func load(path: String, isRequired: Bool) throws(RainError) -> DaemonConfig {
-        guard let bytes = try AtomicFile.read(path, limit: 1 << 20) else {
+        let bytes = try OwnedPath.readTrustedFile(
+            path, owners: [geteuid(), 0], name: "config file", field: "config", limit: 1 << 20)
+        guard let bytes else {
             if isRequired { throw RainError.invalid("config file \(path) does not exist", field: "config") }
             return DaemonConfig()
         }

@@ -23,7 +23,7 @@ public struct DeviceIdentity: Sendable {
     /// - Throws: RAIN_102 when the file does not hold a device id; RAIN_502 on I/O errors.
     package static func loadOrCreateID(stateDirectory: String) throws(RainError) -> String {
         let path = "\(stateDirectory)/device-id"
-        if let bytes = try AtomicFile.read(path, limit: 256) {
+        if let bytes = try AtomicFile.read(path, limit: 256, options: [.noFollow]) {
             let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if id.hasPrefix("dev_"), id.count > 8, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) { return id }
             throw RainError.invalid("\(path) is not a device id; remove it to make a new one", field: "device-id")

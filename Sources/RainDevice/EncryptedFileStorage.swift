@@ -25,7 +25,7 @@ public final class EncryptedFileStorage: SecureStorage {
     /// - Throws: RAIN_102 when the key file has a loose mode or wrong size.
     public init(stateDirectory: String, logger: Logger) throws(RainError) {
         directory = "\(stateDirectory)/sessions"
-        try AtomicFile.makeDirectory(directory, mode: 0o700)
+        try OwnedPath.makeOrCheckDirectory(directory, mode: 0o700, name: "sessions directory", field: "state-dir")
         key = try KeyFile.loadOrCreate(at: "\(stateDirectory)/storage.key")
         self.logger = logger
         try Self.checkSessionFiles(in: directory)
@@ -94,7 +94,7 @@ public final class EncryptedFileStorage: SecureStorage {
             let p = self.path(profile)
             let bytes: [UInt8]?
             do throws(RainError) {
-                bytes = try AtomicFile.read(p, limit: 1 << 20)
+                bytes = try AtomicFile.read(p, limit: 1 << 20, options: [.noFollow])
             } catch {
                 self.moveAside(p, profile: profile, reason: error.message)
                 return nil

@@ -24,7 +24,7 @@ public struct ProfileStateStore: Sendable {
         let path = "\(directory)/\(profile).json"
         return await
             (try? Self.queue.runBlocking { () throws(RainError) -> String? in
-                guard let bytes = try AtomicFile.read(path, limit: 64 * 1024) else { return nil }
+                guard let bytes = try AtomicFile.read(path, limit: 64 * 1024, options: [.noFollow]) else { return nil }
                 guard let record = Self.record(decoding: bytes) else {
                     logger.warning("profile_state.unreadable", ["profile": profile, "path": path])
                     return nil
@@ -48,7 +48,7 @@ public struct ProfileStateStore: Sendable {
             throw RainError(.internalError, "cannot encode the profile state")
         }
         try await Self.queue.runBlocking { () throws(RainError) in
-            try AtomicFile.makeDirectory(directory, mode: 0o700)
+            try OwnedPath.makeOrCheckDirectory(directory, mode: 0o700, name: "profile state directory", field: "state-dir")
             try AtomicFile.write(bytes, to: "\(directory)/\(profile).json", mode: 0o600)
         }
     }

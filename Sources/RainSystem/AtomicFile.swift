@@ -33,10 +33,32 @@ public enum AtomicFile {
     }
 
     /// Appends `bytes` to `path` (created with `mode`) and fsyncs it.
+    ///
+    /// The file is private to this user: a symbolic link at `path` is never followed (`O_NOFOLLOW`),
+    /// and an existing file that is not a regular file owned by this uid with no access for group
+    /// or others is refused before anything is written (what is appended may be secret, like the
+    /// codes of the outbox).
+    /// - Throws: RAIN_102 naming the file and the fix when it is refused; RAIN_502 when a call fails.
     public static func append(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(RainError) {
         let existed = access(path, F_OK) == 0
-        let fd = try Syscall.open(path, .writeOnly, options: [.create, .append], mode: mode)
+        let fd: Int32
         do throws(RainError) {
+            fd = try Syscall.open(path, .writeOnly, options: [.create, .append, .noFollow, .nonBlocking], mode: mode)
+        } catch {
+            if error.errno == ELOOP {
+                throw RainError.invalid("\(path) is a symbolic link; refusing to write through it: remove it", field: "path")
+            }
+            throw error
+        }
+        do throws(RainError) {
+            let status = try Syscall.status(fd, path: path)
+            guard status.type == S_IFREG, status.uid == geteuid(), status.permissions & 0o077 == 0 else {
+                throw RainError.invalid(
+                    "\(path) is \(status.typeName) owned by uid \(status.uid) with mode \(status.octalPermissions); "
+                        + "it must be a regular file of uid \(geteuid()) with mode 600: remove it or run chmod 600 \(path)",
+                    field: "path")
+            }
+            try Syscall.setNonBlocking(fd, false)
             try writeAll(fd: fd, bytes, path: path)
             try Syscall.fsync(fd, path: path)
         } catch {
@@ -48,15 +70,22 @@ public enum AtomicFile {
     }
 
     /// Reads a whole file; nil when it does not exist.
-    public static func read(_ path: String, limit: Int = 64 << 20) throws(RainError) -> [UInt8]? {
+    /// - Parameter options: more `open` options (`.noFollow` to refuse a symbolic link: `ELOOP`).
+    public static func read(_ path: String, limit: Int = 64 << 20, options: OpenOptions = []) throws(RainError) -> [UInt8]? {
         let fd: Int32
         do throws(RainError) {
-            fd = try Syscall.open(path, .readOnly)
+            fd = try Syscall.open(path, .readOnly, options: options)
         } catch {
             if error.errno == ENOENT { return nil }
             throw error
         }
         defer { Syscall.closeUnchecked(fd, because: .readOnly) }
+        return try readAll(fd: fd, path: path, limit: limit)
+    }
+
+    /// Reads what is left of an open file, at most `limit` bytes.
+    /// - Throws: RAIN_502 when a read fails or the file is larger than `limit`.
+    public static func readAll(fd: Int32, path: String, limit: Int) throws(RainError) -> [UInt8] {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {

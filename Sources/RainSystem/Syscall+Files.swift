@@ -34,6 +34,8 @@ public struct OpenOptions: OptionSet, Sendable {
     public static let noControllingTerminal = OpenOptions(rawValue: O_NOCTTY)
     /// `O_NONBLOCK`: opening a FIFO planted at the path does not hang.
     public static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
+    /// `O_NOFOLLOW`: fail with `ELOOP` when the last component of the path is a symbolic link.
+    public static let noFollow = OpenOptions(rawValue: O_NOFOLLOW)
 }
 
 /// Why a descriptor may be closed without looking at the result (`Syscall.closeUnchecked`).

@@ -318,6 +318,14 @@ public final class DaemonHarness: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// True when `config` (JSON) allows uids besides the daemon's own, at the top or in a profile.
+    static func allowsOtherUIDs(_ config: String) -> Bool {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else { return false }
+        func allows(_ object: [String: Any]) -> Bool { !((object["allowedUIDs"] as? [Any]) ?? []).isEmpty }
+        let profiles = (root["profiles"] as? [String: Any])?.values.compactMap { $0 as? [String: Any] } ?? []
+        return allows(root) || profiles.contains(where: allows)
+    }
+
     /// Creates the directory (and writes the config) without starting the daemon: for tests that
     /// set things up first, or expect the daemon to fail. Call `launch()` / `start()` next.
     /// - Parameter sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
@@ -332,10 +340,19 @@ public final class DaemonHarness: Sendable {
         let made = template.withUnsafeMutableBufferPointer { buf in buf.baseAddress.flatMap { mkdtemp($0) } }
         guard let made else { throw HarnessError("mkdtemp failed: \(String(cString: strerror(errno)))") }
         let dir = String(cString: made)
+        // The daemon never changes the mode of a --socket directory it did not create (issue 13):
+        // when other uids are allowed, make this one traversable (0711) as a user would.
+        if let config, allowsOtherUIDs(config) {
+            guard chmod(dir, 0o711) == 0 else { throw HarnessError("chmod \(dir): \(String(cString: strerror(errno)))") }
+        }
         var configPath: String?
         if let config {
             let path = "\(dir)/config.json"
-            guard FileManager.default.createFile(atPath: path, contents: Data(config.utf8)) else {
+            // 0600 whatever the umask: the daemon refuses a config that others can write.
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(config.utf8), attributes: [.posixPermissions: 0o600])
+            else {
                 try? FileManager.default.removeItem(atPath: dir)
                 throw HarnessError("cannot write \(path)")
             }

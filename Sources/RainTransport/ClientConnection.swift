@@ -52,10 +52,15 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// The code of a lost connection: RAIN_101 for the daemon, RAIN_301 for a TCP server.
     private let lostCode: RainError.Code
 
-    /// Connects to `path`.
-    /// - Throws: RAIN_101 when no daemon answers there.
-    public convenience init(path: String, maximumFrameLength: Int = Frame.defaultMaximumLength) throws(RainError) {
-        let fd = try UnixSocket.connect(path: path)
+    /// Connects to the daemon at `path` and checks it is the one meant: its socket directory and
+    /// its uid (`SO_PEERCRED`) must be `daemonUID` (issue 13, `UnixSocket.connect(path:daemonUID:)`).
+    /// - Parameter daemonUID: the uid the daemon must run as; nil for the caller's own.
+    /// - Throws: RAIN_101 when no daemon answers there, or when another uid's daemon or directory
+    ///   is found (the message names that uid and `--daemon-uid`).
+    public convenience init(
+        path: String, daemonUID: UInt32? = nil, maximumFrameLength: Int = Frame.defaultMaximumLength
+    ) throws(RainError) {
+        let fd = try UnixSocket.connect(path: path, daemonUID: daemonUID ?? geteuid())
         self.init(fd: fd, path: path, peerName: "rainwalletd", lostCode: .notInitialized, maximumFrameLength: maximumFrameLength)
     }
 

@@ -31,7 +31,8 @@ public enum UnixSocket {
         return try Syscall.socket(family: AF_UNIX, type: type)
     }
 
-    /// Connects a blocking client socket.
+    /// Connects a blocking client socket, whoever listens there (clients of the daemon use
+    /// `connect(path:daemonUID:)`, which checks who that is).
     /// - Throws: RAIN_101 when nothing listens at `path` (missing file, refused).
     public static func connect(path: String) throws(RainError) -> Int32 {
         let fd = try makeSocket(blocking: true)
@@ -55,7 +56,71 @@ public enum UnixSocket {
         return fd
     }
 
-    /// True when a daemon accepts connections at `path`.
+    /// Connects to the daemon at `path` and makes sure it is the one the caller means (issue 13):
+    /// the socket's directory must be a real directory owned by `daemonUID` (or root) that group
+    /// and others cannot write, and the process listening must run as `daemonUID` (`SO_PEERCRED`).
+    /// - Parameter daemonUID: the uid the daemon must run as: the caller's own unless the caller
+    ///   named another (`--daemon-uid`).
+    /// - Throws: RAIN_101 when no daemon answers, or when the directory or the daemon's uid is not
+    ///   what was expected, naming the owner found and what to do.
+    public static func connect(path: String, daemonUID: uid_t) throws(RainError) -> Int32 {
+        let dir = OwnedPath.parent(of: path)
+        // A missing directory is left to connect, which reports "cannot reach".
+        if let status = try? Syscall.linkStatus(dir) {
+            try checkClientDirectory(status, dir: dir, daemonUID: daemonUID)
+        }
+        let fd = try connect(path: path)
+        let peer: SocketPeer
+        do throws(RainError) {
+            peer = try Syscall.peerCredentials(fd)
+        } catch {
+            Syscall.closeUnchecked(fd, because: .failurePath)
+            throw RainError(.notInitialized, "cannot tell who serves \(path): \(error.message)", underlying: error)
+        }
+        guard peer.uid == daemonUID else {
+            Syscall.closeUnchecked(fd, because: .failurePath)
+            throw RainError(
+                .notInitialized,
+                "the daemon at \(path) runs as uid \(peer.uid) (pid \(peer.pid)), not as uid \(daemonUID)"
+                    + (daemonUID == geteuid() ? " (you)" : "") + ": it may be another user's program posing as rainwalletd. "
+                    + Self.daemonUIDAdvice(owner: peer.uid))
+        }
+        return fd
+    }
+
+    static func daemonUIDAdvice(owner: uid_t) -> String {
+        "If you mean to use the daemon of uid \(owner), pass --daemon-uid \(owner) (RAINWALLET_DAEMON_UID, "
+            + "RainWalletConfig.daemonUID); otherwise stop it and start your own rainwalletd (see rainwalletd --help)"
+    }
+
+    /// The client's check of the socket directory: no symbolic link, owned by the daemon's uid or
+    /// root, not writable by group or others (whoever can write it can put their own socket there).
+    static func checkClientDirectory(_ status: FileStatus, dir: String, daemonUID: uid_t) throws(RainError) {
+        if status.isSymbolicLink {
+            throw RainError(
+                .notInitialized,
+                "the socket directory \(dir) is a symbolic link; rainwallet does not follow one to its daemon: "
+                    + "give the real path with --socket")
+        }
+        guard status.isDirectory else {
+            throw RainError(.notInitialized, "cannot reach rainwalletd: \(dir) is \(status.typeName), not a directory")
+        }
+        guard status.uid == daemonUID || status.uid == 0 else {
+            throw RainError(
+                .notInitialized,
+                "the socket directory \(dir) is owned by uid \(status.uid), not by uid \(daemonUID)"
+                    + (daemonUID == geteuid() ? " (you)" : "") + ": another user may be posing as rainwalletd. "
+                    + daemonUIDAdvice(owner: status.uid))
+        }
+        if status.isWritableByOthers {
+            throw RainError(
+                .notInitialized,
+                "the socket directory \(dir) has mode \(status.octalPermissions): other users could replace the socket "
+                    + "in it; run the daemon with a socket in a directory only its user can write (the default)")
+        }
+    }
+
+    /// True when a daemon accepts connections at `path` (whoever runs it).
     public static func isAnswering(path: String) -> Bool {
         guard let fd = try? connect(path: path) else { return false }
         Syscall.closeUnchecked(fd, because: .socket)
@@ -97,23 +162,27 @@ public enum UnixSocket {
         return fd
     }
 
-    /// Makes sure the socket directory exists with `mode`, owned by this uid; repairs the mode of
-    /// a directory we own; refuses one owned by someone else.
-    public static func prepareDirectory(_ dir: String, mode: mode_t) throws(RainError) {
-        var st = stat()
-        if stat(dir, &st) != 0 {
-            try AtomicFile.makeDirectory(dir, mode: mode)
-            guard stat(dir, &st) == 0 else { throw AtomicFile.ioError("stat", dir) }
+    /// Makes sure the socket directory exists with `mode` and belongs to this uid (issue 13).
+    ///
+    /// A directory made here gets `mode`. One that was there already must be a real directory
+    /// (never a symbolic link) owned by this uid that group and others cannot write. Its mode is
+    /// changed only when `isDaemonsOwn` (the default socket directory, which only rainwalletd makes):
+    /// a directory given with `--socket` is never changed (a root daemon once turned a shared 1777
+    /// directory into 0700); when the uids allowed need to traverse it (`mode` 0711) and cannot,
+    /// the daemon refuses and says how to fix it.
+    /// - Throws: RAIN_102 naming the directory, what is wrong and the fix.
+    public static func prepareDirectory(_ dir: String, mode: mode_t, isDaemonsOwn: Bool) throws(RainError) {
+        let isCreated = try OwnedPath.makeOrCheckDirectory(dir, mode: mode, name: "socket directory", field: "socket")
+        guard !isCreated, let status = try Syscall.linkStatus(dir), status.permissions != mode else { return }
+        if isDaemonsOwn {
+            try OwnedPath.setDirectoryMode(dir, mode)
+            return
         }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw RainError.invalid("\(dir) is not a directory", field: "socket")
-        }
-        guard st.st_uid == getuid() else {
-            throw RainError(
-                .unauthorized, "socket directory \(dir) is owned by uid \(st.st_uid), not \(getuid()); refusing to use it")
-        }
-        if st.st_mode & 0o777 != mode {
-            try Syscall.call("chmod \(dir)") { chmod(dir, mode) }
+        if mode & 0o001 != 0, status.permissions & 0o001 == 0 {
+            throw RainError.invalid(
+                "socket directory \(dir) has mode \(status.octalPermissions), so the uids the config allows cannot reach "
+                    + "the socket; rainwalletd does not change the mode of a directory it did not create: run chmod 711 \(dir)",
+                field: "socket")
         }
     }
 }

@@ -32,12 +32,14 @@ public final class RainProvider: Sendable {
 
     // MARK: connection
 
-    /// The shared connection, opened (or reopened after the daemon restarted) on demand.
-    /// - Throws: RAIN_101 when no daemon answers.
+    /// The shared connection, opened (or reopened after the daemon restarted) on demand. Every
+    /// connect checks the daemon's uid and its socket directory (`RainWalletConfig.daemonUID`).
+    /// - Throws: RAIN_101 when no daemon answers, or when the one that answers is not of the
+    ///   expected uid.
     package func connection() throws(RainError) -> ClientConnection {
         try connectionState.withLock { c throws(RainError) -> ClientConnection in
             if let c, !c.isClosed { return c }
-            let new = try ClientConnection(path: config.resolvedSocketPath)
+            let new = try ClientConnection(path: config.resolvedSocketPath, daemonUID: try config.resolvedDaemonUID())
             c = new
             return new
         }

@@ -9,12 +9,23 @@ public struct RainWalletConfig: Sendable, Equatable {
     public var profile: String
     /// The daemon socket; nil means `$RAINWALLET_SOCKET` or the default path.
     public var socketPath: String?
+    /// The uid the daemon must run as; nil means `$RAINWALLET_DAEMON_UID`, else this process's own.
+    ///
+    /// On every connect the provider checks who serves the socket (`SO_PEERCRED`) and who owns
+    /// its directory; a daemon of any other uid is refused with RAIN_101, so another user cannot
+    /// pose as the daemon. Name a uid here only to use another user's daemon on purpose (one whose
+    /// config lists your uid in `allowedUIDs`).
+    public var daemonUID: UInt32?
 
     /// Creates a configuration.
-    public init(passkeyDomain: String? = nil, profile: String = ProfileName.defaultName, socketPath: String? = nil) {
+    public init(
+        passkeyDomain: String? = nil, profile: String = ProfileName.defaultName, socketPath: String? = nil,
+        daemonUID: UInt32? = nil
+    ) {
         self.passkeyDomain = passkeyDomain
         self.profile = profile
         self.socketPath = socketPath
+        self.daemonUID = daemonUID
     }
 
     /// The socket this configuration resolves to.
@@ -22,5 +33,16 @@ public struct RainWalletConfig: Sendable, Equatable {
         if let socketPath { return socketPath }
         if let env = ProcessInfo.processInfo.environment["RAINWALLET_SOCKET"], !env.isEmpty { return env }
         return RainPaths.defaultSocket()
+    }
+
+    /// The uid the daemon must run as: `daemonUID`, else `$RAINWALLET_DAEMON_UID`, else the
+    /// effective uid of this process.
+    /// - Throws: RAIN_102 when `RAINWALLET_DAEMON_UID` is not a number.
+    public func resolvedDaemonUID() throws(RainError) -> UInt32 {
+        if let daemonUID { return daemonUID }
+        if let env = ProcessInfo.processInfo.environment[RainPaths.daemonUIDVariable], !env.isEmpty {
+            return try RainPaths.parseUID(env, source: RainPaths.daemonUIDVariable)
+        }
+        return geteuid()
     }
 }

@@ -31,10 +31,16 @@ struct AccessTests {
         let sock = try #require(fileMode(h.socketPath))
         #expect(sock.type == S_IFSOCK && sock.permissions == 0o666, "socket mode \(String(sock.permissions, radix: 8))")
 
-        let served = try await bin.runCLI(as: Self.allowedUID, socket: h.socketPath, ["status"])
+        // Issue 13: a client accepts a daemon of another uid only when told to (--daemon-uid).
+        let daemonUID = ["--daemon-uid", "\(getuid())"]
+        let unnamed = try await bin.runCLI(as: Self.allowedUID, socket: h.socketPath, ["status"])
+        #expect(unnamed.status == 2 && unnamed.stderr.contains("RAIN_101"), "\(unnamed)")
+        #expect(unnamed.stderr.contains("uid \(getuid())") && unnamed.stderr.contains("--daemon-uid"), "\(unnamed)")
+
+        let served = try await bin.runCLI(as: Self.allowedUID, socket: h.socketPath, daemonUID + ["status"])
         #expect(served.status == 0, "\(served)")
 
-        let refused = try await bin.runCLI(as: Self.otherUID, socket: h.socketPath, ["status"])
+        let refused = try await bin.runCLI(as: Self.otherUID, socket: h.socketPath, daemonUID + ["status"])
         #expect(refused.status == 5, "\(refused)")  // RAIN_202
         #expect(refused.stderr.contains("RAIN_202"), "\(refused)")
         #expect(refused.stderr.contains("uid \(Self.otherUID)"), "\(refused)")

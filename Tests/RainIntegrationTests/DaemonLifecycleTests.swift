@@ -73,7 +73,7 @@ struct DaemonLifecycleTests {
         #expect(fileMode(h.socketPath) == nil)
     }
 
-    @Test("socket 0600 in a 0700 directory (repaired when looser); state files 0600")
+    @Test("socket 0600; a --socket directory keeps its mode (never changed, issue 13); state files 0600")
     func permissions() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
@@ -82,7 +82,9 @@ struct DaemonLifecycleTests {
 
         #expect(fileMode(h.socketPath)?.type == S_IFSOCK)
         #expect(fileMode(h.socketPath)?.permissions == 0o600)
-        #expect(fileMode(h.directory)?.permissions == 0o700)
+        // Issue 13: rainwalletd never changes the mode of a directory it did not create (this one
+        // is the harness's; 0755 lets no one else write it, so it is used as it is).
+        #expect(fileMode(h.directory)?.permissions == 0o755)
         #expect(fileMode(h.stateDirectory)?.permissions == 0o700)
 
         try await h.logIn(h.provider(), .email("modes@example.com"))

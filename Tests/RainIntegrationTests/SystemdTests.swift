@@ -372,7 +372,9 @@ struct SystemdTests {
         try h.launchActivated(listener)
         try await h.waitUntilReady()
 
-        let refused = try await bin.runCLI(as: AccessTests.allowedUID, socket: h.socketPath, ["status"])
+        // --daemon-uid: the client accepts this root daemon (issue 13), so the daemon's own check is what refuses.
+        let refused = try await bin.runCLI(
+            as: AccessTests.allowedUID, socket: h.socketPath, ["--daemon-uid", "\(getuid())", "status"])
         #expect(refused.status == 5, "\(refused)")  // RAIN_202: the connection reached the daemon, which refused it
         #expect(h.log.contains("peer.refused"), "log:\n\(h.log)")
         #expect(try await h.provider().daemonInfo().protocolVersion > 0)
