@@ -59,7 +59,11 @@ public enum OtherUser {
         p.standardOutput = out
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
-        do { try ChildProcess.launchLock.withLock { _ in try p.run() } } catch { throw HarnessError("cannot run \(argv.first ?? "") as uid \(uid): \(error)") }
+        do {
+            try ChildProcess.launchLock.withLock { _ in try p.run() }
+        } catch {
+            throw HarnessError("cannot run \(argv.first ?? "") as uid \(uid): \(error)")
+        }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
