@@ -198,6 +198,7 @@ struct AuthorityRole: DaemonRole {
         var serverOptions = ServerOptions()
         serverOptions.isTCP = true
         serverOptions.tls = tls
+        serverOptions.maximumBufferedInput = 256 << 20  // issue 13: an authority holds at most 256 MiB of partial frames
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)

@@ -1,5 +1,6 @@
 import Foundation
 import RainTestSupport
+import RainTransport
 import RainWallet
 import RainWire
 import Testing
@@ -111,7 +112,7 @@ struct HostileInputTests {
     func hugeContact() async throws {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
-        let raw = try RawConnection(path: h.socketPath)
+        let raw = try await Self.admittedConnection(h)
         let value = Array(repeating: UInt8(ascii: "a"), count: Self.maxFrame - 200) + Array("@b.co".utf8)
         let body = RawProto.requestEnvelope(
             id: 3, method: Array(Method.sendLoginCode.utf8), payload: RawProto.sendLoginCode(emailBytes: value))
@@ -232,7 +233,7 @@ struct HostileInputTests {
         let tooBig = body(methodLength: Self.maxFrame - 9)
         try #require(tooBig.count == Self.maxFrame + 1)
 
-        let raw = try RawConnection(path: h.socketPath)
+        let raw = try await Self.admittedConnection(h)
         try raw.write(Frame.encode(fits))
         let answer = try #require(try await raw.nextEnvelope())
         #expect(answer.requestID == 1)
@@ -245,8 +246,26 @@ struct HostileInputTests {
         // Through the reference client too (its envelope also carries the profile metadata): a
         // clear RAIN_102, not a lost connection because the answer overflowed the frame limit.
         let hugeMethod = "/x/" + String(repeating: "y", count: Self.maxFrame - 60)
-        let e = try #require(await rainError { _ = try await h.call(hugeMethod, payload: []) })
+        let client = try ClientConnection(path: h.socketPath)
+        defer { client.close() }
+        _ = try await client.call(method: Method.getInfo, payload: [])  // admitted (issue 13)
+        let e = try #require(
+            await rainError {
+                _ = try await client.call(
+                    method: hugeMethod, payload: [], metadata: [MetadataEntry(key: profileMetadataKey, value: "default")])
+            })
         #expect(e.code == .invalidArgument, "\(e.code): \(e.message.prefix(300))")
+
+        // Before that first request, a connection may hold only 4 KiB: the same frame on a fresh
+        // connection is refused with RAIN_302 (reason unadmitted_input) and the connection closed.
+        let fresh = try RawConnection(path: h.socketPath)
+        let freshWriter = Task.detached { try? fresh.write(Frame.encode(fits)) }
+        let early = try #require(try await fresh.nextEnvelope())
+        #expect(early.requestID == 0)
+        #expect(early.response?.status.code == RainError.Code.refused.rawValue)
+        #expect(early.response?.reason == "unadmitted_input")
+        #expect(try await onThread { fresh.isClosedByPeer() })
+        await freshWriter.value
 
         let over = try RawConnection(path: h.socketPath)
         let frame = Frame.encode(tooBig)
@@ -259,6 +278,15 @@ struct HostileInputTests {
         #expect(try await onThread { over.isClosedByPeer() })
         await writer.value
         try await expectStillServes(h)
+    }
+
+    /// A raw connection whose first request (GetInfo) was answered: admitted, so it may send frames
+    /// of up to 1 MiB (before that, 4 KiB; issue 13).
+    static func admittedConnection(_ h: DaemonHarness) async throws -> RawConnection {
+        let raw = try RawConnection(path: h.socketPath)
+        try raw.write(try Envelope.requestFrame(id: 99, method: Method.getInfo, payload: []))
+        #expect(try await raw.nextEnvelope()?.response?.status.isOK == true)
+        return raw
     }
 
     @Test("a cancel for an unknown id (and for id 0) is ignored: no answer, the connection goes on")

@@ -360,7 +360,7 @@ struct SystemdTests {
     }
 
     @Test(
-        "a handed socket open to every uid (0666 in a 0711 directory): SO_PEERCRED still refuses another uid with RAIN_202",
+        "a handed socket open to every uid (0666 in a 0711 directory): SO_PEERCRED still refuses another uid at accept",
         .enabled(if: AccessTests.canSwitchUID, AccessTests.skipReason))
     func handedSocketStillChecksPeers() async throws {
         let h = try DaemonHarness.prepare()
@@ -373,8 +373,9 @@ struct SystemdTests {
         try await h.waitUntilReady()
 
         let refused = try await bin.runCLI(as: AccessTests.allowedUID, socket: h.socketPath, ["status"])
-        #expect(refused.status == 5, "\(refused)")  // RAIN_202: the connection reached the daemon, which refused it
-        #expect(h.log.contains("peer.refused"), "log:\n\(h.log)")
+        // The connection reached the daemon, which closed it at accept (issue 13: no answer any more).
+        #expect(refused.status != 0, "\(refused)")
+        #expect(h.log.contains("peer.refused uid=\(AccessTests.allowedUID)"), "log:\n\(h.log)")
         #expect(try await h.provider().daemonInfo().protocolVersion > 0)
     }
 
