@@ -99,7 +99,12 @@ struct HalfFrameFloodTests {
             }
             return peers
         }
-        let outcome = Self.tally(peers, attempted: Self.attempts)
+        // Let the daemon take what still waits in its backlog before counting.
+        var outcome = Self.tally(peers, attempted: Self.attempts)
+        _ = await eventually(timeout: .seconds(2)) {
+            outcome = Self.tally(peers, attempted: Self.attempts)
+            return outcome.open <= 4096
+        }
         try await expectStillServes(h)
         let peak = await sampler.stop()
         print(
@@ -129,28 +134,46 @@ struct HalfFrameFloodTests {
             let idle = try #require(residentKiB(pid: pid))
             let sampler = MemorySampler(pid: pid)
             let frame = Self.halfFrame()
-            let peers = try await onThread { () -> [RawPeer] in
-                var peers: [RawPeer] = []
-                for i in 0..<Self.attempts {
-                    // 250 from each of 127.0.0.2 … 127.0.0.21: under the 256 per address, so the
-                    // total limit (4,096) is what bounds them.
-                    guard let peer = try? RawPeer.tcp(port: port, source: "127.0.0.\(2 + i % 20)") else { continue }
-                    if (try? peer.handshake(client, timeout: .seconds(2))) == true {
-                        peer.send(frame)
+            // Four attackers at once, so the handshakes keep the authority's loop busy and as many
+            // connections as possible are held at the same time.
+            let peers = try await withThrowingTaskGroup(of: [RawPeer].self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        try await onThread { () -> [RawPeer] in
+                            var peers: [RawPeer] = []
+                            for i in stride(from: worker, to: Self.attempts, by: 4) {
+                                // 250 from each of 127.0.0.2 … 127.0.0.21: under the 256 per
+                                // address, so the authority's limit on connections not admitted
+                                // yet (1,024) is what bounds them.
+                                guard let peer = try? RawPeer.tcp(port: port, source: "127.0.0.\(2 + i % 20)") else {
+                                    continue
+                                }
+                                if (try? peer.handshake(client, timeout: .seconds(5))) == true {
+                                    peer.send(frame)
+                                }
+                                peer.releaseSession()
+                                peers.append(peer)
+                            }
+                            return peers
+                        }
                     }
-                    peer.releaseSession()
-                    peers.append(peer)
                 }
-                return peers
+                var all: [RawPeer] = []
+                for try await some in group { all += some }
+                return all
             }
-            let outcome = Self.tally(peers, attempted: Self.attempts)
+            var outcome = Self.tally(peers, attempted: Self.attempts)
+            _ = await eventually(timeout: .seconds(2)) {
+                outcome = Self.tally(peers, attempted: Self.attempts)
+                return outcome.open <= 1024
+            }
             #expect(try await Self.authorityServes(port: port, client: client))
             let peak = await sampler.stop()
             print(
                 "half-frame flood, authority (TCP+TLS): \(outcome); VmRSS idle \(Self.mib(idle)), "
                     + "peak \(Self.mib(peak)) (+\(Self.mib(peak - idle)))")
             #expect(peak < idle + Self.headroomKiB, "peak \(peak) KiB, idle \(idle) KiB")
-            #expect(outcome.open <= 4096, "\(outcome)")
+            #expect(outcome.open <= 1024, "\(outcome)")
             #expect(outcome.open > 0, "\(outcome)")
             withExtendedLifetime(peers) {}
 

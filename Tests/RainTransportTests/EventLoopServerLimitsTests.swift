@@ -72,6 +72,13 @@ func makeTemporaryDirectory() throws -> String {
     return String(cString: made)
 }
 
+/// Runs blocking work on a thread of its own.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+        Thread { c.resume(with: Result { try body() }) }.start()
+    }
+}
+
 /// Polls `condition` every 5 ms; false after `timeout`.
 func eventually(timeout: Duration = .seconds(2), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
@@ -115,7 +122,7 @@ extension RawPeer {
 
 /// Issue 13, item 2: what an unauthenticated peer can make the event loop hold. Every limit is
 /// set small here (300 ms deadlines, a few connections) so no test waits long.
-@Suite("EventLoopServer limits")
+@Suite("EventLoopServer limits", .serialized)
 struct EventLoopServerLimitsTests {
     static func options(_ change: (inout ServerOptions) -> Void = { _ in }) -> ServerOptions {
         var o = ServerOptions()
@@ -200,12 +207,16 @@ struct EventLoopServerLimitsTests {
         stalled.send(halfFrame(declaring: 1000, sending: 10))
         let frame = try requestFrame(id: 2)
         let started = ContinuousClock.now
-        for byte in frame.dropLast() {
-            trickling.send([byte])
-            try await Task.sleep(for: .milliseconds(700 / frame.count + 1))
+        // On a thread of its own, so the byte gaps do not depend on the concurrency pool.
+        let trickled = try await onThread { () -> ContinuousClock.Instant in
+            for byte in frame.dropLast() {
+                trickling.send([byte])
+                usleep(UInt32(700_000 / frame.count))
+            }
+            return ContinuousClock.now
         }
+        #expect(trickled - started >= .milliseconds(600))
         #expect(stalled.refusalReason() == "frame_stalled")
-        #expect(ContinuousClock.now - started >= .milliseconds(250))
         trickling.send([frame[frame.count - 1]])
         guard case .envelope(let answer) = trickling.readFrame(timeout: .seconds(2)) else {
             Issue.record("the trickling request was not answered")
@@ -286,6 +297,24 @@ struct EventLoopServerLimitsTests {
         let refused = try loop.connect()
         #expect(refused.refusalReason() == "connection_limit")
         #expect(try a.isServed(id: 2))
+        await loop.stop()
+    }
+
+    @Test("beyond the unadmitted limit the oldest unadmitted connection makes room; admitted ones are kept")
+    func unadmittedLimit() async throws {
+        let loop = try LoopUnderTest(Self.options { $0.maximumUnadmittedConnections = 2 })
+        let admitted = try loop.connect()
+        #expect(try admitted.isServed())
+        let oldest = try loop.connect()
+        oldest.send(halfFrame(declaring: 100, sending: 10))
+        let younger = try loop.connect()
+        #expect(await eventually { loop.server.counts.connections == 3 })
+        let newcomer = try loop.connect()
+        #expect(oldest.isClosedByServer(within: .seconds(2)), "the oldest unadmitted connection was not evicted")
+        #expect(try newcomer.isServed())
+        #expect(try younger.isServed())
+        #expect(try admitted.isServed(id: 2))
+        #expect(loop.lines("connection.evicted").count == 1)
         await loop.stop()
     }
 
