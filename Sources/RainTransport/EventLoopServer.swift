@@ -182,6 +182,8 @@ public final class EventLoopServer: @unchecked Sendable {
         var bufferedInput = 0
         /// Ciphertext received while the TLS handshake is not done.
         var handshakeInput = 0
+        /// A TLS record is partly received (held by OpenSSL, not by the decoder).
+        var hasPartialRecord = false
         /// In the server's set of connections with a deadline.
         var isTimed = false
         var decoder: FrameDecoder
@@ -208,7 +210,7 @@ public final class EventLoopServer: @unchecked Sendable {
         }
         var pendingOutput: Int { output.count - outputOffset }
         /// True while the connection has a deadline: not admitted yet, or holding a partial frame.
-        var needsDeadline: Bool { !isAdmitted || bufferedInput > 0 }
+        var needsDeadline: Bool { !isAdmitted || bufferedInput > 0 || hasPartialRecord }
     }
 
     private let listenFD: Int32
@@ -635,6 +637,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 // The session copies the ciphertext, so the buffer is free for the plaintext.
                 tls.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 let goesOn = decryptAvailable(c, tls, buffer)
+                c.hasPartialRecord = tls.hasPartialRecord
                 if !tls.isHandshakeComplete && c.handshakeInput > options.maximumUnadmittedInput
                     && connections[c.id.rawValue] != nil
                 {
@@ -756,7 +759,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 deadline = min(c.acceptedAt + options.admissionTimeout, c.acceptedAt + options.tlsHandshakeTimeout)
             }
         }
-        if c.bufferedInput > 0 {
+        if c.bufferedInput > 0 || c.hasPartialRecord {
             let stalled = c.lastInputAt + options.frameProgressTimeout
             deadline = deadline.map { min($0, stalled) } ?? stalled
         }

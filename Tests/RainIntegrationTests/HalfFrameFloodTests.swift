@@ -36,7 +36,9 @@ struct FloodOutcome: CustomStringConvertible {
     var connectFailed = 0
     var open = 0
     var closed = 0
-    var description: String { "\(attempted) attempted, \(open) held open, \(closed) closed by the daemon, \(connectFailed) not connected" }
+    var description: String {
+        "\(attempted) attempted, \(open) held open, \(closed) closed by the daemon, \(connectFailed) not connected"
+    }
 }
 
 /// Issue 13, item 2, against the real processes: half frames on 5,000 attempted connections to each
@@ -117,7 +119,8 @@ struct HalfFrameFloodTests {
         withExtendedLifetime(peers) {}
     }
 
-    @Test("authority: half frames on 5,000 TLS connections from 20 addresses stay under idle RSS + 96 MiB; a good client is served")
+    @Test(
+        "authority: half frames on 5,000 TLS connections from 20 addresses stay under idle RSS + 96 MiB; a good client is served")
     func tlsFlood() async throws {
         Self.raiseDescriptorLimit()
         let setup = try DaemonHarness.prepare()
@@ -259,7 +262,9 @@ struct HalfFrameFloodTests {
         }
         let cpuUsed = try #require(cpuTime(pid: pid)) - cpuBefore
         let episodes = h.log.split(separator: "\n").filter { $0.contains("accept.no_descriptors") }
-        print("descriptor exhaustion: \(held.count) connection attempts in \(window), daemon CPU \(cpuUsed), log lines \(episodes.count)")
+        print(
+            "descriptor exhaustion: \(held.count) connection attempts in \(window), daemon CPU \(cpuUsed), log lines \(episodes.count)"
+        )
         #expect(episodes.count == 1, "\(episodes)")
         // A spinning loop would burn the whole window (1.5 s of CPU).
         #expect(cpuUsed < .milliseconds(500), "the daemon used \(cpuUsed) of CPU in \(window)")

@@ -153,7 +153,10 @@ struct EventLoopServerLimitsTests {
         await loop.stop()
 
         // Control: the same peer, allowed, is served.
-        let allowing = try LoopUnderTest(Self.options { $0.ownUID = getuid() &+ 1; $0.allowedUIDs = [getuid()] })
+        let allowing = try LoopUnderTest(
+            Self.options {
+                $0.ownUID = getuid() &+ 1; $0.allowedUIDs = [getuid()]
+            })
         #expect(try allowing.connect().isServed())
         await allowing.stop()
     }
@@ -326,7 +329,10 @@ struct EventLoopServerLimitsTests {
             certificateChainFile: certificates.serverCertificatePath, privateKeyFile: certificates.serverKeyPath)
         let client = try TLSContext.client(trustedCertificatesFile: certificates.caPath)
         let loop = try LoopUnderTest(
-            Self.options { $0.admissionTimeout = .milliseconds(400) }, tcp: "127.0.0.1", tls: server,
+            Self.options {
+                $0.admissionTimeout = .milliseconds(400)
+                $0.frameProgressTimeout = .milliseconds(400)
+            }, tcp: "127.0.0.1", tls: server,
             directory: directory)
 
         // A handshake record announcing 16 KiB, 5,000 bytes of it: over the budget before the
@@ -347,6 +353,14 @@ struct EventLoopServerLimitsTests {
         #expect(try good.isServed())
         #expect(good.readFrame(timeout: .milliseconds(600)) == .timedOut)
         #expect(try good.isServed(id: 2))
+
+        // Admitted, then half a TLS record and nothing more: dropped when the record makes no
+        // progress (here the progress timeout is the same 400 ms).
+        let partialRecord = try loop.connect()
+        #expect(try partialRecord.handshake(client, timeout: .seconds(2)))
+        #expect(try partialRecord.isServed())
+        partialRecord.sendRaw([0x17, 0x03, 0x03, 0x10, 0x00] + [UInt8](repeating: 0, count: 100))
+        #expect(partialRecord.isClosedByServer(within: .seconds(2)))
 
         // After the handshake, half a frame and no request: refused at the deadline.
         let silent = try loop.connect()
