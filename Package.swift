@@ -102,6 +102,9 @@ let package = Package(
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
         .testTarget(name: "RainSystemTests", dependencies: ["RainSystem", "RainCore"]),
+        .testTarget(
+            name: "RainTransportTests",
+            dependencies: ["RainTransport", "RainCore", "RainWire", "RainCrypto", "RainSystem", "RainTestSupport"]),
         .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto", "RainTestSupport"]),
         .testTarget(
             name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto", "RainSystem"]),

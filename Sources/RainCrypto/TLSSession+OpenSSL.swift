@@ -169,6 +169,11 @@ public final class TLSSession {
         try plaintext.withTypedUnsafeBytes { (bytes) throws(RainError) in try write(bytes) }
     }
 
+    /// True when received bytes wait in the session for the rest of their record (after
+    /// `readPlaintext` answered `.needsMoreInput`): the TLS form of a partial frame, which a server
+    /// gives a deadline.
+    public var hasPartialRecord: Bool { SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(input) > 0 }
+
     /// Number of bytes waiting to be sent.
     public var pendingOutputCount: Int { Int(BIO_ctrl_pending(output)) }
 

@@ -249,6 +249,8 @@ struct AuthorityRole: DaemonRole {
         var serverOptions = ServerOptions()
         serverOptions.isTCP = true
         serverOptions.tls = tls
+        serverOptions.maximumBufferedInput = 256 << 20  // issue 13: an authority holds at most 256 MiB of partial frames
+        serverOptions.maximumUnadmittedConnections = 1024  // issue 13: TLS before admission costs ~25 KiB each
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)

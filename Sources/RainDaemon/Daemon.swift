@@ -306,6 +306,7 @@ struct DeviceRole: DaemonRole {
         }
         var serverOptions = ServerOptions()
         serverOptions.allowedUIDs = extraUIDs
+        serverOptions.maximumBufferedInput = 64 << 20  // issue 13: a device daemon holds at most 64 MiB of partial frames
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 

@@ -177,6 +177,32 @@ extension Syscall {
         return SocketPeer(pid: pid, uid: uid, gid: gid)
     }
 
+    /// The IP address of the peer of a TCP socket (`getpeername`), in network byte order: 4 bytes
+    /// for IPv4 (an IPv4 address mapped into IPv6, `::ffff:a.b.c.d`, is given as its 4 bytes, so
+    /// one host counts once), 16 for IPv6; empty for any other family (a Unix socket).
+    /// - Throws: RAIN_502 naming `getpeername`; `error.errno` is `ENOTCONN` when the peer is gone.
+    public static func peerAddress(_ fd: Int32) throws(RainError) -> [UInt8] {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        try withUnsafeMutablePointer(to: &storage) { p throws(RainError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(RainError) in
+                _ = try call("getpeername") { getpeername(fd, sa, &length) }
+            }
+        }
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            var address = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in.self).sin_addr }
+            return withUnsafeBytes(of: &address) { Array($0) }
+        case AF_INET6:
+            var address = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self).sin6_addr }
+            let bytes = withUnsafeBytes(of: &address) { Array($0) }
+            let isMapped = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
+            return isMapped ? Array(bytes[12..<16]) : bytes
+        default:
+            return []
+        }
+    }
+
     /// The address family, type and listening state of a socket.
     /// - Throws: RAIN_502 naming `getsockopt`; `error.errno` is `ENOTSOCK` for a descriptor that
     ///   is not a socket.

@@ -104,7 +104,54 @@ public struct ServerOptions: Sendable {
     public var tls: TLSContext?
     /// A connection whose TLS handshake has not completed this long after it was accepted is closed.
     public var tlsHandshakeTimeout: Duration = .seconds(10)
+
+    // Limits on what a peer can make the server hold (issue 13). A connection is *admitted* once
+    // its TLS handshake (if any) is done and its first valid request is decoded; before that it is
+    // nobody yet, and may hold very little for very little time.
+
+    /// Bytes a connection may send before it is admitted: the TLS handshake's input, then the
+    /// plaintext of its first request. Beyond this it gets RAIN_302 (reason `unadmitted_input`)
+    /// and is closed.
+    public var maximumUnadmittedInput: Int = 4 << 10
+    /// Time a connection has, from accept, to be admitted; then it is closed.
+    public var admissionTimeout: Duration = .seconds(10)
+    /// A partial frame that gets no new byte for this long is dropped with its connection. An
+    /// admitted connection with no partial frame has no deadline at all: a long-lived stream or a
+    /// connection that carries a session waits as long as it likes between requests.
+    public var frameProgressTimeout: Duration = .seconds(10)
+    /// Unfinished frames held across all connections. The connection whose input would go beyond
+    /// gets RAIN_302 (reason `input_budget`) and is closed; complete frames are never held, so
+    /// clients that send whole requests are not affected. 64 MiB in a device daemon, 256 MiB in
+    /// an authority.
+    public var maximumBufferedInput: Int = 64 << 20
+    /// Connections at once from one uid (Unix socket) or one source address (TCP; an IPv4 address
+    /// mapped into IPv6 counts as the IPv4 address). The daemon's own uid is bounded only by
+    /// `maximumConnections`: it is the user the daemon serves (`scripts/load` runs 1,000 clients).
+    public var maximumConnectionsPerPeer: Int = 256
+    /// Connections at once in all. A connection beyond a limit is closed as soon as it is accepted.
+    public var maximumConnections: Int = 4096
+    /// Connections not admitted yet, at once; beyond, the oldest of them is closed to make room.
+    /// A TLS connection costs some 25 KiB in OpenSSL and its buffers before it is admitted, so an
+    /// authority sets 1,024 here (its memory stays within 96 MiB of idle under a flood); a device
+    /// daemon, whose unadmitted connections cost little, keeps the total.
+    public var maximumUnadmittedConnections: Int = 4096
+    /// When `accept` fails for want of descriptors (`EMFILE`, `ENFILE`), the listener is paused
+    /// this long (the waiting connections are accepted and closed through a reserve descriptor, so
+    /// they get an answer) instead of the loop spinning on a listener that stays readable.
+    public var acceptBackoff: Duration = .milliseconds(250)
+    /// Refusals (a peer uid not allowed, a limit reached, a descriptor shortage) are logged at
+    /// most once per this interval for each kind, with the count of the ones left out.
+    public var refusalLogInterval: Duration = .seconds(10)
+    /// The uid taken as the server's own (tests set another to be a peer that is not the owner);
+    /// nil: the process's uid.
+    var ownUID: UInt32?
     public init() {}
+}
+
+/// Who a connection counts against for `ServerOptions.maximumConnectionsPerPeer`.
+enum PeerKey: Hashable {
+    case uid(UInt32)
+    case address([UInt8])
 }
 
 /// A non-blocking server on one epoll event-loop thread (DESIGN §9): no thread per connection.
@@ -132,7 +179,21 @@ public final class EventLoopServer: @unchecked Sendable {
         let id: ConnectionID
         let fd: Int32
         let peer: PeerCredentials
-        let isAllowed: Bool
+        /// What the connection counts against for the per-peer limit; nil for the daemon's own uid.
+        let peerKey: PeerKey?
+        let acceptedAt: ContinuousClock.Instant
+        /// When the last byte of input arrived (the progress of a partial frame).
+        var lastInputAt: ContinuousClock.Instant
+        /// True once the TLS handshake is done and a first valid request was decoded.
+        var isAdmitted = false
+        /// The plaintext of unfinished frames held in `decoder`, as counted in the server's total.
+        var bufferedInput = 0
+        /// Ciphertext received while the TLS handshake is not done.
+        var handshakeInput = 0
+        /// A TLS record is partly received (held by OpenSSL, not by the decoder).
+        var hasPartialRecord = false
+        /// In the server's set of connections with a deadline.
+        var isTimed = false
         var decoder: FrameDecoder
         var output: [UInt8] = []
         var outputOffset = 0
@@ -143,14 +204,21 @@ public final class EventLoopServer: @unchecked Sendable {
         /// The TLS state when the server speaks TLS: frames are encrypted into `output` and input
         /// is decrypted before the decoder sees it.
         var tls: TLSSession?
-        init(id: ConnectionID, fd: Int32, peer: PeerCredentials, isAllowed: Bool, maximumFrame: Int) {
+        init(
+            id: ConnectionID, fd: Int32, peer: PeerCredentials, peerKey: PeerKey?, maximumFrame: Int,
+            now: ContinuousClock.Instant
+        ) {
             self.id = id
             self.fd = fd
             self.peer = peer
-            self.isAllowed = isAllowed
+            self.peerKey = peerKey
+            self.acceptedAt = now
+            self.lastInputAt = now
             self.decoder = FrameDecoder(maximumLength: maximumFrame)
         }
         var pendingOutput: Int { output.count - outputOffset }
+        /// True while the connection has a deadline: not admitted yet, or holding a partial frame.
+        var needsDeadline: Bool { !isAdmitted || bufferedInput > 0 || hasPartialRecord }
     }
 
     private let listenFD: Int32
@@ -159,11 +227,32 @@ public final class EventLoopServer: @unchecked Sendable {
     private let options: ServerOptions
     private let handler: any ServerHandler
     private let logger: Logger
-    private let ownUID = getuid()
+    private let ownUID: UInt32
 
     private var connections: [UInt64: Connection] = [:]
-    /// When each connection still in its TLS handshake must have finished it.
-    private var handshakeDeadlines: [UInt64: ContinuousClock.Instant] = [:]
+    /// Connections with a deadline (`Connection.needsDeadline`), checked every `sweepInterval`.
+    private var timed: Set<UInt64> = []
+    private var nextSweep: ContinuousClock.Instant?
+    private let sweepInterval: Duration
+    /// Open connections per uid or source address (`ServerOptions.maximumConnectionsPerPeer`).
+    private var connectionsPerPeer: [PeerKey: Int] = [:]
+    /// Connection ids in the order they were accepted, from `unadmittedHead` on; admitted or closed
+    /// ones are skipped (and dropped by `compactUnadmittedOrder`). The oldest not admitted is the
+    /// one evicted at the total limit.
+    private var unadmittedOrder: [UInt64] = []
+    private var unadmittedHead = 0
+    /// Open connections that are admitted.
+    private var admittedCount = 0
+    /// The plaintext of unfinished frames held across all connections.
+    private var bufferedInput = 0
+    /// The time of the loop's current turn (read once after each wait).
+    private var now = ContinuousClock.now
+    /// A descriptor kept open on /dev/null to be given up when descriptors run out: it lets the
+    /// loop accept and close the waiting connections (-1 when it could not be reopened).
+    private var reserveFD: Int32 = -1
+    /// Set while the listener is out of the epoll set after `EMFILE` / `ENFILE`.
+    private var acceptPausedUntil: ContinuousClock.Instant?
+    private var logThrottle: LogThrottle
     private var nextConnection: UInt64 = 2  // tokens 0 and 1 are the listener and the eventfd
     private var nextToken: UInt64 = 1
     private var listening = true
@@ -175,6 +264,7 @@ public final class EventLoopServer: @unchecked Sendable {
     private let outbound = Mutex<[Outbound]>([])
     private let stopRequest = Mutex<Duration?>(nil)
     private let stats = Mutex<(connections: Int, calls: Int)>((0, 0))
+    private let bufferedInputStat = Mutex(0)
 
     private static let listenToken: UInt64 = 0
     private static let wakeToken: UInt64 = 1
@@ -185,15 +275,27 @@ public final class EventLoopServer: @unchecked Sendable {
         self.options = options
         self.handler = handler
         self.logger = logger
+        self.logThrottle = LogThrottle(interval: options.refusalLogInterval)
+        self.ownUID = options.ownUID ?? getuid()
+        let shortest = min(options.admissionTimeout, options.frameProgressTimeout, options.tlsHandshakeTimeout)
+        self.sweepInterval = max(.milliseconds(5), shortest / 10)
         try Syscall.setNonBlocking(fd, true)
         epoll = try Epoll(maximumEvents: 128)
         wakeFD = try EventFD()
         try epoll.add(listenFD, events: .input, token: Self.listenToken)
         try epoll.add(wakeFD.descriptor, events: .input, token: Self.wakeToken)
+        reserveFD = (try? Syscall.open("/dev/null", .readOnly)) ?? -1
+    }
+
+    deinit {
+        if reserveFD >= 0 { Syscall.closeUnchecked(reserveFD, because: .readOnly) }
     }
 
     /// Open connections and calls in flight, for logs and tests.
     public var counts: (connections: Int, calls: Int) { stats.withLock { $0 } }
+
+    /// The bytes of unfinished frames held across all connections, for tests.
+    public var bufferedInputByteCount: Int { bufferedInputStat.withLock { $0 } }
 
     /// Asks the loop to stop accepting, wait up to `drainTimeout` for calls in flight, close every
     /// connection and return from `run()`. Safe from any thread.
@@ -273,12 +375,12 @@ public final class EventLoopServer: @unchecked Sendable {
                 }
             }
             var timeoutMS: Int32 = drainDeadline != nil ? 20 : releaseMemoryWhenIdle ? 200 : -1
-            if !handshakeDeadlines.isEmpty {
-                expireHandshakes(now: clock.now)
-                if let earliest = handshakeDeadlines.values.min() {
-                    let wait = max(1, (earliest - clock.now).milliseconds + 1)
-                    timeoutMS = timeoutMS < 0 ? Int32(clamping: wait) : min(timeoutMS, Int32(clamping: wait))
-                }
+            now = clock.now
+            if let sweep = nextSweep, sweep <= now { sweepDeadlines() }
+            if let resume = acceptPausedUntil, resume <= now { resumeAccepting() }
+            for wakeAt in [nextSweep, acceptPausedUntil].compactMap({ $0 }) {
+                let wait = Int32(clamping: max(1, (wakeAt - now).milliseconds + 1))
+                timeoutMS = timeoutMS < 0 ? wait : min(timeoutMS, wait)
             }
             let n: Int
             do {
@@ -287,6 +389,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 logger.error("epoll.failed", ["errno": "\(error.errno ?? 0)"])
                 return
             }
+            now = clock.now
             if n == 0 && releaseMemoryWhenIdle {
                 releaseMemoryWhenIdle = false
                 Syscall.releaseFreeMemory()
@@ -312,7 +415,7 @@ public final class EventLoopServer: @unchecked Sendable {
     }
 
     private func acceptAll() {
-        while listening {
+        while listening && acceptPausedUntil == nil {
             let fd: Int32
             do {
                 guard case .processed(let accepted) = try Syscall.accept(listenFD) else { return }
@@ -320,55 +423,204 @@ public final class EventLoopServer: @unchecked Sendable {
             } catch {
                 let e = error.errno ?? 0
                 if e == EMFILE || e == ENFILE {
-                    logger.warning("accept.no_descriptors")
+                    outOfDescriptors(errno: e)
                     return
                 }
                 logger.warning("accept.failed", ["errno": "\(e)"])
                 return
             }
-            let peer: PeerCredentials
-            let allowed: Bool
-            if options.isTCP {
-                TCPSocket.setNoDelay(fd)
-                peer = .tcpPeer(address: TCPSocket.peerAddress(of: fd))
-                allowed = true
-            } else {
-                guard let credentials = try? Syscall.peerCredentials(fd) else {
-                    // The peer is gone already (or never was): nothing to serve.
-                    Syscall.closeUnchecked(fd, because: .socket)
-                    continue
-                }
-                peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
-                allowed = peer.uid == ownUID || options.allowedUIDs.contains(peer.uid)
+            admit(fd)
+        }
+    }
+
+    /// Takes an accepted socket in, or closes it at once when its peer is not allowed or a
+    /// connection limit is reached: before any byte of it is read.
+    private func admit(_ fd: Int32) {
+        let peer: PeerCredentials
+        let peerKey: PeerKey?
+        if options.isTCP {
+            guard let address = try? Syscall.peerAddress(fd) else {
+                Syscall.closeUnchecked(fd, because: .socket)  // the peer is gone already
+                return
             }
-            let id = nextConnection
-            nextConnection += 1
-            let c = Connection(
-                id: ConnectionID(rawValue: id), fd: fd, peer: peer, isAllowed: allowed,
-                maximumFrame: options.maximumFrameLength)
-            if let tls = options.tls {
-                do {
-                    c.tls = try tls.makeServerSession()
-                } catch {
-                    logger.error("tls.session_failed", ["error": error.message])
-                    Syscall.closeUnchecked(fd, because: .failurePath)
-                    continue
-                }
-                handshakeDeadlines[id] = ContinuousClock.now + options.tlsHandshakeTimeout
+            TCPSocket.setNoDelay(fd)
+            peer = .tcpPeer(address: TCPSocket.addressText(address))
+            peerKey = .address(address)
+        } else {
+            guard let credentials = try? Syscall.peerCredentials(fd) else {
+                // The peer is gone already (or never was): nothing to serve.
+                Syscall.closeUnchecked(fd, because: .socket)
+                return
             }
+            peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+            guard peer.uid == ownUID || options.allowedUIDs.contains(peer.uid) else {
+                // Logged before the close, so the line is there by the time the peer sees the end.
+                defer { Syscall.closeUnchecked(fd, because: .socket) }
+                if let suppressed = logThrottle.admit("peer.refused", now: now) {
+                    logger.warning(
+                        "peer.refused",
+                        [
+                            "uid": "\(peer.uid)", "pid": "\(peer.pid)", "suppressed": "\(suppressed)",
+                            "hint": "closed at accept: this uid is not allowed in the daemon's config",
+                        ])
+                }
+                return
+            }
+            peerKey = peer.uid == ownUID ? nil : .uid(peer.uid)
+        }
+        if let peerKey, connectionsPerPeer[peerKey, default: 0] >= options.maximumConnectionsPerPeer {
+            refuseAtAccept(fd, event: "connection.peer_limit", limit: options.maximumConnectionsPerPeer, peer: peerKey)
+            return
+        }
+        // At a limit, the oldest connection not admitted yet makes room: whoever holds idle
+        // connections cannot lock a real client out; only admitted connections are kept.
+        if connections.count - admittedCount >= options.maximumUnadmittedConnections {
+            _ = evictOldestUnadmitted()
+        }
+        if connections.count >= options.maximumConnections && !evictOldestUnadmitted() {
+            refuseAtAccept(fd, event: "connection.limit", limit: options.maximumConnections, peer: peerKey)
+            return
+        }
+        let id = nextConnection
+        nextConnection += 1
+        let c = Connection(
+            id: ConnectionID(rawValue: id), fd: fd, peer: peer, peerKey: peerKey,
+            maximumFrame: options.maximumFrameLength, now: now)
+        if let tls = options.tls {
             do {
-                try epoll.add(fd, events: [.input, .readHangUp], token: id)
+                c.tls = try tls.makeServerSession()
             } catch {
+                logger.error("tls.session_failed", ["error": error.message])
                 Syscall.closeUnchecked(fd, because: .failurePath)
-                continue
-            }
-            connections[id] = c
-            connectionHighWater = max(connectionHighWater, connections.count)
-            stats.withLock { $0.connections += 1 }
-            if !allowed {
-                logger.warning("peer.refused", ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+                return
             }
         }
+        do {
+            try epoll.add(fd, events: [.input, .readHangUp], token: id)
+        } catch {
+            Syscall.closeUnchecked(fd, because: .failurePath)
+            return
+        }
+        connections[id] = c
+        unadmittedOrder.append(id)
+        if let peerKey { connectionsPerPeer[peerKey, default: 0] += 1 }
+        connectionHighWater = max(connectionHighWater, connections.count)
+        stats.withLock { $0.connections += 1 }
+        updateDeadline(c)
+    }
+
+    /// Closes the oldest connection that is not admitted yet, to make room for a new one.
+    /// - Returns: false when every connection is admitted.
+    private func evictOldestUnadmitted() -> Bool {
+        while unadmittedHead < unadmittedOrder.count {
+            let id = unadmittedOrder[unadmittedHead]
+            unadmittedHead += 1
+            guard let c = connections[id], !c.isAdmitted else { continue }
+            if let suppressed = logThrottle.admit("connection.evicted", now: now) {
+                logger.warning(
+                    "connection.evicted",
+                    [
+                        "connection": "\(c.id)", "connections": "\(connections.count)",
+                        "unadmitted": "\(connections.count - admittedCount)", "suppressed": "\(suppressed)",
+                        "hint": "the oldest connection without a request made room for a new one",
+                    ])
+            }
+            closeConnection(c)
+            compactUnadmittedOrder()
+            return true
+        }
+        compactUnadmittedOrder()
+        return false
+    }
+
+    /// Drops the ids of `unadmittedOrder` that no longer stand for a connection waiting for
+    /// admission, once they are the larger part of it (so it stays in proportion to the
+    /// connections, whatever the churn).
+    private func compactUnadmittedOrder() {
+        guard unadmittedOrder.count > 64 && unadmittedOrder.count > 2 * (connections.count - admittedCount) else { return }
+        unadmittedOrder = unadmittedOrder[unadmittedHead...].filter { connections[$0].map { !$0.isAdmitted } ?? false }
+        unadmittedHead = 0
+    }
+
+    /// Closes a connection a limit refuses; on a Unix socket it first gets one RAIN_302 frame
+    /// (request id 0) saying which limit, written only if the socket takes it at once.
+    private func refuseAtAccept(_ fd: Int32, event: String, limit: Int, peer: PeerKey?) {
+        if !options.isTCP {
+            let who = if case .uid(let uid)? = peer { "uid \(uid)" } else { "this daemon" }
+            let error = RainError(
+                .refused,
+                "too many connections (\(limit) for \(who)); close some, or retry later",
+                details: .init(reason: "connection_limit", retryAfterMilliseconds: 1000))
+            if let frame = try? Envelope(requestID: 0, kind: .response(.failure(error))).encodeFrame() {
+                _ = frame.withUnsafeBytes { try? Syscall.sendNonBlocking(fd, $0) }
+            }
+        }
+        defer { Syscall.closeUnchecked(fd, because: .socket) }
+        if let suppressed = logThrottle.admit(event, now: now) {
+            var who = ""
+            switch peer {
+            case .uid(let uid)?: who = "uid \(uid)"
+            case .address(let bytes)?: who = Self.describe(address: bytes)
+            case nil: who = "own uid"
+            }
+            logger.warning(
+                event,
+                ["peer": who, "limit": "\(limit)", "connections": "\(connections.count)", "suppressed": "\(suppressed)"])
+        }
+    }
+
+    /// An IP address for a log line.
+    static func describe(address bytes: [UInt8]) -> String {
+        if bytes.count == 4 { return bytes.map { String($0) }.joined(separator: ".") }
+        return stride(from: 0, to: bytes.count, by: 2).map { i in
+            String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16)
+        }.joined(separator: ":")
+    }
+
+    /// `accept` failed for want of descriptors. The listener stays readable while connections
+    /// wait, so calling `accept` again at once would spin: give up the reserve descriptor to
+    /// accept and close what waits (those clients get an answer instead of hanging), take the
+    /// reserve back, and leave the listener out of the epoll set for `acceptBackoff`. One log line
+    /// per episode (per `refusalLogInterval` at most).
+    private func outOfDescriptors(errno e: Int32) {
+        var shed = 0
+        if reserveFD >= 0 {
+            Syscall.closeUnchecked(reserveFD, because: .readOnly)
+            reserveFD = -1
+            while shed < 1024, case .processed(let fd)? = try? Syscall.accept(listenFD) {
+                Syscall.closeUnchecked(fd, because: .socket)
+                shed += 1
+            }
+            reserveFD = (try? Syscall.open("/dev/null", .readOnly)) ?? -1
+        }
+        if let suppressed = logThrottle.admit("accept.no_descriptors", now: now) {
+            logger.warning(
+                "accept.no_descriptors",
+                [
+                    "errno": "\(e)", "connections": "\(connections.count)", "closedWaiting": "\(shed)",
+                    "pauseMs": "\(options.acceptBackoff.milliseconds)", "suppressed": "\(suppressed)",
+                    "hint": "raise the descriptor limit (LimitNOFILE=, ulimit -n) or lower maximumConnections",
+                ])
+        }
+        do {
+            try epoll.modify(listenFD, events: [], token: Self.listenToken)
+            acceptPausedUntil = now + options.acceptBackoff
+        } catch {
+            // The listener still wakes the loop; the next turns keep shedding through the reserve.
+            logger.error("epoll.modify_failed", ["listener": "true", "errno": "\(error.errno ?? 0)"])
+        }
+    }
+
+    /// Puts the listener back after an `acceptBackoff` pause and accepts what waits.
+    private func resumeAccepting() {
+        acceptPausedUntil = nil
+        guard listening else { return }
+        do {
+            try epoll.modify(listenFD, events: .input, token: Self.listenToken)
+        } catch {
+            logger.error("epoll.modify_failed", ["listener": "true", "errno": "\(error.errno ?? 0)"])
+        }
+        acceptAll()
     }
 
     private func readAvailable(_ c: Connection, _ buffer: UnsafeMutableRawBufferPointer) {
@@ -387,13 +639,32 @@ public final class EventLoopServer: @unchecked Sendable {
                 return
             }
             if c.closeAfterFlush { continue }  // discard input from a connection we are ending
+            c.lastInputAt = now
             if let tls = c.tls {
+                if !tls.isHandshakeComplete { c.handshakeInput += n }
                 // The session copies the ciphertext, so the buffer is free for the plaintext.
                 tls.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                guard decryptAvailable(c, tls, buffer) else { return }
+                let goesOn = decryptAvailable(c, tls, buffer)
+                c.hasPartialRecord = tls.hasPartialRecord
+                if !tls.isHandshakeComplete && c.handshakeInput > options.maximumUnadmittedInput
+                    && connections[c.id.rawValue] != nil
+                {
+                    // No channel to answer on yet: the handshake alone is over the budget.
+                    logRefusal("input.refused", c, reason: "unadmitted_input")
+                    closeConnection(c)
+                    return
+                }
+                guard goesOn else {
+                    if connections[c.id.rawValue] != nil { updateDeadline(c) }
+                    return
+                }
             } else {
                 consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), on: c)
             }
+            guard connections[c.id.rawValue] != nil else { return }
+            enforceInputLimits(c)
+            updateDeadline(c)
+            if c.closeAfterFlush { continue }
             if n < buffer.count { break }
         }
     }
@@ -410,7 +681,134 @@ public final class EventLoopServer: @unchecked Sendable {
             // The framing itself is broken: answer once and close, the stream cannot be trusted.
             fail(0, error, on: c)
             c.closeAfterFlush = true
+            c.decoder = FrameDecoder(maximumLength: options.maximumFrameLength)
         }
+        countBufferedInput(c)
+    }
+
+    /// Brings the server's total of held input up to date with what `c`'s decoder holds.
+    private func countBufferedInput(_ c: Connection) {
+        let held = c.decoder.bufferedByteCount
+        guard held != c.bufferedInput else { return }
+        bufferedInput += held - c.bufferedInput
+        c.bufferedInput = held
+        let total = bufferedInput
+        bufferedInputStat.withLock { $0 = total }
+    }
+
+    /// Refuses the partial frame of `c` when it is over a budget: before admission its own
+    /// (`maximumUnadmittedInput`), after it the server's (`maximumBufferedInput`). The peer gets
+    /// RAIN_302 with request id 0 and the connection closes; the held bytes are freed at once.
+    private func enforceInputLimits(_ c: Connection) {
+        guard c.bufferedInput > 0, !c.closeAfterFlush else { return }
+        let error: RainError
+        let reason: String
+        if !c.isAdmitted && c.bufferedInput > options.maximumUnadmittedInput {
+            reason = "unadmitted_input"
+            error = RainError(
+                .refused,
+                "the first request on a connection may be at most \(options.maximumUnadmittedInput) bytes; "
+                    + "send a smaller request first (Daemon/GetInfo), then the larger one",
+                details: .init(reason: reason))
+        } else if bufferedInput > options.maximumBufferedInput {
+            reason = "input_budget"
+            error = RainError(
+                .refused,
+                "the server holds \(options.maximumBufferedInput >> 20) MiB of unfinished requests, its limit; "
+                    + "retry shortly",
+                details: .init(reason: reason, retryAfterMilliseconds: 1000))
+        } else {
+            return
+        }
+        logRefusal("input.refused", c, reason: reason)
+        c.decoder = FrameDecoder(maximumLength: options.maximumFrameLength)
+        countBufferedInput(c)
+        fail(0, error, on: c)
+        c.closeAfterFlush = true
+    }
+
+    /// A throttled warning about a refused connection.
+    private func logRefusal(_ event: String, _ c: Connection, reason: String) {
+        guard let suppressed = logThrottle.admit("\(event).\(reason)", now: now) else { return }
+        var who = "own uid"
+        switch c.peerKey {
+        case .uid(let uid)?: who = "uid \(uid)"
+        case .address(let bytes)?: who = Self.describe(address: bytes)
+        case nil: break
+        }
+        logger.warning(
+            event,
+            [
+                "connection": "\(c.id)", "peer": who, "reason": reason, "bufferedBytes": "\(bufferedInput)",
+                "suppressed": "\(suppressed)",
+            ])
+    }
+
+    /// Puts `c` in the set of connections with a deadline, or takes it out.
+    private func updateDeadline(_ c: Connection) {
+        let needs = c.needsDeadline
+        guard needs != c.isTimed else { return }
+        c.isTimed = needs
+        if needs {
+            timed.insert(c.id.rawValue)
+            if nextSweep == nil { nextSweep = now + sweepInterval }
+        } else {
+            timed.remove(c.id.rawValue)
+        }
+    }
+
+    /// When `c` must have made progress: admission (and the TLS handshake) counted from accept, a
+    /// partial frame from its last byte. Nil when it has no deadline.
+    private func deadline(of c: Connection) -> ContinuousClock.Instant? {
+        var deadline: ContinuousClock.Instant?
+        if !c.isAdmitted {
+            deadline = c.acceptedAt + options.admissionTimeout
+            if let tls = c.tls, !tls.isHandshakeComplete {
+                deadline = min(c.acceptedAt + options.admissionTimeout, c.acceptedAt + options.tlsHandshakeTimeout)
+            }
+        }
+        if c.bufferedInput > 0 || c.hasPartialRecord {
+            let stalled = c.lastInputAt + options.frameProgressTimeout
+            deadline = deadline.map { min($0, stalled) } ?? stalled
+        }
+        return deadline
+    }
+
+    /// Closes the connections past their deadline; runs every `sweepInterval` while any has one.
+    private func sweepDeadlines() {
+        var expired: [Connection] = []
+        for id in timed {
+            guard let c = connections[id], let deadline = deadline(of: c) else { continue }
+            if deadline <= now { expired.append(c) }
+        }
+        for c in expired {
+            let event: String
+            if let tls = c.tls, !tls.isHandshakeComplete {
+                event = "tls.handshake_timeout"
+            } else if !c.isAdmitted {
+                event = "connection.admission_timeout"
+            } else {
+                event = "connection.frame_stalled"
+            }
+            if let suppressed = logThrottle.admit(event, now: now) {
+                logger.warning(event, ["connection": "\(c.id)", "suppressed": "\(suppressed)"])
+            }
+            if c.tls?.isHandshakeComplete ?? true {
+                // Say why, if the peer reads; the connection closes either way.
+                fail(
+                    0,
+                    RainError(
+                        .refused,
+                        c.isAdmitted
+                            ? "a request stalled for \(options.frameProgressTimeout.milliseconds) ms; the connection is closed"
+                            : "no complete request within \(options.admissionTimeout.milliseconds) ms; the connection is closed",
+                        details: .init(reason: c.isAdmitted ? "frame_stalled" : "admission_timeout")),
+                    on: c)
+                if connections[c.id.rawValue] != nil { flush(c) }
+            }
+            closeConnection(c)
+        }
+        nextSweep = timed.isEmpty ? nil : now + sweepInterval
     }
 
     /// Advances the handshake and decrypts every complete record into `buffer`, consuming it.
@@ -421,7 +819,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 let isComplete = try tls.handshake()
                 tls.appendOutput(to: &c.output)
                 guard isComplete else { return true }
-                handshakeDeadlines[c.id.rawValue] = nil
+                c.handshakeInput = 0
                 logger.debug("tls.handshake_complete", ["connection": "\(c.id)"])
             } catch {
                 // The alert (protocol version, …) goes out, then the connection closes.
@@ -429,7 +827,6 @@ public final class EventLoopServer: @unchecked Sendable {
                 logger.warning(
                     "tls.handshake_failed",
                     ["connection": "\(c.id)", "reason": error.details.reason ?? "", "error": error.message])
-                handshakeDeadlines[c.id.rawValue] = nil
                 c.closeAfterFlush = true
                 return false
             }
@@ -481,16 +878,6 @@ public final class EventLoopServer: @unchecked Sendable {
         }
     }
 
-    /// Closes the connections whose TLS handshake is overdue.
-    private func expireHandshakes(now: ContinuousClock.Instant) {
-        for (id, deadline) in handshakeDeadlines where deadline <= now {
-            handshakeDeadlines[id] = nil
-            guard let c = connections[id] else { continue }
-            logger.warning("tls.handshake_timeout", ["connection": "\(c.id)"])
-            closeConnection(c)
-        }
-    }
-
     private func process(_ body: [UInt8], on c: Connection) {
         let envelope: Envelope
         do {
@@ -507,14 +894,11 @@ public final class EventLoopServer: @unchecked Sendable {
                 fail(0, .invalid("request id 0 is reserved; use ids from 1", field: "request_id"), on: c)
                 return
             }
-            guard c.isAllowed else {
-                fail(
-                    id,
-                    RainError(
-                        .unauthorized, "uid \(c.peer.uid) may not use this daemon; ask its owner to allow it in the config"),
-                    on: c)
-                c.closeAfterFlush = true
-                return
+            // A valid request: from now on the connection is somebody (issue 13).
+            if !c.isAdmitted {
+                c.isAdmitted = true
+                admittedCount += 1
+                compactUnadmittedOrder()
             }
             guard c.calls[id] == nil else {
                 // Answered with request id 0: the call already running under this id keeps it.
@@ -651,6 +1035,12 @@ public final class EventLoopServer: @unchecked Sendable {
             closeConnection(c)
             return
         }
+        if c.pendingOutput == 0 && !c.isAdmitted && c.output.capacity > 0 {
+            // A connection that is nobody yet keeps no buffer between its messages (its TLS
+            // handshake flight would otherwise stay allocated for as long as it holds on).
+            c.output = []
+            c.outputOffset = 0
+        }
         let wantsWrite = c.pendingOutput > 0
         if wantsWrite != c.wantsWrite {
             c.wantsWrite = wantsWrite
@@ -666,7 +1056,18 @@ public final class EventLoopServer: @unchecked Sendable {
             connectionHighWater = connections.count
             releaseMemoryWhenIdle = true
         }
-        handshakeDeadlines[c.id.rawValue] = nil
+        if c.isTimed { timed.remove(c.id.rawValue) }
+        if c.isAdmitted { admittedCount -= 1 } else { compactUnadmittedOrder() }
+        if let key = c.peerKey {
+            let left = (connectionsPerPeer[key] ?? 1) - 1
+            connectionsPerPeer[key] = left > 0 ? left : nil
+        }
+        if c.bufferedInput > 0 {
+            bufferedInput -= c.bufferedInput
+            c.bufferedInput = 0
+            let total = bufferedInput
+            bufferedInputStat.withLock { $0 = total }
+        }
         epoll.deleteBeforeClose(c.fd)
         Syscall.closeUnchecked(c.fd, because: .socket)
         let inFlight = c.calls.count
