@@ -307,7 +307,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
             do {
                 try decoder.append(received)
                 while let body = try decoder.nextFrame() {
-                    dispatch(try Envelope.decode(body))
+                    if let refusal = dispatch(try Envelope.decode(body)) {
+                        // An answer to no call (request id 0): the server says why it is about to
+                        // close the connection (a limit of issue 13). Calls it ends fail with it.
+                        failure = RainError(
+                            lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
+                            details: refusal.details, underlying: ConnectionFailure())
+                    }
                 }
             } catch {
                 failure = RainError(
@@ -348,21 +354,25 @@ public final class ClientConnection: TaskExecutor, Sendable {
         }
     }
 
-    private func dispatch(_ envelope: Envelope) {
+    /// Hands an answer to its call. Returns the error of an answer to no call (request id 0: the
+    /// server refusing the connection or a frame), for the connection's end to report.
+    private func dispatch(_ envelope: Envelope) -> RainError? {
         switch envelope.kind {
         case .response(let r):
-            guard let p = state.withLock({ $0.pending.removeValue(forKey: envelope.requestID) }) else { return }
+            if envelope.requestID == 0 { return r.status.error }
+            guard let p = state.withLock({ $0.pending.removeValue(forKey: envelope.requestID) }) else { return nil }
             switch p {
             case .unary(let c): c.resume(returning: r.status.error.map { .failure($0) } ?? .success(r.payload))
             case .stream(let c):
                 if let e = r.status.error { c.finish(throwing: e) } else { c.finish() }
             }
         case .stream(let payload):
-            guard case .stream(let c)? = state.withLock({ $0.pending[envelope.requestID] }) else { return }
+            guard case .stream(let c)? = state.withLock({ $0.pending[envelope.requestID] }) else { return nil }
             c.yield(payload)
         case .request, .cancel:
-            return
+            break
         }
+        return nil
     }
 }
 

@@ -197,6 +197,18 @@ struct EventLoopServerLimitsTests {
         await loop.stop()
     }
 
+    @Test("the reference client reports the server's refusal, not only a lost connection")
+    func clientSeesTheRefusal() async throws {
+        let loop = try LoopUnderTest(Self.options { $0.admissionTimeout = .milliseconds(300) })
+        let client = try ClientConnection(path: loop.socketPath)
+        // Silent past the admission deadline: the server answers request id 0 with RAIN_302, closes.
+        #expect(await eventually { client.isClosed })
+        let error = await #expect(throws: RainError.self) { _ = try await client.call(method: "/x", payload: []) }
+        #expect(error?.details.reason == "admission_timeout", "\(String(describing: error))")
+        #expect(error?.message.contains("RAIN_302") == true, "\(String(describing: error))")
+        await loop.stop()
+    }
+
     @Test("a partial frame with no progress for the progress timeout is dropped; one that trickles is not")
     func stalledFrameDropped() async throws {
         let loop = try LoopUnderTest(Self.options { $0.frameProgressTimeout = .milliseconds(300) })
