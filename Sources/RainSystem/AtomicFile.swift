@@ -41,23 +41,10 @@ public enum AtomicFile {
     /// - Throws: RAIN_102 naming the file and the fix when it is refused; RAIN_502 when a call fails.
     public static func append(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(RainError) {
         let existed = access(path, F_OK) == 0
-        let fd: Int32
+        let fd = try Syscall.openOwnFile(
+            path, .writeOnly, options: [.create, .append, .nonBlocking], mode: mode, isPrivate: true, name: "file",
+            field: "path", fix: "remove it, or run chmod 600 \(path) if it is yours")
         do throws(RainError) {
-            fd = try Syscall.open(path, .writeOnly, options: [.create, .append, .noFollow, .nonBlocking], mode: mode)
-        } catch {
-            if error.errno == ELOOP {
-                throw RainError.invalid("\(path) is a symbolic link; refusing to write through it: remove it", field: "path")
-            }
-            throw error
-        }
-        do throws(RainError) {
-            let status = try Syscall.status(fd, path: path)
-            guard status.type == S_IFREG, status.uid == geteuid(), status.permissions & 0o077 == 0 else {
-                throw RainError.invalid(
-                    "\(path) is \(status.typeName) owned by uid \(status.uid) with mode \(status.octalPermissions); "
-                        + "it must be a regular file of uid \(geteuid()) with mode 600: remove it or run chmod 600 \(path)",
-                    field: "path")
-            }
             try Syscall.setNonBlocking(fd, false)
             try writeAll(fd: fd, bytes, path: path)
             try Syscall.fsync(fd, path: path)

@@ -16,22 +16,10 @@ public final class DirectoryLock: Sendable {
     ///   file that is a symbolic link or not this uid's; RAIN_502 when a call fails.
     public init(directory: String, name: String = "rainwalletd.lock", role: String = "rainwalletd") throws(RainError) {
         let path = "\(directory)/\(name)"
-        let fd: Int32
+        let fd = try Syscall.openOwnFile(
+            path, .readWrite, options: [.create, .nonBlocking, .noControllingTerminal], mode: 0o600, isPrivate: false,
+            name: "lock file", field: "state-dir", fix: "remove it")
         do throws(RainError) {
-            fd = try Syscall.open(
-                path, .readWrite, options: [.create, .noFollow, .nonBlocking, .noControllingTerminal], mode: 0o600)
-        } catch {
-            if error.errno == ELOOP {
-                throw RainError.invalid("lock file \(path) is a symbolic link; remove it", field: "state-dir")
-            }
-            throw error
-        }
-        do throws(RainError) {
-            let status = try Syscall.status(fd, path: path)
-            guard status.type == S_IFREG, status.uid == geteuid() else {
-                throw RainError.invalid(
-                    "lock file \(path) is \(status.typeName) owned by uid \(status.uid); remove it", field: "state-dir")
-            }
             switch Syscall.retrying({ flock(fd, LOCK_EX | LOCK_NB) }) {
             case .success: break
             case .failure(let e) where e.isWouldBlock:

@@ -73,6 +73,45 @@ extension Syscall {
         return try call("open", path: path) { Glibc.open(path, flags, mode) }
     }
 
+    /// Opens (or with `.create` makes) a file of this uid's own without following a symbolic link
+    /// (`.noFollow` is added), and checks what was opened: a regular file owned by this uid, with no
+    /// permission for group or others when `isPrivate`. The descriptor is closed when it is refused.
+    /// - Parameters:
+    ///   - name: what the file is, for the messages ("lock file", "the outbox").
+    ///   - field: the `details.field` of a refusal.
+    ///   - fix: what the user should do about a refused file.
+    /// - Returns: the descriptor.
+    /// - Throws: RAIN_102 naming the file and `fix` when it is a link or not such a file; RAIN_502
+    ///   when a call fails.
+    public static func openOwnFile(
+        _ path: String, _ access: FileAccess, options: OpenOptions, mode: mode_t, isPrivate: Bool, name: String,
+        field: String, fix: String
+    ) throws(RainError) -> Int32 {
+        let fd: Int32
+        do throws(RainError) {
+            fd = try open(path, access, options: options.union(.noFollow), mode: mode)
+        } catch {
+            if error.errno == ELOOP {
+                throw RainError.invalid("\(name) \(path) is a symbolic link; refusing to use it: \(fix)", field: field)
+            }
+            throw error
+        }
+        do throws(RainError) {
+            let s = try status(fd, path: path)
+            guard s.type == S_IFREG, s.uid == geteuid(), !isPrivate || s.permissions & 0o077 == 0 else {
+                let wanted = isPrivate ? " with mode 600" : ""
+                throw RainError.invalid(
+                    "\(name) \(path) is \(s.typeName) owned by uid \(s.uid) with mode \(s.octalPermissions); "
+                        + "it must be a regular file of uid \(geteuid())\(wanted): \(fix)",
+                    field: field)
+            }
+        } catch {
+            closeUnchecked(fd, because: .failurePath)
+            throw error
+        }
+        return fd
+    }
+
     /// Reads up to `buffer.count` bytes from a blocking descriptor.
     /// - Parameter path: the file, for the message.
     /// - Returns: the count read; 0 at end of file.

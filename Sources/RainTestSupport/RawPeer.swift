@@ -45,11 +45,7 @@ public final class RawPeer: @unchecked Sendable {
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw HarnessError("connect \(path): errno \(e)")
-        }
+        try closeUnlessZero(rc, fd, "connect \(path)")
         return RawPeer(fd: fd)
     }
 
@@ -71,21 +67,13 @@ public final class RawPeer: @unchecked Sendable {
             let rc = withUnsafePointer(to: &local) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-            guard rc == 0 else {
-                let e = errno
-                close(fd)
-                throw HarnessError("bind \(source): errno \(e)")
-            }
+            try closeUnlessZero(rc, fd, "bind \(source)")
         }
         var remote = address(host, port: port)
         let rc = withUnsafePointer(to: &remote) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw HarnessError("connect \(host):\(port): errno \(e)")
-        }
+        try closeUnlessZero(rc, fd, "connect \(host):\(port)")
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         return RawPeer(fd: fd)
@@ -243,4 +231,12 @@ public func cpuTime(pid: Int32) -> Duration? {
     guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
     let ticks = Int(sysconf(Int32(_SC_CLK_TCK)))
     return .milliseconds((user + system) * 1000 / max(1, ticks))
+}
+
+/// Throws `HarnessError` "`what`: errno N" and closes `fd` when a call returned non-zero.
+private func closeUnlessZero(_ rc: Int32, _ fd: Int32, _ what: String) throws {
+    guard rc != 0 else { return }
+    let e = errno
+    close(fd)
+    throw HarnessError("\(what): errno \(e)")
 }
