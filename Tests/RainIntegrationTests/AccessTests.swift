@@ -39,6 +39,13 @@ struct AccessTests {
 
         let served = try await bin.runCLI(as: Self.allowedUID, socket: h.socketPath, daemonUID + ["status"])
         #expect(served.status == 0, "\(served)")
+        // The same, named through the environment instead of the option.
+        let servedByEnvironment = try await bin.runCLI(
+            as: Self.allowedUID, socket: h.socketPath, ["status"], environment: ["RAINWALLET_DAEMON_UID": "\(getuid())"])
+        #expect(servedByEnvironment.status == 0, "\(servedByEnvironment)")
+        let otherNamed = try await bin.runCLI(
+            as: Self.allowedUID, socket: h.socketPath, ["status"], environment: ["RAINWALLET_DAEMON_UID": "4242"])
+        #expect(otherNamed.status == 2 && otherNamed.stderr.contains("RAIN_101"), "\(otherNamed)")
 
         // Issue 13: a uid that is not allowed is closed at accept, before any byte is read, so the
         // CLI (told to trust this daemon's uid) sees a closed connection, no RAIN_202 answer; the
@@ -211,16 +218,17 @@ struct AccessibleBinaries {
         try launch(as: uid, executable: "\(directory)/\(name)", arguments, home: home, log: log)
     }
 
-    func launch(as uid: UInt32, executable: String, _ arguments: [String], home: String, log: String, stdout: String? = nil)
-        throws -> Process
-    {
+    func launch(
+        as uid: UInt32, executable: String, _ arguments: [String], home: String, log: String, stdout: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Process {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: AccessTests.setprivPath)
         p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments
         p.environment = [
             "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": "\(home)/xdg-config", "XDG_STATE_HOME": "\(home)/xdg-state",
             "XDG_RUNTIME_DIR": "\(home)/xdg-run",
-        ]
+        ].merging(environment) { _, given in given }
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let err = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         defer { try? err.close() }
@@ -240,14 +248,16 @@ struct AccessibleBinaries {
     }
 
     /// Runs `rainwallet --socket SOCKET ARGS…` as `uid` and waits for it (at most 30 s).
-    func runCLI(as uid: UInt32, socket: String, _ arguments: [String]) async throws -> Result {
+    func runCLI(
+        as uid: UInt32, socket: String, _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> Result {
         let n = UUID().uuidString.prefix(8)
         let out = "\(directory)/cli-\(n).out"
         let err = "\(directory)/cli-\(n).err"
         // HOME is this (root-owned, 0755) directory: readable, not writable, by the other uid.
         let p = try launch(
             as: uid, executable: "\(directory)/rainwallet", ["--socket", socket] + arguments, home: directory, log: err,
-            stdout: out)
+            stdout: out, environment: environment)
         let finished = await eventually(timeout: .seconds(30)) { !p.isRunning }
         if !finished {
             Foundation.kill(p.processIdentifier, SIGKILL)
