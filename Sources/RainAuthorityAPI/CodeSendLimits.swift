@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainTransport
 
 /// The send limits `insertChallenge` enforces inside its transaction (DESIGN §6, issue 13).
 ///
@@ -101,12 +102,9 @@ public struct SendSource: Sendable, Hashable, CustomStringConvertible {
     private static func ipv6Network64(_ text: String) -> String? {
         var address = in6_addr()
         guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
-        withUnsafeMutableBytes(of: &address) { bytes in
-            for i in 8..<16 { bytes[i] = 0 }
-        }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // The network: the first 8 bytes, the interface part zeroed.
+        let network = withUnsafeBytes(of: &address) { Array($0.prefix(8)) } + [UInt8](repeating: 0, count: 8)
+        return TCPSocket.addressText(network)
     }
 
     /// A TCP caller whose address the server could not read: every such caller shares it.
