@@ -38,8 +38,7 @@ enum CodeInput {
             return argument
         }
         let isTerminal = isatty(0) == 1
-        if isTerminal { FileHandle.standardError.write(Data("Enter the \(kind): ".utf8)) }
-        guard let line = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces), !line.isEmpty else {
+        guard let line = typedLine(prompt: "Enter the \(kind): ")?.trimmingCharacters(in: .whitespaces), !line.isEmpty else {
             if isTerminal {
                 throw UsageError("no code was entered", help: "")
             }
@@ -48,5 +47,11 @@ enum CodeInput {
                     + "printf '%s\\n' CODE | rainwallet \(command)", help: "")
         }
         return line
+    }
+
+    /// One line from stdin, after `prompt` on stderr when stdin is a terminal; nil at end of input.
+    static func typedLine(prompt: String) -> String? {
+        if isatty(0) == 1 { FileHandle.standardError.write(Data(prompt.utf8)) }
+        return readLine(strippingNewline: true)
     }
 }

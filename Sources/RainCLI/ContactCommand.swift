@@ -37,8 +37,8 @@ enum ContactCommand: CLICommand {
             return
         }
         while true {
-            FileHandle.standardError.write(Data("Backup email (empty to skip): ".utf8))
-            guard let typed = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces), !typed.isEmpty
+            guard let typed = CodeInput.typedLine(prompt: "Backup email (empty to skip): ")?.trimmingCharacters(in: .whitespaces),
+                !typed.isEmpty
             else {
                 output.note(hint)
                 return
@@ -55,8 +55,7 @@ enum ContactCommand: CLICommand {
             break
         }
         while true {
-            FileHandle.standardError.write(Data("Enter the 6-digit verification code: ".utf8))
-            guard let typed = readLine(strippingNewline: true), !typed.isEmpty else {
+            guard let typed = CodeInput.typedLine(prompt: "Enter the 6-digit verification code: "), !typed.isEmpty else {
                 output.note("No code entered; confirm later with: rainwallet contact confirm")
                 return
             }

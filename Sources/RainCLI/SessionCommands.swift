@@ -110,10 +110,7 @@ enum LoginCommand: CLICommand {
         try await provider.sendLoginCode(to: c)
         let interactive = isatty(0) == 1
         while true {
-            if interactive {
-                FileHandle.standardError.write(Data("Enter the 6-digit code: ".utf8))
-            }
-            guard let typed = readLine(strippingNewline: true), !typed.isEmpty else {
+            guard let typed = CodeInput.typedLine(prompt: "Enter the 6-digit code: "), !typed.isEmpty else {
                 throw UsageError("no code was entered; confirm later with: rainwallet code confirm", help: "")
             }
             do {
