@@ -26,6 +26,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCBOR", pkgConfig: "libcbor", providers: [.apt(["libcbor-dev"])]),
         .systemLibrary(name: "CPSL", providers: [.apt(["libpsl-dev"])]),
+        // Key providers (issue 14): tpm2-tss's ESYS API and libsecret (the Secret Service over D-Bus).
+        .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
+        .systemLibrary(name: "CLibSecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
         // What Glibc's Swift module lacks: epoll, eventfd, accept4, ucred, prctl.
         .target(name: "CSystem"),
         // libpq (libpq-dev's headers), loaded with dlopen only when a PostgreSQL store is opened.
@@ -39,6 +42,8 @@ let package = Package(
         .target(name: "RainSystem", dependencies: ["RainCore", "CSystem"]),
         .target(name: "RainCrypto", dependencies: ["RainCore", "RainSystem", "COpenSSL"]),
         .target(name: "RainTransport", dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto"]),
+        // Where the device's keys live: a TPM, the Secret Service, or files (storage.provider).
+        .target(name: "RainKeyStore", dependencies: ["RainCore", "RainSystem", "RainCrypto", "CTSS2", "CLibSecret"]),
         // The authority, by job: its API (protocol, value types, settings, remote client), the stores
         // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders,
         // the PSL domain rule) and the server (the authority hop's routes).
@@ -59,13 +64,14 @@ let package = Package(
             name: "RainDevice",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainAuthority",
+                "RainKeyStore",
             ]),
         // rainwalletd's lifecycle for both roles (device, authority): flags, paths, start, drain, stop.
         .target(
             name: "RainDaemon",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
-                "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine",
+                "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
@@ -96,7 +102,7 @@ let package = Package(
             name: "RainTestSupport",
             dependencies: [
                 "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore", "RainAuthority",
-                "RainAuthorityServer", "RainDevice",
+                "RainAuthorityServer", "RainDevice", "RainKeyStore",
             ]),
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
@@ -116,12 +122,16 @@ let package = Package(
             ]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(
+            name: "RainKeyStoreTests",
+            dependencies: ["RainKeyStore", "RainCrypto", "RainCore", "RainSystem", "RainTestSupport"]),
+        .testTarget(
             name: "RainDaemonTests",
             dependencies: ["RainDaemon", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),
         .testTarget(
             name: "RainDeviceTests",
             dependencies: [
                 "RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz", "RainSystem",
+                "RainKeyStore",
             ]),
         .testTarget(
             name: "RainIntegrationTests",

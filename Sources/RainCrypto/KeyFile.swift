@@ -41,6 +41,41 @@ public enum KeyFile {
         return key
     }
 
+    /// Loads a 32-byte key file with the checks of ``loadOrCreate(at:byteCount:)``; nil when it does
+    /// not exist.
+    /// - Throws: RAIN_102 naming the path and the fix (mode, owner, size, type); RAIN_502 on I/O.
+    public static func load(at path: String) throws(RainError) -> SymmetricKey? {
+        try load(at: path, byteCount: 32)
+    }
+
+    /// Replaces the key file at `path` with `key`: a 0600 temp file beside it, fsync, rename, fsync
+    /// of the directory, so a crash leaves the old key or the new one. The key's bytes go from its
+    /// zeroed memory to the file without passing through an ordinary array.
+    /// - Throws: RAIN_502 naming the path and the failing step.
+    public static func write(_ key: SymmetricKey, to path: String) throws(RainError) {
+        let tmp = "\(path).tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let fd = try Syscall.open(
+            tmp, .writeOnly, options: [.create, .exclusive, .noControllingTerminal], mode: 0o600)
+        do throws(RainError) {
+            do throws(RainError) {
+                try Syscall.setMode(fd, 0o600, path: tmp)
+                try key.withUnsafeBytes { buffer in
+                    Result { () throws(RainError) in try Syscall.writeAll(fd, buffer, path: tmp) }
+                }.get()
+                try Syscall.fsync(fd, path: tmp)
+            } catch {
+                Syscall.closeUnchecked(fd, because: .failurePath)
+                throw error
+            }
+            Syscall.closeUnchecked(fd, because: .synced)
+            try Syscall.call("rename", path: path) { rename(tmp, path) }
+        } catch {
+            _ = try? Syscall.removeFile(tmp)
+            throw error
+        }
+        try AtomicFile.syncDirectory(directory(of: path))
+    }
+
     /// Loads and checks the key file; nil when it does not exist.
     static func load(at path: String, byteCount: Int) throws(RainError) -> SymmetricKey? {
         let fd: Int32

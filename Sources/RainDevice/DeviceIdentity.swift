@@ -1,22 +1,36 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainKeyStore
 import RainSystem
 
-/// The device's identity: a stable id (`<state>/device-id`) and an Ed25519 signing key
-/// (`<state>/device.key`, 0600, beside the storage key). The authority binds sessions to the
-/// public key and every refresh is signed with the private key, so a copied session file is
-/// useless on another machine.
+/// The device's identity: a stable id (`<state>/device-id`) and a signing key held by the key
+/// provider (`KeyProvider`: a TPM, the keyring, or `<state>/device.key`). The authority binds
+/// sessions to the public key, so a copied session file is useless on another machine.
 public struct DeviceIdentity: Sendable {
     public let id: String
-    public let signingKey: Ed25519PrivateKey
+    /// Signs with the device key; its public key (and algorithm) is the device's identity.
+    public let signer: any DeviceSigner
 
-    /// Loads or creates both.
+    /// An identity from its parts.
+    public init(id: String, signer: any DeviceSigner) {
+        self.id = id
+        self.signer = signer
+    }
+
+    /// Loads or creates the id and the device key of the `file` provider (`<state>/device.key`).
     /// - Throws: RAIN_102 for a malformed id file or a key file with a loose mode.
     public static func loadOrCreate(stateDirectory: String) throws(RainError) -> DeviceIdentity {
-        let seed = try KeyFile.loadOrCreate(at: "\(stateDirectory)/device.key", byteCount: 32)
-        let key = try Ed25519PrivateKey(rawRepresentation: seed.withUnsafeBytes { Array($0) })
-        return DeviceIdentity(id: try loadOrCreateID(stateDirectory: stateDirectory), signingKey: key)
+        try loadOrCreate(stateDirectory: stateDirectory, provider: FileKeyProvider(stateDirectory: stateDirectory))
+    }
+
+    /// Loads or creates the id, and the device key in `provider`. Blocking (a TPM): call it from a
+    /// dispatch queue.
+    /// - Throws: RAIN_102 for a malformed id file; the provider's errors.
+    public static func loadOrCreate(stateDirectory: String, provider: any KeyProvider) throws(RainError)
+        -> DeviceIdentity
+    {
+        DeviceIdentity(id: try loadOrCreateID(stateDirectory: stateDirectory), signer: try provider.loadOrCreateDeviceKey())
     }
 
     /// Reads `<state>/device-id`, or creates it with a new random id.

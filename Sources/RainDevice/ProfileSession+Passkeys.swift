@@ -69,7 +69,7 @@ extension ProfileSession {
         challenges.passkey = nil
         let request = PasskeyFinishRequest(
             appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID, responseJSON: responseJSON,
-            devicePublicKey: context.device.signingKey.publicKey.rawRepresentation)
+            devicePublicKey: context.device.signer.publicKey.wireBytes)
         switch ceremony.kind {
         case .signUp:
             try requireNoSession()

@@ -233,7 +233,7 @@ public actor ProfileSession {
         let result = try await context.authority.confirmLoginCode(
             ConfirmCodeRequest(
                 appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
-                devicePublicKey: context.device.signingKey.publicKey.rawRepresentation))
+                devicePublicKey: context.device.signer.publicKey.wireBytes))
         if challenges.login?.challengeID == challenge.challengeID { challenges.login = nil }
         try await adopt(result, contact: challenge.contact, method: StoredSession.codeMethod)
         return ConfirmLoginCodeResponse(session: runtime.snapshot(), accountCreated: result.accountCreated)
@@ -482,7 +482,7 @@ public actor ProfileSession {
             let now = clock.now
             let message = RefreshRequest.signedMessage(
                 appID: appID, deviceID: context.deviceID, refreshToken: current.refreshToken, timestamp: now)
-            let signature = try context.device.signingKey.signature(for: message)
+            let signature = try context.device.signer.sign(message)
             outcome = .success(
                 try await context.authority.refreshSession(
                     RefreshRequest(

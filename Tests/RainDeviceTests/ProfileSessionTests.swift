@@ -10,6 +10,7 @@ import Synchronization
 import Testing
 
 @testable import RainDevice
+import RainKeyStore
 
 /// Storage whose loads wait until released (a slow disk at start-up).
 actor GatedStorage: SecureStorage {
@@ -40,7 +41,7 @@ final class EventCollector: Sendable {
 
 /// A device identity with a fresh signing key.
 func testDevice(id: String = "dev_test1") throws -> DeviceIdentity {
-    DeviceIdentity(id: id, signingKey: try Ed25519PrivateKey())
+    DeviceIdentity(id: id, signer: SoftwareDeviceSigner(try Ed25519PrivateKey()))
 }
 
 struct Fixture {
