@@ -212,3 +212,12 @@ extension RefreshRequest {
             signature: try deviceKey.signature(for: message))
     }
 }
+
+/// What proves a device to the authority: its id and the keys it holds. `RemoteAuthority` proves
+/// possession of each key once per connection; the embedded authority takes them in-process.
+public protocol DeviceKeyHolder: Sendable {
+    /// The device id sessions are bound to.
+    var deviceID: String { get }
+    /// The current key first, then the previous one while a key migration is under way.
+    var signers: [any DeviceSigner] { get }
+}

@@ -3,19 +3,43 @@ import RainCore
 import RainCrypto
 import RainKeyStore
 import RainSystem
+import Synchronization
+import RainAuthorityAPI
 
 /// The device's identity: a stable id (`<state>/device-id`) and a signing key held by the key
 /// provider (`KeyProvider`: a TPM, the keyring, or `<state>/device.key`). The authority binds
 /// sessions to the public key, so a copied session file is useless on another machine.
-public struct DeviceIdentity: Sendable {
+///
+/// During a key migration the device holds two keys: the new one (current) and the old one, which
+/// the authority still accepts until the device confirms the new one (`DeviceKeyHolder.signers`).
+public final class DeviceIdentity: DeviceKeyHolder {
     public let id: String
-    /// Signs with the device key; its public key (and algorithm) is the device's identity.
-    public let signer: any DeviceSigner
+    private let keys: Mutex<[any DeviceSigner]>
 
     /// An identity from its parts.
     public init(id: String, signer: any DeviceSigner) {
         self.id = id
-        self.signer = signer
+        self.keys = Mutex([signer])
+    }
+
+    /// The device id (`DeviceKeyHolder`).
+    public var deviceID: String { id }
+
+    /// The current device key: new sessions are bound to it.
+    public var signer: any DeviceSigner { keys.withLock { $0[0] } }
+
+    /// The current key first, then the previous one while a key migration is under way.
+    public var signers: [any DeviceSigner] { keys.withLock { $0 } }
+
+    /// Makes `current` the device key; `previous`, when given, stays usable for proofs until
+    /// ``dropPrevious()`` (the authority accepts both until the device confirms the new key).
+    public func replace(current: any DeviceSigner, keeping previous: (any DeviceSigner)?) {
+        keys.withLock { $0 = [current] + (previous.map { [$0] } ?? []) }
+    }
+
+    /// Forgets the previous key once the authority confirmed the current one.
+    public func dropPrevious() {
+        keys.withLock { $0 = [$0[0]] }
     }
 
     /// Loads or creates the id and the device key of the `file` provider (`<state>/device.key`).
