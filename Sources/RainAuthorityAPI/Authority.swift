@@ -140,6 +140,20 @@ public protocol Authority: Sendable {
         appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
     ) async throws(RainError) -> AccountInfo
 
+    /// Step 1 of moving a device to a new key (`storage migrate`): every live session of `deviceID`
+    /// bound to a key in `proof` also accepts `newKey` from now on, until `confirmDeviceKey`.
+    /// `proof` must hold both the current key and `newKey`. Repeating it is harmless, so a
+    /// migration killed at any point can run it again.
+    /// - Throws: RAIN_501 `device_proof_required` when `proof` lacks either key; RAIN_502 when the
+    ///   store fails.
+    func rebindDevice(deviceID: String, newKey: DevicePublicKey, proof: DeviceProof) async throws(RainError)
+
+    /// Step 2: the device confirms `key` (proven in `proof`): its sessions accept only `key` from
+    /// now on. Repeating it is harmless.
+    /// - Throws: RAIN_501 `device_proof_required` when `proof` lacks `key`; RAIN_502 when the store
+    ///   fails.
+    func confirmDeviceKey(deviceID: String, key: DevicePublicKey, proof: DeviceProof) async throws(RainError)
+
     /// The code deliveries of the development outbox, oldest first.
     /// - Throws: RAIN_202 when the development outbox is disabled.
     func listOutbox() async throws(RainError) -> [OutboxDelivery]
@@ -147,6 +161,42 @@ public protocol Authority: Sendable {
     /// `accountInfo` and `wallet` answered without the Swift concurrency pool, when this authority
     /// can (an embedded one on a store with a `DirectStoreReader`); nil by default.
     var directReads: (any DirectAuthorityReads)? { get }
+}
+
+/// The device keys a caller has proven: on the authority hop, each key whose signature over the
+/// connection's challenge (and TLS channel binding) the authority verified; in-process, the keys the
+/// device's provider holds.
+public struct DeviceProof: Sendable, Equatable {
+    /// The device that proved them.
+    public var deviceID: String
+    /// The proven keys (at most two: the current key and, during a migration, the previous one).
+    public var keys: [DevicePublicKey]
+
+    /// A proof of `keys` by `deviceID`.
+    public init(deviceID: String, keys: [DevicePublicKey]) {
+        self.deviceID = deviceID
+        self.keys = keys
+    }
+
+    /// The keys `holder` holds, as an in-process proof.
+    public init(holder: any DeviceKeyHolder) {
+        self.init(deviceID: holder.deviceID, keys: holder.signers.map(\.publicKey))
+    }
+
+    /// Whether `key` is among the proven keys.
+    public func contains(_ key: DevicePublicKey) -> Bool { keys.contains(key) }
+}
+
+extension Authority {
+    /// Not supported: only authorities that bind sessions to device keys implement it.
+    public func rebindDevice(deviceID: String, newKey: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+        throw RainError(.provider, "this authority cannot move a device to a new key")
+    }
+
+    /// Not supported: only authorities that bind sessions to device keys implement it.
+    public func confirmDeviceKey(deviceID: String, key: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+        throw RainError(.provider, "this authority cannot move a device to a new key")
+    }
 }
 
 extension Authority {
