@@ -29,7 +29,10 @@ struct DeviceBindingTests {
                 deviceID: "dev-1", devicePublicKey: key.publicKey.rawRepresentation, signature: try key.signature(for: message))
         }
         // Another connection's channel binding (a relay), or another connection's challenge: refused.
-        for bad in [try request(connection.challenge, Array(repeating: 8, count: 32)), try request(Array(repeating: 1, count: 32), binding)] {
+        for bad in [
+            try request(connection.challenge, Array(repeating: 8, count: 32)),
+            try request(Array(repeating: 1, count: 32), binding),
+        ] {
             var copy = connection
             let error = try #require(throws: RainError.self) { try copy.verify(bad, channelBinding: binding) }
             #expect(error.code == .provider)
@@ -184,7 +187,9 @@ struct DeviceBindingTests {
             let reads = try #require(f.authority.directReads)
             func read(_ proof: DeviceProof) async -> Result<AccountInfo, RainError> {
                 await withCheckedContinuation { c in
-                    reads.accountInfo(appID: Self.app, accessToken: login.tokens.accessToken, proof: proof) { c.resume(returning: $0) }
+                    reads.accountInfo(appID: Self.app, accessToken: login.tokens.accessToken, proof: proof) {
+                        c.resume(returning: $0)
+                    }
                 }
             }
             guard case .failure(let none) = await read(.none()) else { Issue.record("read without a proof"); return }
@@ -268,7 +273,8 @@ struct DeviceBindingTests {
             let anonymous = try RemoteAuthority(address: f.server.address, logger: f.logger.child("anonymous"))
             defer { anonymous.close() }
             let error = await rainError {
-                _ = try await anonymous.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken, proof: .none())
+                _ = try await anonymous.accountInfo(
+                    appID: RemoteFixture.app, accessToken: login.tokens.accessToken, proof: .none())
             }
             #expect(error?.code == .provider)
             #expect(error?.details.reason == DeviceBinding.proofRequiredReason)
@@ -282,7 +288,8 @@ struct DeviceBindingTests {
             defer { locked.close() }
             let failed = await rainError {
                 _ = try await locked.refreshSession(
-                    RefreshRequest(appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken),
+                    RefreshRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken),
                     proof: .none())
             }
             #expect(failed?.code == .provider)
@@ -354,13 +361,17 @@ struct DeviceBindingTests {
                 let unbound = try AuthorityProveDeviceRequest(
                     deviceID: RemoteFixture.device, devicePublicKey: FixtureDevice.key.publicKey.rawRepresentation,
                     signature: FixtureDevice.key.signature(
-                        for: DeviceBinding.signedMessage(deviceID: RemoteFixture.device, challenge: firstChallenge, channelBinding: []))
+                        for: DeviceBinding.signedMessage(
+                            deviceID: RemoteFixture.device, challenge: firstChallenge, channelBinding: []))
                 ).encode()
-                let noBinding = await rainError { _ = try await first.call(method: AuthorityMethod.proveDevice, payload: unbound) }
+                let noBinding = await rainError {
+                    _ = try await first.call(method: AuthorityMethod.proveDevice, payload: unbound)
+                }
                 #expect(noBinding?.details.reason == DeviceBinding.proofFailedReason)
                 // On its own connection: accepted, and the token works there only.
                 _ = try await first.call(method: AuthorityMethod.proveDevice, payload: signed)
-                let read = try AuthorityAccountInfoRequest(appID: RemoteFixture.app, accessToken: login.tokens.accessToken).encode()
+                let read = try AuthorityAccountInfoRequest(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
+                    .encode()
                 _ = try await first.call(method: AuthorityMethod.accountInfo, payload: read)
                 let elsewhere = await rainError { _ = try await second.call(method: AuthorityMethod.accountInfo, payload: read) }
                 #expect(elsewhere?.details.reason == DeviceBinding.proofRequiredReason)

@@ -64,8 +64,7 @@ extension DirectAuthorityReads {
     ) {
         accountInfo(appID: appID, accessToken: accessToken, proof: FixtureDevice.proof, completion: completion)
     }
-    func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void)
-    {
+    func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void) {
         wallet(appID: appID, accessToken: accessToken, proof: FixtureDevice.proof, completion: completion)
     }
 }

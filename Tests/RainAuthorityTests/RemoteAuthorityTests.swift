@@ -307,7 +307,8 @@ struct RemoteAuthorityTests {
             #expect(info?.details.reason == "revoked")
             let refresh = await rainError {
                 _ = try await f.remote.refreshSession(
-                    RefreshRequest(appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken))
+                    RefreshRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken))
             }
             #expect(refresh?.code == .sessionExpired)
             #expect(refresh?.details.reason == "revoked")
@@ -369,7 +370,8 @@ struct RemoteAuthorityTests {
             #expect(thief?.details.reason == "refresh_rejected")
             let owner = await rainError {
                 _ = try await f.remote.refreshSession(
-                    RefreshRequest(appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken))
+                    RefreshRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken))
             }
             #expect(owner?.code == .sessionExpired)
         }

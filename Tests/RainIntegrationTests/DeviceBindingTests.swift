@@ -41,7 +41,8 @@ struct DeviceBindingProcessTests {
             #expect(read?.code == .sessionExpired)
             let export = await rainError { _ = try await stolen.exportRecoveryPhrase() }
             #expect(export?.code == .sessionExpired)
-            #expect(await eventually { authority.log.contains("session.family_revoked") && authority.log.contains("stolen_token") })
+            #expect(
+                await eventually { authority.log.contains("session.family_revoked") && authority.log.contains("stolen_token") })
             // Theft burns the family: the owner logs in again (DESIGN: a copied token is never worth a session).
             let owners = await rainError { _ = try await provider.account() }
             #expect(owners?.code == .sessionExpired)
