@@ -264,7 +264,8 @@ struct DeviceRole: DaemonRole {
             let tls = try options.authorityCA.map { (ca) throws(RainError) in
                 try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
             }
-            authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
+            authority = try RemoteAuthority(
+                address: remote, tls: tls, device: device, clock: clock, logger: logger.child("authority"))
         } else {
             let embedded = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
                 let sender: (any CodeSender)?
