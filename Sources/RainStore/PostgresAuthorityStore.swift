@@ -192,6 +192,13 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
             ]),
+        // Whether the current pair was used (issue 14): SQLite's version 8.
+        Migration(
+            version: 3,
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN pair_used BOOLEAN NOT NULL DEFAULT FALSE",
+                "UPDATE sessions SET pair_used = TRUE",
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

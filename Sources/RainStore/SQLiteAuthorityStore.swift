@@ -251,6 +251,16 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
                 "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
             ]),
+        // Refreshes the device could not save (issue 14): whether the current pair was used. A
+        // repeat of the previous refresh token gets the current pair back while it is unused.
+        // Existing rows count as used (whether they were is unknown), which keeps today's rule
+        // for them until their next rotation.
+        Migration(
+            version: 8,
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN pair_used INTEGER NOT NULL DEFAULT 0",
+                "UPDATE sessions SET pair_used = 1",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {
