@@ -2129,7 +2129,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_session_state_request__de
   (ProtobufCMessageInit) rain__wallet__v1__get_session_state_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_descriptors[7] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_descriptors[8] =
 {
   {
     "auth_state",
@@ -2215,6 +2215,18 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "storage_warning",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SessionState, storage_warning),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__session_state__field_indices_by_name[] = {
   3,   /* field[3] = account_id */
@@ -2223,12 +2235,13 @@ static const unsigned rain__wallet__v1__session_state__field_indices_by_name[] =
   2,   /* field[2] = expires_at_ms */
   5,   /* field[5] = has_active_session */
   1,   /* field[1] = session_status */
+  7,   /* field[7] = storage_warning */
   4,   /* field[4] = wallet_id */
 };
 static const ProtobufCIntRange rain__wallet__v1__session_state__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__session_state__descriptor =
 {
@@ -2238,7 +2251,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__session_state__descriptor =
   "Rain__Wallet__V1__SessionState",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__SessionState),
-  7,
+  8,
   rain__wallet__v1__session_state__field_descriptors,
   rain__wallet__v1__session_state__field_indices_by_name,
   1,  rain__wallet__v1__session_state__number_ranges,

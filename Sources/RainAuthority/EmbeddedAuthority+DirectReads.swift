@@ -7,7 +7,13 @@ import RainWire
 extension EmbeddedAuthority {
     /// Account/Get and Wallet/Get on the store's direct reader, when the store has one (SQLite).
     public var directReads: (any DirectAuthorityReads)? {
-        store.directReader.map { EmbeddedDirectReads(reader: $0, keys: keys, clock: clock) }
+        store.directReader.map { reader in
+            EmbeddedDirectReads(reader: reader, keys: keys, clock: clock) { [self] access in
+                // The reader's connection is read-only: the first use of a pair is marked through
+                // the write path, off the reader's thread, without holding the answer back.
+                Task { await self.markUsed(access) }
+            }
+        }
     }
 }
 
@@ -19,6 +25,8 @@ struct EmbeddedDirectReads: DirectAuthorityReads {
     let reader: any DirectStoreReader
     let keys: AuthorityKeys
     let clock: any RainClock
+    /// Called with a live session whose current pair is not marked used yet; must not block.
+    let markUsed: @Sendable (AccountAccess) -> Void
 
     func accountInfo(
         appID: String, accessToken: String, proof: DeviceProof,
@@ -75,6 +83,7 @@ struct EmbeddedDirectReads: DirectAuthorityReads {
                     case .otherKey:
                         throw RainError(.sessionExpired, "another device key", details: .init(reason: "device_key_mismatch"))
                     }
+                    if !access.session.isPairUsed { markUsed(access) }
                     return try answer(row)
                 })
         }

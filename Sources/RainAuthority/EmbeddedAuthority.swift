@@ -457,7 +457,12 @@ public final class EmbeddedAuthority: Authority {
         case .previous:
             let next = keys.rotatedTokens(from: request.refreshToken)
             guard let rotatedAt = session.rotatedAt,
-                abs(now.unixMilliseconds - rotatedAt.unixMilliseconds) <= settings.refreshGraceWindow.milliseconds,
+                // Within the grace window (a reply lost in transit), or later while the device has
+                // never used the current pair: a device that could not save the pair (a full disk)
+                // and restarted asks again with the token it kept. The proof of the session's device
+                // key was checked above; once the pair was used, a repeat is reuse as before.
+                abs(now.unixMilliseconds - rotatedAt.unixMilliseconds) <= settings.refreshGraceWindow.milliseconds
+                    || !session.isPairUsed,
                 // The pair re-derived from the previous token is the current one, unless the master
                 // key changed since: then it is not the same pair and must not be handed out.
                 constantTimeEquals(keys.tokenHash(next.refreshToken), session.refreshHash)
@@ -545,6 +550,7 @@ public final class EmbeddedAuthority: Authority {
         else { throw Self.sessionError(RefreshRefusal.invalidToken) }
         try Self.requireLive(found.access, now: now)
         try await requireBinding(found.access.session, proof: proof)
+        await markUsed(found.access)
         return try Self.accountInfo(found.access, passkeys: found.passkeys)
     }
 
@@ -585,6 +591,7 @@ public final class EmbeddedAuthority: Authority {
         }
         try Self.requireLive(access, now: now)
         try await requireBinding(access.session, proof: proof)
+        await markUsed(access)
         return access
     }
 
@@ -632,6 +639,19 @@ public final class EmbeddedAuthority: Authority {
         }
     }
 
+    /// Records the first use of a session's current pair (`SessionRecord.isPairUsed`): from then
+    /// on a repeat of the previous refresh token outside the grace window is reuse. Writes only
+    /// when the mark is not set yet. A failure to mark is logged and the call goes on: it is a
+    /// read, and the pair then stays recoverable a little longer.
+    func markUsed(_ access: AccountAccess) async {
+        guard !access.session.isPairUsed else { return }
+        do {
+            try await store.markPairUsed(sessionID: access.session.id, accessHash: access.session.accessHash)
+        } catch {
+            logger.warning("session.mark_used_failed", ["session": access.session.id, "error": error.code.description])
+        }
+    }
+
     /// Throws RAIN_201 unless the session behind `access` is unrevoked and its access token unexpired.
     static func requireLive(_ access: AccountAccess, now: Date) throws(RainError) {
         if access.session.revokedAt != nil {
@@ -663,6 +683,7 @@ public final class EmbeddedAuthority: Authority {
         else { throw Self.sessionError(RefreshRefusal.invalidToken) }
         try Self.requireLive(found.access, now: now)
         try await requireBinding(found.access.session, proof: proof)
+        await markUsed(found.access)
         guard let stored = found.wallet else { throw Self.noWallet() }
         return try Self.walletInfo(stored.hasAllKeys ? stored : try await completeKeys(stored))
     }

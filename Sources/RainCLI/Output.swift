@@ -60,6 +60,7 @@ extension SessionSnapshot {
         return [
             "authState": authState.rawValue, "sessionState": state, "expiresAt": expiresAt, "accountId": accountID,
             "walletId": walletID, "hasActiveSession": hasActiveSession, "contact": contact?.value,
+            "storageWarning": storageWarning,
         ]
     }
 
@@ -77,6 +78,11 @@ extension SessionSnapshot {
         if let accountID { lines.append("account:        \(accountID)") }
         if let walletID { lines.append("wallet:         \(walletID)") }
         if let contact { lines.append("contact:        \(contact.value)") }
+        if storageWarning == SessionSnapshot.sessionNotPersisted {
+            lines.append("storage:        the refreshed session is not saved yet; free disk space in the daemon's state directory")
+        } else if let storageWarning {
+            lines.append("storage:        \(storageWarning)")
+        }
         return lines
     }
 }

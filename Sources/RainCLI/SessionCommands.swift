@@ -12,6 +12,9 @@ let sessionJSONFields: [Command.JSONField] = [
     .init("walletId", "the wallet, or null"),
     .init("hasActiveSession", "true while the session is live"),
     .init("contact", "the contact logged in with, or null"),
+    .init(
+        "storageWarning",
+        "\"session_not_persisted\" while the refreshed session could not be saved (free disk space), else null"),
 ]
 
 /// `--email ADDR` and `--phone NUMBER`, one of them required.

@@ -44,10 +44,14 @@ public struct SessionSnapshot: Sendable, Hashable {
     public var contact: RainWalletContact?
     /// True only with more than the policy's threshold left (30 s by default).
     public var hasActiveSession: Bool
+    /// Set while the session's newest tokens could not be saved (a full disk): the `details.reason`
+    /// calls are refused with (`session_not_persisted`, RAIN_502) until the daemon saves them. Nil
+    /// when the session is saved.
+    public var storageWarning: String?
 
     public init(
         authState: AuthState, sessionState: SessionState, accountID: String? = nil, walletID: String? = nil,
-        contact: RainWalletContact? = nil, hasActiveSession: Bool = false
+        contact: RainWalletContact? = nil, hasActiveSession: Bool = false, storageWarning: String? = nil
     ) {
         self.authState = authState
         self.sessionState = sessionState
@@ -55,7 +59,11 @@ public struct SessionSnapshot: Sendable, Hashable {
         self.walletID = walletID
         self.contact = contact
         self.hasActiveSession = hasActiveSession
+        self.storageWarning = storageWarning
     }
+
+    /// `storageWarning` of a session whose refreshed tokens are not saved yet.
+    public static let sessionNotPersisted = "session_not_persisted"
 
     /// The expiry time of an active session.
     public var expiresAt: Date? {

@@ -18,6 +18,9 @@ public final class ProfileRuntime: Sendable {
         /// The session's access token, for the direct reads of Account/Get and Wallet/Get. A
         /// secret: never logged, never part of a snapshot.
         var accessToken: String
+        /// The session's tokens are not saved yet (a full disk): calls wait for the session actor,
+        /// which saves them first (`ProfileSession`), and the snapshot carries a storage warning.
+        var isUnsaved = false
     }
 
     struct Watcher {
@@ -81,15 +84,17 @@ public final class ProfileRuntime: Sendable {
         return SessionSnapshot(
             authState: .authenticated, sessionState: .active(expiresAt: v.expiresAt), accountID: v.accountID,
             walletID: v.walletID, contact: v.contact,
-            hasActiveSession: v.expiresAt.timeIntervalSince(now) > threshold.timeInterval)
+            hasActiveSession: v.expiresAt.timeIntervalSince(now) > threshold.timeInterval,
+            storageWarning: v.isUnsaved ? SessionSnapshot.sessionNotPersisted : nil)
     }
 
-    /// The access token of the published session while it is unexpired; nil while restoring,
-    /// without a session, or once it expired (the session actor refreshes it then). Read by the
-    /// direct path of Account/Get and Wallet/Get, which falls back to the actor on any failure.
+    /// The access token of the published session while it is unexpired and saved; nil while
+    /// restoring, without a session, once it expired (the session actor refreshes it then) or while
+    /// it is unsaved (the actor saves it first, or refuses the call). Read by the direct path of
+    /// Account/Get and Wallet/Get, which falls back to the actor on any failure.
     func liveAccessToken() -> String? {
         state.withLock { s in
-            guard !s.isLoading, let v = s.session, clock.now < v.expiresAt else { return nil }
+            guard !s.isLoading, let v = s.session, !v.isUnsaved, clock.now < v.expiresAt else { return nil }
             return v.accessToken
         }
     }
@@ -146,7 +151,8 @@ public final class ProfileRuntime: Sendable {
 
     /// Publishes a new session view (nil: no session) and tells watchers what changed. With
     /// `expiry`, the session ended without logout: every watcher gets one session-expired event.
-    func publish(session: StoredSession?, expiry: ExpiryReason? = nil) {
+    /// `isUnsaved`: the session's tokens could not be saved yet (see `SessionView.isUnsaved`).
+    func publish(session: StoredSession?, expiry: ExpiryReason? = nil, isUnsaved: Bool = false) {
         let restored = state.withLock { s -> [RestoreWaiter] in
             s.isLoading = false
             let waiters = Array(s.restoreWaiters.values)
@@ -155,7 +161,7 @@ public final class ProfileRuntime: Sendable {
             s.session = session.map {
                 SessionView(
                     expiresAt: $0.expiresAt, lifetime: .milliseconds(Int64($0.lifetimeSeconds * 1000)), accountID: $0.accountID,
-                    walletID: $0.walletID, contact: $0.contact, accessToken: $0.accessToken)
+                    walletID: $0.walletID, contact: $0.contact, accessToken: $0.accessToken, isUnsaved: isUnsaved)
             }
             let now = compute(s)
             let before = s.lastPublished

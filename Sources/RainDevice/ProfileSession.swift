@@ -100,6 +100,14 @@ public actor ProfileSession {
     var passkeyDomain: String?
     let scheduler: RefreshScheduler
     let logger: Logger
+    /// The session's newest tokens while they could not be saved (a full disk when a refresh
+    /// rotated them): the live session in memory, never used for a call until saved, so the
+    /// authority still sees the pair unused and hands it back if the daemon restarts with the
+    /// previous tokens. Saved again before each call that needs the session and on `saveRetry`'s
+    /// timer; nil once saved.
+    private var unsaved: StoredSession?
+    /// The timer of the next save retry (held until it fires) and how many retries ran.
+    private var saveRetry: (timer: (any RainTimer)?, count: Int) = (nil, 0)
 
     init(runtime: ProfileRuntime, context: DeviceContext) {
         self.runtime = runtime
@@ -167,7 +175,9 @@ public actor ProfileSession {
         logger.info("session.restored", ["profile": runtime.name, "present": stored == nil ? "false" : "true"])
         if let stored, clock.now >= stored.expiresAt {
             // Expired while the daemon was down: one refresh attempt (with retries) may save it.
-            if case .failure = await refreshNow(), session != nil { await end(.expired) }
+            if case .failure(let error) = await refreshNow(), !Self.isNotPersisted(error), session != nil {
+                await end(.expired)
+            }
         }
         // The restore is over: what is left of the loaded session is the profile's state.
         state = session.map(State.authenticated) ?? .signedOut
@@ -257,6 +267,7 @@ public actor ProfileSession {
             lifetimeSeconds: result.tokens.accessLifetime.timeInterval, contact: contact, method: method)
         try await context.storage.save(stored, profile: runtime.name)
         setSession(stored)
+        clearUnsaved()
         // A verification sent for the previous session's account cannot complete on this one.
         challenges.verification = nil
         scheduler.resetPhase()
@@ -285,6 +296,7 @@ public actor ProfileSession {
         }
         try await context.storage.delete(profile: runtime.name)
         setSession(nil)
+        clearUnsaved()
         runtime.publish(session: nil)
         var revoked = true
         do {
@@ -394,10 +406,13 @@ public actor ProfileSession {
         _ call: @Sendable (any Authority, String, String, DeviceProof) async throws(RainError) -> T
     ) async throws(RainError) -> T {
         await restore()
+        // Tokens that could not be saved are never used: save them first, or refuse the call.
+        try await requireSaved()
         var isRefreshed = false
         let retry = RetrySchedule(policy: policy, retries: transientRetries)
         let result = await retry.run(clock: clock) { _ -> RetryStep<T> in
             guard let current = session else { return .finished(.failure(noSessionError())) }
+            if unsaved != nil { return .finished(.failure(Self.notPersistedError(nil))) }
             let result: Result<T, RainError>
             do throws(RainError) {
                 result = .success(
@@ -414,9 +429,16 @@ public actor ProfileSession {
                 if reason?.isStaleAccessToken == true {
                     // Rotated meanwhile, or expired before the scheduler ran: refresh once, then retry.
                     if session?.accessToken != current.accessToken { return .again }
-                    if !isRefreshed, case .success = await refreshNow() {
-                        isRefreshed = true
-                        return .again
+                    if !isRefreshed {
+                        switch await refreshNow() {
+                        case .success:
+                            isRefreshed = true
+                            return .again
+                        case .failure(let error) where Self.isNotPersisted(error):
+                            return .finished(.failure(error))
+                        case .failure:
+                            break
+                        }
                     }
                 }
                 if session?.refreshToken == current.refreshToken {
@@ -479,6 +501,8 @@ public actor ProfileSession {
 
     /// One refresh request for the current session.
     private func refreshAttempt(number: Int) async -> RetryStep<Void> {
+        // Rotating tokens that are not saved would lose them for good: save them first.
+        if unsaved != nil, await !saveUnsaved() { return .finished(.failure(Self.notPersistedError(nil))) }
         guard let current = session else { return .finished(.failure(noSessionError())) }
         let outcome: Result<SessionTokens, RainError>
         do {
@@ -506,10 +530,13 @@ public actor ProfileSession {
             do {
                 try await context.storage.save(renewed, profile: runtime.name)
             } catch {
-                logger.error("refresh.store_failed", ["profile": runtime.name, "error": error.message])
+                return .finished(.failure(keepUnsaved(renewed, cause: error)))
             }
             runtime.publish(session: renewed)
             logger.info("session.refreshed", ["profile": runtime.name])
+            // A pair handed back long after its rotation (the device could not save it) may have no
+            // access lifetime left: rotate on at once with its refresh token.
+            if tokens.accessLifetime <= .zero, session == renewed { return .again }
             return .finished(.success(()))
         case .failure(let error) where Self.isDefinitive(error):
             let reason = SessionEndReason(reasonOf: error)?.deviceExpiry ?? .refreshFailed
@@ -524,6 +551,105 @@ public actor ProfileSession {
         }
     }
 
+    // MARK: saving refreshed tokens
+
+    /// Where the save-retry timers fire.
+    private static let saveRetryQueue = DispatchQueue(label: "rainwallet.save-retry")
+
+    /// RAIN_502 `session_not_persisted`: the refreshed tokens are not saved. `cause` (the storage's
+    /// error, which names the file, never a token) is shown when known.
+    static func notPersistedError(_ cause: RainError?) -> RainError {
+        let why = cause.map { " (\($0.message))" } ?? ""
+        return RainError(
+            .internalError,
+            "the session was refreshed but its new tokens could not be saved\(why); free disk space in the daemon's "
+                + "state directory (sessions/): the session is kept and saved again automatically, and calls are "
+                + "refused with this error until then",
+            details: .init(reason: SessionSnapshot.sessionNotPersisted), underlying: cause)
+    }
+
+    /// Whether `error` is the refusal of tokens that are not saved yet.
+    static func isNotPersisted(_ error: RainError) -> Bool {
+        error.code == .internalError && error.details.reason == SessionSnapshot.sessionNotPersisted
+    }
+
+    /// A refresh rotated the tokens but the save failed: keep `renewed` in memory, unused, publish
+    /// the storage warning, log once and retry the save on a timer.
+    /// - Returns: the RAIN_502 the refresh answers.
+    private func keepUnsaved(_ renewed: StoredSession, cause: RainError) -> RainError {
+        let isFirst = unsaved == nil
+        unsaved = renewed
+        runtime.publish(session: renewed, isUnsaved: true)
+        if isFirst {
+            logger.error("refresh.not_persisted", ["profile": runtime.name, "error": cause.message])
+            saveRetry.count = 0
+        }
+        scheduleSaveRetry()
+        return Self.notPersistedError(cause)
+    }
+
+    /// Saves the unsaved tokens, if any. On success they become the session as usual (published
+    /// without the warning, logged once); on failure the retry timer is armed again.
+    /// - Returns: whether nothing is left unsaved.
+    @discardableResult
+    func saveUnsaved() async -> Bool {
+        guard let pending = unsaved else { return true }
+        do {
+            try await context.storage.save(pending, profile: runtime.name)
+        } catch {
+            // Re-checked after the await: a logout or a login may have replaced the session.
+            if unsaved == pending { scheduleSaveRetry() }
+            return unsaved == nil
+        }
+        guard unsaved == pending else { return unsaved == nil }
+        clearUnsaved()
+        runtime.publish(session: pending)
+        logger.info("session.persisted", ["profile": runtime.name])
+        if clock.now >= pending.expiresAt {
+            // Its access token expired while it waited: refresh now (not from here, which may run
+            // inside a refresh), rather than let the timer end a session whose refresh token works.
+            Task { await self.refreshAfterSave() }
+        } else {
+            schedule()
+        }
+        return true
+    }
+
+    /// Refreshes a session saved after its access token expired, then re-arms the timer.
+    private func refreshAfterSave() async {
+        guard session != nil, unsaved == nil else { return }
+        _ = await refreshNow()
+        schedule()
+    }
+
+    /// Throws RAIN_502 `session_not_persisted` unless the session's tokens are saved (saving them
+    /// now when they are not).
+    private func requireSaved() async throws(RainError) {
+        if unsaved != nil, await !saveUnsaved() { throw Self.notPersistedError(nil) }
+    }
+
+    /// Arms the next save retry: the policy's backoff (`RetrySchedule`, doubling up to
+    /// `retryMaxDelay`), then at the cap until the save succeeds, on the injected clock.
+    private func scheduleSaveRetry() {
+        saveRetry.timer?.cancel()
+        saveRetry.count += 1
+        let delay = RetrySchedule(policy: policy, retries: 0).delay(beforeRetry: saveRetry.count)
+        saveRetry.timer = clock.schedule(after: delay, on: Self.saveRetryQueue) { [weak self] in
+            guard let self else { return }
+            Task { await self.saveUnsaved() }
+        }
+    }
+
+    /// Forgets unsaved tokens and their retry (saved, or replaced by a login, a logout or an end).
+    private func clearUnsaved() {
+        unsaved = nil
+        saveRetry.timer?.cancel()
+        saveRetry = (nil, 0)
+    }
+
+    /// Whether the session's tokens are waiting to be saved (tests).
+    var hasUnsavedSession: Bool { unsaved != nil }
+
     /// A refusal that retrying cannot fix.
     static func isDefinitive(_ error: RainError) -> Bool {
         error.code == .sessionExpired || error.code == .unauthorized || error.code == .invalidArgument
@@ -534,6 +660,7 @@ public actor ProfileSession {
         guard session != nil else { return }
         scheduler.stop()
         setSession(nil)
+        clearUnsaved()
         do {
             try await context.storage.delete(profile: runtime.name)
         } catch {
@@ -557,6 +684,9 @@ public actor ProfileSession {
     func tick() async {
         scheduler.cancelTimer()
         guard let current = session else { return }
+        // Unsaved tokens: the save-retry timer runs until they are saved, then re-arms this one. An
+        // access token that expires meanwhile ends nothing: its refresh token works once saved.
+        if unsaved != nil { return }
         switch scheduler.action(for: current) {
         case .end(let reason):
             await end(reason)

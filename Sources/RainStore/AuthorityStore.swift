@@ -106,6 +106,14 @@ package protocol AuthorityStore: Sendable {
         decide: @escaping @Sendable (RefreshCandidate?) -> (change: SessionRefreshChange, verdict: Verdict)
     ) async throws(RainError) -> Verdict
 
+    /// Marks the session's current pair used (see `SessionRecord.isPairUsed`): one conditional
+    /// `UPDATE` that changes the row only while the session still holds `accessHash` as its
+    /// access-token hash and the mark is not set yet, so only a pair's first use writes, and a
+    /// mark that arrives after a rotation does not touch the new pair.
+    /// - Returns: whether the row changed.
+    @discardableResult
+    func markPairUsed(sessionID: String, accessHash: [UInt8]) async throws(RainError) -> Bool
+
     /// The session of `appID` whose current access-token hash is this one, whatever its state,
     /// with its account, wallet id (empty when the account has no wallet) and contacts; nil when
     /// there is none.
@@ -588,13 +596,18 @@ package struct SessionRecord: Sendable, Equatable {
     package var rotatedAt: Date?
     /// How many times the tokens were rotated (0 after the login).
     package var refreshGeneration: Int
+    /// Whether the device has used the current pair: its access token was accepted by a call.
+    /// Cleared by each rotation. While it is false, a repeat of the previous refresh token from
+    /// the session's device key, even outside the grace window, gets the current pair back (the
+    /// device may have lost it before it could save it) instead of revoking the family.
+    package var isPairUsed: Bool
 
     /// Creates a record.
     package init(
         id: String, appID: String, accountID: String, deviceID: String, accessHash: [UInt8], refreshHash: [UInt8],
         accessExpiresAt: Date, createdAt: Date, revokedAt: Date?, revokeReason: String?,
         devicePublicKey: [UInt8]? = nil, previousRefreshHash: [UInt8]? = nil, rotatedAt: Date? = nil,
-        refreshGeneration: Int = 0, pendingDevicePublicKey: [UInt8]? = nil
+        refreshGeneration: Int = 0, pendingDevicePublicKey: [UInt8]? = nil, isPairUsed: Bool = false
     ) {
         self.pendingDevicePublicKey = pendingDevicePublicKey
         self.id = id
@@ -611,6 +624,7 @@ package struct SessionRecord: Sendable, Equatable {
         self.previousRefreshHash = previousRefreshHash
         self.rotatedAt = rotatedAt
         self.refreshGeneration = refreshGeneration
+        self.isPairUsed = isPairUsed
     }
 
     /// When the current refresh token was issued: the last rotation, or the login.

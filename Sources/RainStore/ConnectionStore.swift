@@ -126,6 +126,14 @@ extension ConnectionStore {
         }
     }
 
+    /// Marks the session's current pair used on its first use (see `AuthorityStore.markPairUsed`).
+    @discardableResult
+    package func markPairUsed(sessionID: String, accessHash: [UInt8]) async throws(RainError) -> Bool {
+        try await perform { db throws(RainError) in
+            try StoreOperations.markPairUsed(db, sessionID: sessionID, accessHash: accessHash)
+        }
+    }
+
     /// The session holding this access-token hash, with its account, wallet and contacts.
     package func accountAccess(appID: String, accessHash: [UInt8]) async throws(RainError) -> AccountAccess? {
         try await perform { db throws(RainError) in

@@ -199,6 +199,13 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "ALTER TABLE sessions ADD COLUMN pending_device_public_key BYTEA",
                 "CREATE INDEX sessions_device ON sessions(device_id, revoked_at)",
             ]),
+        // Whether the current pair was used (issue 14): SQLite's version 9.
+        Migration(
+            version: 4,
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN pair_used BOOLEAN NOT NULL DEFAULT FALSE",
+                "UPDATE sessions SET pair_used = TRUE",
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -260,6 +260,16 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
                 "ALTER TABLE sessions ADD COLUMN pending_device_public_key BLOB",
                 "CREATE INDEX sessions_device ON sessions(device_id, revoked_at)",
             ]),
+        // Refreshes the device could not save (issue 14): whether the current pair was used. A
+        // repeat of the previous refresh token gets the current pair back while it is unused.
+        // Existing rows count as used (whether they were is unknown), which keeps today's rule
+        // for them until their next rotation.
+        Migration(
+            version: 9,
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN pair_used INTEGER NOT NULL DEFAULT 0",
+                "UPDATE sessions SET pair_used = 1",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

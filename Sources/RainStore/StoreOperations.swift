@@ -521,17 +521,28 @@ enum StoreOperations {
             """
             UPDATE sessions
             SET previous_refresh_hash = refresh_hash, refresh_hash = $1, access_hash = $2, access_expires_at = $3,
-                rotated_at = $4, refresh_generation = refresh_generation + 1
+                rotated_at = $4, refresh_generation = refresh_generation + 1, pair_used = $7
             WHERE id = $5 AND refresh_hash = $6 AND revoked_at IS NULL
             """,
             values: [
                 .bytes(rotation.refreshHash), .bytes(rotation.accessHash),
                 .integer(rotation.accessExpiresAt.unixMilliseconds), .integer(rotation.rotatedAt.unixMilliseconds),
-                .text(session.id), .bytes(session.refreshHash),
+                .text(session.id), .bytes(session.refreshHash), .boolean(false),
             ], operation: "rotate a session's tokens")
         guard changed == 1 else {
             throw RainError(.internalError, "authority store: cannot rotate a session's tokens: the session changed")
         }
+    }
+
+    /// Marks the session's current pair used, only while it still holds `accessHash` and is not
+    /// marked yet (see `AuthorityStore.markPairUsed`).
+    static func markPairUsed(_ db: some StoreConnection, sessionID: String, accessHash: [UInt8]) throws(RainError)
+        -> Bool
+    {
+        try db.execute(
+            "UPDATE sessions SET pair_used = $1 WHERE id = $2 AND access_hash = $3 AND pair_used = $4",
+            values: [.boolean(true), .text(sessionID), .bytes(accessHash), .boolean(false)],
+            operation: "mark a session's tokens used") > 0
     }
 
     /// The session holding this access-token hash, with its account, wallet and contacts.

@@ -100,7 +100,7 @@ enum StoreRecords {
         [
             "id", "app_id", "account_id", "device_id", "access_hash", "refresh_hash", "access_expires_at",
             "created_at", "revoked_at", "revoke_reason", "device_public_key", "previous_refresh_hash", "rotated_at",
-            "refresh_generation", "pending_device_public_key",
+            "refresh_generation", "pending_device_public_key", "pair_used",
         ].map { "\(alias).\($0)" }.joined(separator: ", ")
     }
 
@@ -118,7 +118,8 @@ enum StoreRecords {
             revokeReason: try row.optionalText(9, op), devicePublicKey: try row.optionalBytes(10, op),
             previousRefreshHash: try row.optionalBytes(11, op),
             rotatedAt: try row.optionalInteger(12, op).map { Date(unixMilliseconds: $0) },
-            refreshGeneration: Int(try row.integer(13, op)), pendingDevicePublicKey: try row.optionalBytes(14, op))
+            refreshGeneration: Int(try row.integer(13, op)), pendingDevicePublicKey: try row.optionalBytes(14, op),
+            isPairUsed: try row.flag(15, op))
     }
 
     /// The columns `credential` reads, in order.

@@ -364,7 +364,9 @@ final class RouteRunner: Sendable {
                         "method": method, "status": error.code.description, "reason": error.details.reason ?? "",
                         "error": error.message,
                     ])
-                if error.code == .internalError {
+                // An internal error with a reason was written for the client (RAIN_502
+                // `session_not_persisted`, logged once where it arose): it goes as it is.
+                if error.code == .internalError, error.details.reason == nil {
                     logger.error("call.failed", ["method": method, "error": error.message])
                     responder.fail(RainError(.internalError, "internal error in \(method); see the daemon log"))
                 } else {

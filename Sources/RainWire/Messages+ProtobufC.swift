@@ -69,6 +69,7 @@ func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> U
     c.wallet_id = try arena.string(s.walletID ?? "", field: "wallet id")
     c.has_active_session = s.hasActiveSession ? 1 : 0
     c.contact = try cContact(s.contact, arena)
+    c.storage_warning = try arena.string(s.storageWarning ?? "", field: "storage warning")
     return arena.box(c)
 }
 
@@ -91,10 +92,11 @@ func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?
     }
     let account = try readString(c.account_id, field: "account id")
     let wallet = try readString(c.wallet_id, field: "wallet id")
+    let warning = try readString(c.storage_warning, field: "storage warning")
     return SessionSnapshot(
         authState: auth, sessionState: session, accountID: account.isEmpty ? nil : account,
         walletID: wallet.isEmpty ? nil : wallet, contact: try readContact(c.contact),
-        hasActiveSession: c.has_active_session != 0)
+        hasActiveSession: c.has_active_session != 0, storageWarning: warning.isEmpty ? nil : warning)
 }
 
 // MARK: messages

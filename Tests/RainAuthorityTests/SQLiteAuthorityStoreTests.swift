@@ -158,8 +158,8 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        #expect(try await store.schemaVersion() == 8)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 8)
+        #expect(try await store.schemaVersion() == 9)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 9)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)

@@ -115,12 +115,14 @@ struct SessionRefreshTests {
 
     // MARK: - Reuse and the grace window
 
-    @Test("reusing a rotated token after the grace window revokes the family, newest tokens included")
+    @Test("reusing a rotated token after the grace window, once the new pair was used, revokes the family, newest tokens included")
     func reuseAfterGraceWindow() async throws {
         try await AuthorityFixture.with { f in
             let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let next = try await f.refresh(login.tokens.refreshToken, key: key)
+            // Issue 14: only a used pair makes the repeat reuse (an unused one is handed back).
+            _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: next.accessToken)
             f.clock.advance(by: .seconds(11))
             let reason = await sessionRefusal { _ = try await f.refresh(login.tokens.refreshToken, key: key) }
             #expect(reason == "refresh_token_reused")
@@ -178,6 +180,7 @@ struct SessionRefreshTests {
             #expect(next.refreshToken != first.refreshToken)
             record = try await f.session(login.accountID)
             #expect(record.refreshGeneration == 2)
+            _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: next.accessToken)
             f.clock.advance(by: .seconds(11))
             let reason = await sessionRefusal { _ = try await f.refresh(first.refreshToken, key: key) }
             #expect(reason == "refresh_token_reused")
@@ -191,6 +194,8 @@ struct SessionRefreshTests {
             let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let first = try await f.refresh(login.tokens.refreshToken, key: key)
+            // Used, so that past the window the repeat is reuse (issue 14).
+            _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: first.accessToken)
             f.clock.advance(by: .milliseconds(milliseconds))
             if isRepeat {
                 let repeated = try await f.refresh(login.tokens.refreshToken, key: key)

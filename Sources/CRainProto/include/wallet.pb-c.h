@@ -257,10 +257,15 @@ struct  Rain__Wallet__V1__SessionState
    * The contact the session was opened with, if any.
    */
   Rain__Wallet__V1__Contact *contact;
+  /*
+   * Set while the session's newest tokens could not be saved (a full disk): the details.reason
+   * calls are refused with until the daemon saves them ("session_not_persisted"); empty when saved.
+   */
+  char *storage_warning;
 };
 #define RAIN__WALLET__V1__SESSION_STATE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__session_state__descriptor) \
-    , RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_UNSPECIFIED, RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_NONE, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL }
+    , RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_UNSPECIFIED, RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_NONE, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, (char *)protobuf_c_empty_string }
 
 
 /*
