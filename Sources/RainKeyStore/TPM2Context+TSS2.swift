@@ -92,8 +92,12 @@ final class TPM2Context {
     /// Seals `key` (at most 128 bytes) as a data object under the storage primary key.
     func seal(_ key: SymmetricKey) throws(RainError) -> TPM2ObjectBlob {
         try withPrimary { (parent) throws(RainError) -> TPM2ObjectBlob in
-            try TPM2ObjectBlob.withSensitive(key) { (sensitive) throws(RainError) -> TPM2ObjectBlob in
-                try create(parent: parent, sensitive: sensitive, template: TPM2ObjectBlob.sealedDataTemplate())
+            try withEncryptedSession(salt: parent, attributes: TPM2Constant.sessionDecrypt) {
+                (session) throws(RainError) -> TPM2ObjectBlob in
+                try TPM2ObjectBlob.withSensitive(key) { (sensitive) throws(RainError) -> TPM2ObjectBlob in
+                    try create(
+                        parent: parent, session: session, sensitive: sensitive, template: TPM2ObjectBlob.sealedDataTemplate())
+                }
             }
         }
     }
@@ -104,7 +108,8 @@ final class TPM2Context {
             let sensitive = UnsafeMutablePointer<TPM2B_SENSITIVE_CREATE>.allocate(capacity: 1)
             sensitive.initialize(to: TPM2B_SENSITIVE_CREATE())
             defer { sensitive.deallocate() }
-            return try create(parent: parent, sensitive: sensitive, template: TPM2ObjectBlob.signingKeyTemplate())
+            return try create(
+                parent: parent, session: ESYS_TR_PASSWORD, sensitive: sensitive, template: TPM2ObjectBlob.signingKeyTemplate())
         }
     }
 
@@ -113,7 +118,10 @@ final class TPM2Context {
     func unseal(_ blob: TPM2ObjectBlob, path: String) throws(RainError) -> SymmetricKey {
         try withPrimary { (parent) throws(RainError) -> SymmetricKey in
             try withLoaded(blob, parent: parent, path: path) { (item) throws(RainError) -> SymmetricKey in
-                try unseal(item)
+                try withEncryptedSession(salt: parent, attributes: TPM2Constant.sessionEncrypt) {
+                    (session) throws(RainError) -> SymmetricKey in
+                    try unseal(item, session: session)
+                }
             }
         }
     }
@@ -166,9 +174,36 @@ final class TPM2Context {
         return try withTransient(primary, body)
     }
 
+    /// A salted HMAC session (salted with `salt`, the primary key) with AES-128-CFB parameter
+    /// encryption, given to `body` and flushed after: the secret crosses the TCTI and the bus to the
+    /// TPM encrypted (`sessionDecrypt`: the command's first parameter; `sessionEncrypt`: the
+    /// response's), so a sniffer on the bus or the socket sees no key.
+    private func withEncryptedSession<R>(
+        salt: ESYS_TR, attributes: TPMA_SESSION, _ body: (ESYS_TR) throws(RainError) -> R
+    ) throws(RainError) -> R {
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPM2Constant.algAES
+        symmetric.keyBits.aes = 128
+        symmetric.mode.aes = TPM2Constant.algCFB
+        var session: ESYS_TR = ESYS_TR_NONE
+        let rc = Esys_StartAuthSession(
+            handle, salt, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, TPM2Constant.sessionHMAC, &symmetric,
+            TPM2Constant.algSHA256, &session)
+        if rc != TSS2_RC_SUCCESS {
+            if session != ESYS_TR_NONE { flush(session) }
+            throw TPM2Failure.error(rc, command: "StartAuthSession", tcti: tcti)
+        }
+        return try withTransient(session) { (session) throws(RainError) -> R in
+            try check(
+                Esys_TRSess_SetAttributes(handle, session, attributes | TPM2Constant.sessionContinue, 0xFF),
+                "StartAuthSession")
+            return try body(session)
+        }
+    }
+
     /// Creates an object under `parent` and returns its public and (TPM-encrypted) private parts.
     private func create(
-        parent: ESYS_TR, sensitive: UnsafePointer<TPM2B_SENSITIVE_CREATE>, template: TPM2B_PUBLIC
+        parent: ESYS_TR, session: ESYS_TR, sensitive: UnsafePointer<TPM2B_SENSITIVE_CREATE>, template: TPM2B_PUBLIC
     ) throws(RainError) -> TPM2ObjectBlob {
         var template = template
         var outsideInfo = TPM2B_DATA()
@@ -176,7 +211,7 @@ final class TPM2Context {
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
         let rc = Esys_Create(
-            handle, parent, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outsideInfo, &creationPCR,
+            handle, parent, session, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outsideInfo, &creationPCR,
             &outPrivate, &outPublic, nil, nil, nil)
         defer {
             Esys_Free(outPrivate)
@@ -209,9 +244,9 @@ final class TPM2Context {
 
     /// Unseals a loaded data object into a `SymmetricKey`; the TSS's copy is zeroed before it is
     /// freed, and the bytes never pass through an ordinary array.
-    private func unseal(_ item: ESYS_TR) throws(RainError) -> SymmetricKey {
+    private func unseal(_ item: ESYS_TR, session: ESYS_TR) throws(RainError) -> SymmetricKey {
         var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-        let rc = Esys_Unseal(handle, item, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &data)
+        let rc = Esys_Unseal(handle, item, session, ESYS_TR_NONE, ESYS_TR_NONE, &data)
         defer {
             if let data {
                 explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size)

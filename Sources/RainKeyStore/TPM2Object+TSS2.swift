@@ -25,6 +25,11 @@ enum TPM2Constant {
     static let restricted: TPMA_OBJECT = 0x0001_0000
     static let decrypt: TPMA_OBJECT = 0x0002_0000
     static let sign: TPMA_OBJECT = 0x0004_0000
+
+    static let sessionHMAC: TPM2_SE = 0x00
+    static let sessionContinue: TPMA_SESSION = 0x01
+    static let sessionDecrypt: TPMA_SESSION = 0x20
+    static let sessionEncrypt: TPMA_SESSION = 0x40
 }
 
 /// A TPM object outside the TPM: its public area and its private area, which only the TPM that
