@@ -66,8 +66,8 @@ struct UnsavedRefreshTests {
 
     static func refresh(_ f: StoreFixture, _ token: String, key: Ed25519PrivateKey) async throws -> SessionTokens {
         try await f.authority.refreshSession(
-            RefreshRequest.signed(
-                appID: app, deviceID: "device-a", refreshToken: token, timestamp: f.clock.now, deviceKey: key))
+            RefreshRequest(appID: app, deviceID: "device-a", refreshToken: token),
+            proof: DeviceProof(deviceID: "device-a", keys: [.ed25519(key.publicKey)]))
     }
 
     static func session(_ f: StoreFixture, _ accountID: String) async throws -> SessionRecord {
@@ -87,7 +87,7 @@ struct UnsavedRefreshTests {
     @Test("a repeat of the previous token outside the grace window gets the current pair while it is unused", arguments: kinds)
     func unusedPairIsReturned(kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await Self.login(f, key: key)
             let first = try await Self.refresh(f, login.tokens.refreshToken, key: key)
             #expect(try await Self.session(f, login.accountID).isPairUsed == false)
@@ -124,7 +124,7 @@ struct UnsavedRefreshTests {
     func usedPairRevokes(kind: StoreKind, use: Use) async throws {
         guard use.isServed(by: kind) else { return }
         try await StoreFixture.with(kind) { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await Self.login(f, key: key)
             let first = try await Self.refresh(f, login.tokens.refreshToken, key: key)
             try await use.run(f, token: first.accessToken)
@@ -144,7 +144,7 @@ struct UnsavedRefreshTests {
     @Test("once the current refresh token was presented, a repeat of the one before revokes", arguments: kinds)
     func usedRefreshTokenRevokes(kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await Self.login(f, key: key)
             let first = try await Self.refresh(f, login.tokens.refreshToken, key: key)
             f.clock.advance(by: .seconds(30))
@@ -163,7 +163,7 @@ struct UnsavedRefreshTests {
     @Test("a rotation clears the mark: the next pair is recoverable again until it is used", arguments: kinds)
     func rotationClearsTheMark(kind: StoreKind) async throws {
         try await StoreFixture.with(kind) { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await Self.login(f, key: key)
             _ = try await f.authority.accountInfo(appID: Self.app, accessToken: login.tokens.accessToken)
             #expect(try await Self.session(f, login.accountID).isPairUsed)
@@ -221,10 +221,10 @@ struct UnsavedRefreshTests {
             accessExpiresAt: rotatedAt.adding(.seconds(900)), createdAt: rotatedAt.adding(.seconds(-900)), revokedAt: nil,
             revokeReason: nil, devicePublicKey: key.publicKey.rawRepresentation,
             previousRefreshHash: keys.tokenHash(previous), rotatedAt: rotatedAt, refreshGeneration: 1, isPairUsed: isUsed)
-        let request = try RefreshRequest.signed(
-            appID: "app", deviceID: "device-a", refreshToken: previous, timestamp: now, deviceKey: key)
+        let request = RefreshRequest(appID: "app", deviceID: "device-a", refreshToken: previous)
         let (change, verdict) = EmbeddedAuthority.decideRefresh(
-            RefreshCandidate(session: session, generation: .previous), request: request, now: now, keys: keys,
+            RefreshCandidate(session: session, generation: .previous), request: request,
+            proof: DeviceProof(deviceID: "device-a", keys: [.ed25519(key.publicKey)]), now: now, keys: keys,
             settings: AuthoritySettings())
         if isUsed {
             #expect(change == .revoke(reason: SessionRevokeReason.reused))
@@ -257,10 +257,10 @@ struct UnsavedRefreshTests {
             accessExpiresAt: rotatedAt.adding(.seconds(900)), createdAt: rotatedAt, revokedAt: nil, revokeReason: nil,
             devicePublicKey: key.publicKey.rawRepresentation, previousRefreshHash: keys.tokenHash("rwr_previous"),
             rotatedAt: rotatedAt, refreshGeneration: 1, isPairUsed: false)
-        let request = try RefreshRequest.signed(
-            appID: "app", deviceID: "device-a", refreshToken: "rwr_previous", timestamp: now, deviceKey: key)
+        let request = RefreshRequest(appID: "app", deviceID: "device-a", refreshToken: "rwr_previous")
         let (change, _) = EmbeddedAuthority.decideRefresh(
-            RefreshCandidate(session: session, generation: .previous), request: request, now: now, keys: keys,
+            RefreshCandidate(session: session, generation: .previous), request: request,
+            proof: DeviceProof(deviceID: "device-a", keys: [.ed25519(key.publicKey)]), now: now, keys: keys,
             settings: AuthoritySettings())
         #expect(change == .revoke(reason: SessionRevokeReason.reused))
     }
