@@ -284,7 +284,7 @@ struct DeviceBindingTests {
                 device: TestDeviceKeys(
                     deviceID: RemoteFixture.device,
                     signers: [FailingDeviceSigner(publicKey: .ed25519(FixtureDevice.key.publicKey))]),
-                logger: f.logger.child("locked"))
+                connectTimeout: .seconds(20), logger: f.logger.child("locked"))
             defer { locked.close() }
             let failed = await rainError {
                 _ = try await locked.refreshSession(
