@@ -158,7 +158,7 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        #expect(try await store.schemaVersion() == 7)
+        #expect(try await store.schemaVersion() == 8)
         #expect(SQLiteAuthorityStore.latestSchemaVersion == 7)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
@@ -191,7 +191,7 @@ struct SQLiteAuthorityStoreTests {
 
         // Reopening runs nothing again.
         let reopened = try await SQLiteAuthorityStore.open(path: path)
-        #expect(try await reopened.dumpAllRows()["schema_version"]?.count == 7)
+        #expect(try await reopened.dumpAllRows()["schema_version"]?.count == 8)
         await reopened.close()
     }
 
