@@ -159,7 +159,7 @@ struct SQLiteAuthorityStoreTests {
 
         let store = try await SQLiteAuthorityStore.open(path: path)
         #expect(try await store.schemaVersion() == 8)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 7)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 8)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)
@@ -167,7 +167,7 @@ struct SQLiteAuthorityStoreTests {
         #expect(session.rotatedAt == nil)
         #expect(session.refreshGeneration == 0)
         let tables = try await store.dumpAllRows()
-        #expect(tables["schema_version"]?.count == 7)
+        #expect(tables["schema_version"]?.count == 8)
         #expect(tables["retired_refresh_tokens"]?.isEmpty == true)
 
         let authority = EmbeddedAuthority(
