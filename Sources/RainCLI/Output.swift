@@ -79,7 +79,8 @@ extension SessionSnapshot {
         if let walletID { lines.append("wallet:         \(walletID)") }
         if let contact { lines.append("contact:        \(contact.value)") }
         if storageWarning == SessionSnapshot.sessionNotPersisted {
-            lines.append("storage:        the refreshed session is not saved yet; free disk space in the daemon's state directory")
+            lines.append(
+                "storage:        the refreshed session is not saved yet; free disk space in the daemon's state directory")
         } else if let storageWarning {
             lines.append("storage:        \(storageWarning)")
         }

@@ -115,7 +115,8 @@ struct SessionRefreshTests {
 
     // MARK: - Reuse and the grace window
 
-    @Test("reusing a rotated token after the grace window, once the new pair was used, revokes the family, newest tokens included")
+    @Test(
+        "reusing a rotated token after the grace window, once the new pair was used, revokes the family, newest tokens included")
     func reuseAfterGraceWindow() async throws {
         try await AuthorityFixture.with { f in
             let key = FixtureDevice.key

@@ -120,7 +120,9 @@ struct UnsavedRefreshTests {
         }
     }
 
-    @Test("once the current access token was used by any call, a repeat outside the grace window revokes", arguments: kinds, Use.allCases)
+    @Test(
+        "once the current access token was used by any call, a repeat outside the grace window revokes", arguments: kinds,
+        Use.allCases)
     func usedPairRevokes(kind: StoreKind, use: Use) async throws {
         guard use.isServed(by: kind) else { return }
         try await StoreFixture.with(kind) { f in
@@ -207,7 +209,9 @@ struct UnsavedRefreshTests {
 
     // MARK: - The rule as a pure function
 
-    @Test("decideRefresh: the previous token outside the grace window replays an unused pair, revokes a used one", arguments: [false, true])
+    @Test(
+        "decideRefresh: the previous token outside the grace window replays an unused pair, revokes a used one",
+        arguments: [false, true])
     func decideRefreshPrevious(isUsed: Bool) throws {
         let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 7, count: 32)))
         let key = try Ed25519PrivateKey()
