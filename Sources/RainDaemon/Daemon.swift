@@ -3,6 +3,7 @@ import Foundation
 import RainAuthority
 import RainAuthorityAPI
 import RainDevice
+import RainKeyStore
 import RainCommandLine
 import RainCore
 import RainCrypto
@@ -256,8 +257,10 @@ struct DeviceRole: DaemonRole {
         let stateLock = try Daemon.openStateDirectory(paths.stateDirectory, role: "rainwalletd")
 
         let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
-        let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
-        let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
+        let isEmbedded = options.authority == nil
+        var keys = try DaemonKeys.open(
+            stateDirectory: paths.stateDirectory, storage: config.storage, isEmbedded: isEmbedded,
+            logger: logger.child("storage"))
         let authority: any Authority
         var pruning: PeriodicPruning?
         if let remote = options.authority {
@@ -266,6 +269,7 @@ struct DeviceRole: DaemonRole {
             }
             authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
         } else {
+            let masterKey = keys.masterKey
             let embedded = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
                 let sender: (any CodeSender)?
                 switch config.codeSender {
@@ -275,11 +279,20 @@ struct DeviceRole: DaemonRole {
                 }
                 return try await EmbeddedAuthority(
                     stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock,
-                    sender: sender, logger: logger.child("authority"))
+                    sender: sender, masterKey: masterKey, logger: logger.child("authority"))
             }
             authority = embedded
             pruning = PeriodicPruning(authority: embedded, interval: config.authority.pruneInterval)
         }
+        if keys.pendingMigration != nil {
+            keys = try DaemonKeys.finishMigration(
+                keys, stateDirectory: paths.stateDirectory, storage: config.storage, isEmbedded: isEmbedded,
+                authority: authority, logger: logger.child("storage"))
+        }
+        let device = keys.device
+        let storage = try EncryptedFileStorage(
+            stateDirectory: paths.stateDirectory, key: keys.storageKey, previousKeys: keys.previousStorageKeys,
+            logger: logger.child("storage"))
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: device, logger: logger,
             profileState: ProfileStateStore(directory: "\(paths.stateDirectory)/profiles"))
@@ -316,6 +329,7 @@ struct DeviceRole: DaemonRole {
         let isAuthorityTLS = options.authorityCA != nil
         let stateDirectory = paths.stateDirectory
         let socketPath = paths.socket
+        let (providerKind, providerLocation) = (keys.provider.kind.rawValue, keys.provider.location)
         return PreparedServer(
             server: server, drainTimeout: drainTimeout, notifier: notifier,
             ready: {
@@ -327,7 +341,8 @@ struct DeviceRole: DaemonRole {
                         "version": daemonVersion, "socket": socketAddress, "state": stateDirectory, "pid": "\(getpid())",
                         "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
                         "authority": authorityName, "activation": activated == nil ? "none" : "systemd",
-                        "authorityTLS": isAuthorityTLS ? "true" : "false",
+                        "authorityTLS": isAuthorityTLS ? "true" : "false", "keyProvider": providerKind,
+                        "keyLocation": providerLocation,
                     ])
                 // The socket listens and the loop is about to wait on it: connections from now on are served.
                 notifier?.ready(status: "serving \(socketAddress)")
