@@ -65,7 +65,7 @@ public enum Daemon {
             logLevelOption,
             .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (integration tests only)"),
         ],
-        subcommands: [AuthorityDaemon.declaration],
+        subcommands: [AuthorityDaemon.declaration, StorageCommand.declaration],
         isRunnableWithoutSubcommand: true,
         exitStatuses: [
             .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
@@ -96,7 +96,7 @@ public enum Daemon {
     public static func parse(_ args: [String]) throws(RainError) -> DaemonOptions? {
         let parsed = try parseCommandLine(args)
         guard parsed.path.count == 1 else {
-            throw RainError.invalid("the authority role has its own options", field: "authority")
+            throw RainError.invalid("the authority role and storage have their own options", field: parsed.path[1].name)
         }
         return parsed.isHelpRequested ? nil : options(parsed)
     }
@@ -126,6 +126,9 @@ public enum Daemon {
         if parsed.isHelpRequested {
             print(HelpFormatter(root: declaration).help(for: parsed.path))
             return 0
+        }
+        if parsed.path.count > 1, parsed.path[1].name == StorageCommand.declaration.name {
+            return StorageCommand.run(parsed)
         }
         let role: any DaemonRole
         if parsed.path.count > 1 {
