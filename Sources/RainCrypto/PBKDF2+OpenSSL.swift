@@ -31,7 +31,8 @@ enum PBKDF2HMACSHA512 {
                 // The password parameter is `const char *` but is read as bytes with a length.
                 UnsafeRawPointer(passwordPointer).withMemoryRebound(to: CChar.self, capacity: max(passwordCount, 1)) {
                     PKCS5_PBKDF2_HMAC(
-                        $0, Int32(passwordCount), saltPointer, Int32(saltCount), Int32(iterations), isSHA256 ? EVP_sha256() : EVP_sha512(),
+                        $0, Int32(passwordCount), saltPointer, Int32(saltCount), Int32(iterations),
+                        isSHA256 ? EVP_sha256() : EVP_sha512(),
                         Int32(output.count), outputBase.assumingMemoryBound(to: UInt8.self))
                 }
             }

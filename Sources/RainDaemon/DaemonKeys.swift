@@ -72,7 +72,9 @@ struct DaemonKeys {
     }
 
     /// The embedded authority's database, relative to the state directory.
-    static func authorityDatabase(stateDirectory: String) -> String { "\(stateDirectory)/authority/\(SQLiteAuthorityStore.fileName)" }
+    static func authorityDatabase(stateDirectory: String) -> String {
+        "\(stateDirectory)/authority/\(SQLiteAuthorityStore.fileName)"
+    }
 
     /// The master key, created on a first start; refused when missing beside an existing database
     /// (a new key would silently orphan every wallet and session in it).

@@ -134,7 +134,10 @@ enum StorageCommand {
             do {
                 try provider.checkAvailable()
                 if let key = try provider.loadSecret(.storage) {
-                    keys.append(["slot": KeySlot.storage.rawValue, "keyId": key.keyID, "algorithm": "aes-256-gcm", "protects": KeySlot.storage.protects])
+                    keys.append([
+                        "slot": KeySlot.storage.rawValue, "keyId": key.keyID, "algorithm": "aes-256-gcm",
+                        "protects": KeySlot.storage.protects,
+                    ])
                 }
                 if let key = try provider.loadSecret(.authorityMaster) {
                     keys.append([
@@ -167,10 +170,13 @@ enum StorageCommand {
             print("provider: \(provider.kind.rawValue) (\(provider.location))")
             if let problem { print("unavailable: \(problem)") }
             for key in keys {
-                print("\(key["slot"] ?? ""): \(key["algorithm"] ?? "") key \(key["keyId"] ?? "") protects \(key["protects"] ?? "")")
+                print(
+                    "\(key["slot"] ?? ""): \(key["algorithm"] ?? "") key \(key["keyId"] ?? "") protects \(key["protects"] ?? "")")
             }
             if let pending {
-                print("migration to \(pending.to.rawValue) pending after step \(pending.step.rawValue): run `rainwalletd storage migrate --to \(pending.to.rawValue)`")
+                print(
+                    "migration to \(pending.to.rawValue) pending after step \(pending.step.rawValue): run `rainwalletd storage migrate --to \(pending.to.rawValue)`"
+                )
             }
         }
 

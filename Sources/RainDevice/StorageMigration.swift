@@ -157,11 +157,15 @@ public struct StorageMigration: Sendable {
             let newDevice = try target.createDeviceKey()
             if journal.hasMasterKey {
                 guard let master = try source.loadSecret(.authorityMaster) else {
-                    throw RainError(.provider, "the master key is missing from \(source.location); restore it from a backup first")
+                    throw RainError(
+                        .provider, "the master key is missing from \(source.location); restore it from a backup first")
                 }
                 try target.storeSecret(master, slot: .authorityMaster)
             }
-            try advance(.keysCreated, "new storage key and device key (\(newDevice.publicKey.algorithm) \(newDevice.publicKey.keyID)) in \(target.location)")
+            try advance(
+                .keysCreated,
+                "new storage key and device key (\(newDevice.publicKey.algorithm) \(newDevice.publicKey.keyID)) in \(target.location)"
+            )
         }
         guard let newSigner = try target.loadDeviceKey() else {
             throw RainError(.provider, "the new device key is missing from \(target.location)")
@@ -229,7 +233,9 @@ public struct StorageMigration: Sendable {
         let (current, previous) = isNewCurrent ? (targetStorage, sourceStorage) : (sourceStorage, targetStorage)
         let (currentDevice, previousDevice) = isNewCurrent ? (targetDevice, sourceDevice) : (sourceDevice, targetDevice)
         guard let storageKey = current, let signer = currentDevice else {
-            throw RainError(.provider, "the keys of the migration to \(journal.to.rawValue) are missing; restore the state directory from a backup")
+            throw RainError(
+                .provider,
+                "the keys of the migration to \(journal.to.rawValue) are missing; restore the state directory from a backup")
         }
         let device = DeviceIdentity(id: id, signer: signer)
         if isNewCurrent, journal.step < .confirmed { device.replace(current: signer, keeping: previousDevice) }

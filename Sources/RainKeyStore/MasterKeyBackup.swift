@@ -55,7 +55,8 @@ public enum MasterKeyBackup {
         }
         let count = bytes[5..<9].reduce(0) { $0 << 8 | Int($1) }
         guard count >= minimumIterations, count <= maximumIterations else {
-            throw RainError.invalid("the backup names \(count) PBKDF2 iterations: not a backup this daemon wrote", field: "backup")
+            throw RainError.invalid(
+                "the backup names \(count) PBKDF2 iterations: not a backup this daemon wrote", field: "backup")
         }
         let header = Array(bytes[0..<headerByteCount])
         let salt = Array(bytes[9..<25])

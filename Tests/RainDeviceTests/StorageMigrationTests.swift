@@ -270,7 +270,8 @@ final class KeyBindingAuthority: Authority {
 
     @Test func theRunningIdentitySwitchesKeysAsTheAuthorityAccepts() async throws {
         let (_, _, authority) = try await install()
-        let device = try DeviceIdentity.loadOrCreate(stateDirectory: dir.path, provider: FileKeyProvider(stateDirectory: dir.path))
+        let device = try DeviceIdentity.loadOrCreate(
+            stateDirectory: dir.path, provider: FileKeyProvider(stateDirectory: dir.path))
         let old = device.signer.publicKey
         await #expect(throws: RainError.self) {
             try await migration(killingAfter: .reencrypted).migrate(

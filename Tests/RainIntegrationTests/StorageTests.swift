@@ -9,7 +9,9 @@ import Testing
     static let passphrase = "a long test passphrase"
 
     /// Runs `rainwalletd ARGS…` with `stdin` as its standard input; its status and its stdout and stderr.
-    func rainwalletd(_ h: DaemonHarness, _ arguments: [String], stdin: String = "") async throws -> (status: Int32, output: String) {
+    func rainwalletd(_ h: DaemonHarness, _ arguments: [String], stdin: String = "") async throws -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
         process.executableURL = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
         process.arguments = arguments
@@ -36,7 +38,9 @@ import Testing
         }
         let done = await eventually(timeout: .seconds(30)) { !process.isRunning }
         if !done { process.terminate() }
-        return (process.terminationStatus, String(decoding: FileManager.default.contents(atPath: output) ?? Data(), as: UTF8.self))
+        return (
+            process.terminationStatus, String(decoding: FileManager.default.contents(atPath: output) ?? Data(), as: UTF8.self)
+        )
     }
 
     @Test func aFirstStartRecordsTheFileProviderAndStatusShowsItsKeys() async throws {
@@ -99,9 +103,11 @@ import Testing
         #expect(refused.status == 78)
         #expect(refused.output.contains("storage restore"))
 
-        let wrong = try await rainwalletd(b, ["storage", "restore", file, "--state-dir", b.stateDirectory], stdin: "not the passphrase\n")
+        let wrong = try await rainwalletd(
+            b, ["storage", "restore", file, "--state-dir", b.stateDirectory], stdin: "not the passphrase\n")
         #expect(wrong.status == 1)
-        let restore = try await rainwalletd(b, ["storage", "restore", file, "--state-dir", b.stateDirectory], stdin: Self.passphrase + "\n")
+        let restore = try await rainwalletd(
+            b, ["storage", "restore", file, "--state-dir", b.stateDirectory], stdin: Self.passphrase + "\n")
         #expect(restore.status == 0, "\(restore.output)")
 
         try await b.start()
@@ -115,7 +121,8 @@ import Testing
         _ = try await h.stop()
         try FileManager.default.removeItem(atPath: "\(h.stateDirectory)/authority/authority.key")
         let (status, output) = try await rainwalletd(
-            h, ["storage", "backup", "--out", "\(h.directory)/none.rwkb", "--state-dir", h.stateDirectory], stdin: Self.passphrase + "\n")
+            h, ["storage", "backup", "--out", "\(h.directory)/none.rwkb", "--state-dir", h.stateDirectory],
+            stdin: Self.passphrase + "\n")
         #expect(status == 1)
         #expect(output.contains("RAIN_202"))
         #expect(!FileManager.default.fileExists(atPath: "\(h.directory)/none.rwkb"))
