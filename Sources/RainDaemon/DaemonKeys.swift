@@ -9,7 +9,7 @@ import RainSystem
 
 /// The device role's keys, from the state directory's key provider: the storage key, the device
 /// key and, with the embedded authority, its master key.
-struct DaemonKeys {
+struct DaemonKeys: Sendable {
     /// The provider in use.
     var provider: any KeyProvider
     /// Seals the session files.
