@@ -128,3 +128,76 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: "\(h.directory)/none.rwkb"))
     }
 }
+
+/// Issue 14: `rainwalletd storage migrate` killed with SIGKILL at random points, back and forth
+/// between the `file` provider and the one `RAIN_MIGRATE_PROVIDER` names (`tpm2` with
+/// `RAIN_MIGRATE_TCTI`, e.g. a swtpm's `swtpm:path=…`, or `secret-service` in a session with an
+/// unlocked keyring). After every kill the daemon starts (finishing the migration) and every
+/// session of two profiles is still there and refreshes. `RAIN_KILL_ROUNDS` sets the number of
+/// kills (default 30). Skipped when no second provider is named: `file` alone has nowhere to go.
+@Suite(
+    "Storage migration: SIGKILL at random points", .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["RAIN_MIGRATE_PROVIDER"] != nil))
+struct MigrationKillLoopTests {
+    static let profiles = ["default", "second"]
+
+    @Test func everyKillLeavesEverySessionLoadableAndRefreshable() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let other = environment["RAIN_MIGRATE_PROVIDER"] ?? "file"
+        let rounds = min(Int(environment["RAIN_KILL_ROUNDS"] ?? "") ?? 30, 1000)
+        let tcti = environment["RAIN_MIGRATE_TCTI"].map { #", "tcti": "\#($0)""# } ?? ""
+        let h = try await DaemonHarness.start(config: #"{"storage": {"provider": "file"\#(tcti)}}"#)
+        defer { h.shutdown() }
+        for profile in Self.profiles {
+            try await h.logIn(h.provider(profile: profile), .email("\(profile)@example.com"))
+        }
+        _ = try await h.stop()
+        // The config names no provider from here on: the record decides, only migrate changes it.
+        try Data(#"{"storage": {"provider": "auto"\#(tcti)}}"#.utf8).write(
+            to: URL(fileURLWithPath: "\(h.directory)/config.json"))
+        var target = other
+        var kills = 0
+        for round in 1...rounds {
+            let process = Process()
+            process.executableURL = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
+            process.arguments = [
+                "storage", "migrate", "--to", target, "--state-dir", h.stateDirectory, "--config", "\(h.directory)/config.json",
+            ]
+            let log = "\(h.directory)/migrate-\(round).log"
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            try DaemonHarness.withProcessLaunchLock {
+                let out = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+                defer { try? out.close() }
+                process.standardInput = FileHandle.nullDevice
+                process.standardOutput = out
+                process.standardError = out
+                try process.run()
+            }
+            // A random point: anywhere from before the first step to after the last.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...120)))
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                kills += 1
+            }
+            _ = await eventually(timeout: .seconds(30)) { !process.isRunning }
+
+            // The daemon finishes any migration left half-way, then serves every session.
+            try await h.start()
+            for profile in Self.profiles {
+                let provider = h.provider(profile: profile)
+                try await provider.awaitSessionRestore()
+                let restored = try await provider.currentSession()
+                let migrateLog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                #expect(restored.accountID != nil, "round \(round): \(profile) lost its session: \(migrateLog)")
+                let refused = await rainError { _ = try await provider.refreshSession() }
+                #expect(refused == nil, "round \(round): \(profile) could not refresh: \(String(describing: refused))")
+            }
+            _ = try await h.stop()
+            #expect(!FileManager.default.fileExists(atPath: "\(h.stateDirectory)/storage-migration.json"))
+            let recorded = (try? String(contentsOfFile: "\(h.stateDirectory)/key-provider", encoding: .utf8)) ?? ""
+            // Next round goes the other way from wherever this one ended.
+            target = recorded.hasPrefix("file") ? other : "file"
+        }
+        print("migration kill loop: \(rounds) rounds, \(kills) SIGKILLs during a migration")
+    }
+}
