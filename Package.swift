@@ -28,7 +28,9 @@ let package = Package(
         .systemLibrary(name: "CPSL", providers: [.apt(["libpsl-dev"])]),
         // Key providers (issue 14): tpm2-tss's ESYS API and libsecret (the Secret Service over D-Bus).
         .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
-        .systemLibrary(name: "CLibSecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
+        // libsecret, loaded with dlopen only when the secret-service provider is used: no GLib in
+        // every binary, no -pthread from libsecret-1.pc.
+        .target(name: "CLibSecret"),
         // What Glibc's Swift module lacks: epoll, eventfd, accept4, ucred, prctl.
         .target(name: "CSystem"),
         // libpq (libpq-dev's headers), loaded with dlopen only when a PostgreSQL store is opened.

@@ -998,6 +998,366 @@ void   rain__wallet__v1__authority_confirm_contact_verification_request__free_un
   assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_contact_verification_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_begin_device_proof_request__init
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest init_value = RAIN__WALLET__V1__AUTHORITY_BEGIN_DEVICE_PROOF_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_begin_device_proof_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_begin_device_proof_request__pack
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_begin_device_proof_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *
+       rain__wallet__v1__authority_begin_device_proof_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_begin_device_proof_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_begin_device_proof_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_begin_device_proof_response__init
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse init_value = RAIN__WALLET__V1__AUTHORITY_BEGIN_DEVICE_PROOF_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_begin_device_proof_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_begin_device_proof_response__pack
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_begin_device_proof_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *
+       rain__wallet__v1__authority_begin_device_proof_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_begin_device_proof_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_begin_device_proof_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_begin_device_proof_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_prove_device_request__init
+                     (Rain__Wallet__V1__AuthorityProveDeviceRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityProveDeviceRequest init_value = RAIN__WALLET__V1__AUTHORITY_PROVE_DEVICE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_prove_device_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityProveDeviceRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_prove_device_request__pack
+                     (const Rain__Wallet__V1__AuthorityProveDeviceRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_prove_device_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityProveDeviceRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityProveDeviceRequest *
+       rain__wallet__v1__authority_prove_device_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityProveDeviceRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_prove_device_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_prove_device_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityProveDeviceRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_prove_device_response__init
+                     (Rain__Wallet__V1__AuthorityProveDeviceResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityProveDeviceResponse init_value = RAIN__WALLET__V1__AUTHORITY_PROVE_DEVICE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_prove_device_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityProveDeviceResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_prove_device_response__pack
+                     (const Rain__Wallet__V1__AuthorityProveDeviceResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_prove_device_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityProveDeviceResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityProveDeviceResponse *
+       rain__wallet__v1__authority_prove_device_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityProveDeviceResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_prove_device_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_prove_device_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityProveDeviceResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_prove_device_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_rebind_device_request__init
+                     (Rain__Wallet__V1__AuthorityRebindDeviceRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityRebindDeviceRequest init_value = RAIN__WALLET__V1__AUTHORITY_REBIND_DEVICE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_rebind_device_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_rebind_device_request__pack
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_rebind_device_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityRebindDeviceRequest *
+       rain__wallet__v1__authority_rebind_device_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityRebindDeviceRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_rebind_device_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_rebind_device_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRebindDeviceRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_rebind_device_response__init
+                     (Rain__Wallet__V1__AuthorityRebindDeviceResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityRebindDeviceResponse init_value = RAIN__WALLET__V1__AUTHORITY_REBIND_DEVICE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_rebind_device_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_rebind_device_response__pack
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_rebind_device_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityRebindDeviceResponse *
+       rain__wallet__v1__authority_rebind_device_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityRebindDeviceResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_rebind_device_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_rebind_device_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRebindDeviceResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_rebind_device_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_confirm_device_key_request__init
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest init_value = RAIN__WALLET__V1__AUTHORITY_CONFIRM_DEVICE_KEY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_confirm_device_key_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_confirm_device_key_request__pack
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_confirm_device_key_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *
+       rain__wallet__v1__authority_confirm_device_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_confirm_device_key_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_confirm_device_key_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_confirm_device_key_response__init
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse init_value = RAIN__WALLET__V1__AUTHORITY_CONFIRM_DEVICE_KEY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_confirm_device_key_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_confirm_device_key_response__pack
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_confirm_device_key_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *
+       rain__wallet__v1__authority_confirm_device_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_confirm_device_key_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_confirm_device_key_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_request__field_descriptors[3] =
 {
   {
@@ -1357,7 +1717,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_login_code_
   (ProtobufCMessageInit) rain__wallet__v1__authority_confirm_login_code_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_refresh_session_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_refresh_session_request__field_descriptors[3] =
 {
   {
     "app_id",
@@ -1395,42 +1755,16 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_refresh_sessio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
-  {
-    "timestamp_ms",
-    4,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_INT64,
-    0,   /* quantifier_offset */
-    offsetof(Rain__Wallet__V1__AuthorityRefreshSessionRequest, timestamp_ms),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "signature",
-    5,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_BYTES,
-    0,   /* quantifier_offset */
-    offsetof(Rain__Wallet__V1__AuthorityRefreshSessionRequest, signature),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
 };
 static const unsigned rain__wallet__v1__authority_refresh_session_request__field_indices_by_name[] = {
   0,   /* field[0] = app_id */
   1,   /* field[1] = device_id */
   2,   /* field[2] = refresh_token */
-  4,   /* field[4] = signature */
-  3,   /* field[3] = timestamp_ms */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_refresh_session_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_refresh_session_request__descriptor =
 {
@@ -1440,7 +1774,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_refresh_session_req
   "Rain__Wallet__V1__AuthorityRefreshSessionRequest",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityRefreshSessionRequest),
-  5,
+  3,
   rain__wallet__v1__authority_refresh_session_request__field_descriptors,
   rain__wallet__v1__authority_refresh_session_request__field_indices_by_name,
   1,  rain__wallet__v1__authority_refresh_session_request__number_ranges,
@@ -2481,5 +2815,281 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_ver
   rain__wallet__v1__authority_confirm_contact_verification_request__field_indices_by_name,
   1,  rain__wallet__v1__authority_confirm_contact_verification_request__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_confirm_contact_verification_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__authority_begin_device_proof_request__field_descriptors NULL
+#define rain__wallet__v1__authority_begin_device_proof_request__field_indices_by_name NULL
+#define rain__wallet__v1__authority_begin_device_proof_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_begin_device_proof_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityBeginDeviceProofRequest",
+  "AuthorityBeginDeviceProofRequest",
+  "Rain__Wallet__V1__AuthorityBeginDeviceProofRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityBeginDeviceProofRequest),
+  0,
+  rain__wallet__v1__authority_begin_device_proof_request__field_descriptors,
+  rain__wallet__v1__authority_begin_device_proof_request__field_indices_by_name,
+  0,  rain__wallet__v1__authority_begin_device_proof_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_begin_device_proof_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_begin_device_proof_response__field_descriptors[1] =
+{
+  {
+    "challenge",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityBeginDeviceProofResponse, challenge),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_begin_device_proof_response__field_indices_by_name[] = {
+  0,   /* field[0] = challenge */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_begin_device_proof_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_begin_device_proof_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityBeginDeviceProofResponse",
+  "AuthorityBeginDeviceProofResponse",
+  "Rain__Wallet__V1__AuthorityBeginDeviceProofResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityBeginDeviceProofResponse),
+  1,
+  rain__wallet__v1__authority_begin_device_proof_response__field_descriptors,
+  rain__wallet__v1__authority_begin_device_proof_response__field_indices_by_name,
+  1,  rain__wallet__v1__authority_begin_device_proof_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_begin_device_proof_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_prove_device_request__field_descriptors[3] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityProveDeviceRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_public_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityProveDeviceRequest, device_public_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signature",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityProveDeviceRequest, signature),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_prove_device_request__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+  1,   /* field[1] = device_public_key */
+  2,   /* field[2] = signature */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_prove_device_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_prove_device_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityProveDeviceRequest",
+  "AuthorityProveDeviceRequest",
+  "Rain__Wallet__V1__AuthorityProveDeviceRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityProveDeviceRequest),
+  3,
+  rain__wallet__v1__authority_prove_device_request__field_descriptors,
+  rain__wallet__v1__authority_prove_device_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_prove_device_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_prove_device_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__authority_prove_device_response__field_descriptors NULL
+#define rain__wallet__v1__authority_prove_device_response__field_indices_by_name NULL
+#define rain__wallet__v1__authority_prove_device_response__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_prove_device_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityProveDeviceResponse",
+  "AuthorityProveDeviceResponse",
+  "Rain__Wallet__V1__AuthorityProveDeviceResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityProveDeviceResponse),
+  0,
+  rain__wallet__v1__authority_prove_device_response__field_descriptors,
+  rain__wallet__v1__authority_prove_device_response__field_indices_by_name,
+  0,  rain__wallet__v1__authority_prove_device_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_prove_device_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_rebind_device_request__field_descriptors[2] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRebindDeviceRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_public_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRebindDeviceRequest, new_public_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_rebind_device_request__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+  1,   /* field[1] = new_public_key */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_rebind_device_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_rebind_device_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityRebindDeviceRequest",
+  "AuthorityRebindDeviceRequest",
+  "Rain__Wallet__V1__AuthorityRebindDeviceRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityRebindDeviceRequest),
+  2,
+  rain__wallet__v1__authority_rebind_device_request__field_descriptors,
+  rain__wallet__v1__authority_rebind_device_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_rebind_device_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_rebind_device_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__authority_rebind_device_response__field_descriptors NULL
+#define rain__wallet__v1__authority_rebind_device_response__field_indices_by_name NULL
+#define rain__wallet__v1__authority_rebind_device_response__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_rebind_device_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityRebindDeviceResponse",
+  "AuthorityRebindDeviceResponse",
+  "Rain__Wallet__V1__AuthorityRebindDeviceResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityRebindDeviceResponse),
+  0,
+  rain__wallet__v1__authority_rebind_device_response__field_descriptors,
+  rain__wallet__v1__authority_rebind_device_response__field_indices_by_name,
+  0,  rain__wallet__v1__authority_rebind_device_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_rebind_device_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_device_key_request__field_descriptors[2] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_public_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest, device_public_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_confirm_device_key_request__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+  1,   /* field[1] = device_public_key */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_confirm_device_key_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityConfirmDeviceKeyRequest",
+  "AuthorityConfirmDeviceKeyRequest",
+  "Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest),
+  2,
+  rain__wallet__v1__authority_confirm_device_key_request__field_descriptors,
+  rain__wallet__v1__authority_confirm_device_key_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_confirm_device_key_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_confirm_device_key_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__authority_confirm_device_key_response__field_descriptors NULL
+#define rain__wallet__v1__authority_confirm_device_key_response__field_indices_by_name NULL
+#define rain__wallet__v1__authority_confirm_device_key_response__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityConfirmDeviceKeyResponse",
+  "AuthorityConfirmDeviceKeyResponse",
+  "Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse),
+  0,
+  rain__wallet__v1__authority_confirm_device_key_response__field_descriptors,
+  rain__wallet__v1__authority_confirm_device_key_response__field_indices_by_name,
+  0,  rain__wallet__v1__authority_confirm_device_key_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_confirm_device_key_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

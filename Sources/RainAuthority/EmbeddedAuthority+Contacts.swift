@@ -17,21 +17,23 @@ extension EmbeddedAuthority {
     /// Sends a verification code (see `Authority.sendContactVerificationCode`), counted against
     /// this daemon's uid as its source.
     public func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
     ) async throws(RainError) -> SendCodeResult {
         try await sendContactVerificationCode(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, source: localSource)
+            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof,
+            source: localSource)
     }
 
     /// Sends a verification code for a caller from `source` (see
-    /// `Authority.sendContactVerificationCode(appID:deviceID:accessToken:contact:source:)`).
+    /// `Authority.sendContactVerificationCode(appID:deviceID:accessToken:contact:proof:source:)`).
     public func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, source: SendSource
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof,
+        source: SendSource
     ) async throws(RainError) -> SendCodeResult {
         try Self.requireNormalized(contact)
         try requireServed(appID)
         try Self.requireIdentifier(deviceID, field: "deviceId")
-        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let accountID = access.account.id
         if let owner = try await store.contactOwner(appID: appID, contact: contact), owner != accountID {
             logger.info(
@@ -46,9 +48,9 @@ extension EmbeddedAuthority {
 
     /// Confirms a verification code (see `Authority.confirmContactVerification`).
     public func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
     ) async throws(RainError) -> AccountInfo {
-        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+        let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let accountID = access.account.id
         let now = clock.now
         // A login challenge, or one sent for another device or account, is not this verification.
@@ -90,7 +92,7 @@ extension EmbeddedAuthority {
                 ])
         }
         // Read again so the answer lists the new contact.
-        return try await accountInfo(try await liveAccess(appID: appID, accessToken: accessToken))
+        return try await accountInfo(try await liveAccess(appID: appID, accessToken: accessToken, proof: proof))
     }
 
     /// RAIN_302 for a contact another account owns.

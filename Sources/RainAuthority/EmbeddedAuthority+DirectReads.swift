@@ -20,17 +20,22 @@ struct EmbeddedDirectReads: DirectAuthorityReads {
     let keys: AuthorityKeys
     let clock: any RainClock
 
-    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
-    {
-        live(accessToken, completion) { hash, found in
+    func accountInfo(
+        appID: String, accessToken: String, proof: DeviceProof,
+        completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void
+    ) {
+        live(accessToken, proof, completion) { hash, found in
             reader.accountAccessWithPasskeys(appID: appID, accessHash: hash) { found($0.map { $0.map { ($0.access, $0) } }) }
         } answer: { (found) throws(RainError) in
             try EmbeddedAuthority.accountInfo(found.access, passkeys: found.passkeys)
         }
     }
 
-    func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void) {
-        live(accessToken, completion) { hash, found in
+    func wallet(
+        appID: String, accessToken: String, proof: DeviceProof,
+        completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void
+    ) {
+        live(accessToken, proof, completion) { hash, found in
             reader.accountAccessWithWallet(appID: appID, accessHash: hash) { found($0.map { $0.map { ($0.access, $0) } }) }
         } answer: { (found) throws(RainError) in
             guard let stored = found.wallet else { throw EmbeddedAuthority.noWallet() }
@@ -42,14 +47,20 @@ struct EmbeddedDirectReads: DirectAuthorityReads {
     }
 
     /// Looks the token's session up with `lookup` (which hands over the session with the rest of
-    /// its row), refuses it unless it is live (RAIN_201 like the async API), and completes with
-    /// what `answer` makes of the row.
+    /// its row), refuses it unless it is live (RAIN_201 like the async API) and bound to a key in
+    /// `proof`, and completes with what `answer` makes of the row. A session bound to another key
+    /// fails here without the revocation, which is a write: the caller's retry through the async
+    /// API revokes it.
     private func live<Row: Sendable, Info: Sendable>(
-        _ accessToken: String, _ completion: @escaping @Sendable (Result<Info, RainError>) -> Void,
+        _ accessToken: String, _ proof: DeviceProof, _ completion: @escaping @Sendable (Result<Info, RainError>) -> Void,
         lookup: ([UInt8], @escaping @Sendable (Result<(AccountAccess, Row)?, RainError>) -> Void) -> Void,
         answer: @escaping @Sendable (Row) throws(RainError) -> Info
     ) {
         let now = clock.now
+        guard !proof.isEmpty else {
+            completion(.failure(DeviceBinding.proofRequired()))
+            return
+        }
         lookup(keys.tokenHash(accessToken)) { result in
             completion(
                 Result { () throws(RainError) -> Info in
@@ -57,6 +68,13 @@ struct EmbeddedDirectReads: DirectAuthorityReads {
                         throw EmbeddedAuthority.sessionError(EmbeddedAuthority.RefreshRefusal.invalidToken)
                     }
                     try EmbeddedAuthority.requireLive(access, now: now)
+                    switch EmbeddedAuthority.binding(of: access.session, proof: proof) {
+                    case .bound: break
+                    case .unbound: throw EmbeddedAuthority.sessionError(EmbeddedAuthority.RefreshRefusal.deviceUnbound)
+                    case .unproven: throw DeviceBinding.proofRequired()
+                    case .otherKey:
+                        throw RainError(.sessionExpired, "another device key", details: .init(reason: "device_key_mismatch"))
+                    }
                     return try answer(row)
                 })
         }

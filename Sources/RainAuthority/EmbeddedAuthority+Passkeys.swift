@@ -14,7 +14,9 @@ import RainWire
 /// verification, a replay and a cancel all leave it used.
 extension EmbeddedAuthority {
     /// Starts a registration (see `Authority.beginPasskeyRegistration`).
-    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
+        -> PasskeyCeremony
+    {
         try requireServed(request.appID)
         try Self.requireCeremonyInput(request)
         var accountID: String?
@@ -22,7 +24,7 @@ extension EmbeddedAuthority {
         var name = "RainWallet account"
         var exclude: [[UInt8]] = []
         if let token = request.accessToken {
-            let access = try await liveAccess(appID: request.appID, accessToken: token)
+            let access = try await liveAccess(appID: request.appID, accessToken: token, proof: proof)
             accountID = access.account.id
             let existing = try await store.passkeyCredentials(accountID: access.account.id)
             // One user handle per account, so an authenticator replaces rather than duplicates.
@@ -191,13 +193,13 @@ extension EmbeddedAuthority {
     }
 
     /// A new session's hashes and tokens.
-    private func newSession(deviceKey: Ed25519PublicKey?, now: Date) throws(RainError) -> (NewSession, SessionTokens) {
+    private func newSession(deviceKey: DevicePublicKey?, now: Date) throws(RainError) -> (NewSession, SessionTokens) {
         let accessToken = "rwa_" + (try SecureRandom.token())
         let refreshToken = "rwr_" + (try SecureRandom.token())
         let session = NewSession(
             id: try SecureRandom.identifier(prefix: "ses"), accessHash: keys.tokenHash(accessToken),
             refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime),
-            devicePublicKey: deviceKey?.rawRepresentation)
+            devicePublicKey: deviceKey?.wireBytes)
         return (
             session,
             SessionTokens(accessToken: accessToken, refreshToken: refreshToken, accessLifetime: settings.accessTokenLifetime)

@@ -16,11 +16,13 @@ import RainWire
 /// its wallet; every login revokes the account's sessions on other devices. Codes and tokens are
 /// never logged.
 ///
-/// Sessions (issue 3): a session is bound at login to the device's Ed25519 public key. Each
-/// refresh, signed by that key, rotates both tokens to a pair derived from the old refresh token
-/// (`AuthorityKeys.rotatedTokens(from:)`), so a repeat within `AuthoritySettings.refreshGraceWindow`
-/// gets the same pair; the old access token stops working at once. Any other reuse of a rotated
-/// token, and any refresh without a valid signature, revokes the whole session.
+/// Sessions (issues 3 and 14): a session is bound at login to the device's public key (Ed25519, or
+/// P-256 from a TPM). Every call with one of its tokens must come with a `DeviceProof` of that key
+/// (the keys its connection proved, or the device's own keys in-process); no proof is RAIN_501 and
+/// changes nothing, a proof by another key revokes the whole session. Each refresh rotates both
+/// tokens to a pair derived from the old refresh token (`AuthorityKeys.rotatedTokens(from:)`), so a
+/// repeat within `AuthoritySettings.refreshGraceWindow` gets the same pair; the old access token
+/// stops working at once. Any other reuse of a rotated token revokes the whole session.
 public final class EmbeddedAuthority: Authority {
     /// Where data lives.
     package let store: any AuthorityStore
@@ -227,7 +229,7 @@ public final class EmbeddedAuthority: Authority {
                 session: NewSession(
                     id: try SecureRandom.identifier(prefix: "ses"), accessHash: keys.tokenHash(accessToken),
                     refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime),
-                    devicePublicKey: deviceKey?.rawRepresentation),
+                    devicePublicKey: deviceKey?.wireBytes),
                 now: now))
 
         switch outcome {
@@ -344,15 +346,17 @@ public final class EmbeddedAuthority: Authority {
     /// - Throws: RAIN_201 with `details.reason` `refresh_rejected`, `refresh_token_reused`,
     ///   `device_unbound`, `revoked_elsewhere`, `revoked` or `refresh_expired`; RAIN_502 when the
     ///   store fails.
-    public func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
+    public func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
         try requireServed(request.appID)
+        // No proof changes nothing: the device could not prove (a TPM, a keyring), which is no theft.
+        guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let now = clock.now
         let keys = self.keys
         let settings = self.settings
         let verdict = try await store.refreshSession(
             appID: request.appID, refreshHash: keys.tokenHash(request.refreshToken), now: now
         ) { candidate in
-            Self.decideRefresh(candidate, request: request, now: now, keys: keys, settings: settings)
+            Self.decideRefresh(candidate, request: request, proof: proof, now: now, keys: keys, settings: settings)
         }
         switch verdict.outcome {
         case .rotated(let tokens, let generation):
@@ -365,6 +369,8 @@ public final class EmbeddedAuthority: Authority {
                 "session.refresh_repeated",
                 ["app": request.appID, "session": verdict.sessionID ?? "", "generation": String(generation)])
             return tokens
+        case .unproven:
+            throw DeviceBinding.proofRequired()
         case .refused(let reason, let revoked):
             if let revoked {
                 logger.warning(
@@ -392,6 +398,8 @@ public final class EmbeddedAuthority: Authority {
             /// Refused with this RAIN_201 reason; `revoked` is the revocation reason when the
             /// refusal also revoked the family.
             case refused(reason: String, revoked: String?)
+            /// Refused with RAIN_501 `device_proof_required`: nothing proven, nothing changed.
+            case unproven
         }
         var outcome: Outcome
         var sessionID: String?
@@ -400,7 +408,7 @@ public final class EmbeddedAuthority: Authority {
     /// The refresh rules, as a pure function of what the store found (no I/O: it runs while the
     /// store holds its write lock).
     static func decideRefresh(
-        _ candidate: RefreshCandidate?, request: RefreshRequest, now: Date, keys: AuthorityKeys,
+        _ candidate: RefreshCandidate?, request: RefreshRequest, proof: DeviceProof, now: Date, keys: AuthorityKeys,
         settings: AuthoritySettings
     ) -> (change: SessionRefreshChange, verdict: RefreshVerdict) {
         func refuse(_ reason: String, sessionID: String?) -> (SessionRefreshChange, RefreshVerdict) {
@@ -420,25 +428,21 @@ public final class EmbeddedAuthority: Authority {
         if session.revokedAt != nil {
             return refuse(RefreshRefusal.reason(forRevoked: session.revokeReason), sessionID: session.id)
         }
-        guard let keyBytes = session.devicePublicKey else {
+        // The device binding (the connection's proof): no device clock is involved. A proof by
+        // another key means the token was copied: the family is burned whichever generation was
+        // presented. No proof changes nothing.
+        switch binding(of: session, proof: proof) {
+        case .unbound:
             return refuse(RefreshRefusal.deviceUnbound, sessionID: session.id)
-        }
-
-        // Proof of possession of the device key: without it the token is presumed copied, and the
-        // family is burned whichever generation was presented.
-        // The skew is checked in floating point before the timestamp is turned into milliseconds
-        // for the message, so an absurd timestamp is refused rather than overflowing.
-        let isFresh = abs(request.timestamp.timeIntervalSince(now)) <= settings.refreshSignatureSkew.timeInterval
-        func isSigned() -> Bool {
-            let message = RefreshRequest.signedMessage(
-                appID: request.appID, deviceID: request.deviceID, refreshToken: request.refreshToken,
-                timestamp: request.timestamp)
-            guard let key = try? Ed25519PublicKey(rawRepresentation: keyBytes) else { return false }
-            return key.isValidSignature(request.signature, for: message)
-        }
-        guard request.deviceID == session.deviceID, isFresh, isSigned() else {
+        case .unproven:
+            return (.none, RefreshVerdict(outcome: .unproven, sessionID: session.id))
+        case .otherKey:
             return revoke(SessionRevokeReason.stolenToken, RefreshRefusal.rejected, sessionID: session.id)
+        case .bound:
+            break
         }
+        // The right key under another device id: a confused device, not a thief.
+        guard request.deviceID == session.deviceID else { return refuse(RefreshRefusal.rejected, sessionID: session.id) }
 
         if now >= session.refreshIssuedAt.adding(settings.refreshTokenLifetime) {
             return revoke(SessionRevokeReason.refreshExpired, RefreshRefusal.expired, sessionID: session.id)
@@ -538,13 +542,17 @@ public final class EmbeddedAuthority: Authority {
     /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked` or
     ///   `access_expired` (a revoked session reports its revocation even once the token expired);
     ///   RAIN_502 when the store fails.
-    public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+    public func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError)
+        -> AccountInfo
+    {
         try requireServed(appID)
+        guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let now = clock.now
         // One trip to the store: the session and the passkeys together (the hottest authority read).
         guard let found = try await store.accountAccessWithPasskeys(appID: appID, accessHash: keys.tokenHash(accessToken))
         else { throw Self.sessionError(RefreshRefusal.invalidToken) }
         try Self.requireLive(found.access, now: now)
+        try await requireBinding(found.access.session, proof: proof)
         return try Self.accountInfo(found.access, passkeys: found.passkeys)
     }
 
@@ -571,17 +579,65 @@ public final class EmbeddedAuthority: Authority {
             contacts: access.contacts, needsBackupEmail: !AccountInfo.hasEmail(access.contacts), passkeys: passkeys)
     }
 
-    /// The session behind a live access token, with its account.
-    /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked` or
-    ///   `access_expired`; RAIN_502 when the store fails.
-    func liveAccess(appID: String, accessToken: String) async throws(RainError) -> AccountAccess {
+    /// The session behind a live access token, with its account, used by a caller that proved the
+    /// session's device key.
+    /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked`,
+    ///   `access_expired`, `device_unbound` or `refresh_rejected` (another key: the session is now
+    ///   revoked); RAIN_501 `device_proof_required`; RAIN_502 when the store fails.
+    func liveAccess(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountAccess {
         try requireServed(appID)
+        guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let now = clock.now
         guard let access = try await store.accountAccess(appID: appID, accessHash: keys.tokenHash(accessToken)) else {
             throw Self.sessionError(RefreshRefusal.invalidToken)
         }
         try Self.requireLive(access, now: now)
+        try await requireBinding(access.session, proof: proof)
         return access
+    }
+
+    /// How a session relates to a caller's proof.
+    enum DeviceBindingCheck: Equatable {
+        /// A proven key is the session's device key or its pending one.
+        case bound
+        /// The session has no device key (issued unbound, or before schema version 2).
+        case unbound
+        /// The caller proved no key.
+        case unproven
+        /// The caller proved other keys only: the token was copied.
+        case otherKey
+    }
+
+    /// Compares the session's keys (wire bytes: Ed25519 or P-256) with the proven ones.
+    static func binding(of session: SessionRecord, proof: DeviceProof) -> DeviceBindingCheck {
+        guard let key = session.devicePublicKey else { return .unbound }
+        if proof.isEmpty { return .unproven }
+        if proof.contains(wireBytes: key) { return .bound }
+        if let pending = session.pendingDevicePublicKey, proof.contains(wireBytes: pending) { return .bound }
+        return .otherKey
+    }
+
+    /// Throws unless `proof` holds the session's key: RAIN_501 without a proof (nothing changes),
+    /// RAIN_201 `device_unbound` for a session without a key, and for a proof by another key
+    /// RAIN_201 `refresh_rejected` after revoking the session family (`stolen_token`).
+    func requireBinding(_ session: SessionRecord, proof: DeviceProof) async throws(RainError) {
+        switch Self.binding(of: session, proof: proof) {
+        case .bound:
+            return
+        case .unproven:
+            throw DeviceBinding.proofRequired()
+        case .unbound:
+            throw Self.sessionError(RefreshRefusal.deviceUnbound)
+        case .otherKey:
+            try await store.revokeSession(id: session.id, reason: SessionRevokeReason.stolenToken, now: clock.now)
+            logger.warning(
+                "session.family_revoked",
+                [
+                    "app": session.appID, "session": session.id, "device": session.deviceID,
+                    "reason": SessionRevokeReason.stolenToken,
+                ])
+            throw Self.sessionError(RefreshRefusal.rejected)
+        }
     }
 
     /// Throws RAIN_201 unless the session behind `access` is unrevoked and its access token unexpired.
@@ -606,13 +662,15 @@ public final class EmbeddedAuthority: Authority {
     /// The wallet behind a live access token (see `Authority.wallet`).
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt.
-    public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+    public func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
         try requireServed(appID)
+        guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let now = clock.now
         // One trip to the store: the session and the wallet together.
         guard let found = try await store.accountAccessWithWallet(appID: appID, accessHash: keys.tokenHash(accessToken))
         else { throw Self.sessionError(RefreshRefusal.invalidToken) }
         try Self.requireLive(found.access, now: now)
+        try await requireBinding(found.access.session, proof: proof)
         guard let stored = found.wallet else { throw Self.noWallet() }
         return try Self.walletInfo(stored.hasAllKeys ? stored : try await completeKeys(stored))
     }
@@ -630,8 +688,10 @@ public final class EmbeddedAuthority: Authority {
     /// export happened, never what it returned.
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt (another master key).
-    public func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets {
-        let access = try await liveAccess(appID: appID, accessToken: accessToken)
+    public func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError)
+        -> WalletSecrets
+    {
+        let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let wallet = try await completedWallet(accountID: access.account.id)
         let derived = try WalletKeys.derive(entropy: try openEntropy(wallet))
         logger.info("wallet.exported", ["app": appID, "account": access.account.id, "wallet": wallet.id])
@@ -735,10 +795,12 @@ public final class EmbeddedAuthority: Authority {
     // MARK: - Sessions, outbox, maintenance
 
     /// Revokes the session holding `refreshToken` as its current or previous refresh token (reason
-    /// `logout`); unknown tokens succeed.
-    /// - Throws: RAIN_502 when the store fails.
-    public func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
+    /// `logout`); unknown tokens succeed. A proof by another key than the session's revokes it
+    /// too: either way the session ends, so the key is not looked up.
+    /// - Throws: RAIN_501 `device_proof_required` without a proof; RAIN_502 when the store fails.
+    public func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
         try requireServed(appID)
+        guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let revoked = try await store.revokeSession(
             appID: appID, refreshHash: keys.tokenHash(refreshToken), reason: SessionRevokeReason.logout, now: clock.now)
         if revoked { logger.info("session.logout", ["app": appID]) }
@@ -794,15 +856,39 @@ public final class EmbeddedAuthority: Authority {
     }
 
     /// The device key of a login: nil for an empty one (an unbound session), RAIN_102 (field
-    /// `devicePublicKey`) for anything but a raw 32-byte Ed25519 public key.
-    static func deviceKey(_ bytes: [UInt8]) throws(RainError) -> Ed25519PublicKey? {
+    /// `devicePublicKey`) for anything but a raw 32-byte Ed25519 key or a 65-byte uncompressed
+    /// P-256 point (`DevicePublicKey(wireBytes:)`).
+    static func deviceKey(_ bytes: [UInt8]) throws(RainError) -> DevicePublicKey? {
         guard !bytes.isEmpty else { return nil }
-        do {
-            return try Ed25519PublicKey(rawRepresentation: bytes)
-        } catch {
-            throw RainError.invalid(
-                "devicePublicKey must be a raw 32-byte Ed25519 public key", field: "devicePublicKey")
+        return try DevicePublicKey(wireBytes: bytes)
+    }
+
+    // MARK: - Device key moves
+
+    /// Step 1 of a device key move (see `Authority.rebindDevice`): the device's live sessions bound
+    /// to a proven key also accept `newKey`. Idempotent.
+    /// - Throws: RAIN_501 `device_proof_required` when `proof` lacks `newKey` or holds no other
+    ///   key, or is another device's; RAIN_502 when the store fails.
+    public func rebindDevice(deviceID: String, newKey: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+        try Self.requireIdentifier(deviceID, field: "deviceId")
+        let current = proof.keys.filter { $0 != newKey }
+        guard proof.deviceID == deviceID, proof.contains(newKey), !current.isEmpty else {
+            throw DeviceBinding.proofRequired()
         }
+        let changed = try await store.rebindDevice(
+            deviceID: deviceID, currentKeys: current.map(\.wireBytes), newKey: newKey.wireBytes)
+        logger.info("device.rebind", ["device": deviceID, "key": newKey.keyID, "sessions": String(changed)])
+    }
+
+    /// Step 2 (see `Authority.confirmDeviceKey`): the device's sessions pending `key` are bound to
+    /// it alone. Idempotent.
+    /// - Throws: RAIN_501 `device_proof_required` when `proof` lacks `key` or is another device's;
+    ///   RAIN_502 when the store fails.
+    public func confirmDeviceKey(deviceID: String, key: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+        try Self.requireIdentifier(deviceID, field: "deviceId")
+        guard proof.deviceID == deviceID, proof.contains(key) else { throw DeviceBinding.proofRequired() }
+        let changed = try await store.confirmDeviceKey(deviceID: deviceID, key: key.wireBytes)
+        logger.info("device.key_confirmed", ["device": deviceID, "key": key.keyID, "sessions": String(changed)])
     }
 
     /// RAIN_102 (field `appId`, reason `app_not_served`) for an app id outside

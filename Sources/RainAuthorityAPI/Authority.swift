@@ -25,47 +25,57 @@ public protocol Authority: Sendable {
     ///   `devicePublicKey`) for a device key that is not a raw 32-byte Ed25519 public key.
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult
 
-    /// Rotates a session's tokens: the device presents its refresh token, signed with the device key
-    /// the session is bound to, and gets a new access token and a new single-use refresh token.
+    /// Rotates a session's tokens: the device presents its refresh token, on a connection where it
+    /// proved the device key the session is bound to (`proof`), and gets a new access token and a
+    /// new single-use refresh token. No device clock is involved.
     ///
-    /// Rules (DESIGN §4, §5):
-    /// - The request must carry a valid Ed25519 signature over `RefreshRequest.signedMessage` by the
-    ///   session's device key, from the session's device id, with a timestamp within
-    ///   `AuthoritySettings.refreshSignatureSkew` of the authority's clock. Otherwise the session
-    ///   family is revoked: a refresh token copied without the device key is useless and burns the
-    ///   session.
+    /// Rules (DESIGN §4, §5; issue 14):
+    /// - The device binding of every call with a token (see `accountInfo`): no proof is RAIN_501
+    ///   `device_proof_required` and changes nothing; a proof by another key than the session's
+    ///   (or its pending one) revokes the session family: a refresh token copied without the device
+    ///   key is useless and burns the session.
     /// - Refresh tokens are single use. Presenting the token rotated out at the last refresh again
     ///   within `AuthoritySettings.refreshGraceWindow` (a retry after a lost reply, or a concurrent
     ///   duplicate) returns the same new pair and rotates nothing; any other reuse revokes the family.
     /// - A session lives `AuthoritySettings.refreshTokenLifetime` from its last rotation (from the
     ///   login when it was never rotated).
-    /// - Throws: RAIN_201 with `details.reason`: `refresh_rejected` (unknown token, missing or bad
-    ///   signature, wrong device id, stale timestamp), `refresh_token_reused`, `device_unbound` (a
-    ///   session issued without a device key), `revoked_elsewhere` (the account logged in on another
-    ///   device), `revoked` (logout, or a newer login on this device), `refresh_expired`. RAIN_502
-    ///   when the store fails.
-    func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens
+    /// - Throws: RAIN_201 with `details.reason`: `refresh_rejected` (unknown token, another device
+    ///   id, a proof by another key), `refresh_token_reused`, `device_unbound` (a session issued
+    ///   without a device key), `revoked_elsewhere` (the account logged in on another device),
+    ///   `revoked` (logout, or a newer login on this device), `refresh_expired`. RAIN_501
+    ///   `device_proof_required` without a proof. RAIN_502 when the store fails.
+    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens
 
     /// The account behind a live access token, with its wallet id and contacts.
+    ///
+    /// Device binding (issue 14), the same for every call that carries an access or refresh token:
+    /// the token's session must be bound to a key in `proof` (its device key, or the pending key of
+    /// a key move). An empty `proof` is RAIN_501 `device_proof_required` and never ends the session
+    /// (the device failed to prove: a TPM, a keyring, a network fault). A proof by other keys only
+    /// is theft: the session family is revoked (`stolen_token`) and the call is RAIN_201
+    /// `refresh_rejected`. A session without a device key is RAIN_201 `device_unbound`.
     /// - Throws: RAIN_201 with `details.reason`: `invalid_token` (unknown, or rotated away by a
-    ///   refresh), `access_expired`, `revoked_elsewhere`, `revoked`. RAIN_502 when the store fails.
-    func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo
+    ///   refresh), `access_expired`, `revoked_elsewhere`, `revoked`, `refresh_rejected`,
+    ///   `device_unbound`; RAIN_501 `device_proof_required`. RAIN_502 when the store fails.
+    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo
 
     /// The wallet of the account behind a live access token: its id, creation time and addresses.
     /// A wallet still missing a key is completed first.
     /// - Throws: RAIN_201 like `accountInfo` for a bad, expired or revoked token; RAIN_404 when the
     ///   account has no wallet; RAIN_502 when the store fails or the entropy does not decrypt.
-    func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo
+    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo
 
     /// The wallet's secrets: decrypts its entropy and derives the recovery phrase and both private
     /// keys. Never logged. The device decides whether the profile may export (DESIGN §3).
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt (another master key).
-    func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets
+    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets
 
     /// Revokes the session that holds `refreshToken` (logout). Unknown or already revoked tokens
     /// succeed silently.
-    func revokeSession(appID: String, refreshToken: String) async throws(RainError)
+    /// - Throws: RAIN_501 `device_proof_required` without a proof (the device binding of
+    ///   `accountInfo`; a proof by another key revokes the session as well, and succeeds).
+    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError)
 
     /// Starts a passkey registration: a sign-up (`accessToken` nil: a new account on finish) or
     /// an added passkey (the live session's account). The challenge (32 random bytes) is stored,
@@ -73,8 +83,9 @@ public protocol Authority: Sendable {
     /// `AuthoritySettings.passkeyCeremonyLifetime`.
     /// - Returns: the ceremony id and a W3C `PublicKeyCredentialCreationOptionsJSON`.
     /// - Throws: RAIN_102 for an empty rpId or no origin; RAIN_201 like `accountInfo` for a bad
-    ///   access token; RAIN_502 when the store fails.
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony
+    ///   access token, and the device binding of `accountInfo` with one; RAIN_502 when the store fails.
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
+        -> PasskeyCeremony
 
     /// Finishes a registration: verifies the `RegistrationResponseJSON` (WebAuthn §7.1) and
     /// stores the credential with its rpId. A sign-up creates a new account and wallet and a
@@ -110,8 +121,9 @@ public protocol Authority: Sendable {
     /// - Throws: RAIN_102 for a contact that is not normalized; RAIN_201 like `accountInfo`;
     ///   RAIN_302 (`details.reason` `contact_owned_by_another_account`) when another account of the
     ///   app owns the contact; RAIN_501 when the code sender fails; RAIN_502 when the store fails.
-    func sendContactVerificationCode(appID: String, deviceID: String, accessToken: String, contact: RainWalletContact)
-        async throws(RainError) -> SendCodeResult
+    func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
+    ) async throws(RainError) -> SendCodeResult
 
     /// `sendLoginCode` for a caller the server identified: the send counts against `source`
     /// (`CodeSendLimits.sourceMaxSends`). `AuthorityService` passes the source address of the
@@ -124,7 +136,8 @@ public protocol Authority: Sendable {
     /// `sendLoginCode(_:source:)`).
     /// - Throws: as `sendContactVerificationCode`.
     func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, source: SendSource
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof,
+        source: SendSource
     ) async throws(RainError) -> SendCodeResult
 
     /// Confirms a contact verification: on the right code, attaches the contact to the account,
@@ -137,7 +150,7 @@ public protocol Authority: Sendable {
     ///   unknown challenge, a login challenge, or one of another device or account; RAIN_201 like
     ///   `accountInfo`; RAIN_302 `contact_owned_by_another_account`; RAIN_502 when the store fails.
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
     ) async throws(RainError) -> AccountInfo
 
     /// Step 1 of moving a device to a new key (`storage migrate`): every live session of `deviceID`
@@ -185,6 +198,15 @@ public struct DeviceProof: Sendable, Equatable {
 
     /// Whether `key` is among the proven keys.
     public func contains(_ key: DevicePublicKey) -> Bool { keys.contains(key) }
+
+    /// Whether a key with these wire bytes (a session's `device_public_key`) is among the proven keys.
+    public func contains(wireBytes: [UInt8]) -> Bool { keys.contains { $0.wireBytes == wireBytes } }
+
+    /// No proof: what a connection that proved nothing carries.
+    public static func none(deviceID: String = "") -> DeviceProof { DeviceProof(deviceID: deviceID, keys: []) }
+
+    /// Whether nothing was proven.
+    public var isEmpty: Bool { keys.isEmpty }
 }
 
 extension Authority {
@@ -211,11 +233,16 @@ extension Authority {
 /// (a wallet whose keys still need completing), so a caller retries any failure through the async
 /// API, which gives the definitive answer. `completion` must not block.
 public protocol DirectAuthorityReads: Sendable {
-    /// The account behind a live access token, as `Authority.accountInfo` returns it.
-    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
+    /// The account behind a live access token, as `Authority.accountInfo` returns it (a session
+    /// bound to another key than the proven ones fails here: the async API revokes it).
+    func accountInfo(
+        appID: String, accessToken: String, proof: DeviceProof,
+        completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
 
     /// The wallet behind a live access token, as `Authority.wallet` returns it.
-    func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void)
+    func wallet(
+        appID: String, accessToken: String, proof: DeviceProof,
+        completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void)
 }
 
 extension Authority {
@@ -228,40 +255,17 @@ extension Authority {
 
     /// Forwards without the source: the authority that finally sends counts its own caller.
     public func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, source: SendSource
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof,
+        source: SendSource
     ) async throws(RainError) -> SendCodeResult {
         try await sendContactVerificationCode(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact)
+            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
     }
 }
 
 // The value types the API takes and returns (`SendCodeRequest`, `LoginResult`, `AccountInfo`,
 // `WalletInfo`, `WalletSecrets`, `PasskeyBeginRequest`, …) are RainWire's authority messages: what
 // `Authority` returns is exactly what `AuthorityService` sends and `RemoteAuthority` decodes.
-
-extension RefreshRequest {
-    /// The bytes the device signs: the UTF-8 of
-    /// `"rain.refresh.v1\n<appID>\n<deviceID>\n<base64url(SHA-256(refreshToken))>\n<timestamp in Unix ms>"`.
-    ///
-    /// The token's hash is signed rather than the token, so a signature never carries it.
-    public static func signedMessage(appID: String, deviceID: String, refreshToken: String, timestamp: Date)
-        -> [UInt8]
-    {
-        let tokenHash = Base64URL.encode(SHA256.hash(Array(refreshToken.utf8)))
-        return Array("rain.refresh.v1\n\(appID)\n\(deviceID)\n\(tokenHash)\n\(timestamp.unixMilliseconds)".utf8)
-    }
-
-    /// A request signed with the device key.
-    /// - Throws: RAIN_502 when signing fails.
-    public static func signed(
-        appID: String, deviceID: String, refreshToken: String, timestamp: Date, deviceKey: Ed25519PrivateKey
-    ) throws(RainError) -> RefreshRequest {
-        let message = signedMessage(appID: appID, deviceID: deviceID, refreshToken: refreshToken, timestamp: timestamp)
-        return RefreshRequest(
-            appID: appID, deviceID: deviceID, refreshToken: refreshToken, timestamp: timestamp,
-            signature: try deviceKey.signature(for: message))
-    }
-}
 
 /// What proves a device to the authority: its id and the keys it holds. `RemoteAuthority` proves
 /// possession of each key once per connection; the embedded authority takes them in-process.

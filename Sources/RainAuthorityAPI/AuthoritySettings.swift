@@ -9,7 +9,7 @@ public struct AuthoritySettings: Sendable, Equatable {
     /// Whether `listOutbox` is served.
     public var isDevOutboxEnabled: Bool
     /// The refresh grace window (10 s by default): for this long after a rotation, presenting the
-    /// refresh token it replaced, correctly signed, returns the same new pair again instead of
+    /// refresh token it replaced, from the session's device, returns the same new pair again instead of
     /// counting as reuse. It covers a device retrying after a lost reply and concurrent duplicates;
     /// it is the only reuse that does not revoke the session family. Measured on the authority's
     /// clock from the rotation; only the one generation just rotated out is covered.
@@ -18,9 +18,6 @@ public struct AuthoritySettings: Sendable, Equatable {
     /// (from the login when it was never refreshed): a device that keeps refreshing keeps its
     /// session; one that stays away longer must log in again (RAIN_201 `refresh_expired`).
     public var refreshTokenLifetime: Duration
-    /// How far a refresh signature's timestamp may be from the authority's clock, either way
-    /// (120 s by default). A signature outside it is refused like a bad one.
-    public var refreshSignatureSkew: Duration
     /// How long a passkey ceremony's challenge is accepted (5 minutes by default).
     public var passkeyCeremonyLifetime: Duration
     /// The code send limits (DESIGN §6: 30 s cooldown and 5 per 15 minutes per contact, 10 per
@@ -41,7 +38,7 @@ public struct AuthoritySettings: Sendable, Equatable {
         codeLifetime: Duration = .seconds(300), maxWrongAttempts: Int = 3, maxActiveCodesPerAccount: Int = 3,
         accessTokenLifetime: Duration = .seconds(900), isDevOutboxEnabled: Bool = true,
         refreshGraceWindow: Duration = .seconds(10), refreshTokenLifetime: Duration = .seconds(30 * 86_400),
-        refreshSignatureSkew: Duration = .seconds(120), passkeyCeremonyLifetime: Duration = .seconds(300),
+        passkeyCeremonyLifetime: Duration = .seconds(300),
         sendLimits: CodeSendLimits = CodeSendLimits(), pruneInterval: Duration = .seconds(600),
         pruneRetention: Duration = .seconds(86_400), servedAppIDs: Set<String>? = nil
     ) {
@@ -56,7 +53,6 @@ public struct AuthoritySettings: Sendable, Equatable {
         self.isDevOutboxEnabled = isDevOutboxEnabled
         self.refreshGraceWindow = refreshGraceWindow
         self.refreshTokenLifetime = refreshTokenLifetime
-        self.refreshSignatureSkew = refreshSignatureSkew
         self.passkeyCeremonyLifetime = passkeyCeremonyLifetime
     }
 

@@ -30,6 +30,15 @@ import Synchronization
 ///
 /// Codes and tokens travel only in payloads; no message or log line here contains one.
 ///
+/// Device binding (issue 14): with a `DeviceKeyHolder`, every new connection proves each of the
+/// holder's keys (`Authority/BeginDeviceProof`, then `Authority/ProveDevice` per key, signed on
+/// `connectQueue`, never on the concurrency pool: a TPM signs in tens of milliseconds) before its
+/// first call that carries a token; calls on that connection then need no signature. A key added
+/// later (a key move) is proven on the open connection before the next such call. The `proof`
+/// arguments of the `Authority` methods are not sent: what counts is what the connection proved.
+/// A proof the device cannot make (TPM, keyring) is RAIN_501 `device_proof_failed`, never an end
+/// of the session.
+///
 /// Using it in the device daemon (`--authority HOST:PORT`):
 /// ```swift
 /// let authority = try RemoteAuthority(address: flag, clock: clock, logger: logger.child("authority"))
@@ -45,14 +54,25 @@ public final class RemoteAuthority: Authority {
     /// How long a call may wait for its answer.
     public let callTimeout: Duration
 
+    /// The keys proven on one connection, and the proof in flight.
+    private struct ConnectionProof {
+        let connection: ClientConnection
+        var proven: [DevicePublicKey] = []
+        var inFlight: Task<Void, any Error>?
+    }
+
     private struct State {
         var connection: ClientConnection?
         var isClosed = false
+        var proof: ConnectionProof?
     }
 
     private let state = Mutex(State())
     private let clock: any RainClock
     private let logger: Logger
+    /// The device whose keys each connection proves; nil proves nothing (calls with a token are
+    /// then refused by the authority with RAIN_501 `device_proof_required`).
+    private let device: (any DeviceKeyHolder)?
     /// Connecting blocks (up to `connectTimeout`): it runs here, never on the concurrency pool, and
     /// one at a time, so callers racing after a drop share one new connection.
     private let connectQueue = DispatchQueue(label: "rainwallet.remote-authority.connect")
@@ -70,21 +90,24 @@ public final class RemoteAuthority: Authority {
     ///   - logger: connection changes only.
     /// - Throws: RAIN_102 (field `authority`) for a malformed address, port 0, or, without `tls`, a
     ///   non-loopback address (reason `non_loopback`: it needs TLS).
+    ///   - device: the device whose keys every connection proves before its first call with a token.
     public convenience init(
-        address: String, tls: TLSContext? = nil, connectTimeout: Duration = .seconds(5),
-        callTimeout: Duration = .seconds(30), clock: any RainClock = SystemClock(), logger: Logger
+        address: String, tls: TLSContext? = nil, device: (any DeviceKeyHolder)? = nil,
+        connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
+        clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         try self.init(
             address: TCPAddress(parsing: address, field: "authority", allowsNonLoopback: tls != nil), tls: tls,
-            connectTimeout: connectTimeout, callTimeout: callTimeout, clock: clock, logger: logger)
+            device: device, connectTimeout: connectTimeout, callTimeout: callTimeout, clock: clock, logger: logger)
     }
 
     /// A client for the authority at `address`. Does not connect yet.
     /// - Throws: RAIN_102 (field `authority`) for port 0, or for a non-loopback address without
     ///   `tls` (reason `non_loopback`).
     public init(
-        address: TCPAddress, tls: TLSContext? = nil, connectTimeout: Duration = .seconds(5),
-        callTimeout: Duration = .seconds(30), clock: any RainClock = SystemClock(), logger: Logger
+        address: TCPAddress, tls: TLSContext? = nil, device: (any DeviceKeyHolder)? = nil,
+        connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
+        clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         guard address.port != 0 else {
             throw RainError.invalid(
@@ -101,6 +124,7 @@ public final class RemoteAuthority: Authority {
         }
         self.address = address
         self.tls = tls
+        self.device = device
         self.connectTimeout = connectTimeout
         self.callTimeout = callTimeout
         self.clock = clock
@@ -149,17 +173,21 @@ public final class RemoteAuthority: Authority {
     /// Rotates a session's tokens (see `Authority.refreshSession`).
     /// - Throws: the authority's errors (RAIN_201 with its reason, …); RAIN_301 when it cannot be
     ///   reached or does not answer in time (safe to retry within the refresh grace window).
-    public func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
-        try await call(AuthorityMethod.refreshSession, request, as: AuthorityRefreshSessionResponse.self).tokens
+    public func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
+        try await call(
+            AuthorityMethod.refreshSession, request, as: AuthorityRefreshSessionResponse.self, isProven: true
+        ).tokens
     }
 
     /// The account behind an access token (see `Authority.accountInfo`).
     /// - Throws: the authority's errors (RAIN_201 with its reason, …); RAIN_301 when it cannot be
     ///   reached.
-    public func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+    public func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError)
+        -> AccountInfo
+    {
         try await call(
             AuthorityMethod.accountInfo, AuthorityAccountInfoRequest(appID: appID, accessToken: accessToken),
-            as: AccountInfo.self)
+            as: AccountInfo.self, isProven: true)
     }
 
     /// Sends a contact verification code (see `Authority.sendContactVerificationCode`). Never
@@ -167,52 +195,73 @@ public final class RemoteAuthority: Authority {
     /// - Throws: the authority's errors (RAIN_201, RAIN_302 `contact_owned_by_another_account`, …);
     ///   RAIN_301 when it cannot be reached.
     public func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
     ) async throws(RainError) -> SendCodeResult {
         try await call(
             AuthorityMethod.sendContactVerificationCode,
             AuthoritySendContactVerificationRequest(
                 appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact),
-            as: SendCodeResult.self)
+            as: SendCodeResult.self, isProven: true)
     }
 
     /// Confirms a contact verification (see `Authority.confirmContactVerification`).
     /// - Throws: the authority's errors (RAIN_203 with its details, RAIN_302, …); RAIN_301 when it
     ///   cannot be reached.
     public func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
     ) async throws(RainError) -> AccountInfo {
         try await call(
             AuthorityMethod.confirmContactVerification,
             AuthorityConfirmContactVerificationRequest(
                 appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code),
-            as: AccountInfo.self)
+            as: AccountInfo.self, isProven: true)
     }
 
     /// The wallet behind an access token (see `Authority.wallet`).
     /// - Throws: the authority's errors (RAIN_201 with its reason, RAIN_404 without a wallet, …);
     ///   RAIN_301 when it cannot be reached.
-    public func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+    public func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
         try await call(
             AuthorityMethod.getWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
-            as: WalletInfo.self)
+            as: WalletInfo.self, isProven: true)
     }
 
     /// The wallet's secrets (see `Authority.exportWallet`). Never logged.
     /// - Throws: the authority's errors (RAIN_201 with its reason, RAIN_404 without a wallet, …);
     ///   RAIN_301 when it cannot be reached.
-    public func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets {
+    public func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError)
+        -> WalletSecrets
+    {
         try await call(
             AuthorityMethod.exportWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
-            as: WalletSecrets.self)
+            as: WalletSecrets.self, isProven: true)
     }
 
     /// Revokes a session (see `Authority.revokeSession`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
-    public func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
+    public func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
         _ = try await call(
             AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest(appID: appID, refreshToken: refreshToken),
-            as: AuthorityRevokeSessionResponse.self)
+            as: AuthorityRevokeSessionResponse.self, isProven: true)
+    }
+
+    /// Step 1 of a device key move (see `Authority.rebindDevice`): the connection proves the
+    /// holder's keys (the current one and `newKey`) first.
+    /// - Throws: the authority's errors (RAIN_501 `device_proof_required` when the holder lacks a
+    ///   key); RAIN_301 when it cannot be reached.
+    public func rebindDevice(deviceID: String, newKey: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+        _ = try await call(
+            AuthorityMethod.rebindDevice, AuthorityRebindDeviceRequest(deviceID: deviceID, newPublicKey: newKey.wireBytes),
+            as: AuthorityRebindDeviceResponse.self, isProven: true)
+    }
+
+    /// Step 2 (see `Authority.confirmDeviceKey`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
+    public func confirmDeviceKey(deviceID: String, key: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+        _ = try await call(
+            AuthorityMethod.confirmDeviceKey,
+            AuthorityConfirmDeviceKeyRequest(deviceID: deviceID, devicePublicKey: key.wireBytes),
+            as: AuthorityConfirmDeviceKeyResponse.self, isProven: true)
     }
 
     /// The development outbox (see `Authority.listOutbox`).
@@ -226,8 +275,12 @@ public final class RemoteAuthority: Authority {
 
     /// Starts a registration (see `Authority.beginPasskeyRegistration`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
-    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await call(AuthorityMethod.beginPasskeyRegistration, request, as: PasskeyCeremony.self)
+    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
+        -> PasskeyCeremony
+    {
+        try await call(
+            AuthorityMethod.beginPasskeyRegistration, request, as: PasskeyCeremony.self,
+            isProven: request.accessToken != nil)
     }
 
     /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
@@ -263,13 +316,21 @@ public final class RemoteAuthority: Authority {
 
     // MARK: - Calls
 
-    /// One call: encode, send on the (re)opened connection, await the answer within `callTimeout`,
-    /// decode, and refuse an answer that lacks what its type needs (RAIN_501).
+    /// One call: encode, send on the (re)opened connection (with `isProven`, one on which the
+    /// device proved its keys), await the answer within `callTimeout`, decode, and refuse an answer
+    /// that lacks what its type needs (RAIN_501).
     private func call<Response: AuthorityAnswer>(
-        _ method: String, _ request: some WireMessage, as: Response.Type
+        _ method: String, _ request: some WireMessage, as: Response.Type, isProven: Bool = false
     ) async throws(RainError) -> Response {
         let payload = try request.encode()
-        let connection = try await openConnection()
+        let connection = isProven ? try await provenConnection() : try await openConnection()
+        return try await exchange(method, payload, on: connection, as: Response.self)
+    }
+
+    /// Sends one request on `connection` and decodes its answer (see `call`).
+    private func exchange<Response: AuthorityAnswer>(
+        _ method: String, _ payload: [UInt8], on connection: ClientConnection, as: Response.Type
+    ) async throws(RainError) -> Response {
         let bytes: [UInt8]
         do {
             bytes = try await withDeadline(method: method) { () async throws(RainError) -> [UInt8] in
@@ -293,6 +354,108 @@ public final class RemoteAuthority: Authority {
         }
         guard response.isComplete else { throw incompleteAnswer(method) }
         return response
+    }
+
+    // MARK: - Device proof
+
+    /// The open connection (or a new one) once every key of the holder is proven on it. Concurrent
+    /// callers share one proof in flight; a failed proof is tried again by the next call.
+    /// - Throws: RAIN_501 `device_proof_failed` when a key cannot sign or the authority refuses a
+    ///   signature; the connection's errors.
+    private func provenConnection() async throws(RainError) -> ClientConnection {
+        guard let device else { return try await openConnection() }
+        for _ in 0..<2 {
+            let connection = try await openConnection()
+            let wanted = device.signers
+            enum Step {
+                case ready
+                case wait(Task<Void, any Error>)
+                case reconnect
+            }
+            let step = state.withLock { s -> Step in
+                if s.proof?.connection !== connection { s.proof = ConnectionProof(connection: connection) }
+                guard var proof = s.proof else { return .reconnect }
+                if let inFlight = proof.inFlight { return .wait(inFlight) }
+                let missing = wanted.filter { signer in !proof.proven.contains(signer.publicKey) }
+                if missing.isEmpty { return .ready }
+                if proof.proven.count + missing.count > DeviceBinding.maximumKeysPerConnection { return .reconnect }
+                let task = Task { [self] in
+                    try await self.prove(missing, deviceID: device.deviceID, on: connection)
+                }
+                proof.inFlight = task
+                s.proof = proof
+                return .wait(task)
+            }
+            switch step {
+            case .ready:
+                return connection
+            case .reconnect:
+                // This connection cannot prove more keys: a fresh one proves the current set.
+                connection.close()
+                continue
+            case .wait(let task):
+                let result = await task.result
+                state.withLock { s in
+                    guard s.proof?.connection === connection, s.proof?.inFlight == task else { return }
+                    s.proof?.inFlight = nil
+                    if case .success = result {
+                        for signer in wanted where s.proof?.proven.contains(signer.publicKey) == false {
+                            s.proof?.proven.append(signer.publicKey)
+                        }
+                    }
+                }
+                if case .failure(let error) = result {
+                    throw (error as? RainError) ?? DeviceBinding.proofFailed("\(error)")
+                }
+                // Loop once more: the holder's keys may have changed while this proof ran.
+                if state.withLock({ s in wanted.allSatisfy { s.proof?.proven.contains($0.publicKey) == true } }),
+                    device.signers.map(\.publicKey) == wanted.map(\.publicKey)
+                {
+                    return connection
+                }
+            }
+        }
+        throw DeviceBinding.proofFailed("the device's keys changed while it proved them; try again")
+    }
+
+    /// Proves `signers` on `connection`: asks for its challenge, signs (on `connectQueue`: a TPM
+    /// blocks) and sends one `ProveDevice` per key.
+    private func prove(_ signers: [any DeviceSigner], deviceID: String, on connection: ClientConnection)
+        async throws(RainError)
+    {
+        let started = ContinuousClock.now
+        let challenge = try await exchange(
+            AuthorityMethod.beginDeviceProof, try AuthorityBeginDeviceProofRequest().encode(), on: connection,
+            as: AuthorityBeginDeviceProofResponse.self
+        ).challenge
+        let message = DeviceBinding.signedMessage(
+            deviceID: deviceID, challenge: challenge, channelBinding: connection.channelBinding ?? [])
+        let signatures = try await connectQueue.runBlocking { () throws(RainError) -> [[UInt8]] in
+            var out: [[UInt8]] = []
+            for signer in signers {
+                do throws(RainError) {
+                    out.append(try signer.sign(message))
+                } catch {
+                    // A TPM or keyring that cannot sign now: RAIN_501, never an end of the session.
+                    throw RainError(
+                        .provider, "the device key could not sign its proof: \(error.message)",
+                        details: .init(reason: error.details.reason ?? DeviceBinding.proofFailedReason),
+                        underlying: error.underlying)
+                }
+            }
+            return out
+        }
+        for (signer, signature) in zip(signers, signatures) {
+            _ = try await exchange(
+                AuthorityMethod.proveDevice,
+                try AuthorityProveDeviceRequest(
+                    deviceID: deviceID, devicePublicKey: signer.publicKey.wireBytes, signature: signature
+                ).encode(), on: connection, as: AuthorityProveDeviceResponse.self)
+        }
+        let milliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
+        logger.info(
+            "authority.device_proven",
+            ["address": address.description, "keys": String(signers.count), "proofMs": String(format: "%.2f", milliseconds)])
     }
 
     /// The open connection, or a new one.
@@ -492,6 +655,12 @@ extension AuthorityAnswer {
 }
 
 extension GetInfoResponse: AuthorityAnswer {}
+extension AuthorityBeginDeviceProofResponse: AuthorityAnswer {
+    var isComplete: Bool { challenge.count == DeviceBinding.challengeByteCount }
+}
+extension AuthorityProveDeviceResponse: AuthorityAnswer {}
+extension AuthorityRebindDeviceResponse: AuthorityAnswer {}
+extension AuthorityConfirmDeviceKeyResponse: AuthorityAnswer {}
 extension AuthorityRevokeSessionResponse: AuthorityAnswer {}
 extension AuthorityPasskeyCancelResponse: AuthorityAnswer {}
 extension ListOutboxResponse: AuthorityAnswer {}

@@ -34,12 +34,22 @@ public final class AuthorityService: ServerHandler {
         /// The caller's source for the per-source send limit: the connection's source address
         /// (TCP), or the peer's uid (a Unix socket). Never taken from the request.
         public let source: SendSource
+        /// The device keys proven on the caller's connection (none before `ProveDevice`).
+        public let proof: DeviceProof
+        /// The caller's connection.
+        let connection: ConnectionID
+        /// The connection's TLS channel binding; nil on plain TCP.
+        let channelBinding: [UInt8]?
+        /// Every connection's device proofs.
+        let proofs: DeviceProofRegistry
     }
 
     /// Every method of `AuthorityMethod`, declared once; each call's context is a `Call`.
     public let routes: RouteTable<Call>
     private let authority: any Authority
     private let isDevOutboxEnabled: Bool
+    /// Each connection's challenge and proven keys.
+    let proofs = DeviceProofRegistry()
 
     /// Creates the service.
     /// - Parameters:
@@ -67,14 +77,19 @@ public final class AuthorityService: ServerHandler {
     public var capabilities: [String] { Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled) }
 
     private static func capabilities(isDevOutboxEnabled: Bool) -> [String] {
-        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts"]
+        ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts", "device-proof"]
             + (isDevOutboxEnabled ? ["dev-outbox"] : [])
     }
 
     /// Dispatches one request (loop thread; never blocks). Requests carry no profile, and the
     /// client keeps its own deadline: the table arms none.
     public func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
-        routes.handle(request, context: context, call: Call(authority: authority, source: Self.source(of: context.peer)))
+        routes.handle(
+            request, context: context,
+            call: Call(
+                authority: authority, source: Self.source(of: context.peer),
+                proof: proofs.proof(for: context.connection), connection: context.connection,
+                channelBinding: context.channelBinding, proofs: proofs))
     }
 
     /// The send source of a peer: its TCP source address, else its uid (a Unix peer), else the
@@ -88,13 +103,15 @@ public final class AuthorityService: ServerHandler {
     /// Nothing to stop: a cancelled call was already answered, and its work is not undone.
     public func cancel(connection: ConnectionID, requestID: UInt64) {}
 
-    /// Nothing to drop: the authority hop has no streams.
-    public func connectionClosed(_ connection: ConnectionID) {}
+    /// Drops the connection's device proof (the authority hop has no streams).
+    public func connectionClosed(_ connection: ConnectionID) { proofs.drop(connection) }
 
     /// The authority hop's RPCs, one declaration per method of `AuthorityMethod`. Every call but
     /// `GetInfo` runs on the authority in a task. Reads are retried by the device, sends never;
     /// `needsSession` marks the calls that present a session's token; sensitive calls export a
-    /// secret or add a credential or contact to an account (to be confirmed and audited).
+    /// secret or add a credential or contact to an account (to be confirmed and audited). Every call
+    /// with a token gets the keys its connection proved (`Call.proof`); the two proof calls run on
+    /// the loop, so a proof is in place before the next request on the connection is dispatched.
     static func routes(info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger) -> RouteTable<Call> {
         RouteTable(
             deadlineClock: nil, outcomeLog: .failures(logger),
@@ -113,19 +130,19 @@ public final class AuthorityService: ServerHandler {
                 AuthorityMethod.refreshSession, RefreshRequest.self, AuthorityRefreshSessionResponse.self,
                 policy: .send(needsSession: true),
                 .actor { (r, call) throws(RainError) in
-                    AuthorityRefreshSessionResponse(tokens: try await call.authority.refreshSession(r))
+                    AuthorityRefreshSessionResponse(tokens: try await call.authority.refreshSession(r, proof: call.proof))
                 })
             Route(
                 AuthorityMethod.accountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self,
                 policy: .read(needsSession: true),
                 .actor { (r, call) throws(RainError) in
-                    try await call.authority.accountInfo(appID: r.appID, accessToken: r.accessToken)
+                    try await call.authority.accountInfo(appID: r.appID, accessToken: r.accessToken, proof: call.proof)
                 })
             Route(
                 AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest.self, AuthorityRevokeSessionResponse.self,
                 policy: .send(needsSession: true),
                 .actor { (r, call) throws(RainError) in
-                    try await call.authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken)
+                    try await call.authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken, proof: call.proof)
                     return AuthorityRevokeSessionResponse()
                 })
             if isDevOutboxEnabled {
@@ -146,18 +163,20 @@ public final class AuthorityService: ServerHandler {
             Route(
                 AuthorityMethod.getWallet, AuthorityWalletRequest.self, WalletInfo.self, policy: .read(needsSession: true),
                 .actor { (r, call) throws(RainError) in
-                    try await call.authority.wallet(appID: r.appID, accessToken: r.accessToken)
+                    try await call.authority.wallet(appID: r.appID, accessToken: r.accessToken, proof: call.proof)
                 })
             Route(
                 AuthorityMethod.exportWallet, AuthorityWalletRequest.self, WalletSecrets.self,
                 policy: .send(needsSession: true, isSensitive: true),
                 .actor { (r, call) throws(RainError) in
-                    try await call.authority.exportWallet(appID: r.appID, accessToken: r.accessToken)
+                    try await call.authority.exportWallet(appID: r.appID, accessToken: r.accessToken, proof: call.proof)
                 })
             Route(
                 AuthorityMethod.beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self,
                 policy: .send(isSensitive: true),
-                .actor { (r, call) throws(RainError) in try await call.authority.beginPasskeyRegistration(r) })
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.beginPasskeyRegistration(r, proof: call.proof)
+                })
             Route(
                 AuthorityMethod.finishPasskeyRegistration, PasskeyFinishRequest.self, PasskeyFinishResult.self,
                 policy: .send(isSensitive: true),
@@ -191,7 +210,7 @@ public final class AuthorityService: ServerHandler {
                     }
                     return try await call.authority.sendContactVerificationCode(
                         appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact,
-                        source: call.source)
+                        proof: call.proof, source: call.source)
                 })
             Route(
                 AuthorityMethod.confirmContactVerification, AuthorityConfirmContactVerificationRequest.self,
@@ -199,7 +218,36 @@ public final class AuthorityService: ServerHandler {
                 .actor { (r, call) throws(RainError) in
                     try await call.authority.confirmContactVerification(
                         appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
-                        code: r.code)
+                        code: r.code, proof: call.proof)
+                })
+            Route(
+                AuthorityMethod.beginDeviceProof, AuthorityBeginDeviceProofRequest.self,
+                AuthorityBeginDeviceProofResponse.self, policy: .read(),
+                .loop { (_, call) throws(RainError) in
+                    AuthorityBeginDeviceProofResponse(challenge: try call.proofs.challenge(for: call.connection))
+                })
+            Route(
+                AuthorityMethod.proveDevice, AuthorityProveDeviceRequest.self, AuthorityProveDeviceResponse.self,
+                policy: .send(),
+                .loop { (r, call) throws(RainError) in
+                    // One signature check (tens of microseconds) on the loop: the next request on the
+                    // connection then sees the proven key.
+                    try call.proofs.prove(r, on: call.connection, channelBinding: call.channelBinding)
+                    return AuthorityProveDeviceResponse()
+                })
+            Route(
+                AuthorityMethod.rebindDevice, AuthorityRebindDeviceRequest.self, AuthorityRebindDeviceResponse.self,
+                policy: .send(isSensitive: true),
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.rebindDevice(r, proof: call.proof)
+                    return AuthorityRebindDeviceResponse()
+                })
+            Route(
+                AuthorityMethod.confirmDeviceKey, AuthorityConfirmDeviceKeyRequest.self,
+                AuthorityConfirmDeviceKeyResponse.self, policy: .send(isSensitive: true),
+                .actor { (r, call) throws(RainError) in
+                    try await call.authority.confirmDeviceKey(r, proof: call.proof)
+                    return AuthorityConfirmDeviceKeyResponse()
                 })
         }
     }

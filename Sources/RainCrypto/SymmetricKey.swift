@@ -23,8 +23,9 @@ public final class SymmetricKey: @unchecked Sendable {
     }
 
     /// Creates a key of `byteCount` bytes that `initializer` writes in place, so the bytes never
-    /// pass through an unzeroed buffer. On a throw the memory is zeroed and freed.
-    init(
+    /// pass through an unzeroed buffer (a key unsealed by a TPM, for example). On a throw the memory
+    /// is zeroed and freed. The pointer must not escape `initializer`.
+    package init(
         byteCount: Int, initializingWith initializer: (UnsafeMutableRawBufferPointer) throws(RainError) -> Void
     ) throws(RainError) {
         let buffer = Self.allocate(byteCount: byteCount)

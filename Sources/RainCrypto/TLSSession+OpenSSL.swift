@@ -131,6 +131,27 @@ public final class TLSSession {
         throw handshakeFailure(code)
     }
 
+    /// The connection's channel binding (RFC 9266, `tls-exporter`): 32 bytes exported with the label
+    /// `EXPORTER-Channel-Binding` and no context. Both ends of one TLS 1.3 connection get the same
+    /// value; any other connection (a relay's included) gets another.
+    /// - Throws: RAIN_502 before the handshake is complete or when the export fails.
+    public func channelBinding() throws(RainError) -> [UInt8] {
+        guard isHandshakeComplete else {
+            throw RainError(.internalError, "the TLS channel binding is only defined after the handshake")
+        }
+        let label = Array("EXPORTER-Channel-Binding".utf8)
+        var out = [UInt8](repeating: 0, count: 32)
+        let rc = out.withUnsafeMutableBufferPointer { buffer in
+            label.withUnsafeBufferPointer { l in
+                l.withMemoryRebound(to: CChar.self) { chars in
+                    SSL_export_keying_material(ssl, buffer.baseAddress, buffer.count, chars.baseAddress, chars.count, nil, 0, 0)
+                }
+            }
+        }
+        guard rc == 1 else { throw RainError.openSSL("SSL_export_keying_material") }
+        return out
+    }
+
     /// Decrypts the next plaintext bytes into `buffer`.
     /// - Throws: RAIN_501 (reason `tls_handshake_failed`) when a record does not decrypt or the peer
     ///   broke the protocol.

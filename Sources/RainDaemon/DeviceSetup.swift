@@ -42,7 +42,8 @@ struct DeviceSetup: Sendable {
             let tls = try options.authorityCA.map { (ca) throws(RainError) in
                 try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
             }
-            authority = try RemoteAuthority(address: remote, tls: tls, clock: clock, logger: logger.child("authority"))
+            authority = try RemoteAuthority(
+                address: remote, tls: tls, device: keys.device, clock: clock, logger: logger.child("authority"))
         } else {
             let masterKey = keys.masterKey
             let directory = "\(stateDirectory)/authority"

@@ -92,7 +92,9 @@ extension DeviceService {
                 .direct(
                     { (_, call, done) in
                         Self.startDirectRead(directReads, call) { reads, appID, token in
-                            reads.accountInfo(appID: appID, accessToken: token) { done($0.map(ProfileSession.accountResponse)) }
+                            reads.accountInfo(appID: appID, accessToken: token, proof: DeviceProof(holder: context.device)) {
+                                done($0.map(ProfileSession.accountResponse))
+                            }
                         }
                     },
                     fallback: { (_, call) throws(RainError) in try await call.session.account() }))
@@ -101,7 +103,9 @@ extension DeviceService {
                 .direct(
                     { (_, call, done) in
                         Self.startDirectRead(directReads, call) { reads, appID, token in
-                            reads.wallet(appID: appID, accessToken: token) { done($0.map(ProfileSession.walletResponse)) }
+                            reads.wallet(appID: appID, accessToken: token, proof: DeviceProof(holder: context.device)) {
+                                done($0.map(ProfileSession.walletResponse))
+                            }
                         }
                     },
                     fallback: { (_, call) throws(RainError) in try await call.session.wallet() }))

@@ -20,9 +20,9 @@ extension ProfileSession {
         let normalized = try Self.normalized(contact)
         let deviceID = context.deviceID
         let result = try await withSession(what: "send a verification code", transientRetries: 0) {
-            (authority, appID, token) async throws(RainError) in
+            (authority, appID, token, proof) async throws(RainError) in
             try await authority.sendContactVerificationCode(
-                appID: appID, deviceID: deviceID, accessToken: token, contact: normalized)
+                appID: appID, deviceID: deviceID, accessToken: token, contact: normalized, proof: proof)
         }
         challenges.verification = result
         return Self.codeSent(result)
@@ -44,9 +44,10 @@ extension ProfileSession {
         }
         let deviceID = context.deviceID
         let info = try await withSession(what: "confirm the verification", transientRetries: 0) {
-            (authority, appID, token) async throws(RainError) in
+            (authority, appID, token, proof) async throws(RainError) in
             try await authority.confirmContactVerification(
-                appID: appID, deviceID: deviceID, accessToken: token, challengeID: challenge.challengeID, code: trimmed)
+                appID: appID, deviceID: deviceID, accessToken: token, challengeID: challenge.challengeID, code: trimmed,
+                proof: proof)
         }
         if challenges.verification?.challengeID == challenge.challengeID { challenges.verification = nil }
         logger.info("contact.verified", ["profile": runtime.name, "kind": challenge.contact.kindName])

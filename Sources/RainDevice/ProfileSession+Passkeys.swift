@@ -24,7 +24,8 @@ extension ProfileSession {
     public func beginPasskeySignUp() async throws(RainError) -> BeginPasskeyResponse {
         let domain = try await requirePasskeyDomain()
         try requireNoSession()
-        let ceremony = try await context.authority.beginPasskeyRegistration(beginRequest(domain: domain))
+        let ceremony = try await context.authority.beginPasskeyRegistration(
+            beginRequest(domain: domain), proof: DeviceProof(holder: context.device))
         return remember(ceremony, kind: .signUp, domain: domain)
     }
 
@@ -46,10 +47,10 @@ extension ProfileSession {
         let domain = try await requirePasskeyDomain()
         let request = beginRequest(domain: domain)
         let ceremony = try await withSession(what: "add a passkey", transientRetries: 0) {
-            (authority, _, token) async throws(RainError) in
+            (authority, _, token, proof) async throws(RainError) in
             var withToken = request
             withToken.accessToken = token
-            return try await authority.beginPasskeyRegistration(withToken)
+            return try await authority.beginPasskeyRegistration(withToken, proof: proof)
         }
         return remember(ceremony, kind: .add, domain: domain)
     }
@@ -87,7 +88,8 @@ extension ProfileSession {
                 // The code session this login replaced ends at the authority too (best effort;
                 // the authority already replaced it when both belong to the same account).
                 do {
-                    try await context.authority.revokeSession(appID: appID, refreshToken: replaced.refreshToken)
+                    try await context.authority.revokeSession(
+                        appID: appID, refreshToken: replaced.refreshToken, proof: DeviceProof(holder: context.device))
                 } catch {
                     logger.warning("passkey.replace_revoke_failed", ["profile": runtime.name, "error": error.code.description])
                 }

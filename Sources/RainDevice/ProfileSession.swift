@@ -288,7 +288,8 @@ public actor ProfileSession {
         runtime.publish(session: nil)
         var revoked = true
         do {
-            try await context.authority.revokeSession(appID: appID, refreshToken: ending.refreshToken)
+            try await context.authority.revokeSession(
+                appID: appID, refreshToken: ending.refreshToken, proof: DeviceProof(holder: context.device))
         } catch {
             revoked = false
             logger.warning("logout.revoke_failed", ["profile": runtime.name, "error": error.code.description])
@@ -305,15 +306,15 @@ public actor ProfileSession {
     /// another device) ends here with `revokedElsewhere`.
     /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable.
     public func account() async throws(RainError) -> AccountResponse {
-        let info = try await read("read the account") { (authority, appID, token) async throws(RainError) in
-            try await authority.accountInfo(appID: appID, accessToken: token)
+        let info = try await read("read the account") { (authority, appID, token, proof) async throws(RainError) in
+            try await authority.accountInfo(appID: appID, accessToken: token, proof: proof)
         }
         return Self.accountResponse(info)
     }
 
     /// A read with the session's access token: transient failures retried with the policy.
     private func read<T: Sendable>(
-        _ what: String, _ call: @Sendable (any Authority, String, String) async throws(RainError) -> T
+        _ what: String, _ call: @Sendable (any Authority, String, String, DeviceProof) async throws(RainError) -> T
     ) async throws(RainError) -> T {
         try await withSession(what: what, transientRetries: policy.transientRetries, call)
     }
@@ -326,8 +327,8 @@ public actor ProfileSession {
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet; RAIN_301
     ///   when the authority stayed unreachable.
     public func wallet() async throws(RainError) -> WalletResponse {
-        let info = try await read("read the wallet") { (authority, appID, token) async throws(RainError) in
-            try await authority.wallet(appID: appID, accessToken: token)
+        let info = try await read("read the wallet") { (authority, appID, token, proof) async throws(RainError) in
+            try await authority.wallet(appID: appID, accessToken: token, proof: proof)
         }
         return Self.walletResponse(info)
     }
@@ -373,15 +374,16 @@ public actor ProfileSession {
     private func export() async throws(RainError) -> WalletSecrets {
         try requireExportAllowed()
         let secrets = try await withSession(what: "export the wallet", transientRetries: 0) {
-            (authority, appID, token) async throws(RainError) in
-            try await authority.exportWallet(appID: appID, accessToken: token)
+            (authority, appID, token, proof) async throws(RainError) in
+            try await authority.exportWallet(appID: appID, accessToken: token, proof: proof)
         }
         logger.info("wallet.exported", ["profile": runtime.name])
         return secrets
     }
 
-    /// Runs one authority call with the session's access token: the shared path of reads, sends
-    /// and exports. Transient failures are retried `transientRetries` times with the policy's
+    /// Runs one authority call with the session's access token and the device's proof (its keys,
+    /// in-process: a remote authority proves them on its connection): the shared path of reads,
+    /// sends and exports. Transient failures are retried `transientRetries` times with the policy's
     /// backoff (`RetrySchedule`). A token the authority refuses as rotated or expired gets one
     /// refresh and one more try (the refusal means the call did nothing); a session revoked at the
     /// authority ends here (`revokedElsewhere` when another device logged in, else `refreshFailed`).
@@ -389,7 +391,7 @@ public actor ProfileSession {
     ///   any other refusal as the authority raised it.
     func withSession<T: Sendable>(
         what: String, transientRetries: Int,
-        _ call: @Sendable (any Authority, String, String) async throws(RainError) -> T
+        _ call: @Sendable (any Authority, String, String, DeviceProof) async throws(RainError) -> T
     ) async throws(RainError) -> T {
         await restore()
         var isRefreshed = false
@@ -398,7 +400,8 @@ public actor ProfileSession {
             guard let current = session else { return .finished(.failure(noSessionError())) }
             let result: Result<T, RainError>
             do throws(RainError) {
-                result = .success(try await call(context.authority, appID, current.accessToken))
+                result = .success(
+                    try await call(context.authority, appID, current.accessToken, DeviceProof(holder: context.device)))
             } catch {
                 result = .failure(error)
             }
@@ -479,15 +482,12 @@ public actor ProfileSession {
         guard let current = session else { return .finished(.failure(noSessionError())) }
         let outcome: Result<SessionTokens, RainError>
         do {
-            let now = clock.now
-            let message = RefreshRequest.signedMessage(
-                appID: appID, deviceID: context.deviceID, refreshToken: current.refreshToken, timestamp: now)
-            let signature = try context.device.signer.sign(message)
+            // No signature and no device clock here: the device key is proven in-process, or once
+            // per connection by a remote authority.
             outcome = .success(
                 try await context.authority.refreshSession(
-                    RefreshRequest(
-                        appID: appID, deviceID: context.deviceID, refreshToken: current.refreshToken, timestamp: now,
-                        signature: signature)))
+                    RefreshRequest(appID: appID, deviceID: context.deviceID, refreshToken: current.refreshToken),
+                    proof: DeviceProof(holder: context.device)))
         } catch {
             outcome = .failure(error)
         }

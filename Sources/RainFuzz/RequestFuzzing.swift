@@ -83,8 +83,7 @@ enum RequestFuzzing {
                 LoginResult(accountID: "acc_1", walletID: "wal_1", accountCreated: true, tokens: tokens),
                 as: "AuthorityConfirmLoginCodeResponse"),
             entry(
-                RefreshRequest(
-                    appID: "default", deviceID: "dev_abcdefgh", refreshToken: "rt_def", timestamp: date, signature: key + key),
+                RefreshRequest(appID: "default", deviceID: "dev_abcdefgh", refreshToken: "rt_def"),
                 as: "AuthorityRefreshSessionRequest"),
             entry(AuthorityRefreshSessionResponse(tokens: tokens)),
             entry(AuthorityAccountInfoRequest(appID: "default", accessToken: "at_abc")),

@@ -10,7 +10,8 @@ public enum KeyProviders {
 
     /// The provider of `kind` for `stateDirectory`. Cheap: nothing is opened until it is used.
     /// - Parameter tcti: the TPM's TCTI (`device:/dev/tpmrm0`, `swtpm:path=…`), for `tpm2` only.
-    /// - Throws: RAIN_501 (`details.reason` `provider_not_built`) for a provider this build lacks.
+    /// - Throws: RAIN_501 (`details.reason` `provider_not_built`) for a provider this build lacks
+    ///   (none today; kept so that a build without one says so).
     public static func make(kind: KeyProviderKind, stateDirectory: String, tcti: String = defaultTCTI) throws(RainError)
         -> any KeyProvider
     {
@@ -18,9 +19,9 @@ public enum KeyProviders {
         case .file:
             return FileKeyProvider(stateDirectory: stateDirectory)
         case .tpm2:
-            throw notBuilt(kind)
+            return TPM2KeyProvider(stateDirectory: stateDirectory, tcti: tcti)
         case .secretService:
-            throw notBuilt(kind)
+            return SecretServiceKeyProvider(stateDirectory: stateDirectory)
         }
     }
 

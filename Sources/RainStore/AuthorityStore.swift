@@ -73,6 +73,25 @@ package protocol AuthorityStore: Sendable {
     @discardableResult
     func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError) -> Bool
 
+    /// Revokes the session with this id if it is still live (a token used by another device key:
+    /// the whole family is burned).
+    /// - Returns: whether it was revoked.
+    @discardableResult
+    func revokeSession(id: String, reason: String, now: Date) async throws(RainError) -> Bool
+
+    /// Step 1 of a device key move, in one transaction: every live session of `deviceID` bound to
+    /// one of `currentKeys` gets `newKey` as its pending key (a session already bound to `newKey`
+    /// is left as it is). Idempotent.
+    /// - Returns: how many sessions were changed.
+    @discardableResult
+    func rebindDevice(deviceID: String, currentKeys: [[UInt8]], newKey: [UInt8]) async throws(RainError) -> Int
+
+    /// Step 2, in one transaction: every live session of `deviceID` whose pending key is `key`
+    /// becomes bound to `key` alone. Idempotent.
+    /// - Returns: how many sessions were changed.
+    @discardableResult
+    func confirmDeviceKey(deviceID: String, key: [UInt8]) async throws(RainError) -> Int
+
     /// Runs one refresh in one transaction that holds the write lock from the lookup to the commit,
     /// so two refreshes of the same token are serialized: the second sees the first's rotation.
     ///
@@ -555,9 +574,13 @@ package struct SessionRecord: Sendable, Equatable {
     package var revokedAt: Date?
     /// One of `SessionRevokeReason`.
     package var revokeReason: String?
-    /// The device's raw Ed25519 public key; nil for an unbound session (issued without a key, or
-    /// before schema version 2), which can never be refreshed.
+    /// The device key's wire bytes (`DevicePublicKey.wireBytes`: a raw Ed25519 key or a P-256
+    /// point); nil for an unbound session (issued without a key, or before schema version 2),
+    /// which can never be refreshed nor used.
     package var devicePublicKey: [UInt8]?
+    /// The key a device is moving to (`rebindDevice`), accepted beside `devicePublicKey` until the
+    /// device confirms it (`confirmDeviceKey`); nil otherwise.
+    package var pendingDevicePublicKey: [UInt8]?
     /// Keyed hash of the refresh token rotated out at the last refresh; nil before the first.
     package var previousRefreshHash: [UInt8]?
     /// When the last refresh rotated the tokens (and issued the current refresh token); nil
@@ -571,8 +594,9 @@ package struct SessionRecord: Sendable, Equatable {
         id: String, appID: String, accountID: String, deviceID: String, accessHash: [UInt8], refreshHash: [UInt8],
         accessExpiresAt: Date, createdAt: Date, revokedAt: Date?, revokeReason: String?,
         devicePublicKey: [UInt8]? = nil, previousRefreshHash: [UInt8]? = nil, rotatedAt: Date? = nil,
-        refreshGeneration: Int = 0
+        refreshGeneration: Int = 0, pendingDevicePublicKey: [UInt8]? = nil
     ) {
+        self.pendingDevicePublicKey = pendingDevicePublicKey
         self.id = id
         self.appID = appID
         self.accountID = accountID

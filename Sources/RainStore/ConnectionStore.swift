@@ -83,6 +83,36 @@ extension ConnectionStore {
         }
     }
 
+    /// Revokes the live session with this id.
+    @discardableResult
+    package func revokeSession(id: String, reason: String, now: Date) async throws(RainError) -> Bool {
+        try await perform { db throws(RainError) in
+            try StoreOperations.revokeSession(db, id: id, reason: reason, now: now)
+        }
+    }
+
+    /// Step 1 of a device key move (see `AuthorityStore.rebindDevice`), in one transaction.
+    @discardableResult
+    package func rebindDevice(deviceID: String, currentKeys: [[UInt8]], newKey: [UInt8]) async throws(RainError)
+        -> Int
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("move a device to a new key") { () throws(RainError) -> Int in
+                try StoreOperations.rebindDevice(db, deviceID: deviceID, currentKeys: currentKeys, newKey: newKey)
+            }
+        }
+    }
+
+    /// Step 2 of a device key move (see `AuthorityStore.confirmDeviceKey`), in one transaction.
+    @discardableResult
+    package func confirmDeviceKey(deviceID: String, key: [UInt8]) async throws(RainError) -> Int {
+        try await perform { db throws(RainError) in
+            try db.transaction("confirm a device's new key") { () throws(RainError) -> Int in
+                try StoreOperations.confirmDeviceKey(db, deviceID: deviceID, key: key)
+            }
+        }
+    }
+
     /// Runs one refresh (see `AuthorityStore.refreshSession`) in one transaction, which keeps every
     /// other refresh of the session out from the lookup to the commit.
     package func refreshSession<Verdict: Sendable>(

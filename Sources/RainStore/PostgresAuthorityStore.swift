@@ -192,6 +192,13 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
             ]),
+        // The pending device key of a key move (issue 14): SQLite's version 8.
+        Migration(
+            version: 3,
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN pending_device_public_key BYTEA",
+                "CREATE INDEX sessions_device ON sessions(device_id, revoked_at)",
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -251,6 +251,15 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
                 "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
             ]),
+        // Sessions bound to the device on every call (issue 14): while a device moves to a new key
+        // (`storage migrate`), its sessions accept the pending key as well, until it confirms it.
+        // Earlier rows have none.
+        Migration(
+            version: 8,
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN pending_device_public_key BLOB",
+                "CREATE INDEX sessions_device ON sessions(device_id, revoked_at)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

@@ -403,6 +403,42 @@ enum StoreOperations {
         return changed > 0
     }
 
+    /// Revokes the live session with this id.
+    static func revokeSession(_ db: some StoreConnection, id: String, reason: String, now: Date) throws(RainError)
+        -> Bool
+    {
+        try db.execute(
+            "UPDATE sessions SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL",
+            values: [.integer(now.unixMilliseconds), .text(reason), .text(id)], operation: "revoke a session") > 0
+    }
+
+    /// Gives every live session of `deviceID` bound to one of `currentKeys` (and not already to
+    /// `newKey`) `newKey` as its pending key.
+    static func rebindDevice(_ db: some StoreConnection, deviceID: String, currentKeys: [[UInt8]], newKey: [UInt8])
+        throws(RainError) -> Int
+    {
+        var changed = 0
+        for key in currentKeys where key != newKey {
+            changed += try db.execute(
+                """
+                UPDATE sessions SET pending_device_public_key = $1
+                WHERE device_id = $2 AND device_public_key = $3 AND revoked_at IS NULL
+                """,
+                values: [.bytes(newKey), .text(deviceID), .bytes(key)], operation: "move a device's sessions to a new key")
+        }
+        return changed
+    }
+
+    /// Binds every live session of `deviceID` whose pending key is `key` to `key` alone.
+    static func confirmDeviceKey(_ db: some StoreConnection, deviceID: String, key: [UInt8]) throws(RainError) -> Int {
+        try db.execute(
+            """
+            UPDATE sessions SET device_public_key = $1, pending_device_public_key = NULL
+            WHERE device_id = $2 AND pending_device_public_key = $1 AND revoked_at IS NULL
+            """,
+            values: [.bytes(key), .text(deviceID)], operation: "confirm a device's new key")
+    }
+
     /// Runs one refresh (see `AuthorityStore.refreshSession`); in the caller's transaction, which
     /// holds the session row's lock (PostgreSQL) from the lookup to the commit.
     static func refreshSession<Verdict>(

@@ -100,12 +100,12 @@ enum StoreRecords {
         [
             "id", "app_id", "account_id", "device_id", "access_hash", "refresh_hash", "access_expires_at",
             "created_at", "revoked_at", "revoke_reason", "device_public_key", "previous_refresh_hash", "rotated_at",
-            "refresh_generation",
+            "refresh_generation", "pending_device_public_key",
         ].map { "\(alias).\($0)" }.joined(separator: ", ")
     }
 
     /// How many columns `sessionColumns` names.
-    static let sessionColumnCount = 14
+    static let sessionColumnCount = 15
 
     /// A session from the first `sessionColumnCount` columns of a row.
     static func session(_ row: some StoreRow, _ op: String) throws(RainError) -> SessionRecord {
@@ -118,7 +118,7 @@ enum StoreRecords {
             revokeReason: try row.optionalText(9, op), devicePublicKey: try row.optionalBytes(10, op),
             previousRefreshHash: try row.optionalBytes(11, op),
             rotatedAt: try row.optionalInteger(12, op).map { Date(unixMilliseconds: $0) },
-            refreshGeneration: Int(try row.integer(13, op)))
+            refreshGeneration: Int(try row.integer(13, op)), pendingDevicePublicKey: try row.optionalBytes(14, op))
     }
 
     /// The columns `credential` reads, in order.

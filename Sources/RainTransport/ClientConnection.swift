@@ -47,6 +47,9 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private let maximumFrameLength: Int
     /// Socket path (or `HOST:PORT` for TCP), for messages.
     public let path: String
+    /// The TLS channel binding of the connection (`TLSSession.channelBinding()`, RFC 9266); nil
+    /// without TLS.
+    public let channelBinding: [UInt8]?
     /// Who is at the other end, for messages.
     private let peerName: String
     /// The code of a lost connection: RAIN_101 for the daemon, RAIN_301 for a TCP server.
@@ -81,10 +84,12 @@ public final class ClientConnection: TaskExecutor, Sendable {
         let deadline = ContinuousClock.now + connectTimeout
         let fd = try TCPSocket.connect(address, timeout: connectTimeout)
         var session: TLSSession?
+        var binding: [UInt8]?
         if let tls {
             do throws(RainError) {
                 let s = try tls.makeClientSession(serverName: address.host)
                 try Self.handshake(s, fd: fd, deadline: deadline, address: address)
+                binding = try s.channelBinding()
                 session = s
             } catch {
                 Syscall.closeUnchecked(fd, because: .failurePath)
@@ -93,13 +98,14 @@ public final class ClientConnection: TaskExecutor, Sendable {
         }
         self.init(
             fd: fd, path: address.description, peerName: "the server", lostCode: .network,
-            maximumFrameLength: maximumFrameLength, tls: session)
+            maximumFrameLength: maximumFrameLength, tls: session, channelBinding: binding)
     }
 
     private init(
         fd: Int32, path: String, peerName: String, lostCode: RainError.Code, maximumFrameLength: Int,
-        tls: sending TLSSession? = nil
+        tls: sending TLSSession? = nil, channelBinding: [UInt8]? = nil
     ) {
+        self.channelBinding = channelBinding
         self.isTLS = tls != nil
         self.writeSide = Mutex(tls)
         self.fd = fd

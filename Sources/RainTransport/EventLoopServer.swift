@@ -48,6 +48,9 @@ public struct RequestContext: Sendable {
     public let peer: PeerCredentials
     /// Answers this call from any thread.
     public let responder: Responder
+    /// The connection's TLS channel binding (`TLSSession.channelBinding()`, RFC 9266); nil on a
+    /// connection without TLS.
+    public var channelBinding: [UInt8]? = nil
 }
 
 /// Sends the answers of one call from any thread. The final `respond` ends the call; anything
@@ -204,6 +207,8 @@ public final class EventLoopServer: @unchecked Sendable {
         /// The TLS state when the server speaks TLS: frames are encrypted into `output` and input
         /// is decrypted before the decoder sees it.
         var tls: TLSSession?
+        /// The TLS exporter value, once the handshake completed.
+        var channelBinding: [UInt8]?
         init(
             id: ConnectionID, fd: Int32, peer: PeerCredentials, peerKey: PeerKey?, maximumFrame: Int,
             now: ContinuousClock.Instant
@@ -820,6 +825,9 @@ public final class EventLoopServer: @unchecked Sendable {
                 tls.appendOutput(to: &c.output)
                 guard isComplete else { return true }
                 c.handshakeInput = 0
+                // Taken once: every request on the connection carries it (the authority binds
+                // device proofs to it).
+                c.channelBinding = try? tls.channelBinding()
                 logger.debug("tls.handshake_complete", ["connection": "\(c.id)"])
             } catch {
                 // The alert (protocol version, …) goes out, then the connection closes.
@@ -925,7 +933,8 @@ public final class EventLoopServer: @unchecked Sendable {
             stats.withLock { $0.calls += 1 }
             let context = RequestContext(
                 connection: c.id, requestID: id, peer: c.peer,
-                responder: Responder(server: self, connection: c.id, requestID: id, token: call.token))
+                responder: Responder(server: self, connection: c.id, requestID: id, token: call.token),
+                channelBinding: c.channelBinding)
             switch handler.handle(request, context: context) {
             case .respond(let response):
                 finishCall(id, on: c)

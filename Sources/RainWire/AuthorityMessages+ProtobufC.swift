@@ -146,8 +146,7 @@ extension RefreshRequest {
             let m = p.pointee
             return RefreshRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                refreshToken: try readString(m.refresh_token, field: "refresh_token"),
-                timestamp: Date(unixMilliseconds: m.timestamp_ms), signature: readBytes(m.signature))
+                refreshToken: try readString(m.refresh_token, field: "refresh_token"))
         }
     }
     /// Encodes as an `AuthorityRefreshSessionRequest`.
@@ -157,8 +156,6 @@ extension RefreshRequest {
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
-        m.timestamp_ms = timestamp.unixMilliseconds
-        m.signature = arena.bytes(signature)
         return packMessage(&m)
     }
 }

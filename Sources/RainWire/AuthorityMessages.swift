@@ -44,11 +44,21 @@ public enum AuthorityMethod {
     /// `AuthorityConfirmContactVerificationRequest` → `AccountInfo`.
     public static let confirmContactVerification = "/rain.wallet.v1.Authority/ConfirmContactVerification"
 
+    /// `AuthorityBeginDeviceProofRequest` → `AuthorityBeginDeviceProofResponse`: the connection's challenge.
+    public static let beginDeviceProof = "/rain.wallet.v1.Authority/BeginDeviceProof"
+    /// `AuthorityProveDeviceRequest` → `AuthorityProveDeviceResponse`: proves a device key on the connection.
+    public static let proveDevice = "/rain.wallet.v1.Authority/ProveDevice"
+    /// `AuthorityRebindDeviceRequest` → `AuthorityRebindDeviceResponse`: step 1 of a device key move.
+    public static let rebindDevice = "/rain.wallet.v1.Authority/RebindDevice"
+    /// `AuthorityConfirmDeviceKeyRequest` → `AuthorityConfirmDeviceKeyResponse`: step 2.
+    public static let confirmDeviceKey = "/rain.wallet.v1.Authority/ConfirmDeviceKey"
+
     /// Every method, in the order above.
     public static let all = [
         getInfo, sendLoginCode, confirmLoginCode, refreshSession, accountInfo, revokeSession, listOutbox, getWallet,
         exportWallet, beginPasskeyRegistration, finishPasskeyRegistration, beginPasskeyAuthentication,
         finishPasskeyAuthentication, cancelPasskeyCeremony, sendContactVerificationCode, confirmContactVerification,
+        beginDeviceProof, proveDevice, rebindDevice, confirmDeviceKey,
     ]
 }
 
@@ -117,35 +127,26 @@ public struct ConfirmCodeRequest: WireMessage, Equatable, CustomStringConvertibl
     public var debugDescription: String { description }
 }
 
-/// `Authority.refreshSession` input (`Authority/RefreshSession` request): a refresh token with the
-/// device's proof of possession. Its description hides the token and the signature.
-///
-/// `RainAuthorityAPI` adds the signed message and a signing constructor (they need RainCrypto).
+/// `Authority.refreshSession` input (`Authority/RefreshSession` request): a refresh token. The
+/// device key is proven on the connection (`Authority/ProveDevice`), not per request, so a refresh
+/// needs no device clock. Its description hides the token.
 public struct RefreshRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var appID: String
     /// The device the session was issued to.
     public var deviceID: String
     /// The current refresh token (never logged).
     public var refreshToken: String
-    /// When the device signed; must be within `AuthoritySettings.refreshSignatureSkew` of the
-    /// authority's clock. Signed, and sent, at millisecond precision.
-    public var timestamp: Date
-    /// Ed25519 signature by the device key over `signedMessage(appID:deviceID:refreshToken:timestamp:)`.
-    public var signature: [UInt8]
 
     /// Creates the request.
-    public init(appID: String, deviceID: String, refreshToken: String, timestamp: Date, signature: [UInt8]) {
+    public init(appID: String, deviceID: String, refreshToken: String) {
         self.appID = appID
         self.deviceID = deviceID
         self.refreshToken = refreshToken
-        self.timestamp = timestamp
-        self.signature = signature
     }
 
-    /// The request without its token or signature.
+    /// The request without its token.
     public var description: String {
-        "RefreshRequest(appID: \(appID), deviceID: \(deviceID), refreshToken: <redacted>, "
-            + "timestamp: \(timestamp.unixMilliseconds), signature: \(signature.count) bytes)"
+        "RefreshRequest(appID: \(appID), deviceID: \(deviceID), refreshToken: <redacted>)"
     }
     /// Same as ``description``.
     public var debugDescription: String { description }

@@ -6,7 +6,12 @@
 //       2. confirms them all with W concurrent connections: confirmations per second (each one
 //          creates an account and its wallet, as a first login does);
 //       3. refreshes those sessions in a closed loop for S seconds (each refresh rotates the
-//          tokens and the next one uses the new pair): refreshes per second.
+//          tokens and the next one uses the new pair): refreshes per second;
+//       4. opens 32 fresh connections, one after another, and times on each the connection
+//          (GetInfo), the first GetAccountInfo (the device proof: challenge, signature, check, then
+//          the call) and a second one (the call alone): connect and proof cost, per-call cost.
+//       Each worker is one device (one Ed25519 key) that proves its key once per connection
+//       (issue 14); its logins use distinct device ids bound to that key.
 //       Prints one JSON line. Reports figures, asserts nothing.
 //   rainwallet-authority-bench create-database --server URL --name NAME
 //       creates an empty PostgreSQL database and prints its URL (for scripts/bench-authority).
@@ -75,12 +80,19 @@ struct Pending: Sendable {
     var code: String
 }
 
-/// One live session and the device key that signs its refreshes.
+/// One live session.
 struct Live: Sendable {
     var authority: Int
     var deviceID: String
     var refreshToken: String
-    var key: Ed25519PrivateKey
+    var accessToken: String
+}
+
+/// A worker's device: one key, proven on each of its connections.
+struct BenchDevice: DeviceKeyHolder {
+    let deviceID: String
+    let signer: SoftwareDeviceSigner
+    var signers: [any DeviceSigner] { [signer] }
 }
 
 /// Runs the three phases against `addresses` and returns the JSON line.
@@ -88,9 +100,13 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
     let logger = Logger(label: "authority-bench", minimumLevel: .error)
     let app = "bench"
     let run = UInt32.random(in: 0...UInt32.max)
-    // One client per worker and authority: each holds its own TCP connection.
-    let clients = try (0..<workers).map { _ in
-        try addresses.map { try RemoteAuthority(address: $0, logger: logger) }
+    // One device per worker, and one client per worker and authority: each holds its own TCP
+    // connection, on which the worker's device proves its key once.
+    let devices = try (0..<workers).map { w in
+        BenchDevice(deviceID: "bench-\(run)-w\(w)", signer: SoftwareDeviceSigner(try Ed25519PrivateKey()))
+    }
+    let clients = try (0..<workers).map { w in
+        try addresses.map { try RemoteAuthority(address: $0, device: devices[w], logger: logger) }
     }
 
     // 1. Send (not timed).
@@ -125,24 +141,28 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
     // 2. Confirm (timed).
     let clock = ContinuousClock()
     let confirmStart = clock.now
-    let live: [Live] = try await withThrowingTaskGroup(of: [Live].self) { group in
+    // The sessions of each worker, in worker order: worker w refreshes them on its own clients.
+    let live: [[Live]] = try await withThrowingTaskGroup(of: (Int, [Live]).self) { group in
         for w in 0..<workers {
             group.addTask {
                 var out: [Live] = []
                 for i in stride(from: w, to: work.count, by: workers) {
                     let p = work[i]
-                    let key = try Ed25519PrivateKey()
                     let result = try await clients[w][p.authority].confirmLoginCode(
                         ConfirmCodeRequest(
                             appID: app, deviceID: p.deviceID, challengeID: p.challengeID, code: p.code,
-                            devicePublicKey: key.publicKey.rawRepresentation))
+                            devicePublicKey: devices[w].signer.publicKey.wireBytes))
                     out.append(
-                        Live(authority: p.authority, deviceID: p.deviceID, refreshToken: result.tokens.refreshToken, key: key))
+                        Live(
+                            authority: p.authority, deviceID: p.deviceID, refreshToken: result.tokens.refreshToken,
+                            accessToken: result.tokens.accessToken))
                 }
-                return out
+                return (w, out)
             }
         }
-        return try await group.reduce(into: [Live]()) { $0 += $1 }
+        var byWorker = Array(repeating: [Live](), count: workers)
+        for try await (w, part) in group { byWorker[w] = part }
+        return byWorker
     }
     let confirmSeconds =
         Double((clock.now - confirmStart).components.attoseconds) / 1e18
@@ -151,37 +171,78 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
     // 3. Refresh in a closed loop (timed).
     let refreshStart = clock.now
     let end = refreshStart + .milliseconds(Int64(seconds * 1000))
-    let sessions = live
-    let refreshes = try await withThrowingTaskGroup(of: Int.self) { group in
+    let (refreshes, worker0) = try await withThrowingTaskGroup(of: (Int, Int, [Live]).self) { group in
         for w in 0..<workers {
+            let initial = live[w]
             group.addTask {
-                var mine = stride(from: w, to: sessions.count, by: workers).map { sessions[$0] }
+                var mine = initial
                 var count = 0
                 var next = 0
                 while clock.now < end, !mine.isEmpty {
                     let s = mine[next]
+                    // The proof argument is not sent: the client's connection proved the worker's key.
                     let tokens = try await clients[w][s.authority].refreshSession(
-                        RefreshRequest.signed(
-                            appID: app, deviceID: s.deviceID, refreshToken: s.refreshToken, timestamp: Date(), deviceKey: s.key))
+                        RefreshRequest(appID: app, deviceID: s.deviceID, refreshToken: s.refreshToken),
+                        proof: .none())
                     mine[next].refreshToken = tokens.refreshToken
                     next = (next + 1) % mine.count
                     count += 1
                 }
-                return count
+                return (w, count, mine)
             }
         }
-        return try await group.reduce(0, +)
+        var total = 0
+        var first: [Live] = []
+        for try await (w, count, mine) in group {
+            total += count
+            if w == 0 { first = mine }
+        }
+        return (total, first)
     }
     let refreshElapsed = clock.now - refreshStart
     let refreshSeconds = Double(refreshElapsed.components.seconds) + Double(refreshElapsed.components.attoseconds) / 1e18
     for row in clients { for c in row { c.close() } }
+
+    // 4. Connect + proof, then per call, on fresh connections one after another (timed). Worker 0's
+    //    device reads the account of its first session (refreshed above: a fresh access token).
+    func milliseconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+    }
+    var connectMs: [Double] = []
+    var proofMs: [Double] = []
+    var callMs: [Double] = []
+    if let first = worker0.first {
+        let probe = try RemoteAuthority(address: addresses[first.authority], device: devices[0], logger: logger)
+        let access = try await probe.refreshSession(
+            RefreshRequest(appID: app, deviceID: first.deviceID, refreshToken: first.refreshToken),
+            proof: .none()
+        ).accessToken
+        probe.close()
+        for _ in 0..<32 {
+            let client = try RemoteAuthority(address: addresses[first.authority], device: devices[0], logger: logger)
+            let t0 = clock.now
+            _ = try await client.getInfo()
+            let t1 = clock.now
+            _ = try await client.accountInfo(appID: app, accessToken: access, proof: .none())
+            let t2 = clock.now
+            _ = try await client.accountInfo(appID: app, accessToken: access, proof: .none())
+            let t3 = clock.now
+            client.close()
+            connectMs.append(milliseconds(t1 - t0))
+            callMs.append(milliseconds(t3 - t2))
+            proofMs.append(milliseconds(t2 - t1) - milliseconds(t3 - t2))
+        }
+    }
+    func median(_ values: [Double]) -> Double { values.isEmpty ? 0 : values.sorted()[values.count / 2] }
+
     let confirmRate = Double(work.count) / confirmSeconds
     let refreshRate = Double(refreshes) / refreshSeconds
     return
         (String(
             format:
-                "{\"instances\":%d,\"workers\":%d,\"confirmations\":%d,\"confirmSeconds\":%.3f,\"confirmsPerSecond\":%.1f,\"refreshes\":%d,\"refreshSeconds\":%.3f,\"refreshesPerSecond\":%.1f}",
-            addresses.count, workers, work.count, confirmSeconds, confirmRate, refreshes, refreshSeconds, refreshRate))
+                "{\"instances\":%d,\"workers\":%d,\"confirmations\":%d,\"confirmSeconds\":%.3f,\"confirmsPerSecond\":%.1f,\"refreshes\":%d,\"refreshSeconds\":%.3f,\"refreshesPerSecond\":%.1f,\"connectMs\":%.3f,\"proofMs\":%.3f,\"callMs\":%.3f}",
+            addresses.count, workers, work.count, confirmSeconds, confirmRate, refreshes, refreshSeconds, refreshRate,
+            median(connectMs), median(proofMs), median(callMs)))
 }
 
 do {

@@ -59,10 +59,11 @@ struct AuthorityFixture {
         return (result, try sender.lastCode(to: contact))
     }
 
-    /// Confirms a code; with `deviceKey`, the session is bound to its public key.
+    /// Confirms a code; the session is bound to `deviceKey` (the fixture device's by default; nil:
+    /// unbound).
     func confirm(
         _ challenge: SendCodeResult, code: String, device: String = "device-a", app: String = AuthorityFixture.app,
-        deviceKey: Ed25519PrivateKey? = nil
+        deviceKey: Ed25519PrivateKey? = FixtureDevice.key
     ) async throws -> LoginResult {
         try await authority.confirmLoginCode(
             ConfirmCodeRequest(
@@ -70,25 +71,22 @@ struct AuthorityFixture {
                 devicePublicKey: deviceKey?.publicKey.rawRepresentation ?? []))
     }
 
-    /// Sends and confirms; with `deviceKey`, the session is bound to its public key.
+    /// Sends and confirms; the session is bound to `deviceKey` (the fixture device's by default).
     func login(
         _ contact: RainWalletContact = AuthorityFixture.email, device: String = "device-a",
-        app: String = AuthorityFixture.app, deviceKey: Ed25519PrivateKey? = nil
+        app: String = AuthorityFixture.app, deviceKey: Ed25519PrivateKey? = FixtureDevice.key
     ) async throws -> LoginResult {
         let (challenge, code) = try await send(contact, device: device, app: app)
         return try await confirm(challenge, code: code, device: device, app: app, deviceKey: deviceKey)
     }
 
-    /// Refreshes `refreshToken` as `device` would: signed with `key` at `timestamp` (the clock's
-    /// time by default).
+    /// Refreshes `refreshToken` as `device` would, having proven `key`.
     func refresh(
-        _ refreshToken: String, key: Ed25519PrivateKey, device: String = "device-a",
-        app: String = AuthorityFixture.app, timestamp: Date? = nil
+        _ refreshToken: String, key: Ed25519PrivateKey, device: String = "device-a", app: String = AuthorityFixture.app
     ) async throws -> SessionTokens {
         try await authority.refreshSession(
-            RefreshRequest.signed(
-                appID: app, deviceID: device, refreshToken: refreshToken, timestamp: timestamp ?? clock.now,
-                deviceKey: key))
+            RefreshRequest(appID: app, deviceID: device, refreshToken: refreshToken),
+            proof: TestDeviceKeys(deviceID: device, keys: [key]).proof)
     }
 
     /// The one session of `accountID` in the fixture's app whose device is `device`, newest first.

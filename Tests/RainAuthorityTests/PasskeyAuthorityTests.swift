@@ -37,7 +37,7 @@ struct PasskeyAuthorityTests {
 
     static func finish(
         _ ceremony: PasskeyCeremony, _ response: String, device: String = "device-a", app: String = AuthorityFixture.app,
-        key: Ed25519PrivateKey? = nil
+        key: Ed25519PrivateKey? = FixtureDevice.key
     ) -> PasskeyFinishRequest {
         PasskeyFinishRequest(
             appID: app, deviceID: device, ceremonyID: ceremony.ceremonyID, responseJSON: response,

@@ -24,7 +24,9 @@ struct PeriodicPruningTests {
     }
 
     /// Sends a code to the fixture's email from `device`, reads it from the outbox and confirms it.
-    static func login(_ f: AuthorityFixture, device: String, key: Ed25519PrivateKey? = nil) async throws -> LoginResult {
+    static func login(_ f: AuthorityFixture, device: String, key: Ed25519PrivateKey? = FixtureDevice.key) async throws
+        -> LoginResult
+    {
         let challenge = try await f.authority.sendLoginCode(
             SendCodeRequest(appID: AuthorityFixture.app, deviceID: device, contact: AuthorityFixture.email))
         let code = try #require(try await f.authority.listOutbox().last?.code)

@@ -94,8 +94,8 @@ struct RemoteFixture {
             authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"))
         let server = try RunningTCPServer(handler: service, tls: serverTLS, logger: logger.child("loop"))
         let remote = try RemoteAuthority(
-            address: server.address, tls: clientTLS, connectTimeout: .seconds(2), callTimeout: callTimeout,
-            logger: logger.child("remote"))
+            address: server.address, tls: clientTLS, device: FixtureDevice.keys, connectTimeout: .seconds(2),
+            callTimeout: callTimeout, logger: logger.child("remote"))
         let fixture = RemoteFixture(
             directory: directory, clock: clock, sender: sender, store: store, embedded: embedded, service: service,
             server: server, remote: remote, logSink: sink, logger: logger)
@@ -125,7 +125,7 @@ struct RemoteFixture {
     /// Sends and confirms through the remote authority, binding the session to `key`.
     func login(
         _ contact: RainWalletContact = RemoteFixture.email, device: String = RemoteFixture.device,
-        key: Ed25519PrivateKey? = nil, via authority: (any Authority)? = nil
+        key: Ed25519PrivateKey? = FixtureDevice.key, via authority: (any Authority)? = nil
     ) async throws -> LoginResult {
         let (challenge, code) = try await send(contact, device: device, via: authority)
         return try await (authority ?? remote).confirmLoginCode(
@@ -145,13 +145,25 @@ struct SlowAuthority: Authority {
     }
     func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult { try await wait() }
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult { try await wait() }
-    func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens { try await wait() }
-    func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo { try await wait() }
-    func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo { try await wait() }
-    func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets { try await wait() }
-    func revokeSession(appID: String, refreshToken: String) async throws(RainError) { try await wait() }
+    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
+        try await wait()
+    }
+    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
+        try await wait()
+    }
+    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
+        try await wait()
+    }
+    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
+        try await wait()
+    }
+    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
+        try await wait()
+    }
     func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await wait() }
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
+        -> PasskeyCeremony
+    {
         try await wait()
     }
     func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
@@ -167,10 +179,10 @@ struct SlowAuthority: Authority {
         try await wait()
     }
     func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
     ) async throws(RainError) -> SendCodeResult { try await wait() }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
     ) async throws(RainError) -> AccountInfo { try await wait() }
 }
 
@@ -181,7 +193,7 @@ struct RemoteAuthorityTests {
     @Test("send and confirm across the wire: account created, session bound to the device key, tokens")
     func sendAndConfirm() async throws {
         try await RemoteFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let (challenge, code) = try await f.send(.email("user@example.com"))
             #expect(challenge.challengeID.hasPrefix("chl_"))
             #expect(challenge.contact == RemoteFixture.email)
@@ -281,7 +293,7 @@ struct RemoteAuthorityTests {
     @Test("revokeSession over the wire ends the session: its access token and refresh are refused")
     func revoke() async throws {
         try await RemoteFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(key: key)
             try await f.remote.revokeSession(appID: RemoteFixture.app, refreshToken: login.tokens.refreshToken)
             // Unknown or already revoked tokens succeed silently.
@@ -295,9 +307,8 @@ struct RemoteAuthorityTests {
             #expect(info?.details.reason == "revoked")
             let refresh = await rainError {
                 _ = try await f.remote.refreshSession(
-                    RefreshRequest.signed(
-                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
-                        timestamp: f.clock.now, deviceKey: key))
+                    RefreshRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken))
             }
             #expect(refresh?.code == .sessionExpired)
             #expect(refresh?.details.reason == "revoked")
@@ -307,7 +318,7 @@ struct RemoteAuthorityTests {
     @Test("refreshSession and accountInfo over the wire: signed refresh rotates, the new access token reads the account")
     func refreshAndAccountInfo() async throws {
         try await RemoteFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(key: key)
 
             let info = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
@@ -317,11 +328,8 @@ struct RemoteAuthorityTests {
             #expect(info.createdAt == f.clock.now)
 
             f.clock.advance(by: .seconds(600))
-            // The signature covers the timestamp in Unix ms, which is what crosses the wire.
-            let timestamp = f.clock.now.addingTimeInterval(0.000_4)
-            let request = try RefreshRequest.signed(
-                appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
-                timestamp: timestamp, deviceKey: key)
+            let request = RefreshRequest(
+                appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken)
             let next = try await f.remote.refreshSession(request)
             #expect(next.accessToken != login.tokens.accessToken)
             #expect(next.refreshToken != login.tokens.refreshToken)
@@ -342,24 +350,28 @@ struct RemoteAuthorityTests {
         }
     }
 
-    @Test("a refresh signed by another key is refused with its reason, and burns the session")
+    @Test("a refresh on a connection proven by another key is refused with its reason, and burns the session")
     func refreshWrongKey() async throws {
         try await RemoteFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(key: key)
+            let other = try RemoteAuthority(
+                address: f.server.address,
+                device: TestDeviceKeys(deviceID: RemoteFixture.device, keys: [try Ed25519PrivateKey()]),
+                logger: f.logger.child("thief"))
+            defer { other.close() }
             let thief = await rainError {
-                _ = try await f.remote.refreshSession(
-                    RefreshRequest.signed(
-                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
-                        timestamp: f.clock.now, deviceKey: try Ed25519PrivateKey()))
+                _ = try await other.refreshSession(
+                    RefreshRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken),
+                    proof: .none())
             }
             #expect(thief?.code == .sessionExpired)
             #expect(thief?.details.reason == "refresh_rejected")
             let owner = await rainError {
                 _ = try await f.remote.refreshSession(
-                    RefreshRequest.signed(
-                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
-                        timestamp: f.clock.now, deviceKey: key))
+                    RefreshRequest(
+                        appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken))
             }
             #expect(owner?.code == .sessionExpired)
         }
@@ -406,7 +418,7 @@ struct RemoteAuthorityTests {
             #expect(info.maxFrameBytes == UInt32(Frame.defaultMaximumLength))
             #expect(
                 info.capabilities == [
-                    "login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts",
+                    "login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts", "device-proof",
                 ])
         }
     }
@@ -477,7 +489,7 @@ struct RemoteAuthorityTests {
     @Test("codes and tokens never appear in either side's logs")
     func secretsStayOutOfLogs() async throws {
         try await RemoteFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let (challenge, code) = try await f.send()
             _ = await rainError {
                 _ = try await f.remote.confirmLoginCode(
@@ -490,9 +502,7 @@ struct RemoteAuthorityTests {
                     appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
                     code: code, devicePublicKey: key.publicKey.rawRepresentation))
             let next = try await f.remote.refreshSession(
-                RefreshRequest.signed(
-                    appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken,
-                    timestamp: f.clock.now, deviceKey: key))
+                RefreshRequest(appID: RemoteFixture.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken))
             _ = await rainError { _ = try await f.remote.accountInfo(appID: RemoteFixture.app, accessToken: "rwa_bad") }
             try await f.remote.revokeSession(appID: RemoteFixture.app, refreshToken: next.refreshToken)
 

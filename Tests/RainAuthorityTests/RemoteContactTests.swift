@@ -14,7 +14,7 @@ struct RemoteContactTests {
     func roundTrip() async throws {
         try await RemoteFixture.with { f in
             let anchor = SoftAuthenticator(path: f.directory + "/authenticator.json")
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let begin = try await f.remote.beginPasskeyRegistration(RemotePasskeyTests.begin())
             let created = try #require(
                 try await f.remote.finishPasskeyRegistration(

@@ -29,7 +29,7 @@ struct RemotePasskeyTests {
     func ceremonies() async throws {
         try await RemoteFixture.with { f in
             let anchor = SoftAuthenticator(path: f.directory + "/authenticator.json")
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
 
             let signUp = try await f.remote.beginPasskeyRegistration(Self.begin())
             let created = try #require(

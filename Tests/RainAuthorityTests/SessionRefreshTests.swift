@@ -16,7 +16,7 @@ struct SessionRefreshTests {
     @Test("a login with a device key binds the session; refresh rotates both tokens to the derived pair")
     func bindAndRotate() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             var record = try await f.session(login.accountID)
             #expect(record.devicePublicKey == key.publicKey.rawRepresentation)
@@ -55,7 +55,7 @@ struct SessionRefreshTests {
     @Test("rotation invalidates the old access token at once; the new one reads the account")
     func oldAccessTokenInvalidated() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let before = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: login.tokens.accessToken)
             #expect(before.accountID == login.accountID)
@@ -73,7 +73,7 @@ struct SessionRefreshTests {
     @Test("chained refreshes keep a session alive across ten access lifetimes")
     func chainedRefreshes() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             var tokens = login.tokens
             var seen: Set<String> = [tokens.refreshToken]
@@ -96,7 +96,7 @@ struct SessionRefreshTests {
     func refreshLifetime() async throws {
         let settings = AuthoritySettings(refreshTokenLifetime: .seconds(3600), sendLimits: .unlimited)
         try await AuthorityFixture.with(settings: settings) { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             f.clock.advance(by: .seconds(3000))
             let first = try await f.refresh(login.tokens.refreshToken, key: key)
@@ -118,7 +118,7 @@ struct SessionRefreshTests {
     @Test("reusing a rotated token after the grace window revokes the family, newest tokens included")
     func reuseAfterGraceWindow() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let next = try await f.refresh(login.tokens.refreshToken, key: key)
             f.clock.advance(by: .seconds(11))
@@ -140,7 +140,7 @@ struct SessionRefreshTests {
     @Test("a generation older than the previous one is reuse even inside the grace window")
     func olderGenerationIsReuse() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let first = try await f.refresh(login.tokens.refreshToken, key: key)
             let second = try await f.refresh(first.refreshToken, key: key)
@@ -155,7 +155,7 @@ struct SessionRefreshTests {
     @Test("a repeat within the grace window gets the identical pair and rotates nothing")
     func repeatWithinGraceWindow() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let first = try await f.refresh(login.tokens.refreshToken, key: key)
             let rotatedAt = f.clock.now
@@ -188,7 +188,7 @@ struct SessionRefreshTests {
     func graceWindowEdge(milliseconds: Int, isRepeat: Bool) async throws {
         try await AuthorityFixture.with { f in
             #expect(f.authority.settings.refreshGraceWindow == .seconds(10))
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let first = try await f.refresh(login.tokens.refreshToken, key: key)
             f.clock.advance(by: .milliseconds(milliseconds))
@@ -210,16 +210,16 @@ struct SessionRefreshTests {
             let other = EmbeddedAuthority(
                 store: otherStore, keys: f.keys, clock: f.clock, sender: f.sender, outbox: nil,
                 logger: Logger(label: "test.other", sink: f.logSink))
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
-            let request = try RefreshRequest.signed(
-                appID: AuthorityFixture.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken,
-                timestamp: f.clock.now, deviceKey: key)
+            let request = RefreshRequest(
+                appID: AuthorityFixture.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken)
+            let proof = TestDeviceKeys(deviceID: "device-a", keys: [key]).proof
             let authorities: [EmbeddedAuthority] = [f.authority, other]
             let results = try await withThrowingTaskGroup(of: SessionTokens.self) { group in
                 for index in 0..<20 {
                     let authority = authorities[index % 2]
-                    group.addTask { try await authority.refreshSession(request) }
+                    group.addTask { try await authority.refreshSession(request, proof: proof) }
                 }
                 var all: [SessionTokens] = []
                 for try await tokens in group { all.append(tokens) }
@@ -237,56 +237,20 @@ struct SessionRefreshTests {
         }
     }
 
-    // MARK: - Proof of possession
+    // MARK: - Proof of possession (issue 14: the caller's proven keys, no device clock)
 
-    /// A refresh request that lacks a valid proof of possession of the device key.
-    enum BadProof: String, CaseIterable, Sendable {
-        case unsigned
-        case otherKey
-        case wrongDeviceID
-        case otherToken
-        case timestampTenMinutesBehind
-        case timestampTenMinutesAhead
-
-        func request(
-            token: String, otherToken: String, key: Ed25519PrivateKey, now: Date
-        ) throws -> RefreshRequest {
-            let app = AuthorityFixture.app
-            switch self {
-            case .unsigned:
-                return RefreshRequest(appID: app, deviceID: "device-a", refreshToken: token, timestamp: now, signature: [])
-            case .otherKey:
-                return try .signed(
-                    appID: app, deviceID: "device-a", refreshToken: token, timestamp: now,
-                    deviceKey: Ed25519PrivateKey())
-            case .wrongDeviceID:
-                return try .signed(appID: app, deviceID: "device-x", refreshToken: token, timestamp: now, deviceKey: key)
-            case .otherToken:
-                // A signature the device made for another token, replayed with this one.
-                var request = try RefreshRequest.signed(
-                    appID: app, deviceID: "device-a", refreshToken: otherToken, timestamp: now, deviceKey: key)
-                request.refreshToken = token
-                return request
-            case .timestampTenMinutesBehind:
-                return try .signed(
-                    appID: app, deviceID: "device-a", refreshToken: token, timestamp: now.adding(.seconds(-600)),
-                    deviceKey: key)
-            case .timestampTenMinutesAhead:
-                return try .signed(
-                    appID: app, deviceID: "device-a", refreshToken: token, timestamp: now.adding(.seconds(600)),
-                    deviceKey: key)
-            }
-        }
-    }
-
-    @Test("a refresh without a valid proof of the device key is refused and revokes the family", arguments: BadProof.allCases)
-    func badProofRevokes(proof: BadProof) async throws {
+    @Test("a refresh proven by another key (Ed25519 or P-256) is refused and revokes the family", arguments: [false, true])
+    func otherKeyRevokes(isP256: Bool) async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
-            let request = try proof.request(
-                token: login.tokens.refreshToken, otherToken: "rwr_other", key: key, now: f.clock.now)
-            let reason = await sessionRefusal { _ = try await f.authority.refreshSession(request) }
+            let thief: any DeviceSigner =
+                isP256 ? TestP256DeviceSigner(try P256PrivateKey()) : SoftwareDeviceSigner(try Ed25519PrivateKey())
+            let reason = await sessionRefusal {
+                _ = try await f.authority.refreshSession(
+                    RefreshRequest(appID: AuthorityFixture.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken),
+                    proof: TestDeviceKeys(deviceID: "device-a", signers: [thief]).proof)
+            }
             #expect(reason == "refresh_rejected")
             let record = try await f.session(login.accountID)
             #expect(record.revokeReason == SessionRevokeReason.stolenToken)
@@ -296,16 +260,51 @@ struct SessionRefreshTests {
             let legit = await sessionRefusal { _ = try await f.refresh(login.tokens.refreshToken, key: key) }
             #expect(legit == "refresh_rejected")
             let access = await sessionRefusal {
-                _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: login.tokens.accessToken)
+                _ = try await f.authority.accountInfo(
+                    appID: AuthorityFixture.app, accessToken: login.tokens.accessToken,
+                    proof: TestDeviceKeys(deviceID: "device-a", keys: [key]).proof)
             }
             #expect(access == "revoked")
         }
     }
 
-    @Test("a previous token repeated without a valid signature inside the grace window also revokes")
+    @Test("a refresh without any proof is RAIN_501 device_proof_required and revokes nothing")
+    func unprovenRefresh() async throws {
+        try await AuthorityFixture.with { f in
+            let key = FixtureDevice.key
+            let login = try await f.login(deviceKey: key)
+            let error = await rainError {
+                _ = try await f.authority.refreshSession(
+                    RefreshRequest(appID: AuthorityFixture.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken),
+                    proof: .none(deviceID: "device-a"))
+            }
+            #expect(error?.code == .provider)
+            #expect(error?.details.reason == "device_proof_required")
+            let record = try await f.session(login.accountID)
+            #expect(record.revokedAt == nil)
+            #expect(record.refreshGeneration == 0)
+            _ = try await f.refresh(login.tokens.refreshToken, key: key)
+        }
+    }
+
+    @Test("the right key under another device id is refused without a revocation")
+    func wrongDeviceID() async throws {
+        try await AuthorityFixture.with { f in
+            let key = FixtureDevice.key
+            let login = try await f.login(deviceKey: key)
+            let reason = await sessionRefusal {
+                _ = try await f.refresh(login.tokens.refreshToken, key: key, device: "device-x")
+            }
+            #expect(reason == "refresh_rejected")
+            #expect(try await f.session(login.accountID).revokedAt == nil)
+            _ = try await f.refresh(login.tokens.refreshToken, key: key)
+        }
+    }
+
+    @Test("a previous token repeated by another key inside the grace window also revokes")
     func badProofOnRepeat() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let next = try await f.refresh(login.tokens.refreshToken, key: key)
             let reason = await sessionRefusal {
@@ -317,26 +316,10 @@ struct SessionRefreshTests {
         }
     }
 
-    @Test("a timestamp up to refreshSignatureSkew away either way is accepted", arguments: [-120, 120])
-    func skewEdge(seconds: Int) async throws {
-        try await AuthorityFixture.with { f in
-            #expect(f.authority.settings.refreshSignatureSkew == .seconds(120))
-            let key = try Ed25519PrivateKey()
-            let login = try await f.login(deviceKey: key)
-            let next = try await f.refresh(
-                login.tokens.refreshToken, key: key, timestamp: f.clock.now.adding(.seconds(seconds)))
-            let beyond = seconds < 0 ? -121 : 121
-            let reason = await sessionRefusal {
-                _ = try await f.refresh(next.refreshToken, key: key, timestamp: f.clock.now.adding(.seconds(beyond)))
-            }
-            #expect(reason == "refresh_rejected")
-        }
-    }
-
     @Test("an unknown refresh token, or one of another app, is refused and revokes nothing")
     func unknownToken() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let unknown = await sessionRefusal { _ = try await f.refresh("rwr_unknown", key: key) }
             #expect(unknown == "refresh_rejected")
@@ -354,13 +337,18 @@ struct SessionRefreshTests {
     @Test("a login without a device key makes an unbound session that is never refreshed nor revoked by trying")
     func unboundSession() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
-            let login = try await f.login()
+            let key = FixtureDevice.key
+            let login = try await f.login(deviceKey: nil)
             #expect(try await f.session(login.accountID).devicePublicKey == nil)
             let reason = await sessionRefusal { _ = try await f.refresh(login.tokens.refreshToken, key: key) }
             #expect(reason == "device_unbound")
             #expect(try await f.session(login.accountID).revokedAt == nil)
-            _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: login.tokens.accessToken)
+            // Nor used (issue 14): its tokens alone prove no device.
+            let read = await sessionRefusal {
+                _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: login.tokens.accessToken)
+            }
+            #expect(read == "device_unbound")
+            #expect(try await f.session(login.accountID).revokedAt == nil)
         }
     }
 
@@ -380,7 +368,7 @@ struct SessionRefreshTests {
             let record = try #require(try await f.store.challenge(id: challenge.challengeID))
             #expect(record.state == .pending)
             #expect(record.wrongAttempts == 0)
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.confirm(challenge, code: code, deviceKey: key)
             #expect(try await f.session(login.accountID).devicePublicKey == key.publicKey.rawRepresentation)
         }
@@ -408,14 +396,16 @@ struct SessionRefreshTests {
             }
             #expect(later == "revoked_elsewhere")
             let onBNext = try await f.refresh(onB.tokens.refreshToken, key: keyB, device: "device-b")
-            _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: onBNext.accessToken)
+            _ = try await f.authority.accountInfo(
+                appID: AuthorityFixture.app, accessToken: onBNext.accessToken,
+                proof: TestDeviceKeys(deviceID: "device-b", keys: [keyB]).proof)
         }
     }
 
     @Test("after logout, refresh and reads are RAIN_201 revoked; logout works with the previous token too")
     func logoutThenRefresh() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let next = try await f.refresh(login.tokens.refreshToken, key: key)
             try await f.authority.revokeSession(appID: AuthorityFixture.app, refreshToken: next.refreshToken)
@@ -437,7 +427,7 @@ struct SessionRefreshTests {
     @Test("accountInfo: the account with its contacts; unknown token, other app, expired token")
     func accountInfo() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let createdAt = f.clock.now
             let login = try await f.login(deviceKey: key)
             let info = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: login.tokens.accessToken)
@@ -473,7 +463,7 @@ struct SessionRefreshTests {
     func pruneRetiredTokens() async throws {
         let settings = AuthoritySettings(refreshTokenLifetime: .seconds(3600), sendLimits: .unlimited)
         try await AuthorityFixture.with(settings: settings) { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             var chain = [login.tokens.refreshToken]
             for _ in 0..<6 {
@@ -495,30 +485,17 @@ struct SessionRefreshTests {
         }
     }
 
-    @Test("the signed message is the documented UTF-8 text over the token's SHA-256")
-    func signedMessageFormat() throws {
-        let message = RefreshRequest.signedMessage(
-            appID: "app", deviceID: "dev-1", refreshToken: "abc",
-            timestamp: Date(unixMilliseconds: 1_800_000_000_123))
-        // SHA-256("abc") = ba7816bf…f20015ad (FIPS 180-2), base64url without padding.
-        #expect(
-            String(decoding: message, as: UTF8.self)
-                == "rain.refresh.v1\napp\ndev-1\nungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0\n1800000000123")
-        let key = try Ed25519PrivateKey()
-        let request = try RefreshRequest.signed(
-            appID: "app", deviceID: "dev-1", refreshToken: "rwr_secret", timestamp: Date(), deviceKey: key)
-        #expect(
-            key.publicKey.isValidSignature(
-                request.signature,
-                for: RefreshRequest.signedMessage(
-                    appID: "app", deviceID: "dev-1", refreshToken: "rwr_secret", timestamp: request.timestamp)))
+    @Test("a refresh request carries no signature and no timestamp, and its description hides the token")
+    func refreshRequestHasNoClock() throws {
+        let request = RefreshRequest(appID: "app", deviceID: "dev-1", refreshToken: "rwr_secret")
+        #expect(try RefreshRequest.decode(try request.encode()) == request)
         #expect(!String(describing: request).contains("rwr_secret"))
     }
 
     @Test("no token ever reaches the log, while refresh events do")
     func logHasNoTokens() async throws {
         try await AuthorityFixture.with { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let first = try await f.refresh(login.tokens.refreshToken, key: key)
             let repeated = try await f.refresh(login.tokens.refreshToken, key: key)

@@ -733,7 +733,7 @@ struct StoreConformanceTests {
         arguments: kinds)
     func parallelRefreshes(kind: StoreKind) async throws {
         try await StoreFixture.with(kind, instances: 2) { f in
-            let key = try Ed25519PrivateKey()
+            let key = FixtureDevice.key
             let sent = try await f.authority.sendLoginCode(
                 SendCodeRequest(appID: Self.app, deviceID: "device-a", contact: Self.email))
             let login = try await f.authority.confirmLoginCode(
@@ -741,9 +741,7 @@ struct StoreConformanceTests {
                     appID: Self.app, deviceID: "device-a", challengeID: sent.challengeID,
                     code: try f.sender.lastCode(to: Self.email),
                     devicePublicKey: key.publicKey.rawRepresentation))
-            let request = try RefreshRequest.signed(
-                appID: Self.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken, timestamp: f.clock.now,
-                deviceKey: key)
+            let request = RefreshRequest(appID: Self.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken)
             let pairs = try await withThrowingTaskGroup(of: SessionTokens.self) { group in
                 for i in 0..<8 {
                     let authority = f.authorities[i % 2]
@@ -759,9 +757,7 @@ struct StoreConformanceTests {
 
             // Outside the grace window the old token is reuse: the family is revoked.
             f.clock.advance(by: .seconds(60))
-            let reuse = try RefreshRequest.signed(
-                appID: Self.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken, timestamp: f.clock.now,
-                deviceKey: key)
+            let reuse = RefreshRequest(appID: Self.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken)
             #expect(await rainError { _ = try await f.authorities[1].refreshSession(reuse) }?.code == .sessionExpired)
             #expect(try await f.store.sessions(appID: Self.app, accountID: login.accountID).first?.revokeReason == "reused")
             let violations = try await f.violations()

@@ -176,7 +176,8 @@ struct WalletTests {
         let login = try await authority.confirmLoginCode(
             ConfirmCodeRequest(
                 appID: "app", deviceID: "dev", challengeID: challenge.challengeID,
-                code: try sender.lastCode(to: .email("old@example.com"))))
+                code: try sender.lastCode(to: .email("old@example.com")),
+                devicePublicKey: FixtureDevice.key.publicKey.rawRepresentation))
         #expect(login.walletID == "wal_old")
         let wallet = try await authority.wallet(appID: "app", accessToken: login.tokens.accessToken)
         #expect(wallet.ethereumAddress == record.ethereumAddress)

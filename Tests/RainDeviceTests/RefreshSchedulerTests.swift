@@ -64,7 +64,7 @@ final class ControlledAuthority: Authority {
     func closeGate() { state.withLock { $0.isGateClosed = true } }
     func openGate() { state.withLock { $0.isGateClosed = false } }
 
-    func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
+    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
         let fail = state.withLock { s -> Bool in
             s.refreshCalls += 1
             if s.transientFailuresLeft > 0 {
@@ -75,7 +75,7 @@ final class ControlledAuthority: Authority {
         }
         if fail { throw RainError(.network, "authority unreachable (test)") }
         while state.withLock({ $0.isGateClosed }) { try? await Task.sleep(for: .milliseconds(2)) }
-        return try await inner.refreshSession(request)
+        return try await inner.refreshSession(request, proof: proof)
     }
 
     func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
@@ -91,7 +91,7 @@ final class ControlledAuthority: Authority {
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
         try await inner.confirmLoginCode(request)
     }
-    func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo {
+    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
         let fail = state.withLock { s -> Bool in
             s.readCalls += 1
             guard s.readFailuresLeft > 0 else { return false }
@@ -99,10 +99,10 @@ final class ControlledAuthority: Authority {
             return true
         }
         if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.accountInfo(appID: appID, accessToken: accessToken)
+        return try await inner.accountInfo(appID: appID, accessToken: accessToken, proof: proof)
     }
     /// A read like `accountInfo`: counted in `walletCalls` and `readCalls`, failed by `failNextReads`.
-    func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo {
+    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
         let fail = state.withLock { s -> Bool in
             s.readCalls += 1
             s.walletCalls += 1
@@ -111,9 +111,9 @@ final class ControlledAuthority: Authority {
             return true
         }
         if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.wallet(appID: appID, accessToken: accessToken)
+        return try await inner.wallet(appID: appID, accessToken: accessToken, proof: proof)
     }
-    func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets {
+    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
         let fail = state.withLock { s -> Bool in
             s.exportCalls += 1
             guard s.exportFailuresLeft > 0 else { return false }
@@ -121,14 +121,14 @@ final class ControlledAuthority: Authority {
             return true
         }
         if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.exportWallet(appID: appID, accessToken: accessToken)
+        return try await inner.exportWallet(appID: appID, accessToken: accessToken, proof: proof)
     }
-    func revokeSession(appID: String, refreshToken: String) async throws(RainError) {
-        try await inner.revokeSession(appID: appID, refreshToken: refreshToken)
+    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
+        try await inner.revokeSession(appID: appID, refreshToken: refreshToken, proof: proof)
     }
     func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await inner.listOutbox() }
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await inner.beginPasskeyRegistration(request)
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError) -> PasskeyCeremony {
+        try await inner.beginPasskeyRegistration(request, proof: proof)
     }
     func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
         try await inner.finishPasskeyRegistration(request)
@@ -144,7 +144,7 @@ final class ControlledAuthority: Authority {
     }
     /// A send like `sendLoginCode`: counted in `sendCalls`, failed by the send failures.
     func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
     ) async throws(RainError) -> SendCodeResult {
         let fail = state.withLock { s -> Bool in
             s.sendCalls += 1
@@ -154,13 +154,14 @@ final class ControlledAuthority: Authority {
         }
         if fail { throw RainError(.network, "authority unreachable (test)") }
         return try await inner.sendContactVerificationCode(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact)
+            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
     }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
     ) async throws(RainError) -> AccountInfo {
         try await inner.confirmContactVerification(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code)
+            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
+            proof: proof)
     }
 }
 
@@ -170,15 +171,20 @@ struct CountingDirectReads: DirectAuthorityReads {
     let owner: ControlledAuthority
     let inner: any DirectAuthorityReads
 
-    func accountInfo(appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
-    {
+    func accountInfo(
+        appID: String, accessToken: String, proof: DeviceProof,
+        completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void
+    ) {
         if owner.takeDirectRead() { return completion(.failure(RainError(.network, "direct read failed (test)"))) }
-        inner.accountInfo(appID: appID, accessToken: accessToken, completion: completion)
+        inner.accountInfo(appID: appID, accessToken: accessToken, proof: proof, completion: completion)
     }
 
-    func wallet(appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void) {
+    func wallet(
+        appID: String, accessToken: String, proof: DeviceProof,
+        completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void
+    ) {
         if owner.takeDirectRead() { return completion(.failure(RainError(.network, "direct read failed (test)"))) }
-        inner.wallet(appID: appID, accessToken: accessToken, completion: completion)
+        inner.wallet(appID: appID, accessToken: accessToken, proof: proof, completion: completion)
     }
 }
 

@@ -112,7 +112,8 @@ private func standaloneSession(
     @Test func theAuthoritysRefusalsParseAsReasons() async throws {
         let f = try await SchedulerFixture()
         let error = await #expect(throws: RainError.self) {
-            try await f.embedded.accountInfo(appID: "default", accessToken: "at_unknown")
+            try await f.embedded.accountInfo(
+                appID: "default", accessToken: "at_unknown", proof: DeviceProof(holder: try testDevice()))
         }
         #expect(error.flatMap(SessionEndReason.init(reasonOf:)) == .invalidToken)
         #expect(SessionEndReason(reasonOf: RainError(.network, "down")) == nil)

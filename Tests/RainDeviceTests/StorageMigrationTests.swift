@@ -96,14 +96,24 @@ final class KeyBindingAuthority: Authority {
         throw Self.unused()
     }
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult { throw Self.unused() }
-    func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens { throw Self.unused() }
-    func accountInfo(appID: String, accessToken: String) async throws(RainError) -> AccountInfo { throw Self.unused() }
-    func wallet(appID: String, accessToken: String) async throws(RainError) -> WalletInfo { throw Self.unused() }
-    func exportWallet(appID: String, accessToken: String) async throws(RainError) -> WalletSecrets { throw Self.unused() }
-    func revokeSession(appID: String, refreshToken: String) async throws(RainError) { throw Self.unused() }
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
         throw Self.unused()
     }
+    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
+        throw Self.unused()
+    }
+    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
+        throw Self.unused()
+    }
+    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
+        throw Self.unused()
+    }
+    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
+        throw Self.unused()
+    }
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
+        -> PasskeyCeremony
+    { throw Self.unused() }
     func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
         throw Self.unused()
     }
@@ -116,14 +126,15 @@ final class KeyBindingAuthority: Authority {
     func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
         throw Self.unused()
     }
-    func sendContactVerificationCode(appID: String, deviceID: String, accessToken: String, contact: RainWalletContact)
-        async throws(RainError) -> SendCodeResult
-    { throw Self.unused() }
     func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, source: SendSource
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
+    ) async throws(RainError) -> SendCodeResult { throw Self.unused() }
+    func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof,
+        source: SendSource
     ) async throws(RainError) -> SendCodeResult { throw Self.unused() }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
     ) async throws(RainError) -> AccountInfo { throw Self.unused() }
     func listOutbox() async throws(RainError) -> [OutboxDelivery] { throw Self.unused() }
 }

@@ -65,9 +65,10 @@ final class SharedStoreCluster: Sendable {
     func provider(_ i: Int) -> RainProvider { RainProvider(RainWalletConfig(socketPath: socket(i))) }
 
     /// A client of authority `i`, as a device daemon would hold.
-    func remote(_ i: Int) throws -> RemoteAuthority {
+    func remote(_ i: Int, device: (any DeviceKeyHolder)? = nil) throws -> RemoteAuthority {
         try RemoteAuthority(
-            address: "127.0.0.1:\(ports.withLock { $0[i] })", logger: Logger(label: "test.remote", minimumLevel: .error))
+            address: "127.0.0.1:\(ports.withLock { $0[i] })", device: device,
+            logger: Logger(label: "test.remote", minimumLevel: .error))
     }
 
     /// Starts authority `i` (on its old port when it ran before) and waits until it is ready.
@@ -193,13 +194,14 @@ struct SharedStoreTests {
         defer { h.down() }
         #expect(h.mapsLibPQ(0) && h.mapsLibPQ(1), "an authority on PostgreSQL loads libpq")
         let (challenge, code) = try await h.sendCode(via: 0, device: "dev-x", email: "across@example.com")
-        let a = try h.remote(0)
-        let b = try h.remote(1)
+        let key = try Ed25519PrivateKey()
+        let device = TestDeviceKeys(deviceID: "dev-x", keys: [key])
+        let a = try h.remote(0, device: device)
+        let b = try h.remote(1, device: device)
         defer {
             a.close()
             b.close()
         }
-        let key = try Ed25519PrivateKey()
         let login = try await b.confirmLoginCode(
             ConfirmCodeRequest(
                 appID: SharedStoreCluster.app, deviceID: "dev-x", challengeID: challenge, code: code,
@@ -207,8 +209,7 @@ struct SharedStoreTests {
         #expect(login.accountCreated)
         func refresh(_ token: String, on authority: RemoteAuthority) async throws -> SessionTokens {
             try await authority.refreshSession(
-                RefreshRequest.signed(
-                    appID: SharedStoreCluster.app, deviceID: "dev-x", refreshToken: token, timestamp: h.now, deviceKey: key))
+                RefreshRequest(appID: SharedStoreCluster.app, deviceID: "dev-x", refreshToken: token), proof: device.proof)
         }
         // A rotates; the same refresh repeated on B within the grace window gets the same pair.
         let first = try await refresh(login.tokens.refreshToken, on: a)

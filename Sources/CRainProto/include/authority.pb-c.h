@@ -39,6 +39,14 @@ typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelRequest Rain__Wallet__V1_
 typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelResponse Rain__Wallet__V1__AuthorityPasskeyCancelResponse;
 typedef struct Rain__Wallet__V1__AuthoritySendContactVerificationRequest Rain__Wallet__V1__AuthoritySendContactVerificationRequest;
 typedef struct Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest;
+typedef struct Rain__Wallet__V1__AuthorityBeginDeviceProofRequest Rain__Wallet__V1__AuthorityBeginDeviceProofRequest;
+typedef struct Rain__Wallet__V1__AuthorityBeginDeviceProofResponse Rain__Wallet__V1__AuthorityBeginDeviceProofResponse;
+typedef struct Rain__Wallet__V1__AuthorityProveDeviceRequest Rain__Wallet__V1__AuthorityProveDeviceRequest;
+typedef struct Rain__Wallet__V1__AuthorityProveDeviceResponse Rain__Wallet__V1__AuthorityProveDeviceResponse;
+typedef struct Rain__Wallet__V1__AuthorityRebindDeviceRequest Rain__Wallet__V1__AuthorityRebindDeviceRequest;
+typedef struct Rain__Wallet__V1__AuthorityRebindDeviceResponse Rain__Wallet__V1__AuthorityRebindDeviceResponse;
+typedef struct Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest;
+typedef struct Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse;
 
 
 /* --- enums --- */
@@ -96,7 +104,8 @@ struct  Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest
    */
   char *code;
   /*
-   * The device's raw 32-byte Ed25519 public key; the session is bound to it. Empty: unbound.
+   * The device key's wire bytes (a raw 32-byte Ed25519 key, or a 65-byte uncompressed P-256
+   * point); the session is bound to it. Empty: unbound.
    */
   ProtobufCBinaryData device_public_key;
 };
@@ -145,18 +154,10 @@ struct  Rain__Wallet__V1__AuthorityRefreshSessionRequest
   char *app_id;
   char *device_id;
   char *refresh_token;
-  /*
-   * When the device signed, Unix milliseconds (the signed message carries the same number).
-   */
-  int64_t timestamp_ms;
-  /*
-   * Ed25519 signature by the device key over the refresh message (RefreshRequest.signedMessage).
-   */
-  ProtobufCBinaryData signature;
 };
 #define RAIN__WALLET__V1__AUTHORITY_REFRESH_SESSION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_refresh_session_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, {0,NULL} }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Rain__Wallet__V1__AuthorityRefreshSessionResponse
@@ -449,6 +450,112 @@ struct  Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest
 #define RAIN__WALLET__V1__AUTHORITY_CONFIRM_CONTACT_VERIFICATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_confirm_contact_verification_request__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Authority/BeginDeviceProof: the connection's challenge (32 random bytes, the same
+ * for every call on the connection).
+ */
+struct  Rain__Wallet__V1__AuthorityBeginDeviceProofRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__AUTHORITY_BEGIN_DEVICE_PROOF_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_begin_device_proof_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__AuthorityBeginDeviceProofResponse
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData challenge;
+};
+#define RAIN__WALLET__V1__AUTHORITY_BEGIN_DEVICE_PROOF_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_begin_device_proof_response__descriptor) \
+    , {0,NULL} }
+
+
+/*
+ * /rain.wallet.v1.Authority/ProveDevice: a signature by the device key over
+ * "rain.device-proof.v1" 0x00, then device_id, challenge and channel binding, each preceded by its
+ * length (4 bytes, big endian). The channel binding is the connection's TLS exporter value
+ * (RFC 9266: label "EXPORTER-Channel-Binding", no context, 32 bytes), empty on plain TCP
+ * (loopback only). RAIN_501 (reason device_proof_failed) when the signature does not verify;
+ * RAIN_102 for a malformed key, before a challenge, or beyond two keys.
+ */
+struct  Rain__Wallet__V1__AuthorityProveDeviceRequest
+{
+  ProtobufCMessage base;
+  char *device_id;
+  /*
+   * DevicePublicKey wire bytes (Ed25519 or P-256).
+   */
+  ProtobufCBinaryData device_public_key;
+  /*
+   * Ed25519 (64 bytes) or ECDSA-SHA256 in DER.
+   */
+  ProtobufCBinaryData signature;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PROVE_DEVICE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_prove_device_request__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL} }
+
+
+struct  Rain__Wallet__V1__AuthorityProveDeviceResponse
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__AUTHORITY_PROVE_DEVICE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_prove_device_response__descriptor) \
+     }
+
+
+/*
+ * /rain.wallet.v1.Authority/RebindDevice: step 1 of a device key move; the connection must have
+ * proven both the current key and new_public_key. Idempotent.
+ */
+struct  Rain__Wallet__V1__AuthorityRebindDeviceRequest
+{
+  ProtobufCMessage base;
+  char *device_id;
+  ProtobufCBinaryData new_public_key;
+};
+#define RAIN__WALLET__V1__AUTHORITY_REBIND_DEVICE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_rebind_device_request__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+struct  Rain__Wallet__V1__AuthorityRebindDeviceResponse
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__AUTHORITY_REBIND_DEVICE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_rebind_device_response__descriptor) \
+     }
+
+
+/*
+ * /rain.wallet.v1.Authority/ConfirmDeviceKey: step 2; the connection must have proven
+ * device_public_key. Idempotent.
+ */
+struct  Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest
+{
+  ProtobufCMessage base;
+  char *device_id;
+  ProtobufCBinaryData device_public_key;
+};
+#define RAIN__WALLET__V1__AUTHORITY_CONFIRM_DEVICE_KEY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_confirm_device_key_request__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+struct  Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__AUTHORITY_CONFIRM_DEVICE_KEY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_confirm_device_key_response__descriptor) \
+     }
 
 
 /* Rain__Wallet__V1__AuthoritySendLoginCodeRequest methods */
@@ -869,6 +976,158 @@ Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *
 void   rain__wallet__v1__authority_confirm_contact_verification_request__free_unpacked
                      (Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityBeginDeviceProofRequest methods */
+void   rain__wallet__v1__authority_begin_device_proof_request__init
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofRequest         *message);
+size_t rain__wallet__v1__authority_begin_device_proof_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest   *message);
+size_t rain__wallet__v1__authority_begin_device_proof_request__pack
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_begin_device_proof_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *
+       rain__wallet__v1__authority_begin_device_proof_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_begin_device_proof_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityBeginDeviceProofResponse methods */
+void   rain__wallet__v1__authority_begin_device_proof_response__init
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofResponse         *message);
+size_t rain__wallet__v1__authority_begin_device_proof_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse   *message);
+size_t rain__wallet__v1__authority_begin_device_proof_response__pack
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_begin_device_proof_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *
+       rain__wallet__v1__authority_begin_device_proof_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_begin_device_proof_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityProveDeviceRequest methods */
+void   rain__wallet__v1__authority_prove_device_request__init
+                     (Rain__Wallet__V1__AuthorityProveDeviceRequest         *message);
+size_t rain__wallet__v1__authority_prove_device_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityProveDeviceRequest   *message);
+size_t rain__wallet__v1__authority_prove_device_request__pack
+                     (const Rain__Wallet__V1__AuthorityProveDeviceRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_prove_device_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityProveDeviceRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityProveDeviceRequest *
+       rain__wallet__v1__authority_prove_device_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_prove_device_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityProveDeviceRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityProveDeviceResponse methods */
+void   rain__wallet__v1__authority_prove_device_response__init
+                     (Rain__Wallet__V1__AuthorityProveDeviceResponse         *message);
+size_t rain__wallet__v1__authority_prove_device_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityProveDeviceResponse   *message);
+size_t rain__wallet__v1__authority_prove_device_response__pack
+                     (const Rain__Wallet__V1__AuthorityProveDeviceResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_prove_device_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityProveDeviceResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityProveDeviceResponse *
+       rain__wallet__v1__authority_prove_device_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_prove_device_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityProveDeviceResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityRebindDeviceRequest methods */
+void   rain__wallet__v1__authority_rebind_device_request__init
+                     (Rain__Wallet__V1__AuthorityRebindDeviceRequest         *message);
+size_t rain__wallet__v1__authority_rebind_device_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceRequest   *message);
+size_t rain__wallet__v1__authority_rebind_device_request__pack
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_rebind_device_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityRebindDeviceRequest *
+       rain__wallet__v1__authority_rebind_device_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_rebind_device_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRebindDeviceRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityRebindDeviceResponse methods */
+void   rain__wallet__v1__authority_rebind_device_response__init
+                     (Rain__Wallet__V1__AuthorityRebindDeviceResponse         *message);
+size_t rain__wallet__v1__authority_rebind_device_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceResponse   *message);
+size_t rain__wallet__v1__authority_rebind_device_response__pack
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_rebind_device_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRebindDeviceResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityRebindDeviceResponse *
+       rain__wallet__v1__authority_rebind_device_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_rebind_device_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRebindDeviceResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest methods */
+void   rain__wallet__v1__authority_confirm_device_key_request__init
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest         *message);
+size_t rain__wallet__v1__authority_confirm_device_key_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest   *message);
+size_t rain__wallet__v1__authority_confirm_device_key_request__pack
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_confirm_device_key_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *
+       rain__wallet__v1__authority_confirm_device_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_confirm_device_key_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse methods */
+void   rain__wallet__v1__authority_confirm_device_key_response__init
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse         *message);
+size_t rain__wallet__v1__authority_confirm_device_key_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse   *message);
+size_t rain__wallet__v1__authority_confirm_device_key_response__pack
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_confirm_device_key_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *
+       rain__wallet__v1__authority_confirm_device_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_confirm_device_key_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AuthoritySendLoginCodeRequest_Closure)
@@ -937,6 +1196,30 @@ typedef void (*Rain__Wallet__V1__AuthoritySendContactVerificationRequest_Closure
 typedef void (*Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest_Closure)
                  (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityBeginDeviceProofRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityBeginDeviceProofRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityBeginDeviceProofResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityBeginDeviceProofResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityProveDeviceRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityProveDeviceRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityProveDeviceResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityProveDeviceResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityRebindDeviceRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityRebindDeviceRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityRebindDeviceResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityRebindDeviceResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -965,6 +1248,14 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_canc
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_contact_verification_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_begin_device_proof_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_begin_device_proof_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_prove_device_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_prove_device_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_rebind_device_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_rebind_device_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -1,1 +1,0 @@
-#include <libsecret/secret.h>
