@@ -18,13 +18,19 @@ import Testing
     }
 
     let logger = Logger(label: "test", minimumLevel: .error, sink: CapturingLogSink())
+    /// The `file` provider named: `auto` would take a keyring or TPM the machine has.
+    static let file: StorageSettings = {
+        var settings = StorageSettings()
+        settings.provider = .provider(.file)
+        return settings
+    }()
 
     @Test func aFirstStartRecordsTheProviderAndLaterStartsFindTheSameKeys() throws {
         let dir = try Directory()
-        let first = try DaemonKeys.open(stateDirectory: dir.path, storage: StorageSettings(), isEmbedded: true, logger: logger)
+        let first = try DaemonKeys.open(stateDirectory: dir.path, storage: Self.file, isEmbedded: true, logger: logger)
         #expect(first.provider.kind == .file)
         #expect(try KeyProviderRecord.read(stateDirectory: dir.path) == .file)
-        let again = try DaemonKeys.open(stateDirectory: dir.path, storage: StorageSettings(), isEmbedded: true, logger: logger)
+        let again = try DaemonKeys.open(stateDirectory: dir.path, storage: Self.file, isEmbedded: true, logger: logger)
         #expect(again.storageKey.keyID == first.storageKey.keyID)
         #expect(again.masterKey?.keyID == first.masterKey?.keyID)
         #expect(again.device.signer.publicKey == first.device.signer.publicKey)
@@ -32,18 +38,18 @@ import Testing
 
     @Test func aRemoteAuthorityDeviceMakesNoMasterKey() throws {
         let dir = try Directory()
-        let keys = try DaemonKeys.open(stateDirectory: dir.path, storage: StorageSettings(), isEmbedded: false, logger: logger)
+        let keys = try DaemonKeys.open(stateDirectory: dir.path, storage: Self.file, isEmbedded: false, logger: logger)
         #expect(keys.masterKey == nil)
         #expect(try FileKeyProvider(stateDirectory: dir.path).loadSecret(.authorityMaster) == nil)
     }
 
     @Test func aMissingMasterKeyBesideTheDatabaseIsRefusedNotReplaced() throws {
         let dir = try Directory()
-        _ = try DaemonKeys.open(stateDirectory: dir.path, storage: StorageSettings(), isEmbedded: true, logger: logger)
+        _ = try DaemonKeys.open(stateDirectory: dir.path, storage: Self.file, isEmbedded: true, logger: logger)
         _ = FileManager.default.createFile(atPath: DaemonKeys.authorityDatabase(stateDirectory: dir.path), contents: Data())
         try FileKeyProvider(stateDirectory: dir.path).deleteSecret(.authorityMaster)
         let error = #expect(throws: RainError.self) {
-            try DaemonKeys.open(stateDirectory: dir.path, storage: StorageSettings(), isEmbedded: true, logger: logger)
+            try DaemonKeys.open(stateDirectory: dir.path, storage: Self.file, isEmbedded: true, logger: logger)
         }
         #expect(error?.details.reason == "master_key_missing")
         #expect(try FileKeyProvider(stateDirectory: dir.path).loadSecret(.authorityMaster) == nil)

@@ -7,6 +7,8 @@ import Testing
 /// the embedded authority's master key and its restore into a fresh state directory.
 @Suite struct StorageTests {
     static let passphrase = "a long test passphrase"
+    /// The `file` provider named: `auto` would take a keyring or TPM the machine has.
+    static let fileConfig = #"{"storage": {"provider": "file"}}"#
 
     /// Runs `rainwalletd ARGS…` with `stdin` as its standard input; its status and its stdout and stderr.
     func rainwalletd(_ h: DaemonHarness, _ arguments: [String], stdin: String = "") async throws -> (
@@ -44,7 +46,7 @@ import Testing
     }
 
     @Test func aFirstStartRecordsTheFileProviderAndStatusShowsItsKeys() async throws {
-        let h = try await DaemonHarness.start()
+        let h = try await DaemonHarness.start(config: Self.fileConfig)
         defer { h.shutdown() }
         #expect(h.log.contains("keyProvider"))
         #expect(try String(contentsOfFile: "\(h.stateDirectory)/key-provider", encoding: .utf8) == "file\n")
@@ -116,7 +118,7 @@ import Testing
     }
 
     @Test func backupIsRefusedWhereThereIsNoMasterKey() async throws {
-        let h = try await DaemonHarness.start()
+        let h = try await DaemonHarness.start(config: Self.fileConfig)
         defer { h.shutdown() }
         _ = try await h.stop()
         try FileManager.default.removeItem(atPath: "\(h.stateDirectory)/authority/authority.key")
