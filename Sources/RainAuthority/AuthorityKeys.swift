@@ -63,6 +63,17 @@ public struct AuthorityKeys: Sendable {
         return try await load(keyFile: path, createDirectory: stateDirectory)
     }
 
+    /// Derives the keys from `masterKey` (held by a key provider: a TPM, the keyring or a file),
+    /// creating `stateDirectory` (0700) when missing, on a dedicated queue.
+    /// - Throws: RAIN_102 when the directory is not this user's own; RAIN_502 on I/O.
+    public static func load(stateDirectory: String, masterKey: SymmetricKey) async throws(RainError) -> AuthorityKeys {
+        try await DispatchQueue(label: "rain.authority.keys").runBlocking { () throws(RainError) -> AuthorityKeys in
+            try OwnedPath.makeOrCheckDirectory(
+                stateDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")
+            return try AuthorityKeys(masterKey: masterKey)
+        }
+    }
+
     /// Loads or creates the master key file at `path` on a dedicated queue and derives the keys.
     /// - Throws: RAIN_102 when the file's mode is looser than 0600, its owner is another user or its
     ///   size is wrong; RAIN_502 when it cannot be read or created.

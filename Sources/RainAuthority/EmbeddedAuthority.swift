@@ -64,12 +64,20 @@ public final class EmbeddedAuthority: Authority {
     ///     `OutboxCodeSender` passed here is also the one `listOutbox()` reads.
     ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
     ///     `authority.sqlite3` in the state directory.
+    ///   - masterKey: the master key from the device's key provider; nil means `authority.key` in
+    ///     the state directory (created when missing).
     /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails.
     package convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
-        sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, logger: Logger
+        sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, masterKey: SymmetricKey? = nil,
+        logger: Logger
     ) async throws(RainError) {
-        let keys = try await AuthorityKeys.load(stateDirectory: stateDirectory)
+        let keys =
+            if let masterKey {
+                try await AuthorityKeys.load(stateDirectory: stateDirectory, masterKey: masterKey)
+            } else {
+                try await AuthorityKeys.load(stateDirectory: stateDirectory)
+            }
         let opened: any AuthorityStore =
             if let store { store } else { try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory) }
         let chosen = sender ?? OutboxCodeSender(stateDirectory: stateDirectory, logger: logger.child("outbox"))

@@ -14,7 +14,7 @@ enum PBKDF2HMACSHA512 {
     ///   RAIN_502 when OpenSSL fails.
     static func deriveKey(
         password: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, iterations: Int,
-        into output: UnsafeMutableRawBufferPointer
+        into output: UnsafeMutableRawBufferPointer, isSHA256: Bool = false
     ) throws(RainError) {
         let limit = Int(Int32.max)
         guard iterations >= 1, iterations <= limit else {
@@ -31,12 +31,13 @@ enum PBKDF2HMACSHA512 {
                 // The password parameter is `const char *` but is read as bytes with a length.
                 UnsafeRawPointer(passwordPointer).withMemoryRebound(to: CChar.self, capacity: max(passwordCount, 1)) {
                     PKCS5_PBKDF2_HMAC(
-                        $0, Int32(passwordCount), saltPointer, Int32(saltCount), Int32(iterations), EVP_sha512(),
+                        $0, Int32(passwordCount), saltPointer, Int32(saltCount), Int32(iterations),
+                        isSHA256 ? EVP_sha256() : EVP_sha512(),
                         Int32(output.count), outputBase.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
-        guard status == 1 else { throw RainError.openSSL("PKCS5_PBKDF2_HMAC(SHA-512)") }
+        guard status == 1 else { throw RainError.openSSL(isSHA256 ? "PKCS5_PBKDF2_HMAC(SHA-256)" : "PKCS5_PBKDF2_HMAC(SHA-512)") }
     }
 
     /// PBKDF2-HMAC-SHA512 into an ordinary array (for tests).
@@ -58,5 +59,25 @@ enum PBKDF2HMACSHA512 {
         }
         try result.get()
         return key
+    }
+}
+
+/// PBKDF2 (RFC 8018 §5.2) with HMAC-SHA256, for keys derived from a passphrase (the master-key
+/// backup of `storage backup`).
+public enum PBKDF2HMACSHA256 {
+    /// A 32-byte key from `password` and `salt`, written straight into zeroed key memory.
+    /// - Throws: RAIN_102 when the iteration count is not positive; RAIN_502 when OpenSSL fails.
+    public static func deriveKey(password: [UInt8], salt: [UInt8], iterations: Int) throws(RainError) -> SymmetricKey {
+        try SymmetricKey(byteCount: 32) { (output) throws(RainError) in
+            let result = password.withUnsafeBytes { passwordBytes in
+                salt.withUnsafeBytes { saltBytes in
+                    Result { () throws(RainError) in
+                        try PBKDF2HMACSHA512.deriveKey(
+                            password: passwordBytes, salt: saltBytes, iterations: iterations, into: output, isSHA256: true)
+                    }
+                }
+            }
+            try result.get()
+        }
     }
 }

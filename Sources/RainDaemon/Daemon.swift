@@ -3,6 +3,7 @@ import Foundation
 import RainAuthority
 import RainAuthorityAPI
 import RainDevice
+import RainKeyStore
 import RainCommandLine
 import RainCore
 import RainCrypto
@@ -64,7 +65,7 @@ public enum Daemon {
             logLevelOption,
             .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (integration tests only)"),
         ],
-        subcommands: [AuthorityDaemon.declaration],
+        subcommands: [AuthorityDaemon.declaration, StorageCommand.declaration],
         isRunnableWithoutSubcommand: true,
         exitStatuses: [
             .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
@@ -95,7 +96,7 @@ public enum Daemon {
     public static func parse(_ args: [String]) throws(RainError) -> DaemonOptions? {
         let parsed = try parseCommandLine(args)
         guard parsed.path.count == 1 else {
-            throw RainError.invalid("the authority role has its own options", field: "authority")
+            throw RainError.invalid("the authority role and storage have their own options", field: parsed.path[1].name)
         }
         return parsed.isHelpRequested ? nil : options(parsed)
     }
@@ -125,6 +126,9 @@ public enum Daemon {
         if parsed.isHelpRequested {
             print(HelpFormatter(root: declaration).help(for: parsed.path))
             return 0
+        }
+        if parsed.path.count > 1, parsed.path[1].name == StorageCommand.declaration.name {
+            return StorageCommand.run(parsed)
         }
         let role: any DaemonRole
         if parsed.path.count > 1 {
@@ -256,35 +260,28 @@ struct DeviceRole: DaemonRole {
         let stateLock = try Daemon.openStateDirectory(paths.stateDirectory, role: "rainwalletd")
 
         let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
-        let device = try DeviceIdentity.loadOrCreate(stateDirectory: paths.stateDirectory)
-        let storage = try EncryptedFileStorage(stateDirectory: paths.stateDirectory, logger: logger.child("storage"))
-        let authority: any Authority
-        var pruning: PeriodicPruning?
-        if let remote = options.authority {
-            let tls = try options.authorityCA.map { (ca) throws(RainError) in
-                try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
-            }
-            authority = try RemoteAuthority(
-                address: remote, tls: tls, device: device, clock: clock, logger: logger.child("authority"))
-        } else {
-            let embedded = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
-                let sender: (any CodeSender)?
-                switch config.codeSender {
-                case .outbox: sender = nil
-                case .command(let arguments, let timeout):
-                    sender = try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
-                }
-                return try await EmbeddedAuthority(
-                    stateDirectory: "\(paths.stateDirectory)/authority", settings: config.authority, clock: clock,
-                    sender: sender, logger: logger.child("authority"))
-            }
-            authority = embedded
-            pruning = PeriodicPruning(authority: embedded, interval: config.authority.pruneInterval)
+        let provider = try DaemonKeys.selectProvider(
+            stateDirectory: paths.stateDirectory, storage: config.storage, logger: logger.child("storage"))
+        let setup = DeviceSetup(
+            options: options, config: config, stateDirectory: paths.stateDirectory, clock: clock, logger: logger)
+        // A provider that cannot be used now (a locked keyring, no D-Bus, the TPM unreachable) is a
+        // state, not a failure: the daemon serves, calls answer RAIN_501 with the reason, and it
+        // retries until the keys open (`StorageGate`).
+        let gate = StorageGate(config: config, provider: provider)
+        let opened: DeviceSetup.Opened?
+        do {
+            opened = try setup.open()
+        } catch  where StorageGate.isWaitable(error) {
+            opened = nil
+            gate.wait(error)
+            logger.warning(
+                "storage.unavailable",
+                [
+                    "provider": provider.kind.rawValue, "code": error.code.description, "reason": error.details.reason ?? "",
+                    "error": error.message,
+                ])
         }
-        let context = DeviceContext(
-            authority: authority, storage: storage, clock: clock, device: device, logger: logger,
-            profileState: ProfileStateStore(directory: "\(paths.stateDirectory)/profiles"))
-        let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
+        let service: any ServerHandler = opened?.service ?? gate
 
         // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).
         let extraUIDs = config.allAllowedUIDs.subtracting([getuid()])
@@ -312,23 +309,28 @@ struct DeviceRole: DaemonRole {
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 
         let drainTimeout = options.drainTimeout
-        let pruningTask = pruning
         let authorityName = options.authority ?? "embedded"
         let isAuthorityTLS = options.authorityCA != nil
         let stateDirectory = paths.stateDirectory
         let socketPath = paths.socket
+        let (providerKind, providerLocation) = (provider.kind.rawValue, provider.location)
         return PreparedServer(
             server: server, drainTimeout: drainTimeout, notifier: notifier,
             ready: {
-                Task { await service.restoreStoredProfiles() }
-                pruningTask?.start()
+                if let opened {
+                    Task { await opened.service.restoreStoredProfiles() }
+                    opened.pruning?.start()
+                } else {
+                    gate.retry(setup, clock: clock, logger: logger)
+                }
                 logger.info(
                     "daemon.ready",
                     [
                         "version": daemonVersion, "socket": socketAddress, "state": stateDirectory, "pid": "\(getpid())",
-                        "uid": "\(getuid())", "device": device.id, "nofile": "\(fileLimit)",
+                        "uid": "\(getuid())", "device": opened?.keys.device.id ?? "", "nofile": "\(fileLimit)",
                         "authority": authorityName, "activation": activated == nil ? "none" : "systemd",
-                        "authorityTLS": isAuthorityTLS ? "true" : "false",
+                        "authorityTLS": isAuthorityTLS ? "true" : "false", "keyProvider": providerKind,
+                        "keyLocation": providerLocation,
                     ])
                 // The socket listens and the loop is about to wait on it: connections from now on are served.
                 notifier?.ready(status: "serving \(socketAddress)")
@@ -336,7 +338,8 @@ struct DeviceRole: DaemonRole {
             finish: {
                 // The state directory stays locked until the process ends (or this closure goes).
                 withExtendedLifetime(stateLock) {}
-                pruningTask?.stop()
+                opened?.pruning?.stop()
+                gate.stop()
                 // Never a socket the service manager handed over. A socket file left behind is stale
                 // and the next start removes it, so a failure here changes nothing.
                 if activated == nil { _ = try? Syscall.removeFile(socketPath) }

@@ -3,6 +3,7 @@ import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainKeyStore
 import RainSystem
 
 /// Settings of one profile (app) from the daemon's config file.
@@ -66,12 +67,24 @@ public enum CodeSenderSetting: Sendable, Equatable {
     case command(arguments: [String], timeout: Duration)
 }
 
+/// Where the device's keys live (`storage` in the config).
+public struct StorageSettings: Sendable, Equatable {
+    /// `storage.provider`: `auto` (default), `tpm2`, `secret-service` or `file`. Used the first
+    /// time only: the choice is recorded in the state directory, and only `storage migrate` changes it.
+    public var provider: KeyProviderChoice = .auto
+    /// `storage.tcti`: how tpm2-tss reaches the TPM (`device:/dev/tpmrm0` by default).
+    public var tcti: String = KeyProviders.defaultTCTI
+
+    public init() {}
+}
+
 /// The daemon's config file (`config.json`), validated at start.
 ///
 /// ```json
 /// {
 ///   "allowedUIDs": [1001],
 ///   "codeSender": {"type": "outbox"},
+///   "storage": {"provider": "auto", "tcti": "device:/dev/tpmrm0"},
 ///   "authority": {"codeLifetimeSeconds": 300, "accessTokenLifetimeSeconds": 900, "devOutbox": true,
 ///                 "sendLimits": {"contactCooldownSeconds": 30, "contactMaxSends": 5, "contactWindowSeconds": 900,
 ///                                "accountMaxSends": 10, "accountWindowSeconds": 3600},
@@ -86,6 +99,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var codeSender: CodeSenderSetting = .outbox
     public var authority = AuthoritySettings()
     public var profiles: [String: ProfileSettings] = [:]
+    /// Where the keys live.
+    public var storage = StorageSettings()
 
     public init() {}
 
@@ -205,8 +220,9 @@ struct ConfigReader {
     }
 
     mutating func config(_ root: JSONValue) throws(RainError) -> DaemonConfig {
-        let dict = try object(root, "", allowed: ["allowedUIDs", "codeSender", "authority", "profiles"])
+        let dict = try object(root, "", allowed: ["allowedUIDs", "codeSender", "authority", "profiles", "storage"])
         var config = DaemonConfig()
+        if let v = dict["storage"] { config.storage = try storage(v, "storage") }
         if let v = dict["allowedUIDs"] { config.allowedUIDs = try uids(v, "allowedUIDs") }
         if let v = dict["codeSender"] { config.codeSender = try codeSender(v, "codeSender") }
         if let v = dict["authority"] { config.authority = try authority(v, "authority") }
@@ -223,6 +239,31 @@ struct ConfigReader {
             }
         }
         return config
+    }
+
+    func storage(_ value: JSONValue, _ path: String) throws(RainError) -> StorageSettings {
+        let dict = try object(value, path, allowed: ["provider", "tcti"])
+        var s = StorageSettings()
+        if let v = dict["provider"] {
+            let key = join(path, "provider")
+            do {
+                s.provider = try KeyProviderChoice(parsing: try string(v, key))
+            } catch {
+                throw fail(key, "must be \"auto\", \"tpm2\", \"secret-service\" or \"file\"")
+            }
+        }
+        if let v = dict["tcti"] {
+            let key = join(path, "tcti")
+            s.tcti = try string(v, key)
+            // tpm2-tss reads `name:conf`; the known names only, and nothing that could smuggle a second setting.
+            let name = s.tcti.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+            guard ["device", "swtpm", "mssim", "tabrmd"].contains(name), s.tcti.utf8.count <= 256,
+                !s.tcti.contains(where: { $0.isNewline || $0 == "\0" })
+            else {
+                throw fail(key, "must be a TCTI such as \"device:/dev/tpmrm0\", \"swtpm:path=/run/swtpm.sock\" or \"tabrmd:\"")
+            }
+        }
+        return s
     }
 
     func codeSender(_ value: JSONValue, _ path: String) throws(RainError) -> CodeSenderSetting {

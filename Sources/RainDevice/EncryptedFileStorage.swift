@@ -3,6 +3,7 @@ import Foundation
 import RainCore
 import RainSystem
 import RainCrypto
+import RainKeyStore
 
 /// The default `SecureStorage`: one AES-256-GCM file per profile under `<state>/sessions/`, the
 /// key in `<state>/storage.key` (0600). Writes are atomic (temp file, fsync, rename, fsync dir).
@@ -18,15 +19,29 @@ public final class EncryptedFileStorage: SecureStorage {
 
     private let directory: String
     private let key: SymmetricKey
+    private let previousKeys: [SymmetricKey]
     private let queue = DispatchQueue(label: "rainwallet.storage")
     private let logger: Logger
 
-    /// Opens (creating if needed) the storage in `stateDirectory`.
+    /// Opens (creating if needed) the storage in `stateDirectory` with the `file` provider's key
+    /// (`<state>/storage.key`, created when missing).
     /// - Throws: RAIN_102 when the key file has a loose mode or wrong size.
-    public init(stateDirectory: String, logger: Logger) throws(RainError) {
+    public convenience init(stateDirectory: String, logger: Logger) throws(RainError) {
+        let key = try FileKeyProvider(stateDirectory: stateDirectory).loadOrCreateSecret(.storage)
+        try self.init(stateDirectory: stateDirectory, key: key, logger: logger)
+    }
+
+    /// Opens (creating if needed) the storage in `stateDirectory` with a key from the key provider.
+    /// - Parameters:
+    ///   - key: seals every file written.
+    ///   - previousKeys: still open files sealed with them (a `storage migrate` under way re-encrypts
+    ///     file by file; a kill in between leaves files under either key, each loadable).
+    /// - Throws: RAIN_102 when a session file has a loose mode, another owner or is not a file.
+    public init(stateDirectory: String, key: SymmetricKey, previousKeys: [SymmetricKey] = [], logger: Logger) throws(RainError) {
         directory = "\(stateDirectory)/sessions"
         try OwnedPath.makeOrCheckDirectory(directory, mode: 0o700, name: "sessions directory", field: "state-dir")
-        key = try KeyFile.loadOrCreate(at: "\(stateDirectory)/storage.key")
+        self.key = key
+        self.previousKeys = previousKeys
         self.logger = logger
         try Self.checkSessionFiles(in: directory)
     }
@@ -48,9 +63,14 @@ public final class EncryptedFileStorage: SecureStorage {
 
     func path(_ profile: String) -> String { "\(directory)/\(profile)\(Self.suffix)" }
 
-    func header() -> [UInt8] { Self.magic + [Self.version] + Array(key.keyID.utf8) }
+    func header(_ key: SymmetricKey) -> [UInt8] { Self.magic + [Self.version] + Array(key.keyID.utf8) }
 
-    func associatedData(_ profile: String) -> [UInt8] { header() + Array("profile:\(profile)".utf8) }
+    func associatedData(_ profile: String, key: SymmetricKey) -> [UInt8] {
+        header(key) + Array("profile:\(profile)".utf8)
+    }
+
+    /// The id of the key that sealed the files written now.
+    public var keyID: String { key.keyID }
 
     /// Encrypts a session into the file format (exposed for tests).
     package func seal(_ session: StoredSession, profile: String) throws(RainError) -> [UInt8] {
@@ -66,21 +86,22 @@ public final class EncryptedFileStorage: SecureStorage {
     /// Encrypts arbitrary plaintext into the file format, so fuzzing can reach the session decoder
     /// behind the authentication tag.
     package func seal(plaintext: [UInt8], profile: String) throws(RainError) -> [UInt8] {
-        header() + (try AESGCM.seal(plaintext, using: key, authenticating: associatedData(profile)).combined)
+        header(key) + (try AESGCM.seal(plaintext, using: key, authenticating: associatedData(profile, key: key)).combined)
     }
 
     /// Decrypts the file format; nil with a reason when it does not open.
     package func open(_ bytes: [UInt8], profile: String) -> Result<StoredSession, RainError> {
-        let h = header()
-        guard bytes.count > h.count else { return .failure(RainError(.internalError, "file is truncated")) }
+        let headerCount = header(key).count
+        guard bytes.count > headerCount else { return .failure(RainError(.internalError, "file is truncated")) }
         guard Array(bytes[0..<4]) == Self.magic else { return .failure(RainError(.internalError, "not a session file")) }
         guard bytes[4] == Self.version else { return .failure(RainError(.internalError, "unknown version \(bytes[4])")) }
-        guard Array(bytes[0..<h.count]) == h else {
+        // The header names the key: the current one, or one a migration under way still reads.
+        guard let key = ([key] + previousKeys).first(where: { Array(bytes[0..<headerCount]) == header($0) }) else {
             return .failure(RainError(.internalError, "sealed with another storage key"))
         }
         do {
-            let box = try AESGCM.SealedBox(combined: Array(bytes[h.count...]))
-            let plain = try AESGCM.open(box, using: key, authenticating: associatedData(profile))
+            let box = try AESGCM.SealedBox(combined: Array(bytes[headerCount...]))
+            let plain = try AESGCM.open(box, using: key, authenticating: associatedData(profile, key: key))
             return .success(try JSONDecoder().decode(StoredSession.self, from: Data(plain)))
         } catch let e as RainError {
             return .failure(RainError(.internalError, "does not decrypt: \(e.message)"))
@@ -131,6 +152,29 @@ public final class EncryptedFileStorage: SecureStorage {
             try Syscall.removeFile(p)
             try AtomicFile.syncDirectory(self.directory)
         }
+    }
+
+    /// Re-encrypts, with the current key, every session file sealed with a previous key (`storage
+    /// migrate`). Each file is replaced atomically, so a kill leaves it under the old key or the new
+    /// one. Files that open under no key are left for `load` to move aside. Blocking.
+    /// - Returns: how many files were re-encrypted.
+    /// - Throws: RAIN_502 on I/O errors.
+    package func resealAll() throws(RainError) -> Int {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasSuffix(Self.suffix)
+        }
+        var count = 0
+        for name in names.sorted() {
+            let profile = String(name.dropLast(Self.suffix.count))
+            guard (try? ProfileName.validate(profile)) != nil,
+                let bytes = try AtomicFile.read(path(profile), limit: 1 << 20, options: [.noFollow]),
+                Array(bytes.prefix(header(key).count)) != header(key),
+                case .success(let session) = open(bytes, profile: profile)
+            else { continue }
+            try AtomicFile.write(try seal(session, profile: profile), to: path(profile), mode: 0o600)
+            count += 1
+        }
+        return count
     }
 
     public func storedProfiles() async -> [String] {

@@ -1,0 +1,297 @@
+import Dispatch
+import Foundation
+import RainAuthority
+import RainAuthorityAPI
+import RainCommandLine
+import RainCore
+import RainCrypto
+import RainDevice
+import RainKeyStore
+import RainSystem
+import RainTransport
+
+/// `rainwalletd storage …`: the state directory's keys, seen and moved with the daemon's own code:
+/// which provider holds them, a passphrase backup of the embedded authority's master key and its
+/// restore, and a migration to another provider. Restore and migrate take the state directory's
+/// lock: the daemon must be stopped.
+enum StorageCommand {
+    static let stateDirectoryOption = Command.Option(
+        "--state-dir", value: "DIR", help: "the daemon's state directory", kind: .directory,
+        default: .computed("$XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet"))
+    static let configOption = Command.Option(
+        "--config", value: "FILE", help: "the daemon's JSON config (storage.provider, storage.tcti)", kind: .file,
+        default: .computed("$XDG_CONFIG_HOME/rainwallet/config.json; optional there"))
+
+    static let declaration = Command(
+        name: "storage",
+        abstract: "see, back up, restore and migrate the keys (storage.provider)",
+        discussion: """
+            The keys of a state directory live in one provider: tpm2 (sealed by the TPM), secret-service
+            (the user's keyring) or file (0600 files in the state directory). The first start records
+            the choice (storage.provider, auto by default) in <state>/key-provider; only `migrate`
+            changes it.
+            """,
+        subcommands: [
+            Command(
+                name: "status", abstract: "the provider, the key ids and what each key protects",
+                options: [stateDirectoryOption, configOption, .flag("--json", help: "machine-readable output")]),
+            Command(
+                name: "backup",
+                abstract: "write the embedded authority's master key, encrypted under a passphrase",
+                discussion: """
+                    The passphrase is read from the terminal (twice, not echoed) or as one line of stdin,
+                    never from the command line. The file is PBKDF2-HMAC-SHA256 (600,000 iterations) and
+                    AES-256-GCM, mode 0600. Without a backup, a lost TPM loses every wallet of an
+                    embedded authority.
+                    """,
+                options: [
+                    stateDirectoryOption, configOption,
+                    Command.Option("--out", value: "FILE", help: "the backup file to write", kind: .file, isRequired: true),
+                    .flag("--force", help: "replace FILE when it exists"),
+                ]),
+            Command(
+                name: "restore",
+                abstract: "put a backed-up master key into the provider (daemon stopped)",
+                discussion: """
+                    For a state directory whose master key is gone (a lost TPM, a new machine with the
+                    database copied over). Refused when another master key is there.
+                    """,
+                arguments: [Command.Argument("FILE", help: "a file written by `rainwalletd storage backup`", kind: .file)],
+                options: [stateDirectoryOption, configOption]),
+            Command(
+                name: "migrate",
+                abstract: "move the keys to another provider (daemon stopped)",
+                discussion: """
+                    Creates a new storage key and a new device key in the target, copies the master key
+                    unchanged (the database's token hashes and wallet encryption derive from it), has the
+                    authority accept both device keys, re-encrypts every session file, records the new
+                    provider, has the authority confirm the new device key, then deletes the old keys.
+                    A journal makes it resumable: after a kill, run it again or start the daemon.
+                    """,
+                options: [
+                    stateDirectoryOption, configOption,
+                    Command.Option(
+                        "--to", value: "PROVIDER", help: "the target provider",
+                        kind: .choice(KeyProviderKind.allCases.map(\.rawValue)), isRequired: true),
+                    Command.Option(
+                        "--authority", value: "HOST:PORT", help: "the remote authority the daemon uses (--authority)"),
+                    Command.Option(
+                        "--authority-ca", value: "PEM", help: "its CA certificates (--authority-ca)", kind: .file,
+                        requires: ["--authority"]),
+                ]),
+        ],
+        exitStatuses: [.init(0, "done"), .init(1, "failed"), .init(64, "a usage mistake")])
+
+    /// Runs `rainwalletd storage SUBCOMMAND`; returns the exit status.
+    static func run(_ parsed: ParsedCommand) -> Int32 {
+        let logger = Logger(label: "rainwalletd-storage", minimumLevel: .warning)
+        let paths = DaemonPaths.resolve(stateDirectory: parsed.value("--state-dir"), config: parsed.value("--config"))
+        do throws(RainError) {
+            let config = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
+            let context = Context(stateDirectory: paths.stateDirectory, storage: config.storage, logger: logger)
+            switch parsed.command.name {
+            case "status": try context.status(isJSON: parsed.flag("--json"))
+            case "backup": try context.backup(to: parsed.value("--out") ?? "", isForced: parsed.flag("--force"))
+            case "restore": try context.restore(from: parsed.argument("FILE") ?? "")
+            case "migrate":
+                let target = try KeyProviderChoice(parsing: parsed.value("--to") ?? "")
+                guard case .provider(let kind) = target else { throw RainError.invalid("--to names a provider", field: "--to") }
+                try context.migrate(
+                    to: kind, authority: parsed.value("--authority"), authorityCA: parsed.value("--authority-ca"))
+            default:
+                print(HelpFormatter(root: Daemon.declaration).help(for: parsed.path))
+                return 64
+            }
+            return 0
+        } catch {
+            Daemon.writeStderr("rainwalletd storage: error: \(error.code): \(error.message)\n")
+            return 1
+        }
+    }
+
+    /// What every subcommand works on.
+    struct Context {
+        let stateDirectory: String
+        let storage: StorageSettings
+        let logger: Logger
+
+        var make: KeyProviderSelection.Factory { DaemonKeys.factory(stateDirectory: stateDirectory, storage: storage) }
+
+        /// The recorded provider.
+        /// - Throws: RAIN_102 when the state directory has none (the daemon never started there).
+        func recordedProvider() throws(RainError) -> any KeyProvider {
+            guard let kind = try KeyProviderRecord.read(stateDirectory: stateDirectory) else {
+                throw RainError.invalid(
+                    "\(stateDirectory) has no key-provider record: start rainwalletd once first", field: "state-dir")
+            }
+            return try make(kind)
+        }
+
+        func status(isJSON: Bool) throws(RainError) {
+            let provider = try recordedProvider()
+            var keys: [[String: String]] = []
+            var problem: String?
+            do {
+                try provider.checkAvailable()
+                if let key = try provider.loadSecret(.storage) {
+                    keys.append([
+                        "slot": KeySlot.storage.rawValue, "keyId": key.keyID, "algorithm": "aes-256-gcm",
+                        "protects": KeySlot.storage.protects,
+                    ])
+                }
+                if let key = try provider.loadSecret(.authorityMaster) {
+                    keys.append([
+                        "slot": KeySlot.authorityMaster.rawValue, "keyId": key.keyID, "algorithm": "hkdf-sha256 master",
+                        "protects": KeySlot.authorityMaster.protects,
+                    ])
+                }
+                if let signer = try provider.loadDeviceKey() {
+                    keys.append([
+                        "slot": "device", "keyId": signer.publicKey.keyID, "algorithm": signer.publicKey.algorithm,
+                        "protects": "binds this device's sessions at the authority (signs refreshes and proofs)",
+                    ])
+                }
+            } catch {
+                problem = "\(error.code): \(error.message)"
+            }
+            let pending = try StorageMigration(stateDirectory: stateDirectory, make: make, logger: logger).pendingJournal()
+            if isJSON {
+                var root: [String: JSONValue] = [
+                    "provider": .string(provider.kind.rawValue), "location": .string(provider.location),
+                    "keys": .array(keys.map { .object($0.mapValues { .string($0) }) }),
+                ]
+                if let problem { root["unavailable"] = .string(problem) }
+                if let pending {
+                    root["migration"] = .object(["to": .string(pending.to.rawValue), "step": .string(pending.step.rawValue)])
+                }
+                print(Self.json(.object(root)))
+                return
+            }
+            print("provider: \(provider.kind.rawValue) (\(provider.location))")
+            if let problem { print("unavailable: \(problem)") }
+            for key in keys {
+                print(
+                    "\(key["slot"] ?? ""): \(key["algorithm"] ?? "") key \(key["keyId"] ?? "") protects \(key["protects"] ?? "")")
+            }
+            if let pending {
+                print(
+                    "migration to \(pending.to.rawValue) pending after step \(pending.step.rawValue): run `rainwalletd storage migrate --to \(pending.to.rawValue)`"
+                )
+            }
+        }
+
+        static func json(_ value: JSONValue) -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        }
+
+        func backup(to path: String, isForced: Bool) throws(RainError) {
+            let provider = try recordedProvider()
+            try provider.checkAvailable()
+            guard let master = try provider.loadSecret(.authorityMaster) else {
+                throw RainError(
+                    .unauthorized,
+                    """
+                    there is no master key in \(provider.location): this device uses a remote authority, whose \
+                    master key is backed up where it runs (its authority.key)
+                    """, details: RainError.Details(reason: "no_master_key"))
+            }
+            if !isForced, FileManager.default.fileExists(atPath: path) {
+                throw RainError.invalid("\(path) exists; give --force to replace it", field: "--out")
+            }
+            let passphrase = try PassphraseInput.read(prompt: "Backup passphrase: ", confirm: "Repeat the passphrase: ")
+            let bytes = try MasterKeyBackup.seal(master, passphrase: passphrase)
+            try AtomicFile.write(bytes, to: path, mode: 0o600)
+            print("master key \(master.keyID) written to \(path) (keep the passphrase apart from the file)")
+        }
+
+        func restore(from path: String) throws(RainError) {
+            let lock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd storage restore")
+            defer { withExtendedLifetime(lock) {} }
+            guard let bytes = try AtomicFile.read(path, limit: 4096, options: [.noFollow]) else {
+                throw RainError.invalid("\(path) does not exist", field: "FILE")
+            }
+            let provider = try DaemonKeys.selectProvider(stateDirectory: stateDirectory, storage: storage, logger: logger)
+            try provider.checkAvailable()
+            let passphrase = try PassphraseInput.read(prompt: "Backup passphrase: ", confirm: nil)
+            let master = try MasterKeyBackup.open(bytes, passphrase: passphrase)
+            if let present = try provider.loadSecret(.authorityMaster) {
+                guard present.keyID == master.keyID else {
+                    throw RainError.invalid(
+                        "\(provider.location) already holds another master key (\(present.keyID)); restore into a state directory without one",
+                        field: "FILE", reason: "master_key_present")
+                }
+                print("master key \(master.keyID) is already in \(provider.location)")
+                return
+            }
+            try provider.storeSecret(master, slot: .authorityMaster)
+            print("master key \(master.keyID) restored into \(provider.location)")
+        }
+
+        func migrate(to target: KeyProviderKind, authority remote: String?, authorityCA: String?) throws(RainError) {
+            let lock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd storage migrate")
+            defer { withExtendedLifetime(lock) {} }
+            let provider = try recordedProvider()
+            try provider.checkAvailable()
+            let hasMaster = remote == nil
+            let authority: any Authority
+            if let remote {
+                let tls = try authorityCA.map { (ca) throws(RainError) in
+                    try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
+                }
+                authority = try RemoteAuthority(address: remote, tls: tls, clock: SystemClock(), logger: logger)
+            } else {
+                let master = try DaemonKeys.loadMasterKey(provider, stateDirectory: stateDirectory)
+                let directory = stateDirectory
+                let authorityLogger = logger
+                authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
+                    try await EmbeddedAuthority(
+                        stateDirectory: "\(directory)/authority", masterKey: master, logger: authorityLogger)
+                }
+            }
+            let migration = StorageMigration(
+                stateDirectory: stateDirectory, make: make, logger: logger, progress: { print($0) })
+            try Daemon.blockingAwait { () async throws(RainError) in
+                try await migration.migrate(to: target, hasMasterKey: hasMaster, authority: authority)
+            }
+        }
+    }
+}
+
+/// A passphrase from the terminal (not echoed) or one line of stdin: never the command line, which
+/// every user of the machine can read.
+enum PassphraseInput {
+    /// Reads the passphrase; on a terminal, asks twice when `confirm` is given.
+    /// - Throws: RAIN_102 (field `passphrase`) when none was given or the two differ.
+    static func read(prompt: String, confirm: String?) throws(RainError) -> [UInt8] {
+        let isTerminal = isatty(0) == 1
+        guard let first = line(prompt: prompt, isTerminal: isTerminal), !first.isEmpty else {
+            throw RainError.invalid(
+                "no passphrase: type it on a terminal or give it as one line of stdin", field: "passphrase")
+        }
+        if isTerminal, let confirm {
+            guard line(prompt: confirm, isTerminal: true) == first else {
+                throw RainError.invalid("the two passphrases differ", field: "passphrase")
+            }
+        }
+        return Array(first.utf8)
+    }
+
+    static func line(prompt: String, isTerminal: Bool) -> String? {
+        guard isTerminal else { return readLine(strippingNewline: true) }
+        FileHandle.standardError.write(Data(prompt.utf8))
+        var saved = termios()
+        let hasSaved = tcgetattr(0, &saved) == 0
+        if hasSaved {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            _ = tcsetattr(0, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if hasSaved { _ = tcsetattr(0, TCSAFLUSH, &saved) }
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+        return readLine(strippingNewline: true)
+    }
+}
