@@ -105,7 +105,7 @@ enum StoreRecords {
     }
 
     /// How many columns `sessionColumns` names.
-    static let sessionColumnCount = 15
+    static let sessionColumnCount = 16
 
     /// A session from the first `sessionColumnCount` columns of a row.
     static func session(_ row: some StoreRow, _ op: String) throws(RainError) -> SessionRecord {

@@ -318,6 +318,29 @@ public final class DaemonHarness: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// `config` with `storage.provider` set to `file` unless it names a provider itself, so a
+    /// harness daemon keeps its keys in its own state directory whatever this machine offers (a
+    /// TPM, a keyring on the session bus): `auto` would pick those. Tests of the other providers
+    /// name them. A config that is not a JSON object is left as it is.
+    static func pinningFileProvider(in config: String?) -> String? {
+        var root: [String: Any] = [:]
+        if let config {
+            guard let parsed = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
+                return config
+            }
+            root = parsed
+        }
+        var storage: [String: Any] = [:]
+        if let existing = root["storage"] {
+            guard let object = existing as? [String: Any], object["provider"] == nil else { return config }
+            storage = object
+        }
+        storage["provider"] = "file"
+        root["storage"] = storage
+        guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]) else { return config }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// True when `config` (JSON) allows uids besides the daemon's own, at the top or in a profile.
     static func allowsOtherUIDs(_ config: String) -> Bool {
         guard let root = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else { return false }
@@ -332,7 +355,7 @@ public final class DaemonHarness: Sendable {
     public static func prepare(
         config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed
     ) throws -> DaemonHarness {
-        let config = sendLimits == .relaxed ? relaxingSendLimits(in: config) : config
+        let config = pinningFileProvider(in: sendLimits == .relaxed ? relaxingSendLimits(in: config) : config)
         let bin = try binaryDirectory()
         // Writing to a CLI's stdin after it exited must fail with EPIPE, not kill the test runner.
         signal(SIGPIPE, SIG_IGN)
