@@ -148,7 +148,7 @@ enum StorageCommand {
                 if let signer = try provider.loadDeviceKey() {
                     keys.append([
                         "slot": "device", "keyId": signer.publicKey.keyID, "algorithm": signer.publicKey.algorithm,
-                        "protects": "binds this device's sessions at the authority (signs refreshes and proofs)",
+                        "protects": "this device's sessions at the authority (signs the proof of each connection)",
                     ])
                 }
             } catch {

@@ -73,8 +73,44 @@ final class TPM2Context {
         let gate = gate(for: tcti)
         gate.lock()
         defer { gate.unlock() }
-        let context = try TPM2Context(tcti: tcti)
-        return try withExtendedLifetime(context) { () throws(RainError) -> R in try body(context) }
+        do {
+            let context = try TPM2Context(tcti: tcti)
+            return try withExtendedLifetime(context) { () throws(RainError) -> R in try body(context) }
+        } catch {
+            // Without a resource manager (swtpm, a raw /dev/tpm0) the objects and sessions of a
+            // process killed in the middle of an operation stay loaded until the TPM restarts, and
+            // after two or three such kills nothing loads any more. Flush what was abandoned and
+            // try once more. Under a resource manager (/dev/tpmrm0) this process sees only its own
+            // handles, which this lock says are none.
+            guard error.details.reason == TPM2Failure.outOfMemoryReason else { throw error }
+            try TPM2Context(tcti: tcti).flushAbandoned()
+            let context = try TPM2Context(tcti: tcti)
+            return try withExtendedLifetime(context) { () throws(RainError) -> R in try body(context) }
+        }
+    }
+
+    /// Flushes every transient object and loaded session the TPM holds (see `run`).
+    func flushAbandoned() throws(RainError) {
+        for first: UInt32 in [0x8000_0000, 0x0200_0000, 0x0300_0000] {
+            var more: TPMI_YES_NO = 0
+            var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
+            let rc = Esys_GetCapability(
+                handle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP(TPM2_CAP_HANDLES), first, 64, &more, &data)
+            defer { Esys_Free(data) }
+            try check(rc, "GetCapability")
+            guard let list = data?.pointee.data.handles else { continue }
+            let handles = withUnsafeBytes(of: list.handle) { raw in
+                Array(raw.bindMemory(to: TPM2_HANDLE.self).prefix(Int(list.count)))
+            }
+            for tpmHandle in handles {
+                var object: ESYS_TR = ESYS_TR_NONE
+                guard
+                    Esys_TR_FromTPMPublic(handle, tpmHandle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &object)
+                        == TSS2_RC_SUCCESS
+                else { continue }
+                flush(object)
+            }
+        }
     }
 
     private var handle: OpaquePointer? { esys }
@@ -336,6 +372,17 @@ enum TPM2Failure {
         return base == integrity || base == binding
     }
 
+    /// `details.reason` of a TPM out of object or session slots.
+    static let outOfMemoryReason = "tpm_out_of_memory"
+
+    /// Whether the TPM ran out of slots for objects or sessions (TPM_RC_OBJECT_MEMORY,
+    /// TPM_RC_SESSION_MEMORY).
+    static func isOutOfMemory(_ rc: TSS2_RC) -> Bool {
+        guard rc & layerMask == tpmLayer else { return false }
+        let base = baseCode(rc)
+        return base == 0x902 || base == 0x903
+    }
+
     /// Whether `rc` says the TPM could not be reached (the TCTI, or a lower layer's I/O).
     static func isUnreachable(_ rc: TSS2_RC) -> Bool {
         if rc & layerMask == tctiLayer { return true }
@@ -368,6 +415,13 @@ enum TPM2Failure {
     /// `tpm_error` with the decoded code.
     static func error(_ rc: TSS2_RC, command: String, tcti: String) -> RainError {
         if isUnreachable(rc) { return unavailable(tcti: tcti, rc: rc) }
+        if isOutOfMemory(rc) {
+            return RainError(
+                .provider,
+                "\(command) failed on the TPM at \(tcti): \(decode(rc)); objects left by a killed process fill its slots: "
+                    + "restart the TPM or its resource manager",
+                details: RainError.Details(reason: outOfMemoryReason))
+        }
         if rc & layerMask == tpmLayer {
             switch baseCode(rc) {
             case authFail where command == "CreatePrimary", badAuth where command == "CreatePrimary":
