@@ -57,7 +57,17 @@ struct DeviceBindingProcessTests {
         try await AuthorityProcess.with(in: setup.directory, ["--listen", "127.0.0.1:0"]) { authority in
             let device = try DaemonHarness.prepare(
                 config: Self.config, extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
-            defer { device.shutdown() }
+            defer {
+                // `faketime` runs the daemon as its child: stopping the wrapper leaves the daemon
+                // running (and, under libfaketime, spinning on its timers), so end it by its state
+                // directory, which only it names.
+                let reaper = Process()
+                reaper.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
+                reaper.arguments = ["-KILL", "-f", device.stateDirectory]
+                try? reaper.run()
+                reaper.waitUntilExit()
+                device.shutdown()
+            }
             // Only the wall clock is moved: monotonic time (timeouts) stays real.
             try device.launch(
                 executable: URL(fileURLWithPath: "/usr/bin/faketime"),
