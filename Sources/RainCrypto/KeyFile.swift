@@ -53,27 +53,9 @@ public enum KeyFile {
     /// zeroed memory to the file without passing through an ordinary array.
     /// - Throws: RAIN_502 naming the path and the failing step.
     public static func write(_ key: SymmetricKey, to path: String) throws(RainError) {
-        let tmp = "\(path).tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        let fd = try Syscall.open(
-            tmp, .writeOnly, options: [.create, .exclusive, .noControllingTerminal], mode: 0o600)
-        do throws(RainError) {
-            do throws(RainError) {
-                try Syscall.setMode(fd, 0o600, path: tmp)
-                try key.withUnsafeBytes { buffer in
-                    Result { () throws(RainError) in try Syscall.writeAll(fd, buffer, path: tmp) }
-                }.get()
-                try Syscall.fsync(fd, path: tmp)
-            } catch {
-                Syscall.closeUnchecked(fd, because: .failurePath)
-                throw error
-            }
-            Syscall.closeUnchecked(fd, because: .synced)
-            try Syscall.call("rename", path: path) { rename(tmp, path) }
-        } catch {
-            _ = try? Syscall.removeFile(tmp)
-            throw error
-        }
-        try AtomicFile.syncDirectory(directory(of: path))
+        try key.withUnsafeBytes { buffer in
+            Result { () throws(RainError) in try AtomicFile.write(buffer, to: path, mode: 0o600) }
+        }.get()
     }
 
     /// Loads and checks the key file; nil when it does not exist.

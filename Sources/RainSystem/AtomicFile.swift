@@ -9,12 +9,21 @@ public enum AtomicFile {
     /// Replaces `path` with `bytes`, creating it with `mode`.
     /// - Throws: RAIN_502 naming the path and the failing step.
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(RainError) {
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(RainError) in try write(buffer, to: path, mode: mode) }
+        }.get()
+    }
+
+    /// Replaces `path` with the bytes of `buffer` (a key's zeroed memory, say: they never pass
+    /// through an ordinary array), creating it with `mode`.
+    /// - Throws: RAIN_502 naming the path and the failing step.
+    public static func write(_ buffer: UnsafeRawBufferPointer, to path: String, mode: mode_t = 0o600) throws(RainError) {
         let dir = (path as NSString).deletingLastPathComponent
         let tmp = "\(path).tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        let fd = try Syscall.open(tmp, .writeOnly, options: [.create, .exclusive], mode: mode)
+        let fd = try Syscall.open(tmp, .writeOnly, options: [.create, .exclusive, .noControllingTerminal], mode: mode)
         do throws(RainError) {
             do throws(RainError) {
-                try writeAll(fd: fd, bytes, path: tmp)
+                try Syscall.writeAll(fd, buffer, path: tmp)
                 try Syscall.setMode(fd, mode, path: tmp)
                 try Syscall.fsync(fd, path: tmp)
             } catch {
