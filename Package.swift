@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "RainTransport", dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto"]),
         // Where the device's keys live: a TPM, the Secret Service, or files (storage.provider).
         .target(name: "RainKeyStore", dependencies: ["RainCore", "RainSystem", "RainCrypto", "CTSS2", "CLibSecret"]),
+        // Which app calls (pidfd, executable hash), the user's confirmation (pinentry), the audit log.
+        .target(name: "RainAccess", dependencies: ["RainCore", "RainSystem", "RainCrypto"]),
         // The authority, by job: its API (protocol, value types, settings, remote client), the stores
         // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders,
         // the PSL domain rule) and the server (the authority hop's routes).
@@ -66,14 +68,14 @@ let package = Package(
             name: "RainDevice",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainAuthority",
-                "RainKeyStore",
+                "RainKeyStore", "RainAccess",
             ]),
         // rainwalletd's lifecycle for both roles (device, authority): flags, paths, start, drain, stop.
         .target(
             name: "RainDaemon",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
-                "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore",
+                "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore", "RainAccess",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
@@ -126,6 +128,9 @@ let package = Package(
         .testTarget(
             name: "RainKeyStoreTests",
             dependencies: ["RainKeyStore", "RainCrypto", "RainCore", "RainSystem", "RainTestSupport"]),
+        .testTarget(
+            name: "RainAccessTests",
+            dependencies: ["RainAccess", "RainCrypto", "RainCore", "RainSystem", "RainTestSupport"]),
         .testTarget(
             name: "RainDaemonTests",
             dependencies: ["RainDaemon", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),

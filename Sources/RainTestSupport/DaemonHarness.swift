@@ -176,6 +176,9 @@ public final class CLIProcess: Sendable {
     /// Its process id (to read `/proc/PID/cmdline` while it runs).
     public var pid: Int32 { child.pid }
 
+    /// What the process has written to stderr so far (it may still be running).
+    public var stderrSoFar: String { DaemonHarness.readText(stderrPath) }
+
     /// Closes stdin, waits for the exit and returns what the process printed.
     /// - Throws: `HarnessError` when it does not exit within `timeout` (it is then killed).
     public func finish(timeout: Duration = .seconds(30)) async throws -> CLIResult {

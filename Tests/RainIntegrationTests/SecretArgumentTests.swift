@@ -79,10 +79,15 @@ struct SecretArgumentTests {
         defer { close(fd) }
         let code = "815243"
         let cli = try h.launchCLI(["code", "confirm", code], socketPath: stall)
-        let hidden = await eventually { !Self.commandLine(of: cli.pid).contains(code) || !cli.isRunning }
-        #expect(hidden)
-        #expect(cli.isRunning, "the CLI waits for the stalled daemon")
+        // Until the exec the child's command line is the test runner's (no code, no mask): wait
+        // for the CLI's own masked command line and its warning, which it writes right after.
+        let hidden = await eventually {
+            (Self.commandLine(of: cli.pid).contains("code confirm ******")
+                && cli.stderrSoFar.contains("warning: a code on the command line")) || !cli.isRunning
+        }
         let cmdline = Self.commandLine(of: cli.pid)
+        #expect(hidden, "\(cmdline) / \(cli.stderrSoFar)")
+        #expect(cli.isRunning, "the CLI waits for the stalled daemon")
         #expect(cmdline.contains("code confirm ******"), "\(cmdline)")
         #expect(!cmdline.contains(code))
         let r = try await Self.kill(cli)
