@@ -1,0 +1,126 @@
+import Foundation
+import RainCore
+import RainCrypto
+import Testing
+
+@testable import RainAccess
+
+@Suite("Sealed records: app approvals and confirmed settings")
+struct SealedRecordTests {
+    static func directory() throws -> String {
+        let path = NSTemporaryDirectory() + "rain-access-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func caller(_ path: String, hash: UInt8, pid: Int32 = 100) -> CallerIdentity {
+        CallerIdentity(pid: pid, uid: getuid(), executablePath: path, executableSHA256: [UInt8](repeating: hash, count: 32))
+    }
+
+    @Test("the first app owns the profile; another app is not approved; an update is asked about once")
+    func decisions() {
+        var approvals = AppApprovals()
+        let wallet = Self.caller("/usr/bin/wallet", hash: 1)
+        let other = Self.caller("/usr/bin/other", hash: 2)
+        #expect(approvals.decide(profile: "default", caller: wallet) == .unowned)
+        approvals.approve(profile: "default", caller: wallet, source: .prompt, at: Date(timeIntervalSince1970: 0))
+        #expect(approvals.decide(profile: "default", caller: wallet) == .approved(.prompt))
+        #expect(approvals.decide(profile: "default", caller: other) == .notApproved(owner: "/usr/bin/wallet"))
+        #expect(approvals.decide(profile: "work", caller: other) == .unowned)
+
+        let updated = Self.caller("/usr/bin/wallet", hash: 3)
+        #expect(approvals.decide(profile: "default", caller: updated) == .changedBinary)
+        approvals.refuseChangedBinary(profile: "default", caller: updated)
+        #expect(approvals.decide(profile: "default", caller: updated) == .changedBinaryRefused)
+        #expect(approvals.decide(profile: "default", caller: wallet) == .approved(.prompt), "the old binary still is")
+        approvals.approve(profile: "default", caller: updated, source: .prompt, at: Date())
+        #expect(approvals.decide(profile: "default", caller: updated) == .approved(.prompt))
+        #expect(approvals.decide(profile: "default", caller: wallet) == .changedBinary, "the approval moved to the new hash")
+
+        let revoked = approvals.revoke(profile: "default", appPath: "/usr/bin/wallet")
+        let revokedAgain = approvals.revoke(profile: "default", appPath: "/usr/bin/wallet")
+        #expect(revoked)
+        #expect(!revokedAgain)
+        #expect(approvals.decide(profile: "default", caller: updated) == .unowned)
+    }
+
+    @Test("LD_PRELOAD or a tracer is never approved, not even an approved app; policy apps are approved")
+    func unapprovableAndPolicy() {
+        var approvals = AppApprovals()
+        var wallet = Self.caller("/usr/bin/wallet", hash: 1)
+        approvals.approve(profile: "default", caller: wallet, source: .prompt, at: Date())
+        wallet.unapprovable = ["LD_PRELOAD"]
+        #expect(approvals.decide(profile: "default", caller: wallet) == .unapprovable(["LD_PRELOAD"]))
+        let managed = Self.caller("/opt/managed/app", hash: 9)
+        let policy = [AppApprovals.Approval(appPath: "/opt/managed/app", contentHash: nil, approvedAt: "", source: .policy)]
+        #expect(approvals.decide(profile: "default", caller: managed, policy: policy) == .approved(.policy))
+        #expect(AppApprovals().decide(profile: "x", caller: wallet.with(unapprovable: []), policy: policy) == .notApproved(owner: "/opt/managed/app"))
+    }
+
+    @Test("approvals survive a save and load; an edit by another program is refused as tampered")
+    func storeRoundTripAndTamper() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try SymmetricKey.random()
+        let store = try AppApprovalStore(stateDirectory: directory, storageKey: key)
+        #expect(try store.load() == AppApprovals())
+        var approvals = AppApprovals()
+        approvals.approve(profile: "default", caller: Self.caller("/usr/bin/wallet", hash: 1), source: .prompt, at: Date())
+        try store.save(approvals)
+        #expect(try store.load() == approvals)
+        var status = stat()
+        let statResult = stat(store.path, &status)
+        #expect(statResult == 0 && status.st_mode & 0o777 == 0o600)
+
+        // Another program adds itself: the seal no longer matches.
+        let text = try String(contentsOfFile: store.path, encoding: .utf8)
+        #expect(text.contains("wallet"))
+        try text.replacingOccurrences(of: "wallet", with: "evil").write(
+            toFile: store.path, atomically: true, encoding: .utf8)
+        #expect(throws: RainError.self) { try store.load() }
+        do throws(RainError) {
+            _ = try store.load()
+        } catch {
+            #expect(error.details.reason == "record_tampered")
+            #expect(error.message.contains("another program"), "\(error.message)")
+        }
+
+        // A record sealed under another storage key is refused too.
+        try AppApprovalStore(stateDirectory: directory, storageKey: try SymmetricKey.random()).save(approvals)
+        #expect(throws: RainError.self) { try store.load() }
+    }
+
+    @Test("settings changes are listed key by key; the confirmed settings are sealed")
+    func settings() throws {
+        let confirmed = GuardedSettings(["profiles.default.allowExport": "false", "pinentry": "/usr/bin/pinentry-tty"])
+        let requested = GuardedSettings(["profiles.default.allowExport": "true", "storage.provider": "file"])
+        let changes = confirmed.changes(to: requested)
+        #expect(changes.map(\.description) == [
+            "pinentry: /usr/bin/pinentry-tty → (not set)",
+            "profiles.default.allowExport: false → true",
+            "storage.provider: (not set) → file",
+        ])
+        #expect(confirmed.changes(to: confirmed).isEmpty)
+        #expect(confirmed.digest != requested.digest)
+        #expect(confirmed.digest.count == 64)
+
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try ConfirmedSettingsStore(stateDirectory: directory, storageKey: try SymmetricKey.random())
+        #expect(try store.load() == nil)
+        try store.save(confirmed)
+        #expect(try store.load() == confirmed)
+        let text = try String(contentsOfFile: store.path, encoding: .utf8)
+        #expect(text.contains("false"))
+        try text.replacingOccurrences(of: "false", with: "true").write(toFile: store.path, atomically: true, encoding: .utf8)
+        #expect(throws: RainError.self) { try store.load() }
+    }
+}
+
+extension CallerIdentity {
+    func with(unapprovable: [String]) -> CallerIdentity {
+        var copy = self
+        copy.unapprovable = unapprovable
+        return copy
+    }
+}
