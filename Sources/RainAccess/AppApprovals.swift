@@ -98,7 +98,8 @@ public struct AppApprovals: Codable, Sendable, Equatable {
             approvals[index].source = source
             approvals[index].refusedContentHash = nil
         } else {
-            approvals.append(Approval(appPath: caller.appPath, contentHash: caller.contentHash, approvedAt: stamp, source: source))
+            approvals.append(
+                Approval(appPath: caller.appPath, contentHash: caller.contentHash, approvedAt: stamp, source: source))
         }
         profiles[profile] = approvals
     }

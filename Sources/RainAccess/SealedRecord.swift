@@ -58,7 +58,8 @@ public struct SealedRecord: Sendable {
     /// Writes `body`, sealed.
     /// - Throws: RAIN_502 when the file cannot be written (nothing is half-written).
     public func write(_ body: [UInt8]) throws(RainError) {
-        let envelope = Envelope(body: String(decoding: body, as: UTF8.self), mac: Self.hex(HMACSHA256.authenticate(body, key: key)))
+        let envelope = Envelope(
+            body: String(decoding: body, as: UTF8.self), mac: Self.hex(HMACSHA256.authenticate(body, key: key)))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data

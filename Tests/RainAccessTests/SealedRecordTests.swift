@@ -54,7 +54,9 @@ struct SealedRecordTests {
         let managed = Self.caller("/opt/managed/app", hash: 9)
         let policy = [AppApprovals.Approval(appPath: "/opt/managed/app", contentHash: nil, approvedAt: "", source: .policy)]
         #expect(approvals.decide(profile: "default", caller: managed, policy: policy) == .approved(.policy))
-        #expect(AppApprovals().decide(profile: "x", caller: wallet.with(unapprovable: []), policy: policy) == .notApproved(owner: "/opt/managed/app"))
+        #expect(
+            AppApprovals().decide(profile: "x", caller: wallet.with(unapprovable: []), policy: policy)
+                == .notApproved(owner: "/opt/managed/app"))
     }
 
     @Test("approvals survive a save and load; an edit by another program is refused as tampered")
@@ -95,11 +97,12 @@ struct SealedRecordTests {
         let confirmed = GuardedSettings(["profiles.default.allowExport": "false", "pinentry": "/usr/bin/pinentry-tty"])
         let requested = GuardedSettings(["profiles.default.allowExport": "true", "storage.provider": "file"])
         let changes = confirmed.changes(to: requested)
-        #expect(changes.map(\.description) == [
-            "pinentry: /usr/bin/pinentry-tty → (not set)",
-            "profiles.default.allowExport: false → true",
-            "storage.provider: (not set) → file",
-        ])
+        #expect(
+            changes.map(\.description) == [
+                "pinentry: /usr/bin/pinentry-tty → (not set)",
+                "profiles.default.allowExport: false → true",
+                "storage.provider: (not set) → file",
+            ])
         #expect(confirmed.changes(to: confirmed).isEmpty)
         #expect(confirmed.digest != requested.digest)
         #expect(confirmed.digest.count == 64)
