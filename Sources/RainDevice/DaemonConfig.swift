@@ -85,6 +85,7 @@ public struct StorageSettings: Sendable, Equatable {
 ///   "allowedUIDs": [1001],
 ///   "codeSender": {"type": "outbox"},
 ///   "storage": {"provider": "auto", "tcti": "device:/dev/tpmrm0"},
+///   "access": {"pinentry": "/usr/bin/pinentry-tty", "apps": {"myapp": [{"path": "/usr/bin/mywallet"}]}},
 ///   "authority": {"codeLifetimeSeconds": 300, "accessTokenLifetimeSeconds": 900, "devOutbox": true,
 ///                 "sendLimits": {"contactCooldownSeconds": 30, "contactMaxSends": 5, "contactWindowSeconds": 900,
 ///                                "accountMaxSends": 10, "accountWindowSeconds": 3600},
@@ -101,6 +102,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var profiles: [String: ProfileSettings] = [:]
     /// Where the keys live.
     public var storage = StorageSettings()
+    /// The pinentry program and the apps approved in advance.
+    public var access = AccessSettings()
 
     public init() {}
 
@@ -220,9 +223,10 @@ struct ConfigReader {
     }
 
     mutating func config(_ root: JSONValue) throws(RainError) -> DaemonConfig {
-        let dict = try object(root, "", allowed: ["allowedUIDs", "codeSender", "authority", "profiles", "storage"])
+        let dict = try object(root, "", allowed: ["allowedUIDs", "codeSender", "authority", "profiles", "storage", "access"])
         var config = DaemonConfig()
         if let v = dict["storage"] { config.storage = try storage(v, "storage") }
+        if let v = dict["access"] { config.access = try access(v, "access") }
         if let v = dict["allowedUIDs"] { config.allowedUIDs = try uids(v, "allowedUIDs") }
         if let v = dict["codeSender"] { config.codeSender = try codeSender(v, "codeSender") }
         if let v = dict["authority"] { config.authority = try authority(v, "authority") }
