@@ -43,7 +43,7 @@ public struct AppApprovals: Codable, Sendable, Equatable {
         }
 
         /// Whether `caller` runs exactly this app.
-        func matches(_ caller: CallerIdentity) -> Bool {
+        public func matches(_ caller: CallerIdentity) -> Bool {
             caller.appPath == appPath && (contentHash == nil || contentHash == caller.contentHash)
         }
     }

@@ -1,0 +1,320 @@
+import Foundation
+import RainAccess
+import RainCore
+import RainTransport
+import Synchronization
+
+/// The connection a call came on, as per-app access sees it.
+public struct CallerHandle: Sendable {
+    /// The connection.
+    public var connection: ConnectionID
+    /// Its peer's credentials (uid, pid).
+    public var peer: PeerCredentials
+
+    public init(connection: ConnectionID, peer: PeerCredentials) {
+        self.connection = connection
+        self.peer = peer
+    }
+
+    /// The handle of a call.
+    public init(_ context: RequestContext) {
+        self.init(connection: context.connection, peer: context.peer)
+    }
+}
+
+/// Who a connection is: RainAccess's reader over the peer's pidfd in the daemon, a fake in tests.
+public protocol CallerResolving: Sendable {
+    /// The identity of the process behind the call's connection, read once per connection.
+    /// - Throws: RAIN_202 when it cannot be read (the process is gone, another pid namespace).
+    func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity
+    /// Before a sensitive call: the same process still runs the same executable.
+    /// - Throws: RAIN_202 when it does not.
+    func recheck(_ identity: CallerIdentity, of context: CallerHandle) async throws(RainError)
+}
+
+/// Asks the user (pinentry through RainAccess's prompt coordinator in the daemon, a fake in tests).
+public protocol UserConfirming: Sendable {
+    /// Whether a prompt can be shown at all (a pinentry and a place: the daemon's display or a
+    /// registered terminal).
+    var canPrompt: Bool { get }
+    /// Returns when the user confirmed.
+    /// - Throws: RAIN_401 when dismissed, timed out or answered with a wrong code; RAIN_302 when
+    ///   another prompt is showing or the app is locked out after refusals.
+    func confirm(_ question: UserQuestion) async throws(RainError)
+}
+
+/// What a prompt asks.
+public struct UserQuestion: Sendable, Equatable {
+    /// What would happen, as a sentence part: "export the recovery phrase".
+    public var action: String
+    /// Who asks.
+    public var caller: CallerIdentity
+    /// For which profile.
+    public var profile: String
+
+    public init(action: String, caller: CallerIdentity, profile: String) {
+        self.action = action
+        self.caller = caller
+        self.profile = profile
+    }
+}
+
+/// Something per-app access wants in the audit log.
+public struct AccessEvent: Sendable, Equatable {
+    /// `app_approved`, `app_refused`, `app_revoked`, `prompt_result`, `first_use_trusted`.
+    public var event: String
+    /// The profile.
+    public var profile: String
+    /// The app concerned.
+    public var app: CallerIdentity?
+    /// `ok`, `refused`, a reason.
+    public var result: String
+    /// More, never a secret.
+    public var detail: String?
+}
+
+/// Per-app access (issue 15, point 2): each profile belongs to the apps the user approved.
+///
+/// The first app to use a profile becomes its owner once the user approves it on the prompt
+/// (where no prompt can be shown, first use is trusted and audited). Another app gets RAIN_202
+/// `app_not_approved` saying how to approve it; a new binary at an approved path is asked about
+/// once. Approvals are a `SealedRecord` (`apps.json`). A connection's identity and the profiles it
+/// was approved for are cached, so an approved app's calls cost one lock.
+public final class AppAccess: Sendable {
+    struct Connected {
+        var identity: CallerIdentity
+        var profiles: Set<String> = []
+    }
+
+    struct State {
+        var approvals: AppApprovals
+        var connections: [ConnectionID: Connected] = [:]
+    }
+
+    private let state: Mutex<State>
+    private let store: AppApprovalStore?
+    private let resolver: any CallerResolving
+    private let confirmer: any UserConfirming
+    /// Apps approved by the policy or the confirmed config (`access.apps`; `*` for every profile).
+    private let preApproved: [String: [AppApprovals.Approval]]
+    private let clock: any RainClock
+    private let audit: @Sendable (AccessEvent) -> Void
+
+    /// Per-app access over `store` (nil: approvals in memory only, for tests).
+    /// - Throws: RAIN_102 `record_tampered` when the stored approvals were changed outside rainwalletd.
+    public init(
+        store: AppApprovalStore?, resolver: any CallerResolving, confirmer: any UserConfirming,
+        preApproved: [String: [PreApprovedApp]], clock: any RainClock, audit: @escaping @Sendable (AccessEvent) -> Void
+    ) throws(RainError) {
+        self.store = store
+        self.resolver = resolver
+        self.confirmer = confirmer
+        self.preApproved = preApproved.mapValues { $0.map(\.approval) }
+        self.clock = clock
+        self.audit = audit
+        state = Mutex(State(approvals: try store?.load() ?? AppApprovals()))
+    }
+
+    /// Whether this connection was already approved for `profile` (loop thread: one lock).
+    public func isApproved(connection: ConnectionID, profile: String) -> Bool {
+        state.withLock { $0.connections[connection]?.profiles.contains(profile) == true }
+    }
+
+    /// The connection's identity once read.
+    public func identity(connection: ConnectionID) -> CallerIdentity? {
+        state.withLock { $0.connections[connection]?.identity }
+    }
+
+    /// Reads the caller's identity (once per connection) and decides; asks the user when the
+    /// profile has no owner yet or the app's binary changed.
+    /// - Returns: the caller's identity.
+    /// - Throws: RAIN_202 `app_not_approved` (with how to approve), the prompt's RAIN_401/RAIN_302.
+    @discardableResult
+    public func authorize(profile: String, context: CallerHandle) async throws(RainError) -> CallerIdentity {
+        let caller = try await identity(of: context)
+        let decision = decide(profile: profile, caller: caller)
+        switch decision {
+        case .approved:
+            break
+        case .unowned, .changedBinary:
+            let isChange = decision == .changedBinary
+            if confirmer.canPrompt {
+                let action =
+                    isChange
+                    ? "let a new version of \(caller.appPath) (the file changed on disk) use the wallet profile"
+                    : "let \(caller.appPath) use the wallet profile (it becomes the profile's app)"
+                do {
+                    try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
+                } catch {
+                    if isChange { try update { $0.refuseChangedBinary(profile: profile, caller: caller) } }
+                    audit(
+                        AccessEvent(
+                            event: "app_refused", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)"))
+                    throw error
+                }
+                try approve(profile: profile, caller: caller, source: .prompt, ifStill: decision)
+                audit(
+                    AccessEvent(
+                        event: "app_approved", profile: profile, app: caller, result: "ok",
+                        detail: isChange ? "changed binary" : nil))
+            } else {
+                try approve(profile: profile, caller: caller, source: .firstUse, ifStill: decision)
+                audit(
+                    AccessEvent(
+                        event: "first_use_trusted", profile: profile, app: caller, result: "ok",
+                        detail: "no prompt can be shown (access.pinentry and a display or `rainwallet prompt here`)"))
+            }
+        case .notApproved(let owner):
+            audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: "app_not_approved"))
+            throw Self.notApproved(caller: caller, profile: profile, why: "profile \(profile) belongs to \(owner)")
+        case .changedBinaryRefused:
+            throw Self.notApproved(
+                caller: caller, profile: profile, why: "this version of it was refused on the prompt")
+        case .unapprovable(let reasons):
+            audit(
+                AccessEvent(
+                    event: "app_refused", profile: profile, app: caller, result: "unapprovable",
+                    detail: reasons.joined(separator: ", ")))
+            throw RainError(
+                .unauthorized,
+                """
+                \(caller.appPath) (pid \(caller.pid)) cannot use a wallet profile while \(reasons.joined(separator: ", ")): \
+                run it without them
+                """, details: RainError.Details(reason: "app_not_approved"))
+        }
+        state.withLock { _ = $0.connections[context.connection]?.profiles.insert(profile) }
+        return caller
+    }
+
+    /// Before a call that moves money or adds a credential: the app is approved, is still the
+    /// same process and executable, and the user confirms `action` on the prompt.
+    /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
+    public func confirmSensitive(action: String, profile: String, context: CallerHandle) async throws(RainError) {
+        let caller = try await authorize(profile: profile, context: context)
+        try await resolver.recheck(caller, of: context)
+        try await ask(action: action, caller: caller, profile: profile)
+    }
+
+    /// Asks the user to confirm `action` by `caller`, auditing the result.
+    /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
+    public func ask(action: String, caller: CallerIdentity, profile: String) async throws(RainError) {
+        guard confirmer.canPrompt else {
+            audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: action))
+            throw RainError(
+                .unauthorized,
+                """
+                to \(action) the user must confirm it, and no prompt can be shown: set access.pinentry and run \
+                rainwalletd with a display, or register a terminal with `rainwallet prompt here`
+                """, details: RainError.Details(reason: "no_prompt"))
+        }
+        do {
+            try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
+        } catch {
+            audit(
+                AccessEvent(
+                    event: "prompt_result", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
+                    detail: action))
+            throw error
+        }
+        audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: action))
+    }
+
+    /// The approvals, and the pre-approved apps.
+    public func list() -> (approvals: AppApprovals, preApproved: [String: [AppApprovals.Approval]]) {
+        (state.withLock { $0.approvals }, preApproved)
+    }
+
+    /// `rainwallet apps approve`: approves `app` (path and content hash, read by the daemon) for
+    /// `profile` once the user confirms it on the prompt. The caller needs no approval: the
+    /// prompt is the control.
+    public func approve(app: CallerIdentity, profile: String, context: CallerHandle) async throws(RainError) {
+        let caller = try await identity(of: context)
+        try await ask(
+            action: "approve \(app.appPath) (sha256 \(app.hashPrefix)…) for the wallet profile", caller: caller, profile: profile)
+        try update { $0.approve(profile: profile, caller: app, source: .prompt, at: clock.now) }
+        forgetConnections(profile: profile)
+        audit(
+            AccessEvent(
+                event: "app_approved", profile: profile, app: app, result: "ok",
+                detail: "asked by \(caller.appPath) pid \(caller.pid)"))
+    }
+
+    /// `rainwallet apps revoke`: removes `appPath`'s approval of `profile` once the user confirms.
+    /// - Throws: RAIN_102 when it has none.
+    public func revoke(appPath: String, profile: String, context: CallerHandle) async throws(RainError) {
+        guard state.withLock({ $0.approvals.profiles[profile]?.contains { $0.appPath == appPath } }) == true else {
+            throw RainError.invalid(
+                "\(appPath) is not approved for profile \(profile) (see `rainwallet apps list`)", field: "app")
+        }
+        let caller = try await identity(of: context)
+        try await ask(action: "revoke \(appPath)'s access to the wallet profile", caller: caller, profile: profile)
+        try update { $0.revoke(profile: profile, appPath: appPath) }
+        forgetConnections(profile: profile)
+        audit(AccessEvent(event: "app_revoked", profile: profile, app: nil, result: "ok", detail: appPath))
+    }
+
+    /// Drops the connection's identity.
+    public func connectionClosed(_ connection: ConnectionID) {
+        _ = state.withLock { $0.connections.removeValue(forKey: connection) }
+    }
+
+    // MARK: -
+
+    private func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity {
+        if let known = identity(connection: context.connection) { return known }
+        let caller = try await resolver.identity(of: context)
+        state.withLock { s in
+            if s.connections[context.connection] == nil { s.connections[context.connection] = Connected(identity: caller) }
+        }
+        return caller
+    }
+
+    /// Apps pre-approved for every profile (`*`) are let in but own nothing; apps pre-approved for
+    /// one profile own it.
+    func decide(profile: String, caller: CallerIdentity) -> AppApprovals.Decision {
+        if caller.unapprovable.isEmpty, (preApproved["*"] ?? []).contains(where: { $0.matches(caller) }) {
+            return .approved(.policy)
+        }
+        let policy = preApproved[profile] ?? []
+        return state.withLock { $0.approvals.decide(profile: profile, caller: caller, policy: policy) }
+    }
+
+    /// Approves when the decision is still `expected` (two first callers racing: only one owns).
+    private func approve(
+        profile: String, caller: CallerIdentity, source: AppApprovals.Source, ifStill expected: AppApprovals.Decision
+    ) throws(RainError) {
+        let time = clock.now
+        let now = decide(profile: profile, caller: caller)
+        if case .approved = now { return }
+        guard now == expected else {
+            throw Self.notApproved(caller: caller, profile: profile, why: "another app was approved for it meanwhile")
+        }
+        try update { $0.approve(profile: profile, caller: caller, source: source, at: time) }
+    }
+
+    /// Changes the approvals and saves them; nothing changes when the save fails.
+    private func update(_ change: (inout AppApprovals) -> Void) throws(RainError) {
+        try state.withLock { (s: inout State) throws(RainError) in
+            var next = s.approvals
+            change(&next)
+            try store?.save(next)
+            s.approvals = next
+        }
+    }
+
+    /// After an approval or a revocation every connection decides again.
+    private func forgetConnections(profile: String) {
+        state.withLock { s in
+            for key in s.connections.keys { s.connections[key]?.profiles.remove(profile) }
+        }
+    }
+
+    static func notApproved(caller: CallerIdentity, profile: String, why: String) -> RainError {
+        RainError(
+            .unauthorized,
+            """
+            \(caller.appPath) (pid \(caller.pid)) is not approved for profile \(profile): \(why). To approve it, run \
+            `rainwallet apps approve --profile \(profile) \(caller.appPath)` and confirm on the prompt
+            """, details: RainError.Details(reason: "app_not_approved"))
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import RainAccess
+import RainCore
+import RainCrypto
+import RainTestSupport
+@testable import RainTransport
+import Synchronization
+import Testing
+
+@testable import RainDevice
+
+/// Per-app access decisions with a fake identity reader and a fake prompt (the real ones have
+/// their own tests in RainAccessTests and the integration tests).
+@Suite("Per-app access (AppAccess)")
+struct AppAccessTests {
+    final class Resolver: CallerResolving {
+        let identities = Mutex<[ConnectionID: CallerIdentity]>([:])
+        let rechecks = Mutex(0)
+        let recheckError = Mutex<RainError?>(nil)
+        func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity {
+            guard let identity = identities.withLock({ $0[context.connection] }) else {
+                throw RainError(.unauthorized, "unknown connection")
+            }
+            return identity
+        }
+        func recheck(_ identity: CallerIdentity, of context: CallerHandle) async throws(RainError) {
+            rechecks.withLock { $0 += 1 }
+            if let error = recheckError.withLock({ $0 }) { throw error }
+        }
+    }
+
+    final class Prompt: UserConfirming {
+        let available: Bool
+        let answers = Mutex<[RainError?]>([])
+        let questions = Mutex<[UserQuestion]>([])
+        init(available: Bool) { self.available = available }
+        var canPrompt: Bool { available }
+        func confirm(_ question: UserQuestion) async throws(RainError) {
+            questions.withLock { $0.append(question) }
+            let answer = answers.withLock { $0.isEmpty ? RainError(.userCancelled, "no answer scripted") : $0.removeFirst() }
+            if let answer { throw answer }
+        }
+        func script(_ list: [RainError?]) { answers.withLock { $0 = list } }
+        var asked: [String] { questions.withLock { $0.map(\.action) } }
+    }
+
+    static let dismissed = RainError(.userCancelled, "dismissed", details: .init(reason: "prompt_dismissed"))
+
+    final class Events: Sendable {
+        let list = Mutex<[AccessEvent]>([])
+        func withLock<T>(_ body: ([AccessEvent]) -> T) -> T { list.withLock { body($0) } }
+        func append(_ event: AccessEvent) { list.withLock { $0.append(event) } }
+    }
+
+    struct World {
+        let access: AppAccess
+        let resolver: Resolver
+        let prompt: Prompt
+        let events: Events
+        let store: AppApprovalStore?
+    }
+
+    static func world(
+        prompt available: Bool = true, preApproved: [String: [PreApprovedApp]] = [:], store: AppApprovalStore? = nil
+    ) throws -> World {
+        let resolver = Resolver()
+        let prompt = Prompt(available: available)
+        let events = Events()
+        let access = try AppAccess(
+            store: store, resolver: resolver, confirmer: prompt, preApproved: preApproved, clock: ManualClock(),
+            audit: { event in events.append(event) })
+        return World(access: access, resolver: resolver, prompt: prompt, events: events, store: store)
+    }
+
+    static func app(_ path: String, hash: UInt8, pid: Int32 = 10) -> CallerIdentity {
+        CallerIdentity(pid: pid, uid: getuid(), executablePath: path, executableSHA256: [UInt8](repeating: hash, count: 32))
+    }
+
+    static func connect(_ w: World, _ n: UInt64, _ identity: CallerIdentity) -> CallerHandle {
+        let id = ConnectionID(rawValue: n)
+        w.resolver.identities.withLock { $0[id] = identity }
+        return CallerHandle(connection: id, peer: PeerCredentials(pid: identity.pid, uid: identity.uid, gid: 0))
+    }
+
+    static func reason(_ body: () async throws(RainError) -> Void) async -> String? {
+        do throws(RainError) {
+            try await body()
+            return nil
+        } catch {
+            return error.details.reason ?? "\(error.code)"
+        }
+    }
+
+    @Test("the first app becomes the owner once the user approves; a second app is refused with how to approve it")
+    func ownerThenOther() async throws {
+        let w = try Self.world()
+        let wallet = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "default", context: wallet)
+        #expect(w.prompt.asked.count == 1)
+        #expect(w.access.isApproved(connection: wallet.connection, profile: "default"))
+        try await w.access.authorize(profile: "default", context: wallet)
+        #expect(w.prompt.asked.count == 1, "approved once, not asked again")
+
+        let other = Self.connect(w, 2, Self.app("/usr/bin/other", hash: 2))
+        do throws(RainError) {
+            try await w.access.authorize(profile: "default", context: other)
+            Issue.record("another app was let in")
+        } catch {
+            #expect(error.code == .unauthorized)
+            #expect(error.details.reason == "app_not_approved")
+            #expect(error.message.contains("rainwallet apps approve --profile default /usr/bin/other"), "\(error.message)")
+        }
+        #expect(!w.access.isApproved(connection: other.connection, profile: "default"))
+        #expect(w.events.withLock { $0.map(\.event) } == ["app_approved", "app_refused"])
+    }
+
+    @Test("a dismissed approval prompt approves nothing")
+    func dismissedApproval() async throws {
+        let w = try Self.world()
+        let wallet = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        w.prompt.script([Self.dismissed])
+        #expect(
+            await Self.reason { () async throws(RainError) in try await w.access.authorize(profile: "p", context: wallet) }
+                == "prompt_dismissed")
+        #expect(w.access.list().approvals == AppApprovals())
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "p", context: wallet)
+        #expect(w.access.list().approvals.owner(of: "p")?.appPath == "/usr/bin/wallet")
+    }
+
+    @Test("without any prompt the first app is trusted and audited; the second is still refused")
+    func firstUseWithoutPrompt() async throws {
+        let w = try Self.world(prompt: false)
+        let wallet = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        try await w.access.authorize(profile: "default", context: wallet)
+        #expect(w.access.list().approvals.owner(of: "default")?.source == .firstUse)
+        #expect(w.events.withLock { $0.first?.event } == "first_use_trusted")
+        let other = Self.connect(w, 2, Self.app("/usr/bin/other", hash: 2))
+        #expect(
+            await Self.reason { () async throws(RainError) in try await w.access.authorize(profile: "default", context: other) }
+                == "app_not_approved")
+    }
+
+    @Test("a replaced binary is asked about once: refused, it stays refused without a new prompt")
+    func changedBinary() async throws {
+        let w = try Self.world()
+        let v1 = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "default", context: v1)
+        let v2 = Self.connect(w, 2, Self.app("/usr/bin/wallet", hash: 2))
+        w.prompt.script([Self.dismissed])
+        #expect(
+            await Self.reason { () async throws(RainError) in try await w.access.authorize(profile: "default", context: v2) }
+                == "prompt_dismissed")
+        #expect(w.prompt.asked.last?.contains("new version") == true)
+        #expect(
+            await Self.reason { () async throws(RainError) in try await w.access.authorize(profile: "default", context: v2) }
+                == "app_not_approved")
+        #expect(w.prompt.asked.count == 2, "not asked again")
+        // Approved explicitly (apps approve), the new version works.
+        w.prompt.script([nil])
+        try await w.access.approve(app: Self.app("/usr/bin/wallet", hash: 2), profile: "default", context: v1)
+        try await w.access.authorize(profile: "default", context: v2)
+    }
+
+    @Test("LD_PRELOAD: refused even for the approved app, without a prompt")
+    func unapprovable() async throws {
+        let w = try Self.world()
+        let clean = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "default", context: clean)
+        var preloaded = Self.app("/usr/bin/wallet", hash: 1, pid: 11)
+        preloaded.unapprovable = ["LD_PRELOAD is set"]
+        let hooked = Self.connect(w, 2, preloaded)
+        do throws(RainError) {
+            try await w.access.authorize(profile: "default", context: hooked)
+            Issue.record("an LD_PRELOAD caller was let in")
+        } catch {
+            #expect(error.details.reason == "app_not_approved")
+            #expect(error.message.contains("LD_PRELOAD"))
+        }
+        #expect(w.prompt.asked.count == 1)
+    }
+
+    @Test("an export asks every time, re-checks the caller, and a dismissal stops it; no prompt at all refuses it")
+    func sensitive() async throws {
+        let w = try Self.world()
+        let wallet = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        w.prompt.script([nil, nil, Self.dismissed])
+        try await w.access.confirmSensitive(action: "export the recovery phrase", profile: "default", context: wallet)
+        #expect(w.prompt.asked.count == 2, "approval, then the export")
+        #expect(
+            await Self.reason { () async throws(RainError) in
+                try await w.access.confirmSensitive(action: "export the recovery phrase", profile: "default", context: wallet)
+            } == "prompt_dismissed")
+        #expect(w.resolver.rechecks.withLock { $0 } == 2)
+        w.resolver.recheckError.withLock { $0 = RainError(.unauthorized, "exe changed", details: .init(reason: "app_changed")) }
+        #expect(
+            await Self.reason { () async throws(RainError) in
+                try await w.access.confirmSensitive(action: "export the recovery phrase", profile: "default", context: wallet)
+            } == "app_changed")
+
+        let headless = try Self.world(prompt: false)
+        let app = Self.connect(headless, 1, Self.app("/usr/bin/wallet", hash: 1))
+        #expect(
+            await Self.reason { () async throws(RainError) in
+                try await headless.access.confirmSensitive(action: "export the recovery phrase", profile: "default", context: app)
+            } == "no_prompt")
+    }
+
+    @Test("pre-approved apps (for one profile or every one) need no prompt; revoke asks and forgets")
+    func preApprovedAndRevoke() async throws {
+        let w = try Self.world(preApproved: [
+            "*": [PreApprovedApp(path: "/usr/bin/rainwallet")], "work": [PreApprovedApp(path: "/opt/w")],
+        ])
+        let cli = Self.connect(w, 1, Self.app("/usr/bin/rainwallet", hash: 7))
+        try await w.access.authorize(profile: "anything", context: cli)
+        let work = Self.connect(w, 2, Self.app("/opt/w", hash: 8))
+        try await w.access.authorize(profile: "work", context: work)
+        #expect(w.prompt.asked.isEmpty)
+        w.prompt.script([Self.dismissed])
+        #expect(
+            await Self.reason { () async throws(RainError) in try await w.access.authorize(profile: "home", context: work) }
+                == "prompt_dismissed")
+
+        let wallet = Self.connect(w, 3, Self.app("/usr/bin/wallet", hash: 1))
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "home", context: wallet)
+        w.prompt.script([Self.dismissed])
+        #expect(
+            await Self.reason { () async throws(RainError) in
+                try await w.access.revoke(appPath: "/usr/bin/wallet", profile: "home", context: cli)
+            } == "prompt_dismissed")
+        #expect(w.access.isApproved(connection: wallet.connection, profile: "home"))
+        w.prompt.script([nil])
+        try await w.access.revoke(appPath: "/usr/bin/wallet", profile: "home", context: cli)
+        #expect(!w.access.isApproved(connection: wallet.connection, profile: "home"))
+        #expect(
+            await Self.reason { () async throws(RainError) in
+                try await w.access.revoke(appPath: "/usr/bin/wallet", profile: "home", context: cli)
+            } == "RAIN_102")
+    }
+
+    @Test("approvals persist in the sealed store and are there after a restart")
+    func persisted() async throws {
+        let directory = NSTemporaryDirectory() + "rain-apps-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try AppApprovalStore(
+            stateDirectory: directory, storageKey: SymmetricKey(bytes: [UInt8](repeating: 5, count: 32)))
+        let w = try Self.world(store: store)
+        let wallet = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "default", context: wallet)
+        let restarted = try Self.world(store: store)
+        let again = Self.connect(restarted, 9, Self.app("/usr/bin/wallet", hash: 1))
+        try await restarted.access.authorize(profile: "default", context: again)
+        #expect(restarted.prompt.asked.isEmpty)
+    }
+}
