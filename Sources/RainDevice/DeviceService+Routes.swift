@@ -69,7 +69,7 @@ extension DeviceService {
                 .actor { (_, call) throws(RainError) in try await call.session.beginPasskeyLogin() })
             Route(
                 Method.passkeyBeginAdd, BeginPasskeyRequest.self, BeginPasskeyResponse.self,
-                policy: .send(needsSession: true, isSensitive: true),
+                policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmAddPasskey),
                 .actor { (_, call) throws(RainError) in try await call.session.beginPasskeyAdd() })
             Route(
                 Method.passkeyFinish, FinishPasskeyRequest.self, FinishPasskeyResponse.self, policy: .send(),
@@ -81,7 +81,7 @@ extension DeviceService {
                 .actor { (r, call) throws(RainError) in try await call.session.cancelPasskey(ceremonyID: r.ceremonyID) })
             Route(
                 Method.contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self,
-                policy: .send(needsSession: true, isSensitive: true),
+                policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmAddContact),
                 .actor { (r, call) throws(RainError) in try await call.session.sendContactVerificationCode(r.contact) })
             Route(
                 Method.contactConfirmVerification, ConfirmContactVerificationRequest.self, AccountResponse.self,
@@ -112,11 +112,11 @@ extension DeviceService {
             // Secrets: the answer goes to the caller only; nothing here logs a payload.
             Route(
                 Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest.self, ExportRecoveryPhraseResponse.self,
-                policy: .send(needsSession: true, isSensitive: true),
+                policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmExportPhrase),
                 .actor { (_, call) throws(RainError) in try await call.session.exportRecoveryPhrase() })
             Route(
                 Method.exportPrivateKey, ExportPrivateKeyRequest.self, ExportPrivateKeyResponse.self,
-                policy: .send(needsSession: true, isSensitive: true),
+                policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmExportKey),
                 .actor { (r, call) throws(RainError) in try await call.session.exportPrivateKey(chain: r.chain) })
             Route(
                 Method.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
@@ -141,6 +141,12 @@ extension DeviceService {
             }
         }
     }
+
+    /// What the user confirms on the prompt (issue 15: what moves money or adds a credential).
+    static let confirmExportPhrase = "export the wallet's recovery phrase (whoever sees it controls the wallet)"
+    static let confirmExportKey = "export a private key of the wallet (whoever sees it controls those funds)"
+    static let confirmAddPasskey = "add a passkey to the account (it can log in as you)"
+    static let confirmAddContact = "add a backup contact to the account (codes sent to it log in as you)"
 
     /// Starts a direct read while the authority offers direct reads and the profile has a live
     /// access token; returns false otherwise (the route's actor fallback then answers).

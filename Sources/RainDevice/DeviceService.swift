@@ -26,10 +26,16 @@ public final class DeviceService: ServerHandler {
     private let ownUID = getuid()
     /// Every method's route, built once.
     let routes: RouteTable<DeviceCall>
+    /// Per-app access (issue 15); nil serves every caller of an allowed uid (unit tests).
+    let access: AppAccess?
+    /// Calls waiting for per-app access (the identity read, a prompt), by connection and request
+    /// id, so that a cancel or a closed connection withdraws them.
+    private let waiting = Mutex<[ConnectionID: [UInt64: Task<Void, Never>]]>([:])
 
-    public init(config: DaemonConfig, context: DeviceContext, isTestMethodsEnabled: Bool = false) {
+    public init(config: DaemonConfig, context: DeviceContext, access: AppAccess? = nil, isTestMethodsEnabled: Bool = false) {
         self.config = config
         self.context = context
+        self.access = access
         self.profiles = ProfileEntries(config: config, context: context)
         self.routes = Self.routes(
             config: config, context: context,
@@ -83,7 +89,43 @@ public final class DeviceService: ServerHandler {
         } catch {
             return .respond(.failure(error))
         }
-        return routes.handle(request, context: ctx, call: DeviceCall(profile: profile, profiles: profiles, lease: lease))
+        let call = DeviceCall(profile: profile, profiles: profiles, lease: lease)
+        guard let access, request.method != Method.getInfo, let route = routes.route(for: request.method) else {
+            return routes.handle(request, context: ctx, call: call)
+        }
+        let confirms = route.policy.userConfirms
+        if confirms == nil, access.isApproved(connection: ctx.connection, profile: profile) {
+            return routes.handle(request, context: ctx, call: call)
+        }
+        // The identity is read (once per connection) and a prompt may be shown: off the loop.
+        let handle = CallerHandle(ctx)
+        let routes = routes
+        let task = Task {
+            defer { self.finishWaiting(ctx) }
+            do throws(RainError) {
+                if let confirms {
+                    try await access.confirmSensitive(action: confirms, profile: profile, context: handle)
+                } else {
+                    try await access.authorize(profile: profile, context: handle)
+                }
+            } catch {
+                ctx.responder.respond(.failure(error))
+                return
+            }
+            guard !Task.isCancelled else { return }
+            if case .respond(let response) = routes.handle(request, context: ctx, call: call) {
+                ctx.responder.respond(response)
+            }
+        }
+        waiting.withLock { $0[ctx.connection, default: [:]][ctx.requestID] = task }
+        return route.placement == .stream ? .stream : .deferred
+    }
+
+    private func finishWaiting(_ ctx: RequestContext) {
+        waiting.withLock { w in
+            w[ctx.connection]?.removeValue(forKey: ctx.requestID)
+            if w[ctx.connection]?.isEmpty == true { w.removeValue(forKey: ctx.connection) }
+        }
     }
 
     /// Waits until the restore is done or the timeout passes on the injected clock; a timeout
@@ -93,11 +135,15 @@ public final class DeviceService: ServerHandler {
     }
 
     public func cancel(connection: ConnectionID, requestID: UInt64) {
+        // A call still waiting for its prompt withdraws it.
+        waiting.withLock { $0[connection]?[requestID] }?.cancel()
         routes.callCancelled(connection: connection, requestID: requestID)
         for r in profiles.runtimes() where r.removeWatcher(connection: connection, requestID: requestID) { break }
     }
 
     public func connectionClosed(_ connection: ConnectionID) {
+        waiting.withLock { $0.removeValue(forKey: connection) }?.values.forEach { $0.cancel() }
+        access?.connectionClosed(connection)
         routes.connectionClosed(connection)
         for r in profiles.runtimes() { r.removeWatchers(connection: connection) }
     }

@@ -33,6 +33,9 @@ public struct RoutePolicy: Sendable, Equatable {
     public var isSensitive: Bool
     /// The deadline armed when a request brings no `timeout_ms` of its own; nil arms none.
     public var deadline: Duration?
+    /// What the user confirms on the prompt before the call runs, as a sentence part ("export the
+    /// recovery phrase"); nil: no confirmation.
+    public var userConfirms: String?
 
     /// A policy.
     /// - Parameters:
@@ -40,11 +43,16 @@ public struct RoutePolicy: Sendable, Equatable {
     ///   - needsSession: the call fails without a logged-in session.
     ///   - isSensitive: the call exposes or adds a credential or secret.
     ///   - deadline: the default deadline; a request's own `timeout_ms` wins.
-    public init(kind: Kind, needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil) {
+    ///   - userConfirms: what the user confirms on the prompt before the call runs.
+    public init(
+        kind: Kind, needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil,
+        userConfirms: String? = nil
+    ) {
         self.kind = kind
         self.needsSession = needsSession
         self.isSensitive = isSensitive
         self.deadline = deadline
+        self.userConfirms = userConfirms
     }
 
     /// A read (retried).
@@ -53,8 +61,10 @@ public struct RoutePolicy: Sendable, Equatable {
     }
 
     /// A send or mutation (never retried).
-    public static func send(needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil) -> RoutePolicy {
-        RoutePolicy(kind: .send, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline)
+    public static func send(
+        needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, userConfirms: String? = nil
+    ) -> RoutePolicy {
+        RoutePolicy(kind: .send, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, userConfirms: userConfirms)
     }
 
     /// Whether a failed call may be repeated.

@@ -72,11 +72,11 @@ func declaredMethods() throws -> [String: String] {
             (Method.logout, .send()),
             (Method.refreshSession, .send(needsSession: true)),
             (Method.passkeyFinish, .send()),
-            (Method.passkeyBeginAdd, .send(needsSession: true, isSensitive: true)),
-            (Method.contactSendVerificationCode, .send(needsSession: true, isSensitive: true)),
+            (Method.passkeyBeginAdd, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmAddPasskey)),
+            (Method.contactSendVerificationCode, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmAddContact)),
             (Method.contactConfirmVerification, .send(needsSession: true)),
-            (Method.exportRecoveryPhrase, .send(needsSession: true, isSensitive: true)),
-            (Method.exportPrivateKey, .send(needsSession: true, isSensitive: true)),
+            (Method.exportRecoveryPhrase, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportPhrase)),
+            (Method.exportPrivateKey, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportKey)),
         ])
     func declaredPolicy(method: String, policy: RoutePolicy) async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: false)
