@@ -28,6 +28,13 @@ public struct GuardedSettings: Codable, Sendable, Equatable {
         /// The config's value (nil: removed).
         public var requested: String?
 
+        /// A change.
+        public init(key: String, confirmed: String?, requested: String?) {
+            self.key = key
+            self.confirmed = confirmed
+            self.requested = requested
+        }
+
         /// `profiles.default.allowExport: false → true`.
         public var description: String {
             "\(key): \(confirmed ?? "(not set)") → \(requested ?? "(not set)")"

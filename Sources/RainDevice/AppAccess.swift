@@ -258,6 +258,11 @@ public final class AppAccess: Sendable {
         _ = state.withLock { $0.connections.removeValue(forKey: connection) }
     }
 
+    /// The caller's identity (read once per connection), approved or not.
+    public func callerIdentity(_ context: CallerHandle) async throws(RainError) -> CallerIdentity {
+        try await identity(of: context)
+    }
+
     // MARK: -
 
     private func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity {

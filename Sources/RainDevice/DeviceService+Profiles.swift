@@ -10,11 +10,14 @@ struct DeviceCall: Sendable {
     /// Keeps a profile the config does not name from being evicted while the call lives (nil for
     /// a named profile, which is never evicted).
     let lease: ProfileLease?
+    /// The connection the call came on (per-app access).
+    let caller: CallerHandle?
 
-    init(profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil) {
+    init(profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil, caller: CallerHandle? = nil) {
         self.profile = profile
         self.profiles = profiles
         self.lease = lease
+        self.caller = caller
     }
 
     /// The profile's entry.

@@ -11,7 +11,8 @@ extension DeviceService {
     /// served always (the authority refuses it unless its dev outbox is on); SlowEcho only with the
     /// test methods. Sensitive calls are the ones that export a secret or start adding a credential.
     static func routes(
-        config: DaemonConfig, context: DeviceContext, capabilities: [String], isTestMethodsEnabled: Bool, logger: Logger
+        config: DaemonConfig, context: DeviceContext, access: DeviceAccess? = nil, capabilities: [String],
+        isTestMethodsEnabled: Bool, logger: Logger
     ) -> RouteTable<DeviceCall> {
         let info = GetInfoResponse(
             daemonVersion: daemonVersion, protocolVersion: protocolVersion, capabilities: capabilities,
@@ -25,7 +26,7 @@ extension DeviceService {
             unknownMethod: UnknownMethodAnswer(infoMethod: Method.getInfo, serviceName: "daemon")
         ) {
             Route(
-                Method.getInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(),
+                Method.getInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),
                 .loop { (_, _) throws(RainError) in info })
             Route(
                 Method.getSessionState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(),
@@ -131,6 +132,7 @@ extension DeviceService {
                                 sentAt: $0.sentAt, appID: $0.appID)
                         })
                 })
+            Self.accessRoutes(access)
             if isTestMethodsEnabled {
                 Route(
                     Method.slowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),

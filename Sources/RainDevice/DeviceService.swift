@@ -27,18 +27,18 @@ public final class DeviceService: ServerHandler {
     /// Every method's route, built once.
     let routes: RouteTable<DeviceCall>
     /// Per-app access (issue 15); nil serves every caller of an allowed uid (unit tests).
-    let access: AppAccess?
+    let access: DeviceAccess?
     /// Calls waiting for per-app access (the identity read, a prompt), by connection and request
     /// id, so that a cancel or a closed connection withdraws them.
     private let waiting = Mutex<[ConnectionID: [UInt64: Task<Void, Never>]]>([:])
 
-    public init(config: DaemonConfig, context: DeviceContext, access: AppAccess? = nil, isTestMethodsEnabled: Bool = false) {
+    public init(config: DaemonConfig, context: DeviceContext, access: DeviceAccess? = nil, isTestMethodsEnabled: Bool = false) {
         self.config = config
         self.context = context
         self.access = access
         self.profiles = ProfileEntries(config: config, context: context)
         self.routes = Self.routes(
-            config: config, context: context,
+            config: config, context: context, access: access,
             capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
             isTestMethodsEnabled: isTestMethodsEnabled, logger: context.logger.child("rpc"))
     }
@@ -89,8 +89,8 @@ public final class DeviceService: ServerHandler {
         } catch {
             return .respond(.failure(error))
         }
-        let call = DeviceCall(profile: profile, profiles: profiles, lease: lease)
-        guard let access, request.method != Method.getInfo, let route = routes.route(for: request.method) else {
+        let call = DeviceCall(profile: profile, profiles: profiles, lease: lease, caller: CallerHandle(ctx))
+        guard let access = access?.apps, let route = routes.route(for: request.method), !route.policy.isOpenToAnyApp else {
             return routes.handle(request, context: ctx, call: call)
         }
         let confirms = route.policy.userConfirms
@@ -143,7 +143,7 @@ public final class DeviceService: ServerHandler {
 
     public func connectionClosed(_ connection: ConnectionID) {
         waiting.withLock { $0.removeValue(forKey: connection) }?.values.forEach { $0.cancel() }
-        access?.connectionClosed(connection)
+        access?.apps.connectionClosed(connection)
         routes.connectionClosed(connection)
         for r in profiles.runtimes() { r.removeWatchers(connection: connection) }
     }

@@ -36,6 +36,9 @@ public struct RoutePolicy: Sendable, Equatable {
     /// What the user confirms on the prompt before the call runs, as a sentence part ("export the
     /// recovery phrase"); nil: no confirmation.
     public var userConfirms: String?
+    /// Served to any app of an allowed uid, approved for the profile or not: GetInfo, and the
+    /// per-app access calls, which the user's confirmation guards instead.
+    public var isOpenToAnyApp: Bool
 
     /// A policy.
     /// - Parameters:
@@ -44,27 +47,35 @@ public struct RoutePolicy: Sendable, Equatable {
     ///   - isSensitive: the call exposes or adds a credential or secret.
     ///   - deadline: the default deadline; a request's own `timeout_ms` wins.
     ///   - userConfirms: what the user confirms on the prompt before the call runs.
+    ///   - isOpenToAnyApp: served to an app not approved for the profile.
     public init(
         kind: Kind, needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil,
-        userConfirms: String? = nil
+        userConfirms: String? = nil, isOpenToAnyApp: Bool = false
     ) {
         self.kind = kind
         self.needsSession = needsSession
         self.isSensitive = isSensitive
         self.deadline = deadline
         self.userConfirms = userConfirms
+        self.isOpenToAnyApp = isOpenToAnyApp
     }
 
     /// A read (retried).
-    public static func read(needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil) -> RoutePolicy {
-        RoutePolicy(kind: .read, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline)
+    public static func read(
+        needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, isOpenToAnyApp: Bool = false
+    ) -> RoutePolicy {
+        RoutePolicy(
+            kind: .read, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, isOpenToAnyApp: isOpenToAnyApp)
     }
 
     /// A send or mutation (never retried).
     public static func send(
-        needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, userConfirms: String? = nil
+        needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, userConfirms: String? = nil,
+        isOpenToAnyApp: Bool = false
     ) -> RoutePolicy {
-        RoutePolicy(kind: .send, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, userConfirms: userConfirms)
+        RoutePolicy(
+            kind: .send, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, userConfirms: userConfirms,
+            isOpenToAnyApp: isOpenToAnyApp)
     }
 
     /// Whether a failed call may be repeated.

@@ -39,6 +39,7 @@ public enum RouteTableBuilder<Context: Sendable> {
         [AnyRoute(route)]
     }
     public static func buildExpression(_ route: AnyRoute<Context>) -> [AnyRoute<Context>] { [route] }
+    public static func buildExpression(_ routes: [AnyRoute<Context>]) -> [AnyRoute<Context>] { routes }
     public static func buildBlock(_ parts: [AnyRoute<Context>]...) -> [AnyRoute<Context>] { parts.flatMap { $0 } }
     public static func buildOptional(_ part: [AnyRoute<Context>]?) -> [AnyRoute<Context>] { part ?? [] }
     public static func buildEither(first: [AnyRoute<Context>]) -> [AnyRoute<Context>] { first }

@@ -21,6 +21,12 @@ public enum Method {
     public static let contactSendVerificationCode = "/rain.wallet.v1.Contact/SendVerificationCode"
     public static let contactConfirmVerification = "/rain.wallet.v1.Contact/ConfirmVerification"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
+    public static let listApps = "/rain.wallet.v1.Apps/List"
+    public static let approveApp = "/rain.wallet.v1.Apps/Approve"
+    public static let revokeApp = "/rain.wallet.v1.Apps/Revoke"
+    public static let getSettings = "/rain.wallet.v1.Settings/Get"
+    public static let confirmSettings = "/rain.wallet.v1.Settings/Confirm"
+    public static let registerPrompt = "/rain.wallet.v1.Prompt/Register"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }
 

@@ -63,7 +63,7 @@ func declaredMethods() throws -> [String: String] {
 
     @Test(
         arguments: [
-            (Method.getInfo, RoutePolicy.read()),
+            (Method.getInfo, RoutePolicy.read(isOpenToAnyApp: true)),
             (Method.getSessionState, .read()),
             (Method.getAccount, .read(needsSession: true)),
             (Method.getWallet, .read(needsSession: true)),
@@ -73,9 +73,15 @@ func declaredMethods() throws -> [String: String] {
             (Method.refreshSession, .send(needsSession: true)),
             (Method.passkeyFinish, .send()),
             (Method.passkeyBeginAdd, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmAddPasskey)),
-            (Method.contactSendVerificationCode, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmAddContact)),
+            (
+                Method.contactSendVerificationCode,
+                .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmAddContact)
+            ),
             (Method.contactConfirmVerification, .send(needsSession: true)),
-            (Method.exportRecoveryPhrase, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportPhrase)),
+            (
+                Method.exportRecoveryPhrase,
+                .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportPhrase)
+            ),
             (Method.exportPrivateKey, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportKey)),
         ])
     func declaredPolicy(method: String, policy: RoutePolicy) async throws {

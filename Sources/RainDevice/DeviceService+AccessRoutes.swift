@@ -1,0 +1,146 @@
+import Foundation
+import RainAccess
+import RainCore
+import RainTransport
+import RainWire
+
+/// Where prompts appear (RainAccess's prompt place in the daemon, a fake in tests).
+public protocol PromptPlaceRegistry: Sendable {
+    /// Shows prompts on `terminal` from now on, once confirmed on the current place (the first
+    /// registration, with no place yet, is trusted and audited).
+    /// - Returns: the terminal registered.
+    /// - Throws: RAIN_102 for a terminal of the caller's own session or not a terminal; the
+    ///   prompt's errors.
+    func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String
+}
+
+/// Everything per-app access needs in the device service.
+public struct DeviceAccess: Sendable {
+    /// The approvals and the decisions.
+    public var apps: AppAccess
+    /// The security settings' confirmation.
+    public var settings: SettingsGuard
+    /// Where prompts appear.
+    public var prompts: any PromptPlaceRegistry
+    /// The SHA-256 of a file's content (the program `rainwallet apps approve` names).
+    public var hashFile: @Sendable (String) throws(RainError) -> [UInt8]
+
+    public init(
+        apps: AppAccess, settings: SettingsGuard, prompts: any PromptPlaceRegistry,
+        hashFile: @escaping @Sendable (String) throws(RainError) -> [UInt8]
+    ) {
+        self.apps = apps
+        self.settings = settings
+        self.prompts = prompts
+        self.hashFile = hashFile
+    }
+}
+
+extension DeviceService {
+    /// The per-app access calls: open to any app (an unapproved one must be able to ask for its
+    /// approval), guarded by the user's confirmation on the prompt instead.
+    static func accessRoutes(_ access: DeviceAccess?) -> [AnyRoute<DeviceCall>] {
+        @Sendable func required(_ call: DeviceCall) throws(RainError) -> (DeviceAccess, CallerHandle) {
+            guard let access, let caller = call.caller else {
+                throw RainError.invalid("per-app access is not enabled in this daemon", field: "method")
+            }
+            return (access, caller)
+        }
+        return [
+            AnyRoute(
+                Route(
+                    Method.listApps, ListAppsRequest.self, ListAppsResponse.self, policy: .read(isOpenToAnyApp: true),
+                    .actor { (_, call) throws(RainError) in
+                        let (access, _) = try required(call)
+                        return ListAppsResponse(apps: Self.entries(access.apps.list()))
+                    })),
+            AnyRoute(
+                Route(
+                    Method.approveApp, ApproveAppRequest.self, ApproveAppResponse.self, policy: .send(isOpenToAnyApp: true),
+                    .actor { (r, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        let app = try Self.appIdentity(r, hashFile: access.hashFile)
+                        try await access.apps.approve(app: app, profile: call.profile, context: caller)
+                        let entry = Self.entries(access.apps.list()).first {
+                            $0.profile == call.profile && $0.path == app.appPath
+                        }
+                        return ApproveAppResponse(app: entry)
+                    })),
+            AnyRoute(
+                Route(
+                    Method.revokeApp, RevokeAppRequest.self, RevokeAppResponse.self, policy: .send(isOpenToAnyApp: true),
+                    .actor { (r, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        try await access.apps.revoke(appPath: r.path, profile: call.profile, context: caller)
+                        return RevokeAppResponse()
+                    })),
+            AnyRoute(
+                Route(
+                    Method.getSettings, GetSettingsRequest.self, GetSettingsResponse.self, policy: .read(isOpenToAnyApp: true),
+                    .actor { (_, call) throws(RainError) in try required(call).0.settings.status() })),
+            AnyRoute(
+                Route(
+                    Method.confirmSettings, ConfirmSettingsRequest.self, ConfirmSettingsResponse.self,
+                    policy: .send(isOpenToAnyApp: true),
+                    .actor { (r, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        let apps = access.apps
+                        let identity = try await apps.callerIdentity(caller)
+                        let digest = try await access.settings.confirm(requestedDigest: r.requestedDigest) {
+                            (changes) async throws(RainError) in
+                            let list = changes.map(\.description).joined(separator: "; ")
+                            try await apps.ask(
+                                action: "apply these security settings at the next start of rainwalletd: \(list)",
+                                caller: identity,
+                                profile: call.profile)
+                        }
+                        return ConfirmSettingsResponse(confirmedDigest: digest)
+                    })),
+            AnyRoute(
+                Route(
+                    Method.registerPrompt, RegisterPromptRequest.self, RegisterPromptResponse.self,
+                    policy: .send(isOpenToAnyApp: true),
+                    .actor { (r, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        let identity = try await access.apps.callerIdentity(caller)
+                        let terminal = try await access.prompts.register(
+                            terminal: r.terminal, caller: identity, profile: call.profile)
+                        return RegisterPromptResponse(terminal: terminal)
+                    })),
+        ]
+    }
+
+    /// The approvals as wire entries: per profile, the owner first; then the pre-approved apps.
+    static func entries(_ list: (approvals: AppApprovals, preApproved: [String: [AppApprovals.Approval]])) -> [AppEntry] {
+        var out: [AppEntry] = []
+        for (profile, approvals) in list.approvals.profiles.sorted(by: { $0.key < $1.key }) {
+            for (i, a) in approvals.enumerated() {
+                out.append(
+                    AppEntry(
+                        profile: profile, path: a.appPath, contentHash: a.contentHash ?? "", approvedAt: a.approvedAt,
+                        source: a.source.rawValue, isOwner: i == 0))
+            }
+        }
+        for (profile, approvals) in list.preApproved.sorted(by: { $0.key < $1.key }) {
+            for a in approvals {
+                out.append(
+                    AppEntry(
+                        profile: profile, path: a.appPath, contentHash: a.contentHash ?? "", approvedAt: "", source: "policy",
+                        isOwner: false))
+            }
+        }
+        return out
+    }
+
+    /// The identity `rainwallet apps approve PATH [SCRIPT]` names: the files' content now.
+    static func appIdentity(
+        _ r: ApproveAppRequest, hashFile: @Sendable (String) throws(RainError) -> [UInt8]
+    ) throws(RainError) -> CallerIdentity {
+        guard r.path.hasPrefix("/"), r.script.isEmpty || r.script.hasPrefix("/") else {
+            throw RainError.invalid("the program and the script must be absolute paths", field: "path")
+        }
+        var app = CallerIdentity(pid: 0, uid: getuid(), executablePath: r.path, executableSHA256: try hashFile(r.path))
+        if !r.script.isEmpty { app.script = .init(path: r.script, sha256: try hashFile(r.script)) }
+        return app
+    }
+}
