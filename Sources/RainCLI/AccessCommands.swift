@@ -1,0 +1,212 @@
+import Foundation
+import RainCommandLine
+import RainCore
+import RainWallet
+
+/// `rainwallet apps list|approve|revoke`: which programs may use which profile.
+enum AppsCommand: CLICommand {
+    static let declaration = Command(
+        name: "apps", abstract: "list, approve or revoke the apps that may use a profile",
+        discussion: """
+            Each profile belongs to the apps the user approved: the first app to use it, approved on
+            the daemon's prompt, and any approved later. Another program gets RAIN_202
+            app_not_approved. Approving and revoking ask the user on the prompt (typing the code it
+            shows), so a program cannot approve itself by running this command.
+            """)
+    static var subcommands: [any CLICommand.Type] { [AppsListCommand.self, AppsApproveCommand.self, AppsRevokeCommand.self] }
+
+    static let entryFields: [Command.JSONField] = [
+        .init("profile", "the profile"), .init("path", "the program (and script)"),
+        .init("sha256", "its content's SHA-256 (hex), or null for any content (policy)"),
+        .init("approvedAt", "when (RFC 3339 UTC), or null for a policy entry"),
+        .init("source", "prompt, first-use or policy"), .init("owner", "true for the profile's first app"),
+    ]
+
+    static func json(_ e: RainAppEntry) -> [String: Any?] {
+        [
+            "profile": e.profile, "path": e.path, "sha256": e.contentHash.isEmpty ? nil : e.contentHash,
+            "approvedAt": e.approvedAt.isEmpty ? nil : e.approvedAt, "source": e.source, "owner": e.isOwner,
+        ]
+    }
+
+    static let exitStatuses: [Command.ExitStatus] = [
+        .init(5, "no prompt can be shown, or the app is locked out (RAIN_202, RAIN_302)"),
+        .init(9, "the prompt was dismissed, timed out or answered wrong (RAIN_401)"),
+    ]
+}
+
+enum AppsListCommand: CLICommand {
+    static let declaration = Command(
+        name: "list", abstract: "the approved apps of every profile",
+        json: .init(.array, AppsCommand.entryFields))
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let apps = try await context.provider.listApps()
+        if context.output.isJSON {
+            context.output.json(apps.map(AppsCommand.json))
+            return
+        }
+        if apps.isEmpty {
+            context.output.line("No app is approved yet: the first app to use a profile is asked about.")
+            return
+        }
+        for e in apps {
+            let hash = e.contentHash.isEmpty ? "any content" : "sha256 \(e.contentHash.prefix(12))…"
+            let when = e.approvedAt.isEmpty ? "" : ", \(e.approvedAt)"
+            context.output.line("\(e.profile): \(e.path) (\(hash), \(e.source)\(when)\(e.isOwner ? ", owner" : ""))")
+        }
+    }
+}
+
+enum AppsApproveCommand: CLICommand {
+    static let declaration = Command(
+        name: "approve", abstract: "approve PROGRAM for the profile (asks the user on the prompt)",
+        discussion: """
+            Approves the program's content as it is now: after an update the new version is asked
+            about again. For a script, give the interpreter and the script:
+            rainwallet apps approve /usr/bin/python3 /home/me/tool.py
+            """,
+        arguments: [
+            Command.Argument("PROGRAM", help: "the program's absolute path", kind: .file),
+            Command.Argument("SCRIPT", help: "for an interpreter: the script's absolute path", isOptional: true, kind: .file),
+        ],
+        json: .init(.object, AppsCommand.entryFields),
+        exitStatuses: AppsCommand.exitStatuses)
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let path = try absolute(parsed.argument("PROGRAM") ?? "", "PROGRAM")
+        let script = try parsed.argument("SCRIPT").map { try absolute($0, "SCRIPT") }
+        context.output.note("Confirm on the rainwalletd prompt (type the code it shows)…")
+        let entry = try await context.provider.approveApp(path: path, script: script)
+        if context.output.isJSON {
+            context.output.json(entry.map(AppsCommand.json) ?? [:])
+        } else {
+            context.output.line("Approved \(entry?.path ?? path) for profile \(entry?.profile ?? "").")
+        }
+    }
+
+    static func absolute(_ path: String, _ word: String) throws -> String {
+        guard path.hasPrefix("/") else {
+            throw UsageError("\(word) must be an absolute path (\(path)); e.g. $(command -v \(path))", word: word)
+        }
+        return path
+    }
+}
+
+enum AppsRevokeCommand: CLICommand {
+    static let declaration = Command(
+        name: "revoke", abstract: "remove PROGRAM's approval of the profile (asks the user on the prompt)",
+        arguments: [Command.Argument("PROGRAM", help: "the path as `rainwallet apps list` shows it")],
+        json: .init(.object, [.init("revoked", "true")]),
+        exitStatuses: AppsCommand.exitStatuses)
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let path = parsed.argument("PROGRAM") ?? ""
+        context.output.note("Confirm on the rainwalletd prompt (type the code it shows)…")
+        try await context.provider.revokeApp(path: path)
+        if context.output.isJSON {
+            context.output.json(["revoked": true])
+        } else {
+            context.output.line("Revoked \(path).")
+        }
+    }
+}
+
+/// `rainwallet settings [confirm]`: the security settings waiting for the user's confirmation.
+enum SettingsCommand: CLICommand {
+    static let declaration = Command(
+        name: "settings", abstract: "show the security settings waiting for confirmation",
+        discussion: """
+            The security settings of the config (allowExport, allowedUIDs, codeSender, storage,
+            access.pinentry, access.apps) take effect only once the user confirms them on the
+            daemon's prompt, or come from root's /etc/rainwallet/policy.json. Until then rainwalletd
+            runs on the last confirmed ones. Confirmed changes apply at the next start.
+            """,
+        json: .init(
+            .object,
+            [
+                .init("confirmedDigest", "SHA-256 of the settings the daemon runs with"),
+                .init("requestedDigest", "SHA-256 of the config's settings"),
+                .init(
+                    "pending", "the changes waiting",
+                    fields: [
+                        .init("key", "the setting"), .init("confirmed", "its value now"), .init("requested", "the config's"),
+                    ]),
+                .init("fixedByPolicy", "the settings policy.json fixes"),
+            ]))
+    static var subcommands: [any CLICommand.Type] { [SettingsConfirmCommand.self] }
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let status = try await context.provider.settingsStatus()
+        if context.output.isJSON {
+            context.output.json([
+                "confirmedDigest": status.confirmedDigest, "requestedDigest": status.requestedDigest,
+                "pending": status.pending.map {
+                    ["key": $0.key, "confirmed": $0.confirmed, "requested": $0.requested] as [String: Any?]
+                },
+                "fixedByPolicy": status.fixedByPolicy,
+            ])
+            return
+        }
+        if status.pending.isEmpty {
+            context.output.line("No settings change waits for confirmation.")
+        } else {
+            context.output.line("Waiting for confirmation (run `rainwallet settings confirm`):")
+            for c in status.pending {
+                context.output.line("  \(c.key): \(c.confirmed ?? "(not set)") → \(c.requested ?? "(not set)")")
+            }
+        }
+        if !status.fixedByPolicy.isEmpty {
+            context.output.line("Fixed by /etc/rainwallet/policy.json: \(status.fixedByPolicy.joined(separator: ", "))")
+        }
+    }
+}
+
+enum SettingsConfirmCommand: CLICommand {
+    static let declaration = Command(
+        name: "confirm", abstract: "confirm the waiting settings on the daemon's prompt",
+        json: .init(.object, [.init("confirmedDigest", "SHA-256 of the settings now confirmed")]),
+        exitStatuses: AppsCommand.exitStatuses)
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        let status = try await context.provider.settingsStatus()
+        context.output.note("Confirm on the rainwalletd prompt (type the code it shows)…")
+        let digest = try await context.provider.confirmSettings(requestedDigest: status.requestedDigest)
+        if context.output.isJSON {
+            context.output.json(["confirmedDigest": digest])
+        } else {
+            context.output.line("Confirmed; restart rainwalletd to apply them (systemctl --user restart rainwalletd).")
+        }
+    }
+}
+
+/// `rainwallet prompt here`: show the daemon's prompts on this terminal.
+enum PromptCommand: CLICommand {
+    static let declaration = Command(
+        name: "prompt", abstract: "choose where rainwalletd asks the user")
+    static var subcommands: [any CLICommand.Type] { [PromptHereCommand.self] }
+}
+
+enum PromptHereCommand: CLICommand {
+    static let declaration = Command(
+        name: "here", abstract: "show the daemon's prompts on this terminal from now on",
+        discussion: """
+            For a machine without a display: run it in a terminal you keep for that (a tmux pane).
+            It is confirmed on the current prompt place; the first registration, with none yet, is
+            trusted and audited. A prompt is never shown on the terminal of the app that asks.
+            """,
+        json: .init(.object, [.init("terminal", "the terminal registered")]),
+        exitStatuses: AppsCommand.exitStatuses + [.init(64, "stdin is not a terminal")])
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        guard isatty(0) == 1, let name = ttyname(0) else {
+            throw UsageError("stdin is not a terminal: run `rainwallet prompt here` in the terminal that should show prompts")
+        }
+        let terminal = try await context.provider.registerPrompt(terminal: String(cString: name))
+        if context.output.isJSON {
+            context.output.json(["terminal": terminal])
+        } else {
+            context.output.line("rainwalletd's prompts appear on \(terminal) from now on.")
+        }
+    }
+}
