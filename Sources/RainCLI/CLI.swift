@@ -39,7 +39,9 @@ public enum CLI: CLICommand {
         [
             CodeCommand.self, LoginCommand.self, StatusCommand.self, WatchCommand.self, RefreshCommand.self,
             AccountCommand.self, ExportCommand.self, LogoutCommand.self, InfoCommand.self, DevCommand.self,
-            DomainCommand.self, PasskeyCommand.self, ContactCommand.self, HelpCommand.self,
+            DomainCommand.self, PasskeyCommand.self, ContactCommand.self,
+            StorageCommand.self,
+            HelpCommand.self,
         ]
     }
 

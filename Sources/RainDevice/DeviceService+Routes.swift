@@ -1,6 +1,7 @@
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
+import RainKeyStore
 import RainTransport
 import RainWire
 
@@ -11,11 +12,13 @@ extension DeviceService {
     /// served always (the authority refuses it unless its dev outbox is on); SlowEcho only with the
     /// test methods. Sensitive calls are the ones that export a secret or start adding a credential.
     static func routes(
-        config: DaemonConfig, context: DeviceContext, capabilities: [String], isTestMethodsEnabled: Bool, logger: Logger
+        config: DaemonConfig, context: DeviceContext, capabilities: [String], isTestMethodsEnabled: Bool,
+        storage: (provider: String, control: any StorageControl)?, logger: Logger
     ) -> RouteTable<DeviceCall> {
         let info = GetInfoResponse(
             daemonVersion: daemonVersion, protocolVersion: protocolVersion, capabilities: capabilities,
-            maxFrameBytes: UInt32(Frame.defaultMaximumLength))
+            maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: storage?.provider ?? "")
+        let storageControl = storage?.control
         // The authority's direct reads (an embedded authority on SQLite), taken once.
         let directReads = context.authority.directReads
         let authority = context.authority
@@ -131,6 +134,41 @@ extension DeviceService {
                                 sentAt: $0.sentAt, appID: $0.appID)
                         })
                 })
+            // The daemon's keys (`rainwallet storage …`, the daemon's own uid only: `handle`). The
+            // passphrase and the sealed backup are payloads: never logged.
+            Route(
+                Method.storageStatus, StorageStatusRequest.self, StorageStatusResponse.self, policy: .read(),
+                .actor { (_, _) throws(RainError) in
+                    StorageStatusResponse(status: try await Self.storageControl(storageControl).status())
+                })
+            Route(
+                Method.storageBackup, StorageBackupRequest.self, StorageBackupResponse.self,
+                policy: .send(isSensitive: true),
+                .actor { (r, _) throws(RainError) in
+                    try await Self.storageControl(storageControl).backup(passphrase: r.passphrase)
+                })
+            Route(
+                Method.storageMigrate, StorageMigrateRequest.self, StorageMigrateProgress.self, policy: .send(),
+                .stream { (r, _, server) throws(RainError) in
+                    let control = try Self.storageControl(storageControl)
+                    guard let target = KeyProviderKind(rawValue: r.to) else {
+                        throw RainError.invalid(
+                            "\(r.to) is not a key provider: tpm2, secret-service or file", field: "to")
+                    }
+                    let responder = server.responder
+                    Task {
+                        do throws(RainError) {
+                            try await control.migrate(to: target) { line in
+                                if let bytes = try? StorageMigrateProgress(line: line).encode() {
+                                    responder.send(streamPayload: bytes)
+                                }
+                            }
+                            responder.respond(.ok([]))
+                        } catch {
+                            responder.fail(error)
+                        }
+                    }
+                })
             if isTestMethodsEnabled {
                 Route(
                     Method.slowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
@@ -140,6 +178,18 @@ extension DeviceService {
                     })
             }
         }
+    }
+
+    /// The methods that reach the daemon's keys.
+    static let storageMethods: Set<String> = [Method.storageStatus, Method.storageBackup, Method.storageMigrate]
+
+    /// What answers the storage methods.
+    /// - Throws: RAIN_501 when this service has none.
+    static func storageControl(_ control: (any StorageControl)?) throws(RainError) -> any StorageControl {
+        guard let control else {
+            throw RainError(.provider, "this daemon does not manage its keys through the socket; use `rainwalletd storage`")
+        }
+        return control
     }
 
     /// Starts a direct read while the authority offers direct reads and the profile has a live

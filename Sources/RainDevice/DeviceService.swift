@@ -27,14 +27,21 @@ public final class DeviceService: ServerHandler {
     /// Every method's route, built once.
     let routes: RouteTable<DeviceCall>
 
-    public init(config: DaemonConfig, context: DeviceContext, isTestMethodsEnabled: Bool = false) {
+    /// A service.
+    /// - Parameters:
+    ///   - storage: the key provider in use (GetInfo's `storageProvider`) and what answers the
+    ///     storage methods; nil answers them RAIN_501 (a service without the daemon's keys, in tests).
+    public init(
+        config: DaemonConfig, context: DeviceContext, isTestMethodsEnabled: Bool = false,
+        storage: (provider: String, control: any StorageControl)? = nil
+    ) {
         self.config = config
         self.context = context
         self.profiles = ProfileEntries(config: config, context: context)
         self.routes = Self.routes(
             config: config, context: context,
             capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
-            isTestMethodsEnabled: isTestMethodsEnabled, logger: context.logger.child("rpc"))
+            isTestMethodsEnabled: isTestMethodsEnabled, storage: storage, logger: context.logger.child("rpc"))
     }
 
     /// The profile's entry, created (and its restore started) on first use.
@@ -76,6 +83,15 @@ public final class DeviceService: ServerHandler {
             && !config.settings(for: profile).allowedUIDs.contains(ctx.peer.uid)
         {
             return .respond(.failure(RainError(.unauthorized, "uid \(ctx.peer.uid) may not use profile \(profile)")))
+        }
+        // The daemon's keys are its user's alone: a uid the config lets use a profile may not read,
+        // back up or move them.
+        if ctx.peer.uid != ownUID, Self.storageMethods.contains(request.method) {
+            return .respond(
+                .failure(
+                    RainError(
+                        .unauthorized, "uid \(ctx.peer.uid) may not manage this daemon's keys: only its own user may",
+                        details: RainError.Details(reason: "not_daemon_owner"))))
         }
         let lease: ProfileLease?
         do {

@@ -21,6 +21,10 @@ public enum Method {
     public static let contactSendVerificationCode = "/rain.wallet.v1.Contact/SendVerificationCode"
     public static let contactConfirmVerification = "/rain.wallet.v1.Contact/ConfirmVerification"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
+    // The daemon's keys (`rainwallet storage …`): the daemon's own uid only.
+    public static let storageStatus = "/rain.wallet.v1.Storage/GetStatus"
+    public static let storageBackup = "/rain.wallet.v1.Storage/Backup"
+    public static let storageMigrate = "/rain.wallet.v1.Storage/Migrate"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }
 
