@@ -16,7 +16,8 @@ import Synchronization
 /// be used. Blocking: call it from a dispatch queue.
 struct DeviceSetup: Sendable {
     let options: DaemonOptions
-    let config: DaemonConfig
+    /// The config (a live migration makes its `storage.provider` the new record for this run).
+    var config: DaemonConfig
     let stateDirectory: String
     let clock: any RainClock
     let logger: Logger

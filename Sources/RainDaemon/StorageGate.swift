@@ -42,7 +42,10 @@ final class StorageGate: ServerHandler, StorageControl {
     private let state: Mutex<State>
     private let ownUID = getuid()
     private let allowedUIDs: Set<UInt32>
-    private let setup: DeviceSetup
+    /// How the keys open; after a live migration its config names the new provider, so that a
+    /// config naming the old one explicitly does not stop the reopening (the next start says what to do).
+    private let setupState: Mutex<DeviceSetup>
+    private var setup: DeviceSetup { setupState.withLock { $0 } }
     /// Where blocking storage work runs (a TPM, D-Bus, PBKDF2, files): never the Swift pool.
     private let queue = DispatchQueue(label: "rainwalletd.keys")
     /// Tests only (`--enable-test-methods`): a FIFO a live migration opens once it refuses calls,
@@ -53,7 +56,7 @@ final class StorageGate: ServerHandler, StorageControl {
     static let migrationHoldVariable = "RAINWALLETD_TEST_MIGRATION_HOLD"
 
     init(setup: DeviceSetup, provider: any KeyProvider) {
-        self.setup = setup
+        setupState = Mutex(setup)
         allowedUIDs = setup.config.allAllowedUIDs
         state = Mutex(State(provider: provider))
         migrationHold =
@@ -290,6 +293,18 @@ final class StorageGate: ServerHandler, StorageControl {
         }
         // The old embedded authority holds the database: closed before the keys open a new one.
         if let embedded = opened.embedded { await embedded.store.close() }
+        if let recorded = try? KeyProviderRecord.read(stateDirectory: stateDirectory) {
+            let configured = setupState.withLock { s -> KeyProviderChoice in
+                defer { s.config.storage.provider = .provider(recorded) }
+                return s.config.storage.provider
+            }
+            if configured != .auto, configured != .provider(recorded) {
+                progress(
+                    "note: the config's storage.provider names another provider: set it to \(recorded.rawValue) or auto before the next start"
+                )
+            }
+            if let provider = try? make(recorded) { state.withLock { $0.provider = provider } }
+        }
         do {
             let reopened = try await queue.runBlocking { () throws(RainError) in try self.open() }
             state.withLock { s in
