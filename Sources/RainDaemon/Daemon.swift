@@ -272,7 +272,7 @@ struct DeviceRole: DaemonRole {
         let opened: DeviceSetup.Opened?
         do {
             opened = try gate.open()
-        } catch where StorageGate.isWaitable(error) {
+        } catch  where StorageGate.isWaitable(error) {
             opened = nil
             gate.wait(error)
             logger.warning(

@@ -89,4 +89,3 @@ struct DeviceSetup: Sendable {
         return Opened(keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority)
     }
 }
-

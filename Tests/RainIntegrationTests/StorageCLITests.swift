@@ -109,7 +109,7 @@ import Testing
         try Self.useRecordedProvider(h, tpm: tpm)
 
         let migrate = try h.launchCLI(["storage", "migrate", "--to", "tpm2"])
-        let isMigrating = await eventually(timeout: .seconds(10)) {
+        let isMigrating = await eventually(timeout: .seconds(2)) {
             (try? await provider.daemonInfo().capabilities.contains("storage-migrating")) == true
         }
         #expect(isMigrating)
@@ -242,6 +242,35 @@ import Testing
             try await restarted.awaitSessionRestore()
             #expect(try await restarted.account().accountID == account.accountID)
             #expect(await rainError { _ = try await restarted.refreshSession() } == nil)
+            #expect(try await restarted.daemonInfo().storageProvider == "tpm2")
+        }
+    }
+
+    @Test func aLiveMigrationWithARemoteAuthorityRebindsTheRunningDevice() async throws {
+        let tpm = try SoftwareTPM()
+        defer { tpm.stop() }
+        let setup = try DaemonHarness.prepare()
+        defer { setup.shutdown() }
+        try await AuthorityProcess.with(in: setup.directory, ["--listen", "127.0.0.1:0"]) { authority in
+            let h = try await DaemonHarness.start(
+                config: StorageCLITests.config("file", tpm: tpm), extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
+            defer { h.shutdown() }
+            let provider = h.provider()
+            _ = try await h.logIn(provider, .email("remote-live@example.com"))
+            let account = try await provider.account()
+            try StorageCLITests.useRecordedProvider(h, tpm: tpm)
+
+            let migrate = try await h.runCLI(["storage", "migrate", "--to", "tpm2"])
+            #expect(migrate.status == 0, "\(migrate)")
+            #expect(authority.log.contains("device.key_confirmed"))
+            #expect(try await provider.account().accountID == account.accountID)
+            #expect(await rainError { _ = try await provider.refreshSession() } == nil)
+
+            _ = try await h.stop()
+            try await h.start()
+            let restarted = h.provider()
+            try await restarted.awaitSessionRestore()
+            #expect(try await restarted.account().accountID == account.accountID)
             #expect(try await restarted.daemonInfo().storageProvider == "tpm2")
         }
     }
