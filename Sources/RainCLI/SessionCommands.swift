@@ -133,13 +133,22 @@ enum StatusCommand: CLICommand {
     static let declaration = Command(
         name: "status", abstract: "show the session of the profile",
         discussion: "Shows the profile's session.",
-        json: .init(.object, sessionJSONFields))
+        json: .init(
+            .object,
+            sessionJSONFields + [.init("storageProvider", "the daemon's key provider: tpm2, secret-service or file")]))
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         // A profile's stored session loads on first use: wait for it (up to 5 s) so status is settled.
         try await context.provider.awaitSessionRestore()
         let s = try await context.provider.currentSession()
-        if context.output.isJSON { context.output.json(s.jsonObject) } else { s.humanLines.forEach(context.output.line) }
+        if context.output.isJSON {
+            var o = s.jsonObject
+            let provider = try await context.provider.daemonInfo().storageProvider
+            o["storageProvider"] = provider.isEmpty ? nil : provider
+            context.output.json(o)
+        } else {
+            s.humanLines.forEach(context.output.line)
+        }
     }
 }
 
@@ -316,6 +325,7 @@ enum InfoCommand: CLICommand {
             [
                 .init("daemonVersion", "the daemon's version"), .init("protocolVersion", "a number"),
                 .init("capabilities", "an array of names"), .init("maxFrameBytes", "the largest frame the daemon takes"),
+                .init("storageProvider", "the key provider in use: tpm2, secret-service or file"),
             ]))
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
@@ -325,10 +335,12 @@ enum InfoCommand: CLICommand {
             output.json([
                 "daemonVersion": info.daemonVersion, "protocolVersion": Int(info.protocolVersion),
                 "capabilities": info.capabilities, "maxFrameBytes": Int(info.maxFrameBytes),
+                "storageProvider": info.storageProvider.isEmpty ? nil : info.storageProvider,
             ])
         } else {
             output.line("rainwalletd \(info.daemonVersion), protocol \(info.protocolVersion)")
             output.line("capabilities: \(info.capabilities.joined(separator: ", "))")
+            if !info.storageProvider.isEmpty { output.line("key provider: \(info.storageProvider)") }
         }
     }
 }

@@ -267,10 +267,11 @@ struct DeviceRole: DaemonRole {
         // A provider that cannot be used now (a locked keyring, no D-Bus, the TPM unreachable) is a
         // state, not a failure: the daemon serves, calls answer RAIN_501 with the reason, and it
         // retries until the keys open (`StorageGate`).
-        let gate = StorageGate(config: config, provider: provider)
+        // It also answers the storage methods, and stands in for the service during a live migration.
+        let gate = StorageGate(setup: setup, provider: provider)
         let opened: DeviceSetup.Opened?
         do {
-            opened = try setup.open()
+            opened = try gate.open()
         } catch  where StorageGate.isWaitable(error) {
             opened = nil
             gate.wait(error)
@@ -281,7 +282,8 @@ struct DeviceRole: DaemonRole {
                     "error": error.message,
                 ])
         }
-        let service: any ServerHandler = opened?.service ?? gate
+        if let opened { gate.serve(opened) }
+        let service: any ServerHandler = gate
 
         // Socket: directory 0700 (0711 and socket 0666 when other uids are allowed; SO_PEERCRED decides).
         let extraUIDs = config.allAllowedUIDs.subtracting([getuid()])
@@ -321,7 +323,7 @@ struct DeviceRole: DaemonRole {
                     Task { await opened.service.restoreStoredProfiles() }
                     opened.pruning?.start()
                 } else {
-                    gate.retry(setup, clock: clock, logger: logger)
+                    gate.retry(clock: clock, logger: logger)
                 }
                 logger.info(
                     "daemon.ready",
@@ -338,7 +340,6 @@ struct DeviceRole: DaemonRole {
             finish: {
                 // The state directory stays locked until the process ends (or this closure goes).
                 withExtendedLifetime(stateLock) {}
-                opened?.pruning?.stop()
                 gate.stop()
                 // Never a socket the service manager handed over. A socket file left behind is stale
                 // and the next start removes it, so a failure here changes nothing.

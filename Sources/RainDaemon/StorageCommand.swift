@@ -128,62 +128,13 @@ enum StorageCommand {
         }
 
         func status(isJSON: Bool) throws(RainError) {
-            let provider = try recordedProvider()
-            var keys: [[String: String]] = []
-            var problem: String?
-            do {
-                try provider.checkAvailable()
-                if let key = try provider.loadSecret(.storage) {
-                    keys.append([
-                        "slot": KeySlot.storage.rawValue, "keyId": key.keyID, "algorithm": "aes-256-gcm",
-                        "protects": KeySlot.storage.protects,
-                    ])
-                }
-                if let key = try provider.loadSecret(.authorityMaster) {
-                    keys.append([
-                        "slot": KeySlot.authorityMaster.rawValue, "keyId": key.keyID, "algorithm": "hkdf-sha256 master",
-                        "protects": KeySlot.authorityMaster.protects,
-                    ])
-                }
-                if let signer = try provider.loadDeviceKey() {
-                    keys.append([
-                        "slot": "device", "keyId": signer.publicKey.keyID, "algorithm": signer.publicKey.algorithm,
-                        "protects": "this device's sessions at the authority (signs the proof of each connection)",
-                    ])
-                }
-            } catch {
-                problem = "\(error.code): \(error.message)"
-            }
-            let pending = try StorageMigration(stateDirectory: stateDirectory, make: make, logger: logger).pendingJournal()
+            let status = try StorageStatus.read(
+                provider: try recordedProvider(), stateDirectory: stateDirectory, make: make, logger: logger)
             if isJSON {
-                var root: [String: JSONValue] = [
-                    "provider": .string(provider.kind.rawValue), "location": .string(provider.location),
-                    "keys": .array(keys.map { .object($0.mapValues { .string($0) }) }),
-                ]
-                if let problem { root["unavailable"] = .string(problem) }
-                if let pending {
-                    root["migration"] = .object(["to": .string(pending.to.rawValue), "step": .string(pending.step.rawValue)])
-                }
-                print(Self.json(.object(root)))
-                return
+                print(status.jsonText)
+            } else {
+                status.humanLines(command: "rainwalletd storage migrate").forEach { print($0) }
             }
-            print("provider: \(provider.kind.rawValue) (\(provider.location))")
-            if let problem { print("unavailable: \(problem)") }
-            for key in keys {
-                print(
-                    "\(key["slot"] ?? ""): \(key["algorithm"] ?? "") key \(key["keyId"] ?? "") protects \(key["protects"] ?? "")")
-            }
-            if let pending {
-                print(
-                    "migration to \(pending.to.rawValue) pending after step \(pending.step.rawValue): run `rainwalletd storage migrate --to \(pending.to.rawValue)`"
-                )
-            }
-        }
-
-        static func json(_ value: JSONValue) -> String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         }
 
         func backup(to path: String, isForced: Bool) throws(RainError) {
@@ -235,12 +186,26 @@ enum StorageCommand {
             let provider = try recordedProvider()
             try provider.checkAvailable()
             let hasMaster = remote == nil
+            let migration = StorageMigration(
+                stateDirectory: stateDirectory, make: make, logger: logger, progress: { print($0) })
             let authority: any Authority
+            var device: DeviceIdentity?
             if let remote {
                 let tls = try authorityCA.map { (ca) throws(RainError) in
                     try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
                 }
-                authority = try RemoteAuthority(address: remote, tls: tls, clock: SystemClock(), logger: logger)
+                // The remote authority rebinds only a device that proves its key on the connection:
+                // the keys the daemon would start with (the old one, or the journal's pair), which
+                // the migration updates as it goes.
+                let identity =
+                    if let journal = try migration.pendingJournal() {
+                        try migration.startKeys(journal).device
+                    } else {
+                        try DeviceIdentity.loadOrCreate(stateDirectory: stateDirectory, provider: provider)
+                    }
+                device = identity
+                authority = try RemoteAuthority(
+                    address: remote, tls: tls, device: identity, clock: SystemClock(), logger: logger)
             } else {
                 let master = try DaemonKeys.loadMasterKey(provider, stateDirectory: stateDirectory)
                 let directory = stateDirectory
@@ -250,48 +215,10 @@ enum StorageCommand {
                         stateDirectory: "\(directory)/authority", masterKey: master, logger: authorityLogger)
                 }
             }
-            let migration = StorageMigration(
-                stateDirectory: stateDirectory, make: make, logger: logger, progress: { print($0) })
+            let running = device
             try Daemon.blockingAwait { () async throws(RainError) in
-                try await migration.migrate(to: target, hasMasterKey: hasMaster, authority: authority)
+                try await migration.migrate(to: target, hasMasterKey: hasMaster, authority: authority, device: running)
             }
         }
-    }
-}
-
-/// A passphrase from the terminal (not echoed) or one line of stdin: never the command line, which
-/// every user of the machine can read.
-enum PassphraseInput {
-    /// Reads the passphrase; on a terminal, asks twice when `confirm` is given.
-    /// - Throws: RAIN_102 (field `passphrase`) when none was given or the two differ.
-    static func read(prompt: String, confirm: String?) throws(RainError) -> [UInt8] {
-        let isTerminal = isatty(0) == 1
-        guard let first = line(prompt: prompt, isTerminal: isTerminal), !first.isEmpty else {
-            throw RainError.invalid(
-                "no passphrase: type it on a terminal or give it as one line of stdin", field: "passphrase")
-        }
-        if isTerminal, let confirm {
-            guard line(prompt: confirm, isTerminal: true) == first else {
-                throw RainError.invalid("the two passphrases differ", field: "passphrase")
-            }
-        }
-        return Array(first.utf8)
-    }
-
-    static func line(prompt: String, isTerminal: Bool) -> String? {
-        guard isTerminal else { return readLine(strippingNewline: true) }
-        FileHandle.standardError.write(Data(prompt.utf8))
-        var saved = termios()
-        let hasSaved = tcgetattr(0, &saved) == 0
-        if hasSaved {
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            _ = tcsetattr(0, TCSAFLUSH, &quiet)
-        }
-        defer {
-            if hasSaved { _ = tcsetattr(0, TCSAFLUSH, &saved) }
-            FileHandle.standardError.write(Data("\n".utf8))
-        }
-        return readLine(strippingNewline: true)
     }
 }

@@ -135,6 +135,9 @@ final class ProfileEntries: Sendable {
         return entry
     }
 
+    /// Every profile in use.
+    func entries() -> [DeviceService.Entry] { state.withLock { $0.held.values.map(\.entry) } }
+
     /// The runtimes of every profile in use.
     func runtimes() -> [ProfileRuntime] { state.withLock { $0.held.values.map(\.entry.runtime) } }
 

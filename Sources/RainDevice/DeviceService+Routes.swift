@@ -1,6 +1,7 @@
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
+import RainKeyStore
 import RainTransport
 import RainWire
 
@@ -12,11 +13,12 @@ extension DeviceService {
     /// test methods. Sensitive calls are the ones that export a secret or start adding a credential.
     static func routes(
         config: DaemonConfig, context: DeviceContext, access: DeviceAccess? = nil, capabilities: [String],
-        isTestMethodsEnabled: Bool, logger: Logger
+        isTestMethodsEnabled: Bool, storage: (provider: String, control: any StorageControl)?, logger: Logger
     ) -> RouteTable<DeviceCall> {
         let info = GetInfoResponse(
             daemonVersion: daemonVersion, protocolVersion: protocolVersion, capabilities: capabilities,
-            maxFrameBytes: UInt32(Frame.defaultMaximumLength))
+            maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: storage?.provider ?? "")
+        let storageControl = storage?.control
         // The authority's direct reads (an embedded authority on SQLite), taken once.
         let directReads = context.authority.directReads
         let authority = context.authority
@@ -133,6 +135,43 @@ extension DeviceService {
                         })
                 })
             Self.accessRoutes(access)
+            // The daemon's keys (`rainwallet storage …`, the daemon's own uid only: `handle`). The
+            // passphrase and the sealed backup are payloads: never logged.
+            Route(
+                Method.storageStatus, StorageStatusRequest.self, StorageStatusResponse.self,
+                policy: .read(isOpenToAnyApp: true),
+                .actor { (_, _) throws(RainError) in
+                    StorageStatusResponse(status: try await Self.storageControl(storageControl).status())
+                })
+            Route(
+                Method.storageBackup, StorageBackupRequest.self, StorageBackupResponse.self,
+                policy: .send(isSensitive: true, userConfirms: Self.confirmBackup, isOpenToAnyApp: true),
+                .actor { (r, _) throws(RainError) in
+                    try await Self.storageControl(storageControl).backup(passphrase: r.passphrase)
+                })
+            Route(
+                Method.storageMigrate, StorageMigrateRequest.self, StorageMigrateProgress.self,
+                policy: .send(userConfirms: Self.confirmMigrate, isOpenToAnyApp: true),
+                .stream { (r, _, server) throws(RainError) in
+                    let control = try Self.storageControl(storageControl)
+                    guard let target = KeyProviderKind(rawValue: r.to) else {
+                        throw RainError.invalid(
+                            "\(r.to) is not a key provider: tpm2, secret-service or file", field: "to")
+                    }
+                    let responder = server.responder
+                    Task {
+                        do throws(RainError) {
+                            try await control.migrate(to: target) { line in
+                                if let bytes = try? StorageMigrateProgress(line: line).encode() {
+                                    responder.send(streamPayload: bytes)
+                                }
+                            }
+                            responder.respond(.ok([]))
+                        } catch {
+                            responder.fail(error)
+                        }
+                    }
+                })
             if isTestMethodsEnabled {
                 Route(
                     Method.slowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
@@ -149,6 +188,20 @@ extension DeviceService {
     static let confirmExportKey = "export a private key of the wallet (whoever sees it controls those funds)"
     static let confirmAddPasskey = "add a passkey to the account (it can log in as you)"
     static let confirmAddContact = "add a backup contact to the account (codes sent to it log in as you)"
+    static let confirmBackup = "write a passphrase backup of the embedded authority's master key (it opens every wallet)"
+    static let confirmMigrate = "move the daemon's keys to another key provider"
+
+    /// The methods that reach the daemon's keys.
+    static let storageMethods: Set<String> = [Method.storageStatus, Method.storageBackup, Method.storageMigrate]
+
+    /// What answers the storage methods.
+    /// - Throws: RAIN_501 when this service has none.
+    static func storageControl(_ control: (any StorageControl)?) throws(RainError) -> any StorageControl {
+        guard let control else {
+            throw RainError(.provider, "this daemon does not manage its keys through the socket; use `rainwalletd storage`")
+        }
+        return control
+    }
 
     /// Starts a direct read while the authority offers direct reads and the profile has a live
     /// access token; returns false otherwise (the route's actor fallback then answers).

@@ -32,7 +32,15 @@ public final class DeviceService: ServerHandler {
     /// id, so that a cancel or a closed connection withdraws them.
     private let waiting = Mutex<[ConnectionID: [UInt64: Task<Void, Never>]]>([:])
 
-    public init(config: DaemonConfig, context: DeviceContext, access: DeviceAccess? = nil, isTestMethodsEnabled: Bool = false) {
+    /// A service.
+    /// - Parameters:
+    ///   - access: per-app access; nil serves every caller of an allowed uid (unit tests).
+    ///   - storage: the key provider in use (GetInfo's `storageProvider`) and what answers the
+    ///     storage methods; nil answers them RAIN_501 (a service without the daemon's keys, in tests).
+    public init(
+        config: DaemonConfig, context: DeviceContext, access: DeviceAccess? = nil, isTestMethodsEnabled: Bool = false,
+        storage: (provider: String, control: any StorageControl)? = nil
+    ) {
         self.config = config
         self.context = context
         self.access = access
@@ -40,7 +48,7 @@ public final class DeviceService: ServerHandler {
         self.routes = Self.routes(
             config: config, context: context, access: access,
             capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
-            isTestMethodsEnabled: isTestMethodsEnabled, logger: context.logger.child("rpc"))
+            isTestMethodsEnabled: isTestMethodsEnabled, storage: storage, logger: context.logger.child("rpc"))
     }
 
     /// The profile's entry, created (and its restore started) on first use.
@@ -83,6 +91,15 @@ public final class DeviceService: ServerHandler {
         {
             return .respond(.failure(RainError(.unauthorized, "uid \(ctx.peer.uid) may not use profile \(profile)")))
         }
+        // The daemon's keys are its user's alone: a uid the config lets use a profile may not read,
+        // back up or move them.
+        if ctx.peer.uid != ownUID, Self.storageMethods.contains(request.method) {
+            return .respond(
+                .failure(
+                    RainError(
+                        .unauthorized, "uid \(ctx.peer.uid) may not manage this daemon's keys: only its own user may",
+                        details: RainError.Details(reason: "not_daemon_owner"))))
+        }
         let lease: ProfileLease?
         do {
             lease = try profiles.admit(profile)
@@ -90,11 +107,12 @@ public final class DeviceService: ServerHandler {
             return .respond(.failure(error))
         }
         let call = DeviceCall(profile: profile, profiles: profiles, lease: lease, caller: CallerHandle(ctx))
-        guard let access = access?.apps, let route = routes.route(for: request.method), !route.policy.isOpenToAnyApp else {
+        guard let access = access?.apps, let route = routes.route(for: request.method) else {
             return routes.handle(request, context: ctx, call: call)
         }
         let confirms = route.policy.userConfirms
-        if confirms == nil, access.isApproved(connection: ctx.connection, profile: profile) {
+        let isOpen = route.policy.isOpenToAnyApp
+        if confirms == nil, isOpen || access.isApproved(connection: ctx.connection, profile: profile) {
             return routes.handle(request, context: ctx, call: call)
         }
         // The identity is read (once per connection) and a prompt may be shown: off the loop.
@@ -103,7 +121,11 @@ public final class DeviceService: ServerHandler {
         let task = Task {
             defer { self.finishWaiting(ctx) }
             do throws(RainError) {
-                if let confirms {
+                if let confirms, isOpen {
+                    // Not the profile's business (the daemon's keys): any app may ask, the user decides.
+                    let caller = try await access.callerIdentity(handle)
+                    try await access.ask(action: confirms, caller: caller, profile: profile)
+                } else if let confirms {
                     try await access.confirmSensitive(action: confirms, profile: profile, context: handle)
                 } else {
                     try await access.authorize(profile: profile, context: handle)

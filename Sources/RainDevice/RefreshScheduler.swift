@@ -44,6 +44,8 @@ final class RefreshScheduler: Sendable {
         var timer: (any RainTimer)?
         /// The refresh in flight, shared by every caller.
         var flight: Task<Result<Void, RainError>, Never>?
+        /// The service is being replaced (a live storage migration): no timer, no new refresh.
+        var isRetired = false
     }
 
     let policy: RainWalletSessionPolicy
@@ -81,7 +83,7 @@ final class RefreshScheduler: Sendable {
     /// any armed one; without a session only disarms. `fire` runs on the scheduler's queue.
     func arm(for session: StoredSession?, fire: @escaping @Sendable () -> Void) {
         cancelTimer()
-        guard let session else { return }
+        guard let session, !state.withLock({ $0.isRetired }) else { return }
         var wake = session.expiresAt
         if let due = due(for: session) { wake = min(wake, due) }
         let untilWake = Duration.milliseconds(Int64(wake.timeIntervalSince(clock.now) * 1000))
@@ -137,6 +139,14 @@ final class RefreshScheduler: Sendable {
         let retry = RetrySchedule(policy: policy, retries: isScheduledRetry ? 0 : policy.transientRetries)
         let task = state.withLock { s -> Task<Result<Void, RainError>, Never> in
             if let flight = s.flight { return flight }
+            if s.isRetired {
+                return Task {
+                    .failure(
+                        RainError(
+                            .provider, "the daemon is moving its keys: try again when `rainwallet storage migrate` ends",
+                            details: .init(reason: "storage_migrating")))
+                }
+            }
             let flight = Task { await self.run(retry, attempt) }
             s.flight = flight
             return flight
@@ -146,6 +156,18 @@ final class RefreshScheduler: Sendable {
             if s.flight == task { s.flight = nil }
         }
         return result
+    }
+
+    /// Stops for good (the service is being replaced by one on new keys): disarms the timer,
+    /// refuses new refreshes, and returns once the refresh in flight, if any, has ended (its
+    /// tokens saved under the keys it started with).
+    func retire() async {
+        let flight = state.withLock { s -> Task<Result<Void, RainError>, Never>? in
+            s.isRetired = true
+            return s.flight
+        }
+        cancelTimer()
+        _ = await flight?.value
     }
 
     private func run(_ retry: RetrySchedule, _ attempt: @Sendable (_ number: Int) async -> RetryStep<Void>) async

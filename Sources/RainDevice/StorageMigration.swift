@@ -173,6 +173,9 @@ public struct StorageMigration: Sendable {
         let oldSigner = try source.loadDeviceKey()
         if journal.step < .rebound {
             let old = oldSigner.map { [$0.publicKey] } ?? []
+            // A remote authority rebinds only over a connection proving both keys: the holder
+            // offers the new one too, the old one still current (the only one it knows so far).
+            if let oldSigner { device?.replace(current: oldSigner, keeping: newSigner) }
             try await authority.rebindDevice(
                 deviceID: deviceID, newKey: newSigner.publicKey,
                 proof: DeviceProof(deviceID: deviceID, keys: [newSigner.publicKey] + old))

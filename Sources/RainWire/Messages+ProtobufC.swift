@@ -117,7 +117,8 @@ extension GetInfoResponse {
             let caps = try readStrings(m.capabilities, count: m.n_capabilities, field: "capability")
             return GetInfoResponse(
                 daemonVersion: try readString(m.daemon_version, field: "daemon version"),
-                protocolVersion: m.protocol_version, capabilities: caps, maxFrameBytes: m.max_frame_bytes)
+                protocolVersion: m.protocol_version, capabilities: caps, maxFrameBytes: m.max_frame_bytes,
+                storageProvider: try readString(m.storage_provider, field: "storage provider"))
         }
     }
     public func encode() throws(RainError) -> [UInt8] {
@@ -126,6 +127,7 @@ extension GetInfoResponse {
         m.daemon_version = try arena.string(daemonVersion, field: "daemon version")
         m.protocol_version = protocolVersion
         m.max_frame_bytes = maxFrameBytes
+        m.storage_provider = try arena.string(storageProvider, field: "storage provider")
         (m.n_capabilities, m.capabilities) = try arena.strings(capabilities, field: "capability")
         return packMessage(&m)
     }

@@ -22,11 +22,17 @@ public struct GetInfoResponse: WireMessage, Equatable {
     public var protocolVersion: UInt32
     public var capabilities: [String]
     public var maxFrameBytes: UInt32
-    public init(daemonVersion: String, protocolVersion: UInt32, capabilities: [String], maxFrameBytes: UInt32) {
+    /// The key provider in use (`tpm2`, `secret-service`, `file`); empty when the daemon does not say.
+    public var storageProvider: String
+    public init(
+        daemonVersion: String, protocolVersion: UInt32, capabilities: [String], maxFrameBytes: UInt32,
+        storageProvider: String = ""
+    ) {
         self.daemonVersion = daemonVersion
         self.protocolVersion = protocolVersion
         self.capabilities = capabilities
         self.maxFrameBytes = maxFrameBytes
+        self.storageProvider = storageProvider
     }
 }
 

@@ -27,6 +27,10 @@ public enum Method {
     public static let getSettings = "/rain.wallet.v1.Settings/Get"
     public static let confirmSettings = "/rain.wallet.v1.Settings/Confirm"
     public static let registerPrompt = "/rain.wallet.v1.Prompt/Register"
+    // The daemon's keys (`rainwallet storage …`): the daemon's own uid only.
+    public static let storageStatus = "/rain.wallet.v1.Storage/GetStatus"
+    public static let storageBackup = "/rain.wallet.v1.Storage/Backup"
+    public static let storageMigrate = "/rain.wallet.v1.Storage/Migrate"
     public static let slowEcho = "/rain.wallet.v1.Test/SlowEcho"
 }
 

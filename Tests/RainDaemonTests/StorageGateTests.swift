@@ -59,10 +59,24 @@ final class CountingSleepClock: RainClock {
     }
 
     @Test func callsWhileLoadingAreRefusedWithTheProvidersReason() {
-        let gate = StorageGate(config: DaemonConfig(), provider: FileKeyProvider(stateDirectory: "/tmp"))
+        let gate = Self.gate()
         gate.wait(Self.locked())
         let refusal = gate.refusal()
         #expect(refusal.code == .provider)
         #expect(refusal.details.reason == "keyring_locked")
+    }
+
+    @Test func callsDuringALiveMigrationAreRefusedAsStorageMigrating() {
+        let refusal = StorageGate.migrating(to: .tpm2)
+        #expect(refusal.code == .provider)
+        #expect(refusal.details.reason == "storage_migrating")
+    }
+
+    /// A gate over a state directory whose keys never opened.
+    static func gate() -> StorageGate {
+        let setup = DeviceSetup(
+            options: DaemonOptions(), config: DaemonConfig(), stateDirectory: "/tmp", clock: CountingSleepClock(),
+            logger: Logger(label: "test", minimumLevel: .error))
+        return StorageGate(setup: setup, provider: FileKeyProvider(stateDirectory: "/tmp"))
     }
 }

@@ -131,10 +131,14 @@ struct  Rain__Wallet__V1__GetInfoResponse
   size_t n_capabilities;
   char **capabilities;
   uint32_t max_frame_bytes;
+  /*
+   * The key provider in use: "tpm2", "secret-service" or "file" (empty from a daemon that does not say).
+   */
+  char *storage_provider;
 };
 #define RAIN__WALLET__V1__GET_INFO_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_info_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string }
 
 
 /*

@@ -1,0 +1,335 @@
+import Dispatch
+import Foundation
+import RainAuthority
+import RainAuthorityAPI
+import RainCore
+import RainDevice
+import RainKeyStore
+import RainSystem
+import RainTransport
+import RainWire
+import Synchronization
+
+/// Stands between the socket and the device service: it serves while the key provider cannot be
+/// used, hands every call to the device service once the keys open, and answers the storage
+/// methods (`StorageControl`), a live migration among them.
+///
+/// While the keys do not open, GetInfo answers (capability `storage-loading`, and the provider),
+/// and every other call is RAIN_501 with the provider's reason (`keyring_locked`,
+/// `no_secret_service`, `tpm_unavailable`) and a message saying what to do: never a crash, never a
+/// weaker provider instead. It retries on the injected clock every `retryInterval` and, once the
+/// keys open, restores the stored sessions.
+///
+/// During a live migration (`rainwallet storage migrate`) every call but GetInfo is RAIN_501
+/// `storage_migrating`; the old service's refresh timers are stopped, the migration runs with the
+/// daemon's own authority and device identity, then the keys are opened anew (the embedded
+/// authority closed first: it holds the database) and the stored sessions restored.
+final class StorageGate: ServerHandler, StorageControl {
+    struct State {
+        var opened: DeviceSetup.Opened?
+        var reason: RainError?
+        /// The provider the state directory records (changes with a migration).
+        var provider: any KeyProvider
+        /// The target of the live migration running now, if one is.
+        var migrationTarget: KeyProviderKind?
+        var task: Task<Void, Never>?
+        var isStopped = false
+    }
+
+    /// How long between two tries of an unavailable provider.
+    static let retryInterval: Duration = .seconds(3)
+
+    private let state: Mutex<State>
+    private let ownUID = getuid()
+    private let allowedUIDs: Set<UInt32>
+    /// How the keys open; after a live migration its config names the new provider, so that a
+    /// config naming the old one explicitly does not stop the reopening (the next start says what to do).
+    private let setupState: Mutex<DeviceSetup>
+    private var setup: DeviceSetup { setupState.withLock { $0 } }
+    /// Where blocking storage work runs (a TPM, D-Bus, PBKDF2, files): never the Swift pool.
+    private let queue = DispatchQueue(label: "rainwalletd.keys")
+    /// Tests only (`--enable-test-methods`): a FIFO a live migration opens once it refuses calls,
+    /// and reads to its end before it goes on, so a test can call meanwhile without sleeping.
+    private let migrationHold: String?
+
+    /// The environment variable naming ``migrationHold`` (honoured with the test methods only).
+    static let migrationHoldVariable = "RAINWALLETD_TEST_MIGRATION_HOLD"
+
+    init(setup: DeviceSetup, provider: any KeyProvider) {
+        setupState = Mutex(setup)
+        allowedUIDs = setup.config.allAllowedUIDs
+        state = Mutex(State(provider: provider))
+        migrationHold =
+            setup.options.isTestMethodsEnabled ? ProcessInfo.processInfo.environment[Self.migrationHoldVariable] : nil
+    }
+
+    /// Whether an error opening the keys is a provider that cannot be used now (waited for), rather
+    /// than a mistake that stops the start.
+    static func isWaitable(_ error: RainError) -> Bool {
+        error.code == .provider && error.details.reason != "provider_not_built"
+    }
+
+    /// Opens the keys with this gate answering the storage methods (blocking: the setup queue).
+    func open() throws(RainError) -> DeviceSetup.Opened { try setup.open(control: self) }
+
+    /// Serves through `opened` from now on.
+    func serve(_ opened: DeviceSetup.Opened) {
+        state.withLock {
+            $0.opened = opened
+            $0.provider = opened.keys.provider
+        }
+    }
+
+    /// Records why the keys do not open.
+    func wait(_ reason: RainError) { state.withLock { $0.reason = reason } }
+
+    /// The refusal of a call made while the keys do not open.
+    func refusal() -> RainError {
+        let (reason, provider) = state.withLock { ($0.reason, $0.provider.kind) }
+        var details = RainError.Details(reason: reason?.details.reason ?? "storage_loading")
+        details.field = "storage.provider"
+        return RainError(
+            .provider,
+            """
+            storage is loading: the \(provider.rawValue) key provider cannot be used now (\(reason?.message ?? "not ready")); \
+            rainwalletd retries every \(Self.retryInterval.components.seconds) s
+            """, details: details)
+    }
+
+    /// The refusal of a call made while the keys move to another provider.
+    static func migrating(to target: KeyProviderKind) -> RainError {
+        var details = RainError.Details(reason: "storage_migrating")
+        details.field = "storage.provider"
+        return RainError(
+            .provider,
+            "rainwalletd is moving its keys to \(target.rawValue): try again when `rainwallet storage migrate` ends",
+            details: details)
+    }
+
+    /// What serves a call now.
+    private enum Route {
+        case service(DeviceService)
+        case migrating(to: KeyProviderKind, provider: KeyProviderKind)
+        case loading(provider: KeyProviderKind)
+    }
+
+    func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
+        let route = state.withLock { s -> Route in
+            if let target = s.migrationTarget { return .migrating(to: target, provider: s.provider.kind) }
+            if let opened = s.opened { return .service(opened.service) }
+            return .loading(provider: s.provider.kind)
+        }
+        let provider: KeyProviderKind
+        let refusal: RainError
+        switch route {
+        case .service(let service): return service.handle(request, context: context)
+        case .migrating(let target, let current): (provider, refusal) = (current, Self.migrating(to: target))
+        case .loading(let current): (provider, refusal) = (current, self.refusal())
+        }
+        guard context.peer.uid == ownUID || allowedUIDs.contains(context.peer.uid) else {
+            return .respond(.failure(RainError(.unauthorized, "uid \(context.peer.uid) may not use this daemon")))
+        }
+        guard request.method == Method.getInfo else { return .respond(.failure(refusal)) }
+        let isMigrating = if case .migrating = route { true } else { false }
+        let info = GetInfoResponse(
+            daemonVersion: daemonVersion, protocolVersion: protocolVersion,
+            capabilities: [isMigrating ? "storage-migrating" : "storage-loading"],
+            maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: provider.rawValue)
+        do {
+            return .respond(.ok(try info.encode()))
+        } catch {
+            return .respond(.failure(error))
+        }
+    }
+
+    func cancel(connection: ConnectionID, requestID: UInt64) {
+        state.withLock { $0.opened?.service }?.cancel(connection: connection, requestID: requestID)
+    }
+
+    func connectionClosed(_ connection: ConnectionID) {
+        state.withLock { $0.opened?.service }?.connectionClosed(connection)
+    }
+
+    /// Tries to open the keys until they do, then serves through their service and restores the sessions.
+    func retry(clock: any RainClock, logger: Logger) {
+        let queue = queue
+        let task = Task {
+            let opened = await Self.retrying(
+                clock: clock, interval: Self.retryInterval,
+                open: { () async throws(RainError) -> DeviceSetup.Opened in
+                    try await queue.runBlocking { () throws(RainError) in try self.open() }
+                },
+                onFailure: { error in
+                    self.wait(error)
+                    logger.debug("storage.retry", ["code": error.code.description, "reason": error.details.reason ?? ""])
+                })
+            guard let opened else { return }
+            await self.start(opened, logger: logger)
+        }
+        state.withLock { $0.task = task }
+    }
+
+    /// Serves through `opened` (unless the daemon stopped meanwhile) and restores the sessions.
+    private func start(_ opened: DeviceSetup.Opened, logger: Logger) async {
+        let isStopped = state.withLock { s -> Bool in
+            guard !s.isStopped else { return true }
+            s.opened = opened
+            s.provider = opened.keys.provider
+            s.reason = nil
+            return false
+        }
+        guard !isStopped else { return }
+        opened.pruning?.start()
+        logger.info("storage.ready", ["provider": opened.keys.provider.kind.rawValue, "device": opened.keys.device.id])
+        await opened.service.restoreStoredProfiles()
+    }
+
+    /// Stops retrying and the pruning it started (the daemon stops).
+    func stop() {
+        let (task, pruning) = state.withLock { s in
+            s.isStopped = true
+            return (s.task, s.opened?.pruning)
+        }
+        task?.cancel()
+        pruning?.stop()
+    }
+
+    /// Calls `open` until it succeeds, `interval` apart on `clock`, reporting each failure; nil when
+    /// the task is cancelled first.
+    static func retrying<T: Sendable>(
+        clock: any RainClock, interval: Duration, open: @Sendable () async throws(RainError) -> T,
+        onFailure: @Sendable (RainError) -> Void
+    ) async -> T? {
+        while !Task.isCancelled {
+            do {
+                return try await open()
+            } catch {
+                onFailure(error)
+            }
+            await clock.sleep(for: interval)
+        }
+        return nil
+    }
+
+    // MARK: StorageControl
+
+    private var factory: KeyProviderSelection.Factory {
+        DaemonKeys.factory(stateDirectory: setup.stateDirectory, storage: setup.config.storage)
+    }
+
+    func status() async throws(RainError) -> StorageStatus {
+        let (provider, make, setup) = (state.withLock { $0.provider }, factory, setup)
+        return try await queue.runBlocking { () throws(RainError) in
+            try StorageStatus.read(
+                provider: provider, stateDirectory: setup.stateDirectory, make: make, logger: setup.logger.child("storage"))
+        }
+    }
+
+    func backup(passphrase: [UInt8]) async throws(RainError) -> StorageBackupResponse {
+        guard let opened = state.withLock({ $0.opened }) else { throw refusal() }
+        guard let master = opened.keys.masterKey else {
+            throw RainError(
+                .unauthorized,
+                """
+                there is no master key in \(opened.keys.provider.location): this device uses a remote authority, whose \
+                master key is backed up where it runs (its authority.key)
+                """, details: RainError.Details(reason: "no_master_key"))
+        }
+        // PBKDF2 with many iterations: off the pool.
+        let bytes = try await queue.runBlocking { () throws(RainError) in try MasterKeyBackup.seal(master, passphrase: passphrase)
+        }
+        return StorageBackupResponse(backup: bytes, keyID: master.keyID)
+    }
+
+    func migrate(to target: KeyProviderKind, progress: @escaping @Sendable (String) -> Void) async throws(RainError) {
+        let logger = setup.logger.child("storage")
+        let (make, stateDirectory) = (factory, setup.stateDirectory)
+        guard let current = state.withLock({ $0.opened }) else { throw refusal() }
+        // The mistakes that need no pause: answered while the daemon keeps serving.
+        let migration = StorageMigration(
+            stateDirectory: stateDirectory, make: make, logger: logger,
+            progress: { line in
+                logger.info("storage.migration", ["step": line])
+                progress(line)
+            })
+        try await queue.runBlocking { () throws(RainError) in
+            let pending = try migration.pendingJournal()
+            if pending == nil, current.keys.provider.kind == target {
+                throw RainError.invalid("the keys are already in \(target.rawValue)", field: "to")
+            }
+            if let pending, pending.to != target {
+                throw RainError.invalid(
+                    "a migration to \(pending.to.rawValue) is under way; finish it first with `rainwallet storage migrate --to \(pending.to.rawValue)`",
+                    field: "to")
+            }
+            try make(target).checkAvailable()
+        }
+        let opened = try state.withLock { s throws(RainError) -> DeviceSetup.Opened in
+            if let running = s.migrationTarget { throw Self.migrating(to: running) }
+            guard !s.isStopped, let opened = s.opened else { throw refusal() }
+            s.migrationTarget = target
+            return opened
+        }
+        progress("the daemon answers other calls RAIN_501 storage_migrating until the migration ends")
+        await opened.service.retire()
+        opened.pruning?.stop()
+        if let hold = migrationHold {
+            // Its own queue: the storage queue stays free for the calls the test makes meanwhile.
+            _ = try? await DispatchQueue(label: "rainwalletd.test-hold").runBlocking { () throws(RainError) in
+                Self.waitForHold(hold)
+            }
+        }
+        var failure: RainError?
+        do {
+            let (authority, device, isEmbedded) = (opened.authority, opened.keys.device, opened.isEmbedded)
+            try await queue.runBlocking { () throws(RainError) in
+                try Daemon.blockingAwait { () async throws(RainError) in
+                    try await migration.migrate(to: target, hasMasterKey: isEmbedded, authority: authority, device: device)
+                }
+            }
+        } catch {
+            failure = error
+            logger.warning(
+                "storage.migration_failed", ["code": error.code.description, "reason": error.details.reason ?? ""])
+        }
+        // The old embedded authority holds the database: closed before the keys open a new one.
+        if let embedded = opened.embedded { await embedded.store.close() }
+        if let recorded = try? KeyProviderRecord.read(stateDirectory: stateDirectory) {
+            let configured = setupState.withLock { s -> KeyProviderChoice in
+                defer { s.config.storage.provider = .provider(recorded) }
+                return s.config.storage.provider
+            }
+            if configured != .auto, configured != .provider(recorded) {
+                progress(
+                    "note: the config's storage.provider names another provider: set it to \(recorded.rawValue) or auto before the next start"
+                )
+            }
+            if let provider = try? make(recorded) { state.withLock { $0.provider = provider } }
+        }
+        do {
+            let reopened = try await queue.runBlocking { () throws(RainError) in try self.open() }
+            state.withLock { s in
+                s.migrationTarget = nil
+            }
+            await start(reopened, logger: setup.logger)
+            progress("keys reopened from \(reopened.keys.provider.kind.rawValue); sessions restored")
+        } catch {
+            // The keys do not open now (a provider that went away): wait for them as at start.
+            state.withLock { s in
+                s.opened = nil
+                s.reason = error
+                s.migrationTarget = nil
+            }
+            logger.warning("storage.unavailable", ["code": error.code.description, "reason": error.details.reason ?? ""])
+            retry(clock: setup.clock, logger: setup.logger)
+            throw failure ?? error
+        }
+        if let failure { throw failure }
+    }
+
+    /// Blocks until the test's FIFO at `path` has been opened for writing and closed.
+    private static func waitForHold(_ path: String) {
+        // Opening a FIFO for reading blocks until a writer opens it; reading ends when it closes.
+        _ = FileHandle(forReadingAtPath: path)?.readDataToEndOfFile()
+    }
+}
