@@ -83,18 +83,19 @@ struct DeviceSetup: Sendable {
 /// Meanwhile GetInfo answers (capability `storage-loading`), and every other call is RAIN_501 with
 /// the provider's reason (`keyring_locked`, `no_secret_service`, `tpm_unavailable`) and a message
 /// saying what to do: never a crash, never a weaker provider instead. It retries on the injected
-/// clock every `retryInterval` and, once the keys open, restores the stored sessions.
+/// clock every `retryInterval`, and at once when a call arrives (at most once a second: see
+/// `StorageRetry`); once the keys open, it restores the stored sessions.
 final class StorageGate: ServerHandler {
     struct State {
         var service: DeviceService?
         var reason: RainError?
         var pruning: PeriodicPruning?
-        var task: Task<Void, Never>?
+        var retry: StorageRetry<DeviceSetup.Opened>?
         var isStopped = false
     }
 
-    /// How long between two tries of an unavailable provider.
-    static let retryInterval: Duration = .seconds(3)
+    /// How long between two tries of an unavailable provider when no call arrives.
+    static let retryInterval: Duration = StorageRetry<DeviceSetup.Opened>.defaultInterval
 
     private let state = Mutex(State())
     private let ownUID = getuid()
@@ -130,15 +131,18 @@ final class StorageGate: ServerHandler {
             .provider,
             """
             storage is loading: the \(provider.rawValue) key provider cannot be used now (\(reason?.message ?? "not ready")); \
-            rainwalletd retries every \(Self.retryInterval.components.seconds) s
+            rainwalletd tries again at each call (at most once a second) and every \(Self.retryInterval.components.seconds) s
             """, details: details)
     }
 
     func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
-        if let service = state.withLock({ $0.service }) { return service.handle(request, context: context) }
+        let (service, retry) = state.withLock { ($0.service, $0.retry) }
+        if let service { return service.handle(request, context: context) }
         guard context.peer.uid == ownUID || allowedUIDs.contains(context.peer.uid) else {
             return .respond(.failure(RainError(.unauthorized, "uid \(context.peer.uid) may not use this daemon")))
         }
+        // Most often the user who just unlocked the keyring: try now rather than at the next round.
+        retry?.callArrived()
         if request.method == Method.getInfo { return .respond(.ok(info)) }
         return .respond(.failure(refusal()))
     }
@@ -152,56 +156,41 @@ final class StorageGate: ServerHandler {
     }
 
     /// Tries `setup` until the keys open, then serves through its service and restores the sessions.
+    /// Call it once, after the daemon's own first try failed.
     func retry(_ setup: DeviceSetup, clock: any RainClock, logger: Logger) {
-        let task = Task {
-            let opened = await Self.retrying(
-                clock: clock, interval: Self.retryInterval,
-                open: { () async throws(RainError) -> DeviceSetup.Opened in
-                    try await DispatchQueue(label: "rainwalletd.keys").runBlocking { () throws(RainError) in try setup.open() }
-                },
-                onFailure: { error in
-                    self.wait(error)
-                    logger.debug("storage.retry", ["code": error.code.description, "reason": error.details.reason ?? ""])
-                })
-            guard let opened else { return }
-            let isStopped = state.withLock { s -> Bool in
-                guard !s.isStopped else { return true }
-                s.service = opened.service
-                s.pruning = opened.pruning
-                return false
-            }
-            guard !isStopped else { return }
-            opened.pruning?.start()
-            logger.info("storage.ready", ["provider": opened.keys.provider.kind.rawValue, "device": opened.keys.device.id])
-            await opened.service.restoreStoredProfiles()
+        let retry = StorageRetry<DeviceSetup.Opened>(
+            clock: clock, queue: DispatchQueue(label: "rainwalletd.keys"),
+            open: { () throws(RainError) -> DeviceSetup.Opened in try setup.open() },
+            onFailure: { error in
+                self.wait(error)
+                logger.debug("storage.retry", ["code": error.code.description, "reason": error.details.reason ?? ""])
+            },
+            onOpen: { opened in
+                let isStopped = self.state.withLock { s -> Bool in
+                    guard !s.isStopped else { return true }
+                    s.service = opened.service
+                    s.pruning = opened.pruning
+                    return false
+                }
+                guard !isStopped else { return }
+                opened.pruning?.start()
+                logger.info("storage.ready", ["provider": opened.keys.provider.kind.rawValue, "device": opened.keys.device.id])
+                Task { await opened.service.restoreStoredProfiles() }
+            })
+        let isStopped = state.withLock { s -> Bool in
+            if !s.isStopped { s.retry = retry }
+            return s.isStopped
         }
-        state.withLock { $0.task = task }
+        if !isStopped { retry.start(lastTryStart: clock.monotonic) }
     }
 
     /// Stops retrying and the pruning it started (the daemon stops).
     func stop() {
-        let (task, pruning) = state.withLock { s in
+        let (retry, pruning) = state.withLock { s in
             s.isStopped = true
-            return (s.task, s.pruning)
+            return (s.retry, s.pruning)
         }
-        task?.cancel()
+        retry?.stop()
         pruning?.stop()
-    }
-
-    /// Calls `open` until it succeeds, `interval` apart on `clock`, reporting each failure; nil when
-    /// the task is cancelled first.
-    static func retrying<T: Sendable>(
-        clock: any RainClock, interval: Duration, open: @Sendable () async throws(RainError) -> T,
-        onFailure: @Sendable (RainError) -> Void
-    ) async -> T? {
-        while !Task.isCancelled {
-            do {
-                return try await open()
-            } catch {
-                onFailure(error)
-            }
-            await clock.sleep(for: interval)
-        }
-        return nil
     }
 }
