@@ -114,14 +114,16 @@ import Testing
         retry.stop()
     }
 
-    @Test func aCallDuringATryGetsTheNextTryAfterTheSpacingAndTriesNeverOverlap() {
+    @Test func aCallDuringATryGetsTheNextTryAfterTheSpacingAndTriesNeverOverlap() throws {
         let probe = Probe()
         let gate = DispatchSemaphore(value: 0)
         probe.hold.withLock { $0 = gate }
+        // Never leave a try blocked, whatever fails first.
+        defer { gate.signal() }
         let retry = probe.makeRetry()
         retry.start(lastTryStart: probe.clock.monotonic - .seconds(5))
         retry.callArrived()
-        probe.entered.wait()
+        try #require(probe.entered.wait(timeout: .now() + .seconds(2)) == .success, "no try started")
         // While the try runs (say the keyring takes its time): more calls, and time passes.
         for _ in 0..<3 { retry.callArrived() }
         probe.clock.advance(by: .seconds(2))
@@ -135,14 +137,16 @@ import Testing
         #expect(probe.tries == 2)
     }
 
-    @Test func aStoppedRetryNeitherTriesNorOpens() {
+    @Test func aStoppedRetryNeitherTriesNorOpens() throws {
         let probe = Probe(opensAfter: 1)
         let gate = DispatchSemaphore(value: 0)
         probe.hold.withLock { $0 = gate }
+        // Never leave a try blocked, whatever fails first.
+        defer { gate.signal() }
         let retry = probe.makeRetry()
         retry.start(lastTryStart: probe.clock.monotonic - .seconds(5))
         retry.callArrived()
-        probe.entered.wait()
+        try #require(probe.entered.wait(timeout: .now() + .seconds(2)) == .success, "no try started")
         // The daemon stops while a try that will succeed is under way.
         retry.stop()
         gate.signal()
