@@ -133,7 +133,9 @@ let package = Package(
             dependencies: ["RainAccess", "RainCrypto", "RainCore", "RainSystem", "RainTestSupport"]),
         .testTarget(
             name: "RainDaemonTests",
-            dependencies: ["RainDaemon", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire"]),
+            dependencies: [
+                "RainDaemon", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
+            ]),
         .testTarget(
             name: "RainDeviceTests",
             dependencies: [

@@ -816,15 +816,59 @@ public final class EmbeddedAuthority: Authority {
     // MARK: - Sessions, outbox, maintenance
 
     /// Revokes the session holding `refreshToken` as its current or previous refresh token (reason
-    /// `logout`); unknown tokens succeed. A proof by another key than the session's revokes it
-    /// too: either way the session ends, so the key is not looked up.
-    /// - Throws: RAIN_501 `device_proof_required` without a proof; RAIN_502 when the store fails.
+    /// `logout`); unknown tokens succeed. The device binding is that of every other token call: a
+    /// proof by another key than the session's (or its pending one) is a copied token, so the
+    /// session family is revoked as stolen (`stolen_token`, not `logout`) and the call is refused.
+    /// The lookup, the check and the revocation run in one store transaction.
+    /// - Throws: RAIN_501 `device_proof_required` without a proof; RAIN_201 `refresh_rejected`
+    ///   for a proof by another key; RAIN_502 when the store fails.
     public func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
         try requireServed(appID)
         guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
-        let revoked = try await store.revokeSession(
-            appID: appID, refreshHash: keys.tokenHash(refreshToken), reason: SessionRevokeReason.logout, now: clock.now)
-        if revoked { logger.info("session.logout", ["app": appID]) }
+        let verdict = try await store.refreshSession(
+            appID: appID, refreshHash: keys.tokenHash(refreshToken), now: clock.now
+        ) { candidate in
+            Self.decideLogout(candidate, proof: proof)
+        }
+        switch verdict {
+        case .nothing:
+            return
+        case .loggedOut:
+            logger.info("session.logout", ["app": appID])
+        case .stolen(let session):
+            logger.warning(
+                "session.family_revoked",
+                [
+                    "app": session.appID, "session": session.id, "device": session.deviceID,
+                    "reason": SessionRevokeReason.stolenToken,
+                ])
+            throw Self.sessionError(RefreshRefusal.rejected)
+        }
+    }
+
+    /// What a logout decided.
+    enum LogoutVerdict: Sendable, Equatable {
+        /// An unknown, older or already revoked token: nothing to do, and a success.
+        case nothing
+        /// The session is revoked (`logout`).
+        case loggedOut
+        /// A proof by another key: the family is revoked as stolen.
+        case stolen(SessionRecord)
+    }
+
+    /// The logout rules, a pure function of what the store found (it runs inside the transaction).
+    /// A session without a device key (issued unbound) may still be logged out: ending it gives no
+    /// one anything, and such a session serves no other call.
+    static func decideLogout(_ candidate: RefreshCandidate?, proof: DeviceProof) -> (
+        change: SessionRefreshChange, verdict: LogoutVerdict
+    ) {
+        guard let candidate, candidate.session.revokedAt == nil else { return (.none, .nothing) }
+        if binding(of: candidate.session, proof: proof) == .otherKey {
+            return (.revoke(reason: SessionRevokeReason.stolenToken), .stolen(candidate.session))
+        }
+        // Like before: only the current or the previous refresh token logs out.
+        guard candidate.generation != .older else { return (.none, .nothing) }
+        return (.revoke(reason: SessionRevokeReason.logout), .loggedOut)
     }
 
     /// The development outbox.

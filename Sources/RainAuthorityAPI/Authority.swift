@@ -72,9 +72,10 @@ public protocol Authority: Sendable {
     func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets
 
     /// Revokes the session that holds `refreshToken` (logout). Unknown or already revoked tokens
-    /// succeed silently.
-    /// - Throws: RAIN_501 `device_proof_required` without a proof (the device binding of
-    ///   `accountInfo`; a proof by another key revokes the session as well, and succeeds).
+    /// succeed silently. The device binding is that of `accountInfo`: a proof by another key than
+    /// the session's is theft, the family is revoked (`stolen_token`) and the call refused.
+    /// - Throws: RAIN_501 `device_proof_required` without a proof; RAIN_201 `refresh_rejected`
+    ///   for a proof by another key. RAIN_502 when the store fails.
     func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError)
 
     /// Starts a passkey registration: a sign-up (`accessToken` nil: a new account on finish) or

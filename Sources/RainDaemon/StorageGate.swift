@@ -17,8 +17,9 @@ import Synchronization
 /// While the keys do not open, GetInfo answers (capability `storage-loading`, and the provider),
 /// and every other call is RAIN_501 with the provider's reason (`keyring_locked`,
 /// `no_secret_service`, `tpm_unavailable`) and a message saying what to do: never a crash, never a
-/// weaker provider instead. It retries on the injected clock every `retryInterval` and, once the
-/// keys open, restores the stored sessions.
+/// weaker provider instead. It retries on the injected clock every `retryInterval`, and at once
+/// when a call arrives (at most once a second: see `StorageRetry`); once the keys open, it restores
+/// the stored sessions.
 ///
 /// During a live migration (`rainwallet storage migrate`) every call but GetInfo is RAIN_501
 /// `storage_migrating`; the old service's refresh timers are stopped, the migration runs with the
@@ -32,12 +33,12 @@ final class StorageGate: ServerHandler, StorageControl {
         var provider: any KeyProvider
         /// The target of the live migration running now, if one is.
         var migrationTarget: KeyProviderKind?
-        var task: Task<Void, Never>?
+        var retry: StorageRetry<DeviceSetup.Opened>?
         var isStopped = false
     }
 
-    /// How long between two tries of an unavailable provider.
-    static let retryInterval: Duration = .seconds(3)
+    /// How long between two tries of an unavailable provider when no call arrives.
+    static let retryInterval: Duration = StorageRetry<DeviceSetup.Opened>.defaultInterval
 
     private let state: Mutex<State>
     private let ownUID = getuid()
@@ -92,7 +93,7 @@ final class StorageGate: ServerHandler, StorageControl {
             .provider,
             """
             storage is loading: the \(provider.rawValue) key provider cannot be used now (\(reason?.message ?? "not ready")); \
-            rainwalletd retries every \(Self.retryInterval.components.seconds) s
+            rainwalletd tries again at each call (at most once a second) and every \(Self.retryInterval.components.seconds) s
             """, details: details)
     }
 
@@ -114,10 +115,10 @@ final class StorageGate: ServerHandler, StorageControl {
     }
 
     func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
-        let route = state.withLock { s -> Route in
-            if let target = s.migrationTarget { return .migrating(to: target, provider: s.provider.kind) }
-            if let opened = s.opened { return .service(opened.service) }
-            return .loading(provider: s.provider.kind)
+        let (route, retry) = state.withLock { s -> (Route, StorageRetry<DeviceSetup.Opened>?) in
+            if let target = s.migrationTarget { return (.migrating(to: target, provider: s.provider.kind), nil) }
+            if let opened = s.opened { return (.service(opened.service), nil) }
+            return (.loading(provider: s.provider.kind), s.retry)
         }
         let provider: KeyProviderKind
         let refusal: RainError
@@ -129,6 +130,8 @@ final class StorageGate: ServerHandler, StorageControl {
         guard context.peer.uid == ownUID || allowedUIDs.contains(context.peer.uid) else {
             return .respond(.failure(RainError(.unauthorized, "uid \(context.peer.uid) may not use this daemon")))
         }
+        // Most often the user who just unlocked the keyring: try now rather than at the next round.
+        retry?.callArrived()
         guard request.method == Method.getInfo else { return .respond(.failure(refusal)) }
         let isMigrating = if case .migrating = route { true } else { false }
         let info = GetInfoResponse(
@@ -151,22 +154,26 @@ final class StorageGate: ServerHandler, StorageControl {
     }
 
     /// Tries to open the keys until they do, then serves through their service and restores the sessions.
+    /// Call it after a try that failed (the daemon's start, a reopening after a migration).
     func retry(clock: any RainClock, logger: Logger) {
-        let queue = queue
-        let task = Task {
-            let opened = await Self.retrying(
-                clock: clock, interval: Self.retryInterval,
-                open: { () async throws(RainError) -> DeviceSetup.Opened in
-                    try await queue.runBlocking { () throws(RainError) in try self.open() }
-                },
-                onFailure: { error in
-                    self.wait(error)
-                    logger.debug("storage.retry", ["code": error.code.description, "reason": error.details.reason ?? ""])
-                })
-            guard let opened else { return }
-            await self.start(opened, logger: logger)
+        let retry = StorageRetry<DeviceSetup.Opened>(
+            clock: clock, queue: queue,
+            open: { () throws(RainError) -> DeviceSetup.Opened in try self.open() },
+            onFailure: { error in
+                self.wait(error)
+                logger.debug("storage.retry", ["code": error.code.description, "reason": error.details.reason ?? ""])
+            },
+            onOpen: { opened in
+                self.state.withLock { $0.retry = nil }
+                Task { await self.start(opened, logger: logger) }
+            })
+        let (isStopped, previous) = state.withLock { s -> (Bool, StorageRetry<DeviceSetup.Opened>?) in
+            let previous = s.retry
+            if !s.isStopped { s.retry = retry }
+            return (s.isStopped, previous)
         }
-        state.withLock { $0.task = task }
+        previous?.stop()
+        if !isStopped { retry.start(lastTryStart: clock.monotonic) }
     }
 
     /// Serves through `opened` (unless the daemon stopped meanwhile) and restores the sessions.
@@ -186,29 +193,12 @@ final class StorageGate: ServerHandler, StorageControl {
 
     /// Stops retrying and the pruning it started (the daemon stops).
     func stop() {
-        let (task, pruning) = state.withLock { s in
+        let (retry, pruning) = state.withLock { s in
             s.isStopped = true
-            return (s.task, s.opened?.pruning)
+            return (s.retry, s.opened?.pruning)
         }
-        task?.cancel()
+        retry?.stop()
         pruning?.stop()
-    }
-
-    /// Calls `open` until it succeeds, `interval` apart on `clock`, reporting each failure; nil when
-    /// the task is cancelled first.
-    static func retrying<T: Sendable>(
-        clock: any RainClock, interval: Duration, open: @Sendable () async throws(RainError) -> T,
-        onFailure: @Sendable (RainError) -> Void
-    ) async -> T? {
-        while !Task.isCancelled {
-            do {
-                return try await open()
-            } catch {
-                onFailure(error)
-            }
-            await clock.sleep(for: interval)
-        }
-        return nil
     }
 
     // MARK: StorageControl

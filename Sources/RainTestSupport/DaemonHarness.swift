@@ -218,6 +218,9 @@ public final class DaemonHarness: Sendable {
     public let binaryDirectory: URL
     /// Extra `rainwalletd` flags given to `start`.
     public let extraArguments: [String]
+    /// Variables set (or, when nil, removed) in the environment of the daemon and the CLI, for
+    /// example the session bus of a `TestKeyring`.
+    public let environment: [String: String?]
 
     private let daemon = Mutex<ChildProcess?>(nil)
     /// CLI processes, killed by `shutdown()` if a failed test left one waiting for input.
@@ -273,7 +276,10 @@ public final class DaemonHarness: Sendable {
 
     // MARK: life cycle
 
-    private init(directory: String, configPath: String?, extraArguments: [String], binaryDirectory: URL) {
+    private init(
+        directory: String, configPath: String?, extraArguments: [String], environment: [String: String?],
+        binaryDirectory: URL
+    ) {
         self.directory = directory
         self.socketPath = "\(directory)/d.sock"
         self.stateDirectory = "\(directory)/state"
@@ -281,6 +287,7 @@ public final class DaemonHarness: Sendable {
         self.logPath = "\(directory)/daemon.log"
         self.stdoutPath = "\(directory)/daemon.out"
         self.extraArguments = extraArguments
+        self.environment = environment
         self.binaryDirectory = binaryDirectory
     }
 
@@ -354,9 +361,12 @@ public final class DaemonHarness: Sendable {
 
     /// Creates the directory (and writes the config) without starting the daemon: for tests that
     /// set things up first, or expect the daemon to fail. Call `launch()` / `start()` next.
-    /// - Parameter sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
+    /// - Parameters:
+    ///   - sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
+    ///   - environment: variables to set, or with nil to remove, for the daemon and the CLI.
     public static func prepare(
-        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed
+        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed,
+        environment: [String: String?] = [:]
     ) throws -> DaemonHarness {
         let config = pinningFileProvider(in: sendLimits == .relaxed ? relaxingSendLimits(in: config) : config)
         let bin = try binaryDirectory()
@@ -384,7 +394,9 @@ public final class DaemonHarness: Sendable {
             }
             configPath = path
         }
-        return DaemonHarness(directory: dir, configPath: configPath, extraArguments: extraArguments, binaryDirectory: bin)
+        return DaemonHarness(
+            directory: dir, configPath: configPath, extraArguments: extraArguments, environment: environment,
+            binaryDirectory: bin)
     }
 
     /// Prepares a fresh directory, starts `rainwalletd --enable-test-methods` there and waits until
@@ -392,10 +404,12 @@ public final class DaemonHarness: Sendable {
     /// - Parameters:
     ///   - config: the daemon's `config.json` text, if any.
     ///   - sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
+    ///   - environment: variables to set, or with nil to remove, for the daemon and the CLI.
     public static func start(
-        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed
+        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed,
+        environment: [String: String?] = [:]
     ) async throws -> DaemonHarness {
-        let h = try prepare(config: config, extraArguments: extraArguments, sendLimits: sendLimits)
+        let h = try prepare(config: config, extraArguments: extraArguments, sendLimits: sendLimits, environment: environment)
         do {
             try await h.start()
         } catch {
@@ -476,14 +490,16 @@ public final class DaemonHarness: Sendable {
 
     /// The environment of every child: no `RAINWALLET_SOCKET`, no service-manager variables (a test
     /// run under systemd must not hand its sockets or readiness to a daemon), and XDG directories
-    /// inside this harness so nothing on the machine (a user's config, a running daemon) leaks in.
-    private var daemonEnvironment: [String: String] {
+    /// inside this harness so nothing on the machine (a user's config, a running daemon) leaks in;
+    /// then this harness's `environment`.
+    public var daemonEnvironment: [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["RAINWALLET_SOCKET"] = nil
         for key in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET"] { env[key] = nil }
         env["XDG_CONFIG_HOME"] = "\(directory)/xdg-config"
         env["XDG_STATE_HOME"] = "\(directory)/xdg-state"
         env["XDG_RUNTIME_DIR"] = "\(directory)/xdg-run"
+        for (key, value) in environment { env[key] = value }
         return env
     }
 

@@ -174,6 +174,36 @@ public final class TestKeyring: @unchecked Sendable {
         guard process.terminationStatus == 0 else { throw HarnessError("secret-tool store failed") }
     }
 
+    /// The secret of the item with exactly these attributes, read as another program of the user
+    /// would (`secret-tool lookup`), or nil when there is none: for tests that copy an item.
+    public func lookupItem(attributes: [String: String]) throws -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/secret-tool")
+        process.arguments = ["lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+        process.environment = ["PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": address]
+        // The pipe is made and handed over under the harness's launch lock: a daemon launched at the
+        // same time must not inherit its write end (the read below would wait for that daemon).
+        let output = try ChildProcess.launchLock.withLock { _ throws -> Pipe in
+            let output = Pipe()
+            Self.closeOnExec(output.fileHandleForReading)
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            do {
+                try process.run()
+            } catch {
+                throw HarnessError("cannot run secret-tool (install libsecret-tools): \(error)")
+            }
+            try? output.fileHandleForWriting.close()
+            return output
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        // secret-tool exits 1 when nothing matches.
+        guard process.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Stops both daemons and removes the directory. Safe to call twice.
     public func stop() {
         stopKeyring()

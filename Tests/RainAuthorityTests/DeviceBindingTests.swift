@@ -125,16 +125,22 @@ struct DeviceBindingTests {
         }
     }
 
-    @Test("a token used with a proof of another key revokes the session family (stolen_token)", arguments: ["account", "export"])
+    @Test(
+        "a token used with a proof of another key revokes the session family (stolen_token)",
+        arguments: ["account", "export", "logout"])
     func otherKeyRevokes(call: String) async throws {
         try await AuthorityFixture.with { f in
             let login = try await f.login()
             let thief = TestDeviceKeys(deviceID: "device-a", signers: [TestP256DeviceSigner(try P256PrivateKey())]).proof
             let reason = await sessionRefusal {
-                if call == "account" {
+                switch call {
+                case "account":
                     _ = try await f.authority.accountInfo(appID: Self.app, accessToken: login.tokens.accessToken, proof: thief)
-                } else {
+                case "export":
                     _ = try await f.authority.exportWallet(appID: Self.app, accessToken: login.tokens.accessToken, proof: thief)
+                default:
+                    // A logout is a token call too: refused, and recorded as theft rather than a logout.
+                    try await f.authority.revokeSession(appID: Self.app, refreshToken: login.tokens.refreshToken, proof: thief)
                 }
             }
             #expect(reason == "refresh_rejected")

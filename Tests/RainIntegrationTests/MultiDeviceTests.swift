@@ -36,6 +36,9 @@ final class MultiDevice: Sendable {
         p.executableURL = URL(fileURLWithPath: "/bin/bash")
         p.arguments = arguments
         var env = ProcessInfo.processInfo.environment
+        // A keyring another suite of this process started (TestKeyring.shared) must not become
+        // these daemons' key provider: they keep their keys in files, as the tests expect.
+        env["DBUS_SESSION_BUS_ADDRESS"] = nil
         for (k, v) in environment { env[k] = v }
         p.environment = env
         let out = Pipe()
@@ -82,7 +85,11 @@ final class MultiDevice: Sendable {
     }
 
     /// The environment of a daemon started by the test itself (on the harness's clock).
-    var daemonEnvironment: [String: String] { ProcessInfo.processInfo.environment.merging(clock.environment) { $1 } }
+    var daemonEnvironment: [String: String] {
+        var env = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
+        env["DBUS_SESSION_BUS_ADDRESS"] = nil
+        return env
+    }
 
     /// Moves every daemon's clock forward by `delta` and waits (returning as soon as they have)
     /// until the daemons whose logs are `logs` (all devices by default) have applied it: their
