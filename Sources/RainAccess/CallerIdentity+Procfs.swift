@@ -29,7 +29,9 @@ enum ProcfsParsing {
         let lines = cgroup.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
         let path =
             lines.first { $0.hasPrefix("0::") }.map { String($0.dropFirst(3)) }
-            ?? lines.first { $0.contains(":name=systemd:") }.flatMap { $0.split(separator: ":", maxSplits: 2).last.map(String.init) }
+            ?? lines.first { $0.contains(":name=systemd:") }.flatMap {
+                $0.split(separator: ":", maxSplits: 2).last.map(String.init)
+            }
         guard let path else { return nil }
         return path.split(separator: "/").last { $0.hasSuffix(".service") || $0.hasSuffix(".scope") }.map(String.init)
     }

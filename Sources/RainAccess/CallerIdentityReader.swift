@@ -99,7 +99,7 @@ public final class CallerIdentityReader: Sendable {
         let directory: Int32
         do throws(RainError) {
             directory = try Syscall.open(base, .readOnly, options: [.directory, .noFollow])
-        } catch where error.errno == ENOENT || error.errno == ESRCH {
+        } catch  where error.errno == ENOENT || error.errno == ESRCH {
             throw Self.gone(pid)
         }
         defer { Syscall.closeUnchecked(directory, because: .readOnly) }
@@ -122,16 +122,25 @@ public final class CallerIdentityReader: Sendable {
             case .failure(let reason): unapprovable.append("interpreter \(executablePath): \(reason.text)")
             }
         }
-        let systemdUnit = (try? Syscall.readPrefix(
-            at: directory, "cgroup", path: base + "/cgroup", limit: limits.maximumSmallFileBytes))
+        let systemdUnit =
+            (try? Syscall.readPrefix(
+                at: directory, "cgroup", path: base + "/cgroup", limit: limits.maximumSmallFileBytes))
             .flatMap { ProcfsParsing.systemdUnit(cgroup: $0.bytes) }
-        let flatpakAppID = (try? Syscall.readPrefix(
-            at: directory, "root/.flatpak-info", path: base + "/root/.flatpak-info", limit: limits.maximumSmallFileBytes))
+        let flatpakAppID =
+            (try? Syscall.readPrefix(
+                at: directory, "root/.flatpak-info", path: base + "/root/.flatpak-info", limit: limits.maximumSmallFileBytes))
             .flatMap { ProcfsParsing.flatpakAppID(info: $0.bytes) }
 
         // Still the same process at the end: nothing above was read from a successor.
         try requireRunning(process, pidfd: pidfd)
-        try requireSameStart(process, try readStat(directory, base: base, pid: pid))
+        let last = try readStat(directory, base: base, pid: pid)
+        try requireSameStart(process, last)
+        // And the same program: an exec between the two reads (or in progress at the first) moves
+        // the environment, and would mix the new program's file with the old one's variables, or
+        // show an empty environment while the new one is being set up.
+        if let end = stat.environmentEnd, end == 0 || last.environmentEnd != end {
+            throw Self.unidentified("process \(pid) was starting another program while it was read; call again")
+        }
         return CallerIdentity(
             pid: pid, uid: uid, executablePath: executablePath, executableSHA256: executableSHA256, script: script,
             systemdUnit: systemdUnit, flatpakAppID: flatpakAppID, unapprovable: unapprovable,
@@ -150,7 +159,7 @@ public final class CallerIdentityReader: Sendable {
         do throws(RainError) {
             return try ProcessStat(
                 parsing: try Syscall.readPrefix(at: directory, "stat", path: base + "/stat", limit: 4096).bytes)
-        } catch where error.errno == ESRCH || error.errno == ENOENT {
+        } catch  where error.errno == ESRCH || error.errno == ENOENT {
             throw Self.gone(pid)
         }
     }
@@ -164,9 +173,9 @@ public final class CallerIdentityReader: Sendable {
         do throws(RainError) {
             path = try Syscall.readLink(at: directory, "exe", path: exePath)
             fd = try Syscall.open(at: directory, "exe", .readOnly, options: [.noControllingTerminal], path: exePath)
-        } catch where error.errno == ESRCH || error.errno == ENOENT {
+        } catch  where error.errno == ESRCH || error.errno == ENOENT {
             throw Self.gone(pid)
-        } catch where error.errno == EACCES || error.errno == EPERM {
+        } catch  where error.errno == EACCES || error.errno == EPERM {
             throw Self.unidentified(
                 "cannot read \(exePath) (\(error.message)): a process that is not dumpable or runs as another user "
                     + "cannot be identified", underlying: error)
@@ -221,7 +230,9 @@ public final class CallerIdentityReader: Sendable {
         var tracers: Set<Int32> = []
         for thread in threads where thread.allSatisfy(\.isNumber) {
             let name = "task/\(thread)/status"
-            guard let status = try? Syscall.readPrefix(at: directory, name, path: base + "/" + name, limit: limits.maximumSmallFileBytes)
+            guard
+                let status = try? Syscall.readPrefix(
+                    at: directory, name, path: base + "/" + name, limit: limits.maximumSmallFileBytes)
             else { continue }  // the thread ended meanwhile
             guard let tracer = ProcfsParsing.tracerPID(status: status.bytes) else {
                 return ["TracerPid missing from \(base)/\(name)"]

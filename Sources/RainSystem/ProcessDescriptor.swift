@@ -121,7 +121,7 @@ public final class ProcessDescriptor: Sendable {
     public func hasExited() throws(RainError) -> Bool {
         do throws(RainError) {
             return try withDescriptor { fd throws(RainError) in try Syscall.hasExited(processDescriptor: fd) }
-        } catch where error.details.reason == "caller_gone" {
+        } catch  where error.details.reason == "caller_gone" {
             return true
         }
     }

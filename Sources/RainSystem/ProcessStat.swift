@@ -11,6 +11,10 @@ public struct ProcessStat: Sendable, Equatable {
     /// Field 22: when the process started, in clock ticks after boot. A pid that is reused names a
     /// process with another start time.
     public var startTime: UInt64
+    /// Field 51: the end of the environment in the process's memory; 0 while the process is in
+    /// the middle of `exec` (its new memory is not set up yet). Nil on a kernel that does not
+    /// give the field.
+    public var environmentEnd: UInt64?
 
     /// Parses the content of `/proc/PID/stat`.
     /// - Throws: RAIN_502 when the content does not have the fields of `/proc/PID/stat`.
@@ -28,13 +32,15 @@ public struct ProcessStat: Sendable, Equatable {
         sessionID = session
         controllingTerminal = UInt64(bitPattern: tty)
         startTime = start
+        environmentEnd = fields.count > 51 - 3 ? UInt64(try field(51).trimmingSuffix(while: { $0 == "\n" })) : nil
     }
 
     /// A value (tests).
-    public init(sessionID: Int32, controllingTerminal: UInt64, startTime: UInt64) {
+    public init(sessionID: Int32, controllingTerminal: UInt64, startTime: UInt64, environmentEnd: UInt64? = nil) {
         self.sessionID = sessionID
         self.controllingTerminal = controllingTerminal
         self.startTime = startTime
+        self.environmentEnd = environmentEnd
     }
 
     static let malformed = RainError(.internalError, "/proc/PID/stat does not have the expected fields")
