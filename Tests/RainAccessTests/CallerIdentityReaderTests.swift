@@ -216,6 +216,22 @@ struct CallerIdentityReaderTests {
         #expect(identity.unapprovable == ["traced by pid \(tracer.processIdentifier)"])
     }
 
+    @Test("a process that runs another program after it was read fails the re-check")
+    func execFailsRecheck() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "read line\nexec /bin/sleep 30\n".write(toFile: dir + "/run.sh", atomically: true, encoding: .utf8)
+        let child = try Child("/bin/bash", [dir + "/run.sh"])
+        let descriptor = try child.descriptor()
+        let reader = CallerIdentityReader()
+        let before = try reader.read(descriptor, uid: getuid())
+        #expect(before.script?.path == dir + "/run.sh")
+        #expect(before.unapprovable.isEmpty)
+        child.send("go\n")
+        #expect(waitUntil { child.executableLink() == "/usr/bin/sleep" || child.executableLink() == "/bin/sleep" })
+        #expect(failureReason { _ = try reader.recheck(before, process: descriptor) } == "caller_changed")
+    }
+
     @Test("a python3 script is identified by the interpreter plus the script's path and hash")
     func pythonScript() throws {
         let dir = try temporaryDirectory()

@@ -53,6 +53,9 @@ final class Child: @unchecked Sendable {
     /// A pidfd of the child, as the daemon's fallback takes it.
     func descriptor() throws -> ProcessDescriptor { try ProcessDescriptor.open(pid: pid) }
 
+    /// Writes `text` to the child's standard input.
+    func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+
     /// Kills the child and reaps it.
     func stop() {
         if process.isRunning { kill(pid, SIGKILL) }
