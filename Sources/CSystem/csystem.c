@@ -9,6 +9,9 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 const uint32_t RAIN_EPOLLIN = EPOLLIN;
 const uint32_t RAIN_EPOLLOUT = EPOLLOUT;
@@ -73,3 +76,23 @@ long rain_raise_nofile_limit(void) {
 }
 
 int rain_release_free_memory(void) { return malloc_trim(0); }
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+const int RAIN_SO_PEERPIDFD = SO_PEERPIDFD;
+
+int rain_peer_pidfd(int fd, int *pidfd) {
+    int value = -1;
+    socklen_t len = sizeof(value);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &value, &len) != 0) return -1;
+    *pidfd = value;
+    return 0;
+}
+
+int rain_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+long rain_readlinkat(int dirfd, const char *name, char *buffer, unsigned long size) {
+    return (long)readlinkat(dirfd, name, buffer, (size_t)size);
+}

@@ -16,9 +16,12 @@ public struct CallerIdentity: Sendable, Hashable {
     /// The systemd unit of the caller (`/proc/PID/cgroup`), e.g. `app-foo@123.service`.
     public var systemdUnit: String?
     /// The Flatpak app id (`/proc/PID/root/.flatpak-info`), when the caller runs in a Flatpak.
+    /// It may narrow what an identity may do, never grant anything: a program outside any sandbox
+    /// can make a mount namespace of its own with whatever `.flatpak-info` it likes.
     public var flatpakAppID: String?
-    /// Why this caller can never be approved (`LD_PRELOAD`, `LD_AUDIT`, `traced by PID`); empty
-    /// for a clean caller.
+    /// Why this caller can never be approved (`LD_PRELOAD`, `LD_AUDIT`, `traced by pid N`, an
+    /// interpreter variable such as `PYTHONPATH`, `interpreter PATH: …` when no script file can be
+    /// trusted, an environment too large or unreadable); empty for a clean caller.
     public var unapprovable: [String]
     /// The caller's controlling terminal (`tty_nr` of `/proc/PID/stat`; 0 for none) and session id:
     /// a prompt is never shown on a terminal of the caller's session.

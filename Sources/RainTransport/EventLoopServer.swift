@@ -51,6 +51,10 @@ public struct RequestContext: Sendable {
     /// The connection's TLS channel binding (`TLSSession.channelBinding()`, RFC 9266); nil on a
     /// connection without TLS.
     public var channelBinding: [UInt8]? = nil
+    /// The peer's pidfd, taken once when a Unix connection was accepted (`SO_PEERPIDFD`, else
+    /// `pidfd_open` of its pid); RainAccess reads the caller's identity through it. Closed when the
+    /// connection closes. Nil on TCP, or when the peer was gone before it could be taken.
+    public var peerProcess: ProcessDescriptor? = nil
 }
 
 /// Sends the answers of one call from any thread. The final `respond` ends the call; anything
@@ -148,6 +152,9 @@ public struct ServerOptions: Sendable {
     /// The uid taken as the server's own (tests set another to be a peer that is not the owner);
     /// nil: the process's uid.
     var ownUID: UInt32?
+    /// False to take peers' pidfds with `pidfd_open` even where `SO_PEERPIDFD` exists (tests of
+    /// the fallback of kernels before 6.5).
+    var usesPeerPidfd = true
     public init() {}
 }
 
@@ -209,6 +216,8 @@ public final class EventLoopServer: @unchecked Sendable {
         var tls: TLSSession?
         /// The TLS exporter value, once the handshake completed.
         var channelBinding: [UInt8]?
+        /// The peer's pidfd (Unix connections), closed with the connection.
+        var process: ProcessDescriptor?
         init(
             id: ConnectionID, fd: Int32, peer: PeerCredentials, peerKey: PeerKey?, maximumFrame: Int,
             now: ContinuousClock.Instant
@@ -491,12 +500,14 @@ public final class EventLoopServer: @unchecked Sendable {
         let c = Connection(
             id: ConnectionID(rawValue: id), fd: fd, peer: peer, peerKey: peerKey,
             maximumFrame: options.maximumFrameLength, now: now)
+        if !options.isTCP { c.process = peerProcess(of: fd, peer: peer) }
         if let tls = options.tls {
             do {
                 c.tls = try tls.makeServerSession()
             } catch {
                 logger.error("tls.session_failed", ["error": error.message])
                 Syscall.closeUnchecked(fd, because: .failurePath)
+                c.process?.close()
                 return
             }
         }
@@ -504,6 +515,7 @@ public final class EventLoopServer: @unchecked Sendable {
             try epoll.add(fd, events: [.input, .readHangUp], token: id)
         } catch {
             Syscall.closeUnchecked(fd, because: .failurePath)
+            c.process?.close()
             return
         }
         connections[id] = c
@@ -512,6 +524,22 @@ public final class EventLoopServer: @unchecked Sendable {
         connectionHighWater = max(connectionHighWater, connections.count)
         stats.withLock { $0.connections += 1 }
         updateDeadline(c)
+    }
+
+    /// The peer's pidfd, taken once per connection; nil (logged, throttled) when the peer is gone
+    /// already. Not taken when it cannot be: the connection is still served, and whoever needs the
+    /// caller's identity refuses a call without one.
+    private func peerProcess(of fd: Int32, peer: PeerCredentials) -> ProcessDescriptor? {
+        do {
+            return try ProcessDescriptor.peer(ofSocket: fd, pid: peer.pid, usesPeerPidfd: options.usesPeerPidfd)
+        } catch {
+            if let suppressed = logThrottle.admit("peer.pidfd_failed", now: now) {
+                logger.warning(
+                    "peer.pidfd_failed",
+                    ["pid": "\(peer.pid)", "errno": "\(error.errno ?? 0)", "suppressed": "\(suppressed)"])
+            }
+            return nil
+        }
     }
 
     /// Closes the oldest connection that is not admitted yet, to make room for a new one.
@@ -934,7 +962,7 @@ public final class EventLoopServer: @unchecked Sendable {
             let context = RequestContext(
                 connection: c.id, requestID: id, peer: c.peer,
                 responder: Responder(server: self, connection: c.id, requestID: id, token: call.token),
-                channelBinding: c.channelBinding)
+                channelBinding: c.channelBinding, peerProcess: c.process)
             switch handler.handle(request, context: context) {
             case .respond(let response):
                 finishCall(id, on: c)
@@ -1079,6 +1107,7 @@ public final class EventLoopServer: @unchecked Sendable {
         }
         epoll.deleteBeforeClose(c.fd)
         Syscall.closeUnchecked(c.fd, because: .socket)
+        c.process?.close()
         let inFlight = c.calls.count
         c.calls.removeAll()
         stats.withLock {

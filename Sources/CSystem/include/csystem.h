@@ -45,6 +45,18 @@ long rain_raise_nofile_limit(void);
 /// Returns 1 when some was released.
 int rain_release_free_memory(void);
 
+/// SO_PEERPIDFD (Linux 6.5): a pidfd of the process at the other end of a Unix socket. Debian 12's
+/// headers lack it; the value is the same on every architecture Linux has.
+extern const int RAIN_SO_PEERPIDFD;
+/// getsockopt(SO_PEERPIDFD): stores a new close-on-exec pidfd in *pidfd. Returns 0 on success, or
+/// -1 with errno (ENOPROTOOPT on a kernel without it, ESRCH when the peer is already reaped).
+int rain_peer_pidfd(int fd, int *pidfd);
+/// pidfd_open(pid, 0) (Linux 5.3). Returns the pidfd (close-on-exec), or -1 with errno.
+int rain_pidfd_open(pid_t pid);
+/// readlinkat(dirfd, name, buffer, size) without the variadic or restrict-qualified prototype
+/// getting in Swift's way. Returns the length written (no NUL), or -1 with errno.
+long rain_readlinkat(int dirfd, const char *name, char *buffer, unsigned long size);
+
 #ifdef __cplusplus
 }
 #endif
