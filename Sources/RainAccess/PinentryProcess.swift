@@ -154,7 +154,9 @@ final class PinentryProcess {
             case .ok: return .ok(data)
             case .error(let code, let text): return .error(code: code, text: text)
             case .data(let bytes):
-                guard data.count + bytes.count <= Self.maximumData else { throw failure("sent more than \(Self.maximumData) bytes of data") }
+                guard data.count + bytes.count <= Self.maximumData else {
+                    throw failure("sent more than \(Self.maximumData) bytes of data")
+                }
                 data += bytes
             case .status, .comment: continue
             case .inquire: try send(try Assuan.command("CAN"))
@@ -174,7 +176,10 @@ final class PinentryProcess {
             guard buffer.count <= Assuan.maximumLineLength + 1 else {
                 throw failure("sent a line longer than \(Assuan.maximumLineLength) bytes")
             }
-            var fds = [pollfd(fd: output, events: Int16(POLLIN), revents: 0), pollfd(fd: control.descriptor, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: output, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: control.descriptor, events: Int16(POLLIN), revents: 0),
+            ]
             _ = try Syscall.poll(&fds, timeoutMilliseconds: -1)
             if fds[1].revents != 0 || control.isWithdrawn { return nil }
             guard fds[0].revents != 0 else { continue }

@@ -174,7 +174,8 @@ public actor PromptCoordinator {
         apps = apps.filter { $0.value.lockedUntil.map { $0 > now } ?? true }
         guard let until = apps[app]?.lockedUntil else { return }
         let left = until - now
-        let milliseconds = UInt64(max(0, left.components.seconds)) * 1000
+        let milliseconds =
+            UInt64(max(0, left.components.seconds)) * 1000
             + UInt64(max(0, left.components.attoseconds) / 1_000_000_000_000_000)
         throw RainError(
             .refused,
@@ -191,7 +192,8 @@ public actor PromptCoordinator {
         if record.refusals >= settings.refusalLimit {
             record.refusals = 0
             record.lockedUntil = clock.monotonic + settings.lockout
-            text += "; after \(settings.refusalLimit) refusals in a row this app gets no new prompt for "
+            text +=
+                "; after \(settings.refusalLimit) refusals in a row this app gets no new prompt for "
                 + "\(settings.lockout.components.seconds) s"
         }
         if apps[app] == nil, apps.count >= Self.maximumRemembered {

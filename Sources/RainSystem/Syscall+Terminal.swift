@@ -51,7 +51,8 @@ extension Syscall {
 
     /// The device number of an open character device (`fstat`'s `st_rdev`), or nil for anything else.
     /// - Throws: RAIN_502 naming `fstat` (and `path`).
-    public static func characterDevice(_ fd: Int32, path: String? = nil) throws(RainError) -> (device: DeviceNumber, uid: UInt32)? {
+    public static func characterDevice(_ fd: Int32, path: String? = nil) throws(RainError) -> (device: DeviceNumber, uid: UInt32)?
+    {
         var st = stat()
         try call("fstat", path: path) { fstat(fd, &st) }
         guard st.st_mode & S_IFMT == S_IFCHR else { return nil }

@@ -47,9 +47,11 @@ struct FakePinentry {
     static let dialog = PinentryDialog(title: "t", description: "d", prompt: "Code:", timeoutSeconds: 0)
 
     /// Runs one dialog on a display target.
-    func run(on target: PromptTarget = .display(DisplayEnvironment(environment: ["DISPLAY": ":9"])!)) throws(RainError)
+    func run(on target: PromptTarget? = nil) throws(RainError)
         -> PinentryOutcome
     {
+        let target = target ?? DisplayEnvironment(environment: ["DISPLAY": ":9"]).map { .display($0) }
+        guard let target else { throw RainError.internalError }
         let prepared = try target.prepare(for: PromptFixture.caller())
         return try Pinentry(program: program).run(Self.dialog, on: prepared, control: try PinentryControl())
     }
@@ -122,9 +124,9 @@ struct PinentryTests {
     @Test("a program that cannot start or exits before its greeting is RAIN_501 prompt_failed")
     func brokenPrograms() throws {
         let missing = FakePinentry.dialog
-        do {
-            let prepared = try PromptTarget.display(DisplayEnvironment(environment: ["DISPLAY": ":9"])!)
-                .prepare(for: PromptFixture.caller())
+        let display = try #require(DisplayEnvironment(environment: ["DISPLAY": ":9"]))
+        do throws(RainError) {
+            let prepared = try PromptTarget.display(display).prepare(for: PromptFixture.caller())
             _ = try Pinentry(program: "/nonexistent/pinentry").run(missing, on: prepared, control: try PinentryControl())
             Issue.record("a missing program ran")
         } catch {

@@ -59,6 +59,27 @@ enum PromptFixture {
         }
     }
 
+    /// The error a confirmation threw, which must come within `limit` (a timeout or a withdrawal
+    /// ends the prompt at once); past it, the test fails and the task is cancelled.
+    static func error(of task: Task<PromptCoordinator.Confirmation, any Error>, within limit: Duration) async -> RainError? {
+        let finished = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                _ = await task.result
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await group.next() ?? false
+            if !first { task.cancel() }
+            group.cancelAll()
+            return first
+        }
+        #expect(finished, "the prompt did not end within \(limit)")
+        return await error(of: task)
+    }
+
     /// True when no process has this pid any more (killed and reaped).
     static func isGone(_ pid: Int32) -> Bool { kill(pid, 0) == -1 && errno == ESRCH }
 }
@@ -118,7 +139,7 @@ struct PromptCoordinatorTests {
         clock.advance(by: .seconds(59))
         #expect(await coordinator.activeProcessID == pid)
         clock.advance(by: .seconds(1))
-        let error = await PromptFixture.error(of: task)
+        let error = await PromptFixture.error(of: task, within: .seconds(2))
         #expect(error?.code == .userCancelled)
         #expect(error?.details.reason == PromptReason.timedOut)
         #expect(PromptFixture.isGone(pid))
@@ -131,7 +152,7 @@ struct PromptCoordinatorTests {
         let pty = try PseudoTerminal()
         let coordinator = try PromptFixture.coordinator(on: pty, clock: SystemClock(), timeout: .milliseconds(300))
         let task = PromptFixture.start(coordinator)
-        let error = await PromptFixture.error(of: task)
+        let error = await PromptFixture.error(of: task, within: .seconds(1))
         #expect(error?.details.reason == PromptReason.timedOut)
     }
 
@@ -143,7 +164,7 @@ struct PromptCoordinatorTests {
         _ = try await PromptFixture.waitForCode(on: pty)
         let pid = try #require(await coordinator.activeProcessID)
         task.cancel()
-        let error = await PromptFixture.error(of: task)
+        let error = await PromptFixture.error(of: task, within: .seconds(2))
         #expect(error?.code == .userCancelled)
         #expect(error?.details.reason == PromptReason.withdrawn)
         #expect(PromptFixture.isGone(pid))
