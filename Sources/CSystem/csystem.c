@@ -12,6 +12,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 const uint32_t RAIN_EPOLLIN = EPOLLIN;
 const uint32_t RAIN_EPOLLOUT = EPOLLOUT;
@@ -95,4 +100,68 @@ int rain_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 long rain_readlinkat(int dirfd, const char *name, char *buffer, unsigned long size) {
     return (long)readlinkat(dirfd, name, buffer, (size_t)size);
+}
+
+/// A descriptor above 2, so the dup2 actions onto 0, 1 and 2 cannot overwrite one another.
+static int rain_above_stdio(int fd, int *made) {
+    *made = -1;
+    if (fd < 0 || fd > 2) return fd;
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    *made = copy;
+    return copy;
+}
+
+int rain_spawn(const char *path, char *const argv[], char *const envp[], int in_fd, int out_fd, int err_fd,
+               pid_t *pid) {
+    int made_in, made_out, made_err;
+    int in = rain_above_stdio(in_fd, &made_in);
+    int out = rain_above_stdio(out_fd, &made_out);
+    int err = rain_above_stdio(err_fd, &made_err);
+    int rc = 0;
+    if (in < 0 || out < 0 || (err_fd >= 0 && err < 0)) {
+        rc = errno;
+        goto done;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    if ((rc = posix_spawn_file_actions_init(&actions)) != 0) goto done;
+    if ((rc = posix_spawnattr_init(&attributes)) != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        goto done;
+    }
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    if ((rc = posix_spawn_file_actions_adddup2(&actions, in, 0)) == 0
+        && (rc = posix_spawn_file_actions_adddup2(&actions, out, 1)) == 0
+        && (rc = err >= 0 ? posix_spawn_file_actions_adddup2(&actions, err, 2)
+                          : posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)) == 0
+        && (rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) == 0
+        && (rc = posix_spawnattr_setsigmask(&attributes, &none)) == 0
+        && (rc = posix_spawnattr_setsigdefault(&attributes, &all)) == 0
+        && (rc = posix_spawnattr_setflags(
+                &attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0) {
+        rc = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    }
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+done:
+    if (made_in >= 0) close(made_in);
+    if (made_out >= 0) close(made_out);
+    if (made_err >= 0) close(made_err);
+    return rc;
+}
+
+int rain_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int rain_open_pseudo_terminal(char *name, size_t size) {
+    int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    if (grantpt(fd) != 0 || unlockpt(fd) != 0 || ptsname_r(fd, name, size) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
 }

@@ -5,6 +5,7 @@
 #define RAIN_CSYSTEM_H
 
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -56,6 +57,17 @@ int rain_pidfd_open(pid_t pid);
 /// readlinkat(dirfd, name, buffer, size) without the variadic or restrict-qualified prototype
 /// getting in Swift's way. Returns the length written (no NUL), or -1 with errno.
 long rain_readlinkat(int dirfd, const char *name, char *buffer, unsigned long size);
+/// Starts `path` (argv and envp NULL-terminated) in a session of its own (POSIX_SPAWN_SETSID), its
+/// signal mask empty and every signal at its default action, with in_fd, out_fd and err_fd as its
+/// descriptors 0, 1 and 2 (err_fd < 0: /dev/null) and every other descriptor closed
+/// (posix_spawn_file_actions_addclosefrom_np). Returns 0 and the pid, or an errno value.
+int rain_spawn(const char *path, char *const argv[], char *const envp[], int in_fd, int out_fd, int err_fd,
+               pid_t *pid);
+/// pipe2(fds, O_CLOEXEC): fds[0] reads, fds[1] writes.
+int rain_pipe(int fds[2]);
+/// posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), grantpt, unlockpt and ptsname_r into name.
+/// Returns the master descriptor, or -1 with errno.
+int rain_open_pseudo_terminal(char *name, size_t size);
 
 #ifdef __cplusplus
 }

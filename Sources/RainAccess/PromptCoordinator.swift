@@ -1,0 +1,212 @@
+import Dispatch
+import Foundation
+import RainCore
+
+/// Asks the user to confirm what an app wants to do, one prompt at a time, through pinentry.
+///
+/// The rules, each enforced here:
+/// - a prompt shows the action, the app (path, hash prefix, pid) and the profile, with a random
+///   code (`PromptCode`) the user must type back: an answer without the code is a refusal, so
+///   injected keystrokes cannot confirm;
+/// - it appears where the user chose (`PromptTargets`), never on a terminal of the caller;
+/// - it times out (60 s unless set), after which it is killed;
+/// - one prompt at a time: another request meanwhile is RAIN_302 `prompt_busy`;
+/// - after `refusalLimit` refusals in a row (dismissed, wrong code, timed out) for one app, no new
+///   prompt for that app for `lockout` (RAIN_302 `prompt_locked`, with the time left);
+/// - a cancelled task withdraws its prompt (the pinentry is killed);
+/// - anything but a confirmation throws, so the caller's action cannot run.
+public actor PromptCoordinator {
+    /// How prompts behave.
+    public struct Settings: Sendable {
+        /// The pinentry program.
+        public var pinentry: Pinentry
+        /// How long the user has to answer.
+        public var timeout: Duration
+        /// Refusals in a row after which an app is locked out.
+        public var refusalLimit: Int
+        /// How long a locked-out app gets no new prompt.
+        public var lockout: Duration
+
+        /// Settings: 60 s to answer, 3 refusals, 10 minutes of lockout unless told.
+        public init(
+            pinentry: Pinentry, timeout: Duration = .seconds(60), refusalLimit: Int = 3, lockout: Duration = .seconds(600)
+        ) {
+            self.pinentry = pinentry
+            self.timeout = timeout
+            self.refusalLimit = max(1, refusalLimit)
+            self.lockout = lockout
+        }
+    }
+
+    /// What a confirmation tells the caller (for the audit log).
+    public struct Confirmation: Sendable, Equatable {
+        /// Where the prompt was shown.
+        public var target: PromptTarget
+    }
+
+    private struct AppRecord {
+        var refusals = 0
+        var lockedUntil: Duration?
+    }
+
+    private struct Active {
+        var app: String
+        var control: PinentryControl
+    }
+
+    private let settings: Settings
+    private let clock: any RainClock
+    private let logger: Logger
+    private var targets: PromptTargets
+    private var active: Active?
+    private var apps: [String: AppRecord] = [:]
+    /// Where the blocking conversation with pinentry runs (never the Swift concurrency pool).
+    private let queue = DispatchQueue(label: "rainwallet.prompt")
+    /// Where the timeout fires: not `queue`, which is busy with the conversation it must end.
+    private let timerQueue = DispatchQueue(label: "rainwallet.prompt.timer")
+    /// At most this many apps are remembered with refusals (locked-out apps are always kept).
+    private static let maximumRemembered = 1024
+
+    /// A coordinator.
+    /// - Parameters:
+    ///   - settings: the pinentry and the limits.
+    ///   - targets: where prompts may appear.
+    ///   - clock: time for the timeout and the lockout.
+    ///   - logger: prompt events (never a code).
+    public init(settings: Settings, targets: PromptTargets, clock: any RainClock, logger: Logger) {
+        self.settings = settings
+        self.targets = targets
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Changes where prompts appear (after `rainwallet prompt here`, itself confirmed).
+    public func setTargets(_ targets: PromptTargets) { self.targets = targets }
+
+    /// Where prompts appear now.
+    public var currentTargets: PromptTargets { targets }
+
+    /// The pid of the pinentry on screen, if any (tests check it is gone after a withdrawal).
+    package var activeProcessID: Int32? { active?.control.processID }
+
+    /// Asks the user to confirm `request`, and returns only when they typed the prompt's code.
+    /// - Returns: where the prompt was shown.
+    /// - Throws:
+    ///   - RAIN_302 reason `prompt_locked` (with `retryAfterMilliseconds`) while the app is locked
+    ///     out; `prompt_busy` while another prompt is on screen;
+    ///   - RAIN_401 reason `prompt_dismissed`, `prompt_timeout`, `prompt_wrong_code` (a refusal,
+    ///     counted towards the lockout) or `prompt_withdrawn` (the task was cancelled);
+    ///   - RAIN_404 `prompt_unavailable` when there is nowhere to ask; RAIN_202
+    ///     `prompt_target_caller_terminal` / `prompt_target_caller_session` and RAIN_102
+    ///     `prompt_target_invalid` for a terminal that may not be used;
+    ///   - RAIN_501 `prompt_failed` when the pinentry program fails.
+    public func confirm(_ request: PromptRequest) async throws(RainError) -> Confirmation {
+        let app = request.caller.appPath
+        try checkLockout(app)
+        guard active == nil else {
+            throw RainError(
+                .refused, "another confirmation prompt is open; answer it first, then try again",
+                details: RainError.Details(reason: PromptReason.busy))
+        }
+        guard !Task.isCancelled else { throw withdrawnError() }
+        let target = try targets.selected()
+        let code = try PromptCode.random()
+        let dialog = PinentryDialog(
+            title: PromptRequest.title, description: request.description(code: code), prompt: PromptRequest.entryPrompt,
+            timeoutSeconds: Int(settings.timeout.components.seconds) + 2)
+        let control = try PinentryControl()
+        active = Active(app: app, control: control)
+        defer { active = nil }
+
+        logger.info(
+            "prompt.shown",
+            ["app": app, "pid": String(request.caller.pid), "profile": request.profile, "target": target.description])
+        let timer = clock.schedule(after: settings.timeout, on: timerQueue) { control.withdraw(.timedOut) }
+        let pinentry = settings.pinentry
+        let caller = request.caller
+        let queue = self.queue
+        let result: Result<PinentryOutcome, RainError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queue.async {
+                    continuation.resume(
+                        returning: Result { () throws(RainError) in
+                            let prepared = try target.prepare(for: caller)
+                            return try pinentry.run(dialog, on: prepared, control: control)
+                        })
+                }
+            }
+        } onCancel: {
+            control.withdraw(.cancelled)
+        }
+        timer.cancel()
+
+        let outcome: PinentryOutcome
+        switch result {
+        case .success(let value): outcome = value
+        case .failure(let error):
+            logger.warning("prompt.failed", ["app": app, "reason": error.details.reason ?? "", "error": error.message])
+            throw error
+        }
+        switch outcome {
+        case .entered(let typed) where code.matches(typed):
+            if Task.isCancelled { throw withdrawnError() }
+            apps[app] = nil
+            logger.info("prompt.confirmed", ["app": app, "pid": String(request.caller.pid), "profile": request.profile])
+            return Confirmation(target: target)
+        case .entered:
+            throw refuse(app, reason: PromptReason.wrongCode, "the code typed on the prompt was not the one it showed")
+        case .cancelled:
+            throw refuse(app, reason: PromptReason.dismissed, "the prompt was dismissed")
+        case .timedOut:
+            throw refuse(app, reason: PromptReason.timedOut, "nobody answered the prompt in time")
+        case .withdrawn where control.withdrawal == .timedOut:
+            throw refuse(
+                app, reason: PromptReason.timedOut,
+                "nobody answered the prompt within \(settings.timeout.components.seconds) s")
+        case .withdrawn:
+            logger.info("prompt.withdrawn", ["app": app, "pid": String(request.caller.pid)])
+            throw withdrawnError()
+        }
+    }
+
+    private func checkLockout(_ app: String) throws(RainError) {
+        let now = clock.monotonic
+        apps = apps.filter { $0.value.lockedUntil.map { $0 > now } ?? true }
+        guard let until = apps[app]?.lockedUntil else { return }
+        let left = until - now
+        let milliseconds =
+            UInt64(max(0, left.components.seconds)) * 1000
+            + UInt64(max(0, left.components.attoseconds) / 1_000_000_000_000_000)
+        throw RainError(
+            .refused,
+            "this app was refused \(settings.refusalLimit) times in a row; no new prompt for it for "
+                + "\((milliseconds + 999) / 1000) s",
+            details: RainError.Details(reason: PromptReason.lockedOut, retryAfterMilliseconds: milliseconds))
+    }
+
+    /// Counts a refusal (and locks the app out at the limit); returns the RAIN_401 to throw.
+    private func refuse(_ app: String, reason: String, _ message: String) -> RainError {
+        var record = apps[app] ?? AppRecord()
+        record.refusals += 1
+        var text = "\(message); the action was not carried out"
+        if record.refusals >= settings.refusalLimit {
+            record.refusals = 0
+            record.lockedUntil = clock.monotonic + settings.lockout
+            text +=
+                "; after \(settings.refusalLimit) refusals in a row this app gets no new prompt for "
+                + "\(settings.lockout.components.seconds) s"
+        }
+        if apps[app] == nil, apps.count >= Self.maximumRemembered {
+            apps = apps.filter { $0.value.lockedUntil != nil }
+        }
+        apps[app] = record
+        logger.info("prompt.refused", ["app": app, "reason": reason, "refusals": String(record.refusals)])
+        return RainError(.userCancelled, text, details: RainError.Details(reason: reason))
+    }
+
+    private func withdrawnError() -> RainError {
+        RainError(
+            .userCancelled, "the call was cancelled and its prompt withdrawn; nothing was done",
+            details: RainError.Details(reason: PromptReason.withdrawn))
+    }
+}

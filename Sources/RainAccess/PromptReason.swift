@@ -1,0 +1,27 @@
+/// The `details.reason` of every error a prompt can end with, so callers and tests match on a
+/// name, never on a message.
+public enum PromptReason {
+    /// RAIN_302: another prompt is on screen; only one at a time.
+    public static let busy = "prompt_busy"
+    /// RAIN_302: this app was refused three times in a row; no new prompt for it until
+    /// `details.retryAfterMilliseconds` have passed.
+    public static let lockedOut = "prompt_locked"
+    /// RAIN_401: the user dismissed the prompt (cancel, Ctrl-D, Escape, closed window).
+    public static let dismissed = "prompt_dismissed"
+    /// RAIN_401: nobody answered in time.
+    public static let timedOut = "prompt_timeout"
+    /// RAIN_401: what was typed is not the code the prompt showed.
+    public static let wrongCode = "prompt_wrong_code"
+    /// RAIN_401: the call was cancelled (its client went away) and the prompt was withdrawn.
+    public static let withdrawn = "prompt_withdrawn"
+    /// RAIN_404: no display and no registered terminal: nowhere to ask the user.
+    public static let unavailable = "prompt_unavailable"
+    /// RAIN_202: the prompt terminal is the caller's controlling terminal.
+    public static let callerTerminal = "prompt_target_caller_terminal"
+    /// RAIN_202: the prompt terminal belongs to the caller's session.
+    public static let callerSession = "prompt_target_caller_session"
+    /// RAIN_102: the registered prompt terminal is not a terminal of this user (or is gone).
+    public static let invalidTarget = "prompt_target_invalid"
+    /// RAIN_501: the pinentry program could not be started or broke the protocol.
+    public static let failed = "prompt_failed"
+}
