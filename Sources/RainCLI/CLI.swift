@@ -40,6 +40,7 @@ public enum CLI: CLICommand {
             CodeCommand.self, LoginCommand.self, StatusCommand.self, WatchCommand.self, RefreshCommand.self,
             AccountCommand.self, ExportCommand.self, LogoutCommand.self, InfoCommand.self, DevCommand.self,
             DomainCommand.self, PasskeyCommand.self, ContactCommand.self, HelpCommand.self,
+            AuditCommand.self,
         ]
     }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAccess
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
@@ -69,9 +70,11 @@ struct DeviceSetup: Sendable {
         let storage = try EncryptedFileStorage(
             stateDirectory: stateDirectory, key: keys.storageKey, previousKeys: keys.previousStorageKeys,
             logger: logger.child("storage"))
+        // The audit log of sensitive operations: a planted link or a file others can read stops the start.
+        let audit = try AuditLog(directory: stateDirectory, clock: clock, logger: logger.child("audit"))
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
-            profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"))
+            profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit)
         let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
         return Opened(keys: keys, service: service, pruning: pruning)
     }

@@ -83,7 +83,8 @@ public final class DeviceService: ServerHandler {
         } catch {
             return .respond(.failure(error))
         }
-        return routes.handle(request, context: ctx, call: DeviceCall(profile: profile, profiles: profiles, lease: lease))
+        let call = DeviceCall(profile: profile, profiles: profiles, lease: lease, peer: ctx.peer)
+        return routes.handle(request, context: ctx, call: call)
     }
 
     /// Waits until the restore is done or the timeout passes on the injected clock; a timeout
