@@ -194,6 +194,11 @@ public final class AuditLog: AuditRecorder {
         }
     }
 
+    /// Writes the refusals being gathered now, blocking (the daemon's last step before it exits).
+    public func flushNow() {
+        queue.sync { state.withLock { s in flushPending(&s) } }
+    }
+
     /// Records on the log's queue.
     func append(_ record: AuditRecord) throws(RainError) {
         dispatchPrecondition(condition: .onQueue(queue))

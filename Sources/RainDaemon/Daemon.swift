@@ -339,6 +339,7 @@ struct DeviceRole: DaemonRole {
                 // The state directory stays locked until the process ends (or this closure goes).
                 withExtendedLifetime(stateLock) {}
                 opened?.pruning?.stop()
+                opened?.audit.flushNow()
                 gate.stop()
                 // Never a socket the service manager handed over. A socket file left behind is stale
                 // and the next start removes it, so a failure here changes nothing.

@@ -27,6 +27,8 @@ struct DeviceSetup: Sendable {
         var keys: DaemonKeys
         var service: DeviceService
         var pruning: PeriodicPruning?
+        /// The audit log: refusals still being aggregated are written when the daemon stops.
+        var audit: AuditLog
     }
 
     /// Opens the keys and builds the service.
@@ -76,7 +78,7 @@ struct DeviceSetup: Sendable {
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
             profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit)
         let service = DeviceService(config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled)
-        return Opened(keys: keys, service: service, pruning: pruning)
+        return Opened(keys: keys, service: service, pruning: pruning, audit: audit)
     }
 }
 
@@ -92,6 +94,7 @@ final class StorageGate: ServerHandler {
         var service: DeviceService?
         var reason: RainError?
         var pruning: PeriodicPruning?
+        var audit: AuditLog?
         var task: Task<Void, Never>?
         var isStopped = false
     }
@@ -171,6 +174,7 @@ final class StorageGate: ServerHandler {
                 guard !s.isStopped else { return true }
                 s.service = opened.service
                 s.pruning = opened.pruning
+                s.audit = opened.audit
                 return false
             }
             guard !isStopped else { return }
@@ -183,12 +187,13 @@ final class StorageGate: ServerHandler {
 
     /// Stops retrying and the pruning it started (the daemon stops).
     func stop() {
-        let (task, pruning) = state.withLock { s in
+        let (task, pruning, audit) = state.withLock { s in
             s.isStopped = true
-            return (s.task, s.pruning)
+            return (s.task, s.pruning, s.audit)
         }
         task?.cancel()
         pruning?.stop()
+        audit?.flushNow()
     }
 
     /// Calls `open` until it succeeds, `interval` apart on `clock`, reporting each failure; nil when

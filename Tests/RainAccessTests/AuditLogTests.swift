@@ -151,6 +151,20 @@ struct AuditLogTests {
         #expect(try await log.verify().problem == nil)
     }
 
+    @Test("refusals still being gathered are written when the daemon stops")
+    func flushAtStop() async throws {
+        let dir = try AuditDirectory()
+        let log = try makeLog(dir)
+        let refused = AuditResult(outcome: "refused", code: "RAIN_202")
+        try await log.record(AuditRecord(.export, profile: "default", app: app, result: refused))
+        try await log.record(AuditRecord(.export, profile: "default", app: app, result: refused))
+        #expect(try dir.lines().isEmpty)
+        log.flushNow()
+        let lines = try dir.lines()
+        #expect(lines.count == 1)
+        #expect(try entry(lines[0]).count == 2)
+    }
+
     @Test("a torn last line is reported as torn, and the next open cuts it off and starts cleanly")
     func tornLine() async throws {
         let dir = try AuditDirectory()
