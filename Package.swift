@@ -140,7 +140,7 @@ let package = Package(
             name: "RainDeviceTests",
             dependencies: [
                 "RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz", "RainSystem",
-                "RainKeyStore",
+                "RainKeyStore", "RainAccess",
             ]),
         .testTarget(
             name: "RainIntegrationTests",

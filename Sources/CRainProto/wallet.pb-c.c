@@ -1718,6 +1718,141 @@ void   rain__wallet__v1__confirm_contact_verification_request__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__confirm_contact_verification_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__read_audit_log_request__init
+                     (Rain__Wallet__V1__ReadAuditLogRequest         *message)
+{
+  static const Rain__Wallet__V1__ReadAuditLogRequest init_value = RAIN__WALLET__V1__READ_AUDIT_LOG_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__read_audit_log_request__get_packed_size
+                     (const Rain__Wallet__V1__ReadAuditLogRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__read_audit_log_request__pack
+                     (const Rain__Wallet__V1__ReadAuditLogRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__read_audit_log_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ReadAuditLogRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ReadAuditLogRequest *
+       rain__wallet__v1__read_audit_log_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ReadAuditLogRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__read_audit_log_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__read_audit_log_request__free_unpacked
+                     (Rain__Wallet__V1__ReadAuditLogRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__read_audit_log_response__init
+                     (Rain__Wallet__V1__ReadAuditLogResponse         *message)
+{
+  static const Rain__Wallet__V1__ReadAuditLogResponse init_value = RAIN__WALLET__V1__READ_AUDIT_LOG_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__read_audit_log_response__get_packed_size
+                     (const Rain__Wallet__V1__ReadAuditLogResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__read_audit_log_response__pack
+                     (const Rain__Wallet__V1__ReadAuditLogResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__read_audit_log_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ReadAuditLogResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ReadAuditLogResponse *
+       rain__wallet__v1__read_audit_log_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ReadAuditLogResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__read_audit_log_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__read_audit_log_response__free_unpacked
+                     (Rain__Wallet__V1__ReadAuditLogResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__read_audit_log_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__audit_verification__init
+                     (Rain__Wallet__V1__AuditVerification         *message)
+{
+  static const Rain__Wallet__V1__AuditVerification init_value = RAIN__WALLET__V1__AUDIT_VERIFICATION__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__audit_verification__get_packed_size
+                     (const Rain__Wallet__V1__AuditVerification *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__audit_verification__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__audit_verification__pack
+                     (const Rain__Wallet__V1__AuditVerification *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__audit_verification__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__audit_verification__pack_to_buffer
+                     (const Rain__Wallet__V1__AuditVerification *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__audit_verification__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuditVerification *
+       rain__wallet__v1__audit_verification__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuditVerification *)
+     protobuf_c_message_unpack (&rain__wallet__v1__audit_verification__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__audit_verification__free_unpacked
+                     (Rain__Wallet__V1__AuditVerification *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__audit_verification__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
 {
   {
@@ -3447,6 +3582,211 @@ const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verification_
   rain__wallet__v1__confirm_contact_verification_request__field_indices_by_name,
   1,  rain__wallet__v1__confirm_contact_verification_request__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__confirm_contact_verification_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__read_audit_log_request__field_descriptors[2] =
+{
+  {
+    "since_ms",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ReadAuditLogRequest, since_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "verify",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ReadAuditLogRequest, verify),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__read_audit_log_request__field_indices_by_name[] = {
+  0,   /* field[0] = since_ms */
+  1,   /* field[1] = verify */
+};
+static const ProtobufCIntRange rain__wallet__v1__read_audit_log_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__read_audit_log_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ReadAuditLogRequest",
+  "ReadAuditLogRequest",
+  "Rain__Wallet__V1__ReadAuditLogRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ReadAuditLogRequest),
+  2,
+  rain__wallet__v1__read_audit_log_request__field_descriptors,
+  rain__wallet__v1__read_audit_log_request__field_indices_by_name,
+  1,  rain__wallet__v1__read_audit_log_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__read_audit_log_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__read_audit_log_response__field_descriptors[3] =
+{
+  {
+    "lines",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rain__Wallet__V1__ReadAuditLogResponse, n_lines),
+    offsetof(Rain__Wallet__V1__ReadAuditLogResponse, lines),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "truncated",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ReadAuditLogResponse, truncated),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "verification",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ReadAuditLogResponse, verification),
+    &rain__wallet__v1__audit_verification__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__read_audit_log_response__field_indices_by_name[] = {
+  0,   /* field[0] = lines */
+  1,   /* field[1] = truncated */
+  2,   /* field[2] = verification */
+};
+static const ProtobufCIntRange rain__wallet__v1__read_audit_log_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__read_audit_log_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ReadAuditLogResponse",
+  "ReadAuditLogResponse",
+  "Rain__Wallet__V1__ReadAuditLogResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ReadAuditLogResponse),
+  3,
+  rain__wallet__v1__read_audit_log_response__field_descriptors,
+  rain__wallet__v1__read_audit_log_response__field_indices_by_name,
+  1,  rain__wallet__v1__read_audit_log_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__read_audit_log_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__audit_verification__field_descriptors[5] =
+{
+  {
+    "entries",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuditVerification, entries),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "problem",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuditVerification, problem),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "file",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuditVerification, file),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "line",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuditVerification, line),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "message",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuditVerification, message),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__audit_verification__field_indices_by_name[] = {
+  0,   /* field[0] = entries */
+  2,   /* field[2] = file */
+  3,   /* field[3] = line */
+  4,   /* field[4] = message */
+  1,   /* field[1] = problem */
+};
+static const ProtobufCIntRange rain__wallet__v1__audit_verification__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__audit_verification__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuditVerification",
+  "AuditVerification",
+  "Rain__Wallet__V1__AuditVerification",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuditVerification),
+  5,
+  rain__wallet__v1__audit_verification__field_descriptors,
+  rain__wallet__v1__audit_verification__field_indices_by_name,
+  1,  rain__wallet__v1__audit_verification__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__audit_verification__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =

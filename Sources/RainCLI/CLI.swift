@@ -40,7 +40,7 @@ public enum CLI: CLICommand {
             CodeCommand.self, LoginCommand.self, StatusCommand.self, WatchCommand.self, RefreshCommand.self,
             AccountCommand.self, ExportCommand.self, LogoutCommand.self, InfoCommand.self, DevCommand.self,
             DomainCommand.self, PasskeyCommand.self, ContactCommand.self, AppsCommand.self, SettingsCommand.self,
-            PromptCommand.self, StorageCommand.self, HelpCommand.self,
+            PromptCommand.self, StorageCommand.self, AuditCommand.self, HelpCommand.self,
         ]
     }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAccess
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
@@ -34,13 +35,17 @@ struct DeviceSetup: Sendable {
 
         /// Whether the embedded authority runs (its master key moves with the keys).
         var isEmbedded: Bool { embedded != nil }
+        /// The audit log: refusals still being aggregated are written when the daemon stops.
+        var audit: AuditLog
     }
 
     /// Opens the keys and builds the service.
     /// - Parameter control: what answers the storage methods (the daemon's `StorageGate`).
     /// - Throws: RAIN_501 with the provider's reason when it cannot be used now; RAIN_102 and
     ///   RAIN_502 as the daemon's start does.
-    func open(control: (any StorageControl)? = nil) throws(RainError) -> Opened {
+    /// - Parameter audit: the audit log already open (a reopening after a live migration): one
+    ///   writer per file, or its hash chain would fork.
+    func open(control: (any StorageControl)? = nil, audit existing: AuditLog? = nil) throws(RainError) -> Opened {
         let (options, config, clock, logger) = (options, config, clock, logger)
         let isEmbedded = options.authority == nil
         var keys = try DaemonKeys.open(
@@ -80,12 +85,20 @@ struct DeviceSetup: Sendable {
         let storage = try EncryptedFileStorage(
             stateDirectory: stateDirectory, key: keys.storageKey, previousKeys: keys.previousStorageKeys,
             logger: logger.child("storage"))
+        // The audit log of sensitive operations: a planted link or a file others can read stops the start.
+        let audit: AuditLog
+        if let existing {
+            audit = existing
+        } else {
+            audit = try AuditLog(directory: stateDirectory, clock: clock, logger: logger.child("audit"))
+        }
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
-            profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"))
+            profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit)
         let service = DeviceService(
             config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled,
             storage: control.map { (keys.provider.kind.rawValue, $0) })
-        return Opened(keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority)
+        return Opened(
+            keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority, audit: audit)
     }
 }

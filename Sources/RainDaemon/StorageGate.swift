@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAccess
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
@@ -41,6 +42,8 @@ final class StorageGate: ServerHandler, StorageControl {
     static let retryInterval: Duration = StorageRetry<DeviceSetup.Opened>.defaultInterval
 
     private let state: Mutex<State>
+    /// The audit log, once opened: it outlives a reopening of the keys.
+    private let auditLog = Mutex<AuditLog?>(nil)
     private let ownUID = getuid()
     private let allowedUIDs: Set<UInt32>
     /// How the keys open; after a live migration its config names the new provider, so that a
@@ -71,10 +74,14 @@ final class StorageGate: ServerHandler, StorageControl {
     }
 
     /// Opens the keys with this gate answering the storage methods (blocking: the setup queue).
-    func open() throws(RainError) -> DeviceSetup.Opened { try setup.open(control: self) }
+    /// The audit log the first opening made is kept for every later one.
+    func open() throws(RainError) -> DeviceSetup.Opened {
+        try setup.open(control: self, audit: auditLog.withLock { $0 })
+    }
 
     /// Serves through `opened` from now on.
     func serve(_ opened: DeviceSetup.Opened) {
+        auditLog.withLock { $0 = opened.audit }
         state.withLock {
             $0.opened = opened
             $0.provider = opened.keys.provider
@@ -178,6 +185,7 @@ final class StorageGate: ServerHandler, StorageControl {
 
     /// Serves through `opened` (unless the daemon stopped meanwhile) and restores the sessions.
     private func start(_ opened: DeviceSetup.Opened, logger: Logger) async {
+        auditLog.withLock { $0 = opened.audit }
         let isStopped = state.withLock { s -> Bool in
             guard !s.isStopped else { return true }
             s.opened = opened
@@ -199,6 +207,8 @@ final class StorageGate: ServerHandler, StorageControl {
         }
         retry?.stop()
         pruning?.stop()
+        // Refusals still being gathered are written before the process ends.
+        auditLog.withLock { $0 }?.flushNow()
     }
 
     // MARK: StorageControl

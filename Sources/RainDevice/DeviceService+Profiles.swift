@@ -1,4 +1,5 @@
 import RainCore
+import RainTransport
 import Synchronization
 
 /// What a device route gets for each call: the call's profile, already validated and allowed.
@@ -10,13 +11,19 @@ struct DeviceCall: Sendable {
     /// Keeps a profile the config does not name from being evicted while the call lives (nil for
     /// a named profile, which is never evicted).
     let lease: ProfileLease?
+    /// The caller's socket credentials (the audit log records its pid and uid).
+    let peer: PeerCredentials
     /// The connection the call came on (per-app access).
     let caller: CallerHandle?
 
-    init(profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil, caller: CallerHandle? = nil) {
+    init(
+        profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil, peer: PeerCredentials,
+        caller: CallerHandle? = nil
+    ) {
         self.profile = profile
         self.profiles = profiles
         self.lease = lease
+        self.peer = peer
         self.caller = caller
     }
 

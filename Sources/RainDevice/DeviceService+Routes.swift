@@ -1,3 +1,4 @@
+import RainAccess
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
@@ -23,6 +24,7 @@ extension DeviceService {
         let directReads = context.authority.directReads
         let authority = context.authority
         let clock = context.clock
+        let (audit, auditLogger) = (context.audit, context.logger.child("audit"))
         return RouteTable(
             deadlineClock: clock, outcomeLog: .everyCall(logger),
             unknownMethod: UnknownMethodAnswer(infoMethod: Method.getInfo, serviceName: "daemon")
@@ -57,10 +59,19 @@ extension DeviceService {
                 .actor { (r, call) throws(RainError) in try await call.session.sendLoginCode(r.contact) })
             Route(
                 Method.confirmLoginCode, ConfirmLoginCodeRequest.self, ConfirmLoginCodeResponse.self, policy: .send(),
-                .actor { (r, call) throws(RainError) in try await call.session.confirmLoginCode(r.code) })
+                .actor { (r, call) throws(RainError) in
+                    try await Self.audited(audit, auditLogger, call, .login, detail: "code") {
+                        () async throws(RainError) in try await call.session.confirmLoginCode(r.code)
+                    }
+                })
             Route(
                 Method.logout, LogoutRequest.self, LogoutResponse.self, policy: .send(),
-                .actor { (_, call) throws(RainError) in try await call.session.logout() })
+                .actor { (_, call) throws(RainError) in
+                    try await Self.audited(
+                        audit, auditLogger, call, .logout,
+                        describe: { $0.hadSession ? ($0.revokedAtAuthority ? nil : "not_revoked_at_authority") : "no_session" }
+                    ) { () async throws(RainError) in try await call.session.logout() }
+                })
             Route(
                 Method.configureProfile, ConfigureProfileRequest.self, ConfigureProfileResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in try await call.session.configure(passkeyDomain: r.passkeyDomain) })
@@ -77,7 +88,10 @@ extension DeviceService {
             Route(
                 Method.passkeyFinish, FinishPasskeyRequest.self, FinishPasskeyResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in
-                    try await call.session.finishPasskey(ceremonyID: r.ceremonyID, responseJSON: r.responseJSON)
+                    let (event, detail) = Self.passkeyEvent(await call.session.pendingPasskeyKind(r.ceremonyID))
+                    return try await Self.audited(audit, auditLogger, call, event, detail: detail) { () async throws(RainError) in
+                        try await call.session.finishPasskey(ceremonyID: r.ceremonyID, responseJSON: r.responseJSON)
+                    }
                 })
             Route(
                 Method.passkeyCancel, CancelPasskeyRequest.self, CancelPasskeyResponse.self, policy: .send(),
@@ -89,7 +103,11 @@ extension DeviceService {
             Route(
                 Method.contactConfirmVerification, ConfirmContactVerificationRequest.self, AccountResponse.self,
                 policy: .send(needsSession: true),
-                .actor { (r, call) throws(RainError) in try await call.session.confirmContactVerification(r.code) })
+                .actor { (r, call) throws(RainError) in
+                    try await Self.audited(audit, auditLogger, call, .contactAdded) { () async throws(RainError) in
+                        try await call.session.confirmContactVerification(r.code)
+                    }
+                })
             Route(
                 Method.getAccount, GetAccountRequest.self, AccountResponse.self, policy: .read(needsSession: true),
                 .direct(
@@ -116,11 +134,20 @@ extension DeviceService {
             Route(
                 Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest.self, ExportRecoveryPhraseResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmExportPhrase),
-                .actor { (_, call) throws(RainError) in try await call.session.exportRecoveryPhrase() })
+                .actor { (_, call) throws(RainError) in
+                    try await Self.audited(
+                        audit, auditLogger, call, .export, detail: "recovery_phrase", isEntryRequired: true
+                    ) { () async throws(RainError) in try await call.session.exportRecoveryPhrase() }
+                })
             Route(
                 Method.exportPrivateKey, ExportPrivateKeyRequest.self, ExportPrivateKeyResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmExportKey),
-                .actor { (r, call) throws(RainError) in try await call.session.exportPrivateKey(chain: r.chain) })
+                .actor { (r, call) throws(RainError) in
+                    try await Self.audited(
+                        audit, auditLogger, call, .export, detail: "private_key:\(r.chain?.rawValue ?? "none")",
+                        isEntryRequired: true
+                    ) { () async throws(RainError) in try await call.session.exportPrivateKey(chain: r.chain) }
+                })
             Route(
                 Method.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
                 .actor { (_, call) throws(RainError) in
@@ -172,6 +199,11 @@ extension DeviceService {
                         }
                     }
                 })
+            // The audit log (issue 15): for the daemon's own uid, whatever the profile.
+            Route(
+                Method.readAuditLog, ReadAuditLogRequest.self, ReadAuditLogResponse.self,
+                policy: .read(isOpenToAnyApp: true),
+                .actor { (r, call) throws(RainError) in try await Self.readAuditLog(r, call, audit: audit) })
             if isTestMethodsEnabled {
                 Route(
                     Method.slowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),

@@ -106,7 +106,7 @@ public final class DeviceService: ServerHandler {
         } catch {
             return .respond(.failure(error))
         }
-        let call = DeviceCall(profile: profile, profiles: profiles, lease: lease, caller: CallerHandle(ctx))
+        let call = DeviceCall(profile: profile, profiles: profiles, lease: lease, peer: ctx.peer, caller: CallerHandle(ctx))
         guard let access = access?.apps, let route = routes.route(for: request.method) else {
             return routes.handle(request, context: ctx, call: call)
         }

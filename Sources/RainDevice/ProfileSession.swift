@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAccess
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
@@ -15,10 +16,12 @@ public struct DeviceContext: Sendable {
     public var logger: Logger
     /// Where profiles keep what they learn at run time (the passkey domain a client set).
     public var profileState: ProfileStateStore
+    /// The audit log of sensitive operations (the daemon's `AuditLog`; nil records nothing).
+    public var audit: (any AuditRecorder)?
 
     public init(
         authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,
-        profileState: ProfileStateStore = ProfileStateStore(directory: nil)
+        profileState: ProfileStateStore = ProfileStateStore(directory: nil), audit: (any AuditRecorder)? = nil
     ) {
         self.authority = authority
         self.storage = storage
@@ -26,6 +29,7 @@ public struct DeviceContext: Sendable {
         self.device = device
         self.logger = logger
         self.profileState = profileState
+        self.audit = audit
     }
 
     /// The device id.
@@ -442,7 +446,7 @@ public actor ProfileSession {
                     }
                 }
                 if session?.refreshToken == current.refreshToken {
-                    await end(reason?.deviceExpiry ?? .refreshFailed)
+                    await end(reason?.deviceExpiry ?? .refreshFailed, cause: error.details.reason)
                 }
                 return .finished(.failure(noSessionError()))
             case .failure(let error) where Self.isDefinitive(error) || error.code == .unavailable:
@@ -542,7 +546,7 @@ public actor ProfileSession {
             let reason = SessionEndReason(reasonOf: error)?.deviceExpiry ?? .refreshFailed
             logger.warning(
                 "refresh.refused", ["profile": runtime.name, "reason": error.details.reason ?? error.code.description])
-            await end(reason)
+            await end(reason, cause: error.details.reason)
             return .finished(.failure(Self.endedError(reason)))
         case .failure(let error):
             logger.warning(
@@ -656,7 +660,7 @@ public actor ProfileSession {
     }
 
     /// Ends the session without logout: wipes it and tells every watcher once.
-    private func end(_ reason: ExpiryReason) async {
+    private func end(_ reason: ExpiryReason, cause: String? = nil) async {
         guard session != nil else { return }
         scheduler.stop()
         setSession(nil)
@@ -668,6 +672,7 @@ public actor ProfileSession {
         }
         runtime.publish(session: nil, expiry: reason)
         logger.info("session.ended", ["profile": runtime.name, "reason": reason.rawValue])
+        await recordEnd(reason, cause: cause)
     }
 
     // MARK: scheduler

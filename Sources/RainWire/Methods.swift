@@ -20,6 +20,7 @@ public enum Method {
     public static let passkeyCancel = "/rain.wallet.v1.Passkey/Cancel"
     public static let contactSendVerificationCode = "/rain.wallet.v1.Contact/SendVerificationCode"
     public static let contactConfirmVerification = "/rain.wallet.v1.Contact/ConfirmVerification"
+    public static let readAuditLog = "/rain.wallet.v1.Audit/Read"
     public static let listOutbox = "/rain.wallet.v1.Dev/ListOutbox"
     public static let listApps = "/rain.wallet.v1.Apps/List"
     public static let approveApp = "/rain.wallet.v1.Apps/Approve"
