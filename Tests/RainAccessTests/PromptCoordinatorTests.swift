@@ -152,7 +152,7 @@ struct PromptCoordinatorTests {
         let pty = try PseudoTerminal()
         let coordinator = try PromptFixture.coordinator(on: pty, clock: SystemClock(), timeout: .milliseconds(300))
         let task = PromptFixture.start(coordinator)
-        let error = await PromptFixture.error(of: task, within: .seconds(1))
+        let error = await PromptFixture.error(of: task, within: .seconds(2))
         #expect(error?.details.reason == PromptReason.timedOut)
     }
 
