@@ -42,7 +42,10 @@ extension DeviceService {
     static func accessRoutes(_ access: DeviceAccess?) -> [AnyRoute<DeviceCall>] {
         @Sendable func required(_ call: DeviceCall) throws(RainError) -> (DeviceAccess, CallerHandle) {
             guard let access, let caller = call.caller else {
-                throw RainError.invalid("per-app access is not enabled in this daemon", field: "method")
+                throw RainError.invalid(
+                    "this rainwalletd does not enforce per-app access yet: every program of your uid can use every "
+                        + "profile, and there is nothing to approve, revoke or confirm", field: "method",
+                    reason: "per_app_access_off")
             }
             return (access, caller)
         }
