@@ -353,7 +353,7 @@ public final class AuditLog: AuditRecorder {
     }
 
     /// The lowercase hex SHA-256 of a line's bytes (without its newline).
-    static func hash(_ line: some Collection<UInt8>) -> String { CallerIdentity.hex(SHA256.hash(Array(line))) }
+    static func hash(_ line: some Collection<UInt8>) -> String { Hex.encode(SHA256.hash(Array(line))) }
 
     /// The head of a file's complete lines: the last line's hash, and its entry number (counted on
     /// from the last line that decodes, when the last ones do not).

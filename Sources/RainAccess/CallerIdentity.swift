@@ -1,3 +1,5 @@
+import RainCrypto
+
 /// Who is on the other end of a connection: read once per connection from the peer's pidfd, and
 /// again before a sensitive call. An identity names an *app*: the executable (and, for an
 /// interpreter, the script it runs) with the hash of its content. The Flatpak app id and the
@@ -69,22 +71,10 @@ public struct CallerIdentity: Sendable, Hashable {
 
     /// The content an approval binds to: the executable's hash, plus the script's.
     public var contentHash: String {
-        let executable = Self.hex(executableSHA256)
-        return script.map { "\(executable):\(Self.hex($0.sha256))" } ?? executable
+        let executable = Hex.encode(executableSHA256)
+        return script.map { "\(executable):\(Hex.encode($0.sha256))" } ?? executable
     }
 
     /// The first 12 hex digits of the executable's hash, as a prompt shows it.
-    public var hashPrefix: String { String(Self.hex(executableSHA256).prefix(12)) }
-
-    /// Lowercase hex.
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        var text = ""
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return text
-    }
+    public var hashPrefix: String { String(Hex.encode(executableSHA256).prefix(12)) }
 }

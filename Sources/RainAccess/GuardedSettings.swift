@@ -52,7 +52,7 @@ public struct GuardedSettings: Codable, Sendable, Equatable {
 
     /// A hash of the settings (SHA-256 of their sorted JSON, hex), shown in messages and the audit.
     public var digest: String {
-        CallerIdentity.hex(SHA256.hash(Array(Self.encode(self))))
+        Hex.encode(SHA256.hash(Array(Self.encode(self))))
     }
 
     static func encode(_ settings: GuardedSettings) -> [UInt8] {

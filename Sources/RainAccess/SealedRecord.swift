@@ -49,7 +49,7 @@ public struct SealedRecord: Sendable {
             throw tampered("is not a sealed record")
         }
         let body = Array(envelope.body.utf8)
-        guard let mac = Self.bytes(hex: envelope.mac), constantTimeEquals(mac, HMACSHA256.authenticate(body, key: key)) else {
+        guard let mac = Hex.decode(envelope.mac), constantTimeEquals(mac, HMACSHA256.authenticate(body, key: key)) else {
             throw tampered("was changed outside rainwalletd (its seal does not match)")
         }
         return body
@@ -59,7 +59,7 @@ public struct SealedRecord: Sendable {
     /// - Throws: RAIN_502 when the file cannot be written (nothing is half-written).
     public func write(_ body: [UInt8]) throws(RainError) {
         let envelope = Envelope(
-            body: String(decoding: body, as: UTF8.self), mac: Self.hex(HMACSHA256.authenticate(body, key: key)))
+            body: String(decoding: body, as: UTF8.self), mac: Hex.encode(HMACSHA256.authenticate(body, key: key)))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
@@ -77,29 +77,5 @@ public struct SealedRecord: Sendable {
             the \(name) file \(path) \(what): rainwalletd does not use it. If you did not change it, another \
             program did; remove it to start over (every approval is asked again)
             """, field: path, reason: "record_tampered")
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String { CallerIdentity.hex(bytes) }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        default: nil
-        }
     }
 }

@@ -92,6 +92,8 @@ public final class AppAccess: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Held while the approvals change and are written (never taken on the loop thread).
+    private let writer = Mutex(())
     private let store: AppApprovalStore?
     private let resolver: any CallerResolving
     private let confirmer: any UserConfirming
@@ -277,11 +279,14 @@ public final class AppAccess: Sendable {
     /// Apps pre-approved for every profile (`*`) are let in but own nothing; apps pre-approved for
     /// one profile own it.
     func decide(profile: String, caller: CallerIdentity) -> AppApprovals.Decision {
+        decide(profile: profile, caller: caller, in: state.withLock { $0.approvals })
+    }
+
+    private func decide(profile: String, caller: CallerIdentity, in approvals: AppApprovals) -> AppApprovals.Decision {
         if caller.unapprovable.isEmpty, (preApproved["*"] ?? []).contains(where: { $0.matches(caller) }) {
             return .approved(.policy)
         }
-        let policy = preApproved[profile] ?? []
-        return state.withLock { $0.approvals.decide(profile: profile, caller: caller, policy: policy) }
+        return approvals.decide(profile: profile, caller: caller, policy: preApproved[profile] ?? [])
     }
 
     /// Approves when the decision is still `expected` (two first callers racing: only one owns).
@@ -289,21 +294,25 @@ public final class AppAccess: Sendable {
         profile: String, caller: CallerIdentity, source: AppApprovals.Source, ifStill expected: AppApprovals.Decision
     ) throws(RainError) {
         let time = clock.now
-        let now = decide(profile: profile, caller: caller)
-        if case .approved = now { return }
-        guard now == expected else {
-            throw Self.notApproved(caller: caller, profile: profile, why: "another app was approved for it meanwhile")
+        try update { (approvals) throws(RainError) in
+            let now = decide(profile: profile, caller: caller, in: approvals)
+            if case .approved = now { return }
+            guard now == expected else {
+                throw Self.notApproved(caller: caller, profile: profile, why: "another app was approved for it meanwhile")
+            }
+            approvals.approve(profile: profile, caller: caller, source: source, at: time)
         }
-        try update { $0.approve(profile: profile, caller: caller, source: source, at: time) }
     }
 
-    /// Changes the approvals and saves them; nothing changes when the save fails.
-    private func update(_ change: (inout AppApprovals) -> Void) throws(RainError) {
-        try state.withLock { (s: inout State) throws(RainError) in
-            var next = s.approvals
-            change(&next)
+    /// Changes the approvals and saves them; nothing changes when the save fails. Changes are
+    /// serialized by `writer`, and the file is written outside `state`'s lock, which the loop
+    /// thread takes on every call (`isApproved`): no fsync under it.
+    private func update(_ change: (inout AppApprovals) throws(RainError) -> Void) throws(RainError) {
+        try writer.withLock { _ throws(RainError) in
+            var next = state.withLock { $0.approvals }
+            try change(&next)
             try store?.save(next)
-            s.approvals = next
+            state.withLock { $0.approvals = next }
         }
     }
 

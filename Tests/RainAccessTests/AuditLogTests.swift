@@ -45,7 +45,7 @@ struct AuditLogTests {
         try JSONDecoder().decode(AuditEntry.self, from: Data(line.utf8))
     }
 
-    static func sha(_ line: String) -> String { CallerIdentity.hex(SHA256.hash(Array(line.utf8))) }
+    static func sha(_ line: String) -> String { Hex.encode(SHA256.hash(Array(line.utf8))) }
 
     @Test("each line carries the SHA-256 of the line before it; the file is 0600")
     func chain() async throws {
