@@ -24,10 +24,22 @@ extension Syscall {
         let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = rain_spawn(program, argv, envp, standardInput, standardOutput, standardError ?? -1, &pid)
+        var rc = rain_spawn(program, argv, envp, standardInput, standardOutput, standardError ?? -1, &pid)
+        // ETXTBSY: some process still holds the program open for writing, most often a child that
+        // another thread forked just while the file was written (it closes the descriptor when it
+        // execs) or a package upgrade replacing it. It passes within milliseconds: try again briefly.
+        var tries = 1
+        while rc == ETXTBSY, tries < spawnBusyTries {
+            usleep(10_000)
+            rc = rain_spawn(program, argv, envp, standardInput, standardOutput, standardError ?? -1, &pid)
+            tries += 1
+        }
         guard rc == 0 else { throw error("start", path: program, ErrnoError(code: rc)) }
         return pid
     }
+
+    /// How many times `spawn` tries a program that is busy (ETXTBSY), 10 ms apart.
+    static let spawnBusyTries = 20
 
     /// A pipe whose two ends are close-on-exec.
     /// - Returns: the end to read from and the end to write to.

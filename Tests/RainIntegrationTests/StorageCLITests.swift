@@ -109,7 +109,7 @@ import Testing
         try Self.useRecordedProvider(h, tpm: tpm)
 
         let migrate = try h.launchCLI(["storage", "migrate", "--to", "tpm2"])
-        let isMigrating = await eventually(timeout: .seconds(2)) {
+        let isMigrating = await eventually {
             (try? await provider.daemonInfo().capabilities.contains("storage-migrating")) == true
         }
         #expect(isMigrating)
