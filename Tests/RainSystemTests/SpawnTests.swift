@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import RainCore
 import Testing
@@ -15,8 +14,14 @@ struct SpawnTests {
         #expect(fd >= 0)
         let script = Array("#!/bin/sh\nexit 7\n".utf8)
         #expect(script.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == script.count)
-        // The writer goes away 50 ms later, as a forked child's inherited descriptor would.
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { close(fd) }
+        // The writer goes away 30 ms later, as a forked child's inherited descriptor would. A thread of
+        // its own, not a Dispatch queue: with hundreds of tests blocking the global queues, a queued
+        // close could wait longer than the 200 ms the retries allow.
+        let writer = Thread {
+            usleep(30_000)
+            close(fd)
+        }
+        writer.start()
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         defer { close(null) }
         let pid = try Syscall.spawn(path, arguments: [], environment: [:], standardInput: null, standardOutput: null)
