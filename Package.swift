@@ -134,7 +134,7 @@ let package = Package(
         .testTarget(
             name: "RainDaemonTests",
             dependencies: [
-                "RainDaemon", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
+                "RainDaemon", "RainAccess", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
             ]),
         .testTarget(
             name: "RainDeviceTests",

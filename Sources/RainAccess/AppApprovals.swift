@@ -134,10 +134,14 @@ public struct AppApprovals: Codable, Sendable, Equatable {
 public struct AppApprovalStore: Sendable {
     let record: SealedRecord
 
-    /// The store of the state directory, sealed under a key derived from `storageKey`.
-    public init(stateDirectory: String, storageKey: SymmetricKey) throws(RainError) {
+    /// The store of the state directory, sealed under a key derived from `storageKey` (a record
+    /// sealed under one of `previousStorageKeys`, before a migration, is sealed again when read).
+    public init(
+        stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = []
+    ) throws(RainError) {
         record = try SealedRecord(
-            path: "\(stateDirectory)/apps.json", storageKey: storageKey, purpose: "apps", name: "app approvals")
+            path: "\(stateDirectory)/apps.json", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
+            purpose: "apps", name: "app approvals")
     }
 
     /// The file.

@@ -39,6 +39,8 @@ public struct AuditEvent: RawRepresentable, Sendable, Hashable, Codable, CustomS
     public static let promptResult = AuditEvent("prompt_result")
     /// A change of the security settings.
     public static let settingsChanged = AuditEvent("settings_changed")
+    /// A terminal was registered for prompts (`rainwallet prompt here`).
+    public static let promptRegistered = AuditEvent("prompt_registered")
     /// Entries that could not be written (a full disk): `count` of them, written as soon as the
     /// log could be written again.
     public static let auditGap = AuditEvent("audit_gap")

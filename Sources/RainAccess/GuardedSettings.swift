@@ -66,10 +66,14 @@ public struct GuardedSettings: Codable, Sendable, Equatable {
 public struct ConfirmedSettingsStore: Sendable {
     let record: SealedRecord
 
-    /// The store of the state directory, sealed under a key derived from `storageKey`.
-    public init(stateDirectory: String, storageKey: SymmetricKey) throws(RainError) {
+    /// The store of the state directory, sealed under a key derived from `storageKey` (a record
+    /// sealed under one of `previousStorageKeys`, before a migration, is sealed again when read).
+    public init(
+        stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = []
+    ) throws(RainError) {
         record = try SealedRecord(
-            path: "\(stateDirectory)/confirmed-settings.json", storageKey: storageKey, purpose: "settings",
+            path: "\(stateDirectory)/confirmed-settings.json", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
+            purpose: "settings",
             name: "confirmed settings")
     }
 

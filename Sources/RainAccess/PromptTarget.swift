@@ -73,6 +73,14 @@ public struct RegisteredTerminal: Sendable, Equatable {
         self.path = path
         self.term = term
     }
+
+    /// Checks that `path` can be registered: a terminal device of this uid (not `/dev/tty`),
+    /// opened without becoming anyone's controlling terminal. Whether it is a caller's terminal is
+    /// checked at each prompt, against the app that asks then.
+    /// - Throws: RAIN_102 reason `prompt_target_invalid`, saying why.
+    public static func check(path: String) throws(RainError) {
+        _ = try PromptTerminal(path: path, caller: nil)
+    }
 }
 
 /// The places a prompt may appear, as the user set them: a registered terminal wins over the
@@ -127,7 +135,9 @@ final class PromptTerminal {
     /// `/dev/tty` (major 5, minor 0) means "my controlling terminal" to whoever opens it.
     private static let currentTerminal = DeviceNumber(major: 5, minor: 0)
 
-    init(path: String, caller: CallerIdentity) throws(RainError) {
+    /// Opens and checks `path`; with a `caller`, also refuses its controlling terminal and any
+    /// terminal of its session.
+    init(path: String, caller: CallerIdentity?) throws(RainError) {
         func invalid(_ why: String) -> RainError {
             RainError(
                 .invalidArgument,
@@ -153,7 +163,7 @@ final class PromptTerminal {
             } catch {
                 throw invalid("is not a terminal")
             }
-            if caller.controllingTerminal != 0, DeviceNumber(encoded: caller.controllingTerminal) == device {
+            if let caller, caller.controllingTerminal != 0, DeviceNumber(encoded: caller.controllingTerminal) == device {
                 throw RainError(
                     .unauthorized,
                     "the prompt terminal \(path) is the controlling terminal of the caller (pid \(caller.pid)), which "
@@ -161,7 +171,9 @@ final class PromptTerminal {
                         + "use the desktop prompt",
                     details: RainError.Details(reason: PromptReason.callerTerminal, field: "prompt.terminal"))
             }
-            if caller.sessionID > 0, try Self.sessions(of: device, descriptor: fd, path: path).contains(caller.sessionID) {
+            if let caller, caller.sessionID > 0,
+                try Self.sessions(of: device, descriptor: fd, path: path).contains(caller.sessionID)
+            {
                 throw RainError(
                     .unauthorized,
                     "the prompt terminal \(path) belongs to the caller's session (session \(caller.sessionID), pid "

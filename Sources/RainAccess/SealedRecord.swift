@@ -15,6 +15,9 @@ public struct SealedRecord: Sendable {
     /// The file.
     public let path: String
     private let key: SymmetricKey
+    /// Keys derived from the storage keys of before a migration that re-sealed the sessions: a
+    /// record sealed under one of them is read, and written again under `key` at once.
+    private let previousKeys: [SymmetricKey]
     /// What the record is, in messages (`app approvals`).
     public let name: String
 
@@ -22,11 +25,19 @@ public struct SealedRecord: Sendable {
     public static let maximumByteCount = 1 << 20
 
     /// A record at `path`, sealed with a key derived from `storageKey` for `purpose`.
+    /// - Parameter previousStorageKeys: the storage keys of before an unfinished migration; a
+    ///   record sealed under one of them is re-sealed under `storageKey` when read.
     /// - Throws: RAIN_502 when the key cannot be derived.
-    public init(path: String, storageKey: SymmetricKey, purpose: String, name: String) throws(RainError) {
+    public init(
+        path: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = [], purpose: String, name: String
+    ) throws(RainError) {
         self.path = path
         self.name = name
-        key = try HKDFSHA256.deriveKey(from: storageKey, salt: [], info: "rainwallet/sealed-record/\(purpose)/v1")
+        let info = "rainwallet/sealed-record/\(purpose)/v1"
+        key = try HKDFSHA256.deriveKey(from: storageKey, salt: [], info: info)
+        previousKeys = try previousStorageKeys.map { (old) throws(RainError) in
+            try HKDFSHA256.deriveKey(from: old, salt: [], info: info)
+        }
     }
 
     private struct Envelope: Codable {
@@ -49,9 +60,14 @@ public struct SealedRecord: Sendable {
             throw tampered("is not a sealed record")
         }
         let body = Array(envelope.body.utf8)
-        guard let mac = Hex.decode(envelope.mac), constantTimeEquals(mac, HMACSHA256.authenticate(body, key: key)) else {
+        guard let mac = Hex.decode(envelope.mac) else { throw tampered("was changed outside rainwalletd (its seal is not hex)") }
+        if constantTimeEquals(mac, HMACSHA256.authenticate(body, key: key)) { return body }
+        guard previousKeys.contains(where: { constantTimeEquals(mac, HMACSHA256.authenticate(body, key: $0)) }) else {
             throw tampered("was changed outside rainwalletd (its seal does not match)")
         }
+        // Sealed before the storage key changed (a migration): sealed again under the new key now,
+        // so it still reads once the old key is gone.
+        try write(body)
         return body
     }
 
@@ -77,5 +93,29 @@ public struct SealedRecord: Sendable {
             the \(name) file \(path) \(what): rainwalletd does not use it. If you did not change it, another \
             program did; remove it to start over (every approval is asked again)
             """, field: path, reason: "record_tampered")
+    }
+}
+
+/// The sealed records of a state directory, together.
+public enum SealedRecords {
+    /// Seals every record of `stateDirectory` under `storageKey` (a migration to a new storage
+    /// key calls it while the old key still exists): a record sealed under one of
+    /// `previousStorageKeys` is written again, one already sealed under `storageKey` is left.
+    /// - Returns: how many records there are.
+    /// - Throws: RAIN_102 `record_tampered` for a record sealed under none of the keys; RAIN_502 on I/O.
+    public static func reseal(
+        stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey]
+    ) throws(RainError) -> Int {
+        let records = [
+            try AppApprovalStore(
+                stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys
+            ).record,
+            try ConfirmedSettingsStore(
+                stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys
+            ).record,
+        ]
+        var count = 0
+        for record in records where try record.read() != nil { count += 1 }
+        return count
     }
 }

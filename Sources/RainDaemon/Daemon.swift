@@ -19,6 +19,9 @@ public struct DaemonOptions: Sendable {
     public var socket: String?
     public var stateDirectory: String?
     public var config: String?
+    /// `--policy FILE`: the machine's security policy (root-owned), instead of
+    /// `/etc/rainwallet/policy.json`.
+    public var policy: String?
     public var isTestMethodsEnabled = false
     public var logLevel = LogLevel.info
     public var drainTimeout: Duration = .seconds(10)
@@ -62,6 +65,12 @@ public enum Daemon {
                     connect to --authority with TLS 1.3, trusting only the CA certificates in
                     PEM; the authority's certificate must name HOST (any address then works)
                     """, kind: .file, requires: ["--authority"]),
+            Command.Option(
+                "--policy", value: "FILE",
+                help: """
+                    the machine's security policy: owned by root, not writable by others; the
+                    security settings it names need no confirmation and the config cannot change them
+                    """, kind: .file, default: .value(SecurityPolicy.defaultPath)),
             logLevelOption,
             .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (integration tests only)"),
         ],
@@ -106,6 +115,7 @@ public enum Daemon {
         o.socket = parsed.value("--socket")
         o.stateDirectory = parsed.value("--state-dir")
         o.config = parsed.value("--config")
+        o.policy = parsed.value("--policy")
         o.authority = parsed.value("--authority")
         o.authorityCA = parsed.value("--authority-ca")
         o.isTestMethodsEnabled = parsed.flag("--enable-test-methods")
@@ -256,14 +266,20 @@ struct DeviceRole: DaemonRole {
         signal(SIGPIPE, SIG_IGN)
 
         let paths = DaemonPaths.resolve(socket: options.socket, stateDirectory: options.stateDirectory, config: options.config)
-        let config = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
+        // The machine's policy (root's) fixes the security settings it names; the config asks for
+        // the others, which take effect once the user confirms them (`SettingsGuard`).
+        let policyPath = options.policy ?? SecurityPolicy.defaultPath
+        let policy = try SecurityPolicy.load(path: policyPath)
+        let fileConfig = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
+        let config = try fileConfig.applying(fileConfig.guarded.overridden(by: policy), source: policyPath)
         let stateLock = try Daemon.openStateDirectory(paths.stateDirectory, role: "rainwalletd")
 
         let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
         let provider = try DaemonKeys.selectProvider(
             stateDirectory: paths.stateDirectory, storage: config.storage, logger: logger.child("storage"))
         let setup = DeviceSetup(
-            options: options, config: config, stateDirectory: paths.stateDirectory, clock: clock, logger: logger)
+            options: options, config: config, policy: policy, configFile: (paths.config, paths.isConfigExplicit),
+            stateDirectory: paths.stateDirectory, clock: clock, logger: logger)
         // A provider that cannot be used now (a locked keyring, no D-Bus, the TPM unreachable) is a
         // state, not a failure: the daemon serves, calls answer RAIN_501 with the reason, and it
         // retries until the keys open (`StorageGate`).

@@ -22,6 +22,9 @@ struct DaemonKeys: Sendable {
     var masterKey: SymmetricKey?
     /// The journal of a migration still to finish.
     var pendingMigration: StorageMigration.Journal?
+    /// Whether this start created the storage key: a new state directory (nothing it sealed
+    /// before can be read).
+    var isStorageKeyNew = false
 
     /// The factory of the state directory's providers.
     static func factory(stateDirectory: String, storage: StorageSettings) -> KeyProviderSelection.Factory {
@@ -66,9 +69,13 @@ struct DaemonKeys: Sendable {
                 provider: provider, storageKey: keys.storageKey, previousStorageKeys: keys.previousStorageKeys,
                 device: keys.device, masterKey: masterKey, pendingMigration: journal)
         }
+        let existing = try provider.loadSecret(.storage)
+        let storageKey: SymmetricKey
+        if let existing { storageKey = existing } else { storageKey = try provider.loadOrCreateSecret(.storage) }
         return DaemonKeys(
-            provider: provider, storageKey: try provider.loadOrCreateSecret(.storage),
-            device: try DeviceIdentity.loadOrCreate(stateDirectory: stateDirectory, provider: provider), masterKey: masterKey)
+            provider: provider, storageKey: storageKey,
+            device: try DeviceIdentity.loadOrCreate(stateDirectory: stateDirectory, provider: provider), masterKey: masterKey,
+            isStorageKeyNew: existing == nil)
     }
 
     /// The embedded authority's database, relative to the state directory.

@@ -17,8 +17,14 @@ import Synchronization
 /// be used. Blocking: call it from a dispatch queue.
 struct DeviceSetup: Sendable {
     let options: DaemonOptions
-    /// The config (a live migration makes its `storage.provider` the new record for this run).
+    /// The config with the machine's policy applied (a live migration makes its
+    /// `storage.provider` the new record for this run). Its guarded keys are what is requested;
+    /// the daemon runs on the confirmed ones (`SettingsGuard`).
     var config: DaemonConfig
+    /// What `/etc/rainwallet/policy.json` (or `--policy`) fixes.
+    let policy: GuardedSettings
+    /// The config file, re-read when the settings' status is asked (nil: none).
+    let configFile: (path: String, isRequired: Bool)?
     let stateDirectory: String
     let clock: any RainClock
     let logger: Logger
@@ -46,10 +52,19 @@ struct DeviceSetup: Sendable {
     /// - Parameter audit: the audit log already open (a reopening after a live migration): one
     ///   writer per file, or its hash chain would fork.
     func open(control: (any StorageControl)? = nil, audit existing: AuditLog? = nil) throws(RainError) -> Opened {
-        let (options, config, clock, logger) = (options, config, clock, logger)
+        let (options, clock, logger) = (options, clock, logger)
         let isEmbedded = options.authority == nil
         var keys = try DaemonKeys.open(
-            stateDirectory: stateDirectory, storage: config.storage, isEmbedded: isEmbedded, logger: logger.child("storage"))
+            stateDirectory: stateDirectory, storage: self.config.storage, isEmbedded: isEmbedded,
+            logger: logger.child("storage"))
+        // The security settings: the confirmed ones run, a config edit waits for the user.
+        let settings = try settingsGuard(keys: keys)
+        var running = try self.config.applying(settings.running, source: "the confirmed settings")
+        // The keys are open: the provider and the TCTI they opened with are the ones this run uses
+        // (the provider is bound to the state directory; a TPM other than the one that sealed the
+        // keys cannot open them).
+        running.storage = self.config.storage
+        let config = running
         let authority: any Authority
         var pruning: PeriodicPruning?
         var embeddedAuthority: EmbeddedAuthority?
@@ -95,10 +110,48 @@ struct DeviceSetup: Sendable {
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
             profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit)
+        let access = try DeviceAccessSetup.make(
+            config: config, settings: settings, stateDirectory: stateDirectory, storageKey: keys.storageKey,
+            previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"))
+        recordSettingsStart(settings.start, audit: audit)
         let service = DeviceService(
-            config: config, context: context, isTestMethodsEnabled: options.isTestMethodsEnabled,
+            config: config, context: context, access: access, isTestMethodsEnabled: options.isTestMethodsEnabled,
             storage: control.map { (keys.provider.kind.rawValue, $0) })
         return Opened(
             keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority, audit: audit)
+    }
+
+    /// The settings' guard over the confirmed record, sealed under the storage key; the config
+    /// file is re-read each time the status is asked, so an edit shows without a restart.
+    func settingsGuard(keys: DaemonKeys) throws(RainError) -> SettingsGuard {
+        let (policy, file, started) = (policy, configFile, config)
+        let store = try ConfirmedSettingsStore(
+            stateDirectory: stateDirectory, storageKey: keys.storageKey, previousStorageKeys: keys.previousStorageKeys)
+        return try SettingsGuard(store: store, policy: policy, isNewState: keys.isStorageKeyNew) {
+            () throws(RainError) -> GuardedSettings in
+            let current = try file.map { (f) throws(RainError) in try DaemonConfig.load(path: f.path, isRequired: f.isRequired) }
+            return (current ?? started).guarded.overridden(by: policy)
+        }
+    }
+
+    /// Logs (and for the first start, audits) what the settings' guard found.
+    func recordSettingsStart(_ start: SettingsGuard.Start, audit: AuditLog) {
+        switch start {
+        case .unchanged:
+            break
+        case .recorded:
+            Task {
+                try? await audit.record(
+                    AuditRecord(.settingsChanged, profile: nil, app: nil, detail: "recorded at the first start"))
+            }
+        case .waiting(let changes):
+            logger.warning(
+                "settings.change_waiting",
+                [
+                    "keys": changes.map(\.key).joined(separator: ","),
+                    "hint": "the daemon runs on the confirmed settings; run `rainwallet settings` to see the change "
+                        + "and `rainwallet settings confirm` to confirm it on the prompt, then restart rainwalletd",
+                ])
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RainAccess
 import RainCore
+import RainSystem
 import RainTransport
 import Synchronization
 
@@ -10,15 +11,19 @@ public struct CallerHandle: Sendable {
     public var connection: ConnectionID
     /// Its peer's credentials (uid, pid).
     public var peer: PeerCredentials
+    /// The peer's pidfd, taken when the connection was accepted (nil over TCP, or when the kernel
+    /// gave none: such a caller cannot be identified).
+    public var process: ProcessDescriptor?
 
-    public init(connection: ConnectionID, peer: PeerCredentials) {
+    public init(connection: ConnectionID, peer: PeerCredentials, process: ProcessDescriptor? = nil) {
         self.connection = connection
         self.peer = peer
+        self.process = process
     }
 
     /// The handle of a call.
     public init(_ context: RequestContext) {
-        self.init(connection: context.connection, peer: context.peer)
+        self.init(connection: context.connection, peer: context.peer, process: context.peerProcess)
     }
 }
 
@@ -71,6 +76,14 @@ public struct AccessEvent: Sendable, Equatable {
     public var result: String
     /// More, never a secret.
     public var detail: String?
+
+    public init(event: String, profile: String, app: CallerIdentity?, result: String, detail: String? = nil) {
+        self.event = event
+        self.profile = profile
+        self.app = app
+        self.result = result
+        self.detail = detail
+    }
 }
 
 /// Per-app access (issue 15, point 2): each profile belongs to the apps the user approved.
@@ -184,17 +197,32 @@ public final class AppAccess: Sendable {
                 run it without them
                 """, details: RainError.Details(reason: "app_not_approved"))
         }
-        state.withLock { _ = $0.connections[context.connection]?.profiles.insert(profile) }
+        state.withLock { s in
+            // Remembered for a bounded number of profiles per connection: a caller inventing names
+            // cannot grow the daemon (past the bound, each call decides again).
+            if s.connections[context.connection]?.profiles.count ?? Self.maximumProfilesPerConnection
+                < Self.maximumProfilesPerConnection
+            {
+                s.connections[context.connection]?.profiles.insert(profile)
+            }
+        }
         return caller
     }
 
     /// Before a call that moves money or adds a credential: the app is approved, is still the
     /// same process and executable, and the user confirms `action` on the prompt.
+    /// - Returns: the caller's identity.
     /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
-    public func confirmSensitive(action: String, profile: String, context: CallerHandle) async throws(RainError) {
+    @discardableResult
+    public func confirmSensitive(action: String, profile: String, context: CallerHandle) async throws(RainError)
+        -> CallerIdentity
+    {
         let caller = try await authorize(profile: profile, context: context)
         try await resolver.recheck(caller, of: context)
         try await ask(action: action, caller: caller, profile: profile)
+        // The prompt may have stayed up for a minute: still the process the user confirmed for.
+        try await resolver.recheck(caller, of: context)
+        return caller
     }
 
     /// Asks the user to confirm `action` by `caller`, auditing the result.
@@ -322,6 +350,9 @@ public final class AppAccess: Sendable {
             for key in s.connections.keys { s.connections[key]?.profiles.remove(profile) }
         }
     }
+
+    /// The profiles one connection's approvals are remembered for.
+    static let maximumProfilesPerConnection = 64
 
     static func notApproved(caller: CallerIdentity, profile: String, why: String) -> RainError {
         RainError(

@@ -22,12 +22,13 @@ public struct DeviceAccess: Sendable {
     public var settings: SettingsGuard
     /// Where prompts appear.
     public var prompts: any PromptPlaceRegistry
-    /// The SHA-256 of a file's content (the program `rainwallet apps approve` names).
-    public var hashFile: @Sendable (String) throws(RainError) -> [UInt8]
+    /// A file's real path (symbolic links resolved, as `/proc/PID/exe` shows a running program)
+    /// and the SHA-256 of its content: the program `rainwallet apps approve` names.
+    public var hashFile: @Sendable (String) throws(RainError) -> (path: String, sha256: [UInt8])
 
     public init(
         apps: AppAccess, settings: SettingsGuard, prompts: any PromptPlaceRegistry,
-        hashFile: @escaping @Sendable (String) throws(RainError) -> [UInt8]
+        hashFile: @escaping @Sendable (String) throws(RainError) -> (path: String, sha256: [UInt8])
     ) {
         self.apps = apps
         self.settings = settings
@@ -39,7 +40,9 @@ public struct DeviceAccess: Sendable {
 extension DeviceService {
     /// The per-app access calls: open to any app (an unapproved one must be able to ask for its
     /// approval), guarded by the user's confirmation on the prompt instead.
-    static func accessRoutes(_ access: DeviceAccess?) -> [AnyRoute<DeviceCall>] {
+    static func accessRoutes(
+        _ access: DeviceAccess?, audit: (any AuditRecorder)?, auditLogger: Logger
+    ) -> [AnyRoute<DeviceCall>] {
         @Sendable func required(_ call: DeviceCall) throws(RainError) -> (DeviceAccess, CallerHandle) {
             guard let access, let caller = call.caller else {
                 throw RainError.invalid(
@@ -89,13 +92,20 @@ extension DeviceService {
                         let (access, caller) = try required(call)
                         let apps = access.apps
                         let identity = try await apps.callerIdentity(caller)
-                        let digest = try await access.settings.confirm(requestedDigest: r.requestedDigest) {
-                            (changes) async throws(RainError) in
-                            let list = changes.map(\.description).joined(separator: "; ")
-                            try await apps.ask(
-                                action: "apply these security settings at the next start of rainwalletd: \(list)",
-                                caller: identity,
-                                profile: call.profile)
+                        var audited = call
+                        audited.identity = identity
+                        let profile = call.profile
+                        let digest = try await Self.audited(
+                            audit, auditLogger, audited, .settingsChanged, detail: "confirmed on the prompt"
+                        ) { () async throws(RainError) in
+                            try await access.settings.confirm(requestedDigest: r.requestedDigest) {
+                                (changes) async throws(RainError) in
+                                let list = changes.map(\.description).joined(separator: "; ")
+                                try await apps.ask(
+                                    action: "apply these security settings at the next start of rainwalletd: \(list)",
+                                    caller: identity,
+                                    profile: profile)
+                            }
                         }
                         return ConfirmSettingsResponse(confirmedDigest: digest)
                     })),
@@ -137,13 +147,17 @@ extension DeviceService {
 
     /// The identity `rainwallet apps approve PATH [SCRIPT]` names: the files' content now.
     static func appIdentity(
-        _ r: ApproveAppRequest, hashFile: @Sendable (String) throws(RainError) -> [UInt8]
+        _ r: ApproveAppRequest, hashFile: @Sendable (String) throws(RainError) -> (path: String, sha256: [UInt8])
     ) throws(RainError) -> CallerIdentity {
         guard r.path.hasPrefix("/"), r.script.isEmpty || r.script.hasPrefix("/") else {
             throw RainError.invalid("the program and the script must be absolute paths", field: "path")
         }
-        var app = CallerIdentity(pid: 0, uid: getuid(), executablePath: r.path, executableSHA256: try hashFile(r.path))
-        if !r.script.isEmpty { app.script = .init(path: r.script, sha256: try hashFile(r.script)) }
+        let program = try hashFile(r.path)
+        var app = CallerIdentity(pid: 0, uid: getuid(), executablePath: program.path, executableSHA256: program.sha256)
+        if !r.script.isEmpty {
+            let script = try hashFile(r.script)
+            app.script = .init(path: script.path, sha256: script.sha256)
+        }
         return app
     }
 }

@@ -96,8 +96,9 @@ extension DeviceService {
 }
 
 extension DeviceCall {
-    /// The caller as the audit log records it: its socket's pid and uid.
-    var auditApp: AuditApp { AuditApp(pid: peer.pid, uid: peer.uid) }
+    /// The caller as the audit log records it: its identity (path, hash, pid, uid) when per-app
+    /// access read it, else its socket's pid and uid.
+    var auditApp: AuditApp { identity.map(AuditApp.init) ?? AuditApp(pid: peer.pid, uid: peer.uid) }
 }
 
 extension ProfileSession {

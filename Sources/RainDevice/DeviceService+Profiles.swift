@@ -1,3 +1,4 @@
+import RainAccess
 import RainCore
 import RainTransport
 import Synchronization
@@ -15,16 +16,19 @@ struct DeviceCall: Sendable {
     let peer: PeerCredentials
     /// The connection the call came on (per-app access).
     let caller: CallerHandle?
+    /// The caller's identity when per-app access read it (the audit log records its path and hash).
+    var identity: CallerIdentity?
 
     init(
         profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil, peer: PeerCredentials,
-        caller: CallerHandle? = nil
+        caller: CallerHandle? = nil, identity: CallerIdentity? = nil
     ) {
         self.profile = profile
         self.profiles = profiles
         self.lease = lease
         self.peer = peer
         self.caller = caller
+        self.identity = identity
     }
 
     /// The profile's entry.

@@ -161,7 +161,7 @@ extension DeviceService {
                                 sentAt: $0.sentAt, appID: $0.appID)
                         })
                 })
-            Self.accessRoutes(access)
+            Self.accessRoutes(access, audit: audit, auditLogger: auditLogger)
             // The daemon's keys (`rainwallet storage …`, the daemon's own uid only: `handle`). The
             // passphrase and the sealed backup are payloads: never logged.
             Route(

@@ -106,40 +106,63 @@ public final class DeviceService: ServerHandler {
         } catch {
             return .respond(.failure(error))
         }
-        let call = DeviceCall(profile: profile, profiles: profiles, lease: lease, peer: ctx.peer, caller: CallerHandle(ctx))
+        let handle = CallerHandle(ctx)
+        var call = DeviceCall(profile: profile, profiles: profiles, lease: lease, peer: ctx.peer, caller: handle)
         guard let access = access?.apps, let route = routes.route(for: request.method) else {
             return routes.handle(request, context: ctx, call: call)
         }
-        let confirms = route.policy.userConfirms
-        let isOpen = route.policy.isOpenToAnyApp
+        // Another uid the config admits (`allowedUIDs`, itself a confirmed setting) is bound by its
+        // uid: its processes cannot be read by this user's daemon. What it asks the user to
+        // confirm is still asked.
+        let isOpen = route.policy.isOpenToAnyApp || ctx.peer.uid != ownUID
+        // An export the profile does not allow is refused by its route: nobody is asked about it.
+        let isRefusedAnyway =
+            (request.method == Method.exportRecoveryPhrase || request.method == Method.exportPrivateKey)
+            && !config.settings(for: profile).isExportAllowed
+        let confirms = isRefusedAnyway ? nil : route.policy.userConfirms
         if confirms == nil, isOpen || access.isApproved(connection: ctx.connection, profile: profile) {
+            call.identity = access.identity(connection: ctx.connection)
             return routes.handle(request, context: ctx, call: call)
         }
-        // The identity is read (once per connection) and a prompt may be shown: off the loop.
-        let handle = CallerHandle(ctx)
-        let routes = routes
-        let task = Task {
-            defer { self.finishWaiting(ctx) }
-            do throws(RainError) {
-                if let confirms, isOpen {
-                    // Not the profile's business (the daemon's keys): any app may ask, the user decides.
-                    let caller = try await access.callerIdentity(handle)
-                    try await access.ask(action: confirms, caller: caller, profile: profile)
-                } else if let confirms {
-                    try await access.confirmSensitive(action: confirms, profile: profile, context: handle)
-                } else {
-                    try await access.authorize(profile: profile, context: handle)
-                }
+        // A call the user must confirm is decoded first: nobody is asked about a request that
+        // would be refused as undecodable anyway.
+        if confirms != nil {
+            do {
+                _ = try route.requestType.decode(request.payload)
             } catch {
-                ctx.responder.respond(.failure(error))
-                return
-            }
-            guard !Task.isCancelled else { return }
-            if case .respond(let response) = routes.handle(request, context: ctx, call: call) {
-                ctx.responder.respond(response)
+                return .respond(.failure(error))
             }
         }
-        waiting.withLock { $0[ctx.connection, default: [:]][ctx.requestID] = task }
+        // The identity is read (once per connection) and a prompt may be shown: off the loop.
+        let routes = routes
+        let gated = call
+        // Registered under the lock the task's end takes, so a task that ends at once is still
+        // removed (registered after, it would stay forever).
+        waiting.withLock { waiting in
+            waiting[ctx.connection, default: [:]][ctx.requestID] = Task {
+                defer { self.finishWaiting(ctx) }
+                var call = gated
+                do throws(RainError) {
+                    if let confirms, isOpen {
+                        // Not the profile's business (the daemon's keys): any app may ask, the user decides.
+                        let caller = try await access.callerIdentity(handle)
+                        try await access.ask(action: confirms, caller: caller, profile: profile)
+                        call.identity = caller
+                    } else if let confirms {
+                        call.identity = try await access.confirmSensitive(action: confirms, profile: profile, context: handle)
+                    } else {
+                        call.identity = try await access.authorize(profile: profile, context: handle)
+                    }
+                } catch {
+                    ctx.responder.respond(.failure(error))
+                    return
+                }
+                guard !Task.isCancelled else { return }
+                if case .respond(let response) = routes.handle(request, context: ctx, call: call) {
+                    ctx.responder.respond(response)
+                }
+            }
+        }
         return route.placement == .stream ? .stream : .deferred
     }
 

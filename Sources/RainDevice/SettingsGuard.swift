@@ -9,8 +9,9 @@ import Synchronization
 /// The daemon runs on the last confirmed `GuardedSettings` (a `SealedRecord`); a config edit of a
 /// guarded key waits until the user confirms it on the prompt (`rainwallet settings confirm`),
 /// which records it, to take effect at the next start. Keys set by `/etc/rainwallet/policy.json`
-/// need no confirmation and cannot be changed by the config. The first start records the config's
-/// settings (nothing to compare with yet), audited.
+/// need no confirmation and cannot be changed by the config. The first start of a new state
+/// directory records the config's settings (nothing to compare with yet), audited; a record
+/// missing from an existing one counts as the defaults.
 public final class SettingsGuard: Sendable {
     /// The config's settings now (re-read on every status, so an edit is seen without a restart),
     /// with the policy's keys already applied.
@@ -41,8 +42,15 @@ public final class SettingsGuard: Sendable {
     ///   - store: the sealed record (nil: in memory, tests).
     ///   - policy: the keys `/etc/rainwallet/policy.json` sets.
     ///   - requested: the config's settings (policy applied), re-read on each status.
+    ///   - isNewState: whether the state directory was just created (its storage key is new). Only
+    ///     then is a missing record the first start, which records the config's settings; in a
+    ///     state directory that existed, a missing record was removed (by a program that wants its
+    ///     edit taken) or predates this version: the defaults run until the user confirms.
     /// - Throws: RAIN_102 `record_tampered` when the record was changed outside rainwalletd.
-    public init(store: ConfirmedSettingsStore?, policy: GuardedSettings, requested: @escaping Requested) throws(RainError) {
+    public init(
+        store: ConfirmedSettingsStore?, policy: GuardedSettings, isNewState: Bool = true,
+        requested: @escaping Requested
+    ) throws(RainError) {
         self.store = store
         self.requested = requested
         policyKeys = policy.values.keys.sorted()
@@ -53,10 +61,15 @@ public final class SettingsGuard: Sendable {
             confirmed = stored.overridden(by: policy)
             let changes = confirmed.changes(to: now)
             start = changes.isEmpty ? .unchanged : .waiting(changes)
-        } else {
+        } else if isNewState {
             confirmed = now
             try store?.save(now)
             start = .recorded
+        } else {
+            confirmed = DaemonConfig().guarded.overridden(by: policy)
+            let changes = confirmed.changes(to: now)
+            if changes.isEmpty { try store?.save(confirmed) }
+            start = changes.isEmpty ? .unchanged : .waiting(changes)
         }
         running = confirmed
         self.confirmed = Mutex(confirmed)

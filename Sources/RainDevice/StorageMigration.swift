@@ -1,4 +1,5 @@
 import Foundation
+import RainAccess
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
@@ -190,7 +191,12 @@ public struct StorageMigration: Sendable {
             let storage = try EncryptedFileStorage(
                 stateDirectory: stateDirectory, key: newKey, previousKeys: old.map { [$0] } ?? [], logger: logger)
             let count = try storage.resealAll()
-            try advance(.reencrypted, "\(count) session file(s) re-encrypted with the new storage key")
+            // The app approvals and the confirmed settings are sealed under the storage key too.
+            let records = try SealedRecords.reseal(
+                stateDirectory: stateDirectory, storageKey: newKey, previousStorageKeys: old.map { [$0] } ?? [])
+            try advance(
+                .reencrypted,
+                "\(count) session file(s) and \(records) sealed record(s) re-encrypted with the new storage key")
         }
         if journal.step < .recorded {
             try KeyProviderRecord.write(journal.to, stateDirectory: stateDirectory)

@@ -364,9 +364,10 @@ public final class DaemonHarness: Sendable {
     /// - Parameters:
     ///   - sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
     ///   - environment: variables to set, or with nil to remove, for the daemon and the CLI.
+    ///   - access: the policy the daemon runs with (`--policy DIR/policy.json`).
     public static func prepare(
         config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed,
-        environment: [String: String?] = [:]
+        environment: [String: String?] = [:], access: HarnessAccess = .testRunnerApproved
     ) throws -> DaemonHarness {
         let config = pinningFileProvider(in: sendLimits == .relaxed ? relaxingSendLimits(in: config) : config)
         let bin = try binaryDirectory()
@@ -394,6 +395,12 @@ public final class DaemonHarness: Sendable {
             }
             configPath = path
         }
+        do {
+            try writeAccessFiles(access, config: config, directory: dir, binaryDirectory: bin)
+        } catch {
+            try? FileManager.default.removeItem(atPath: dir)
+            throw error
+        }
         return DaemonHarness(
             directory: dir, configPath: configPath, extraArguments: extraArguments, environment: environment,
             binaryDirectory: bin)
@@ -405,11 +412,14 @@ public final class DaemonHarness: Sendable {
     ///   - config: the daemon's `config.json` text, if any.
     ///   - sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
     ///   - environment: variables to set, or with nil to remove, for the daemon and the CLI.
+    ///   - access: the policy the daemon runs with (`--policy DIR/policy.json`).
     public static func start(
         config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed,
-        environment: [String: String?] = [:]
+        environment: [String: String?] = [:], access: HarnessAccess = .testRunnerApproved
     ) async throws -> DaemonHarness {
-        let h = try prepare(config: config, extraArguments: extraArguments, sendLimits: sendLimits, environment: environment)
+        let h = try prepare(
+            config: config, extraArguments: extraArguments, sendLimits: sendLimits, environment: environment,
+            access: access)
         do {
             try await h.start()
         } catch {
@@ -430,6 +440,7 @@ public final class DaemonHarness: Sendable {
     public var daemonArguments: [String] {
         var args = ["--socket", socketPath, "--state-dir", stateDirectory]
         if let configPath { args += ["--config", configPath] }
+        args += ["--policy", policyPath]
         return args + ["--enable-test-methods"] + extraArguments
     }
 
@@ -499,6 +510,10 @@ public final class DaemonHarness: Sendable {
         env["XDG_CONFIG_HOME"] = "\(directory)/xdg-config"
         env["XDG_STATE_HOME"] = "\(directory)/xdg-state"
         env["XDG_RUNTIME_DIR"] = "\(directory)/xdg-run"
+        // A display name for the daemon's prompts: the auto pinentry shows nothing, and tests of
+        // terminal prompts remove it (`environment: ["DISPLAY": nil]`).
+        env["DISPLAY"] = ":rainwallet-test"
+        env["WAYLAND_DISPLAY"] = nil
         for (key, value) in environment { env[key] = value }
         return env
     }

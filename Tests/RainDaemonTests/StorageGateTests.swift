@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainAccess
 import RainCore
 import RainDevice
 import RainKeyStore
@@ -186,7 +187,8 @@ import Testing
     /// A gate over a state directory whose keys never opened.
     static func gate() -> StorageGate {
         let setup = DeviceSetup(
-            options: DaemonOptions(), config: DaemonConfig(), stateDirectory: "/tmp", clock: ManualClock(),
+            options: DaemonOptions(), config: DaemonConfig(), policy: GuardedSettings(), configFile: nil, stateDirectory: "/tmp",
+            clock: ManualClock(),
             logger: Logger(label: "test", minimumLevel: .error))
         return StorageGate(setup: setup, provider: FileKeyProvider(stateDirectory: "/tmp"))
     }

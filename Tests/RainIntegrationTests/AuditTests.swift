@@ -41,20 +41,31 @@ struct AuditTests {
         #expect(listed.status == 0, "\(listed)")
         let entries = try listed.stdout.split(separator: "\n").map { try jsonObject(String($0)) }
         let events = entries.map { "\($0["event"] as? String ?? "?")/\($0["result"] as? String ?? "?")" }
-        #expect(events == ["login/ok", "export/ok", "export/ok", "export/refused", "logout/ok"], "\(listed.stdout)")
-        let login = try #require(entries.first)
+        // The first start records the settings; each export was confirmed on the prompt first, but
+        // nobody is asked about an export the profile does not allow.
+        #expect(
+            events == [
+                "settings_changed/ok", "login/ok", "prompt_result/ok", "export/ok", "prompt_result/ok", "export/ok",
+                "export/refused", "logout/ok",
+            ], "\(listed.stdout)")
+        let calls = entries.filter { $0["event"] as? String != "prompt_result" && $0["event"] as? String != "settings_changed" }
+        let login = try #require(calls.first)
         #expect(login["profile"] as? String == "default")
         #expect(login["detail"] as? String == "code")
         let app = try #require(login["app"] as? [String: Any])
         #expect((app["pid"] as? Int ?? 0) > 0)
         #expect(app["uid"] as? Int == Int(getuid()))
-        #expect(entries[3]["reason"] as? String == "export_not_allowed")
-        #expect(entries[3]["profile"] as? String == "other")
+        // The app as per-app access identified it: the CLI's path and the hash of its content.
+        #expect(app["path"] as? String == h.binaryDirectory.appendingPathComponent("rainwallet").resolvingSymlinksInPath().path)
+        #expect((app["hash"] as? String)?.count == 12, "\(app)")
+        #expect(calls[3]["reason"] as? String == "export_not_allowed")
+        #expect(calls[3]["profile"] as? String == "other")
+        #expect((entries[2]["detail"] as? String)?.hasPrefix("export the wallet's recovery phrase") == true, "\(entries[2])")
 
         let table = try await h.runCLI(["audit"])
         #expect(table.status == 0 && table.stdout.contains("TIME") && table.stdout.contains("export"), "\(table)")
         let recent = try await h.runCLI(["--json", "audit", "--since", "1h"])
-        #expect(recent.stdout.split(separator: "\n").count == 5, "\(recent)")
+        #expect(recent.stdout.split(separator: "\n").count == 8, "\(recent)")
         let future = try await h.runCLI(["--json", "audit", "--since", "2999-01-01T00:00:00Z"])
         #expect(future.status == 0 && future.stdout.isEmpty, "\(future)")
         let badSince = try await h.runCLI(["audit", "--since", "yesterday"])
@@ -75,10 +86,10 @@ struct AuditTests {
         try edited.write(toFile: path, atomically: false, encoding: .utf8)
         let broken = try await h.runCLI(["audit", "--verify"])
         #expect(broken.status == 1, "\(broken)")
-        #expect(broken.stderr.contains("audit.jsonl line 1 is edited"), "\(broken)")
+        #expect(broken.stderr.contains("audit.jsonl line 2 is edited"), "\(broken)")
         let brokenJSON = try await h.runCLI(["--json", "audit", "--verify"])
         #expect(brokenJSON.status == 1, "\(brokenJSON)")
         let found = try jsonObject(brokenJSON.stdout)
-        #expect(found["problem"] as? String == "edited" && found["line"] as? Int == 1, "\(brokenJSON)")
+        #expect(found["problem"] as? String == "edited" && found["line"] as? Int == 2, "\(brokenJSON)")
     }
 }

@@ -60,8 +60,10 @@ final class MultiDevice: Sendable {
         let clock = try TestClockFile(path: "\(dir).clock")
         let script = repositoryRoot.appendingPathComponent("scripts/harness").path
         let (status, out, err) = try run(
-            [script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json"]
-                + arguments,
+            [
+                script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json",
+                "--approve", DaemonHarness.testRunnerPath,
+            ] + arguments,
             environment: ["RAINWALLET_BIN_DIR": binaries.path].merging(clock.environment) { $1 })
         guard status == 0, let data = out.data(using: .utf8),
             let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
@@ -307,6 +309,9 @@ final class EventLog: Sendable {
             try? fm.removeItem(atPath: "\(d2)/\(file)")
             try fm.copyItem(atPath: "\(d1)/\(file)", toPath: "\(d2)/\(file)")
         }
+        // The records sealed under device 2's own storage key no longer open (rainwalletd would
+        // refuse to start, naming them): a thief removes them too.
+        for file in ["confirmed-settings.json", "apps.json"] { try? fm.removeItem(atPath: "\(d2)/\(file)") }
         let p = Process()
         p.executableURL = h.binaries.appendingPathComponent("rainwalletd")
         p.arguments = ["--authority", h.authority, "--socket", h.devices[1].socket, "--state-dir", d2]

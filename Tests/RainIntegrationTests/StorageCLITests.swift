@@ -56,7 +56,7 @@ import Testing
 
         let migrate = try await h.runCLI(["storage", "migrate", "--to", "tpm2"])
         #expect(migrate.status == 0, "\(migrate)")
-        #expect(migrate.stdout.contains("1 session file(s) re-encrypted"))
+        #expect(migrate.stdout.contains("1 session file(s) and 1 sealed record(s) re-encrypted"), "\(migrate)")
         #expect(migrate.stdout.contains("migration to tpm2 done"))
         #expect(migrate.stdout.contains("sessions restored"))
 

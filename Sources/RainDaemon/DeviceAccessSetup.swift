@@ -1,0 +1,229 @@
+import Dispatch
+import Foundation
+import Glibc
+import RainAccess
+import RainCore
+import RainCrypto
+import RainDevice
+import RainSystem
+import Synchronization
+
+/// Per-app access as the daemon runs it (issue 15): callers identified through their pidfd, the
+/// user asked through pinentry, the approvals and the confirmed settings sealed under the storage
+/// key, every decision in the audit log.
+enum DeviceAccessSetup {
+    /// The pinentry programs tried, in order, when `access.pinentry` names none.
+    static let pinentryCandidates = [
+        "/usr/bin/pinentry-gnome3", "/usr/bin/pinentry-qt", "/usr/bin/pinentry-curses", "/usr/bin/pinentry-tty",
+    ]
+
+    /// The pinentry to use: the configured one, else the first installed candidate; nil when none.
+    static func pinentryProgram(_ configured: String?) -> String? {
+        if let configured { return configured }
+        return pinentryCandidates.first { access($0, X_OK) == 0 }
+    }
+
+    /// Builds per-app access for a device service.
+    /// - Parameters:
+    ///   - config: the settings the daemon runs with (the confirmed ones).
+    ///   - settings: the security settings' guard.
+    ///   - stateDirectory: where `apps.json` lives.
+    ///   - keys: the storage key seals the approvals.
+    ///   - audit: where decisions are recorded.
+    /// - Throws: RAIN_102 `record_tampered` when `apps.json` was changed outside rainwalletd.
+    static func make(
+        config: DaemonConfig, settings: SettingsGuard, stateDirectory: String, storageKey: SymmetricKey,
+        previousStorageKeys: [SymmetricKey], audit: any AuditRecorder, clock: any RainClock, logger: Logger
+    ) throws(RainError) -> DeviceAccess {
+        let recordEvent = auditEvents(audit, logger: logger)
+        let reader = CallerIdentityReader()
+        let resolver = ProcessCallerResolver(reader: reader)
+        var coordinator: PromptCoordinator?
+        let program = pinentryProgram(config.access.pinentry)
+        if let program {
+            coordinator = PromptCoordinator(
+                settings: PromptCoordinator.Settings(pinentry: try Pinentry(program: program)),
+                targets: PromptTargets(display: DisplayEnvironment(environment: ProcessInfo.processInfo.environment)),
+                clock: clock, logger: logger.child("prompt"))
+        }
+        let prompts = PinentryPrompts(
+            coordinator: coordinator,
+            hasDisplay: DisplayEnvironment(environment: ProcessInfo.processInfo.environment) != nil, audit: recordEvent)
+        logger.info(
+            "access.ready",
+            [
+                "pinentry": program ?? "none",
+                "promptPlace": prompts.canPrompt ? "display" : "none (rainwallet prompt here)",
+            ])
+        let apps = try AppAccess(
+            store: AppApprovalStore(
+                stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys),
+            resolver: resolver, confirmer: prompts, preApproved: config.access.apps, clock: clock, audit: recordEvent)
+        return DeviceAccess(
+            apps: apps, settings: settings, prompts: prompts,
+            hashFile: { (path) throws(RainError) in try hashProgram(path, reader: reader) })
+    }
+
+    /// A program's real path and content hash, as a running copy of it would be identified.
+    static func hashProgram(_ path: String, reader: CallerIdentityReader) throws(RainError) -> (path: String, sha256: [UInt8]) {
+        guard let resolved = realpath(path, nil) else {
+            throw RainError.invalid(
+                "\(path) cannot be read (\(ErrnoError(code: errno))): give the program's absolute path", field: "path")
+        }
+        let real = String(cString: resolved)
+        free(resolved)
+        let fd = try Syscall.open(real, .readOnly)
+        defer { Syscall.closeUnchecked(fd, because: .readOnly) }
+        return (real, try reader.hashes.sha256(of: fd, path: real, limit: reader.limits.maximumHashedBytes))
+    }
+
+    /// Per-app access's events as audit entries (a failure to write is logged, never a secret).
+    static func auditEvents(_ audit: any AuditRecorder, logger: Logger) -> @Sendable (AccessEvent) -> Void {
+        { event in
+            let record = auditRecord(event)
+            Task {
+                do throws(RainError) {
+                    try await audit.record(record)
+                } catch {
+                    logger.error("audit.not_written", ["event": event.event, "profile": event.profile, "error": error.message])
+                }
+            }
+        }
+    }
+
+    /// An access event as an audit record.
+    static func auditRecord(_ event: AccessEvent) -> AuditRecord {
+        let kind: AuditEvent
+        var detail = event.detail
+        switch event.event {
+        case "app_approved": kind = .appApproved
+        case "app_refused": kind = .appRefused
+        case "app_revoked": kind = .appRevoked
+        case "first_use_trusted":
+            kind = .appApproved
+            detail = "first use trusted: " + (event.detail ?? "no prompt can be shown")
+        case "prompt_registered": kind = .promptRegistered
+        default: kind = .promptResult
+        }
+        let result: AuditResult =
+            switch event.result {
+            case "ok", "confirmed": .ok
+            case let reason: AuditResult(outcome: "refused", reason: reason)
+            }
+        return AuditRecord(
+            kind, profile: event.profile.isEmpty ? nil : event.profile, app: event.app.map(AuditApp.init), result: result,
+            detail: detail)
+    }
+}
+
+/// Reads a caller's identity through its pidfd, on a queue of its own: reading hashes the
+/// executable, which must not block the event loop or the Swift concurrency pool.
+final class ProcessCallerResolver: CallerResolving {
+    private let reader: CallerIdentityReader
+    private let queue = DispatchQueue(label: "rainwalletd.caller-identity")
+
+    init(reader: CallerIdentityReader) { self.reader = reader }
+
+    func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity {
+        let process = try Self.process(context)
+        let reader = reader
+        let (uid, pid) = (context.peer.uid, context.peer.pid)
+        return try await queue.runBlocking { () throws(RainError) in
+            do throws(RainError) {
+                return try reader.read(process, uid: uid)
+            } catch  where uid != getuid() && error.details.reason == "caller_unidentified" {
+                // Another uid's process (admitted by allowedUIDs) cannot be read by this user's
+                // daemon: it is named by its uid, and can never be approved as an app.
+                return CallerIdentity(
+                    pid: pid, uid: uid, executablePath: "(a program of uid \(uid))", executableSHA256: [],
+                    unapprovable: ["another uid's program cannot be identified"])
+            }
+        }
+    }
+
+    func recheck(_ identity: CallerIdentity, of context: CallerHandle) async throws(RainError) {
+        // Nothing more can be read of another uid's process.
+        if identity.uid != getuid(), identity.executableSHA256.isEmpty { return }
+        let process = try Self.process(context)
+        let reader = reader
+        _ = try await queue.runBlocking { () throws(RainError) in try reader.recheck(identity, process: process) }
+    }
+
+    private static func process(_ context: CallerHandle) throws(RainError) -> ProcessDescriptor {
+        guard let process = context.process else {
+            throw RainError(
+                .unauthorized,
+                "the calling process (pid \(context.peer.pid)) cannot be identified on this connection: connect over "
+                    + "rainwalletd's Unix socket from a process of this machine's pid namespace",
+                details: RainError.Details(reason: "caller_unidentified"))
+        }
+        return process
+    }
+}
+
+/// The user's confirmation through pinentry (`PromptCoordinator`), and where it appears: the
+/// daemon's display, or the terminal `rainwallet prompt here` registered (kept until the daemon
+/// stops).
+final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
+    private let coordinator: PromptCoordinator?
+    private let hasPlace: Mutex<Bool>
+    /// Set while a registration runs: another one meanwhile is RAIN_302 `prompt_busy` (two
+    /// "first" registrations at once must not both be trusted).
+    private let isRegistering = Mutex(false)
+    private let audit: @Sendable (AccessEvent) -> Void
+
+    init(coordinator: PromptCoordinator?, hasDisplay: Bool, audit: @escaping @Sendable (AccessEvent) -> Void) {
+        self.coordinator = coordinator
+        hasPlace = Mutex(hasDisplay)
+        self.audit = audit
+    }
+
+    var canPrompt: Bool { coordinator != nil && hasPlace.withLock { $0 } }
+
+    func confirm(_ question: UserQuestion) async throws(RainError) {
+        guard let coordinator else { throw Self.noPinentry() }
+        _ = try await coordinator.confirm(
+            PromptRequest(action: question.action, caller: question.caller, profile: question.profile))
+    }
+
+    func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String {
+        guard let coordinator else { throw Self.noPinentry() }
+        try RegisteredTerminal.check(path: terminal)
+        let isFree = isRegistering.withLock { busy in
+            defer { busy = true }
+            return !busy
+        }
+        guard isFree else {
+            throw RainError(
+                .refused, "another prompt place is being registered; try again when it is done",
+                details: RainError.Details(reason: PromptReason.busy))
+        }
+        defer { isRegistering.withLock { $0 = false } }
+        do {
+            if self.canPrompt {
+                try await self.confirm(
+                    UserQuestion(
+                        action: "show RainWallet's confirmation prompts on the terminal \(terminal) from now on",
+                        caller: caller, profile: profile))
+            }
+            let isFirst = !self.canPrompt
+            var targets = await coordinator.currentTargets
+            targets.terminal = RegisteredTerminal(path: terminal)
+            await coordinator.setTargets(targets)
+            self.hasPlace.withLock { $0 = true }
+            self.audit(
+                AccessEvent(
+                    event: "prompt_registered", profile: profile, app: caller, result: "ok",
+                    detail: isFirst ? "\(terminal) (first place, trusted: nothing to confirm it on)" : terminal))
+            return terminal
+        }
+    }
+
+    static func noPinentry() -> RainError {
+        RainError(
+            .unavailable,
+            "no pinentry program is installed: install pinentry-tty (or pinentry-gnome3 on a desktop), or set "
+                + "access.pinentry, then restart rainwalletd",
+            details: RainError.Details(reason: PromptReason.unavailable))
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+
+/// Per-app access in a harness daemon (issue 15). Every harness daemon gets `--policy DIR/policy.json`
+/// (written here, owned by root as a managed machine's would be; tests run as root), so the machine's
+/// `/etc/rainwallet/policy.json` never leaks in.
+public enum HarnessAccess: Sendable, Equatable {
+    /// The test runner and the harness's `rainwallet` are approved for every profile, the
+    /// config's security settings are fixed by the policy (as on a CI machine: no confirmation
+    /// waits, even for a state directory a test assembled by hand), and the user's confirmation is
+    /// given by `DIR/pinentry-auto`, a test pinentry that types back the code each prompt shows and
+    /// appends the prompt's text to `DIR/prompts.log`. For tests that are not about per-app access.
+    case testRunnerApproved
+    /// Nothing approved in advance; `pinentry`, when given, is fixed by the policy (the harness's
+    /// auto-confirming one is `DaemonHarness.autoPinentryName`, resolved in the harness's
+    /// directory). For tests of per-app access itself.
+    case enforced(pinentry: String?)
+    /// This policy JSON, as written.
+    case policy(String)
+}
+
+extension DaemonHarness {
+    /// The file name of the auto-confirming test pinentry in the harness directory.
+    public static let autoPinentryName = "pinentry-auto"
+
+    /// `DIR/policy.json`.
+    public var policyPath: String { "\(directory)/policy.json" }
+
+    /// `DIR/pinentry-auto`.
+    public var autoPinentryPath: String { "\(directory)/\(Self.autoPinentryName)" }
+
+    /// `DIR/prompts.log`: each prompt the auto pinentry confirmed, one description a line.
+    public var promptLogPath: String { "\(directory)/prompts.log" }
+
+    /// The prompts the auto pinentry confirmed so far (their descriptions, Assuan-escaped).
+    public var confirmedPrompts: [String] {
+        ((try? String(contentsOfFile: promptLogPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// The test runner's own executable (what the daemon sees on connections from the test process).
+    public static var testRunnerPath: String {
+        guard let real = realpath("/proc/self/exe", nil) else { return CommandLine.arguments.first ?? "" }
+        defer { free(real) }
+        return String(cString: real)
+    }
+
+    /// Writes the auto pinentry and the policy for `access` into `directory`.
+    static func writeAccessFiles(
+        _ access: HarnessAccess, config: String?, directory: String, binaryDirectory: URL
+    ) throws {
+        let pinentry = "\(directory)/\(autoPinentryName)"
+        try writeFile(pinentry, autoPinentryScript(log: "\(directory)/prompts.log"), mode: 0o755)
+        let policy: String
+        switch access {
+        case .testRunnerApproved:
+            var apps: [Any] = [["path": testRunnerPath], ["path": binaryDirectory.appendingPathComponent("rainwallet").path]]
+            var fixed = guardedSettings(of: config)
+            var access = fixed["access"] as? [String: Any] ?? [:]
+            var byProfile = access["apps"] as? [String: Any] ?? [:]
+            apps += byProfile["*"] as? [Any] ?? []
+            byProfile["*"] = apps
+            access["apps"] = byProfile
+            access["pinentry"] = access["pinentry"] ?? pinentry
+            fixed["access"] = access
+            policy = try json(fixed)
+        case .enforced(let program):
+            let resolved = program.map { $0 == autoPinentryName ? pinentry : $0 }
+            policy = try json(resolved.map { ["access": ["pinentry": $0]] } ?? [:])
+        case .policy(let text):
+            policy = text
+        }
+        try writeFile("\(directory)/policy.json", policy, mode: 0o644)
+    }
+
+    /// The security settings of a config (JSON), in the policy's form: `allowedUIDs`,
+    /// `codeSender`, `access`, and each profile's `allowExport` and `allowedUIDs`.
+    static func guardedSettings(of config: String?) -> [String: Any] {
+        guard let config, let root = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
+            return [:]
+        }
+        var fixed = root.filter { ["allowedUIDs", "codeSender", "access"].contains($0.key) }
+        if let profiles = root["profiles"] as? [String: Any] {
+            var kept: [String: Any] = [:]
+            for (name, value) in profiles {
+                let settings = (value as? [String: Any] ?? [:]).filter { ["allowExport", "allowedUIDs"].contains($0.key) }
+                if !settings.isEmpty { kept[name] = settings }
+            }
+            if !kept.isEmpty { fixed["profiles"] = kept }
+        }
+        return fixed
+    }
+
+    private static func json(_ object: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    private static func writeFile(_ path: String, _ text: String, mode: Int) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        else { throw HarnessError("cannot write \(path)") }
+    }
+
+    /// A pinentry that answers every GETPIN with the code the description shows (`type the code
+    /// XXXX and press Enter`), logging the description. Bash, as Debian has it.
+    static func autoPinentryScript(log: String) -> String {
+        """
+        #!/bin/bash
+        # Test pinentry (integration tests only): confirms each prompt by typing back its code.
+        echo "OK Pleased to meet you"
+        desc=""
+        while IFS= read -r line; do
+          case "$line" in
+            SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
+            GETPIN*)
+              printf '%s\\n' "$desc" >> '\(log)'
+              code=$(printf '%s' "$desc" | sed -n 's/.*type the code  \\([^ ]*\\)  and press.*/\\1/p')
+              echo "D $code"; echo OK ;;
+            BYE*) echo OK; exit 0 ;;
+            *) echo OK ;;
+          esac
+        done
+
+        """
+    }
+}
