@@ -49,6 +49,9 @@ extension AuditLog {
     /// kept: they are evidence.
     public func read(since: Date?, maximumBytes: Int) async throws(RainError) -> AuditReadout {
         try await queue.runBlocking { () throws(RainError) in
+            // Refusals still being gathered are written first (with their count so far): a reader
+            // sees every refusal up to now.
+            self.state.withLock { s in self.flushPending(&s) }
             let files = try self.files()
             var lines: [String] = []
             for file in files {

@@ -238,7 +238,7 @@ public final class AuditLog: AuditRecorder {
     }
 
     /// Writes the gathered refusals as one entry; a failure is logged and counted as lost.
-    private func flushPending(_ s: inout State) {
+    func flushPending(_ s: inout State) {
         guard let pending = s.pending else { return }
         s.pending = nil
         pending.timer?.cancel()

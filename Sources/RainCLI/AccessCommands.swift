@@ -122,6 +122,7 @@ enum SettingsCommand: CLICommand {
             daemon's prompt, or come from root's /etc/rainwallet/policy.json. Until then rainwalletd
             runs on the last confirmed ones. Confirmed changes apply at the next start.
             """,
+        isRunnableWithoutSubcommand: true,
         json: .init(
             .object,
             [

@@ -380,7 +380,8 @@ public actor ProfileSession {
         guard runtime.settings.isExportAllowed else {
             throw RainError(
                 .unauthorized,
-                "export is not allowed for profile \(runtime.name); set \"allowExport\": true for it in the daemon's config file",
+                "export is not allowed for profile \(runtime.name); set \"allowExport\": true for it in the daemon's config "
+                    + "file and confirm the change with `rainwallet settings confirm` (or have the machine's policy set it)",
                 details: .init(reason: "export_not_allowed"))
         }
     }

@@ -32,8 +32,18 @@ extension DaemonHarness {
     /// `DIR/prompts.log`: each prompt the auto pinentry confirmed, one description a line.
     public var promptLogPath: String { "\(directory)/prompts.log" }
 
-    /// The prompts the auto pinentry confirmed so far (their descriptions, Assuan-escaped).
-    public var confirmedPrompts: [String] {
+    /// Makes the auto pinentry dismiss every prompt from now on (`true`), or confirm again.
+    public func autoPinentryDismisses(_ dismisses: Bool) {
+        let flag = "\(directory)/pinentry-cancels"
+        if dismisses {
+            _ = FileManager.default.createFile(atPath: flag, contents: nil)
+        } else {
+            try? FileManager.default.removeItem(atPath: flag)
+        }
+    }
+
+    /// The prompts the auto pinentry answered so far (their descriptions, Assuan-escaped).
+    public var answeredPrompts: [String] {
         ((try? String(contentsOfFile: promptLogPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
@@ -49,7 +59,9 @@ extension DaemonHarness {
         _ access: HarnessAccess, config: String?, directory: String, binaryDirectory: URL
     ) throws {
         let pinentry = "\(directory)/\(autoPinentryName)"
-        try writeFile(pinentry, autoPinentryScript(log: "\(directory)/prompts.log"), mode: 0o755)
+        try writeFile(
+            pinentry, autoPinentryScript(log: "\(directory)/prompts.log", cancelFlag: "\(directory)/pinentry-cancels"),
+            mode: 0o755)
         let policy: String
         switch access {
         case .testRunnerApproved:
@@ -101,7 +113,8 @@ extension DaemonHarness {
 
     /// A pinentry that answers every GETPIN with the code the description shows (`type the code
     /// XXXX and press Enter`), logging the description. Bash, as Debian has it.
-    static func autoPinentryScript(log: String) -> String {
+    /// While `cancelFlag` exists, it dismisses each prompt instead (logged all the same).
+    static func autoPinentryScript(log: String, cancelFlag: String) -> String {
         """
         #!/bin/bash
         # Test pinentry (integration tests only): confirms each prompt by typing back its code.
@@ -112,6 +125,7 @@ extension DaemonHarness {
             SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
             GETPIN*)
               printf '%s\\n' "$desc" >> '\(log)'
+              if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
               code=$(printf '%s' "$desc" | sed -n 's/.*type the code  \\([^ ]*\\)  and press.*/\\1/p')
               echo "D $code"; echo OK ;;
             BYE*) echo OK; exit 0 ;;

@@ -656,20 +656,44 @@ public final class DaemonHarness: Sendable {
     }
 
     /// Starts `rainwallet` like `runCLI` but returns at once, with stdin open for `send(_:)`.
-    public func launchCLI(_ arguments: [String], socketPath: String? = nil) throws -> CLIProcess {
-        try launchCLI(arguments, socketPath: socketPath, number: nextNumber(), input: nil)
+    /// - Parameters:
+    ///   - program: another copy of the CLI to run (per-app access tests: two apps of one uid).
+    ///   - environment: variables added to the CLI's environment (`LD_PRELOAD`).
+    ///   - standardInput: the CLI's stdin (a terminal for `prompt here`); a pipe when nil.
+    public func launchCLI(
+        _ arguments: [String], socketPath: String? = nil, program: URL? = nil, environment: [String: String] = [:],
+        standardInput: FileHandle? = nil
+    ) throws -> CLIProcess {
+        try launchCLI(
+            arguments, socketPath: socketPath, number: nextNumber(), input: standardInput, program: program,
+            extraEnvironment: environment)
+    }
+
+    /// Runs `program` (a copy of the CLI) like `runCLI`, with `environment` added to its own.
+    public func runCLI(
+        _ arguments: [String], program: URL, environment: [String: String] = [:], standardInput: FileHandle? = nil,
+        timeout: Duration = .seconds(30)
+    ) async throws -> CLIResult {
+        let n = nextNumber()
+        let input = try standardInput ?? Self.openForReading("/dev/null")
+        let p = try launchCLI(
+            arguments, socketPath: nil, number: n, input: input, program: program, extraEnvironment: environment)
+        return try await p.finish(timeout: timeout)
     }
 
     /// Launches the CLI with `input` as stdin, or a pipe the returned process writes to when nil.
-    private func launchCLI(_ arguments: [String], socketPath: String?, number n: Int, input: FileHandle?) throws -> CLIProcess {
+    private func launchCLI(
+        _ arguments: [String], socketPath: String?, number n: Int, input: FileHandle?, program: URL? = nil,
+        extraEnvironment: [String: String] = [:]
+    ) throws -> CLIProcess {
         let out = "\(directory)/cli-\(n).out"
         let err = "\(directory)/cli-\(n).err"
         let outHandle = try Self.openForAppending(out)
         defer { try? outHandle.close() }
         let errHandle = try Self.openForAppending(err)
         defer { try? errHandle.close() }
-        let environment = daemonEnvironment
-        let executable = binaryDirectory.appendingPathComponent("rainwallet")
+        let environment = daemonEnvironment.merging(extraEnvironment) { $1 }
+        let executable = program ?? binaryDirectory.appendingPathComponent("rainwallet")
         let allArguments = ["--socket", socketPath ?? self.socketPath] + arguments
         let (child, writer) = try ChildProcess.launchLock.withLock { _ -> (ChildProcess, FileHandle?) in
             // The pipe is made under the lock too, so no other child inherits its write end.
