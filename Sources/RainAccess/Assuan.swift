@@ -124,7 +124,7 @@ public enum Assuan {
 
     static func protocolError(_ what: String) -> RainError {
         RainError(
-            .provider, "the pinentry program sent \(what); check that prompt.pinentry names a pinentry program",
-            details: RainError.Details(reason: PromptReason.failed, field: "prompt.pinentry"))
+            .provider, "the pinentry program sent \(what); check that access.pinentry names a pinentry program",
+            details: RainError.Details(reason: PromptReason.failed, field: "access.pinentry"))
     }
 }

@@ -16,11 +16,11 @@ public struct Pinentry: Sendable {
     /// A pinentry.
     /// - Parameter program: an absolute path (a relative one would be looked up in a `PATH` the
     ///   caller may control).
-    /// - Throws: RAIN_102 field `prompt.pinentry` when the path is not absolute.
+    /// - Throws: RAIN_102 field `access.pinentry` when the path is not absolute.
     public init(program: String) throws(RainError) {
         guard program.hasPrefix("/") else {
             throw RainError.invalid(
-                "the pinentry program must be an absolute path, like /usr/bin/pinentry-tty", field: "prompt.pinentry")
+                "the pinentry program must be an absolute path, like /usr/bin/pinentry-tty", field: "access.pinentry")
         }
         self.program = program
         // A pinentry that exits before reading a command must make the write fail (EPIPE), not

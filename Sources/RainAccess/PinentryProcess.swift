@@ -47,8 +47,8 @@ final class PinentryProcess {
             throw RainError(
                 .provider,
                 "the pinentry program \(program) could not be started (\(ErrnoError(code: error.errno ?? EIO))); "
-                    + "install it (apt install pinentry-tty) or set prompt.pinentry",
-                details: RainError.Details(reason: PromptReason.failed, field: "prompt.pinentry"), underlying: error)
+                    + "install it (apt install pinentry-tty) or set access.pinentry",
+                details: RainError.Details(reason: PromptReason.failed, field: "access.pinentry"), underlying: error)
         }
         // The child has its copies; ours would keep the pipes open after it exits.
         Syscall.closeUnchecked(toChild.read, because: .readOnly)
@@ -203,7 +203,7 @@ final class PinentryProcess {
 
     private func failure(_ what: String) -> RainError {
         RainError(
-            .provider, "the pinentry program \(program) \(what); check prompt.pinentry",
-            details: RainError.Details(reason: PromptReason.failed, field: "prompt.pinentry"))
+            .provider, "the pinentry program \(program) \(what); check access.pinentry",
+            details: RainError.Details(reason: PromptReason.failed, field: "access.pinentry"))
     }
 }

@@ -30,7 +30,8 @@ enum AppsCommand: CLICommand {
     }
 
     static let exitStatuses: [Command.ExitStatus] = [
-        .init(5, "no prompt can be shown, or the app is locked out (RAIN_202, RAIN_302)"),
+        .init(5, "not approved, or no prompt can be shown (RAIN_202)"),
+        .init(8, "another prompt is open, or the app is locked out after refusals (RAIN_302)"),
         .init(9, "the prompt was dismissed, timed out or answered wrong (RAIN_401)"),
     ]
 }
@@ -158,7 +159,7 @@ enum SettingsCommand: CLICommand {
             }
         }
         if !status.fixedByPolicy.isEmpty {
-            context.output.line("Fixed by /etc/rainwallet/policy.json: \(status.fixedByPolicy.joined(separator: ", "))")
+            context.output.line("Fixed by the machine's policy: \(status.fixedByPolicy.joined(separator: ", "))")
         }
     }
 }

@@ -194,7 +194,8 @@ struct AppAccessTests {
             await Self.reason { () async throws(RainError) in
                 try await w.access.confirmSensitive(action: "export the recovery phrase", profile: "default", context: wallet)
             } == "prompt_dismissed")
-        #expect(w.resolver.rechecks.withLock { $0 } == 2)
+        // Before and after the confirmed export's prompt, and before the dismissed one's.
+        #expect(w.resolver.rechecks.withLock { $0 } == 3)
         w.resolver.recheckError.withLock { $0 = RainError(.unauthorized, "exe changed", details: .init(reason: "app_changed")) }
         #expect(
             await Self.reason { () async throws(RainError) in

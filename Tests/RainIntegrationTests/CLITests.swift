@@ -157,7 +157,9 @@ struct CLITests {
         var commands: [[String]] = []
         for line in lines[start...] {
             if line.trimmingCharacters(in: .whitespaces).isEmpty { break }
-            let words = line.split(separator: " ").map(String.init).prefix { $0.allSatisfy { $0.isLowercase } }
+            // The usage column ends at the first run of two spaces; the abstract follows.
+            let usage = String(line.drop { $0 == " " }).components(separatedBy: "  ").first ?? ""
+            let words = usage.split(separator: " ").map(String.init).prefix { $0.allSatisfy { $0.isLowercase } }
             if !words.isEmpty { commands.append(Array(words)) }
         }
         #expect(commands.count >= 8, "parsed \(commands) from \(main.stdout)")
