@@ -134,7 +134,8 @@ let package = Package(
         .testTarget(
             name: "RainDaemonTests",
             dependencies: [
-                "RainDaemon", "RainAccess", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
+                "RainDaemon", "RainAccess", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire",
+                "RainTestSupport",
             ]),
         .testTarget(
             name: "RainDeviceTests",
