@@ -33,18 +33,30 @@ public struct AppApprovals: Codable, Sendable, Equatable {
         public var source: Source
         /// A changed binary that was asked about and refused: not asked about again.
         public var refusedContentHash: String?
+        /// The Flatpak app id the app ran under when approved (nil: outside any sandbox). It only
+        /// narrows: a caller matches only under the same id, so another sandboxed app, or the
+        /// same program outside its sandbox, is another app.
+        public var flatpakAppID: String?
 
         /// An approval.
-        public init(appPath: String, contentHash: String?, approvedAt: String, source: Source) {
+        public init(
+            appPath: String, contentHash: String?, approvedAt: String, source: Source, flatpakAppID: String? = nil
+        ) {
             self.appPath = appPath
             self.contentHash = contentHash
             self.approvedAt = approvedAt
             self.source = source
+            self.flatpakAppID = flatpakAppID
         }
 
-        /// Whether `caller` runs exactly this app.
+        /// Whether `caller` runs exactly this app (same path, content and Flatpak app id).
         public func matches(_ caller: CallerIdentity) -> Bool {
-            caller.appPath == appPath && (contentHash == nil || contentHash == caller.contentHash)
+            isSameApp(caller) && (contentHash == nil || contentHash == caller.contentHash)
+        }
+
+        /// Whether `caller` is this app, whatever its content now: same path, same Flatpak app id.
+        public func isSameApp(_ caller: CallerIdentity) -> Bool {
+            caller.appPath == appPath && caller.flatpakAppID == flatpakAppID
         }
     }
 
@@ -81,7 +93,7 @@ public struct AppApprovals: Codable, Sendable, Equatable {
         if policy.contains(where: { $0.matches(caller) }) { return .approved(.policy) }
         let approvals = profiles[profile] ?? []
         if let approval = approvals.first(where: { $0.matches(caller) }) { return .approved(approval.source) }
-        if let samePath = approvals.first(where: { $0.appPath == caller.appPath }) {
+        if let samePath = approvals.first(where: { $0.isSameApp(caller) }) {
             return samePath.refusedContentHash == caller.contentHash ? .changedBinaryRefused : .changedBinary
         }
         guard let owner = approvals.first ?? policy.first else { return .unowned }
@@ -92,21 +104,23 @@ public struct AppApprovals: Codable, Sendable, Equatable {
     public mutating func approve(profile: String, caller: CallerIdentity, source: Source, at time: Date) {
         let stamp = Self.timestamp(time)
         var approvals = profiles[profile] ?? []
-        if let index = approvals.firstIndex(where: { $0.appPath == caller.appPath }) {
+        if let index = approvals.firstIndex(where: { $0.isSameApp(caller) }) {
             approvals[index].contentHash = caller.contentHash
             approvals[index].approvedAt = stamp
             approvals[index].source = source
             approvals[index].refusedContentHash = nil
         } else {
             approvals.append(
-                Approval(appPath: caller.appPath, contentHash: caller.contentHash, approvedAt: stamp, source: source))
+                Approval(
+                    appPath: caller.appPath, contentHash: caller.contentHash, approvedAt: stamp, source: source,
+                    flatpakAppID: caller.flatpakAppID))
         }
         profiles[profile] = approvals
     }
 
     /// Records that the user refused `caller`'s changed binary, so it is not asked about again.
     public mutating func refuseChangedBinary(profile: String, caller: CallerIdentity) {
-        guard var approvals = profiles[profile], let index = approvals.firstIndex(where: { $0.appPath == caller.appPath })
+        guard var approvals = profiles[profile], let index = approvals.firstIndex(where: { $0.isSameApp(caller) })
         else { return }
         approvals[index].refusedContentHash = caller.contentHash
         profiles[profile] = approvals

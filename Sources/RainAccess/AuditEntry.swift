@@ -61,12 +61,19 @@ public struct AuditApp: Sendable, Hashable, Codable {
     /// The uid.
     public var uid: UInt32
 
+    /// The systemd unit the caller ran in, when it ran in one.
+    public var unit: String?
+    /// The caller's Flatpak app id, when it ran sandboxed.
+    public var flatpak: String?
+
     /// The app of a caller whose identity was read.
     public init(_ identity: CallerIdentity) {
         path = identity.appPath
         hash = identity.hashPrefix
         pid = identity.pid
         uid = identity.uid
+        unit = identity.systemdUnit
+        flatpak = identity.flatpakAppID
     }
 
     /// A caller known only by its socket's peer credentials.

@@ -28,7 +28,10 @@ public struct PromptRequest: Sendable {
     /// code out of the line limit.
     func description(code: PromptCode) -> String {
         let action = PromptText.displayable(self.action, maximumLength: 200)
-        let app = PromptText.displayable(caller.appPath, maximumLength: 300)
+        var app = PromptText.displayable(caller.appPath, maximumLength: 300)
+        if let flatpak = caller.flatpakAppID {
+            app += " (Flatpak app " + PromptText.displayable(flatpak, maximumLength: 100) + ")"
+        }
         let profile = PromptText.displayable(self.profile, maximumLength: 100)
         return """
             RainWallet asks you to confirm: \(action)

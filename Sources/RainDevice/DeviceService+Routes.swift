@@ -162,23 +162,23 @@ extension DeviceService {
                         })
                 })
             Self.accessRoutes(access, audit: audit, auditLogger: auditLogger)
-            // The daemon's keys (`rainwallet storage …`, the daemon's own uid only: `handle`). The
-            // passphrase and the sealed backup are payloads: never logged.
+            // The daemon's keys (`rainwallet storage …`), the daemon's own uid only. The passphrase
+            // and the sealed backup are payloads: never logged.
             Route(
                 Method.storageStatus, StorageStatusRequest.self, StorageStatusResponse.self,
-                policy: .read(isOpenToAnyApp: true),
+                policy: .read(isOpenToAnyApp: true, isDaemonOwnerOnly: true),
                 .actor { (_, _) throws(RainError) in
                     StorageStatusResponse(status: try await Self.storageControl(storageControl).status())
                 })
             Route(
                 Method.storageBackup, StorageBackupRequest.self, StorageBackupResponse.self,
-                policy: .send(isSensitive: true, userConfirms: Self.confirmBackup, isOpenToAnyApp: true),
+                policy: .send(isSensitive: true, userConfirms: Self.confirmBackup, isOpenToAnyApp: true, isDaemonOwnerOnly: true),
                 .actor { (r, _) throws(RainError) in
                     try await Self.storageControl(storageControl).backup(passphrase: r.passphrase)
                 })
             Route(
                 Method.storageMigrate, StorageMigrateRequest.self, StorageMigrateProgress.self,
-                policy: .send(userConfirms: Self.confirmMigrate, isOpenToAnyApp: true),
+                policy: .send(userConfirms: Self.confirmMigrate, isOpenToAnyApp: true, isDaemonOwnerOnly: true),
                 .stream { (r, _, server) throws(RainError) in
                     let control = try Self.storageControl(storageControl)
                     guard let target = KeyProviderKind(rawValue: r.to) else {
@@ -202,7 +202,7 @@ extension DeviceService {
             // The audit log (issue 15): for the daemon's own uid, whatever the profile.
             Route(
                 Method.readAuditLog, ReadAuditLogRequest.self, ReadAuditLogResponse.self,
-                policy: .read(isOpenToAnyApp: true),
+                policy: .read(isOpenToAnyApp: true, isDaemonOwnerOnly: true),
                 .actor { (r, call) throws(RainError) in try await Self.readAuditLog(r, call, audit: audit) })
             if isTestMethodsEnabled {
                 Route(
@@ -224,7 +224,6 @@ extension DeviceService {
     static let confirmMigrate = "move the daemon's keys to another key provider"
 
     /// The methods that reach the daemon's keys.
-    static let storageMethods: Set<String> = [Method.storageStatus, Method.storageBackup, Method.storageMigrate]
 
     /// What answers the storage methods.
     /// - Throws: RAIN_501 when this service has none.

@@ -91,13 +91,13 @@ public final class DeviceService: ServerHandler {
         {
             return .respond(.failure(RainError(.unauthorized, "uid \(ctx.peer.uid) may not use profile \(profile)")))
         }
-        // The daemon's keys are its user's alone: a uid the config lets use a profile may not read,
-        // back up or move them.
-        if ctx.peer.uid != ownUID, Self.storageMethods.contains(request.method) {
+        // The daemon's keys and its audit log are its user's alone: a uid the config lets use a
+        // profile may not read, back up or move them.
+        if ctx.peer.uid != ownUID, routes.route(for: request.method)?.policy.isDaemonOwnerOnly == true {
             return .respond(
                 .failure(
                     RainError(
-                        .unauthorized, "uid \(ctx.peer.uid) may not manage this daemon's keys: only its own user may",
+                        .unauthorized, "uid \(ctx.peer.uid) may not call \(request.method): only this daemon's own user may",
                         details: RainError.Details(reason: "not_daemon_owner"))))
         }
         let lease: ProfileLease?

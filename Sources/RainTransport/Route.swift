@@ -39,6 +39,9 @@ public struct RoutePolicy: Sendable, Equatable {
     /// Served to any app of an allowed uid, approved for the profile or not: GetInfo, and the
     /// per-app access calls, which the user's confirmation guards instead.
     public var isOpenToAnyApp: Bool
+    /// Served only to the daemon's own uid, whatever profile another uid may use: its keys and
+    /// its audit log are its user's alone.
+    public var isDaemonOwnerOnly: Bool
 
     /// A policy.
     /// - Parameters:
@@ -48,9 +51,10 @@ public struct RoutePolicy: Sendable, Equatable {
     ///   - deadline: the default deadline; a request's own `timeout_ms` wins.
     ///   - userConfirms: what the user confirms on the prompt before the call runs.
     ///   - isOpenToAnyApp: served to an app not approved for the profile.
+    ///   - isDaemonOwnerOnly: served only to the daemon's own uid.
     public init(
         kind: Kind, needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil,
-        userConfirms: String? = nil, isOpenToAnyApp: Bool = false
+        userConfirms: String? = nil, isOpenToAnyApp: Bool = false, isDaemonOwnerOnly: Bool = false
     ) {
         self.kind = kind
         self.needsSession = needsSession
@@ -58,24 +62,27 @@ public struct RoutePolicy: Sendable, Equatable {
         self.deadline = deadline
         self.userConfirms = userConfirms
         self.isOpenToAnyApp = isOpenToAnyApp
+        self.isDaemonOwnerOnly = isDaemonOwnerOnly
     }
 
     /// A read (retried).
     public static func read(
-        needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, isOpenToAnyApp: Bool = false
+        needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, isOpenToAnyApp: Bool = false,
+        isDaemonOwnerOnly: Bool = false
     ) -> RoutePolicy {
         RoutePolicy(
-            kind: .read, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, isOpenToAnyApp: isOpenToAnyApp)
+            kind: .read, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, isOpenToAnyApp: isOpenToAnyApp,
+            isDaemonOwnerOnly: isDaemonOwnerOnly)
     }
 
     /// A send or mutation (never retried).
     public static func send(
         needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, userConfirms: String? = nil,
-        isOpenToAnyApp: Bool = false
+        isOpenToAnyApp: Bool = false, isDaemonOwnerOnly: Bool = false
     ) -> RoutePolicy {
         RoutePolicy(
             kind: .send, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, userConfirms: userConfirms,
-            isOpenToAnyApp: isOpenToAnyApp)
+            isOpenToAnyApp: isOpenToAnyApp, isDaemonOwnerOnly: isDaemonOwnerOnly)
     }
 
     /// Whether a failed call may be repeated.

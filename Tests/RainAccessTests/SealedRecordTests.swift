@@ -44,6 +44,29 @@ struct SealedRecordTests {
         #expect(approvals.decide(profile: "default", caller: updated) == .unowned)
     }
 
+    @Test("a Flatpak app id narrows an approval: the same program outside the sandbox, or in another one, is another app")
+    func flatpakNarrows() throws {
+        var approvals = AppApprovals()
+        func app(_ flatpak: String?) -> CallerIdentity {
+            CallerIdentity(
+                pid: 7, uid: getuid(), executablePath: "/app/bin/wallet", executableSHA256: [UInt8](repeating: 4, count: 32),
+                flatpakAppID: flatpak)
+        }
+        approvals.approve(profile: "default", caller: app("org.example.Wallet"), source: .prompt, at: Date())
+        #expect(approvals.decide(profile: "default", caller: app("org.example.Wallet")) == .approved(.prompt))
+        #expect(approvals.decide(profile: "default", caller: app(nil)) == .notApproved(owner: "/app/bin/wallet"))
+        #expect(approvals.decide(profile: "default", caller: app("org.evil.Clone")) == .notApproved(owner: "/app/bin/wallet"))
+        // It never grants: a policy entry for the path (no Flatpak id) does not let a sandboxed copy in.
+        let policy = [AppApprovals.Approval(appPath: "/app/bin/wallet", contentHash: nil, approvedAt: "", source: .policy)]
+        #expect(AppApprovals().decide(profile: "x", caller: app("org.other.App"), policy: policy) != .approved(.policy))
+        // Kept across a save and load.
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try AppApprovalStore(stateDirectory: directory, storageKey: try SymmetricKey.random())
+        try store.save(approvals)
+        #expect(try store.load().profiles["default"]?.first?.flatpakAppID == "org.example.Wallet")
+    }
+
     @Test("LD_PRELOAD or a tracer is never approved, not even an approved app; policy apps are approved")
     func unapprovableAndPolicy() {
         var approvals = AppApprovals()
@@ -90,6 +113,31 @@ struct SealedRecordTests {
         // A record sealed under another storage key is refused too.
         try AppApprovalStore(stateDirectory: directory, storageKey: try SymmetricKey.random()).save(approvals)
         #expect(throws: RainError.self) { try store.load() }
+    }
+
+    @Test("a record sealed under the storage key of before a migration is read once and sealed again under the new key")
+    func resealAfterMigration() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let old = try SymmetricKey.random()
+        let new = try SymmetricKey.random()
+        var approvals = AppApprovals()
+        approvals.approve(profile: "default", caller: Self.caller("/usr/bin/wallet", hash: 1), source: .prompt, at: Date())
+        try AppApprovalStore(stateDirectory: directory, storageKey: old).save(approvals)
+        try ConfirmedSettingsStore(stateDirectory: directory, storageKey: old).save(GuardedSettings(["a": "1"]))
+        // Under the new key alone the records do not open: they were sealed under the old one.
+        #expect(throws: RainError.self) { try AppApprovalStore(stateDirectory: directory, storageKey: new).load() }
+        #expect(
+            try SealedRecords.reseal(stateDirectory: directory, storageKey: new, previousStorageKeys: [old]) == 2)
+        // Sealed again: the new key alone opens them, with the same content.
+        #expect(try AppApprovalStore(stateDirectory: directory, storageKey: new).load() == approvals)
+        #expect(try ConfirmedSettingsStore(stateDirectory: directory, storageKey: new).load()?.values == ["a": "1"])
+        // A key that sealed neither is no way in.
+        #expect(throws: RainError.self) {
+            try SealedRecords.reseal(
+                stateDirectory: directory, storageKey: try SymmetricKey.random(), previousStorageKeys: [try SymmetricKey.random()]
+            )
+        }
     }
 
     @Test("settings changes are listed key by key; the confirmed settings are sealed")

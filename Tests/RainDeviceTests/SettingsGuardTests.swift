@@ -66,6 +66,31 @@ struct SettingsGuardTests {
         #expect(third.running.values["profiles.a.allowExport"] == "true")
     }
 
+    @Test("a record missing from a state directory that existed is not a first start: the defaults run until confirmed")
+    func removedRecordIsNotAFirstStart() async throws {
+        let (store, directory) = try Self.store()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = Config()
+        config.set("profiles.a.allowExport", "true")
+        // A program removed confirmed-settings.json and edited the config: nothing is recorded
+        // for it, and the daemon runs on the defaults (export off).
+        let removed = try SettingsGuard(
+            store: store, policy: GuardedSettings(), isNewState: false, requested: config.requested)
+        guard case .waiting(let changes) = removed.start else {
+            Issue.record("started as \(removed.start)")
+            return
+        }
+        #expect(changes.map(\.key).contains("profiles.a.allowExport"))
+        #expect(removed.running.values["profiles.a.allowExport"] == nil)
+        #expect(try store.load() == nil, "nothing recorded without the user")
+        let applied = try DaemonConfig().applying(removed.running, source: "test")
+        #expect(!applied.settings(for: "a").isExportAllowed)
+        // Confirmed on the prompt, it is recorded.
+        let status = try removed.status()
+        _ = try await removed.confirm(requestedDigest: status.requestedDigest) { _ throws(RainError) in }
+        #expect(try store.load()?.values["profiles.a.allowExport"] == "true")
+    }
+
     @Test("the policy's keys need no confirmation and the config cannot change them")
     func policyKeys() throws {
         let (store, directory) = try Self.store()

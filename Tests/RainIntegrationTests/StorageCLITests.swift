@@ -191,10 +191,11 @@ import Testing
         // The control: that uid is served.
         let served = try await bin.runCLI(as: AccessTests.allowedUID, socket: h.socketPath, daemonUID + ["info"])
         #expect(served.status == 0, "\(served)")
-        for arguments in [["storage", "status"], ["storage", "migrate", "--to", "tpm2"]] {
+        // Nor its audit log.
+        for arguments in [["storage", "status"], ["storage", "migrate", "--to", "tpm2"], ["audit"]] {
             let refused = try await bin.runCLI(as: AccessTests.allowedUID, socket: h.socketPath, daemonUID + arguments)
             #expect(refused.status == 5, "\(arguments): \(refused)")
-            #expect(refused.stderr.contains("RAIN_202"), "\(refused)")
+            #expect(refused.stderr.contains("RAIN_202") && refused.stderr.contains("only this daemon's own user"), "\(refused)")
         }
         // Its own user may.
         #expect(try await h.runCLI(["storage", "status"]).status == 0)
