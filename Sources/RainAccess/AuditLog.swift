@@ -187,6 +187,12 @@ public final class AuditLog: AuditRecorder {
         try await queue.runBlocking { () throws(RainError) in try self.append(record) }
     }
 
+    /// Records `record`, blocking the calling thread (never the log's queue) until it is written:
+    /// for the daemon's start, which runs on a queue of its own.
+    public func recordNow(_ record: AuditRecord) throws(RainError) {
+        try queue.sync { Result { () throws(RainError) in try self.append(record) } }.get()
+    }
+
     /// Writes the refusals being gathered now (the daemon stops).
     public func flush() async {
         _ = try? await queue.runBlocking { () throws(RainError) in

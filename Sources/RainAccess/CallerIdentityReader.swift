@@ -2,6 +2,7 @@ import Glibc
 import RainCore
 import RainCrypto
 import RainSystem
+import Synchronization
 
 /// Reads a `CallerIdentity` through a caller's pidfd (`ProcessDescriptor`, taken when its
 /// connection was accepted), and reads it again before a sensitive call (`recheck`).
@@ -40,6 +41,8 @@ public final class CallerIdentityReader: Sendable {
 
     /// The hashes of executables and scripts, by `FileKey`.
     public let hashes: ExecutableHashCache
+    /// The processes read lately, for their next connections.
+    let recent = RecentIdentities(capacity: 256)
     /// How much is read.
     public let limits: Limits
 
@@ -61,7 +64,13 @@ public final class CallerIdentityReader: Sendable {
     ///   reused), or `caller_unidentified` when its executable cannot be read (a process that is
     ///   not dumpable, or of another uid, when the daemon is not root); RAIN_502 when a call fails.
     public func read(_ process: ProcessDescriptor, uid: UInt32) throws(RainError) -> CallerIdentity {
-        try process.withDescriptor { pidfd throws(RainError) in try read(process, pidfd: pidfd, uid: uid) }
+        try read(process, uid: uid, usesRecent: true)
+    }
+
+    private func read(_ process: ProcessDescriptor, uid: UInt32, usesRecent: Bool) throws(RainError) -> CallerIdentity {
+        try process.withDescriptor { pidfd throws(RainError) in
+            try read(process, pidfd: pidfd, uid: uid, usesRecent: usesRecent)
+        }
     }
 
     /// Reads the identity again before a sensitive call and checks that it is the same caller: the
@@ -70,7 +79,8 @@ public final class CallerIdentityReader: Sendable {
     /// - Returns: the identity read now.
     /// - Throws: RAIN_202 with reason `caller_changed` when it differs, or as `read`.
     public func recheck(_ identity: CallerIdentity, process: ProcessDescriptor) throws(RainError) -> CallerIdentity {
-        let now = try read(process, uid: identity.uid)
+        // Read in full, never from `recent`: a tracer attached since is seen.
+        let now = try read(process, uid: identity.uid, usesRecent: false)
         guard now.pid == identity.pid, now.appPath == identity.appPath, now.contentHash == identity.contentHash,
             now.unapprovable == identity.unapprovable
         else {
@@ -92,7 +102,9 @@ public final class CallerIdentityReader: Sendable {
 
     // MARK: reading
 
-    private func read(_ process: ProcessDescriptor, pidfd: Int32, uid: UInt32) throws(RainError) -> CallerIdentity {
+    private func read(
+        _ process: ProcessDescriptor, pidfd: Int32, uid: UInt32, usesRecent: Bool
+    ) throws(RainError) -> CallerIdentity {
         let pid = process.pid
         let base = "/proc/\(pid)"
         try requireRunning(process, pidfd: pidfd)
@@ -108,6 +120,28 @@ public final class CallerIdentityReader: Sendable {
         try requireRunning(process, pidfd: pidfd)
         try requireSameStart(process, stat)
 
+        // The same process read a moment ago (a client opening many connections), still running the
+        // same file with the same environment and command line: that identity, without reading the
+        // rest again.
+        let key = RecentIdentities.Key(pid: pid, startTime: stat.startTime, uid: uid)
+        let fingerprint = try? self.fingerprint(directory, base: base)
+        if usesRecent, let fingerprint, let known = recent.identity(key, fingerprint: fingerprint) {
+            try requireRunning(process, pidfd: pidfd)
+            return known
+        }
+        let identity = try readInFull(directory, base: base, process: process, pidfd: pidfd, stat: stat, uid: uid)
+        // An interpreter's identity holds its script's hash, which the fingerprint does not: read
+        // in full each time.
+        if let fingerprint, InterpreterRule.matching(executablePath: identity.executablePath) == nil {
+            recent.store(key, fingerprint: fingerprint, identity: identity)
+        }
+        return identity
+    }
+
+    private func readInFull(
+        _ directory: Int32, base: String, process: ProcessDescriptor, pidfd: Int32, stat: ProcessStat, uid: UInt32
+    ) throws(RainError) -> CallerIdentity {
+        let pid = process.pid
         var unapprovable: [String] = []
         let (executablePath, executableSHA256) = try readExecutable(directory, base: base, pid: pid)
         let rule = InterpreterRule.matching(executablePath: executablePath)
@@ -145,6 +179,24 @@ public final class CallerIdentityReader: Sendable {
             pid: pid, uid: uid, executablePath: executablePath, executableSHA256: executableSHA256, script: script,
             systemdUnit: systemdUnit, flatpakAppID: flatpakAppID, unapprovable: unapprovable,
             controllingTerminal: stat.controllingTerminal, sessionID: stat.sessionID)
+    }
+
+    /// What can change in a process while its pid and start time stay: the file it runs, its
+    /// environment and its command line (an `exec`), and its tracers.
+    private func fingerprint(_ directory: Int32, base: String) throws(RainError) -> RecentIdentities.Fingerprint {
+        let exe = try Syscall.open(at: directory, "exe", .readOnly, options: [.noControllingTerminal], path: base + "/exe")
+        defer { Syscall.closeUnchecked(exe, because: .readOnly) }
+        let file = try FileKey(of: exe, path: base + "/exe")
+        let environment = try Syscall.readPrefix(
+            at: directory, "environ", path: base + "/environ", limit: limits.maximumEnvironmentBytes)
+        let commandLine = try Syscall.readPrefix(
+            at: directory, "cmdline", path: base + "/cmdline", limit: limits.maximumCommandLineBytes)
+        guard !environment.isTruncated, !commandLine.isTruncated else {
+            throw RainError(.internalError, "too large to fingerprint")
+        }
+        return RecentIdentities.Fingerprint(
+            executable: file, environment: SHA256.hash(environment.bytes), commandLine: SHA256.hash(commandLine.bytes),
+            tracers: checkTracers(directory, base: base))
     }
 
     private func requireRunning(_ process: ProcessDescriptor, pidfd: Int32) throws(RainError) {
@@ -198,7 +250,7 @@ public final class CallerIdentityReader: Sendable {
         do throws(RainError) {
             let fd = try Syscall.open(at: directory, "environ", .readOnly, path: path)
             defer { Syscall.closeUnchecked(fd, because: .readOnly) }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
             defer { buffer.deallocate() }
             var total = 0
             while true {
@@ -321,5 +373,50 @@ extension FileKey {
         var st = stat()
         try Syscall.call("fstat", path: path) { fstat(fd, &st) }
         return UInt64(st.st_nlink)
+    }
+}
+
+/// The identities of processes read lately, by pid, start time and uid, each with what it was read
+/// from (`Fingerprint`): a process that opens many connections is read in full once, and again
+/// only when it runs another file, with another environment or command line, or has a tracer.
+/// Interpreters are not kept (their script may change under the same command line); the systemd
+/// unit and the Flatpak app id are as first read. `recheck` never uses it. Bounded: past
+/// `capacity` entries the oldest goes.
+final class RecentIdentities: Sendable {
+    struct Key: Hashable {
+        var pid: Int32
+        var startTime: UInt64
+        var uid: UInt32
+    }
+
+    struct Fingerprint: Equatable {
+        var executable: FileKey
+        var environment: [UInt8]
+        var commandLine: [UInt8]
+        var tracers: [String]
+    }
+
+    private struct State {
+        var entries: [Key: (Fingerprint, CallerIdentity)] = [:]
+        var order: [Key] = []
+    }
+
+    private let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    func identity(_ key: Key, fingerprint: Fingerprint) -> CallerIdentity? {
+        state.withLock { s in
+            guard let (known, identity) = s.entries[key], known == fingerprint else { return nil }
+            return identity
+        }
+    }
+
+    func store(_ key: Key, fingerprint: Fingerprint, identity: CallerIdentity) {
+        state.withLock { s in
+            if s.entries.updateValue((fingerprint, identity), forKey: key) == nil { s.order.append(key) }
+            if s.order.count > capacity { s.entries[s.order.removeFirst()] = nil }
+        }
     }
 }

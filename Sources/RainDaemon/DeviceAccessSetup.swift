@@ -77,16 +77,14 @@ enum DeviceAccessSetup {
         return (real, try reader.hashes.sha256(of: fd, path: real, limit: reader.limits.maximumHashedBytes))
     }
 
-    /// Per-app access's events as audit entries (a failure to write is logged, never a secret).
-    static func auditEvents(_ audit: any AuditRecorder, logger: Logger) -> @Sendable (AccessEvent) -> Void {
+    /// Per-app access's events as audit entries, written before the decision is answered (a
+    /// failure to write is logged, never a secret).
+    static func auditEvents(_ audit: any AuditRecorder, logger: Logger) -> @Sendable (AccessEvent) async -> Void {
         { event in
-            let record = auditRecord(event)
-            Task {
-                do throws(RainError) {
-                    try await audit.record(record)
-                } catch {
-                    logger.error("audit.not_written", ["event": event.event, "profile": event.profile, "error": error.message])
-                }
+            do throws(RainError) {
+                try await audit.record(auditRecord(event))
+            } catch {
+                logger.error("audit.not_written", ["event": event.event, "profile": event.profile, "error": error.message])
             }
         }
     }
@@ -170,9 +168,9 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
     /// Set while a registration runs: another one meanwhile is RAIN_302 `prompt_busy` (two
     /// "first" registrations at once must not both be trusted).
     private let isRegistering = Mutex(false)
-    private let audit: @Sendable (AccessEvent) -> Void
+    private let audit: @Sendable (AccessEvent) async -> Void
 
-    init(coordinator: PromptCoordinator?, hasDisplay: Bool, audit: @escaping @Sendable (AccessEvent) -> Void) {
+    init(coordinator: PromptCoordinator?, hasDisplay: Bool, audit: @escaping @Sendable (AccessEvent) async -> Void) {
         self.coordinator = coordinator
         hasPlace = Mutex(hasDisplay)
         self.audit = audit
@@ -211,7 +209,7 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
             targets.terminal = RegisteredTerminal(path: terminal)
             await coordinator.setTargets(targets)
             self.hasPlace.withLock { $0 = true }
-            self.audit(
+            await self.audit(
                 AccessEvent(
                     event: "prompt_registered", profile: profile, app: caller, result: "ok",
                     detail: isFirst ? "\(terminal) (first place, trusted: nothing to confirm it on)" : terminal))

@@ -140,9 +140,11 @@ struct DeviceSetup: Sendable {
         case .unchanged:
             break
         case .recorded:
-            Task {
-                try? await audit.record(
-                    AuditRecord(.settingsChanged, profile: nil, app: nil, detail: "recorded at the first start"))
+            // Written now, not by a task that could still run while a failed start exits.
+            do throws(RainError) {
+                try audit.recordNow(AuditRecord(.settingsChanged, profile: nil, app: nil, detail: "recorded at the first start"))
+            } catch {
+                logger.error("audit.not_written", ["event": "settings_changed", "error": error.message])
             }
         case .waiting(let changes):
             logger.warning(

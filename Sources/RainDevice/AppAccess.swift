@@ -113,13 +113,13 @@ public final class AppAccess: Sendable {
     /// Apps approved by the policy or the confirmed config (`access.apps`; `*` for every profile).
     private let preApproved: [String: [AppApprovals.Approval]]
     private let clock: any RainClock
-    private let audit: @Sendable (AccessEvent) -> Void
+    private let audit: @Sendable (AccessEvent) async -> Void
 
     /// Per-app access over `store` (nil: approvals in memory only, for tests).
     /// - Throws: RAIN_102 `record_tampered` when the stored approvals were changed outside rainwalletd.
     public init(
         store: AppApprovalStore?, resolver: any CallerResolving, confirmer: any UserConfirming,
-        preApproved: [String: [PreApprovedApp]], clock: any RainClock, audit: @escaping @Sendable (AccessEvent) -> Void
+        preApproved: [String: [PreApprovedApp]], clock: any RainClock, audit: @escaping @Sendable (AccessEvent) async -> Void
     ) throws(RainError) {
         self.store = store
         self.resolver = resolver
@@ -162,31 +162,31 @@ public final class AppAccess: Sendable {
                     try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
                 } catch {
                     if isChange { try update { $0.refuseChangedBinary(profile: profile, caller: caller) } }
-                    audit(
+                    await audit(
                         AccessEvent(
                             event: "app_refused", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)"))
                     throw error
                 }
                 try approve(profile: profile, caller: caller, source: .prompt, ifStill: decision)
-                audit(
+                await audit(
                     AccessEvent(
                         event: "app_approved", profile: profile, app: caller, result: "ok",
                         detail: isChange ? "changed binary" : nil))
             } else {
                 try approve(profile: profile, caller: caller, source: .firstUse, ifStill: decision)
-                audit(
+                await audit(
                     AccessEvent(
                         event: "first_use_trusted", profile: profile, app: caller, result: "ok",
                         detail: "no prompt can be shown (access.pinentry and a display or `rainwallet prompt here`)"))
             }
         case .notApproved(let owner):
-            audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: "app_not_approved"))
+            await audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: "app_not_approved"))
             throw Self.notApproved(caller: caller, profile: profile, why: "profile \(profile) belongs to \(owner)")
         case .changedBinaryRefused:
             throw Self.notApproved(
                 caller: caller, profile: profile, why: "this version of it was refused on the prompt")
         case .unapprovable(let reasons):
-            audit(
+            await audit(
                 AccessEvent(
                     event: "app_refused", profile: profile, app: caller, result: "unapprovable",
                     detail: reasons.joined(separator: ", ")))
@@ -229,7 +229,7 @@ public final class AppAccess: Sendable {
     /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
     public func ask(action: String, caller: CallerIdentity, profile: String) async throws(RainError) {
         guard confirmer.canPrompt else {
-            audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: action))
+            await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: action))
             throw RainError(
                 .unauthorized,
                 """
@@ -240,13 +240,13 @@ public final class AppAccess: Sendable {
         do {
             try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
         } catch {
-            audit(
+            await audit(
                 AccessEvent(
                     event: "prompt_result", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
                     detail: action))
             throw error
         }
-        audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: action))
+        await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: action))
     }
 
     /// The approvals, and the pre-approved apps.
@@ -263,7 +263,7 @@ public final class AppAccess: Sendable {
             action: "approve \(app.appPath) (sha256 \(app.hashPrefix)…) for the wallet profile", caller: caller, profile: profile)
         try update { $0.approve(profile: profile, caller: app, source: .prompt, at: clock.now) }
         forgetConnections(profile: profile)
-        audit(
+        await audit(
             AccessEvent(
                 event: "app_approved", profile: profile, app: app, result: "ok",
                 detail: "asked by \(caller.appPath) pid \(caller.pid)"))
@@ -280,7 +280,7 @@ public final class AppAccess: Sendable {
         try await ask(action: "revoke \(appPath)'s access to the wallet profile", caller: caller, profile: profile)
         try update { $0.revoke(profile: profile, appPath: appPath) }
         forgetConnections(profile: profile)
-        audit(AccessEvent(event: "app_revoked", profile: profile, app: nil, result: "ok", detail: appPath))
+        await audit(AccessEvent(event: "app_revoked", profile: profile, app: nil, result: "ok", detail: appPath))
     }
 
     /// Drops the connection's identity.

@@ -69,9 +69,15 @@ extension Syscall {
     ) throws(RainError) -> (bytes: [UInt8], isTruncated: Bool) {
         let fd = try open(at: dirfd, name, .readOnly, options: [.noControllingTerminal, .nonBlocking], path: path)
         defer { closeUnchecked(fd, because: .readOnly) }
-        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        // Grown as the file turns out larger (most are a few hundred bytes): no 64 KiB buffer per
+        // small file read.
+        var bytes = [UInt8](repeating: 0, count: min(limit + 1, 4096))
         var count = 0
-        while count < bytes.count {
+        while true {
+            if count == bytes.count {
+                if bytes.count >= limit + 1 { break }
+                bytes.append(contentsOf: repeatElement(0, count: min(bytes.count, limit + 1 - bytes.count)))
+            }
             let n = try bytes.withUnsafeMutableBytes { buffer in
                 Result { () throws(RainError) in
                     try read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[count...]), path: path)

@@ -216,6 +216,53 @@ struct CallerIdentityReaderTests {
         #expect(identity.unapprovable == ["traced by pid \(tracer.processIdentifier)"])
     }
 
+    @Test("a process read again is known from its last read, until it runs itself again with LD_PRELOAD set")
+    func recentIdentityFollowsExec() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // A compiled program (interpreters are always read in full) that waits for a line, then runs
+        // itself again with LD_PRELOAD in its environment: same pid, start time, file and arguments.
+        let source = #"""
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) {
+                char line[16];
+                if (getenv("LD_PRELOAD") == NULL) {
+                    if (fgets(line, sizeof line, stdin) == NULL) return 1;
+                    setenv("LD_PRELOAD", "/nonexistent/inject.so", 1);
+                    execv("/proc/self/exe", argv);
+                    return 2;
+                }
+                sleep(30);
+                return 0;
+            }
+            """#
+        try source.write(toFile: dir + "/reexec.c", atomically: true, encoding: .utf8)
+        let gcc = Process()
+        gcc.executableURL = URL(fileURLWithPath: "/usr/bin/gcc")
+        gcc.arguments = ["-o", dir + "/reexec", dir + "/reexec.c"]
+        try gcc.run()
+        gcc.waitUntilExit()
+        try #require(gcc.terminationStatus == 0, "gcc failed")
+
+        let child = try Child(dir + "/reexec", [])
+        let descriptor = try child.descriptor()
+        let reader = CallerIdentityReader()
+        let first = try reader.read(descriptor, uid: getuid())
+        #expect(first.unapprovable.isEmpty)
+        #expect(try reader.read(descriptor, uid: getuid()) == first, "read again: the same identity")
+        child.send("go\n")
+        #expect(
+            waitUntil {
+                (try? String(contentsOfFile: "/proc/\(child.pid)/environ", encoding: .isoLatin1))?.contains("LD_PRELOAD=")
+                    == true
+            })
+        // Same pid, start time and file: only the environment tells, and it is read.
+        let after = try reader.read(descriptor, uid: getuid())
+        #expect(after.unapprovable.contains("LD_PRELOAD"), "\(after.unapprovable)")
+    }
+
     @Test("a process that runs another program after it was read fails the re-check")
     func execFailsRecheck() throws {
         let dir = try temporaryDirectory()

@@ -40,6 +40,29 @@ struct LeakTests {
         print("dayLongTimeouts: VmRSS \(before) KiB → \(after) KiB after 20,000 calls")
     }
 
+    @Test("2,000 connections that each pass per-app access once grow the daemon's VmRSS by less than 4 MiB")
+    func connectionsWithCallerIdentity() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let pid = try #require(h.pid)
+        let payload = try AwaitRestoreRequest(timeoutMilliseconds: 1).encode()
+        // Each connection's first profile call reads its caller's identity and decides; closing it
+        // must drop all of that.
+        func connections(_ n: Int) async throws {
+            for _ in 0..<n {
+                let conn = try ClientConnection(path: h.socketPath)
+                _ = try await conn.call(method: Method.awaitRestore, payload: payload)
+                conn.close()
+            }
+        }
+        try await connections(300)
+        let before = try Self.residentKiB(pid)
+        try await connections(2_000)
+        let after = try Self.residentKiB(pid)
+        #expect(after - before < 4 * 1024, "VmRSS \(before) KiB → \(after) KiB")
+        print("connectionsWithCallerIdentity: VmRSS \(before) KiB → \(after) KiB after 2,000 connections")
+    }
+
     @Test("5,000 invented profile names grow the daemon's VmRSS by less than 4 MiB")
     func profileFlood() async throws {
         let h = try await DaemonHarness.start()
