@@ -142,6 +142,8 @@ let package = Package(
                 "RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz", "RainSystem",
                 "RainKeyStore", "RainAccess",
             ]),
+        // The client library's own rules (no daemon): reconnect backoff, when onSessionExpired fires.
+        .testTarget(name: "RainWalletTests", dependencies: ["RainWallet", "RainWire", "RainCore"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [

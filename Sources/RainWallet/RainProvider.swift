@@ -16,13 +16,27 @@ public final class RainProvider: Sendable {
     /// The configuration this provider was created with.
     public let config: RainWalletConfig
     private let connectionState = Mutex<ClientConnection?>(nil)
-    private let expiryWatch = Mutex<Task<Void, Never>?>(nil)
+    /// The task that watches for the end of sessions, for `onSessionExpired`.
+    let expiryWatch = Mutex<Task<Void, Never>?>(nil)
+    /// What the `onSessionExpired` watcher has seen (tests).
+    let expiryWatchState = Mutex(ExpiryWatchStatus())
+    /// Where `onSessionExpired`'s hook runs: one serial queue, so hooks never overlap.
+    let expiryQueue = DispatchQueue(label: "rainwallet.client.session-expired")
+    /// How the streams wait before reconnecting to a daemon that went away.
+    let reconnectBackoff: ReconnectBackoff
     /// Whether this provider's configuration has been applied to its profile (once per provider).
     private let isConfigured = Mutex(false)
 
     /// Creates a provider. It connects to the daemon on first use.
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
         self.config = config
+        self.reconnectBackoff = .default
+    }
+
+    /// Creates a provider whose streams reconnect with `reconnectBackoff` (tests use a short one).
+    package init(_ config: RainWalletConfig, reconnectBackoff: ReconnectBackoff) {
+        self.config = config
+        self.reconnectBackoff = reconnectBackoff
     }
 
     deinit {
@@ -54,7 +68,7 @@ public final class RainProvider: Sendable {
         get throws(RainError) { try connection() }
     }
 
-    private var metadata: [MetadataEntry] { [MetadataEntry(key: profileMetadataKey, value: config.profile)] }
+    var metadata: [MetadataEntry] { [MetadataEntry(key: profileMetadataKey, value: config.profile)] }
 
     /// One unary call with this provider's profile.
     package func call<Req: WireMessage, Resp: WireMessage>(
@@ -144,36 +158,6 @@ public final class RainProvider: Sendable {
         try await call(Method.refreshSession, RefreshSessionRequest(), as: SessionSnapshot.self)
     }
 
-    /// Sets the hook called when the session ends without `logout()`: it could not be refreshed,
-    /// it expired, or the user logged in on another device. Called once per ended session, on a
-    /// background queue (switch to your UI thread before touching UI). The provider keeps the hook
-    /// for its whole life: don't capture short-lived objects in it. Setting a new hook replaces the old.
-    public func onSessionExpired(_ hook: @escaping @Sendable (ExpiryReason) -> Void) {
-        let task = Task { [weak self] in
-            var backoff = Duration.milliseconds(100)
-            while !Task.isCancelled {
-                guard let events = try? self?.events() else {
-                    try? await Task.sleep(for: backoff)
-                    backoff = min(backoff * 2, .seconds(5))
-                    continue
-                }
-                backoff = .milliseconds(100)
-                do {
-                    for try await event in events where event.kind == .sessionExpired {
-                        let reason = event.expiryReason ?? .expired
-                        DispatchQueue.global().async { hook(reason) }
-                    }
-                } catch {}
-                // The daemon went away: reconnect when it is back.
-                try? await Task.sleep(for: backoff)
-            }
-        }
-        expiryWatch.withLock {
-            $0?.cancel()
-            $0 = task
-        }
-    }
-
     /// The account behind the session: id, wallet id, creation time and contacts. Retried by the
     /// daemon on transient authority failures.
     /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
@@ -230,12 +214,14 @@ public final class RainProvider: Sendable {
 
     // MARK: observation
 
-    /// The raw event stream of this profile: the current state first, then every change.
-    /// The sequence ends when the connection is lost or the task is cancelled.
+    /// The raw event stream of this profile on the current connection: the current state first,
+    /// then every change. Unlike `authState`, `sessionState` and `onSessionExpired`, it does not
+    /// reconnect: the sequence ends when the daemon goes away (or the task is cancelled), which is
+    /// what `rainwallet watch` reports.
+    /// - Throws: RAIN_101 when no daemon answers; RAIN_102 for an invalid profile name.
     public func events() throws(RainError) -> AsyncThrowingStream<WatchEvent, any Error> {
         try ProfileName.validate(config.profile)
-        let conn = try connection()
-        let (_, messages) = try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata)
+        let messages = try openWatch()
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
@@ -251,38 +237,10 @@ public final class RainProvider: Sendable {
         }
     }
 
-    /// `loading`, `authenticated` or `unauthenticated`: the current value first, then changes.
-    /// Bind the login gate to it. Ends if the daemon goes away.
-    public var authState: AsyncStream<AuthState> {
-        mapEvents { $0.state.authState }
-    }
-
-    /// The finer session state (`active(expiresAt)`, `expired`, …): the current value first, then changes.
-    public var sessionState: AsyncStream<SessionState> {
-        mapEvents { $0.state.sessionState }
-    }
-
-    private func mapEvents<T: Equatable & Sendable>(_ transform: @escaping @Sendable (WatchEvent) -> T) -> AsyncStream<T> {
-        let source = try? events()
-        return AsyncStream { continuation in
-            guard let source else {
-                continuation.finish()
-                return
-            }
-            let task = Task {
-                var last: T?
-                do {
-                    for try await event in source {
-                        let value = transform(event)
-                        if value != last {
-                            last = value
-                            continuation.yield(value)
-                        }
-                    }
-                } catch {}
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+    /// Opens one `Session/Watch` stream on the shared connection.
+    /// - Throws: RAIN_101 when no daemon answers.
+    func openWatch() throws(RainError) -> AsyncThrowingStream<[UInt8], any Error> {
+        let conn = try connection()
+        return try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata).messages
     }
 }
