@@ -87,6 +87,9 @@ let package = Package(
         .executableTarget(name: "rainwalletd", dependencies: ["RainDaemon"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
+        // The seed's Swift snippets as an app writes them (issue 16): built with the package, run
+        // against a harness daemon. It depends on the RainWallet product's module only.
+        .executableTarget(name: "rainwallet-example-login", dependencies: ["RainWallet"], path: "Examples/LoginExample"),
         .executableTarget(
             name: "rainwallet-authority-bench",
             dependencies: ["RainAuthorityAPI", "RainStore", "RainAuthority", "RainCrypto", "RainCore", "RainWire"]),
@@ -148,7 +151,7 @@ let package = Package(
             name: "RainIntegrationTests",
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
-                "rainwallet",
+                "rainwallet", "rainwallet-example-login",
             ]),
     ]
 )

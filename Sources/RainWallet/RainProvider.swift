@@ -7,6 +7,9 @@ import Synchronization
 /// The entry point of the RainWallet client library, mirroring Rain's mobile SDK. Every rule lives
 /// in `rainwalletd`; the provider validates input early and maps statuses to `RainError`.
 ///
+/// Every method that throws, throws a `RainError` (declared as plain `throws`, as in the SDK), so
+/// `catch let error as RainError where error == .invalidLoginCode` reads as in Rain's documentation.
+///
 /// ```swift
 /// let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com"))
 /// try await wallet.sendLoginCode(to: .email("user@example.com"))
@@ -53,7 +56,7 @@ public final class RainProvider: Sendable {
     package func connection() throws(RainError) -> ClientConnection {
         try connectionState.withLock { c throws(RainError) -> ClientConnection in
             if let c, !c.isClosed { return c }
-            let new = try ClientConnection(path: config.resolvedSocketPath, daemonUID: try config.resolvedDaemonUID())
+            let new = try ClientConnection(path: config.resolvedSocketPath, daemonUID: try config.daemonUIDToUse())
             c = new
             return new
         }
@@ -65,7 +68,7 @@ public final class RainProvider: Sendable {
     /// per call. Don't block inside it: it is the thread that reads replies.
     /// - Throws: RAIN_101 when no daemon answers.
     public var taskExecutor: any TaskExecutor {
-        get throws(RainError) { try connection() }
+        get throws { try connection() }
     }
 
     var metadata: [MetadataEntry] { [MetadataEntry(key: profileMetadataKey, value: config.profile)] }
@@ -99,7 +102,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_102 for an invalid email or phone number (E.164; `(0)` refused), before any
     ///   request; RAIN_302 when rate limited; RAIN_501 when delivery failed; RAIN_101 when the
     ///   daemon is not running.
-    public func sendLoginCode(to contact: RainWalletContact) async throws(RainError) {
+    public func sendLoginCode(to contact: RainWalletContact) async throws {
         let normalized = try contact.normalized()
         _ = try await call(Method.sendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
     }
@@ -110,12 +113,12 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_203 for a wrong code (the challenge stays, so the user can retry; details
     ///   carry `attemptsRemaining`), an expired or locked code (details `reason`); RAIN_102 for
     ///   input that is not 6 digits, or when no code is pending.
-    public func confirmLoginCode(_ code: String) async throws(RainError) {
+    public func confirmLoginCode(_ code: String) async throws {
         _ = try await confirmLoginCodeReturningSession(code)
     }
 
     /// `confirmLoginCode` that also returns the new session and whether the account was created.
-    public func confirmLoginCodeReturningSession(_ code: String) async throws(RainError) -> (
+    public func confirmLoginCodeReturningSession(_ code: String) async throws -> (
         session: SessionSnapshot, accountCreated: Bool
     ) {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -133,18 +136,18 @@ public final class RainProvider: Sendable {
     /// - Returns: whether there was a session, and whether the authority confirmed the revocation
     ///   (false when it was unreachable; the local session is wiped either way).
     @discardableResult
-    public func logout() async throws(RainError) -> LogoutResponse {
+    public func logout() async throws -> LogoutResponse {
         try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
     }
 
     /// Waits (up to the profile's restore timeout, 5 s by default) for the stored session to load.
     /// On timeout it returns normally with `authState` still `loading`.
-    public func awaitSessionRestore() async throws(RainError) {
+    public func awaitSessionRestore() async throws {
         _ = try await call(Method.awaitRestore, AwaitRestoreRequest(), as: SessionSnapshot.self)
     }
 
     /// True when a session exists with more than the policy's threshold (30 s) left.
-    public func hasActiveSession() async throws(RainError) -> Bool {
+    public func hasActiveSession() async throws -> Bool {
         try await currentSession().hasActiveSession
     }
 
@@ -154,7 +157,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_201 when there is no session or it ended (details `reason`); RAIN_301 when the
     ///   authority stayed unreachable through the retries (the session stays usable until it expires).
     @discardableResult
-    public func refreshSession() async throws(RainError) -> SessionSnapshot {
+    public func refreshSession() async throws -> SessionSnapshot {
         try await call(Method.refreshSession, RefreshSessionRequest(), as: SessionSnapshot.self)
     }
 
@@ -162,7 +165,7 @@ public final class RainProvider: Sendable {
     /// daemon on transient authority failures.
     /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
     ///   another device); RAIN_301 when the authority could not be reached.
-    public func account() async throws(RainError) -> AccountResponse {
+    public func account() async throws -> AccountResponse {
         try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self)
     }
 
@@ -171,7 +174,7 @@ public final class RainProvider: Sendable {
     /// authority failures.
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet;
     ///   RAIN_301 when the authority could not be reached; RAIN_101 when the daemon is not running.
-    public func getWallet() async throws(RainError) -> WalletResponse {
+    public func getWallet() async throws -> WalletResponse {
         try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self)
     }
 
@@ -180,7 +183,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_202 unless the daemon's config allows export for this profile
     ///   (`"allowExport": true`; no client can enable it); RAIN_201 without a live session;
     ///   RAIN_404 when the account has no wallet; RAIN_301 when the authority could not be reached.
-    public func exportRecoveryPhrase() async throws(RainError) -> [String] {
+    public func exportRecoveryPhrase() async throws -> [String] {
         try await call(Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest(), as: ExportRecoveryPhraseResponse.self)
             .words
     }
@@ -191,24 +194,24 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_202 unless the daemon's config allows export for this profile; RAIN_201
     ///   without a live session; RAIN_404 when the account has no wallet; RAIN_301 when the
     ///   authority could not be reached.
-    public func exportPrivateKey(chain: RainChain) async throws(RainError) -> String {
+    public func exportPrivateKey(chain: RainChain) async throws -> String {
         try await call(Method.exportPrivateKey, ExportPrivateKeyRequest(chain: chain), as: ExportPrivateKeyResponse.self)
             .privateKey
     }
 
     /// The daemon's current view of this profile's session.
-    public func currentSession() async throws(RainError) -> SessionSnapshot {
+    public func currentSession() async throws -> SessionSnapshot {
         try await call(Method.getSessionState, GetSessionStateRequest(), as: SessionSnapshot.self)
     }
 
     /// What the daemon is and supports.
-    public func daemonInfo() async throws(RainError) -> GetInfoResponse {
+    public func daemonInfo() async throws -> GetInfoResponse {
         try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self)
     }
 
     /// The development outbox (deliveries of the embedded authority), oldest first.
     /// - Throws: RAIN_202 when the daemon's authority has no development outbox.
-    public func devOutbox() async throws(RainError) -> [OutboxEntry] {
+    public func devOutbox() async throws -> [OutboxEntry] {
         try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries
     }
 
@@ -219,7 +222,7 @@ public final class RainProvider: Sendable {
     /// reconnect: the sequence ends when the daemon goes away (or the task is cancelled), which is
     /// what `rainwallet watch` reports.
     /// - Throws: RAIN_101 when no daemon answers; RAIN_102 for an invalid profile name.
-    public func events() throws(RainError) -> AsyncThrowingStream<WatchEvent, any Error> {
+    public func events() throws -> AsyncThrowingStream<WatchEvent, any Error> {
         try ProfileName.validate(config.profile)
         let messages = try openWatch()
         return AsyncThrowingStream { continuation in
