@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import RainTransport
+import RainClientTransport
 import RainWire
 import Synchronization
 

@@ -61,4 +61,28 @@ import Testing
         #expect(restored.stdout.contains("restored a session: no login screen"), "\(restored.stdout)")
         #expect(!restored.stdout.contains("inline error:"), "\(restored.stdout)")
     }
+
+    @Test("an app that links RainWallet links no OpenSSL, SQLite, libpq, libpsl or libcbor")
+    func exampleLinksNoServerLibraries() async throws {
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwallet-example-login")
+        let output = Pipe()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+        p.arguments = [binary.path]
+        p.standardOutput = output
+        p.standardError = FileHandle.nullDevice
+        try DaemonHarness.withProcessLaunchLock { try p.run() }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "ldd \(binary.path): \(text)")
+        // Lines read "\tlibfoo.so.1 => /path (0x…)".
+        let libraries = text.split(separator: "\n").compactMap { line in
+            line.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init)
+        }
+        #expect(libraries.contains { $0.hasPrefix("libprotobuf-c.so") }, "ldd output unexpected: \(text)")
+        let banned = libraries.filter { name in
+            ["libssl.so", "libcrypto.so", "libsqlite3.so", "libpq.so", "libpsl.so", "libcbor.so"].contains { name.hasPrefix($0) }
+        }
+        #expect(banned.isEmpty, "the thin client links \(banned)")
+    }
 }
