@@ -1,5 +1,5 @@
 import Foundation
-import RainWire
+internal import RainWire
 
 /// Passkeys: each call begins a ceremony in the daemon, runs the `anchor` authenticator in this
 /// process, then finishes it (or cancels it when the authenticator was dismissed).

@@ -1,5 +1,5 @@
 import RainCore
-import RainWire
+internal import RainWire
 
 extension RainProvider {
     /// The daemon's key provider, its keys and what each protects, and a migration under way.

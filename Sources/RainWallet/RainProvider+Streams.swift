@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import RainCore
-import RainWire
+internal import RainWire
 
 /// How the library's streams wait before reconnecting to a daemon that went away (restarted,
 /// upgraded, or not started yet): `initial`, doubling up to `maximum`, each delay jittered (a

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
-import RainClientTransport
-import RainWire
+package import RainClientTransport
+package import RainWire
 import Synchronization
 
 /// The entry point of the RainWallet client library, mirroring Rain's mobile SDK. Every rule lives
@@ -136,8 +136,9 @@ public final class RainProvider: Sendable {
     /// - Returns: whether there was a session, and whether the authority confirmed the revocation
     ///   (false when it was unreachable; the local session is wiped either way).
     @discardableResult
-    public func logout() async throws -> LogoutResponse {
-        try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
+    public func logout() async throws -> LogoutResult {
+        let r = try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
+        return LogoutResult(hadSession: r.hadSession, revokedAtAuthority: r.revokedAtAuthority)
     }
 
     /// Waits (up to the profile's restore timeout, 5 s by default) for the stored session to load.
@@ -165,8 +166,8 @@ public final class RainProvider: Sendable {
     /// daemon on transient authority failures.
     /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
     ///   another device); RAIN_301 when the authority could not be reached.
-    public func account() async throws -> AccountResponse {
-        try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self)
+    public func account() async throws -> Account {
+        Account(try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self))
     }
 
     /// The wallet of the session's account: its id, creation time, Ethereum address (EIP-55) and
@@ -174,8 +175,8 @@ public final class RainProvider: Sendable {
     /// authority failures.
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet;
     ///   RAIN_301 when the authority could not be reached; RAIN_101 when the daemon is not running.
-    public func getWallet() async throws -> WalletResponse {
-        try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self)
+    public func getWallet() async throws -> Wallet {
+        Wallet(try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self))
     }
 
     /// The wallet's 12-word BIP-39 recovery phrase, for a backup. Show it to the user and keep it
@@ -205,14 +206,14 @@ public final class RainProvider: Sendable {
     }
 
     /// What the daemon is and supports.
-    public func daemonInfo() async throws -> GetInfoResponse {
-        try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self)
+    public func daemonInfo() async throws -> DaemonInfo {
+        DaemonInfo(try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self))
     }
 
     /// The development outbox (deliveries of the embedded authority), oldest first.
     /// - Throws: RAIN_202 when the daemon's authority has no development outbox.
-    public func devOutbox() async throws -> [OutboxEntry] {
-        try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries
+    public func devOutbox() async throws -> [DevOutboxEntry] {
+        try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries.map(DevOutboxEntry.init)
     }
 
     // MARK: observation
@@ -222,14 +223,14 @@ public final class RainProvider: Sendable {
     /// reconnect: the sequence ends when the daemon goes away (or the task is cancelled), which is
     /// what `rainwallet watch` reports.
     /// - Throws: RAIN_101 when no daemon answers; RAIN_102 for an invalid profile name.
-    public func events() throws -> AsyncThrowingStream<WatchEvent, any Error> {
+    public func events() throws -> AsyncThrowingStream<SessionEvent, any Error> {
         try ProfileName.validate(config.profile)
         let messages = try openWatch()
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     for try await bytes in messages {
-                        continuation.yield(try WatchEvent.decode(bytes))
+                        continuation.yield(SessionEvent(try WatchEvent.decode(bytes)))
                     }
                     continuation.finish()
                 } catch {
