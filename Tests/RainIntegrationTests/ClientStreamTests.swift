@@ -232,4 +232,45 @@ func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
         #expect(await until { p.expiryWatchStatus.connections > connections })
         #expect(fired.all == [.refreshFailed])
     }
+
+    @Test("a login on another device while this device's daemon was down is reported once, as revokedElsewhere")
+    func revocationWhileAwayIsReportedAfterReconnecting() async throws {
+        let h = try MultiDevice.up(devices: 2, lifetime: 60)  // no refresh during the test
+        defer { h.down() }
+        _ = try await h.logIn(0)
+        let device = h.devices[0]
+        let p = RainProvider(RainWalletConfig(socketPath: device.socket), reconnectBackoff: Self.backoff)
+        let fired = Recorder<ExpiryReason>()
+        p.onSessionExpired { fired.append($0) }
+        #expect(await until { p.expiryWatchStatus.hasSeenActiveSession })
+
+        // Device 1's daemon stops; meanwhile the user logs in on device 2, which revokes device 1's session.
+        let pid = try #require(h.pid("device1"))
+        // Started again later exactly as the harness started it (whatever flags it uses).
+        let commandLine = try #require(FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"))
+        let arguments = commandLine.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        let executable = try #require(arguments.first)
+        kill(pid, SIGTERM)
+        #expect(await until { kill(pid, 0) != 0 })
+        _ = try await h.logIn(1)
+
+        // Device 1's daemon comes back with the session it stored: the provider reconnects and sees
+        // it active (nothing to report yet: the daemon does not know), until its next call finds it
+        // revoked.
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: executable)
+        daemon.arguments = Array(arguments.dropFirst())
+        daemon.environment = h.daemonEnvironment
+        daemon.standardError = FileHandle(forWritingAtPath: device.log) ?? FileHandle.nullDevice
+        daemon.standardOutput = FileHandle.nullDevice
+        try DaemonHarness.withProcessLaunchLock { try daemon.run() }
+        try "\(daemon.processIdentifier)\n".write(toFile: "\(h.dir)/device1.pid", atomically: true, encoding: .utf8)
+        #expect(await until { p.expiryWatchStatus.connections >= 2 && p.expiryWatchStatus.hasSeenActiveSession })
+        #expect(fired.all.isEmpty)
+        let error = await rainError { _ = try await p.account() }
+        #expect(error?.code == .sessionExpired)
+        #expect(await until { fired.count == 1 })
+        #expect(fired.all == [.revokedElsewhere])
+        #expect(try await p.currentSession().authState == .unauthenticated)
+    }
 }
