@@ -43,7 +43,11 @@ let package = Package(
         // Every system call through one wrapper (EINTR, EAGAIN, errno → RainError); no OpenSSL.
         .target(name: "RainSystem", dependencies: ["RainCore", "CSystem"]),
         .target(name: "RainCrypto", dependencies: ["RainCore", "RainSystem", "COpenSSL"]),
-        .target(name: "RainTransport", dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto"]),
+        // The client side of the transport (the connection, Unix sockets): no OpenSSL, so an app
+        // that links RainWallet does not link it; RainTransport adds TLS and re-exports it.
+        .target(name: "RainClientTransport", dependencies: ["RainCore", "RainSystem", "RainWire"]),
+        .target(
+            name: "RainTransport", dependencies: ["RainCore", "RainSystem", "RainWire", "RainCrypto", "RainClientTransport"]),
         // Where the device's keys live: a TPM, the Secret Service, or files (storage.provider).
         .target(name: "RainKeyStore", dependencies: ["RainCore", "RainSystem", "RainCrypto", "CTSS2", "CLibSecret"]),
         // Which app calls (pidfd, executable hash), the user's confirmation (pinentry), the audit log.
@@ -79,7 +83,7 @@ let package = Package(
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
-        .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainTransport"]),
+        .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainClientTransport"]),
         // Commands declared once: parsing, usage errors and help come from the declarations.
         .target(name: "RainCommandLine"),
         .target(
@@ -87,6 +91,9 @@ let package = Package(
         .executableTarget(name: "rainwalletd", dependencies: ["RainDaemon"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
+        // The seed's Swift snippets as an app writes them (issue 16): built with the package, run
+        // against a harness daemon. It depends on the RainWallet product's module only.
+        .executableTarget(name: "rainwallet-example-login", dependencies: ["RainWallet"], path: "Examples/LoginExample"),
         .executableTarget(
             name: "rainwallet-authority-bench",
             dependencies: ["RainAuthorityAPI", "RainStore", "RainAuthority", "RainCrypto", "RainCore", "RainWire"]),
@@ -143,11 +150,13 @@ let package = Package(
                 "RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz", "RainSystem",
                 "RainKeyStore", "RainAccess",
             ]),
+        // The client library's own rules (no daemon): reconnect backoff, when onSessionExpired fires.
+        .testTarget(name: "RainWalletTests", dependencies: ["RainWallet", "RainWire", "RainCore"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
-                "rainwallet",
+                "rainwallet", "rainwallet-example-login",
             ]),
     ]
 )

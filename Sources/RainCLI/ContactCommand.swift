@@ -124,7 +124,7 @@ enum ContactConfirmCommand: CLICommand {
 
 extension CLI {
     /// The `account --json` object of an account (without its wallet).
-    static func accountObject(_ a: AccountResponse) -> [String: Any?] {
+    static func accountObject(_ a: Account) -> [String: Any?] {
         [
             "accountId": a.accountID, "walletId": a.walletID, "createdAt": a.createdAt,
             "contacts": a.contacts.map { ["kind": $0.kindName, "value": $0.value] as [String: Any?] },
@@ -139,7 +139,7 @@ extension CLI {
     }
 
     /// Human lines for an account: id, creation, contacts, passkeys and backup status.
-    static func accountLines(_ a: AccountResponse) -> [String] {
+    static func accountLines(_ a: Account) -> [String] {
         var lines = ["account:  \(a.accountID)", "created:  \(RFC3339.string(from: a.createdAt))"]
         for c in a.contacts { lines.append("contact:  \(c.kindName) \(c.value)") }
         for p in a.passkeys {

@@ -281,9 +281,10 @@ enum AccountCommand: CLICommand {
             return WalletSummary(
                 walletID: w.walletID, ethereumAddress: w.ethereumAddress, solanaAddress: w.solanaAddress,
                 createdAt: w.createdAt)
+        } catch let error as RainError where error.code == .unavailable {
+            return nil
         } catch {
-            if error.code == .unavailable { return nil }
-            throw error
+            throw RainError.wrapping(error, context: "read the wallet")
         }
     }
 }

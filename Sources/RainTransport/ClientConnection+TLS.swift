@@ -1,9 +1,65 @@
 import Foundation
+import RainClientTransport
 import RainCore
 import RainCrypto
 import RainSystem
+import RainWire
+
+/// RainCrypto's TLS session as a `ClientConnection`'s cipher: the connection lives in
+/// `RainClientTransport`, which does not link OpenSSL, and gets TLS only from here.
+final class TLSConnectionCipher: ConnectionCipher {
+    let session: TLSSession
+
+    init(_ session: TLSSession) { self.session = session }
+
+    func write(_ plaintext: [UInt8]) throws(RainError) { try session.write(plaintext) }
+    func takeOutput() -> [UInt8] { session.takeOutput() }
+    var pendingOutputCount: Int { session.pendingOutputCount }
+    func receive(_ bytes: UnsafeRawBufferPointer) { session.receive(bytes) }
+    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(RainError) -> ConnectionCipherRead {
+        switch try session.readPlaintext(into: buffer) {
+        case .bytes(let n): .bytes(n)
+        case .needsMoreInput: .needsMoreInput
+        case .closed: .closed
+        }
+    }
+}
 
 extension ClientConnection {
+    /// Connects over TCP to `address`, with `TCP_NODELAY`, and with `tls` completes a TLS 1.3
+    /// handshake that verifies the server's certificate against the context's CAs and against
+    /// `address.host`. Blocks for up to `connectTimeout` in all: call it off the Swift concurrency
+    /// pool. A connection lost later fails the calls in flight with RAIN_301.
+    /// - Parameter tls: a client `TLSContext`; nil for plain TCP (then `address` must be loopback,
+    ///   which `TCPAddress` parsing ensures unless told otherwise).
+    /// - Throws: RAIN_301 when nothing accepts the connection, or the handshake does not finish,
+    ///   within `connectTimeout`; RAIN_501 with a `TLSSession.FailureReason` when the handshake
+    ///   fails (certificate not trusted, host name mismatch, expired, not TLS 1.3); RAIN_102 for
+    ///   port 0.
+    public convenience init(
+        tcp address: TCPAddress, tls: TLSContext? = nil, connectTimeout: Duration = .seconds(5),
+        maximumFrameLength: Int = Frame.defaultMaximumLength
+    ) throws(RainError) {
+        let deadline = ContinuousClock.now + connectTimeout
+        let fd = try TCPSocket.connect(address, timeout: connectTimeout)
+        var cipher: TLSConnectionCipher?
+        var binding: [UInt8]?
+        if let tls {
+            do throws(RainError) {
+                let s = try tls.makeClientSession(serverName: address.host)
+                try Self.handshake(s, fd: fd, deadline: deadline, address: address)
+                binding = try s.channelBinding()
+                cipher = TLSConnectionCipher(s)
+            } catch {
+                Syscall.closeUnchecked(fd, because: .failurePath)
+                throw error
+            }
+        }
+        self.init(
+            fd: fd, path: address.description, peerName: "the server", lostCode: .network,
+            maximumFrameLength: maximumFrameLength, tls: cipher, channelBinding: binding)
+    }
+
     /// Runs the client side of a TLS handshake on the blocking socket `fd`, waiting for the server
     /// with `poll` so the whole handshake ends by `deadline`.
     /// - Throws: RAIN_501 from the session when the handshake fails (the certificate does not

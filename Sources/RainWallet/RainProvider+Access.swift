@@ -1,11 +1,11 @@
 import Foundation
 import RainCore
-import RainWire
+package import RainWire
 
 /// An approved app of a profile, as `Apps/List` shows it.
-public typealias RainAppEntry = RainWire.AppEntry
+package typealias RainAppEntry = RainWire.AppEntry
 /// The guarded security settings: the confirmed digest and the changes waiting.
-public typealias RainSettingsStatus = RainWire.GetSettingsResponse
+package typealias RainSettingsStatus = RainWire.GetSettingsResponse
 
 /// Per-app access (issue 15), for `rainwallet apps`, `settings` and `prompt`. Every change is
 /// confirmed by the user on the daemon's prompt, never by the caller.

@@ -1,11 +1,11 @@
 import Foundation
 import RainCore
-import RainWire
+package import RainWire
 
 /// `Audit/Read`'s answer: the entries as written, and the chain check when asked for.
-public typealias AuditLogResponse = RainWire.ReadAuditLogResponse
+package typealias AuditLogResponse = RainWire.ReadAuditLogResponse
 /// The result of checking the audit log's hash chain.
-public typealias AuditLogVerification = RainWire.AuditVerificationMessage
+package typealias AuditLogVerification = RainWire.AuditVerificationMessage
 
 /// The daemon's audit log (issue 15): read by `rainwallet audit`. Only the daemon's own uid may
 /// read it.

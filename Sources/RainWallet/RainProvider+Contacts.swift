@@ -1,6 +1,6 @@
 import Foundation
 import RainCore
-import RainWire
+internal import RainWire
 
 /// Backup contacts: attach a verified email or phone number to the logged-in account, so the
 /// account stays reachable when a passkey is lost. The verified contact becomes a login method:
@@ -16,13 +16,12 @@ extension RainProvider {
     ///   contact belongs to another account (accounts are never merged: log in with it instead);
     ///   RAIN_501 when delivery failed; RAIN_101 when the daemon is not running.
     @discardableResult
-    public func sendContactVerificationCode(to contact: RainWalletContact) async throws(RainError)
-        -> SendLoginCodeResponse
-    {
+    public func sendContactVerificationCode(to contact: RainWalletContact) async throws -> CodeSent {
         let normalized = try contact.normalized()
-        return try await call(
+        let sent = try await call(
             Method.contactSendVerificationCode, SendLoginCodeRequest(contact: normalized),
             as: SendLoginCodeResponse.self)
+        return CodeSent(contact: sent.contact, expiresAt: sent.expiresAt)
     }
 
     /// Confirms the code of the pending verification: the contact is attached to the account,
@@ -34,13 +33,14 @@ extension RainProvider {
     ///   expired or locked one (details `reason`); RAIN_201 without a live session; RAIN_302
     ///   `contact_owned_by_another_account` when another account took the contact meanwhile.
     @discardableResult
-    public func confirmContactVerification(_ code: String) async throws(RainError) -> AccountResponse {
+    public func confirmContactVerification(_ code: String) async throws -> Account {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a verification code is 6 digits", field: "code", reason: "malformed_code")
         }
-        return try await call(
-            Method.contactConfirmVerification, ConfirmContactVerificationRequest(code: trimmed),
-            as: AccountResponse.self)
+        return Account(
+            try await call(
+                Method.contactConfirmVerification, ConfirmContactVerificationRequest(code: trimmed),
+                as: AccountResponse.self))
     }
 }

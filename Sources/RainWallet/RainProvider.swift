@@ -1,11 +1,14 @@
 import Dispatch
 import Foundation
-import RainTransport
-import RainWire
+package import RainClientTransport
+package import RainWire
 import Synchronization
 
 /// The entry point of the RainWallet client library, mirroring Rain's mobile SDK. Every rule lives
 /// in `rainwalletd`; the provider validates input early and maps statuses to `RainError`.
+///
+/// Every method that throws, throws a `RainError` (declared as plain `throws`, as in the SDK), so
+/// `catch let error as RainError where error == .invalidLoginCode` reads as in Rain's documentation.
 ///
 /// ```swift
 /// let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com"))
@@ -16,13 +19,27 @@ public final class RainProvider: Sendable {
     /// The configuration this provider was created with.
     public let config: RainWalletConfig
     private let connectionState = Mutex<ClientConnection?>(nil)
-    private let expiryWatch = Mutex<Task<Void, Never>?>(nil)
+    /// The task that watches for the end of sessions, for `onSessionExpired`.
+    let expiryWatch = Mutex<Task<Void, Never>?>(nil)
+    /// What the `onSessionExpired` watcher has seen (tests).
+    let expiryWatchState = Mutex(ExpiryWatchStatus())
+    /// Where `onSessionExpired`'s hook runs: one serial queue, so hooks never overlap.
+    let expiryQueue = DispatchQueue(label: "rainwallet.client.session-expired")
+    /// How the streams wait before reconnecting to a daemon that went away.
+    let reconnectBackoff: ReconnectBackoff
     /// Whether this provider's configuration has been applied to its profile (once per provider).
     private let isConfigured = Mutex(false)
 
     /// Creates a provider. It connects to the daemon on first use.
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
         self.config = config
+        self.reconnectBackoff = .default
+    }
+
+    /// Creates a provider whose streams reconnect with `reconnectBackoff` (tests use a short one).
+    package init(_ config: RainWalletConfig, reconnectBackoff: ReconnectBackoff) {
+        self.config = config
+        self.reconnectBackoff = reconnectBackoff
     }
 
     deinit {
@@ -39,7 +56,7 @@ public final class RainProvider: Sendable {
     package func connection() throws(RainError) -> ClientConnection {
         try connectionState.withLock { c throws(RainError) -> ClientConnection in
             if let c, !c.isClosed { return c }
-            let new = try ClientConnection(path: config.resolvedSocketPath, daemonUID: try config.resolvedDaemonUID())
+            let new = try ClientConnection(path: config.resolvedSocketPath, daemonUID: try config.daemonUIDToUse())
             c = new
             return new
         }
@@ -51,10 +68,10 @@ public final class RainProvider: Sendable {
     /// per call. Don't block inside it: it is the thread that reads replies.
     /// - Throws: RAIN_101 when no daemon answers.
     public var taskExecutor: any TaskExecutor {
-        get throws(RainError) { try connection() }
+        get throws { try connection() }
     }
 
-    private var metadata: [MetadataEntry] { [MetadataEntry(key: profileMetadataKey, value: config.profile)] }
+    var metadata: [MetadataEntry] { [MetadataEntry(key: profileMetadataKey, value: config.profile)] }
 
     /// One unary call with this provider's profile.
     package func call<Req: WireMessage, Resp: WireMessage>(
@@ -85,7 +102,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_102 for an invalid email or phone number (E.164; `(0)` refused), before any
     ///   request; RAIN_302 when rate limited; RAIN_501 when delivery failed; RAIN_101 when the
     ///   daemon is not running.
-    public func sendLoginCode(to contact: RainWalletContact) async throws(RainError) {
+    public func sendLoginCode(to contact: RainWalletContact) async throws {
         let normalized = try contact.normalized()
         _ = try await call(Method.sendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
     }
@@ -96,12 +113,12 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_203 for a wrong code (the challenge stays, so the user can retry; details
     ///   carry `attemptsRemaining`), an expired or locked code (details `reason`); RAIN_102 for
     ///   input that is not 6 digits, or when no code is pending.
-    public func confirmLoginCode(_ code: String) async throws(RainError) {
+    public func confirmLoginCode(_ code: String) async throws {
         _ = try await confirmLoginCodeReturningSession(code)
     }
 
     /// `confirmLoginCode` that also returns the new session and whether the account was created.
-    public func confirmLoginCodeReturningSession(_ code: String) async throws(RainError) -> (
+    public func confirmLoginCodeReturningSession(_ code: String) async throws -> (
         session: SessionSnapshot, accountCreated: Bool
     ) {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -119,18 +136,19 @@ public final class RainProvider: Sendable {
     /// - Returns: whether there was a session, and whether the authority confirmed the revocation
     ///   (false when it was unreachable; the local session is wiped either way).
     @discardableResult
-    public func logout() async throws(RainError) -> LogoutResponse {
-        try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
+    public func logout() async throws -> LogoutResult {
+        let r = try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
+        return LogoutResult(hadSession: r.hadSession, revokedAtAuthority: r.revokedAtAuthority)
     }
 
     /// Waits (up to the profile's restore timeout, 5 s by default) for the stored session to load.
     /// On timeout it returns normally with `authState` still `loading`.
-    public func awaitSessionRestore() async throws(RainError) {
+    public func awaitSessionRestore() async throws {
         _ = try await call(Method.awaitRestore, AwaitRestoreRequest(), as: SessionSnapshot.self)
     }
 
     /// True when a session exists with more than the policy's threshold (30 s) left.
-    public func hasActiveSession() async throws(RainError) -> Bool {
+    public func hasActiveSession() async throws -> Bool {
         try await currentSession().hasActiveSession
     }
 
@@ -140,46 +158,16 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_201 when there is no session or it ended (details `reason`); RAIN_301 when the
     ///   authority stayed unreachable through the retries (the session stays usable until it expires).
     @discardableResult
-    public func refreshSession() async throws(RainError) -> SessionSnapshot {
+    public func refreshSession() async throws -> SessionSnapshot {
         try await call(Method.refreshSession, RefreshSessionRequest(), as: SessionSnapshot.self)
-    }
-
-    /// Sets the hook called when the session ends without `logout()`: it could not be refreshed,
-    /// it expired, or the user logged in on another device. Called once per ended session, on a
-    /// background queue (switch to your UI thread before touching UI). The provider keeps the hook
-    /// for its whole life: don't capture short-lived objects in it. Setting a new hook replaces the old.
-    public func onSessionExpired(_ hook: @escaping @Sendable (ExpiryReason) -> Void) {
-        let task = Task { [weak self] in
-            var backoff = Duration.milliseconds(100)
-            while !Task.isCancelled {
-                guard let events = try? self?.events() else {
-                    try? await Task.sleep(for: backoff)
-                    backoff = min(backoff * 2, .seconds(5))
-                    continue
-                }
-                backoff = .milliseconds(100)
-                do {
-                    for try await event in events where event.kind == .sessionExpired {
-                        let reason = event.expiryReason ?? .expired
-                        DispatchQueue.global().async { hook(reason) }
-                    }
-                } catch {}
-                // The daemon went away: reconnect when it is back.
-                try? await Task.sleep(for: backoff)
-            }
-        }
-        expiryWatch.withLock {
-            $0?.cancel()
-            $0 = task
-        }
     }
 
     /// The account behind the session: id, wallet id, creation time and contacts. Retried by the
     /// daemon on transient authority failures.
     /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
     ///   another device); RAIN_301 when the authority could not be reached.
-    public func account() async throws(RainError) -> AccountResponse {
-        try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self)
+    public func account() async throws -> Account {
+        Account(try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self))
     }
 
     /// The wallet of the session's account: its id, creation time, Ethereum address (EIP-55) and
@@ -187,8 +175,8 @@ public final class RainProvider: Sendable {
     /// authority failures.
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet;
     ///   RAIN_301 when the authority could not be reached; RAIN_101 when the daemon is not running.
-    public func getWallet() async throws(RainError) -> WalletResponse {
-        try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self)
+    public func getWallet() async throws -> Wallet {
+        Wallet(try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self))
     }
 
     /// The wallet's 12-word BIP-39 recovery phrase, for a backup. Show it to the user and keep it
@@ -196,7 +184,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_202 unless the daemon's config allows export for this profile
     ///   (`"allowExport": true`; no client can enable it); RAIN_201 without a live session;
     ///   RAIN_404 when the account has no wallet; RAIN_301 when the authority could not be reached.
-    public func exportRecoveryPhrase() async throws(RainError) -> [String] {
+    public func exportRecoveryPhrase() async throws -> [String] {
         try await call(Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest(), as: ExportRecoveryPhraseResponse.self)
             .words
     }
@@ -207,40 +195,42 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_202 unless the daemon's config allows export for this profile; RAIN_201
     ///   without a live session; RAIN_404 when the account has no wallet; RAIN_301 when the
     ///   authority could not be reached.
-    public func exportPrivateKey(chain: RainChain) async throws(RainError) -> String {
+    public func exportPrivateKey(chain: RainChain) async throws -> String {
         try await call(Method.exportPrivateKey, ExportPrivateKeyRequest(chain: chain), as: ExportPrivateKeyResponse.self)
             .privateKey
     }
 
     /// The daemon's current view of this profile's session.
-    public func currentSession() async throws(RainError) -> SessionSnapshot {
+    public func currentSession() async throws -> SessionSnapshot {
         try await call(Method.getSessionState, GetSessionStateRequest(), as: SessionSnapshot.self)
     }
 
     /// What the daemon is and supports.
-    public func daemonInfo() async throws(RainError) -> GetInfoResponse {
-        try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self)
+    public func daemonInfo() async throws -> DaemonInfo {
+        DaemonInfo(try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self))
     }
 
     /// The development outbox (deliveries of the embedded authority), oldest first.
     /// - Throws: RAIN_202 when the daemon's authority has no development outbox.
-    public func devOutbox() async throws(RainError) -> [OutboxEntry] {
-        try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries
+    public func devOutbox() async throws -> [DevOutboxEntry] {
+        try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries.map(DevOutboxEntry.init)
     }
 
     // MARK: observation
 
-    /// The raw event stream of this profile: the current state first, then every change.
-    /// The sequence ends when the connection is lost or the task is cancelled.
-    public func events() throws(RainError) -> AsyncThrowingStream<WatchEvent, any Error> {
+    /// The raw event stream of this profile on the current connection: the current state first,
+    /// then every change. Unlike `authState`, `sessionState` and `onSessionExpired`, it does not
+    /// reconnect: the sequence ends when the daemon goes away (or the task is cancelled), which is
+    /// what `rainwallet watch` reports.
+    /// - Throws: RAIN_101 when no daemon answers; RAIN_102 for an invalid profile name.
+    public func events() throws -> AsyncThrowingStream<SessionEvent, any Error> {
         try ProfileName.validate(config.profile)
-        let conn = try connection()
-        let (_, messages) = try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata)
+        let messages = try openWatch()
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     for try await bytes in messages {
-                        continuation.yield(try WatchEvent.decode(bytes))
+                        continuation.yield(SessionEvent(try WatchEvent.decode(bytes)))
                     }
                     continuation.finish()
                 } catch {
@@ -251,38 +241,10 @@ public final class RainProvider: Sendable {
         }
     }
 
-    /// `loading`, `authenticated` or `unauthenticated`: the current value first, then changes.
-    /// Bind the login gate to it. Ends if the daemon goes away.
-    public var authState: AsyncStream<AuthState> {
-        mapEvents { $0.state.authState }
-    }
-
-    /// The finer session state (`active(expiresAt)`, `expired`, …): the current value first, then changes.
-    public var sessionState: AsyncStream<SessionState> {
-        mapEvents { $0.state.sessionState }
-    }
-
-    private func mapEvents<T: Equatable & Sendable>(_ transform: @escaping @Sendable (WatchEvent) -> T) -> AsyncStream<T> {
-        let source = try? events()
-        return AsyncStream { continuation in
-            guard let source else {
-                continuation.finish()
-                return
-            }
-            let task = Task {
-                var last: T?
-                do {
-                    for try await event in source {
-                        let value = transform(event)
-                        if value != last {
-                            last = value
-                            continuation.yield(value)
-                        }
-                    }
-                } catch {}
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+    /// Opens one `Session/Watch` stream on the shared connection.
+    /// - Throws: RAIN_101 when no daemon answers.
+    func openWatch() throws(RainError) -> AsyncThrowingStream<[UInt8], any Error> {
+        let conn = try connection()
+        return try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata).messages
     }
 }

@@ -37,8 +37,11 @@ public struct RainWalletConfig: Sendable, Equatable {
 
     /// The uid the daemon must run as: `daemonUID`, else `$RAINWALLET_DAEMON_UID`, else the
     /// effective uid of this process.
-    /// - Throws: RAIN_102 when `RAINWALLET_DAEMON_UID` is not a number.
-    public func resolvedDaemonUID() throws(RainError) -> UInt32 {
+    /// - Throws: `RainError` RAIN_102 when `RAINWALLET_DAEMON_UID` is not a number.
+    public func resolvedDaemonUID() throws -> UInt32 { try daemonUIDToUse() }
+
+    /// `resolvedDaemonUID()` with its error typed, for the provider.
+    package func daemonUIDToUse() throws(RainError) -> UInt32 {
         if let daemonUID { return daemonUID }
         if let env = ProcessInfo.processInfo.environment[RainPaths.daemonUIDVariable], !env.isEmpty {
             return try RainPaths.parseUID(env, source: RainPaths.daemonUIDVariable)

@@ -185,7 +185,7 @@ final class MultiDevice: Sendable {
 /// Collects a provider's events in the background.
 final class EventLog: Sendable {
     final class Store: Sendable {
-        let events = Mutex<[WatchEvent]>([])
+        let events = Mutex<[SessionEvent]>([])
     }
     let store = Store()
     let task: Mutex<Task<Void, Never>?> = Mutex(nil)

@@ -1,6 +1,5 @@
 import Foundation
 import RainCore
-import RainCrypto
 import RainSystem
 import RainWire
 import Synchronization
@@ -8,7 +7,8 @@ import Synchronization
 /// A client connection to a framed-protobuf server over a Unix socket (the device daemon) or a
 /// TCP socket, plain or TLS 1.3 (a remote authority): many calls in flight, answered by id in any
 /// order, plus server streams. A reader thread owns the receive side; callers write frames under a
-/// lock, which also guards the TLS session.
+/// lock, which also guards the TLS session. TLS comes from `RainTransport` (`init(tcp:tls:…)`)
+/// through `ConnectionCipher`, so this module, and a client of the daemon, does not link OpenSSL.
 ///
 /// Errors the connection raises itself (lost, closed, undecodable input) carry
 /// `ClientConnection.ConnectionFailure` as their underlying cause (`RainError.isConnectionFailure`),
@@ -42,12 +42,12 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private let jobQueue = Mutex(JobQueue())
     private let state = Mutex(State())
     /// Guards writes to the socket and, with TLS, every use of the session (reads included).
-    private let writeSide: Mutex<TLSSession?>
+    private let writeSide: Mutex<(any ConnectionCipher)?>
     private let isTLS: Bool
     private let maximumFrameLength: Int
     /// Socket path (or `HOST:PORT` for TCP), for messages.
     public let path: String
-    /// The TLS channel binding of the connection (`TLSSession.channelBinding()`, RFC 9266); nil
+    /// The TLS channel binding of the connection (RFC 9266, from the cipher's session); nil
     /// without TLS.
     public let channelBinding: [UInt8]?
     /// Who is at the other end, for messages.
@@ -67,43 +67,16 @@ public final class ClientConnection: TaskExecutor, Sendable {
         self.init(fd: fd, path: path, peerName: "rainwalletd", lostCode: .notInitialized, maximumFrameLength: maximumFrameLength)
     }
 
-    /// Connects over TCP to `address`, with `TCP_NODELAY`, and with `tls` completes a TLS 1.3
-    /// handshake that verifies the server's certificate against the context's CAs and against
-    /// `address.host`. Blocks for up to `connectTimeout` in all: call it off the Swift concurrency
-    /// pool. A connection lost later fails the calls in flight with RAIN_301.
-    /// - Parameter tls: a client `TLSContext`; nil for plain TCP (then `address` must be loopback,
-    ///   which `TCPAddress` parsing ensures unless told otherwise).
-    /// - Throws: RAIN_301 when nothing accepts the connection, or the handshake does not finish,
-    ///   within `connectTimeout`; RAIN_501 with a `TLSSession.FailureReason` when the handshake
-    ///   fails (certificate not trusted, host name mismatch, expired, not TLS 1.3); RAIN_102 for
-    ///   port 0.
-    public convenience init(
-        tcp address: TCPAddress, tls: TLSContext? = nil, connectTimeout: Duration = .seconds(5),
-        maximumFrameLength: Int = Frame.defaultMaximumLength
-    ) throws(RainError) {
-        let deadline = ContinuousClock.now + connectTimeout
-        let fd = try TCPSocket.connect(address, timeout: connectTimeout)
-        var session: TLSSession?
-        var binding: [UInt8]?
-        if let tls {
-            do throws(RainError) {
-                let s = try tls.makeClientSession(serverName: address.host)
-                try Self.handshake(s, fd: fd, deadline: deadline, address: address)
-                binding = try s.channelBinding()
-                session = s
-            } catch {
-                Syscall.closeUnchecked(fd, because: .failurePath)
-                throw error
-            }
-        }
-        self.init(
-            fd: fd, path: address.description, peerName: "the server", lostCode: .network,
-            maximumFrameLength: maximumFrameLength, tls: session, channelBinding: binding)
-    }
-
-    private init(
+    /// Wraps a connected socket `fd` (owned from now on) and starts its reader thread.
+    /// - Parameters:
+    ///   - path: the socket path or `HOST:PORT`, for messages.
+    ///   - peerName: who is at the other end, for messages.
+    ///   - lostCode: the code of a lost connection (RAIN_101 for the daemon, RAIN_301 for a server).
+    ///   - tls: the session of a completed TLS handshake, nil for a plain socket.
+    ///   - channelBinding: the TLS channel binding, with `tls`.
+    package init(
         fd: Int32, path: String, peerName: String, lostCode: RainError.Code, maximumFrameLength: Int,
-        tls: sending TLSSession? = nil, channelBinding: [UInt8]? = nil
+        tls: sending (any ConnectionCipher)? = nil, channelBinding: [UInt8]? = nil
     ) {
         self.channelBinding = channelBinding
         self.isTLS = tls != nil
@@ -262,7 +235,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
             var isClosed = false
             var failure: RainError?
             reading: while true {
-                let result: Result<TLSSession.ReadResult, RainError> = scratch.withUnsafeMutableBytes { buf in
+                let result: Result<ConnectionCipherRead, RainError> = scratch.withUnsafeMutableBytes { buf in
                     Result { () throws(RainError) in try tls.readPlaintext(into: buf) }
                 }
                 switch result {
@@ -387,4 +360,29 @@ extension RainError {
     /// was lost, closed, or the server sent garbage), false for errors the server sent. Failures to
     /// connect are thrown by the initializers instead.
     public var isConnectionFailure: Bool { underlying is ClientConnection.ConnectionFailure }
+}
+
+/// The TLS session of a `ClientConnection` (`RainTransport` adapts RainCrypto's `TLSSession`): the
+/// connection uses it only under its write lock.
+package protocol ConnectionCipher: AnyObject {
+    /// Encrypts `plaintext` into the pending output.
+    func write(_ plaintext: [UInt8]) throws(RainError)
+    /// The encrypted bytes waiting to be sent, removed from the session.
+    func takeOutput() -> [UInt8]
+    /// Bytes waiting in `takeOutput()`.
+    var pendingOutputCount: Int { get }
+    /// Feeds bytes read from the socket.
+    func receive(_ bytes: UnsafeRawBufferPointer)
+    /// Decrypts what the received records complete into `buffer`.
+    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(RainError) -> ConnectionCipherRead
+}
+
+/// What `ConnectionCipher.readPlaintext(into:)` produced.
+package enum ConnectionCipherRead: Equatable, Sendable {
+    /// This many plaintext bytes were written to the buffer.
+    case bytes(Int)
+    /// No complete record is buffered: receive more bytes first.
+    case needsMoreInput
+    /// The peer sent close_notify: no more plaintext will come.
+    case closed
 }
