@@ -114,6 +114,8 @@ public final class AppAccess: Sendable {
     private let preApproved: [String: [AppApprovals.Approval]]
     private let clock: any RainClock
     private let audit: @Sendable (AccessEvent) async -> Void
+    /// The approval prompts on screen, by profile and app.
+    private let flights = ApprovalFlights()
 
     /// Per-app access over `store` (nil: approvals in memory only, for tests).
     /// - Throws: RAIN_102 `record_tampered` when the stored approvals were changed outside rainwalletd.
@@ -152,26 +154,21 @@ public final class AppAccess: Sendable {
         case .approved:
             break
         case .unowned, .changedBinary:
-            let isChange = decision == .changedBinary
             if confirmer.canPrompt {
-                let action =
-                    isChange
-                    ? "let a new version of \(caller.appPath) (the file changed on disk) use the wallet profile"
-                    : "let \(caller.appPath) use the wallet profile (it becomes the profile's app)"
+                // An app opening several connections at once is asked once: the others wait for
+                // that answer instead of meeting a busy prompt.
+                let flight = "\(profile)\u{0}\(caller.appPath)\u{0}\(caller.contentHash)"
+                guard let generation = flights.begin(flight) else {
+                    try await flights.wait(flight)
+                    return try await authorize(profile: profile, context: context)
+                }
                 do {
-                    try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
+                    try await askApproval(profile: profile, caller: caller, decision: decision)
                 } catch {
-                    if isChange { try update { $0.refuseChangedBinary(profile: profile, caller: caller) } }
-                    await audit(
-                        AccessEvent(
-                            event: "app_refused", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)"))
+                    flights.end(flight, generation: generation, error: error)
                     throw error
                 }
-                try approve(profile: profile, caller: caller, source: .prompt, ifStill: decision)
-                await audit(
-                    AccessEvent(
-                        event: "app_approved", profile: profile, app: caller, result: "ok",
-                        detail: isChange ? "changed binary" : nil))
+                flights.end(flight, generation: generation, error: nil)
             } else {
                 try approve(profile: profile, caller: caller, source: .firstUse, ifStill: decision)
                 await audit(
@@ -207,6 +204,29 @@ public final class AppAccess: Sendable {
             }
         }
         return caller
+    }
+
+    /// Asks the user to approve `caller` for `profile` (its first app, or a new binary of one), and
+    /// records the answer.
+    private func askApproval(profile: String, caller: CallerIdentity, decision: AppApprovals.Decision) async throws(RainError) {
+        let isChange = decision == .changedBinary
+        let action =
+            isChange
+            ? "let a new version of \(caller.appPath) (the file changed on disk) use the wallet profile"
+            : "let \(caller.appPath) use the wallet profile (it becomes the profile's app)"
+        do {
+            try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
+        } catch {
+            if isChange { try update { $0.refuseChangedBinary(profile: profile, caller: caller) } }
+            await audit(
+                AccessEvent(
+                    event: "app_refused", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)"))
+            throw error
+        }
+        try approve(profile: profile, caller: caller, source: .prompt, ifStill: decision)
+        await audit(
+            AccessEvent(
+                event: "app_approved", profile: profile, app: caller, result: "ok", detail: isChange ? "changed binary" : nil))
     }
 
     /// Before a call that moves money or adds a credential: the app is approved, is still the
@@ -361,5 +381,67 @@ public final class AppAccess: Sendable {
             \(caller.appPath) (pid \(caller.pid)) is not approved for profile \(profile): \(why). To approve it, run \
             `rainwallet apps approve --profile \(profile) \(caller.appPath)` and confirm on the prompt
             """, details: RainError.Details(reason: "app_not_approved"))
+    }
+}
+
+/// The approval prompts in progress, by profile and app (path and content): the first call of an
+/// app asks, the app's other calls meanwhile wait for that answer and share it (a refusal included),
+/// so an app that opens several connections at once is asked once.
+final class ApprovalFlights: Sendable {
+    private struct Flight {
+        var generation: Int
+        var isRunning: Bool
+        var error: RainError?
+    }
+
+    private struct State {
+        var flights: [String: Flight] = [:]
+        var generation = 0
+    }
+
+    private let state = Mutex(State())
+    /// How often a waiting call looks whether the answer came.
+    private static let pollInterval: Duration = .milliseconds(20)
+    /// Finished flights kept for late waiters; past this many, they are dropped.
+    private static let maximumKept = 256
+
+    /// Starts a flight for `key`; nil when one is running (wait for it).
+    func begin(_ key: String) -> Int? {
+        state.withLock { s in
+            if s.flights[key]?.isRunning == true { return nil }
+            if s.flights.count >= Self.maximumKept { s.flights = s.flights.filter { $0.value.isRunning } }
+            s.generation += 1
+            s.flights[key] = Flight(generation: s.generation, isRunning: true, error: nil)
+            return s.generation
+        }
+    }
+
+    /// Ends the flight `generation` of `key` with its outcome.
+    func end(_ key: String, generation: Int, error: RainError?) {
+        state.withLock { s in
+            guard s.flights[key]?.generation == generation else { return }
+            s.flights[key] = Flight(generation: generation, isRunning: false, error: error)
+        }
+    }
+
+    /// Waits until the running flight of `key` ends.
+    /// - Throws: its error (a refusal is everyone's); RAIN_401 `prompt_withdrawn` when this call
+    ///   is cancelled meanwhile.
+    func wait(_ key: String) async throws(RainError) {
+        guard let generation = state.withLock({ $0.flights[key]?.generation }) else { return }
+        while true {
+            let flight = state.withLock { $0.flights[key] }
+            guard let flight, flight.generation == generation, flight.isRunning else {
+                if let flight, flight.generation == generation, let error = flight.error { throw error }
+                return
+            }
+            do {
+                try await Task.sleep(for: Self.pollInterval)
+            } catch {
+                throw RainError(
+                    .userCancelled, "the call was cancelled while its app's approval was being asked; nothing was done",
+                    details: RainError.Details(reason: "prompt_withdrawn"))
+            }
+        }
     }
 }

@@ -35,8 +35,11 @@ struct AppAccessTests {
         let questions = Mutex<[UserQuestion]>([])
         init(available: Bool) { self.available = available }
         var canPrompt: Bool { available }
+        /// While true, a prompt stays on screen (the answer waits).
+        let isHeld = Mutex(false)
         func confirm(_ question: UserQuestion) async throws(RainError) {
             questions.withLock { $0.append(question) }
+            while isHeld.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
             let answer = answers.withLock { $0.isEmpty ? RainError(.userCancelled, "no answer scripted") : $0.removeFirst() }
             if let answer { throw answer }
         }
@@ -181,6 +184,41 @@ struct AppAccessTests {
             #expect(error.message.contains("LD_PRELOAD"))
         }
         #expect(w.prompt.asked.count == 1)
+    }
+
+    @Test("an app's connections opened together are asked about once, and share the answer", arguments: [true, false])
+    func concurrentFirstCallsShareOnePrompt(confirmed: Bool) async throws {
+        let w = try Self.world()
+        let wallet = Self.app("/usr/bin/wallet", hash: 1)
+        let first = Self.connect(w, 1, wallet)
+        let second = Self.connect(w, 2, wallet)
+        w.prompt.script([confirmed ? nil : Self.dismissed])
+        w.prompt.isHeld.withLock { $0 = true }
+        let access = w.access
+        let a = Task { () async -> String? in
+            do throws(RainError) {
+                try await access.authorize(profile: "default", context: first)
+                return nil
+            } catch {
+                return error.details.reason ?? "\(error.code)"
+            }
+        }
+        while w.prompt.asked.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        let b = Task { () async -> String? in
+            do throws(RainError) {
+                try await access.authorize(profile: "default", context: second)
+                return nil
+            } catch {
+                return error.details.reason ?? "\(error.code)"
+            }
+        }
+        // The second call meets the prompt on screen: it waits for its answer (no prompt_busy).
+        try await Task.sleep(for: .milliseconds(50))
+        w.prompt.isHeld.withLock { $0 = false }
+        let (resultA, resultB) = (await a.value, await b.value)
+        #expect(w.prompt.asked.count == 1, "\(w.prompt.asked)")
+        #expect(resultA == (confirmed ? nil : "prompt_dismissed"))
+        #expect(resultB == resultA)
     }
 
     @Test("an export asks every time, re-checks the caller, and a dismissal stops it; no prompt at all refuses it")
