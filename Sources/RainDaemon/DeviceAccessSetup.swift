@@ -120,20 +120,79 @@ final class ProcessCallerResolver: CallerResolving {
     private let reader: CallerIdentityReader
     private let queue = DispatchQueue(label: "rainwalletd.caller-identity")
 
+    /// The calls waiting for a process's identity, by pid and uid.
+    private struct Waiter {
+        var process: ProcessDescriptor
+        var continuation: CheckedContinuation<Result<CallerIdentity, RainError>, Never>
+    }
+
+    private struct Key: Hashable {
+        var pid: Int32
+        var uid: UInt32
+    }
+
+    private struct Pending {
+        var waiters: [Waiter] = []
+        var isReading = false
+    }
+
+    private let pending = Mutex<[Key: Pending]>([:])
+
     init(reader: CallerIdentityReader) { self.reader = reader }
 
+    /// The caller's identity. The calls of one process that wait together (a client opening many
+    /// connections at once) are served by one reading, made after they all asked: the reading is
+    /// as fresh as each would have made on its own.
     func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity {
         let process = try Self.process(context)
+        let key = Key(pid: process.pid, uid: context.peer.uid)
+        let result = await withCheckedContinuation { continuation in
+            let startsReading = pending.withLock { p in
+                p[key, default: Pending()].waiters.append(Waiter(process: process, continuation: continuation))
+                if p[key]?.isReading == true { return false }
+                p[key]?.isReading = true
+                return true
+            }
+            if startsReading { queue.async { self.serve(key) } }
+        }
+        return try result.get()
+    }
+
+    /// Serves `key`'s waiters, a batch at a time (on `queue`): each batch, taken before its
+    /// reading starts, shares one reading.
+    private func serve(_ key: Key) {
+        while true {
+            let batch = pending.withLock { p -> [Waiter] in
+                let waiters = p[key]?.waiters ?? []
+                if waiters.isEmpty {
+                    p[key] = nil
+                } else {
+                    p[key]?.waiters = []
+                }
+                return waiters
+            }
+            guard let first = batch.first else { return }
+            let shared = read(first.process, uid: key.uid)
+            // A pid names one process while that process lives: if the one read still runs, every
+            // waiter of that pid is that process. Otherwise each is read on its own.
+            let isAlive = (try? first.process.hasExited()) == false
+            for (i, waiter) in batch.enumerated() {
+                waiter.continuation.resume(
+                    returning: i == 0 || isAlive ? shared : read(waiter.process, uid: key.uid))
+            }
+        }
+    }
+
+    private func read(_ process: ProcessDescriptor, uid: UInt32) -> Result<CallerIdentity, RainError> {
         let reader = reader
-        let (uid, pid) = (context.peer.uid, context.peer.pid)
-        return try await queue.runBlocking { () throws(RainError) in
+        return Result { () throws(RainError) in
             do throws(RainError) {
                 return try reader.read(process, uid: uid)
             } catch  where uid != getuid() && error.details.reason == "caller_unidentified" {
                 // Another uid's process (admitted by allowedUIDs) cannot be read by this user's
                 // daemon: it is named by its uid, and can never be approved as an app.
                 return CallerIdentity(
-                    pid: pid, uid: uid, executablePath: "(a program of uid \(uid))", executableSHA256: [],
+                    pid: process.pid, uid: uid, executablePath: "(a program of uid \(uid))", executableSHA256: [],
                     unapprovable: ["another uid's program cannot be identified"])
             }
         }
