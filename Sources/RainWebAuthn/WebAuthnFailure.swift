@@ -82,6 +82,7 @@ public enum WebAuthnFailure: String, Sendable, Hashable, CaseIterable {
     /// Authentication: the assertion signature does not verify with the stored key.
     case signatureInvalid = "signature_invalid"
     /// Authentication: the signature counter did not increase (a possible cloned authenticator).
+    /// A counter that is 0 both stored and received is accepted (an authenticator without a counter).
     case signCountRegression = "sign_count_regression"
 
     // Checks that need storage: the relying party's caller makes them with these reasons.
