@@ -73,7 +73,8 @@ public final class DeviceService: ServerHandler {
             "login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export",
             "passkeys", "contacts",
         ]
-        if config.authority.isDevOutboxEnabled { c.append("dev-outbox") }
+        // Only where ListOutbox answers: the outbox is on and it is the code sender.
+        if config.authority.isDevOutboxEnabled, config.codeSender == .outbox { c.append("dev-outbox") }
         if isTestMethodsEnabled { c.append("test-methods") }
         return c
     }

@@ -14,6 +14,16 @@ import Testing
         #expect(c.codeSender == .outbox)
     }
 
+    @Test("dev-outbox is advertised only where ListOutbox answers: the outbox on and the code sender")
+    func devOutboxCapability() throws {
+        let outbox = DeviceService.capabilities(config: try parse("{}"), isTestMethodsEnabled: false)
+        #expect(outbox.contains("dev-outbox"))
+        let command = try parse(#"{"codeSender": {"type": "command", "command": ["/usr/bin/send"]}}"#)
+        #expect(!DeviceService.capabilities(config: command, isTestMethodsEnabled: false).contains("dev-outbox"))
+        let off = try parse(#"{"authority": {"devOutbox": false}}"#)
+        #expect(!DeviceService.capabilities(config: off, isTestMethodsEnabled: false).contains("dev-outbox"))
+    }
+
     @Test func fullConfigParses() throws {
         let c = try parse(
             """
