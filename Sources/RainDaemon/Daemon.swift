@@ -52,7 +52,8 @@ public enum Daemon {
                 default: .computed("$XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet")),
             Command.Option(
                 "--config", value: "FILE", help: "JSON config", kind: .file,
-                default: .computed("$XDG_CONFIG_HOME/rainwallet/config.json; optional there")),
+                default: .computed(
+                    "$XDG_CONFIG_HOME/rainwallet/config.json, else ~/.config/rainwallet/config.json; optional there")),
             Command.Option(
                 "--authority", value: "HOST:PORT",
                 help: """
