@@ -469,7 +469,8 @@ extension ProfileSettings {
             }
         }
         if p.retryMaxDelay < p.retryInitialDelay {
-            let key = sessionPolicyKeys.contains("retryMaxDelayMilliseconds")
+            let key =
+                sessionPolicyKeys.contains("retryMaxDelayMilliseconds")
                 ? "retryInitialDelayMilliseconds" : "retryMaxDelayMilliseconds"
             throw reader.fail(
                 "sessionPolicy.\(key)",

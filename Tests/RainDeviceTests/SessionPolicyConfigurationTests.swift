@@ -26,8 +26,10 @@ import Testing
         (SessionPolicyFields(retryInitialDelayMilliseconds: 0), "sessionPolicy.retryInitialDelayMilliseconds"),
         (SessionPolicyFields(retryInitialDelayMilliseconds: 60001), "sessionPolicy.retryInitialDelayMilliseconds"),
         (SessionPolicyFields(retryMaxDelayMilliseconds: 600_001), "sessionPolicy.retryMaxDelayMilliseconds"),
-        (SessionPolicyFields(retryInitialDelayMilliseconds: 5000, retryMaxDelayMilliseconds: 4000),
-         "sessionPolicy.retryMaxDelayMilliseconds"),
+        (
+            SessionPolicyFields(retryInitialDelayMilliseconds: 5000, retryMaxDelayMilliseconds: 4000),
+            "sessionPolicy.retryMaxDelayMilliseconds"
+        ),
         (SessionPolicyFields(activeThresholdSeconds: 3601), "sessionPolicy.activeThresholdSeconds"),
         (SessionPolicyFields(restoreTimeoutSeconds: 61), "sessionPolicy.restoreTimeoutSeconds"),
     ])
@@ -83,7 +85,8 @@ import Testing
         let json = #"{"profiles": {"default": {"sessionPolicy": {"retryInitialDelayMilliseconds": 3000}}}}"#
         let f = try await Fixture(config: try DaemonConfig.parse(Data(json.utf8)))
         do throws(RainError) {
-            _ = try await Self.configure(f, SessionPolicyFields(retryInitialDelayMilliseconds: 100, retryMaxDelayMilliseconds: 1000))
+            _ = try await Self.configure(
+                f, SessionPolicyFields(retryInitialDelayMilliseconds: 100, retryMaxDelayMilliseconds: 1000))
             Issue.record("accepted a cap below the config's initial delay")
         } catch {
             #expect(error.code == .invalidArgument)
