@@ -8,7 +8,7 @@ import Testing
 /// harness's auto pinentry). The daemon logs each policy it applies (`profile.session_policy_set`,
 /// with when the live session's refresh is due under it).
 @Suite("Session policy from Swift")
-struct SessionPolicyTests {
+struct SessionPolicyIntegrationTests {
     /// The config file sets `transientRetries` only.
     static let config = #"{"profiles": {"default": {"sessionPolicy": {"transientRetries": 1}}}}"#
 
