@@ -1133,6 +1133,51 @@ void   rain__wallet__v1__configure_profile_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__configure_profile_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__session_policy__init
+                     (Rain__Wallet__V1__SessionPolicy         *message)
+{
+  static const Rain__Wallet__V1__SessionPolicy init_value = RAIN__WALLET__V1__SESSION_POLICY__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__session_policy__get_packed_size
+                     (const Rain__Wallet__V1__SessionPolicy *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__session_policy__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__session_policy__pack
+                     (const Rain__Wallet__V1__SessionPolicy *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__session_policy__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__session_policy__pack_to_buffer
+                     (const Rain__Wallet__V1__SessionPolicy *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__session_policy__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__SessionPolicy *
+       rain__wallet__v1__session_policy__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__SessionPolicy *)
+     protobuf_c_message_unpack (&rain__wallet__v1__session_policy__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__session_policy__free_unpacked
+                     (Rain__Wallet__V1__SessionPolicy *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__session_policy__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__get_wallet_request__init
                      (Rain__Wallet__V1__GetWalletRequest         *message)
 {
@@ -2977,7 +3022,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__passkey_info__descriptor =
   (ProtobufCMessageInit) rain__wallet__v1__passkey_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_request__field_descriptors[2] =
 {
   {
     "passkey_domain",
@@ -2991,14 +3036,27 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_reques
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session_policy",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ConfigureProfileRequest, session_policy),
+    &rain__wallet__v1__session_policy__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__configure_profile_request__field_indices_by_name[] = {
   0,   /* field[0] = passkey_domain */
+  1,   /* field[1] = session_policy */
 };
 static const ProtobufCIntRange rain__wallet__v1__configure_profile_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__descriptor =
 {
@@ -3008,14 +3066,14 @@ const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__de
   "Rain__Wallet__V1__ConfigureProfileRequest",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__ConfigureProfileRequest),
-  1,
+  2,
   rain__wallet__v1__configure_profile_request__field_descriptors,
   rain__wallet__v1__configure_profile_request__field_indices_by_name,
   1,  rain__wallet__v1__configure_profile_request__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__configure_profile_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_response__field_descriptors[3] =
 {
   {
     "passkey_domain",
@@ -3029,14 +3087,40 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__configure_profile_respon
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session_policy",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ConfigureProfileResponse, session_policy),
+    &rain__wallet__v1__session_policy__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "config_keys",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rain__Wallet__V1__ConfigureProfileResponse, n_config_keys),
+    offsetof(Rain__Wallet__V1__ConfigureProfileResponse, config_keys),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__configure_profile_response__field_indices_by_name[] = {
+  2,   /* field[2] = config_keys */
   0,   /* field[0] = passkey_domain */
+  1,   /* field[1] = session_policy */
 };
 static const ProtobufCIntRange rain__wallet__v1__configure_profile_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__descriptor =
 {
@@ -3046,11 +3130,127 @@ const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__d
   "Rain__Wallet__V1__ConfigureProfileResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__ConfigureProfileResponse),
-  1,
+  3,
   rain__wallet__v1__configure_profile_response__field_descriptors,
   rain__wallet__v1__configure_profile_response__field_indices_by_name,
   1,  rain__wallet__v1__configure_profile_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__configure_profile_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__session_policy__field_descriptors[7] =
+{
+  {
+    "refresh_buffer_seconds",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Rain__Wallet__V1__SessionPolicy, refresh_buffer_seconds_value_case),
+    offsetof(Rain__Wallet__V1__SessionPolicy, refresh_buffer_seconds),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "auto_refresh",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Rain__Wallet__V1__SessionPolicy, auto_refresh_value_case),
+    offsetof(Rain__Wallet__V1__SessionPolicy, auto_refresh),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "transient_retries",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Rain__Wallet__V1__SessionPolicy, transient_retries_value_case),
+    offsetof(Rain__Wallet__V1__SessionPolicy, transient_retries),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "retry_initial_delay_milliseconds",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Rain__Wallet__V1__SessionPolicy, retry_initial_delay_milliseconds_value_case),
+    offsetof(Rain__Wallet__V1__SessionPolicy, retry_initial_delay_milliseconds),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "retry_max_delay_milliseconds",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Rain__Wallet__V1__SessionPolicy, retry_max_delay_milliseconds_value_case),
+    offsetof(Rain__Wallet__V1__SessionPolicy, retry_max_delay_milliseconds),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "active_threshold_seconds",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Rain__Wallet__V1__SessionPolicy, active_threshold_seconds_value_case),
+    offsetof(Rain__Wallet__V1__SessionPolicy, active_threshold_seconds),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "restore_timeout_seconds",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Rain__Wallet__V1__SessionPolicy, restore_timeout_seconds_value_case),
+    offsetof(Rain__Wallet__V1__SessionPolicy, restore_timeout_seconds),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__session_policy__field_indices_by_name[] = {
+  5,   /* field[5] = active_threshold_seconds */
+  1,   /* field[1] = auto_refresh */
+  0,   /* field[0] = refresh_buffer_seconds */
+  6,   /* field[6] = restore_timeout_seconds */
+  3,   /* field[3] = retry_initial_delay_milliseconds */
+  4,   /* field[4] = retry_max_delay_milliseconds */
+  2,   /* field[2] = transient_retries */
+};
+static const ProtobufCIntRange rain__wallet__v1__session_policy__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__session_policy__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.SessionPolicy",
+  "SessionPolicy",
+  "Rain__Wallet__V1__SessionPolicy",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__SessionPolicy),
+  7,
+  rain__wallet__v1__session_policy__field_descriptors,
+  rain__wallet__v1__session_policy__field_indices_by_name,
+  1,  rain__wallet__v1__session_policy__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__session_policy__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define rain__wallet__v1__get_wallet_request__field_descriptors NULL

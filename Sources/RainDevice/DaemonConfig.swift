@@ -21,6 +21,9 @@ public struct ProfileSettings: Sendable, Equatable {
     /// Extra uids allowed to use this profile.
     public var allowedUIDs: Set<UInt32>
     public var sessionPolicy: RainWalletSessionPolicy
+    /// The `sessionPolicy` keys the config file sets (`refreshBufferSeconds`, …): these win over a
+    /// client's `Profile/Configure`.
+    public var sessionPolicyKeys: Set<String> = []
 
     public init(
         appID: String, passkeyDomain: String? = nil, isExportAllowed: Bool = false, allowedUIDs: Set<UInt32> = [],
@@ -394,18 +397,26 @@ struct ConfigReader {
         }
         if let v = dict["allowExport"] { p.isExportAllowed = try bool(v, join(path, "allowExport")) }
         if let v = dict["allowedUIDs"] { p.allowedUIDs = try uids(v, join(path, "allowedUIDs")) }
-        if let v = dict["sessionPolicy"] { p.sessionPolicy = try policy(v, join(path, "sessionPolicy")) }
+        if let v = dict["sessionPolicy"] {
+            p.sessionPolicy = try policy(v, join(path, "sessionPolicy"))
+            if case .object(let keys) = v { p.sessionPolicyKeys = Set(keys.keys) }
+        }
         return p
     }
 
-    func policy(_ value: JSONValue, _ path: String) throws(RainError) -> RainWalletSessionPolicy {
-        let dict = try object(
-            value, path,
-            allowed: [
-                "refreshBufferSeconds", "autoRefresh", "transientRetries", "retryInitialDelayMilliseconds",
-                "retryMaxDelayMilliseconds", "activeThresholdSeconds", "restoreTimeoutSeconds",
-            ])
-        var p = RainWalletSessionPolicy()
+    /// The keys of a `sessionPolicy` object.
+    static let policyKeys: Set<String> = [
+        "refreshBufferSeconds", "autoRefresh", "transientRetries", "retryInitialDelayMilliseconds",
+        "retryMaxDelayMilliseconds", "activeThresholdSeconds", "restoreTimeoutSeconds",
+    ]
+
+    /// A `sessionPolicy` object's values over `base` (the defaults for the config file), each
+    /// checked against its range.
+    func policy(
+        _ value: JSONValue, _ path: String, base: RainWalletSessionPolicy = RainWalletSessionPolicy()
+    ) throws(RainError) -> RainWalletSessionPolicy {
+        let dict = try object(value, path, allowed: Self.policyKeys)
+        var p = base
         if let v = dict["refreshBufferSeconds"] {
             p.refreshBuffer = try seconds(v, join(path, "refreshBufferSeconds"), min: 0, max: 3600)
         }
@@ -428,6 +439,43 @@ struct ConfigReader {
         }
         if let v = dict["restoreTimeoutSeconds"] {
             p.restoreTimeout = try seconds(v, join(path, "restoreTimeoutSeconds"), min: 0, max: 60)
+        }
+        return p
+    }
+}
+
+extension ProfileSettings {
+    /// A client's session policy (`Profile/Configure`) over the profile's `current` one: every
+    /// value the client sets is checked like the config file's key of the same name (RAIN_102
+    /// naming `sessionPolicy.<key>`), then the keys the config file sets are put back (the config
+    /// wins). Unset values keep their current ones.
+    /// - Throws: RAIN_102 for a value out of its range, or a retry cap below the initial delay.
+    public func sessionPolicy(
+        applying values: [String: JSONValue], over current: RainWalletSessionPolicy
+    ) throws(RainError) -> RainWalletSessionPolicy {
+        let reader = ConfigReader(source: "Profile/Configure")
+        var p = try reader.policy(.object(values), "sessionPolicy", base: current)
+        let config = sessionPolicy
+        for key in sessionPolicyKeys {
+            switch key {
+            case "refreshBufferSeconds": p.refreshBuffer = config.refreshBuffer
+            case "autoRefresh": p.isAutoRefreshEnabled = config.isAutoRefreshEnabled
+            case "transientRetries": p.transientRetries = config.transientRetries
+            case "retryInitialDelayMilliseconds": p.retryInitialDelay = config.retryInitialDelay
+            case "retryMaxDelayMilliseconds": p.retryMaxDelay = config.retryMaxDelay
+            case "activeThresholdSeconds": p.activeThreshold = config.activeThreshold
+            case "restoreTimeoutSeconds": p.restoreTimeout = config.restoreTimeout
+            default: break
+            }
+        }
+        if p.retryMaxDelay < p.retryInitialDelay {
+            let key =
+                sessionPolicyKeys.contains("retryMaxDelayMilliseconds")
+                ? "retryInitialDelayMilliseconds" : "retryMaxDelayMilliseconds"
+            throw reader.fail(
+                "sessionPolicy.\(key)",
+                "retryMaxDelayMilliseconds must not be less than retryInitialDelayMilliseconds (the daemon's config sets "
+                    + "\(sessionPolicyKeys.sorted().joined(separator: ", ")))")
         }
         return p
     }

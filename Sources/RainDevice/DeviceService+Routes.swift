@@ -47,7 +47,7 @@ extension DeviceService {
                 Method.awaitRestore, AwaitRestoreRequest.self, SessionSnapshot.self, policy: .read(),
                 .actor { (r, call) throws(RainError) in
                     let e = call.entry
-                    let policyTimeout = e.runtime.settings.sessionPolicy.restoreTimeout
+                    let policyTimeout = e.runtime.sessionPolicy.restoreTimeout
                     let timeout = r.timeoutMilliseconds == 0 ? policyTimeout : .milliseconds(Int64(r.timeoutMilliseconds))
                     return await Self.awaitRestore(e, timeout: timeout)
                 })
@@ -74,7 +74,12 @@ extension DeviceService {
                 })
             Route(
                 Method.configureProfile, ConfigureProfileRequest.self, ConfigureProfileResponse.self, policy: .send(),
-                .actor { (r, call) throws(RainError) in try await call.session.configure(passkeyDomain: r.passkeyDomain) })
+                .actor { (r, call) throws(RainError) in
+                    if r.sessionPolicy != nil {
+                        try Self.requireProfileOwner(access?.apps, profile: call.profile, caller: call.identity)
+                    }
+                    return try await call.session.configure(passkeyDomain: r.passkeyDomain, sessionPolicy: r.sessionPolicy)
+                })
             Route(
                 Method.passkeyBeginSignUp, BeginPasskeyRequest.self, BeginPasskeyResponse.self, policy: .send(),
                 .actor { (_, call) throws(RainError) in try await call.session.beginPasskeySignUp() })
@@ -245,5 +250,26 @@ extension DeviceService {
         guard let token = runtime.liveAccessToken() else { return false }
         read(reads, runtime.settings.appID, token)
         return true
+    }
+
+    /// Only the app that owns the profile (its first approved app, else the first app the policy
+    /// names for it) may set its session policy; an app approved through `*` owns nothing. Without
+    /// per-app access (`access == nil`) every caller may.
+    /// - Throws: RAIN_202 `not_profile_owner`.
+    static func requireProfileOwner(
+        _ apps: AppAccess?, profile: String, caller identity: CallerIdentity?
+    ) throws(RainError) {
+        guard let apps else { return }
+        let (approvals, preApproved) = apps.list()
+        let owner = approvals.owner(of: profile) ?? preApproved[profile]?.first
+        if let owner, let identity, owner.matches(identity) { return }
+        let who = identity.map { "\($0.appPath) (pid \($0.pid))" } ?? "this app"
+        let ownerText = owner.map { "its owner \($0.appPath)" } ?? "its owner (it has none yet)"
+        throw RainError(
+            .unauthorized,
+            "\(who) may use profile \(profile) but not set its session policy: only \(ownerText) may; "
+                + "drop sessionPolicy from this app's RainWalletConfig, or set it in the daemon's config "
+                + "(profiles.\(profile).sessionPolicy)",
+            details: RainError.Details(reason: "not_profile_owner", field: "sessionPolicy"))
     }
 }

@@ -53,18 +53,28 @@ public final class ProfileRuntime: Sendable {
         /// When the last challenge pending on the profile (a login or verification code, a passkey
         /// ceremony) expires; nil when none is pending. Set by the session actor.
         var pendingChallengesUntil: Date?
+        /// The session policy in effect: the config's, with a client's `Profile/Configure` values
+        /// where the config sets none.
+        var sessionPolicy: RainWalletSessionPolicy
     }
 
     public let name: String
     public let settings: ProfileSettings
     let clock: any RainClock
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     init(name: String, settings: ProfileSettings, clock: any RainClock) {
         self.name = name
         self.settings = settings
         self.clock = clock
+        self.state = Mutex(State(sessionPolicy: settings.sessionPolicy))
     }
+
+    /// The session policy in effect (the config's until a client's `Profile/Configure` sets more).
+    public var sessionPolicy: RainWalletSessionPolicy { state.withLock { $0.sessionPolicy } }
+
+    /// Replaces the policy in effect (the session actor, which also re-arms its refresh timer).
+    func setSessionPolicy(_ policy: RainWalletSessionPolicy) { state.withLock { $0.sessionPolicy = policy } }
 
     /// The current snapshot, computed against the clock (so an expired session reads as expired).
     public func snapshot() -> SessionSnapshot { state.withLock { compute($0) } }
@@ -80,7 +90,7 @@ public final class ProfileRuntime: Sendable {
                 authState: .unauthenticated, sessionState: .expired, accountID: v.accountID, walletID: v.walletID,
                 contact: v.contact, hasActiveSession: false)
         }
-        let threshold = settings.sessionPolicy.effectiveActiveThreshold(lifetime: v.lifetime)
+        let threshold = s.sessionPolicy.effectiveActiveThreshold(lifetime: v.lifetime)
         return SessionSnapshot(
             authState: .authenticated, sessionState: .active(expiresAt: v.expiresAt), accountID: v.accountID,
             walletID: v.walletID, contact: v.contact,

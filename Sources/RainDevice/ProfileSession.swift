@@ -118,11 +118,11 @@ public actor ProfileSession {
         self.context = context
         self.logger = context.logger.child("profile")
         self.scheduler = RefreshScheduler(
-            profile: runtime.name, clock: context.clock, policy: runtime.settings.sessionPolicy)
+            profile: runtime.name, clock: context.clock, policy: runtime.sessionPolicy)
     }
 
     var appID: String { runtime.settings.appID }
-    private var policy: RainWalletSessionPolicy { runtime.settings.sessionPolicy }
+    private var policy: RainWalletSessionPolicy { runtime.sessionPolicy }
     private var clock: any RainClock { context.clock }
 
     /// The current session: the one loaded while restoring, the live one once restored.
@@ -190,11 +190,53 @@ public actor ProfileSession {
 
     // MARK: configuration
 
-    /// Applies a client's `RainWalletConfig`: sets the passkey domain when none is configured
-    /// (validated, then persisted), accepts the same domain again, refuses a different one.
-    /// - Throws: RAIN_102 for an invalid domain or one that differs from the profile's.
-    public func configure(passkeyDomain requested: String) async throws(RainError) -> ConfigureProfileResponse {
+    /// Applies a client's `RainWalletConfig`: first its session policy (`applySessionPolicy`), then
+    /// its passkey domain, so a refused domain leaves the policy applied. The response carries the
+    /// domain, the policy in effect and the policy keys the config file sets.
+    /// - Throws: RAIN_102 for a policy value out of range, an invalid domain or one that differs
+    ///   from the profile's.
+    public func configure(
+        passkeyDomain requested: String, sessionPolicy fields: SessionPolicyFields? = nil
+    ) async throws(RainError) -> ConfigureProfileResponse {
         await restore()
+        if let fields { try applySessionPolicy(fields) }
+        var response = try await configureDomain(requested)
+        response.sessionPolicy = SessionPolicyFields(runtime.sessionPolicy)
+        response.configKeys = runtime.settings.sessionPolicyKeys.sorted()
+        return response
+    }
+
+    /// Applies a client's session policy over the profile's current one, the config file's keys
+    /// winning, and re-arms the refresh timer of the current session under it. Held in memory while
+    /// the daemon runs (each provider sends it again).
+    /// - Throws: RAIN_102 naming `sessionPolicy.<key>` for a value out of its range.
+    func applySessionPolicy(_ fields: SessionPolicyFields) throws(RainError) {
+        let current = runtime.sessionPolicy
+        let policy = try runtime.settings.sessionPolicy(applying: fields.configValues, over: current)
+        runtime.setSessionPolicy(policy)
+        scheduler.update(policy: policy)
+        if policy != current { schedule() }
+        // refreshDueMs: when the current session's refresh is due under the new policy ("off"
+        // without auto refresh, "none" without a session).
+        let due = session.map { scheduler.due(for: $0).map { String($0.unixMilliseconds) } ?? "off" } ?? "none"
+        logger.info(
+            "profile.session_policy_set",
+            [
+                "profile": runtime.name, "refreshBufferMs": String(policy.refreshBuffer.milliseconds),
+                "autoRefresh": policy.isAutoRefreshEnabled ? "true" : "false",
+                "transientRetries": String(policy.transientRetries),
+                "retryInitialDelayMs": String(policy.retryInitialDelay.milliseconds),
+                "retryMaxDelayMs": String(policy.retryMaxDelay.milliseconds),
+                "activeThresholdMs": String(policy.activeThreshold.milliseconds),
+                "restoreTimeoutMs": String(policy.restoreTimeout.milliseconds),
+                "configKeys": runtime.settings.sessionPolicyKeys.sorted().joined(separator: ","), "refreshDueMs": due,
+            ])
+    }
+
+    /// The passkey domain step of `configure`: sets the domain when none is configured (validated,
+    /// then persisted), accepts the same domain again, refuses a different one.
+    /// - Throws: RAIN_102 for an invalid domain or one that differs from the profile's.
+    private func configureDomain(_ requested: String) async throws(RainError) -> ConfigureProfileResponse {
         guard !requested.isEmpty else { return ConfigureProfileResponse(passkeyDomain: passkeyDomain ?? "") }
         let domain = try PasskeyDomain.validate(requested)
         if let current = passkeyDomain {

@@ -48,10 +48,16 @@ final class RefreshScheduler: Sendable {
         var isRetired = false
     }
 
-    let policy: RainWalletSessionPolicy
+    private let policyState: Mutex<RainWalletSessionPolicy>
     private let clock: any RainClock
     private let queue: DispatchQueue
     private let state = Mutex(State())
+
+    /// The profile's session policy (a client's `Profile/Configure` may change it).
+    var policy: RainWalletSessionPolicy { policyState.withLock { $0 } }
+
+    /// Uses `policy` from now on; the caller re-arms the timer for its session.
+    func update(policy: RainWalletSessionPolicy) { policyState.withLock { $0 = policy } }
 
     /// - Parameters:
     ///   - profile: the profile's name (labels the timer queue).
@@ -59,7 +65,7 @@ final class RefreshScheduler: Sendable {
     ///   - policy: the profile's session policy.
     init(profile: String, clock: any RainClock, policy: RainWalletSessionPolicy) {
         self.clock = clock
-        self.policy = policy
+        self.policyState = Mutex(policy)
         self.queue = DispatchQueue(label: "rainwallet.refresh.\(profile)")
     }
 

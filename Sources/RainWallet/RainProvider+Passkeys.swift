@@ -50,6 +50,8 @@ extension RainProvider {
                 "passkeys need a domain: create the provider with RainWalletConfig(passkeyDomain:)",
                 field: "passkeyDomain", reason: "no_passkey_domain")
         }
+        try await applyConfiguration(try connection())
+        if let refusal = configurationRefusal(field: "passkeyDomain") { throw refusal }
         let ceremony = try await call(begin, BeginPasskeyRequest(), as: BeginPasskeyResponse.self)
         let responseJSON: String
         do {

@@ -27,8 +27,9 @@ public final class RainProvider: Sendable {
     let expiryQueue = DispatchQueue(label: "rainwallet.client.session-expired")
     /// How the streams wait before reconnecting to a daemon that went away.
     let reconnectBackoff: ReconnectBackoff
-    /// Whether this provider's configuration has been applied to its profile (once per provider).
-    private let isConfigured = Mutex(false)
+    /// The connection this provider's configuration was applied on (again after a reconnect: a
+    /// restarted daemon forgot the session policy), and what the daemon refused of it.
+    private let configured = Mutex<(connection: ObjectIdentifier?, refusals: [RainError])>((nil, []))
 
     /// Creates a provider. It connects to the daemon on first use.
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
@@ -85,14 +86,57 @@ public final class RainProvider: Sendable {
         return try Resp.decode(bytes)
     }
 
-    /// Sends `RainWalletConfig.passkeyDomain` to the profile once, before the first call.
-    private func applyConfiguration(_ conn: ClientConnection) async throws(RainError) {
-        guard let domain = config.passkeyDomain, !isConfigured.withLock({ $0 }) else { return }
-        let bytes = try await conn.call(
-            method: Method.configureProfile, payload: try ConfigureProfileRequest(passkeyDomain: domain).encode(),
-            metadata: metadata)
+    /// Applies `RainWalletConfig.sessionPolicy` and `passkeyDomain` to the profile before the
+    /// first call on each connection: the policy first, then the domain (checked locally by
+    /// `validatePasskeyDomain()` first), as two requests so that neither refusal blocks the other.
+    /// What the daemon refuses of the configuration itself (RAIN_102 on `passkeyDomain` or a
+    /// `sessionPolicy.` key, RAIN_202 `not_profile_owner`) does not fail unrelated calls (a code
+    /// login keeps working): `awaitSessionRestore()` and the passkey calls report it. Any other
+    /// failure (the daemon is down, the app is not approved) fails the call, and the next call tries
+    /// again.
+    package func applyConfiguration(_ conn: ClientConnection) async throws(RainError) {
+        guard config.passkeyDomain != nil || config.sessionPolicy != nil else { return }
+        let id = ObjectIdentifier(conn)
+        guard configured.withLock({ $0.connection }) != id else { return }
+        var refusals: [RainError] = []
+        if let policy = config.sessionPolicy {
+            do throws(RainError) {
+                try await configure(conn, ConfigureProfileRequest(passkeyDomain: "", sessionPolicy: SessionPolicyFields(policy)))
+            } catch {
+                guard Self.isConfigurationRefusal(error) else { throw error }
+                refusals.append(error)
+            }
+        }
+        if let domain = config.passkeyDomain {
+            do throws(RainError) {
+                try config.validatePasskeyDomain()
+                try await configure(conn, ConfigureProfileRequest(passkeyDomain: domain))
+            } catch {
+                guard Self.isConfigurationRefusal(error) else { throw error }
+                refusals.append(error)
+            }
+        }
+        configured.withLock { $0 = (id, refusals) }
+    }
+
+    private func configure(_ conn: ClientConnection, _ request: ConfigureProfileRequest) async throws(RainError) {
+        let bytes = try await conn.call(method: Method.configureProfile, payload: try request.encode(), metadata: metadata)
         _ = try ConfigureProfileResponse.decode(bytes)
-        isConfigured.withLock { $0 = true }
+    }
+
+    /// Whether `error` refuses the configuration itself (rather than the call or the connection).
+    static func isConfigurationRefusal(_ error: RainError) -> Bool {
+        if error.code == .unauthorized { return error.details.reason == "not_profile_owner" }
+        guard error.code == .invalidArgument, let field = error.details.field else { return false }
+        return field == "passkeyDomain" || field.hasPrefix("sessionPolicy")
+    }
+
+    /// The first thing the daemon refused of this provider's configuration on the current
+    /// connection (nil when all of it applied), or only the refusal of a field starting with `field`.
+    func configurationRefusal(field: String? = nil) -> RainError? {
+        configured.withLock { state in
+            state.refusals.first { field == nil || $0.details.field?.hasPrefix(field ?? "") == true }
+        }
     }
 
     // MARK: login with a one-time code
@@ -142,9 +186,17 @@ public final class RainProvider: Sendable {
     }
 
     /// Waits (up to the profile's restore timeout, 5 s by default) for the stored session to load.
-    /// On timeout it returns normally with `authState` still `loading`.
+    /// On timeout it returns normally with `authState` still `loading`. This is where the
+    /// provider's configuration is checked: once the restore is over it throws what the daemon
+    /// refused of `RainWalletConfig` (the session is restored all the same, and a code login still
+    /// works).
+    /// - Throws: RAIN_102 naming `passkeyDomain` (bad syntax, a public suffix, another domain than
+    ///   the profile's) or `sessionPolicy.<key>` (out of range); RAIN_202 `not_profile_owner` when
+    ///   this app may use the profile but does not own it, so may not set its session policy;
+    ///   RAIN_101 when the daemon is not running.
     public func awaitSessionRestore() async throws {
         _ = try await call(Method.awaitRestore, AwaitRestoreRequest(), as: SessionSnapshot.self)
+        if let refusal = configurationRefusal() { throw refusal }
     }
 
     /// True when a session exists with more than the policy's threshold (30 s) left.

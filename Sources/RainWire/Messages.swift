@@ -222,14 +222,86 @@ public struct ConfirmContactVerificationRequest: WireMessage, Equatable, CustomS
 public struct ConfigureProfileRequest: WireMessage, Equatable {
     /// Empty when the client sets none.
     public var passkeyDomain: String
-    public init(passkeyDomain: String) { self.passkeyDomain = passkeyDomain }
+    /// The session policy to apply; nil leaves the profile's policy as it is.
+    public var sessionPolicy: SessionPolicyFields?
+    public init(passkeyDomain: String, sessionPolicy: SessionPolicyFields? = nil) {
+        self.passkeyDomain = passkeyDomain
+        self.sessionPolicy = sessionPolicy
+    }
 }
 
 /// `Profile/Configure` response.
 public struct ConfigureProfileResponse: WireMessage, Equatable {
     /// The profile's passkey domain ("" when none is set).
     public var passkeyDomain: String
-    public init(passkeyDomain: String) { self.passkeyDomain = passkeyDomain }
+    /// The session policy in effect after the call (every field set; nil from an older daemon).
+    public var sessionPolicy: SessionPolicyFields?
+    /// The policy keys the daemon's config file sets (`refreshBufferSeconds`, …): they win over a
+    /// client's values.
+    public var configKeys: [String]
+    public init(passkeyDomain: String, sessionPolicy: SessionPolicyFields? = nil, configKeys: [String] = []) {
+        self.passkeyDomain = passkeyDomain
+        self.sessionPolicy = sessionPolicy
+        self.configKeys = configKeys
+    }
+}
+
+/// The wire form of a session policy (`SessionPolicy` in wallet.proto): the config file's names and
+/// units, every field optional (nil: not set).
+public struct SessionPolicyFields: Sendable, Equatable {
+    /// `refreshBufferSeconds`.
+    public var refreshBufferSeconds: Double?
+    /// `autoRefresh`.
+    public var autoRefresh: Bool?
+    /// `transientRetries`.
+    public var transientRetries: UInt32?
+    /// `retryInitialDelayMilliseconds`.
+    public var retryInitialDelayMilliseconds: UInt32?
+    /// `retryMaxDelayMilliseconds`.
+    public var retryMaxDelayMilliseconds: UInt32?
+    /// `activeThresholdSeconds`.
+    public var activeThresholdSeconds: Double?
+    /// `restoreTimeoutSeconds`.
+    public var restoreTimeoutSeconds: Double?
+
+    /// Fields, each nil unless given.
+    public init(
+        refreshBufferSeconds: Double? = nil, autoRefresh: Bool? = nil, transientRetries: UInt32? = nil,
+        retryInitialDelayMilliseconds: UInt32? = nil, retryMaxDelayMilliseconds: UInt32? = nil,
+        activeThresholdSeconds: Double? = nil, restoreTimeoutSeconds: Double? = nil
+    ) {
+        self.refreshBufferSeconds = refreshBufferSeconds
+        self.autoRefresh = autoRefresh
+        self.transientRetries = transientRetries
+        self.retryInitialDelayMilliseconds = retryInitialDelayMilliseconds
+        self.retryMaxDelayMilliseconds = retryMaxDelayMilliseconds
+        self.activeThresholdSeconds = activeThresholdSeconds
+        self.restoreTimeoutSeconds = restoreTimeoutSeconds
+    }
+
+    /// Every field of `policy` (counts and milliseconds saturated to `UInt32`).
+    public init(_ policy: RainWalletSessionPolicy) {
+        func ms(_ d: Duration) -> UInt32 { UInt32(clamping: d.milliseconds) }
+        self.init(
+            refreshBufferSeconds: policy.refreshBuffer.timeInterval, autoRefresh: policy.isAutoRefreshEnabled,
+            transientRetries: UInt32(clamping: policy.transientRetries),
+            retryInitialDelayMilliseconds: ms(policy.retryInitialDelay), retryMaxDelayMilliseconds: ms(policy.retryMaxDelay),
+            activeThresholdSeconds: policy.activeThreshold.timeInterval,
+            restoreTimeoutSeconds: policy.restoreTimeout.timeInterval)
+    }
+
+    /// The set fields by their config-file key, as JSON numbers and booleans.
+    public var configValues: [String: JSONValue] {
+        var values: [String: JSONValue] = [:]
+        if let v = refreshBufferSeconds { values["refreshBufferSeconds"] = .number(v) }
+        if let v = autoRefresh { values["autoRefresh"] = .bool(v) }
+        if let v = transientRetries { values["transientRetries"] = .number(Double(v)) }
+        if let v = retryInitialDelayMilliseconds { values["retryInitialDelayMilliseconds"] = .number(Double(v)) }
+        if let v = retryMaxDelayMilliseconds { values["retryMaxDelayMilliseconds"] = .number(Double(v)) }
+        if let v = activeThresholdSeconds { values["activeThresholdSeconds"] = .number(v) }
+        if let v = restoreTimeoutSeconds { values["restoreTimeoutSeconds"] = .number(v) }
+        return values
+    }
 }
 
 /// `Wallet/Get` request (empty).

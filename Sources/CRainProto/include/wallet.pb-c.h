@@ -41,6 +41,7 @@ typedef struct Rain__Wallet__V1__AccountResponse Rain__Wallet__V1__AccountRespon
 typedef struct Rain__Wallet__V1__PasskeyInfo Rain__Wallet__V1__PasskeyInfo;
 typedef struct Rain__Wallet__V1__ConfigureProfileRequest Rain__Wallet__V1__ConfigureProfileRequest;
 typedef struct Rain__Wallet__V1__ConfigureProfileResponse Rain__Wallet__V1__ConfigureProfileResponse;
+typedef struct Rain__Wallet__V1__SessionPolicy Rain__Wallet__V1__SessionPolicy;
 typedef struct Rain__Wallet__V1__GetWalletRequest Rain__Wallet__V1__GetWalletRequest;
 typedef struct Rain__Wallet__V1__WalletResponse Rain__Wallet__V1__WalletResponse;
 typedef struct Rain__Wallet__V1__ExportRecoveryPhraseRequest Rain__Wallet__V1__ExportRecoveryPhraseRequest;
@@ -471,15 +472,23 @@ struct  Rain__Wallet__V1__PasskeyInfo
  * once per provider, before its first call). If the daemon's config leaves the profile's passkey
  * domain unset, the first client's domain is validated (RAIN_102 if it is not a registrable domain)
  * and persisted; a different domain later is RAIN_102 (passkeys are bound to their domain).
+ * A session policy, when present, is validated like the config file's `sessionPolicy` keys (RAIN_102
+ * naming `sessionPolicy.<key>`) and applied to the profile while the daemon runs; only the app that
+ * owns the profile may set it (RAIN_202 `not_profile_owner`), and the config file's keys win. The
+ * policy is applied before the domain: a refused domain leaves the applied policy in place.
  */
 struct  Rain__Wallet__V1__ConfigureProfileRequest
 {
   ProtobufCMessage base;
   char *passkey_domain;
+  /*
+   * Absent: the policy is left as it is (the response still reports it).
+   */
+  Rain__Wallet__V1__SessionPolicy *session_policy;
 };
 #define RAIN__WALLET__V1__CONFIGURE_PROFILE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__configure_profile_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, NULL }
 
 
 struct  Rain__Wallet__V1__ConfigureProfileResponse
@@ -489,10 +498,104 @@ struct  Rain__Wallet__V1__ConfigureProfileResponse
    * The profile's passkey domain after the call ("" when none is set).
    */
   char *passkey_domain;
+  /*
+   * The policy in effect after the call, every field set.
+   */
+  Rain__Wallet__V1__SessionPolicy *session_policy;
+  /*
+   * The keys of session_policy the daemon's config file sets (its names, e.g. "refreshBufferSeconds"):
+   * a client's value for them is ignored.
+   */
+  size_t n_config_keys;
+  char **config_keys;
 };
 #define RAIN__WALLET__V1__CONFIGURE_PROFILE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__configure_profile_response__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, NULL, 0,NULL }
+
+
+typedef enum {
+  RAIN__WALLET__V1__SESSION_POLICY__REFRESH_BUFFER_SECONDS_VALUE__NOT_SET = 0,
+  RAIN__WALLET__V1__SESSION_POLICY__REFRESH_BUFFER_SECONDS_VALUE_REFRESH_BUFFER_SECONDS = 1
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__SESSION_POLICY__REFRESH_BUFFER_SECONDS_VALUE__CASE)
+} Rain__Wallet__V1__SessionPolicy__RefreshBufferSecondsValueCase;
+
+typedef enum {
+  RAIN__WALLET__V1__SESSION_POLICY__AUTO_REFRESH_VALUE__NOT_SET = 0,
+  RAIN__WALLET__V1__SESSION_POLICY__AUTO_REFRESH_VALUE_AUTO_REFRESH = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__SESSION_POLICY__AUTO_REFRESH_VALUE__CASE)
+} Rain__Wallet__V1__SessionPolicy__AutoRefreshValueCase;
+
+typedef enum {
+  RAIN__WALLET__V1__SESSION_POLICY__TRANSIENT_RETRIES_VALUE__NOT_SET = 0,
+  RAIN__WALLET__V1__SESSION_POLICY__TRANSIENT_RETRIES_VALUE_TRANSIENT_RETRIES = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__SESSION_POLICY__TRANSIENT_RETRIES_VALUE__CASE)
+} Rain__Wallet__V1__SessionPolicy__TransientRetriesValueCase;
+
+typedef enum {
+  RAIN__WALLET__V1__SESSION_POLICY__RETRY_INITIAL_DELAY_MILLISECONDS_VALUE__NOT_SET = 0,
+  RAIN__WALLET__V1__SESSION_POLICY__RETRY_INITIAL_DELAY_MILLISECONDS_VALUE_RETRY_INITIAL_DELAY_MILLISECONDS = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__SESSION_POLICY__RETRY_INITIAL_DELAY_MILLISECONDS_VALUE__CASE)
+} Rain__Wallet__V1__SessionPolicy__RetryInitialDelayMillisecondsValueCase;
+
+typedef enum {
+  RAIN__WALLET__V1__SESSION_POLICY__RETRY_MAX_DELAY_MILLISECONDS_VALUE__NOT_SET = 0,
+  RAIN__WALLET__V1__SESSION_POLICY__RETRY_MAX_DELAY_MILLISECONDS_VALUE_RETRY_MAX_DELAY_MILLISECONDS = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__SESSION_POLICY__RETRY_MAX_DELAY_MILLISECONDS_VALUE__CASE)
+} Rain__Wallet__V1__SessionPolicy__RetryMaxDelayMillisecondsValueCase;
+
+typedef enum {
+  RAIN__WALLET__V1__SESSION_POLICY__ACTIVE_THRESHOLD_SECONDS_VALUE__NOT_SET = 0,
+  RAIN__WALLET__V1__SESSION_POLICY__ACTIVE_THRESHOLD_SECONDS_VALUE_ACTIVE_THRESHOLD_SECONDS = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__SESSION_POLICY__ACTIVE_THRESHOLD_SECONDS_VALUE__CASE)
+} Rain__Wallet__V1__SessionPolicy__ActiveThresholdSecondsValueCase;
+
+typedef enum {
+  RAIN__WALLET__V1__SESSION_POLICY__RESTORE_TIMEOUT_SECONDS_VALUE__NOT_SET = 0,
+  RAIN__WALLET__V1__SESSION_POLICY__RESTORE_TIMEOUT_SECONDS_VALUE_RESTORE_TIMEOUT_SECONDS = 7
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__SESSION_POLICY__RESTORE_TIMEOUT_SECONDS_VALUE__CASE)
+} Rain__Wallet__V1__SessionPolicy__RestoreTimeoutSecondsValueCase;
+
+/*
+ * A profile's session policy, with the config file's names, units and ranges. Each field is in its
+ * own oneof for explicit presence (wire-compatible with proto3 `optional`): an unset field keeps
+ * its current value.
+ */
+struct  Rain__Wallet__V1__SessionPolicy
+{
+  ProtobufCMessage base;
+  Rain__Wallet__V1__SessionPolicy__RefreshBufferSecondsValueCase refresh_buffer_seconds_value_case;
+  union {
+    double refresh_buffer_seconds;
+  };
+  Rain__Wallet__V1__SessionPolicy__AutoRefreshValueCase auto_refresh_value_case;
+  union {
+    protobuf_c_boolean auto_refresh;
+  };
+  Rain__Wallet__V1__SessionPolicy__TransientRetriesValueCase transient_retries_value_case;
+  union {
+    uint32_t transient_retries;
+  };
+  Rain__Wallet__V1__SessionPolicy__RetryInitialDelayMillisecondsValueCase retry_initial_delay_milliseconds_value_case;
+  union {
+    uint32_t retry_initial_delay_milliseconds;
+  };
+  Rain__Wallet__V1__SessionPolicy__RetryMaxDelayMillisecondsValueCase retry_max_delay_milliseconds_value_case;
+  union {
+    uint32_t retry_max_delay_milliseconds;
+  };
+  Rain__Wallet__V1__SessionPolicy__ActiveThresholdSecondsValueCase active_threshold_seconds_value_case;
+  union {
+    double active_threshold_seconds;
+  };
+  Rain__Wallet__V1__SessionPolicy__RestoreTimeoutSecondsValueCase restore_timeout_seconds_value_case;
+  union {
+    double restore_timeout_seconds;
+  };
+};
+#define RAIN__WALLET__V1__SESSION_POLICY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__session_policy__descriptor) \
+    , RAIN__WALLET__V1__SESSION_POLICY__REFRESH_BUFFER_SECONDS_VALUE__NOT_SET, {0}, RAIN__WALLET__V1__SESSION_POLICY__AUTO_REFRESH_VALUE__NOT_SET, {0}, RAIN__WALLET__V1__SESSION_POLICY__TRANSIENT_RETRIES_VALUE__NOT_SET, {0}, RAIN__WALLET__V1__SESSION_POLICY__RETRY_INITIAL_DELAY_MILLISECONDS_VALUE__NOT_SET, {0}, RAIN__WALLET__V1__SESSION_POLICY__RETRY_MAX_DELAY_MILLISECONDS_VALUE__NOT_SET, {0}, RAIN__WALLET__V1__SESSION_POLICY__ACTIVE_THRESHOLD_SECONDS_VALUE__NOT_SET, {0}, RAIN__WALLET__V1__SESSION_POLICY__RESTORE_TIMEOUT_SECONDS_VALUE__NOT_SET, {0} }
 
 
 /*
@@ -1238,6 +1341,25 @@ Rain__Wallet__V1__ConfigureProfileResponse *
 void   rain__wallet__v1__configure_profile_response__free_unpacked
                      (Rain__Wallet__V1__ConfigureProfileResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__SessionPolicy methods */
+void   rain__wallet__v1__session_policy__init
+                     (Rain__Wallet__V1__SessionPolicy         *message);
+size_t rain__wallet__v1__session_policy__get_packed_size
+                     (const Rain__Wallet__V1__SessionPolicy   *message);
+size_t rain__wallet__v1__session_policy__pack
+                     (const Rain__Wallet__V1__SessionPolicy   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__session_policy__pack_to_buffer
+                     (const Rain__Wallet__V1__SessionPolicy   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__SessionPolicy *
+       rain__wallet__v1__session_policy__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__session_policy__free_unpacked
+                     (Rain__Wallet__V1__SessionPolicy *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__GetWalletRequest methods */
 void   rain__wallet__v1__get_wallet_request__init
                      (Rain__Wallet__V1__GetWalletRequest         *message);
@@ -1619,6 +1741,9 @@ typedef void (*Rain__Wallet__V1__ConfigureProfileRequest_Closure)
 typedef void (*Rain__Wallet__V1__ConfigureProfileResponse_Closure)
                  (const Rain__Wallet__V1__ConfigureProfileResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__SessionPolicy_Closure)
+                 (const Rain__Wallet__V1__SessionPolicy *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__GetWalletRequest_Closure)
                  (const Rain__Wallet__V1__GetWalletRequest *message,
                   void *closure_data);
@@ -1704,6 +1829,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__account_response__desc
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_info__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__session_policy__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_wallet_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__wallet_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase_request__descriptor;
