@@ -67,7 +67,7 @@ struct  Rain__Wallet__V1__Envelope
      */
     Rain__Wallet__V1__StreamMessage *stream;
     /*
-     * client -> server: stop the call; the server answers with a Response
+     * client -> server: stop a call in flight; the server answers with a Response (PROTOCOL.md §4.5), none for an unknown or finished id
      */
     Rain__Wallet__V1__Cancel *cancel;
   };
@@ -100,7 +100,7 @@ struct  Rain__Wallet__V1__Request
    */
   ProtobufCBinaryData payload;
   /*
-   * Relative deadline in milliseconds; 0 means the server's default.
+   * Relative deadline in milliseconds for a deferred call (PROTOCOL.md §4.4); 0 means no deadline.
    */
   uint32_t timeout_ms;
   /*
