@@ -358,6 +358,8 @@ final class EventLog: Sendable {
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
+        // Subscribed (the current state arrived) before the logout, or the logout is what it sees first.
+        #expect(await eventually(timeout: .seconds(5)) { events.count >= 1 })
         try await h.provider(0).logout()
         // Well past the old session's refresh point and expiry; a late event would show within the poll.
         try await h.advance(by: .seconds(10))
