@@ -204,10 +204,14 @@ struct AccessibleBinaries {
         directory = String(cString: made)
         chmod(directory, 0o755)
         let source = try DaemonHarness.binaryDirectory()
-        for name in ["rainwallet", "rainwalletd"] {
-            let to = "\(directory)/\(name)"
-            try FileManager.default.copyItem(atPath: source.appendingPathComponent(name).path, toPath: to)
-            chmod(to, 0o755)
+        // Under the launch lock: no child of another test inherits a copy's write descriptor (the
+        // copy would then be "Text file busy" when run).
+        try DaemonHarness.withProcessLaunchLock {
+            for name in ["rainwallet", "rainwalletd"] {
+                let to = "\(directory)/\(name)"
+                try FileManager.default.copyItem(atPath: source.appendingPathComponent(name).path, toPath: to)
+                chmod(to, 0o755)
+            }
         }
     }
 

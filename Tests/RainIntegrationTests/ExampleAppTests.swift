@@ -63,15 +63,21 @@ import Testing
     @Test("an app that links RainWallet links no OpenSSL, SQLite, libpq, libpsl or libcbor")
     func exampleLinksNoServerLibraries() async throws {
         let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwallet-example-login")
-        let output = Pipe()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
-        p.arguments = [binary.path]
-        p.standardOutput = output
-        p.standardError = FileHandle.nullDevice
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
+        // The pipe is made under the launch lock (no other test's child inherits its write end, which
+        // would keep the read below waiting for that child), and read on a thread of its own, never
+        // on the two threads of the concurrency pool that every other test shares.
+        let (p, output) = try DaemonHarness.withProcessLaunchLock { () throws -> (Process, Pipe) in
+            let output = Pipe()
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+            p.arguments = [binary.path]
+            p.standardOutput = output
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            return (p, output)
+        }
+        let text = try await onThread { String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+        try await onThread { p.waitUntilExit() }
         #expect(p.terminationStatus == 0, "ldd \(binary.path): \(text)")
         // Lines read "\tlibfoo.so.1 => /path (0x…)".
         let libraries = text.split(separator: "\n").compactMap { line in

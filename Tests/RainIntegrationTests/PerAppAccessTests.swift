@@ -25,20 +25,26 @@ struct PerAppAccessTests {
             let source = h.binaryDirectory.appendingPathComponent("rainwallet")
             a = URL(fileURLWithPath: "\(h.directory)/app-a/wallet-app")
             b = URL(fileURLWithPath: "\(h.directory)/app-b/wallet-app")
-            for copy in [a, b] {
-                try FileManager.default.createDirectory(
-                    at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try FileManager.default.copyItem(at: source, to: copy)
+            // Written under the harness's launch lock: no other test forks while a copy is open for
+            // writing, so no child inherits that descriptor and makes the copy "Text file busy".
+            try DaemonHarness.withProcessLaunchLock {
+                for copy in [a, b] {
+                    try FileManager.default.createDirectory(
+                        at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try FileManager.default.copyItem(at: source, to: copy)
+                }
             }
             try Self.append(to: b)
         }
 
         /// Appends bytes past the end of the ELF file: it still runs, and its hash changes.
         static func append(to program: URL) throws {
-            let handle = try FileHandle(forWritingTo: program)
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data("rainwallet test: another build \(UUID().uuidString)\n".utf8))
-            try handle.close()
+            try DaemonHarness.withProcessLaunchLock {
+                let handle = try FileHandle(forWritingTo: program)
+                try handle.seekToEnd()
+                try handle.write(contentsOf: Data("rainwallet test: another build \(UUID().uuidString)\n".utf8))
+                try handle.close()
+            }
         }
     }
 
