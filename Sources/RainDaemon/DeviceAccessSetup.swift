@@ -239,8 +239,7 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
 
     func confirm(_ question: UserQuestion) async throws(RainError) {
         guard let coordinator else { throw Self.noPinentry() }
-        _ = try await coordinator.confirm(
-            PromptRequest(action: question.action, caller: question.caller, profile: question.profile))
+        _ = try await coordinator.confirm(question)
     }
 
     func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String {

@@ -48,21 +48,8 @@ public protocol UserConfirming: Sendable {
     func confirm(_ question: UserQuestion) async throws(RainError)
 }
 
-/// What a prompt asks.
-public struct UserQuestion: Sendable, Equatable {
-    /// What would happen, as a sentence part: "export the recovery phrase".
-    public var action: String
-    /// Who asks.
-    public var caller: CallerIdentity
-    /// For which profile.
-    public var profile: String
-
-    public init(action: String, caller: CallerIdentity, profile: String) {
-        self.action = action
-        self.caller = caller
-        self.profile = profile
-    }
-}
+/// What a prompt asks: RainAccess's prompt request (the action, the app, the profile).
+public typealias UserQuestion = PromptRequest
 
 /// Something per-app access wants in the audit log.
 public struct AccessEvent: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import RainAccess
 import RainCore
@@ -65,7 +66,11 @@ extension DeviceService {
                     Method.approveApp, ApproveAppRequest.self, ApproveAppResponse.self, policy: .send(isOpenToAnyApp: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
-                        let app = try Self.appIdentity(r, hashFile: access.hashFile)
+                        // Hashing a program may read a large file: not on the concurrency pool.
+                        let hashFile = access.hashFile
+                        let app = try await DispatchQueue.global().runBlocking { () throws(RainError) in
+                            try Self.appIdentity(r, hashFile: hashFile)
+                        }
                         try await access.apps.approve(app: app, profile: call.profile, context: caller)
                         let entry = Self.entries(access.apps.list()).first {
                             $0.profile == call.profile && $0.path == app.appPath
