@@ -21,55 +21,51 @@ public struct CLIResult: Sendable, CustomStringConvertible {
     public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
 }
 
-/// A child process and its exit status, filled in by Foundation's termination handler (or, for
-/// a process started with `init(spawning:…)`, by `waitpid` when polled).
-final class ChildProcess: @unchecked Sendable {
-    // @unchecked: `process` is configured and launched in `init` and only read afterwards
-    // (`processIdentifier`); the exit status (and the `waitpid` that fills it for a spawned
-    // process) is guarded by a Mutex.
-    let process: Process?
+/// A child process of the harness, started with `posix_spawn` (every descriptor but 0, 1 and 2
+/// closed in the child), and its exit status, collected by `waitpid(WNOHANG)` when polled.
+///
+/// Not Foundation's `Process`: it learns of an exit when the child's copy of an exit-report
+/// socket closes, on one manager thread for the whole test process that then blocks in
+/// `waitpid` for that child. Under load that thread fell behind: daemons that had exited long
+/// before stayed zombies for over 15 s, and tests waiting for their exit failed. Here each wait is
+/// the test's own poll, and no child inherits anything but its three standard descriptors.
+final class ChildProcess: Sendable {
     private let spawnedPID: pid_t
-    /// Shared with the termination handler (a class, so the handler need not capture `self`).
-    private final class ExitBox: Sendable {
-        let status = Mutex<Int32?>(nil)
-    }
-    private let exit = ExitBox()
+    private let status = Mutex<Int32?>(nil)
 
-    /// Launches `executable`. The caller closes its copies of the handles after this returns.
-    init(
+    /// Launches `executable` with the three handles as its standard descriptors. The caller closes
+    /// its copies of the handles after this returns.
+    convenience init(
         executable: URL, arguments: [String], environment: [String: String], standardInput: FileHandle,
         standardOutput: FileHandle, standardError: FileHandle
     ) throws {
-        let p = Process()
-        p.executableURL = executable
-        p.arguments = arguments
-        p.environment = environment
-        p.standardInput = standardInput
-        p.standardOutput = standardOutput
-        p.standardError = standardError
-        process = p
-        spawnedPID = 0
-        p.terminationHandler = { [exit] done in
-            let status = done.terminationReason == .uncaughtSignal ? 128 + done.terminationStatus : done.terminationStatus
-            exit.status.withLock { $0 = status }
-        }
-        try p.run()
+        try self.init(
+            spawning: executable, arguments: arguments, environment: environment,
+            standardInput: standardInput.fileDescriptor, standardOutput: standardOutput.fileDescriptor,
+            standardError: standardError.fileDescriptor)
     }
 
-    /// Serializes every launch of the harness. Foundation's `Process` creates descriptors without
-    /// close-on-exec (the socket pair that reports the exit, pipes) and closes in the child only the
-    /// descriptors it saw before spawning: two launches racing would leak one child's exit-report
-    /// socket or stdin pipe into the other child, so the first child's exit (or end of input) would
-    /// go unnoticed until the second one exits. Callers hold it around creating pipes and `run()`.
+    /// Serializes every launch of the harness and of the tests' own `Process` launches. Foundation's
+    /// `Process` creates descriptors without close-on-exec (the socket pair that reports the exit,
+    /// pipes) and closes in the child only the descriptors it saw before spawning: two launches
+    /// racing would leak one child's exit-report socket or stdin pipe into the other child, so the
+    /// first child's exit (or end of input) would go unnoticed until the second one exits. Callers
+    /// hold it around creating pipes and `run()`.
     static let launchLock = Mutex(())
 
-    /// Launches `executable` with `posix_spawn`, for programs that close the descriptors they
-    /// inherit (`systemd-socket-activate` does) or rearrange them (a shell that moves stdin to
-    /// descriptor 3). Foundation's `Process` learns of an exit when the child's copy of its
-    /// exit-report socket closes, then blocks in `waitpid` on its one manager thread: a child that
-    /// closes that socket early would stall the exit of every other child of the test process
-    /// until it exits. Here every descriptor but 0, 1 and 2 is closed in the child, and the exit is
-    /// collected with `waitpid(WNOHANG)` when `exitStatus` is polled.
+    /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34), looked up at run time: Swift's
+    /// Glibc module does not declare it.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            return nil
+        }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
+    }()
+
+    /// Launches `executable` with `posix_spawn`, with the given descriptors as 0, 1 and 2, every
+    /// other descriptor closed in the child (programs such as `systemd-socket-activate` pass on
+    /// what they inherit), in a process group of its own.
     init(
         spawning executable: URL, arguments: [String], environment: [String: String], standardInput: Int32,
         standardOutput: Int32, standardError: Int32
@@ -80,28 +76,40 @@ final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
         posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
         posix_spawn_file_actions_adddup2(&actions, standardError, 2)
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
-        for fd in open where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+        if let addCloseFrom = Self.addCloseFrom {
+            _ = addCloseFrom(&actions, 3)
+        } else {
+            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
+            for fd in open where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))  // like Process: not in the test's group
+        // Like Foundation's Process: a process group of its own, no signal blocked, every signal at
+        // its default action (the test process ignores SIGPIPE; a child must not inherit that).
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp)
         guard rc == 0 else { throw HarnessError("cannot start \(executable.path): \(String(cString: strerror(rc)))") }
-        process = nil
         spawnedPID = pid
     }
 
-    var pid: Int32 { process?.processIdentifier ?? spawnedPID }
+    var pid: Int32 { spawnedPID }
 
     /// The exit status once the process has been reaped.
     var exitStatus: Int32? {
-        exit.status.withLock { status in
-            if status == nil, process == nil {
+        status.withLock { status in
+            if status == nil {
                 var raw: Int32 = 0
                 if waitpid(spawnedPID, &raw, WNOHANG) == spawnedPID {
                     // WIFSIGNALED / WTERMSIG / WEXITSTATUS are macros: decode the wait status by hand.
@@ -114,6 +122,16 @@ final class ChildProcess: @unchecked Sendable {
 
     func signal(_ sig: Int32) {
         if exitStatus == nil { _ = Foundation.kill(pid, sig) }
+    }
+
+    /// What the kernel says of the process, for a failure message: whether it really still runs
+    /// (and in which state), or exited without the harness having collected its status yet.
+    var kernelState: String {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return "pid \(pid): no such process (reaped)" }
+        let state = stat[stat.index(after: close)...].split(separator: " ").first.map(String.init) ?? "?"
+        return state == "Z" ? "pid \(pid): exited, its status not collected yet (zombie)" : "pid \(pid): running (state \(state))"
     }
 
     /// Polls until the process has exited (asynchronously), or nil at the deadline.
@@ -184,9 +202,10 @@ public final class CLIProcess: Sendable {
     public func finish(timeout: Duration = .seconds(30)) async throws -> CLIResult {
         closeInput()
         guard let status = await child.waitForExit(timeout: timeout) else {
+            let state = child.kernelState
             child.signal(SIGKILL)
             _ = await child.waitForExit(timeout: .seconds(5))
-            throw HarnessError("rainwallet did not exit within \(timeout); stderr so far: \(DaemonHarness.readText(stderrPath))")
+            throw HarnessError("rainwallet did not exit within \(timeout) (\(state)); stderr so far: \(DaemonHarness.readText(stderrPath))")
         }
         return CLIResult(status: status, stdout: DaemonHarness.readText(stdoutPath), stderr: DaemonHarness.readText(stderrPath))
     }
@@ -545,7 +564,7 @@ public final class DaemonHarness: Sendable {
     public func waitForExit(timeout: Duration = .seconds(15)) async throws -> Int32 {
         guard let child = daemon.withLock({ $0 }) else { throw HarnessError("rainwalletd was not launched") }
         guard let status = await child.waitForExit(timeout: timeout) else {
-            throw HarnessError("rainwalletd did not exit within \(timeout); log:\n\(log)")
+            throw HarnessError("rainwalletd did not exit within \(timeout) (\(child.kernelState)); log:\n\(log)")
         }
         return status
     }
@@ -569,9 +588,10 @@ public final class DaemonHarness: Sendable {
         if let status = child.exitStatus { throw HarnessError("rainwalletd was not running (it exited with \(status))") }
         child.signal(SIGTERM)
         guard let status = await child.waitForExit(timeout: timeout) else {
+            let state = child.kernelState
             child.signal(SIGKILL)
             _ = await child.waitForExit(timeout: .seconds(5))
-            throw HarnessError("rainwalletd did not exit within \(timeout) of SIGTERM; log:\n\(log)")
+            throw HarnessError("rainwalletd did not exit within \(timeout) of SIGTERM (\(state)); log:\n\(log)")
         }
         return status
     }
@@ -591,24 +611,48 @@ public final class DaemonHarness: Sendable {
     }
 
     /// Kills any CLI still running, stops the daemon if it runs (SIGTERM, then SIGKILL after 10 s)
-    /// and removes the directory.
-    /// Synchronous, for `defer`. Safe to call more than once.
+    /// and removes the directory. Synchronous, for `defer`, and safe to call more than once.
+    ///
+    /// The signals are sent before it returns; the wait for the processes to exit and the removal
+    /// of the directory happen on a thread of their own. Tests run on Swift concurrency's pool,
+    /// which has one thread per core: a test blocked there while its daemon drains stalls every
+    /// other test's tasks (a 10 s stall made a stream's first value late). A test that needs the
+    /// processes gone before it goes on (to unmount their directory) calls `shutdownAndWait()`.
     public func shutdown() {
+        guard let (clients, daemon) = beginShutdown() else { return }
+        let directory = self.directory
+        Thread { Self.finishShutdown(clients: clients, daemon: daemon, directory: directory) }.start()
+    }
+
+    /// `shutdown()`, returning only once the processes have exited and the directory is removed.
+    /// It blocks its thread for up to 15 s: only for a test that must unmount or reuse what the
+    /// daemon held.
+    public func shutdownAndWait() {
+        guard let (clients, daemon) = beginShutdown() else { return }
+        Self.finishShutdown(clients: clients, daemon: daemon, directory: directory)
+    }
+
+    /// Signals the CLIs (SIGKILL) and the daemon (SIGTERM) once; nil when already shut down.
+    private func beginShutdown() -> (clients: [ChildProcess], daemon: ChildProcess?)? {
         let first = isShutDown.withLock { done -> Bool in
             defer { done = true }
             return !done
         }
-        guard first else { return }
-        for c in clients.withLock({ $0 }) where c.exitStatus == nil {
-            c.signal(SIGKILL)
-            _ = c.waitForExitBlocking(timeout: .seconds(5))
-        }
-        if let child = daemon.withLock({ $0 }), child.exitStatus == nil {
-            child.signal(SIGTERM)
-            if child.waitForExitBlocking(timeout: .seconds(10)) == nil {
-                child.signal(SIGKILL)
-                _ = child.waitForExitBlocking(timeout: .seconds(5))
-            }
+        guard first else { return nil }
+        let running = clients.withLock { $0 }.filter { $0.exitStatus == nil }
+        for c in running { c.signal(SIGKILL) }
+        let child = daemon.withLock { $0 }.flatMap { $0.exitStatus == nil ? $0 : nil }
+        child?.signal(SIGTERM)
+        return (running, child)
+    }
+
+    /// Reaps what `beginShutdown` signalled (SIGKILL for a daemon still running after 10 s) and
+    /// removes the directory. Blocks its thread.
+    private static func finishShutdown(clients: [ChildProcess], daemon: ChildProcess?, directory: String) {
+        for c in clients { _ = c.waitForExitBlocking(timeout: .seconds(5)) }
+        if let daemon, daemon.waitForExitBlocking(timeout: .seconds(10)) == nil {
+            daemon.signal(SIGKILL)
+            _ = daemon.waitForExitBlocking(timeout: .seconds(5))
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -626,9 +670,10 @@ public final class DaemonHarness: Sendable {
         let path = "\(directory)/daemon-\(nextNumber()).log"
         let child = try launchDaemon(arguments: arguments, stdoutPath: path, stderrPath: path)
         guard let status = await child.waitForExit(timeout: timeout) else {
+            let state = child.kernelState
             child.signal(SIGKILL)
             _ = await child.waitForExit(timeout: .seconds(5))
-            throw HarnessError("rainwalletd \(arguments) was still running after \(timeout): \(Self.readText(path))")
+            throw HarnessError("rainwalletd \(arguments) was still running after \(timeout) (\(state)): \(Self.readText(path))")
         }
         return (status, Self.readText(path))
     }

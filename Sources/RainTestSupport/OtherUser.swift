@@ -50,25 +50,10 @@ public enum OtherUser {
     /// - Throws: `HarnessError` when it cannot start.
     public static func run(_ argv: [String], environment: [String: String] = [:]) throws -> CLIResult {
         let (executable, arguments) = command(argv)
-        let p = Process()
-        p.executableURL = executable
-        p.arguments = arguments
-        p.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
         do {
-            try ChildProcess.launchLock.withLock { _ in try p.run() }
+            return try TestProcess.runBlocking(executable.path, arguments, environment: environment)
         } catch {
             throw HarnessError("cannot run \(argv.first ?? "") as uid \(uid): \(error)")
         }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return CLIResult(
-            status: p.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
     }
 }

@@ -84,39 +84,33 @@ public enum PostgresTestCluster {
             .deletingLastPathComponent().appendingPathComponent("scripts/lib/pg-cluster").path
     }
 
-    /// Launches `pg-cluster start` without waiting: its termination handler reports the outcome.
+    /// Launches `pg-cluster start` and returns at once: a thread of its own waits for it and
+    /// reports the outcome.
     private static func launchCluster() {
         let directory = "/tmp/rain-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let output = "/tmp/rain-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).out"
-        guard FileManager.default.createFile(atPath: output, contents: nil),
-            let handle = FileHandle(forWritingAtPath: output)
-        else { return finish(.failure(HarnessError("cannot create \(output)"))) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [scriptPath, "start", directory, String(getpid())]
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        process.terminationHandler = { done in
+        let process: TestProcess
+        do {
+            process = try TestProcess(
+                "/bin/bash", [scriptPath, "start", directory, String(getpid())], stdout: .file(output), stderr: .file(output))
+        } catch {
+            return finish(.failure(HarnessError("cannot run \(scriptPath): \(error)")))
+        }
+        Thread {
+            let status = process.waitForExitBlocking(timeout: .seconds(300))
             let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(atPath: output)
             let url = text.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") })
-            guard done.terminationStatus == 0, let url else {
+            guard status == 0, let url else {
                 return finish(
                     .failure(
                         HarnessError(
                             "PostgreSQL tests need a server: `\(scriptPath) start \(directory)` exited with status "
-                                + "\(done.terminationStatus):\n\(text)\nInstall PostgreSQL (apt-get install postgresql) "
+                                + "\(status.map(String.init) ?? "none (still running after 300 s)"):\n\(text)\n"
+                                + "Install PostgreSQL (apt-get install postgresql) "
                                 + "or set RAINWALLET_TEST_POSTGRES_URL=postgres://USER@HOST:PORT/postgres")))
             }
             finish(.success(String(url)))
-        }
-        do {
-            try DaemonHarness.withProcessLaunchLock { try process.run() }
-        } catch {
-            try? handle.close()
-            return finish(.failure(HarnessError("cannot run \(scriptPath): \(error)")))
-        }
-        try? handle.close()
+        }.start()
     }
 }

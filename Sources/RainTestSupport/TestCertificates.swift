@@ -97,22 +97,10 @@ public struct TestCertificates: Sendable {
     /// - Throws: `HarnessError` with its output when it exits non-zero.
     @discardableResult
     static func openssl(_ arguments: [String], input: String? = nil) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = arguments
-        let out = Pipe()
-        let inPipe = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        p.standardInput = inPipe
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
-        if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
-        try? inPipe.fileHandleForWriting.close()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard p.terminationStatus == 0 else {
-            throw HarnessError("openssl \(arguments.joined(separator: " ")) exited \(p.terminationStatus): \(text)")
+        let r = try TestProcess.runBlocking("/usr/bin/openssl", arguments, input: input ?? "")
+        let text = r.stdout + r.stderr
+        guard r.status == 0 else {
+            throw HarnessError("openssl \(arguments.joined(separator: " ")) exited \(r.status): \(text)")
         }
         return text
     }

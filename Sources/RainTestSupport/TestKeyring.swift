@@ -53,9 +53,8 @@ public final class TestKeyring: @unchecked Sendable {
     public let address: String
     /// The directory holding the bus socket and the keyring's files.
     public let directory: String
-    private let bus: Process
-    private let busControl: Pipe
-    private var keyring: Process?
+    private let bus: TestProcess
+    private var keyring: TestProcess?
 
     /// Starts the bus and the keyring daemon, and waits until the Secret Service is on the bus.
     /// - Throws: `HarnessError` when `dbus-daemon`, `gnome-keyring-daemon` or `gdbus` is missing
@@ -69,37 +68,33 @@ public final class TestKeyring: @unchecked Sendable {
         let config = "\(directory)/bus.conf"
         try Self.busConfiguration(socket: "\(directory)/bus").write(toFile: config, atomically: true, encoding: .utf8)
 
-        bus = Process()
-        bus.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // The shell forwards the bus's address, then holds the bus until its stdin closes.
-        bus.arguments = [
-            "-c",
-            "dbus-daemon --config-file=\"$1\" --nofork --print-address=1 </dev/null & bus=$!; "
-                + "read -r _; kill -KILL $bus", "sh", config,
-        ]
-        busControl = Pipe()
-        let output = Pipe()
-        bus.standardInput = busControl
-        bus.standardOutput = output
-        bus.standardError = FileHandle.nullDevice
-        // Only the shell may hold the write end: a copy in any other child (the keyring daemon, gdbus)
-        // would keep the bus alive after this process is gone.
-        Self.closeOnExec(busControl.fileHandleForWriting)
-        Self.closeOnExec(output.fileHandleForReading)
+        // The shell forwards the bus's address, then holds the bus until its stdin closes: the
+        // write end is this process's alone (close-on-exec), so the bus ends with it.
+        let addressFile = "\(directory)/bus.address"
         do {
-            try bus.run()
+            bus = try TestProcess(
+                "/bin/sh",
+                [
+                    "-c",
+                    "dbus-daemon --config-file=\"$1\" --nofork --print-address=1 </dev/null & bus=$!; "
+                        + "read -r _; kill -KILL $bus", "sh", config,
+                ], stdin: .pipe, stdout: .file(addressFile))
         } catch {
             throw HarnessError("cannot start dbus-daemon (install dbus): \(error)")
         }
         // The first line is the address, printed once the bus listens.
-        var line = [UInt8]()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            guard let first = byte.first else { break }
-            if first == UInt8(ascii: "\n") { break }
-            line.append(first)
+        var line = ""
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let text = (try? String(contentsOfFile: addressFile, encoding: .utf8)) ?? ""
+            if let end = text.firstIndex(of: "\n") {
+                line = String(text[..<end])
+                break
+            }
+            if !bus.isRunning { break }
+            usleep(5_000)
         }
-        address = String(decoding: line, as: UTF8.self)
+        address = line
         guard address.hasPrefix("unix:") else {
             stopBus()
             throw HarnessError("dbus-daemon did not start (is the dbus package installed?)")
@@ -137,12 +132,12 @@ public final class TestKeyring: @unchecked Sendable {
 
     /// Stops the keyring daemon (SIGSTOP) without it leaving the bus: calls to it get no answer.
     public func freeze() {
-        if let keyring { kill(keyring.processIdentifier, SIGSTOP) }
+        keyring?.signal(SIGSTOP)
     }
 
     /// Resumes a frozen keyring daemon (SIGCONT).
     public func thaw() {
-        if let keyring { kill(keyring.processIdentifier, SIGCONT) }
+        keyring?.signal(SIGCONT)
     }
 
     /// Stops the keyring daemon only: the bus stays, with nobody serving the Secret Service.
@@ -154,54 +149,33 @@ public final class TestKeyring: @unchecked Sendable {
     /// Stores an item as another program would (`secret-tool store`, libsecret-tools), in the
     /// default collection: for tests of what the provider finds there.
     public func storeItem(label: String = "test item", attributes: [String: String], secret: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/secret-tool")
-        process.arguments = ["store", "--label", label] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
-        process.environment = ["PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": address]
-        let input = Pipe()
-        Self.closeOnExec(input.fileHandleForWriting)
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let r: CLIResult
         do {
-            try process.run()
+            r = try TestProcess.runBlocking(
+                "/usr/bin/secret-tool",
+                ["store", "--label", label] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] },
+                environment: ["PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": address], input: secret,
+                timeout: .seconds(30))
         } catch {
             throw HarnessError("cannot run secret-tool (install libsecret-tools): \(error)")
         }
-        input.fileHandleForWriting.write(Data(secret.utf8))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw HarnessError("secret-tool store failed") }
+        guard r.status == 0 else { throw HarnessError("secret-tool store failed (\(r.status)): \(r.stderr)") }
     }
 
     /// The secret of the item with exactly these attributes, read as another program of the user
     /// would (`secret-tool lookup`), or nil when there is none: for tests that copy an item.
     public func lookupItem(attributes: [String: String]) throws -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/secret-tool")
-        process.arguments = ["lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
-        process.environment = ["PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": address]
-        // The pipe is made and handed over under the harness's launch lock: a daemon launched at the
-        // same time must not inherit its write end (the read below would wait for that daemon).
-        let output = try ChildProcess.launchLock.withLock { _ throws -> Pipe in
-            let output = Pipe()
-            Self.closeOnExec(output.fileHandleForReading)
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            do {
-                try process.run()
-            } catch {
-                throw HarnessError("cannot run secret-tool (install libsecret-tools): \(error)")
-            }
-            try? output.fileHandleForWriting.close()
-            return output
+        let r: CLIResult
+        do {
+            r = try TestProcess.runBlocking(
+                "/usr/bin/secret-tool", ["lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] },
+                environment: ["PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": address], timeout: .seconds(30))
+        } catch {
+            throw HarnessError("cannot run secret-tool (install libsecret-tools): \(error)")
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
         // secret-tool exits 1 when nothing matches.
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        guard r.status == 0 else { return nil }
+        return r.stdout
     }
 
     /// Stops both daemons and removes the directory. Safe to call twice.
@@ -214,28 +188,18 @@ public final class TestKeyring: @unchecked Sendable {
     // MARK: -
 
     private func startKeyring() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon")
-        process.arguments = ["--foreground", "--components=secrets", "--unlock"]
-        process.environment = [
-            "PATH": "/usr/bin:/bin", "HOME": "\(directory)/home", "XDG_DATA_HOME": "\(directory)/data",
-            "XDG_CONFIG_HOME": "\(directory)/config", "XDG_CACHE_HOME": "\(directory)/cache",
-            "XDG_RUNTIME_DIR": "\(directory)/run", "DBUS_SESSION_BUS_ADDRESS": address,
-        ]
-        let input = Pipe()
-        Self.closeOnExec(input.fileHandleForWriting)
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         do {
-            try process.run()
+            // --unlock reads the password from stdin until its end.
+            keyring = try TestProcess(
+                "/usr/bin/gnome-keyring-daemon", ["--foreground", "--components=secrets", "--unlock"],
+                environment: [
+                    "PATH": "/usr/bin:/bin", "HOME": "\(directory)/home", "XDG_DATA_HOME": "\(directory)/data",
+                    "XDG_CONFIG_HOME": "\(directory)/config", "XDG_CACHE_HOME": "\(directory)/cache",
+                    "XDG_RUNTIME_DIR": "\(directory)/run", "DBUS_SESSION_BUS_ADDRESS": address,
+                ], stdin: .text(Self.password))
         } catch {
             throw HarnessError("cannot start gnome-keyring-daemon (install gnome-keyring): \(error)")
         }
-        keyring = process
-        // --unlock reads the password from stdin until it closes.
-        input.fileHandleForWriting.write(Data(Self.password.utf8))
-        try input.fileHandleForWriting.close()
         do {
             try Self.gdbus(["wait", "--address", address, "--timeout", "2", "org.freedesktop.secrets"])
         } catch {
@@ -246,15 +210,14 @@ public final class TestKeyring: @unchecked Sendable {
     private func stopKeyring() {
         guard let process = keyring else { return }
         keyring = nil
-        // SIGKILL: children of a test process inherit its blocked signals, SIGTERM among them.
-        // gnome-keyring writes each change to its keyring file at once, so nothing is lost.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        // SIGKILL: gnome-keyring writes each change to its keyring file at once, so nothing is lost.
+        process.signal(SIGKILL)
+        _ = process.waitForExitBlocking(timeout: .seconds(5))
     }
 
     private func stopBus() {
-        try? busControl.fileHandleForWriting.close()
-        if bus.isRunning { bus.waitUntilExit() }
+        try? bus.input?.close()
+        _ = bus.waitForExitBlocking(timeout: .seconds(5))
     }
 
     /// Waits (at most 2 s) until the bus has seen the old keyring daemon go, so that the next one
@@ -271,31 +234,17 @@ public final class TestKeyring: @unchecked Sendable {
         throw HarnessError("the old gnome-keyring-daemon still owns org.freedesktop.secrets after 2 s")
     }
 
-    private static func closeOnExec(_ handle: FileHandle) {
-        _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
-    }
-
     /// Runs `gdbus` (libglib2.0-bin) and returns its output.
     @discardableResult
     private static func gdbus(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
-        process.arguments = arguments
-        let output = Pipe()
-        Self.closeOnExec(output.fileHandleForReading)
-        process.standardOutput = output
-        process.standardError = output
+        let r: CLIResult
         do {
-            try process.run()
+            r = try TestProcess.runBlocking("/usr/bin/gdbus", arguments, timeout: .seconds(30))
         } catch {
             throw HarnessError("cannot run gdbus (install libglib2.0-bin): \(error)")
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw HarnessError("gdbus \(arguments.prefix(1).joined()) failed: \(text)")
-        }
+        let text = r.stdout + r.stderr
+        guard r.status == 0 else { throw HarnessError("gdbus \(arguments.prefix(1).joined()) failed: \(text)") }
         return text
     }
 

@@ -75,7 +75,7 @@ struct AbuseLimitIntegrationTests {
 
     @Test("rainwalletd authority with default limits: another device's quick send is refused with the details; it prunes")
     func remoteAuthority() async throws {
-        let h = try MultiDevice.up(
+        let h = try await MultiDevice.up(
             devices: 2, lifetime: 60,
             arguments: [
                 "--default-send-limits", "--authority-flag", "--prune-interval", "--authority-flag", "1",

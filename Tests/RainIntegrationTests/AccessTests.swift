@@ -108,8 +108,8 @@ struct AccessTests {
             as: Self.allowedUID, executable: "/bin/sleep", ["30"], home: home, log: "\(bin.directory)/sleep.log")
         defer {
             for p in [daemon, control] where p.isRunning {
-                Foundation.kill(p.processIdentifier, SIGKILL)
-                p.waitUntilExit()
+                p.signal(SIGKILL)
+                _ = p.waitForExitBlocking(timeout: .seconds(5))
             }
         }
         let ready = await eventually {
@@ -122,18 +122,15 @@ struct AccessTests {
             return stat("/proc/\(pid)/status", &st) == 0 ? st.st_uid : nil
         }
         // The control (dumpable) shows the uid, so the check below is meaningful.
-        let controlReady = await eventually { owner(control.processIdentifier) == Self.allowedUID }
-        #expect(controlReady, "control owner \(String(describing: owner(control.processIdentifier)))")
+        let controlReady = await eventually { owner(control.pid) == Self.allowedUID }
+        #expect(controlReady, "control owner \(String(describing: owner(control.pid)))")
         #expect(
-            owner(daemon.processIdentifier) == 0,
-            "a dumpable daemon: /proc entries owned by \(String(describing: owner(daemon.processIdentifier)))")
+            owner(daemon.pid) == 0,
+            "a dumpable daemon: /proc entries owned by \(String(describing: owner(daemon.pid)))")
 
-        Foundation.kill(daemon.processIdentifier, SIGTERM)
-        let stopped = try await onThread {
-            daemon.waitUntilExit()
-            return daemon.terminationStatus
-        }
-        #expect(stopped == 0)
+        daemon.signal(SIGTERM)
+        let stopped = await daemon.waitForExit(timeout: .seconds(15))
+        #expect(stopped == 0, "\(daemon.kernelState)")
     }
 
     @Test(
@@ -218,37 +215,23 @@ struct AccessibleBinaries {
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
 
     /// Starts `executable` (a name in this directory, or an absolute path) as `uid` through setpriv.
-    func launch(as uid: UInt32, _ name: String, _ arguments: [String], home: String, log: String) throws -> Process {
+    func launch(as uid: UInt32, _ name: String, _ arguments: [String], home: String, log: String) throws -> TestProcess {
         try launch(as: uid, executable: "\(directory)/\(name)", arguments, home: home, log: log)
     }
 
     func launch(
         as uid: UInt32, executable: String, _ arguments: [String], home: String, log: String, stdout: String? = nil,
         environment: [String: String] = [:]
-    ) throws -> Process {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: AccessTests.setprivPath)
-        p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments
-        p.environment = [
+    ) throws -> TestProcess {
+        let environment = [
             "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": "\(home)/xdg-config", "XDG_STATE_HOME": "\(home)/xdg-state",
             "XDG_RUNTIME_DIR": "\(home)/xdg-run",
         ].merging(environment) { _, given in given }
         _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        defer { try? err.close() }
-        let out: FileHandle
-        if let stdout {
-            _ = FileManager.default.createFile(atPath: stdout, contents: nil)
-            out = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
-        } else {
-            out = err
-        }
-        defer { if out !== err { try? out.close() } }
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = out
-        p.standardError = err
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
-        return p
+        if let stdout { _ = FileManager.default.createFile(atPath: stdout, contents: nil) }
+        return try TestProcess(
+            AccessTests.setprivPath, ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments,
+            environment: environment, stdout: .file(stdout ?? log), stderr: .file(log))
     }
 
     /// Runs `rainwallet --socket SOCKET ARGS…` as `uid` and waits for it (at most 30 s).
@@ -262,14 +245,12 @@ struct AccessibleBinaries {
         let p = try launch(
             as: uid, executable: "\(directory)/rainwallet", ["--socket", socket] + arguments, home: directory, log: err,
             stdout: out, environment: environment)
-        let finished = await eventually(timeout: .seconds(30)) { !p.isRunning }
-        if !finished {
-            Foundation.kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            throw HarnessError("rainwallet as uid \(uid) did not exit within 30 s")
+        guard let status = await p.waitForExit(timeout: .seconds(30)) else {
+            let state = p.kernelState
+            p.signal(SIGKILL)
+            _ = await p.waitForExit(timeout: .seconds(5))
+            throw HarnessError("rainwallet as uid \(uid) did not exit within 30 s (\(state))")
         }
-        p.waitUntilExit()
-        let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
         return Result(status: status, stdout: DaemonHarness.readFile(out), stderr: DaemonHarness.readFile(err))
     }
 }

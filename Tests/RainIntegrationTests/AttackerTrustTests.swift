@@ -28,7 +28,7 @@ struct AttackerTrustTests {
 
     /// Starts `rainwalletd` as the attacker, serving `socket` with the victim's uid allowed, and
     /// waits until it is ready.
-    func startAttackerDaemon(_ bin: AccessibleBinaries, socket: String) async throws -> Process {
+    func startAttackerDaemon(_ bin: AccessibleBinaries, socket: String) async throws -> TestProcess {
         let home = try attackerDirectory(bin, "attacker-home", mode: 0o700)
         let config = "\(home)/config.json"
         #expect(FileManager.default.createFile(atPath: config, contents: Data(#"{"allowedUIDs": [\#(getuid())]}"#.utf8)))
@@ -45,10 +45,9 @@ struct AttackerTrustTests {
         return p
     }
 
-    func stop(_ p: Process) {
-        guard p.isRunning else { return }
-        Foundation.kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+    /// SIGKILL; for `defer`, so it returns at once (the process is collected by `waitpid` later).
+    func stop(_ p: TestProcess) {
+        p.signal(SIGKILL)
     }
 
     @Test(
@@ -335,7 +334,7 @@ struct AttackerTrustTests {
                 "authority", "--listen", "127.0.0.1:0", "--state-dir", "\(h.directory)/authority", "--dev-outbox",
             ])
             #expect(status == 78, "\(output)")
-            #expect(output.contains("pid \(authority.process.processIdentifier)"), "\(output)")
+            #expect(output.contains("pid \(authority.pid)"), "\(output)")
         }
     }
 }

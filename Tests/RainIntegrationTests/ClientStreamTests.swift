@@ -235,7 +235,7 @@ func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
 
     @Test("a login on another device while this device's daemon was down is reported once, as revokedElsewhere")
     func revocationWhileAwayIsReportedAfterReconnecting() async throws {
-        let h = try MultiDevice.up(devices: 2, lifetime: 60)  // no refresh during the test
+        let h = try await MultiDevice.up(devices: 2, lifetime: 60)  // no refresh during the test
         defer { h.down() }
         _ = try await h.logIn(0)
         let device = h.devices[0]
@@ -257,14 +257,9 @@ func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
         // Device 1's daemon comes back with the session it stored: the provider reconnects and sees
         // it active (nothing to report yet: the daemon does not know), until its next call finds it
         // revoked.
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: executable)
-        daemon.arguments = Array(arguments.dropFirst())
-        daemon.environment = h.daemonEnvironment
-        daemon.standardError = FileHandle(forWritingAtPath: device.log) ?? FileHandle.nullDevice
-        daemon.standardOutput = FileHandle.nullDevice
-        try DaemonHarness.withProcessLaunchLock { try daemon.run() }
-        try "\(daemon.processIdentifier)\n".write(toFile: "\(h.dir)/device1.pid", atomically: true, encoding: .utf8)
+        let daemon = try TestProcess(
+            executable, Array(arguments.dropFirst()), environment: h.daemonEnvironment, stderr: .file(device.log))
+        try "\(daemon.pid)\n".write(toFile: "\(h.dir)/device1.pid", atomically: true, encoding: .utf8)
         #expect(await until { p.expiryWatchStatus.connections >= 2 && p.expiryWatchStatus.hasSeenActiveSession })
         #expect(fired.all.isEmpty)
         let error = await rainError { _ = try await p.account() }

@@ -61,12 +61,8 @@ struct DeviceBindingProcessTests {
                 // `faketime` runs the daemon as its child: stopping the wrapper leaves the daemon
                 // running (and, under libfaketime, spinning on its timers), so end it by its state
                 // directory, which only it names.
-                let reaper = Process()
-                reaper.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
-                reaper.arguments = ["-KILL", "-f", device.stateDirectory]
-                try? reaper.run()
-                reaper.waitUntilExit()
-                device.shutdown()
+                _ = try? TestProcess.runBlocking("/usr/bin/pkill", ["-KILL", "-f", device.stateDirectory], timeout: .seconds(10))
+                device.shutdownAndWait()
             }
             // Only the wall clock is moved: monotonic time (timeouts) stays real.
             try device.launch(

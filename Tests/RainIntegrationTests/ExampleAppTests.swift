@@ -8,28 +8,10 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct ExampleAppTests {
     /// Runs the example against `h` and returns its exit status, stdout and stderr.
     static func runExample(_ h: DaemonHarness, run: Int) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let outPath = "\(h.directory)/example-\(run).out"
-        let errPath = "\(h.directory)/example-\(run).err"
-        for path in [outPath, errPath] {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else { throw HarnessError("cannot write \(path)") }
-        }
-        let out = try #require(FileHandle(forWritingAtPath: outPath))
-        let err = try #require(FileHandle(forWritingAtPath: errPath))
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let p = Process()
-        p.executableURL = h.binaryDirectory.appendingPathComponent("rainwallet-example-login")
-        p.environment = h.daemonEnvironment.merging(["RAINWALLET_SOCKET": h.socketPath]) { $1 }
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
-        // No deadline of its own: the suite's time limit ends a run that would hang.
-        try await onThread { p.waitUntilExit() }
-        let text = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-        return (p.terminationStatus, text(outPath), text(errPath))
+        let r = try await TestProcess.run(
+            h.binaryDirectory.appendingPathComponent("rainwallet-example-login").path, [],
+            environment: h.daemonEnvironment.merging(["RAINWALLET_SOCKET": h.socketPath]) { $1 }, timeout: .seconds(100))
+        return (r.status, r.stdout, r.stderr)
     }
 
     @Test("rainwallet-example-login runs the seed's flows end to end: code login, gate, passkeys, export")
@@ -63,22 +45,9 @@ import Testing
     @Test("an app that links RainWallet links no OpenSSL, SQLite, libpq, libpsl or libcbor")
     func exampleLinksNoServerLibraries() async throws {
         let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwallet-example-login")
-        // The pipe is made under the launch lock (no other test's child inherits its write end, which
-        // would keep the read below waiting for that child), and read on a thread of its own, never
-        // on the two threads of the concurrency pool that every other test shares.
-        let (p, output) = try DaemonHarness.withProcessLaunchLock { () throws -> (Process, Pipe) in
-            let output = Pipe()
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
-            p.arguments = [binary.path]
-            p.standardOutput = output
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            return (p, output)
-        }
-        let text = try await onThread { String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
-        try await onThread { p.waitUntilExit() }
-        #expect(p.terminationStatus == 0, "ldd \(binary.path): \(text)")
+        let r = try await TestProcess.run("/usr/bin/ldd", [binary.path])
+        let text = r.stdout
+        #expect(r.status == 0, "ldd \(binary.path): \(r)")
         // Lines read "\tlibfoo.so.1 => /path (0x…)".
         let libraries = text.split(separator: "\n").compactMap { line in
             line.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init)

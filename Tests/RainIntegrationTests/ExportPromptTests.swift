@@ -4,23 +4,10 @@ import RainWallet
 import Testing
 
 /// Runs `rainwallet ARGS` on a pseudo-terminal (util-linux `script`), typing `input`.
-func runOnTerminal(_ h: DaemonHarness, _ arguments: [String], input: String) throws -> (status: Int32, output: String) {
+func runOnTerminal(_ h: DaemonHarness, _ arguments: [String], input: String) async throws -> (status: Int32, output: String) {
     let cli = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwallet").path
     let command = ([cli, "--socket", h.socketPath] + arguments).map { "'\($0)'" }.joined(separator: " ")
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-    p.arguments = ["-qec", command, "/dev/null"]
-    let stdin = Pipe()
-    let stdout = Pipe()
-    p.standardInput = stdin
-    p.standardOutput = stdout
-    p.standardError = stdout
-    try p.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let data = stdout.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    return try await SecretArgumentTests.runOnTerminal(command, input: input)
 }
 
 @Suite("Export asks for confirmation on a terminal")
@@ -34,17 +21,17 @@ struct ExportPromptTests {
         let words = try await provider.exportRecoveryPhrase()
         #expect(words.count == 12)
 
-        let yes = try runOnTerminal(h, ["export", "phrase"], input: "YES\n")
+        let yes = try await runOnTerminal(h, ["export", "phrase"], input: "YES\n")
         #expect(yes.status == 0)
         #expect(yes.output.contains("Type YES"))
         #expect(yes.output.contains(words.joined(separator: " ")))
 
-        let no = try runOnTerminal(h, ["export", "phrase"], input: "no\n")
+        let no = try await runOnTerminal(h, ["export", "phrase"], input: "no\n")
         #expect(no.status == 9)
         #expect(no.output.contains("RAIN_401"))
         #expect(!no.output.contains(words[0] + " " + words[1]))
 
-        let key = try runOnTerminal(h, ["export", "key", "--chain", "ethereum"], input: "YES\n")
+        let key = try await runOnTerminal(h, ["export", "key", "--chain", "ethereum"], input: "YES\n")
         #expect(key.status == 0)
         #expect(key.output.range(of: #"0x[0-9a-f]{64}"#, options: .regularExpression) != nil)
     }

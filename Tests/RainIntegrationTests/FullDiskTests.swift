@@ -63,7 +63,7 @@ struct FullDiskTests {
         let state = h.stateDirectory
         let mounts = Mounts([state, "\(state)/authority"])
         defer {
-            h.shutdown()
+            h.shutdownAndWait()
             mounts.unmountAll()
             try? FileManager.default.removeItem(atPath: h.directory)
         }

@@ -131,7 +131,7 @@ struct HalfFrameFloodTests {
             in: setup.directory,
             ["--listen", "127.0.0.1:0", "--tls-cert", certs.serverCertificatePath, "--tls-key", certs.serverKeyPath]
         ) { authority in
-            let pid = authority.process.processIdentifier
+            let pid = authority.pid
             let port = authority.port
             #expect(try await Self.authorityServes(port: port, client: client))
             let idle = try #require(residentKiB(pid: pid))
@@ -245,7 +245,7 @@ struct HalfFrameFloodTests {
         let open = try #require(openDescriptorCount(pid: pid))
         let limits = try #require(Self.descriptorLimits(pid: pid))
         // Room for a handful of connections, then EMFILE.
-        try Self.setDescriptorLimit(pid: pid, soft: open + 8, hard: limits.hard)
+        try await Self.setDescriptorLimit(pid: pid, soft: open + 8, hard: limits.hard)
 
         let path = h.socketPath
         let cpuBefore = try #require(cpuTime(pid: pid))
@@ -269,7 +269,7 @@ struct HalfFrameFloodTests {
         // A spinning loop would burn the whole window (1.5 s of CPU).
         #expect(cpuUsed < .milliseconds(500), "the daemon used \(cpuUsed) of CPU in \(window)")
 
-        try Self.setDescriptorLimit(pid: pid, soft: limits.soft, hard: limits.hard)
+        try await Self.setDescriptorLimit(pid: pid, soft: limits.soft, hard: limits.hard)
         withExtendedLifetime(held) {}
         try await expectStillServes(h)
     }
@@ -285,12 +285,8 @@ struct HalfFrameFloodTests {
     }
 
     /// `prlimit --pid PID --nofile=SOFT:HARD` (util-linux).
-    static func setDescriptorLimit(pid: Int32, soft: Int, hard: Int) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-        p.arguments = ["--pid", "\(pid)", "--nofile=\(soft):\(hard)"]
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw HarnessError("prlimit exited with \(p.terminationStatus)") }
+    static func setDescriptorLimit(pid: Int32, soft: Int, hard: Int) async throws {
+        let r = try await TestProcess.run("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(soft):\(hard)"])
+        guard r.status == 0 else { throw HarnessError("prlimit exited with \(r.status): \(r.stderr)") }
     }
 }

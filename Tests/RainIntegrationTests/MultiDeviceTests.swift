@@ -31,35 +31,37 @@ final class MultiDevice: Sendable {
         self.clock = clock
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = arguments
+    /// Runs `bash ARGUMENTS` to completion (waiting asynchronously: `scripts/harness up` takes
+    /// seconds, which must not hold a thread of the concurrency pool).
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Int32, String, String) {
+        let r = try await TestProcess.run("/bin/bash", arguments, environment: bashEnvironment(environment))
+        return (r.status, r.stdout, r.stderr)
+    }
+
+    /// `run`, blocking the caller (a thread of its own).
+    static func runBlocking(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        let r = try TestProcess.runBlocking("/bin/bash", arguments, environment: bashEnvironment(environment))
+        return (r.status, r.stdout, r.stderr)
+    }
+
+    /// This process's environment with `environment` on top, without a session bus: a keyring
+    /// another suite of this process started (TestKeyring.shared) must not become these daemons'
+    /// key provider; they keep their keys in files, as the tests expect.
+    private static func bashEnvironment(_ environment: [String: String]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
-        // A keyring another suite of this process started (TestKeyring.shared) must not become
-        // these daemons' key provider: they keep their keys in files, as the tests expect.
         env["DBUS_SESSION_BUS_ADDRESS"] = nil
         for (k, v) in environment { env[k] = v }
-        p.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        return env
     }
 
     /// `scripts/harness up --devices N --access-token-lifetime L --json`, plus `arguments`.
-    static func up(devices: Int, lifetime: Int, arguments: [String] = []) throws -> MultiDevice {
+    static func up(devices: Int, lifetime: Int, arguments: [String] = []) async throws -> MultiDevice {
         let binaries = try DaemonHarness.binaryDirectory()
         let dir = "/tmp/rwm-\(UInt32.random(in: 0...UInt32.max))"
         // Beside DIR, not in it: the harness creates DIR and refuses one that exists.
         let clock = try TestClockFile(path: "\(dir).clock")
         let script = repositoryRoot.appendingPathComponent("scripts/harness").path
-        let (status, out, err) = try run(
+        let (status, out, err) = try await run(
             [
                 script, "up", "--devices", "\(devices)", "--dir", dir, "--access-token-lifetime", "\(lifetime)", "--json",
                 "--approve", DaemonHarness.testRunnerPath,
@@ -81,9 +83,13 @@ final class MultiDevice: Sendable {
         return MultiDevice(dir: dir, authority: authority, devices: devices, binaries: binaries, clock: clock)
     }
 
+    /// `scripts/harness down`, on a thread of its own: the call returns at once, for `defer`.
     func down() {
-        _ = try? Self.run([Self.repositoryRoot.appendingPathComponent("scripts/harness").path, "down", "--dir", dir])
-        try? FileManager.default.removeItem(atPath: clock.path)
+        let (script, dir, clock) = (Self.repositoryRoot.appendingPathComponent("scripts/harness").path, dir, clock.path)
+        Thread {
+            _ = try? Self.runBlocking([script, "down", "--dir", dir])
+            try? FileManager.default.removeItem(atPath: clock)
+        }.start()
     }
 
     /// The environment of a daemon started by the test itself (on the harness's clock).
@@ -148,23 +154,16 @@ final class MultiDevice: Sendable {
 
     /// Starts the authority again on the same port, state and clock, and waits until it is ready.
     func restartAuthority() async throws {
-        let p = Process()
-        p.executableURL = binaries.appendingPathComponent("rainwalletd")
         let arguments = [
             "authority", "--listen", authority, "--state-dir", "\(dir)/authority", "--dev-outbox", "--access-token-lifetime",
             "\(lifetimeSeconds)",
         ]
-        p.arguments = arguments + Self.relaxedSendLimitFlags
-        p.environment = daemonEnvironment
         let readyBefore = authorityReadyCount
         // Appended to the first run's log, so its readiness is the count going up.
-        let log = FileHandle(forWritingAtPath: authorityLog)
-        log?.seekToEndOfFile()
-        p.standardError = log ?? FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        try? log?.close()
-        try "\(p.processIdentifier)\n".write(toFile: "\(dir)/authority.pid", atomically: true, encoding: .utf8)
+        let p = try TestProcess(
+            binaries.appendingPathComponent("rainwalletd").path, arguments + Self.relaxedSendLimitFlags,
+            environment: daemonEnvironment, stderr: .file(authorityLog))
+        try "\(p.pid)\n".write(toFile: "\(dir)/authority.pid", atomically: true, encoding: .utf8)
         let ready = await eventually(timeout: .seconds(15)) { self.authorityReadyCount > readyBefore }
         guard ready else { throw HarnessError("the restarted authority did not get ready") }
     }
@@ -214,7 +213,7 @@ final class EventLog: Sendable {
     @Test func automaticRefreshKeepsTheSessionAliveAcrossSeveralLifetimes() async throws {
         // A refresh is due half a lifetime (15 s) after the last one; each step moves the clock
         // 16 s, past it and well before the expiry, and waits for that refresh.
-        let h = try MultiDevice.up(devices: 1, lifetime: 30)
+        let h = try await MultiDevice.up(devices: 1, lifetime: 30)
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
@@ -231,7 +230,7 @@ final class EventLog: Sendable {
     }
 
     @Test func loginOnAnotherDeviceEndsTheFirstOnceWithRevokedElsewhere() async throws {
-        let h = try MultiDevice.up(devices: 2, lifetime: 20)
+        let h = try await MultiDevice.up(devices: 2, lifetime: 20)
         defer { h.down() }
         let a = try await h.logIn(0)
         let watchers = try (0..<3).map { _ in try EventLog(h.provider(0)) }
@@ -256,7 +255,7 @@ final class EventLog: Sendable {
     }
 
     @Test func authorityDownPastExpiryEndsTheSessionWithRefreshFailed() async throws {
-        let h = try MultiDevice.up(devices: 1, lifetime: 20)
+        let h = try await MultiDevice.up(devices: 1, lifetime: 20)
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
@@ -274,7 +273,7 @@ final class EventLog: Sendable {
     }
 
     @Test func authorityDownDuringRefreshThenBackUpKeepsTheSession() async throws {
-        let h = try MultiDevice.up(devices: 1, lifetime: 60)
+        let h = try await MultiDevice.up(devices: 1, lifetime: 60)
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))
@@ -295,7 +294,7 @@ final class EventLog: Sendable {
     }
 
     @Test func copiedSessionFileWithoutTheDeviceKeyIsRefusedAtRefresh() async throws {
-        let h = try MultiDevice.up(devices: 2, lifetime: 30)
+        let h = try await MultiDevice.up(devices: 2, lifetime: 30)
         defer { h.down() }
         _ = try await h.logIn(0)
         // Stop device 2, give it device 1's session file and storage key (not its device key), restart it.
@@ -312,14 +311,11 @@ final class EventLog: Sendable {
         // The records sealed under device 2's own storage key no longer open (rainwalletd would
         // refuse to start, naming them): a thief removes them too.
         for file in ["confirmed-settings.json", "apps.json"] { try? fm.removeItem(atPath: "\(d2)/\(file)") }
-        let p = Process()
-        p.executableURL = h.binaries.appendingPathComponent("rainwalletd")
-        p.arguments = ["--authority", h.authority, "--socket", h.devices[1].socket, "--state-dir", d2]
-        p.environment = h.daemonEnvironment
-        p.standardError = FileHandle(forWritingAtPath: h.devices[1].log) ?? FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        try "\(p.processIdentifier)\n".write(toFile: "\(h.dir)/device2.pid", atomically: true, encoding: .utf8)
+        let p = try TestProcess(
+            h.binaries.appendingPathComponent("rainwalletd").path,
+            ["--authority", h.authority, "--socket", h.devices[1].socket, "--state-dir", d2], environment: h.daemonEnvironment,
+            stderr: .file(h.devices[1].log))
+        try "\(p.pid)\n".write(toFile: "\(h.dir)/device2.pid", atomically: true, encoding: .utf8)
         let ready = await eventually(timeout: .seconds(15)) { (try? await h.provider(1).daemonInfo()) != nil }
         #expect(ready)
         let thief = h.provider(1)
@@ -334,14 +330,14 @@ final class EventLog: Sendable {
     }
 
     @Test func aSignedOutDeviceLearnsItOnItsNextCall() async throws {
-        let h = try MultiDevice.up(devices: 2, lifetime: 60)  // no refresh during the test
+        let h = try await MultiDevice.up(devices: 2, lifetime: 60)  // no refresh during the test
         defer { h.down() }
         _ = try await h.logIn(0)
         let account = try await h.provider(0).account()
         #expect(account.contacts == [.email("multi@example.com")])
         let watcher = try EventLog(h.provider(0))
         _ = try await h.logIn(1)
-        let (status, _, err) = try MultiDevice.run([
+        let (status, _, err) = try await MultiDevice.run([
             "-c", "exec \"$0\" --socket \"$1\" account", h.binaries.appendingPathComponent("rainwallet").path,
             h.devices[0].socket,
         ])
@@ -354,7 +350,7 @@ final class EventLog: Sendable {
     }
 
     @Test func logoutFiresNoExpiryEvent() async throws {
-        let h = try MultiDevice.up(devices: 1, lifetime: 3)
+        let h = try await MultiDevice.up(devices: 1, lifetime: 3)
         defer { h.down() }
         _ = try await h.logIn(0)
         let events = try EventLog(h.provider(0))

@@ -7,7 +7,7 @@ import Testing
 @Suite(.serialized) struct RemotePasskeyIntegrationTests {
     @Test("a passkey made on one device logs in on another through the remote authority")
     func signUpOnOneLogInOnAnother() async throws {
-        let h = try MultiDevice.up(devices: 2, lifetime: 60)
+        let h = try await MultiDevice.up(devices: 2, lifetime: 60)
         defer { h.down() }
         let anchor = SoftAuthenticator(path: "\(h.dir)/remote-authenticator.json")
         func wallet(_ i: Int) -> RainProvider {

@@ -251,25 +251,23 @@ struct SecretArgumentTests {
 
     /// Runs `command` on a pseudo-terminal (`script -qec`), typing `input` into it.
     static func runOnTerminal(_ command: String, input: String) async throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        p.arguments = ["-qec", command, "/dev/null"]
         var env = ProcessInfo.processInfo.environment
         env["RAINWALLET_SOCKET"] = nil
-        p.environment = env
-        let stdin = Pipe()
-        let stdout = Pipe()
-        p.standardInput = stdin
-        p.standardOutput = stdout
-        p.standardError = stdout
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
-        try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
-        let output = await Task.detached {
-            String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        }.value
-        p.waitUntilExit()
-        try? stdin.fileHandleForWriting.close()
-        return (p.terminationStatus, output)
+        let output = "/tmp/rwtty-\(UInt32.random(in: 0...UInt32.max)).out"
+        defer { unlink(output) }
+        let p = try TestProcess(
+            "/usr/bin/script", ["-qec", command, "/dev/null"], environment: env, stdin: .pipe, stdout: .file(output),
+            stderr: .file(output))
+        try p.input?.write(contentsOf: Data(input.utf8))
+        // Standard input stays open until the program is done, as a person at a terminal would keep it.
+        let status = await p.waitForExit(timeout: .seconds(30))
+        try? p.input?.close()
+        guard let status else {
+            let state = p.kernelState
+            p.signal(SIGKILL)
+            throw HarnessError("\(command) on a terminal did not exit within 30 s (\(state)): \(DaemonHarness.readFile(output))")
+        }
+        return (status, DaemonHarness.readFile(output))
     }
 
     /// `rainwalletd authority` on a free loopback port with `--store store` and `environment` (on
@@ -278,11 +276,8 @@ struct SecretArgumentTests {
         status: Int32, log: String
     ) {
         let p = try launchAuthority(dir: dir, store: store, environment: environment)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while p.process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        if p.process.isRunning { p.process.terminate() }
-        p.process.waitUntilExit()
-        return (p.process.terminationStatus, Self.readText(p.log))
+        if await p.process.waitForExit(timeout: .seconds(30)) == nil { await p.process.stop(grace: .seconds(5)) }
+        return (p.process.exitStatus ?? -1, Self.readText(p.log))
     }
 
     /// Starts `rainwalletd authority`, waits until it is ready, runs `inspect` with its pid, stops it.
@@ -294,31 +289,24 @@ struct SecretArgumentTests {
             Self.readText(p.log).contains("authority.ready") || !p.process.isRunning
         }
         let isRunning = p.process.isRunning
-        if ready && isRunning { inspect(p.process.processIdentifier) }
-        if isRunning { p.process.terminate() }
-        p.process.waitUntilExit()
+        if ready && isRunning { inspect(p.process.pid) }
+        await p.process.stop(grace: .seconds(20))
         let log = Self.readText(p.log)
         #expect(ready && isRunning, "the authority did not get ready: \(log)")
-        return (p.process.terminationStatus, log)
+        return (p.process.exitStatus ?? -1, log)
     }
 
     static func launchAuthority(dir: String, store: String, environment: [String: String]) throws -> (
-        process: Process, log: String
+        process: TestProcess, log: String
     ) {
         let log = "\(dir).log"
-        guard FileManager.default.createFile(atPath: log, contents: nil), let handle = FileHandle(forWritingAtPath: log) else {
-            throw HarnessError("cannot create \(log)")
-        }
-        defer { try? handle.close() }
-        let p = Process()
-        p.executableURL = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
-        p.arguments = ["authority", "--listen", "127.0.0.1:0", "--state-dir", dir, "--store", store]
+        guard FileManager.default.createFile(atPath: log, contents: nil) else { throw HarnessError("cannot create \(log)") }
         let base = ProcessInfo.processInfo.environment
-        p.environment = ["PATH": base["PATH"] ?? "/usr/bin:/bin", "HOME": base["HOME"] ?? "/root"].merging(environment) { $1 }
-        p.standardOutput = handle
-        p.standardError = handle
-        p.standardInput = FileHandle.nullDevice
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
+        let p = try TestProcess(
+            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path,
+            ["authority", "--listen", "127.0.0.1:0", "--state-dir", dir, "--store", store],
+            environment: ["PATH": base["PATH"] ?? "/usr/bin:/bin", "HOME": base["HOME"] ?? "/root"].merging(environment) { $1 },
+            stdout: .file(log), stderr: .file(log))
         return (p, log)
     }
 }

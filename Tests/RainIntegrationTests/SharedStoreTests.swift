@@ -20,7 +20,7 @@ final class SharedStoreCluster: Sendable {
     let clock: TestClockFile
     /// The authorities' listening ports, by index.
     let ports: Mutex<[Int]> = Mutex([])
-    private let processes = Mutex<[String: Process]>([:])
+    private let processes = Mutex<[String: TestProcess]>([:])
     static let app = "default"
 
     private init(dir: String, storeURL: String, binaries: URL) throws {
@@ -95,14 +95,14 @@ final class SharedStoreCluster: Sendable {
     /// Whether authority `i` has libpq mapped (it loads it only for a PostgreSQL store).
     func mapsLibPQ(_ i: Int) -> Bool {
         guard let p = processes.withLock({ $0["authority\(i)"] }) else { return false }
-        return processMaps(p.processIdentifier, library: "libpq.so")
+        return processMaps(p.pid, library: "libpq.so")
     }
 
     /// SIGKILLs authority `i`.
-    func killAuthority(_ i: Int) {
+    func killAuthority(_ i: Int) async {
         guard let p = processes.withLock({ $0["authority\(i)"] }) else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        p.signal(SIGKILL)
+        _ = await p.waitForExit(timeout: .seconds(10))
     }
 
     func log(_ name: String) -> String { (try? String(contentsOfFile: "\(dir)/\(name).log", encoding: .utf8)) ?? "" }
@@ -119,19 +119,10 @@ final class SharedStoreCluster: Sendable {
     var now: Date { Date().addingTimeInterval(clock.elapsed.timeInterval) }
 
     private func launch(_ name: String, _ arguments: [String]) throws {
-        let path = "\(dir)/\(name).log"
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        guard let log = FileHandle(forWritingAtPath: path) else { throw HarnessError("cannot open \(path)") }
-        defer { try? log.close() }
-        log.seekToEndOfFile()
-        let p = Process()
-        p.executableURL = binaries.appendingPathComponent("rainwalletd")
-        p.arguments = arguments
-        p.environment = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
-        p.standardError = log
-        p.standardOutput = FileHandle.nullDevice
-        p.standardInput = FileHandle.nullDevice
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
+        let p = try TestProcess(
+            binaries.appendingPathComponent("rainwalletd").path, arguments,
+            environment: ProcessInfo.processInfo.environment.merging(clock.environment) { $1 },
+            stderr: .file("\(dir)/\(name).log"))
         processes.withLock { $0[name] = p }
     }
 
@@ -146,11 +137,19 @@ final class SharedStoreCluster: Sendable {
         }
     }
 
+    /// SIGTERM to every process; the wait for their exit (SIGKILL after 10 s) and the removal of
+    /// the directory go on on a thread of their own, so that this returns at once, for `defer`.
     func down() {
         let all = processes.withLock { Array($0.values) }
-        for p in all where p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        for p in all { p.waitUntilExit() }
-        try? FileManager.default.removeItem(atPath: dir)
+        for p in all { p.signal(SIGTERM) }
+        let dir = self.dir
+        Thread {
+            for p in all where p.waitForExitBlocking(timeout: .seconds(10)) == nil {
+                p.signal(SIGKILL)
+                _ = p.waitForExitBlocking(timeout: .seconds(5))
+            }
+            try? FileManager.default.removeItem(atPath: dir)
+        }.start()
     }
 
     /// Sends a code to `email` through authority `i` for `device`, and reads it from that
@@ -167,22 +166,15 @@ final class SharedStoreCluster: Sendable {
 @Suite("Two authorities on one PostgreSQL database", .serialized)
 struct SharedStoreTests {
     @Test("--store with a malformed URL exits 78, an unreachable server exits 1; neither prints the password")
-    func storeErrors() throws {
+    func storeErrors() async throws {
         let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
         let dir = "/tmp/rwse-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for (url, status) in [("postgres://rain:hunter22@[::1/db", Int32(78)), ("postgres://rain:hunter22@127.0.0.1:1/db", 1)] {
-            let p = Process()
-            p.executableURL = binary
-            p.arguments = ["authority", "--listen", "127.0.0.1:0", "--state-dir", dir, "--store", url]
-            let err = Pipe()
-            p.standardError = err
-            p.standardOutput = FileHandle.nullDevice
-            p.standardInput = FileHandle.nullDevice
-            try DaemonHarness.withProcessLaunchLock { try p.run() }
-            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            #expect(p.terminationStatus == status, "\(url): \(text)")
+            let r = try await TestProcess.run(
+                binary.path, ["authority", "--listen", "127.0.0.1:0", "--state-dir", dir, "--store", url], timeout: .seconds(30))
+            let text = r.stderr
+            #expect(r.status == status, "\(url): \(text)")
             #expect(text.contains("store URL") || text.contains("127.0.0.1:1"), "\(text)")
             #expect(!text.contains("hunter22"))
         }
@@ -327,7 +319,7 @@ struct SharedStoreTests {
                 do { _ = try await onB.refreshSession() } catch { failuresOnB.withLock { $0 += 1 } }
             }
         }
-        h.killAuthority(0)
+        await h.killAuthority(0)
         let unreachable = await rainError { try await onA.sendLoginCode(to: .email("other@example.com")) }
         #expect(unreachable?.code == .network)
         for _ in 0..<5 {

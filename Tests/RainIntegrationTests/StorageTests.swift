@@ -14,35 +14,13 @@ import Testing
     func rainwalletd(_ h: DaemonHarness, _ arguments: [String], stdin: String = "") async throws -> (
         status: Int32, output: String
     ) {
-        let process = Process()
-        process.executableURL = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = "\(h.directory)/xdg-config"
         environment["XDG_STATE_HOME"] = "\(h.directory)/xdg-state"
-        process.environment = environment
-        let input = "\(h.directory)/storage-\(UInt32.random(in: 0...UInt32.max)).in"
-        let output = input + ".out"
-        _ = FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8))
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        // The files are opened under the launch lock, so no other test's child inherits them.
-        try DaemonHarness.withProcessLaunchLock {
-            let inHandle = try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
-            let out = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-            defer {
-                try? inHandle.close()
-                try? out.close()
-            }
-            process.standardInput = inHandle
-            process.standardOutput = out
-            process.standardError = out
-            try process.run()
-        }
-        let done = await eventually(timeout: .seconds(30)) { !process.isRunning }
-        if !done { process.terminate() }
-        return (
-            process.terminationStatus, String(decoding: FileManager.default.contents(atPath: output) ?? Data(), as: UTF8.self)
-        )
+        let r = try await TestProcess.run(
+            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path, arguments, environment: environment,
+            input: stdin, timeout: .seconds(30))
+        return (r.status, r.stdout + r.stderr)
     }
 
     @Test func aFirstStartRecordsTheFileProviderAndStatusShowsItsKeys() async throws {
@@ -163,30 +141,22 @@ struct MigrationKillLoopTests {
         var kills = 0
         var switches = 0
         for round in 1...rounds {
-            let process = Process()
-            process.executableURL = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
-            process.arguments = [
-                "storage", "migrate", "--to", target, "--state-dir", h.stateDirectory, "--config", "\(h.directory)/config.json",
-            ]
             let log = "\(h.directory)/migrate-\(round).log"
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            try DaemonHarness.withProcessLaunchLock {
-                let out = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-                defer { try? out.close() }
-                process.standardInput = FileHandle.nullDevice
-                process.standardOutput = out
-                process.standardError = out
-                try process.run()
-            }
+            let process = try TestProcess(
+                try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path,
+                [
+                    "storage", "migrate", "--to", target, "--state-dir", h.stateDirectory, "--config",
+                    "\(h.directory)/config.json",
+                ], stdout: .file(log), stderr: .file(log))
             // A random point: anywhere from before the first step to after the last. Every fifth
             // round runs to the end, so that migrations also finish when a loaded machine makes
             // every step slower than the kill window.
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...120)))
             if round % 5 != 0, process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
+                process.signal(SIGKILL)
                 kills += 1
             }
-            _ = await eventually(timeout: .seconds(30)) { !process.isRunning }
+            _ = await process.waitForExit(timeout: .seconds(30))
 
             // The daemon finishes any migration left half-way, then serves every session.
             try await h.start()

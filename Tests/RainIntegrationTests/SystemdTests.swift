@@ -179,27 +179,12 @@ enum SystemdTools {
         status: Int32, output: String
     ) {
         let outPath = "\(directory)/run-\(UInt32.random(in: 0...UInt32.max)).out"
-        let fd = open(outPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw HarnessError("cannot open \(outPath)") }
-        let out = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = out
-        p.standardError = out
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
-        try out.close()
-        let deadline = ContinuousClock.now + .seconds(60)
-        while p.isRunning {
-            guard ContinuousClock.now < deadline else {
-                p.terminate()
-                throw HarnessError("\(executable) \(arguments) did not finish within 60 s")
-            }
-            try await Task.sleep(for: .milliseconds(20))
+        let p = try TestProcess(executable, arguments, stdout: .file(outPath), stderr: .file(outPath))
+        guard let status = await p.waitForExit(timeout: .seconds(60)) else {
+            await p.stop(grace: .seconds(5))
+            throw HarnessError("\(executable) \(arguments) did not finish within 60 s")
         }
-        let text = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-        return (p.terminationStatus, text)
+        return (status, (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "")
     }
 
     /// Renders the units with `scripts/systemd/install --no-start` into `directory`.

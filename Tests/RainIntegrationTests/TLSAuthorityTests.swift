@@ -6,30 +6,27 @@ import Testing
 
 /// A real `rainwalletd authority` process in `directory`, stopped by `stop()`.
 final class AuthorityProcess: Sendable {
-    let process: Process
+    let process: TestProcess
     let port: UInt16
     let logPath: String
 
-    private init(process: Process, port: UInt16, logPath: String) {
+    private init(process: TestProcess, port: UInt16, logPath: String) {
         self.process = process
         self.port = port
         self.logPath = logPath
     }
 
+    /// Its process id.
+    var pid: Int32 { process.pid }
+
     /// Starts `rainwalletd authority ARGS --state-dir DIR/authority --dev-outbox` and waits for
     /// `authority.ready`.
     static func start(in directory: String, _ arguments: [String]) async throws -> AuthorityProcess {
         let logPath = "\(directory)/authority.log"
-        guard FileManager.default.createFile(atPath: logPath, contents: nil), let log = FileHandle(forWritingAtPath: logPath)
-        else { throw HarnessError("cannot create \(logPath)") }
-        defer { try? log.close() }
-        let p = Process()
-        p.executableURL = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
-        p.arguments = ["authority"] + arguments + ["--state-dir", "\(directory)/authority", "--dev-outbox"]
-        p.standardError = log
-        p.standardOutput = FileHandle.nullDevice
-        p.standardInput = FileHandle.nullDevice
-        try DaemonHarness.withProcessLaunchLock { try p.run() }
+        guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw HarnessError("cannot create \(logPath)") }
+        let p = try TestProcess(
+            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path,
+            ["authority"] + arguments + ["--state-dir", "\(directory)/authority", "--dev-outbox"], stderr: .file(logPath))
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
@@ -37,11 +34,12 @@ final class AuthorityProcess: Sendable {
                 let digits = text[r.upperBound...].prefix(while: \.isNumber)
                 if let port = UInt16(digits) { return AuthorityProcess(process: p, port: port, logPath: logPath) }
             }
-            if !p.isRunning { throw HarnessError("the authority exited with \(p.terminationStatus): \(text)") }
+            if let status = p.exitStatus { throw HarnessError("the authority exited with \(status): \(text)") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        p.terminate()
-        throw HarnessError("the authority was not ready in time")
+        let state = p.kernelState
+        await p.stop(grace: .seconds(5))
+        throw HarnessError("the authority was not ready in time (\(state))")
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -58,12 +56,9 @@ final class AuthorityProcess: Sendable {
         await authority.stop()
     }
 
-    /// SIGTERM; waits (polling, off the concurrency pool's threads) until it exited.
+    /// SIGTERM; waits (polling, off the concurrency pool's threads) until it exited, SIGKILL after 20 s.
     func stop() async {
-        if process.isRunning { process.terminate() }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        await process.stop(grace: .seconds(20))
     }
 }
 
