@@ -1,7 +1,11 @@
 # Sourced by the scripts: installs what a fresh Debian machine lacks, once.
 RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev pkg-config libcbor-dev libpsl-dev publicsuffix openssl libpq-dev postgresql
   libtss2-dev swtpm swtpm-tools libsecret-1-dev gnome-keyring dbus libglib2.0-bin libsecret-tools faketime
-  pinentry-tty)
+  pinentry-tty
+  # Shell completion and man page checks (bash is there already).
+  zsh fish man-db groff-base
+  # The example client in another language (Python, from proto/PROTOCOL.md and protoc --python_out).
+  python3 python3-protobuf protobuf-compiler)
 
 ensure_deps() {
   local missing=()
