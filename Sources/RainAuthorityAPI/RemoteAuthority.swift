@@ -65,6 +65,9 @@ public final class RemoteAuthority: Authority {
         var connection: ClientConnection?
         var isClosed = false
         var proof: ConnectionProof?
+        /// The last connection an answer came back on: a plain connection lost before any answer
+        /// is what a TLS authority does to a client that does not speak TLS.
+        var answered: ObjectIdentifier?
     }
 
     private let state = Mutex(State())
@@ -342,8 +345,15 @@ public final class RemoteAuthority: Authority {
             // opens a new one.
             connection.close()
             logger.warning("authority.connection_lost", ["address": address.description, "method": Self.name(method)])
-            throw unreachable("the connection was lost during \(Self.name(method))")
+            let neverAnswered = state.withLock { $0.answered != ObjectIdentifier(connection) }
+            // A TLS authority closes a plain connection without a word (no alert, no answer).
+            let hint =
+                tls == nil && neverAnswered
+                ? "; if that authority uses TLS, start this device with its CA: rainwalletd --authority-ca FILE"
+                : ""
+            throw unreachable("the connection was lost during \(Self.name(method))\(hint)")
         }
+        state.withLock { $0.answered = ObjectIdentifier(connection) }
         let response: Response
         do {
             response = try Response.decode(bytes)

@@ -146,8 +146,10 @@ public enum Daemon {
             do {
                 role = AuthorityRole(options: try AuthorityDaemon.options(parsed))
             } catch {
+                // The command line parsed: a value that cannot be used (an empty --apps entry, a
+                // --store that is not sqlite or postgres://) is a configuration error, like one in a file.
                 writeStderr("rainwalletd authority: error: \(error.code): \(error.message)\n")
-                return 64
+                return 78
             }
         } else {
             role = DeviceRole(options: options(parsed))

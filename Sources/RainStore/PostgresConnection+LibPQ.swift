@@ -163,6 +163,7 @@ final class PostgresConnection {
             if let v = environment[variable], !v.isEmpty { return v }
             return nil
         }
+        try checkSettings(fields, environment: environment)
         let userName = value("user", "PGUSER")
         let user = userName.map { "\($0)@" } ?? ""
         // Without a host libpq uses its Unix socket directory.
@@ -170,6 +171,31 @@ final class PostgresConnection {
         let port = value("port", "PGPORT") ?? "5432"
         let database = value("dbname", "PGDATABASE") ?? userName ?? ""
         return "\(user)\(host):\(port)/\(database)"
+    }
+
+    /// The libpq settings that decide how to connect and that libpq itself only rejects when it
+    /// connects (as "could not connect", which reads like a server that is down): the port (each
+    /// of a comma-separated list) and `sslmode`, from the URL or from `PGPORT` / `PGSSLMODE`.
+    /// - Throws: RAIN_102 (field `--store`) naming the setting, where it came from and what it takes.
+    static func checkSettings(_ fields: [String: String], environment: [String: String]) throws(RainError) {
+        func source(_ keyword: String, _ variable: String) -> (value: String, origin: String)? {
+            if let v = fields[keyword], !v.isEmpty { return (v, "the store URL's \(keyword)") }
+            if let v = environment[variable], !v.isEmpty { return (v, variable) }
+            return nil
+        }
+        if let (ports, origin) = source("port", "PGPORT") {
+            for port in ports.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let n = Int(port), (1...65535).contains(n) else {
+                    throw RainError.invalid(
+                        "\(origin) \"\(port)\" is not a port number: use 1 to 65535 (PostgreSQL's is 5432)", field: "--store")
+                }
+            }
+        }
+        let sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
+        if let (mode, origin) = source("sslmode", "PGSSLMODE"), !sslModes.contains(mode) {
+            throw RainError.invalid(
+                "\(origin) \"\(mode)\" is not an SSL mode: use one of \(sslModes.joined(separator: ", "))", field: "--store")
+        }
     }
 
     /// Runs one statement that returns no rows and returns the number of rows it changed.

@@ -72,7 +72,9 @@ struct TLSAuthorityTests {
         return try await TestCertificates.make(in: dir)
     }
 
-    @Test("a device logs in by code through a TLS authority; a device trusting another CA gets RAIN_501 tls_unknown_ca")
+    @Test(
+        "a device logs in by code through a TLS authority; a device trusting another CA gets RAIN_501 tls_unknown_ca; one without --authority-ca gets RAIN_301 naming it"
+    )
     func loginThroughTLS() async throws {
         let setup = try DaemonHarness.prepare()
         defer { setup.shutdown() }
@@ -102,6 +104,13 @@ struct TLSAuthorityTests {
             #expect(error?.code == .provider)
             #expect(error?.details.reason == TLSSession.FailureReason.unknownCA)
             #expect(error?.message.contains("--authority-ca") == true)
+            // A device without --authority-ca speaks plain TCP: the TLS authority closes without a
+            // word, and the error says what to try.
+            let plain = try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
+            defer { plain.shutdown() }
+            let lost = await rainError { try await plain.provider().sendLoginCode(to: .email("tls@example.com")) }
+            #expect(lost?.code == .network, "\(String(describing: lost))")
+            #expect(lost?.message.contains("--authority-ca") == true, "\(String(describing: lost))")
             // The authority logged the refused handshake and still serves the good device.
             #expect(await eventually { authority.log.contains("tls.handshake_failed") })
             #expect(try await provider.account().accountID == account.accountID)
