@@ -1,7 +1,7 @@
 import RainAuthorityAPI
 import RainCore
 
-/// Delivers login codes to people: the role behind the `outbox` and `command` senders (DESIGN §4).
+/// Delivers login codes to people: the role behind the `outbox` and `command` senders (README "Walkthrough").
 ///
 /// A delivery carries the code in clear: implementations never log it and never put it in an
 /// error message.

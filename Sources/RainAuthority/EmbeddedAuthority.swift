@@ -9,7 +9,7 @@ import RainWire
 /// `AuthorityStore` (SQLite in the state directory by default), codes delivered by a `CodeSender`
 /// (the development outbox by default).
 ///
-/// Rules (DESIGN §4): 6-digit codes from a CSPRNG, stored only as a keyed hash bound to the
+/// Rules (README "Error codes", login-code rules): 6-digit codes from a CSPRNG, stored only as a keyed hash bound to the
 /// challenge, compared in constant time; 5-minute lifetime; locked after 3 wrong attempts; a resend
 /// or another contact on the same device retires the device's pending code; at most 3 live codes
 /// per account across devices (a 4th retires the oldest). A first login creates the account and

@@ -29,7 +29,7 @@ public protocol Authority: Sendable {
     /// proved the device key the session is bound to (`proof`), and gets a new access token and a
     /// new single-use refresh token. No device clock is involved.
     ///
-    /// Rules (DESIGN §4, §5; issue 14):
+    /// Rules (README "Error codes" and "Reliability and security"; issue 14):
     /// - The device binding of every call with a token (see `accountInfo`): no proof is RAIN_501
     ///   `device_proof_required` and changes nothing; a proof by another key than the session's
     ///   (or its pending one) revokes the session family: a refresh token copied without the device
@@ -66,7 +66,7 @@ public protocol Authority: Sendable {
     func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo
 
     /// The wallet's secrets: decrypts its entropy and derives the recovery phrase and both private
-    /// keys. Never logged. The device decides whether the profile may export (DESIGN §3).
+    /// keys. Never logged. The device decides whether the profile may export (README "Wallets").
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt (another master key).
     func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets

@@ -175,7 +175,7 @@ public final class DeviceService: ServerHandler {
     }
 
     /// Waits until the restore is done or the timeout passes on the injected clock; a timeout
-    /// returns normally with the state still `loading` (DESIGN §6).
+    /// returns normally with the state still `loading` (README "Sessions: refresh, expiry, one device at a time").
     static func awaitRestore(_ e: Entry, timeout: Duration) async -> SessionSnapshot {
         await e.runtime.awaitRestore(timeout: timeout)
     }

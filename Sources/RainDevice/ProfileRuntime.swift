@@ -6,7 +6,7 @@ import RainWire
 import Synchronization
 
 /// The part of a profile the event loop reads without waiting: a `Mutex`-guarded view of the
-/// session that the session manager publishes, and the profile's watchers (DESIGN §9).
+/// session that the session manager publishes, and the profile's watchers (ARCHITECTURE.md).
 public final class ProfileRuntime: Sendable {
     /// What the snapshot is computed from.
     struct SessionView: Equatable {
@@ -117,7 +117,7 @@ public final class ProfileRuntime: Sendable {
 
     /// Waits until the restore has finished or `timeout` passed on the injected clock, whichever
     /// comes first, and returns the snapshot then: a timeout returns normally with the state still
-    /// `loading` (DESIGN §6). The restore's first publish resumes every waiter at once.
+    /// `loading` (README "Sessions: refresh, expiry, one device at a time"). The restore's first publish resumes every waiter at once.
     func awaitRestore(timeout: Duration) async -> SessionSnapshot {
         let id = state.withLock { s -> Int? in
             guard s.isLoading else { return nil }

@@ -36,7 +36,7 @@ public struct DeviceContext: Sendable {
     public var deviceID: String { device.id }
 }
 /// The session manager of one profile: the single owner of its session, its pending challenges,
-/// its storage and its refresh (DESIGN §3). Every mutation goes through this actor; the loop reads
+/// its storage and its refresh (README "Files and paths"). Every mutation goes through this actor; the loop reads
 /// the published `ProfileRuntime` snapshot.
 ///
 /// Where the session stands is one `State`, read afresh after every `await` (another call may

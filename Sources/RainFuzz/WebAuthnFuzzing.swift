@@ -4,7 +4,7 @@ import RainWebAuthn
 
 /// FuzzWebAuthn: the first input byte picks the parser (modulo 8), the rest is its input. Run with
 /// `-malloc_limit_mb`: libcbor allocates what a header declares, which the bounded reader must
-/// refuse before libcbor sees it (TOOLCHAIN.md).
+/// refuse before libcbor sees it (libcbor has no depth or size limit of its own).
 enum WebAuthnFuzzing {
     enum Parser: UInt8, CaseIterable {
         case cbor, cborPrefix, authenticatorData, coseKey, attestationObject, clientData, responseJSON

@@ -205,7 +205,8 @@ public final class CLIProcess: Sendable {
             let state = child.kernelState
             child.signal(SIGKILL)
             _ = await child.waitForExit(timeout: .seconds(5))
-            throw HarnessError("rainwallet did not exit within \(timeout) (\(state)); stderr so far: \(DaemonHarness.readText(stderrPath))")
+            throw HarnessError(
+                "rainwallet did not exit within \(timeout) (\(state)); stderr so far: \(DaemonHarness.readText(stderrPath))")
         }
         return CLIResult(status: status, stdout: DaemonHarness.readText(stdoutPath), stderr: DaemonHarness.readText(stderrPath))
     }
@@ -315,7 +316,7 @@ public final class DaemonHarness: Sendable {
         /// No cooldown and a million sends per window, written into the config's
         /// `authority.sendLimits` unless it sets them itself: tests log in again and again.
         case relaxed
-        /// The daemon's defaults (DESIGN §6), for tests of the limits themselves.
+        /// The daemon's defaults (README "Sessions: refresh, expiry, one device at a time"), for tests of the limits themselves.
         case defaults
     }
 

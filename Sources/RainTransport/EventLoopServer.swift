@@ -164,7 +164,7 @@ enum PeerKey: Hashable {
     case address([UInt8])
 }
 
-/// A non-blocking server on one epoll event-loop thread (DESIGN §9): no thread per connection.
+/// A non-blocking server on one epoll event-loop thread (ARCHITECTURE.md): no thread per connection.
 /// Requests are decoded and dispatched on the loop thread; answers posted from other threads wake
 /// the loop through an eventfd.
 public final class EventLoopServer: @unchecked Sendable {

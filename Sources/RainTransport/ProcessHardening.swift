@@ -1,7 +1,7 @@
 import RainCore
 import RainSystem
 
-/// Process-level protections of the daemon (DESIGN §5, §9).
+/// Process-level protections of the daemon (README "Reliability and security", ARCHITECTURE.md).
 public enum ProcessHardening {
     /// Marks the process non-dumpable (no core dumps, no ptrace by other same-uid processes).
     /// - Throws: RAIN_502 when prctl fails.

@@ -1,7 +1,7 @@
 import RainCore
 import RainWire
 
-/// Where a route's handler runs (DESIGN §9: the loop thread never blocks).
+/// Where a route's handler runs (ARCHITECTURE.md: the loop thread never blocks).
 public enum RoutePlacement: String, Sendable, CaseIterable {
     /// Answered at once on the event-loop thread (snapshot reads, GetInfo): must not block.
     case loop

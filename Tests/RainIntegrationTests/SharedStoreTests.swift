@@ -176,7 +176,10 @@ struct SharedStoreTests {
             ("mysql://rain:hunter22@127.0.0.1/db", 78, "--store takes sqlite or postgres://"),
             ("postgres://rain:hunter22@[::1/db", 78, "store URL"),
             ("postgres://rain:hunter22@127.0.0.1:99999/db", 78, "the store URL's port \"99999\" is not a port number"),
-            ("postgres://rain:hunter22@127.0.0.1:5432/db?sslmode=bogus", 78, "the store URL's sslmode \"bogus\" is not an SSL mode"),
+            (
+                "postgres://rain:hunter22@127.0.0.1:5432/db?sslmode=bogus", 78,
+                "the store URL's sslmode \"bogus\" is not an SSL mode"
+            ),
             ("postgres://rain:hunter22@127.0.0.1:1/db", 1, "127.0.0.1:1"),
         ]
         for (url, status, names) in cases {

@@ -23,7 +23,9 @@ final class AuthorityProcess: Sendable {
     /// `authority.ready`.
     static func start(in directory: String, _ arguments: [String]) async throws -> AuthorityProcess {
         let logPath = "\(directory)/authority.log"
-        guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw HarnessError("cannot create \(logPath)") }
+        guard FileManager.default.createFile(atPath: logPath, contents: nil) else {
+            throw HarnessError("cannot create \(logPath)")
+        }
         let p = try TestProcess(
             try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path,
             ["authority"] + arguments + ["--state-dir", "\(directory)/authority", "--dev-outbox"], stderr: .file(logPath))
