@@ -11,8 +11,10 @@ public protocol PasskeyAuthenticator: Sendable {
     ///   - origin: the caller's origin, for example `https://example.com`, written into the client data.
     /// - Returns: a W3C `RegistrationResponseJSON`.
     /// - Throws: RAIN_401 when the user dismisses or cancels the ceremony; RAIN_102 for options the
-    ///   authenticator cannot honour.
-    func createCredential(optionsJSON: String, origin: String) async throws(RainError) -> String
+    ///   authenticator cannot honour. Any other error reaches the app as RAIN_501, and a
+    ///   `CancellationError` as RAIN_401. (Untyped, as the mobile SDK's: an implementation may also
+    ///   declare `throws(RainError)`.)
+    func createCredential(optionsJSON: String, origin: String) async throws -> String
 
     /// Produces an assertion (`navigator.credentials.get()`).
     /// - Parameters:
@@ -20,6 +22,7 @@ public protocol PasskeyAuthenticator: Sendable {
     ///   - origin: the caller's origin, written into the client data.
     /// - Returns: a W3C `AuthenticationResponseJSON`.
     /// - Throws: RAIN_401 when the user dismisses or cancels the ceremony (or has no passkey for the
-    ///   domain); RAIN_102 for options the authenticator cannot honour.
-    func getAssertion(optionsJSON: String, origin: String) async throws(RainError) -> String
+    ///   domain); RAIN_102 for options the authenticator cannot honour. Other errors as for
+    ///   `createCredential`.
+    func getAssertion(optionsJSON: String, origin: String) async throws -> String
 }

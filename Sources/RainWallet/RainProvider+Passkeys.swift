@@ -64,7 +64,7 @@ extension RainProvider {
             _ = try? await call(
                 Method.passkeyCancel, CancelPasskeyRequest(ceremonyID: ceremony.ceremonyID),
                 as: CancelPasskeyResponse.self)
-            throw error
+            throw Self.authenticatorError(error)
         }
         let finished = try await call(
             Method.passkeyFinish, FinishPasskeyRequest(ceremonyID: ceremony.ceremonyID, responseJSON: responseJSON),
@@ -74,6 +74,14 @@ extension RainProvider {
 }
 
 extension RainProvider {
+    /// What the app sees of an error its authenticator threw: a `RainError` as it is, a
+    /// `CancellationError` as RAIN_401 (the ceremony was cancelled), anything else as RAIN_501.
+    static func authenticatorError(_ error: any Error) -> RainError {
+        if let error = error as? RainError { return error }
+        if error is CancellationError { return RainError(.userCancelled, "the passkey ceremony was cancelled") }
+        return RainError(.provider, "the passkey authenticator failed: \(error)")
+    }
+
     /// The passkey domain of this provider's profile in the daemon (from its config, or set by an
     /// earlier client), or nil when it has none. Sets nothing.
     /// - Throws: RAIN_101 when the daemon is not running.
