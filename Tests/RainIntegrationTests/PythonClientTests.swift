@@ -46,10 +46,11 @@ struct PythonClientTests {
 
     /// Runs `rainwallet_client.py --socket SOCKET ARGS…` with the harness's environment, minus the
     /// interpreter variables that make a caller unapprovable (`PYTHONPATH`, …).
-    static func runClient(_ h: DaemonHarness, _ arguments: [String], socket: String? = nil, input: String = "") async throws
-        -> CLIResult
-    {
-        let environment = h.daemonEnvironment.filter { !$0.key.hasPrefix("PYTHON") }
+    static func runClient(
+        _ h: DaemonHarness, _ arguments: [String], socket: String? = nil, extraEnvironment: [String: String] = [:],
+        input: String = ""
+    ) async throws -> CLIResult {
+        let environment = h.daemonEnvironment.filter { !$0.key.hasPrefix("PYTHON") }.merging(extraEnvironment) { $1 }
         return try await TestProcess.run(
             python, [client, "--socket", socket ?? h.socketPath] + arguments, environment: environment, input: input,
             timeout: .seconds(60))
@@ -117,13 +118,22 @@ struct PythonClientTests {
         #expect(right.stdout.contains("auth state: authenticated"), "\(right.stdout)")
     }
 
-    @Test("the Python client reports RAIN_102 with its field for a bad profile, and RAIN_101 when no daemon listens")
+    @Test("the Python client reports RAIN_102 with its field for a bad profile, RAIN_202 when run with PYTHONPATH, RAIN_101 when no daemon listens")
     func refusals() async throws {
         let h = try await Self.startDaemon()
         defer { h.shutdown() }
         let badProfile = try await Self.runClient(h, ["--profile", "Not_A_Profile", "info"])
         #expect(badProfile.status == 1, "\(badProfile)")
         #expect(badProfile.stderr.contains("error: RAIN_102: ") && badProfile.stderr.contains("field: profile"), "\(badProfile)")
+
+        // PROTOCOL.md §5.10: an interpreter variable that loads code makes the caller unapprovable,
+        // whatever the policy says; GetInfo is open to any app, the session state is not.
+        let withPath = ["PYTHONPATH": "\(h.directory)/nothing"]
+        let info = try await Self.runClient(h, ["info"], extraEnvironment: withPath)
+        #expect(info.status == 0, "\(info)")
+        let refused = try await Self.runClient(h, ["state"], extraEnvironment: withPath)
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.contains("error: RAIN_202: ") && refused.stderr.contains("reason: app_not_approved"), "\(refused)")
 
         let noDaemon = try await Self.runClient(h, ["info"], socket: "\(h.directory)/nothing.sock")
         #expect(noDaemon.status == 1, "\(noDaemon)")
