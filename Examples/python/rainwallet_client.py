@@ -313,7 +313,16 @@ def command_login(conn, w, args):
     has_outbox = "dev-outbox" in info.capabilities and args.code is None
     # The daemon normalizes the address (§5.3); outbox entries are compared with its answer. What
     # the outbox held before the send is remembered so that an older code to this address is skipped.
-    before = set(outbox_codes(conn, w, args.email.strip().lower())) if has_outbox else set()
+    before = set()
+    if has_outbox:
+        try:
+            before = set(outbox_codes(conn, w, args.email.strip().lower()))
+        except RainError as e:
+            if e.code != 202:
+                raise
+            # §5.9: behind a remote authority started without --dev-outbox, the capability is
+            # advertised but the outbox is refused; read the code from stdin instead.
+            has_outbox = False
     sent = send_code(conn, w, args.email)
     if args.code is not None:
         code = args.code
