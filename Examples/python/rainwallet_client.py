@@ -9,16 +9,18 @@ elsewhere: pip install "protobuf>=4.21"). The message classes are generated at r
 committed and the client always speaks the schema of the checkout it runs from.
 
     rainwallet_client.py [--socket PATH] [--profile NAME] info
-    rainwallet_client.py [--socket PATH] [--profile NAME] login --email ADDRESS [--code CODE]
+    rainwallet_client.py [--socket PATH] [--profile NAME] login --email ADDRESS [--code CODE] [--watch]
     rainwallet_client.py [--socket PATH] [--profile NAME] send-code --email ADDRESS
     rainwallet_client.py [--socket PATH] [--profile NAME] confirm --code CODE
     rainwallet_client.py [--socket PATH] [--profile NAME] state
+    rainwallet_client.py [--socket PATH] [--profile NAME] watch [--events N]
     rainwallet_client.py [--socket PATH] [--profile NAME] logout
 
 `login` sends a code, then confirms the code given with `--code`, else the one in the daemon's
 development outbox when it advertises the `dev-outbox` capability (PROTOCOL.md §5.9), else the
 one typed on standard input. `send-code` and `confirm` are its two halves (the pending code belongs
-to the profile, not to the connection, so they can run as two processes). A refusal is printed as `RAIN_<code>: <message>` with its details on
+to the profile, not to the connection, so they can run as two processes). `login --watch` keeps a
+`Watch` stream open on the same connection and prints its events as they arrive. A refusal is printed as `RAIN_<code>: <message>` with its details on
 standard error, and the client exits with status 1 (2 for a usage error).
 
 Per-app access (PROTOCOL.md §5.10): the daemon identifies this client as the interpreter plus this
@@ -133,14 +135,17 @@ def default_socket_path():
 
 
 class Connection:
-    """One connection to rainwalletd. Calls are made one at a time here; the protocol allows many
-    in flight, matched by request id (§4), and this reader already routes by id."""
+    """One connection to rainwalletd. Unary calls are made one at a time here, but a `Watch`
+    stream can stay open meanwhile: every frame is routed by its request id (§4), so stream
+    messages that arrive while a call waits for its answer go to the stream's handler.
+    (A client with threads or an event loop would also let several unary calls be in flight.)"""
 
     def __init__(self, env, path, profile, expected_uid, timeout_ms):
         self.env = env
         self.profile = profile
         self.timeout_ms = timeout_ms
         self.next_id = 1  # never 0 (§3); increasing, unique per connection
+        self.streams = {}  # request id of an open stream -> handler(payload bytes)
         self._check_directory(path, expected_uid)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # A local guard so the client never hangs: the envelope deadline (timeout_ms) bounds the
@@ -206,31 +211,71 @@ class Connection:
             raise RainError(NOT_INITIALIZED, f"rainwalletd sent a frame of {n} bytes (over the 1 MiB maximum)")
         return self.env.Envelope.FromString(self._read_exact(n))
 
-    def call(self, method, request, response_type, deferred=True):
-        """One unary call: sends `request`, waits for the `Response` with its id and decodes its
-        payload as `response_type`. Raises RainError when the status is not 0."""
+    def _start(self, method, request, deferred):
+        """Sends a `Request` and returns its id."""
         rid, self.next_id = self.next_id, self.next_id + 1
         e = self.env.Envelope(request_id=rid)
         e.request.method = method
         e.request.payload = request.SerializeToString()
-        if deferred:  # inline methods ignore it (§4.4); sending it anyway would be harmless
+        if deferred:  # inline methods and streams ignore it (§4.4)
             e.request.timeout_ms = self.timeout_ms
         e.request.metadata.add(key="profile", value=self.profile)
         self._send(e)
+        return rid
+
+    def _wait_for(self, rid):
+        """Reads frames until the final `Response` of call `rid`, handing stream messages to their
+        stream's handler on the way. Returns that Response."""
         while True:
             reply = self._read_envelope()
-            if reply.WhichOneof("kind") != "response":
-                continue  # stream messages of other calls (none here)
-            if reply.request_id == 0:
-                # An answer that belongs to no call (§4.6): a connection error; with one call
-                # outstanding, that call is the likely cause.
-                raise RainError.from_status(reply.response.status)
-            if reply.request_id == rid:
-                break
-        response = reply.response
+            kind = reply.WhichOneof("kind")
+            if kind == "stream" and reply.request_id in self.streams:
+                self.streams[reply.request_id](reply.stream.payload)
+            elif kind == "response":
+                if reply.request_id == 0:
+                    # An answer that belongs to no call (§4.6): a connection error; with one call
+                    # outstanding, that call is the likely cause.
+                    raise RainError.from_status(reply.response.status)
+                self.streams.pop(reply.request_id, None)  # a final Response ends a stream too
+                if reply.request_id == rid:
+                    return reply.response
+
+    @staticmethod
+    def _check(response):
         if response.HasField("status") and response.status.code != 0:  # absent status: success (§3)
             raise RainError.from_status(response.status)
+
+    def call(self, method, request, response_type, deferred=True):
+        """One unary call: sends `request`, waits for the `Response` with its id and decodes its
+        payload as `response_type`. Raises RainError when the status is not 0."""
+        response = self._wait_for(self._start(method, request, deferred))
+        self._check(response)
         return response_type.FromString(response.payload)
+
+    def open_stream(self, method, request, handler):
+        """Starts a server stream (§4.3); `handler` gets each `StreamMessage.payload`. Returns its id."""
+        rid = self._start(method, request, deferred=False)
+        self.streams[rid] = handler
+        return rid
+
+    def pump(self):
+        """Reads and dispatches one frame (a stream message, usually) while no call waits."""
+        reply = self._read_envelope()
+        if reply.WhichOneof("kind") == "stream" and reply.request_id in self.streams:
+            self.streams[reply.request_id](reply.stream.payload)
+        elif reply.WhichOneof("kind") == "response":
+            if reply.request_id == 0:
+                raise RainError.from_status(reply.response.status)
+            if self.streams.pop(reply.request_id, None) is not None:
+                self._check(reply.response)
+
+    def cancel(self, rid):
+        """Cancels a stream (§4.5) and waits for its final Response (OK, empty); messages written
+        before it still reach the handler."""
+        if rid not in self.streams:
+            return
+        self._send(self.env.Envelope(request_id=rid, cancel=self.env.Cancel()))
+        self._check(self._wait_for(rid))
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,9 +288,20 @@ def format_ms(ms):
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def enum_name(enum, value):
+    """`AUTH_STATE_AUTHENTICATED` -> `authenticated`; a value this client does not know (a newer
+    daemon, §9) reads as `unspecified (N)`."""
+    try:
+        name = enum.Name(value)
+    except ValueError:
+        return f"unspecified ({value})"
+    prefix = os.path.commonprefix(list(enum.keys()))
+    return name[len(prefix):].lower()
+
+
 def print_state(w, state):
-    print(f"auth state: {w.AuthState.Name(state.auth_state).removeprefix('AUTH_STATE_').lower()}")
-    print(f"session: {w.SessionStatus.Name(state.session_status).removeprefix('SESSION_STATUS_').lower()}")
+    print(f"auth state: {enum_name(w.AuthState, state.auth_state)}")
+    print(f"session: {enum_name(w.SessionStatus, state.session_status)}")
     print(f"has active session: {'yes' if state.has_active_session else 'no'}")
     if state.account_id:
         print(f"account: {state.account_id}")
@@ -308,8 +364,36 @@ def command_confirm(conn, w, args):
     confirm_code(conn, w, args.code)
 
 
+def event_printer(w, seen):
+    """A `Watch` handler (§5.8): prints each Event and appends it to `seen`."""
+    def handle(payload):
+        event = w.Event.FromString(payload)
+        seen.append(event)
+        text = (f"event {event.sequence}: {enum_name(w.EventType, event.type)} "
+                f"(auth state {enum_name(w.AuthState, event.state.auth_state)}, "
+                f"session {enum_name(w.SessionStatus, event.state.session_status)})")
+        if event.expiry_reason:
+            text += f" expiry reason: {enum_name(w.ExpiryReason, event.expiry_reason)}"
+        print(text, flush=True)
+    return handle
+
+
+def command_watch(conn, w, args):
+    seen = []
+    rid = conn.open_stream("/rain.wallet.v1.Session/Watch", w.WatchRequest(), event_printer(w, seen))
+    while len(seen) < args.events and rid in conn.streams:
+        conn.pump()
+    conn.cancel(rid)
+    print("watch cancelled")
+
+
 def command_login(conn, w, args):
     info = get_info(conn, w)
+    watch = None
+    if args.watch:
+        # Opened first, on the same connection: its events interleave with the answers of the
+        # calls below, routed by request id (§4.2: they can arrive before the call's Response).
+        watch = conn.open_stream("/rain.wallet.v1.Session/Watch", w.WatchRequest(), event_printer(w, []))
     has_outbox = "dev-outbox" in info.capabilities and args.code is None
     # The daemon normalizes the address (§5.3); outbox entries are compared with its answer. What
     # the outbox held before the send is remembered so that an older code to this address is skipped.
@@ -342,6 +426,8 @@ def command_login(conn, w, args):
         print("code: ", end="", flush=True)
         code = sys.stdin.readline().strip()
     confirm_code(conn, w, code)
+    if watch is not None:
+        conn.cancel(watch)
 
 
 def command_state(conn, w, _args):
@@ -373,6 +459,9 @@ def main(argv=None):
     login = commands.add_parser("login", help="log in with a code sent by email")
     login.add_argument("--email", required=True)
     login.add_argument("--code", help="the code (default: the development outbox when offered, else stdin)")
+    login.add_argument("--watch", action="store_true", help="print the session events (Watch) meanwhile")
+    watch = commands.add_parser("watch", help="print session events (Watch), then cancel it")
+    watch.add_argument("--events", type=int, default=1, help="how many events to wait for (default: 1)")
     send = commands.add_parser("send-code", help="only send a login code (the profile's pending code)")
     send.add_argument("--email", required=True)
     confirm = commands.add_parser("confirm", help="only confirm the profile's pending code")
@@ -385,7 +474,8 @@ def main(argv=None):
     uid = args.daemon_uid
     if uid is None:
         uid = int(os.environ["RAINWALLET_DAEMON_UID"]) if os.environ.get("RAINWALLET_DAEMON_UID") else os.getuid()
-    run = {"info": command_info, "login": command_login, "send-code": command_send_code, "confirm": command_confirm, "state": command_state, "logout": command_logout}
+    run = {"info": command_info, "login": command_login, "send-code": command_send_code, "confirm": command_confirm,
+           "watch": command_watch, "state": command_state, "logout": command_logout}
     with tempfile.TemporaryDirectory(prefix="rainwallet-py-") as out_dir:
         env, w = load_messages(os.path.abspath(args.proto_dir), out_dir)
         try:

@@ -68,7 +68,7 @@ struct PythonClientTests {
         #expect(r.stdout.contains("dev-outbox"), "\(r.stdout)")
     }
 
-    @Test("the Python client logs in by email with the outbox's code, and the session state reads authenticated")
+    @Test("the Python client logs in by email with the outbox's code, Watch events ahead of the answer, and the state reads authenticated")
     func loginWithOutboxCode() async throws {
         let h = try await Self.startDaemon()
         defer { h.shutdown() }
@@ -76,14 +76,27 @@ struct PythonClientTests {
         #expect(before.status == 0, "\(before)")
         #expect(before.stdout.contains("auth state: unauthenticated"), "\(before.stdout)")
 
-        let login = try await Self.runClient(h, ["login", "--email", "  Py@Example.COM "])
+        let login = try await Self.runClient(h, ["login", "--watch", "--email", "  Py@Example.COM "])
         #expect(login.status == 0, "\(login)")
-        for line in [
-            "code sent to py@example.com", "code read from the development outbox", "logged in (new account)",
+        // In this order (PROTOCOL.md §5.8, §7): the watch's first event is the current state; the
+        // login's events arrive on the same connection ahead of ConfirmLoginCode's answer.
+        let expected = [
+            "event 1: auth_state (auth state unauthenticated, session none)", "code sent to py@example.com",
+            "code read from the development outbox", "event 2: auth_state (auth state authenticated, session active)",
+            "event 3: session_state (auth state authenticated, session active)", "logged in (new account)",
             "auth state: authenticated", "session: active", "contact: py@example.com",
-        ] {
-            #expect(login.stdout.contains(line), "missing \(line) in:\n\(login.stdout)")
-        }
+        ]
+        let lines = login.stdout.split(separator: "\n").map(String.init)
+        let positions = expected.map { line in lines.firstIndex { $0.hasPrefix(line) } }
+        #expect(!positions.contains(nil), "missing lines in:\n\(login.stdout)")
+        #expect(positions.compactMap { $0 } == positions.compactMap { $0 }.sorted(), "out of order:\n\(login.stdout)")
+        #expect(!login.stdout.contains("event 4"), "\(login.stdout)")
+
+        let watch = try await Self.runClient(h, ["watch", "--events", "1"])
+        #expect(watch.status == 0, "\(watch)")
+        #expect(
+            watch.stdout == "event 1: auth_state (auth state authenticated, session active)\nwatch cancelled\n",
+            "\(watch.stdout)")
 
         let state = try await Self.runClient(h, ["state"])
         #expect(state.status == 0, "\(state)")
