@@ -20,8 +20,9 @@ committed and the client always speaks the schema of the checkout it runs from.
 development outbox when it advertises the `dev-outbox` capability (PROTOCOL.md §5.9), else the
 one typed on standard input. `send-code` and `confirm` are its two halves (the pending code belongs
 to the profile, not to the connection, so they can run as two processes). `login --watch` keeps a
-`Watch` stream open on the same connection and prints its events as they arrive. A refusal is printed as `RAIN_<code>: <message>` with its details on
-standard error, and the client exits with status 1 (2 for a usage error).
+`Watch` stream open on the same connection and prints its events as they arrive. A refusal is
+printed as `RAIN_<code>: <message> (reason: …, …)` on standard error, and the client exits with
+status 1 (2 for a usage error).
 
 Per-app access (PROTOCOL.md §5.10): the daemon identifies this client as the interpreter plus this
 script (`/usr/bin/python3.11 /path/to/rainwallet_client.py`), so approve that pair for the profile
@@ -175,10 +176,12 @@ class Connection:
         except FileNotFoundError:
             raise RainError(NOT_INITIALIZED, f"rainwalletd is not running ({directory} does not exist)")
         if not stat.S_ISDIR(st.st_mode):
-            raise RainError(NOT_INITIALIZED, f"{directory} is not a directory (a symbolic link?); refusing the socket in it")
+            raise RainError(NOT_INITIALIZED,
+                            f"{directory} is not a directory (a symbolic link?); refusing the socket in it")
         if st.st_uid not in (expected_uid, 0) or st.st_mode & 0o022:
-            raise RainError(NOT_INITIALIZED, f"{directory} is not owned by uid {expected_uid} or is writable by others; "
-                                             "refusing the socket in it")
+            raise RainError(NOT_INITIALIZED,
+                            f"{directory} is not owned by uid {expected_uid} or is writable by others; "
+                            "refusing the socket in it")
 
     def close(self):
         try:
@@ -295,8 +298,8 @@ def enum_name(enum, value):
         name = enum.Name(value)
     except ValueError:
         return f"unspecified ({value})"
-    prefix = os.path.commonprefix(list(enum.keys()))
-    return name[len(prefix):].lower()
+    prefix = os.path.commonprefix(list(enum.keys()))  # "AUTH_STATE_", cut at an underscore
+    return name[prefix.rfind("_") + 1:].lower()
 
 
 def print_state(w, state):
@@ -450,10 +453,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="A RainWallet client written from proto/PROTOCOL.md.")
     parser.add_argument("--socket", help="the daemon's socket (default: $RAINWALLET_SOCKET, else PROTOCOL.md §1)")
     parser.add_argument("--profile", default="default", help="the profile (app) to use (default: default)")
-    parser.add_argument("--daemon-uid", type=int, help="the uid the daemon runs as (default: $RAINWALLET_DAEMON_UID, else yours)")
+    parser.add_argument("--daemon-uid", type=int,
+                        help="the uid the daemon runs as (default: $RAINWALLET_DAEMON_UID, else yours)")
     parser.add_argument("--proto-dir", default=os.path.join(here, "..", "..", "proto"),
                         help="the directory of envelope.proto and wallet.proto (default: the repository's proto/)")
-    parser.add_argument("--timeout-ms", type=int, default=30000, help="the deadline of each deferred call (default: 30000)")
+    parser.add_argument("--timeout-ms", type=int, default=30000,
+                        help="the deadline of each deferred call (default: 30000)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="the daemon's version and capabilities")
     login = commands.add_parser("login", help="log in with a code sent by email")

@@ -68,7 +68,9 @@ struct PythonClientTests {
         #expect(r.stdout.contains("dev-outbox"), "\(r.stdout)")
     }
 
-    @Test("the Python client logs in by email with the outbox's code, Watch events ahead of the answer, and the state reads authenticated")
+    @Test(
+        "the Python client logs in by email with the outbox's code, Watch events ahead of the answer, and the state reads authenticated"
+    )
     func loginWithOutboxCode() async throws {
         let h = try await Self.startDaemon()
         defer { h.shutdown() }
@@ -131,7 +133,9 @@ struct PythonClientTests {
         #expect(right.stdout.contains("auth state: authenticated"), "\(right.stdout)")
     }
 
-    @Test("the Python client reports RAIN_102 with its field for a bad profile, RAIN_202 when run with PYTHONPATH, RAIN_101 when no daemon listens")
+    @Test(
+        "the Python client reports RAIN_102 with its field for a bad profile, RAIN_202 when run with PYTHONPATH, RAIN_101 when no daemon listens"
+    )
     func refusals() async throws {
         let h = try await Self.startDaemon()
         defer { h.shutdown() }
