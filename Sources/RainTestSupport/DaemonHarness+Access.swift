@@ -11,6 +11,10 @@ public enum HarnessAccess: Sendable, Equatable {
     /// given by `DIR/pinentry-auto`, a test pinentry that types back the code each prompt shows and
     /// appends the prompt's text to `DIR/prompts.log`. For tests that are not about per-app access.
     case testRunnerApproved
+    /// As `testRunnerApproved`, and these programs too, for every profile: app paths as the daemon
+    /// reads them (`CallerIdentity.appPath`), e.g. `"/usr/bin/python3.11 /abs/client.py"` for a
+    /// script: the interpreter's resolved executable, a space, the script as its command line names it.
+    case testRunnerApprovedWith(apps: [String])
     /// Nothing approved in advance; `pinentry`, when given, is fixed by the policy (the harness's
     /// auto-confirming one is `DaemonHarness.autoPinentryName`, resolved in the harness's
     /// directory). For tests of per-app access itself.
@@ -64,8 +68,9 @@ extension DaemonHarness {
             mode: 0o755)
         let policy: String
         switch access {
-        case .testRunnerApproved:
+        case .testRunnerApproved, .testRunnerApprovedWith:
             var apps: [Any] = [["path": testRunnerPath], ["path": binaryDirectory.appendingPathComponent("rainwallet").path]]
+            if case .testRunnerApprovedWith(let extra) = access { apps += extra.map { ["path": $0] } }
             var fixed = guardedSettings(of: config)
             var access = fixed["access"] as? [String: Any] ?? [:]
             var byProfile = access["apps"] as? [String: Any] ?? [:]
