@@ -189,11 +189,14 @@ struct  Rain__Wallet__V1__ErrorDetails
    */
   char *field;
   /*
-   * Logout: the authority could not be reached; the local session was wiped anyway.
+   * Reserved: the daemon does not set it. A logout reports an authority it could not reach in
+   * LogoutResponse.revoked_at_authority (false), and an unreachable authority is RAIN_301 with
+   * reason "authority_unreachable".
    */
   protobuf_c_boolean authority_unreachable;
   /*
-   * RAIN_302 from a code send limit: "contactCooldown", "contactWindow" or "accountWindow".
+   * RAIN_302 from a code send limit: "contactCooldown", "contactWindow", "accountWindow",
+   * "contactAllAppsWindow" or "sourceWindow".
    */
   char *limit;
   /*
