@@ -114,8 +114,8 @@ public struct CompletionScript: Sendable {
             # Completes a value of kind $1: :file, :directory, or a list of words.
             \(f)_value() {
                 case "$1" in
-                    :file) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
-                    :directory) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+                    :file) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+                    :directory) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
                     :*) COMPREPLY=() ;;
                     *) mapfile -t COMPREPLY < <(compgen -W "$1" -- "$cur") ;;
                 esac
@@ -151,7 +151,7 @@ public struct CompletionScript: Sendable {
                 fi
             }
 
-            complete -F \(f) -o bashdefault \(root.name)
+            complete -F \(f) \(root.name)
 
             """
     }

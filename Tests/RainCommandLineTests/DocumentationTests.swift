@@ -53,7 +53,7 @@ let documentedTool: Command = {
     @Test func completionScriptsListEveryCommandAndOption() {
         let scripts = CompletionScript(root: documentedTool)
         let bash = scripts.script(for: .bash)
-        #expect(bash.contains("complete -F _tool -o bashdefault tool"))
+        #expect(bash.contains("complete -F _tool tool"))
         #expect(bash.contains("'code') subs='send confirm'"))
         #expect(bash.contains("'code send') subs=''; opts='--socket --profile --json --email --phone -h --help'"))
         #expect(bash.contains("'') subs='status code check serve completion'"))
