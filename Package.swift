@@ -88,8 +88,10 @@ let package = Package(
         .target(name: "RainCommandLine"),
         .target(
             name: "RainCLI", dependencies: ["RainWallet", "RainSoftAuthenticator", "RainCore", "RainSystem", "RainCommandLine"]),
-        .executableTarget(name: "rainwalletd", dependencies: ["RainDaemon"]),
-        .executableTarget(name: "rainwallet", dependencies: ["RainCLI"]),
+        // `--version`: BuildInfoPlugin generates each binary's version, commit, date and compiler version.
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
+        .executableTarget(name: "rainwalletd", dependencies: ["RainDaemon"], plugins: ["BuildInfoPlugin"]),
+        .executableTarget(name: "rainwallet", dependencies: ["RainCLI"], plugins: ["BuildInfoPlugin"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
         // The seed's Swift snippets as an app writes them (issue 16): built with the package, run
         // against a harness daemon. It depends on the RainWallet product's module only.

@@ -40,7 +40,8 @@ public enum CLI: CLICommand {
             CodeCommand.self, LoginCommand.self, StatusCommand.self, WatchCommand.self, RefreshCommand.self,
             AccountCommand.self, ExportCommand.self, LogoutCommand.self, InfoCommand.self, DevCommand.self,
             DomainCommand.self, PasskeyCommand.self, ContactCommand.self, AppsCommand.self, SettingsCommand.self,
-            PromptCommand.self, StorageCommand.self, AuditCommand.self, HelpCommand.self,
+            PromptCommand.self, StorageCommand.self, AuditCommand.self, CompletionCommand.self, HelpCommand.self,
+            ManCommand.self,
         ]
     }
 
@@ -48,19 +49,34 @@ public enum CLI: CLICommand {
     static let commandTree = tree
 
     /// Runs the CLI; returns the exit status.
-    public static func main(_ arguments: [String]) async -> Int32 {
-        await main(arguments, environment: ProcessInfo.processInfo.environment)
+    /// - Parameters:
+    ///   - arguments: the arguments, without the program name.
+    ///   - version, commit, date, swiftVersion: what `--version` prints, from the file the
+    ///     BuildInfoPlugin generates into the `rainwallet` target (see `BuildInfo`).
+    public static func main(
+        _ arguments: [String], version: String = "unknown", commit: String = "unknown", date: String = "unknown",
+        swiftVersion: String = "unknown"
+    ) async -> Int32 {
+        let build = BuildInfo(version: version, commit: commit, date: date, swiftVersion: swiftVersion)
+        return await main(arguments, environment: ProcessInfo.processInfo.environment, build: build)
     }
 
-    static func main(_ arguments: [String], environment: [String: String]) async -> Int32 {
-        let formatter = HelpFormatter(root: commandTree)
-        var isJSON = false
+    static func main(_ arguments: [String], environment: [String: String], build: BuildInfo? = nil) async -> Int32 {
+        var tree = commandTree
+        tree.build = build
+        let formatter = HelpFormatter(root: tree)
+        // Known before parsing, so that a usage error ends with the JSON error line too.
+        var isJSON = arguments.prefix { $0 != "--" }.contains("--json")
         var usageHint: String?
         do {
-            let parsed = try CommandParser(commandTree, environment: environment).parse(arguments)
+            let parsed = try CommandParser(tree, environment: environment).parse(arguments)
             usageHint = formatter.usageHint(for: parsed.path)
             if parsed.isHelpRequested {
                 print(formatter.help(for: parsed.path))
+                return 0
+            }
+            if parsed.isVersionRequested, let build {
+                print(build.text(program: tree.name))
                 return 0
             }
             let output = Output(isJSON: parsed.flag("--json"))
@@ -97,6 +113,8 @@ public enum CLI: CLICommand {
             // stdout may already hold a result (domain check); the error's JSON goes on stderr, last line.
             if isJSON, let rain = error as? RainError {
                 StandardErrorSink().write(Output.render(ErrorPresentation.jsonObject(rain)))
+            } else if isJSON, let usage = error as? UsageError {
+                StandardErrorSink().write(Output.render(ErrorPresentation.jsonObject(usage)))
             }
             return status
         }

@@ -53,6 +53,17 @@ public enum ErrorPresentation {
         }
     }
 
+    /// The `--json` form of a usage error (exit 64): the shape of every other failure's, with code
+    /// RAIN_102, `reason` "usage" and `field` the word at fault: `{"error": {"code": "RAIN_102",
+    /// "message": "unknown command `stauts`; did you mean `status`?", "reason": "usage", "field": "stauts"}}`.
+    public static func jsonObject(_ usage: UsageError) -> [String: Any?] {
+        var object: [String: Any?] = [
+            "code": RainError.Code.invalidArgument.description, "message": usage.message, "reason": "usage",
+        ]
+        if let word = usage.word { object["field"] = word }
+        return ["error": object]
+    }
+
     /// The `--json` form of an error: `{"error": {"code": "RAIN_302", "message", ...}}` with the
     /// details that are set (`reason`, `field`, `attemptsRemaining`, `limit`, `retryAfter` as RFC
     /// 3339 UTC, `retryAfterSeconds` rounded up, `authorityUnreachable`).

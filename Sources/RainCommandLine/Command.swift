@@ -28,12 +28,17 @@ public struct Command: Sendable {
     public var json: JSONOutput?
     /// The exit statuses the command documents, besides 0 and the table of the root.
     public var exitStatuses: [ExitStatus]
+    /// True for a command left out of help, completion and man pages (a packaging aid such as `man`).
+    public var isHidden: Bool
+    /// The program's build, on the root only: when set, `--version` prints it (``BuildInfo/text(program:)``).
+    public var build: BuildInfo?
 
     /// Declares a command.
     public init(
         name: String, abstract: String, discussion: String = "", arguments: [Argument] = [], options: [Option] = [],
         exclusiveGroups: [ExclusiveGroup] = [], subcommands: [Command] = [], isRunnableWithoutSubcommand: Bool = false,
-        listsSubcommandsTogether: Bool = false, json: JSONOutput? = nil, exitStatuses: [ExitStatus] = []
+        listsSubcommandsTogether: Bool = false, json: JSONOutput? = nil, exitStatuses: [ExitStatus] = [],
+        isHidden: Bool = false
     ) {
         self.name = name
         self.abstract = abstract
@@ -46,7 +51,18 @@ public struct Command: Sendable {
         self.listsSubcommandsTogether = listsSubcommandsTogether
         self.json = json
         self.exitStatuses = exitStatuses
+        self.isHidden = isHidden
+        self.build = nil
     }
+
+    /// The subcommands help, completion and man pages show.
+    public var visibleSubcommands: [Command] { subcommands.filter { !$0.isHidden } }
+
+    /// The `--version` flag of a root with a ``build``.
+    public static let versionFlag = Option.flag("--version", help: "print the version, commit, build date and Swift version")
+
+    /// The `-h, --help` flag every command accepts.
+    public static let helpFlag = Option.flag("-h", "--help", help: "show this help")
 
     /// The subcommand called `name`, if any.
     public func subcommand(named name: String) -> Command? {

@@ -64,6 +64,10 @@ public struct CommandParser: Sendable {
                 parsed.isHelpRequested = true
                 continue
             }
+            if word == Command.versionFlag.name, isVersionAccepted(path) {
+                parsed.isVersionRequested = true
+                continue
+            }
             let name: String
             var inline: String?
             if word.hasPrefix("--"), let eq = word.firstIndex(of: "=") {
@@ -73,7 +77,7 @@ public struct CommandParser: Sendable {
                 name = word
             }
             guard let option = options.first(where: { $0.names.contains(name) }) else {
-                let known = options.flatMap(\.names) + ["--help"]
+                let known = options.flatMap(\.names) + ["--help"] + (isVersionAccepted(path) ? ["--version"] : [])
                 var message = "unknown option \(name)"
                 if let close = EditDistance.closest(to: name, among: known) { message += "; did you mean `\(close)`?" }
                 throw fail(message, word: name)
@@ -95,11 +99,11 @@ public struct CommandParser: Sendable {
             try check(value, of: option, fail: fail)
             parsed.occurrences.append(.init(name: option.name, value: value))
         }
-        if parsed.isHelpRequested { return parsed }
+        if parsed.isHelpRequested || parsed.isVersionRequested { return parsed }
 
         let command = parsed.command
         if !command.subcommands.isEmpty, !command.isRunnableWithoutSubcommand {
-            let names = command.subcommands.map(\.name)
+            let names = command.visibleSubcommands.map(\.name)
             throw fail(
                 path.count == 1 ? "missing command" : "\(command.name) needs a subcommand: \(Self.list(names, "or"))",
                 word: nil)
@@ -148,7 +152,8 @@ public struct CommandParser: Sendable {
                 // after it (`--sokcet /tmp/x status` names `--sokcet`, not `/tmp/x`).
                 // It is reported if a word after it fails as a command; otherwise the option pass
                 // reports it, where `--help` still wins.
-                if unknownOption == nil, !Self.helpNames.contains(name), let current = path.last,
+                if unknownOption == nil, !Self.helpNames.contains(name), !(name == "--version" && isVersionAccepted(path)),
+                    let current = path.last,
                     !Self.isDeclared(name, below: current),
                     !ParsedCommand.visibleOptions(path).contains(where: { $0.names.contains(name) })
                 {
@@ -174,7 +179,7 @@ public struct CommandParser: Sendable {
             }
             if current.isRunnableWithoutSubcommand, !current.arguments.isEmpty { break }
             if let unknownOption { throw unknownOption }
-            let names = current.subcommands.map(\.name)
+            let names = current.visibleSubcommands.map(\.name)
             var message = "unknown command `\(word)`"
             if path.count > 1 { message += " for `\(path.map(\.name).joined(separator: " "))`" }
             if let close = EditDistance.closest(to: word, among: names) {
@@ -186,6 +191,9 @@ public struct CommandParser: Sendable {
         }
         return (path, words)
     }
+
+    /// Whether `--version` is an option at the end of `path`: the root, when it has a build.
+    func isVersionAccepted(_ path: [Command]) -> Bool { path.count == 1 && root.build != nil }
 
     /// Whether `command` or any command below it declares the option `name`.
     static func isDeclared(_ name: String, below command: Command) -> Bool {
@@ -230,6 +238,15 @@ public struct CommandParser: Sendable {
             }
             if values[argument.valueName, default: []].isEmpty, !argument.isOptional {
                 throw fail("missing \(argument.valueName)", argument.valueName)
+            }
+            if case .choice(let choices, let isCaseSensitive) = argument.kind {
+                for value in values[argument.valueName, default: []] {
+                    let typed = isCaseSensitive ? value : value.lowercased()
+                    guard !choices.contains(typed) else { continue }
+                    var message = "\(argument.valueName) must be \(Self.list(choices, "or")), not `\(value)`"
+                    if let close = EditDistance.closest(to: typed, among: choices) { message += "; did you mean `\(close)`?" }
+                    throw fail(message, value)
+                }
             }
         }
         if let extra = rest.first { throw fail("unexpected argument \(extra)", extra) }

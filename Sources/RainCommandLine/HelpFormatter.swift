@@ -28,7 +28,7 @@ public struct HelpFormatter: Sendable {
         let prefix = path.map(\.name).joined(separator: " ")
         var lines = [wrap(prefix: "usage: \(prefix)", units: synopsisUnits(of: command, isRoot: path.count == 1))]
         if command.isRunnableWithoutSubcommand {
-            for sub in command.subcommands {
+            for sub in command.visibleSubcommands {
                 let units = [sub.name] + synopsisUnits(of: sub, isRoot: false)
                 lines.append(wrap(prefix: "       \(prefix)", units: units))
             }
@@ -69,7 +69,7 @@ public struct HelpFormatter: Sendable {
             if command.isRunnableWithoutSubcommand {
                 return units
             }
-            units.append(isRoot ? "COMMAND" : command.subcommands.map(\.name).joined(separator: "|"))
+            units.append(isRoot ? "COMMAND" : command.visibleSubcommands.map(\.name).joined(separator: "|"))
         }
         return units
     }
@@ -98,16 +98,18 @@ public struct HelpFormatter: Sendable {
         var sections = [usage(for: path), command.abstract]
         if !command.discussion.isEmpty { sections.append(command.discussion) }
         if !command.subcommands.isEmpty {
-            let rows = commandRows(command.subcommands, prefix: [])
+            let rows = commandRows(command.visibleSubcommands, prefix: [])
             sections.append("commands:\n" + table(rows))
         }
         if !command.arguments.isEmpty {
             sections.append("arguments:\n" + table(command.arguments.map { ($0.valueName, $0.help) }))
         }
         let own = command.options.filter { !$0.isGlobal || path.count == 1 }
-        let help = Command.Option.flag("-h", "--help", help: "show this help")
+        let help = Command.helpFlag
         if path.count == 1 {
-            sections.append((own.contains(where: \.isGlobal) ? "global options:\n" : "options:\n") + optionTable(own + [help]))
+            let version = command.build == nil ? [] : [Command.versionFlag]
+            sections.append(
+                (own.contains(where: \.isGlobal) ? "global options:\n" : "options:\n") + optionTable(own + [help] + version))
         } else {
             sections.append("options:\n" + optionTable(own + [help]))
             let globals = path.dropLast().flatMap { $0.options.filter(\.isGlobal) }
@@ -129,7 +131,7 @@ public struct HelpFormatter: Sendable {
     /// (or one row `domain files|check` when it lists them together).
     func commandRows(_ commands: [Command], prefix: [String]) -> [(String, String)] {
         var rows: [(String, String)] = []
-        for command in commands {
+        for command in commands where !command.isHidden {
             let words = prefix + [command.name]
             if command.subcommands.isEmpty || command.isRunnableWithoutSubcommand {
                 var units = synopsisUnits(of: command, isRoot: false).filter { $0 != "[\(command.json?.flag ?? "")]" }
@@ -139,10 +141,10 @@ public struct HelpFormatter: Sendable {
                 }
                 rows.append(((words + units).joined(separator: " "), command.abstract))
             } else if command.listsSubcommandsTogether {
-                let names = command.subcommands.map(\.name).joined(separator: "|")
+                let names = command.visibleSubcommands.map(\.name).joined(separator: "|")
                 rows.append(((words + [names]).joined(separator: " "), command.abstract))
             } else {
-                rows += commandRows(command.subcommands, prefix: words)
+                rows += commandRows(command.visibleSubcommands, prefix: words)
             }
         }
         return rows

@@ -11,6 +11,8 @@ public struct ParsedCommand: Sendable {
     public var argumentValues: [String: [String]]
     /// Values read from the environment for options not given, by option name.
     public var environmentValues: [String: String]
+    /// True when `--version` was given to a root with a ``Command/build``: print it instead of running.
+    public var isVersionRequested = false
 
     /// One option given on the command line.
     public struct Occurrence: Sendable, Equatable {

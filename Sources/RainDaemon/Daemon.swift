@@ -75,7 +75,7 @@ public enum Daemon {
             logLevelOption,
             .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (integration tests only)"),
         ],
-        subcommands: [AuthorityDaemon.declaration, StorageCommand.declaration],
+        subcommands: [AuthorityDaemon.declaration, StorageCommand.declaration, DaemonDocumentation.declaration],
         isRunnableWithoutSubcommand: true,
         exitStatuses: [
             .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
@@ -88,9 +88,9 @@ public enum Daemon {
         kind: .choice(["debug", "info", "warning", "error"]), default: .value("info"))
 
     /// The parsed command line, a usage mistake turned into RAIN_102 naming the word at fault.
-    static func parseCommandLine(_ args: [String]) throws(RainError) -> ParsedCommand {
+    static func parseCommandLine(_ args: [String], root: Command = declaration) throws(RainError) -> ParsedCommand {
         do {
-            return try CommandParser(declaration, environment: ProcessInfo.processInfo.environment).parse(args)
+            return try CommandParser(root, environment: ProcessInfo.processInfo.environment).parse(args)
         } catch {
             throw RainError.invalid(error.message, field: error.word)
         }
@@ -125,21 +125,37 @@ public enum Daemon {
     }
 
     /// Entry point for both roles (the device, and `authority`): returns the process exit status.
-    public static func main(_ args: [String]) -> Int32 {
+    /// - Parameters:
+    ///   - args: the arguments, without the program name.
+    ///   - version, commit, date, swiftVersion: what `--version` prints, from the file the
+    ///     BuildInfoPlugin generates into the `rainwalletd` target (see `BuildInfo`).
+    public static func main(
+        _ args: [String], version: String = daemonVersion, commit: String = "unknown", date: String = "unknown",
+        swiftVersion: String = "unknown"
+    ) -> Int32 {
+        var root = declaration
+        root.build = BuildInfo(version: version, commit: commit, date: date, swiftVersion: swiftVersion)
         let parsed: ParsedCommand
         do {
-            parsed = try parseCommandLine(args)
+            parsed = try parseCommandLine(args, root: root)
         } catch {
             let role = args.first == "authority" ? "rainwalletd authority" : "rainwalletd"
             writeStderr("\(role): error: \(error.code): \(error.message)\nSee `\(role) --help`.\n")
             return 64
         }
         if parsed.isHelpRequested {
-            print(HelpFormatter(root: declaration).help(for: parsed.path))
+            print(HelpFormatter(root: root).help(for: parsed.path))
+            return 0
+        }
+        if parsed.isVersionRequested, let build = root.build {
+            print(build.text(program: root.name))
             return 0
         }
         if parsed.path.count > 1, parsed.path[1].name == StorageCommand.declaration.name {
             return StorageCommand.run(parsed)
+        }
+        if parsed.path.count > 1, parsed.path[1].name == DaemonDocumentation.declaration.name {
+            return DaemonDocumentation.run(parsed, root: root)
         }
         let role: any DaemonRole
         if parsed.path.count > 1 {
