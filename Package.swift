@@ -73,7 +73,9 @@ let package = Package(
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainAuthority",
                 "RainKeyStore", "RainAccess",
-            ]),
+            ],
+            // `daemonVersion` (GetInfo, the logs) from the VERSION file, the same as --version.
+            plugins: ["BuildInfoPlugin"]),
         // rainwalletd's lifecycle for both roles (device, authority): flags, paths, start, drain, stop.
         .target(
             name: "RainDaemon",

@@ -12,10 +12,23 @@ import PackagePlugin
 struct BuildInfoPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
         let package = context.package.directoryURL
-        let output = context.pluginWorkDirectoryURL.appending(path: "BuildInfo.swift")
         let script = package.appending(path: "scripts/gen-build-info")
+        let version = package.appending(path: "VERSION")
+        // A library (RainDevice) gets the version only: it changes with VERSION, never with a
+        // commit, so a new commit does not recompile the library and all that depends on it.
+        if target.name != "rainwallet" && target.name != "rainwalletd" {
+            let output = context.pluginWorkDirectoryURL.appending(path: "Version.swift")
+            return [
+                .buildCommand(
+                    displayName: "Stamping \(target.name) with its version",
+                    executable: URL(filePath: "/bin/sh"),
+                    arguments: [script.path, output.path, package.path, "swiftc", "--version-only"],
+                    inputFiles: [script, version], outputFiles: [output])
+            ]
+        }
+        let output = context.pluginWorkDirectoryURL.appending(path: "BuildInfo.swift")
         let swiftc = try? context.tool(named: "swiftc").url
-        var inputs = [script, package.appending(path: "VERSION")] + Self.gitFiles(package)
+        var inputs = [script, version] + Self.gitFiles(package)
         if let swiftc { inputs.append(swiftc) }
         return [
             .buildCommand(

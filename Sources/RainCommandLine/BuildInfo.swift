@@ -30,7 +30,7 @@ public struct BuildInfo: Sendable, Equatable {
         """
         \(program) \(version)
         commit: \(commit)
-        date: \(date)
+        commit date: \(date)
         swift: \(swiftVersion)
         """
     }

@@ -6,8 +6,8 @@ import RainTransport
 import RainWire
 import Synchronization
 
-/// The version this build reports through GetInfo.
-public let daemonVersion = "0.1.0"
+// `daemonVersion`, the version this build reports through GetInfo, is generated from the VERSION
+// file by Plugins/BuildInfoPlugin (scripts/gen-build-info --version-only).
 
 /// Serves the device protocol: checks the caller and the profile, then dispatches through the
 /// route table (`DeviceService+Routes.swift`), one declaration per method: cheap answers on the loop
