@@ -26,7 +26,8 @@ let documentedTool: Command = {
         #expect(throws: UsageError.self) { try parse(["--version"], tool) }
         #expect(throws: UsageError.self) { try parse(["status", "--version"]) }
         #expect(
-            documentedTool.build?.text(program: "tool") == "tool 1.2.3\ncommit: abc123\ncommit date: 2026-12-02T05:00:00Z\nswift: 6.3.1")
+            documentedTool.build?.text(program: "tool")
+                == "tool 1.2.3\ncommit: abc123\ncommit date: 2026-12-02T05:00:00Z\nswift: 6.3.1")
         let help = HelpFormatter(root: documentedTool).help(for: [documentedTool])
         #expect(help.contains("--version"))
         #expect(!HelpFormatter(root: tool).help(for: [tool]).contains("--version"))

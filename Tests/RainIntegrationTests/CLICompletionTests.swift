@@ -20,7 +20,7 @@ struct CLICompletionTests {
             let lines = r.stdout.split(separator: "\n").map(String.init)
             // The daemon reports the same version over GetInfo (`daemonVersion`): VERSION and it must agree.
             #expect(lines.first == "\(program) \(daemonVersion)", "\(program): \(r)")
-            for key in ["commit: ", "date: ", "swift: "] {
+            for key in ["commit: ", "commit date: ", "swift: "] {
                 #expect(lines.contains { $0.hasPrefix(key) && $0.count > key.count }, "\(program) lacks \(key): \(r)")
             }
         }

@@ -38,12 +38,6 @@ final class MultiDevice: Sendable {
         return (r.status, r.stdout, r.stderr)
     }
 
-    /// `run`, blocking the caller (a thread of its own).
-    static func runBlocking(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let r = try TestProcess.runBlocking("/bin/bash", arguments, environment: bashEnvironment(environment))
-        return (r.status, r.stdout, r.stderr)
-    }
-
     /// This process's environment with `environment` on top, without a session bus: a keyring
     /// another suite of this process started (TestKeyring.shared) must not become these daemons'
     /// key provider; they keep their keys in files, as the tests expect.
@@ -84,10 +78,14 @@ final class MultiDevice: Sendable {
     }
 
     /// `scripts/harness down`, on a thread of its own: the call returns at once, for `defer`.
+    /// `scripts/harness down`, started before this returns (so the daemons stop even if the test
+    /// process ends first); the wait for it happens on a thread of its own, for `defer`.
     func down() {
-        let (script, dir, clock) = (Self.repositoryRoot.appendingPathComponent("scripts/harness").path, dir, clock.path)
+        let script = Self.repositoryRoot.appendingPathComponent("scripts/harness").path
+        let stopping = try? TestProcess("/bin/bash", [script, "down", "--dir", dir], environment: Self.bashEnvironment([:]))
+        let clock = clock.path
         Thread {
-            _ = try? Self.runBlocking([script, "down", "--dir", dir])
+            _ = stopping?.waitForExitBlocking(timeout: .seconds(30))
             try? FileManager.default.removeItem(atPath: clock)
         }.start()
     }
