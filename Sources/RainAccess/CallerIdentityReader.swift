@@ -77,10 +77,22 @@ public final class CallerIdentityReader: Sendable {
     /// same process, still running the same executable (and script), with nothing that makes it
     /// unapprovable since (a tracer attached after it connected).
     /// - Returns: the identity read now.
-    /// - Throws: RAIN_202 with reason `caller_changed` when it differs, or as `read`.
+    /// - Throws: RAIN_202 with reason `caller_changed` when it differs or can no longer be read
+    ///   (`caller_unidentified` from `read` is a change here), or as `read`.
     public func recheck(_ identity: CallerIdentity, process: ProcessDescriptor) throws(RainError) -> CallerIdentity {
         // Read in full, never from `recent`: a tracer attached since is seen.
-        let now = try read(process, uid: identity.uid, usesRecent: false)
+        let now: CallerIdentity
+        do {
+            now = try read(process, uid: identity.uid, usesRecent: false)
+        } catch where error.details.reason == "caller_unidentified" {
+            // It was identified when it connected and cannot be now: it ran another program since
+            // (one that is not dumpable, or caught in the middle of exec). That is a change.
+            throw RainError(
+                .unauthorized,
+                "the calling process \(identity.pid) (\(identity.appPath)) changed since it connected: it can no longer "
+                    + "be identified (it runs another program); reconnect, and approve it again if asked",
+                details: .init(reason: "caller_changed"))
+        }
         guard now.pid == identity.pid, now.appPath == identity.appPath, now.contentHash == identity.contentHash,
             now.unapprovable == identity.unapprovable
         else {
