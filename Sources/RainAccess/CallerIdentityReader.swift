@@ -84,7 +84,8 @@ public final class CallerIdentityReader: Sendable {
         let now: CallerIdentity
         do {
             now = try read(process, uid: identity.uid, usesRecent: false)
-        } catch where error.details.reason == "caller_unidentified" {
+        } catch {
+            guard error.details.reason == "caller_unidentified" else { throw error }
             // It was identified when it connected and cannot be now: it ran another program since
             // (one that is not dumpable, or caught in the middle of exec). That is a change.
             throw RainError(
