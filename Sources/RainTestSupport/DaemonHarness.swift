@@ -618,19 +618,26 @@ public final class DaemonHarness: Sendable {
     /// of the directory happen on a thread of their own. Tests run on Swift concurrency's pool,
     /// which has one thread per core: a test blocked there while its daemon drains stalls every
     /// other test's tasks (a 10 s stall made a stream's first value late). A test that needs the
-    /// processes gone before it goes on (to unmount their directory) calls `shutdownAndWait()`.
+    /// processes gone before it goes on (to unmount their directory) awaits `shutdownAsync()`.
     public func shutdown() {
         guard let (clients, daemon) = beginShutdown() else { return }
         let directory = self.directory
         Thread { Self.finishShutdown(clients: clients, daemon: daemon, directory: directory) }.start()
     }
 
-    /// `shutdown()`, returning only once the processes have exited and the directory is removed.
-    /// It blocks its thread for up to 15 s: only for a test that must unmount or reuse what the
-    /// daemon held.
-    public func shutdownAndWait() {
+    /// `shutdown()` that returns once the processes have exited and the directory is removed,
+    /// waiting without holding a thread of the concurrency pool (so a daemon that drains for
+    /// seconds stalls no other test).
+    /// Call it at the end of the test (and on its error path) where the processes must be gone
+    /// before it goes on (a tmpfs to unmount).
+    public func shutdownAsync() async {
         guard let (clients, daemon) = beginShutdown() else { return }
-        Self.finishShutdown(clients: clients, daemon: daemon, directory: directory)
+        for c in clients { _ = await c.waitForExit(timeout: .seconds(5)) }
+        if let daemon, await daemon.waitForExit(timeout: .seconds(10)) == nil {
+            daemon.signal(SIGKILL)
+            _ = await daemon.waitForExit(timeout: .seconds(5))
+        }
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Signals the CLIs (SIGKILL) and the daemon (SIGTERM) once; nil when already shut down.

@@ -57,36 +57,48 @@ struct DeviceBindingProcessTests {
         try await AuthorityProcess.with(in: setup.directory, ["--listen", "127.0.0.1:0"]) { authority in
             let device = try DaemonHarness.prepare(
                 config: Self.config, extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
-            defer {
-                // `faketime` runs the daemon as its child: stopping the wrapper leaves the daemon
-                // running (and, under libfaketime, spinning on its timers), so end it by its state
-                // directory, which only it names.
-                _ = try? TestProcess.runBlocking("/usr/bin/pkill", ["-KILL", "-f", device.stateDirectory], timeout: .seconds(10))
-                device.shutdownAndWait()
+            // `faketime` runs the daemon as its child: stopping the wrapper leaves the daemon
+            // running (and, under libfaketime, spinning on its timers), so end it by its state
+            // directory, which only it names. Waited for asynchronously, never in a `defer`: the two
+            // cases run at once, and two blocked waits held both threads of the concurrency pool
+            // for 10 s, stalling every other test.
+            func stopDevice() async {
+                _ = try? await TestProcess.run("/usr/bin/pkill", ["-KILL", "-f", device.stateDirectory], timeout: .seconds(10))
+                await device.shutdownAsync()
             }
-            // Only the wall clock is moved: monotonic time (timeouts) stays real.
-            try device.launch(
-                executable: URL(fileURLWithPath: "/usr/bin/faketime"),
-                arguments: ["-f", offset, device.binaryDirectory.appendingPathComponent("rainwalletd").path]
-                    + device.daemonArguments,
-                environment: ["DONT_FAKE_MONOTONIC": "1"])
-            try await device.waitUntilReady()
-            let provider = device.provider()
-            let (session, _, _) = try await device.logIn(provider, .email("skew@example.com"))
-            // The daemon really runs 5 minutes off: it computed the expiry on its own clock.
-            let expiresAt = try #require(session.expiresAt)
-            let skew = expiresAt.timeIntervalSince(Date().addingTimeInterval(900))
-            let expected: Double = offset.hasPrefix("+") ? 300 : -300
-            #expect(abs(skew - expected) < 60, "skew \(skew) s, expected about \(expected) s")
-
-            for _ in 0..<4 {
-                let refreshed = try await provider.refreshSession()
-                #expect(refreshed.hasActiveSession)
-                _ = try await provider.account()
+            do {
+                try await Self.skewedDeviceClock(offset: offset, device: device, authority: authority)
+            } catch {
+                await stopDevice()
+                throw error
             }
-            _ = try await provider.exportRecoveryPhrase()
-            #expect(!authority.log.contains("session.family_revoked"))
-            #expect(!device.log.contains("session.ended"))
+            await stopDevice()
         }
+    }
+
+    static func skewedDeviceClock(offset: String, device: DaemonHarness, authority: AuthorityProcess) async throws {
+        // Only the wall clock is moved: monotonic time (timeouts) stays real.
+        try device.launch(
+            executable: URL(fileURLWithPath: "/usr/bin/faketime"),
+            arguments: ["-f", offset, device.binaryDirectory.appendingPathComponent("rainwalletd").path]
+                + device.daemonArguments,
+            environment: ["DONT_FAKE_MONOTONIC": "1"])
+        try await device.waitUntilReady()
+        let provider = device.provider()
+        let (session, _, _) = try await device.logIn(provider, .email("skew@example.com"))
+        // The daemon really runs 5 minutes off: it computed the expiry on its own clock.
+        let expiresAt = try #require(session.expiresAt)
+        let skew = expiresAt.timeIntervalSince(Date().addingTimeInterval(900))
+        let expected: Double = offset.hasPrefix("+") ? 300 : -300
+        #expect(abs(skew - expected) < 60, "skew \(skew) s, expected about \(expected) s")
+
+        for _ in 0..<4 {
+            let refreshed = try await provider.refreshSession()
+            #expect(refreshed.hasActiveSession)
+            _ = try await provider.account()
+        }
+        _ = try await provider.exportRecoveryPhrase()
+        #expect(!authority.log.contains("session.family_revoked"))
+        #expect(!device.log.contains("session.ended"))
     }
 }

@@ -62,11 +62,23 @@ struct FullDiskTests {
         let h = try DaemonHarness.prepare()
         let state = h.stateDirectory
         let mounts = Mounts([state, "\(state)/authority"])
-        defer {
-            h.shutdownAndWait()
+        // The daemon must be gone before its directories are unmounted: waited for asynchronously
+        // (a `defer` would hold a thread of the concurrency pool while it drains).
+        func cleanUp() async {
+            await h.shutdownAsync()
             mounts.unmountAll()
             try? FileManager.default.removeItem(atPath: h.directory)
         }
+        do {
+            try await Self.fullDiskAtRefresh(h, state: state)
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
+
+    static func fullDiskAtRefresh(_ h: DaemonHarness, state: String) async throws {
         try Mounts.mountTmpfs(at: state, size: "1m")
         try Mounts.mountTmpfs(at: "\(state)/authority", size: "64m")
         let clock = try TestClockFile(path: "\(h.directory)/clock")
