@@ -23,7 +23,7 @@ struct AccessTests {
     func allowedUIDServedOthersRefused() async throws {
         let h = try await DaemonHarness.start(config: #"{"allowedUIDs": [\#(Self.allowedUID)]}"#)
         defer { h.shutdown() }
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
 
         let dir = try #require(fileMode(h.directory))
@@ -65,7 +65,7 @@ struct AccessTests {
     func otherUIDCannotConnect() async throws {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
 
         #expect(fileMode(h.directory)?.permissions == 0o700)
@@ -96,7 +96,7 @@ struct AccessTests {
     /// one as uid 65534 (with a plain process of the same uid as the control).
     @Test("the daemon is non-dumpable: its /proc entries belong to root, not to its uid", .enabled(if: canSwitchUID, skipReason))
     func nonDumpable() async throws {
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
         let home = "\(bin.directory)/home"
         #expect(mkdir(home, 0o700) == 0)
@@ -194,22 +194,29 @@ struct AccessibleBinaries {
 
     let directory: String
 
-    init() throws {
+    private init() throws {
         var template = Array("/tmp/rwbin-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buf in buf.baseAddress.flatMap { mkdtemp($0) } }
         guard let made else { throw HarnessError("mkdtemp: \(String(cString: strerror(errno)))") }
         directory = String(cString: made)
         chmod(directory, 0o755)
+    }
+
+    /// A directory with copies of the binaries, made on a thread of their own (copying them on
+    /// the concurrency pool stalled other tests). No lock is needed against "Text file busy":
+    /// every child the tests start inherits only descriptors 0 to 2, never a copy open for writing.
+    static func make() async throws -> AccessibleBinaries {
+        let bin = try AccessibleBinaries()
         let source = try DaemonHarness.binaryDirectory()
-        // Under the launch lock: no child of another test inherits a copy's write descriptor (the
-        // copy would then be "Text file busy" when run).
-        try DaemonHarness.withProcessLaunchLock {
+        let directory = bin.directory
+        try await onThread {
             for name in ["rainwallet", "rainwalletd"] {
                 let to = "\(directory)/\(name)"
                 try FileManager.default.copyItem(atPath: source.appendingPathComponent(name).path, toPath: to)
                 chmod(to, 0o755)
             }
         }
+        return bin
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: directory) }

@@ -56,7 +56,7 @@ struct AttackerTrustTests {
     func squattedFallbackDirectory() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
         // A world-writable sticky directory standing in for /tmp (TMPDIR, as ssh-agent reads it).
         let tmp = "\(bin.directory)/tmp"
@@ -95,7 +95,7 @@ struct AttackerTrustTests {
     func foreignDaemonRefusedByPeerUID() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
         let attackerSocket = "\(try attackerDirectory(bin, "run"))/d.sock"
         let attackerDaemon = try await startAttackerDaemon(bin, socket: attackerSocket)
@@ -198,7 +198,7 @@ struct AttackerTrustTests {
     func symlinkedOutbox() async throws {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
         let loot = "\(try attackerDirectory(bin, "loot"))/codes"
         #expect(FileManager.default.createFile(atPath: loot, contents: nil))

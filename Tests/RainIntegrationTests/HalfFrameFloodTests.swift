@@ -218,7 +218,7 @@ struct HalfFrameFloodTests {
         let login = try await h.logIn(provider, .email("victim@example.com"))
         let pid = try #require(h.pid)
         let descriptors = try #require(openDescriptorCount(pid: pid))
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
 
         for _ in 0..<5 {

@@ -21,30 +21,32 @@ struct PerAppAccessTests {
         let a: URL
         let b: URL
 
-        init(_ h: DaemonHarness) throws {
+        /// Two copies of the CLI (`b` with bytes appended: another hash), made on a thread of
+        /// their own: copying 2 × 80 MB on the concurrency pool stalled other tests. No lock is
+        /// needed against "Text file busy": every child the tests start inherits only descriptors
+        /// 0 to 2 (`TestProcess`, the harness), never a copy open for writing.
+        static func make(_ h: DaemonHarness) async throws -> Apps {
             let source = h.binaryDirectory.appendingPathComponent("rainwallet")
-            a = URL(fileURLWithPath: "\(h.directory)/app-a/wallet-app")
-            b = URL(fileURLWithPath: "\(h.directory)/app-b/wallet-app")
-            // Written under the harness's launch lock: no other test forks while a copy is open for
-            // writing, so no child inherits that descriptor and makes the copy "Text file busy".
-            try DaemonHarness.withProcessLaunchLock {
-                for copy in [a, b] {
+            let apps = Apps(
+                a: URL(fileURLWithPath: "\(h.directory)/app-a/wallet-app"),
+                b: URL(fileURLWithPath: "\(h.directory)/app-b/wallet-app"))
+            try await onThread {
+                for copy in [apps.a, apps.b] {
                     try FileManager.default.createDirectory(
                         at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
                     try FileManager.default.copyItem(at: source, to: copy)
                 }
+                try append(to: apps.b)
             }
-            try Self.append(to: b)
+            return apps
         }
 
         /// Appends bytes past the end of the ELF file: it still runs, and its hash changes.
         static func append(to program: URL) throws {
-            try DaemonHarness.withProcessLaunchLock {
-                let handle = try FileHandle(forWritingTo: program)
-                try handle.seekToEnd()
-                try handle.write(contentsOf: Data("rainwallet test: another build \(UUID().uuidString)\n".utf8))
-                try handle.close()
-            }
+            let handle = try FileHandle(forWritingTo: program)
+            defer { try? handle.close() }
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("rainwallet test: another build \(UUID().uuidString)\n".utf8))
         }
     }
 
@@ -77,7 +79,7 @@ struct PerAppAccessTests {
         let h = try await DaemonHarness.start(
             config: Self.config, access: .enforced(pinentry: DaemonHarness.autoPinentryName))
         defer { h.shutdown() }
-        let apps = try Apps(h)
+        let apps = try await Apps.make(h)
 
         // A's first call asks the user (the prompt names A), and A becomes the profile's app.
         try await Self.logIn(h, apps.a, email: "two-apps@example.com")
@@ -160,7 +162,7 @@ struct PerAppAccessTests {
         let h = try await DaemonHarness.start(
             config: Self.config, access: .enforced(pinentry: DaemonHarness.autoPinentryName))
         defer { h.shutdown() }
-        let apps = try Apps(h)
+        let apps = try await Apps.make(h)
         h.autoPinentryDismisses(true)
         let first = try await h.runCLI(["account"], program: apps.a)
         #expect(first.status == 9 && first.stderr.contains("RAIN_401"), "\(first)")
@@ -180,7 +182,7 @@ struct PerAppAccessTests {
             config: #"{"profiles": {"default": {"allowExport": false}}}"#,
             access: .enforced(pinentry: DaemonHarness.autoPinentryName))
         defer { h.shutdown() }
-        let apps = try Apps(h)
+        let apps = try await Apps.make(h)
         try await Self.logIn(h, apps.a, email: "settings@example.com")
 
         // Another program turns export on and restarts the daemon.
@@ -224,7 +226,7 @@ struct PerAppAccessTests {
         let h = try await DaemonHarness.start(
             config: Self.config, environment: ["DISPLAY": nil], access: .enforced(pinentry: pinentry))
         defer { h.shutdown() }
-        let apps = try Apps(h)
+        let apps = try await Apps.make(h)
         let pty = try PseudoTerminal()
         defer { pty.close() }
 

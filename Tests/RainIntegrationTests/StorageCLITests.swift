@@ -185,7 +185,7 @@ import Testing
     func aUIDAllowedToUseTheDaemonMayNotReachItsKeys() async throws {
         let h = try await DaemonHarness.start(config: #"{"allowedUIDs": [\#(AccessTests.allowedUID)]}"#)
         defer { h.shutdown() }
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
         let daemonUID = ["--daemon-uid", "\(getuid())"]
         // The control: that uid is served.

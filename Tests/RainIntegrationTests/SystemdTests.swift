@@ -350,7 +350,7 @@ struct SystemdTests {
     func handedSocketStillChecksPeers() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
-        let bin = try AccessibleBinaries()
+        let bin = try await AccessibleBinaries.make()
         defer { bin.remove() }
         #expect(chmod(h.directory, 0o711) == 0)
         let listener = try HandedDescriptor(.listeningUnixStream, path: h.socketPath, mode: 0o666)
