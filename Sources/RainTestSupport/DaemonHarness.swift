@@ -774,7 +774,7 @@ public final class DaemonHarness: Sendable {
     /// One unary call on a fresh connection, closed afterwards. A call not answered within
     /// `timeout` fails with RAIN_101 (the connection is closed under it).
     public func call(
-        _ method: String, payload: [UInt8], profile: String = ProfileName.defaultName, timeout: Duration = .seconds(10)
+        _ method: String, payload: [UInt8], profile: String = ProfileName.defaultName, timeout: Duration = .seconds(30)
     ) async throws(RainError) -> [UInt8] {
         let connection = try ClientConnection(path: socketPath)
         let watchdog = Task {
