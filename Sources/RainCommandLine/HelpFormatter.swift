@@ -155,16 +155,7 @@ public struct HelpFormatter: Sendable {
             options.map { option in
                 let names = option.names.sorted { $0.count < $1.count }.joined(separator: ", ")
                 let left = option.valueName.map { "\(names) \($0)" } ?? names
-                var notes: [String] = []
-                switch option.defaultValue {
-                case .value(let v)?: notes.append("default \"\(v)\"")
-                case .computed(let text)?: notes.append("default \(text)")
-                case nil: break
-                }
-                if let variable = option.environment { notes.insert("also $\(variable)", at: 0) }
-                if option.isRequired { notes.append("required") }
-                if option.isRepeating { notes.append("repeatable") }
-                if !option.requires.isEmpty { notes.append("needs \(option.requires.joined(separator: ", "))") }
+                let notes = option.notes
                 let note = "(\(notes.joined(separator: "; ")))"
                 // Long notes (a computed default path) go on a line of their own.
                 let isLong = option.help.contains("\n") || option.help.count + note.count > width - 44
@@ -204,5 +195,23 @@ public struct HelpFormatter: Sendable {
             }.joined(separator: "\n")
             return right.isEmpty ? "  \(left)" : "  \(left)\(pad) \(body)"
         }.joined(separator: "\n")
+    }
+}
+
+extension Command.Option {
+    /// What help and the man pages say about an option besides its text: its environment
+    /// variable, default, and whether it is required, repeatable or needs another option.
+    var notes: [String] {
+        var notes: [String] = []
+        if let variable = environment { notes.append("also $\(variable)") }
+        switch defaultValue {
+        case .value(let v)?: notes.append("default \"\(v)\"")
+        case .computed(let text)?: notes.append("default \(text)")
+        case nil: break
+        }
+        if isRequired { notes.append("required") }
+        if isRepeating { notes.append("repeatable") }
+        if !requires.isEmpty { notes.append("needs \(requires.joined(separator: ", "))") }
+        return notes
     }
 }

@@ -111,16 +111,7 @@ public struct ManPage: Sendable {
 
     static func item(_ option: Command.Option) -> Block {
         let names = option.names.sorted { $0.count < $1.count }.map { "`\($0)`" }.joined(separator: ", ")
-        var notes: [String] = []
-        switch option.defaultValue {
-        case .value(let v)?: notes.append("default \"\(v)\"")
-        case .computed(let text)?: notes.append("default \(text)")
-        case nil: break
-        }
-        if let variable = option.environment { notes.insert("also $\(variable)", at: 0) }
-        if option.isRequired { notes.append("required") }
-        if option.isRepeating { notes.append("repeatable") }
-        if !option.requires.isEmpty { notes.append("needs \(option.requires.joined(separator: ", "))") }
+        var notes = option.notes
         if case .choice(let words, _) = option.kind { notes.append("one of \(words.joined(separator: ", "))") }
         let help = option.help.split(separator: "\n").joined(separator: " ")
         let text = notes.isEmpty ? help : "\(help) (\(notes.joined(separator: "; ")))"
