@@ -31,11 +31,19 @@ enum FrameFuzzing {
     }
 
     /// Decodes one frame body as the server and the client do, and checks the envelope re-encodes
-    /// to bytes that decode to the same envelope.
+    /// to bytes that decode to the same envelope, and that the direct codec agrees with protobuf-c.
     static func envelope(_ body: [UInt8]) -> FuzzOutcome {
-        .decoded(by: { () throws(RainError) -> Envelope in try Envelope.decode(body) }) { decoded in
+        if let canonical = Envelope.decodeCanonical(body) {
+            guard let reference = try? Envelope.decodeReference(body), reference == canonical else {
+                return .broken("Envelope: the canonical reader and protobuf-c read these bytes differently")
+            }
+        }
+        return .decoded(by: { () throws(RainError) -> Envelope in try Envelope.decode(body) }) { decoded in
             do throws(RainError) {
                 let bytes = try decoded.encode()
+                guard try bytes == decoded.encodeReference() else {
+                    return .broken("Envelope: the direct writer and protobuf-c wrote different bytes")
+                }
                 guard try Envelope.decode(bytes) == decoded else { return .broken("Envelope: decode(encode(e)) != e") }
                 guard try decoded.encodeFrame() == Frame.encode(bytes) else {
                     return .broken("Envelope: encodeFrame() != Frame.encode(encode())")

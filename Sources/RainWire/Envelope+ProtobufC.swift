@@ -7,30 +7,26 @@ extension Envelope {
     /// Encodes the envelope as protobuf bytes (no frame header).
     /// - Throws: RAIN_102 for a string with an embedded NUL.
     public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var env = try cEnvelope(arena)
-        return packMessage(&env)
+        try canonicalBytes(headerRoom: 0)
     }
 
     /// Encodes the envelope as one frame: 4-byte big-endian length, then the protobuf bytes.
     public func encodeFrame() throws(RainError) -> [UInt8] {
+        var bytes = try canonicalBytes(headerRoom: Frame.headerLength)
+        let len = UInt32(truncatingIfNeeded: bytes.count - Frame.headerLength)
+        bytes[0] = UInt8(truncatingIfNeeded: len >> 24)
+        bytes[1] = UInt8(truncatingIfNeeded: len >> 16)
+        bytes[2] = UInt8(truncatingIfNeeded: len >> 8)
+        bytes[3] = UInt8(truncatingIfNeeded: len)
+        return bytes
+    }
+
+    /// The bytes protobuf-c packs for the envelope: the reference `encode()` is checked against.
+    /// - Throws: RAIN_102 for a string with an embedded NUL.
+    package func encodeReference() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var env = try cEnvelope(arena)
-        return withUnsafePointer(to: &env) { p -> [UInt8] in
-            let n = rain__wallet__v1__envelope__get_packed_size(p)
-            return [UInt8](unsafeUninitializedCapacity: n + Frame.headerLength) { buf, count in
-                guard let base = buf.baseAddress else {
-                    count = 0
-                    return
-                }
-                let len = UInt32(truncatingIfNeeded: n)
-                base[0] = UInt8(truncatingIfNeeded: len >> 24)
-                base[1] = UInt8(truncatingIfNeeded: len >> 16)
-                base[2] = UInt8(truncatingIfNeeded: len >> 8)
-                base[3] = UInt8(truncatingIfNeeded: len)
-                count = Frame.headerLength + rain__wallet__v1__envelope__pack(p, base + Frame.headerLength)
-            }
-        }
+        return packMessage(&env)
     }
 
     private func cEnvelope(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__Envelope {
@@ -113,10 +109,18 @@ extension Envelope {
         return s
     }
 
-    /// Decodes one frame body.
+    /// Decodes one frame body: its canonical form directly (EnvelopeCodec.swift), anything else
+    /// through protobuf-c.
     /// - Throws: RAIN_102 (reason `undecodable_envelope`) for bytes that are not an envelope, or an
     ///   envelope that carries nothing.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> Envelope {
+        if let envelope = decodeCanonical(bytes) { return envelope }
+        return try decodeReference(bytes)
+    }
+
+    /// Decodes one frame body through protobuf-c: the reference `decode` is checked against.
+    /// - Throws: as `decode`.
+    package static func decodeReference(_ bytes: [UInt8]) throws(RainError) -> Envelope {
         do {
             return try unpackMessage(bytes, name: "envelope", rain__wallet__v1__envelope__init) {
                 (p) throws(RainError) -> Envelope in

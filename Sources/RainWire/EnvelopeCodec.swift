@@ -1,0 +1,450 @@
+import Foundation
+import RainCore
+
+// The envelope (proto/envelope.proto) is read and written on every call, by the daemon and by the
+// client library. Through protobuf-c it cost about 10,000 instructions per call each way: a C
+// message tree built in an arena, packed or unpacked, then converted to Swift and freed. These are
+// the same bytes written and read directly.
+//
+// Writing produces exactly the bytes protobuf-c packs (proto3 rules: zero scalars, empty strings
+// and empty bytes left out; fields in number order; a set message field written even when empty).
+// Reading takes the canonical form those writers produce: known fields with their wire types, each
+// at most once and in number order (a repeated field in one run), strings in UTF-8 without NUL.
+// Anything else (unknown or repeated fields, other orders, merged messages) is read by protobuf-c,
+// which stays the reference; `EnvelopeCodecTests` and the FuzzFrame target check both agree.
+
+extension Envelope {
+    /// Reads the canonical form of an envelope; nil where protobuf-c must decide (see above).
+    package static func decodeCanonical(_ bytes: [UInt8]) -> Envelope? {
+        bytes.withUnsafeBufferPointer { buf -> Envelope? in
+            var r = ProtoReader(buf)
+            return r.envelope()
+        }
+    }
+
+    /// The envelope's bytes (no frame header), with `headerRoom` zero bytes in front.
+    /// - Throws: RAIN_102 for a string with an embedded NUL (protobuf-c strings end at NUL).
+    package func canonicalBytes(headerRoom: Int) throws(RainError) -> [UInt8] {
+        let body = try EnvelopeSize(self)
+        var w = ProtoWriter(capacity: headerRoom + body.total)
+        w.zeros(headerRoom)
+        w.varintField(1, requestID)
+        switch kind {
+        case .request(let r):
+            w.tag(2, .lengthDelimited)
+            w.varint(UInt64(body.kind))
+            w.stringField(1, r.method)
+            w.bytesField(2, r.payload)
+            w.varintField(3, UInt64(r.timeoutMilliseconds))
+            for m in r.metadata {
+                w.tag(4, .lengthDelimited)
+                w.varint(UInt64(EnvelopeSize.entry(m)))
+                w.stringField(1, m.key)
+                w.stringField(2, m.value)
+            }
+        case .response(let r):
+            w.tag(3, .lengthDelimited)
+            w.varint(UInt64(body.kind))
+            if !r.status.isOK {
+                w.tag(1, .lengthDelimited)
+                w.varint(UInt64(body.status))
+                w.varintField(1, UInt64(r.status.code))
+                w.stringField(2, r.status.message)
+                let d = r.status.details
+                if !d.isEmpty {
+                    w.tag(3, .lengthDelimited)
+                    w.varint(UInt64(body.details))
+                    if let a = d.attemptsRemaining { w.wrapperField(1, UInt64(a)) }
+                    w.stringField(2, d.reason ?? "")
+                    if let ms = d.retryAfterMilliseconds { w.wrapperField(3, ms) }
+                    w.stringField(4, d.field ?? "")
+                    w.varintField(5, d.isAuthorityUnreachable ? 1 : 0)
+                    w.stringField(6, d.limit ?? "")
+                    if let at = d.retryAfter, at.unixMilliseconds >= 0 { w.wrapperField(7, UInt64(at.unixMilliseconds)) }
+                }
+            }
+            w.bytesField(2, r.payload)
+        case .stream(let payload):
+            w.tag(4, .lengthDelimited)
+            w.varint(UInt64(body.kind))
+            w.bytesField(1, payload)
+        case .cancel:
+            w.tag(5, .lengthDelimited)
+            w.varint(0)
+        }
+        return w.bytes
+    }
+}
+
+/// The encoded sizes of an envelope's nested messages, computed once before writing.
+private struct EnvelopeSize {
+    var kind = 0
+    var status = 0
+    var details = 0
+    var total = 0
+
+    init(_ e: Envelope) throws(RainError) {
+        switch e.kind {
+        case .request(let r):
+            try Self.refuseNUL(r.method, field: "method")
+            kind = Self.string(1, r.method) + Self.bytes(2, r.payload.count) + Self.varintField(1, UInt64(r.timeoutMilliseconds))
+            for m in r.metadata {
+                try Self.refuseNUL(m.key, field: "metadata key")
+                try Self.refuseNUL(m.value, field: "metadata value")
+                kind += Self.message(4, Self.entry(m))
+            }
+        case .response(let r):
+            if !r.status.isOK {
+                try Self.refuseNUL(r.status.message, field: "status message")
+                let d = r.status.details
+                if !d.isEmpty {
+                    try Self.refuseNUL(d.reason ?? "", field: "reason")
+                    try Self.refuseNUL(d.field ?? "", field: "field")
+                    try Self.refuseNUL(d.limit ?? "", field: "limit")
+                    details =
+                        (d.attemptsRemaining.map { Self.message(1, Self.varintField(1, UInt64($0))) } ?? 0)
+                        + Self.string(2, d.reason ?? "")
+                        + (d.retryAfterMilliseconds.map { Self.message(3, Self.varintField(1, $0)) } ?? 0)
+                        + Self.string(4, d.field ?? "") + Self.varintField(5, d.isAuthorityUnreachable ? 1 : 0)
+                        + Self.string(6, d.limit ?? "")
+                        + (d.retryAfter.flatMap { at in
+                            at.unixMilliseconds >= 0 ? Self.message(7, Self.varintField(1, UInt64(at.unixMilliseconds))) : nil
+                        } ?? 0)
+                }
+                status =
+                    Self.varintField(1, UInt64(r.status.code)) + Self.string(2, r.status.message)
+                    + (d.isEmpty ? 0 : Self.message(3, details))
+                kind = Self.message(1, status)
+            }
+            kind += Self.bytes(2, r.payload.count)
+        case .stream(let payload):
+            kind = Self.bytes(1, payload.count)
+        case .cancel:
+            kind = 0
+        }
+        total = Self.varintField(1, e.requestID) + Self.message(2, kind)
+    }
+
+    static func entry(_ m: MetadataEntry) -> Int { string(1, m.key) + string(2, m.value) }
+
+    static func varintLength(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
+    /// A scalar field: left out when zero.
+    static func varintField(_ number: Int, _ v: UInt64) -> Int { v == 0 ? 0 : 1 + varintLength(v) }
+    /// A set message field: written even when empty (every field number here is below 16: one tag byte).
+    static func message(_ number: Int, _ length: Int) -> Int { 1 + varintLength(UInt64(length)) + length }
+    static func bytes(_ number: Int, _ count: Int) -> Int { count == 0 ? 0 : message(number, count) }
+    static func string(_ number: Int, _ s: String) -> Int { bytes(number, s.utf8.count) }
+
+    static func refuseNUL(_ s: String, field: String) throws(RainError) {
+        if s.utf8.contains(0) { throw RainError.invalid("\(field) contains a NUL character", field: field) }
+    }
+}
+
+/// Protobuf wire types used by the envelope.
+enum WireType: UInt8 {
+    case varint = 0
+    case lengthDelimited = 2
+}
+
+/// Appends protobuf fields to a byte array sized in advance.
+struct ProtoWriter {
+    private(set) var bytes: [UInt8]
+
+    init(capacity: Int) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func zeros(_ n: Int) {
+        for _ in 0..<n { bytes.append(0) }
+    }
+
+    mutating func tag(_ number: Int, _ type: WireType) { bytes.append(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(truncatingIfNeeded: v))
+    }
+
+    mutating func varintField(_ number: Int, _ value: UInt64) {
+        guard value != 0 else { return }
+        tag(number, .varint)
+        varint(value)
+    }
+
+    mutating func bytesField(_ number: Int, _ value: [UInt8]) {
+        guard !value.isEmpty else { return }
+        tag(number, .lengthDelimited)
+        varint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    mutating func stringField(_ number: Int, _ value: String) {
+        let utf8 = value.utf8
+        guard !utf8.isEmpty else { return }
+        tag(number, .lengthDelimited)
+        varint(UInt64(utf8.count))
+        bytes.append(contentsOf: utf8)
+    }
+
+    /// A UInt32Value or UInt64Value message field.
+    mutating func wrapperField(_ number: Int, _ value: UInt64) {
+        tag(number, .lengthDelimited)
+        varint(UInt64(EnvelopeSize.varintField(1, value)))
+        varintField(1, value)
+    }
+}
+
+/// Reads the canonical form of the envelope's messages; every method returns nil on anything else.
+struct ProtoReader {
+    private let buf: UnsafeBufferPointer<UInt8>
+    private var at: Int
+    private let end: Int
+
+    init(_ buf: UnsafeBufferPointer<UInt8>) {
+        self.buf = buf
+        at = 0
+        end = buf.count
+    }
+
+    private init(_ buf: UnsafeBufferPointer<UInt8>, from: Int, to: Int) {
+        self.buf = buf
+        at = from
+        end = to
+    }
+
+    private var isAtEnd: Bool { at >= end }
+
+    private mutating func varint() -> UInt64? {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while at < end {
+            let b = buf[at]
+            at += 1
+            if shift == 63 && b > 1 { return nil }  // over 64 bits: protobuf-c's business
+            value |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return value }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
+    }
+
+    /// The next field's number and wire type, numbers strictly above `after` (or equal to it
+    /// when `repeats`), wire types the field must have.
+    private mutating func field(after previous: Int, repeats: Int = 0) -> (number: Int, type: UInt8)? {
+        guard let key = varint(), key <= UInt64(Int32.max) else { return nil }
+        let number = Int(key >> 3)
+        guard number > previous || (number == previous && number == repeats) else { return nil }
+        return (number, UInt8(truncatingIfNeeded: key & 7))
+    }
+
+    /// A length-delimited field's content as a reader of its own.
+    private mutating func nested() -> ProtoReader? {
+        guard let n = varint(), n <= UInt64(end - at) else { return nil }
+        let sub = ProtoReader(buf, from: at, to: at + Int(n))
+        at += Int(n)
+        return sub
+    }
+
+    private mutating func bytes() -> [UInt8]? {
+        guard let n = varint(), n <= UInt64(end - at) else { return nil }
+        let start = at
+        at += Int(n)
+        return Array(UnsafeBufferPointer(rebasing: buf[start..<at]))
+    }
+
+    private mutating func string() -> String? {
+        guard let n = varint(), n <= UInt64(end - at) else { return nil }
+        let slice = UnsafeBufferPointer(rebasing: buf[at..<(at + Int(n))])
+        at += Int(n)
+        guard !slice.contains(0) else { return nil }
+        return String(validating: slice, as: UTF8.self)
+    }
+
+    private mutating func uint32() -> UInt32? {
+        guard let v = varint(), v <= UInt64(UInt32.max) else { return nil }
+        return UInt32(v)
+    }
+
+    mutating func envelope() -> Envelope? {
+        var requestID: UInt64 = 0
+        var kind: Envelope.Kind?
+        var last = 0
+        while !isAtEnd {
+            guard kind == nil, let (number, type) = field(after: last) else { return nil }
+            last = number
+            switch (number, type) {
+            case (1, WireType.varint.rawValue):
+                guard let v = varint() else { return nil }
+                requestID = v
+            case (2, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let r = sub.request() else { return nil }
+                kind = .request(r)
+            case (3, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let r = sub.response() else { return nil }
+                kind = .response(r)
+            case (4, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let p = sub.stream() else { return nil }
+                kind = .stream(payload: p)
+            case (5, WireType.lengthDelimited.rawValue):
+                guard let sub = nested(), sub.isAtEnd else { return nil }
+                kind = .cancel
+            default:
+                return nil
+            }
+        }
+        guard let kind else { return nil }
+        return Envelope(requestID: requestID, kind: kind)
+    }
+
+    private mutating func request() -> WireRequest? {
+        var r = WireRequest(method: "", payload: [])
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last, repeats: 4) else { return nil }
+            last = number
+            switch (number, type) {
+            case (1, WireType.lengthDelimited.rawValue):
+                guard let s = string() else { return nil }
+                r.method = s
+            case (2, WireType.lengthDelimited.rawValue):
+                guard let b = bytes() else { return nil }
+                r.payload = b
+            case (3, WireType.varint.rawValue):
+                guard let v = uint32() else { return nil }
+                r.timeoutMilliseconds = v
+            case (4, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let m = sub.metadataEntry() else { return nil }
+                r.metadata.append(m)
+            default:
+                return nil
+            }
+        }
+        return r
+    }
+
+    private mutating func metadataEntry() -> MetadataEntry? {
+        var m = MetadataEntry(key: "", value: "")
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last), type == WireType.lengthDelimited.rawValue,
+                let s = string()
+            else { return nil }
+            last = number
+            switch number {
+            case 1: m.key = s
+            case 2: m.value = s
+            default: return nil
+            }
+        }
+        return m
+    }
+
+    private mutating func response() -> WireResponse? {
+        var status = WireStatus.ok
+        var payload: [UInt8] = []
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last), type == WireType.lengthDelimited.rawValue else { return nil }
+            last = number
+            switch number {
+            case 1:
+                guard var sub = nested(), let s = sub.status() else { return nil }
+                // Code 0 is success whatever else the status carries (as the protobuf-c reader).
+                status = s.isOK ? .ok : s
+            case 2:
+                guard let b = bytes() else { return nil }
+                payload = b
+            default:
+                return nil
+            }
+        }
+        return WireResponse(status: status, payload: payload)
+    }
+
+    private mutating func status() -> WireStatus? {
+        var s = WireStatus(code: 0, message: "")
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last) else { return nil }
+            last = number
+            switch (number, type) {
+            case (1, WireType.varint.rawValue):
+                guard let v = uint32() else { return nil }
+                s.code = v
+            case (2, WireType.lengthDelimited.rawValue):
+                guard let m = string() else { return nil }
+                s.message = m
+            case (3, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let d = sub.details() else { return nil }
+                s.details = d
+            default:
+                return nil
+            }
+        }
+        return s
+    }
+
+    private mutating func details() -> RainError.Details? {
+        var d = RainError.Details()
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last) else { return nil }
+            last = number
+            switch (number, type) {
+            case (1, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let v = sub.wrapped(), v <= UInt64(UInt32.max) else { return nil }
+                d.attemptsRemaining = UInt32(v)
+            case (3, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let v = sub.wrapped() else { return nil }
+                d.retryAfterMilliseconds = v
+            case (7, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let v = sub.wrapped() else { return nil }
+                if v <= UInt64(Int64.max) { d.retryAfter = Date(unixMilliseconds: Int64(v)) }
+            case (5, WireType.varint.rawValue):
+                guard let v = varint() else { return nil }
+                d.isAuthorityUnreachable = v != 0
+            case (2, WireType.lengthDelimited.rawValue), (4, WireType.lengthDelimited.rawValue),
+                (6, WireType.lengthDelimited.rawValue):
+                guard let s = string() else { return nil }
+                let value = s.isEmpty ? nil : s
+                if number == 2 { d.reason = value } else if number == 4 { d.field = value } else { d.limit = value }
+            default:
+                return nil
+            }
+        }
+        return d
+    }
+
+    /// A UInt32Value / UInt64Value message's value.
+    private mutating func wrapped() -> UInt64? {
+        var value: UInt64 = 0
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last), number == 1, type == WireType.varint.rawValue,
+                let v = varint()
+            else { return nil }
+            last = number
+            value = v
+        }
+        return value
+    }
+
+    private mutating func stream() -> [UInt8]? {
+        var payload: [UInt8] = []
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last), number == 1, type == WireType.lengthDelimited.rawValue,
+                let b = bytes()
+            else { return nil }
+            last = number
+            payload = b
+        }
+        return payload
+    }
+}
