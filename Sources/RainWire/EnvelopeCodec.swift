@@ -77,7 +77,7 @@ extension Envelope {
 }
 
 /// The encoded sizes of an envelope's nested messages, computed once before writing.
-private struct EnvelopeSize {
+struct EnvelopeSize {
     var kind = 0
     var status = 0
     var details = 0
@@ -136,7 +136,9 @@ private struct EnvelopeSize {
     static func string(_ number: Int, _ s: String) -> Int { bytes(number, s.utf8.count) }
 
     static func refuseNUL(_ s: String, field: String) throws(RainError) {
-        if s.utf8.contains(0) { throw RainError.invalid("\(field) contains a NUL character", field: field) }
+        let hasNUL =
+            s.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? s.utf8.contains(0)
+        if hasNUL { throw RainError.invalid("\(field) contains a NUL character", field: field) }
     }
 }
 
@@ -188,7 +190,9 @@ struct ProtoWriter {
         guard !utf8.isEmpty else { return }
         tag(number, .lengthDelimited)
         varint(UInt64(utf8.count))
-        bytes.append(contentsOf: utf8)
+        if utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: utf8)
+        }
     }
 
     /// A UInt32Value or UInt64Value message field.
@@ -217,9 +221,9 @@ struct ProtoReader {
         end = to
     }
 
-    private var isAtEnd: Bool { at >= end }
+    var isAtEnd: Bool { at >= end }
 
-    private mutating func varint() -> UInt64? {
+    mutating func varint() -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while at < end {
@@ -236,7 +240,7 @@ struct ProtoReader {
 
     /// The next field's number and wire type, numbers strictly above `after` (or equal to it
     /// when `repeats`), wire types the field must have.
-    private mutating func field(after previous: Int, repeats: Int = 0) -> (number: Int, type: UInt8)? {
+    mutating func field(after previous: Int, repeats: Int = 0) -> (number: Int, type: UInt8)? {
         guard let key = varint(), key <= UInt64(Int32.max) else { return nil }
         let number = Int(key >> 3)
         guard number > previous || (number == previous && number == repeats) else { return nil }
@@ -244,29 +248,34 @@ struct ProtoReader {
     }
 
     /// A length-delimited field's content as a reader of its own.
-    private mutating func nested() -> ProtoReader? {
+    mutating func nested() -> ProtoReader? {
         guard let n = varint(), n <= UInt64(end - at) else { return nil }
         let sub = ProtoReader(buf, from: at, to: at + Int(n))
         at += Int(n)
         return sub
     }
 
-    private mutating func bytes() -> [UInt8]? {
+    mutating func bytes() -> [UInt8]? {
         guard let n = varint(), n <= UInt64(end - at) else { return nil }
         let start = at
         at += Int(n)
         return Array(UnsafeBufferPointer(rebasing: buf[start..<at]))
     }
 
-    private mutating func string() -> String? {
+    mutating func string() -> String? {
         guard let n = varint(), n <= UInt64(end - at) else { return nil }
         let slice = UnsafeBufferPointer(rebasing: buf[at..<(at + Int(n))])
         at += Int(n)
-        guard !slice.contains(0) else { return nil }
-        return String(validating: slice, as: UTF8.self)
+        // ASCII without NUL (every method, profile and id): valid as it is, and decoded at once.
+        var isASCII = true
+        for b in slice {
+            if b == 0 { return nil }
+            if b >= 0x80 { isASCII = false }
+        }
+        return isASCII ? String(decoding: slice, as: UTF8.self) : String(validating: slice, as: UTF8.self)
     }
 
-    private mutating func uint32() -> UInt32? {
+    mutating func uint32() -> UInt32? {
         guard let v = varint(), v <= UInt64(UInt32.max) else { return nil }
         return UInt32(v)
     }

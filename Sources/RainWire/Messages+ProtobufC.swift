@@ -228,14 +228,23 @@ extension GetSessionStateRequest {
 }
 
 extension SessionSnapshot: WireMessage {
-    /// Decodes a `SessionState` message.
+    /// Decodes a `SessionState` message: its canonical form directly (SessionStateCodec.swift),
+    /// anything else through protobuf-c.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> SessionSnapshot {
+        if let snapshot = decodeCanonical(bytes) { return snapshot }
+        return try decodeReference(bytes)
+    }
+    /// Encodes as a `SessionState` message (directly: SessionStateCodec.swift).
+    public func encode() throws(RainError) -> [UInt8] { try canonicalBytes() }
+
+    /// Decodes through protobuf-c: the reference `decode` is checked against.
+    package static func decodeReference(_ bytes: [UInt8]) throws(RainError) -> SessionSnapshot {
         try unpackMessage(bytes, name: "SessionState", rain__wallet__v1__session_state__init) { (p) throws(RainError) in
             try readSessionState(p)
         }
     }
-    /// Encodes as a `SessionState` message.
-    public func encode() throws(RainError) -> [UInt8] {
+    /// The bytes protobuf-c packs: the reference `encode` is checked against.
+    package func encodeReference() throws(RainError) -> [UInt8] {
         let arena = CArena()
         let p = try cSessionState(self, arena)
         return packMessage(&p.pointee)

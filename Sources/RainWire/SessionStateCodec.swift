@@ -1,0 +1,148 @@
+import Foundation
+import RainCore
+
+// `SessionState` (proto/wallet.proto) answers the cheapest and most frequent calls (GetState,
+// AwaitRestore, Refresh) and rides in every Watch event; through protobuf-c its encoding cost about
+// 6,400 instructions and its decoding 1,600. Written and read directly here, by the rules of
+// EnvelopeCodec.swift: the bytes protobuf-c packs, and its canonical form read directly with
+// anything else left to protobuf-c (`SessionStateCodecTests` checks both agree).
+
+extension SessionSnapshot {
+    /// The `SessionState` bytes, as protobuf-c packs them.
+    /// - Throws: RAIN_102 for a string with an embedded NUL.
+    package func canonicalBytes() throws(RainError) -> [UInt8] {
+        let account = accountID ?? ""
+        let wallet = walletID ?? ""
+        let warning = storageWarning ?? ""
+        try EnvelopeSize.refuseNUL(account, field: "account id")
+        try EnvelopeSize.refuseNUL(wallet, field: "wallet id")
+        try EnvelopeSize.refuseNUL(warning, field: "storage warning")
+        let contactValue = contact?.value ?? ""
+        try EnvelopeSize.refuseNUL(contactValue, field: "contact")
+        let authValue: UInt64 =
+            switch authState {
+            case .loading: 1
+            case .authenticated: 2
+            case .unauthenticated: 3
+            }
+        let (statusValue, expiresAt): (UInt64, Int64) =
+            switch sessionState {
+            case .loading, .none: (0, 0)
+            case .active(let at): (1, at.unixMilliseconds)
+            case .expired: (2, 0)
+            }
+        let contactKind: UInt64 =
+            switch contact {
+            case .email: 1
+            case .phone: 2
+            case nil: 0
+            }
+        let contactLength = EnvelopeSize.varintField(1, contactKind) + EnvelopeSize.string(2, contactValue)
+        var w = ProtoWriter(
+            capacity: 24 + account.utf8.count + wallet.utf8.count + warning.utf8.count + contactLength)
+        w.varintField(1, authValue)
+        w.varintField(2, statusValue)
+        w.varintField(3, UInt64(bitPattern: expiresAt))
+        w.stringField(4, account)
+        w.stringField(5, wallet)
+        w.varintField(6, hasActiveSession ? 1 : 0)
+        if contact != nil {
+            w.tag(7, .lengthDelimited)
+            w.varint(UInt64(contactLength))
+            w.varintField(1, contactKind)
+            w.stringField(2, contactValue)
+        }
+        w.stringField(8, warning)
+        return w.bytes
+    }
+
+    /// Reads the canonical form of a `SessionState`; nil where protobuf-c must decide.
+    package static func decodeCanonical(_ bytes: [UInt8]) -> SessionSnapshot? {
+        bytes.withUnsafeBufferPointer { buf -> SessionSnapshot? in
+            var r = ProtoReader(buf)
+            return r.sessionState()
+        }
+    }
+}
+
+extension ProtoReader {
+    /// An enum value as protobuf-c reads it (an int32); nil past 31 bits (its truncation is its business).
+    private mutating func enumValue() -> UInt64? {
+        guard let v = varint(), v <= UInt64(Int32.max) else { return nil }
+        return v
+    }
+
+    mutating func sessionState() -> SessionSnapshot? {
+        var auth: UInt64 = 0
+        var status: UInt64 = 0
+        var expiresAt: Int64 = 0
+        var account = ""
+        var wallet = ""
+        var hasActive = false
+        var contact: RainWalletContact?
+        var warning = ""
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last) else { return nil }
+            last = number
+            switch (number, type) {
+            case (1, WireType.varint.rawValue):
+                guard let v = enumValue() else { return nil }
+                auth = v
+            case (2, WireType.varint.rawValue):
+                guard let v = enumValue() else { return nil }
+                status = v
+            case (3, WireType.varint.rawValue):
+                guard let v = varint() else { return nil }
+                expiresAt = Int64(bitPattern: v)
+            case (4, WireType.lengthDelimited.rawValue):
+                guard let s = string() else { return nil }
+                account = s
+            case (5, WireType.lengthDelimited.rawValue):
+                guard let s = string() else { return nil }
+                wallet = s
+            case (6, WireType.varint.rawValue):
+                guard let v = varint() else { return nil }
+                hasActive = v != 0
+            case (7, WireType.lengthDelimited.rawValue):
+                guard var sub = nested(), let c = sub.contact() else { return nil }
+                contact = c.kind == 1 ? .email(c.value) : c.kind == 2 ? .phone(c.value) : nil
+            case (8, WireType.lengthDelimited.rawValue):
+                guard let s = string() else { return nil }
+                warning = s
+            default:
+                return nil
+            }
+        }
+        let authState: AuthState = auth == 1 ? .loading : auth == 2 ? .authenticated : .unauthenticated
+        let session: SessionState =
+            status == 1
+            ? .active(expiresAt: Date(unixMilliseconds: expiresAt))
+            : status == 2 ? .expired : authState == .loading ? .loading : .none
+        return SessionSnapshot(
+            authState: authState, sessionState: session, accountID: account.isEmpty ? nil : account,
+            walletID: wallet.isEmpty ? nil : wallet, contact: contact, hasActiveSession: hasActive,
+            storageWarning: warning.isEmpty ? nil : warning)
+    }
+
+    private mutating func contact() -> (kind: UInt64, value: String)? {
+        var kind: UInt64 = 0
+        var value = ""
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last) else { return nil }
+            last = number
+            switch (number, type) {
+            case (1, WireType.varint.rawValue):
+                guard let v = enumValue() else { return nil }
+                kind = v
+            case (2, WireType.lengthDelimited.rawValue):
+                guard let s = string() else { return nil }
+                value = s
+            default:
+                return nil
+            }
+        }
+        return (kind, value)
+    }
+}
