@@ -133,9 +133,9 @@ final class ProfileEntries: Sendable {
     func entry(_ name: String) -> DeviceService.Entry {
         let (entry, created) = state.withLock { s -> (DeviceService.Entry, Bool) in
             s.useCounter += 1
-            if let held = s.held[name] {
-                s.held[name]?.lastUse = s.useCounter
-                return (held.entry, false)
+            if let i = s.held.index(forKey: name) {
+                s.held.values[i].lastUse = s.useCounter
+                return (s.held.values[i].entry, false)
             }
             let e = makeEntry(name)
             s.held[name] = Held(entry: e, lastUse: s.useCounter)

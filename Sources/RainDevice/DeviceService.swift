@@ -94,7 +94,8 @@ public final class DeviceService: ServerHandler {
         }
         // The daemon's keys and its audit log are its user's alone: a uid the config lets use a
         // profile may not read, back up or move them.
-        if ctx.peer.uid != ownUID, routes.route(for: request.method)?.policy.isDaemonOwnerOnly == true {
+        let route = routes.route(for: request.method)
+        if ctx.peer.uid != ownUID, route?.policy.isDaemonOwnerOnly == true {
             return .respond(
                 .failure(
                     RainError(
@@ -109,9 +110,8 @@ public final class DeviceService: ServerHandler {
         }
         let handle = CallerHandle(ctx)
         var call = DeviceCall(profile: profile, profiles: profiles, lease: lease, peer: ctx.peer, caller: handle)
-        guard let access = access?.apps, let route = routes.route(for: request.method) else {
-            return routes.handle(request, context: ctx, call: call)
-        }
+        guard let route else { return routes.handle(request, context: ctx, call: call) }
+        guard let access = access?.apps else { return routes.handle(request, route: route, context: ctx, call: call) }
         // Another uid the config admits (`allowedUIDs`, itself a confirmed setting) is bound by its
         // uid: its processes cannot be read by this user's daemon. What it asks the user to
         // confirm is still asked.
@@ -123,7 +123,7 @@ public final class DeviceService: ServerHandler {
         let confirms = isRefusedAnyway ? nil : route.policy.userConfirms
         if confirms == nil, isOpen || access.isApproved(connection: ctx.connection, profile: profile) {
             call.identity = access.identity(connection: ctx.connection)
-            return routes.handle(request, context: ctx, call: call)
+            return routes.handle(request, route: route, context: ctx, call: call)
         }
         // A call the user must confirm is decoded first: nobody is asked about a request that
         // would be refused as undecodable anyway.
@@ -159,7 +159,7 @@ public final class DeviceService: ServerHandler {
                     return
                 }
                 guard !Task.isCancelled else { return }
-                if case .respond(let response) = routes.handle(request, context: ctx, call: call) {
+                if case .respond(let response) = routes.handle(request, route: route, context: ctx, call: call) {
                     ctx.responder.respond(response)
                 }
             }

@@ -152,7 +152,14 @@ public struct RouteTable<Context: Sendable>: Sendable {
     public var methods: [String] { routes.map(\.method) }
 
     /// The route of `method`, or nil.
-    public func route(for method: String) -> AnyRoute<Context>? { byMethod[method] }
+    public func route(for method: String) -> AnyRoute<Context>? {
+        // By length, then by comparison: cheaper than hashing the name (a method read from the wire
+        // is most often the very string the route holds, which compares at once).
+        let length = method.utf8.count
+        guard length < byLength.count else { return nil }
+        for route in byLength[length] where route.method == method { return route }
+        return nil
+    }
 
     /// The declared policy of `method`, or nil for an unknown method.
     public func policy(for method: String) -> RoutePolicy? { byMethod[method]?.policy }
@@ -184,6 +191,14 @@ public struct RouteTable<Context: Sendable>: Sendable {
             }
         }
         return .respond(.failure(unknownMethod.error(for: request.method)))
+    }
+
+    /// Dispatches `request` to `route`, found already with `route(for:)` for its method.
+    @inlinable
+    public func handle(_ request: WireRequest, route: AnyRoute<Context>, context: RequestContext, call: Context)
+        -> HandlerDecision
+    {
+        route.dispatch(request, context, call, runner)
     }
 }
 

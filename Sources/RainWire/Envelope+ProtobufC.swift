@@ -7,18 +7,12 @@ extension Envelope {
     /// Encodes the envelope as protobuf bytes (no frame header).
     /// - Throws: RAIN_102 for a string with an embedded NUL.
     public func encode() throws(RainError) -> [UInt8] {
-        try canonicalBytes(headerRoom: 0)
+        try canonicalBytes(isFramed: false)
     }
 
     /// Encodes the envelope as one frame: 4-byte big-endian length, then the protobuf bytes.
     public func encodeFrame() throws(RainError) -> [UInt8] {
-        var bytes = try canonicalBytes(headerRoom: Frame.headerLength)
-        let len = UInt32(truncatingIfNeeded: bytes.count - Frame.headerLength)
-        bytes[0] = UInt8(truncatingIfNeeded: len >> 24)
-        bytes[1] = UInt8(truncatingIfNeeded: len >> 16)
-        bytes[2] = UInt8(truncatingIfNeeded: len >> 8)
-        bytes[3] = UInt8(truncatingIfNeeded: len)
-        return bytes
+        try canonicalBytes(isFramed: true)
     }
 
     /// The bytes protobuf-c packs for the envelope: the reference `encode()` is checked against.

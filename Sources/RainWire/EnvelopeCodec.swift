@@ -22,12 +22,24 @@ extension Envelope {
         }
     }
 
-    /// The envelope's bytes (no frame header), with `headerRoom` zero bytes in front.
+    /// The envelope's bytes, after a frame header when `isFramed`.
     /// - Throws: RAIN_102 for a string with an embedded NUL (protobuf-c strings end at NUL).
-    package func canonicalBytes(headerRoom: Int) throws(RainError) -> [UInt8] {
+    package func canonicalBytes(isFramed: Bool) throws(RainError) -> [UInt8] {
+        if let bytes = try directBytes(isFramed: isFramed) { return bytes }
+        // Only a size computed wrong gets here (EnvelopeCodecTests fail then): protobuf-c's bytes.
+        let reference = try encodeReference()
+        return isFramed ? Frame.encode(reference) : reference
+    }
+
+    /// The bytes written directly; nil when they did not fill the size computed for them.
+    package func directBytes(isFramed: Bool) throws(RainError) -> [UInt8]? {
         let body = try EnvelopeSize(self)
-        var w = ProtoWriter(capacity: headerRoom + body.total)
-        w.zeros(headerRoom)
+        let header = isFramed ? Frame.headerLength : 0
+        return ProtoWriter.bytes(exactly: header + body.total) { w in write(body, framed: isFramed, to: &w) }
+    }
+
+    private func write(_ body: EnvelopeSize, framed: Bool, to w: inout ProtoWriter) {
+        if framed { w.frameHeader(length: body.total) }
         w.varintField(1, requestID)
         switch kind {
         case .request(let r):
@@ -72,7 +84,6 @@ extension Envelope {
             w.tag(5, .lengthDelimited)
             w.varint(0)
         }
-        return w.bytes
     }
 }
 
@@ -148,28 +159,73 @@ enum WireType: UInt8 {
     case lengthDelimited = 2
 }
 
-/// Appends protobuf fields to a byte array sized in advance.
+/// Writes protobuf fields into a byte array of a size computed in advance. Every write is checked
+/// against that size: a size computed wrong yields nil (and the caller protobuf-c's bytes), never a
+/// write past the end.
 struct ProtoWriter {
-    private(set) var bytes: [UInt8]
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private var count = 0
+    private var isOverflowed = false
 
-    init(capacity: Int) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+    private init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
     }
 
-    mutating func zeros(_ n: Int) {
-        for _ in 0..<n { bytes.append(0) }
+    /// The bytes `write` produces, which must be exactly `size`; nil otherwise.
+    static func bytes(exactly size: Int, _ write: (inout ProtoWriter) -> Void) -> [UInt8]? {
+        var isExact = false
+        let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = 0
+            guard let base = buffer.baseAddress else {
+                isExact = size == 0
+                return
+            }
+            var w = ProtoWriter(base: base, capacity: size)
+            write(&w)
+            initialized = w.count
+            isExact = !w.isOverflowed && w.count == size
+        }
+        return isExact ? out : nil
     }
 
-    mutating func tag(_ number: Int, _ type: WireType) { bytes.append(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
+    private mutating func byte(_ b: UInt8) {
+        guard count < capacity else {
+            isOverflowed = true
+            return
+        }
+        base[count] = b
+        count += 1
+    }
+
+    private mutating func copy(_ source: UnsafeBufferPointer<UInt8>) {
+        guard source.count <= capacity - count else {
+            isOverflowed = true
+            return
+        }
+        if let from = source.baseAddress { (base + count).update(from: from, count: source.count) }
+        count += source.count
+    }
+
+    /// A frame header: the 4-byte big-endian length.
+    mutating func frameHeader(length: Int) {
+        let n = UInt32(truncatingIfNeeded: length)
+        byte(UInt8(truncatingIfNeeded: n >> 24))
+        byte(UInt8(truncatingIfNeeded: n >> 16))
+        byte(UInt8(truncatingIfNeeded: n >> 8))
+        byte(UInt8(truncatingIfNeeded: n))
+    }
+
+    mutating func tag(_ number: Int, _ type: WireType) { byte(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
 
     mutating func varint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            byte(UInt8(truncatingIfNeeded: v) | 0x80)
             v >>= 7
         }
-        bytes.append(UInt8(truncatingIfNeeded: v))
+        byte(UInt8(truncatingIfNeeded: v))
     }
 
     mutating func varintField(_ number: Int, _ value: UInt64) {
@@ -182,17 +238,15 @@ struct ProtoWriter {
         guard !value.isEmpty else { return }
         tag(number, .lengthDelimited)
         varint(UInt64(value.count))
-        bytes.append(contentsOf: value)
+        value.withUnsafeBufferPointer { copy($0) }
     }
 
     mutating func stringField(_ number: Int, _ value: String) {
-        let utf8 = value.utf8
-        guard !utf8.isEmpty else { return }
+        var value = value
+        guard !value.utf8.isEmpty else { return }
         tag(number, .lengthDelimited)
-        varint(UInt64(utf8.count))
-        if utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
-            bytes.append(contentsOf: utf8)
-        }
+        varint(UInt64(value.utf8.count))
+        value.withUTF8 { copy($0) }
     }
 
     /// A UInt32Value or UInt64Value message field.
@@ -272,7 +326,24 @@ struct ProtoReader {
             if b == 0 { return nil }
             if b >= 0x80 { isASCII = false }
         }
-        return isASCII ? String(decoding: slice, as: UTF8.self) : String(validating: slice, as: UTF8.self)
+        guard isASCII else { return String(validating: slice, as: UTF8.self) }
+        // A method name is taken from the table: no allocation, no copy.
+        if slice.count > 15, let known = Self.knownString(slice) { return known }
+        return String(decoding: slice, as: UTF8.self)
+    }
+
+    /// The device's method names, read from every request.
+    private static let knownStrings: [String] = [
+        Method.getSessionState, Method.getAccount, Method.getWallet, Method.getInfo, Method.watch, Method.awaitRestore,
+        Method.refreshSession, Method.configureProfile,
+    ]
+
+    private static func knownString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        for known in knownStrings where known.utf8.count == bytes.count {
+            let isSame = known.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(bytes) } ?? false
+            if isSame { return known }
+        }
+        return nil
     }
 
     mutating func uint32() -> UInt32? {

@@ -11,6 +11,13 @@ extension SessionSnapshot {
     /// The `SessionState` bytes, as protobuf-c packs them.
     /// - Throws: RAIN_102 for a string with an embedded NUL.
     package func canonicalBytes() throws(RainError) -> [UInt8] {
+        // Only a size computed wrong gets nil (SessionStateCodecTests fail then): protobuf-c's bytes.
+        if let bytes = try directBytes() { return bytes }
+        return try encodeReference()
+    }
+
+    /// The bytes written directly; nil when they did not fill the size computed for them.
+    package func directBytes() throws(RainError) -> [UInt8]? {
         let account = accountID ?? ""
         let wallet = walletID ?? ""
         let warning = storageWarning ?? ""
@@ -38,22 +45,26 @@ extension SessionSnapshot {
             case nil: 0
             }
         let contactLength = EnvelopeSize.varintField(1, contactKind) + EnvelopeSize.string(2, contactValue)
-        var w = ProtoWriter(
-            capacity: 24 + account.utf8.count + wallet.utf8.count + warning.utf8.count + contactLength)
-        w.varintField(1, authValue)
-        w.varintField(2, statusValue)
-        w.varintField(3, UInt64(bitPattern: expiresAt))
-        w.stringField(4, account)
-        w.stringField(5, wallet)
-        w.varintField(6, hasActiveSession ? 1 : 0)
-        if contact != nil {
-            w.tag(7, .lengthDelimited)
-            w.varint(UInt64(contactLength))
-            w.varintField(1, contactKind)
-            w.stringField(2, contactValue)
+        let size =
+            EnvelopeSize.varintField(1, authValue) + EnvelopeSize.varintField(2, statusValue)
+            + EnvelopeSize.varintField(3, UInt64(bitPattern: expiresAt)) + EnvelopeSize.string(4, account)
+            + EnvelopeSize.string(5, wallet) + EnvelopeSize.varintField(6, hasActiveSession ? 1 : 0)
+            + (contact == nil ? 0 : EnvelopeSize.message(7, contactLength)) + EnvelopeSize.string(8, warning)
+        return ProtoWriter.bytes(exactly: size) { w in
+            w.varintField(1, authValue)
+            w.varintField(2, statusValue)
+            w.varintField(3, UInt64(bitPattern: expiresAt))
+            w.stringField(4, account)
+            w.stringField(5, wallet)
+            w.varintField(6, hasActiveSession ? 1 : 0)
+            if contact != nil {
+                w.tag(7, .lengthDelimited)
+                w.varint(UInt64(contactLength))
+                w.varintField(1, contactKind)
+                w.stringField(2, contactValue)
+            }
+            w.stringField(8, warning)
         }
-        w.stringField(8, warning)
-        return w.bytes
     }
 
     /// Reads the canonical form of a `SessionState`; nil where protobuf-c must decide.

@@ -67,6 +67,9 @@ import Testing
             let e = Self.envelope(&g)
             let bytes = try e.encode()
             #expect(bytes == (try e.encodeReference()), "\(e)")
+            // Written directly, not protobuf-c's bytes taken after a size computed wrong.
+            #expect(try e.directBytes(isFramed: false) == bytes)
+            #expect(try e.directBytes(isFramed: true) == Frame.encode(bytes))
             let reference = try Envelope.decodeReference(bytes)
             // The canonical reader takes every byte string the writer produces.
             #expect(Envelope.decodeCanonical(bytes) == reference, "\(e)")

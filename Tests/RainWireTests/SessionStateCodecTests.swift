@@ -31,6 +31,7 @@ import Testing
             let s = Self.snapshot(&g)
             let bytes = try s.encode()
             #expect(bytes == (try s.encodeReference()), "\(s)")
+            #expect(try s.directBytes() == bytes)
             let reference = try SessionSnapshot.decodeReference(bytes)
             #expect(SessionSnapshot.decodeCanonical(bytes) == reference, "\(s)")
             #expect(try SessionSnapshot.decode(bytes) == reference)
