@@ -147,8 +147,8 @@ struct EnvelopeSize {
     static func string(_ number: Int, _ s: String) -> Int { bytes(number, s.utf8.count) }
 
     static func refuseNUL(_ s: String, field: String) throws(RainError) {
-        let hasNUL =
-            s.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? s.utf8.contains(0)
+        var s = s
+        let hasNUL = s.withUTF8 { utf8 in utf8.baseAddress.map { memchr($0, 0, utf8.count) != nil } ?? false }
         if hasNUL { throw RainError.invalid("\(field) contains a NUL character", field: field) }
     }
 }
@@ -339,9 +339,12 @@ struct ProtoReader {
     ]
 
     private static func knownString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let base = bytes.baseAddress else { return nil }
         for known in knownStrings where known.utf8.count == bytes.count {
-            let isSame = known.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(bytes) } ?? false
-            if isSame { return known }
+            var known = known
+            if known.withUTF8({ utf8 in utf8.baseAddress.map { memcmp($0, base, bytes.count) == 0 } ?? false }) {
+                return known
+            }
         }
         return nil
     }
