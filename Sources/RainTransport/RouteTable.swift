@@ -4,7 +4,7 @@ import RainWire
 import Synchronization
 
 /// A route with its message types erased, as a `RouteTable` holds it.
-public struct AnyRoute<Context: Sendable>: Sendable {
+public final class AnyRoute<Context: Sendable>: Sendable {
     /// The full method name.
     public let method: String
     /// Where the handler runs.

@@ -113,6 +113,9 @@ func unpackMessage<T, R>(
     read: (UnsafeMutablePointer<T>) throws(RainError) -> R
 ) throws(RainError) -> R {
     var empty = cMessage(initialize)
+    // No bytes are the message's defaults, which `initialize` set (what protobuf-c would return,
+    // without its allocation and walk: most requests of the per-call path are empty).
+    if bytes.isEmpty { return try read(&empty) }
     let descriptor = withUnsafePointer(to: &empty) { cBase($0).pointee.descriptor }
     let message: UnsafeMutablePointer<ProtobufCMessage>? = bytes.withUnsafeBufferPointer { buf in
         // protobuf-c never dereferences data when len is 0, but give it a valid pointer anyway.
