@@ -6,7 +6,8 @@ public enum ProfileName {
     /// Checks a profile name.
     /// - Throws: RAIN_102 naming the rule.
     public static func validate(_ name: String) throws(RainError) {
-        let bytes = Array(name.utf8)
+        // On the name's own bytes (no copy): checked on every call.
+        let bytes = name.utf8
         func isLowerAlnum(_ b: UInt8) -> Bool { (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) }
         guard let first = bytes.first, isLowerAlnum(first), bytes.count <= 64,
             bytes.allSatisfy({ isLowerAlnum($0) || $0 == UInt8(ascii: "-") })

@@ -124,6 +124,15 @@ public final class AppAccess: Sendable {
         state.withLock { $0.connections[connection]?.profiles.contains(profile) == true }
     }
 
+    /// Whether the connection's app is approved for `profile`, and its identity once read: one look
+    /// under the lock, on every call.
+    public func approval(connection: ConnectionID, profile: String) -> (isApproved: Bool, identity: CallerIdentity?) {
+        state.withLock { s in
+            guard let c = s.connections[connection] else { return (false, nil) }
+            return (c.profiles.contains(profile), c.identity)
+        }
+    }
+
     /// The connection's identity once read.
     public func identity(connection: ConnectionID) -> CallerIdentity? {
         state.withLock { $0.connections[connection]?.identity }

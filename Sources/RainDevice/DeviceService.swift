@@ -121,9 +121,12 @@ public final class DeviceService: ServerHandler {
             (request.method == Method.exportRecoveryPhrase || request.method == Method.exportPrivateKey)
             && !config.settings(for: profile).isExportAllowed
         let confirms = isRefusedAnyway ? nil : route.policy.userConfirms
-        if confirms == nil, isOpen || access.isApproved(connection: ctx.connection, profile: profile) {
-            call.identity = access.identity(connection: ctx.connection)
-            return routes.handle(request, route: route, context: ctx, call: call)
+        if confirms == nil {
+            let (isApproved, identity) = access.approval(connection: ctx.connection, profile: profile)
+            if isOpen || isApproved {
+                call.identity = identity
+                return routes.handle(request, route: route, context: ctx, call: call)
+            }
         }
         // A call the user must confirm is decoded first: nobody is asked about a request that
         // would be refused as undecodable anyway.

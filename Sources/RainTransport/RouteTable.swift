@@ -152,6 +152,7 @@ public struct RouteTable<Context: Sendable>: Sendable {
     public var methods: [String] { routes.map(\.method) }
 
     /// The route of `method`, or nil.
+    @inlinable
     public func route(for method: String) -> AnyRoute<Context>? {
         // By length, then by comparison: cheaper than hashing the name (a method read from the wire
         // is most often the very string the route holds, which compares at once).
