@@ -285,8 +285,10 @@ public final class ClientConnection: TaskExecutor, Sendable {
             }
             do {
                 try decoder.append(received)
-                while let body = try decoder.nextFrame() {
-                    if let refusal = dispatch(try Envelope.decode(body)) {
+                while let decoded = try decoder.withNextFrame({ body in
+                    Result { () throws(RainError) in try Envelope.decode(body) }
+                }) {
+                    if let refusal = dispatch(try decoded.get()) {
                         // An answer to no call (request id 0): the server says why it is about to
                         // close the connection (a limit of issue 13). Calls it ends fail with it.
                         failure = RainError(

@@ -264,6 +264,8 @@ public final class EventLoopServer: @unchecked Sendable {
     /// A descriptor kept open on /dev/null to be given up when descriptors run out: it lets the
     /// loop accept and close the waiting connections (-1 when it could not be reopened).
     private var reserveFD: Int32 = -1
+    /// Where answers are written before they join a connection's output (loop thread only).
+    private let scratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 * 1024)
     /// Set while the listener is out of the epoll set after `EMFILE` / `ENFILE`.
     private var acceptPausedUntil: ContinuousClock.Instant?
     private var logThrottle: LogThrottle
@@ -303,6 +305,7 @@ public final class EventLoopServer: @unchecked Sendable {
 
     deinit {
         if reserveFD >= 0 { Syscall.closeUnchecked(reserveFD, because: .readOnly) }
+        scratch.deallocate()
     }
 
     /// Open connections and calls in flight, for logs and tests.
@@ -706,8 +709,10 @@ public final class EventLoopServer: @unchecked Sendable {
     private func consume(_ plaintext: UnsafeRawBufferPointer, on c: Connection) {
         do {
             try c.decoder.append(plaintext)
-            while let body = try c.decoder.nextFrame() {
-                process(body, on: c)
+            while let decoded = try c.decoder.withNextFrame({ body in
+                Result { () throws(RainError) in try Envelope.decode(body) }
+            }) {
+                process(decoded, on: c)
                 if c.closeAfterFlush || connections[c.id.rawValue] == nil { break }
             }
         } catch {
@@ -914,10 +919,10 @@ public final class EventLoopServer: @unchecked Sendable {
         }
     }
 
-    private func process(_ body: [UInt8], on c: Connection) {
+    private func process(_ decoded: Result<Envelope, RainError>, on c: Connection) {
         let envelope: Envelope
         do {
-            envelope = try Envelope.decode(body)
+            envelope = try decoded.get()
         } catch {
             // The frame boundary is intact, so the connection can go on.
             fail(0, error, on: c)
@@ -999,6 +1004,13 @@ public final class EventLoopServer: @unchecked Sendable {
     }
 
     private func enqueue(_ envelope: Envelope, on c: Connection) {
+        // Written in the loop's scratch buffer, then appended: no array per answer.
+        if c.tls == nil, let n = try? envelope.writeFrame(into: scratch),
+            n - Frame.headerLength <= options.maximumFrameLength
+        {
+            append(UnsafeBufferPointer(rebasing: scratch[0..<n]), to: c)
+            return
+        }
         do {
             append(try frame(requestID: envelope.requestID, kind: envelope.kind), to: c)
         } catch {
@@ -1007,13 +1019,17 @@ public final class EventLoopServer: @unchecked Sendable {
     }
 
     private func append(_ frame: [UInt8], to c: Connection) {
+        frame.withUnsafeBufferPointer { append($0, to: c) }
+    }
+
+    private func append(_ frame: UnsafeBufferPointer<UInt8>, to c: Connection) {
         if c.pendingOutput == 0 {
             c.output.removeAll(keepingCapacity: c.output.capacity <= 256 * 1024)
             c.outputOffset = 0
         }
         if let tls = c.tls {
             do {
-                try tls.write(frame)
+                try tls.write(UnsafeRawBufferPointer(frame))
             } catch {
                 logger.error("tls.write_failed", ["connection": "\(c.id)", "error": error.message])
                 closeConnection(c)

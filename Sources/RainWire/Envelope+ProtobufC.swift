@@ -112,6 +112,13 @@ extension Envelope {
         return try decodeReference(bytes)
     }
 
+    /// `decode` of a frame body lent in place (`FrameDecoder.withNextFrame`).
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(RainError) -> Envelope {
+        var r = ProtoReader(bytes)
+        if let envelope = r.envelope() { return envelope }
+        return try decodeReference(Array(bytes))
+    }
+
     /// Decodes one frame body through protobuf-c: the reference `decode` is checked against.
     /// - Throws: as `decode`.
     package static func decodeReference(_ bytes: [UInt8]) throws(RainError) -> Envelope {

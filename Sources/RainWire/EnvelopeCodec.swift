@@ -31,6 +31,17 @@ extension Envelope {
         return isFramed ? Frame.encode(reference) : reference
     }
 
+    /// Writes the envelope's frame at the start of `buffer` (the server's answers, without an
+    /// array of their own); returns its length, or nil when it does not fit there.
+    /// - Throws: RAIN_102 for a string with an embedded NUL.
+    package func writeFrame(into buffer: UnsafeMutableBufferPointer<UInt8>) throws(RainError) -> Int? {
+        let body = try EnvelopeSize(self)
+        let size = Frame.headerLength + body.total
+        guard size <= buffer.count, let base = buffer.baseAddress else { return nil }
+        let isExact = ProtoWriter.write(at: base, exactly: size) { w in write(body, framed: true, to: &w) }
+        return isExact ? size : nil
+    }
+
     /// The bytes written directly; nil when they did not fill the size computed for them.
     package func directBytes(isFramed: Bool) throws(RainError) -> [UInt8]? {
         let body = try EnvelopeSize(self)
@@ -188,6 +199,13 @@ struct ProtoWriter {
             isExact = !w.isOverflowed && w.count == size
         }
         return isExact ? out : nil
+    }
+
+    /// Writes at `base` what `write` produces, which must be exactly `size` bytes (the room there).
+    static func write(at base: UnsafeMutablePointer<UInt8>, exactly size: Int, _ write: (inout ProtoWriter) -> Void) -> Bool {
+        var w = ProtoWriter(base: base, capacity: size)
+        write(&w)
+        return !w.isOverflowed && w.count == size
     }
 
     private mutating func byte(_ b: UInt8) {
@@ -387,6 +405,9 @@ struct ProtoReader {
 
     private mutating func request() -> WireRequest? {
         var r = WireRequest(method: "", payload: [])
+        // The first entry apart: the usual single `profile` entry then costs no array of its own.
+        var first: MetadataEntry?
+        var more: [MetadataEntry] = []
         var last = 0
         while !isAtEnd {
             guard let (number, type) = field(after: last, repeats: 4) else { return nil }
@@ -403,13 +424,26 @@ struct ProtoReader {
                 r.timeoutMilliseconds = v
             case (4, WireType.lengthDelimited.rawValue):
                 guard var sub = nested(), let m = sub.metadataEntry() else { return nil }
-                r.metadata.append(m)
+                if first == nil { first = m } else { more.append(m) }
             default:
                 return nil
             }
         }
+        if let first {
+            if !more.isEmpty {
+                r.metadata = [first] + more
+            } else if first == Self.defaultProfileEntry {
+                r.metadata = Self.defaultProfileMetadata
+            } else {
+                r.metadata = [first]
+            }
+        }
         return r
     }
+
+    private static let defaultProfileEntry = MetadataEntry(key: profileMetadataKey, value: "default")
+    /// Shared by every request of the default profile (an array is copied on write only).
+    private static let defaultProfileMetadata = [defaultProfileEntry]
 
     private mutating func metadataEntry() -> MetadataEntry? {
         var m = MetadataEntry(key: "", value: "")

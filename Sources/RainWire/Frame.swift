@@ -90,12 +90,40 @@ public struct FrameDecoder: Sendable {
         }
         let start = readIndex + Frame.headerLength
         let body = Array(buffer[start..<start + n])
-        readIndex = start + n
+        consumeFrame(endingAt: start + n)
+        return body
+    }
+
+    /// Like `nextFrame()`, but lends the next complete body to `read` in place instead of copying
+    /// it out (the per-call path); nil when no complete frame is buffered.
+    /// - Throws: as `nextFrame()`.
+    public mutating func withNextFrame<R>(_ read: (UnsafeBufferPointer<UInt8>) -> R) throws(RainError) -> R? {
+        guard bufferedByteCount >= Frame.headerLength else {
+            compact()
+            return nil
+        }
+        let n = declaredLength(at: readIndex)
+        if n > maximumLength {
+            throw RainError(
+                .invalidArgument, "frame of \(n) bytes exceeds the maximum of \(maximumLength) bytes",
+                details: .init(reason: "frame_too_large"))
+        }
+        guard bufferedByteCount >= Frame.headerLength + n else {
+            compact()
+            return nil
+        }
+        let start = readIndex + Frame.headerLength
+        let result = buffer.withUnsafeBufferPointer { read(UnsafeBufferPointer(rebasing: $0[start..<start + n])) }
+        consumeFrame(endingAt: start + n)
+        return result
+    }
+
+    private mutating func consumeFrame(endingAt end: Int) {
+        readIndex = end
         if readIndex == buffer.count {
             buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
             readIndex = 0
         }
-        return body
     }
 
     private mutating func compact() {

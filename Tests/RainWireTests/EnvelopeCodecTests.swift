@@ -18,7 +18,9 @@ import Testing
     }
 
     static func string(_ g: inout Seeded) -> String {
-        let pool = ["", "a", "profile", "/rain.wallet.v1.Session/GetState", "é✓€", "🚀 x", String(repeating: "z", count: 200)]
+        let pool = [
+            "", "a", "profile", "default", "/rain.wallet.v1.Session/GetState", "é✓€", "🚀 x", String(repeating: "z", count: 200),
+        ]
         return pool[Int(g.next() % UInt64(pool.count))]
     }
 
@@ -99,6 +101,13 @@ import Testing
                 #expect(try reference.get() == canonical, "\(bytes)")
             } else {
                 left += 1
+            }
+            // The bytes lent in place (the server's and the client's read path) read the same.
+            let lent = bytes.withUnsafeBufferPointer { buf in Result { () throws(RainError) in try Envelope.decode(buf) } }
+            switch (lent, reference) {
+            case (.success(let a), .success(let b)): #expect(a == b)
+            case (.failure(let a), .failure(let b)): #expect(a.code == b.code && a.details.reason == b.details.reason)
+            default: Issue.record("decode of lent bytes and protobuf-c disagree on \(bytes)")
             }
             // Whichever reads it, `decode` answers as protobuf-c does.
             let decoded = Result { () throws(RainError) in try Envelope.decode(bytes) }

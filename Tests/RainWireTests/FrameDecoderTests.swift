@@ -17,6 +17,17 @@ import Testing
         #expect(d.bufferedByteCount == 0)
     }
 
+    @Test func framesLentInPlaceAreTheFramesCopiedOut() throws {
+        var d = FrameDecoder()
+        var got: [[UInt8]] = []
+        for chunk in stride(from: 0, to: stream.count, by: 333) {
+            try d.append(stream[chunk..<min(chunk + 333, stream.count)])
+            while let f = try d.withNextFrame({ Array($0) }) { got.append(f) }
+        }
+        #expect(got == Self.bodies)
+        #expect(d.bufferedByteCount == 0)
+    }
+
     @Test func byteByByte() throws {
         var d = FrameDecoder()
         var got: [[UInt8]] = []
