@@ -35,12 +35,14 @@ public final class RainProvider: Sendable {
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
         self.config = config
         self.reconnectBackoff = .default
+        self.metadata = [MetadataEntry(key: profileMetadataKey, value: config.profile)]
     }
 
     /// Creates a provider whose streams reconnect with `reconnectBackoff` (tests use a short one).
     package init(_ config: RainWalletConfig, reconnectBackoff: ReconnectBackoff) {
         self.config = config
         self.reconnectBackoff = reconnectBackoff
+        self.metadata = [MetadataEntry(key: profileMetadataKey, value: config.profile)]
     }
 
     deinit {
@@ -72,7 +74,8 @@ public final class RainProvider: Sendable {
         get throws { try connection() }
     }
 
-    var metadata: [MetadataEntry] { [MetadataEntry(key: profileMetadataKey, value: config.profile)] }
+    /// The metadata of every call: made once, not per call.
+    let metadata: [MetadataEntry]
 
     /// One unary call with this provider's profile.
     package func call<Req: WireMessage, Resp: WireMessage>(

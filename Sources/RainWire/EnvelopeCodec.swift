@@ -345,15 +345,15 @@ struct ProtoReader {
             if b >= 0x80 { isASCII = false }
         }
         guard isASCII else { return String(validating: slice, as: UTF8.self) }
-        // A method name is taken from the table: no allocation, no copy.
-        if slice.count > 15, let known = Self.knownString(slice) { return known }
+        // A method name or the usual metadata is taken from the table: no validation, no copy.
+        if let known = Self.knownString(slice) { return known }
         return String(decoding: slice, as: UTF8.self)
     }
 
-    /// The device's method names, read from every request.
+    /// The device's method names and the usual metadata, read from every request.
     private static let knownStrings: [String] = [
         Method.getSessionState, Method.getAccount, Method.getWallet, Method.getInfo, Method.watch, Method.awaitRestore,
-        Method.refreshSession, Method.configureProfile,
+        Method.refreshSession, Method.configureProfile, profileMetadataKey, "default",
     ]
 
     private static func knownString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
