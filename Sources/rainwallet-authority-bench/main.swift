@@ -125,8 +125,8 @@ func machineFloor(directory: String, seconds: Double) -> String {
     let walletMs = elapsed(since: deriveStart) * 1000 / Double(wallets)
 
     // 3. Its two big parts: the BIP-39 seed (PBKDF2-HMAC-SHA512, 2048 rounds) and one secp256k1
-    //    public key (EC_POINT_mul; BIP-32 computes one per level of m/44'/60'/0'/0/0 for the parent
-    //    fingerprint, and one for the address).
+    //    public key (EC_POINT_mul: m/44'/60'/0'/0/0 needs one for each of its two normal steps,
+    //    and one for the address).
     var seeds = 0
     var publicKeys = 0
     let seedStart = clock.now
