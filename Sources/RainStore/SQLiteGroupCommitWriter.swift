@@ -126,7 +126,8 @@ final class SQLiteGroupCommitWriter: @unchecked Sendable {
             let succeeded = request.run(on: db)
             guard db.isInTransaction else {
                 // The failure ended the whole transaction (an I/O error, a full disk): the writes
-                // of the requests before it are gone with it.
+                // of the requests before it are gone with it. The request itself failed, even if it
+                // swallowed the error: its savepoint could not be released.
                 request.answer()
                 let lost = RainError(
                     .internalError,

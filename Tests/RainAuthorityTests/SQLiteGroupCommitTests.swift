@@ -219,6 +219,26 @@ struct SQLiteGroupCommitTests {
         await f.close()
     }
 
+    @Test("a request that swallows the failure that ended the transaction still fails (its savepoint is gone)")
+    func swallowedLostTransaction() async throws {
+        let f = try await Fixture()
+        let results = try await Self.inOneGroup(
+            f,
+            [
+                {
+                    try await f.store.perform { db throws(RainError) in
+                        try db.execute("INSERT INTO t VALUES ('a')", operation: "insert its own row")
+                        db.rollback()  // as SQLite does on a full disk; the request then returns as if fine
+                    }
+                },
+                { try await f.insert("b") },
+            ])
+        #expect(results[0].code == .internalError)
+        #expect(results[1].succeeded)
+        #expect(try f.committedIDs() == ["b"])
+        await f.close()
+    }
+
     @Test("a closed store fails every waiting request with RAIN_502")
     func closedStore() async throws {
         let f = try await Fixture()
