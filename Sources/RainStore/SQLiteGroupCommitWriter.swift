@@ -67,9 +67,18 @@ final class SQLiteGroupCommitWriter: @unchecked Sendable {
         _ body: @escaping @Sendable (SQLiteConnection) throws(RainError) -> T
     ) async throws(RainError) -> T {
         let result: Result<T, RainError> = await withCheckedContinuation { continuation in
-            enqueue(Request(body: body, continuation: continuation))
+            submit(body) { continuation.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// Queues `body` for the next group at once and calls `completion` (on the queue) with its
+    /// result when `perform` would return it. Tests use it to queue requests in a known order.
+    func submit<T: Sendable>(
+        _ body: @escaping @Sendable (SQLiteConnection) throws(RainError) -> T,
+        completion: @escaping @Sendable (Result<T, RainError>) -> Void
+    ) {
+        enqueue(Request(body: body, completion: completion))
     }
 
     private func enqueue(_ request: any GroupRequest) {
@@ -162,9 +171,6 @@ final class SQLiteGroupCommitWriter: @unchecked Sendable {
     func setHooks(_ newHooks: GroupCommitHooks) {
         hooks.withLock { $0 = newHooks }
     }
-
-    /// How many requests wait for the writer (tests: to know a group is complete).
-    var waitingCount: Int { waiting.withLock { $0.requests.count } }
 }
 
 /// Test hooks of `SQLiteGroupCommitWriter`.
@@ -178,25 +184,25 @@ struct GroupCommitHooks: Sendable {
 private protocol GroupRequest: AnyObject, Sendable {
     /// Runs the request in a savepoint; false when it failed (its statements rolled back).
     func run(on db: SQLiteConnection) -> Bool
-    /// Resumes the caller with the request's own result.
+    /// Answers the caller with the request's own result.
     func answer()
-    /// Resumes the caller with `error` instead.
+    /// Answers the caller with `error` instead.
     func fail(_ error: RainError)
 }
 
 private final class Request<T: Sendable>: GroupRequest, @unchecked Sendable {
     // @unchecked: `result` is written and read only on the writer's queue; `body` and
-    // `continuation` are immutable and Sendable.
+    // `completion` are immutable and Sendable.
     private let body: @Sendable (SQLiteConnection) throws(RainError) -> T
-    private let continuation: CheckedContinuation<Result<T, RainError>, Never>
+    private let completion: @Sendable (Result<T, RainError>) -> Void
     private var result: Result<T, RainError>?
 
     init(
         body: @escaping @Sendable (SQLiteConnection) throws(RainError) -> T,
-        continuation: CheckedContinuation<Result<T, RainError>, Never>
+        completion: @escaping @Sendable (Result<T, RainError>) -> Void
     ) {
         self.body = body
-        self.continuation = continuation
+        self.completion = completion
     }
 
     func run(on db: SQLiteConnection) -> Bool {
@@ -209,11 +215,10 @@ private final class Request<T: Sendable>: GroupRequest, @unchecked Sendable {
     }
 
     func answer() {
-        continuation.resume(
-            returning: result ?? .failure(RainError(.internalError, "authority store: a request was never run")))
+        completion(result ?? .failure(RainError(.internalError, "authority store: a request was never run")))
     }
 
     func fail(_ error: RainError) {
-        continuation.resume(returning: .failure(error))
+        completion(.failure(error))
     }
 }

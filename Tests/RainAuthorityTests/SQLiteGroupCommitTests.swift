@@ -73,36 +73,39 @@ struct SQLiteGroupCommitTests {
             return gate
         }
 
-        /// Waits (at most 2 s) until `count` requests wait for the writer.
-        func waitUntilWaiting(_ count: Int) async throws {
-            let deadline = ContinuousClock.now + .seconds(2)
-            while store.writer.waitingCount < count {
-                try #require(ContinuousClock.now < deadline, "\(count) requests never queued")
-                try await Task.sleep(for: .milliseconds(1))
-            }
+    }
+
+    /// One request's statements.
+    typealias Body = @Sendable (SQLiteConnection) throws(RainError) -> Void
+
+    /// A request that inserts `id`.
+    static func insert(_ id: String) -> Body {
+        { db throws(RainError) in
+            try db.execute("INSERT INTO t VALUES (?)", [.text(id)], operation: "insert a test row")
         }
     }
 
-    /// Holds the writer, starts `requests` one after another, each queued before the next starts,
-    /// then lets the writer go: they run in one group, in this order. Returns how each ended.
-    static func inOneGroup(_ fixture: Fixture, _ requests: [@Sendable () async throws -> Void]) async throws -> [Outcome] {
+    /// Holds the writer, queues `bodies` in this order (at once, no task involved), then lets the
+    /// writer go: they run in one group, in this order. Returns how each ended, in the same order.
+    static func inOneGroup(_ fixture: Fixture, _ bodies: [Body]) async -> [Outcome] {
         let gate = fixture.holdWriter()
-        var tasks: [Task<Outcome, Never>] = []
-        for (index, request) in requests.enumerated() {
-            tasks.append(
-                Task {
-                    do {
-                        try await request()
-                        return Outcome(code: nil)
-                    } catch {
-                        return Outcome(code: (error as? RainError)?.code ?? RainError.Code(rawValue: 0))
-                    }
-                })
-            try await fixture.waitUntilWaiting(index + 1)
+        let (answers, answer) = AsyncStream.makeStream(of: (Int, Outcome).self)
+        for (index, body) in bodies.enumerated() {
+            fixture.store.writer.submit(body) { result in
+                switch result {
+                case .success: answer.yield((index, Outcome(code: nil)))
+                case .failure(let error): answer.yield((index, Outcome(code: error.code)))
+                }
+            }
         }
         gate.signal()
-        var outcomes: [Outcome] = []
-        for task in tasks { outcomes.append(await task.value) }
+        var outcomes = [Outcome](repeating: Outcome(code: nil), count: bodies.count)
+        var received = 0
+        for await (index, outcome) in answers {
+            outcomes[index] = outcome
+            received += 1
+            if received == bodies.count { break }
+        }
         return outcomes
     }
 
@@ -115,17 +118,9 @@ struct SQLiteGroupCommitTests {
     @Test("concurrent writes wait together, commit once, and are all on disk when answered")
     func oneGroup() async throws {
         let f = try await Fixture()
-        let gate = f.holdWriter()
         let ids = (0..<8).map { "row-\($0)" }
-        let all = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for id in ids { group.addTask { try await f.insert(id) } }
-                try await group.waitForAll()
-            }
-        }
-        try await f.waitUntilWaiting(ids.count)
-        gate.signal()
-        try await all.value
+        let results = await Self.inOneGroup(f, ids.map { Self.insert($0) })
+        #expect(results.allSatisfy { $0.succeeded })
         #expect(f.commits == [ids.count])
         #expect(try f.committedIDs() == ids.sorted())
         await f.close()
@@ -134,28 +129,19 @@ struct SQLiteGroupCommitTests {
     @Test("a request that fails rolls back its own writes only; the others of its group commit")
     func failureStaysAlone() async throws {
         let f = try await Fixture()
-        let results = try await Self.inOneGroup(
-            f,
-            [
-                { try await f.insert("a") },
-                {
-                    // Writes, then fails on its second statement (a duplicate key).
-                    try await f.store.perform { db throws(RainError) in
-                        try db.execute("INSERT INTO t VALUES ('b-own')", operation: "insert its own row")
-                        try db.execute("INSERT INTO t VALUES ('a')", operation: "insert a duplicate")
-                    }
-                },
-                {
-                    // Throws after writing, inside the store's own transaction call (a nested savepoint).
-                    try await f.store.perform { db throws(RainError) in
-                        try db.transaction("a use case that gives up") { () throws(RainError) in
-                            try db.execute("INSERT INTO t VALUES ('c-own')", operation: "insert its own row")
-                            throw RainError(.refused, "gave up")
-                        }
-                    }
-                },
-                { try await f.insert("d") },
-            ])
+        let duplicate: Body = { db throws(RainError) in
+            // Writes, then fails on its second statement (a duplicate key).
+            try db.execute("INSERT INTO t VALUES ('b-own')", operation: "insert its own row")
+            try db.execute("INSERT INTO t VALUES ('a')", operation: "insert a duplicate")
+        }
+        let givesUp: Body = { db throws(RainError) in
+            // Throws after writing, inside the store's own transaction call (a nested savepoint).
+            try db.transaction("a use case that gives up") { () throws(RainError) in
+                try db.execute("INSERT INTO t VALUES ('c-own')", operation: "insert its own row")
+                throw RainError(.refused, "gave up")
+            }
+        }
+        let results = await Self.inOneGroup(f, [Self.insert("a"), duplicate, givesUp, Self.insert("d")])
         #expect(results[0].succeeded)
         #expect(results[1].code == .internalError)
         #expect(results[2].code == .refused)
@@ -170,17 +156,15 @@ struct SQLiteGroupCommitTests {
         let f = try await Fixture()
         try await f.insert("before")
         f.setFailCommits(true)
-        let count: @Sendable () async throws -> Void = {
-            _ = try await f.store.perform { db throws(RainError) in
-                try db.query("SELECT COUNT(*) FROM t", operation: "count the test rows")
-            }
+        let count: Body = { db throws(RainError) in
+            _ = try db.query("SELECT COUNT(*) FROM t", operation: "count the test rows")
         }
-        let results = try await Self.inOneGroup(
+        let results = await Self.inOneGroup(
             f,
             [
                 count,  // reads committed rows only: answered without waiting for the commit
-                { try await f.insert("x") },
-                { try await f.insert("y") },
+                Self.insert("x"),
+                Self.insert("y"),
                 count,  // read "x" and "y", which the failed commit lost
             ])
         #expect(results[0].succeeded)
@@ -198,20 +182,13 @@ struct SQLiteGroupCommitTests {
     @Test("a failure that ends the whole transaction fails the requests before it; the rest commit on")
     func lostTransaction() async throws {
         let f = try await Fixture()
-        let results = try await Self.inOneGroup(
-            f,
-            [
-                { try await f.insert("a") },
-                {
-                    // What SQLite does on some I/O errors and a full disk: the transaction is gone.
-                    try await f.store.perform { db throws(RainError) in
-                        try db.execute("INSERT INTO t VALUES ('b')", operation: "insert its own row")
-                        db.rollback()
-                        throw RainError(.internalError, "disk I/O error")
-                    }
-                },
-                { try await f.insert("c") },
-            ])
+        let ioError: Body = { db throws(RainError) in
+            // What SQLite does on some I/O errors and a full disk: the transaction is gone.
+            try db.execute("INSERT INTO t VALUES ('b')", operation: "insert its own row")
+            db.rollback()
+            throw RainError(.internalError, "disk I/O error")
+        }
+        let results = await Self.inOneGroup(f, [Self.insert("a"), ioError, Self.insert("c")])
         #expect(results[0].code == .internalError)
         #expect(results[1].code == .internalError)
         #expect(results[2].succeeded)
@@ -222,17 +199,11 @@ struct SQLiteGroupCommitTests {
     @Test("a request that swallows the failure that ended the transaction still fails (its savepoint is gone)")
     func swallowedLostTransaction() async throws {
         let f = try await Fixture()
-        let results = try await Self.inOneGroup(
-            f,
-            [
-                {
-                    try await f.store.perform { db throws(RainError) in
-                        try db.execute("INSERT INTO t VALUES ('a')", operation: "insert its own row")
-                        db.rollback()  // as SQLite does on a full disk; the request then returns as if fine
-                    }
-                },
-                { try await f.insert("b") },
-            ])
+        let swallowed: Body = { db throws(RainError) in
+            try db.execute("INSERT INTO t VALUES ('a')", operation: "insert its own row")
+            db.rollback()  // as SQLite does on a full disk; the request then returns as if fine
+        }
+        let results = await Self.inOneGroup(f, [swallowed, Self.insert("b")])
         #expect(results[0].code == .internalError)
         #expect(results[1].succeeded)
         #expect(try f.committedIDs() == ["b"])
