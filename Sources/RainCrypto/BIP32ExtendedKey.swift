@@ -81,7 +81,11 @@ public struct BIP32ExtendedKey: Sendable {
     public func derive(path: String) throws(RainError) -> BIP32ExtendedKey {
         let parsed = try DerivationPath(parsing: path)
         var key = self
-        for index in parsed.indices { key = try key.child(index) }
+        for (position, index) in parsed.indices.enumerated() {
+            // Only the returned key keeps its parent fingerprint; the keys met on the way are
+            // dropped, so their hardened steps skip it (one EC_POINT_mul each, a tenth of a login).
+            key = try key.child(index, needsFingerprint: position == parsed.indices.count - 1)
+        }
         return key
     }
 
@@ -96,11 +100,22 @@ public struct BIP32ExtendedKey: Sendable {
     ///   reason `invalid_derived_key` when IL ≥ n or the child key is 0 (probability below
     ///   2^-127: BIP-32 says to use the next index); RAIN_502 when OpenSSL fails.
     public func child(_ index: UInt32) throws(RainError) -> BIP32ExtendedKey {
+        try child(index, needsFingerprint: true)
+    }
+
+    /// ``child(_:)``; without `needsFingerprint`, a hardened child gets a zero parent fingerprint
+    /// and costs no public key (for the keys on the way of ``derive(path:)``, never returned).
+    private func child(_ index: UInt32, needsFingerprint: Bool) throws(RainError) -> BIP32ExtendedKey {
         guard depth < UInt8.max else {
             throw RainError.invalid("a BIP-32 key cannot be deeper than 255", field: "index")
         }
-        let parentPublicKey = try compressedPublicKey
-        let fingerprint = Array(try Hash160.hash(parentPublicKey).prefix(4))
+        // The parent's public key: the data of a normal child, and the fingerprint.
+        var parentPublicKey: [UInt8] = []
+        var fingerprint: [UInt8] = [0, 0, 0, 0]
+        if needsFingerprint || index < DerivationPath.hardenedOffset {
+            parentPublicKey = try compressedPublicKey
+            fingerprint = Array(try Hash160.hash(parentPublicKey).prefix(4))
+        }
         let dataByteCount = Secp256k1.compressedPublicKeyByteCount + 4
         return try withSecretScratch(byteCount: dataByteCount + HMACSHA512.byteCount) {
             (scratch) throws(RainError) in

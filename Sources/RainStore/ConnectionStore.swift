@@ -8,8 +8,9 @@ import RainWire
 /// store supplies `perform` (where its connections run) and keeps what really differs (opening,
 /// migrations, `schemaVersion`, `close`).
 ///
-/// An atomic use case runs in one `Connection.transaction`: in SQLite a `BEGIN IMMEDIATE`
-/// transaction, whose write lock serializes it against every other writer; in PostgreSQL a READ
+/// An atomic use case runs in one `Connection.transaction`: in SQLite a savepoint of the `BEGIN
+/// IMMEDIATE` transaction its group of requests shares (`SQLiteGroupCommitWriter`), whose write lock
+/// serializes it against every other writer; in PostgreSQL a READ
 /// COMMITTED transaction that takes the row and advisory locks the connection's hooks take
 /// (see `PostgresAuthorityStore`) and runs again when it loses a race.
 protocol ConnectionStore: AuthorityStore {

@@ -7,13 +7,13 @@ import RainSystem
 ///
 /// WAL journal, `synchronous=FULL`, a busy timeout and foreign keys. Numbered migrations run in one
 /// transaction when the store opens and are recorded in `schema_version`. Every SQLite call of the
-/// async API runs on one private serial queue, never on the Swift concurrency pool; the async API
-/// waits for it. A second, read-only connection on a queue of its own serves `directReader`.
-package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
-    // @unchecked: `connection` is read and written only on `queue` (a serial queue); every other
-    // stored property is immutable and Sendable.
-    private var connection: SQLiteConnection?
-    private let queue: DispatchQueue
+/// async API runs on one private serial queue (`SQLiteGroupCommitWriter`), never on the Swift
+/// concurrency pool; the async API waits for it. Concurrent requests are committed together, one
+/// fsync per group, each answered only after that commit. A second, read-only connection on a
+/// queue of its own serves `directReader`.
+package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
+    /// The connection and its queue: every request goes through it.
+    let writer: SQLiteGroupCommitWriter
     /// The second connection, for the hot session reads (`directReader`).
     private let reader: SQLiteDirectReader
     /// The database file.
@@ -25,9 +25,9 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     /// The newest schema version this build knows.
     package static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
 
-    private init(path: String, queue: DispatchQueue) {
+    private init(path: String) {
         self.path = path
-        self.queue = queue
+        self.writer = SQLiteGroupCommitWriter(label: "rain.authority.sqlite")
         self.reader = SQLiteDirectReader(path: path)
     }
 
@@ -49,8 +49,8 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     }
 
     private static func open(path: String, createDirectory: Bool) async throws(RainError) -> SQLiteAuthorityStore {
-        let store = SQLiteAuthorityStore(path: path, queue: DispatchQueue(label: "rain.authority.sqlite"))
-        try await store.queue.runBlocking { () throws(RainError) in
+        let store = SQLiteAuthorityStore(path: path)
+        try await store.writer.runAlone { () throws(RainError) in
             if createDirectory {
                 try AtomicFile.makeDirectory((path as NSString).deletingLastPathComponent)
             }
@@ -59,7 +59,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
             try configure(connection)
             try migrate(connection)
             connection.clearStatementCache()
-            store.connection = connection
+            store.writer.install(connection)
         }
         return store
     }
@@ -306,24 +306,20 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
 
     // MARK: - Running on the queue
 
-    /// Runs `body` with the open connection on the store's queue.
+    /// Runs `body` with the open connection on the store's queue, in the next group commit (see
+    /// `SQLiteGroupCommitWriter`): answered once its writes are committed.
     func perform<T: Sendable>(
         _ body: @escaping @Sendable (SQLiteConnection) throws(RainError) -> T
     ) async throws(RainError) -> T {
-        try await queue.runBlocking { () throws(RainError) -> T in
-            guard let connection = self.connection else {
-                throw RainError(.internalError, "authority store: the database is closed")
-            }
-            return try body(connection)
-        }
+        try await writer.perform(body)
     }
 
     // MARK: - AuthorityStore
 
     // The use cases themselves are `ConnectionStore`'s and `StoreOperations`', shared with
-    // `PostgresAuthorityStore`: each runs on the store's queue, the atomic ones in one
+    // `PostgresAuthorityStore`: each runs on the store's queue in a savepoint of its group's
     // `BEGIN IMMEDIATE` transaction (its write lock, held from the first read to the commit, is
-    // all the locking they need).
+    // all the locking they need; their own `transaction` calls become nested savepoints).
 
     /// The highest migration recorded in `schema_version`.
     package func schemaVersion() async throws(RainError) -> Int {
@@ -351,7 +347,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, @unchecked Sendable {
     /// Closes the database handle on the store's queue; later calls throw RAIN_502.
     package func close() async {
         // Dropping the connection on its queue closes the handle (SQLiteConnection.deinit).
-        _ = try? await queue.runBlocking { () throws(RainError) in self.connection = nil }
+        _ = try? await writer.runAlone { () throws(RainError) in self.writer.install(nil) }
         await reader.close()
     }
 

@@ -42,6 +42,8 @@ final class SQLiteConnection {
     /// Prepared statements by SQL text. The store's SQL is a fixed set of strings, so the cache is
     /// small; the limit only guards against a caller that builds SQL with varying text.
     private var statements: [String: OpaquePointer] = [:]
+    /// `BEGIN`, `COMMIT`, `SAVEPOINT` and the like, prepared once (a fixed handful).
+    private var controlStatements: [String: OpaquePointer] = [:]
     static let statementCacheLimit = 128
     /// The database file.
     let path: String
@@ -72,6 +74,7 @@ final class SQLiteConnection {
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
+        for statement in controlStatements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(db)
     }
 
@@ -97,12 +100,15 @@ final class SQLiteConnection {
         try run(sql, parameters, operation: operation, collectRows: true)
     }
 
-    /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
+    /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws; inside a
+    /// transaction already open (a group commit's), inside a savepoint instead, so a failure rolls
+    /// back `body`'s statements only and the enclosing transaction goes on.
     ///
     /// `BEGIN IMMEDIATE` takes the write lock up front, so two writers never both read and then
     /// fail to upgrade: the second one waits (busy timeout) instead.
     func transaction<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
-        try transaction(begin: "BEGIN IMMEDIATE", operation, body)
+        if isInTransaction { return try savepoint(operation, body) }
+        return try transaction(begin: "BEGIN IMMEDIATE", operation, body)
     }
 
     /// Runs `body` inside `BEGIN` … `COMMIT`: a read transaction, so its statements all see one
@@ -111,8 +117,48 @@ final class SQLiteConnection {
         try transaction(begin: "BEGIN", operation, body)
     }
 
+    /// Runs `body` inside `SAVEPOINT` … `RELEASE` of the open transaction; when it throws, its
+    /// statements are rolled back (`ROLLBACK TO`) and the transaction stays open for the others.
+    /// When the failure ended the whole transaction (SQLite does so on some I/O errors and a full
+    /// disk), there is nothing left to roll back: `isInTransaction` is then false.
+    func savepoint<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
+        try control("SAVEPOINT rain_step", operation: "open a savepoint to \(operation)")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollbackSavepoint()
+            throw error
+        }
+        do {
+            try control("RELEASE rain_step", operation: "release a savepoint to \(operation)")
+        } catch {
+            rollbackSavepoint()
+            throw error
+        }
+        return result
+    }
+
+    /// Whether a transaction is open on this connection.
+    var isInTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
+
+    /// How many statements that may write (`sqlite3_stmt_readonly` false: `INSERT`, `UPDATE`,
+    /// `DELETE`, DDL, whether or not they changed a row) this connection has run: unchanged across
+    /// a request means it only read.
+    private(set) var writingStatementCount = 0
+
+    /// `BEGIN IMMEDIATE`: opens a write transaction (the write lock, waiting up to the busy timeout).
+    func beginImmediate(_ operation: String) throws(RainError) {
+        try control("BEGIN IMMEDIATE", operation: "begin a transaction to \(operation)")
+    }
+
+    /// `COMMIT`: with `synchronous=FULL` it returns once the transaction is on disk.
+    func commit(_ operation: String) throws(RainError) {
+        try control("COMMIT", operation: "commit a transaction to \(operation)")
+    }
+
     private func transaction<T>(begin: String, _ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
-        try execute(begin, operation: "begin a transaction to \(operation)")
+        try control(begin, operation: "begin a transaction to \(operation)")
         let result: T
         do {
             result = try body()
@@ -121,7 +167,7 @@ final class SQLiteConnection {
             throw error
         }
         do {
-            try execute("COMMIT", operation: "commit a transaction to \(operation)")
+            try commit(operation)
         } catch {
             rollback()
             throw error
@@ -129,12 +175,42 @@ final class SQLiteConnection {
         return result
     }
 
-    private func rollback() {
+    /// Rolls back the open transaction, if one is open.
+    func rollback() {
         // Only reached after a failure that is already being thrown; a failed rollback leaves the
         // transaction open, which SQLite rolls back itself when the connection closes.
-        if sqlite3_get_autocommit(db) == 0 {
-            _ = try? execute("ROLLBACK", operation: "roll back a transaction")
+        if isInTransaction {
+            _ = try? control("ROLLBACK", operation: "roll back a transaction")
         }
+    }
+
+    private func rollbackSavepoint() {
+        // As `rollback`: only after a failure being thrown. `ROLLBACK TO` keeps the savepoint open,
+        // so it is released too. Nothing to do when the failure already ended the transaction.
+        guard isInTransaction else { return }
+        _ = try? control("ROLLBACK TO rain_step", operation: "roll back a savepoint")
+        _ = try? control("RELEASE rain_step", operation: "release a rolled-back savepoint")
+    }
+
+    /// Runs one transaction-control statement (no parameters, no rows). These few statements stay
+    /// prepared apart from the store's own (`cachedStatementCount` counts the store's SQL only).
+    private func control(_ sql: String, operation: String) throws(RainError) {
+        let statement: OpaquePointer
+        if let cached = controlStatements[sql] {
+            statement = cached
+        } else {
+            var prepared: OpaquePointer?
+            let prepareRC = sqlite3_prepare_v2(db, sql, -1, &prepared, nil)
+            guard prepareRC == SQLITE_OK, let prepared else {
+                if let prepared { sqlite3_finalize(prepared) }
+                throw failure(operation, prepareRC)
+            }
+            statement = prepared
+            controlStatements[sql] = prepared
+        }
+        defer { sqlite3_reset(statement) }
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw failure(operation, rc) }
     }
 
     /// Runs one statement of the shared SQL (`$N` placeholders, see `StoreConnection`) and returns
@@ -209,6 +285,7 @@ final class SQLiteConnection {
             guard rc == SQLITE_OK else { throw failure("\(operation) (bind parameter \(index))", rc) }
         }
 
+        if sqlite3_stmt_readonly(statement) == 0 { writingStatementCount += 1 }
         var rows: [SQLiteRow] = []
         while true {
             let rc = sqlite3_step(statement)

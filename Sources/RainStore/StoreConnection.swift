@@ -23,8 +23,8 @@ enum StoreValue: Sendable, Equatable {
 /// cache keeps working.
 ///
 /// Everything runs on the connection's own queue, inside the transaction the store began (SQLite:
-/// `BEGIN IMMEDIATE`, which holds the database's write lock; PostgreSQL: READ COMMITTED, retried
-/// when it loses a race).
+/// a savepoint of the group's `BEGIN IMMEDIATE` transaction, which holds the database's write
+/// lock; PostgreSQL: READ COMMITTED, retried when it loses a race).
 protocol StoreConnection: AnyObject {
     /// The connection's result row.
     associatedtype Row: StoreRow

@@ -15,7 +15,15 @@
 //       Prints one JSON line. Reports figures, asserts nothing.
 //   rainwallet-authority-bench create-database --server URL --name NAME
 //       creates an empty PostgreSQL database and prints its URL (for scripts/bench-authority).
+//   rainwallet-authority-bench floor --dir DIR [--seconds S]
+//       the machine's floor for the authority's write path, one JSON line: how many 4 KiB
+//       write + fdatasync pairs per second a file in DIR (the state directory's file system) takes,
+//       one after another (what SQLite's synchronous=FULL pays per commit), and how long the key
+//       material of one new wallet takes on one core (entropy, BIP-39 seed, BIP-32 and SLIP-10
+//       keys, addresses, AES-GCM seal: what a first login derives), with its two big parts (the
+//       BIP-39 seed's PBKDF2, one secp256k1 public key). About S seconds each (default 1).
 import Foundation
+import Glibc
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
@@ -28,7 +36,7 @@ func fail(_ message: String) -> Never {
 }
 
 let usage =
-    "usage: --authority HOST:PORT [--authority …] [--logins N] [--workers W] [--seconds S] | create-database --server URL --name NAME"
+    "usage: --authority HOST:PORT [--authority …] [--logins N] [--workers W] [--seconds S] | create-database --server URL --name NAME | floor --dir DIR [--seconds S]"
 var args = Array(CommandLine.arguments.dropFirst())
 
 if args.first == "create-database" {
@@ -51,6 +59,101 @@ if args.first == "create-database" {
     } catch {
         fail("\(error.code): \(error.message)")
     }
+}
+
+if args.first == "floor" {
+    args.removeFirst()
+    var directory: String?
+    var floorSeconds = 1.0
+    while args.count >= 2 {
+        let flag = args.removeFirst()
+        let value = args.removeFirst()
+        switch flag {
+        case "--dir": directory = value
+        case "--seconds": floorSeconds = Double(value) ?? 0
+        default: fail("unknown option \(flag); \(usage)")
+        }
+    }
+    guard let directory, args.isEmpty, floorSeconds > 0 else { fail(usage) }
+    print(machineFloor(directory: directory, seconds: floorSeconds))
+    exit(0)
+}
+
+/// The `floor` subcommand's JSON line (see the header).
+func machineFloor(directory: String, seconds: Double) -> String {
+    let clock = ContinuousClock()
+    func elapsed(since start: ContinuousClock.Instant) -> Double {
+        let d = clock.now - start
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    // 1. write + fdatasync of one 4 KiB block, over and over.
+    let path = directory + "/fsync-floor.\(getpid())"
+    let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { fail("cannot create \(path): \(String(cString: strerror(errno)))") }
+    defer {
+        close(fd)
+        unlink(path)
+    }
+    let block = [UInt8](repeating: 0x5A, count: 4096)
+    var syncs = 0
+    let syncStart = clock.now
+    while elapsed(since: syncStart) < seconds {
+        let written = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        guard written == block.count, fdatasync(fd) == 0 else {
+            fail("write + fdatasync in \(directory) failed: \(String(cString: strerror(errno)))")
+        }
+        syncs += 1
+    }
+    let syncRate = Double(syncs) / elapsed(since: syncStart)
+
+    // 2. One new wallet's key material, as EmbeddedAuthority.newWalletKeyMaterial makes it.
+    var wallets = 0
+    let deriveStart = clock.now
+    do throws(RainError) {
+        let walletKey = try SymmetricKey.random(byteCount: 32)
+        while elapsed(since: deriveStart) < seconds {
+            let entropy = try SecureRandom.bytes(count: 16)
+            let derived = try WalletKeys.derive(entropy: entropy)
+            let sealed = try AESGCM.seal(entropy, using: walletKey, authenticating: Array("rain.wallet.v1:wal_x".utf8))
+            guard !derived.ethereumAddress.isEmpty, !sealed.combined.isEmpty else { fail("empty key material") }
+            wallets += 1
+        }
+    } catch {
+        fail("wallet derivation failed: \(error.code): \(error.message)")
+    }
+    let walletMs = elapsed(since: deriveStart) * 1000 / Double(wallets)
+
+    // 3. Its two big parts: the BIP-39 seed (PBKDF2-HMAC-SHA512, 2048 rounds) and one secp256k1
+    //    public key (EC_POINT_mul: m/44'/60'/0'/0/0 needs one for each of its two normal steps,
+    //    and one for the address).
+    var seeds = 0
+    var publicKeys = 0
+    let seedStart = clock.now
+    var seedMs = 0.0
+    var publicKeyMs = 0.0
+    do throws(RainError) {
+        let mnemonic = try BIP39.mnemonic(fromEntropy: try SecureRandom.bytes(count: 16))
+        var seed: [UInt8] = []
+        while elapsed(since: seedStart) < seconds / 2 {
+            seed = try BIP39.seed(fromMnemonic: mnemonic)
+            seeds += 1
+        }
+        seedMs = elapsed(since: seedStart) * 1000 / Double(seeds)
+        let master = try BIP32ExtendedKey.master(seed: seed)
+        let keyStart = clock.now
+        while elapsed(since: keyStart) < seconds / 2 {
+            guard try master.compressedPublicKey.count == 33 else { fail("bad public key") }
+            publicKeys += 1
+        }
+        publicKeyMs = elapsed(since: keyStart) * 1000 / Double(publicKeys)
+    } catch {
+        fail("seed or public key failed: \(error.code): \(error.message)")
+    }
+    return String(
+        format:
+            "{\"fdatasyncsPerSecond\":%.0f,\"walletDerivationMs\":%.3f,\"walletsPerSecondPerCore\":%.0f,\"seedMs\":%.3f,\"publicKeyMs\":%.3f}",
+        syncRate, walletMs, 1000 / walletMs, seedMs, publicKeyMs)
 }
 
 var addresses: [String] = []
