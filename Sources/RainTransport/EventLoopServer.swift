@@ -960,23 +960,24 @@ public final class EventLoopServer: @unchecked Sendable {
                     on: c)
                 return
             }
-            let call = Call(token: nextToken)
+            let token = nextToken
             nextToken += 1
-            c.calls[id] = call
-            stats.withLock { $0.calls += 1 }
             let context = RequestContext(
                 connection: c.id, requestID: id, peer: c.peer,
-                responder: Responder(server: self, connection: c.id, requestID: id, token: call.token),
+                responder: Responder(server: self, connection: c.id, requestID: id, token: token),
                 channelBinding: c.channelBinding, peerProcess: c.process)
-            switch handler.handle(request, context: context) {
-            case .respond(let response):
-                finishCall(id, on: c)
+            // A call is registered only when it outlives `handle`: whatever its responder posts
+            // meanwhile is taken by `drainOutbound`, on this thread, after this returns. An answer
+            // given at once needs no entry (and no allocation) at all.
+            let decision = handler.handle(request, context: context)
+            if case .respond(let response) = decision {
                 enqueue(Envelope(requestID: id, kind: .response(response)), on: c)
-            case .deferred:
-                break
-            case .stream:
-                call.isStream = true
+                return
             }
+            let call = Call(token: token)
+            if case .stream = decision { call.isStream = true }
+            c.calls[id] = call
+            stats.withLock { $0.calls += 1 }
         case .cancel:
             guard let call = c.calls[id] else { return }  // unknown or finished: nothing to do
             finishCall(id, on: c)

@@ -373,33 +373,33 @@ struct ProtoReader {
     }
 
     mutating func envelope() -> Envelope? {
+        // Canonical: request_id (left out when 0), then exactly one kind, then nothing.
+        guard var (number, type) = field(after: 0) else { return nil }
         var requestID: UInt64 = 0
-        var kind: Envelope.Kind?
-        var last = 0
-        while !isAtEnd {
-            guard kind == nil, let (number, type) = field(after: last) else { return nil }
-            last = number
-            switch (number, type) {
-            case (1, WireType.varint.rawValue):
-                guard let v = varint() else { return nil }
-                requestID = v
-            case (2, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let r = sub.request() else { return nil }
-                kind = .request(r)
-            case (3, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let r = sub.response() else { return nil }
-                kind = .response(r)
-            case (4, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let p = sub.stream() else { return nil }
-                kind = .stream(payload: p)
-            case (5, WireType.lengthDelimited.rawValue):
-                guard let sub = nested(), sub.isAtEnd else { return nil }
-                kind = .cancel
-            default:
-                return nil
-            }
+        if number == 1 {
+            guard type == WireType.varint.rawValue, let v = varint(), let next = field(after: 1) else { return nil }
+            requestID = v
+            (number, type) = next
         }
-        guard let kind else { return nil }
+        guard type == WireType.lengthDelimited.rawValue, var sub = nested() else { return nil }
+        let kind: Envelope.Kind
+        switch number {
+        case 2:
+            guard let r = sub.request() else { return nil }
+            kind = .request(r)
+        case 3:
+            guard let r = sub.response() else { return nil }
+            kind = .response(r)
+        case 4:
+            guard let p = sub.stream() else { return nil }
+            kind = .stream(payload: p)
+        case 5:
+            guard sub.isAtEnd else { return nil }
+            kind = .cancel
+        default:
+            return nil
+        }
+        guard isAtEnd else { return nil }
         return Envelope(requestID: requestID, kind: kind)
     }
 
