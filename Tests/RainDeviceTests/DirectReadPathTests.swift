@@ -18,7 +18,11 @@ final class ServedHandler: Sendable {
     init(_ handler: any ServerHandler, directory: String, logger: Logger) throws {
         socketPath = directory + "/s.sock"
         let fd = try UnixSocket.listen(path: socketPath, mode: 0o600)
-        server = try EventLoopServer(listeningSocket: fd, options: ServerOptions(), handler: handler, logger: logger)
+        // Not a test of admission: with the whole suite on two busy cores a first request can leave
+        // more than the default 10 s after its connection, which the server would then close.
+        var options = ServerOptions()
+        options.admissionTimeout = .seconds(120)
+        server = try EventLoopServer(listeningSocket: fd, options: options, handler: handler, logger: logger)
         let thread = Thread { [self] in
             server.run()
             isFinished.withLock { $0 = true }
