@@ -319,6 +319,28 @@ struct ProtoReader {
         return (number, UInt8(truncatingIfNeeded: key & 7))
     }
 
+    /// Wire types as `field` returns them, for the readers' cases.
+    static let varintType = WireType.varint.rawValue
+    static let delimitedType = WireType.lengthDelimited.rawValue
+
+    /// Reads a message's fields in turn, numbers rising (a `repeats` field may run): `read` takes
+    /// one field (its number and wire type) and returns false for anything it does not accept.
+    /// - Returns: false when a field is refused or malformed.
+    mutating func eachField(repeats: Int = 0, _ read: (inout ProtoReader, Int, UInt8) -> Bool) -> Bool {
+        var last = 0
+        while !isAtEnd {
+            guard let (number, type) = field(after: last, repeats: repeats), read(&self, number, type) else { return false }
+            last = number
+        }
+        return true
+    }
+
+    /// A length-delimited field's content, read by `read` as a message of its own.
+    mutating func message<T>(_ read: (inout ProtoReader) -> T?) -> T? {
+        guard var sub = nested() else { return nil }
+        return read(&sub)
+    }
+
     /// A length-delimited field's content as a reader of its own.
     mutating func nested() -> ProtoReader? {
         guard let n = varint(), n <= UInt64(end - at) else { return nil }
@@ -408,27 +430,17 @@ struct ProtoReader {
         // The first entry apart: the usual single `profile` entry then costs no array of its own.
         var first: MetadataEntry?
         var more: [MetadataEntry] = []
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last, repeats: 4) else { return nil }
-            last = number
+        let isRead = eachField(repeats: 4) { p, number, type in
             switch (number, type) {
-            case (1, WireType.lengthDelimited.rawValue):
-                guard let s = string() else { return nil }
-                r.method = s
-            case (2, WireType.lengthDelimited.rawValue):
-                guard let b = bytes() else { return nil }
-                r.payload = b
-            case (3, WireType.varint.rawValue):
-                guard let v = uint32() else { return nil }
-                r.timeoutMilliseconds = v
-            case (4, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let m = sub.metadataEntry() else { return nil }
-                if first == nil { first = m } else { more.append(m) }
-            default:
-                return nil
+            case (1, Self.delimitedType): p.string().map { r.method = $0 } != nil
+            case (2, Self.delimitedType): p.bytes().map { r.payload = $0 } != nil
+            case (3, Self.varintType): p.uint32().map { r.timeoutMilliseconds = $0 } != nil
+            case (4, Self.delimitedType):
+                p.message { $0.metadataEntry() }.map { m in if first == nil { first = m } else { more.append(m) } } != nil
+            default: false
             }
         }
+        guard isRead else { return nil }
         if let first {
             if !more.isEmpty {
                 r.metadata = [first] + more
@@ -447,121 +459,78 @@ struct ProtoReader {
 
     private mutating func metadataEntry() -> MetadataEntry? {
         var m = MetadataEntry(key: "", value: "")
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last), type == WireType.lengthDelimited.rawValue,
-                let s = string()
-            else { return nil }
-            last = number
-            switch number {
-            case 1: m.key = s
-            case 2: m.value = s
-            default: return nil
+        let isRead = eachField { p, number, type in
+            switch (number, type) {
+            case (1, Self.delimitedType): p.string().map { m.key = $0 } != nil
+            case (2, Self.delimitedType): p.string().map { m.value = $0 } != nil
+            default: false
             }
         }
-        return m
+        return isRead ? m : nil
     }
 
     private mutating func response() -> WireResponse? {
         var status = WireStatus.ok
         var payload: [UInt8] = []
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last), type == WireType.lengthDelimited.rawValue else { return nil }
-            last = number
-            switch number {
-            case 1:
-                guard var sub = nested(), let s = sub.status() else { return nil }
-                // Code 0 is success whatever else the status carries (as the protobuf-c reader).
-                status = s.isOK ? .ok : s
-            case 2:
-                guard let b = bytes() else { return nil }
-                payload = b
-            default:
-                return nil
+        let isRead = eachField { p, number, type in
+            switch (number, type) {
+            // Code 0 is success whatever else the status carries (as the protobuf-c reader).
+            case (1, Self.delimitedType): p.message { $0.status() }.map { status = $0.isOK ? .ok : $0 } != nil
+            case (2, Self.delimitedType): p.bytes().map { payload = $0 } != nil
+            default: false
             }
         }
-        return WireResponse(status: status, payload: payload)
+        return isRead ? WireResponse(status: status, payload: payload) : nil
     }
 
     private mutating func status() -> WireStatus? {
         var s = WireStatus(code: 0, message: "")
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last) else { return nil }
-            last = number
+        let isRead = eachField { p, number, type in
             switch (number, type) {
-            case (1, WireType.varint.rawValue):
-                guard let v = uint32() else { return nil }
-                s.code = v
-            case (2, WireType.lengthDelimited.rawValue):
-                guard let m = string() else { return nil }
-                s.message = m
-            case (3, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let d = sub.details() else { return nil }
-                s.details = d
-            default:
-                return nil
+            case (1, Self.varintType): p.uint32().map { s.code = $0 } != nil
+            case (2, Self.delimitedType): p.string().map { s.message = $0 } != nil
+            case (3, Self.delimitedType): p.message { $0.details() }.map { s.details = $0 } != nil
+            default: false
             }
         }
-        return s
+        return isRead ? s : nil
     }
 
     private mutating func details() -> RainError.Details? {
         var d = RainError.Details()
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last) else { return nil }
-            last = number
+        let isRead = eachField { p, number, type in
             switch (number, type) {
-            case (1, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let v = sub.wrapped(), v <= UInt64(UInt32.max) else { return nil }
-                d.attemptsRemaining = UInt32(v)
-            case (3, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let v = sub.wrapped() else { return nil }
-                d.retryAfterMilliseconds = v
-            case (7, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let v = sub.wrapped() else { return nil }
-                if v <= UInt64(Int64.max) { d.retryAfter = Date(unixMilliseconds: Int64(v)) }
-            case (5, WireType.varint.rawValue):
-                guard let v = varint() else { return nil }
-                d.isAuthorityUnreachable = v != 0
-            case (2, WireType.lengthDelimited.rawValue), (4, WireType.lengthDelimited.rawValue),
-                (6, WireType.lengthDelimited.rawValue):
-                guard let s = string() else { return nil }
-                let value = s.isEmpty ? nil : s
-                if number == 2 { d.reason = value } else if number == 4 { d.field = value } else { d.limit = value }
-            default:
-                return nil
+            case (1, Self.delimitedType):
+                p.message { $0.wrapped() }.flatMap { UInt32(exactly: $0) }.map { d.attemptsRemaining = $0 } != nil
+            case (3, Self.delimitedType): p.message { $0.wrapped() }.map { d.retryAfterMilliseconds = $0 } != nil
+            case (7, Self.delimitedType):
+                p.message { $0.wrapped() }.map { v in
+                    if v <= UInt64(Int64.max) { d.retryAfter = Date(unixMilliseconds: Int64(v)) }
+                } != nil
+            case (5, Self.varintType): p.varint().map { d.isAuthorityUnreachable = $0 != 0 } != nil
+            case (2, Self.delimitedType): p.string().map { d.reason = $0.isEmpty ? nil : $0 } != nil
+            case (4, Self.delimitedType): p.string().map { d.field = $0.isEmpty ? nil : $0 } != nil
+            case (6, Self.delimitedType): p.string().map { d.limit = $0.isEmpty ? nil : $0 } != nil
+            default: false
             }
         }
-        return d
+        return isRead ? d : nil
     }
 
     /// A UInt32Value / UInt64Value message's value.
     private mutating func wrapped() -> UInt64? {
         var value: UInt64 = 0
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last), number == 1, type == WireType.varint.rawValue,
-                let v = varint()
-            else { return nil }
-            last = number
-            value = v
+        let isRead = eachField { p, number, type in
+            (number, type) == (1, Self.varintType) && p.varint().map { value = $0 } != nil
         }
-        return value
+        return isRead ? value : nil
     }
 
     private mutating func stream() -> [UInt8]? {
         var payload: [UInt8] = []
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last), number == 1, type == WireType.lengthDelimited.rawValue,
-                let b = bytes()
-            else { return nil }
-            last = number
-            payload = b
+        let isRead = eachField { p, number, type in
+            (number, type) == (1, Self.delimitedType) && p.bytes().map { payload = $0 } != nil
         }
-        return payload
+        return isRead ? payload : nil
     }
 }

@@ -74,29 +74,12 @@ public struct FrameDecoder: Sendable {
     /// The next complete frame body, or nil when more bytes are needed.
     /// - Throws: RAIN_102 when the next header declares more than the maximum.
     public mutating func nextFrame() throws(RainError) -> [UInt8]? {
-        guard bufferedByteCount >= Frame.headerLength else {
-            compact()
-            return nil
-        }
-        let n = declaredLength(at: readIndex)
-        if n > maximumLength {
-            throw RainError(
-                .invalidArgument, "frame of \(n) bytes exceeds the maximum of \(maximumLength) bytes",
-                details: .init(reason: "frame_too_large"))
-        }
-        guard bufferedByteCount >= Frame.headerLength + n else {
-            compact()
-            return nil
-        }
-        let start = readIndex + Frame.headerLength
-        let body = Array(buffer[start..<start + n])
-        consumeFrame(endingAt: start + n)
-        return body
+        try withNextFrame { Array($0) }
     }
 
-    /// Like `nextFrame()`, but lends the next complete body to `read` in place instead of copying
-    /// it out (the per-call path); nil when no complete frame is buffered.
-    /// - Throws: as `nextFrame()`.
+    /// Lends the next complete frame body to `read` in place (no copy: the per-call path); nil
+    /// when more bytes are needed.
+    /// - Throws: RAIN_102 when the next header declares more than the maximum.
     public mutating func withNextFrame<R>(_ read: (UnsafeBufferPointer<UInt8>) -> R) throws(RainError) -> R? {
         guard bufferedByteCount >= Frame.headerLength else {
             compact()
@@ -114,16 +97,12 @@ public struct FrameDecoder: Sendable {
         }
         let start = readIndex + Frame.headerLength
         let result = buffer.withUnsafeBufferPointer { read(UnsafeBufferPointer(rebasing: $0[start..<start + n])) }
-        consumeFrame(endingAt: start + n)
-        return result
-    }
-
-    private mutating func consumeFrame(endingAt end: Int) {
-        readIndex = end
+        readIndex = start + n
         if readIndex == buffer.count {
             buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
             readIndex = 0
         }
+        return result
     }
 
     private mutating func compact() {

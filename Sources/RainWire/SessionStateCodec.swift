@@ -92,39 +92,23 @@ extension ProtoReader {
         var hasActive = false
         var contact: RainWalletContact?
         var warning = ""
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last) else { return nil }
-            last = number
+        let isRead = eachField { p, number, type in
             switch (number, type) {
-            case (1, WireType.varint.rawValue):
-                guard let v = enumValue() else { return nil }
-                auth = v
-            case (2, WireType.varint.rawValue):
-                guard let v = enumValue() else { return nil }
-                status = v
-            case (3, WireType.varint.rawValue):
-                guard let v = varint() else { return nil }
-                expiresAt = Int64(bitPattern: v)
-            case (4, WireType.lengthDelimited.rawValue):
-                guard let s = string() else { return nil }
-                account = s
-            case (5, WireType.lengthDelimited.rawValue):
-                guard let s = string() else { return nil }
-                wallet = s
-            case (6, WireType.varint.rawValue):
-                guard let v = varint() else { return nil }
-                hasActive = v != 0
-            case (7, WireType.lengthDelimited.rawValue):
-                guard var sub = nested(), let c = sub.contact() else { return nil }
-                contact = c.kind == 1 ? .email(c.value) : c.kind == 2 ? .phone(c.value) : nil
-            case (8, WireType.lengthDelimited.rawValue):
-                guard let s = string() else { return nil }
-                warning = s
-            default:
-                return nil
+            case (1, Self.varintType): p.enumValue().map { auth = $0 } != nil
+            case (2, Self.varintType): p.enumValue().map { status = $0 } != nil
+            case (3, Self.varintType): p.varint().map { expiresAt = Int64(bitPattern: $0) } != nil
+            case (4, Self.delimitedType): p.string().map { account = $0 } != nil
+            case (5, Self.delimitedType): p.string().map { wallet = $0 } != nil
+            case (6, Self.varintType): p.varint().map { hasActive = $0 != 0 } != nil
+            case (7, Self.delimitedType):
+                p.message { $0.contact() }.map { c in
+                    contact = c.kind == 1 ? .email(c.value) : c.kind == 2 ? .phone(c.value) : nil
+                } != nil
+            case (8, Self.delimitedType): p.string().map { warning = $0 } != nil
+            default: false
             }
         }
+        guard isRead else { return nil }
         let authState: AuthState = auth == 1 ? .loading : auth == 2 ? .authenticated : .unauthenticated
         let session: SessionState =
             status == 1
@@ -139,21 +123,13 @@ extension ProtoReader {
     private mutating func contact() -> (kind: UInt64, value: String)? {
         var kind: UInt64 = 0
         var value = ""
-        var last = 0
-        while !isAtEnd {
-            guard let (number, type) = field(after: last) else { return nil }
-            last = number
+        let isRead = eachField { p, number, type in
             switch (number, type) {
-            case (1, WireType.varint.rawValue):
-                guard let v = enumValue() else { return nil }
-                kind = v
-            case (2, WireType.lengthDelimited.rawValue):
-                guard let s = string() else { return nil }
-                value = s
-            default:
-                return nil
+            case (1, Self.varintType): p.enumValue().map { kind = $0 } != nil
+            case (2, Self.delimitedType): p.string().map { value = $0 } != nil
+            default: false
             }
         }
-        return (kind, value)
+        return isRead ? (kind, value) : nil
     }
 }

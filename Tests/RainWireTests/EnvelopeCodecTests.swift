@@ -15,6 +15,31 @@ import Testing
             state ^= state << 17
             return state
         }
+
+        /// Flips, drops or inserts a byte or two: most results are no longer canonical.
+        mutating func mutate(_ bytes: inout [UInt8]) {
+            for _ in 0...(next() % 2) where !bytes.isEmpty {
+                let at = Int(next() % UInt64(bytes.count))
+                switch next() % 3 {
+                case 0: bytes[at] ^= UInt8(truncatingIfNeeded: 1 << (next() % 8))
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(UInt8(truncatingIfNeeded: next()), at: at)
+                }
+            }
+        }
+    }
+
+    /// Both read the same value, or both refused with the same code and reason.
+    static func expectSameOutcome<T: Equatable>(
+        _ a: Result<T, RainError>, _ b: Result<T, RainError>, _ what: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        switch (a, b) {
+        case (.success(let x), .success(let y)): #expect(x == y, "\(what)", sourceLocation: sourceLocation)
+        case (.failure(let x), .failure(let y)):
+            #expect(x.code == y.code && x.details.reason == y.details.reason, "\(what)", sourceLocation: sourceLocation)
+        default: Issue.record("they disagree on \(what)", sourceLocation: sourceLocation)
+        }
     }
 
     static func string(_ g: inout Seeded) -> String {
@@ -86,15 +111,7 @@ import Testing
         var left = 0
         for _ in 0..<20_000 {
             var bytes = try Self.envelope(&g).encode()
-            // Flip, drop or insert a byte or two: most results are no longer canonical.
-            for _ in 0...(g.next() % 2) where !bytes.isEmpty {
-                let at = Int(g.next() % UInt64(bytes.count))
-                switch g.next() % 3 {
-                case 0: bytes[at] ^= UInt8(truncatingIfNeeded: 1 << (g.next() % 8))
-                case 1: bytes.remove(at: at)
-                default: bytes.insert(UInt8(truncatingIfNeeded: g.next()), at: at)
-                }
-            }
+            g.mutate(&bytes)
             let reference = Result { () throws(RainError) in try Envelope.decodeReference(bytes) }
             if let canonical = Envelope.decodeCanonical(bytes) {
                 taken += 1
@@ -104,18 +121,10 @@ import Testing
             }
             // The bytes lent in place (the server's and the client's read path) read the same.
             let lent = bytes.withUnsafeBufferPointer { buf in Result { () throws(RainError) in try Envelope.decode(buf) } }
-            switch (lent, reference) {
-            case (.success(let a), .success(let b)): #expect(a == b)
-            case (.failure(let a), .failure(let b)): #expect(a.code == b.code && a.details.reason == b.details.reason)
-            default: Issue.record("decode of lent bytes and protobuf-c disagree on \(bytes)")
-            }
+            Self.expectSameOutcome(lent, reference, "decode of lent bytes and protobuf-c on \(bytes)")
             // Whichever reads it, `decode` answers as protobuf-c does.
             let decoded = Result { () throws(RainError) in try Envelope.decode(bytes) }
-            switch (decoded, reference) {
-            case (.success(let a), .success(let b)): #expect(a == b)
-            case (.failure(let a), .failure(let b)): #expect(a.code == b.code && a.details.reason == b.details.reason)
-            default: Issue.record("decode and protobuf-c disagree on \(bytes)")
-            }
+            Self.expectSameOutcome(decoded, reference, "decode and protobuf-c on \(bytes)")
         }
         // Both paths were exercised.
         #expect(taken > 1000 && left > 1000, "taken \(taken), left \(left)")
@@ -136,11 +145,7 @@ import Testing
             #expect(Envelope.decodeCanonical(bytes) == nil, "\(bytes)")
             let reference = Result { () throws(RainError) in try Envelope.decodeReference(bytes) }
             let decoded = Result { () throws(RainError) in try Envelope.decode(bytes) }
-            switch (decoded, reference) {
-            case (.success(let a), .success(let b)): #expect(a == b)
-            case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
-            default: Issue.record("decode and protobuf-c disagree on \(bytes)")
-            }
+            Self.expectSameOutcome(decoded, reference, "decode and protobuf-c on \(bytes)")
         }
         // request_id then a request with method "a": canonical.
         #expect(Envelope.decodeCanonical([0x08, 0x07] + request)?.requestID == 7)

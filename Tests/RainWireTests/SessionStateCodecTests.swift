@@ -44,14 +44,7 @@ import Testing
         var left = 0
         for _ in 0..<20_000 {
             var bytes = try Self.snapshot(&g).encode()
-            for _ in 0...(g.next() % 2) where !bytes.isEmpty {
-                let at = Int(g.next() % UInt64(bytes.count))
-                switch g.next() % 3 {
-                case 0: bytes[at] ^= UInt8(truncatingIfNeeded: 1 << (g.next() % 8))
-                case 1: bytes.remove(at: at)
-                default: bytes.insert(UInt8(truncatingIfNeeded: g.next()), at: at)
-                }
-            }
+            g.mutate(&bytes)
             let reference = Result { () throws(RainError) in try SessionSnapshot.decodeReference(bytes) }
             if let canonical = SessionSnapshot.decodeCanonical(bytes) {
                 taken += 1
