@@ -15,6 +15,15 @@ final class OKHandler: ServerHandler {
     func connectionClosed(_ connection: ConnectionID) {}
 }
 
+/// Answers every request at once with its payload twice: an answer larger than its request.
+final class DoublingHandler: ServerHandler {
+    func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
+        .respond(.ok(request.payload + request.payload))
+    }
+    func cancel(connection: ConnectionID, requestID: UInt64) {}
+    func connectionClosed(_ connection: ConnectionID) {}
+}
+
 /// An `EventLoopServer` on a Unix socket or a loopback TCP port, its loop on a thread, its log
 /// captured.
 final class LoopUnderTest: Sendable {
@@ -26,7 +35,10 @@ final class LoopUnderTest: Sendable {
     private let isFinished = Mutex(false)
 
     /// A Unix-socket server, or with `tcp` a TCP one listening on that host (TLS with `tls`).
-    init(_ options: ServerOptions, tcp host: String? = nil, tls: TLSContext? = nil, directory: String? = nil) throws {
+    init(
+        _ options: ServerOptions, tcp host: String? = nil, tls: TLSContext? = nil, directory: String? = nil,
+        handler: any ServerHandler = OKHandler()
+    ) throws {
         self.directory = try directory ?? makeTemporaryDirectory()
         var options = options
         let fd: Int32
@@ -42,7 +54,7 @@ final class LoopUnderTest: Sendable {
             port = 0
         }
         server = try EventLoopServer(
-            listeningSocket: fd, options: options, handler: OKHandler(), logger: Logger(label: "loop", sink: sink))
+            listeningSocket: fd, options: options, handler: handler, logger: Logger(label: "loop", sink: sink))
         let thread = Thread { [self] in
             server.run()
             isFinished.withLock { $0 = true }
@@ -391,5 +403,36 @@ struct EventLoopServerLimitsTests {
         #expect(throttle.admit("e", now: t0 + .seconds(2)) == nil)
         #expect(throttle.admit("other", now: t0 + .seconds(2)) == 0)
         #expect(throttle.admit("e", now: t0 + .seconds(11)) == 2)
+    }
+}
+
+@Suite("EventLoopServer answers over the frame limit")
+struct AnswerFrameLimitTests {
+    @Test("an answer over the frame limit is RAIN_502 on the same call; one within it is sent as it is")
+    func answerOverTheLimitIsAnError() async throws {
+        var options = EventLoopServerLimitsTests.options()
+        options.maximumFrameLength = 200
+        let loop = try LoopUnderTest(options, handler: DoublingHandler())
+        let peer = try loop.connect()
+        peer.send(try requestFrame(id: 1, payload: Array(repeating: 7, count: 50)))
+        guard case .envelope(let small) = peer.readFrame(timeout: .seconds(2)), case .response(let ok) = small.kind else {
+            Issue.record("no answer within the limit")
+            await loop.stop()
+            return
+        }
+        #expect(small.requestID == 1 && ok.status.isOK && ok.payload == Array(repeating: 7, count: 100))
+        peer.send(try requestFrame(id: 2, payload: Array(repeating: 7, count: 150)))
+        guard case .envelope(let big) = peer.readFrame(timeout: .seconds(2)), case .response(let refused) = big.kind else {
+            Issue.record("no answer over the limit")
+            await loop.stop()
+            return
+        }
+        #expect(big.requestID == 2)
+        #expect(refused.status.code == RainError.Code.internalError.rawValue)
+        #expect(refused.status.message.contains("exceeds the frame limit"))
+        #expect(loop.lines("answer.too_large").count == 1)
+        // The connection goes on.
+        #expect(try peer.isServed(id: 3))
+        await loop.stop()
     }
 }
