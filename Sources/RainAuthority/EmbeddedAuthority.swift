@@ -218,9 +218,12 @@ public final class EmbeddedAuthority: Authority {
         let accessToken = "rwa_" + (try SecureRandom.token())
         let refreshToken = "rwr_" + (try SecureRandom.token())
         // The wallet a first login creates, keys and all, goes in the same transaction as its
-        // account; a returning login discards it.
+        // account. A returning login needs none: its keys (a seed drawn, sealed and derived, about
+        // 3 ms) are made only when the contact has no account yet. Should the account vanish in
+        // between, the transaction creates one with a wallet without keys, completed below.
         let newWalletID = try SecureRandom.identifier(prefix: "wal")
-        let newWalletKeys = try newWalletKeyMaterial(walletID: newWalletID)
+        let returning = try await store.account(appID: request.appID, contact: challenge.contact) != nil
+        let newWalletKeys = returning ? nil : try newWalletKeyMaterial(walletID: newWalletID)
         let outcome = try await store.completeLogin(
             LoginCompletion(
                 challengeID: challenge.id, appID: request.appID, deviceID: request.deviceID, contact: challenge.contact,
@@ -242,7 +245,7 @@ public final class EmbeddedAuthority: Authority {
             try Self.requireUsable(current, now: now)
             throw RainError(.internalError, "the login could not be completed; try again")
         case .loggedIn(let record):
-            if !record.accountCreated {
+            if !record.accountCreated || newWalletKeys == nil {
                 // A returning login completes a wallet that lacks its entropy or a chain. The
                 // session is already stored: a failure here is logged, and retried at the next read.
                 do {
