@@ -37,6 +37,9 @@ public final class EmbeddedAuthority: Authority {
     private let sender: any CodeSender
     private let outbox: OutboxCodeSender?
     let logger: Logger
+    /// Where this authority announces the sessions it revoked (issue 19): its server pushes them to
+    /// the devices' streams; an embedded authority's device daemon ends its own sessions from it.
+    public let revocations = RevocationHub()
 
     /// An authority on an explicit store and keys.
     /// - Parameters:
@@ -253,6 +256,7 @@ public final class EmbeddedAuthority: Authority {
                         ["app": request.appID, "account": record.accountID, "code": error.code.description])
                 }
             }
+            publishRevocations(of: record, appID: request.appID)
             logger.info(
                 "login",
                 [

@@ -541,13 +541,19 @@ package struct LoginRecord: Sendable, Equatable {
     package var accountCreated: Bool
     /// Sessions on other devices revoked by this login.
     package var revokedElsewhereCount: Int
+    /// The devices whose sessions this login revoked, each once (issue 19: pushed to them).
+    package var revokedDeviceIDs: [String]
 
     /// Creates a record.
-    package init(accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int) {
+    package init(
+        accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int,
+        revokedDeviceIDs: [String] = []
+    ) {
         self.accountID = accountID
         self.walletID = walletID
         self.accountCreated = accountCreated
         self.revokedElsewhereCount = revokedElsewhereCount
+        self.revokedDeviceIDs = revokedDeviceIDs
     }
 }
 
