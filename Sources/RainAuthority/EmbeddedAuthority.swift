@@ -256,7 +256,7 @@ public final class EmbeddedAuthority: Authority {
                         ["app": request.appID, "account": record.accountID, "code": error.code.description])
                 }
             }
-            publishRevocations(of: record, appID: request.appID)
+            publishRevocations(of: record, appID: request.appID, deviceID: request.deviceID)
             logger.info(
                 "login",
                 [

@@ -12,7 +12,7 @@ extension ProfileSession {
     @discardableResult
     public func checkLiveness() async -> Bool {
         await restore()
-        guard session != nil else { return false }
+        guard session != nil, loginsInFlight == 0 else { return false }
         do {
             _ = try await withSession(what: "check the session", transientRetries: 0) {
                 (authority, appID, token, proof) async throws(RainError) in

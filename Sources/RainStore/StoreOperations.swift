@@ -326,7 +326,8 @@ enum StoreOperations {
         return .loggedIn(
             LoginRecord(
                 accountID: accountID, walletID: walletID, accountCreated: created,
-                revokedElsewhereCount: revokedElsewhere.count, revokedDeviceIDs: revokedElsewhere.deviceIDs))
+                revokedElsewhereCount: revokedElsewhere.count, revokedDeviceIDs: revokedElsewhere.deviceIDs,
+                isReplacedOnDevice: revokedElsewhere.isReplaced))
     }
 
     /// Creates an account's wallet row; `keys` nil leaves the key columns NULL (the keys are
@@ -352,12 +353,12 @@ enum StoreOperations {
     /// A login's session: locks the account (so logins of one account run one at a time and
     /// exactly one device ends up live), revokes the account's sessions on other devices
     /// (`revoked_elsewhere`) and this device's older ones (`replaced`), then stores the new one.
-    /// - Returns: how many sessions on other devices were revoked, and those devices (each once, for
-    ///   the pushed revocations of issue 19).
+    /// - Returns: how many sessions on other devices were revoked, those devices (each once, for
+    ///   the pushed revocations of issue 19), and whether an older session of this device was replaced.
     static func storeLoginSession(
         _ db: some StoreConnection, appID: String, accountID: String, deviceID: String, session: NewSession,
         now date: Date
-    ) throws(RainError) -> (count: Int, deviceIDs: [String]) {
+    ) throws(RainError) -> (count: Int, deviceIDs: [String], isReplaced: Bool) {
         let now = date.unixMilliseconds
         try db.lockAccount(accountID)
         let op = "revoke the account's sessions on other devices"
@@ -376,7 +377,7 @@ enum StoreOperations {
             let revoked = try row.text(0, op)
             if !revokedDevices.contains(revoked) { revokedDevices.append(revoked) }
         }
-        try db.execute(
+        let replaced = try db.execute(
             """
             UPDATE sessions SET revoked_at = $1, revoke_reason = $2
             WHERE app_id = $3 AND account_id = $4 AND device_id = $5 AND revoked_at IS NULL
@@ -394,7 +395,7 @@ enum StoreOperations {
                 .bytes(session.refreshHash), .integer(session.accessExpiresAt.unixMilliseconds), .integer(now),
                 session.devicePublicKey.map { .bytes($0) } ?? .null,
             ], operation: "store the session")
-        return (revokedRows.count, revokedDevices)
+        return (revokedRows.count, revokedDevices, replaced > 0)
     }
 
     /// Revokes the unrevoked session holding this refresh-token hash as its current or previous one.
