@@ -19,4 +19,10 @@ extension EmbeddedAuthority {
         revocations.publish(pushed)
         logger.debug("revocations.published", ["app": appID, "devices": String(pushed.count)])
     }
+
+    /// Announces one revoked session (a family revoked as stolen: a token presented with another
+    /// device's key) to the device it belongs to, which then finds it revoked.
+    func publishRevocation(of session: SessionRecord, reason: String) {
+        revocations.publish([AuthorityRevocation(appID: session.appID, deviceID: session.deviceID, reason: reason)])
+    }
 }

@@ -641,6 +641,7 @@ public final class EmbeddedAuthority: Authority {
             throw Self.sessionError(RefreshRefusal.deviceUnbound)
         case .otherKey:
             try await store.revokeSession(id: session.id, reason: SessionRevokeReason.stolenToken, now: clock.now)
+            publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
             logger.warning(
                 "session.family_revoked",
                 [
@@ -840,6 +841,7 @@ public final class EmbeddedAuthority: Authority {
         case .loggedOut:
             logger.info("session.logout", ["app": appID])
         case .stolen(let session):
+            publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
             logger.warning(
                 "session.family_revoked",
                 [

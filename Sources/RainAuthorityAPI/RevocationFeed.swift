@@ -81,6 +81,7 @@ public final class RevocationFeed: Sendable {
         /// The wait in progress, resumed early by `stop`.
         var wait: CheckedContinuation<Void, Never>?
         var connects = 0
+        var attempts = 0
         var failures = 0
     }
 
@@ -149,6 +150,9 @@ public final class RevocationFeed: Sendable {
 
     /// How many times the stream was established (tests).
     public var connectCount: Int { state.withLock { $0.connects } }
+
+    /// How many connections were attempted (tests: one per backoff wait while the authority is down).
+    public var attemptCount: Int { state.withLock { $0.attempts } }
 
     private var isStopped: Bool {
         state.withLock { s in
@@ -259,6 +263,7 @@ public final class RevocationFeed: Sendable {
     /// A new connection (blocking connect and TLS handshake, on `queue`).
     private func open() async throws(RainError) -> ClientConnection {
         let (address, tls, timeout) = (address, tls, connectTimeout)
+        state.withLock { $0.attempts += 1 }
         let connection = try await queue.runBlocking { () throws(RainError) -> ClientConnection in
             try ClientConnection(tcp: address, tls: tls, connectTimeout: timeout)
         }

@@ -171,3 +171,35 @@ struct RevocationPushTests {
         #expect(hub.subscriberCount == 1)
     }
 }
+
+/// The feed's backoff on the injected clock: no attempt before the clock moves.
+@Suite("Revocation feed backoff")
+struct RevocationFeedBackoffTests {
+    @Test("nothing listening: one attempt per backoff wait, none while the clock stands still (no busy loop)")
+    func noBusyLoop() async throws {
+        // A port that was just listening and is closed now: connects are refused at once.
+        let fd = try TCPSocket.listen(try TCPAddress(parsing: "127.0.0.1:0", field: "listen"))
+        let port = try TCPSocket.localPort(of: fd)
+        close(fd)
+        let clock = ManualClock()
+        let events = FeedEvents()
+        let feed = RevocationFeed(
+            address: try TCPAddress(parsing: "127.0.0.1:\(port)", field: "authority"), tls: nil,
+            device: FixtureDevice.keys, connectTimeout: .seconds(1),
+            backoff: RevocationFeed.Backoff(initialDelay: .milliseconds(200), maxDelay: .seconds(10)), clock: clock,
+            logger: Logger(label: "test", minimumLevel: .error)
+        ) { events.append($0) }
+        feed.start()
+        defer { feed.stop() }
+        for expected in 2...5 {
+            // The feed waits on its backoff timer: until the clock moves, no other attempt.
+            #expect(await events.wait { _ in clock.pendingTimerCount == 1 })
+            #expect(feed.attemptCount == expected - 1)
+            // Past the longest jittered wait.
+            clock.advance(by: .seconds(10))
+            #expect(await events.wait { _ in feed.attemptCount == expected })
+        }
+        #expect(feed.attemptCount == 5)
+        #expect(events.connections == 0)
+    }
+}

@@ -126,6 +126,24 @@ struct RevocationPushIntegrationTests {
         #expect(try await h.provider(profile: "second").currentSession().authState == .authenticated)
     }
 
+    @Test("reconnects leak no descriptor: after three authority restarts the device holds no more than before")
+    func noDescriptorLeakAcrossReconnects() async throws {
+        let h = try await MultiDevice.up(devices: 1, lifetime: 600)
+        defer { h.down() }
+        let pid = try #require(h.pid("device1"))
+        func connections() -> Int { h.log(0).components(separatedBy: "revocations.connected").count - 1 }
+        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
+        #expect(await eventually { connections() == 1 })
+        let before = descriptors()
+        for round in 2...4 {
+            try h.killAuthority()
+            try await h.restartAuthority()
+            #expect(await eventually(timeout: Self.bound) { connections() == round })
+        }
+        // A closed connection's descriptor goes when its reader thread has ended.
+        #expect(await eventually(timeout: .seconds(2)) { descriptors() <= before }, "\(descriptors()) > \(before)")
+    }
+
     @Test("the stream is refused without a device proof (RAIN_501 device_proof_required) by a real authority")
     func refusedWithoutProof() async throws {
         let h = try await MultiDevice.up(devices: 1, lifetime: 600)
