@@ -32,7 +32,10 @@
     X(int, PQgetlength, (const PGresult *r, int row, int col), (r, row, col))                        \
     X(char *, PQgetvalue, (const PGresult *r, int row, int col), (r, row, col))                      \
     X(Oid, PQftype, (const PGresult *r, int col), (r, col))                                          \
-    X(char *, PQresultErrorField, (const PGresult *r, int code), (r, code))
+    X(char *, PQresultErrorField, (const PGresult *r, int code), (r, code))                          \
+    X(int, PQsocket, (const PGconn *c), (c))                                                         \
+    X(int, PQconsumeInput, (PGconn *c), (c))                                                         \
+    X(PGnotify *, PQnotifies, (PGconn *c), (c))
 
 #define RAIN_PQ_POINTER(ret, name, params, args) static ret(*p_##name) params;
 #define RAIN_PQ_VOID_POINTER(name, params, args) static void(*p_##name) params;

@@ -1358,6 +1358,96 @@ void   rain__wallet__v1__authority_confirm_device_key_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_device_key_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_watch_revocations_request__init
+                     (Rain__Wallet__V1__AuthorityWatchRevocationsRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityWatchRevocationsRequest init_value = RAIN__WALLET__V1__AUTHORITY_WATCH_REVOCATIONS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_watch_revocations_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityWatchRevocationsRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_watch_revocations_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_watch_revocations_request__pack
+                     (const Rain__Wallet__V1__AuthorityWatchRevocationsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_watch_revocations_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_watch_revocations_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityWatchRevocationsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_watch_revocations_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityWatchRevocationsRequest *
+       rain__wallet__v1__authority_watch_revocations_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityWatchRevocationsRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_watch_revocations_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_watch_revocations_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityWatchRevocationsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_watch_revocations_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_revocation__init
+                     (Rain__Wallet__V1__AuthorityRevocation         *message)
+{
+  static const Rain__Wallet__V1__AuthorityRevocation init_value = RAIN__WALLET__V1__AUTHORITY_REVOCATION__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_revocation__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRevocation *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_revocation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_revocation__pack
+                     (const Rain__Wallet__V1__AuthorityRevocation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_revocation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_revocation__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRevocation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_revocation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityRevocation *
+       rain__wallet__v1__authority_revocation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityRevocation *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_revocation__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_revocation__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRevocation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_revocation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_request__field_descriptors[3] =
 {
   {
@@ -3091,5 +3181,87 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_
   rain__wallet__v1__authority_confirm_device_key_response__field_indices_by_name,
   0,  rain__wallet__v1__authority_confirm_device_key_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_confirm_device_key_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__authority_watch_revocations_request__field_descriptors NULL
+#define rain__wallet__v1__authority_watch_revocations_request__field_indices_by_name NULL
+#define rain__wallet__v1__authority_watch_revocations_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_watch_revocations_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityWatchRevocationsRequest",
+  "AuthorityWatchRevocationsRequest",
+  "Rain__Wallet__V1__AuthorityWatchRevocationsRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityWatchRevocationsRequest),
+  0,
+  rain__wallet__v1__authority_watch_revocations_request__field_descriptors,
+  rain__wallet__v1__authority_watch_revocations_request__field_indices_by_name,
+  0,  rain__wallet__v1__authority_watch_revocations_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_watch_revocations_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_revocation__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRevocation, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRevocation, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRevocation, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_revocation__field_indices_by_name[] = {
+  0,   /* field[0] = app_id */
+  1,   /* field[1] = device_id */
+  2,   /* field[2] = reason */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_revocation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_revocation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityRevocation",
+  "AuthorityRevocation",
+  "Rain__Wallet__V1__AuthorityRevocation",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityRevocation),
+  3,
+  rain__wallet__v1__authority_revocation__field_descriptors,
+  rain__wallet__v1__authority_revocation__field_indices_by_name,
+  1,  rain__wallet__v1__authority_revocation__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_revocation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

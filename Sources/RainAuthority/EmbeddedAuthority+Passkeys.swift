@@ -122,6 +122,7 @@ extension EmbeddedAuthority {
                 appID: request.appID, deviceID: request.deviceID, credentialID: verified.credentialID,
                 rpID: ceremony.rpID, signCount: verified.signCount, isBackedUp: verified.isBackedUp, session: session,
                 now: now))
+        publishRevocations(of: record, appID: request.appID, deviceID: request.deviceID)
         logger.info(
             "passkey.login",
             [

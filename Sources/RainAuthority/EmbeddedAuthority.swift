@@ -37,6 +37,9 @@ public final class EmbeddedAuthority: Authority {
     private let sender: any CodeSender
     private let outbox: OutboxCodeSender?
     let logger: Logger
+    /// Where this authority announces the sessions it revoked (issue 19): its server pushes them to
+    /// the devices' streams; an embedded authority's device daemon ends its own sessions from it.
+    public let revocations = RevocationHub()
 
     /// An authority on an explicit store and keys.
     /// - Parameters:
@@ -256,6 +259,7 @@ public final class EmbeddedAuthority: Authority {
                         ["app": request.appID, "account": record.accountID, "code": error.code.description])
                 }
             }
+            publishRevocations(of: record, appID: request.appID, deviceID: request.deviceID)
             logger.info(
                 "login",
                 [
@@ -640,6 +644,7 @@ public final class EmbeddedAuthority: Authority {
             throw Self.sessionError(RefreshRefusal.deviceUnbound)
         case .otherKey:
             try await store.revokeSession(id: session.id, reason: SessionRevokeReason.stolenToken, now: clock.now)
+            publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
             logger.warning(
                 "session.family_revoked",
                 [
@@ -839,6 +844,7 @@ public final class EmbeddedAuthority: Authority {
         case .loggedOut:
             logger.info("session.logout", ["app": appID])
         case .stolen(let session):
+            publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
             logger.warning(
                 "session.family_revoked",
                 [

@@ -42,6 +42,8 @@ public final class AuthorityService: ServerHandler {
         let channelBinding: [UInt8]?
         /// Every connection's device proofs.
         let proofs: DeviceProofRegistry
+        /// The open `WatchRevocations` streams (issue 19); nil: the authority pushes nothing.
+        let revocations: RevocationStreams?
     }
 
     /// Every method of `AuthorityMethod`, declared once; each call's context is a `Call`.
@@ -50,6 +52,8 @@ public final class AuthorityService: ServerHandler {
     private let isDevOutboxEnabled: Bool
     /// Each connection's challenge and proven keys.
     let proofs = DeviceProofRegistry()
+    /// The open `WatchRevocations` streams; nil without a hub.
+    let revocationStreams: RevocationStreams?
 
     /// Creates the service.
     /// - Parameters:
@@ -60,11 +64,14 @@ public final class AuthorityService: ServerHandler {
     ///   - maximumFrameBytes: the frame limit `GetInfo` reports (the server's
     ///     `ServerOptions.maximumFrameLength`).
     ///   - logger: method names and error codes only, never payloads.
+    ///   - revocations: where the authority announces revoked sessions (`EmbeddedAuthority.revocations`),
+    ///     pushed to the devices' `WatchRevocations` streams; nil refuses the stream (RAIN_202).
     public init(
         authority: any Authority, isDevOutboxEnabled: Bool = false, version: String = "unknown",
-        maximumFrameBytes: Int = Frame.defaultMaximumLength, logger: Logger
+        maximumFrameBytes: Int = Frame.defaultMaximumLength, logger: Logger, revocations: RevocationHub? = nil
     ) {
         self.authority = authority
+        self.revocationStreams = revocations.map(RevocationStreams.init(hub:))
         self.isDevOutboxEnabled = isDevOutboxEnabled
         let info = GetInfoResponse(
             daemonVersion: version, protocolVersion: protocolVersion,
@@ -89,7 +96,7 @@ public final class AuthorityService: ServerHandler {
             call: Call(
                 authority: authority, source: Self.source(of: context.peer),
                 proof: proofs.proof(for: context.connection), connection: context.connection,
-                channelBinding: context.channelBinding, proofs: proofs))
+                channelBinding: context.channelBinding, proofs: proofs, revocations: revocationStreams))
     }
 
     /// The send source of a peer: its TCP source address, else its uid (a Unix peer), else the
@@ -100,11 +107,17 @@ public final class AuthorityService: ServerHandler {
         return .uid(peer.uid)
     }
 
-    /// Nothing to stop: a cancelled call was already answered, and its work is not undone.
-    public func cancel(connection: ConnectionID, requestID: UInt64) {}
+    /// Ends a cancelled `WatchRevocations` stream; any other cancelled call was already answered,
+    /// and its work is not undone.
+    public func cancel(connection: ConnectionID, requestID: UInt64) {
+        revocationStreams?.cancel(connection: connection, requestID: requestID)
+    }
 
-    /// Drops the connection's device proof (the authority hop has no streams).
-    public func connectionClosed(_ connection: ConnectionID) { proofs.drop(connection) }
+    /// Drops the connection's device proof and its `WatchRevocations` streams.
+    public func connectionClosed(_ connection: ConnectionID) {
+        proofs.drop(connection)
+        revocationStreams?.connectionClosed(connection)
+    }
 
     /// The authority hop's RPCs, one declaration per method of `AuthorityMethod`. Every call but
     /// `GetInfo` runs on the authority in a task. Reads are retried by the device, sends never;
@@ -248,6 +261,18 @@ public final class AuthorityService: ServerHandler {
                 .actor { (r, call) throws(RainError) in
                     try await call.authority.confirmDeviceKey(r, proof: call.proof)
                     return AuthorityConfirmDeviceKeyResponse()
+                })
+            // Issue 19: pushed revocations, only to a connection that proved its device key.
+            Route(
+                AuthorityMethod.watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self,
+                policy: .read(),
+                .stream { (_, call, server) throws(RainError) in
+                    guard let streams = call.revocations else {
+                        throw RainError(
+                            .unauthorized, "this authority pushes no revocations; the device learns of them at its next call",
+                            details: .init(reason: "revocations_unavailable"))
+                    }
+                    try streams.watch(proof: call.proofs.proof(for: call.connection), server: server)
                 })
         }
     }

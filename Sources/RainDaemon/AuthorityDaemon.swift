@@ -241,9 +241,13 @@ struct AuthorityRole: DaemonRole {
                 clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), store: store,
                 logger: logger.child("authority"))
         }
+        // Issue 19: revocations pushed to the devices; on PostgreSQL, also those of the other instances.
+        let revocationChannel = try storeURL.map { (url) throws(RainError) in
+            try PostgresRevocationChannel(url: url, hub: authority.revocations, logger: logger.child("revocations"))
+        }
         let service = AuthorityService(
             authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
-            logger: logger.child("service"))
+            logger: logger.child("service"), revocations: authority.revocations)
         let fd = try TCPSocket.listen(address)
         let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
         var serverOptions = ServerOptions()
@@ -278,6 +282,7 @@ struct AuthorityRole: DaemonRole {
             finish: {
                 withExtendedLifetime(stateLock) {}  // the state directory stays locked while serving
                 pruning.stop()
+                revocationChannel?.stop()
             })
     }
 }

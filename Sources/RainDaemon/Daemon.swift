@@ -357,6 +357,7 @@ struct DeviceRole: DaemonRole {
                 if let opened {
                     Task { await opened.service.restoreStoredProfiles() }
                     opened.pruning?.start()
+                    opened.revocations?.start()
                 } else {
                     gate.retry(clock: clock, logger: logger)
                 }

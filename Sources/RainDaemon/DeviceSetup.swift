@@ -38,6 +38,8 @@ struct DeviceSetup: Sendable {
         var authority: any Authority
         /// The embedded authority, which holds the database until closed (nil with a remote one).
         var embedded: EmbeddedAuthority?
+        /// Brings pushed revocations to the service (issue 19); started and stopped with it.
+        var revocations: RevocationDelivery?
 
         /// Whether the embedded authority runs (its master key moves with the keys).
         var isEmbedded: Bool { embedded != nil }
@@ -117,8 +119,11 @@ struct DeviceSetup: Sendable {
         let service = DeviceService(
             config: config, context: context, access: access, isTestMethodsEnabled: options.isTestMethodsEnabled,
             storage: control.map { (keys.provider.kind.rawValue, $0) })
+        let revocations = RevocationDelivery(
+            authority: authority, device: keys.device, service: service, clock: clock, logger: logger.child("revocations"))
         return Opened(
-            keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority, audit: audit)
+            keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority,
+            revocations: revocations, audit: audit)
     }
 
     /// The settings' guard over the confirmed record, sealed under the storage key; the config

@@ -196,18 +196,20 @@ final class StorageGate: ServerHandler, StorageControl {
         }
         guard !isStopped else { return }
         opened.pruning?.start()
+        opened.revocations?.start()
         logger.info("storage.ready", ["provider": opened.keys.provider.kind.rawValue, "device": opened.keys.device.id])
         await opened.service.restoreStoredProfiles()
     }
 
     /// Stops retrying and the pruning it started (the daemon stops).
     func stop() {
-        let (retry, pruning) = state.withLock { s in
+        let (retry, pruning, revocations) = state.withLock { s in
             s.isStopped = true
-            return (s.retry, s.opened?.pruning)
+            return (s.retry, s.opened?.pruning, s.opened?.revocations)
         }
         retry?.stop()
         pruning?.stop()
+        revocations?.stop()
         // Refusals still being gathered are written before the process ends.
         auditLog.withLock { $0 }?.flushNow()
     }
@@ -274,6 +276,7 @@ final class StorageGate: ServerHandler, StorageControl {
         progress("the daemon answers other calls RAIN_501 storage_migrating until the migration ends")
         await opened.service.retire()
         opened.pruning?.stop()
+        opened.revocations?.stop()
         if let hold = migrationHold {
             // Its own queue: the storage queue stays free for the calls the test makes meanwhile.
             _ = try? await DispatchQueue(label: "rainwalletd.test-hold").runBlocking { () throws(RainError) in

@@ -68,6 +68,8 @@ extension ProfileSession {
                 reason: "challenge_expired")
         }
         challenges.passkey = nil
+        loginsInFlight += 1
+        defer { loginsInFlight -= 1 }
         let request = PasskeyFinishRequest(
             appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID, responseJSON: responseJSON,
             devicePublicKey: context.device.signer.publicKey.wireBytes)

@@ -110,6 +110,10 @@ public actor ProfileSession {
     /// previous tokens. Saved again before each call that needs the session and on `saveRetry`'s
     /// timer; nil once saved.
     private var unsaved: StoredSession?
+    /// Logins (code confirmations, passkey finishes) waiting for the authority or adopting their
+    /// session: a pushed revocation does not check the session meanwhile (issue 19), since the
+    /// session the login replaces is about to go anyway and ending it would report an expiry.
+    var loginsInFlight = 0
     /// The timer of the next save retry (held until it fires) and how many retries ran.
     private var saveRetry: (timer: (any RainTimer)?, count: Int) = (nil, 0)
 
@@ -286,6 +290,8 @@ public actor ProfileSession {
             throw RainError.invalid(
                 "no login code is pending on this profile; send one first", field: "code", reason: "no_pending_code")
         }
+        loginsInFlight += 1
+        defer { loginsInFlight -= 1 }
         let result = try await context.authority.confirmLoginCode(
             ConfirmCodeRequest(
                 appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,

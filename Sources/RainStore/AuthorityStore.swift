@@ -541,13 +541,23 @@ package struct LoginRecord: Sendable, Equatable {
     package var accountCreated: Bool
     /// Sessions on other devices revoked by this login.
     package var revokedElsewhereCount: Int
+    /// The devices whose sessions this login revoked, each once (issue 19: pushed to them).
+    package var revokedDeviceIDs: [String]
+    /// Whether the login replaced an older session of the same device and app (another profile of
+    /// that app on the device, told in-process or by a push).
+    package var isReplacedOnDevice: Bool
 
     /// Creates a record.
-    package init(accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int) {
+    package init(
+        accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int,
+        revokedDeviceIDs: [String] = [], isReplacedOnDevice: Bool = false
+    ) {
         self.accountID = accountID
         self.walletID = walletID
         self.accountCreated = accountCreated
         self.revokedElsewhereCount = revokedElsewhereCount
+        self.revokedDeviceIDs = revokedDeviceIDs
+        self.isReplacedOnDevice = isReplacedOnDevice
     }
 }
 

@@ -63,7 +63,7 @@ struct PostgresFailure: Error, Sendable, CustomStringConvertible {
 /// (`PQexecPrepared`); no value is ever part of the SQL text. Failures become RAIN_502 naming the
 /// operation and the SQLSTATE; the server's message goes to `RainError.underlying` only.
 final class PostgresConnection {
-    private var connection: OpaquePointer
+    fileprivate var connection: OpaquePointer
     /// `host:port/database`, for messages (never the password).
     let target: String
     /// SQL text (and parameter types) → prepared statement name, for this session.
@@ -381,7 +381,7 @@ final class PostgresConnection {
 
     /// RAIN_502 naming the operation and the SQLSTATE; the server's primary message (which names
     /// tables and constraints, never bound values) is kept as the underlying cause only.
-    private func failure(_ operation: String, _ result: OpaquePointer?) -> RainError {
+    fileprivate func failure(_ operation: String, _ result: OpaquePointer?) -> RainError {
         let sqlState = result.flatMap { rain_PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
         let primary =
             result.flatMap { rain_PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
@@ -398,6 +398,24 @@ final class PostgresConnection {
         var line = String(cString: message).split(separator: "\n").first.map(String.init) ?? "unknown error"
         if let url, !url.isEmpty { line = line.replacingOccurrences(of: url, with: "<url>") }
         return line.trimmingCharacters(in: .whitespaces)
+    }
+}
+
+extension PostgresConnection {
+    /// The connection's socket, for `poll` while it LISTENs (issue 19); -1 when it is closed.
+    var socketDescriptor: Int32 { rain_PQsocket(connection) }
+
+    /// Reads what the server sent and takes the notifications received (`LISTEN`): each one's
+    /// channel and payload.
+    /// - Throws: RAIN_502 when the connection broke.
+    func takeNotifications(operation: String) throws(RainError) -> [(channel: String, payload: String)] {
+        guard rain_PQconsumeInput(connection) == 1 else { throw failure(operation, nil) }
+        var out: [(channel: String, payload: String)] = []
+        while let notify = rain_PQnotifies(connection) {
+            defer { rain_PQfreemem(notify) }
+            out.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra)))
+        }
+        return out
     }
 }
 

@@ -165,7 +165,7 @@ extension StoreOperations {
             session: signUp.session, now: signUp.now)
         return LoginRecord(
             accountID: signUp.accountID, walletID: signUp.walletID, accountCreated: true,
-            revokedElsewhereCount: revoked)
+            revokedElsewhereCount: revoked.count, revokedDeviceIDs: revoked.deviceIDs, isReplacedOnDevice: revoked.isReplaced)
     }
 
     /// Attaches a credential to its account (see `AuthorityStore.addPasskeyCredential`); in the
@@ -218,7 +218,8 @@ extension StoreOperations {
             db, appID: login.appID, accountID: accountID, deviceID: login.deviceID, session: login.session,
             now: login.now)
         return LoginRecord(
-            accountID: accountID, walletID: walletID, accountCreated: false, revokedElsewhereCount: revoked)
+            accountID: accountID, walletID: walletID, accountCreated: false, revokedElsewhereCount: revoked.count,
+            revokedDeviceIDs: revoked.deviceIDs, isReplacedOnDevice: revoked.isReplaced)
     }
 
     /// RAIN_102 `credential_already_registered` when any account holds this credential id (in

@@ -326,7 +326,8 @@ enum StoreOperations {
         return .loggedIn(
             LoginRecord(
                 accountID: accountID, walletID: walletID, accountCreated: created,
-                revokedElsewhereCount: revokedElsewhere))
+                revokedElsewhereCount: revokedElsewhere.count, revokedDeviceIDs: revokedElsewhere.deviceIDs,
+                isReplacedOnDevice: revokedElsewhere.isReplaced))
     }
 
     /// Creates an account's wallet row; `keys` nil leaves the key columns NULL (the keys are
@@ -352,23 +353,31 @@ enum StoreOperations {
     /// A login's session: locks the account (so logins of one account run one at a time and
     /// exactly one device ends up live), revokes the account's sessions on other devices
     /// (`revoked_elsewhere`) and this device's older ones (`replaced`), then stores the new one.
-    /// - Returns: how many sessions on other devices were revoked.
+    /// - Returns: how many sessions on other devices were revoked, those devices (each once, for
+    ///   the pushed revocations of issue 19), and whether an older session of this device was replaced.
     static func storeLoginSession(
         _ db: some StoreConnection, appID: String, accountID: String, deviceID: String, session: NewSession,
         now date: Date
-    ) throws(RainError) -> Int {
+    ) throws(RainError) -> (count: Int, deviceIDs: [String], isReplaced: Bool) {
         let now = date.unixMilliseconds
         try db.lockAccount(accountID)
-        let revokedElsewhere = try db.execute(
+        let op = "revoke the account's sessions on other devices"
+        let revokedRows = try db.query(
             """
             UPDATE sessions SET revoked_at = $1, revoke_reason = $2
             WHERE app_id = $3 AND account_id = $4 AND device_id <> $5 AND revoked_at IS NULL
+            RETURNING device_id
             """,
             values: [
                 .integer(now), .text(SessionRevokeReason.revokedElsewhere), .text(appID), .text(accountID),
                 .text(deviceID),
-            ], operation: "revoke the account's sessions on other devices")
-        try db.execute(
+            ], operation: op)
+        var revokedDevices: [String] = []
+        for row in revokedRows {
+            let revoked = try row.text(0, op)
+            if !revokedDevices.contains(revoked) { revokedDevices.append(revoked) }
+        }
+        let replaced = try db.execute(
             """
             UPDATE sessions SET revoked_at = $1, revoke_reason = $2
             WHERE app_id = $3 AND account_id = $4 AND device_id = $5 AND revoked_at IS NULL
@@ -386,7 +395,7 @@ enum StoreOperations {
                 .bytes(session.refreshHash), .integer(session.accessExpiresAt.unixMilliseconds), .integer(now),
                 session.devicePublicKey.map { .bytes($0) } ?? .null,
             ], operation: "store the session")
-        return revokedElsewhere
+        return (revokedRows.count, revokedDevices, replaced > 0)
     }
 
     /// Revokes the unrevoked session holding this refresh-token hash as its current or previous one.

@@ -53,12 +53,16 @@ public enum AuthorityMethod {
     /// `AuthorityConfirmDeviceKeyRequest` → `AuthorityConfirmDeviceKeyResponse`: step 2.
     public static let confirmDeviceKey = "/rain.wallet.v1.Authority/ConfirmDeviceKey"
 
+    /// `AuthorityWatchRevocationsRequest` → a stream of `AuthorityRevocation` (issue 19): the proven
+    /// device's revocations, pushed.
+    public static let watchRevocations = "/rain.wallet.v1.Authority/WatchRevocations"
+
     /// Every method, in the order above.
     public static let all = [
         getInfo, sendLoginCode, confirmLoginCode, refreshSession, accountInfo, revokeSession, listOutbox, getWallet,
         exportWallet, beginPasskeyRegistration, finishPasskeyRegistration, beginPasskeyAuthentication,
         finishPasskeyAuthentication, cancelPasskeyCeremony, sendContactVerificationCode, confirmContactVerification,
-        beginDeviceProof, proveDevice, rebindDevice, confirmDeviceKey,
+        beginDeviceProof, proveDevice, rebindDevice, confirmDeviceKey, watchRevocations,
     ]
 }
 

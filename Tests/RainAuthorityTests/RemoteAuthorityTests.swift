@@ -91,7 +91,8 @@ struct RemoteFixture {
             store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true, sendLimits: .unlimited), clock: clock,
             sender: outbox ?? sender, outbox: outbox, logger: logger.child("authority"))
         let service = AuthorityService(
-            authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"))
+            authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"),
+            revocations: embedded.revocations)
         let server = try RunningTCPServer(handler: service, tls: serverTLS, logger: logger.child("loop"))
         let remote = try RemoteAuthority(
             address: server.address, tls: clientTLS, device: FixtureDevice.keys, connectTimeout: .seconds(2),

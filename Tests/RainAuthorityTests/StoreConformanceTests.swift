@@ -261,8 +261,11 @@ struct StoreConformanceTests {
             #expect(again.accountID == first.accountID)
             #expect(again.walletID == first.walletID)
             #expect(again.revokedElsewhereCount == 0)
+            #expect(again.revokedDeviceIDs.isEmpty)
             let (other, _) = try await f.storeLogin(device: "device-b")
             #expect(other.revokedElsewhereCount == 1)
+            // Issue 19: the devices whose sessions the login revoked, each once, are pushed to.
+            #expect(other.revokedDeviceIDs == ["device-a"])
             let sessions = try await f.store.sessions(appID: Self.app, accountID: first.accountID)
             #expect(sessions.map(\.revokeReason) == ["replaced", "revoked_elsewhere", nil])
             #expect(sessions.map(\.deviceID) == ["device-a", "device-a", "device-b"])
@@ -584,7 +587,10 @@ struct StoreConformanceTests {
                 session: try f.newSession(), now: f.clock.now)
             let loggedIn = try await f.store.completePasskeyLogin(login)
             #expect(
-                loggedIn == LoginRecord(accountID: "acct_pk", walletID: "wal_pk", accountCreated: false, revokedElsewhereCount: 1)
+                loggedIn
+                    == LoginRecord(
+                        accountID: "acct_pk", walletID: "wal_pk", accountCreated: false, revokedElsewhereCount: 1,
+                        revokedDeviceIDs: ["d"])
             )
             let updated = try #require(try await f.store.passkeyCredential(id: [1, 2, 3], appID: Self.app, rpID: "example.com"))
             #expect(updated.signCount == 5)

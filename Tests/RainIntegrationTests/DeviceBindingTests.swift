@@ -35,7 +35,10 @@ struct DeviceBindingProcessTests {
             try await thief.start()
             let stolen = thief.provider()
             // The copied session loads (the storage key opens it)…
-            #expect(try await stolen.currentSession().hasActiveSession)
+            // …(issue 19: the daemon's revocation stream checks the session once it connects, a call
+            // with its token that the authority refuses: the copy may already have ended then)…
+            let loaded = try await stolen.currentSession()
+            #expect(loaded.hasActiveSession || loaded.sessionState == .expired)
             // …but the authority refuses its tokens on a connection proven by another key.
             let read = await rainError { _ = try await stolen.account() }
             #expect(read?.code == .sessionExpired)

@@ -318,7 +318,10 @@ final class EventLog: Sendable {
         #expect(ready)
         let thief = h.provider(1)
         try await thief.awaitSessionRestore()
-        #expect(try await thief.currentSession().authState == .authenticated)  // the copy decrypts...
+        // The copy decrypts... (issue 19: the revocation stream's check at connect, a call with its
+        // token that the authority refuses, may have ended it already)
+        let loaded = try await thief.currentSession()
+        #expect(loaded.authState == .authenticated || loaded.sessionState == .expired)
         let error = await rainError { try await thief.refreshSession() }  // ...but cannot be refreshed
         #expect(error?.code == .sessionExpired)
         #expect(try await thief.currentSession().sessionState == .expired)

@@ -111,7 +111,10 @@ struct SecretServiceDaemonTests {
             let stolen = thief.provider()
             // The copied storage key opens the copied session…
             try await stolen.awaitSessionRestore()
-            #expect(try await stolen.currentSession().hasActiveSession)
+            // …(issue 19: the daemon's revocation stream checks the session once it connects, a call
+            // with its token that the authority refuses: the copy may already have ended then)…
+            let loaded = try await stolen.currentSession()
+            #expect(loaded.hasActiveSession || loaded.sessionState == .expired)
             // …but the thief's device key is not the session's: the authority refuses its tokens.
             let read = await rainError { _ = try await stolen.account() }
             #expect(read?.code == .sessionExpired)

@@ -47,6 +47,8 @@ typedef struct Rain__Wallet__V1__AuthorityRebindDeviceRequest Rain__Wallet__V1__
 typedef struct Rain__Wallet__V1__AuthorityRebindDeviceResponse Rain__Wallet__V1__AuthorityRebindDeviceResponse;
 typedef struct Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest;
 typedef struct Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse;
+typedef struct Rain__Wallet__V1__AuthorityWatchRevocationsRequest Rain__Wallet__V1__AuthorityWatchRevocationsRequest;
+typedef struct Rain__Wallet__V1__AuthorityRevocation Rain__Wallet__V1__AuthorityRevocation;
 
 
 /* --- enums --- */
@@ -556,6 +558,42 @@ struct  Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse
 #define RAIN__WALLET__V1__AUTHORITY_CONFIRM_DEVICE_KEY_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_confirm_device_key_response__descriptor) \
      }
+
+
+/*
+ * /rain.wallet.v1.Authority/WatchRevocations: a server stream on which the authority pushes the
+ * revocations of the calling device's sessions (a login on another device, a logout, a revoked
+ * token family), so the device ends them at once instead of at its next call. Accepted only on a
+ * connection on which the device proved its key (BeginDeviceProof, ProveDevice): the stream is the
+ * proven device's, never one named in the request. Without a proof the call is answered RAIN_501
+ * (reason device_proof_required). A push says only that something of this device's sessions for
+ * app_id was revoked: the device then asks the authority whether each of its sessions is still live
+ * (a call with the session's token), so a push can never end a session the authority still accepts.
+ * Each instance of the authority pushes what any instance revoked (PostgreSQL: NOTIFY
+ * rain_revocations). The stream has no end: the device cancels it or the connection closes.
+ */
+struct  Rain__Wallet__V1__AuthorityWatchRevocationsRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__AUTHORITY_WATCH_REVOCATIONS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_watch_revocations_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__AuthorityRevocation
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *device_id;
+  /*
+   * The stored revoke reason: revoked_elsewhere, replaced, logout, reused, stolen_token, ...
+   */
+  char *reason;
+};
+#define RAIN__WALLET__V1__AUTHORITY_REVOCATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_revocation__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /* Rain__Wallet__V1__AuthoritySendLoginCodeRequest methods */
@@ -1128,6 +1166,44 @@ Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *
 void   rain__wallet__v1__authority_confirm_device_key_response__free_unpacked
                      (Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityWatchRevocationsRequest methods */
+void   rain__wallet__v1__authority_watch_revocations_request__init
+                     (Rain__Wallet__V1__AuthorityWatchRevocationsRequest         *message);
+size_t rain__wallet__v1__authority_watch_revocations_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityWatchRevocationsRequest   *message);
+size_t rain__wallet__v1__authority_watch_revocations_request__pack
+                     (const Rain__Wallet__V1__AuthorityWatchRevocationsRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_watch_revocations_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityWatchRevocationsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityWatchRevocationsRequest *
+       rain__wallet__v1__authority_watch_revocations_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_watch_revocations_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityWatchRevocationsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityRevocation methods */
+void   rain__wallet__v1__authority_revocation__init
+                     (Rain__Wallet__V1__AuthorityRevocation         *message);
+size_t rain__wallet__v1__authority_revocation__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRevocation   *message);
+size_t rain__wallet__v1__authority_revocation__pack
+                     (const Rain__Wallet__V1__AuthorityRevocation   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_revocation__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRevocation   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityRevocation *
+       rain__wallet__v1__authority_revocation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_revocation__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRevocation *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AuthoritySendLoginCodeRequest_Closure)
@@ -1220,6 +1296,12 @@ typedef void (*Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest_Closure)
 typedef void (*Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse_Closure)
                  (const Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityWatchRevocationsRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityWatchRevocationsRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityRevocation_Closure)
+                 (const Rain__Wallet__V1__AuthorityRevocation *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1256,6 +1338,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_rebind_devic
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_rebind_device_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_watch_revocations_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_revocation__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -1,0 +1,28 @@
+import RainAuthorityAPI
+import RainCore
+import RainStore
+import RainWire
+
+extension EmbeddedAuthority {
+    /// Announces the sessions a login revoked (issue 19), after the store committed them: each
+    /// other device is pushed one `revoked_elsewhere`, and the login's own device one `replaced`
+    /// when it replaced an older session there (another profile of the app); each then asks
+    /// whether its sessions are still live.
+    func publishRevocations(of record: LoginRecord, appID: String, deviceID: String) {
+        var pushed = record.revokedDeviceIDs.map {
+            AuthorityRevocation(appID: appID, deviceID: $0, reason: SessionRevokeReason.revokedElsewhere)
+        }
+        if record.isReplacedOnDevice {
+            pushed.append(AuthorityRevocation(appID: appID, deviceID: deviceID, reason: SessionRevokeReason.replaced))
+        }
+        guard !pushed.isEmpty else { return }
+        revocations.publish(pushed)
+        logger.debug("revocations.published", ["app": appID, "devices": String(pushed.count)])
+    }
+
+    /// Announces one revoked session (a family revoked as stolen: a token presented with another
+    /// device's key) to the device it belongs to, which then finds it revoked.
+    func publishRevocation(of session: SessionRecord, reason: String) {
+        revocations.publish([AuthorityRevocation(appID: session.appID, deviceID: session.deviceID, reason: reason)])
+    }
+}

@@ -1,0 +1,32 @@
+import RainAuthorityAPI
+import RainCore
+import RainWire
+
+extension DeviceService {
+    /// A revocation pushed by the authority (issue 19), or the revocation stream (re)established
+    /// (`appID` nil): every loaded profile of that app (of every app) that has or may have a session
+    /// (restoring) asks the authority whether it is still live, each in a task of its own, so
+    /// nothing waits here.
+    /// - Parameter appID: the app whose sessions on this device were revoked; nil for all.
+    public func checkSessions(appID: String?) {
+        for entry in profiles.entries() where appID == nil || entry.runtime.settings.appID == appID {
+            guard entry.runtime.snapshot().authState != .unauthenticated else { continue }
+            let session = entry.session
+            Task { await session.checkLiveness() }
+        }
+    }
+
+    /// What `RevocationFeed` or the embedded authority's `RevocationHub` reports, turned into checks.
+    public func handle(_ event: RevocationFeed.Event) {
+        switch event {
+        case .connected:
+            // Every stored session, loaded first: the stream may come up before the start's restore
+            // reached a profile, and a session revoked while the daemon was down is caught here.
+            Task {
+                await restoreStoredProfiles()
+                checkSessions(appID: nil)
+            }
+        case .revoked(let revocation): checkSessions(appID: revocation.appID)
+        }
+    }
+}
