@@ -371,10 +371,25 @@ public actor ProfileSession {
     }
 
     /// A read with the session's access token: transient failures retried with the policy.
+    /// With a remote authority the read, its retries and any refresh it needs end within the
+    /// authority's read deadline (README "Bounded waits"): each call waits no longer than what is
+    /// left, and no retry starts whose backoff would end past it.
     private func read<T: Sendable>(
         _ what: String, _ call: @Sendable (any Authority, String, String, DeviceProof) async throws(RainError) -> T
     ) async throws(RainError) -> T {
-        try await withSession(what: what, transientRetries: policy.transientRetries, call)
+        guard let bound = context.authority.deadlines?.read else {
+            return try await withSession(what: what, transientRetries: policy.transientRetries, call)
+        }
+        let end = clock.now.adding(bound)
+        let result = await AuthorityDeadlines.$operationDeadline.withValue(end) { () async -> Result<T, RainError> in
+            do throws(RainError) {
+                return .success(
+                    try await withSession(what: what, transientRetries: policy.transientRetries, deadline: end, call))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     /// What Account/Get answers for an authority's `AccountInfo`.
@@ -449,7 +464,7 @@ public actor ProfileSession {
     /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable;
     ///   any other refusal as the authority raised it.
     func withSession<T: Sendable>(
-        what: String, transientRetries: Int,
+        what: String, transientRetries: Int, deadline: Date? = nil,
         _ call: @Sendable (any Authority, String, String, DeviceProof) async throws(RainError) -> T
     ) async throws(RainError) -> T {
         await restore()
@@ -457,7 +472,7 @@ public actor ProfileSession {
         try await requireSaved()
         var isRefreshed = false
         let retry = RetrySchedule(policy: policy, retries: transientRetries)
-        let result = await retry.run(clock: clock) { _ -> RetryStep<T> in
+        let result = await retry.run(clock: clock, deadline: deadline) { _ -> RetryStep<T> in
             guard let current = session else { return .finished(.failure(noSessionError())) }
             if unsaved != nil { return .finished(.failure(Self.notPersistedError(nil))) }
             let result: Result<T, RainError>
