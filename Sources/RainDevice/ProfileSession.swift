@@ -110,6 +110,9 @@ public actor ProfileSession {
     /// previous tokens. Saved again before each call that needs the session and on `saveRetry`'s
     /// timer; nil once saved.
     private var unsaved: StoredSession?
+    /// Issue 20: the confirm whose outcome is not known yet (its answer was lost): its challenge,
+    /// the code and the idempotency key a repeat of it sends again. Held in memory only.
+    private var pendingConfirm: (challengeID: String, code: String, key: [UInt8])?
     /// The timer of the next save retry (held until it fires) and how many retries ran.
     private var saveRetry: (timer: (any RainTimer)?, count: Int) = (nil, 0)
 
@@ -286,13 +289,35 @@ public actor ProfileSession {
             throw RainError.invalid(
                 "no login code is pending on this profile; send one first", field: "code", reason: "no_pending_code")
         }
-        let result = try await context.authority.confirmLoginCode(
-            ConfirmCodeRequest(
-                appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
-                devicePublicKey: context.device.signer.publicKey.wireBytes))
+        // One idempotency key per logical confirm (this challenge, this code), kept while its outcome
+        // is unknown: a repeat after a lost answer gets the first login back, never a second one.
+        let key: [UInt8]
+        if let pending = pendingConfirm, pending.challengeID == challenge.challengeID, pending.code == trimmed {
+            key = pending.key
+        } else {
+            key = try SecureRandom.bytes(count: 32)
+            pendingConfirm = (challenge.challengeID, trimmed, key)
+        }
+        let result: LoginResult
+        do {
+            result = try await context.authority.confirmLoginCode(
+                ConfirmCodeRequest(
+                    appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
+                    devicePublicKey: context.device.signer.publicKey.wireBytes, idempotencyKey: key))
+        } catch {
+            if !Self.isOutcomeUnknown(error), pendingConfirm?.key == key { pendingConfirm = nil }
+            throw error
+        }
+        if pendingConfirm?.key == key { pendingConfirm = nil }
         if challenges.login?.challengeID == challenge.challengeID { challenges.login = nil }
         try await adopt(result, contact: challenge.contact, method: StoredSession.codeMethod)
         return ConfirmLoginCodeResponse(session: runtime.snapshot(), accountCreated: result.accountCreated)
+    }
+
+    /// Whether a call may have taken effect without its answer reaching the device: RAIN_501
+    /// `outcome_unknown`, or the authority unreachable or past its deadline.
+    static func isOutcomeUnknown(_ error: RainError) -> Bool {
+        error.code == .network || error.details.reason == AuthorityOutcome.unknownReason
     }
 
     /// A code as typed, trimmed; RAIN_102 `malformed_code` unless it is 6 digits.
