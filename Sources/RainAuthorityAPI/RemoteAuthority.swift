@@ -85,6 +85,8 @@ public final class RemoteAuthority: Authority {
     }
 
     private let state: Mutex<State>
+    /// The first wait of the probe that finds the authority back, doubled up to `maximumProbeInterval`.
+    private let linkProbeInterval: Duration
     private let clock: any RainClock
     private let logger: Logger
     /// The device whose keys each connection proves; nil proves nothing (calls with a token are
@@ -104,6 +106,8 @@ public final class RemoteAuthority: Authority {
     ///     default).
     ///   - deadlines: how long each kind of call may wait (`AuthorityDeadlines.standard` by default),
     ///     on `clock`.
+    ///   - linkProbeInterval: while the link is not connected, the first wait before asking the
+    ///     authority again (`GetInfo`), doubled up to 30 s.
     ///   - clock: times call deadlines.
     ///   - logger: connection changes only.
     /// - Throws: RAIN_102 (field `authority`) for a malformed address, port 0, or, without `tls`, a
@@ -112,11 +116,12 @@ public final class RemoteAuthority: Authority {
     public convenience init(
         address: String, tls: TLSContext? = nil, device: (any DeviceKeyHolder)? = nil,
         connectTimeout: Duration = .seconds(5), deadlines: AuthorityDeadlines = .standard,
-        clock: any RainClock = SystemClock(), logger: Logger
+        linkProbeInterval: Duration = .seconds(1), clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         try self.init(
             address: TCPAddress(parsing: address, field: "authority", allowsNonLoopback: tls != nil), tls: tls,
-            device: device, connectTimeout: connectTimeout, deadlines: deadlines, clock: clock, logger: logger)
+            device: device, connectTimeout: connectTimeout, deadlines: deadlines, linkProbeInterval: linkProbeInterval,
+            clock: clock, logger: logger)
     }
 
     /// A client for the authority at `address`. Does not connect yet.
@@ -125,7 +130,7 @@ public final class RemoteAuthority: Authority {
     public init(
         address: TCPAddress, tls: TLSContext? = nil, device: (any DeviceKeyHolder)? = nil,
         connectTimeout: Duration = .seconds(5), deadlines: AuthorityDeadlines = .standard,
-        clock: any RainClock = SystemClock(), logger: Logger
+        linkProbeInterval: Duration = .seconds(1), clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         guard address.port != 0 else {
             throw RainError.invalid(
@@ -145,6 +150,7 @@ public final class RemoteAuthority: Authority {
         self.device = device
         self.connectTimeout = connectTimeout
         self.deadlines = deadlines
+        self.linkProbeInterval = linkProbeInterval
         self.state = Mutex(State(link: AuthorityLinkTracker(now: clock.now)))
         self.clock = clock
         self.logger = logger
@@ -469,8 +475,9 @@ public final class RemoteAuthority: Authority {
             bytes = try await connection.call(method: method, payload: payload)
         } catch {
             guard error.isConnectionFailure else {
-                // The authority answered (with a refusal): the link is up.
-                answered(on: connection)
+                // The authority answered (with a refusal): the link is up. Not so for the answer
+                // to the cancel a deadline sent: that call got no answer in time.
+                if !Task.isCancelled { answered(on: connection) }
                 throw error
             }
             // Shut it down completely (the reader may not have seen the end yet); the next call
@@ -485,7 +492,7 @@ public final class RemoteAuthority: Authority {
                 : ""
             throw unreachable("the connection was lost during \(Self.name(method))\(hint)")
         }
-        answered(on: connection)
+        if !Task.isCancelled { answered(on: connection) }
         let response: Response
         do {
             response = try Response.decode(bytes)
@@ -524,8 +531,7 @@ public final class RemoteAuthority: Authority {
         state.withLock { $0.linkObservers.append(observer) }
     }
 
-    /// The first wait of the probe that finds the authority back, doubled up to `maximumProbeInterval`.
-    static let firstProbeInterval: Duration = .seconds(1)
+    /// The longest wait between two probes.
     static let maximumProbeInterval: Duration = .seconds(30)
 
     /// Records a call without an answer, and starts the probe that will see the authority back.
@@ -553,7 +559,7 @@ public final class RemoteAuthority: Authority {
     private func scheduleProbe() {
         let interval = state.withLock { s -> Duration? in
             guard !s.isClosed, s.probe?.timer == nil, s.link.state.phase != .connected else { return nil }
-            let interval = s.probe.map { min($0.interval * 2, Self.maximumProbeInterval) } ?? Self.firstProbeInterval
+            let interval = s.probe.map { min($0.interval * 2, Self.maximumProbeInterval) } ?? linkProbeInterval
             s.probe = (nil, interval)
             return interval
         }

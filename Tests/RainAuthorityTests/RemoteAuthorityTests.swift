@@ -374,7 +374,7 @@ struct RemoteAuthorityTests {
             let other = try RemoteAuthority(
                 address: f.server.address,
                 device: TestDeviceKeys(deviceID: RemoteFixture.device, keys: [try Ed25519PrivateKey()]),
-                logger: f.logger.child("thief"))
+                deadlines: .forTests, logger: f.logger.child("thief"))
             defer { other.close() }
             let thief = await rainError {
                 _ = try await other.refreshSession(
@@ -606,7 +606,8 @@ struct RemoteAuthorityTests {
         let port = try TCPSocket.localPort(of: fd)
         close(fd)
         let remote = try RemoteAuthority(
-            address: "127.0.0.1:\(port)", connectTimeout: .seconds(3600), logger: Logger(label: "test", sink: CapturingLogSink()))
+            address: "127.0.0.1:\(port)", connectTimeout: .seconds(3600), deadlines: .forTests,
+            logger: Logger(label: "test", sink: CapturingLogSink()))
         defer { remote.close() }
         let error = await rainError { _ = try await remote.listOutbox() }
         #expect(error?.code == .network)
@@ -631,8 +632,9 @@ struct RemoteAuthorityTests {
         let server = try RunningTCPServer(handler: service, logger: logger)
         let remote = try RemoteAuthority(
             address: server.address,
-            deadlines: AuthorityDeadlines(read: .seconds(1), send: .seconds(2), refresh: .seconds(1)), clock: clock,
-            logger: logger)
+            deadlines: AuthorityDeadlines(read: .seconds(1), send: .seconds(2), refresh: .seconds(1)),
+            // No probe within the test: the link changes only with the calls it makes.
+            linkProbeInterval: .seconds(3600), clock: clock, logger: logger)
         let changes = Mutex<[AuthorityLinkState.Phase]>([])
         remote.observeLink { link in changes.withLock { $0.append(link.phase) } }
 
@@ -797,7 +799,7 @@ struct RemoteAuthorityTests {
         let server = try EventLoopServer(listeningSocket: fd, options: options, handler: service, logger: logger)
         let thread = Thread { server.run() }
         thread.start()
-        let remote = try RemoteAuthority(address: "[::1]:\(port)", logger: logger)
+        let remote = try RemoteAuthority(address: "[::1]:\(port)", deadlines: .forTests, logger: logger)
         let info = try await remote.getInfo()
         #expect(info.daemonVersion == "v6")
         remote.close()
