@@ -1576,7 +1576,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_login_code_res
   (ProtobufCMessageInit) rain__wallet__v1__authority_send_login_code_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_login_code_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_login_code_request__field_descriptors[6] =
 {
   {
     "app_id",
@@ -1638,6 +1638,18 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_login_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "idempotency_key",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest, idempotency_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_confirm_login_code_request__field_indices_by_name[] = {
   0,   /* field[0] = app_id */
@@ -1645,11 +1657,12 @@ static const unsigned rain__wallet__v1__authority_confirm_login_code_request__fi
   3,   /* field[3] = code */
   1,   /* field[1] = device_id */
   4,   /* field[4] = device_public_key */
+  5,   /* field[5] = idempotency_key */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_confirm_login_code_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_login_code_request__descriptor =
 {
@@ -1659,7 +1672,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_login_code_
   "Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest),
-  5,
+  6,
   rain__wallet__v1__authority_confirm_login_code_request__field_descriptors,
   rain__wallet__v1__authority_confirm_login_code_request__field_indices_by_name,
   1,  rain__wallet__v1__authority_confirm_login_code_request__number_ranges,

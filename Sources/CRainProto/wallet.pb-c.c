@@ -1898,6 +1898,51 @@ void   rain__wallet__v1__audit_verification__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__audit_verification__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_link__init
+                     (Rain__Wallet__V1__AuthorityLink         *message)
+{
+  static const Rain__Wallet__V1__AuthorityLink init_value = RAIN__WALLET__V1__AUTHORITY_LINK__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_link__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityLink *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_link__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_link__pack
+                     (const Rain__Wallet__V1__AuthorityLink *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_link__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_link__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityLink *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_link__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityLink *
+       rain__wallet__v1__authority_link__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityLink *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_link__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_link__free_unpacked
+                     (Rain__Wallet__V1__AuthorityLink *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_link__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__contact__field_descriptors[2] =
 {
   {
@@ -2322,7 +2367,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_session_state_request__de
   (ProtobufCMessageInit) rain__wallet__v1__get_session_state_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_descriptors[8] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_descriptors[9] =
 {
   {
     "auth_state",
@@ -2420,10 +2465,23 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "authority_link",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SessionState, authority_link),
+    &rain__wallet__v1__authority_link__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__session_state__field_indices_by_name[] = {
   3,   /* field[3] = account_id */
   0,   /* field[0] = auth_state */
+  8,   /* field[8] = authority_link */
   6,   /* field[6] = contact */
   2,   /* field[2] = expires_at_ms */
   5,   /* field[5] = has_active_session */
@@ -2434,7 +2492,7 @@ static const unsigned rain__wallet__v1__session_state__field_indices_by_name[] =
 static const ProtobufCIntRange rain__wallet__v1__session_state__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__session_state__descriptor =
 {
@@ -2444,7 +2502,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__session_state__descriptor =
   "Rain__Wallet__V1__SessionState",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__SessionState),
-  8,
+  9,
   rain__wallet__v1__session_state__field_descriptors,
   rain__wallet__v1__session_state__field_indices_by_name,
   1,  rain__wallet__v1__session_state__number_ranges,
@@ -3989,6 +4047,70 @@ const ProtobufCMessageDescriptor rain__wallet__v1__audit_verification__descripto
   (ProtobufCMessageInit) rain__wallet__v1__audit_verification__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_link__field_descriptors[3] =
+{
+  {
+    "state",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityLink, state),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_error",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityLink, last_error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "since_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityLink, since_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_link__field_indices_by_name[] = {
+  1,   /* field[1] = last_error */
+  2,   /* field[2] = since_ms */
+  0,   /* field[0] = state */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_link__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_link__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityLink",
+  "AuthorityLink",
+  "Rain__Wallet__V1__AuthorityLink",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityLink),
+  3,
+  rain__wallet__v1__authority_link__field_descriptors,
+  rain__wallet__v1__authority_link__field_indices_by_name,
+  1,  rain__wallet__v1__authority_link__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_link__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue rain__wallet__v1__contact_kind__enum_values_by_number[3] =
 {
   { "CONTACT_KIND_UNSPECIFIED", "RAIN__WALLET__V1__CONTACT_KIND__CONTACT_KIND_UNSPECIFIED", 0 },
@@ -4081,18 +4203,20 @@ const ProtobufCEnumDescriptor rain__wallet__v1__session_status__descriptor =
   rain__wallet__v1__session_status__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue rain__wallet__v1__event_type__enum_values_by_number[4] =
+static const ProtobufCEnumValue rain__wallet__v1__event_type__enum_values_by_number[5] =
 {
   { "EVENT_TYPE_UNSPECIFIED", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_UNSPECIFIED", 0 },
   { "EVENT_TYPE_AUTH_STATE", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTH_STATE", 1 },
   { "EVENT_TYPE_SESSION_STATE", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE", 2 },
   { "EVENT_TYPE_SESSION_EXPIRED", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED", 3 },
+  { "EVENT_TYPE_AUTHORITY_LINK", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK", 4 },
 };
 static const ProtobufCIntRange rain__wallet__v1__event_type__value_ranges[] = {
-{0, 0},{0, 4}
+{0, 0},{0, 5}
 };
-static const ProtobufCEnumValueIndex rain__wallet__v1__event_type__enum_values_by_name[4] =
+static const ProtobufCEnumValueIndex rain__wallet__v1__event_type__enum_values_by_name[5] =
 {
+  { "EVENT_TYPE_AUTHORITY_LINK", 4 },
   { "EVENT_TYPE_AUTH_STATE", 1 },
   { "EVENT_TYPE_SESSION_EXPIRED", 3 },
   { "EVENT_TYPE_SESSION_STATE", 2 },
@@ -4105,9 +4229,9 @@ const ProtobufCEnumDescriptor rain__wallet__v1__event_type__descriptor =
   "EventType",
   "Rain__Wallet__V1__EventType",
   "rain.wallet.v1",
-  4,
+  5,
   rain__wallet__v1__event_type__enum_values_by_number,
-  4,
+  5,
   rain__wallet__v1__event_type__enum_values_by_name,
   1,
   rain__wallet__v1__event_type__value_ranges,

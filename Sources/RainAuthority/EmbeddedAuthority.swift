@@ -210,6 +210,12 @@ public final class EmbeddedAuthority: Authority {
         // Checked first, so a malformed key neither counts as a wrong code nor uses the challenge.
         let deviceKey = try Self.deviceKey(request.devicePublicKey)
         let now = clock.now
+        // A repeat of a confirm that went through (its answer was lost): the first outcome.
+        let idempotency = try IdempotentConfirm(request, keys: keys)
+        if let idempotency, let first = try await store.idempotentLogin(keyHash: idempotency.keyHash, now: now) {
+            logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+            return try idempotency.result(of: first, now: now)
+        }
         // A contact verification's challenge never logs in (nor does a login code verify a contact).
         guard let challenge = try await store.challenge(id: request.challengeID),
             challenge.appID == request.appID, challenge.deviceID == request.deviceID, challenge.purpose == .login
@@ -227,6 +233,8 @@ public final class EmbeddedAuthority: Authority {
         let newWalletID = try SecureRandom.identifier(prefix: "wal")
         let returning = try await store.account(appID: request.appID, contact: challenge.contact) != nil
         let newWalletKeys = returning ? nil : try newWalletKeyMaterial(walletID: newWalletID)
+        let tokens = SessionTokens(
+            accessToken: accessToken, refreshToken: refreshToken, accessLifetime: settings.accessTokenLifetime)
         let outcome = try await store.completeLogin(
             LoginCompletion(
                 challengeID: challenge.id, appID: request.appID, deviceID: request.deviceID, contact: challenge.contact,
@@ -236,9 +244,18 @@ public final class EmbeddedAuthority: Authority {
                     id: try SecureRandom.identifier(prefix: "ses"), accessHash: keys.tokenHash(accessToken),
                     refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime),
                     devicePublicKey: deviceKey?.wireBytes),
-                now: now))
+                now: now,
+                idempotency: try idempotency.map { (i) throws(RainError) in
+                    IdempotentLoginInput(
+                        keyHash: i.keyHash, sealedTokens: try i.seal(tokens, issuedAt: now), expiresAt: challenge.expiresAt)
+                }))
 
         switch outcome {
+        case .repeated(let first):
+            // A repeat that raced its first confirm: the first one won.
+            guard let idempotency else { throw RainError(.internalError, "the login could not be completed; try again") }
+            logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+            return try idempotency.result(of: first, now: clock.now)
         case .challengeUnavailable(let current):
             // Another confirm (or a resend) won the race: report the challenge as it is now.
             guard let current else {
@@ -269,8 +286,7 @@ public final class EmbeddedAuthority: Authority {
                 ])
             return LoginResult(
                 accountID: record.accountID, walletID: record.walletID, accountCreated: record.accountCreated,
-                tokens: SessionTokens(
-                    accessToken: accessToken, refreshToken: refreshToken, accessLifetime: settings.accessTokenLifetime))
+                tokens: tokens)
         }
     }
 

@@ -175,6 +175,17 @@ public protocol Authority: Sendable {
     /// `accountInfo` and `wallet` answered without the Swift concurrency pool, when this authority
     /// can (an embedded one on a store with a `DirectStoreReader`); nil by default.
     var directReads: (any DirectAuthorityReads)? { get }
+
+    // Issue 20
+
+    /// The link to the authority (a remote one); nil in-process, where it is always connected.
+    var linkState: AuthorityLinkState? { get }
+
+    /// Calls `observer` with each change of `linkState` (never, in-process).
+    func observeLink(_ observer: @escaping @Sendable (AuthorityLinkState) -> Void)
+
+    /// How long each kind of call may wait (a remote authority); nil in-process: no network hop.
+    var deadlines: AuthorityDeadlines? { get }
 }
 
 /// The device keys a caller has proven: on the authority hop, each key whose signature over the
@@ -225,6 +236,15 @@ extension Authority {
 extension Authority {
     /// No direct reads: every call goes through the async API.
     public var directReads: (any DirectAuthorityReads)? { nil }
+
+    /// In-process: no link to follow.
+    public var linkState: AuthorityLinkState? { nil }
+
+    /// In-process: the link never changes.
+    public func observeLink(_ observer: @escaping @Sendable (AuthorityLinkState) -> Void) {}
+
+    /// In-process: no network hop to bound.
+    public var deadlines: AuthorityDeadlines? { nil }
 }
 
 /// `Authority.accountInfo` and `Authority.wallet` with a completion that runs on the store's reader

@@ -16,8 +16,12 @@ import Synchronization
 /// - the connection cannot be made, or is lost while a call is in flight: RAIN_301 (`the
 ///   authority at HOST:PORT could not be reached`, reason `authority_unreachable`); transient,
 ///   and nothing is retried here (the device decides what may be retried);
-/// - no answer within `callTimeout`: RAIN_301 with reason `deadline_exceeded` (the call may still
-///   have taken effect at the authority);
+/// - no answer within the call's bound (`AuthorityDeadlines`, per kind of call; README "Bounded
+///   waits"): RAIN_301 with reason `deadline_exceeded` for a read or a refresh, RAIN_501 with reason
+///   `outcome_unknown` for a send whose request left (a send is never retried: whether it took
+///   effect is not known). The connection, if nothing answered on it meanwhile, is hung: it is
+///   closed and the next call opens a fresh one;
+/// - a send whose connection is lost after its request left: RAIN_501 `outcome_unknown` too;
 /// - an answer that does not decode: RAIN_501;
 /// - the TLS handshake fails (the certificate is not signed by a trusted CA, does not name the
 ///   host, has expired; the authority does not speak TLS 1.3): RAIN_501 with the
@@ -51,8 +55,9 @@ public final class RemoteAuthority: Authority {
     public let tls: TLSContext?
     /// How long a connection attempt may take.
     public let connectTimeout: Duration
-    /// How long a call may wait for its answer.
-    public let callTimeout: Duration
+    /// How long each kind of call may wait (README "Bounded waits"): a read 5 s with the device's
+    /// retries, a send 10 s, a refresh attempt 5 s.
+    public let deadlines: AuthorityDeadlines?
 
     /// The keys proven on one connection, and the proof in flight.
     private struct ConnectionProof {
@@ -68,9 +73,20 @@ public final class RemoteAuthority: Authority {
         /// The last connection an answer came back on: a plain connection lost before any answer
         /// is what a TLS authority does to a client that does not speak TLS.
         var answered: ObjectIdentifier?
+        /// +1 per answer: a call whose deadline passed with no answer on its connection since it
+        /// began found the connection hung, and replaces it.
+        var answerCount: UInt64 = 0
+        /// The link as calls found it (issue 20).
+        var link: AuthorityLinkTracker
+        /// Who hears of link changes.
+        var linkObservers: [@Sendable (AuthorityLinkState) -> Void] = []
+        /// The probe that brings the link back to `connected` once the authority answers again.
+        var probe: (timer: (any RainTimer)?, interval: Duration)?
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+    /// The first wait of the probe that finds the authority back, doubled up to `maximumProbeInterval`.
+    private let linkProbeInterval: Duration
     private let clock: any RainClock
     private let logger: Logger
     /// The device whose keys each connection proves; nil proves nothing (calls with a token are
@@ -88,7 +104,10 @@ public final class RemoteAuthority: Authority {
     ///     1.3; nil for plain TCP.
     ///   - connectTimeout: how long a connection attempt, TLS handshake included, may take (5 s by
     ///     default).
-    ///   - callTimeout: how long a call may wait for its answer (30 s by default), on `clock`.
+    ///   - deadlines: how long each kind of call may wait (`AuthorityDeadlines.standard` by default),
+    ///     on `clock`.
+    ///   - linkProbeInterval: while the link is not connected, the first wait before asking the
+    ///     authority again (`GetInfo`), doubled up to 30 s.
     ///   - clock: times call deadlines.
     ///   - logger: connection changes only.
     /// - Throws: RAIN_102 (field `authority`) for a malformed address, port 0, or, without `tls`, a
@@ -96,12 +115,13 @@ public final class RemoteAuthority: Authority {
     ///   - device: the device whose keys every connection proves before its first call with a token.
     public convenience init(
         address: String, tls: TLSContext? = nil, device: (any DeviceKeyHolder)? = nil,
-        connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
-        clock: any RainClock = SystemClock(), logger: Logger
+        connectTimeout: Duration = .seconds(5), deadlines: AuthorityDeadlines = .standard,
+        linkProbeInterval: Duration = .seconds(1), clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         try self.init(
             address: TCPAddress(parsing: address, field: "authority", allowsNonLoopback: tls != nil), tls: tls,
-            device: device, connectTimeout: connectTimeout, callTimeout: callTimeout, clock: clock, logger: logger)
+            device: device, connectTimeout: connectTimeout, deadlines: deadlines, linkProbeInterval: linkProbeInterval,
+            clock: clock, logger: logger)
     }
 
     /// A client for the authority at `address`. Does not connect yet.
@@ -109,8 +129,8 @@ public final class RemoteAuthority: Authority {
     ///   `tls` (reason `non_loopback`).
     public init(
         address: TCPAddress, tls: TLSContext? = nil, device: (any DeviceKeyHolder)? = nil,
-        connectTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
-        clock: any RainClock = SystemClock(), logger: Logger
+        connectTimeout: Duration = .seconds(5), deadlines: AuthorityDeadlines = .standard,
+        linkProbeInterval: Duration = .seconds(1), clock: any RainClock = SystemClock(), logger: Logger
     ) throws(RainError) {
         guard address.port != 0 else {
             throw RainError.invalid(
@@ -129,30 +149,38 @@ public final class RemoteAuthority: Authority {
         self.tls = tls
         self.device = device
         self.connectTimeout = connectTimeout
-        self.callTimeout = callTimeout
+        self.deadlines = deadlines
+        self.linkProbeInterval = linkProbeInterval
+        self.state = Mutex(State(link: AuthorityLinkTracker(now: clock.now)))
         self.clock = clock
         self.logger = logger
     }
 
     deinit {
         // The connection's reader thread holds it until the socket shuts down.
-        state.withLock { $0.connection }?.close()
+        let (connection, probe) = state.withLock { ($0.connection, $0.probe?.timer) }
+        probe?.cancel()
+        connection?.close()
     }
 
     /// Closes the connection for good: calls in flight and later calls fail with RAIN_301.
     public func close() {
-        let connection = state.withLock { s -> ClientConnection? in
+        let (connection, probe) = state.withLock { s -> (ClientConnection?, (any RainTimer)?) in
             s.isClosed = true
-            defer { s.connection = nil }
-            return s.connection
+            defer {
+                s.connection = nil
+                s.probe = nil
+            }
+            return (s.connection, s.probe?.timer)
         }
+        probe?.cancel()
         connection?.close()
     }
 
     /// What the authority is: its version, protocol version, capabilities and frame limit.
     /// - Throws: RAIN_301 when it cannot be reached.
     public func getInfo() async throws(RainError) -> GetInfoResponse {
-        try await call(AuthorityMethod.getInfo, GetInfoRequest(), as: GetInfoResponse.self)
+        try await call(AuthorityMethod.getInfo, GetInfoRequest(), as: GetInfoResponse.self, kind: .read)
     }
 
     // MARK: - Authority
@@ -163,14 +191,14 @@ public final class RemoteAuthority: Authority {
     /// Sends a login code (see `Authority.sendLoginCode`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
-        try await call(AuthorityMethod.sendLoginCode, request, as: SendCodeResult.self)
+        try await call(AuthorityMethod.sendLoginCode, request, as: SendCodeResult.self, kind: .send)
     }
 
     /// Confirms a code (see `Authority.confirmLoginCode`).
     /// - Throws: the authority's errors (RAIN_203 with its details, …); RAIN_301 when it cannot be
     ///   reached.
     public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
-        try await call(AuthorityMethod.confirmLoginCode, request, as: LoginResult.self)
+        try await call(AuthorityMethod.confirmLoginCode, request, as: LoginResult.self, kind: .send)
     }
 
     /// Rotates a session's tokens (see `Authority.refreshSession`).
@@ -178,7 +206,7 @@ public final class RemoteAuthority: Authority {
     ///   reached or does not answer in time (safe to retry within the refresh grace window).
     public func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
         try await call(
-            AuthorityMethod.refreshSession, request, as: AuthorityRefreshSessionResponse.self, isProven: true
+            AuthorityMethod.refreshSession, request, as: AuthorityRefreshSessionResponse.self, kind: .refresh, isProven: true
         ).tokens
     }
 
@@ -190,7 +218,7 @@ public final class RemoteAuthority: Authority {
     {
         try await call(
             AuthorityMethod.accountInfo, AuthorityAccountInfoRequest(appID: appID, accessToken: accessToken),
-            as: AccountInfo.self, isProven: true)
+            as: AccountInfo.self, kind: .read, isProven: true)
     }
 
     /// Sends a contact verification code (see `Authority.sendContactVerificationCode`). Never
@@ -204,7 +232,7 @@ public final class RemoteAuthority: Authority {
             AuthorityMethod.sendContactVerificationCode,
             AuthoritySendContactVerificationRequest(
                 appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact),
-            as: SendCodeResult.self, isProven: true)
+            as: SendCodeResult.self, kind: .send, isProven: true)
     }
 
     /// Confirms a contact verification (see `Authority.confirmContactVerification`).
@@ -217,7 +245,7 @@ public final class RemoteAuthority: Authority {
             AuthorityMethod.confirmContactVerification,
             AuthorityConfirmContactVerificationRequest(
                 appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code),
-            as: AccountInfo.self, isProven: true)
+            as: AccountInfo.self, kind: .send, isProven: true)
     }
 
     /// The wallet behind an access token (see `Authority.wallet`).
@@ -226,7 +254,7 @@ public final class RemoteAuthority: Authority {
     public func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
         try await call(
             AuthorityMethod.getWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
-            as: WalletInfo.self, isProven: true)
+            as: WalletInfo.self, kind: .read, isProven: true)
     }
 
     /// The wallet's secrets (see `Authority.exportWallet`). Never logged.
@@ -237,7 +265,7 @@ public final class RemoteAuthority: Authority {
     {
         try await call(
             AuthorityMethod.exportWallet, AuthorityWalletRequest(appID: appID, accessToken: accessToken),
-            as: WalletSecrets.self, isProven: true)
+            as: WalletSecrets.self, kind: .read, isProven: true)
     }
 
     /// Revokes a session (see `Authority.revokeSession`).
@@ -245,7 +273,7 @@ public final class RemoteAuthority: Authority {
     public func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
         _ = try await call(
             AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest(appID: appID, refreshToken: refreshToken),
-            as: AuthorityRevokeSessionResponse.self, isProven: true)
+            as: AuthorityRevokeSessionResponse.self, kind: .send, isProven: true)
     }
 
     /// Step 1 of a device key move (see `Authority.rebindDevice`): the connection proves the
@@ -255,7 +283,7 @@ public final class RemoteAuthority: Authority {
     public func rebindDevice(deviceID: String, newKey: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
         _ = try await call(
             AuthorityMethod.rebindDevice, AuthorityRebindDeviceRequest(deviceID: deviceID, newPublicKey: newKey.wireBytes),
-            as: AuthorityRebindDeviceResponse.self, isProven: true)
+            as: AuthorityRebindDeviceResponse.self, kind: .send, isProven: true)
     }
 
     /// Step 2 (see `Authority.confirmDeviceKey`).
@@ -264,14 +292,14 @@ public final class RemoteAuthority: Authority {
         _ = try await call(
             AuthorityMethod.confirmDeviceKey,
             AuthorityConfirmDeviceKeyRequest(deviceID: deviceID, devicePublicKey: key.wireBytes),
-            as: AuthorityConfirmDeviceKeyResponse.self, isProven: true)
+            as: AuthorityConfirmDeviceKeyResponse.self, kind: .send, isProven: true)
     }
 
     /// The development outbox (see `Authority.listOutbox`).
     /// - Throws: RAIN_202 unless the authority runs with `--dev-outbox`; RAIN_301 when it cannot be
     ///   reached.
     public func listOutbox() async throws(RainError) -> [OutboxDelivery] {
-        try await call(AuthorityMethod.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).deliveries
+        try await call(AuthorityMethod.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self, kind: .read).deliveries
     }
 
     // MARK: - Passkeys
@@ -282,27 +310,27 @@ public final class RemoteAuthority: Authority {
         -> PasskeyCeremony
     {
         try await call(
-            AuthorityMethod.beginPasskeyRegistration, request, as: PasskeyCeremony.self,
+            AuthorityMethod.beginPasskeyRegistration, request, as: PasskeyCeremony.self, kind: .send,
             isProven: request.accessToken != nil)
     }
 
     /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        try await call(AuthorityMethod.finishPasskeyRegistration, request, as: PasskeyFinishResult.self).login
+        try await call(AuthorityMethod.finishPasskeyRegistration, request, as: PasskeyFinishResult.self, kind: .send).login
     }
 
     /// Starts a login (see `Authority.beginPasskeyAuthentication`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await call(AuthorityMethod.beginPasskeyAuthentication, request, as: PasskeyCeremony.self)
+        try await call(AuthorityMethod.beginPasskeyAuthentication, request, as: PasskeyCeremony.self, kind: .send)
     }
 
     /// Finishes a login (see `Authority.finishPasskeyAuthentication`).
     /// - Throws: the authority's errors; RAIN_301 when it cannot be reached.
     public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
         let method = AuthorityMethod.finishPasskeyAuthentication
-        guard let login = try await call(method, request, as: PasskeyFinishResult.self).login else {
+        guard let login = try await call(method, request, as: PasskeyFinishResult.self, kind: .send).login else {
             throw incompleteAnswer(method)
         }
         return login
@@ -314,33 +342,144 @@ public final class RemoteAuthority: Authority {
         _ = try await call(
             AuthorityMethod.cancelPasskeyCeremony,
             AuthorityPasskeyCancelRequest(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID),
-            as: AuthorityPasskeyCancelResponse.self)
+            as: AuthorityPasskeyCancelResponse.self, kind: .send)
     }
 
     // MARK: - Calls
 
-    /// One call: encode, send on the (re)opened connection (with `isProven`, one on which the
-    /// device proved its keys), await the answer within `callTimeout`, decode, and refuse an answer
-    /// that lacks what its type needs (RAIN_501).
-    private func call<Response: AuthorityAnswer>(
-        _ method: String, _ request: some WireMessage, as: Response.Type, isProven: Bool = false
-    ) async throws(RainError) -> Response {
-        let payload = try request.encode()
-        let connection = isProven ? try await provenConnection() : try await openConnection()
-        return try await exchange(method, payload, on: connection, as: Response.self)
+    /// What one call has done so far, for its deadline: the connection it used, whether its request
+    /// left, and how many answers the client had seen when it began.
+    private struct CallProgress {
+        var connection: ClientConnection?
+        var isSent = false
+        var answersAtStart: UInt64 = 0
     }
 
-    /// Sends one request on `connection` and decodes its answer (see `call`).
+    /// One call of `kind`: encode, send on the (re)opened connection (with `isProven`, one on which
+    /// the device proved its keys), await the answer, decode, and refuse an answer that lacks what
+    /// its type needs (RAIN_501). The whole call (connecting and proving included) is bounded by the
+    /// kind's deadline and by the operation's (`AuthorityDeadlines.operationDeadline`), on `clock`.
+    /// Past it: a send whose request left is RAIN_501 `outcome_unknown`, anything else RAIN_301
+    /// `deadline_exceeded`; a connection on which nothing answered during the call is hung and is
+    /// closed (the next call opens a fresh one).
+    private func call<Response: AuthorityAnswer>(
+        _ method: String, _ request: some WireMessage, as: Response.Type, kind: AuthorityCallKind,
+        isProven: Bool = false
+    ) async throws(RainError) -> Response {
+        let payload = try request.encode()
+        let bound = bound(of: kind)
+        let progress = Mutex(CallProgress(answersAtStart: state.withLock { $0.answerCount }))
+        let result: Result<Response, CallFailure>
+        if bound <= .zero {
+            result = .failure(.deadline)
+        } else {
+            result = await withDeadline(bound) { [self] () async throws(RainError) -> Response in
+                let connection = isProven ? try await provenConnection() : try await openConnection()
+                progress.withLock { $0.connection = connection }
+                return try await exchange(method, payload, on: connection, as: Response.self) {
+                    progress.withLock { $0.isSent = true }
+                }
+            }
+        }
+        switch result {
+        case .success(let response):
+            return response
+        case .failure(let failure):
+            let progress = progress.withLock { $0 }
+            let error: RainError
+            switch failure {
+            case .deadline:
+                replaceIfHung(progress, method: method)
+                error = deadlineError(method, kind: kind, isSent: progress.isSent, bound: bound)
+            case .error(let e) where kind == .send && progress.isSent && Self.isUnanswered(e):
+                error = outcomeUnknown(method, cause: e.message)
+            case .error(let e):
+                error = e
+            }
+            if Self.isUnanswered(error) {
+                linkFailed(error, couldNotConnect: progress.connection == nil && failure.isError)
+            }
+            throw error
+        }
+    }
+
+    /// The bound of a call of `kind` now: its own, cut to what is left of the operation's deadline.
+    private func bound(of kind: AuthorityCallKind) -> Duration {
+        let own = deadlines?.bound(kind) ?? AuthorityDeadlines.standard.bound(kind)
+        guard let end = AuthorityDeadlines.operationDeadline else { return own }
+        let left = Duration.milliseconds(end.unixMilliseconds - clock.now.unixMilliseconds)
+        return min(own, left)
+    }
+
+    /// Whether `error` says no answer came (the authority unreachable, a deadline, an unknown
+    /// outcome), as opposed to an answer that refused.
+    private static func isUnanswered(_ error: RainError) -> Bool {
+        switch error.details.reason {
+        case RemoteAuthorityFailure.unreachable.rawValue, RemoteAuthorityFailure.deadlineExceeded.rawValue,
+            AuthorityOutcome.unknownReason:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Closes the call's connection when nothing answered on it since the call began: the
+    /// authority accepts but does not answer (stopped, hung), and a fresh connection is the only
+    /// way to find out when it is back.
+    private func replaceIfHung(_ progress: CallProgress, method: String) {
+        guard let connection = progress.connection else { return }
+        let isHung = state.withLock { s in
+            let isHung = s.answered != ObjectIdentifier(connection) || s.answerCount == progress.answersAtStart
+            // Forgotten at once: the reader may take a moment to see the shutdown, and the next
+            // call must not pick this connection meanwhile.
+            if isHung, s.connection === connection { s.connection = nil }
+            return isHung
+        }
+        guard isHung, !connection.isClosed else { return }
+        connection.close()
+        logger.warning(
+            "authority.connection_replaced", ["address": address.description, "method": Self.name(method)])
+    }
+
+    /// Past the deadline: RAIN_501 `outcome_unknown` for a send that left, else RAIN_301.
+    private func deadlineError(_ method: String, kind: AuthorityCallKind, isSent: Bool, bound: Duration) -> RainError {
+        let limit = max(0, bound.milliseconds)
+        if kind == .send && isSent {
+            return outcomeUnknown(method, cause: "no answer within \(limit) ms")
+        }
+        return RainError(
+            .network,
+            "the authority at \(address) did not answer \(Self.name(method)) within \(limit) ms; try again",
+            details: .init(reason: RemoteAuthorityFailure.deadlineExceeded.rawValue))
+    }
+
+    /// RAIN_501 `outcome_unknown`: the request left and no answer came, so whether it took effect
+    /// is not known. Never a guess either way.
+    private func outcomeUnknown(_ method: String, cause: String) -> RainError {
+        RainError(
+            .provider,
+            "the authority at \(address) received \(Self.name(method)) but sent no answer (\(cause)): whether it "
+                + "took effect is unknown; check the outcome (rainwallet status) before repeating it",
+            details: .init(reason: AuthorityOutcome.unknownReason))
+    }
+
+    /// Sends one request on `connection` and decodes its answer (see `call`); `sent` runs just
+    /// before the request is handed to the connection.
     private func exchange<Response: AuthorityAnswer>(
-        _ method: String, _ payload: [UInt8], on connection: ClientConnection, as: Response.Type
+        _ method: String, _ payload: [UInt8], on connection: ClientConnection, as: Response.Type,
+        sent: () -> Void = {}
     ) async throws(RainError) -> Response {
         let bytes: [UInt8]
         do {
-            bytes = try await withDeadline(method: method) { () async throws(RainError) -> [UInt8] in
-                try await connection.call(method: method, payload: payload)
-            }
+            sent()
+            bytes = try await connection.call(method: method, payload: payload)
         } catch {
-            guard error.isConnectionFailure else { throw error }
+            guard error.isConnectionFailure else {
+                // The authority answered (with a refusal): the link is up. Not so for the answer
+                // to the cancel a deadline sent: that call got no answer in time.
+                if !Task.isCancelled { answered(on: connection) }
+                throw error
+            }
             // Shut it down completely (the reader may not have seen the end yet); the next call
             // opens a new one.
             connection.close()
@@ -353,7 +492,7 @@ public final class RemoteAuthority: Authority {
                 : ""
             throw unreachable("the connection was lost during \(Self.name(method))\(hint)")
         }
-        state.withLock { $0.answered = ObjectIdentifier(connection) }
+        if !Task.isCancelled { answered(on: connection) }
         let response: Response
         do {
             response = try Response.decode(bytes)
@@ -364,6 +503,105 @@ public final class RemoteAuthority: Authority {
         }
         guard response.isComplete else { throw incompleteAnswer(method) }
         return response
+    }
+
+    /// Records an answer on `connection`: the link is connected.
+    private func answered(on connection: ClientConnection) {
+        let (changed, observers) = state.withLock { s in
+            s.answered = ObjectIdentifier(connection)
+            s.answerCount += 1
+            let changed = s.link.answered(now: clock.now)
+            if changed != nil, let timer = s.probe?.timer {
+                timer.cancel()
+                s.probe = nil
+            }
+            return (changed, s.linkObservers)
+        }
+        if let changed { announce(changed, to: observers) }
+    }
+
+    // MARK: - Link state
+
+    /// The link as the last calls found it (see `AuthorityLinkState`).
+    public var linkState: AuthorityLinkState? { state.withLock { $0.link.state } }
+
+    /// Calls `observer` with each change of the link state, on the thread that saw it; it must not
+    /// block.
+    public func observeLink(_ observer: @escaping @Sendable (AuthorityLinkState) -> Void) {
+        state.withLock { $0.linkObservers.append(observer) }
+    }
+
+    /// The longest wait between two probes.
+    static let maximumProbeInterval: Duration = .seconds(30)
+
+    /// Records a call without an answer, and starts the probe that will see the authority back.
+    private func linkFailed(_ error: RainError, couldNotConnect: Bool) {
+        let (changed, observers) = state.withLock { s in
+            (s.link.failed(error.message, couldNotConnect: couldNotConnect, now: clock.now), s.linkObservers)
+        }
+        if let changed {
+            logger.warning(
+                "authority.link", ["address": address.description, "state": changed.phase.rawValue])
+            announce(changed, to: observers)
+        }
+        scheduleProbe()
+    }
+
+    private func announce(_ link: AuthorityLinkState, to observers: [@Sendable (AuthorityLinkState) -> Void]) {
+        if link.phase == .connected {
+            logger.info("authority.link", ["address": address.description, "state": link.phase.rawValue])
+        }
+        for observer in observers { observer(link) }
+    }
+
+    /// While the link is not connected, asks the authority what it is (`GetInfo`, a read) after a
+    /// growing wait, so the link comes back to `connected` without waiting for a user's call.
+    private func scheduleProbe() {
+        let interval = state.withLock { s -> Duration? in
+            guard !s.isClosed, s.probe?.timer == nil, s.link.state.phase != .connected else { return nil }
+            let interval = s.probe.map { min($0.interval * 2, Self.maximumProbeInterval) } ?? linkProbeInterval
+            s.probe = (nil, interval)
+            return interval
+        }
+        guard let interval else { return }
+        let timer = clock.schedule(after: interval, on: .global()) { [weak self] in
+            guard let self else { return }
+            Task {
+                self.state.withLock { s in s.probe?.timer = nil }
+                _ = try? await self.getInfo()
+            }
+        }
+        let isStale = state.withLock { s -> Bool in
+            guard s.probe != nil, !s.isClosed else { return true }
+            s.probe?.timer = timer
+            return false
+        }
+        if isStale { timer.cancel() }
+    }
+
+    /// Runs `body`, but finishes with `.deadline` if it has not finished within `bound` on `clock`
+    /// (the body is then cancelled: the server is told, the work there is not undone). Cancelling
+    /// the caller cancels the body.
+    private func withDeadline<Value: Sendable>(
+        _ bound: Duration, _ body: @escaping @Sendable () async throws(RainError) -> Value
+    ) async -> Result<Value, CallFailure> {
+        let gate = CallGate<Value>()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, CallFailure>, Never>) in
+                gate.begin(continuation)
+                let timer = clock.schedule(after: bound, on: .global()) { gate.finish(.failure(.deadline)) }
+                let work = Task {
+                    do throws(RainError) {
+                        gate.finish(.success(try await body()))
+                    } catch {
+                        gate.finish(.failure(.error(error)))
+                    }
+                }
+                gate.attach(work: work, timer: timer)
+            }
+        } onCancel: {
+            gate.cancelWork()
+        }
     }
 
     // MARK: - Device proof
@@ -515,36 +753,6 @@ public final class RemoteAuthority: Authority {
         return connection
     }
 
-    /// Runs `body`, but answers RAIN_301 `deadline_exceeded` if it has not finished within
-    /// `callTimeout` on `clock` (the body is then cancelled: the server is told, the work there is
-    /// not undone). Cancelling the caller cancels the body.
-    private func withDeadline(
-        method: String, _ body: @escaping @Sendable () async throws(RainError) -> [UInt8]
-    ) async throws(RainError) -> [UInt8] {
-        let gate = CallGate()
-        let timeoutError = RainError(
-            .network,
-            "the authority at \(address) did not answer \(Self.name(method)) within \(callTimeout.milliseconds) ms",
-            details: .init(reason: RemoteAuthorityFailure.deadlineExceeded.rawValue))
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
-                gate.begin(continuation)
-                let timer = clock.schedule(after: callTimeout, on: .global()) { gate.finish(.failure(timeoutError)) }
-                let work = Task {
-                    do throws(RainError) {
-                        gate.finish(.success(try await body()))
-                    } catch {
-                        gate.finish(.failure(error))
-                    }
-                }
-                gate.attach(work: work, timer: timer)
-            }
-        } onCancel: {
-            gate.cancelWork()
-        }
-        return try result.get()
-    }
-
     /// RAIN_501 for a failed TLS handshake: the cause, and what to do about it.
     private func tlsFailure(_ error: RainError) -> RainError {
         let fix: String
@@ -593,10 +801,21 @@ public final class RemoteAuthority: Authority {
     }
 }
 
+/// How a bounded call failed: its own error, or its deadline.
+private enum CallFailure: Error {
+    case error(RainError)
+    case deadline
+
+    var isError: Bool {
+        if case .error = self { return true }
+        return false
+    }
+}
+
 /// Resumes one call's continuation exactly once, with the first of: the answer, the deadline.
 /// Whichever comes first stops the other (cancels the timer or the work).
-private final class CallGate: Sendable {
-    typealias Continuation = CheckedContinuation<Result<[UInt8], RainError>, Never>
+private final class CallGate<Value: Sendable>: Sendable {
+    typealias Continuation = CheckedContinuation<Result<Value, CallFailure>, Never>
 
     private struct State {
         var continuation: Continuation?
@@ -628,7 +847,7 @@ private final class CallGate: Sendable {
         }
     }
 
-    func finish(_ result: Result<[UInt8], RainError>) {
+    func finish(_ result: Result<Value, CallFailure>) {
         let taken = state.withLock { s -> (Continuation, Task<Void, Never>?, (any RainTimer)?)? in
             guard !s.isFinished, let c = s.continuation else { return nil }
             s.isFinished = true

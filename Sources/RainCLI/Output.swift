@@ -61,7 +61,26 @@ extension SessionSnapshot {
             "authState": authState.rawValue, "sessionState": state, "expiresAt": expiresAt, "accountId": accountID,
             "walletId": walletID, "hasActiveSession": hasActiveSession, "contact": contact?.value,
             "storageWarning": storageWarning,
+            "authorityLink": authorityLink.map { link -> [String: Any?] in
+                ["state": link.phase.rawValue, "lastError": link.lastError, "since": link.since]
+            },
         ]
+    }
+
+    /// The link to the authority in words, for `status` and `info`; nil from a daemon that does
+    /// not report it.
+    var authorityLinkLine: String? {
+        guard let link = authorityLink else { return nil }
+        let since = RFC3339.string(from: link.since)
+        switch link.phase {
+        case .connected:
+            return "authority:      connected"
+        case .degraded:
+            return "authority:      degraded since \(since): \(link.lastError ?? "no answer"); calls may fail until it answers"
+        case .unreachable:
+            return "authority:      unreachable since \(since): \(link.lastError ?? "no answer"); "
+                + "calls that need it fail (RAIN_301) until it is back"
+        }
     }
 
     /// Human lines for `status`.
@@ -84,6 +103,7 @@ extension SessionSnapshot {
         } else if let storageWarning {
             lines.append("storage:        \(storageWarning)")
         }
+        if let link = authorityLinkLine { lines.append(link) }
         return lines
     }
 }

@@ -15,6 +15,10 @@ let sessionJSONFields: [Command.JSONField] = [
     .init(
         "storageWarning",
         "\"session_not_persisted\" while the refreshed session could not be saved (free disk space), else null"),
+    .init(
+        "authorityLink",
+        "the link to the authority: {\"state\": \"connected\", \"degraded\" or \"unreachable\", \"lastError\": the "
+            + "failure's message or null, \"since\": RFC 3339}; null from a daemon that does not report it"),
 ]
 
 /// `--email ADDR` and `--phone NUMBER`, one of them required.
@@ -342,6 +346,10 @@ enum InfoCommand: CLICommand {
             output.line("rainwalletd \(info.daemonVersion), protocol \(info.protocolVersion)")
             output.line("capabilities: \(info.capabilities.joined(separator: ", "))")
             if !info.storageProvider.isEmpty { output.line("key provider: \(info.storageProvider)") }
+            // The authority link (issue 20), as the default profile's daemon sees it.
+            if let link = try? await context.provider.currentSession().authorityLinkLine {
+                output.line(link.replacingOccurrences(of: "authority:      ", with: "authority link: "))
+            }
         }
     }
 }

@@ -48,11 +48,15 @@ public struct SessionSnapshot: Sendable, Hashable {
     /// calls are refused with (`session_not_persisted`, RAIN_502) until the daemon saves them. Nil
     /// when the session is saved.
     public var storageWarning: String?
+    /// The daemon's link to its authority (issue 20); nil from a daemon that does not say.
+    public var authorityLink: AuthorityLinkState?
 
     public init(
         authState: AuthState, sessionState: SessionState, accountID: String? = nil, walletID: String? = nil,
-        contact: RainWalletContact? = nil, hasActiveSession: Bool = false, storageWarning: String? = nil
+        contact: RainWalletContact? = nil, hasActiveSession: Bool = false, storageWarning: String? = nil,
+        authorityLink: AuthorityLinkState? = nil
     ) {
+        self.authorityLink = authorityLink
         self.authState = authState
         self.sessionState = sessionState
         self.accountID = accountID

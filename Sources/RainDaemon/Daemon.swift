@@ -25,6 +25,9 @@ public struct DaemonOptions: Sendable {
     public var isTestMethodsEnabled = false
     public var logLevel = LogLevel.info
     public var drainTimeout: Duration = .seconds(10)
+    /// `--authority-read-deadline`, `--authority-send-deadline`, `--authority-refresh-deadline`
+    /// (milliseconds): how long each kind of call to a remote authority may wait (issue 20).
+    public var authorityDeadlines = AuthorityDeadlines.standard
     public init() {}
 }
 
@@ -66,6 +69,21 @@ public enum Daemon {
                     connect to --authority with TLS 1.3, trusting only the CA certificates in
                     PEM; the authority's certificate must name HOST (any address then works)
                     """, kind: .file, requires: ["--authority"]),
+            Command.Option(
+                "--authority-read-deadline", value: "MS",
+                help: "how long a read (account, wallet) of --authority may take, its retries included",
+                kind: .integer(1...600_000), default: .computed("\(AuthorityDeadlines.standard.read.milliseconds)"),
+                requires: ["--authority"]),
+            Command.Option(
+                "--authority-send-deadline", value: "MS",
+                help: "how long a send (codes, confirms, logout, passkey finish) to --authority may take; never retried",
+                kind: .integer(1...600_000), default: .computed("\(AuthorityDeadlines.standard.send.milliseconds)"),
+                requires: ["--authority"]),
+            Command.Option(
+                "--authority-refresh-deadline", value: "MS",
+                help: "how long one refresh attempt to --authority may take (the session policy spaces the retries)",
+                kind: .integer(1...600_000), default: .computed("\(AuthorityDeadlines.standard.refresh.milliseconds)"),
+                requires: ["--authority"]),
             Command.Option(
                 "--policy", value: "FILE",
                 help: """
@@ -119,6 +137,10 @@ public enum Daemon {
         o.policy = parsed.value("--policy")
         o.authority = parsed.value("--authority")
         o.authorityCA = parsed.value("--authority-ca")
+        func milliseconds(_ flag: String) -> Duration? { parsed.value(flag).flatMap(Int.init).map { .milliseconds($0) } }
+        if let read = milliseconds("--authority-read-deadline") { o.authorityDeadlines.read = read }
+        if let send = milliseconds("--authority-send-deadline") { o.authorityDeadlines.send = send }
+        if let refresh = milliseconds("--authority-refresh-deadline") { o.authorityDeadlines.refresh = refresh }
         o.isTestMethodsEnabled = parsed.flag("--enable-test-methods")
         o.logLevel = logLevel(parsed)
         return o

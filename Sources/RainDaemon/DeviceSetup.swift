@@ -75,7 +75,8 @@ struct DeviceSetup: Sendable {
                 try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
             }
             authority = try RemoteAuthority(
-                address: remote, tls: tls, device: keys.device, clock: clock, logger: logger.child("authority"))
+                address: remote, tls: tls, device: keys.device, deadlines: options.authorityDeadlines, clock: clock,
+                logger: logger.child("authority"))
         } else {
             let masterKey = keys.masterKey
             let directory = "\(stateDirectory)/authority"

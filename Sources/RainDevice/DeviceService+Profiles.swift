@@ -1,3 +1,4 @@
+import Foundation
 import RainAccess
 import RainCore
 import RainTransport
@@ -79,11 +80,14 @@ final class ProfileEntries: Sendable {
 
     private let config: DaemonConfig
     private let context: DeviceContext
+    /// Since when an in-process authority is `connected`: it always is.
+    private let startedAt: Date
     private let state = Mutex(State())
 
     init(config: DaemonConfig, context: DeviceContext) {
         self.config = config
         self.context = context
+        self.startedAt = context.clock.now
     }
 
     /// Whether the config names the profile (or it is `default`): never evicted, never counted.
@@ -170,6 +174,7 @@ final class ProfileEntries: Sendable {
 
     private func makeEntry(_ name: String) -> DeviceService.Entry {
         let runtime = ProfileRuntime(name: name, settings: config.settings(for: name), clock: context.clock)
+        runtime.publish(link: context.authority.linkState ?? AuthorityLinkState(phase: .connected, since: startedAt))
         return DeviceService.Entry(runtime: runtime, session: ProfileSession(runtime: runtime, context: context))
     }
 

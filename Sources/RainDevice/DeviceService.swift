@@ -45,6 +45,10 @@ public final class DeviceService: ServerHandler {
         self.context = context
         self.access = access
         self.profiles = ProfileEntries(config: config, context: context)
+        // A remote authority's link changes reach every profile's snapshot and watchers.
+        context.authority.observeLink { [weak profiles] link in
+            for runtime in profiles?.runtimes() ?? [] { runtime.publish(link: link) }
+        }
         self.routes = Self.routes(
             config: config, context: context, access: access,
             capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),

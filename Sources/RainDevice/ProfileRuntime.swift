@@ -56,6 +56,8 @@ public final class ProfileRuntime: Sendable {
         /// The session policy in effect: the config's, with a client's `Profile/Configure` values
         /// where the config sets none.
         var sessionPolicy: RainWalletSessionPolicy
+        /// The link to the authority (issue 20), carried by every snapshot.
+        var link: AuthorityLinkState?
     }
 
     public let name: String
@@ -80,6 +82,12 @@ public final class ProfileRuntime: Sendable {
     public func snapshot() -> SessionSnapshot { state.withLock { compute($0) } }
 
     private func compute(_ s: State) -> SessionSnapshot {
+        var snapshot = computeSession(s)
+        snapshot.authorityLink = s.link
+        return snapshot
+    }
+
+    private func computeSession(_ s: State) -> SessionSnapshot {
         if s.isLoading { return .loading }
         guard let v = s.session else {
             return s.endedReason == nil ? .unauthenticated : SessionSnapshot(authState: .unauthenticated, sessionState: .expired)
@@ -191,6 +199,18 @@ public final class ProfileRuntime: Sendable {
         for waiter in restored {
             waiter.timer?.cancel()
             waiter.continuation.resume()
+        }
+    }
+
+    /// Records the link to the authority and tells watchers (an `authorityLink` event) when it
+    /// changed.
+    func publish(link: AuthorityLinkState) {
+        state.withLock { s in
+            guard s.link != link else { return }
+            s.link = link
+            let now = compute(s)
+            s.lastPublished = now
+            broadcast(&s, kind: .authorityLink, state: now, reason: nil)
         }
     }
 

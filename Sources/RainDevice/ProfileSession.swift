@@ -114,6 +114,9 @@ public actor ProfileSession {
     /// session: a pushed revocation does not check the session meanwhile (issue 19), since the
     /// session the login replaces is about to go anyway and ending it would report an expiry.
     var loginsInFlight = 0
+    /// Issue 20: the confirm whose outcome is not known yet (its answer was lost): its challenge,
+    /// the code and the idempotency key a repeat of it sends again. Held in memory only.
+    private var pendingConfirm: (challengeID: String, code: String, key: [UInt8])?
     /// The timer of the next save retry (held until it fires) and how many retries ran.
     private var saveRetry: (timer: (any RainTimer)?, count: Int) = (nil, 0)
 
@@ -290,15 +293,37 @@ public actor ProfileSession {
             throw RainError.invalid(
                 "no login code is pending on this profile; send one first", field: "code", reason: "no_pending_code")
         }
+        // One idempotency key per logical confirm (this challenge, this code), kept while its outcome
+        // is unknown: a repeat after a lost answer gets the first login back, never a second one.
+        let key: [UInt8]
+        if let pending = pendingConfirm, pending.challengeID == challenge.challengeID, pending.code == trimmed {
+            key = pending.key
+        } else {
+            key = try SecureRandom.bytes(count: 32)
+            pendingConfirm = (challenge.challengeID, trimmed, key)
+        }
         loginsInFlight += 1
         defer { loginsInFlight -= 1 }
-        let result = try await context.authority.confirmLoginCode(
-            ConfirmCodeRequest(
-                appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
-                devicePublicKey: context.device.signer.publicKey.wireBytes))
+        let result: LoginResult
+        do {
+            result = try await context.authority.confirmLoginCode(
+                ConfirmCodeRequest(
+                    appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
+                    devicePublicKey: context.device.signer.publicKey.wireBytes, idempotencyKey: key))
+        } catch {
+            if !Self.isOutcomeUnknown(error), pendingConfirm?.key == key { pendingConfirm = nil }
+            throw error
+        }
+        if pendingConfirm?.key == key { pendingConfirm = nil }
         if challenges.login?.challengeID == challenge.challengeID { challenges.login = nil }
         try await adopt(result, contact: challenge.contact, method: StoredSession.codeMethod)
         return ConfirmLoginCodeResponse(session: runtime.snapshot(), accountCreated: result.accountCreated)
+    }
+
+    /// Whether a call may have taken effect without its answer reaching the device: RAIN_501
+    /// `outcome_unknown`, or the authority unreachable or past its deadline.
+    static func isOutcomeUnknown(_ error: RainError) -> Bool {
+        error.code == .network || error.details.reason == AuthorityOutcome.unknownReason
     }
 
     /// A code as typed, trimmed; RAIN_102 `malformed_code` unless it is 6 digits.
@@ -377,10 +402,25 @@ public actor ProfileSession {
     }
 
     /// A read with the session's access token: transient failures retried with the policy.
+    /// With a remote authority the read, its retries and any refresh it needs end within the
+    /// authority's read deadline (README "Bounded waits"): each call waits no longer than what is
+    /// left, and no retry starts whose backoff would end past it.
     private func read<T: Sendable>(
         _ what: String, _ call: @Sendable (any Authority, String, String, DeviceProof) async throws(RainError) -> T
     ) async throws(RainError) -> T {
-        try await withSession(what: what, transientRetries: policy.transientRetries, call)
+        guard let bound = context.authority.deadlines?.read else {
+            return try await withSession(what: what, transientRetries: policy.transientRetries, call)
+        }
+        let end = clock.now.adding(bound)
+        let result = await AuthorityDeadlines.$operationDeadline.withValue(end) { () async -> Result<T, RainError> in
+            do throws(RainError) {
+                return .success(
+                    try await withSession(what: what, transientRetries: policy.transientRetries, deadline: end, call))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     /// What Account/Get answers for an authority's `AccountInfo`.
@@ -455,7 +495,7 @@ public actor ProfileSession {
     /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable;
     ///   any other refusal as the authority raised it.
     func withSession<T: Sendable>(
-        what: String, transientRetries: Int,
+        what: String, transientRetries: Int, deadline: Date? = nil,
         _ call: @Sendable (any Authority, String, String, DeviceProof) async throws(RainError) -> T
     ) async throws(RainError) -> T {
         await restore()
@@ -463,7 +503,7 @@ public actor ProfileSession {
         try await requireSaved()
         var isRefreshed = false
         let retry = RetrySchedule(policy: policy, retries: transientRetries)
-        let result = await retry.run(clock: clock) { _ -> RetryStep<T> in
+        let result = await retry.run(clock: clock, deadline: deadline) { _ -> RetryStep<T> in
             guard let current = session else { return .finished(.failure(noSessionError())) }
             if unsaved != nil { return .finished(.failure(Self.notPersistedError(nil))) }
             let result: Result<T, RainError>

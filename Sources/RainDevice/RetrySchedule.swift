@@ -1,3 +1,4 @@
+import Foundation
 import RainCore
 
 /// What one attempt of a retried call came to.
@@ -50,9 +51,11 @@ struct RetrySchedule: Sendable, Hashable {
     ///   - isolation: where `attempt` runs (the caller's actor).
     ///   - attempt: one try; gets its number (1 + the transient failures so far).
     ///   - exhausted: the error to give when the retries ran out, from the last transient one.
+    ///   - deadline: when the whole operation must have ended (a read's bound, on `clock`): no
+    ///     retry starts whose wait would reach it; nil for no bound.
     /// - Returns: what the attempt finished with, or the exhausted error.
     func run<Success>(
-        clock: any RainClock, isolation: isolated (any Actor)? = #isolation,
+        clock: any RainClock, deadline: Date? = nil, isolation: isolated (any Actor)? = #isolation,
         _ attempt: (_ number: Int) async -> RetryStep<Success>,
         exhausted: (RainError) -> RainError
     ) async -> Result<Success, RainError> {
@@ -65,6 +68,9 @@ struct RetrySchedule: Sendable, Hashable {
                 continue
             case .transient(let error):
                 guard failures < retries else { return .failure(exhausted(error)) }
+                if let deadline, clock.now.adding(delay(beforeRetry: failures + 1)) >= deadline {
+                    return .failure(exhausted(error))
+                }
                 failures += 1
                 await clock.sleep(for: delay(beforeRetry: failures))
             }

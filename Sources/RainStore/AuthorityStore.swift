@@ -67,6 +67,10 @@ package protocol AuthorityStore: Sendable {
     /// - Throws: RAIN_404 when an existing account has no wallet record.
     func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome
 
+    /// Issue 20: the login a confirm with this idempotency key (its keyed hash) completed, while
+    /// its challenge's lifetime lasts; nil when there is none.
+    func idempotentLogin(keyHash: [UInt8], now: Date) async throws(RainError) -> IdempotentLogin?
+
     /// Revokes the unrevoked session of `appID` whose current or previous refresh-token hash is
     /// this one (a device that lost a refresh reply logs out with the previous token).
     /// - Returns: whether a session was revoked.
@@ -454,12 +458,17 @@ package struct LoginCompletion: Sendable, Equatable {
     package var session: NewSession
     /// The time of the login.
     package var now: Date
+    /// Issue 20: the confirm's idempotency key (its keyed hash) and its sealed tokens, stored with
+    /// the login so a repeat gets this outcome (`idempotentLogin`); nil without a key.
+    package var idempotency: IdempotentLoginInput?
 
     /// Creates the input.
     package init(
         challengeID: String, appID: String, deviceID: String, contact: RainWalletContact, newAccountID: String,
-        newWalletID: String, newWalletKeys: WalletKeyMaterial? = nil, session: NewSession, now: Date
+        newWalletID: String, newWalletKeys: WalletKeyMaterial? = nil, session: NewSession, now: Date,
+        idempotency: IdempotentLoginInput? = nil
     ) {
+        self.idempotency = idempotency
         self.newWalletKeys = newWalletKeys
         self.challengeID = challengeID
         self.appID = appID
@@ -561,10 +570,49 @@ package struct LoginRecord: Sendable, Equatable {
     }
 }
 
+/// Issue 20: what a confirm with an idempotency key stores with its login.
+package struct IdempotentLoginInput: Sendable, Equatable {
+    /// The keyed hash of the device's idempotency key (the key itself is never stored).
+    package var keyHash: [UInt8]
+    /// The login's tokens, sealed under a key derived from the idempotency key: only the device
+    /// that holds it can open them.
+    package var sealedTokens: [UInt8]
+    /// Until when a repeat gets this outcome: the challenge's expiry.
+    package var expiresAt: Date
+
+    /// Creates the input.
+    package init(keyHash: [UInt8], sealedTokens: [UInt8], expiresAt: Date) {
+        self.keyHash = keyHash
+        self.sealedTokens = sealedTokens
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Issue 20: the first outcome of a confirm, returned to its repeats.
+package struct IdempotentLogin: Sendable, Equatable {
+    package var challengeID: String
+    package var accountID: String
+    package var walletID: String
+    package var accountCreated: Bool
+    package var sealedTokens: [UInt8]
+
+    /// Creates the record.
+    package init(challengeID: String, accountID: String, walletID: String, accountCreated: Bool, sealedTokens: [UInt8]) {
+        self.challengeID = challengeID
+        self.accountID = accountID
+        self.walletID = walletID
+        self.accountCreated = accountCreated
+        self.sealedTokens = sealedTokens
+    }
+}
+
 /// Output of `AuthorityStore.completeLogin`.
 package enum LoginCompletionOutcome: Sendable, Equatable {
     /// The login went through.
     case loggedIn(LoginRecord)
+    /// Issue 20: a login with this idempotency key was already completed (by a concurrent repeat,
+    /// possibly on another instance): its outcome, for the caller to return.
+    case repeated(IdempotentLogin)
     /// The challenge was no longer pending (or expired, or not this device's) when the
     /// transaction ran; carries it as it is now, or nil when it does not exist.
     case challengeUnavailable(ChallengeRecord?)

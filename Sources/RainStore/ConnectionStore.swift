@@ -74,6 +74,11 @@ extension ConnectionStore {
         }
     }
 
+    /// The login completed with this idempotency key (see `AuthorityStore.idempotentLogin`).
+    package func idempotentLogin(keyHash: [UInt8], now: Date) async throws(RainError) -> IdempotentLogin? {
+        try await perform { db throws(RainError) in try StoreOperations.idempotentLogin(db, keyHash: keyHash, now: now) }
+    }
+
     /// Revokes the unrevoked session holding this refresh-token hash as its current or previous one.
     @discardableResult
     package func revokeSession(appID: String, refreshHash: [UInt8], reason: String, now: Date) async throws(RainError)

@@ -206,6 +206,18 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "ALTER TABLE sessions ADD COLUMN pair_used BOOLEAN NOT NULL DEFAULT FALSE",
                 "UPDATE sessions SET pair_used = TRUE",
             ]),
+        // Issue 20: the first outcome of a confirm with an idempotency key: SQLite's version 10.
+        Migration(
+            version: 5,
+            statements: [
+                """
+                CREATE TABLE idempotent_logins (
+                    key_hash BYTEA PRIMARY KEY, challenge_id TEXT NOT NULL, account_id TEXT NOT NULL,
+                    wallet_id TEXT NOT NULL, account_created BOOLEAN NOT NULL, sealed_tokens BYTEA NOT NULL,
+                    expires_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX idempotent_logins_expiry ON idempotent_logins(expires_at)",
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -270,6 +270,19 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "ALTER TABLE sessions ADD COLUMN pair_used INTEGER NOT NULL DEFAULT 0",
                 "UPDATE sessions SET pair_used = 1",
             ]),
+        // Issue 20: the first outcome of a confirm with an idempotency key, for its repeats
+        // within the challenge's lifetime (PostgreSQL's version 5).
+        Migration(
+            version: 10,
+            statements: [
+                """
+                CREATE TABLE idempotent_logins (
+                    key_hash BLOB PRIMARY KEY, challenge_id TEXT NOT NULL, account_id TEXT NOT NULL,
+                    wallet_id TEXT NOT NULL, account_created INTEGER NOT NULL, sealed_tokens BLOB NOT NULL,
+                    expires_at INTEGER NOT NULL)
+                """,
+                "CREATE INDEX idempotent_logins_expiry ON idempotent_logins(expires_at)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

@@ -1,4 +1,5 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainTransport
 import RainWire
@@ -461,7 +462,18 @@ public final class DaemonHarness: Sendable {
         var args = ["--socket", socketPath, "--state-dir", stateDirectory]
         if let configPath { args += ["--config", configPath] }
         args += ["--policy", policyPath]
-        return args + ["--enable-test-methods"] + extraArguments
+        return args + ["--enable-test-methods"] + Self.relaxedDeadlines(for: extraArguments) + extraArguments
+    }
+
+    /// With `--authority` and no deadline of its own, a remote authority's calls get the bounds of
+    /// `AuthorityDeadlines.forTests` (issue 20): a test about something else must not fail because
+    /// a loaded machine answers slower than the production bounds. Tests of the bounds set them.
+    static func relaxedDeadlines(for arguments: [String]) -> [String] {
+        guard arguments.contains("--authority"), !arguments.contains(where: { $0.hasSuffix("-deadline") }) else { return [] }
+        let ms = String(AuthorityDeadlines.forTests.read.milliseconds)
+        return [
+            "--authority-read-deadline", ms, "--authority-send-deadline", ms, "--authority-refresh-deadline", ms,
+        ]
     }
 
     /// Launches the daemon without waiting for it to be ready.

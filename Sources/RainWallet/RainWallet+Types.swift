@@ -151,6 +151,10 @@ public struct SessionEvent: Sendable, Equatable {
         case sessionState
         /// The session ended without logout (see `expiryReason`).
         case sessionExpired
+        /// The daemon's link to its authority changed (issue 20): `state.authorityLink` says how
+        /// it stands (`connected`, `degraded` with the last error, `unreachable` since when), so an
+        /// app can show "offline" instead of spinning.
+        case authorityLink
     }
 
     /// 1 for a stream's first event, then +1 per event.
@@ -168,6 +172,7 @@ public struct SessionEvent: Sendable, Equatable {
         case .authState: kind = .authState
         case .sessionState: kind = .sessionState
         case .sessionExpired: kind = .sessionExpired
+        case .authorityLink: kind = .authorityLink
         }
         state = wire.state
         expiryReason = wire.expiryReason

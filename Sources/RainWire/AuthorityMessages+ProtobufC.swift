@@ -96,7 +96,8 @@ extension ConfirmCodeRequest {
             return ConfirmCodeRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
                 challengeID: try readString(m.challenge_id, field: "challenge_id"),
-                code: try readString(m.code, field: "code"), devicePublicKey: readBytes(m.device_public_key))
+                code: try readString(m.code, field: "code"), devicePublicKey: readBytes(m.device_public_key),
+                idempotencyKey: readBytes(m.idempotency_key))
         }
     }
     /// Encodes as an `AuthorityConfirmLoginCodeRequest`.
@@ -108,6 +109,7 @@ extension ConfirmCodeRequest {
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.code = try arena.string(code, field: "code")
         m.device_public_key = arena.bytes(devicePublicKey)
+        m.idempotency_key = arena.bytes(idempotencyKey)
         return packMessage(&m)
     }
 }

@@ -112,20 +112,29 @@ public struct ConfirmCodeRequest: WireMessage, Equatable, CustomStringConvertibl
     /// still logs in, but the session is unbound and can never be refreshed (RAIN_201
     /// `device_unbound`): it ends when its access token expires.
     public var devicePublicKey: [UInt8]
+    /// Issue 20: random bytes (16 to 64) the device chose for this logical confirm and keeps across
+    /// its repeats; a repeat within the challenge's lifetime gets the first outcome (the same
+    /// tokens) instead of a second login. Empty: no idempotency. A secret: never logged.
+    public var idempotencyKey: [UInt8]
 
     /// Creates the request.
-    public init(appID: String, deviceID: String, challengeID: String, code: String, devicePublicKey: [UInt8] = []) {
+    public init(
+        appID: String, deviceID: String, challengeID: String, code: String, devicePublicKey: [UInt8] = [],
+        idempotencyKey: [UInt8] = []
+    ) {
         self.appID = appID
         self.deviceID = deviceID
         self.challengeID = challengeID
         self.code = code
         self.devicePublicKey = devicePublicKey
+        self.idempotencyKey = idempotencyKey
     }
 
-    /// The request with the code redacted.
+    /// The request with the code and the idempotency key redacted.
     public var description: String {
         "ConfirmCodeRequest(appID: \(appID), deviceID: \(deviceID), challengeID: \(challengeID), "
-            + "code: <redacted>, devicePublicKey: \(devicePublicKey.count) bytes)"
+            + "code: <redacted>, devicePublicKey: \(devicePublicKey.count) bytes, idempotencyKey: "
+            + (idempotencyKey.isEmpty ? "none)" : "<redacted>)")
     }
     /// Same as ``description``.
     public var debugDescription: String { description }

@@ -70,7 +70,27 @@ func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> U
     c.has_active_session = s.hasActiveSession ? 1 : 0
     c.contact = try cContact(s.contact, arena)
     c.storage_warning = try arena.string(s.storageWarning ?? "", field: "storage warning")
+    if let link = s.authorityLink {
+        var l = cMessage(rain__wallet__v1__authority_link__init)
+        l.state = try arena.string(link.phase.rawValue, field: "authority link")
+        l.last_error = try arena.string(link.lastError ?? "", field: "authority link error")
+        l.since_ms = link.since.unixMilliseconds
+        c.authority_link = arena.box(l)
+    }
     return arena.box(c)
+}
+
+/// The authority link of a `SessionState`; nil when absent or its state is not one this build knows.
+func readAuthorityLink(_ p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityLink>?) throws(RainError)
+    -> AuthorityLinkState?
+{
+    guard let l = p?.pointee else { return nil }
+    guard let phase = AuthorityLinkState.Phase(rawValue: try readString(l.state, field: "authority link")) else {
+        return nil
+    }
+    let error = try readString(l.last_error, field: "authority link error")
+    return AuthorityLinkState(
+        phase: phase, lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: l.since_ms))
 }
 
 func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?) throws(RainError)
@@ -96,7 +116,8 @@ func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?
     return SessionSnapshot(
         authState: auth, sessionState: session, accountID: account.isEmpty ? nil : account,
         walletID: wallet.isEmpty ? nil : wallet, contact: try readContact(c.contact),
-        hasActiveSession: c.has_active_session != 0, storageWarning: warning.isEmpty ? nil : warning)
+        hasActiveSession: c.has_active_session != 0, storageWarning: warning.isEmpty ? nil : warning,
+        authorityLink: try readAuthorityLink(c.authority_link))
 }
 
 // MARK: messages
@@ -281,6 +302,7 @@ extension WatchEvent {
             switch m.type {
             case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE: kind = .sessionState
             case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED: kind = .sessionExpired
+            case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK: kind = .authorityLink
             default: kind = .authState
             }
             let reason: ExpiryReason?
@@ -302,6 +324,7 @@ extension WatchEvent {
         case .authState: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTH_STATE
         case .sessionState: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE
         case .sessionExpired: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED
+        case .authorityLink: m.type = RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK
         }
         switch expiryReason {
         case .expired: m.expiry_reason = RAIN__WALLET__V1__EXPIRY_REASON__EXPIRY_REASON_EXPIRED

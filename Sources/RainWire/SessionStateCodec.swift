@@ -45,11 +45,19 @@ extension SessionSnapshot {
             case nil: 0
             }
         let contactLength = EnvelopeSize.varintField(1, contactKind) + EnvelopeSize.string(2, contactValue)
+        let linkState = authorityLink?.phase.rawValue ?? ""
+        let linkError = authorityLink?.lastError ?? ""
+        let linkSince = authorityLink?.since.unixMilliseconds ?? 0
+        try EnvelopeSize.refuseNUL(linkError, field: "authority link error")
+        let linkLength =
+            EnvelopeSize.string(1, linkState) + EnvelopeSize.string(2, linkError)
+            + EnvelopeSize.varintField(3, UInt64(bitPattern: linkSince))
         let size =
             EnvelopeSize.varintField(1, authValue) + EnvelopeSize.varintField(2, statusValue)
             + EnvelopeSize.varintField(3, UInt64(bitPattern: expiresAt)) + EnvelopeSize.string(4, account)
             + EnvelopeSize.string(5, wallet) + EnvelopeSize.varintField(6, hasActiveSession ? 1 : 0)
             + (contact == nil ? 0 : EnvelopeSize.message(7, contactLength)) + EnvelopeSize.string(8, warning)
+            + (authorityLink == nil ? 0 : EnvelopeSize.message(9, linkLength))
         return ProtoWriter.bytes(exactly: size) { w in
             w.varintField(1, authValue)
             w.varintField(2, statusValue)
@@ -64,6 +72,13 @@ extension SessionSnapshot {
                 w.stringField(2, contactValue)
             }
             w.stringField(8, warning)
+            if authorityLink != nil {
+                w.tag(9, .lengthDelimited)
+                w.varint(UInt64(linkLength))
+                w.stringField(1, linkState)
+                w.stringField(2, linkError)
+                w.varintField(3, UInt64(bitPattern: linkSince))
+            }
         }
     }
 
@@ -92,6 +107,7 @@ extension ProtoReader {
         var hasActive = false
         var contact: RainWalletContact?
         var warning = ""
+        var link: AuthorityLinkState?
         let isRead = eachField { p, number, type in
             switch (number, type) {
             case (1, Self.varintType): p.enumValue().map { auth = $0 } != nil
@@ -105,6 +121,7 @@ extension ProtoReader {
                     contact = c.kind == 1 ? .email(c.value) : c.kind == 2 ? .phone(c.value) : nil
                 } != nil
             case (8, Self.delimitedType): p.string().map { warning = $0 } != nil
+            case (9, Self.delimitedType): p.message { $0.authorityLink() }.map { link = $0 } != nil
             default: false
             }
         }
@@ -117,7 +134,24 @@ extension ProtoReader {
         return SessionSnapshot(
             authState: authState, sessionState: session, accountID: account.isEmpty ? nil : account,
             walletID: wallet.isEmpty ? nil : wallet, contact: contact, hasActiveSession: hasActive,
-            storageWarning: warning.isEmpty ? nil : warning)
+            storageWarning: warning.isEmpty ? nil : warning, authorityLink: link)
+    }
+
+    /// An `AuthorityLink`; nil (protobuf-c decides) for a state this build does not know.
+    private mutating func authorityLink() -> AuthorityLinkState? {
+        var state = ""
+        var error = ""
+        var since: Int64 = 0
+        let isRead = eachField { p, number, type in
+            switch (number, type) {
+            case (1, Self.delimitedType): p.string().map { state = $0 } != nil
+            case (2, Self.delimitedType): p.string().map { error = $0 } != nil
+            case (3, Self.varintType): p.varint().map { since = Int64(bitPattern: $0) } != nil
+            default: false
+            }
+        }
+        guard isRead, let phase = AuthorityLinkState.Phase(rawValue: state) else { return nil }
+        return AuthorityLinkState(phase: phase, lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: since))
     }
 
     private mutating func contact() -> (kind: UInt64, value: String)? {

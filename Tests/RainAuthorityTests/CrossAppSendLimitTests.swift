@@ -259,7 +259,8 @@ struct CrossAppSendLimitTests {
             logger: logger)
         let service = AuthorityService(authority: embedded, logger: logger)
         let server = try RunningTCPServer(handler: service, logger: logger)
-        let remote = try RemoteAuthority(address: server.address, connectTimeout: .seconds(2), logger: logger)
+        let remote = try RemoteAuthority(
+            address: server.address, connectTimeout: .seconds(2), deadlines: .forTests, logger: logger)
         do {
             for i in 0..<2 {
                 _ = try await remote.sendLoginCode(

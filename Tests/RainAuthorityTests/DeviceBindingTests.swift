@@ -276,7 +276,8 @@ struct DeviceBindingTests {
     func remoteUnproven() async throws {
         try await RemoteFixture.with { f in
             let login = try await f.login()
-            let anonymous = try RemoteAuthority(address: f.server.address, logger: f.logger.child("anonymous"))
+            let anonymous = try RemoteAuthority(
+                address: f.server.address, deadlines: .forTests, logger: f.logger.child("anonymous"))
             defer { anonymous.close() }
             let error = await rainError {
                 _ = try await anonymous.accountInfo(
@@ -314,12 +315,12 @@ struct DeviceBindingTests {
             let moving = try RemoteAuthority(
                 address: f.server.address,
                 device: TestDeviceKeys(deviceID: RemoteFixture.device, signers: [new, SoftwareDeviceSigner(FixtureDevice.key)]),
-                logger: f.logger.child("moving"))
+                deadlines: .forTests, logger: f.logger.child("moving"))
             defer { moving.close() }
             try await moving.rebindDevice(deviceID: RemoteFixture.device, newKey: new.publicKey, proof: .none())
             let moved = try RemoteAuthority(
                 address: f.server.address, device: TestDeviceKeys(deviceID: RemoteFixture.device, signers: [new]),
-                logger: f.logger.child("moved"))
+                deadlines: .forTests, logger: f.logger.child("moved"))
             defer { moved.close() }
             try await moved.confirmDeviceKey(deviceID: RemoteFixture.device, key: new.publicKey, proof: .none())
             _ = try await moved.accountInfo(appID: RemoteFixture.app, accessToken: login.tokens.accessToken, proof: .none())

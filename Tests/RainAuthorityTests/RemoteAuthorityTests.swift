@@ -96,7 +96,8 @@ struct RemoteFixture {
         let server = try RunningTCPServer(handler: service, tls: serverTLS, logger: logger.child("loop"))
         let remote = try RemoteAuthority(
             address: server.address, tls: clientTLS, device: FixtureDevice.keys, connectTimeout: .seconds(2),
-            callTimeout: callTimeout, logger: logger.child("remote"))
+            deadlines: AuthorityDeadlines(read: callTimeout, send: callTimeout, refresh: callTimeout),
+            logger: logger.child("remote"))
         let fixture = RemoteFixture(
             directory: directory, clock: clock, sender: sender, store: store, embedded: embedded, service: service,
             server: server, remote: remote, logSink: sink, logger: logger)
@@ -137,10 +138,25 @@ struct RemoteFixture {
 }
 
 /// An authority whose every call waits `delay` and then fails (for deadlines).
+/// A count shared between a test and its fake.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func increment() { count.withLock { $0 += 1 } }
+}
+
 struct SlowAuthority: Authority {
     var delay: Duration
+    /// Counts the calls that reached it (issue 20: a test moves its clock once the request arrived).
+    var arrivals: Counter?
+
+    init(delay: Duration, arrivals: Counter? = nil) {
+        self.delay = delay
+        self.arrivals = arrivals
+    }
 
     private func wait() async throws(RainError) -> Never {
+        arrivals?.increment()
         try? await Task.sleep(for: delay)
         throw RainError(.internalError, "too late")
     }
@@ -359,7 +375,7 @@ struct RemoteAuthorityTests {
             let other = try RemoteAuthority(
                 address: f.server.address,
                 device: TestDeviceKeys(deviceID: RemoteFixture.device, keys: [try Ed25519PrivateKey()]),
-                logger: f.logger.child("thief"))
+                deadlines: .forTests, logger: f.logger.child("thief"))
             defer { other.close() }
             let thief = await rainError {
                 _ = try await other.refreshSession(
@@ -591,7 +607,8 @@ struct RemoteAuthorityTests {
         let port = try TCPSocket.localPort(of: fd)
         close(fd)
         let remote = try RemoteAuthority(
-            address: "127.0.0.1:\(port)", connectTimeout: .seconds(3600), logger: Logger(label: "test", sink: CapturingLogSink()))
+            address: "127.0.0.1:\(port)", connectTimeout: .seconds(3600), deadlines: .forTests,
+            logger: Logger(label: "test", sink: CapturingLogSink()))
         defer { remote.close() }
         let error = await rainError { _ = try await remote.listOutbox() }
         #expect(error?.code == .network)
@@ -601,26 +618,79 @@ struct RemoteAuthorityTests {
 
     /// Call deadlines run on the injected clock: the test moves it past the deadline by hand, so the
     /// outcome does not depend on how busy the machine is, and the follow-up call cannot time out.
-    @Test("an authority that does not answer in time: RAIN_301 deadline_exceeded, and the connection stays usable")
+    /// Issue 20: a send past its bound is RAIN_501 `outcome_unknown` (it left; no answer came), a
+    /// read RAIN_301 `deadline_exceeded`; the connection nothing answered on is replaced, and the
+    /// link goes degraded, then unreachable, then connected again at the next answer.
+    @Test(
+        "an authority that does not answer in time: a send is outcome_unknown, a read deadline_exceeded, the hung connection is replaced"
+    )
     func callDeadline() async throws {
         let sink = CapturingLogSink()
         let logger = Logger(label: "test", sink: sink)
         let clock = ManualClock()
-        let service = AuthorityService(authority: SlowAuthority(delay: .seconds(60)), logger: logger)
+        let arrivals = Counter()
+        let service = AuthorityService(authority: SlowAuthority(delay: .seconds(60), arrivals: arrivals), logger: logger)
         let server = try RunningTCPServer(handler: service, logger: logger)
-        let remote = try RemoteAuthority(address: server.address, callTimeout: .seconds(1), clock: clock, logger: logger)
-        async let outcome = rainError { try await remote.revokeSession(appID: "app", refreshToken: "rwr_x") }
-        // Once the call's deadline is armed, move the clock past it.
-        let armedBy = ContinuousClock.now + .seconds(60)
-        while clock.pendingTimerCount == 0 && ContinuousClock.now < armedBy { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(clock.pendingTimerCount > 0, "the call never armed its deadline")
-        clock.advance(by: .seconds(1))
-        let error = await outcome
-        #expect(error?.code == .network)
-        #expect(error?.details.reason == "deadline_exceeded")
-        // The same connection still answers (the clock stands still: this call cannot time out).
+        let remote = try RemoteAuthority(
+            address: server.address,
+            deadlines: AuthorityDeadlines(read: .seconds(1), send: .seconds(2), refresh: .seconds(1)),
+            // No probe within the test: the link changes only with the calls it makes.
+            linkProbeInterval: .seconds(3600), clock: clock, logger: logger)
+        let changes = Mutex<[AuthorityLinkState.Phase]>([])
+        remote.observeLink { link in changes.withLock { $0.append(link.phase) } }
+
+        /// Runs `body`, moves the clock by `by` once its deadline is armed, and returns its error.
+        func timedOut(by: Duration, _ body: @escaping @Sendable () async throws -> Void) async -> RainError? {
+            let before = arrivals.value
+            async let outcome = rainError { try await body() }
+            let armedBy = ContinuousClock.now + .seconds(60)
+            while arrivals.value <= before && ContinuousClock.now < armedBy {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(arrivals.value > before, "the request never reached the authority")
+            // Not quite the bound: nothing fires early.
+            clock.advance(by: by - .milliseconds(1))
+            clock.advance(by: .milliseconds(1))
+            return await outcome
+        }
+
+        let send = await timedOut(by: .seconds(2)) { try await remote.revokeSession(appID: "app", refreshToken: "rwr_x") }
+        #expect(send?.code == .provider)
+        #expect(send?.details.reason == "outcome_unknown")
+        #expect(remote.linkState?.phase == .degraded)
+        #expect(sink.captured.contains { $0.contains("authority.connection_replaced") })
+
+        let read = await timedOut(by: .seconds(1)) {
+            _ = try await remote.wallet(appID: "app", accessToken: "rwa_x", proof: .none())
+        }
+        #expect(read?.code == .network)
+        #expect(read?.details.reason == "deadline_exceeded")
+        #expect(remote.linkState?.phase == .unreachable)
+        #expect(remote.linkState?.lastError?.isEmpty == false)
+
+        // A fresh connection answers (the clock stands still: this call cannot time out).
         let info = try await remote.getInfo()
         #expect(info.protocolVersion == protocolVersion)
+        #expect(remote.linkState?.phase == .connected)
+        #expect(changes.withLock { $0 } == [.degraded, .unreachable, .connected])
+        remote.close()
+        await server.stop()
+    }
+
+    /// Within a device's read (`AuthorityDeadlines.operationDeadline`), a call waits only what is
+    /// left of the read's bound; nothing left fails at once, without a request.
+    @Test("a call inside an operation whose deadline passed fails at once with RAIN_301")
+    func operationDeadlinePassed() async throws {
+        let logger = Logger(label: "test", sink: CapturingLogSink())
+        let clock = ManualClock()
+        let service = AuthorityService(authority: SlowAuthority(delay: .seconds(60)), logger: logger)
+        let server = try RunningTCPServer(handler: service, logger: logger)
+        let remote = try RemoteAuthority(address: server.address, clock: clock, logger: logger)
+        let error = await AuthorityDeadlines.$operationDeadline.withValue(clock.now) {
+            await rainError { _ = try await remote.listOutbox() }
+        }
+        #expect(error?.code == .network)
+        #expect(error?.details.reason == "deadline_exceeded")
         remote.close()
         await server.stop()
     }
@@ -730,7 +800,7 @@ struct RemoteAuthorityTests {
         let server = try EventLoopServer(listeningSocket: fd, options: options, handler: service, logger: logger)
         let thread = Thread { server.run() }
         thread.start()
-        let remote = try RemoteAuthority(address: "[::1]:\(port)", logger: logger)
+        let remote = try RemoteAuthority(address: "[::1]:\(port)", deadlines: .forTests, logger: logger)
         let info = try await remote.getInfo()
         #expect(info.daemonVersion == "v6")
         remote.close()

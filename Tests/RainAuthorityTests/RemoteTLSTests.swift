@@ -48,7 +48,7 @@ struct RemoteTLSTests {
     static func client(_ caPath: String, _ address: String) throws -> RemoteAuthority {
         try RemoteAuthority(
             address: address, tls: TLSContext.client(trustedCertificatesFile: caPath), device: FixtureDevice.keys,
-            connectTimeout: .seconds(10), logger: logger())
+            connectTimeout: .seconds(10), deadlines: .forTests, logger: logger())
     }
 
     @Test("a device logs in by code through a TLS authority, by name and by IP address")

@@ -68,7 +68,7 @@ final class SharedStoreCluster: Sendable {
     func remote(_ i: Int, device: (any DeviceKeyHolder)? = nil) throws -> RemoteAuthority {
         try RemoteAuthority(
             address: "127.0.0.1:\(ports.withLock { $0[i] })", device: device,
-            logger: Logger(label: "test.remote", minimumLevel: .error))
+            deadlines: .forTests, logger: Logger(label: "test.remote", minimumLevel: .error))
     }
 
     /// Starts authority `i` (on its old port when it ran before) and waits until it is ready.

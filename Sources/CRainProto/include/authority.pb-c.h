@@ -110,10 +110,16 @@ struct  Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest
    * point); the session is bound to it. Empty: unbound.
    */
   ProtobufCBinaryData device_public_key;
+  /*
+   * Issue 20
+   * Random, chosen by the device per logical confirm and kept across its repeats: a repeat within
+   * the challenge's lifetime gets the first outcome (the same tokens), never a second login.
+   */
+  ProtobufCBinaryData idempotency_key;
 };
 #define RAIN__WALLET__V1__AUTHORITY_CONFIRM_LOGIN_CODE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_confirm_login_code_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL} }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL} }
 
 
 struct  Rain__Wallet__V1__AuthoritySessionTokens

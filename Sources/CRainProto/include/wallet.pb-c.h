@@ -58,6 +58,7 @@ typedef struct Rain__Wallet__V1__ConfirmContactVerificationRequest Rain__Wallet_
 typedef struct Rain__Wallet__V1__ReadAuditLogRequest Rain__Wallet__V1__ReadAuditLogRequest;
 typedef struct Rain__Wallet__V1__ReadAuditLogResponse Rain__Wallet__V1__ReadAuditLogResponse;
 typedef struct Rain__Wallet__V1__AuditVerification Rain__Wallet__V1__AuditVerification;
+typedef struct Rain__Wallet__V1__AuthorityLink Rain__Wallet__V1__AuthorityLink;
 
 
 /* --- enums --- */
@@ -85,7 +86,11 @@ typedef enum _Rain__Wallet__V1__EventType {
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_UNSPECIFIED = 0,
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTH_STATE = 1,
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE = 2,
-  RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED = 3
+  RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED = 3,
+  /*
+   * Issue 20: the link to the authority changed (state.authority_link says how it stands).
+   */
+  RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK = 4
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__EVENT_TYPE)
 } Rain__Wallet__V1__EventType;
 typedef enum _Rain__Wallet__V1__ExpiryReason {
@@ -270,10 +275,15 @@ struct  Rain__Wallet__V1__SessionState
    * calls are refused with until the daemon saves them ("session_not_persisted"); empty when saved.
    */
   char *storage_warning;
+  /*
+   * Issue 20
+   * The link to the authority; absent from a daemon that does not say.
+   */
+  Rain__Wallet__V1__AuthorityLink *authority_link;
 };
 #define RAIN__WALLET__V1__SESSION_STATE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__session_state__descriptor) \
-    , RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_UNSPECIFIED, RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_NONE, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, (char *)protobuf_c_empty_string }
+    , RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_UNSPECIFIED, RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_NONE, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, (char *)protobuf_c_empty_string, NULL }
 
 
 /*
@@ -864,6 +874,30 @@ struct  Rain__Wallet__V1__AuditVerification
 #define RAIN__WALLET__V1__AUDIT_VERIFICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__audit_verification__descriptor) \
     , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Issue 20
+ * The device's link to its authority: "connected", "degraded" (the last call got no answer) or
+ * "unreachable" (no connection, or calls unanswered twice in a row). An embedded authority is
+ * always connected.
+ */
+struct  Rain__Wallet__V1__AuthorityLink
+{
+  ProtobufCMessage base;
+  char *state;
+  /*
+   * The message of the failure that led to this state; empty when connected.
+   */
+  char *last_error;
+  /*
+   * Unix milliseconds: when the link entered this state.
+   */
+  int64_t since_ms;
+};
+#define RAIN__WALLET__V1__AUTHORITY_LINK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_link__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 /* Rain__Wallet__V1__Contact methods */
@@ -1664,6 +1698,25 @@ Rain__Wallet__V1__AuditVerification *
 void   rain__wallet__v1__audit_verification__free_unpacked
                      (Rain__Wallet__V1__AuditVerification *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityLink methods */
+void   rain__wallet__v1__authority_link__init
+                     (Rain__Wallet__V1__AuthorityLink         *message);
+size_t rain__wallet__v1__authority_link__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityLink   *message);
+size_t rain__wallet__v1__authority_link__pack
+                     (const Rain__Wallet__V1__AuthorityLink   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_link__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityLink   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityLink *
+       rain__wallet__v1__authority_link__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_link__free_unpacked
+                     (Rain__Wallet__V1__AuthorityLink *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__Contact_Closure)
@@ -1792,6 +1845,9 @@ typedef void (*Rain__Wallet__V1__ReadAuditLogResponse_Closure)
 typedef void (*Rain__Wallet__V1__AuditVerification_Closure)
                  (const Rain__Wallet__V1__AuditVerification *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityLink_Closure)
+                 (const Rain__Wallet__V1__AuthorityLink *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1846,6 +1902,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verifi
 extern const ProtobufCMessageDescriptor rain__wallet__v1__read_audit_log_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__read_audit_log_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__audit_verification__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_link__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -1,0 +1,226 @@
+import Foundation
+import RainAuthorityAPI
+import RainAuthorityServer
+import RainCore
+import RainCrypto
+import RainTestSupport
+import RainTransport
+import RainWire
+import Synchronization
+import Testing
+
+@testable import RainAuthority
+@testable import RainStore
+
+/// Issue 20: a confirm repeated with its idempotency key gets its first outcome back (the same
+/// tokens, one login, one session), on SQLite and PostgreSQL and across two PostgreSQL instances.
+@Suite("Idempotent confirm")
+struct IdempotentConfirmTests {
+    static let app = StoreFixture.app
+    static let email = StoreFixture.email
+
+    /// Sends a code to `email` from `device` through `authority`; returns the request that confirms it.
+    static func pendingConfirm(
+        _ f: StoreFixture, authority: EmbeddedAuthority? = nil, device: String = "device-a", key: [UInt8]
+    ) async throws -> ConfirmCodeRequest {
+        let challenge = try await (authority ?? f.authority).sendLoginCode(
+            SendCodeRequest(appID: app, deviceID: device, contact: email))
+        let code = try f.sender.lastCode(to: email)
+        return ConfirmCodeRequest(
+            appID: app, deviceID: device, challengeID: challenge.challengeID, code: code,
+            idempotencyKey: key)
+    }
+
+    @Test(
+        "a repeat with the same key (on either instance) returns the same tokens: one account, one session",
+        arguments: StoreKind.allCases)
+    func repeatReturnsTheFirstOutcome(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind, instances: 2) { f in
+            let key = try SecureRandom.bytes(count: 32)
+            let request = try await Self.pendingConfirm(f, key: key)
+            let first = try await f.authorities[0].confirmLoginCode(request)
+            f.clock.advance(by: .seconds(10))
+            let again = try await f.authorities[0].confirmLoginCode(request)
+            let elsewhere = try await f.authorities[1].confirmLoginCode(request)
+            for repeated in [again, elsewhere] {
+                #expect(repeated.accountID == first.accountID)
+                #expect(repeated.walletID == first.walletID)
+                #expect(repeated.accountCreated == first.accountCreated)
+                #expect(repeated.tokens.accessToken == first.tokens.accessToken)
+                #expect(repeated.tokens.refreshToken == first.tokens.refreshToken)
+                // The access token's remaining lifetime, not a fresh one.
+                #expect(repeated.tokens.accessLifetime == first.tokens.accessLifetime - .seconds(10))
+            }
+            let sessions = try await f.store.sessions(appID: Self.app, accountID: first.accountID)
+            #expect(sessions.count == 1)
+            #expect(sessions.first?.accessHash == f.keys.tokenHash(first.tokens.accessToken))
+            #expect(try await f.violations().isEmpty)
+
+            // Another key is another confirm: the code is used.
+            var other = request
+            other.idempotencyKey = try SecureRandom.bytes(count: 32)
+            let used = await rainError { _ = try await f.authority.confirmLoginCode(other) }
+            #expect(used?.code == .invalidLoginCode)
+            #expect(used?.details.reason == "used")
+
+            // The key of this confirm names no other: a new challenge with it opens nothing.
+            f.clock.advance(by: .seconds(60))  // past the contact's send cooldown
+            let next = try await Self.pendingConfirm(f, key: key)
+            let reused = await rainError { _ = try await f.authority.confirmLoginCode(next) }
+            #expect(reused?.code == .invalidArgument)
+            #expect(reused?.details.reason == "idempotency_key_reused")
+        }
+    }
+
+    @Test("past the challenge's lifetime a repeat is not answered from the record")
+    func repeatAfterTheChallengeExpired() async throws {
+        try await StoreFixture.with(.sqlite) { f in
+            let request = try await Self.pendingConfirm(f, key: try SecureRandom.bytes(count: 32))
+            _ = try await f.authority.confirmLoginCode(request)
+            f.clock.advance(by: .seconds(3600))
+            let late = await rainError { _ = try await f.authority.confirmLoginCode(request) }
+            #expect(late?.code == .invalidLoginCode)
+        }
+    }
+
+    @Test("two instances confirming with one key at once: one login, both answered with it")
+    func concurrentRepeatsOnTwoInstances() async throws {
+        try await StoreFixture.with(.postgres, instances: 2) { f in
+            let request = try await Self.pendingConfirm(f, key: try SecureRandom.bytes(count: 32))
+            async let a = f.authorities[0].confirmLoginCode(request)
+            async let b = f.authorities[1].confirmLoginCode(request)
+            let (x, y) = try await (a, b)
+            #expect(x.tokens.accessToken == y.tokens.accessToken)
+            #expect(x.tokens.refreshToken == y.tokens.refreshToken)
+            #expect(try await f.store.sessions(appID: Self.app, accountID: x.accountID).count == 1)
+            #expect(try await f.violations().isEmpty)
+        }
+    }
+
+    @Test("without a key, a repeat is refused as used (the old behaviour); a malformed key is RAIN_102")
+    func withoutAKey() async throws {
+        try await StoreFixture.with(.sqlite) { f in
+            let request = try await Self.pendingConfirm(f, key: [])
+            _ = try await f.authority.confirmLoginCode(request)
+            let again = await rainError { _ = try await f.authority.confirmLoginCode(request) }
+            #expect(again?.details.reason == "used")
+            f.clock.advance(by: .seconds(60))  // past the contact's send cooldown
+            let short = try await Self.pendingConfirm(f, key: [1, 2, 3])
+            let malformed = await rainError { _ = try await f.authority.confirmLoginCode(short) }
+            #expect(malformed?.code == .invalidArgument)
+        }
+    }
+
+    /// The answer of the first confirm is dropped on the authority's side (its work is done and
+    /// committed, then the answer never leaves): the device sees RAIN_501 outcome_unknown at its
+    /// send deadline (moved by hand), repeats with the same key and gets the login that happened.
+    @Test("a confirm whose answer is lost, repeated with its key, returns the same tokens and one login")
+    func lostAnswerRepeated() async throws {
+        try await StoreFixture.with(.sqlite) { f in
+            let logger = Logger(label: "test", sink: CapturingLogSink())
+            let dropping = AnswerDroppingAuthority(f.authority)
+            let server = try RunningTCPServer(handler: AuthorityService(authority: dropping, logger: logger), logger: logger)
+            let remoteClock = ManualClock()
+            let remote = try RemoteAuthority(
+                address: server.address,
+                deadlines: AuthorityDeadlines(read: .seconds(5), send: .seconds(10), refresh: .seconds(5)),
+                clock: remoteClock, logger: logger)
+            let request = try await Self.pendingConfirm(f, key: try SecureRandom.bytes(count: 32))
+
+            async let lost = rainError { _ = try await remote.confirmLoginCode(request) }
+            let doneBy = ContinuousClock.now + .seconds(60)
+            while dropping.dropped == 0 && ContinuousClock.now < doneBy { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(dropping.dropped == 1, "the first confirm never ran")
+            remoteClock.advance(by: .seconds(10))
+            let error = await lost
+            #expect(error?.code == .provider)
+            #expect(error?.details.reason == "outcome_unknown")
+
+            let repeated = try await remote.confirmLoginCode(request)
+            #expect(repeated.accountCreated)
+            let sessions = try await f.store.sessions(appID: Self.app, accountID: repeated.accountID)
+            #expect(sessions.count == 1)
+            #expect(sessions.first?.accessHash == f.keys.tokenHash(repeated.tokens.accessToken))
+            #expect(sessions.first?.refreshHash == f.keys.tokenHash(repeated.tokens.refreshToken))
+            #expect(try await f.violations().isEmpty)
+            remote.close()
+            await server.stop()
+        }
+    }
+}
+
+/// An authority whose first confirm runs to its end and whose answer is then never sent (it waits
+/// until cancelled): the answer lost on the way back.
+final class AnswerDroppingAuthority: Authority {
+    private let inner: EmbeddedAuthority
+    private let count = Mutex(0)
+
+    init(_ inner: EmbeddedAuthority) { self.inner = inner }
+
+    /// How many answers were dropped.
+    var dropped: Int { count.withLock { $0 } }
+
+    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
+        let result = try await inner.confirmLoginCode(request)
+        let isFirst = count.withLock { n in
+            defer { n += 1 }
+            return n == 0
+        }
+        guard isFirst else {
+            count.withLock { $0 -= 1 }
+            return result
+        }
+        try? await Task.sleep(for: .seconds(3600))
+        throw RainError(.internalError, "dropped")
+    }
+
+    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
+        try await inner.sendLoginCode(request)
+    }
+    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
+        try await inner.refreshSession(request, proof: proof)
+    }
+    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
+        try await inner.accountInfo(appID: appID, accessToken: accessToken, proof: proof)
+    }
+    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
+        try await inner.wallet(appID: appID, accessToken: accessToken, proof: proof)
+    }
+    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
+        try await inner.exportWallet(appID: appID, accessToken: accessToken, proof: proof)
+    }
+    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
+        try await inner.revokeSession(appID: appID, refreshToken: refreshToken, proof: proof)
+    }
+    func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await inner.listOutbox() }
+    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
+        -> PasskeyCeremony
+    {
+        try await inner.beginPasskeyRegistration(request, proof: proof)
+    }
+    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
+        try await inner.finishPasskeyRegistration(request)
+    }
+    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+        try await inner.beginPasskeyAuthentication(request)
+    }
+    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
+        try await inner.finishPasskeyAuthentication(request)
+    }
+    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
+        try await inner.cancelPasskeyCeremony(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID)
+    }
+    func sendContactVerificationCode(
+        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
+    ) async throws(RainError) -> SendCodeResult {
+        try await inner.sendContactVerificationCode(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
+    }
+    func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+    ) async throws(RainError) -> AccountInfo {
+        try await inner.confirmContactVerification(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
+            proof: proof)
+    }
+}
