@@ -26,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCBOR", pkgConfig: "libcbor", providers: [.apt(["libcbor-dev"])]),
         .systemLibrary(name: "CPSL", providers: [.apt(["libpsl-dev"])]),
+        // libcurl (OpenSSL flavour): the SMTP and SMS code senders (issue 19), blocking easy API on a queue.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Key providers (issue 14): tpm2-tss's ESYS API and libsecret (the Secret Service over D-Bus).
         .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
         // libsecret, loaded with dlopen only when the secret-service provider is used: no GLib in
@@ -65,6 +67,7 @@ let package = Package(
             name: "RainAuthority",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "CPSL",
+                "CCurl",
             ]),
         .target(
             name: "RainAuthorityServer", dependencies: ["RainCore", "RainWire", "RainTransport", "RainAuthorityAPI"]),

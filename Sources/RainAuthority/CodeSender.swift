@@ -1,13 +1,100 @@
+import Foundation
 import RainAuthorityAPI
 import RainCore
 
-/// Delivers login codes to people: the role behind the `outbox` and `command` senders (README "Walkthrough").
+/// Delivers login codes to people: the role behind the `outbox`, `command`, `smtp` and `sms`
+/// senders (README "Sending codes").
 ///
 /// A delivery carries the code in clear: implementations never log it and never put it in an
 /// error message.
+///
+/// How a failure is reported decides who pays for it (issue 19, honest delivery): throw
+/// `CodeDeliveryFailure.refusedTemporarily` (RAIN_301) or `.refusedPermanently` (RAIN_501) when the
+/// provider refused before accepting the message, so the send-limit slot is given back;
+/// `.uncertain` (RAIN_501) when the message was handed off and no answer came (it may have
+/// arrived: the slot stays counted). Any other error counts as uncertain.
 public protocol CodeSender: Sendable {
     /// Delivers one code.
-    /// - Throws: RAIN_501 (or any error, which the authority reports as RAIN_501) when the code
-    ///   could not be handed over.
+    /// - Throws: see the protocol's discussion.
     func deliver(_ delivery: OutboxDelivery) async throws
+
+    /// Delivers one code with what a message to a person says besides it: why it was sent and
+    /// when it expires. The default forwards to `deliver(_:)`.
+    func deliver(_ message: CodeMessage) async throws
+}
+
+extension CodeSender {
+    /// Forwards to `deliver(_:)`: senders that write the code as data need nothing more.
+    public func deliver(_ message: CodeMessage) async throws {
+        try await deliver(message.delivery)
+    }
+}
+
+/// One code to deliver, with the purpose and the expiry a message's templates use.
+public struct CodeMessage: Sendable, Equatable {
+    /// Why a code is sent: it picks the message's templates.
+    public enum Purpose: String, Sendable, Equatable, CaseIterable {
+        /// A login code.
+        case login
+        /// A code that proves a contact being added to an account.
+        case contactVerification
+    }
+
+    /// The app, contact and code.
+    public var delivery: OutboxDelivery
+    /// Why the code is sent.
+    public var purpose: Purpose
+    /// When the code stops working.
+    public var expiresAt: Date
+
+    /// A message for `delivery`.
+    public init(delivery: OutboxDelivery, purpose: Purpose, expiresAt: Date) {
+        self.delivery = delivery
+        self.purpose = purpose
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The errors a sender reports, classified by whether the provider can have accepted the message.
+public enum CodeDeliveryFailure {
+    /// `details.reason` of a refusal before acceptance.
+    public static let refusedReason = "deliveryRefused"
+    /// `details.reason` of a failure after the hand-off.
+    public static let uncertainReason = "deliveryUncertain"
+
+    /// RAIN_301: the provider refused for now (a 4xx SMTP reply, HTTP 429 or 5xx, no connection);
+    /// nobody received the code, the send-limit slot is given back.
+    public static func refusedTemporarily(_ what: String) -> RainError {
+        RainError(
+            .network, "\(what); the code was not sent, try again in a moment",
+            details: RainError.Details(reason: refusedReason))
+    }
+
+    /// RAIN_501: the provider refused for good (bad credentials, a refused recipient, an
+    /// untrusted certificate); nobody received the code, the slot is given back.
+    public static func refusedPermanently(_ what: String) -> RainError {
+        RainError(
+            .provider, "\(what); the code was not sent (the operator must fix the sender's settings or the contact)",
+            details: RainError.Details(reason: refusedReason))
+    }
+
+    /// RAIN_501: the message was handed off and no acceptance came back (a timeout, a dropped
+    /// connection): it may have arrived, so it counts against the send limits.
+    public static func uncertain(_ what: String) -> RainError {
+        RainError(
+            .provider,
+            "\(what) after the message was handed over: it may have arrived; check before asking for another code",
+            details: RainError.Details(reason: uncertainReason))
+    }
+
+    /// True when `error` says nobody can have received the code: a refusal before acceptance, a
+    /// value the sender would not send (RAIN_102) or a sender's own limit (RAIN_302).
+    public static func isRefusedBeforeAcceptance(_ error: any Error) -> Bool {
+        guard let rain = error as? RainError else { return false }
+        switch rain.code {
+        case .network, .invalidArgument, .refused: return true
+        case .provider: return rain.details.reason == refusedReason
+        default: return false
+        }
+    }
 }

@@ -127,16 +127,17 @@ public final class EmbeddedAuthority: Authority {
         let challengeID = try SecureRandom.identifier(prefix: "chl")
         let code = try SecureRandom.digits(count: 6)
         let expiresAt = Date(unixMilliseconds: now.adding(settings.codeLifetime).unixMilliseconds)
-        let outcome = try await store.insertChallenge(
+        // The slot is taken before the hand-off; the pending code is replaced only once the
+        // provider accepted the new one (a failed resend leaves the delivered code usable).
+        let outcome = try await store.reserveChallenge(
             NewChallenge(
                 id: challengeID, appID: request.appID, deviceID: request.deviceID, contact: request.contact,
                 codeHash: keys.codeHash(challengeID: challengeID, code: code), createdAt: now, expiresAt: expiresAt,
                 purpose: purpose, targetAccountID: targetAccountID, source: source.key),
-            maxActivePerAccount: settings.maxActiveCodesPerAccount, limits: settings.sendLimits)
-        let insertion: ChallengeInsertion
+            limits: settings.sendLimits)
         switch outcome {
-        case .inserted(let inserted):
-            insertion = inserted
+        case .inserted:
+            break
         case .limited(let limit, let retryAfter):
             logger.info(
                 "code.limited",
@@ -151,26 +152,37 @@ public final class EmbeddedAuthority: Authority {
         let delivery = OutboxDelivery(
             appID: request.appID, kind: request.contact.kindName, contact: request.contact.value, code: code,
             sentAt: now)
+        let message = CodeMessage(
+            delivery: delivery, purpose: purpose == .login ? .login : .contactVerification, expiresAt: expiresAt)
         do {
-            try await sender.deliver(delivery)
+            try await sender.deliver(message)
         } catch {
-            // A code nobody received must not count as live.
-            try? await store.retireChallenge(id: challengeID)
+            let refused = CodeDeliveryFailure.isRefusedBeforeAcceptance(error)
+            // Refused before acceptance: nobody got the code, the slot is given back. Otherwise the
+            // reservation stays (retired): it counts against the limits and cannot be confirmed.
+            if refused { try? await store.releaseChallenge(id: challengeID) }
             logger.warning(
                 "code.delivery_failed",
-                ["app": request.appID, "kind": request.contact.kindName, "challenge": challengeID])
-            if let rain = error as? RainError, rain.code == .provider { throw rain }
-            throw RainError(
-                .provider, "the code could not be delivered; try again later",
-                underlying: SendableErrorDescription(error))
+                [
+                    "app": request.appID, "kind": request.contact.kindName, "challenge": challengeID,
+                    "slot": refused ? "given back" : "counted",
+                ])
+            if let rain = error as? RainError,
+                refused || rain.code == .provider
+            {
+                throw rain
+            }
+            throw CodeDeliveryFailure.uncertain("the code sender failed")
         }
+        let retired = try await store.activateChallenge(
+            id: challengeID, maxActivePerAccount: settings.maxActiveCodesPerAccount)
         logger.info(
             "code.sent",
             [
                 "purpose": purpose.rawValue,
                 "app": request.appID, "kind": request.contact.kindName,
                 "contact": ContactRedaction.redacted(request.contact), "challenge": challengeID,
-                "device": request.deviceID, "retired": String(insertion.retiredChallengeIDs.count),
+                "device": request.deviceID, "retired": String(retired.count),
             ])
         return SendCodeResult(challengeID: challengeID, contact: request.contact, expiresAt: expiresAt)
     }

@@ -45,6 +45,13 @@ public enum AuthorityDaemon {
                         """),
                 .flag("--dev-outbox", help: "serve the development outbox RPC (codes in clear: development only)"),
                 Command.Option(
+                    "--code-sender", value: "FILE",
+                    help: """
+                        how codes are delivered: a JSON file (this user's, not writable by others)
+                        holding a codeSender object: {"type": "outbox"} (the default), "command",
+                        "smtp" or "sms" (README "Sending codes"); secrets stay in their own 0600 files
+                        """, kind: .file),
+                Command.Option(
                     "--access-token-lifetime", value: "SECONDS", help: "access token lifetime", kind: .seconds(2...86400),
                     default: seconds(defaults.accessTokenLifetime)),
                 Command.Option(
@@ -120,6 +127,8 @@ public enum AuthorityDaemon {
         var tlsKey: String?
         /// nil or "sqlite": the state directory's SQLite file; else a PostgreSQL URL.
         var store: String?
+        /// `--code-sender`: the file holding the codeSender object; nil: the outbox.
+        var codeSenderFile: String?
     }
 
     /// Parses the arguments after `authority`; nil when help was asked for.
@@ -138,6 +147,7 @@ public enum AuthorityDaemon {
         o.tlsCertificate = parsed.value("--tls-cert")
         o.tlsKey = parsed.value("--tls-key")
         o.store = parsed.value("--store")
+        o.codeSenderFile = parsed.value("--code-sender")
         func given(_ name: String) -> Bool { parsed.source(of: name) == .commandLine }
         if given("--access-token-lifetime"), let v = parsed.seconds("--access-token-lifetime") {
             o.settings.accessTokenLifetime = v
@@ -174,6 +184,51 @@ public enum AuthorityDaemon {
 }
 
 extension AuthorityDaemon {
+    /// The sender `--code-sender FILE` describes (nil: the outbox), with its secret files read.
+    /// - Throws: RAIN_102 (field `--code-sender` or the key path) for a file that is linked,
+    ///   another user's or writable by others, invalid JSON, or an invalid codeSender object.
+    static func codeSender(file: String, logger: Logger) throws(RainError) -> (any CodeSender)? {
+        guard
+            let bytes = try OwnedPath.readTrustedFile(
+                file, owners: [geteuid()], name: "the code sender file", field: "--code-sender", limit: 1 << 20)
+        else {
+            throw RainError.invalid("--code-sender: \(file) does not exist", field: "--code-sender")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        } catch {
+            throw RainError.invalid("--code-sender: \(file) is not valid JSON", field: "--code-sender")
+        }
+        guard case .object(let dict) = value, case .string(let type)? = dict["type"] else {
+            throw RainError.invalid(
+                "--code-sender: \(file) must hold an object with a \"type\": outbox, command, smtp or sms",
+                field: "codeSender.type")
+        }
+        switch type {
+        case "outbox":
+            return nil
+        case "command":
+            guard case .array(let items)? = dict["command"] else {
+                throw RainError.invalid("codeSender.command must be [program, arguments...]", field: "codeSender.command")
+            }
+            let arguments = items.compactMap { item -> String? in
+                if case .string(let s) = item { return s }
+                return nil
+            }
+            guard arguments.count == items.count else {
+                throw RainError.invalid("codeSender.command must be an array of strings", field: "codeSender.command")
+            }
+            var timeout = Duration.seconds(10)
+            if case .number(let seconds)? = dict["timeoutSeconds"], seconds >= 0.1, seconds <= 300 {
+                timeout = .milliseconds(Int64(seconds * 1000))
+            }
+            return try CommandCodeSender(command: arguments, timeout: timeout, logger: logger)
+        default:
+            return try CodeSenderConfiguration.parse(value, path: "codeSender").makeSender(logger: logger)
+        }
+    }
+
     /// `--apps a,b`: the app ids, each 1 to 128 bytes.
     /// - Throws: RAIN_102 (field `--apps`) for an empty list or app id.
     static func servedApps(_ text: String) throws(RainError) -> Set<String> {
@@ -233,12 +288,15 @@ struct AuthorityRole: DaemonRole {
         let settings = options.settings
         let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
         if let storeURL { PostgresURL.warnAboutPassword(in: storeURL, logger: logger.child("store")) }
+        let sender = try options.codeSenderFile.flatMap { (file) throws(RainError) in
+            try AuthorityDaemon.codeSender(file: file, logger: logger.child("sender"))
+        }
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
             let store: (any AuthorityStore)? =
                 if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }
             return try await EmbeddedAuthority(
                 stateDirectory: stateDirectory, settings: settings,
-                clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), store: store,
+                clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), sender: sender, store: store,
                 logger: logger.child("authority"))
         }
         // Issue 19: revocations pushed to the devices; on PostgreSQL, also those of the other instances.

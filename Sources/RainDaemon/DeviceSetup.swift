@@ -86,6 +86,8 @@ struct DeviceSetup: Sendable {
                 case .outbox: sender = nil
                 case .command(let arguments, let timeout):
                     sender = try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
+                case .providers(let configuration):
+                    sender = try configuration.makeSender(logger: logger.child("sender"))
                 }
                 return try await EmbeddedAuthority(
                     stateDirectory: directory, settings: config.authority, clock: clock, sender: sender,

@@ -180,6 +180,7 @@ extension DaemonConfig {
                 "type": .string("command"), "command": .array(arguments.map(JSONValue.string)),
                 "timeoutSeconds": .number(seconds),
             ])
+        case .providers(let configuration): return configuration.json
         }
     }
 }

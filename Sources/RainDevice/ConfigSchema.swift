@@ -71,8 +71,9 @@ public enum ConfigSchema {
                 isGuarded: true),
             Key(
                 "codeSender.type", "string", default: "\"outbox\"",
-                "\"outbox\" (codes appended to outbox.jsonl in the state directory: development) or \"command\" (a program "
-                    + "run with the delivery as JSON on stdin); required in a codeSender object",
+                "\"outbox\" (codes appended to outbox.jsonl in the state directory: development), \"command\" (a program "
+                    + "run with the delivery as JSON on stdin), \"smtp\" or \"sms\" (email through codeSender.smtp, phone "
+                    + "numbers through codeSender.sms; the type names the one required); required in a codeSender object",
                 example: .string("outbox"), isGuarded: true),
             Key(
                 "codeSender.command", "array of strings", default: "none",
@@ -81,6 +82,24 @@ public enum ConfigSchema {
             Key(
                 "codeSender.timeoutSeconds", "number", default: "10", "seconds from 0.1 to 300 the command may run",
                 example: .number(5), isGuarded: true),
+            Key(
+                "codeSender.smtp", "object", default: "none",
+                "for types \"smtp\" and \"sms\": the SMTP server email codes go through: host, port, security "
+                    + "(\"starttls\", \"tls\", \"none\" to this machine only), from, fromName, credentialsFile (0600: user, "
+                    + "then password), caFile, connectTimeoutSeconds, timeoutSeconds, appNames, templates (README \"Sending codes\")",
+                example: .object([
+                    "host": .string("smtp.example.com"), "port": .number(587), "security": .string("starttls"),
+                    "from": .string("codes@example.com"), "credentialsFile": .string("/etc/rainwallet/smtp-credentials"),
+                ]), isGuarded: true),
+            Key(
+                "codeSender.sms", "object", default: "none",
+                "for types \"smtp\" and \"sms\": the HTTPS gateway SMS codes go through: url, api (\"webhook\" with "
+                    + "secretFile, or \"form\" with accountId, tokenFile, from), allowedCountryCodes, hourlyBudget, caFile, "
+                    + "connectTimeoutSeconds, timeoutSeconds, appNames, templates (README \"Sending codes\")",
+                example: .object([
+                    "url": .string("https://sms.example.com/send"), "api": .string("webhook"),
+                    "secretFile": .string("/etc/rainwallet/sms-secret"), "allowedCountryCodes": .array([.string("1")]),
+                ]), isGuarded: true),
             Key(
                 "storage.provider", "string", default: "\"auto\"",
                 "\"auto\", \"tpm2\", \"secret-service\" or \"file\": where the keys live; used at the first start only "

@@ -68,6 +68,8 @@ public enum CodeSenderSetting: Sendable, Equatable {
     case outbox
     /// Run a program with the delivery as JSON on stdin.
     case command(arguments: [String], timeout: Duration)
+    /// Send through an SMTP server and/or an SMS gateway (types `smtp` and `sms`).
+    case providers(CodeSenderConfiguration)
 }
 
 /// Where the device's keys live (`storage` in the config).
@@ -274,8 +276,11 @@ struct ConfigReader {
     }
 
     func codeSender(_ value: JSONValue, _ path: String) throws(RainError) -> CodeSenderSetting {
-        let dict = try object(value, path, allowed: ["type", "command", "timeoutSeconds"])
-        guard let t = dict["type"] else { throw fail(join(path, "type"), "is required: \"outbox\" or \"command\"") }
+        let dict = try object(
+            value, path, allowed: Set(["type", "command", "timeoutSeconds"]).union(CodeSenderConfiguration.keys))
+        guard let t = dict["type"] else {
+            throw fail(join(path, "type"), "is required: \"outbox\", \"command\", \"smtp\" or \"sms\"")
+        }
         switch try string(t, join(path, "type")) {
         case "outbox":
             if dict["command"] != nil { throw fail(join(path, "command"), "is only for type \"command\"") }
@@ -293,8 +298,14 @@ struct ConfigReader {
                 try seconds(v, join(path, "timeoutSeconds"), min: 0.1, max: 300)
             }
             return .command(arguments: args, timeout: timeout ?? .seconds(10))
+        case "smtp", "sms":
+            do {
+                return .providers(try CodeSenderConfiguration.parse(value, path: path))
+            } catch {
+                throw RainError.invalid("\(source): \(error.message)", field: error.details.field)
+            }
         default:
-            throw fail(join(path, "type"), "must be \"outbox\" or \"command\"")
+            throw fail(join(path, "type"), "must be \"outbox\", \"command\", \"smtp\" or \"sms\"")
         }
     }
 

@@ -46,6 +46,23 @@ package protocol AuthorityStore: Sendable {
     func insertChallenge(_ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits)
         async throws(RainError) -> ChallengeInsertionOutcome
 
+    /// Takes a send-limit slot for a challenge whose code is about to be handed to a provider: the
+    /// same locks and limits as `insertChallenge`, but the challenge is stored as a reservation
+    /// (counted by every limit, never confirmable) and nothing pending is retired, so a failed
+    /// delivery leaves the code already delivered usable.
+    /// - Returns: `.inserted` (no retired ids yet) with the account key, or `.limited`.
+    func reserveChallenge(_ challenge: NewChallenge, limits: CodeSendLimits) async throws(RainError)
+        -> ChallengeInsertionOutcome
+
+    /// Makes a reservation the pending challenge once the provider accepted its code, retiring
+    /// what `insertChallenge` would have retired, in one transaction.
+    /// - Returns: the ids of the retired challenges.
+    func activateChallenge(id: String, maxActivePerAccount: Int) async throws(RainError) -> [String]
+
+    /// Deletes a reservation whose code the provider refused before accepting it: its send-limit
+    /// slot is given back.
+    func releaseChallenge(id: String) async throws(RainError)
+
     /// The challenge with this id, whatever its state, or nil.
     func challenge(id: String) async throws(RainError) -> ChallengeRecord?
 

@@ -41,6 +41,31 @@ extension ConnectionStore {
         }
     }
 
+    /// Reserves a challenge's send-limit slot (see `AuthorityStore.reserveChallenge`), in one transaction.
+    package func reserveChallenge(_ challenge: NewChallenge, limits: CodeSendLimits) async throws(RainError)
+        -> ChallengeInsertionOutcome
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("reserve a login challenge") { () throws(RainError) -> ChallengeInsertionOutcome in
+                try StoreOperations.reserveChallenge(db, challenge, limits: limits)
+            }
+        }
+    }
+
+    /// Makes a reservation pending (see `AuthorityStore.activateChallenge`), in one transaction.
+    package func activateChallenge(id: String, maxActivePerAccount: Int) async throws(RainError) -> [String] {
+        try await perform { db throws(RainError) in
+            try db.transaction("activate a delivered challenge") { () throws(RainError) -> [String] in
+                try StoreOperations.activateChallenge(db, id: id, maxActivePerAccount: maxActivePerAccount)
+            }
+        }
+    }
+
+    /// Gives a refused reservation's slot back (see `AuthorityStore.releaseChallenge`).
+    package func releaseChallenge(id: String) async throws(RainError) {
+        try await perform { db throws(RainError) in try StoreOperations.releaseChallenge(db, id: id) }
+    }
+
     /// The challenge with this id, whatever its state.
     package func challenge(id: String) async throws(RainError) -> ChallengeRecord? {
         try await perform { db throws(RainError) in try StoreOperations.challenge(db, id: id) }

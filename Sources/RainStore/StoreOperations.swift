@@ -85,6 +85,19 @@ enum StoreOperations {
     static func insertChallenge<DB: StoreConnection>(
         _ db: DB, _ challenge: NewChallenge, maxActivePerAccount: Int, limits: CodeSendLimits
     ) throws(RainError) -> ChallengeInsertionOutcome {
+        let outcome = try reserveChallenge(db, challenge, limits: limits)
+        guard case .inserted(let reserved) = outcome else { return outcome }
+        let retired = try activateChallenge(db, id: challenge.id, maxActivePerAccount: maxActivePerAccount)
+        return .inserted(ChallengeInsertion(accountKey: reserved.accountKey, retiredChallengeIDs: retired))
+    }
+
+    /// Takes a send-limit slot for a challenge whose code is about to be handed to a provider (see
+    /// `AuthorityStore.reserveChallenge`); in the caller's transaction. The row is stored `retired`:
+    /// it counts against every send limit at once, and no code can be confirmed against it until
+    /// `activateChallenge` makes it pending. Nothing pending is retired yet.
+    static func reserveChallenge<DB: StoreConnection>(
+        _ db: DB, _ challenge: NewChallenge, limits: CodeSendLimits
+    ) throws(RainError) -> ChallengeInsertionOutcome {
         // Always in this order (source, contact across apps, device, contact, account key), so
         // two sends never deadlock; the first two make the limits across apps hold between
         // authority instances sharing one PostgreSQL database.
@@ -104,11 +117,45 @@ enum StoreOperations {
         if let refusal = try sendLimitRefusal(db, challenge, accountKey: accountKey, limits: limits) {
             return .limited(refusal.limit, retryAfter: refusal.retryAfter)
         }
+        try db.execute(
+            """
+            INSERT INTO challenges (id, app_id, device_id, contact_kind, contact_value, account_key, code_hash,
+                                    created_at, expires_at, wrong_attempts, state, purpose, target_account_id, source)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 'retired', $10, $11, $12)
+            """,
+            values: [
+                .text(challenge.id), .text(challenge.appID), .text(challenge.deviceID),
+                .text(challenge.contact.kindName), .text(challenge.contact.value), .text(accountKey),
+                .bytes(challenge.codeHash), .integer(challenge.createdAt.unixMilliseconds),
+                .integer(challenge.expiresAt.unixMilliseconds), .text(challenge.purpose.rawValue),
+                challenge.targetAccountID.map { .text($0) } ?? .null, challenge.source.map { .text($0) } ?? .null,
+            ], operation: "reserve a login challenge")
+        return .inserted(ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: []))
+    }
 
-        // Resend replaces; another contact on the same device retires the pending one (of the
-        // same purpose: a verification does not retire a pending login, nor the reverse).
-        var retired = try db.retirePendingChallenges(
-            appID: challenge.appID, deviceID: challenge.deviceID, purpose: challenge.purpose.rawValue)
+    /// Makes a reserved challenge the pending one once its code was accepted by the provider (see
+    /// `AuthorityStore.activateChallenge`); in the caller's transaction. Only now is the device's
+    /// earlier pending challenge of the same purpose retired (resend replaces; another contact on
+    /// the same device retires it), and the account's oldest beyond `maxActivePerAccount`.
+    /// - Returns: the ids of the retired challenges; empty when the reservation is gone.
+    static func activateChallenge<DB: StoreConnection>(_ db: DB, id: String, maxActivePerAccount: Int)
+        throws(RainError) -> [String]
+    {
+        let op = "read a reserved challenge"
+        let rows = try db.query(
+            "SELECT app_id, device_id, purpose, account_key, created_at FROM challenges WHERE id = $1 AND state = 'retired'",
+            values: [.text(id)], operation: op)
+        guard let row = rows.first else { return [] }
+        let appID = try row.text(0, op)
+        let deviceID = try row.text(1, op)
+        let purpose = try row.text(2, op)
+        let accountKey = try row.text(3, op)
+        let createdAt = try row.integer(4, op)
+        // The same relative order as `reserveChallenge` (device, then account key): no deadlock.
+        try db.lock("device", appID, deviceID)
+        try db.lock("account", appID, accountKey)
+
+        var retired = try db.retirePendingChallenges(appID: appID, deviceID: deviceID, purpose: purpose)
 
         // At most `maxActivePerAccount` live codes per account, across devices: oldest goes.
         let activeOp = "count the account's active challenges"
@@ -119,8 +166,7 @@ enum StoreOperations {
             ORDER BY created_at, \(DB.insertionOrder)
             \(DB.lockRows(of: nil))
             """,
-            values: [.text(challenge.appID), .text(accountKey), .integer(challenge.createdAt.unixMilliseconds)],
-            operation: activeOp)
+            values: [.text(appID), .text(accountKey), .integer(createdAt)], operation: activeOp)
         let excess = active.count - max(1, maxActivePerAccount) + 1
         if excess > 0 {
             for row in active.prefix(excess) {
@@ -131,21 +177,19 @@ enum StoreOperations {
                 retired.append(id)
             }
         }
-
         try db.execute(
-            """
-            INSERT INTO challenges (id, app_id, device_id, contact_kind, contact_value, account_key, code_hash,
-                                    created_at, expires_at, wrong_attempts, state, purpose, target_account_id, source)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 'pending', $10, $11, $12)
-            """,
-            values: [
-                .text(challenge.id), .text(challenge.appID), .text(challenge.deviceID),
-                .text(challenge.contact.kindName), .text(challenge.contact.value), .text(accountKey),
-                .bytes(challenge.codeHash), .integer(challenge.createdAt.unixMilliseconds),
-                .integer(challenge.expiresAt.unixMilliseconds), .text(challenge.purpose.rawValue),
-                challenge.targetAccountID.map { .text($0) } ?? .null, challenge.source.map { .text($0) } ?? .null,
-            ], operation: "insert a login challenge")
-        return .inserted(ChallengeInsertion(accountKey: accountKey, retiredChallengeIDs: retired))
+            "UPDATE challenges SET state = 'pending' WHERE id = $1 AND state = 'retired'", values: [.text(id)],
+            operation: "activate a delivered challenge")
+        return retired
+    }
+
+    /// Gives a reserved challenge's send-limit slot back: the provider refused its code before
+    /// accepting it, so nobody can have received it. Deletes the row only while it is still a
+    /// reservation (retired, never tried).
+    static func releaseChallenge(_ db: some StoreConnection, id: String) throws(RainError) {
+        try db.execute(
+            "DELETE FROM challenges WHERE id = $1 AND state = 'retired' AND wrong_attempts = 0", values: [.text(id)],
+            operation: "give back a refused challenge's slot")
     }
 
     /// The send limit a new challenge would break, with the earliest time it would pass, or nil.

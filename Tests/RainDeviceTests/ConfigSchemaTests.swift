@@ -13,6 +13,8 @@ import Testing
         "codeSender.timeoutSeconds": [
             ("codeSender.type", .string("command")), ("codeSender.command", .array([.string("/usr/bin/true")])),
         ],
+        "codeSender.smtp": [("codeSender.type", .string("smtp"))],
+        "codeSender.sms": [("codeSender.type", .string("sms"))],
         "access.apps.NAME[].sha256": [("access.apps.NAME[].path", .string("/usr/bin/mywallet"))],
     ]
 
@@ -106,5 +108,43 @@ import Testing
         #expect(
             key("profiles.NAME.sessionPolicy.refreshBufferSeconds")
                 == ConfigSchema.seconds(ProfileSettings.defaults(for: "app").sessionPolicy.refreshBuffer))
+    }
+}
+
+/// `codeSender` types `smtp` and `sms` in `config.json` (issue 19).
+@Suite struct ProviderCodeSenderConfigTests {
+    @Test("a config with smtp and sms parses to the providers setting, and round-trips through its canonical JSON")
+    func providers() throws {
+        let json = """
+            {"codeSender": {"type": "smtp",
+              "smtp": {"host": "smtp.example.com", "from": "codes@example.com",
+                       "credentialsFile": "/etc/rainwallet/smtp-credentials"},
+              "sms": {"url": "https://sms.example.com/send", "api": "webhook", "secretFile": "/etc/rainwallet/sms-secret",
+                      "allowedCountryCodes": ["1"]}}}
+            """
+        let config = try DaemonConfig.parse(Data(json.utf8), source: "test")
+        guard case .providers(let providers) = config.codeSender else {
+            Issue.record("not a providers setting: \(config.codeSender)")
+            return
+        }
+        #expect(providers.smtp?.port == 587)
+        #expect(providers.sms?.hourlyBudget == 100)
+        let again = try DaemonConfig.parse(
+            Data(#"{"codeSender": \#(DaemonConfig.canonical(DaemonConfig.json(config.codeSender)))}"#.utf8), source: "test")
+        #expect(again.codeSender == config.codeSender)
+    }
+
+    @Test("an invalid smtp object is RAIN_102 naming the key and the file")
+    func invalid() throws {
+        let json =
+            #"{"codeSender": {"type": "smtp", "smtp": {"host": "smtp.example.com", "from": "codes@example.com", "port": 0}}}"#
+        do {
+            _ = try DaemonConfig.parse(Data(json.utf8), source: "config.json")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == .invalidArgument)
+            #expect(error.details.field == "codeSender.smtp.port")
+            #expect(error.message.hasPrefix("config.json: "))
+        }
     }
 }

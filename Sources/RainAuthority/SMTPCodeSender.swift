@@ -1,0 +1,311 @@
+import Dispatch
+import Foundation
+import RainAuthorityAPI
+import RainCore
+import RainCrypto
+
+/// The settings of the `smtp` code sender (config `codeSender` with `"type": "smtp"`).
+public struct SMTPSettings: Sendable, Equatable {
+    /// How the connection is protected.
+    public enum Security: String, Sendable, Equatable, CaseIterable {
+        /// Plain connection upgraded with STARTTLS, which is required (port 587).
+        case startTLS = "starttls"
+        /// TLS from the first byte (port 465).
+        case implicitTLS = "tls"
+        /// No TLS: only to a server on this machine (a local relay).
+        case none
+    }
+
+    /// The subject, plain-text body and HTML body of one purpose's email.
+    public struct Template: Sendable, Equatable {
+        public var subject: String
+        public var text: String
+        public var html: String
+
+        public init(subject: String, text: String, html: String) {
+            self.subject = subject
+            self.text = text
+            self.html = html
+        }
+    }
+
+    /// The server's host name or IP address.
+    public var host: String
+    /// The server's port (587 for STARTTLS, 465 for implicit TLS).
+    public var port: Int
+    public var security: Security
+    /// A file (mode 0600, the daemon's user) holding the user name on its first line and the
+    /// password on its second; nil: no authentication.
+    public var credentialsFile: String?
+    /// The sender's address (`MAIL FROM` and `From:`).
+    public var from: String
+    /// The name shown with `from`; nil: none.
+    public var fromName: String?
+    /// A PEM bundle of the certificate authorities to trust instead of the system's.
+    public var caFile: String?
+    public var connectTimeout: Duration
+    /// The whole conversation's limit (a server silent after the message may hold a delivery up
+    /// to about 1.5 times this: libcurl's SMTP cleanup waits for its reply on its own).
+    public var timeout: Duration
+    /// Display names of app ids, for `{{app}}`.
+    public var appNames: [String: String]
+    /// The templates of each purpose.
+    public var templates: [CodeMessage.Purpose: Template]
+
+    /// The default templates.
+    public static let defaultTemplates: [CodeMessage.Purpose: Template] = [
+        .login: Template(
+            subject: "Your {{app}} login code",
+            text:
+                "Your {{app}} login code is {{code}}.\n\nIt expires in {{minutes}} minutes. If you did not ask for it, ignore this email.\n",
+            html:
+                "<p>Your {{app}} login code is <strong>{{code}}</strong>.</p>\n<p>It expires in {{minutes}} minutes. If you did not ask for it, ignore this email.</p>\n"
+        ),
+        .contactVerification: Template(
+            subject: "Confirm this address for {{app}}",
+            text:
+                "Your {{app}} verification code is {{code}}.\n\nIt expires in {{minutes}} minutes. If you did not ask for it, ignore this email.\n",
+            html:
+                "<p>Your {{app}} verification code is <strong>{{code}}</strong>.</p>\n<p>It expires in {{minutes}} minutes. If you did not ask for it, ignore this email.</p>\n"
+        ),
+    ]
+
+    /// Settings with the default templates and timeouts (10 s to connect, 30 s in all).
+    public init(
+        host: String, port: Int, security: Security, from: String, credentialsFile: String? = nil,
+        fromName: String? = nil, caFile: String? = nil, connectTimeout: Duration = .seconds(10),
+        timeout: Duration = .seconds(30), appNames: [String: String] = [:],
+        templates: [CodeMessage.Purpose: Template] = SMTPSettings.defaultTemplates
+    ) {
+        self.host = host
+        self.port = port
+        self.security = security
+        self.from = from
+        self.credentialsFile = credentialsFile
+        self.fromName = fromName
+        self.caFile = caFile
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        self.appNames = appNames
+        self.templates = templates
+    }
+
+    /// Checks every value a message is made of.
+    /// - Throws: RAIN_102 (`details.field` under `path`) for a control character in a one-line value
+    ///   or a subject, a body with a control character other than a line feed or tab, a port out of
+    ///   range, `none` to a server that is not on this machine, or a from-address without `@`.
+    public func validate(path: String = "codeSender") throws(RainError) {
+        guard (1...65535).contains(port) else {
+            throw RainError.invalid("\(path).port must be from 1 to 65535", field: "\(path).port")
+        }
+        try CodeMessageText.requireSingleLine(host, field: "\(path).host")
+        guard !host.isEmpty, !host.contains("/"), !host.contains("@") else {
+            throw RainError.invalid("\(path).host must be a host name or an IP address", field: "\(path).host")
+        }
+        if security == .none, !CodeMessageText.isLoopback(host) {
+            throw RainError.invalid(
+                "\(path).security \"none\" sends codes in clear: only to a server on this machine (127.0.0.1, ::1, "
+                    + "localhost); use \"starttls\" or \"tls\"", field: "\(path).security")
+        }
+        try CodeMessageText.requireSingleLine(from, field: "\(path).from")
+        guard from.contains("@"), !from.contains("<"), !from.contains(">"), !from.contains(" ") else {
+            throw RainError.invalid("\(path).from must be an address like codes@example.com", field: "\(path).from")
+        }
+        if let fromName { try CodeMessageText.requireSingleLine(fromName, field: "\(path).fromName") }
+        for (app, name) in appNames.sorted(by: { $0.key < $1.key }) {
+            try CodeMessageText.requireSingleLine(name, field: "\(path).appNames.\(app)")
+        }
+        for purpose in CodeMessage.Purpose.allCases {
+            guard let template = templates[purpose] else {
+                throw RainError.invalid("\(path).templates.\(purpose.rawValue) is missing", field: "\(path).templates")
+            }
+            let field = "\(path).templates.\(purpose.rawValue)"
+            try CodeMessageText.requireSingleLine(template.subject, field: "\(field).subject")
+            try CodeMessageText.requireBodyText(template.text, field: "\(field).text")
+            try CodeMessageText.requireBodyText(template.html, field: "\(field).html")
+        }
+    }
+}
+
+/// Delivers codes by email through an SMTP server (libcurl: STARTTLS or implicit TLS,
+/// authentication), as a multipart/alternative message with a plain-text and an HTML part.
+///
+/// A delivery is answered only once the server accepted the message (its reply to the end of
+/// the data). A refusal before that is RAIN_301 (4xx, no connection) or RAIN_501 (5xx: a refused
+/// recipient; bad credentials; an untrusted certificate), and the send-limit slot is given back; a
+/// timeout or a dropped connection after the message was handed over is RAIN_501 saying it may
+/// have arrived (see `CodeDeliveryFailure`). Conversations run on the sender's own concurrent
+/// queue, never on the Swift pool. The code is never logged; the text body only masked, at debug.
+public final class SMTPCodeSender: CodeSender {
+    /// The settings.
+    public let settings: SMTPSettings
+    private let username: String?
+    private let password: String?
+    private let logger: Logger
+    // Concurrent: one slow server conversation must not hold up every other login.
+    private let queue = DispatchQueue(label: "rain.authority.smtp", attributes: .concurrent)
+
+    /// A sender with `settings`, whose credentials file is read (and checked) now.
+    /// - Throws: RAIN_102 for invalid settings or a credentials file that is missing, linked,
+    ///   owned by another user, readable by others, or without a password line.
+    public init(settings: SMTPSettings, logger: Logger) throws(RainError) {
+        try settings.validate()
+        if let file = settings.credentialsFile {
+            let text = try CodeMessageText.readSecretFile(file, field: "codeSender.credentialsFile")
+            let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).map {
+                $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
+            }
+            guard lines.count == 2, !lines[0].isEmpty, !lines[1].isEmpty else {
+                throw RainError.invalid(
+                    "the SMTP credentials file \(file) must hold the user name on its first line and the password on "
+                        + "its second", field: "codeSender.credentialsFile")
+            }
+            username = lines[0]
+            password = lines[1]
+        } else {
+            username = nil
+            password = nil
+        }
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Sends a login code (the purpose when none is given; the expiry 5 minutes after `sentAt`).
+    public func deliver(_ delivery: OutboxDelivery) async throws(RainError) {
+        try await deliver(
+            CodeMessage(delivery: delivery, purpose: .login, expiresAt: delivery.sentAt.addingTimeInterval(300)))
+    }
+
+    /// Sends the code's email and returns once the server accepted it.
+    /// - Throws: RAIN_102 for a contact that is not an email address or holds a control character;
+    ///   RAIN_301 / RAIN_501 as the type's discussion says.
+    public func deliver(_ message: CodeMessage) async throws(RainError) {
+        let email = try compose(message)
+        var transfer = CurlTransfer(
+            url: url, protocols: "smtp,smtps", caFile: settings.caFile, body: email.bytes,
+            connectTimeout: settings.connectTimeout, totalTimeout: settings.timeout)
+        transfer.requiresStartTLS = settings.security == .startTLS
+        transfer.mailFrom = settings.from
+        transfer.recipients = [message.delivery.contact]
+        transfer.username = username
+        transfer.password = password
+        let prepared = transfer
+        logger.debug(
+            "smtp.message",
+            ["app": message.delivery.appID, "text": CodeMessageText.masked(email.text, code: message.delivery.code)])
+        let result = try await queue.runBlocking { () throws(RainError) in try prepared.perform() }
+        try Self.check(result, server: "\(settings.host):\(settings.port)")
+        logger.info("smtp.accepted", ["app": message.delivery.appID, "server": "\(settings.host):\(settings.port)"])
+    }
+
+    private var url: String {
+        let host = settings.host.contains(":") && !settings.host.hasPrefix("[") ? "[\(settings.host)]" : settings.host
+        return "\(settings.security == .implicitTLS ? "smtps" : "smtp")://\(host):\(settings.port)"
+    }
+
+    /// Turns a finished conversation into success or a classified failure.
+    static func check(_ result: CurlTransfer.Result, server: String) throws(RainError) {
+        if result.isSuccess { return }
+        let what = "the SMTP server \(server)"
+        let reply = result.responseCode
+        if result.isLoginDenied {
+            throw CodeDeliveryFailure.refusedPermanently("\(what) refused the credentials (reply \(reply))")
+        }
+        if result.isCertificateFailure {
+            throw CodeDeliveryFailure.refusedPermanently(
+                "\(what)'s TLS certificate is not trusted (\(result.description)); set codeSender.caFile")
+        }
+        // An explicit refusal, at any step (the end of the data included): not accepted.
+        if (500...599).contains(reply) {
+            throw CodeDeliveryFailure.refusedPermanently("\(what) refused the message (reply \(reply))")
+        }
+        if (400...499).contains(reply) {
+            throw CodeDeliveryFailure.refusedTemporarily("\(what) refused the message for now (reply \(reply))")
+        }
+        if result.isBodyHandedOver {
+            throw CodeDeliveryFailure.uncertain(
+                "\(what) did not confirm the message (\(result.isTimeout ? "timed out" : result.description))")
+        }
+        throw CodeDeliveryFailure.refusedTemporarily("\(what) could not be reached (\(result.description))")
+    }
+
+    /// The whole message (CRLF line ends) and its plain-text body (for the masked log).
+    func compose(_ message: CodeMessage) throws(RainError) -> (bytes: [UInt8], text: String) {
+        let delivery = message.delivery
+        guard delivery.kind == "email" else {
+            throw RainError.invalid(
+                "the smtp code sender sends to email addresses only; configure an sms sender for phone numbers",
+                field: "contact")
+        }
+        try CodeMessageText.requireSingleLine(delivery.contact, field: "contact")
+        guard let template = settings.templates[message.purpose] else {
+            throw RainError.invalid("no template for \(message.purpose.rawValue)", field: "codeSender.templates")
+        }
+        let appName = settings.appNames[delivery.appID] ?? delivery.appID
+        try CodeMessageText.requireSingleLine(appName, field: "appId")
+        let subject = CodeMessageText.render(template.subject, message, appName: appName)
+        try CodeMessageText.requireSingleLine(subject, field: "codeSender.templates.\(message.purpose.rawValue).subject")
+        let text = CodeMessageText.render(template.text, message, appName: appName)
+        let html = CodeMessageText.render(template.html, message, appName: appName, escape: CodeMessageText.htmlEscaped)
+
+        let boundary = "rain-\(try SecureRandom.identifier(prefix: "b"))"
+        let domain = settings.from.split(separator: "@").last.map(String.init) ?? "localhost"
+        let messageID = "<\(try SecureRandom.identifier(prefix: "code"))@\(domain)>"
+        let from = settings.fromName.map { "\(Self.encodedWord($0)) <\(settings.from)>" } ?? settings.from
+        var lines = [
+            "From: \(from)",
+            "To: <\(delivery.contact)>",
+            "Subject: \(Self.encodedWord(subject))",
+            "Date: \(Self.rfc5322Date(delivery.sentAt))",
+            "Message-ID: \(messageID)",
+            "MIME-Version: 1.0",
+            "Auto-Submitted: auto-generated",
+            "Content-Type: multipart/alternative; boundary=\"\(boundary)\"",
+            "",
+        ]
+        for (type, body) in [("text/plain", text), ("text/html", html)] {
+            lines += [
+                "--\(boundary)",
+                "Content-Type: \(type); charset=utf-8",
+                "Content-Transfer-Encoding: base64",
+                "",
+            ]
+            lines += Self.base64Lines(Self.crlf(body))
+        }
+        lines += ["--\(boundary)--", ""]
+        return (Array(lines.joined(separator: "\r\n").utf8), text)
+    }
+
+    /// LF (or CRLF) line ends as CRLF.
+    static func crlf(_ text: String) -> String {
+        text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
+    }
+
+    /// Base64 in lines of 76 characters.
+    static func base64Lines(_ text: String) -> [String] {
+        let encoded = Data(text.utf8).base64EncodedString()
+        var out: [String] = []
+        var index = encoded.startIndex
+        while index < encoded.endIndex {
+            let end = encoded.index(index, offsetBy: 76, limitedBy: encoded.endIndex) ?? encoded.endIndex
+            out.append(String(encoded[index..<end]))
+            index = end
+        }
+        return out
+    }
+
+    /// A header value as it is when plain printable ASCII, else an RFC 2047 encoded word.
+    static func encodedWord(_ text: String) -> String {
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) && !text.contains("=?") { return text }
+        return "=?UTF-8?B?\(Data(text.utf8).base64EncodedString())?="
+    }
+
+    /// `Wed, 02 Dec 2026 11:41:37 +0000`.
+    static func rfc5322Date(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
+        return formatter.string(from: date)
+    }
+}
