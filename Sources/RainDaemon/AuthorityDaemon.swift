@@ -220,7 +220,11 @@ extension AuthorityDaemon {
                 throw RainError.invalid("codeSender.command must be an array of strings", field: "codeSender.command")
             }
             var timeout = Duration.seconds(10)
-            if case .number(let seconds)? = dict["timeoutSeconds"], seconds >= 0.1, seconds <= 300 {
+            if let value = dict["timeoutSeconds"] {
+                guard case .number(let seconds) = value, seconds >= 0.1, seconds <= 300 else {
+                    throw RainError.invalid(
+                        "codeSender.timeoutSeconds must be seconds from 0.1 to 300", field: "codeSender.timeoutSeconds")
+                }
                 timeout = .milliseconds(Int64(seconds * 1000))
             }
             return try CommandCodeSender(command: arguments, timeout: timeout, logger: logger)
