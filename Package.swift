@@ -27,7 +27,7 @@ let package = Package(
         .systemLibrary(name: "CCBOR", pkgConfig: "libcbor", providers: [.apt(["libcbor-dev"])]),
         .systemLibrary(name: "CPSL", providers: [.apt(["libpsl-dev"])]),
         // libcurl (OpenSSL flavour): the SMTP and SMS code senders (issue 19), blocking easy API on a queue.
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CCurl"),
         // Key providers (issue 14): tpm2-tss's ESYS API and libsecret (the Secret Service over D-Bus).
         .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
         // libsecret, loaded with dlopen only when the secret-service provider is used: no GLib in

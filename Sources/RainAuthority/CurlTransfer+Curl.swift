@@ -57,19 +57,25 @@ struct CurlTransfer: Sendable {
         var isTimeout: Bool { code == Int32(CURLE_OPERATION_TIMEDOUT.rawValue) }
     }
 
-    private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    /// libcurl, loaded and initialized once, when the first message is sent (`rain_curl_load`):
+    /// nil when ready, else why it could not be loaded.
+    private static let loadFailure: String? = rain_curl_load().map { String(cString: $0) }
 
     /// Performs the transfer (blocking).
     /// - Throws: RAIN_502 when libcurl cannot be initialized or an option is refused (a libcurl
     ///   without SMTP or TLS support).
     func perform() throws(RainError) -> Result {
-        guard Self.globalInit, let curl = curl_easy_init() else {
+        if let why = Self.loadFailure {
+            throw RainError(
+                .internalError, "libcurl could not be loaded (\(why)); install libcurl4 to send codes by SMTP or SMS")
+        }
+        guard let curl = rain_curl_easy_init() else {
             throw RainError(.internalError, "libcurl could not be initialized")
         }
-        defer { curl_easy_cleanup(curl) }
+        defer { rain_curl_easy_cleanup(curl) }
         let io = TransferIO(body: body)
         var lists: [UnsafeMutablePointer<curl_slist>] = []
-        defer { for list in lists { curl_slist_free_all(list) } }
+        defer { for list in lists { rain_curl_slist_free_all(list) } }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
         func set(_ option: CURLoption, _ value: Int) throws(RainError) {
@@ -81,8 +87,8 @@ struct CurlTransfer: Sendable {
         func set(_ option: CURLoption, list values: [String]) throws(RainError) {
             var list: UnsafeMutablePointer<curl_slist>?
             for value in values {
-                guard let next = curl_slist_append(list, value) else {
-                    if let list { curl_slist_free_all(list) }
+                guard let next = rain_curl_slist_append(list, value) else {
+                    if let list { rain_curl_slist_free_all(list) }
                     throw RainError(.internalError, "libcurl could not allocate a list")
                 }
                 list = next
@@ -95,7 +101,7 @@ struct CurlTransfer: Sendable {
             guard rc == CURLE_OK else {
                 throw RainError(
                     .internalError,
-                    "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(rc))); "
+                    "libcurl refused option \(option.rawValue): \(String(cString: rain_curl_easy_strerror(rc))); "
                         + "install libcurl4-openssl-dev's libcurl (with SMTP and TLS)")
             }
         }
@@ -139,7 +145,7 @@ struct CurlTransfer: Sendable {
         let rc = errorBuffer.withUnsafeMutableBufferPointer { buffer -> CURLcode in
             guard rain_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(buffer.baseAddress)) == CURLE_OK
             else { return CURLE_FAILED_INIT }
-            let rc = withExtendedLifetime(io) { curl_easy_perform(curl) }
+            let rc = withExtendedLifetime(io) { rain_curl_easy_perform(curl) }
             // The buffer must not be written after this closure.
             _ = rain_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, nil)
             return rc
@@ -149,7 +155,7 @@ struct CurlTransfer: Sendable {
         let detail = errorBuffer.withUnsafeBufferPointer { buffer in
             buffer.baseAddress.map { String(cString: $0) } ?? ""
         }
-        let text = String(cString: curl_easy_strerror(rc))
+        let text = String(cString: rain_curl_easy_strerror(rc))
         return Result(
             code: Int32(rc.rawValue), description: detail.isEmpty ? text : "\(text): \(detail)", responseCode: response,
             isBodyHandedOver: io.isBodyHandedOver, responseBody: io.response)
