@@ -8,9 +8,10 @@ import Testing
 /// stopped (`SIGSTOP`: its kernel still accepts connections, nothing answers) and continued. The
 /// device runs with short deadlines (read 600 ms, send 800 ms), so no test waits long on a timeout.
 ///
-/// Timings asserted here are the bounds themselves with room for a busy machine, and each is below
-/// what the code did without the rule: a read without its total bound makes three attempts (three
-/// read deadlines and 1.5 s of backoff: 3.3 s), a send without one waits for its route's deadline.
+/// What is asserted does not depend on the machine's speed: the number of attempts a read makes
+/// (one: without its total bound it makes three, 3.3 s here), the error of each kind, that a local
+/// call answers while a send is in flight, and the link's states; wall-clock figures only get a
+/// generous ceiling.
 @Suite("A stopped authority (SIGSTOP): bounded waits, local calls, link state")
 struct AuthorityStopTests {
     static let readDeadline = 600
@@ -51,26 +52,34 @@ struct AuthorityStopTests {
             // Continued whatever happens: a stopped process cannot be stopped by SIGTERM.
             defer { kill(authority.pid, SIGCONT) }
 
-            // A read: RAIN_301 within its bound (plus room for a busy machine), never three attempts.
+            // A read: RAIN_301 within its bound, its retries included: one attempt used the whole
+            // bound, so none followed (without the rule: three attempts, each replacing its
+            // connection, and 1.5 s of backoff). Counted from the log, not timed: a machine busy
+            // with the rest of the suite stretches every wall-clock figure.
+            let replacedBefore = device.log.components(separatedBy: "authority.connection_replaced").count
             let readStart = ContinuousClock.now
             let read = await rainError { _ = try await provider.account() }
             let readTook = ContinuousClock.now - readStart
             #expect(read?.code == .network)
-            #expect(readTook < .milliseconds(Self.readDeadline) + .milliseconds(1500), "the read took \(readTook)")
+            let replacedByRead = device.log.components(separatedBy: "authority.connection_replaced").count - replacedBefore
+            #expect(replacedByRead == 1, "the read made \(replacedByRead) attempts")
+            #expect(readTook < .seconds(30), "the read took \(readTook)")
 
-            // A send: RAIN_501 outcome_unknown within its bound; local calls answer meanwhile.
+            // A send: RAIN_501 outcome_unknown; a local call answers while it is still in flight.
+            let sendDone = Recorder<Bool>()
             let sendStart = ContinuousClock.now
-            async let send = rainError { try await provider.sendLoginCode(to: .email("stopped@example.com")) }
-            let localStart = ContinuousClock.now
+            async let send = rainError {
+                defer { sendDone.append(true) }
+                try await provider.sendLoginCode(to: .email("stopped@example.com"))
+            }
             let local = try await provider.currentSession()
-            let localTook = ContinuousClock.now - localStart
-            #expect(localTook < .milliseconds(Self.sendDeadline / 2), "status took \(localTook) during a send")
+            #expect(sendDone.count == 0, "status waited for the send to the stopped authority")
             #expect(local.authState == .authenticated)
             let sendError = await send
             let sendTook = ContinuousClock.now - sendStart
             #expect(sendError?.code == .provider)
             #expect(sendError?.details.reason == "outcome_unknown")
-            #expect(sendTook < .milliseconds(Self.sendDeadline) + .milliseconds(1500), "the send took \(sendTook)")
+            #expect(sendTook < .seconds(30), "the send took \(sendTook)")
 
             // The link, as status --json shows it, and the watchers saw it go.
             let status = try await device.runCLI(["status", "--json"])
