@@ -21,15 +21,18 @@ public enum AuthorityCallKind: String, Sendable, Equatable, CaseIterable {
 /// `--authority-send-deadline` and `--authority-refresh-deadline` (milliseconds), so tests use
 /// short ones.
 public struct AuthorityDeadlines: Sendable, Hashable {
-    /// A read, its retries included (5 s).
+    /// A read, its retries included (4 s).
     public var read: Duration
-    /// A send (10 s); never retried.
+    /// A send (9 s); never retried.
     public var send: Duration
     /// One refresh attempt (5 s); the session policy spaces the attempts.
     public var refresh: Duration
 
-    /// The bounds of the README's table: read 5 s, send 10 s, refresh 5 s per attempt.
-    public static let standard = AuthorityDeadlines(read: .seconds(5), send: .seconds(10), refresh: .seconds(5))
+    /// The bounds of the README's table: read 4 s, send 9 s, refresh 5 s per attempt. The issue's
+    /// bounds (a read answered or failed within 5 s, a send within 10 s) are what the app or the
+    /// CLI sees: the daemon's own bound leaves a second for the local hop, a CLI's start-up and a
+    /// loaded machine (scripts/netfault measured 5.3–5.5 s at the CLI with a 5 s bound here).
+    public static let standard = AuthorityDeadlines(read: .seconds(4), send: .seconds(9), refresh: .seconds(5))
 
     /// Bounds per kind of call.
     public init(read: Duration, send: Duration, refresh: Duration) {

@@ -10,7 +10,7 @@ its first event (the current state) and cancelled. Each call is timed on its own
 so a figure is the daemon's answer to one call, not the CLI's process start (~80 ms for a debug
 build). Every tenth sample also times a fresh connection and its first call (the CLI's path: the
 daemon names the caller then), reported apart. Prints one JSON line at the end: {"samples": N,
-"maxMs": the slowest call, "p99Ms", "p50Ms", "maxMsByCall": {...}, "newConnectionMaxMs",
+"maxMs": the slowest call, "p99Ms", "p95Ms", "p50Ms", "maxMsByCall": {...}, "newConnectionMaxMs",
 "slowCalls": the first 20 calls over --slow-ms (10), "errors": N, "firstError": "..."}.
 
 With --leak (scripts/netfault --mutate leak, the self-test of its resources check): N admitted
@@ -125,6 +125,7 @@ def main():
         "samples": len(per_call["GetState"]),
         "maxMs": round(every[-1], 2) if every else None,
         "p99Ms": round(every[int(len(every) * 0.99)], 2) if every else None,
+        "p95Ms": round(every[int(len(every) * 0.95)], 2) if every else None,
         "p50Ms": round(every[len(every) // 2], 2) if every else None,
         "maxMsByCall": {name: round(max(v), 2) for name, v in per_call.items() if v},
         "newConnectionMaxMs": round(max(fresh), 2) if fresh else None,
