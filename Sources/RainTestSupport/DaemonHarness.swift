@@ -822,18 +822,29 @@ public final class DaemonHarness: Sendable {
 
     /// Polls until `contact` has at least `count` deliveries for the profile's app and returns the
     /// newest code.
-    /// - Throws: `HarnessError` at the deadline.
+    /// - Throws: `HarnessError` at the deadline (45 s: only a failing run waits for it; on two busy
+    ///   cores a CLI's first call was seen to reach the daemon 22–25 s after it started, cause not found).
     public func waitForCode(
-        for contact: String, count: Int = 1, profile: String = ProfileName.defaultName, timeout: Duration = .seconds(15)
+        for contact: String, count: Int = 1, profile: String = ProfileName.defaultName, timeout: Duration = .seconds(45)
     ) async throws -> String {
         let deadline = ContinuousClock.now + timeout
+        // One connection for the whole wait, polled every 50 ms: a new connection per poll made the
+        // daemon read this process's identity (per-app access) 50 times a second, which on a
+        // loaded machine held the CLI's own first call back past the deadline (seen: 22 s).
+        let connection = try ClientConnection(path: socketPath)
+        defer { connection.close() }
+        let metadata = [MetadataEntry(key: profileMetadataKey, value: profile)]
+        let request = try ListOutboxRequest().encode()
         while true {
-            let matching = try await outbox(profile: profile).filter { $0.contact?.value == contact }
+            let bytes = try await connection.call(method: Method.listOutbox, payload: request, metadata: metadata)
+            let matching = try ListOutboxResponse.decode(bytes).entries.filter {
+                $0.appID == profile && $0.contact?.value == contact
+            }
             if matching.count >= count, let last = matching.last { return last.code }
             if ContinuousClock.now >= deadline {
                 throw HarnessError("no code #\(count) for \(contact) in the outbox within \(timeout)")
             }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

@@ -73,7 +73,19 @@ struct SessionTests {
         defer { h.shutdown() }
 
         let cli = try h.launchCLI(["login", "--email", "typed@example.com"])
-        let code = try await h.waitForCode(for: "typed@example.com")
+        let code: String
+        do {
+            code = try await h.waitForCode(for: "typed@example.com")
+        } catch {
+            // Say what the CLI and the daemon did instead of only that no code came.
+            let r = try await cli.finish()
+            let started = ContinuousClock.now
+            let now = (try? await h.outbox().map { "\($0.contact?.value ?? "?")" }) ?? ["outbox call failed"]
+            Issue.record(
+                "\(error); the CLI: \(r); the outbox now (\(ContinuousClock.now - started)): \(now); the daemon's log ends: \(h.log.suffix(2_000))"
+            )
+            return
+        }
         cli.send(code + "\n")
         let r = try await cli.finish()
         #expect(r.status == 0, "\(r)")
