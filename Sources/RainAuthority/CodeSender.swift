@@ -53,6 +53,14 @@ public struct CodeMessage: Sendable, Equatable {
         self.purpose = purpose
         self.expiresAt = expiresAt
     }
+
+    /// A login code handed over without its message (`CodeSender.deliver(_ delivery:)`): it
+    /// expires the default code lifetime (`AuthoritySettings().codeLifetime`) after it was sent.
+    public static func login(_ delivery: OutboxDelivery) -> CodeMessage {
+        CodeMessage(
+            delivery: delivery, purpose: .login,
+            expiresAt: delivery.sentAt.addingTimeInterval(TimeInterval(AuthoritySettings().codeLifetime.components.seconds)))
+    }
 }
 
 /// The errors a sender reports, classified by whether the provider can have accepted the message.

@@ -134,10 +134,9 @@ public final class SMSCodeSender: CodeSender {
         self.logger = logger
     }
 
-    /// Sends a login code (the expiry 5 minutes after `sentAt`).
+    /// Sends a login code (`CodeMessage.login`: the default code lifetime after `sentAt`).
     public func deliver(_ delivery: OutboxDelivery) async throws(RainError) {
-        try await deliver(
-            CodeMessage(delivery: delivery, purpose: .login, expiresAt: delivery.sentAt.addingTimeInterval(300)))
+        try await deliver(CodeMessage.login(delivery))
     }
 
     /// Sends the code's SMS and returns once the gateway accepted it.

@@ -170,10 +170,9 @@ public final class SMTPCodeSender: CodeSender {
         self.logger = logger
     }
 
-    /// Sends a login code (the purpose when none is given; the expiry 5 minutes after `sentAt`).
+    /// Sends a login code (`CodeMessage.login`: the default code lifetime after `sentAt`).
     public func deliver(_ delivery: OutboxDelivery) async throws(RainError) {
-        try await deliver(
-            CodeMessage(delivery: delivery, purpose: .login, expiresAt: delivery.sentAt.addingTimeInterval(300)))
+        try await deliver(CodeMessage.login(delivery))
     }
 
     /// Sends the code's email and returns once the server accepted it.
