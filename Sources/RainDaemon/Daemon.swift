@@ -198,6 +198,8 @@ public enum Daemon {
     /// Runs `role` until SIGTERM or SIGINT; returns the exit status: 0, 78 for an invalid
     /// configuration (RAIN_102), 1 for any other failure.
     static func run(_ role: some DaemonRole) -> Int32 {
+        // Before any thread exists (see `DaemonLifecycle.stopOnSignals`).
+        StopSignals.block()
         let logger = Logger(label: role.label, minimumLevel: role.logLevel)
         do {
             let environment = try role.takeEnvironment(logger: logger)

@@ -44,6 +44,10 @@ actor DaemonLifecycle {
     func run(_ role: some DaemonRole, environment: RoleEnvironment) async throws(RainError) {
         guard case .initial = state else { throw RainError(.internalError, "the daemon runs once") }
         state = .starting
+        // Listening for SIGTERM and SIGINT before preparing: a stop sent while the daemon starts
+        // is handled below (it never serves), and one sent right after `daemon.ready` is not lost.
+        let sources = isHandlingSignals ? stopOnSignals() : []
+        defer { for source in sources { source.cancel() } }
         let prepared: PreparedServer
         do {
             prepared = try await role.prepare(environment, logger: logger)
@@ -58,7 +62,6 @@ actor DaemonLifecycle {
             return
         }
         state = .running(prepared)
-        let sources = isHandlingSignals ? stopOnSignals() : []
         // Logs readiness and tells the service manager: the socket listens and the loop is about to
         // wait on it, so connections from now on are served.
         prepared.ready()
@@ -68,7 +71,6 @@ actor DaemonLifecycle {
         case .running(let p), .draining(let p): p.finish()
         case .initial, .starting, .stopped: prepared.finish()
         }
-        for source in sources { source.cancel() }
         state = .stopped
         logger.info("\(role.event).stopped")
     }
@@ -89,12 +91,16 @@ actor DaemonLifecycle {
         }
     }
 
-    /// SIGTERM and SIGINT stop the daemon after draining calls in flight.
+    /// SIGTERM and SIGINT stop the daemon after draining calls in flight. They arrive through a
+    /// signalfd (what a dispatch signal source is on Linux), so they must be blocked in every
+    /// thread from the start (`StopSignals.block()`, first thing in `Daemon.run`): a signal that
+    /// is merely ignored (`SIG_IGN`) is discarded by the kernel, and libdispatch installs its own
+    /// handler only when its manager thread gets to the registration, later. A SIGTERM in that
+    /// gap, right after `daemon.ready` on a busy machine, was lost and the daemon kept running.
     private func stopOnSignals() -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "rainwalletd.signals")
         var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
+        for sig in StopSignals.all {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             let name = sig == SIGTERM ? "TERM" : "INT"
             source.setEventHandler { [weak self] in
@@ -173,5 +179,22 @@ final class CallingThread: Sendable {
             for job in jobs { job() }
             if isFinished { return }
         }
+    }
+}
+
+/// The signals that stop the daemon, blocked in every thread so that only the lifecycle's signal
+/// sources (signalfd) receive them. Children are spawned with an empty mask (`rain_spawn`,
+/// Foundation's `Process`), so they do not inherit the block.
+enum StopSignals {
+    static let all = [SIGTERM, SIGINT]
+
+    /// Blocks SIGTERM and SIGINT in the calling thread, and so in every thread it starts later.
+    /// Call it before any other thread exists: a thread started earlier keeps its own mask, and
+    /// a signal it receives is acted on by the default handler (the process ends unstopped).
+    static func block() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for sig in all { sigaddset(&set, sig) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 }

@@ -16,6 +16,30 @@ struct DaemonLifecycleTests {
         #expect(fileMode(h.socketPath) == nil)
     }
 
+    /// The stop signals are blocked in every thread and read from a signalfd that exists before
+    /// the daemon prepares: one sent at any point of the start is acted on. Before, a SIGTERM
+    /// during the start ended the daemon by the default action (status 143), and one sent right
+    /// after `daemon.ready`, before libdispatch registered its signal source, was discarded
+    /// (ignored) and the daemon kept running.
+    @Test(
+        "SIGTERM while the daemon starts (after its first log line) or right at daemon.ready stops it cleanly (exit 0), never lost",
+        arguments: [false, true])
+    func sigtermWhileStarting(atReady: Bool) async throws {
+        let h = try DaemonHarness.prepare()
+        defer { h.shutdown() }
+        try h.launch()
+        if atReady {
+            try await h.waitUntilReady()  // the moment a service manager may stop it
+        } else {
+            // Its first line: `main` has run and the daemon is preparing (storage, keys, socket).
+            let preparing = await eventually(timeout: .seconds(15)) { !h.log.isEmpty }
+            try #require(preparing, "no log line within 15 s")
+        }
+        let status = try await h.stop(timeout: .seconds(15))
+        #expect(status == 0, "stopped \(atReady ? "at daemon.ready" : "while starting"); log:\n\(h.log)")
+        #expect(fileMode(h.socketPath) == nil, "the socket is removed (or never made)")
+    }
+
     @Test("a daemon on the SQLite store never loads libpq (nor its Kerberos, LDAP and GnuTLS)")
     func sqliteDaemonDoesNotMapLibPQ() async throws {
         let h = try await DaemonHarness.start()
