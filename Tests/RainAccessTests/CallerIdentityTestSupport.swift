@@ -11,7 +11,7 @@ import Testing
 /// reads it. Every wait is bounded (2 s).
 final class Child: @unchecked Sendable {
     // @unchecked Sendable: used by one test at a time.
-    let process = Process()
+    private(set) var process = Process()
     private let input = Pipe()
     let expectedExecutable: String
 
@@ -21,15 +21,28 @@ final class Child: @unchecked Sendable {
         _ executable: String, _ arguments: [String] = [], environment: [String: String] = [:], directory: String? = nil
     ) throws {
         expectedExecutable = URL(fileURLWithPath: executable).resolvingSymlinksInPath().path
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
         let deadline = ContinuousClock.now + .seconds(2)
+        // A test that has just written `executable` can meet ETXTBSY: a process another test
+        // spawned at that moment holds a copy of the writing descriptor until its own exec.
+        // Retried, as Go's os/exec does, until that child has gone past exec.
+        while true {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            process.environment = environment
+            if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            do {
+                try process.run()
+                break
+            } catch let error as NSError
+                where (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY) && ContinuousClock.now < deadline
+            {
+                process = Process()
+                usleep(5000)
+            }
+        }
         // Past exec: the new program's file is in place and its memory set up (environment placed).
         while executableLink() != expectedExecutable || (try? ProcessDescriptor.readStat(pid: pid))?.environmentEnd ?? 0 == 0 {
             guard ContinuousClock.now < deadline else {
