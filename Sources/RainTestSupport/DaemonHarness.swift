@@ -822,10 +822,12 @@ public final class DaemonHarness: Sendable {
 
     /// Polls until `contact` has at least `count` deliveries for the profile's app and returns the
     /// newest code.
-    /// - Throws: `HarnessError` at the deadline (45 s: only a failing run waits for it; on two busy
-    ///   cores a CLI's first call was seen to reach the daemon 22–25 s after it started, cause not found).
+    /// - Throws: `HarnessError` at the deadline (20 s: only a failing run waits for it). A CLI's
+    ///   first call was once seen to reach the daemon 22–25 s after `start()` returned: with 237
+    ///   integration tests in flight at once, the test's own continuation waited that long for one
+    ///   of the two threads of the concurrency pool. scripts/test now runs at most 6 at a time.
     public func waitForCode(
-        for contact: String, count: Int = 1, profile: String = ProfileName.defaultName, timeout: Duration = .seconds(45)
+        for contact: String, count: Int = 1, profile: String = ProfileName.defaultName, timeout: Duration = .seconds(20)
     ) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         // One connection for the whole wait, polled every 50 ms: a new connection per poll made the
