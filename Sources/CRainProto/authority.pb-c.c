@@ -2491,7 +2491,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_begin_respo
   (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_begin_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_finish_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_finish_request__field_descriptors[6] =
 {
   {
     "app_id",
@@ -2553,18 +2553,31 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_finish
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "idempotency_key",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest, idempotency_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_passkey_finish_request__field_indices_by_name[] = {
   0,   /* field[0] = app_id */
   2,   /* field[2] = ceremony_id */
   1,   /* field[1] = device_id */
   4,   /* field[4] = device_public_key */
+  5,   /* field[5] = idempotency_key */
   3,   /* field[3] = response_json */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_passkey_finish_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_request__descriptor =
 {
@@ -2574,7 +2587,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_requ
   "Rain__Wallet__V1__AuthorityPasskeyFinishRequest",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityPasskeyFinishRequest),
-  5,
+  6,
   rain__wallet__v1__authority_passkey_finish_request__field_descriptors,
   rain__wallet__v1__authority_passkey_finish_request__field_indices_by_name,
   1,  rain__wallet__v1__authority_passkey_finish_request__number_ranges,
@@ -2830,7 +2843,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_contact_verifi
   (ProtobufCMessageInit) rain__wallet__v1__authority_send_contact_verification_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__field_descriptors[6] =
 {
   {
     "app_id",
@@ -2892,6 +2905,18 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_confirm_contac
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "idempotency_key",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest, idempotency_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_confirm_contact_verification_request__field_indices_by_name[] = {
   2,   /* field[2] = access_token */
@@ -2899,11 +2924,12 @@ static const unsigned rain__wallet__v1__authority_confirm_contact_verification_r
   3,   /* field[3] = challenge_id */
   4,   /* field[4] = code */
   1,   /* field[1] = device_id */
+  5,   /* field[5] = idempotency_key */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_confirm_contact_verification_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__descriptor =
 {
@@ -2913,7 +2939,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_ver
   "Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest),
-  5,
+  6,
   rain__wallet__v1__authority_confirm_contact_verification_request__field_descriptors,
   rain__wallet__v1__authority_confirm_contact_verification_request__field_indices_by_name,
   1,  rain__wallet__v1__authority_confirm_contact_verification_request__number_ranges,

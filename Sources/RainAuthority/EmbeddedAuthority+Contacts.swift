@@ -46,13 +46,23 @@ extension EmbeddedAuthority {
             source: source)
     }
 
-    /// Confirms a verification code (see `Authority.confirmContactVerification`).
+    /// Confirms a verification code (see `Authority.confirmContactVerification`). Issue 20: a
+    /// repeat with the first confirm's idempotency key gets its outcome (the account with the
+    /// contact, read again) instead of a used challenge; nothing is applied twice.
     public func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8] = []
     ) async throws(RainError) -> AccountInfo {
         let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let accountID = access.account.id
         let now = clock.now
+        let idempotency = try IdempotentCall(
+            .contactVerification, key: idempotencyKey, appID: appID, deviceID: deviceID, challengeID: challengeID,
+            keys: keys)
+        if let idempotency, let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now) {
+            return try await repeatedVerification(
+                first, idempotency, appID: appID, accessToken: accessToken, accountID: accountID, proof: proof)
+        }
         // A login challenge, or one sent for another device or account, is not this verification.
         guard let challenge = try await store.challenge(id: challengeID),
             challenge.appID == appID, challenge.deviceID == deviceID, challenge.purpose == .verifyContact,
@@ -66,8 +76,16 @@ extension EmbeddedAuthority {
         let outcome = try await store.completeContactVerification(
             ContactVerificationCompletion(
                 challengeID: challenge.id, appID: appID, deviceID: deviceID, accountID: accountID,
-                contact: challenge.contact, now: now))
+                contact: challenge.contact, now: now,
+                idempotency: try idempotency?.outcome(expiresAt: challenge.expiresAt)))
         switch outcome {
+        case .repeated(let first):
+            // A repeat that raced its first confirm: the first one won.
+            guard let idempotency else {
+                throw RainError(.internalError, "the verification could not be completed; try again")
+            }
+            return try await repeatedVerification(
+                first, idempotency, appID: appID, accessToken: accessToken, accountID: accountID, proof: proof)
         case .challengeUnavailable(let current):
             guard let current else {
                 throw RainError.invalid(
@@ -92,6 +110,19 @@ extension EmbeddedAuthority {
                 ])
         }
         // Read again so the answer lists the new contact.
+        return try await accountInfo(try await liveAccess(appID: appID, accessToken: accessToken, proof: proof))
+    }
+
+    /// The answer to a repeat of a verification that went through: the account as it is now (with
+    /// the contact). RAIN_102 `idempotency_key_reused` for another call's key, or a verification
+    /// of another account.
+    private func repeatedVerification(
+        _ first: IdempotentOutcome, _ idempotency: IdempotentCall, appID: String, accessToken: String,
+        accountID: String, proof: DeviceProof
+    ) async throws(RainError) -> AccountInfo {
+        _ = try idempotency.open(first)
+        guard first.accountID == accountID else { throw IdempotentCall.reused }
+        logger.info("contact.repeated", ["app": appID, "account": accountID])
         return try await accountInfo(try await liveAccess(appID: appID, accessToken: accessToken, proof: proof))
     }
 

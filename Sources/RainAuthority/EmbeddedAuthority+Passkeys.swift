@@ -12,6 +12,11 @@ import RainWire
 /// (sign-up, add, login) and the rpId, expiring after `AuthoritySettings.passkeyCeremonyLifetime`.
 /// The finish takes the ceremony before verifying, so a response can be presented once: a failed
 /// verification, a replay and a cancel all leave it used.
+///
+/// Issue 20: a finish with an idempotency key claims the key with the ceremony, in the take's
+/// transaction, and records its outcome with its effect: a repeat gets the first outcome (the same
+/// account, wallet and tokens; nil after an add) instead of the used ceremony, and RAIN_501
+/// `outcome_unknown` while the first finish still runs. A finish that fails releases its claim.
 extension EmbeddedAuthority {
     /// Starts a registration (see `Authority.beginPasskeyRegistration`).
     public func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
@@ -46,7 +51,26 @@ extension EmbeddedAuthority {
     /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
     public func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
         let deviceKey = try Self.deviceKey(request.devicePublicKey)
-        let ceremony = try await takeCeremony(request, kinds: [.signUp, .add])
+        let idempotency = try IdempotentCall(request, keys: keys)
+        switch try await takeCeremony(request, kinds: [.signUp, .add], idempotency: idempotency) {
+        case .repeated(let first, let idempotency):
+            logger.info("passkey.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+            return try idempotency.login(of: first, now: clock.now)
+        case .taken(let ceremony):
+            do {
+                return try await finishRegistration(
+                    request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
+            } catch {
+                await release(idempotency)
+                throw error
+            }
+        }
+    }
+
+    private func finishRegistration(
+        _ request: PasskeyFinishRequest, ceremony: NewPasskeyCeremony, deviceKey: DevicePublicKey?,
+        idempotency: IdempotentCall?
+    ) async throws(RainError) -> LoginResult? {
         let response = try RegistrationResponseJSON.decode(json: request.responseJSON)
         let rp = relyingParty(rpID: ceremony.rpID, origins: ceremony.origins)
         let verified = try rp.verifyRegistration(response, expectedChallenge: ceremony.challenge)
@@ -61,7 +85,8 @@ extension EmbeddedAuthority {
             userHandle: userHandle, createdAt: now, lastUsedAt: nil)
 
         if ceremony.kind == .add, let accountID = ceremony.accountID {
-            try await store.addPasskeyCredential(credential)
+            try await store.addPasskeyCredential(
+                credential, idempotency: try idempotency?.outcome(expiresAt: ceremony.expiresAt))
             logger.info(
                 "passkey.added",
                 ["app": request.appID, "account": accountID, "rp": ceremony.rpID, "device": request.deviceID])
@@ -76,7 +101,8 @@ extension EmbeddedAuthority {
             PasskeySignUpCompletion(
                 appID: request.appID, deviceID: request.deviceID, accountID: accountID, walletID: walletID,
                 walletKeys: try newWalletKeyMaterial(walletID: walletID), credential: credential, session: session,
-                now: now))
+                now: now,
+                idempotency: try idempotency?.outcome(of: tokens, issuedAt: now, expiresAt: ceremony.expiresAt)))
         logger.info(
             "passkey.signup",
             [
@@ -100,7 +126,26 @@ extension EmbeddedAuthority {
     /// Finishes a login (see `Authority.finishPasskeyAuthentication`).
     public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
         let deviceKey = try Self.deviceKey(request.devicePublicKey)
-        let ceremony = try await takeCeremony(request, kinds: [.login])
+        let idempotency = try IdempotentCall(request, keys: keys)
+        switch try await takeCeremony(request, kinds: [.login], idempotency: idempotency) {
+        case .repeated(let first, let idempotency):
+            logger.info("passkey.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+            return try idempotency.requiredLogin(of: first, now: clock.now)
+        case .taken(let ceremony):
+            do {
+                return try await finishAuthentication(
+                    request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
+            } catch {
+                await release(idempotency)
+                throw error
+            }
+        }
+    }
+
+    private func finishAuthentication(
+        _ request: PasskeyFinishRequest, ceremony: NewPasskeyCeremony, deviceKey: DevicePublicKey?,
+        idempotency: IdempotentCall?
+    ) async throws(RainError) -> LoginResult {
         let response = try AuthenticationResponseJSON.decode(json: request.responseJSON)
         guard
             let stored = try await store.passkeyCredential(
@@ -121,7 +166,8 @@ extension EmbeddedAuthority {
             PasskeyLoginCompletion(
                 appID: request.appID, deviceID: request.deviceID, credentialID: verified.credentialID,
                 rpID: ceremony.rpID, signCount: verified.signCount, isBackedUp: verified.isBackedUp, session: session,
-                now: now))
+                now: now,
+                idempotency: try idempotency?.outcome(of: tokens, issuedAt: now, expiresAt: ceremony.expiresAt)))
         publishRevocations(of: record, appID: request.appID, deviceID: request.deviceID)
         logger.info(
             "passkey.login",
@@ -169,16 +215,27 @@ extension EmbeddedAuthority {
         return PasskeyCeremony(ceremonyID: id, optionsJSON: optionsJSON, expiresAt: expiresAt)
     }
 
+    /// How a finish's take went: the ceremony is its own, or a finish with its key came first.
+    private enum FinishTake {
+        case taken(NewPasskeyCeremony)
+        case repeated(IdempotentOutcome, IdempotentCall)
+    }
+
     /// Takes the ceremony for a finish: RAIN_102 `challenge_expired` unless it is pending,
-    /// unexpired, bound to this app and device, and of one of `kinds`.
-    private func takeCeremony(_ request: PasskeyFinishRequest, kinds: Set<PasskeyCeremonyKind>) async throws(RainError)
-        -> NewPasskeyCeremony
-    {
+    /// unexpired, bound to this app and device, and of one of `kinds`; with an idempotency key, the
+    /// first finish's outcome when there was one.
+    private func takeCeremony(
+        _ request: PasskeyFinishRequest, kinds: Set<PasskeyCeremonyKind>, idempotency: IdempotentCall?
+    ) async throws(RainError) -> FinishTake {
         let take = try await store.takePasskeyCeremony(
-            id: request.ceremonyID, appID: request.appID, deviceID: request.deviceID, now: clock.now)
+            id: request.ceremonyID, appID: request.appID, deviceID: request.deviceID, now: clock.now,
+            claim: idempotency?.claim)
         switch take {
+        case .repeated(let first):
+            guard let idempotency else { throw RainError(.internalError, "a take without a key found an outcome") }
+            return .repeated(first, idempotency)
         case .taken(let ceremony) where kinds.contains(ceremony.kind):
-            return ceremony
+            return .taken(ceremony)
         case .taken:
             throw RainError.webAuthn(
                 .challengeExpired, "this ceremony is of another kind; begin a new one", field: "ceremonyId")
@@ -190,6 +247,17 @@ extension EmbeddedAuthority {
                 field: "ceremonyId")
         case .expired:
             throw RainError.webAuthn(.challengeExpired, "the passkey ceremony expired; begin a new one", field: "ceremonyId")
+        }
+    }
+
+    /// Issue 20: forgets a failed finish's claim on its key, so a repeat hears that the ceremony is
+    /// used rather than still running (best effort: the claim ends with the ceremony anyway).
+    private func release(_ idempotency: IdempotentCall?) async {
+        guard let idempotency else { return }
+        do {
+            try await store.releaseIdempotentClaim(keyHash: idempotency.keyHash)
+        } catch {
+            logger.warning("passkey.release_failed", ["code": error.code.description])
         }
     }
 

@@ -223,10 +223,10 @@ public final class EmbeddedAuthority: Authority {
         let deviceKey = try Self.deviceKey(request.devicePublicKey)
         let now = clock.now
         // A repeat of a confirm that went through (its answer was lost): the first outcome.
-        let idempotency = try IdempotentConfirm(request, keys: keys)
-        if let idempotency, let first = try await store.idempotentLogin(keyHash: idempotency.keyHash, now: now) {
+        let idempotency = try IdempotentCall(request, keys: keys)
+        if let idempotency, let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now) {
             logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
-            return try idempotency.result(of: first, now: now)
+            return try idempotency.requiredLogin(of: first, now: now)
         }
         // A contact verification's challenge never logs in (nor does a login code verify a contact).
         guard let challenge = try await store.challenge(id: request.challengeID),
@@ -258,8 +258,7 @@ public final class EmbeddedAuthority: Authority {
                     devicePublicKey: deviceKey?.wireBytes),
                 now: now,
                 idempotency: try idempotency.map { (i) throws(RainError) in
-                    IdempotentLoginInput(
-                        keyHash: i.keyHash, sealedTokens: try i.seal(tokens, issuedAt: now), expiresAt: challenge.expiresAt)
+                    try i.outcome(of: tokens, issuedAt: now, expiresAt: challenge.expiresAt)
                 }))
 
         switch outcome {
@@ -267,7 +266,7 @@ public final class EmbeddedAuthority: Authority {
             // A repeat that raced its first confirm: the first one won.
             guard let idempotency else { throw RainError(.internalError, "the login could not be completed; try again") }
             logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
-            return try idempotency.result(of: first, now: clock.now)
+            return try idempotency.requiredLogin(of: first, now: clock.now)
         case .challengeUnavailable(let current):
             // Another confirm (or a resend) won the race: report the challenge as it is now.
             guard let current else {

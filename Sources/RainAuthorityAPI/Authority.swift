@@ -91,9 +91,15 @@ public protocol Authority: Sendable {
     /// Finishes a registration: verifies the `RegistrationResponseJSON` (WebAuthn §7.1) and
     /// stores the credential with its rpId. A sign-up creates a new account and wallet and a
     /// session bound to the device key (as a code login does); an added passkey returns nil.
+    ///
+    /// Issue 20: a request with an `idempotencyKey` repeated within the ceremony's lifetime gets
+    /// the first finish's outcome (the same account, wallet and tokens; nil after an add) instead
+    /// of a used ceremony, never a second account or session.
     /// - Throws: RAIN_102 `challenge_expired` for an unknown, used, cancelled or expired ceremony
     ///   (or one of the other kind), `credential_already_registered` for a credential id any
-    ///   account holds, or the failed check's reason; RAIN_502 when the store fails.
+    ///   account holds, `idempotency_key_reused` for a key another call used, or the failed check's
+    ///   reason; RAIN_501 `outcome_unknown` while the first finish with the key still runs;
+    ///   RAIN_502 when the store fails.
     func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult?
 
     /// Starts a passkey login (discoverable: no allow list).
@@ -105,8 +111,10 @@ public protocol Authority: Sendable {
     /// `AuthenticationResponseJSON` (WebAuthn §7.2), moves its sign count forward (a regression is
     /// refused) and logs in like a code login: the device's session is bound to its key and the
     /// account's sessions on other devices are revoked.
-    /// - Throws: RAIN_102 `challenge_expired`, `credential_unknown`, `sign_count_regression` or
-    ///   the failed check's reason; RAIN_502 when the store fails.
+    /// A repeat with the first finish's `idempotencyKey` gets its outcome, as for a registration.
+    /// - Throws: RAIN_102 `challenge_expired`, `credential_unknown`, `sign_count_regression`,
+    ///   `idempotency_key_reused` or the failed check's reason; RAIN_501 `outcome_unknown` while the
+    ///   first finish with the key still runs; RAIN_502 when the store fails.
     func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult
 
     /// Cancels a pending ceremony (the user dismissed the authenticator): it can no longer be
@@ -145,13 +153,19 @@ public protocol Authority: Sendable {
     /// verified, in one transaction that checks again that no other account took it meanwhile. The
     /// contact then logs in to this account and wallet. A contact already on the account succeeds
     /// again (idempotent); a second contact of a kind is added, never replacing the first.
+    ///
+    /// Issue 20: `idempotencyKey` (16 to 64 random bytes per logical confirm, kept across its
+    /// repeats; empty for none): a repeat within the challenge's lifetime gets the first outcome
+    /// (the account with the contact) instead of a used challenge, and nothing is applied twice.
     /// - Returns: the account with the contact.
     /// - Throws: RAIN_203 like `confirmLoginCode` (wrong keeps the challenge, with
     ///   `attemptsRemaining`; expired, locked, used, retired); RAIN_102 `no_pending_code` for an
-    ///   unknown challenge, a login challenge, or one of another device or account; RAIN_201 like
-    ///   `accountInfo`; RAIN_302 `contact_owned_by_another_account`; RAIN_502 when the store fails.
+    ///   unknown challenge, a login challenge, or one of another device or account, and
+    ///   `idempotency_key_reused` for a key another call used; RAIN_201 like `accountInfo`;
+    ///   RAIN_302 `contact_owned_by_another_account`; RAIN_502 when the store fails.
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8]
     ) async throws(RainError) -> AccountInfo
 
     /// Step 1 of moving a device to a new key (`storage migrate`): every live session of `deviceID`

@@ -239,12 +239,14 @@ public final class RemoteAuthority: Authority {
     /// - Throws: the authority's errors (RAIN_203 with its details, RAIN_302, …); RAIN_301 when it
     ///   cannot be reached.
     public func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8] = []
     ) async throws(RainError) -> AccountInfo {
         try await call(
             AuthorityMethod.confirmContactVerification,
             AuthorityConfirmContactVerificationRequest(
-                appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code),
+                appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
+                idempotencyKey: idempotencyKey),
             as: AccountInfo.self, kind: .send, isProven: true)
     }
 

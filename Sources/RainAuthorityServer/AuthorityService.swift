@@ -231,7 +231,7 @@ public final class AuthorityService: ServerHandler {
                 .actor { (r, call) throws(RainError) in
                     try await call.authority.confirmContactVerification(
                         appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
-                        code: r.code, proof: call.proof)
+                        code: r.code, proof: call.proof, idempotencyKey: r.idempotencyKey)
                 })
             Route(
                 AuthorityMethod.beginDeviceProof, AuthorityBeginDeviceProofRequest.self,

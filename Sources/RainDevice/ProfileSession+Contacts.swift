@@ -29,7 +29,9 @@ extension ProfileSession {
     }
 
     /// Confirms the pending verification: on success the contact is on the account, verified, and
-    /// logs in to it. Never retried on a transient failure.
+    /// logs in to it. Never retried on a transient failure; issue 20: it carries an idempotency key
+    /// per logical confirm (this challenge, this code), kept while its outcome is unknown, so the
+    /// caller's repeat after a lost answer gets the contact verified, nothing applied twice.
     /// - Returns: the account with the contact.
     /// - Throws: RAIN_102 `malformed_code` or `no_pending_code` (before any request); RAIN_203 for
     ///   a wrong, expired or locked code; RAIN_201 without a live session; RAIN_302
@@ -43,12 +45,20 @@ extension ProfileSession {
                 reason: "no_pending_code")
         }
         let deviceID = context.deviceID
-        let info = try await withSession(what: "confirm the verification", transientRetries: 0) {
-            (authority, appID, token, proof) async throws(RainError) in
-            try await authority.confirmContactVerification(
-                appID: appID, deviceID: deviceID, accessToken: token, challengeID: challenge.challengeID, code: trimmed,
-                proof: proof)
+        let key = try idempotencyKey(.contactVerification, for: [challenge.challengeID, trimmed])
+        let info: AccountInfo
+        do {
+            info = try await withSession(what: "confirm the verification", transientRetries: 0) {
+                (authority, appID, token, proof) async throws(RainError) in
+                try await authority.confirmContactVerification(
+                    appID: appID, deviceID: deviceID, accessToken: token, challengeID: challenge.challengeID,
+                    code: trimmed, proof: proof, idempotencyKey: key)
+            }
+        } catch {
+            settle(.contactVerification, key: key, after: error)
+            throw error
         }
+        settle(.contactVerification, key: key)
         if challenges.verification?.challengeID == challenge.challengeID { challenges.verification = nil }
         logger.info("contact.verified", ["profile": runtime.name, "kind": challenge.contact.kindName])
         return Self.accountResponse(info)

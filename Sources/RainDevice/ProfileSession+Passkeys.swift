@@ -57,6 +57,11 @@ extension ProfileSession {
 
     /// Finishes this profile's pending ceremony with the authenticator's response. A sign-up or
     /// login stores its session exactly like a code login; an add leaves the session as it is.
+    ///
+    /// Issue 20: the finish carries an idempotency key per logical finish (this ceremony, this
+    /// response). When its outcome is unknown (RAIN_501 `outcome_unknown`, RAIN_301) the ceremony
+    /// stays pending and the key is kept, so the caller's repeat gets the first outcome (the same
+    /// session), never a second one; any other answer ends the ceremony here.
     /// - Throws: RAIN_102 `challenge_expired` when `ceremonyID` is not this profile's pending
     ///   ceremony (unknown, finished, cancelled or expired); the sign-up and login rules again
     ///   (a session may have started meanwhile); the authority's refusal of the response.
@@ -67,24 +72,41 @@ extension ProfileSession {
                 "no such passkey ceremony is pending on this profile; begin a new one", field: "ceremonyId",
                 reason: "challenge_expired")
         }
-        challenges.passkey = nil
+        let key = try idempotencyKey(.passkeyFinish, for: [ceremonyID, responseJSON])
         loginsInFlight += 1
         defer { loginsInFlight -= 1 }
         let request = PasskeyFinishRequest(
             appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID, responseJSON: responseJSON,
-            devicePublicKey: context.device.signer.publicKey.wireBytes)
+            devicePublicKey: context.device.signer.publicKey.wireBytes, idempotencyKey: key)
+        do {
+            let response = try await finish(ceremony, request)
+            settle(.passkeyFinish, key: key)
+            return response
+        } catch {
+            settle(.passkeyFinish, key: key, after: error)
+            if !Self.isOutcomeUnknown(error) { endCeremony(ceremonyID) }
+            throw error
+        }
+    }
+
+    /// Sends the finish of `ceremony` and applies its outcome.
+    private func finish(_ ceremony: PendingPasskey, _ request: PasskeyFinishRequest) async throws(RainError)
+        -> FinishPasskeyResponse
+    {
         switch ceremony.kind {
         case .signUp:
             try requireNoSession()
             guard let result = try await context.authority.finishPasskeyRegistration(request) else {
                 throw RainError(.internalError, "the passkey sign-up returned no session")
             }
+            endCeremony(request.ceremonyID)
             try await adopt(result, contact: nil, method: StoredSession.passkeyMethod)
             return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: true)
         case .login:
             try requireNoPasskeySession()
             let replaced = session
             let result = try await context.authority.finishPasskeyAuthentication(request)
+            endCeremony(request.ceremonyID)
             try await adopt(result, contact: nil, method: StoredSession.passkeyMethod)
             if let replaced, replaced.refreshToken != result.tokens.refreshToken {
                 // The code session this login replaced ends at the authority too (best effort;
@@ -100,6 +122,7 @@ extension ProfileSession {
         case .add:
             guard session != nil else { throw noSessionError() }
             _ = try await context.authority.finishPasskeyRegistration(request)
+            endCeremony(request.ceremonyID)
             logger.info("passkey.added", ["profile": runtime.name])
             return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: false)
         }
@@ -114,6 +137,11 @@ extension ProfileSession {
             appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID)
         logger.info("passkey.cancelled", ["profile": runtime.name])
         return CancelPasskeyResponse()
+    }
+
+    /// The ceremony finished: it is no longer this profile's pending one.
+    private func endCeremony(_ id: String) {
+        if challenges.passkey?.id == id { challenges.passkey = nil }
     }
 
     /// What the authority needs to begin a ceremony on `domain` (without an access token).

@@ -114,9 +114,15 @@ public actor ProfileSession {
     /// session: a pushed revocation does not check the session meanwhile (issue 19), since the
     /// session the login replaces is about to go anyway and ending it would report an expiry.
     var loginsInFlight = 0
-    /// Issue 20: the confirm whose outcome is not known yet (its answer was lost): its challenge,
-    /// the code and the idempotency key a repeat of it sends again. Held in memory only.
-    private var pendingConfirm: (challengeID: String, code: String, key: [UInt8])?
+    /// Issue 20: the calls whose outcome is not known yet (their answer was lost), one per kind:
+    /// what the call was (challenge and code, ceremony and response) and the idempotency key a
+    /// repeat of it sends again. Held in memory only.
+    private var pendingCalls: [PendingCallKind: (call: String, key: [UInt8])] = [:]
+
+    /// Issue 20: the calls a device repeats safely with an idempotency key.
+    enum PendingCallKind: Hashable {
+        case loginCode, passkeyFinish, contactVerification
+    }
     /// The timer of the next save retry (held until it fires) and how many retries ran.
     private var saveRetry: (timer: (any RainTimer)?, count: Int) = (nil, 0)
 
@@ -295,13 +301,7 @@ public actor ProfileSession {
         }
         // One idempotency key per logical confirm (this challenge, this code), kept while its outcome
         // is unknown: a repeat after a lost answer gets the first login back, never a second one.
-        let key: [UInt8]
-        if let pending = pendingConfirm, pending.challengeID == challenge.challengeID, pending.code == trimmed {
-            key = pending.key
-        } else {
-            key = try SecureRandom.bytes(count: 32)
-            pendingConfirm = (challenge.challengeID, trimmed, key)
-        }
+        let key = try idempotencyKey(.loginCode, for: [challenge.challengeID, trimmed])
         loginsInFlight += 1
         defer { loginsInFlight -= 1 }
         let result: LoginResult
@@ -311,13 +311,31 @@ public actor ProfileSession {
                     appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
                     devicePublicKey: context.device.signer.publicKey.wireBytes, idempotencyKey: key))
         } catch {
-            if !Self.isOutcomeUnknown(error), pendingConfirm?.key == key { pendingConfirm = nil }
+            settle(.loginCode, key: key, after: error)
             throw error
         }
-        if pendingConfirm?.key == key { pendingConfirm = nil }
+        settle(.loginCode, key: key)
         if challenges.login?.challengeID == challenge.challengeID { challenges.login = nil }
         try await adopt(result, contact: challenge.contact, method: StoredSession.codeMethod)
         return ConfirmLoginCodeResponse(session: runtime.snapshot(), accountCreated: result.accountCreated)
+    }
+
+    /// Issue 20: the idempotency key of a logical call of `kind` (`parts` say which: the challenge
+    /// and the code, the ceremony and the response): the key of the pending call of that kind when
+    /// this one repeats it, else a fresh random one (which replaces it).
+    func idempotencyKey(_ kind: PendingCallKind, for parts: [String]) throws(RainError) -> [UInt8] {
+        let call = parts.joined(separator: "\u{0}")
+        if let pending = pendingCalls[kind], pending.call == call { return pending.key }
+        let key = try SecureRandom.bytes(count: 32)
+        pendingCalls[kind] = (call, key)
+        return key
+    }
+
+    /// Issue 20: forgets the key of a call of `kind` once its outcome is known (an answer, or an
+    /// error that says what happened); keeps it while the outcome is unknown, for the repeat.
+    func settle(_ kind: PendingCallKind, key: [UInt8], after error: RainError? = nil) {
+        if let error, Self.isOutcomeUnknown(error) { return }
+        if pendingCalls[kind]?.key == key { pendingCalls[kind] = nil }
     }
 
     /// Whether a call may have taken effect without its answer reaching the device: RAIN_501

@@ -84,9 +84,15 @@ package protocol AuthorityStore: Sendable {
     /// - Throws: RAIN_404 when an existing account has no wallet record.
     func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome
 
-    /// Issue 20: the login a confirm with this idempotency key (its keyed hash) completed, while
-    /// its challenge's lifetime lasts; nil when there is none.
-    func idempotentLogin(keyHash: [UInt8], now: Date) async throws(RainError) -> IdempotentLogin?
+    /// Issue 20: the outcome a call with this idempotency key (its keyed hash) recorded (a confirm's
+    /// login, a passkey finish, a contact verification, or a passkey finish still running), while
+    /// its challenge's or ceremony's lifetime lasts; nil when there is none.
+    func idempotentOutcome(keyHash: [UInt8], now: Date) async throws(RainError) -> IdempotentOutcome?
+
+    /// Issue 20: forgets the claim a passkey finish took on its idempotency key with its ceremony
+    /// (`takePasskeyCeremony`) when the finish failed before recording an outcome, so a repeat is
+    /// told the ceremony is used instead of "still running". A recorded outcome is kept.
+    func releaseIdempotentClaim(keyHash: [UInt8]) async throws(RainError)
 
     /// Revokes the unrevoked session of `appID` whose current or previous refresh-token hash is
     /// this one (a device that lost a refresh reply logs out with the previous token).
@@ -199,8 +205,11 @@ package protocol AuthorityStore: Sendable {
     /// Takes a ceremony for its finish or its cancel: when it is pending, unexpired and bound to
     /// `appID` and `deviceID`, marks it used and returns it; otherwise says why not. Single use:
     /// of concurrent takes, one wins.
-    func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
-        -> PasskeyCeremonyTake
+    ///
+    /// Issue 20: with a `claim`, an outcome (or claim) already recorded for its key is returned
+    /// (`.repeated`) instead, and a take that wins records the claim in the same transaction.
+    func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date, claim: IdempotentClaim?)
+        async throws(RainError) -> PasskeyCeremonyTake
 
     /// The credential with this id and rpId in `appID`, or nil.
     func passkeyCredential(id: [UInt8], appID: String, rpID: String) async throws(RainError) -> PasskeyCredentialRecord?
@@ -213,9 +222,11 @@ package protocol AuthorityStore: Sendable {
     /// credential id exists (any account); nothing is then stored.
     func completePasskeySignUp(_ signUp: PasskeySignUpCompletion) async throws(RainError) -> LoginRecord
 
-    /// Attaches a credential to an existing account.
+    /// Attaches a credential to an existing account; with `idempotency`, records the finish's
+    /// outcome in the same transaction (issue 20).
     /// - Throws: RAIN_102 `credential_already_registered` when the credential id exists.
-    func addPasskeyCredential(_ credential: PasskeyCredentialRecord) async throws(RainError)
+    func addPasskeyCredential(_ credential: PasskeyCredentialRecord, idempotency: IdempotentOutcomeInput?)
+        async throws(RainError)
 
     /// Records a passkey login in one transaction: the sign count moves forward (a counter that
     /// does not increase while either side is non-zero is refused), `last_used_at` and the backup
@@ -253,6 +264,18 @@ package protocol DirectStoreReader: Sendable {
 }
 
 extension AuthorityStore {
+    /// `takePasskeyCeremony` without an idempotency claim.
+    package func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
+        -> PasskeyCeremonyTake
+    {
+        try await takePasskeyCeremony(id: id, appID: appID, deviceID: deviceID, now: now, claim: nil)
+    }
+
+    /// `addPasskeyCredential` without an idempotency key.
+    package func addPasskeyCredential(_ credential: PasskeyCredentialRecord) async throws(RainError) {
+        try await addPasskeyCredential(credential, idempotency: nil)
+    }
+
     /// No direct reader: every read goes through the async API.
     package var directReader: (any DirectStoreReader)? { nil }
 
@@ -476,14 +499,14 @@ package struct LoginCompletion: Sendable, Equatable {
     /// The time of the login.
     package var now: Date
     /// Issue 20: the confirm's idempotency key (its keyed hash) and its sealed tokens, stored with
-    /// the login so a repeat gets this outcome (`idempotentLogin`); nil without a key.
-    package var idempotency: IdempotentLoginInput?
+    /// the login so a repeat gets this outcome (`idempotentOutcome`); nil without a key.
+    package var idempotency: IdempotentOutcomeInput?
 
     /// Creates the input.
     package init(
         challengeID: String, appID: String, deviceID: String, contact: RainWalletContact, newAccountID: String,
         newWalletID: String, newWalletKeys: WalletKeyMaterial? = nil, session: NewSession, now: Date,
-        idempotency: IdempotentLoginInput? = nil
+        idempotency: IdempotentOutcomeInput? = nil
     ) {
         self.idempotency = idempotency
         self.newWalletKeys = newWalletKeys
@@ -587,40 +610,89 @@ package struct LoginRecord: Sendable, Equatable {
     }
 }
 
-/// Issue 20: what a confirm with an idempotency key stores with its login.
-package struct IdempotentLoginInput: Sendable, Equatable {
+/// Issue 20: the kind of call an idempotency key belongs to (the `kind` column of
+/// `idempotent_logins`). One key names one call: a key reused for another kind is refused.
+package enum IdempotentCallKind: String, Sendable, Equatable {
+    /// `Authority/ConfirmLoginCode` (the rows written before the column existed).
+    case loginCode = "login_code"
+    /// `Authority/FinishPasskeyRegistration` and `FinishPasskeyAuthentication`.
+    case passkeyFinish = "passkey_finish"
+    /// `Authority/ConfirmContactVerification`.
+    case contactVerification = "contact_verification"
+}
+
+/// Issue 20: a passkey finish's idempotency key, claimed with its ceremony.
+package struct IdempotentClaim: Sendable, Equatable {
+    /// The call.
+    package var kind: IdempotentCallKind
+    /// The keyed hash of the device's idempotency key.
+    package var keyHash: [UInt8]
+
+    /// Creates the claim.
+    package init(kind: IdempotentCallKind, keyHash: [UInt8]) {
+        self.kind = kind
+        self.keyHash = keyHash
+    }
+}
+
+/// Issue 20: what a call with an idempotency key stores with its effect, in the same transaction.
+package struct IdempotentOutcomeInput: Sendable, Equatable {
+    /// The call.
+    package var kind: IdempotentCallKind
     /// The keyed hash of the device's idempotency key (the key itself is never stored).
     package var keyHash: [UInt8]
-    /// The login's tokens, sealed under a key derived from the idempotency key: only the device
-    /// that holds it can open them.
+    /// The challenge (a confirm, a contact verification) or ceremony (a passkey finish) it used.
+    package var challengeID: String
+    /// The outcome (a login's tokens, or nothing), sealed under a key derived from the idempotency
+    /// key and bound to the app, device and challenge: only the device that holds it can open it.
+    /// Never empty (an empty value marks a passkey finish still running).
     package var sealedTokens: [UInt8]
-    /// Until when a repeat gets this outcome: the challenge's expiry.
+    /// Until when a repeat gets this outcome: the challenge's or ceremony's expiry.
     package var expiresAt: Date
 
     /// Creates the input.
-    package init(keyHash: [UInt8], sealedTokens: [UInt8], expiresAt: Date) {
+    package init(
+        kind: IdempotentCallKind = .loginCode, keyHash: [UInt8], challengeID: String, sealedTokens: [UInt8],
+        expiresAt: Date
+    ) {
+        self.kind = kind
         self.keyHash = keyHash
+        self.challengeID = challengeID
         self.sealedTokens = sealedTokens
         self.expiresAt = expiresAt
     }
 }
 
-/// Issue 20: the first outcome of a confirm, returned to its repeats.
-package struct IdempotentLogin: Sendable, Equatable {
+/// Issue 20: the first outcome of a call with an idempotency key, returned to its repeats.
+package struct IdempotentOutcome: Sendable, Equatable {
+    /// The call.
+    package var kind: IdempotentCallKind
+    /// The challenge (a confirm, a contact verification) or ceremony (a passkey finish) it used.
     package var challengeID: String
+    /// The account it logged in to or changed; empty while a passkey finish is still running.
     package var accountID: String
+    /// The account's wallet after a login; empty otherwise.
     package var walletID: String
+    /// Whether the login created the account.
     package var accountCreated: Bool
+    /// The sealed outcome; empty while a passkey finish that claimed the key is still running.
     package var sealedTokens: [UInt8]
 
     /// Creates the record.
-    package init(challengeID: String, accountID: String, walletID: String, accountCreated: Bool, sealedTokens: [UInt8]) {
+    package init(
+        kind: IdempotentCallKind = .loginCode, challengeID: String, accountID: String, walletID: String,
+        accountCreated: Bool, sealedTokens: [UInt8]
+    ) {
+        self.kind = kind
         self.challengeID = challengeID
         self.accountID = accountID
         self.walletID = walletID
         self.accountCreated = accountCreated
         self.sealedTokens = sealedTokens
     }
+
+    /// Whether this is a passkey finish's claim with no outcome yet (the finish is still running).
+    package var isPending: Bool { sealedTokens.isEmpty }
 }
 
 /// Output of `AuthorityStore.completeLogin`.
@@ -629,7 +701,7 @@ package enum LoginCompletionOutcome: Sendable, Equatable {
     case loggedIn(LoginRecord)
     /// Issue 20: a login with this idempotency key was already completed (by a concurrent repeat,
     /// possibly on another instance): its outcome, for the caller to return.
-    case repeated(IdempotentLogin)
+    case repeated(IdempotentOutcome)
     /// The challenge was no longer pending (or expired, or not this device's) when the
     /// transaction ran; carries it as it is now, or nil when it does not exist.
     case challengeUnavailable(ChallengeRecord?)
@@ -835,11 +907,16 @@ package struct ContactVerificationCompletion: Sendable, Equatable {
     package var contact: RainWalletContact
     /// The time of the confirmation.
     package var now: Date
+    /// Issue 20: the confirm's idempotency key and sealed outcome, stored with the verification so
+    /// a repeat gets it (`idempotentOutcome`); nil without a key.
+    package var idempotency: IdempotentOutcomeInput?
 
     /// Creates the input.
     package init(
-        challengeID: String, appID: String, deviceID: String, accountID: String, contact: RainWalletContact, now: Date
+        challengeID: String, appID: String, deviceID: String, accountID: String, contact: RainWalletContact, now: Date,
+        idempotency: IdempotentOutcomeInput? = nil
     ) {
+        self.idempotency = idempotency
         self.challengeID = challengeID
         self.appID = appID
         self.deviceID = deviceID
@@ -859,4 +936,7 @@ package enum ContactVerificationOutcome: Sendable, Equatable {
     /// The challenge was no longer a pending verification of this app, device and account (or
     /// expired); carries it as it is now, or nil when it does not exist.
     case challengeUnavailable(ChallengeRecord?)
+    /// Issue 20: a verification with this idempotency key was already completed (by a concurrent
+    /// repeat, possibly on another instance): its outcome.
+    case repeated(IdempotentOutcome)
 }

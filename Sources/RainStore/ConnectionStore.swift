@@ -99,9 +99,16 @@ extension ConnectionStore {
         }
     }
 
-    /// The login completed with this idempotency key (see `AuthorityStore.idempotentLogin`).
-    package func idempotentLogin(keyHash: [UInt8], now: Date) async throws(RainError) -> IdempotentLogin? {
-        try await perform { db throws(RainError) in try StoreOperations.idempotentLogin(db, keyHash: keyHash, now: now) }
+    /// The outcome recorded with this idempotency key (see `AuthorityStore.idempotentOutcome`).
+    package func idempotentOutcome(keyHash: [UInt8], now: Date) async throws(RainError) -> IdempotentOutcome? {
+        try await perform { db throws(RainError) in
+            try StoreOperations.idempotentOutcome(db, keyHash: keyHash, now: now)
+        }
+    }
+
+    /// Forgets a claim without an outcome (see `AuthorityStore.releaseIdempotentClaim`).
+    package func releaseIdempotentClaim(keyHash: [UInt8]) async throws(RainError) {
+        try await perform { db throws(RainError) in try StoreOperations.releaseIdempotentClaim(db, keyHash: keyHash) }
     }
 
     /// Revokes the unrevoked session holding this refresh-token hash as its current or previous one.
@@ -240,12 +247,13 @@ extension ConnectionStore {
 
     /// Takes a ceremony (see `AuthorityStore.takePasskeyCeremony`), in one transaction: of
     /// concurrent takes exactly one finds it pending.
-    package func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
-        -> PasskeyCeremonyTake
-    {
+    package func takePasskeyCeremony(
+        id: String, appID: String, deviceID: String, now: Date, claim: IdempotentClaim?
+    ) async throws(RainError) -> PasskeyCeremonyTake {
         try await perform { db throws(RainError) in
             try db.transaction("take a passkey ceremony") { () throws(RainError) -> PasskeyCeremonyTake in
-                try StoreOperations.takePasskeyCeremony(db, id: id, appID: appID, deviceID: deviceID, now: now)
+                try StoreOperations.takePasskeyCeremony(
+                    db, id: id, appID: appID, deviceID: deviceID, now: now, claim: claim)
             }
         }
     }
@@ -274,10 +282,12 @@ extension ConnectionStore {
     }
 
     /// Attaches a credential to its account (see `AuthorityStore.addPasskeyCredential`), in one transaction.
-    package func addPasskeyCredential(_ credential: PasskeyCredentialRecord) async throws(RainError) {
+    package func addPasskeyCredential(_ credential: PasskeyCredentialRecord, idempotency: IdempotentOutcomeInput?)
+        async throws(RainError)
+    {
         try await perform { db throws(RainError) in
             try db.transaction("add a passkey") { () throws(RainError) in
-                try StoreOperations.addPasskeyCredential(db, credential)
+                try StoreOperations.addPasskeyCredential(db, credential, idempotency: idempotency)
             }
         }
     }

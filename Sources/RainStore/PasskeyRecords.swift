@@ -48,6 +48,9 @@ package enum PasskeyCeremonyTake: Sendable, Equatable {
     case used
     /// Past its expiry.
     case expired
+    /// Issue 20: a finish with this take's idempotency key came first: its outcome (or its claim,
+    /// while it still runs), whatever became of the ceremony.
+    case repeated(IdempotentOutcome)
 }
 
 /// A stored passkey credential.
@@ -100,11 +103,14 @@ package struct PasskeySignUpCompletion: Sendable, Equatable {
     package var credential: PasskeyCredentialRecord
     package var session: NewSession
     package var now: Date
+    /// Issue 20: the finish's idempotency key and sealed outcome, stored with the sign-up.
+    package var idempotency: IdempotentOutcomeInput?
 
     package init(
         appID: String, deviceID: String, accountID: String, walletID: String, walletKeys: WalletKeyMaterial,
-        credential: PasskeyCredentialRecord, session: NewSession, now: Date
+        credential: PasskeyCredentialRecord, session: NewSession, now: Date, idempotency: IdempotentOutcomeInput? = nil
     ) {
+        self.idempotency = idempotency
         self.appID = appID
         self.deviceID = deviceID
         self.accountID = accountID
@@ -127,11 +133,14 @@ package struct PasskeyLoginCompletion: Sendable, Equatable {
     package var isBackedUp: Bool
     package var session: NewSession
     package var now: Date
+    /// Issue 20: the finish's idempotency key and sealed outcome, stored with the login.
+    package var idempotency: IdempotentOutcomeInput?
 
     package init(
         appID: String, deviceID: String, credentialID: [UInt8], rpID: String, signCount: UInt32, isBackedUp: Bool,
-        session: NewSession, now: Date
+        session: NewSession, now: Date, idempotency: IdempotentOutcomeInput? = nil
     ) {
+        self.idempotency = idempotency
         self.appID = appID
         self.deviceID = deviceID
         self.credentialID = credentialID

@@ -218,6 +218,14 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 """,
                 "CREATE INDEX idempotent_logins_expiry ON idempotent_logins(expires_at)",
             ]),
+        // Issue 20: the call an idempotency key belongs to (a passkey finish, a contact
+        // verification; existing rows are confirms). Only grows the table, so instances of the
+        // previous version sharing the database keep working during an upgrade: SQLite's version 11.
+        Migration(
+            version: 6,
+            statements: [
+                "ALTER TABLE idempotent_logins ADD COLUMN kind TEXT NOT NULL DEFAULT 'login_code'"
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

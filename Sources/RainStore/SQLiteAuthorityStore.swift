@@ -283,6 +283,14 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 """,
                 "CREATE INDEX idempotent_logins_expiry ON idempotent_logins(expires_at)",
             ]),
+        // Issue 20: passkey finishes and contact verifications are idempotent too: the call a key
+        // belongs to. The table keeps its name (and the existing rows, confirms, their kind) so the
+        // schema only grows (PostgreSQL's version 6).
+        Migration(
+            version: 11,
+            statements: [
+                "ALTER TABLE idempotent_logins ADD COLUMN kind TEXT NOT NULL DEFAULT 'login_code'"
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

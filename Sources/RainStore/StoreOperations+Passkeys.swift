@@ -16,6 +16,11 @@ extension StoreOperations {
     {
         try db.lock("contact", v.appID, contactKey(v.contact))
         let now = v.now.unixMilliseconds
+        // Issue 20: a repeat that raced its first confirm (here or on another instance) waited for
+        // the lock above: the first one's outcome is committed now.
+        if let key = v.idempotency, let first = try idempotentOutcome(db, keyHash: key.keyHash, now: v.now) {
+            return .repeated(first)
+        }
         let used = try db.execute(
             """
             UPDATE challenges SET state = 'used'
@@ -42,6 +47,7 @@ extension StoreOperations {
                 """,
                 values: [.integer(now), .text(v.appID), .text(v.contact.kindName), .text(v.contact.value)],
                 operation: "mark the contact verified")
+            try recordContactVerification(db, v)
             return .verified(wasAlreadyAttached: true)
         }
         try db.execute(
@@ -57,7 +63,17 @@ extension StoreOperations {
             """,
             values: [.text(v.accountID), .text(v.appID), .text(contactKey(v.contact))],
             operation: "move the contact's pending challenges to the account")
+        try recordContactVerification(db, v)
         return .verified(wasAlreadyAttached: false)
+    }
+
+    /// Issue 20: the verification's outcome, for its repeats.
+    private static func recordContactVerification(_ db: some StoreConnection, _ v: ContactVerificationCompletion)
+        throws(RainError)
+    {
+        guard let key = v.idempotency else { return }
+        try recordIdempotentOutcome(
+            db, key, accountID: v.accountID, walletID: "", accountCreated: false)
     }
 
     // MARK: - Passkey ceremonies
@@ -81,8 +97,10 @@ extension StoreOperations {
     /// Takes a ceremony (see `AuthorityStore.takePasskeyCeremony`); in the caller's transaction.
     /// Its row is locked (PostgreSQL) from the read to the commit, so of concurrent takes exactly
     /// one finds it pending.
+    /// Issue 20: with a `claim`, the key's outcome or claim is read after the ceremony's row lock,
+    /// so a repeat that raced its first finish sees the first one's claim once that take commits.
     static func takePasskeyCeremony<DB: StoreConnection>(
-        _ db: DB, id: String, appID: String, deviceID: String, now: Date
+        _ db: DB, id: String, appID: String, deviceID: String, now: Date, claim: IdempotentClaim?
     ) throws(RainError) -> PasskeyCeremonyTake {
         let op = "read a passkey ceremony"
         let rows = try db.query(
@@ -93,6 +111,9 @@ extension StoreOperations {
             \(DB.lockRows(of: nil))
             """,
             values: [.text(id), .text(appID), .text(deviceID)], operation: op)
+        if let claim, let first = try idempotentOutcome(db, keyHash: claim.keyHash, now: now) {
+            return .repeated(first)
+        }
         guard let row = rows.first else { return .unknown }
         guard let kind = PasskeyCeremonyKind(rawValue: try row.text(3, op)) else {
             throw RainError(.internalError, "authority store: a passkey ceremony has an unknown kind")
@@ -110,6 +131,7 @@ extension StoreOperations {
         try db.execute(
             "UPDATE passkey_ceremonies SET state = 'used' WHERE id = $1", values: [.text(id)],
             operation: "mark a passkey ceremony used")
+        if let claim { try claimIdempotencyKey(db, claim, ceremonyID: id, expiresAt: ceremony.expiresAt) }
         return .taken(ceremony)
     }
 
@@ -163,6 +185,11 @@ extension StoreOperations {
         let revoked = try storeLoginSession(
             db, appID: signUp.appID, accountID: signUp.accountID, deviceID: signUp.deviceID,
             session: signUp.session, now: signUp.now)
+        if let key = signUp.idempotency {
+            try recordIdempotentOutcome(
+                db, key, accountID: signUp.accountID, walletID: signUp.walletID,
+                accountCreated: true)
+        }
         return LoginRecord(
             accountID: signUp.accountID, walletID: signUp.walletID, accountCreated: true,
             revokedElsewhereCount: revoked.count, revokedDeviceIDs: revoked.deviceIDs, isReplacedOnDevice: revoked.isReplaced)
@@ -170,11 +197,16 @@ extension StoreOperations {
 
     /// Attaches a credential to its account (see `AuthorityStore.addPasskeyCredential`); in the
     /// caller's transaction.
-    static func addPasskeyCredential(_ db: some StoreConnection, _ credential: PasskeyCredentialRecord)
-        throws(RainError)
-    {
+    static func addPasskeyCredential(
+        _ db: some StoreConnection, _ credential: PasskeyCredentialRecord, idempotency: IdempotentOutcomeInput?
+    ) throws(RainError) {
         try requireNewCredential(db, credential.credentialID)
         try insertCredential(db, credential)
+        if let key = idempotency {
+            try recordIdempotentOutcome(
+                db, key, accountID: credential.accountID, walletID: "",
+                accountCreated: false)
+        }
     }
 
     /// Records a passkey login (see `AuthorityStore.completePasskeyLogin`); in the caller's
@@ -217,6 +249,10 @@ extension StoreOperations {
         let revoked = try storeLoginSession(
             db, appID: login.appID, accountID: accountID, deviceID: login.deviceID, session: login.session,
             now: login.now)
+        if let key = login.idempotency {
+            try recordIdempotentOutcome(
+                db, key, accountID: accountID, walletID: walletID, accountCreated: false)
+        }
         return LoginRecord(
             accountID: accountID, walletID: walletID, accountCreated: false, revokedElsewhereCount: revoked.count,
             revokedDeviceIDs: revoked.deviceIDs, isReplacedOnDevice: revoked.isReplaced)

@@ -309,7 +309,7 @@ enum StoreOperations {
         let now = login.now.unixMilliseconds
         // A repeat that raced its first confirm (here or on another instance) waited for the lock
         // above: the first one's outcome is committed now.
-        if let key = login.idempotency, let first = try idempotentLogin(db, keyHash: key.keyHash, now: login.now) {
+        if let key = login.idempotency, let first = try idempotentOutcome(db, keyHash: key.keyHash, now: login.now) {
             return .repeated(first)
         }
         let used = try db.execute(
@@ -373,39 +373,14 @@ enum StoreOperations {
             db, appID: login.appID, accountID: accountID, deviceID: login.deviceID, session: login.session,
             now: login.now)
         if let key = login.idempotency {
-            try db.execute(
-                """
-                INSERT INTO idempotent_logins (key_hash, challenge_id, account_id, wallet_id, account_created,
-                                               sealed_tokens, expires_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7)
-                """,
-                values: [
-                    .bytes(key.keyHash), .text(login.challengeID), .text(accountID), .text(walletID),
-                    .boolean(created), .bytes(key.sealedTokens), .integer(key.expiresAt.unixMilliseconds),
-                ], operation: "record the login's outcome for its repeats")
+            try recordIdempotentOutcome(
+                db, key, accountID: accountID, walletID: walletID, accountCreated: created)
         }
         return .loggedIn(
             LoginRecord(
                 accountID: accountID, walletID: walletID, accountCreated: created,
                 revokedElsewhereCount: revokedElsewhere.count, revokedDeviceIDs: revokedElsewhere.deviceIDs,
                 isReplacedOnDevice: revokedElsewhere.isReplaced))
-    }
-
-    /// Issue 20: the login completed with this idempotency key, while its challenge's lifetime lasts.
-    static func idempotentLogin(_ db: some StoreConnection, keyHash: [UInt8], now: Date) throws(RainError)
-        -> IdempotentLogin?
-    {
-        let op = "read a login's outcome"
-        let rows = try db.query(
-            """
-            SELECT challenge_id, account_id, wallet_id, account_created, sealed_tokens
-            FROM idempotent_logins WHERE key_hash = $1 AND expires_at > $2
-            """,
-            values: [.bytes(keyHash), .integer(now.unixMilliseconds)], operation: op)
-        guard let row = rows.first else { return nil }
-        return IdempotentLogin(
-            challengeID: try row.text(0, op), accountID: try row.text(1, op), walletID: try row.text(2, op),
-            accountCreated: try row.flag(3, op), sealedTokens: try row.bytes(4, op))
     }
 
     /// Creates an account's wallet row; `keys` nil leaves the key columns NULL (the keys are

@@ -268,20 +268,29 @@ public struct AuthorityConfirmContactVerificationRequest: WireMessage, Equatable
     public var challengeID: String
     /// What the user typed (never logged).
     public var code: String
+    /// Issue 20: random bytes (16 to 64) the device chose for this logical confirm and keeps across
+    /// its repeats; a repeat within the challenge's lifetime gets the first outcome (the contact
+    /// verified) instead of a used challenge. Empty: no idempotency. A secret: never logged.
+    public var idempotencyKey: [UInt8]
 
     /// Creates the request.
-    public init(appID: String, deviceID: String, accessToken: String, challengeID: String, code: String) {
+    public init(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String,
+        idempotencyKey: [UInt8] = []
+    ) {
         self.appID = appID
         self.deviceID = deviceID
         self.accessToken = accessToken
         self.challengeID = challengeID
         self.code = code
+        self.idempotencyKey = idempotencyKey
     }
 
-    /// The request with the token and code redacted.
+    /// The request with the token, the code and the idempotency key redacted.
     public var description: String {
         "AuthorityConfirmContactVerificationRequest(appID: \(appID), deviceID: \(deviceID), accessToken: <redacted>, "
-            + "challengeID: \(challengeID), code: <redacted>)"
+            + "challengeID: \(challengeID), code: <redacted>, idempotencyKey: "
+            + (idempotencyKey.isEmpty ? "none)" : "<redacted>)")
     }
 }
 

@@ -65,7 +65,7 @@ extension PasskeyFinishRequest {
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
                 ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
                 responseJSON: try readString(m.response_json, field: "response_json"),
-                devicePublicKey: readBytes(m.device_public_key))
+                devicePublicKey: readBytes(m.device_public_key), idempotencyKey: readBytes(m.idempotency_key))
         }
     }
     /// Encodes as an `AuthorityPasskeyFinishRequest`.
@@ -77,6 +77,7 @@ extension PasskeyFinishRequest {
         m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
         m.response_json = try arena.string(responseJSON, field: "response_json")
         m.device_public_key = arena.bytes(devicePublicKey)
+        m.idempotency_key = arena.bytes(idempotencyKey)
         return packMessage(&m)
     }
 }

@@ -59,7 +59,8 @@ extension AuthorityConfirmContactVerificationRequest {
             return AuthorityConfirmContactVerificationRequest(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
                 accessToken: try readString(m.access_token, field: "access_token"),
-                challengeID: try readString(m.challenge_id, field: "challenge_id"), code: try readString(m.code, field: "code"))
+                challengeID: try readString(m.challenge_id, field: "challenge_id"), code: try readString(m.code, field: "code"),
+                idempotencyKey: readBytes(m.idempotency_key))
         }
     }
     /// Encodes as an `AuthorityConfirmContactVerificationRequest`.
@@ -71,6 +72,7 @@ extension AuthorityConfirmContactVerificationRequest {
         m.access_token = try arena.string(accessToken, field: "access_token")
         m.challenge_id = try arena.string(challengeID, field: "challenge_id")
         m.code = try arena.string(code, field: "code")
+        m.idempotency_key = arena.bytes(idempotencyKey)
         return packMessage(&m)
     }
 }

@@ -47,11 +47,12 @@ extension Authority {
             source: source)
     }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String,
+        idempotencyKey: [UInt8] = []
     ) async throws(RainError) -> AccountInfo {
         try await confirmContactVerification(
             appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
-            proof: FixtureDevice.proof)
+            proof: FixtureDevice.proof, idempotencyKey: idempotencyKey)
     }
     func refreshSession(_ request: RefreshRequest) async throws(RainError) -> SessionTokens {
         try await refreshSession(request, proof: FixtureDevice.proof)

@@ -217,10 +217,11 @@ final class AnswerDroppingAuthority: Authority {
             appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
     }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8]
     ) async throws(RainError) -> AccountInfo {
         try await inner.confirmContactVerification(
             appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
-            proof: proof)
+            proof: proof, idempotencyKey: idempotencyKey)
     }
 }

@@ -199,7 +199,8 @@ struct SlowAuthority: Authority {
         appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
     ) async throws(RainError) -> SendCodeResult { try await wait() }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8]
     ) async throws(RainError) -> AccountInfo { try await wait() }
 }
 

@@ -52,7 +52,7 @@ import Testing
 }
 
 /// The `RainError` `body` threw, or nil.
-private func rainErrorOf(_ body: () async throws -> Void) async -> RainError? {
+func rainErrorOf(_ body: () async throws -> Void) async -> RainError? {
     do {
         try await body()
         return nil

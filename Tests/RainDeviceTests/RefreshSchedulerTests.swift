@@ -28,6 +28,8 @@ final class ControlledAuthority: Authority {
         var isDirectReadEnabled = false
         var directCalls = 0
         var directFailuresLeft = 0
+        var answersToLose = 0
+        var idempotencyKeys: [[UInt8]] = []
     }
     let state = Mutex(State())
 
@@ -42,6 +44,24 @@ final class ControlledAuthority: Authority {
     func failNextReads(_ n: Int) { state.withLock { $0.readFailuresLeft = n } }
     func failNextSends(_ n: Int) { state.withLock { $0.sendFailuresLeft = n } }
     func failNextRefreshes(_ n: Int) { state.withLock { $0.transientFailuresLeft = n } }
+    /// Issue 20: the next `n` confirms, passkey finishes and contact verifications run at the inner
+    /// authority, and their answers (whatever they were) are lost: RAIN_501 `outcome_unknown`.
+    func loseNextAnswers(_ n: Int) { state.withLock { $0.answersToLose = n } }
+    /// The idempotency keys those calls carried, in order.
+    var idempotencyKeys: [[UInt8]] { state.withLock { $0.idempotencyKeys } }
+
+    /// Runs a call that carries `key`, losing its answer when told to.
+    private func keyed<T>(_ key: [UInt8], _ call: () async throws(RainError) -> T) async throws(RainError) -> T {
+        let lose = state.withLock { s -> Bool in
+            s.idempotencyKeys.append(key)
+            guard s.answersToLose > 0 else { return false }
+            s.answersToLose -= 1
+            return true
+        }
+        guard lose else { return try await call() }
+        _ = try? await call()
+        throw RainError(.provider, "the answer was lost (test)", details: .init(reason: AuthorityOutcome.unknownReason))
+    }
     /// Offers the inner authority's direct reads (off by default), counted in `directCalls`;
     /// `failNextDirectReads` fails some of them.
     func enableDirectReads() { state.withLock { $0.isDirectReadEnabled = true } }
@@ -89,7 +109,7 @@ final class ControlledAuthority: Authority {
         return try await inner.sendLoginCode(request)
     }
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
-        try await inner.confirmLoginCode(request)
+        try await keyed(request.idempotencyKey) { () throws(RainError) in try await inner.confirmLoginCode(request) }
     }
     func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
         let fail = state.withLock { s -> Bool in
@@ -131,13 +151,17 @@ final class ControlledAuthority: Authority {
         try await inner.beginPasskeyRegistration(request, proof: proof)
     }
     func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        try await inner.finishPasskeyRegistration(request)
+        try await keyed(request.idempotencyKey) { () throws(RainError) in
+            try await inner.finishPasskeyRegistration(request)
+        }
     }
     func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
         try await inner.beginPasskeyAuthentication(request)
     }
     func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
-        try await inner.finishPasskeyAuthentication(request)
+        try await keyed(request.idempotencyKey) { () throws(RainError) in
+            try await inner.finishPasskeyAuthentication(request)
+        }
     }
     func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
         try await inner.cancelPasskeyCeremony(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID)
@@ -157,11 +181,14 @@ final class ControlledAuthority: Authority {
             appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
     }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8]
     ) async throws(RainError) -> AccountInfo {
-        try await inner.confirmContactVerification(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
-            proof: proof)
+        try await keyed(idempotencyKey) { () throws(RainError) in
+            try await inner.confirmContactVerification(
+                appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
+                proof: proof, idempotencyKey: idempotencyKey)
+        }
     }
 }
 
@@ -212,7 +239,10 @@ struct SchedulerFixture {
     let logger: Logger
 
     /// With `directReads`, the authority offers the embedded authority's direct reads to the service.
-    init(policy: RainWalletSessionPolicy = .default, allowExport: Bool = false, directReads: Bool = false) async throws {
+    init(
+        policy: RainWalletSessionPolicy = .default, allowExport: Bool = false, directReads: Bool = false,
+        passkeyDomain: String? = nil
+    ) async throws {
         let sink = CapturingLogSink()
         logSink = sink
         logger = Logger(label: "test", minimumLevel: .debug, sink: sink)
@@ -223,7 +253,7 @@ struct SchedulerFixture {
         if directReads { authority.enableDirectReads() }
         var config = DaemonConfig()
         config.profiles["default"] = ProfileSettings(
-            appID: "default", isExportAllowed: allowExport, sessionPolicy: policy)
+            appID: "default", passkeyDomain: passkeyDomain, isExportAllowed: allowExport, sessionPolicy: policy)
         service = DeviceService(
             config: config,
             context: DeviceContext(authority: authority, storage: storage, clock: clock, device: try testDevice(), logger: logger)

@@ -134,7 +134,8 @@ final class KeyBindingAuthority: Authority {
         source: SendSource
     ) async throws(RainError) -> SendCodeResult { throw Self.unused() }
     func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8]
     ) async throws(RainError) -> AccountInfo { throw Self.unused() }
     func listOutbox() async throws(RainError) -> [OutboxDelivery] { throw Self.unused() }
 }

@@ -373,10 +373,16 @@ struct  Rain__Wallet__V1__AuthorityPasskeyFinishRequest
    * The device's raw 32-byte Ed25519 public key the new session is bound to.
    */
   ProtobufCBinaryData device_public_key;
+  /*
+   * Issue 20
+   * Random, chosen by the device per logical finish and kept across its repeats: a repeat within
+   * the ceremony's lifetime gets the first outcome (the same tokens), never a second session.
+   */
+  ProtobufCBinaryData idempotency_key;
 };
 #define RAIN__WALLET__V1__AUTHORITY_PASSKEY_FINISH_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_finish_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL} }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL} }
 
 
 struct  Rain__Wallet__V1__AuthorityPasskeyFinishResponse
@@ -454,10 +460,16 @@ struct  Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest
    * What the user typed.
    */
   char *code;
+  /*
+   * Issue 20
+   * Random, chosen by the device per logical confirm and kept across its repeats: a repeat within
+   * the challenge's lifetime gets the first outcome (the contact verified), nothing applied twice.
+   */
+  ProtobufCBinaryData idempotency_key;
 };
 #define RAIN__WALLET__V1__AUTHORITY_CONFIRM_CONTACT_VERIFICATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_confirm_contact_verification_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL} }
 
 
 /*
