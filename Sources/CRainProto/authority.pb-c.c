@@ -3240,7 +3240,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_watch_revocations_r
   (ProtobufCMessageInit) rain__wallet__v1__authority_watch_revocations_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_revocation__field_descriptors[3] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_revocation__field_descriptors[5] =
 {
   {
     "app_id",
@@ -3278,16 +3278,42 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_revocation__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "heartbeat_interval_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRevocation, heartbeat_interval_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recheck",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRevocation, recheck),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_revocation__field_indices_by_name[] = {
   0,   /* field[0] = app_id */
   1,   /* field[1] = device_id */
+  3,   /* field[3] = heartbeat_interval_ms */
   2,   /* field[2] = reason */
+  4,   /* field[4] = recheck */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_revocation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_revocation__descriptor =
 {
@@ -3297,7 +3323,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_revocation__descrip
   "Rain__Wallet__V1__AuthorityRevocation",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityRevocation),
-  3,
+  5,
   rain__wallet__v1__authority_revocation__field_descriptors,
   rain__wallet__v1__authority_revocation__field_indices_by_name,
   1,  rain__wallet__v1__authority_revocation__number_ranges,

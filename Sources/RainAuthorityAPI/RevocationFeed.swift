@@ -15,6 +15,14 @@ import Synchronization
 /// - Each time the stream is (re)established, `onEvent` gets `.connected` once: the device asks
 ///   then whether its sessions are still live, so a revocation pushed while it was cut off (the
 ///   authority down, a partition) is caught at the reconnect.
+/// - A silent stream is a dead one: the authority sends a heartbeat when the stream opens and then
+///   every interval H it announces in it (15 s by default); once a heartbeat announced H, a stream
+///   that brings no message for 2.5·H (`idleBound(heartbeatInterval:)`; H counted as at least
+///   50 ms) is dropped like a lost connection, so a link that died silently (a partition, a hung
+///   authority, a NAT that dropped its state) is reopened and checked instead of waited on
+///   forever. An authority that sends no heartbeat (older) is never timed out.
+/// - A recheck (`AuthorityRevocation.isRecheck`: the authority may have missed revocations) is
+///   handed to `onEvent` as `.recheck`: the device checks every session, as at a reconnect.
 /// - A lost connection is opened again after a backoff: `initialDelay` doubling up to `maxDelay`,
 ///   each wait drawn between half and all of it (jitter, so devices cut off together do not come
 ///   back together), reset once a stream is up. Nothing spins while the authority is down: one
@@ -35,6 +43,15 @@ public final class RevocationFeed: Sendable {
         case connected
         /// The authority pushed a revocation of this device's sessions for an app.
         case revoked(AuthorityRevocation)
+        /// The authority may have missed revocations: check every session once.
+        case recheck
+    }
+
+    /// How long a stream may stay silent once the authority announced heartbeats every
+    /// `heartbeatInterval`: 2.5 intervals (one lost heartbeat and scheduling noise are not a dead
+    /// link), the interval counted as at least 50 ms so an authority cannot make the device spin.
+    public static func idleBound(heartbeatInterval: Duration) -> Duration {
+        max(heartbeatInterval, .milliseconds(50)) * 5 / 2
     }
 
     /// The reconnect backoff.
@@ -83,6 +100,8 @@ public final class RevocationFeed: Sendable {
         var connects = 0
         var attempts = 0
         var failures = 0
+        var heartbeats = 0
+        var idleDrops = 0
     }
 
     private let address: TCPAddress
@@ -154,6 +173,12 @@ public final class RevocationFeed: Sendable {
     /// How many connections were attempted (tests: one per backoff wait while the authority is down).
     public var attemptCount: Int { state.withLock { $0.attempts } }
 
+    /// How many heartbeats arrived (tests).
+    public var heartbeatCount: Int { state.withLock { $0.heartbeats } }
+
+    /// How many streams were dropped for their silence (tests).
+    public var idleDropCount: Int { state.withLock { $0.idleDrops } }
+
     private var isStopped: Bool {
         state.withLock { s in
             if case .stopped = s.phase { return true }
@@ -196,20 +221,50 @@ public final class RevocationFeed: Sendable {
             logger.info("revocations.connected", ["address": address.description, "reconnect": String(count > 1)])
             onEvent(.connected)
             var failure: RainError?
+            // Armed once a heartbeat announced the interval, re-armed by every message.
+            let idleTimer = TimerBox()
+            var idleBound: Duration?
             do {
                 for try await bytes in stream {
-                    guard let revocation = try? AuthorityRevocation.decode(bytes) else { continue }
-                    onEvent(.revoked(revocation))
+                    guard let message = try? AuthorityRevocation.decode(bytes) else { continue }
+                    if message.isHeartbeat {
+                        idleBound = Self.idleBound(
+                            heartbeatInterval: .milliseconds(Int64(message.heartbeatIntervalMilliseconds)))
+                    }
+                    if let idleBound { idleTimer.set(dropIfSilent(connection, for: idleBound)) }
+                    if message.isHeartbeat {
+                        state.withLock { $0.heartbeats += 1 }
+                        continue
+                    }
+                    onEvent(message.isRecheck ? .recheck : .revoked(message))
                 }
             } catch {
                 failure = (error as? RainError) ?? RainError(.network, "\(error)")
             }
+            idleTimer.cancel()
             connection.close()
             state.withLock { s in if s.connection === connection { s.connection = nil } }
             guard !isStopped else { return }
             await fail(
                 failure ?? RainError(.network, "the authority ended the stream"), stage: "stream",
                 isLoss: failure?.isConnectionFailure ?? true)
+        }
+    }
+
+    /// A timer that closes `connection` (which ends its stream, and the loop reconnects) once
+    /// `bound` passes with no message.
+    private func dropIfSilent(_ connection: ClientConnection, for bound: Duration) -> any RainTimer {
+        clock.schedule(after: bound, on: queue) { [self] in
+            let isCurrent = state.withLock { s -> Bool in
+                guard s.connection === connection else { return false }
+                s.idleDrops += 1
+                return true
+            }
+            guard isCurrent else { return }
+            logger.warning(
+                "revocations.idle",
+                ["address": address.description, "boundMs": String(bound.milliseconds), "hint": "no heartbeat: reconnecting"])
+            connection.close()
         }
     }
 
@@ -315,6 +370,13 @@ public final class RevocationFeed: Sendable {
 /// Holds the timer of one wait, so the wait can cancel it once resumed.
 private final class TimerBox: Sendable {
     private let timer = Mutex<(any RainTimer)?>(nil)
-    func set(_ t: any RainTimer) { timer.withLock { $0 = t } }
+    /// Keeps `t`, cancelling the timer it replaces.
+    func set(_ t: any RainTimer) {
+        let old = timer.withLock { current -> (any RainTimer)? in
+            defer { current = t }
+            return current
+        }
+        old?.cancel()
+    }
     func cancel() { timer.withLock { $0 }?.cancel() }
 }

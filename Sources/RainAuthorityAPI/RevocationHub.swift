@@ -67,6 +67,14 @@ public final class RevocationHub: Sendable {
         if let relay { revocations.forEach(relay) }
     }
 
+    /// Asks every subscriber, whatever its device, to check all its sessions once
+    /// (`AuthorityRevocation.recheck`): this instance may have missed revocations the others made
+    /// (the relay's LISTEN connection was lost and is back). Never relayed.
+    public func recheckAll() {
+        let handlers = state.withLock { $0.subscribers.values.map(\.handler) }
+        for handler in handlers { handler(.recheck) }
+    }
+
     /// Hands revocations to this instance's subscribers only (what another instance published).
     public func deliver(_ revocations: [AuthorityRevocation]) {
         for revocation in revocations {

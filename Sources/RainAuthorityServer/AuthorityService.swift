@@ -55,6 +55,9 @@ public final class AuthorityService: ServerHandler {
     /// The open `WatchRevocations` streams; nil without a hub.
     let revocationStreams: RevocationStreams?
 
+    /// The `WatchRevocations` heartbeat interval by default (`rainwalletd authority --revocation-heartbeat`).
+    public static let defaultRevocationHeartbeat: Duration = .seconds(15)
+
     /// Creates the service.
     /// - Parameters:
     ///   - authority: the authority to serve.
@@ -66,12 +69,18 @@ public final class AuthorityService: ServerHandler {
     ///   - logger: method names and error codes only, never payloads.
     ///   - revocations: where the authority announces revoked sessions (`EmbeddedAuthority.revocations`),
     ///     pushed to the devices' `WatchRevocations` streams; nil refuses the stream (RAIN_202).
+    ///   - revocationHeartbeat: how often each stream gets a heartbeat (and one when it opens), so a
+    ///     device can tell a dead link from a quiet one; nil sends none (what an older authority does).
+    ///   - clock: times the heartbeats.
     public init(
         authority: any Authority, isDevOutboxEnabled: Bool = false, version: String = "unknown",
-        maximumFrameBytes: Int = Frame.defaultMaximumLength, logger: Logger, revocations: RevocationHub? = nil
+        maximumFrameBytes: Int = Frame.defaultMaximumLength, logger: Logger, revocations: RevocationHub? = nil,
+        revocationHeartbeat: Duration? = AuthorityService.defaultRevocationHeartbeat, clock: any RainClock = SystemClock()
     ) {
         self.authority = authority
-        self.revocationStreams = revocations.map(RevocationStreams.init(hub:))
+        self.revocationStreams = revocations.map {
+            RevocationStreams(hub: $0, heartbeat: revocationHeartbeat, clock: clock)
+        }
         self.isDevOutboxEnabled = isDevOutboxEnabled
         let info = GetInfoResponse(
             daemonVersion: version, protocolVersion: protocolVersion,

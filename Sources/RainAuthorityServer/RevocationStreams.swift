@@ -1,3 +1,4 @@
+import Dispatch
 import RainAuthorityAPI
 import RainCore
 import RainTransport
@@ -8,16 +9,34 @@ import Synchronization
 /// subscription to the `RevocationHub` for the device its connection proved, ended when the client
 /// cancels it or its connection closes. Opened on the loop thread; the `Mutex` keeps the table
 /// safe from anywhere.
+///
+/// Each stream gets a heartbeat (`AuthorityRevocation.heartbeat`) when it opens and then every
+/// `heartbeat` interval, from one timer shared by all streams (running only while a stream is
+/// open): the device treats a stream silent for 2.5 intervals as dead (`RevocationFeed`).
 final class RevocationStreams: Sendable {
     private struct Key: Hashable {
         let connection: ConnectionID
         let requestID: UInt64
     }
 
-    let hub: RevocationHub
-    private let open = Mutex<[Key: UInt64]>([:])
+    private struct State {
+        var open: [Key: (subscription: UInt64, responder: Responder)] = [:]
+        /// The next heartbeat, while a stream is open.
+        var timer: (any RainTimer)?
+    }
 
-    init(hub: RevocationHub) { self.hub = hub }
+    let hub: RevocationHub
+    /// The heartbeat interval; nil sends none (an authority from before heartbeats, in tests).
+    let heartbeat: Duration?
+    private let clock: any RainClock
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "rain.authority.revocation-heartbeat")
+
+    init(hub: RevocationHub, heartbeat: Duration?, clock: any RainClock) {
+        self.hub = hub
+        self.heartbeat = heartbeat
+        self.clock = clock
+    }
 
     /// Opens the stream of `server`'s call for the device `proof` names.
     /// - Throws: RAIN_501 `device_proof_required` when the connection proved no device key.
@@ -29,28 +48,58 @@ final class RevocationStreams: Sendable {
             // caught by the device's check at its next reconnect.
             if let bytes = try? revocation.encode() { responder.send(streamPayload: bytes) }
         }
-        let previous = open.withLock {
-            $0.updateValue(id, forKey: Key(connection: server.connection, requestID: server.requestID))
+        // The first heartbeat announces the interval at once: the device bounds the silence from
+        // the start.
+        if let heartbeat, let bytes = try? AuthorityRevocation.heartbeat(interval: heartbeat).encode() {
+            responder.send(streamPayload: bytes)
+        }
+        let (previous, startsTimer) = state.withLock { s -> (UInt64?, Bool) in
+            let previous = s.open.updateValue(
+                (id, responder), forKey: Key(connection: server.connection, requestID: server.requestID))
+            return (previous?.subscription, s.timer == nil)
         }
         if let previous { hub.unsubscribe(previous) }
+        if startsTimer { scheduleHeartbeat() }
     }
 
     /// The client cancelled a call: ends its stream if it was one.
     func cancel(connection: ConnectionID, requestID: UInt64) {
-        if let id = open.withLock({ $0.removeValue(forKey: Key(connection: connection, requestID: requestID)) }) {
-            hub.unsubscribe(id)
+        if let entry = state.withLock({ $0.open.removeValue(forKey: Key(connection: connection, requestID: requestID)) }) {
+            hub.unsubscribe(entry.subscription)
         }
     }
 
     /// A connection closed: ends its streams.
     func connectionClosed(_ connection: ConnectionID) {
-        let ids = open.withLock { all -> [UInt64] in
-            let keys = all.keys.filter { $0.connection == connection }
-            return keys.compactMap { all.removeValue(forKey: $0) }
+        let ids = state.withLock { s -> [UInt64] in
+            let keys = s.open.keys.filter { $0.connection == connection }
+            return keys.compactMap { s.open.removeValue(forKey: $0)?.subscription }
         }
         ids.forEach(hub.unsubscribe)
     }
 
     /// How many streams are open (tests).
-    var count: Int { open.withLock { $0.count } }
+    var count: Int { state.withLock { $0.open.count } }
+
+    // MARK: heartbeats
+
+    /// Arms the next heartbeat (none without an interval, or when one is already armed).
+    private func scheduleHeartbeat() {
+        guard let heartbeat else { return }
+        state.withLock { s in
+            guard s.timer == nil else { return }
+            s.timer = clock.schedule(after: heartbeat, on: queue) { [weak self] in self?.sendHeartbeats() }
+        }
+    }
+
+    /// Sends a heartbeat on every open stream; the timer runs again while any is open.
+    private func sendHeartbeats() {
+        guard let heartbeat, let bytes = try? AuthorityRevocation.heartbeat(interval: heartbeat).encode() else { return }
+        let responders = state.withLock { s -> [Responder] in
+            s.timer = nil
+            return s.open.values.map(\.responder)
+        }
+        for responder in responders { responder.send(streamPayload: bytes) }
+        if !responders.isEmpty { scheduleHeartbeat() }
+    }
 }

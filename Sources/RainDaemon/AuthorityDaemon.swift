@@ -103,6 +103,11 @@ public enum AuthorityDaemon {
                     "--prune-retention", value: "SECONDS", help: "how long they are kept once expired or revoked",
                     kind: .seconds(1...31_536_000), default: seconds(defaults.pruneRetention)),
                 Command.Option(
+                    "--revocation-heartbeat", value: "SECONDS",
+                    help:
+                        "how often each device's revocation stream gets a heartbeat (a device drops a stream silent for 2.5 of them)",
+                    kind: .seconds(0.05...3600), default: seconds(AuthorityService.defaultRevocationHeartbeat)),
+                Command.Option(
                     "--store", value: "STORE",
                     help: """
                         sqlite (default: authority.sqlite3 in the state directory) or a
@@ -129,6 +134,8 @@ public enum AuthorityDaemon {
         var store: String?
         /// `--code-sender`: the file holding the codeSender object; nil: the outbox.
         var codeSenderFile: String?
+        /// `--revocation-heartbeat`: the `WatchRevocations` heartbeat interval.
+        var revocationHeartbeat = AuthorityService.defaultRevocationHeartbeat
     }
 
     /// Parses the arguments after `authority`; nil when help was asked for.
@@ -176,6 +183,7 @@ public enum AuthorityDaemon {
         if let apps = parsed.value("--apps") { o.settings.servedAppIDs = try servedApps(apps) }
         if given("--prune-interval"), let v = parsed.seconds("--prune-interval") { o.settings.pruneInterval = v }
         if given("--prune-retention"), let v = parsed.seconds("--prune-retention") { o.settings.pruneRetention = v }
+        if given("--revocation-heartbeat"), let v = parsed.seconds("--revocation-heartbeat") { o.revocationHeartbeat = v }
         if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
             throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
         }
@@ -309,7 +317,8 @@ struct AuthorityRole: DaemonRole {
         }
         let service = AuthorityService(
             authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
-            logger: logger.child("service"), revocations: authority.revocations)
+            logger: logger.child("service"), revocations: authority.revocations,
+            revocationHeartbeat: options.revocationHeartbeat)
         let fd = try TCPSocket.listen(address)
         let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
         var serverOptions = ServerOptions()

@@ -42,7 +42,9 @@ final class RevocationDelivery: Sendable {
             feed.start()
         case .embedded(let hub, let deviceID):
             let service = service
-            let id = hub.subscribe(deviceID: deviceID) { [weak service] in service?.handle(.revoked($0)) }
+            let id = hub.subscribe(deviceID: deviceID) { [weak service] revocation in
+                service?.handle(revocation.isRecheck ? .recheck : .revoked(revocation))
+            }
             let previous = subscription.withLock { current -> UInt64? in
                 defer { current = id }
                 return current

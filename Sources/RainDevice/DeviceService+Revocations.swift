@@ -27,6 +27,9 @@ extension DeviceService {
                 checkSessions(appID: nil)
             }
         case .revoked(let revocation): checkSessions(appID: revocation.appID)
+        // The authority may have missed revocations (its LISTEN connection was lost): every
+        // session, as at a reconnect.
+        case .recheck: checkSessions(appID: nil)
         }
     }
 }

@@ -16,8 +16,10 @@ import Synchronization
 /// skips its own (the hub already delivered it).
 ///
 /// A lost connection is opened again with a capped backoff (1 s doubling to 10 s). Notifications
-/// sent while the LISTEN connection was down are lost: each device catches those at its next
-/// reconnect, when it asks whether its sessions are still live. Payloads hold app ids, device ids
+/// sent while the LISTEN connection was down are lost, so once it LISTENs again (not at the first
+/// connect) the channel asks every device stream of this instance to recheck
+/// (`RevocationHub.recheckAll`): each device asks once whether its sessions are still live, and a
+/// revocation another instance made meanwhile is caught then. Payloads hold app ids, device ids
 /// and reasons: never a token.
 package final class PostgresRevocationChannel: Sendable {
     /// The LISTEN/NOTIFY channel.
@@ -38,6 +40,8 @@ package final class PostgresRevocationChannel: Sendable {
     private let instanceID: String
     private let wake: EventFD
     private let isStopped = Mutex(false)
+    private let reconnectDelay: Duration
+    private let rechecks = Mutex(0)
     /// The NOTIFY connection, used only on `notifyQueue`.
     private let notifier = NotifyConnection()
     private let notifyQueue = DispatchQueue(label: "rain.authority.postgres.notify")
@@ -50,9 +54,12 @@ package final class PostgresRevocationChannel: Sendable {
 
     /// Starts carrying `hub`'s revocations through the database at `url`: sets the hub's relay and
     /// starts the LISTEN thread (which connects itself, retrying until it can).
+    /// - Parameter reconnectDelay: the first wait before opening a lost LISTEN connection again
+    ///   (doubling up to 10 s).
     /// - Throws: RAIN_502 when the eventfd cannot be made.
-    package init(url: String, hub: RevocationHub, logger: Logger) throws(RainError) {
+    package init(url: String, hub: RevocationHub, logger: Logger, reconnectDelay: Duration = .seconds(1)) throws(RainError) {
         self.url = url
+        self.reconnectDelay = reconnectDelay
         self.hub = hub
         self.logger = logger
         self.wake = try EventFD()
@@ -69,6 +76,9 @@ package final class PostgresRevocationChannel: Sendable {
         isStopped.withLock { $0 = true }
         wake.signal()
     }
+
+    /// How many times a LISTEN reconnect asked the device streams to recheck (tests).
+    package var recheckCount: Int { rechecks.withLock { $0 } }
 
     // MARK: NOTIFY
 
@@ -103,15 +113,24 @@ package final class PostgresRevocationChannel: Sendable {
     /// The LISTEN thread: connect, LISTEN, then wait for notifications or the stop signal.
     private func listen() {
         var connection: PostgresConnection?
-        var delay: Duration = .seconds(1)
+        var delay = reconnectDelay
+        var hasListened = false
         while !isStopped.withLock({ $0 }) {
             guard let current = connection else {
                 do throws(RainError) {
                     let fresh = try PostgresConnection(url: url)
                     try fresh.executeSimple("LISTEN \(Self.channelName)", operation: "listen for revocations")
                     connection = fresh
-                    delay = .seconds(1)
-                    logger.info("revocations.listening", ["target": fresh.target])
+                    delay = reconnectDelay
+                    logger.info("revocations.listening", ["target": fresh.target, "reconnect": String(hasListened)])
+                    if hasListened {
+                        // What the other instances NOTIFYed while this one was not listening is
+                        // lost: every device stream here checks its sessions instead.
+                        rechecks.withLock { $0 += 1 }
+                        logger.info("revocations.recheck", ["subscribers": String(hub.subscriberCount)])
+                        hub.recheckAll()
+                    }
+                    hasListened = true
                 } catch {
                     logger.warning(
                         "revocations.listen_failed", ["error": error.message, "retryMs": String(delay.milliseconds)])

@@ -23,7 +23,8 @@ extension AuthorityRevocation {
             let m = p.pointee
             return AuthorityRevocation(
                 appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                reason: try readString(m.reason, field: "reason"))
+                reason: try readString(m.reason, field: "reason"), heartbeatIntervalMilliseconds: m.heartbeat_interval_ms,
+                isRecheck: m.recheck != 0)
         }
     }
     /// Encodes as an `AuthorityRevocation`.
@@ -33,6 +34,8 @@ extension AuthorityRevocation {
         m.app_id = try arena.string(appID, field: "app_id")
         m.device_id = try arena.string(deviceID, field: "device_id")
         m.reason = try arena.string(reason, field: "reason")
+        m.heartbeat_interval_ms = heartbeatIntervalMilliseconds
+        m.recheck = isRecheck ? 1 : 0
         return packMessage(&m)
     }
 }

@@ -10,6 +10,7 @@ import Synchronization
 import Testing
 
 @testable import RainAuthority
+@testable import RainStore
 
 /// What a `RevocationFeed` reported, in order.
 final class FeedEvents: Sendable {
@@ -168,8 +169,214 @@ struct RevocationPushTests {
         // What another instance published is delivered here, never relayed back.
         hub.deliver([ra])
         #expect(relayed.withLock { $0 }.count == 2)
+        // A recheck goes to every subscriber, whatever its device, and is never relayed.
+        seen.withLock { $0 = [] }
+        let rechecks = Mutex(0)
+        _ = hub.subscribe(deviceID: "c") { r in if r.isRecheck { rechecks.withLock { $0 += 1 } } }
+        hub.recheckAll()
+        #expect(seen.withLock { $0 }.sorted() == ["*:", "a:"])
+        #expect(rechecks.withLock { $0 } == 1)
+        #expect(relayed.withLock { $0 }.count == 2)
         hub.unsubscribe(a)
-        #expect(hub.subscriberCount == 1)
+        #expect(hub.subscriberCount == 2)
+    }
+
+    @Test("heartbeats and rechecks survive the wire; a revocation is neither")
+    func streamMessageKinds() throws {
+        let heartbeat = AuthorityRevocation.heartbeat(interval: .milliseconds(1500))
+        #expect(heartbeat.heartbeatIntervalMilliseconds == 1500 && heartbeat.isHeartbeat && !heartbeat.isRecheck)
+        #expect(try AuthorityRevocation.decode(try heartbeat.encode()) == heartbeat)
+        let recheck = try AuthorityRevocation.decode(try AuthorityRevocation.recheck.encode())
+        #expect(recheck.isRecheck && !recheck.isHeartbeat)
+        let revocation = AuthorityRevocation(appID: "app", deviceID: "d", reason: "logout")
+        let decoded = try AuthorityRevocation.decode(try revocation.encode())
+        #expect(decoded == revocation && !decoded.isHeartbeat && !decoded.isRecheck)
+    }
+
+    @Test("a recheck from the hub reaches the feed as .recheck, not as a revocation")
+    func recheckIsPushed() async throws {
+        try await RemoteFixture.with { f in
+            let events = FeedEvents()
+            let feed = try feed(f, events: events)
+            feed.start()
+            #expect(await events.wait { $0.connections == 1 })
+            f.embedded.revocations.recheckAll()
+            #expect(await events.wait { $0.all.contains(.recheck) })
+            #expect(events.revocations.isEmpty)
+            feed.stop()
+        }
+    }
+}
+
+/// Heartbeats on the stream (issue 19): a device tells a dead link (a partition, a hung authority,
+/// a NAT that forgot the connection) from a quiet one. The authority's heartbeats and the feed's
+/// idle bound run on manual clocks of their own: an authority whose clock never moves is one that
+/// sends nothing after the stream's opening heartbeat, as a hung one.
+@Suite("Revocation heartbeats")
+struct RevocationHeartbeatTests {
+    static let interval: Duration = .milliseconds(100)
+
+    /// An authority service on `f`'s authority, with heartbeats every `interval` on `clock` (none for nil).
+    static func server(_ f: RemoteFixture, heartbeat: Duration?, clock: ManualClock) throws -> RunningTCPServer {
+        let service = AuthorityService(
+            authority: f.embedded, version: "test", logger: f.logger.child("service-hb"), revocations: f.embedded.revocations,
+            revocationHeartbeat: heartbeat, clock: clock)
+        return try RunningTCPServer(handler: service, logger: f.logger.child("loop-hb"))
+    }
+
+    static func feed(_ server: RunningTCPServer, _ f: RemoteFixture, clock: ManualClock, events: FeedEvents) throws
+        -> RevocationFeed
+    {
+        RevocationFeed(
+            address: try TCPAddress(parsing: server.address, field: "authority"), tls: nil, device: FixtureDevice.keys,
+            connectTimeout: .seconds(30), backoff: RevocationPushTests.fastBackoff, clock: clock, logger: f.logger.child("feed")
+        ) { events.append($0) }
+    }
+
+    @Test("the idle bound is 2.5 announced intervals, an interval counted as at least 50 ms")
+    func idleBound() {
+        #expect(RevocationFeed.idleBound(heartbeatInterval: .seconds(15)) == .milliseconds(37_500))
+        #expect(RevocationFeed.idleBound(heartbeatInterval: .milliseconds(100)) == .milliseconds(250))
+        #expect(RevocationFeed.idleBound(heartbeatInterval: .milliseconds(1)) == .milliseconds(125))
+    }
+
+    @Test("a hung authority: the stream silent for 2.5 intervals is dropped, and the feed reconnects (.connected: the check)")
+    func silentStreamIsDropped() async throws {
+        try await RemoteFixture.with { f in
+            let serverClock = ManualClock()  // never moved: nothing after the opening heartbeat
+            let server = try Self.server(f, heartbeat: Self.interval, clock: serverClock)
+            let clock = ManualClock()
+            let events = FeedEvents()
+            let feed = try Self.feed(server, f, clock: clock, events: events)
+            feed.start()
+            #expect(await events.wait { _ in feed.heartbeatCount == 1 })
+            #expect(events.connections == 1)
+            let bound = RevocationFeed.idleBound(heartbeatInterval: Self.interval)
+            // Due timers run inside `advance`: these checks need no wait.
+            clock.advance(by: bound - .milliseconds(10))
+            #expect(feed.idleDropCount == 0)
+            clock.advance(by: .milliseconds(10))
+            #expect(feed.idleDropCount == 1)
+            // Then the backoff wait, and the reconnect with its check.
+            #expect(await events.wait { _ in clock.pendingTimerCount == 1 })
+            clock.advance(by: .seconds(1))
+            #expect(await events.wait { $0.connections == 2 })
+            #expect(await events.wait { _ in feed.heartbeatCount == 2 })
+            #expect(f.logSink.captured.contains { $0.contains("revocations.idle") })
+            feed.stop()
+            await server.stop()
+        }
+    }
+
+    @Test("heartbeats keep a quiet stream open: each one moves the bound")
+    func heartbeatsKeepTheStream() async throws {
+        try await RemoteFixture.with { f in
+            let serverClock = ManualClock()
+            let server = try Self.server(f, heartbeat: Self.interval, clock: serverClock)
+            let clock = ManualClock()
+            let events = FeedEvents()
+            let feed = try Self.feed(server, f, clock: clock, events: events)
+            feed.start()
+            #expect(await events.wait { _ in feed.heartbeatCount == 1 })
+            for n in 2...8 {
+                serverClock.advance(by: Self.interval)
+                #expect(await events.wait { _ in feed.heartbeatCount == n })
+                clock.advance(by: Self.interval)
+            }
+            // 700 ms of the feed's time, well past one bound (250 ms): never dropped.
+            #expect(feed.idleDropCount == 0)
+            #expect(events.connections == 1)
+            feed.stop()
+            await server.stop()
+        }
+    }
+
+    @Test("an authority that sends no heartbeat (older) is never timed out")
+    func noHeartbeatNoBound() async throws {
+        try await RemoteFixture.with { f in
+            let server = try Self.server(f, heartbeat: nil, clock: ManualClock())
+            let clock = ManualClock()
+            let events = FeedEvents()
+            let feed = try Self.feed(server, f, clock: clock, events: events)
+            feed.start()
+            #expect(await events.wait { $0.connections == 1 })
+            #expect(await events.wait { _ in clock.pendingTimerCount == 0 })
+            clock.advance(by: .seconds(3600))
+            #expect(feed.idleDropCount == 0)
+            #expect(feed.heartbeatCount == 0)
+            #expect(events.connections == 1)
+            feed.stop()
+            await server.stop()
+        }
+    }
+
+    @Test("the heartbeat timer runs only while a stream is open")
+    func heartbeatTimerStopsWithTheStreams() async throws {
+        try await RemoteFixture.with { f in
+            let serverClock = ManualClock()
+            let server = try Self.server(f, heartbeat: Self.interval, clock: serverClock)
+            #expect(serverClock.pendingTimerCount == 0)
+            let events = FeedEvents()
+            let feed = try Self.feed(server, f, clock: ManualClock(), events: events)
+            feed.start()
+            #expect(await events.wait { _ in feed.heartbeatCount == 1 })
+            #expect(serverClock.pendingTimerCount == 1)
+            feed.stop()
+            #expect(await events.wait { _ in f.embedded.revocations.subscriberCount == 0 })
+            serverClock.advance(by: Self.interval)
+            #expect(serverClock.pendingTimerCount == 0)
+            await server.stop()
+        }
+    }
+}
+
+/// Issue 19: NOTIFYs sent while an instance's LISTEN connection was down are lost; at the LISTEN
+/// reconnect the instance asks its device streams to recheck.
+@Suite("PostgreSQL revocation channel")
+struct PostgresRevocationChannelTests {
+    @Test("LISTEN lost while another instance NOTIFYed: at the reconnect (not the first connect) every stream gets a recheck")
+    func recheckAfterListenReconnect() async throws {
+        let url = try await PostgresTestCluster.freshDatabaseURL(label: "relisten")
+        // The test's own connections stay open while the database refuses new ones; a database's
+        // connections are switched off from another one.
+        let admin = try PostgresConnection(url: url)
+        let server = try PostgresConnection(url: try await PostgresTestCluster.serverURL())
+        let database = try #require(
+            try admin.query("SELECT current_database()", operation: "name").first?.values.first.flatMap {
+                if case .text(let t) = $0 { return t }
+                return nil
+            })
+        let listenerQuery = """
+            SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN rain_revocations' \
+            AND pid <> pg_backend_pid()
+            """
+        let hub = RevocationHub()
+        let seen = Mutex<[AuthorityRevocation]>([])
+        _ = hub.subscribe(deviceID: nil) { r in seen.withLock { $0.append(r) } }
+        let channel = try PostgresRevocationChannel(
+            url: url, hub: hub, logger: Logger(label: "test", minimumLevel: .error), reconnectDelay: .milliseconds(20))
+        defer { channel.stop() }
+        func listeners() -> Int { (try? admin.query(listenerQuery, operation: "listeners").count) ?? -1 }
+        #expect(await PeriodicPruningTests.eventually { listeners() == 1 })
+        // The first connect asks for nothing.
+        #expect(channel.recheckCount == 0)
+        #expect(seen.withLock { $0 }.isEmpty)
+
+        // The LISTEN connection is lost and cannot come back yet; another instance NOTIFYs meanwhile.
+        try server.executeSimple("ALTER DATABASE \(database) ALLOW_CONNECTIONS false", operation: "close")
+        _ = try admin.query(
+            "SELECT pg_terminate_backend(pid, 5000) FROM (\(listenerQuery)) AS l", operation: "terminate")
+        #expect(listeners() == 0)
+        let payload = #"{"i":"another-instance","a":"app","d":"device-a","r":"revoked_elsewhere"}"#
+        _ = try admin.query(
+            "SELECT pg_notify($1, $2)", [.text(PostgresRevocationChannel.channelName), .text(payload)], operation: "notify")
+        try server.executeSimple("ALTER DATABASE \(database) ALLOW_CONNECTIONS true", operation: "open")
+
+        // Back: every stream is asked to recheck, which catches the lost revocation.
+        #expect(await PeriodicPruningTests.eventually { seen.withLock { $0 }.contains(.recheck) })
+        #expect(channel.recheckCount == 1)
+        #expect(!seen.withLock { $0 }.contains { $0.deviceID == "device-a" })
+        #expect(listeners() == 1)
     }
 }
 

@@ -64,4 +64,18 @@ import Testing
             #expect(error?.details.field == flag)
         }
     }
+
+    @Test func authorityRevocationHeartbeatFlag() throws {
+        let base = ["--listen", "127.0.0.1:0", "--state-dir", "/a"]
+        #expect(try #require(try AuthorityDaemon.parse(base)).revocationHeartbeat == .seconds(15))
+        #expect(
+            try #require(try AuthorityDaemon.parse(base + ["--revocation-heartbeat", "0.2"])).revocationHeartbeat
+                == .milliseconds(200))
+        for value in ["0.01", "0", "x", "3601"] {
+            let error = #expect(throws: RainError.self) {
+                try AuthorityDaemon.parse(base + ["--revocation-heartbeat", value])
+            }
+            #expect(error?.details.field == "--revocation-heartbeat")
+        }
+    }
 }

@@ -8,6 +8,8 @@ import RainWire
 import Synchronization
 import Testing
 
+@testable import RainStore
+
 /// Issue 19, point 4: a login on device B ends device A's session at once, pushed by the
 /// authority on A's `WatchRevocations` stream, without any call from A or its client. Each test
 /// watches A through the client library only (`onSessionExpired`, `authState`) and makes no call
@@ -103,6 +105,73 @@ struct RevocationPushIntegrationTests {
         // The reconnect's check finds the session revoked.
         await a.expectExpired(.revokedElsewhere, since: start)
         try await c.waitForLog("device0", "revocations.connected", occurrences: 2)
+    }
+
+    @Test("a hung authority (SIGSTOP): A's silent stream is dropped after 2.5 heartbeats, and A reconnects once it runs again")
+    func hungAuthorityIsDropped() async throws {
+        // Heartbeats every 200 ms: the device drops a stream silent for 500 ms.
+        let h = try await MultiDevice.up(
+            devices: 1, lifetime: 600, arguments: ["--authority-flag", "--revocation-heartbeat", "--authority-flag", "0.2"])
+        defer { h.down() }
+        func connections() -> Int { h.log(0).components(separatedBy: "revocations.connected").count - 1 }
+        #expect(await eventually { connections() == 1 })
+        let pid = try #require(h.pid("authority"))
+        // A stopped process keeps its sockets open: no FIN, no RST; only the silence tells.
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }  // before `down`, which could not stop a stopped process
+        #expect(await eventually(timeout: Self.bound) { h.log(0).contains("revocations.idle") })
+        #expect(connections() == 1)
+        kill(pid, SIGCONT)
+        // The reconnect's `.connected` is what makes the device check its sessions.
+        #expect(await eventually(timeout: Self.bound) { connections() == 2 })
+    }
+
+    @Test("instance 1 lost its LISTEN while instance 0 revoked A's session: at the LISTEN reconnect A rechecks and ends it")
+    func listenReconnectRechecks() async throws {
+        // device0 (A) uses authority 1; device1 (B) uses authority 0.
+        let c = try await SharedStoreCluster.up(devices: [1, 0], sendCooldown: 0)
+        defer { c.down() }
+        try await c.waitForLog("device0", "revocations.connected", occurrences: 1)
+        let email = "pushed-relisten@example.com"
+        let onA = c.provider(0)
+        let onB = c.provider(1)
+        func logIn(_ p: RainProvider) async throws {
+            try await p.sendLoginCode(to: .email(email))
+            _ = try await p.confirmLoginCodeReturningSession(try #require(try await p.devOutbox().last?.code))
+        }
+        // B twice: the second login replaces B's first session, so instance 0 has NOTIFYed once
+        // (its NOTIFY connection is open before new connections are refused).
+        try await logIn(onB)
+        try await logIn(onB)
+        try await logIn(onA)
+        let a = try await Watched(onA)
+        #expect(await eventually { c.log("authority0").contains("revocations.listening") })
+        #expect(await eventually { c.log("authority1").contains("revocations.listening") })
+
+        // Both instances lose their LISTEN connection and cannot open it again yet.
+        // A database's connections are switched off from another one (the server's own).
+        let admin = try PostgresConnection(url: c.storeURL)
+        let server = try PostgresConnection(url: try await PostgresTestCluster.serverURL())
+        let database = try #require(
+            try admin.query("SELECT current_database()", operation: "name").first?.values.first.flatMap {
+                if case .text(let t) = $0 { return t }
+                return nil
+            })
+        try server.executeSimple("ALTER DATABASE \(database) ALLOW_CONNECTIONS false", operation: "close")
+        _ = try admin.query(
+            """
+            SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = current_database() \
+            AND query = 'LISTEN rain_revocations'
+            """, operation: "terminate")
+        // B logs in again through instance 0: its NOTIFY reaches no instance.
+        try await logIn(onB)
+        #expect(a.expiries.count == 0)
+        let start = ContinuousClock.now
+        try server.executeSimple("ALTER DATABASE \(database) ALLOW_CONNECTIONS true", operation: "open")
+        try await c.waitForLog("authority1", "revocations.recheck", occurrences: 1)
+        await a.expectExpired(.revokedElsewhere, since: start)
+        // The stream was never lost: the recheck, not a reconnect, caught it.
+        #expect(c.log("device0").components(separatedBy: "revocations.connected").count - 1 == 1)
     }
 
     @Test("embedded authority: a login on another profile of the same app ends the first one in-process")

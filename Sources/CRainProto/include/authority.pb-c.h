@@ -608,10 +608,25 @@ struct  Rain__Wallet__V1__AuthorityRevocation
    * The stored revoke reason: revoked_elsewhere, replaced, logout, reused, stolen_token, ...
    */
   char *reason;
+  /*
+   * Set on a heartbeat (app_id, device_id and reason empty): the authority sends one when the
+   * stream opens and then every heartbeat_interval_ms (15 s by default, `rainwalletd authority
+   * --revocation-heartbeat`), so a device whose stream stays silent for 2.5 intervals knows the
+   * link is dead (a partition, a hung authority, a NAT that dropped its state), drops it,
+   * reconnects and checks its sessions. A device enforces that bound only once a heartbeat
+   * announced the interval: an authority that sends none is never timed out.
+   */
+  uint32_t heartbeat_interval_ms;
+  /*
+   * Set on a recheck (app_id, device_id and reason empty): this instance may have missed
+   * revocations made through another instance (its LISTEN connection was lost and is back), so
+   * the device asks once whether each of its sessions is still live, as at a reconnect.
+   */
+  protobuf_c_boolean recheck;
 };
 #define RAIN__WALLET__V1__AUTHORITY_REVOCATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_revocation__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /* Rain__Wallet__V1__AuthoritySendLoginCodeRequest methods */
