@@ -159,7 +159,9 @@ struct SMSCodeSenderTests {
                 let sender = try SMSCodeSender(settings: s.webhook(server, timeout: .seconds(2)), logger: s.logger)
                 let start = ContinuousClock.now
                 let error = await rainError { try await sender.deliver(Self.message()) }
-                #expect(ContinuousClock.now - start < .seconds(5), "bounded by the 2 s timeout")
+                // Bounded by the 2 s timeout: far below libcurl's own 120 s, with room for a loaded machine
+                // (6.8 s was seen beside the other suites on two cores).
+                #expect(ContinuousClock.now - start < .seconds(20), "bounded by the 2 s timeout, not libcurl's 120 s")
                 #expect(error?.code == code)
                 #expect(error?.details.reason == reason)
             }

@@ -200,7 +200,9 @@ struct SMTPCodeSenderTests {
                 let (error, elapsed) = await Self.timedError { try await sender.deliver(Self.message()) }
                 #expect(error?.code == .network)
                 #expect(error?.details.reason == CodeDeliveryFailure.refusedReason)
-                #expect(elapsed < .seconds(6), "the wait is bounded by the timeout (libcurl's own default is 120 s)")
+                #expect(
+                    elapsed < .seconds(20),
+                    "the wait is bounded by the timeout, not libcurl's own 120 s (the margin is for a loaded machine)")
             }
         }
     }
@@ -216,7 +218,9 @@ struct SMTPCodeSenderTests {
                     #expect(error?.code == .provider, "\(mode)")
                     #expect(error?.details.reason == CodeDeliveryFailure.uncertainReason, "\(mode)")
                     #expect(error?.message.contains("may have arrived") == true)
-                    #expect(elapsed < .seconds(6), "the wait is bounded by the timeout (libcurl's own default is 120 s)")
+                    #expect(
+                        elapsed < .seconds(20),
+                        "the wait is bounded by the timeout, not libcurl's own 120 s (the margin is for a loaded machine)")
                     // It did arrive: the server kept it.
                     #expect(try server.mails().count == 1)
                 }

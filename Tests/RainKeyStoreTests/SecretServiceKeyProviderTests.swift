@@ -116,7 +116,7 @@ import Testing
     ])
     func noSessionBusIsNoSecretServiceAtOnce(environment: [String: String]) throws {
         let provider = SecretServiceKeyProvider(
-            stateDirectory: stateDirectory, environment: environment, timeout: .seconds(2))
+            stateDirectory: stateDirectory, environment: environment, timeout: .seconds(30))
         let start = ContinuousClock.now
         let error = #expect(throws: RainError.self) { try provider.loadSecret(.storage) }
         #expect(error?.code == .provider)
@@ -124,7 +124,8 @@ import Testing
         #expect(error?.message.contains("storage.provider") == true)
         let checkError = #expect(throws: RainError.self) { try provider.checkAvailable() }
         #expect(checkError?.details.reason == "no_secret_service")
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // At once, not after the 30 s timeout (the margin is for a loaded machine).
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     @Test func aBusWithoutTheSecretServiceIsNoSecretService() throws {
@@ -145,7 +146,8 @@ import Testing
         let error = #expect(throws: RainError.self) { try provider.loadSecret(.storage) }
         #expect(error?.code == .provider)
         #expect(error?.details.reason == "no_secret_service")
-        #expect(ContinuousClock.now - start < .milliseconds(1500))
+        // The 500 ms timeout, not D-Bus's own 25 s (the margin is for a loaded machine).
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     @Test(arguments: ["not a key", "AAAAAAAAAAAAAAAAAAAAAA=="])
