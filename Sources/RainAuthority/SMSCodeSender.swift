@@ -112,7 +112,8 @@ public struct SMSSettings: Sendable, Equatable {
 /// own concurrent queue. The code is never logged; the message only masked, at debug.
 ///
 /// The budget is counted in an `SMSBudget`: the authority's store in the daemons (shared by every
-/// instance on it, kept across restarts), else this sender's memory.
+/// instance on it, kept across restarts), else this sender's memory. A store that cannot count it
+/// is a RAIN_301 refusal: nothing is sent.
 public final class SMSCodeSender: CodeSender {
     /// The window `SMSSettings.hourlyBudget` counts messages in.
     public static let budgetWindow: Duration = .seconds(3600)
@@ -262,13 +263,20 @@ public final class SMSCodeSender: CodeSender {
 
     /// Counts one message against the hourly budget.
     /// - Returns: the slot, for `giveBack`.
-    /// - Throws: RAIN_302 (reason and limit `smsBudget`) with when a slot frees; RAIN_502 when the
-    ///   store fails.
+    /// - Throws: RAIN_302 (reason and limit `smsBudget`) with when a slot frees; RAIN_301
+    ///   (`CodeDeliveryFailure.refusedTemporarily`: nothing was sent) when the store fails.
     func takeBudgetSlot() async throws(RainError) -> SMSBudgetSlot {
         let now = clock.now
         let limit = settings.hourlyBudget
+        let outcome: SMSBudgetOutcome
+        do {
+            outcome = try await budget.take(limit: limit, window: Self.budgetWindow, now: now)
+        } catch {
+            logger.error("sms.budget_unavailable", ["code": error.code.description])
+            throw CodeDeliveryFailure.refusedTemporarily("the SMS budget could not be checked (\(error.code))")
+        }
         let clears: Date
-        switch try await budget.take(limit: limit, window: Self.budgetWindow, now: now) {
+        switch outcome {
         case .taken(let slot): return slot
         case .full(let retryAfter): clears = retryAfter
         }

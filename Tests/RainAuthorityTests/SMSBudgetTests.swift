@@ -91,6 +91,21 @@ struct SMSBudgetTests {
         }
     }
 
+    @Test("a store that cannot count the budget is a RAIN_301 refusal (the send-limit slot comes back); nothing is sent")
+    func storeUnavailable() async throws {
+        try await Setup.with { s in
+            try await s.server { server in
+                let store = try await SQLiteAuthorityStore.open(stateDirectory: "\(s.directory)/authority")
+                await store.close()
+                let sender = try Self.sender(s, server, budget: 5, store: store, clock: ManualClock())
+                let error = await rainError { try await sender.deliver(Self.message()) }
+                #expect(error?.code == .network)
+                #expect(error?.details.reason == CodeDeliveryFailure.refusedReason)
+                #expect(try server.requests().isEmpty)
+            }
+        }
+    }
+
     @Test(
         "the store's budget: exactly limit slots in a window, retry when the oldest counted one leaves, given back, pruned",
         arguments: StoreKind.allCases)
