@@ -48,10 +48,14 @@ public struct CodeSenderConfiguration: Sendable, Equatable {
     }
 
     /// The sender: reads and checks the secret files now.
+    /// - Parameter smsBudget: where the SMS sender counts its hourly budget (the authority's
+    ///   store, `StoreSMSBudget`); nil: in the sender's memory.
     /// - Throws: RAIN_102 for a secret file that is missing, linked, another user's or readable by others.
-    public func makeSender(logger: Logger) throws(RainError) -> any CodeSender {
+    public func makeSender(smsBudget: (any SMSBudget)? = nil, logger: Logger) throws(RainError) -> any CodeSender {
         let email = try smtp.map { (s) throws(RainError) in try SMTPCodeSender(settings: s, logger: logger.child("smtp")) }
-        let phone = try sms.map { (s) throws(RainError) in try SMSCodeSender(settings: s, logger: logger.child("sms")) }
+        let phone = try sms.map { (s) throws(RainError) in
+            try SMSCodeSender(settings: s, budget: smsBudget, logger: logger.child("sms"))
+        }
         return ContactKindCodeSender(email: email, phone: phone)
     }
 

@@ -69,11 +69,15 @@ public final class EmbeddedAuthority: Authority {
     ///     `authority.sqlite3` in the state directory.
     ///   - masterKey: the master key from the device's key provider; nil means `authority.key` in
     ///     the state directory (created when missing).
-    /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails.
+    ///   - senderOnStore: makes the sender once the store is open, when the sender keeps state in
+    ///     it (the SMS sender's hourly budget, issue 19); what it returns replaces `sender`, nil
+    ///     leaves `sender`.
+    /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails;
+    ///   what `senderOnStore` throws.
     package convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
         sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, masterKey: SymmetricKey? = nil,
-        logger: Logger
+        logger: Logger, senderOnStore: ((any AuthorityStore) throws(RainError) -> (any CodeSender)?)? = nil
     ) async throws(RainError) {
         let keys =
             if let masterKey {
@@ -83,7 +87,15 @@ public final class EmbeddedAuthority: Authority {
             }
         let opened: any AuthorityStore =
             if let store { store } else { try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory) }
-        let chosen = sender ?? OutboxCodeSender(stateDirectory: stateDirectory, logger: logger.child("outbox"))
+        let storeSender: (any CodeSender)?
+        do {
+            storeSender = try senderOnStore?(opened)
+        } catch {
+            if store == nil { await opened.close() }
+            throw error
+        }
+        let chosen =
+            storeSender ?? sender ?? OutboxCodeSender(stateDirectory: stateDirectory, logger: logger.child("outbox"))
         self.init(
             store: opened, keys: keys, settings: settings, clock: clock, sender: chosen,
             outbox: chosen as? OutboxCodeSender, logger: logger)
@@ -923,7 +935,8 @@ public final class EmbeddedAuthority: Authority {
     /// `refreshTokenLifetime` ago (beyond the previous generation, which each session keeps;
     /// presenting such an old token is then refused as unknown, `refresh_rejected`, instead of
     /// revoking the session as reuse), and development-outbox deliveries sent more than
-    /// `settings.pruneRetention` ago. Logs one `prune` line with the counts (never contents).
+    /// `settings.pruneRetention` ago, and the SMS budget's slots that left its window
+    /// (`SMSCodeSender.budgetWindow`). Logs one `prune` line with the counts (never contents).
     /// - Throws: RAIN_502 when the store or the outbox file fails.
     @discardableResult
     package func pruneExpired() async throws(RainError) -> PruneResult {
@@ -932,7 +945,8 @@ public final class EmbeddedAuthority: Authority {
         let challengeCutoff = now.adding(.zero - settings.challengeRetention)
         var result = try await store.prune(
             challengesExpiredBefore: challengeCutoff, sessionsRevokedBefore: cutoff,
-            refreshTokensRetiredBefore: now.adding(.zero - settings.refreshTokenLifetime))
+            refreshTokensRetiredBefore: now.adding(.zero - settings.refreshTokenLifetime),
+            smsSlotsTakenBefore: now.adding(.zero - SMSCodeSender.budgetWindow))
         if let outbox { result.outboxEntriesDeleted = try await outbox.prune(olderThan: cutoff) }
         logger.info(
             "prune",
@@ -940,7 +954,7 @@ public final class EmbeddedAuthority: Authority {
                 "challenges": String(result.challengesDeleted), "sessions": String(result.sessionsDeleted),
                 "retiredRefreshTokens": String(result.retiredRefreshTokensDeleted),
                 "passkeyCeremonies": String(result.passkeyCeremoniesDeleted),
-                "outbox": String(result.outboxEntriesDeleted),
+                "outbox": String(result.outboxEntriesDeleted), "smsSlots": String(result.smsSlotsDeleted),
             ])
         return result
     }

@@ -3,7 +3,6 @@ import Foundation
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
-import Synchronization
 
 /// The settings of the `sms` code sender (config `codeSender` with `"type": "sms"`).
 public struct SMSSettings: Sendable, Equatable {
@@ -27,8 +26,9 @@ public struct SMSSettings: Sendable, Equatable {
     public var connectTimeout: Duration
     /// The whole request's limit.
     public var timeout: Duration
-    /// At most this many messages handed to the gateway in any hour, by this authority process
-    /// (toll fraud: a flood of codes to premium numbers costs the operator).
+    /// At most this many messages handed to the gateway in any hour, by the authority: every
+    /// instance on its store together, across restarts (`SMSBudget`; toll fraud: a flood of codes
+    /// to premium numbers costs the operator).
     public var hourlyBudget: Int
     /// Country calling codes the sender may send to (`["1", "44"]`); a number outside them is refused.
     public var allowedCountryCodes: [String]
@@ -110,26 +110,38 @@ public struct SMSSettings: Sendable, Equatable {
 /// budget's slot is given back too); a timeout or a dropped connection once the request was sent
 /// is RAIN_501 saying it may have arrived, and keeps its budget slot. Requests run on the sender's
 /// own concurrent queue. The code is never logged; the message only masked, at debug.
+///
+/// The budget is counted in an `SMSBudget`: the authority's store in the daemons (shared by every
+/// instance on it, kept across restarts), else this sender's memory. A store that cannot count it
+/// is a RAIN_301 refusal: nothing is sent.
 public final class SMSCodeSender: CodeSender {
+    /// The window `SMSSettings.hourlyBudget` counts messages in.
+    public static let budgetWindow: Duration = .seconds(3600)
+
     /// The settings.
     public let settings: SMSSettings
     private let secret: String
     private let clock: any RainClock
     private let logger: Logger
-    /// The times of the messages handed to the gateway within the last hour, oldest first.
-    private let budget = Mutex<[Int64]>([])
+    /// Where the messages handed to the gateway are counted.
+    private let budget: any SMSBudget
     private let queue = DispatchQueue(label: "rain.authority.sms", attributes: .concurrent)
 
     /// A sender with `settings`, whose secret file (webhook secret or API token) is read now.
+    /// - Parameter budget: where the hourly budget is counted (the authority's store:
+    ///   `StoreSMSBudget`); nil: in this sender's memory (`InMemorySMSBudget`).
     /// - Throws: RAIN_102 for invalid settings or a secret file that is missing, linked, owned by
     ///   another user or readable by others.
-    public init(settings: SMSSettings, clock: any RainClock = SystemClock(), logger: Logger) throws(RainError) {
+    public init(
+        settings: SMSSettings, budget: (any SMSBudget)? = nil, clock: any RainClock = SystemClock(), logger: Logger
+    ) throws(RainError) {
         try settings.validate()
         switch settings.api {
         case .webhook(let file): secret = try CodeMessageText.readSecretFile(file, field: "codeSender.secretFile")
         case .form(_, let file, _): secret = try CodeMessageText.readSecretFile(file, field: "codeSender.tokenFile")
         }
         self.settings = settings
+        self.budget = budget ?? InMemorySMSBudget()
         self.clock = clock
         self.logger = logger
     }
@@ -156,7 +168,7 @@ public final class SMSCodeSender: CodeSender {
         }
         let text = CodeMessageText.render(template, message, appName: appName)
         let transfer = try request(message, text: text)
-        let slot = try takeBudgetSlot()
+        let slot = try await takeBudgetSlot()
         logger.debug(
             "sms.message", ["app": delivery.appID, "text": CodeMessageText.masked(text, code: delivery.code)])
         let result: CurlTransfer.Result
@@ -164,7 +176,7 @@ public final class SMSCodeSender: CodeSender {
             result = try await queue.runBlocking { () throws(RainError) in try transfer.perform() }
             try Self.check(result, gateway: Self.origin(of: settings.url))
         } catch {
-            if CodeDeliveryFailure.isRefusedBeforeAcceptance(error) { giveBack(slot) }
+            if CodeDeliveryFailure.isRefusedBeforeAcceptance(error) { await giveBack(slot) }
             throw error
         }
         logger.info("sms.accepted", ["app": delivery.appID, "status": String(result.responseCode)])
@@ -250,20 +262,25 @@ public final class SMSCodeSender: CodeSender {
     }
 
     /// Counts one message against the hourly budget.
-    /// - Returns: the slot's time, for `giveBack`.
-    /// - Throws: RAIN_302 (reason and limit `smsBudget`) with when a slot frees.
-    func takeBudgetSlot() throws(RainError) -> Int64 {
-        let now = clock.now.unixMilliseconds
-        let hour: Int64 = 3_600_000
+    /// - Returns: the slot, for `giveBack`.
+    /// - Throws: RAIN_302 (reason and limit `smsBudget`) with when a slot frees; RAIN_301
+    ///   (`CodeDeliveryFailure.refusedTemporarily`: nothing was sent) when the store fails.
+    func takeBudgetSlot() async throws(RainError) -> SMSBudgetSlot {
+        let now = clock.now
         let limit = settings.hourlyBudget
-        let refusal: Int64? = budget.withLock { times in
-            times.removeAll { $0 <= now - hour }
-            if times.count >= limit { return times[times.count - limit] + hour }
-            times.append(now)
-            return nil
+        let outcome: SMSBudgetOutcome
+        do {
+            outcome = try await budget.take(limit: limit, window: Self.budgetWindow, now: now)
+        } catch {
+            logger.error("sms.budget_unavailable", ["code": error.code.description])
+            throw CodeDeliveryFailure.refusedTemporarily("the SMS budget could not be checked (\(error.code))")
         }
-        guard let clears = refusal else { return now }
-        let wait = UInt64(max(0, clears - now))
+        let clears: Date
+        switch outcome {
+        case .taken(let slot): return slot
+        case .full(let retryAfter): clears = retryAfter
+        }
+        let wait = UInt64(max(0, clears.unixMilliseconds - now.unixMilliseconds))
         logger.warning("sms.budget_exhausted", ["hourlyBudget": String(limit)])
         throw RainError(
             .refused,
@@ -271,13 +288,16 @@ public final class SMSCodeSender: CodeSender {
                 + "email address",
             details: RainError.Details(
                 reason: "smsBudget", retryAfterMilliseconds: wait, limit: "smsBudget",
-                retryAfter: Date(unixMilliseconds: clears)))
+                retryAfter: Date(unixMilliseconds: clears.unixMilliseconds)))
     }
 
-    /// Gives back a budget slot taken at `time` (the gateway refused the message).
-    func giveBack(_ time: Int64) {
-        budget.withLock { times in
-            if let index = times.lastIndex(of: time) { times.remove(at: index) }
+    /// Gives back a budget slot (the gateway refused the message). A store that fails now keeps
+    /// the slot counted until it leaves the window: logged, never in the way of the refusal.
+    func giveBack(_ slot: SMSBudgetSlot) async {
+        do {
+            try await budget.giveBack(slot)
+        } catch {
+            logger.warning("sms.budget_give_back_failed", ["code": error.code.description])
         }
     }
 

@@ -195,7 +195,10 @@ extension AuthorityDaemon {
     /// The sender `--code-sender FILE` describes (nil: the outbox), with its secret files read.
     /// - Throws: RAIN_102 (field `--code-sender` or the key path) for a file that is linked,
     ///   another user's or writable by others, invalid JSON, or an invalid codeSender object.
-    static func codeSender(file: String, logger: Logger) throws(RainError) -> (any CodeSender)? {
+    /// - Parameter smsBudget: where an SMS sender counts its hourly budget (the authority's store).
+    static func codeSender(file: String, smsBudget: (any SMSBudget)? = nil, logger: Logger) throws(RainError)
+        -> (any CodeSender)?
+    {
         guard
             let bytes = try OwnedPath.readTrustedFile(
                 file, owners: [geteuid()], name: "the code sender file", field: "--code-sender", limit: 1 << 20)
@@ -237,7 +240,8 @@ extension AuthorityDaemon {
             }
             return try CommandCodeSender(command: arguments, timeout: timeout, logger: logger)
         default:
-            return try CodeSenderConfiguration.parse(value, path: "codeSender").makeSender(logger: logger)
+            return try CodeSenderConfiguration.parse(value, path: "codeSender").makeSender(
+                smsBudget: smsBudget, logger: logger)
         }
     }
 
@@ -300,16 +304,21 @@ struct AuthorityRole: DaemonRole {
         let settings = options.settings
         let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
         if let storeURL { PostgresURL.warnAboutPassword(in: storeURL, logger: logger.child("store")) }
-        let sender = try options.codeSenderFile.flatMap { (file) throws(RainError) in
-            try AuthorityDaemon.codeSender(file: file, logger: logger.child("sender"))
-        }
+        let senderFile = options.codeSenderFile
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
             let store: (any AuthorityStore)? =
                 if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }
             return try await EmbeddedAuthority(
                 stateDirectory: stateDirectory, settings: settings,
-                clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), sender: sender, store: store,
-                logger: logger.child("authority"))
+                clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), store: store,
+                logger: logger.child("authority")
+            ) { (store) throws(RainError) -> (any CodeSender)? in
+                // Issue 19: the SMS budget is the store's, shared by every instance on it.
+                try senderFile.flatMap { (file) throws(RainError) in
+                    try AuthorityDaemon.codeSender(
+                        file: file, smsBudget: StoreSMSBudget(store: store), logger: logger.child("sender"))
+                }
+            }
         }
         // Issue 19: revocations pushed to the devices; on PostgreSQL, also those of the other instances.
         let revocationChannel = try storeURL.map { (url) throws(RainError) in

@@ -81,17 +81,20 @@ struct DeviceSetup: Sendable {
             let masterKey = keys.masterKey
             let directory = "\(stateDirectory)/authority"
             let embedded = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
-                let sender: (any CodeSender)?
-                switch config.codeSender {
-                case .outbox: sender = nil
-                case .command(let arguments, let timeout):
-                    sender = try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
-                case .providers(let configuration):
-                    sender = try configuration.makeSender(logger: logger.child("sender"))
+                try await EmbeddedAuthority(
+                    stateDirectory: directory, settings: config.authority, clock: clock, masterKey: masterKey,
+                    logger: logger.child("authority")
+                ) { (store) throws(RainError) -> (any CodeSender)? in
+                    switch config.codeSender {
+                    case .outbox: return nil
+                    case .command(let arguments, let timeout):
+                        return try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
+                    case .providers(let configuration):
+                        // Issue 19: the SMS budget is the store's, kept across restarts.
+                        return try configuration.makeSender(
+                            smsBudget: StoreSMSBudget(store: store), logger: logger.child("sender"))
+                    }
                 }
-                return try await EmbeddedAuthority(
-                    stateDirectory: directory, settings: config.authority, clock: clock, sender: sender,
-                    masterKey: masterKey, logger: logger.child("authority"))
             }
             authority = embedded
             embeddedAuthority = embedded

@@ -177,11 +177,29 @@ package protocol AuthorityStore: Sendable {
     /// Deletes challenges and passkey ceremonies that expired before `challengesExpiredBefore`
     /// (callers keep challenges at least `CodeSendLimits.longestWindow`, since the send limits
     /// count them), sessions revoked before `sessionsRevokedBefore` (with their rotated-out refresh
-    /// hashes), and rotated-out refresh hashes older than the previous generation retired before
-    /// `refreshTokensRetiredBefore`.
+    /// hashes), rotated-out refresh hashes older than the previous generation retired before
+    /// `refreshTokensRetiredBefore`, and the SMS budget's slots taken before `smsSlotsTakenBefore`
+    /// (issue 19; callers keep them at least the budget's window, which counts them).
     @discardableResult
-    func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
-        async throws(RainError) -> PruneResult
+    func prune(
+        challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date,
+        smsSlotsTakenBefore: Date
+    ) async throws(RainError) -> PruneResult
+
+    // MARK: SMS budget (issue 19)
+
+    /// Takes a slot of the authority's SMS budget, in one transaction that keeps every other take
+    /// out from the count to the insert (SQLite: its write lock; PostgreSQL: one advisory lock every
+    /// instance takes), so the instances sharing the store never hand out more than `limit` slots
+    /// within any `window`: counts the slots taken after `now - window` (by any instance); at
+    /// `limit` or more it changes nothing and returns `.full` with when a slot frees (the counted
+    /// slot whose leaving the window makes room, taken + `window`); else it stores slot `id`,
+    /// taken at `now`.
+    func takeSMSSlot(id: String, limit: Int, window: Duration, now: Date) async throws(RainError) -> SMSSlotOutcome
+
+    /// Deletes the slot `id` (its message was refused before the gateway accepted it): its room is
+    /// given back.
+    func releaseSMSSlot(id: String) async throws(RainError)
 
     // MARK: Backup contacts (issue 4)
 
@@ -264,6 +282,16 @@ package protocol DirectStoreReader: Sendable {
 }
 
 extension AuthorityStore {
+    /// `prune` that keeps every SMS budget slot.
+    @discardableResult
+    package func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
+        async throws(RainError) -> PruneResult
+    {
+        try await prune(
+            challengesExpiredBefore: challengesExpiredBefore, sessionsRevokedBefore: sessionsRevokedBefore,
+            refreshTokensRetiredBefore: refreshTokensRetiredBefore, smsSlotsTakenBefore: .distantPast)
+    }
+
     /// `takePasskeyCeremony` without an idempotency claim.
     package func takePasskeyCeremony(id: String, appID: String, deviceID: String, now: Date) async throws(RainError)
         -> PasskeyCeremonyTake
@@ -850,6 +878,14 @@ package struct AccountAccess: Sendable, Equatable {
     }
 }
 
+/// What `AuthorityStore.takeSMSSlot` did.
+package enum SMSSlotOutcome: Sendable, Equatable {
+    /// The slot was stored.
+    case taken
+    /// The budget is used up; a slot frees at `retryAfter`.
+    case full(retryAfter: Date)
+}
+
 /// What `AuthorityStore.prune` deleted.
 package struct PruneResult: Sendable, Equatable {
     /// Challenges deleted.
@@ -863,6 +899,8 @@ package struct PruneResult: Sendable, Equatable {
     /// Development-outbox deliveries deleted: filled in by `EmbeddedAuthority.pruneExpired()`
     /// (the outbox is a file beside the store); a store leaves it 0.
     package var outboxEntriesDeleted: Int = 0
+    /// SMS budget slots deleted (issue 19).
+    package var smsSlotsDeleted: Int = 0
 
     /// Creates a result.
     package init(

@@ -205,18 +205,40 @@ extension ConnectionStore {
         }
     }
 
-    /// Deletes old challenges, revoked sessions and old rotated-out refresh hashes, in one transaction.
+    /// Deletes old challenges, revoked sessions, old rotated-out refresh hashes and old SMS budget
+    /// slots, in one transaction.
     @discardableResult
-    package func prune(challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date)
-        async throws(RainError) -> PruneResult
-    {
+    package func prune(
+        challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date,
+        smsSlotsTakenBefore: Date
+    ) async throws(RainError) -> PruneResult {
         try await perform { db throws(RainError) in
             try db.transaction("prune old challenges and sessions") { () throws(RainError) -> PruneResult in
-                try StoreOperations.prune(
+                var result = try StoreOperations.prune(
                     db, challengesExpiredBefore: challengesExpiredBefore, sessionsRevokedBefore: sessionsRevokedBefore,
                     refreshTokensRetiredBefore: refreshTokensRetiredBefore)
+                result.smsSlotsDeleted = try StoreOperations.pruneSMSSlots(db, takenBefore: smsSlotsTakenBefore)
+                return result
             }
         }
+    }
+
+    // MARK: - SMS budget (issue 19)
+
+    /// Takes a slot of the SMS budget (see `AuthorityStore.takeSMSSlot`), in one transaction.
+    package func takeSMSSlot(id: String, limit: Int, window: Duration, now: Date) async throws(RainError)
+        -> SMSSlotOutcome
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("take an SMS budget slot") { () throws(RainError) -> SMSSlotOutcome in
+                try StoreOperations.takeSMSSlot(db, id: id, limit: limit, window: window, now: now)
+            }
+        }
+    }
+
+    /// Gives an SMS budget slot back (see `AuthorityStore.releaseSMSSlot`).
+    package func releaseSMSSlot(id: String) async throws(RainError) {
+        try await perform { db throws(RainError) in try StoreOperations.releaseSMSSlot(db, id: id) }
     }
 
     // MARK: - Backup contacts

@@ -16,7 +16,9 @@ import RainCore
 /// - account creation: an advisory lock per contact serializes its logins, and the primary key on
 ///   `(app_id, kind, value)` of `contacts` backs it up: the loser of a race gets a unique
 ///   violation and runs its transaction again, finding the winner's account;
-/// - the active-code limit: an advisory lock per device, contact and account key.
+/// - the active-code limit: an advisory lock per device, contact and account key;
+/// - the hourly SMS budget (issue 19): one advisory lock for the whole budget, held from the count
+///   to the insert, so the instances together never exceed it.
 /// Serialization failures, deadlocks and unique violations run the transaction again (5 times at
 /// most). Timestamps are `bigint` Unix milliseconds, as in SQLite, so `Date`s round-trip alike.
 /// Schema migrations are numbered, recorded in `schema_version` and run under an advisory lock,
@@ -225,6 +227,15 @@ package final class PostgresAuthorityStore: ConnectionStore {
             version: 6,
             statements: [
                 "ALTER TABLE idempotent_logins ADD COLUMN kind TEXT NOT NULL DEFAULT 'login_code'"
+            ]),
+        // Issue 19: the hourly SMS budget's slots, one per message handed to the gateway, shared by
+        // every instance (a new table: instances of the previous version keep working): SQLite's
+        // version 12.
+        Migration(
+            version: 7,
+            statements: [
+                "CREATE TABLE sms_slots (id TEXT PRIMARY KEY, taken_at BIGINT NOT NULL)",
+                "CREATE INDEX sms_slots_taken_at ON sms_slots(taken_at)",
             ]),
     ]
 

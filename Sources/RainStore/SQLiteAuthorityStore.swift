@@ -291,6 +291,14 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
             statements: [
                 "ALTER TABLE idempotent_logins ADD COLUMN kind TEXT NOT NULL DEFAULT 'login_code'"
             ]),
+        // Issue 19: the hourly SMS budget's slots, one per message handed to the gateway, so the
+        // budget survives a restart (PostgreSQL's version 7).
+        Migration(
+            version: 12,
+            statements: [
+                "CREATE TABLE sms_slots (id TEXT PRIMARY KEY, taken_at INTEGER NOT NULL)",
+                "CREATE INDEX sms_slots_taken_at ON sms_slots(taken_at)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

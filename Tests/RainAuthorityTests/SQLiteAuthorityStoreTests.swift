@@ -158,9 +158,9 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        // 11 since issue 20 (idempotent_logins, then its kind column).
-        #expect(try await store.schemaVersion() == 11)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 11)
+        // 11 since issue 20 (idempotent_logins, then its kind column); 12 since issue 19 (sms_slots).
+        #expect(try await store.schemaVersion() == 12)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 12)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)
