@@ -10,17 +10,29 @@ import Testing
 /// does not refill it.
 @Suite("SMS budget in the daemon")
 struct SMSBudgetDaemonTests {
-    @Test("the embedded authority's SMS budget survives a restart: RAIN_302 smsBudget, nothing sent")
-    func budgetSurvivesRestart() async throws {
-        let dir = "/tmp/rwsb-\(UInt32.random(in: 0...UInt32.max))"
+    /// A new private (0700) directory under /tmp.
+    static func makeDirectory(_ prefix: String) throws -> String {
+        let dir = "/tmp/\(prefix)-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(
             atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        return dir
+    }
+
+    /// A test CA, the webhook secret (`dir/sms-secret`) and an HTTPS gateway that checks it.
+    static func gateway(in dir: String) async throws -> (TestCertificates, GatewayTestServer) {
         let certificates = try await TestCertificates.make(in: dir)
         try CodeSenderTests.writeSecret("hook-secret\n", to: "\(dir)/sms-secret")
         try FileManager.default.createDirectory(atPath: "\(dir)/https", withIntermediateDirectories: false)
         let https = try await GatewayTestServer.https(
             in: "\(dir)/https", certificates: certificates, secretFile: "\(dir)/sms-secret")
+        return (certificates, https)
+    }
+
+    @Test("the embedded authority's SMS budget survives a restart: RAIN_302 smsBudget, nothing sent")
+    func budgetSurvivesRestart() async throws {
+        let dir = try Self.makeDirectory("rwsb")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (certificates, https) = try await Self.gateway(in: dir)
         let config = """
             {"codeSender": {"type": "sms",
               "sms": {"url": "https://localhost:\(https.port)/sms", "api": "webhook", "secretFile": "\(dir)/sms-secret",
@@ -47,15 +59,9 @@ struct SMSBudgetDaemonTests {
 
     @Test("rainwalletd authority --code-sender: the SMS budget is the store's, kept across a restart")
     func authorityBudgetSurvivesRestart() async throws {
-        let dir = "/tmp/rwsa-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(
-            atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let dir = try Self.makeDirectory("rwsa")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let certificates = try await TestCertificates.make(in: dir)
-        try CodeSenderTests.writeSecret("hook-secret\n", to: "\(dir)/sms-secret")
-        try FileManager.default.createDirectory(atPath: "\(dir)/https", withIntermediateDirectories: false)
-        let https = try await GatewayTestServer.https(
-            in: "\(dir)/https", certificates: certificates, secretFile: "\(dir)/sms-secret")
+        let (certificates, https) = try await Self.gateway(in: dir)
         defer { Task { await https.stop() } }
         try CodeSenderTests.writeSecret(
             """
