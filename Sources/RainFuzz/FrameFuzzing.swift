@@ -22,6 +22,11 @@ enum FrameFuzzing {
                 return .broken("FrameDecoder: frames plus buffered bytes do not add up to the bytes received")
             }
         }
+        // The server's way (complete frames in place while nothing is buffered) gives the same.
+        let inPlace = feedInPlace(stream, sizes: chunkSizes(seed: seed, total: stream.count))
+        guard inPlace.frames == whole.frames, (inPlace.error == nil) == (whole.error == nil) else {
+            return .broken("FrameDecoder.completeFrames: reading frames in place changed the frames or the error")
+        }
         if whole.frames.contains(where: { $0.count > Frame.defaultMaximumLength }) {
             return .broken("FrameDecoder: returned a frame over the maximum length")
         }
@@ -33,6 +38,7 @@ enum FrameFuzzing {
     /// Decodes one frame body as the server and the client do, and checks the envelope re-encodes
     /// to bytes that decode to the same envelope, and that the direct codec agrees with protobuf-c.
     static func envelope(_ body: [UInt8]) -> FuzzOutcome {
+        if let broken = quickLane(body) { return broken }
         if let canonical = Envelope.decodeCanonical(body) {
             guard let reference = try? Envelope.decodeReference(body), reference == canonical else {
                 return .broken("Envelope: the canonical reader and protobuf-c read these bytes differently")
@@ -53,6 +59,57 @@ enum FrameFuzzing {
             }
             return .accepted
         }
+    }
+
+    /// The quick lane reads a request only as the ordinary path does: same id, method and
+    /// profile, no payload, no deadline, at most the one metadata entry.
+    static func quickLane(_ body: [UInt8]) -> FuzzOutcome? {
+        let quick = body.withUnsafeBufferPointer { buf in
+            QuickRequest(buf).map { q in
+                (q.requestID, Array(q.method), q.profile.map { Array($0) })
+            }
+        }
+        // A method that is not UTF-8 or holds a NUL matches no handler's method name, which is all
+        // the quick lane compares it with: the ordinary path refuses it.
+        guard let (id, method, profile) = quick, !method.contains(0), String(validating: method, as: UTF8.self) != nil
+        else { return nil }
+        guard let decoded = try? Envelope.decode(body), case .request(let r) = decoded.kind, decoded.requestID == id,
+            Array(r.method.utf8) == method, r.payload.isEmpty, r.timeoutMilliseconds == 0, r.metadata.count <= 1,
+            r.profile.map({ Array($0.utf8) }) == profile
+        else {
+            return .broken("QuickRequest: the quick lane read a request the ordinary path reads differently")
+        }
+        return nil
+    }
+
+    /// As the server reads: complete frames in place while the decoder holds nothing, the
+    /// decoder otherwise.
+    private static func feedInPlace(_ stream: [UInt8], sizes: [Int]) -> (frames: [[UInt8]], error: RainError?) {
+        var decoder = FrameDecoder()
+        var frames: [[UInt8]] = []
+        var offset = 0
+        do throws(RainError) {
+            for size in sizes {
+                let end = min(offset + size, stream.count)
+                let isEmpty = decoder.bufferedByteCount == 0
+                let maximum = decoder.maximumLength
+                let taken = try stream[offset..<end].withUnsafeBytes { raw in
+                    Result { () throws(RainError) -> Int in
+                        guard isEmpty else { return 0 }
+                        return try FrameDecoder.completeFrames(in: raw, maximumLength: maximum) { body in
+                            frames.append(Array(body))
+                            return true
+                        }
+                    }
+                }.get()
+                try decoder.append(stream[(offset + taken)..<end])
+                offset = end
+                while let frame = try decoder.nextFrame() { frames.append(frame) }
+            }
+        } catch {
+            return (frames, error)
+        }
+        return (frames, nil)
     }
 
     private static func feed(_ stream: [UInt8], sizes: [Int]) -> (frames: [[UInt8]], error: RainError?, buffered: Int) {
@@ -124,6 +181,17 @@ enum FrameFuzzing {
             all += frame
             seeds.append((name: name, bytes: [3] + frame))
         }
+        // The quick lane's shape (issue 18): GetState as the client library sends it, with and
+        // without the profile entry, and two in one read.
+        let getState = { (id: UInt64, metadata: [MetadataEntry]) throws(RainError) -> [UInt8] in
+            try Envelope(
+                requestID: id, kind: .request(WireRequest(method: Method.getSessionState, payload: [], metadata: metadata))
+            ).encodeFrame()
+        }
+        let quick = try getState(300, [profile])
+        seeds.append((name: "quick-GetState", bytes: [5] + quick))
+        seeds.append((name: "quick-GetState-no-profile", bytes: [4] + (try getState(1 << 40, []))))
+        seeds.append((name: "quick-GetState-twice-in-one-read", bytes: [200] + quick + (try getState(301, [profile]))))
         seeds.append((name: "several-byte-by-byte", bytes: [0] + all))
         seeds.append((name: "several-in-reads-of-up-to-9", bytes: [9] + all))
         seeds.append((name: "invalid-header-over-maximum", bytes: [2, 0x00, 0x10, 0x00, 0x01]))

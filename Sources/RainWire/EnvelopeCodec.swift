@@ -259,6 +259,13 @@ struct ProtoWriter {
         value.withUnsafeBufferPointer { copy($0) }
     }
 
+    mutating func bytesField(_ number: Int, _ value: UnsafeBufferPointer<UInt8>) {
+        guard !value.isEmpty else { return }
+        tag(number, .lengthDelimited)
+        varint(UInt64(value.count))
+        copy(value)
+    }
+
     mutating func stringField(_ number: Int, _ value: String) {
         var value = value
         guard !value.utf8.isEmpty else { return }

@@ -59,12 +59,36 @@ public struct FrameDecoder: Sendable {
 
     private func checkPendingHeader() throws(RainError) {
         guard bufferedByteCount >= Frame.headerLength else { return }
-        let n = declaredLength(at: readIndex)
-        if n > maximumLength {
+        try Self.check(length: declaredLength(at: readIndex), maximum: maximumLength)
+    }
+
+    private static func check(length n: Int, maximum: Int) throws(RainError) {
+        if n > maximum {
             throw RainError(
-                .invalidArgument, "frame of \(n) bytes exceeds the maximum of \(maximumLength) bytes",
+                .invalidArgument, "frame of \(n) bytes exceeds the maximum of \(maximum) bytes",
                 details: .init(reason: "frame_too_large"))
         }
+    }
+
+    /// Lends the complete frames at the start of `bytes` to `each` in turn, in place, until one is
+    /// incomplete or `each` returns false; returns how many bytes they took. For input that arrives
+    /// while no partial frame is held (the usual case: a whole request per read), so that it is not
+    /// copied into a decoder first; what is left goes to `append`.
+    /// - Throws: RAIN_102 (reason `frame_too_large`) at a header declaring more than `maximumLength`.
+    public static func completeFrames(
+        in bytes: UnsafeRawBufferPointer, maximumLength: Int, _ each: (UnsafeBufferPointer<UInt8>) -> Bool
+    ) throws(RainError) -> Int {
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return 0 }
+        var at = 0
+        while bytes.count - at >= Frame.headerLength {
+            let n = Int(base[at]) << 24 | Int(base[at + 1]) << 16 | Int(base[at + 2]) << 8 | Int(base[at + 3])
+            try check(length: n, maximum: maximumLength)
+            guard bytes.count - at - Frame.headerLength >= n else { break }
+            let body = UnsafeBufferPointer(start: base + at + Frame.headerLength, count: n)
+            at += Frame.headerLength + n
+            guard each(body) else { break }
+        }
+        return at
     }
 
     private func declaredLength(at i: Int) -> Int {
@@ -86,11 +110,7 @@ public struct FrameDecoder: Sendable {
             return nil
         }
         let n = declaredLength(at: readIndex)
-        if n > maximumLength {
-            throw RainError(
-                .invalidArgument, "frame of \(n) bytes exceeds the maximum of \(maximumLength) bytes",
-                details: .init(reason: "frame_too_large"))
-        }
+        try Self.check(length: n, maximum: maximumLength)
         guard bufferedByteCount >= Frame.headerLength + n else {
             compact()
             return nil

@@ -28,6 +28,42 @@ import Testing
         #expect(d.bufferedByteCount == 0)
     }
 
+    @Test("complete frames are lent in place, up to the first incomplete one, and a refusal stops them")
+    func completeFramesInPlace() throws {
+        var got: [[UInt8]] = []
+        let all = stream
+        let cut = all.count - 5  // the last frame incomplete
+        let taken = try all[0..<cut].withUnsafeBytes { raw in
+            try FrameDecoder.completeFrames(in: raw, maximumLength: Frame.defaultMaximumLength) { body in
+                got.append(Array(body))
+                return true
+            }
+        }
+        #expect(got == Array(Self.bodies.dropLast()))
+        #expect(taken == Self.bodies.dropLast().reduce(0) { $0 + Frame.headerLength + $1.count })
+        // `each` returning false stops after that frame.
+        var seen = 0
+        let first = try all.withUnsafeBytes { raw in
+            try FrameDecoder.completeFrames(in: raw, maximumLength: Frame.defaultMaximumLength) { _ in
+                seen += 1
+                return false
+            }
+        }
+        #expect(seen == 1 && first == Frame.headerLength)
+        // A header over the maximum is refused, after the frames before it were lent.
+        seen = 0
+        let error = #expect(throws: RainError.self) {
+            _ = try (Frame.encode([1, 2]) + [0, 0, 4, 1]).withUnsafeBytes { raw in
+                try FrameDecoder.completeFrames(in: raw, maximumLength: 1024) { _ in
+                    seen += 1
+                    return true
+                }
+            }
+        }
+        #expect(seen == 1)
+        #expect(error?.details.reason == "frame_too_large")
+    }
+
     @Test func byteByByte() throws {
         var d = FrameDecoder()
         var got: [[UInt8]] = []

@@ -1,0 +1,147 @@
+import Foundation
+import RainCore
+import RainWire
+import Testing
+
+/// The quick lane's reader and writer (QuickFrames.swift) against the ordinary codec: a request
+/// is read quickly only in the shape the client library sends for a cheap read, and then read as
+/// the ordinary path reads it; a quick answer is the ordinary answer's frame, byte for byte.
+@Suite struct QuickFramesTests {
+    static func body(_ id: UInt64, _ request: WireRequest) throws -> [UInt8] {
+        try Envelope(requestID: id, kind: .request(request)).canonicalBytes(isFramed: false)
+    }
+
+    static func quick(_ body: [UInt8]) -> (id: UInt64, method: String, profile: String?)? {
+        body.withUnsafeBufferPointer { buf in
+            QuickRequest(buf).map { q in
+                (q.requestID, String(decoding: q.method, as: UTF8.self), q.profile.map { String(decoding: $0, as: UTF8.self) })
+            }
+        }
+    }
+
+    /// Whether `method` could be a method name: UTF-8 without NUL, as the ordinary path requires.
+    static func isMethodName(_ method: String) -> Bool {
+        !method.utf8.contains(0) && !method.contains("\u{FFFD}")
+    }
+
+    @Test("a cheap read as the client library sends it is read quickly, with or without its profile entry")
+    func recognised() throws {
+        for id: UInt64 in [1, 127, 128, 300, 1 << 40, UInt64(Int64.max)] {
+            let withProfile = try Self.body(
+                id,
+                WireRequest(
+                    method: Method.getSessionState, payload: [],
+                    metadata: [MetadataEntry(key: profileMetadataKey, value: "work-profile")]))
+            let q = try #require(Self.quick(withProfile), "id \(id)")
+            #expect(q.id == id)
+            #expect(q.method == Method.getSessionState)
+            #expect(q.profile == "work-profile")
+            let bare = try #require(Self.quick(try Self.body(id, WireRequest(method: Method.getInfo, payload: []))))
+            #expect(bare.id == id && bare.method == Method.getInfo && bare.profile == nil)
+        }
+        let body = try Self.body(7, WireRequest(method: Method.getSessionState, payload: []))
+        #expect(body.withUnsafeBufferPointer { QuickRequest($0)?.isMethod(Method.getSessionState) } == true)
+        #expect(body.withUnsafeBufferPointer { QuickRequest($0)?.isMethod(Method.getInfo) } == false)
+    }
+
+    @Test("anything else takes the ordinary path: a payload, a deadline, other metadata, id 0, other kinds")
+    func declined() throws {
+        let profile = MetadataEntry(key: profileMetadataKey, value: "default")
+        let others: [(String, [UInt8])] = [
+            ("payload", try Self.body(1, WireRequest(method: Method.getSessionState, payload: [8, 1], metadata: [profile]))),
+            (
+                "deadline",
+                try Self.body(
+                    1, WireRequest(method: Method.getSessionState, payload: [], timeoutMilliseconds: 5, metadata: [profile]))
+            ),
+            (
+                "two entries",
+                try Self.body(1, WireRequest(method: Method.getSessionState, payload: [], metadata: [profile, profile]))
+            ),
+            (
+                "another key",
+                try Self.body(
+                    1, WireRequest(method: Method.getSessionState, payload: [], metadata: [MetadataEntry(key: "x", value: "y")]))
+            ),
+            (
+                "empty profile",
+                try Self.body(
+                    1,
+                    WireRequest(
+                        method: Method.getSessionState, payload: [], metadata: [MetadataEntry(key: profileMetadataKey, value: "")]
+                    ))
+            ),
+            (
+                "profile with a space",
+                try Self.body(
+                    1,
+                    WireRequest(
+                        method: Method.getSessionState, payload: [],
+                        metadata: [MetadataEntry(key: profileMetadataKey, value: "a b")]))
+            ),
+            ("id 0", try Self.body(0, WireRequest(method: Method.getSessionState, payload: []))),
+            ("response", try Envelope(requestID: 1, kind: .response(.ok([]))).canonicalBytes(isFramed: false)),
+            ("cancel", try Envelope(requestID: 1, kind: .cancel).canonicalBytes(isFramed: false)),
+            ("empty", []),
+        ]
+        for (what, body) in others {
+            #expect(Self.quick(body) == nil, "\(what)")
+        }
+        // Every prefix of a recognised request, and a byte more after it.
+        let whole = try Self.body(9, WireRequest(method: Method.getSessionState, payload: [], metadata: [profile]))
+        for n in 0..<whole.count {
+            #expect(Self.quick(Array(whole[0..<n])) == nil, "prefix of \(n) bytes")
+        }
+        #expect(Self.quick(whole + [0]) == nil)
+    }
+
+    @Test("whatever the quick lane reads, the ordinary path reads the same (mutated requests)")
+    func agreesWithTheOrdinaryPath() throws {
+        var rng = EnvelopeCodecTests.Seeded(state: 0x9E37_79B9_7F4A_7C15)
+        let profile = MetadataEntry(key: profileMetadataKey, value: "default")
+        let seed = try Self.body(300, WireRequest(method: Method.getSessionState, payload: [], metadata: [profile]))
+        var recognised = 0
+        for _ in 0..<5_000 {
+            var bytes = seed
+            rng.mutate(&bytes)
+            guard let q = Self.quick(bytes) else { continue }
+            recognised += 1
+            // A method that is no method name (not UTF-8, a NUL) is read quickly but answered by no
+            // handler, which compares it with its names: the ordinary path refuses it.
+            guard let decoded = try? Envelope.decode(bytes) else {
+                #expect(!Self.isMethodName(q.method), "the ordinary path refused \(bytes)")
+                continue
+            }
+            guard case .request(let r) = decoded.kind else {
+                Issue.record("read quickly as a request, decoded as \(decoded.kind)")
+                continue
+            }
+            #expect(decoded.requestID == q.id)
+            #expect(r.method == q.method)
+            #expect(r.profile == q.profile)
+            #expect(r.payload.isEmpty && r.timeoutMilliseconds == 0 && r.metadata.count <= 1)
+        }
+        // Some mutations keep the shape (another id, method or profile byte): the check ran.
+        #expect(recognised > 10)
+    }
+
+    @Test("a quick answer is the ordinary answer's frame, byte for byte")
+    func answerBytes() throws {
+        let scratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1 << 17)
+        defer { scratch.deallocate() }
+        for id: UInt64 in [1, 127, 128, 1 << 35, UInt64.max] {
+            for size in [0, 1, 127, 128, 300, 20_000, 70_000] {
+                let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+                let expected = try Envelope(requestID: id, kind: .response(.ok(payload))).canonicalBytes(isFramed: true)
+                let n = try #require(
+                    payload.withUnsafeBufferPointer { QuickAnswer.write(requestID: id, payload: $0, into: scratch) })
+                #expect(Array(scratch[0..<n]) == expected, "id \(id), \(size) bytes")
+            }
+        }
+        // No room: nil, nothing written past the buffer.
+        let small = UnsafeMutableBufferPointer(rebasing: scratch[0..<10])
+        #expect(
+            [UInt8](repeating: 1, count: 20).withUnsafeBufferPointer { QuickAnswer.write(requestID: 1, payload: $0, into: small) }
+                == nil)
+    }
+}
