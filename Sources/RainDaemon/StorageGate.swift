@@ -153,6 +153,14 @@ final class StorageGate: ServerHandler, StorageControl {
         }
     }
 
+    /// The service's quick lane while it serves (not while the keys load or move).
+    func quickAnswer(
+        _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
+    ) -> [UInt8]? {
+        let service = state.withLock { s in s.migrationTarget == nil ? s.opened?.service : nil }
+        return service?.quickAnswer(request, connection: connection, peer: peer, memo: &memo)
+    }
+
     func cancel(connection: ConnectionID, requestID: UInt64) {
         state.withLock { $0.opened?.service }?.cancel(connection: connection, requestID: requestID)
     }

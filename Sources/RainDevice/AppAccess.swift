@@ -87,8 +87,13 @@ public final class AppAccess: Sendable {
     }
 
     struct State {
-        var approvals: AppApprovals
-        var connections: [ConnectionID: Connected] = [:]
+        // Any change to either moves `generation` on (in place: the observers do not read the old value).
+        var approvals: AppApprovals { didSet { generation &+= 1 } }
+        var connections: [ConnectionID: Connected] = [:] { didSet { generation &+= 1 } }
+        /// Moves on with every change of the approvals or of a connection's decisions.
+        var generation: UInt64 = 0
+
+        init(approvals: AppApprovals) { self.approvals = approvals }
     }
 
     private let state: Mutex<State>
@@ -123,6 +128,11 @@ public final class AppAccess: Sendable {
     public func isApproved(connection: ConnectionID, profile: String) -> Bool {
         state.withLock { $0.connections[connection]?.profiles.contains(profile) == true }
     }
+
+    /// Moves on whenever an approval or a connection's decision changes: a decision taken at one
+    /// generation (`approval(connection:profile:)`) holds while it is the same (the quick lane
+    /// keeps it per connection, issue 18).
+    public var generation: UInt64 { state.withLock { $0.generation } }
 
     /// Whether the connection's app is approved for `profile`, and its identity once read: one look
     /// under the lock, on every call.

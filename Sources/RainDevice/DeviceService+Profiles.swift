@@ -150,6 +150,14 @@ final class ProfileEntries: Sendable {
         return entry
     }
 
+    /// The runtime of a profile the config names (or `default`) that is in use already; nil
+    /// otherwise. The quick lane's lookup: it creates nothing and, as for every named profile,
+    /// keeps no use count.
+    func namedRuntime(_ name: String) -> ProfileRuntime? {
+        guard isNamed(name) else { return nil }
+        return state.withLock { $0.held[name]?.entry.runtime }
+    }
+
     /// Every profile in use.
     func entries() -> [DeviceService.Entry] { state.withLock { $0.held.values.map(\.entry) } }
 

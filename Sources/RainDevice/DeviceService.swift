@@ -174,6 +174,53 @@ public final class DeviceService: ServerHandler {
         return route.placement == .stream ? .stream : .deferred
     }
 
+    /// The quick lane (issue 18): Session/GetState answered from the profile's encoded snapshot,
+    /// when the ordinary path would answer it at once with that snapshot: the daemon's own uid
+    /// (another uid the config admits takes the ordinary path), a profile the config names that
+    /// is in use already (its name was checked when it was first used), and an app the per-app
+    /// access has approved on this connection for the profile. Anything else returns nil and
+    /// takes `handle`, which decides as before. What was found is kept in the connection's `memo`
+    /// while the per-app decisions stay the same (their generation), so the next call looks
+    /// nothing up. `QuickLaneTests` checks both paths answer the same.
+    public func quickAnswer(
+        _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
+    ) -> [UInt8]? {
+        guard peer.uid == ownUID, request.isMethod(Method.getSessionState) else { return nil }
+        let generation = access?.apps.generation ?? 0
+        if let grant = memo as? QuickGrant, grant.generation == generation, grant.isFor(request.profile) {
+            return grant.runtime.encodedSnapshot()
+        }
+        let profile = request.profile.map { String(decoding: $0, as: UTF8.self) } ?? ProfileName.defaultName
+        guard let runtime = profiles.namedRuntime(profile) else { return nil }
+        if let apps = access?.apps, !apps.approval(connection: connection, profile: profile).isApproved { return nil }
+        memo = QuickGrant(profile: request.profile.map { Array($0) }, runtime: runtime, generation: generation)
+        return runtime.encodedSnapshot()
+    }
+
+    /// What the quick lane found for a connection: a named profile's runtime (never evicted) and
+    /// the per-app generation its approval was seen at.
+    final class QuickGrant {
+        /// The profile entry's bytes; nil when the request named none (`default`).
+        let profile: [UInt8]?
+        let runtime: ProfileRuntime
+        let generation: UInt64
+
+        init(profile: [UInt8]?, runtime: ProfileRuntime, generation: UInt64) {
+            self.profile = profile
+            self.runtime = runtime
+            self.generation = generation
+        }
+
+        /// Whether a request naming `requested` (nil: none) is for this profile.
+        func isFor(_ requested: UnsafeBufferPointer<UInt8>?) -> Bool {
+            switch (profile, requested) {
+            case (nil, nil): true
+            case (let kept?, let asked?): kept.elementsEqual(asked)
+            default: false
+            }
+        }
+    }
+
     private func finishWaiting(_ ctx: RequestContext) {
         waiting.withLock { w in
             w[ctx.connection]?.removeValue(forKey: ctx.requestID)

@@ -40,14 +40,23 @@ public final class ProfileRuntime: Sendable {
         var timer: (any RainTimer)?
     }
 
+    /// The encoded snapshot kept for the quick lane, with the span of time it holds for.
+    struct EncodedSnapshot {
+        var bytes: [UInt8]
+        /// From when (inclusive) to when (exclusive) the clock gives the same snapshot.
+        var validFrom: Date
+        var validUntil: Date
+    }
+
     struct State {
-        var isLoading = true
+        // Every property the snapshot is computed from drops the encoded one when it changes.
+        var isLoading = true { didSet { encoded = nil } }
         /// Resumed by the first publish (the restore finished) or by their timeout.
         var restoreWaiters: [Int: RestoreWaiter] = [:]
         var nextWaiterID = 0
-        var session: SessionView?
+        var session: SessionView? { didSet { encoded = nil } }
         /// Set when the session ended without logout; cleared by the next login or a logout.
-        var endedReason: ExpiryReason?
+        var endedReason: ExpiryReason? { didSet { encoded = nil } }
         var watchers: [WatcherKey: Watcher] = [:]
         var lastPublished: SessionSnapshot?
         /// When the last challenge pending on the profile (a login or verification code, a passkey
@@ -55,9 +64,13 @@ public final class ProfileRuntime: Sendable {
         var pendingChallengesUntil: Date?
         /// The session policy in effect: the config's, with a client's `Profile/Configure` values
         /// where the config sets none.
-        var sessionPolicy: RainWalletSessionPolicy
+        var sessionPolicy: RainWalletSessionPolicy { didSet { encoded = nil } }
         /// The link to the authority (issue 20), carried by every snapshot.
-        var link: AuthorityLinkState?
+        var link: AuthorityLinkState? { didSet { encoded = nil } }
+        /// The snapshot's bytes for `encodedSnapshot()`; nil until asked for, and after any change.
+        var encoded: EncodedSnapshot?
+
+        init(sessionPolicy: RainWalletSessionPolicy) { self.sessionPolicy = sessionPolicy }
     }
 
     public let name: String
@@ -81,18 +94,47 @@ public final class ProfileRuntime: Sendable {
     /// The current snapshot, computed against the clock (so an expired session reads as expired).
     public func snapshot() -> SessionSnapshot { state.withLock { compute($0) } }
 
-    private func compute(_ s: State) -> SessionSnapshot {
-        var snapshot = computeSession(s)
+    /// The snapshot's encoded bytes (`SessionState`), as `snapshot().encode()` gives them, kept
+    /// until the session, the policy or the link change or the clock reaches the next moment
+    /// where the snapshot would read differently (the session stops being active, or expires):
+    /// the quick lane's answer to Session/GetState (issue 18). Nil when encoding fails.
+    public func encodedSnapshot() -> [UInt8]? {
+        let now = clock.now
+        return state.withLock { s -> [UInt8]? in
+            if let e = s.encoded, e.validFrom <= now, now < e.validUntil { return e.bytes }
+            guard let bytes = try? compute(s, now: now).encode() else { return nil }
+            let (from, until) = Self.validity(s, now: now)
+            s.encoded = EncodedSnapshot(bytes: bytes, validFrom: from, validUntil: until)
+            return bytes
+        }
+    }
+
+    /// The span around `now` in which `compute` gives the same snapshot: between the two moments
+    /// where a session's snapshot changes by itself (`hasActiveSession` turns false at expiry
+    /// minus the active threshold; the session expires at expiry).
+    static func validity(_ s: State, now: Date) -> (from: Date, until: Date) {
+        guard !s.isLoading, let v = s.session else { return (.distantPast, .distantFuture) }
+        let threshold = s.sessionPolicy.effectiveActiveThreshold(lifetime: v.lifetime).timeInterval
+        var from = Date.distantPast
+        var until = Date.distantFuture
+        for moment in [v.expiresAt.addingTimeInterval(-threshold), v.expiresAt] {
+            if moment <= now { from = max(from, moment) } else { until = min(until, moment) }
+        }
+        return (from, until)
+    }
+
+    private func compute(_ s: State, now: Date? = nil) -> SessionSnapshot {
+        var snapshot = computeSession(s, now: now)
         snapshot.authorityLink = s.link
         return snapshot
     }
 
-    private func computeSession(_ s: State) -> SessionSnapshot {
+    private func computeSession(_ s: State, now givenNow: Date?) -> SessionSnapshot {
         if s.isLoading { return .loading }
         guard let v = s.session else {
             return s.endedReason == nil ? .unauthenticated : SessionSnapshot(authState: .unauthenticated, sessionState: .expired)
         }
-        let now = clock.now
+        let now = givenNow ?? clock.now
         if now >= v.expiresAt {
             return SessionSnapshot(
                 authState: .unauthenticated, sessionState: .expired, accountID: v.accountID, walletID: v.walletID,

@@ -88,6 +88,22 @@ public protocol ServerHandler: AnyObject, Sendable {
     func cancel(connection: ConnectionID, requestID: UInt64)
     /// A connection closed; drop its streams (loop thread).
     func connectionClosed(_ connection: ConnectionID)
+    /// The quick lane (issue 18): the OK payload answering `request` at once, from bytes the
+    /// handler keeps encoded, or nil to take the ordinary path (`handle`), which must answer the
+    /// same. Called on the loop thread, must not block; only for a request in the canonical shape
+    /// of a cheap read (`QuickRequest`) on an admitted connection with no call of its id in
+    /// flight. `memo` is the connection's to keep what the handler found for the next call (nil
+    /// at first; dropped with the connection). The default answers nothing quickly.
+    func quickAnswer(
+        _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
+    ) -> [UInt8]?
+}
+
+extension ServerHandler {
+    /// Nothing is answered quickly: every request takes `handle`.
+    public func quickAnswer(
+        _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
+    ) -> [UInt8]? { nil }
 }
 
 /// Settings of the server.
@@ -169,7 +185,8 @@ enum PeerKey: Hashable {
 /// the loop through an eventfd.
 public final class EventLoopServer: @unchecked Sendable {
     // @unchecked Sendable: every var below except `outbound` and `stopRequest` is touched only on
-    // the loop thread (inside `run()`); those two are behind Mutexes.
+    // the loop thread (inside `run()`); those two are behind Mutexes. The ones the loop reads on
+    // every call go without the dynamic exclusivity check, as `Connection`'s do.
 
     struct Outbound {
         var connection: ConnectionID
@@ -185,6 +202,10 @@ public final class EventLoopServer: @unchecked Sendable {
         init(token: UInt64) { self.token = token }
     }
 
+    /// One connection. Its state is the loop thread's alone (see `EventLoopServer`), so its
+    /// properties go without the dynamic exclusivity check: no access to one of them ever
+    /// overlaps another on that one thread, and the checks cost about 1,000 instructions per call
+    /// (issue 18, `scripts/bench --profile`).
     final class Connection {
         let id: ConnectionID
         let fd: Int32
@@ -193,31 +214,35 @@ public final class EventLoopServer: @unchecked Sendable {
         let peerKey: PeerKey?
         let acceptedAt: ContinuousClock.Instant
         /// When the last byte of input arrived (the progress of a partial frame).
-        var lastInputAt: ContinuousClock.Instant
+        @exclusivity(unchecked) var lastInputAt: ContinuousClock.Instant
         /// True once the TLS handshake is done and a first valid request was decoded.
-        var isAdmitted = false
+        @exclusivity(unchecked) var isAdmitted = false
         /// The plaintext of unfinished frames held in `decoder`, as counted in the server's total.
-        var bufferedInput = 0
+        @exclusivity(unchecked) var bufferedInput = 0
         /// Ciphertext received while the TLS handshake is not done.
-        var handshakeInput = 0
+        @exclusivity(unchecked) var handshakeInput = 0
         /// A TLS record is partly received (held by OpenSSL, not by the decoder).
-        var hasPartialRecord = false
+        @exclusivity(unchecked) var hasPartialRecord = false
         /// In the server's set of connections with a deadline.
-        var isTimed = false
-        var decoder: FrameDecoder
-        var output: [UInt8] = []
-        var outputOffset = 0
-        var calls: [UInt64: Call] = [:]
-        var wantsWrite = false
-        var closeAfterFlush = false
-        var isReadClosed = false
+        @exclusivity(unchecked) var isTimed = false
+        @exclusivity(unchecked) var decoder: FrameDecoder
+        @exclusivity(unchecked) var output: [UInt8] = []
+        @exclusivity(unchecked) var outputOffset = 0
+        @exclusivity(unchecked) var calls: [UInt64: Call] = [:]
+        @exclusivity(unchecked) var wantsWrite = false
+        @exclusivity(unchecked) var closeAfterFlush = false
+        @exclusivity(unchecked) var isReadClosed = false
+        /// Set when the server closed it (it is no longer in `connections`).
+        @exclusivity(unchecked) var isClosed = false
+        /// The handler's memo for the quick lane (`ServerHandler.quickAnswer`).
+        @exclusivity(unchecked) var quickMemo: AnyObject?
         /// The TLS state when the server speaks TLS: frames are encrypted into `output` and input
         /// is decrypted before the decoder sees it.
-        var tls: TLSSession?
+        @exclusivity(unchecked) var tls: TLSSession?
         /// The TLS exporter value, once the handshake completed.
-        var channelBinding: [UInt8]?
+        @exclusivity(unchecked) var channelBinding: [UInt8]?
         /// The peer's pidfd (Unix connections), closed with the connection.
-        var process: ProcessDescriptor?
+        @exclusivity(unchecked) var process: ProcessDescriptor?
         init(
             id: ConnectionID, fd: Int32, peer: PeerCredentials, peerKey: PeerKey?, maximumFrame: Int,
             now: ContinuousClock.Instant
@@ -243,10 +268,10 @@ public final class EventLoopServer: @unchecked Sendable {
     private let logger: Logger
     private let ownUID: UInt32
 
-    private var connections: [UInt64: Connection] = [:]
+    @exclusivity(unchecked) private var connections: [UInt64: Connection] = [:]
     /// Connections with a deadline (`Connection.needsDeadline`), checked every `sweepInterval`.
-    private var timed: Set<UInt64> = []
-    private var nextSweep: ContinuousClock.Instant?
+    @exclusivity(unchecked) private var timed: Set<UInt64> = []
+    @exclusivity(unchecked) private var nextSweep: ContinuousClock.Instant?
     private let sweepInterval: Duration
     /// Open connections per uid or source address (`ServerOptions.maximumConnectionsPerPeer`).
     private var connectionsPerPeer: [PeerKey: Int] = [:]
@@ -256,27 +281,27 @@ public final class EventLoopServer: @unchecked Sendable {
     private var unadmittedOrder: [UInt64] = []
     private var unadmittedHead = 0
     /// Open connections that are admitted.
-    private var admittedCount = 0
+    @exclusivity(unchecked) private var admittedCount = 0
     /// The plaintext of unfinished frames held across all connections.
-    private var bufferedInput = 0
+    @exclusivity(unchecked) private var bufferedInput = 0
     /// The time of the loop's current turn (read once after each wait).
-    private var now = ContinuousClock.now
+    @exclusivity(unchecked) private var now = ContinuousClock.now
     /// A descriptor kept open on /dev/null to be given up when descriptors run out: it lets the
     /// loop accept and close the waiting connections (-1 when it could not be reopened).
     private var reserveFD: Int32 = -1
     /// Where answers are written before they join a connection's output (loop thread only).
     private let scratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 * 1024)
     /// Set while the listener is out of the epoll set after `EMFILE` / `ENFILE`.
-    private var acceptPausedUntil: ContinuousClock.Instant?
+    @exclusivity(unchecked) private var acceptPausedUntil: ContinuousClock.Instant?
     private var logThrottle: LogThrottle
     private var nextConnection: UInt64 = 2  // tokens 0 and 1 are the listener and the eventfd
-    private var nextToken: UInt64 = 1
-    private var listening = true
+    @exclusivity(unchecked) private var nextToken: UInt64 = 1
+    @exclusivity(unchecked) private var listening = true
     /// The most connections held since memory was last given back.
     private var connectionHighWater = 0
     /// Set when many connections left: once the loop is idle, free heap memory goes back to the
     /// kernel, so the daemon returns to its idle size after a crowd of clients.
-    private var releaseMemoryWhenIdle = false
+    @exclusivity(unchecked) private var releaseMemoryWhenIdle = false
     private let outbound = Mutex<[Outbound]>([])
     private let stopRequest = Mutex<Duration?>(nil)
     private let stats = Mutex<(connections: Int, calls: Int)>((0, 0))
@@ -395,10 +420,9 @@ public final class EventLoopServer: @unchecked Sendable {
             now = clock.now
             if let sweep = nextSweep, sweep <= now { sweepDeadlines() }
             if let resume = acceptPausedUntil, resume <= now { resumeAccepting() }
-            for wakeAt in [nextSweep, acceptPausedUntil].compactMap({ $0 }) {
-                let wait = Int32(clamping: max(1, (wakeAt - now).milliseconds + 1))
-                timeoutMS = timeoutMS < 0 ? wait : min(timeoutMS, wait)
-            }
+            // Each on its own, not an array of them: no allocation per turn of the loop.
+            if let wakeAt = nextSweep { timeoutMS = Self.waitUntil(wakeAt, now: now, orEarlier: timeoutMS) }
+            if let wakeAt = acceptPausedUntil { timeoutMS = Self.waitUntil(wakeAt, now: now, orEarlier: timeoutMS) }
             let n: Int
             do {
                 n = try epoll.wait(into: &events, timeoutMilliseconds: timeoutMS)
@@ -425,10 +449,19 @@ public final class EventLoopServer: @unchecked Sendable {
                     if !c.isReadClosed && !ev.events.isDisjoint(with: [.input, .hangUp, .error, .readHangUp]) {
                         readAvailable(c, readBuffer)
                     }
-                    if connections[ev.token] != nil { flush(c) }
+                    if !c.isClosed { flush(c) }
                 }
             }
         }
+    }
+
+    /// The wait in milliseconds until `wakeAt` (at least 1), or `timeoutMS` when that is sooner
+    /// (-1: no timeout yet).
+    private static func waitUntil(
+        _ wakeAt: ContinuousClock.Instant, now: ContinuousClock.Instant, orEarlier timeoutMS: Int32
+    ) -> Int32 {
+        let wait = Int32(clamping: max(1, (wakeAt - now).milliseconds + 1))
+        return timeoutMS < 0 ? wait : min(timeoutMS, wait)
     }
 
     private func acceptAll() {
@@ -683,7 +716,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 let goesOn = decryptAvailable(c, tls, buffer)
                 c.hasPartialRecord = tls.hasPartialRecord
                 if !tls.isHandshakeComplete && c.handshakeInput > options.maximumUnadmittedInput
-                    && connections[c.id.rawValue] != nil
+                    && !c.isClosed
                 {
                     // No channel to answer on yet: the handshake alone is over the budget.
                     logRefusal("input.refused", c, reason: "unadmitted_input")
@@ -691,13 +724,13 @@ public final class EventLoopServer: @unchecked Sendable {
                     return
                 }
                 guard goesOn else {
-                    if connections[c.id.rawValue] != nil { updateDeadline(c) }
+                    if !c.isClosed { updateDeadline(c) }
                     return
                 }
             } else {
                 consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), on: c)
             }
-            guard connections[c.id.rawValue] != nil else { return }
+            guard !c.isClosed else { return }
             enforceInputLimits(c)
             updateDeadline(c)
             if c.closeAfterFlush { continue }
@@ -705,15 +738,30 @@ public final class EventLoopServer: @unchecked Sendable {
         }
     }
 
-    /// Feeds plaintext to the connection's frame decoder and processes the complete frames.
+    /// Feeds plaintext to the connection's frame decoder and processes the complete frames: in
+    /// place while the decoder holds no partial frame (a whole request per read, the usual case),
+    /// through the decoder otherwise.
     private func consume(_ plaintext: UnsafeRawBufferPointer, on c: Connection) {
         do {
-            try c.decoder.append(plaintext)
-            while let decoded = try c.decoder.withNextFrame({ body in
-                Result { () throws(RainError) in try Envelope.decode(body) }
-            }) {
-                process(decoded, on: c)
-                if c.closeAfterFlush || connections[c.id.rawValue] == nil { break }
+            var rest = plaintext
+            if c.decoder.bufferedByteCount == 0 {
+                let taken = try FrameDecoder.completeFrames(in: plaintext, maximumLength: options.maximumFrameLength) {
+                    body in
+                    serveFrame(body, on: c)
+                    return !c.closeAfterFlush && !c.isClosed
+                }
+                if c.closeAfterFlush || c.isClosed { return }
+                rest = UnsafeRawBufferPointer(rebasing: plaintext[taken...])
+            }
+            if !rest.isEmpty {
+                try c.decoder.append(rest)
+                while true {
+                    // The body is copied out of the decoder's buffer only for the ordinary path's
+                    // rare case (a request split across reads).
+                    guard let frame = try c.decoder.withNextFrame({ Array($0) }) else { break }
+                    frame.withUnsafeBufferPointer { serveFrame($0, on: c) }
+                    if c.closeAfterFlush || c.isClosed { break }
+                }
             }
         } catch {
             // The framing itself is broken: answer once and close, the stream cannot be trusted.
@@ -722,6 +770,26 @@ public final class EventLoopServer: @unchecked Sendable {
             c.decoder = FrameDecoder(maximumLength: options.maximumFrameLength)
         }
         countBufferedInput(c)
+    }
+
+    /// Serves one frame body: the quick lane when the request is a cheap read the handler answers
+    /// at once (`ServerHandler.quickAnswer`), the ordinary path (decode, `process`) otherwise.
+    /// Not inlined: `scripts/bench-instructions` counts its calls as the requests served.
+    @inline(never)
+    private func serveFrame(_ body: UnsafeBufferPointer<UInt8>, on c: Connection) {
+        if c.isAdmitted, let request = QuickRequest(body), c.calls.count < options.maximumCallsPerConnection,
+            c.calls.isEmpty || c.calls[request.requestID] == nil,
+            let payload = handler.quickAnswer(request, connection: c.id, peer: c.peer, memo: &c.quickMemo)
+        {
+            let written = payload.withUnsafeBufferPointer {
+                QuickAnswer.write(requestID: request.requestID, payload: $0, into: scratch)
+            }
+            if let n = written, n - Frame.headerLength <= options.maximumFrameLength {
+                append(UnsafeBufferPointer(rebasing: scratch[0..<n]), to: c)
+                return
+            }
+        }
+        process(Result { () throws(RainError) in try Envelope.decode(body) }, on: c)
     }
 
     /// Brings the server's total of held input up to date with what `c`'s decoder holds.
@@ -842,7 +910,7 @@ public final class EventLoopServer: @unchecked Sendable {
                             : "no complete request within \(options.admissionTimeout.milliseconds) ms; the connection is closed",
                         details: .init(reason: c.isAdmitted ? "frame_stalled" : "admission_timeout")),
                     on: c)
-                if connections[c.id.rawValue] != nil { flush(c) }
+                if !c.isClosed { flush(c) }
             }
             closeConnection(c)
         }
@@ -872,7 +940,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 return false
             }
         }
-        while connections[c.id.rawValue] != nil && !c.closeAfterFlush {
+        while !c.isClosed && !c.closeAfterFlush {
             let result: TLSSession.ReadResult
             do {
                 result = try tls.readPlaintext(into: buffer)
@@ -1066,7 +1134,7 @@ public final class EventLoopServer: @unchecked Sendable {
             append(item.frame, to: c)
             touched[c.id.rawValue] = c
         }
-        for c in touched.values where connections[c.id.rawValue] != nil { flush(c) }
+        for c in touched.values where !c.isClosed { flush(c) }
     }
 
     private func flush(_ c: Connection) {
@@ -1106,6 +1174,7 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func closeConnection(_ c: Connection) {
         guard connections.removeValue(forKey: c.id.rawValue) != nil else { return }
+        c.isClosed = true
         if connectionHighWater >= 32 && connections.count * 2 <= connectionHighWater {
             connectionHighWater = connections.count
             releaseMemoryWhenIdle = true

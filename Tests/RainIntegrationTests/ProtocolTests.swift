@@ -173,6 +173,45 @@ struct ProtocolTests {
         #expect(again.response?.status.isOK == true)
     }
 
+    @Test("GetState on the quick lane keeps the connection's rules: a duplicate id refused, many in one write answered")
+    func quickLaneKeepsTheRules() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let raw = try RawConnection(path: h.socketPath)
+        let getState = { (id: UInt64) throws -> [UInt8] in
+            try Envelope(
+                requestID: id,
+                kind: .request(
+                    WireRequest(
+                        method: Method.getSessionState, payload: [],
+                        metadata: [MetadataEntry(key: profileMetadataKey, value: "default")]))
+            ).encodeFrame()
+        }
+        // The first request admits the connection (the ordinary path); the quick lane serves the next.
+        try raw.write(try getState(1))
+        let first = try #require(try await onThread { try raw.readEnvelope() })
+        #expect(first.response?.status.isOK == true)
+
+        // A call in flight under id 9: a GetState under the same id is refused, as on the ordinary path.
+        let slow = try SlowEchoRequest(delayMilliseconds: 500, data: Array("slow".utf8)).encode()
+        try raw.write(try Envelope.requestFrame(id: 9, method: Method.slowEcho, payload: slow) + (try getState(9)))
+        let answers = try await onThread { [try raw.readEnvelope(), try raw.readEnvelope()] }.compactMap { $0 }
+        let refusal = try #require(answers.first { $0.response?.status.isOK == false })
+        #expect(refusal.requestID == 0)
+        #expect(refusal.response?.status.details.reason == "duplicate_request_id")
+        #expect(answers.contains { $0.requestID == 9 && $0.response?.status.isOK == true })
+
+        // Fifty in one write: fifty answers, in order, each the state of the session.
+        try raw.write(try (100..<150).flatMap { try getState(UInt64($0)) })
+        let many = try await onThread { try (0..<50).map { _ in try raw.readEnvelope() } }.compactMap { $0 }
+        #expect(many.map(\.requestID) == Array(100..<150))
+        for answer in many {
+            let response = try #require(answer.response)
+            #expect(response.status.isOK)
+            #expect(try SessionSnapshot.decode(response.payload).authState != .authenticated)
+        }
+    }
+
     @Test("GetInfo reports the protocol version, the frame limit and the test capability")
     func getInfo() async throws {
         let h = try await DaemonHarness.start()
