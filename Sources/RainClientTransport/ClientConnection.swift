@@ -18,13 +18,14 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public struct ConnectionFailure: Error, Sendable {}
 
     enum Pending {
-        case unary(CheckedContinuation<Result<[UInt8], RainError>, Never>)
+        /// Resumed exactly once, by whoever removes it from `State.pending` (under the lock: only
+        /// one can), or at once when it never got there (see `call`).
+        case unary(UnsafeContinuation<Result<[UInt8], RainError>, Never>)
         case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
     }
 
     struct State {
         var pending: [UInt64: Pending] = [:]
-        var nextID: UInt64 = 1
         var closedError: RainError?
     }
 
@@ -41,6 +42,11 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private let wakeFD: EventFD?
     private let jobQueue = Mutex(JobQueue())
     private let state = Mutex(State())
+    /// The next request id: an atomic, not a field of `state`, so that a call takes that lock once.
+    private let nextID = Atomic<UInt64>(1)
+    /// Set (under `state`'s lock) with `State.closedError`: `isClosed`, read before every call
+    /// by `RainProvider`, then takes no lock.
+    private let isClosedFlag = Atomic<Bool>(false)
     /// Guards writes to the socket and, with TLS, every use of the session (reads included).
     private let writeSide: Mutex<(any ConnectionCipher)?>
     private let isTLS: Bool
@@ -118,7 +124,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
 
     /// True once the connection has failed or been closed.
-    public var isClosed: Bool { state.withLock { $0.closedError != nil } }
+    public var isClosed: Bool { isClosedFlag.load(ordering: .acquiring) }
 
     /// Closes the connection; calls in flight fail with RAIN_101.
     public func close() {
@@ -130,17 +136,28 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public func call(
         method: String, payload: [UInt8], metadata: [MetadataEntry] = [], timeoutMilliseconds: UInt32 = 0
     ) async throws(RainError) -> [UInt8] {
-        let id = state.withLock { s -> UInt64 in
-            defer { s.nextID += 1 }
-            return s.nextID
-        }
-        let frame = try Envelope(
-            requestID: id,
-            kind: .request(
-                WireRequest(method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
-        ).encodeFrame()
+        try await call(
+            method: method, payload: payload, metadata: EncodedMetadata(metadata), timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// `call(method:payload:metadata:timeoutMilliseconds:)` with metadata encoded once by the
+    /// caller (`RainProvider`'s never changes). It runs on the caller's executor
+    /// (`nonisolated(nonsending)`): a hop to the generic executor at each of the call path's async
+    /// functions cost a task switch, each looking up the task's preferred executor under its status
+    /// lock (about 2,000 instructions a call in all).
+    nonisolated(nonsending) package func call(
+        method: String, payload: [UInt8], metadata: EncodedMetadata, timeoutMilliseconds: UInt32 = 0
+    ) async throws(RainError) -> [UInt8] {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let frame = try ClientFrames.request(
+            id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
         let result: Result<[UInt8], RainError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (cont: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
+            // An unsafe continuation (no checking object to allocate): it is resumed exactly once.
+            // Either here, when the connection is already closed (it is then never stored), or by
+            // whoever removes it from `pending` under `state`'s lock, which only one can: a failed
+            // write below, `dispatch` (its answer), or the reader's end (which sets `closedError`
+            // under the same lock as it empties `pending`, so nothing is stored after it).
+            await withUnsafeContinuation { (cont: UnsafeContinuation<Result<[UInt8], RainError>, Never>) in
                 let closed = state.withLock { s -> RainError? in
                     if let e = s.closedError { return e }
                     s.pending[id] = .unary(cont)
@@ -168,11 +185,10 @@ public final class ClientConnection: TaskExecutor, Sendable {
         method: String, payload: [UInt8], metadata: [MetadataEntry] = []
     ) throws(RainError) -> (id: UInt64, messages: AsyncThrowingStream<[UInt8], any Error>) {
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream(bufferingPolicy: .unbounded)
-        let id = try state.withLock { s throws(RainError) -> UInt64 in
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        try state.withLock { s throws(RainError) in
             if let e = s.closedError { throw e }
-            defer { s.nextID += 1 }
-            s.pending[s.nextID] = .stream(continuation)
-            return s.nextID
+            s.pending[id] = .stream(continuation)
         }
         let frame = try Envelope(
             requestID: id, kind: .request(WireRequest(method: method, payload: payload, metadata: metadata))
@@ -192,7 +208,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public func cancelStream(_ id: UInt64) { sendCancel(id) }
 
     private func sendCancel(_ id: UInt64) {
-        guard let frame = try? Envelope(requestID: id, kind: .cancel).encodeFrame() else { return }
+        let frame = ClientFrames.cancel(id: id)
         // A cancel that cannot be sent needs no report: the connection is lost, and the reader
         // thread then fails every call still in flight, this one included.
         _ = write(frame)
@@ -263,11 +279,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var scratch = isTLS ? [UInt8](repeating: 0, count: 16 * 1024 + 256) : []
         var failure = RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure())
+        // The jobs being run (see runQueuedJobs).
+        var running: [UnownedJob] = []
         // Made once: an array per round cost two allocations per call.
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         if let wakeFD { fds.append(pollfd(fd: wakeFD.descriptor, events: Int16(POLLIN), revents: 0)) }
         loop: while true {
-            runQueuedJobs()
+            runQueuedJobs(&running)
             for i in fds.indices { fds[i].revents = 0 }
             guard (try? Syscall.poll(&fds, timeoutMilliseconds: -1)) != nil else { break }
             if fds.count > 1 && fds[1].revents != 0 { wakeFD?.drain() }
@@ -286,25 +304,33 @@ public final class ClientConnection: TaskExecutor, Sendable {
                 isClosed = closed
             }
             do {
-                // From raw memory: the generic append of a slice cost ~1,000 instructions a read.
-                let appended =
+                // Frames lent from raw memory, in place when whole (the generic append of a slice
+                // cost ~1,000 instructions a read, and a copy into the decoder's buffer a memcpy).
+                var refusal: RainError?
+                let handled =
                     isTLS
-                    ? plaintext.withUnsafeBytes { raw in Result { () throws(RainError) in try decoder.append(raw) } }
+                    ? plaintext.withUnsafeBytes { raw in
+                        Result { () throws(RainError) in
+                            try decoder.forEachFrame(in: raw) { body throws(RainError) in
+                                if let r = try dispatch(body) { refusal = r }
+                            }
+                        }
+                    }
                     : buffer.withUnsafeBytes { raw in
-                        Result { () throws(RainError) in try decoder.append(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+                        Result { () throws(RainError) in
+                            try decoder.forEachFrame(in: UnsafeRawBufferPointer(rebasing: raw[0..<n])) { body throws(RainError) in
+                                if let r = try dispatch(body) { refusal = r }
+                            }
+                        }
                     }
-                try appended.get()
-                while let decoded = try decoder.withNextFrame({ body in
-                    Result { () throws(RainError) in try Envelope.decode(body) }
-                }) {
-                    if let refusal = dispatch(try decoded.get()) {
-                        // An answer to no call (request id 0): the server says why it is about to
-                        // close the connection (a limit of issue 13). Calls it ends fail with it.
-                        failure = RainError(
-                            lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
-                            details: refusal.details, underlying: ConnectionFailure())
-                    }
+                if let refusal {
+                    // An answer to no call (request id 0): the server says why it is about to
+                    // close the connection (a limit of issue 13). Calls it ends fail with it.
+                    failure = RainError(
+                        lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
+                        details: refusal.details, underlying: ConnectionFailure())
                 }
+                try handled.get()
             } catch {
                 failure = RainError(
                     .internalError, "\(peerName) sent an undecodable frame: \(error.message)", underlying: ConnectionFailure())
@@ -314,6 +340,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
         }
         let pending = state.withLock { s -> [UInt64: Pending] in
             s.closedError = failure
+            isClosedFlag.store(true, ordering: .releasing)
             defer { s.pending.removeAll() }
             return s.pending
         }
@@ -324,7 +351,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
             }
         }
         // Let the tasks just resumed run, then hand any later job to the global executor.
-        runQueuedJobs()
+        runQueuedJobs(&running)
         let leftover = jobQueue.withLock { q -> [UnownedJob] in
             q.isRunning = false
             defer { q.jobs.removeAll() }
@@ -333,19 +360,34 @@ public final class ClientConnection: TaskExecutor, Sendable {
         for job in leftover { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
-    private func runQueuedJobs() {
+    /// Runs the queued jobs until none is left. `running` is the reader thread's own array, swapped
+    /// with the queue's: taking a copy and emptying the queue's array (then shared) cost an
+    /// allocation per wake-up.
+    private func runQueuedJobs(_ running: inout [UnownedJob]) {
         while true {
-            let jobs = jobQueue.withLock { q -> [UnownedJob] in
-                defer { q.jobs.removeAll(keepingCapacity: true) }
-                return q.jobs
-            }
-            if jobs.isEmpty { return }
-            for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            jobQueue.withLock { q in swap(&q.jobs, &running) }
+            if running.isEmpty { return }
+            for job in running { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            running.removeAll(keepingCapacity: true)
         }
     }
 
-    /// Hands an answer to its call. Returns the error of an answer to no call (request id 0: the
-    /// server refusing the connection or a frame), for the connection's end to report.
+    /// Hands the answer in frame `body` to its call. Returns the error of an answer to no call
+    /// (request id 0: the server refusing the connection or a frame), for the connection's end to
+    /// report.
+    /// - Throws: RAIN_102 for an undecodable frame.
+    private func dispatch(_ body: UnsafeBufferPointer<UInt8>) throws(RainError) -> RainError? {
+        // The usual answer (a call's success) read without an `Envelope`; anything else by it.
+        guard let (id, payload) = ClientFrames.okResponse(body) else { return dispatch(try Envelope.decode(body)) }
+        guard let p = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return nil }
+        switch p {
+        case .unary(let c): c.resume(returning: .success(payload))
+        case .stream(let c): c.finish()
+        }
+        return nil
+    }
+
+    /// Hands an answer to its call, as `dispatch(_:)` for the envelope read from a frame.
     private func dispatch(_ envelope: Envelope) -> RainError? {
         switch envelope.kind {
         case .response(let r):
