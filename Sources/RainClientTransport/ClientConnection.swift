@@ -21,12 +21,64 @@ public final class ClientConnection: TaskExecutor, Sendable {
         /// Resumed exactly once, by whoever removes it from `State.pending` (under the lock: only
         /// one can), or at once when it never got there (see `call`).
         case unary(UnsafeContinuation<Result<[UInt8], RainError>, Never>)
-        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
+        case stream(StreamSink)
+    }
+
+    /// A stream's continuation, boxed: the standard library's `AsyncThrowingStream.Continuation`
+    /// has no layout known at compile time, and held in `Pending` it sent every use of `State`
+    /// through the runtime's generic value witnesses (about 800 instructions a call).
+    final class StreamSink: Sendable {
+        let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+        init(_ continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation) { self.continuation = continuation }
     }
 
     struct State {
-        var pending: [UInt64: Pending] = [:]
+        var pending = PendingCalls()
         var closedError: RainError?
+    }
+
+    /// The calls and streams in flight, by request id. The usual case, one call at a time (a
+    /// caller making calls in a row), stays out of the dictionary: hashing the id, inserting and
+    /// deleting cost about 900 instructions a call.
+    struct PendingCalls {
+        /// A struct, not a tuple: an optional tuple holding an enum went through the runtime's
+        /// generic value witnesses (about 600 instructions an insert).
+        private struct Entry {
+            var id: UInt64
+            var call: Pending
+        }
+
+        private var solo: Entry?
+        private var others: [UInt64: Pending] = [:]
+
+        /// Adds the call or stream of `id` (ids are unique: never one already here).
+        mutating func insert(_ call: Pending, for id: UInt64) {
+            if solo == nil && others.isEmpty { solo = Entry(id: id, call: call) } else { others[id] = call }
+        }
+
+        /// Removes and returns the call or stream of `id`; nil when it is not in flight.
+        mutating func remove(_ id: UInt64) -> Pending? {
+            if let solo, solo.id == id {
+                self.solo = nil
+                return solo.call
+            }
+            return others.isEmpty ? nil : others.removeValue(forKey: id)
+        }
+
+        /// The call or stream of `id`, left in place.
+        subscript(id: UInt64) -> Pending? {
+            if let solo, solo.id == id { return solo.call }
+            return others.isEmpty ? nil : others[id]
+        }
+
+        /// Removes and returns all of them.
+        mutating func removeAll() -> [Pending] {
+            var all = Array(others.values)
+            if let solo { all.append(solo.call) }
+            solo = nil
+            others.removeAll()
+            return all
+        }
     }
 
     /// Jobs of tasks that prefer this connection as their executor, run by the reader thread.
@@ -48,7 +100,20 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// by `RainProvider`, then takes no lock.
     private let isClosedFlag = Atomic<Bool>(false)
     /// Guards writes to the socket and, with TLS, every use of the session (reads included).
-    private let writeSide: Mutex<(any ConnectionCipher)?>
+    private let writeSide: Mutex<WriteSide>
+
+    /// What writing takes.
+    struct WriteSide {
+        /// The TLS session; nil for a plain socket.
+        var tls: (any ConnectionCipher)?
+        /// Where a plain socket's requests are written before they are sent (an array per call
+        /// cost an allocation, a free and a metadata lookup: about 700 instructions). A request
+        /// that does not fit gets an array of its own.
+        var requestBuffer: [UInt8]
+    }
+
+    /// The size of `WriteSide.requestBuffer`: a cheap call's request is well under it.
+    static let requestBufferSize = 1024
     private let isTLS: Bool
     private let maximumFrameLength: Int
     /// Socket path (or `HOST:PORT` for TCP), for messages.
@@ -86,7 +151,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     ) {
         self.channelBinding = channelBinding
         self.isTLS = tls != nil
-        self.writeSide = Mutex(tls)
+        self.writeSide = Mutex(
+            WriteSide(tls: tls, requestBuffer: tls == nil ? [UInt8](repeating: 0, count: Self.requestBufferSize) : []))
         self.fd = fd
         self.path = path
         self.peerName = peerName
@@ -149,8 +215,15 @@ public final class ClientConnection: TaskExecutor, Sendable {
         method: String, payload: [UInt8], metadata: EncodedMetadata, timeoutMilliseconds: UInt32 = 0
     ) async throws(RainError) -> [UInt8] {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let frame = try ClientFrames.request(
-            id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
+        // Written into the request buffer when it fits (checked here, so that a NUL is refused
+        // before the call starts); otherwise into an array of its own (which throws for a NUL).
+        let length = ClientFrames.requestLength(
+            id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
+        let frame: [UInt8]? =
+            !isTLS && (length ?? Int.max) <= Self.requestBufferSize
+            ? nil
+            : try ClientFrames.request(
+                id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
         let result: Result<[UInt8], RainError> = await withTaskCancellationHandler {
             // An unsafe continuation (no checking object to allocate): it is resumed exactly once.
             // Either here, when the connection is already closed (it is then never stored), or by
@@ -160,15 +233,23 @@ public final class ClientConnection: TaskExecutor, Sendable {
             await withUnsafeContinuation { (cont: UnsafeContinuation<Result<[UInt8], RainError>, Never>) in
                 let closed = state.withLock { s -> RainError? in
                     if let e = s.closedError { return e }
-                    s.pending[id] = .unary(cont)
+                    s.pending.insert(.unary(cont), for: id)
                     return nil
                 }
                 if let closed {
                     cont.resume(returning: .failure(closed))
                     return
                 }
-                if let error = write(frame) {
-                    if case .unary(let c)? = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+                let error =
+                    if let frame {
+                        write(frame)
+                    } else {
+                        writeRequest(
+                            id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds,
+                            metadata: metadata)
+                    }
+                if let error {
+                    if case .unary(let c)? = state.withLock({ $0.pending.remove(id) }) {
                         c.resume(returning: .failure(error))
                     }
                 }
@@ -188,13 +269,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         try state.withLock { s throws(RainError) in
             if let e = s.closedError { throw e }
-            s.pending[id] = .stream(continuation)
+            s.pending.insert(.stream(StreamSink(continuation)), for: id)
         }
         let frame = try Envelope(
             requestID: id, kind: .request(WireRequest(method: method, payload: payload, metadata: metadata))
         ).encodeFrame()
         if let error = write(frame) {
-            _ = state.withLock { $0.pending.removeValue(forKey: id) }
+            _ = state.withLock { $0.pending.remove(id) }
             continuation.finish(throwing: error)
             throw error
         }
@@ -217,8 +298,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// Writes a whole frame (encrypted with TLS); returns the error instead of throwing so callers
     /// can clean up.
     private func write(_ frame: [UInt8]) -> RainError? {
-        writeSide.withLock { tls -> RainError? in
-            guard let tls else { return sendAll(frame) }
+        writeSide.withLock { side -> RainError? in
+            guard let tls = side.tls else { return sendAll(frame) }
             do throws(RainError) {
                 try tls.write(frame)
             } catch {
@@ -230,9 +311,39 @@ public final class ClientConnection: TaskExecutor, Sendable {
         }
     }
 
+    /// Writes a request's frame into the request buffer and sends it (a plain socket, and a
+    /// frame that `ClientFrames.requestLength` found to fit); returns the error as `write`.
+    private func writeRequest(
+        id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata
+    ) -> RainError? {
+        let sent = writeSide.withLock { side -> RainError?? in
+            let length = side.requestBuffer.withUnsafeMutableBufferPointer { buffer in
+                ClientFrames.writeRequest(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata,
+                    into: buffer)
+            }
+            guard let length else { return .none }
+            return .some(side.requestBuffer.withUnsafeBytes { sendAll(UnsafeRawBufferPointer(rebasing: $0[0..<length])) })
+        }
+        if let sent { return sent }
+        // Only a size computed wrong gets here (ClientFramesTests fail then): an array of its own.
+        do throws(RainError) {
+            return write(
+                try ClientFrames.request(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
+        } catch {
+            return error
+        }
+    }
+
     /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
     private func sendAll(_ bytes: [UInt8]) -> RainError? {
-        let sent = bytes.withUnsafeBytes { buf in Result { () throws(RainError) in try Syscall.sendAll(fd, buf) } }
+        bytes.withUnsafeBytes { sendAll($0) }
+    }
+
+    /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
+    private func sendAll(_ bytes: UnsafeRawBufferPointer) -> RainError? {
+        let sent = Result { () throws(RainError) in try Syscall.sendAll(fd, bytes) }
         guard case .failure(let error) = sent else { return nil }
         return RainError(
             lostCode, "lost the connection to \(peerName) at \(path): \(ErrnoError(code: error.errno ?? 0))",
@@ -244,8 +355,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private func decrypt(_ ciphertext: ArraySlice<UInt8>, into scratch: inout [UInt8]) -> (
         plaintext: [UInt8], isClosed: Bool, error: RainError?
     ) {
-        writeSide.withLock { tls -> ([UInt8], Bool, RainError?) in
-            guard let tls else { return (Array(ciphertext), false, nil) }
+        writeSide.withLock { side -> ([UInt8], Bool, RainError?) in
+            guard let tls = side.tls else { return (Array(ciphertext), false, nil) }
             ciphertext.withUnsafeBytes { tls.receive($0) }
             var plaintext: [UInt8] = []
             var isClosed = false
@@ -338,16 +449,15 @@ public final class ClientConnection: TaskExecutor, Sendable {
             }
             if isClosed { break }
         }
-        let pending = state.withLock { s -> [UInt64: Pending] in
+        let pending = state.withLock { s -> [Pending] in
             s.closedError = failure
             isClosedFlag.store(true, ordering: .releasing)
-            defer { s.pending.removeAll() }
-            return s.pending
+            return s.pending.removeAll()
         }
-        for p in pending.values {
+        for p in pending {
             switch p {
             case .unary(let c): c.resume(returning: .failure(failure))
-            case .stream(let c): c.finish(throwing: failure)
+            case .stream(let c): c.continuation.finish(throwing: failure)
             }
         }
         // Let the tasks just resumed run, then hand any later job to the global executor.
@@ -379,10 +489,10 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private func dispatch(_ body: UnsafeBufferPointer<UInt8>) throws(RainError) -> RainError? {
         // The usual answer (a call's success) read without an `Envelope`; anything else by it.
         guard let (id, payload) = ClientFrames.okResponse(body) else { return dispatch(try Envelope.decode(body)) }
-        guard let p = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return nil }
+        guard let p = state.withLock({ $0.pending.remove(id) }) else { return nil }
         switch p {
         case .unary(let c): c.resume(returning: .success(payload))
-        case .stream(let c): c.finish()
+        case .stream(let c): c.continuation.finish()
         }
         return nil
     }
@@ -392,15 +502,15 @@ public final class ClientConnection: TaskExecutor, Sendable {
         switch envelope.kind {
         case .response(let r):
             if envelope.requestID == 0 { return r.status.error }
-            guard let p = state.withLock({ $0.pending.removeValue(forKey: envelope.requestID) }) else { return nil }
+            guard let p = state.withLock({ $0.pending.remove(envelope.requestID) }) else { return nil }
             switch p {
             case .unary(let c): c.resume(returning: r.status.error.map { .failure($0) } ?? .success(r.payload))
             case .stream(let c):
-                if let e = r.status.error { c.finish(throwing: e) } else { c.finish() }
+                if let e = r.status.error { c.continuation.finish(throwing: e) } else { c.continuation.finish() }
             }
         case .stream(let payload):
             guard case .stream(let c)? = state.withLock({ $0.pending[envelope.requestID] }) else { return nil }
-            c.yield(payload)
+            c.continuation.yield(payload)
         case .request, .cancel:
             break
         }

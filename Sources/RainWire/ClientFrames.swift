@@ -48,19 +48,12 @@ package enum ClientFrames {
         id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata
     ) throws(RainError) -> [UInt8] {
         if let fields = metadata.fields, !ClientFrameWriter.hasNUL(method) {
-            let kind =
-                EnvelopeSize.string(1, method) + EnvelopeSize.bytes(2, payload.count)
-                + EnvelopeSize.varintField(3, UInt64(timeoutMilliseconds)) + fields.count
-            let total = EnvelopeSize.varintField(1, id) + EnvelopeSize.message(2, kind)
+            let (kind, total) = sizes(
+                id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
             let frame = ClientFrameWriter.bytes(exactly: Frame.headerLength + total) { w in
-                w.frameHeader(length: total)
-                w.varintField(1, id)
-                w.tag(2, .lengthDelimited)
-                w.varint(UInt64(kind))
-                w.stringField(1, method)
-                w.bytesField(2, payload)
-                w.varintField(3, UInt64(timeoutMilliseconds))
-                w.raw(fields)
+                w.request(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: fields,
+                    kind: kind, total: total)
             }
             if let frame { return frame }
         }
@@ -69,6 +62,50 @@ package enum ClientFrames {
         let request = WireRequest(
             method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata.entries)
         return try Envelope(requestID: id, kind: .request(request)).encodeFrame()
+    }
+
+    /// The length of a request's frame; nil when the method or the metadata holds a NUL (then
+    /// `request(…)` throws the refusal).
+    package static func requestLength(
+        id: UInt64, method: String, payloadCount: Int, timeoutMilliseconds: UInt32, metadata: EncodedMetadata
+    ) -> Int? {
+        guard let fields = metadata.fields, !ClientFrameWriter.hasNUL(method) else { return nil }
+        let total = sizes(
+            id: id, method: method, payloadCount: payloadCount, timeoutMilliseconds: timeoutMilliseconds, fields: fields
+        ).total
+        return Frame.headerLength + total
+    }
+
+    /// Writes the frame of a request (the bytes of `request(…)`) at the start of `buffer`, for a
+    /// connection that sends its requests from one buffer instead of an array each. Returns its
+    /// length; nil when it does not fit there or a string holds a NUL (`requestLength` says which).
+    package static func writeRequest(
+        id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata,
+        into buffer: UnsafeMutableBufferPointer<UInt8>
+    ) -> Int? {
+        guard let fields = metadata.fields, !ClientFrameWriter.hasNUL(method), let base = buffer.baseAddress else {
+            return nil
+        }
+        let (kind, total) = sizes(
+            id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
+        let size = Frame.headerLength + total
+        guard size <= buffer.count else { return nil }
+        let isExact = ClientFrameWriter.write(at: base, exactly: size) { w in
+            w.request(
+                id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: fields,
+                kind: kind, total: total)
+        }
+        return isExact ? size : nil
+    }
+
+    /// The lengths of a request's `Request` message and of its envelope.
+    private static func sizes(
+        id: UInt64, method: String, payloadCount: Int, timeoutMilliseconds: UInt32, fields: [UInt8]
+    ) -> (kind: Int, total: Int) {
+        let kind =
+            EnvelopeSize.string(1, method) + EnvelopeSize.bytes(2, payloadCount)
+            + EnvelopeSize.varintField(3, UInt64(timeoutMilliseconds)) + fields.count
+        return (kind, EnvelopeSize.varintField(1, id) + EnvelopeSize.message(2, kind))
     }
 
     /// The frame of a cancel for `id`: the bytes of `Envelope(requestID: id, kind: .cancel).encodeFrame()`.
@@ -129,6 +166,15 @@ struct ClientFrameWriter {
             isExact = !w.isOverflowed && w.count == size
         }
         return isExact ? out : nil
+    }
+
+    /// Writes at `base` what `write` produces, which must be exactly `size` bytes (the room there).
+    static func write(at base: UnsafeMutablePointer<UInt8>, exactly size: Int, _ write: (inout ClientFrameWriter) -> Void)
+        -> Bool
+    {
+        var w = ClientFrameWriter(base: base, capacity: size)
+        write(&w)
+        return !w.isOverflowed && w.count == size
     }
 
     /// Whether `s` holds a NUL (protobuf-c strings end at one: the encoders refuse it).
@@ -194,6 +240,20 @@ struct ClientFrameWriter {
         tag(number, .lengthDelimited)
         varint(UInt64(value.utf8.count))
         value.withUTF8 { copy($0) }
+    }
+
+    /// A request's frame, its sizes computed by `ClientFrames.sizes`.
+    mutating func request(
+        id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, fields: [UInt8], kind: Int, total: Int
+    ) {
+        frameHeader(length: total)
+        varintField(1, id)
+        tag(2, .lengthDelimited)
+        varint(UInt64(kind))
+        stringField(1, method)
+        bytesField(2, payload)
+        varintField(3, UInt64(timeoutMilliseconds))
+        raw(fields)
     }
 
     /// Bytes already encoded (the metadata's fields).

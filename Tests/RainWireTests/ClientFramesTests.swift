@@ -31,6 +31,24 @@ import Testing
                 id: id, method: method, payload: payload, timeoutMilliseconds: timeout, metadata: encoded)
             #expect(frame == (try envelope.encodeFrame()), "\(envelope)")
             #expect(frame == Frame.encode(try envelope.encodeReference()), "\(envelope)")
+            // The same bytes written into a buffer: its length foretold, nothing when too small.
+            #expect(
+                ClientFrames.requestLength(
+                    id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeout, metadata: encoded)
+                    == frame.count)
+            for room in [frame.count + 7, frame.count, frame.count - 1] {
+                var buffer = [UInt8](repeating: 0xEE, count: room)
+                let written = buffer.withUnsafeMutableBufferPointer { b in
+                    ClientFrames.writeRequest(
+                        id: id, method: method, payload: payload, timeoutMilliseconds: timeout, metadata: encoded, into: b)
+                }
+                if room >= frame.count {
+                    #expect(written == frame.count)
+                    #expect(Array(buffer.prefix(frame.count)) == frame)
+                } else {
+                    #expect(written == nil)
+                }
+            }
         }
     }
 
@@ -59,6 +77,15 @@ import Testing
             }
             EnvelopeCodecTests.expectSameOutcome(direct, envelope, "\(method) \(metadata)")
             #expect(throws: RainError.self) { try direct.get() }
+            // Nothing is written into a buffer: the caller makes the frame with `request`, which refuses it.
+            #expect(
+                ClientFrames.requestLength(id: 1, method: method, payloadCount: 0, timeoutMilliseconds: 0, metadata: encoded)
+                    == nil)
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let written = buffer.withUnsafeMutableBufferPointer { b in
+                ClientFrames.writeRequest(id: 1, method: method, payload: [], timeoutMilliseconds: 0, metadata: encoded, into: b)
+            }
+            #expect(written == nil)
         }
     }
 
