@@ -112,6 +112,14 @@ public final class ClientConnection: TaskExecutor, Sendable {
         var requestBuffer: [UInt8]
     }
 
+    /// How a call's request goes out.
+    enum OutgoingRequest {
+        /// Written into `WriteSide.requestBuffer` (a plain socket, a frame that fits).
+        case buffered(ClientFrames.RequestLayout)
+        /// Made into an array of its own.
+        case frame([UInt8])
+    }
+
     /// The size of `WriteSide.requestBuffer`: a cheap call's request is well under it.
     static let requestBufferSize = 1024
     private let isTLS: Bool
@@ -217,13 +225,16 @@ public final class ClientConnection: TaskExecutor, Sendable {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         // Written into the request buffer when it fits (checked here, so that a NUL is refused
         // before the call starts); otherwise into an array of its own (which throws for a NUL).
-        let length = ClientFrames.requestLength(
+        let layout = ClientFrames.requestLayout(
             id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
-        let frame: [UInt8]? =
-            !isTLS && (length ?? Int.max) <= Self.requestBufferSize
-            ? nil
-            : try ClientFrames.request(
-                id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
+        let outgoing: OutgoingRequest
+        if !isTLS, let layout, layout.length <= Self.requestBufferSize {
+            outgoing = .buffered(layout)
+        } else {
+            outgoing = .frame(
+                try ClientFrames.request(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
+        }
         let result: Result<[UInt8], RainError> = await withTaskCancellationHandler {
             // An unsafe continuation (no checking object to allocate): it is resumed exactly once.
             // Either here, when the connection is already closed (it is then never stored), or by
@@ -241,12 +252,12 @@ public final class ClientConnection: TaskExecutor, Sendable {
                     return
                 }
                 let error =
-                    if let frame {
-                        write(frame)
-                    } else {
+                    switch outgoing {
+                    case .buffered(let layout):
                         writeRequest(
-                            id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds,
+                            layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds,
                             metadata: metadata)
+                    case .frame(let frame): write(frame)
                     }
                 if let error {
                     if case .unary(let c)? = state.withLock({ $0.pending.remove(id) }) {
@@ -312,15 +323,15 @@ public final class ClientConnection: TaskExecutor, Sendable {
     }
 
     /// Writes a request's frame into the request buffer and sends it (a plain socket, and a
-    /// frame that `ClientFrames.requestLength` found to fit); returns the error as `write`.
+    /// frame whose `layout` was found to fit); returns the error as `write`.
     private func writeRequest(
-        id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata
+        _ layout: ClientFrames.RequestLayout, id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32,
+        metadata: EncodedMetadata
     ) -> RainError? {
         let sent = writeSide.withLock { side -> RainError?? in
             let length = side.requestBuffer.withUnsafeMutableBufferPointer { buffer in
                 ClientFrames.writeRequest(
-                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata,
-                    into: buffer)
+                    layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, into: buffer)
             }
             guard let length else { return .none }
             return .some(side.requestBuffer.withUnsafeBytes { sendAll(UnsafeRawBufferPointer(rebasing: $0[0..<length])) })

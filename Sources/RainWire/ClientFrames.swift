@@ -64,36 +64,40 @@ package enum ClientFrames {
         return try Envelope(requestID: id, kind: .request(request)).encodeFrame()
     }
 
-    /// The length of a request's frame; nil when the method or the metadata holds a NUL (then
+    /// A request's frame measured, its strings checked: what `writeRequest` needs.
+    package struct RequestLayout: Sendable {
+        let kind: Int
+        let total: Int
+        let fields: [UInt8]
+        /// The frame's length.
+        package var length: Int { Frame.headerLength + total }
+    }
+
+    /// Measures a request's frame; nil when the method or the metadata holds a NUL (then
     /// `request(…)` throws the refusal).
-    package static func requestLength(
+    package static func requestLayout(
         id: UInt64, method: String, payloadCount: Int, timeoutMilliseconds: UInt32, metadata: EncodedMetadata
-    ) -> Int? {
+    ) -> RequestLayout? {
         guard let fields = metadata.fields, !ClientFrameWriter.hasNUL(method) else { return nil }
-        let total = sizes(
-            id: id, method: method, payloadCount: payloadCount, timeoutMilliseconds: timeoutMilliseconds, fields: fields
-        ).total
-        return Frame.headerLength + total
+        let (kind, total) = sizes(
+            id: id, method: method, payloadCount: payloadCount, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
+        return RequestLayout(kind: kind, total: total, fields: fields)
     }
 
     /// Writes the frame of a request (the bytes of `request(…)`) at the start of `buffer`, for a
-    /// connection that sends its requests from one buffer instead of an array each. Returns its
-    /// length; nil when it does not fit there or a string holds a NUL (`requestLength` says which).
+    /// connection that sends its requests from one buffer instead of an array each; `layout`
+    /// measured this very request (`requestLayout`), so that a call measures and checks it once.
+    /// Returns its length; nil when it does not fit there (or `layout` is of another request).
     package static func writeRequest(
-        id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata,
+        _ layout: RequestLayout, id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32,
         into buffer: UnsafeMutableBufferPointer<UInt8>
     ) -> Int? {
-        guard let fields = metadata.fields, !ClientFrameWriter.hasNUL(method), let base = buffer.baseAddress else {
-            return nil
-        }
-        let (kind, total) = sizes(
-            id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
-        let size = Frame.headerLength + total
-        guard size <= buffer.count else { return nil }
+        let size = layout.length
+        guard size <= buffer.count, let base = buffer.baseAddress else { return nil }
         let isExact = ClientFrameWriter.write(at: base, exactly: size) { w in
             w.request(
-                id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: fields,
-                kind: kind, total: total)
+                id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: layout.fields,
+                kind: layout.kind, total: layout.total)
         }
         return isExact ? size : nil
     }

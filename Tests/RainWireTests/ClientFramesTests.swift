@@ -32,15 +32,15 @@ import Testing
             #expect(frame == (try envelope.encodeFrame()), "\(envelope)")
             #expect(frame == Frame.encode(try envelope.encodeReference()), "\(envelope)")
             // The same bytes written into a buffer: its length foretold, nothing when too small.
-            #expect(
-                ClientFrames.requestLength(
-                    id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeout, metadata: encoded)
-                    == frame.count)
+            let layout = try #require(
+                ClientFrames.requestLayout(
+                    id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeout, metadata: encoded))
+            #expect(layout.length == frame.count)
             for room in [frame.count + 7, frame.count, frame.count - 1] {
                 var buffer = [UInt8](repeating: 0xEE, count: room)
                 let written = buffer.withUnsafeMutableBufferPointer { b in
                     ClientFrames.writeRequest(
-                        id: id, method: method, payload: payload, timeoutMilliseconds: timeout, metadata: encoded, into: b)
+                        layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeout, into: b)
                 }
                 if room >= frame.count {
                     #expect(written == frame.count)
@@ -50,6 +50,17 @@ import Testing
                 }
             }
         }
+    }
+
+    @Test func aLayoutOfAnotherRequestWritesNothing() throws {
+        let metadata = EncodedMetadata([MetadataEntry(key: profileMetadataKey, value: "default")])
+        let layout = try #require(
+            ClientFrames.requestLayout(id: 1, method: "/a", payloadCount: 0, timeoutMilliseconds: 0, metadata: metadata))
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let written = buffer.withUnsafeMutableBufferPointer { b in
+            ClientFrames.writeRequest(layout, id: 1, method: "/abc", payload: [], timeoutMilliseconds: 0, into: b)
+        }
+        #expect(written == nil)
     }
 
     @Test func aCancelFrameHasTheBytesOfTheEnvelopeAndOfProtobufC() throws {
@@ -77,15 +88,10 @@ import Testing
             }
             EnvelopeCodecTests.expectSameOutcome(direct, envelope, "\(method) \(metadata)")
             #expect(throws: RainError.self) { try direct.get() }
-            // Nothing is written into a buffer: the caller makes the frame with `request`, which refuses it.
+            // Nothing is measured for a buffer: the caller makes the frame with `request`, which refuses it.
             #expect(
-                ClientFrames.requestLength(id: 1, method: method, payloadCount: 0, timeoutMilliseconds: 0, metadata: encoded)
+                ClientFrames.requestLayout(id: 1, method: method, payloadCount: 0, timeoutMilliseconds: 0, metadata: encoded)
                     == nil)
-            var buffer = [UInt8](repeating: 0, count: 256)
-            let written = buffer.withUnsafeMutableBufferPointer { b in
-                ClientFrames.writeRequest(id: 1, method: method, payload: [], timeoutMilliseconds: 0, metadata: encoded, into: b)
-            }
-            #expect(written == nil)
         }
     }
 
