@@ -354,8 +354,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
 
     /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
     private func sendAll(_ bytes: UnsafeRawBufferPointer) -> RainError? {
-        let sent = Result { () throws(RainError) in try Syscall.sendAll(fd, bytes) }
-        guard case .failure(let error) = sent else { return nil }
+        let error: RainError
+        do throws(RainError) {
+            try Syscall.sendAll(fd, bytes)
+            return nil
+        } catch let e {
+            error = e
+        }
         return RainError(
             lostCode, "lost the connection to \(peerName) at \(path): \(ErrnoError(code: error.errno ?? 0))",
             underlying: ConnectionFailure())
@@ -412,8 +417,9 @@ public final class ClientConnection: TaskExecutor, Sendable {
             guard (try? Syscall.poll(&fds, timeoutMilliseconds: -1)) != nil else { break }
             if fds.count > 1 && fds[1].revents != 0 { wakeFD?.drain() }
             if fds[0].revents == 0 { continue }
-            let read = buffer.withUnsafeMutableBytes { buf in Result { () throws(RainError) in try Syscall.read(fd, into: buf) } }
-            guard case .success(let n) = read, n > 0 else { break }
+            // No `Result` on the per-call path: one holding a RainError is copied with a memcpy.
+            let n = buffer.withUnsafeMutableBytes { buf in (try? Syscall.read(fd, into: buf)) ?? 0 }
+            guard n > 0 else { break }
             var plaintext: [UInt8] = []
             var isClosed = false
             if isTLS {
@@ -425,37 +431,42 @@ public final class ClientConnection: TaskExecutor, Sendable {
                 plaintext = decrypted
                 isClosed = closed
             }
-            do {
-                // Frames lent from raw memory, in place when whole (the generic append of a slice
-                // cost ~1,000 instructions a read, and a copy into the decoder's buffer a memcpy).
-                var refusal: RainError?
-                let handled =
-                    isTLS
-                    ? plaintext.withUnsafeBytes { raw in
-                        Result { () throws(RainError) in
-                            try decoder.forEachFrame(in: raw) { body throws(RainError) in
-                                if let r = try dispatch(body) { refusal = r }
-                            }
+            // Frames lent from raw memory, in place when whole (the generic append of a slice cost
+            // ~1,000 instructions a read, and a copy into the decoder's buffer a memcpy).
+            var refusal: RainError?
+            var undecodable: RainError?
+            if isTLS {
+                plaintext.withUnsafeBytes { raw in
+                    do throws(RainError) {
+                        try decoder.forEachFrame(in: raw) { body throws(RainError) in
+                            if let r = try dispatch(body) { refusal = r }
                         }
+                    } catch {
+                        undecodable = error
                     }
-                    : buffer.withUnsafeBytes { raw in
-                        Result { () throws(RainError) in
-                            try decoder.forEachFrame(in: UnsafeRawBufferPointer(rebasing: raw[0..<n])) { body throws(RainError) in
-                                if let r = try dispatch(body) { refusal = r }
-                            }
-                        }
-                    }
-                if let refusal {
-                    // An answer to no call (request id 0): the server says why it is about to
-                    // close the connection (a limit of issue 13). Calls it ends fail with it.
-                    failure = RainError(
-                        lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
-                        details: refusal.details, underlying: ConnectionFailure())
                 }
-                try handled.get()
-            } catch {
+            } else {
+                buffer.withUnsafeBytes { raw in
+                    do throws(RainError) {
+                        try decoder.forEachFrame(in: UnsafeRawBufferPointer(rebasing: raw[0..<n])) { body throws(RainError) in
+                            if let r = try dispatch(body) { refusal = r }
+                        }
+                    } catch {
+                        undecodable = error
+                    }
+                }
+            }
+            if let refusal {
+                // An answer to no call (request id 0): the server says why it is about to close
+                // the connection (a limit of issue 13). Calls it ends fail with it.
                 failure = RainError(
-                    .internalError, "\(peerName) sent an undecodable frame: \(error.message)", underlying: ConnectionFailure())
+                    lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
+                    details: refusal.details, underlying: ConnectionFailure())
+            }
+            if let undecodable {
+                failure = RainError(
+                    .internalError, "\(peerName) sent an undecodable frame: \(undecodable.message)",
+                    underlying: ConnectionFailure())
                 break loop
             }
             if isClosed { break }
