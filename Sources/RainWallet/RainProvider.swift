@@ -104,11 +104,15 @@ public final class RainProvider: Sendable {
     ) async throws(RainError) -> Resp {
         try validateProfile()
         let conn = try connection()
-        try await applyConfiguration(conn)
+        // Checked here, not only inside: an async call that returns at once still costs a frame.
+        if hasConfigurationToApply { try await applyConfiguration(conn) }
         let bytes = try await conn.call(
             method: method, payload: try request.encode(), metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
         return try Resp.decode(bytes)
     }
+
+    /// Whether the configuration sets anything on the profile (`applyConfiguration`).
+    var hasConfigurationToApply: Bool { config.passkeyDomain != nil || config.sessionPolicy != nil }
 
     /// Applies `RainWalletConfig.sessionPolicy` and `passkeyDomain` to the profile before the
     /// first call on each connection: the policy first, then the domain (checked locally by
@@ -119,7 +123,7 @@ public final class RainProvider: Sendable {
     /// failure (the daemon is down, the app is not approved) fails the call, and the next call tries
     /// again.
     nonisolated(nonsending) package func applyConfiguration(_ conn: ClientConnection) async throws(RainError) {
-        guard config.passkeyDomain != nil || config.sessionPolicy != nil else { return }
+        guard hasConfigurationToApply else { return }
         let id = ObjectIdentifier(conn)
         guard configured.withLock({ $0.connection }) != id else { return }
         var refusals: [RainError] = []
