@@ -18,14 +18,67 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public struct ConnectionFailure: Error, Sendable {}
 
     enum Pending {
-        case unary(CheckedContinuation<Result<[UInt8], RainError>, Never>)
-        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
+        /// Resumed exactly once, by whoever removes it from `State.pending` (under the lock: only
+        /// one can), or at once when it never got there (see `call`).
+        case unary(UnsafeContinuation<Result<[UInt8], RainError>, Never>)
+        case stream(StreamSink)
+    }
+
+    /// A stream's continuation, boxed: the standard library's `AsyncThrowingStream.Continuation`
+    /// has no layout known at compile time, and held in `Pending` it sent every use of `State`
+    /// through the runtime's generic value witnesses (about 800 instructions a call).
+    final class StreamSink: Sendable {
+        let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+        init(_ continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation) { self.continuation = continuation }
     }
 
     struct State {
-        var pending: [UInt64: Pending] = [:]
-        var nextID: UInt64 = 1
+        var pending = PendingCalls()
         var closedError: RainError?
+    }
+
+    /// The calls and streams in flight, by request id. The usual case, one call at a time (a
+    /// caller making calls in a row), stays out of the dictionary: hashing the id, inserting and
+    /// deleting cost about 900 instructions a call.
+    struct PendingCalls {
+        /// A struct, not a tuple: an optional tuple holding an enum went through the runtime's
+        /// generic value witnesses (about 600 instructions an insert).
+        private struct Entry {
+            var id: UInt64
+            var call: Pending
+        }
+
+        private var solo: Entry?
+        private var others: [UInt64: Pending] = [:]
+
+        /// Adds the call or stream of `id` (ids are unique: never one already here).
+        mutating func insert(_ call: Pending, for id: UInt64) {
+            if solo == nil && others.isEmpty { solo = Entry(id: id, call: call) } else { others[id] = call }
+        }
+
+        /// Removes and returns the call or stream of `id`; nil when it is not in flight.
+        mutating func remove(_ id: UInt64) -> Pending? {
+            if let solo, solo.id == id {
+                self.solo = nil
+                return solo.call
+            }
+            return others.isEmpty ? nil : others.removeValue(forKey: id)
+        }
+
+        /// The call or stream of `id`, left in place.
+        subscript(id: UInt64) -> Pending? {
+            if let solo, solo.id == id { return solo.call }
+            return others.isEmpty ? nil : others[id]
+        }
+
+        /// Removes and returns all of them.
+        mutating func removeAll() -> [Pending] {
+            var all = Array(others.values)
+            if let solo { all.append(solo.call) }
+            solo = nil
+            others.removeAll()
+            return all
+        }
     }
 
     /// Jobs of tasks that prefer this connection as their executor, run by the reader thread.
@@ -41,8 +94,34 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private let wakeFD: EventFD?
     private let jobQueue = Mutex(JobQueue())
     private let state = Mutex(State())
+    /// The next request id: an atomic, not a field of `state`, so that a call takes that lock once.
+    private let nextID = Atomic<UInt64>(1)
+    /// Set (under `state`'s lock) with `State.closedError`: `isClosed`, read before every call
+    /// by `RainProvider`, then takes no lock.
+    private let isClosedFlag = Atomic<Bool>(false)
     /// Guards writes to the socket and, with TLS, every use of the session (reads included).
-    private let writeSide: Mutex<(any ConnectionCipher)?>
+    private let writeSide: Mutex<WriteSide>
+
+    /// What writing takes.
+    struct WriteSide {
+        /// The TLS session; nil for a plain socket.
+        var tls: (any ConnectionCipher)?
+        /// Where a plain socket's requests are written before they are sent (an array per call
+        /// cost an allocation, a free and a metadata lookup: about 700 instructions). A request
+        /// that does not fit gets an array of its own.
+        var requestBuffer: [UInt8]
+    }
+
+    /// How a call's request goes out.
+    enum OutgoingRequest {
+        /// Written into `WriteSide.requestBuffer` (a plain socket, a frame that fits).
+        case buffered(ClientFrames.RequestLayout)
+        /// Made into an array of its own.
+        case frame([UInt8])
+    }
+
+    /// The size of `WriteSide.requestBuffer`: a cheap call's request is well under it.
+    static let requestBufferSize = 1024
     private let isTLS: Bool
     private let maximumFrameLength: Int
     /// Socket path (or `HOST:PORT` for TCP), for messages.
@@ -80,7 +159,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     ) {
         self.channelBinding = channelBinding
         self.isTLS = tls != nil
-        self.writeSide = Mutex(tls)
+        self.writeSide = Mutex(
+            WriteSide(tls: tls, requestBuffer: tls == nil ? [UInt8](repeating: 0, count: Self.requestBufferSize) : []))
         self.fd = fd
         self.path = path
         self.peerName = peerName
@@ -118,7 +198,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
 
     /// True once the connection has failed or been closed.
-    public var isClosed: Bool { state.withLock { $0.closedError != nil } }
+    public var isClosed: Bool { isClosedFlag.load(ordering: .acquiring) }
 
     /// Closes the connection; calls in flight fail with RAIN_101.
     public func close() {
@@ -130,28 +210,57 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public func call(
         method: String, payload: [UInt8], metadata: [MetadataEntry] = [], timeoutMilliseconds: UInt32 = 0
     ) async throws(RainError) -> [UInt8] {
-        let id = state.withLock { s -> UInt64 in
-            defer { s.nextID += 1 }
-            return s.nextID
+        try await call(
+            method: method, payload: payload, metadata: EncodedMetadata(metadata), timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// `call(method:payload:metadata:timeoutMilliseconds:)` with metadata encoded once by the
+    /// caller (`RainProvider`'s never changes). It runs on the caller's executor
+    /// (`nonisolated(nonsending)`): a hop to the generic executor at each of the call path's async
+    /// functions cost a task switch, each looking up the task's preferred executor under its status
+    /// lock (about 2,000 instructions a call in all).
+    nonisolated(nonsending) package func call(
+        method: String, payload: [UInt8], metadata: EncodedMetadata, timeoutMilliseconds: UInt32 = 0
+    ) async throws(RainError) -> [UInt8] {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        // Written into the request buffer when it fits (checked here, so that a NUL is refused
+        // before the call starts); otherwise into an array of its own (which throws for a NUL).
+        let layout = ClientFrames.requestLayout(
+            id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
+        let outgoing: OutgoingRequest
+        if !isTLS, let layout, layout.length <= Self.requestBufferSize {
+            outgoing = .buffered(layout)
+        } else {
+            outgoing = .frame(
+                try ClientFrames.request(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
         }
-        let frame = try Envelope(
-            requestID: id,
-            kind: .request(
-                WireRequest(method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
-        ).encodeFrame()
         let result: Result<[UInt8], RainError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (cont: CheckedContinuation<Result<[UInt8], RainError>, Never>) in
+            // An unsafe continuation (no checking object to allocate): it is resumed exactly once.
+            // Either here, when the connection is already closed (it is then never stored), or by
+            // whoever removes it from `pending` under `state`'s lock, which only one can: a failed
+            // write below, `dispatch` (its answer), or the reader's end (which sets `closedError`
+            // under the same lock as it empties `pending`, so nothing is stored after it).
+            await withUnsafeContinuation { (cont: UnsafeContinuation<Result<[UInt8], RainError>, Never>) in
                 let closed = state.withLock { s -> RainError? in
                     if let e = s.closedError { return e }
-                    s.pending[id] = .unary(cont)
+                    s.pending.insert(.unary(cont), for: id)
                     return nil
                 }
                 if let closed {
                     cont.resume(returning: .failure(closed))
                     return
                 }
-                if let error = write(frame) {
-                    if case .unary(let c)? = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+                let error =
+                    switch outgoing {
+                    case .buffered(let layout):
+                        writeRequest(
+                            layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds,
+                            metadata: metadata)
+                    case .frame(let frame): write(frame)
+                    }
+                if let error {
+                    if case .unary(let c)? = state.withLock({ $0.pending.remove(id) }) {
                         c.resume(returning: .failure(error))
                     }
                 }
@@ -168,17 +277,16 @@ public final class ClientConnection: TaskExecutor, Sendable {
         method: String, payload: [UInt8], metadata: [MetadataEntry] = []
     ) throws(RainError) -> (id: UInt64, messages: AsyncThrowingStream<[UInt8], any Error>) {
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream(bufferingPolicy: .unbounded)
-        let id = try state.withLock { s throws(RainError) -> UInt64 in
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        try state.withLock { s throws(RainError) in
             if let e = s.closedError { throw e }
-            defer { s.nextID += 1 }
-            s.pending[s.nextID] = .stream(continuation)
-            return s.nextID
+            s.pending.insert(.stream(StreamSink(continuation)), for: id)
         }
         let frame = try Envelope(
             requestID: id, kind: .request(WireRequest(method: method, payload: payload, metadata: metadata))
         ).encodeFrame()
         if let error = write(frame) {
-            _ = state.withLock { $0.pending.removeValue(forKey: id) }
+            _ = state.withLock { $0.pending.remove(id) }
             continuation.finish(throwing: error)
             throw error
         }
@@ -192,7 +300,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
     public func cancelStream(_ id: UInt64) { sendCancel(id) }
 
     private func sendCancel(_ id: UInt64) {
-        guard let frame = try? Envelope(requestID: id, kind: .cancel).encodeFrame() else { return }
+        let frame = ClientFrames.cancel(id: id)
         // A cancel that cannot be sent needs no report: the connection is lost, and the reader
         // thread then fails every call still in flight, this one included.
         _ = write(frame)
@@ -201,8 +309,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// Writes a whole frame (encrypted with TLS); returns the error instead of throwing so callers
     /// can clean up.
     private func write(_ frame: [UInt8]) -> RainError? {
-        writeSide.withLock { tls -> RainError? in
-            guard let tls else { return sendAll(frame) }
+        writeSide.withLock { side -> RainError? in
+            guard let tls = side.tls else { return sendAll(frame) }
             do throws(RainError) {
                 try tls.write(frame)
             } catch {
@@ -214,10 +322,45 @@ public final class ClientConnection: TaskExecutor, Sendable {
         }
     }
 
+    /// Writes a request's frame into the request buffer and sends it (a plain socket, and a
+    /// frame whose `layout` was found to fit); returns the error as `write`.
+    private func writeRequest(
+        _ layout: ClientFrames.RequestLayout, id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32,
+        metadata: EncodedMetadata
+    ) -> RainError? {
+        let sent = writeSide.withLock { side -> RainError?? in
+            let length = side.requestBuffer.withUnsafeMutableBufferPointer { buffer in
+                ClientFrames.writeRequest(
+                    layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, into: buffer)
+            }
+            guard let length else { return .none }
+            return .some(side.requestBuffer.withUnsafeBytes { sendAll(UnsafeRawBufferPointer(rebasing: $0[0..<length])) })
+        }
+        if let sent { return sent }
+        // Only a size computed wrong gets here (ClientFramesTests fail then): an array of its own.
+        do throws(RainError) {
+            return write(
+                try ClientFrames.request(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
+        } catch {
+            return error
+        }
+    }
+
     /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
     private func sendAll(_ bytes: [UInt8]) -> RainError? {
-        let sent = bytes.withUnsafeBytes { buf in Result { () throws(RainError) in try Syscall.sendAll(fd, buf) } }
-        guard case .failure(let error) = sent else { return nil }
+        bytes.withUnsafeBytes { sendAll($0) }
+    }
+
+    /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
+    private func sendAll(_ bytes: UnsafeRawBufferPointer) -> RainError? {
+        let error: RainError
+        do throws(RainError) {
+            try Syscall.sendAll(fd, bytes)
+            return nil
+        } catch let e {
+            error = e
+        }
         return RainError(
             lostCode, "lost the connection to \(peerName) at \(path): \(ErrnoError(code: error.errno ?? 0))",
             underlying: ConnectionFailure())
@@ -228,8 +371,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private func decrypt(_ ciphertext: ArraySlice<UInt8>, into scratch: inout [UInt8]) -> (
         plaintext: [UInt8], isClosed: Bool, error: RainError?
     ) {
-        writeSide.withLock { tls -> ([UInt8], Bool, RainError?) in
-            guard let tls else { return (Array(ciphertext), false, nil) }
+        writeSide.withLock { side -> ([UInt8], Bool, RainError?) in
+            guard let tls = side.tls else { return (Array(ciphertext), false, nil) }
             ciphertext.withUnsafeBytes { tls.receive($0) }
             var plaintext: [UInt8] = []
             var isClosed = false
@@ -263,17 +406,20 @@ public final class ClientConnection: TaskExecutor, Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var scratch = isTLS ? [UInt8](repeating: 0, count: 16 * 1024 + 256) : []
         var failure = RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure())
+        // The jobs being run (see runQueuedJobs).
+        var running: [UnownedJob] = []
         // Made once: an array per round cost two allocations per call.
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         if let wakeFD { fds.append(pollfd(fd: wakeFD.descriptor, events: Int16(POLLIN), revents: 0)) }
         loop: while true {
-            runQueuedJobs()
+            runQueuedJobs(&running)
             for i in fds.indices { fds[i].revents = 0 }
             guard (try? Syscall.poll(&fds, timeoutMilliseconds: -1)) != nil else { break }
             if fds.count > 1 && fds[1].revents != 0 { wakeFD?.drain() }
             if fds[0].revents == 0 { continue }
-            let read = buffer.withUnsafeMutableBytes { buf in Result { () throws(RainError) in try Syscall.read(fd, into: buf) } }
-            guard case .success(let n) = read, n > 0 else { break }
+            // No `Result` on the per-call path: one holding a RainError is copied with a memcpy.
+            let n = buffer.withUnsafeMutableBytes { buf in (try? Syscall.read(fd, into: buf)) ?? 0 }
+            guard n > 0 else { break }
             var plaintext: [UInt8] = []
             var isClosed = false
             if isTLS {
@@ -285,46 +431,59 @@ public final class ClientConnection: TaskExecutor, Sendable {
                 plaintext = decrypted
                 isClosed = closed
             }
-            do {
-                // From raw memory: the generic append of a slice cost ~1,000 instructions a read.
-                let appended =
-                    isTLS
-                    ? plaintext.withUnsafeBytes { raw in Result { () throws(RainError) in try decoder.append(raw) } }
-                    : buffer.withUnsafeBytes { raw in
-                        Result { () throws(RainError) in try decoder.append(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
-                    }
-                try appended.get()
-                while let decoded = try decoder.withNextFrame({ body in
-                    Result { () throws(RainError) in try Envelope.decode(body) }
-                }) {
-                    if let refusal = dispatch(try decoded.get()) {
-                        // An answer to no call (request id 0): the server says why it is about to
-                        // close the connection (a limit of issue 13). Calls it ends fail with it.
-                        failure = RainError(
-                            lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
-                            details: refusal.details, underlying: ConnectionFailure())
+            // Frames lent from raw memory, in place when whole (the generic append of a slice cost
+            // ~1,000 instructions a read, and a copy into the decoder's buffer a memcpy).
+            var refusal: RainError?
+            var undecodable: RainError?
+            if isTLS {
+                plaintext.withUnsafeBytes { raw in
+                    do throws(RainError) {
+                        try decoder.forEachFrame(in: raw) { body throws(RainError) in
+                            if let r = try dispatch(body) { refusal = r }
+                        }
+                    } catch {
+                        undecodable = error
                     }
                 }
-            } catch {
+            } else {
+                buffer.withUnsafeBytes { raw in
+                    do throws(RainError) {
+                        try decoder.forEachFrame(in: UnsafeRawBufferPointer(rebasing: raw[0..<n])) { body throws(RainError) in
+                            if let r = try dispatch(body) { refusal = r }
+                        }
+                    } catch {
+                        undecodable = error
+                    }
+                }
+            }
+            if let refusal {
+                // An answer to no call (request id 0): the server says why it is about to close
+                // the connection (a limit of issue 13). Calls it ends fail with it.
                 failure = RainError(
-                    .internalError, "\(peerName) sent an undecodable frame: \(error.message)", underlying: ConnectionFailure())
+                    lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
+                    details: refusal.details, underlying: ConnectionFailure())
+            }
+            if let undecodable {
+                failure = RainError(
+                    .internalError, "\(peerName) sent an undecodable frame: \(undecodable.message)",
+                    underlying: ConnectionFailure())
                 break loop
             }
             if isClosed { break }
         }
-        let pending = state.withLock { s -> [UInt64: Pending] in
+        let pending = state.withLock { s -> [Pending] in
             s.closedError = failure
-            defer { s.pending.removeAll() }
-            return s.pending
+            isClosedFlag.store(true, ordering: .releasing)
+            return s.pending.removeAll()
         }
-        for p in pending.values {
+        for p in pending {
             switch p {
             case .unary(let c): c.resume(returning: .failure(failure))
-            case .stream(let c): c.finish(throwing: failure)
+            case .stream(let c): c.continuation.finish(throwing: failure)
             }
         }
         // Let the tasks just resumed run, then hand any later job to the global executor.
-        runQueuedJobs()
+        runQueuedJobs(&running)
         let leftover = jobQueue.withLock { q -> [UnownedJob] in
             q.isRunning = false
             defer { q.jobs.removeAll() }
@@ -333,32 +492,47 @@ public final class ClientConnection: TaskExecutor, Sendable {
         for job in leftover { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
-    private func runQueuedJobs() {
+    /// Runs the queued jobs until none is left. `running` is the reader thread's own array, swapped
+    /// with the queue's: taking a copy and emptying the queue's array (then shared) cost an
+    /// allocation per wake-up.
+    private func runQueuedJobs(_ running: inout [UnownedJob]) {
         while true {
-            let jobs = jobQueue.withLock { q -> [UnownedJob] in
-                defer { q.jobs.removeAll(keepingCapacity: true) }
-                return q.jobs
-            }
-            if jobs.isEmpty { return }
-            for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            jobQueue.withLock { q in swap(&q.jobs, &running) }
+            if running.isEmpty { return }
+            for job in running { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            running.removeAll(keepingCapacity: true)
         }
     }
 
-    /// Hands an answer to its call. Returns the error of an answer to no call (request id 0: the
-    /// server refusing the connection or a frame), for the connection's end to report.
+    /// Hands the answer in frame `body` to its call. Returns the error of an answer to no call
+    /// (request id 0: the server refusing the connection or a frame), for the connection's end to
+    /// report.
+    /// - Throws: RAIN_102 for an undecodable frame.
+    private func dispatch(_ body: UnsafeBufferPointer<UInt8>) throws(RainError) -> RainError? {
+        // The usual answer (a call's success) read without an `Envelope`; anything else by it.
+        guard let (id, payload) = ClientFrames.okResponse(body) else { return dispatch(try Envelope.decode(body)) }
+        guard let p = state.withLock({ $0.pending.remove(id) }) else { return nil }
+        switch p {
+        case .unary(let c): c.resume(returning: .success(payload))
+        case .stream(let c): c.continuation.finish()
+        }
+        return nil
+    }
+
+    /// Hands an answer to its call, as `dispatch(_:)` for the envelope read from a frame.
     private func dispatch(_ envelope: Envelope) -> RainError? {
         switch envelope.kind {
         case .response(let r):
             if envelope.requestID == 0 { return r.status.error }
-            guard let p = state.withLock({ $0.pending.removeValue(forKey: envelope.requestID) }) else { return nil }
+            guard let p = state.withLock({ $0.pending.remove(envelope.requestID) }) else { return nil }
             switch p {
             case .unary(let c): c.resume(returning: r.status.error.map { .failure($0) } ?? .success(r.payload))
             case .stream(let c):
-                if let e = r.status.error { c.finish(throwing: e) } else { c.finish() }
+                if let e = r.status.error { c.continuation.finish(throwing: e) } else { c.continuation.finish() }
             }
         case .stream(let payload):
             guard case .stream(let c)? = state.withLock({ $0.pending[envelope.requestID] }) else { return nil }
-            c.yield(payload)
+            c.continuation.yield(payload)
         case .request, .cancel:
             break
         }

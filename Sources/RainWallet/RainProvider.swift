@@ -35,14 +35,16 @@ public final class RainProvider: Sendable {
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
         self.config = config
         self.reconnectBackoff = .default
-        self.metadata = [MetadataEntry(key: profileMetadataKey, value: config.profile)]
+        self.metadata = EncodedMetadata([MetadataEntry(key: profileMetadataKey, value: config.profile)])
+        self.profileRefusal = Self.refusal(ofProfile: config.profile)
     }
 
     /// Creates a provider whose streams reconnect with `reconnectBackoff` (tests use a short one).
     package init(_ config: RainWalletConfig, reconnectBackoff: ReconnectBackoff) {
         self.config = config
         self.reconnectBackoff = reconnectBackoff
-        self.metadata = [MetadataEntry(key: profileMetadataKey, value: config.profile)]
+        self.metadata = EncodedMetadata([MetadataEntry(key: profileMetadataKey, value: config.profile)])
+        self.profileRefusal = Self.refusal(ofProfile: config.profile)
     }
 
     deinit {
@@ -74,20 +76,43 @@ public final class RainProvider: Sendable {
         get throws { try connection() }
     }
 
-    /// The metadata of every call: made once, not per call.
-    let metadata: [MetadataEntry]
+    /// The metadata of every call: made and encoded once, not per call.
+    let metadata: EncodedMetadata
+    /// Why the configured profile name is invalid (nil when it is valid): `config` never changes,
+    /// so it is checked once, not on every call.
+    let profileRefusal: RainError?
 
-    /// One unary call with this provider's profile.
-    package func call<Req: WireMessage, Resp: WireMessage>(
+    private static func refusal(ofProfile profile: String) -> RainError? {
+        do throws(RainError) {
+            try ProfileName.validate(profile)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Throws RAIN_102 when the configured profile name is invalid (`ProfileName.validate`).
+    func validateProfile() throws(RainError) {
+        if let profileRefusal { throw profileRefusal }
+    }
+
+    /// One unary call with this provider's profile. It runs on the caller's executor (the public
+    /// methods' own, the generic executor's or a preferred one): a hop per async function of the
+    /// call path cost a task switch each (see `ClientConnection.call`).
+    nonisolated(nonsending) package func call<Req: WireMessage, Resp: WireMessage>(
         _ method: String, _ request: Req, as _: Resp.Type, timeoutMilliseconds: UInt32 = 0
     ) async throws(RainError) -> Resp {
-        try ProfileName.validate(config.profile)
+        try validateProfile()
         let conn = try connection()
-        try await applyConfiguration(conn)
+        // Checked here, not only inside: an async call that returns at once still costs a frame.
+        if hasConfigurationToApply { try await applyConfiguration(conn) }
         let bytes = try await conn.call(
             method: method, payload: try request.encode(), metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
         return try Resp.decode(bytes)
     }
+
+    /// Whether the configuration sets anything on the profile (`applyConfiguration`).
+    var hasConfigurationToApply: Bool { config.passkeyDomain != nil || config.sessionPolicy != nil }
 
     /// Applies `RainWalletConfig.sessionPolicy` and `passkeyDomain` to the profile before the
     /// first call on each connection: the policy first, then the domain (checked locally by
@@ -97,8 +122,8 @@ public final class RainProvider: Sendable {
     /// login keeps working): `awaitSessionRestore()` and the passkey calls report it. Any other
     /// failure (the daemon is down, the app is not approved) fails the call, and the next call tries
     /// again.
-    package func applyConfiguration(_ conn: ClientConnection) async throws(RainError) {
-        guard config.passkeyDomain != nil || config.sessionPolicy != nil else { return }
+    nonisolated(nonsending) package func applyConfiguration(_ conn: ClientConnection) async throws(RainError) {
+        guard hasConfigurationToApply else { return }
         let id = ObjectIdentifier(conn)
         guard configured.withLock({ $0.connection }) != id else { return }
         var refusals: [RainError] = []
@@ -122,7 +147,9 @@ public final class RainProvider: Sendable {
         configured.withLock { $0 = (id, refusals) }
     }
 
-    private func configure(_ conn: ClientConnection, _ request: ConfigureProfileRequest) async throws(RainError) {
+    nonisolated(nonsending) private func configure(_ conn: ClientConnection, _ request: ConfigureProfileRequest)
+        async throws(RainError)
+    {
         let bytes = try await conn.call(method: Method.configureProfile, payload: try request.encode(), metadata: metadata)
         _ = try ConfigureProfileResponse.decode(bytes)
     }
@@ -300,6 +327,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_101 when no daemon answers.
     func openWatch() throws(RainError) -> AsyncThrowingStream<[UInt8], any Error> {
         let conn = try connection()
-        return try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata).messages
+        return try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata.entries)
+            .messages
     }
 }

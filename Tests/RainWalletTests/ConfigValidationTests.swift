@@ -37,6 +37,34 @@ import Testing
         #expect(throws: RainError.self) { try RainWalletConfig(profile: "Bad Name").validate() }
     }
 
+    /// The provider checks its profile once, when made: every call still refuses an invalid one
+    /// (RAIN_102 naming `profile`) before it looks for the daemon, and a valid one passes.
+    @Test func everyCallOfAProviderWithAnInvalidProfileIsRefusedBeforeConnecting() async {
+        let socket = "/nonexistent/rainwalletd.sock"
+        let invalid = RainProvider(RainWalletConfig(profile: "Bad Name", socketPath: socket))
+        for _ in 0..<2 {
+            do {
+                _ = try await invalid.currentSession()
+                Issue.record("an invalid profile was accepted")
+            } catch let error as RainError {
+                #expect(error.code == .invalidArgument)
+                #expect(error.details.field == "profile")
+            } catch {
+                Issue.record("not a RainError: \(error)")
+            }
+        }
+        // A valid profile gets as far as the missing daemon: RAIN_101.
+        let valid = RainProvider(RainWalletConfig(profile: "work-1", socketPath: socket))
+        do {
+            _ = try await valid.currentSession()
+            Issue.record("a call without a daemon succeeded")
+        } catch let error as RainError {
+            #expect(error.code == .notInitialized)
+        } catch {
+            Issue.record("not a RainError: \(error)")
+        }
+    }
+
     @Test func onlyRefusalsOfTheConfigurationItselfAreKeptForAwaitSessionRestore() {
         let domain = RainError.invalid("bad domain", field: "passkeyDomain")
         let policy = RainError.invalid("bad value", field: "sessionPolicy.refreshBufferSeconds")

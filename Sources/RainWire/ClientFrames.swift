@@ -1,0 +1,302 @@
+import Foundation
+import RainCore
+
+// The client library's per-call frames (issue 18): a request written and an OK response read
+// without an `Envelope` value. Building, copying and destroying that enum (its request holds a
+// string, two arrays and an array of metadata) cost more than the bytes themselves. The bytes are
+// exactly those of `Envelope.encodeFrame()` (protobuf-c's), and anything the direct reader does not
+// take (an error status, a stream message, request id 0, any non-canonical form) is left to
+// `Envelope.decode`: `ClientFramesTests` compares both.
+
+/// A call's metadata encoded once (each entry a protobuf `MetadataEntry` field of the request), so
+/// that a provider whose metadata never changes does not encode and check it on every call.
+package struct EncodedMetadata: Sendable {
+    /// The entries, in order.
+    package let entries: [MetadataEntry]
+    /// The entries' fields as protobuf-c writes them; nil when a string holds a NUL (the request
+    /// is then written by `Envelope.encodeFrame()`, which refuses it with RAIN_102).
+    let fields: [UInt8]?
+
+    /// Encodes `entries`.
+    package init(_ entries: [MetadataEntry]) {
+        self.entries = entries
+        fields = Self.fields(entries)
+    }
+
+    private static func fields(_ entries: [MetadataEntry]) -> [UInt8]? {
+        var size = 0
+        for m in entries {
+            guard !ClientFrameWriter.hasNUL(m.key), !ClientFrameWriter.hasNUL(m.value) else { return nil }
+            size += EnvelopeSize.message(4, EnvelopeSize.entry(m))
+        }
+        return ClientFrameWriter.bytes(exactly: size) { w in
+            for m in entries {
+                w.tag(4, .lengthDelimited)
+                w.varint(UInt64(EnvelopeSize.entry(m)))
+                w.stringField(1, m.key)
+                w.stringField(2, m.value)
+            }
+        }
+    }
+}
+
+/// The frames of a client's calls.
+package enum ClientFrames {
+    /// The frame of a request: the bytes of `Envelope(requestID: id, kind: .request(…)).encodeFrame()`.
+    /// - Throws: RAIN_102 for a method or metadata string with an embedded NUL.
+    package static func request(
+        id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata
+    ) throws(RainError) -> [UInt8] {
+        if let fields = metadata.fields, !ClientFrameWriter.hasNUL(method) {
+            let (kind, total) = sizes(
+                id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
+            let frame = ClientFrameWriter.bytes(exactly: Frame.headerLength + total) { w in
+                w.request(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: fields,
+                    kind: kind, total: total)
+            }
+            if let frame { return frame }
+        }
+        // A NUL to refuse (or a size computed wrong, which ClientFramesTests catch): the envelope's
+        // own encoder, which throws for the NUL.
+        let request = WireRequest(
+            method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata.entries)
+        return try Envelope(requestID: id, kind: .request(request)).encodeFrame()
+    }
+
+    /// A request's frame measured, its strings checked: what `writeRequest` needs.
+    package struct RequestLayout: Sendable {
+        let kind: Int
+        let total: Int
+        let fields: [UInt8]
+        /// The frame's length.
+        package var length: Int { Frame.headerLength + total }
+    }
+
+    /// Measures a request's frame; nil when the method or the metadata holds a NUL (then
+    /// `request(…)` throws the refusal).
+    package static func requestLayout(
+        id: UInt64, method: String, payloadCount: Int, timeoutMilliseconds: UInt32, metadata: EncodedMetadata
+    ) -> RequestLayout? {
+        guard let fields = metadata.fields, !ClientFrameWriter.hasNUL(method) else { return nil }
+        let (kind, total) = sizes(
+            id: id, method: method, payloadCount: payloadCount, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
+        return RequestLayout(kind: kind, total: total, fields: fields)
+    }
+
+    /// Writes the frame of a request (the bytes of `request(…)`) at the start of `buffer`, for a
+    /// connection that sends its requests from one buffer instead of an array each; `layout`
+    /// measured this very request (`requestLayout`), so that a call measures and checks it once.
+    /// Returns its length; nil when it does not fit there (or `layout` is of another request).
+    package static func writeRequest(
+        _ layout: RequestLayout, id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32,
+        into buffer: UnsafeMutableBufferPointer<UInt8>
+    ) -> Int? {
+        let size = layout.length
+        guard size <= buffer.count, let base = buffer.baseAddress else { return nil }
+        let isExact = ClientFrameWriter.write(at: base, exactly: size) { w in
+            w.request(
+                id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: layout.fields,
+                kind: layout.kind, total: layout.total)
+        }
+        return isExact ? size : nil
+    }
+
+    /// The lengths of a request's `Request` message and of its envelope.
+    private static func sizes(
+        id: UInt64, method: String, payloadCount: Int, timeoutMilliseconds: UInt32, fields: [UInt8]
+    ) -> (kind: Int, total: Int) {
+        let kind =
+            EnvelopeSize.string(1, method) + EnvelopeSize.bytes(2, payloadCount)
+            + EnvelopeSize.varintField(3, UInt64(timeoutMilliseconds)) + fields.count
+        return (kind, EnvelopeSize.varintField(1, id) + EnvelopeSize.message(2, kind))
+    }
+
+    /// The frame of a cancel for `id`: the bytes of `Envelope(requestID: id, kind: .cancel).encodeFrame()`.
+    package static func cancel(id: UInt64) -> [UInt8] {
+        let total = EnvelopeSize.varintField(1, id) + EnvelopeSize.message(5, 0)
+        let frame = ClientFrameWriter.bytes(exactly: Frame.headerLength + total) { w in
+            w.frameHeader(length: total)
+            w.varintField(1, id)
+            w.tag(5, .lengthDelimited)
+            w.varint(0)
+        }
+        // Never nil (the size above is exact); the fallback only keeps a wrong size from a crash.
+        return frame ?? Frame.encode([])
+    }
+
+    /// Reads a frame body that is a successful response to a call in its canonical form (request
+    /// id, then a response without a status, holding at most the payload); nil for anything else,
+    /// which `Envelope.decode` reads (an error, a stream message, request id 0, any other form).
+    package static func okResponse(_ body: UnsafeBufferPointer<UInt8>) -> (requestID: UInt64, payload: [UInt8])? {
+        var r = ProtoReader(body)
+        guard let (idNumber, idType) = r.field(after: 0), idNumber == 1, idType == ProtoReader.varintType,
+            let id = r.varint(), id != 0,
+            let (kindNumber, kindType) = r.field(after: 1), kindNumber == 3, kindType == ProtoReader.delimitedType,
+            var response = r.nested(), r.isAtEnd
+        else { return nil }
+        guard !response.isAtEnd else { return (id, []) }
+        guard let (number, type) = response.field(after: 0), number == 2, type == ProtoReader.delimitedType,
+            let payload = response.bytes(), response.isAtEnd
+        else { return nil }
+        return (id, payload)
+    }
+}
+
+/// Writes a client frame into an array of a size computed in advance, as `ProtoWriter` does (every
+/// write checked against that size: a size computed wrong yields nil, never a write past the end),
+/// plus the raw bytes of fields encoded earlier.
+struct ClientFrameWriter {
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private var count = 0
+    private var isOverflowed = false
+
+    private init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    /// The bytes `write` produces, which must be exactly `size`; nil otherwise.
+    static func bytes(exactly size: Int, _ write: (inout ClientFrameWriter) -> Void) -> [UInt8]? {
+        guard size > 0 else { return [] }
+        var isExact = false
+        let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = 0
+            guard let base = buffer.baseAddress else { return }
+            var w = ClientFrameWriter(base: base, capacity: size)
+            write(&w)
+            initialized = w.count
+            isExact = !w.isOverflowed && w.count == size
+        }
+        return isExact ? out : nil
+    }
+
+    /// Writes at `base` what `write` produces, which must be exactly `size` bytes (the room there).
+    static func write(at base: UnsafeMutablePointer<UInt8>, exactly size: Int, _ write: (inout ClientFrameWriter) -> Void)
+        -> Bool
+    {
+        var w = ClientFrameWriter(base: base, capacity: size)
+        write(&w)
+        return !w.isOverflowed && w.count == size
+    }
+
+    /// Whether `s` holds a NUL (protobuf-c strings end at one: the encoders refuse it).
+    static func hasNUL(_ s: String) -> Bool {
+        var s = s
+        return s.withUTF8 { utf8 in utf8.baseAddress.map { memchr($0, 0, utf8.count) != nil } ?? false }
+    }
+
+    private mutating func byte(_ b: UInt8) {
+        guard count < capacity else {
+            isOverflowed = true
+            return
+        }
+        base[count] = b
+        count += 1
+    }
+
+    private mutating func copy(_ source: UnsafeBufferPointer<UInt8>) {
+        guard source.count <= capacity - count else {
+            isOverflowed = true
+            return
+        }
+        if let from = source.baseAddress { (base + count).update(from: from, count: source.count) }
+        count += source.count
+    }
+
+    /// A frame header: the 4-byte big-endian length.
+    mutating func frameHeader(length: Int) {
+        let n = UInt32(truncatingIfNeeded: length)
+        byte(UInt8(truncatingIfNeeded: n >> 24))
+        byte(UInt8(truncatingIfNeeded: n >> 16))
+        byte(UInt8(truncatingIfNeeded: n >> 8))
+        byte(UInt8(truncatingIfNeeded: n))
+    }
+
+    mutating func tag(_ number: Int, _ type: WireType) { byte(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            byte(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        byte(UInt8(truncatingIfNeeded: v))
+    }
+
+    mutating func varintField(_ number: Int, _ value: UInt64) {
+        guard value != 0 else { return }
+        tag(number, .varint)
+        varint(value)
+    }
+
+    mutating func bytesField(_ number: Int, _ value: [UInt8]) {
+        guard !value.isEmpty else { return }
+        tag(number, .lengthDelimited)
+        varint(UInt64(value.count))
+        value.withUnsafeBufferPointer { copy($0) }
+    }
+
+    mutating func stringField(_ number: Int, _ value: String) {
+        var value = value
+        guard !value.utf8.isEmpty else { return }
+        tag(number, .lengthDelimited)
+        varint(UInt64(value.utf8.count))
+        value.withUTF8 { copy($0) }
+    }
+
+    /// A request's frame, its sizes computed by `ClientFrames.sizes`.
+    mutating func request(
+        id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, fields: [UInt8], kind: Int, total: Int
+    ) {
+        frameHeader(length: total)
+        varintField(1, id)
+        tag(2, .lengthDelimited)
+        varint(UInt64(kind))
+        stringField(1, method)
+        bytesField(2, payload)
+        varintField(3, UInt64(timeoutMilliseconds))
+        raw(fields)
+    }
+
+    /// Bytes already encoded (the metadata's fields).
+    mutating func raw(_ bytes: [UInt8]) { bytes.withUnsafeBufferPointer { copy($0) } }
+}
+
+extension FrameDecoder {
+    /// Lends every frame body that `bytes` (just received) completes to `read`, in order. When no
+    /// partial frame is buffered, the complete frames are lent straight from `bytes` and only a
+    /// trailing partial frame is copied into the decoder: on the per-call path a read holds whole
+    /// frames, and copying each into the decoder's buffer first cost a copy and a resize per call.
+    /// - Throws: RAIN_102 (reason `frame_too_large`) when a header declares more than the
+    ///   maximum (as `append`), or what `read` throws; the stream cannot be trusted afterwards.
+    package mutating func forEachFrame(
+        in bytes: UnsafeRawBufferPointer, _ read: (UnsafeBufferPointer<UInt8>) throws(RainError) -> Void
+    ) throws(RainError) {
+        var rest = bytes
+        if bufferedByteCount == 0 {
+            let all = bytes.assumingMemoryBound(to: UInt8.self)
+            var at = 0
+            while all.count - at >= Frame.headerLength {
+                let n =
+                    Int(all[at]) << 24 | Int(all[at + 1]) << 16 | Int(all[at + 2]) << 8 | Int(all[at + 3])
+                if n > maximumLength {
+                    throw RainError(
+                        .invalidArgument, "frame of \(n) bytes exceeds the maximum of \(maximumLength) bytes",
+                        details: .init(reason: "frame_too_large"))
+                }
+                let start = at + Frame.headerLength
+                guard all.count - start >= n else { break }
+                try read(UnsafeBufferPointer(rebasing: all[start..<start + n]))
+                at = start + n
+            }
+            rest = UnsafeRawBufferPointer(rebasing: bytes[at...])
+            if rest.isEmpty { return }
+        }
+        try append(rest)
+        while let done = try withNextFrame({ body in Result { () throws(RainError) in try read(body) } }) {
+            try done.get()
+        }
+    }
+}
