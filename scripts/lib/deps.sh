@@ -1,6 +1,6 @@
 # Sourced by the scripts: installs what a fresh Debian machine lacks, once.
 RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev pkg-config libcbor-dev libpsl-dev publicsuffix openssl libpq-dev postgresql
-  libtss2-dev swtpm swtpm-tools libsecret-1-dev gnome-keyring dbus libglib2.0-bin libsecret-tools faketime
+  libtss2-dev swtpm swtpm-tools tpm2-tools libsecret-1-dev gnome-keyring dbus libglib2.0-bin libsecret-tools faketime
   pinentry-tty
   iproute2  # scripts/netfault: network namespaces (ip netns) and veth pairs (ip link)
   # The SMTP and SMS code senders (libcurl) and the SMTP server their tests start (issue 19).
