@@ -26,10 +26,10 @@ package struct EncodedMetadata: Sendable {
     private static func fields(_ entries: [MetadataEntry]) -> [UInt8]? {
         var size = 0
         for m in entries {
-            guard !ClientFrameWriter.hasNUL(m.key), !ClientFrameWriter.hasNUL(m.value) else { return nil }
+            guard !ClientFrames.hasNUL(m.key), !ClientFrames.hasNUL(m.value) else { return nil }
             size += EnvelopeSize.message(4, EnvelopeSize.entry(m))
         }
-        return ClientFrameWriter.bytes(exactly: size) { w in
+        return ProtoWriter.bytes(exactly: size) { w in
             for m in entries {
                 w.tag(4, .lengthDelimited)
                 w.varint(UInt64(EnvelopeSize.entry(m)))
@@ -42,15 +42,21 @@ package struct EncodedMetadata: Sendable {
 
 /// The frames of a client's calls.
 package enum ClientFrames {
+    /// Whether `s` holds a NUL (protobuf-c strings end at one: the encoders refuse it).
+    static func hasNUL(_ s: String) -> Bool {
+        var s = s
+        return s.withUTF8 { utf8 in utf8.baseAddress.map { memchr($0, 0, utf8.count) != nil } ?? false }
+    }
+
     /// The frame of a request: the bytes of `Envelope(requestID: id, kind: .request(…)).encodeFrame()`.
     /// - Throws: RAIN_102 for a method or metadata string with an embedded NUL.
     package static func request(
         id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata
     ) throws(RainError) -> [UInt8] {
-        if let fields = metadata.fields, !ClientFrameWriter.hasNUL(method) {
+        if let fields = metadata.fields, !ClientFrames.hasNUL(method) {
             let (kind, total) = sizes(
                 id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
-            let frame = ClientFrameWriter.bytes(exactly: Frame.headerLength + total) { w in
+            let frame = ProtoWriter.bytes(exactly: Frame.headerLength + total) { w in
                 w.request(
                     id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: fields,
                     kind: kind, total: total)
@@ -78,7 +84,7 @@ package enum ClientFrames {
     package static func requestLayout(
         id: UInt64, method: String, payloadCount: Int, timeoutMilliseconds: UInt32, metadata: EncodedMetadata
     ) -> RequestLayout? {
-        guard let fields = metadata.fields, !ClientFrameWriter.hasNUL(method) else { return nil }
+        guard let fields = metadata.fields, !ClientFrames.hasNUL(method) else { return nil }
         let (kind, total) = sizes(
             id: id, method: method, payloadCount: payloadCount, timeoutMilliseconds: timeoutMilliseconds, fields: fields)
         return RequestLayout(kind: kind, total: total, fields: fields)
@@ -94,7 +100,7 @@ package enum ClientFrames {
     ) -> Int? {
         let size = layout.length
         guard size <= buffer.count, let base = buffer.baseAddress else { return nil }
-        let isExact = ClientFrameWriter.write(at: base, exactly: size) { w in
+        let isExact = ProtoWriter.write(at: base, exactly: size) { w in
             w.request(
                 id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, fields: layout.fields,
                 kind: layout.kind, total: layout.total)
@@ -115,7 +121,7 @@ package enum ClientFrames {
     /// The frame of a cancel for `id`: the bytes of `Envelope(requestID: id, kind: .cancel).encodeFrame()`.
     package static func cancel(id: UInt64) -> [UInt8] {
         let total = EnvelopeSize.varintField(1, id) + EnvelopeSize.message(5, 0)
-        let frame = ClientFrameWriter.bytes(exactly: Frame.headerLength + total) { w in
+        let frame = ProtoWriter.bytes(exactly: Frame.headerLength + total) { w in
             w.frameHeader(length: total)
             w.varintField(1, id)
             w.tag(5, .lengthDelimited)
@@ -143,109 +149,8 @@ package enum ClientFrames {
     }
 }
 
-/// Writes a client frame into an array of a size computed in advance, as `ProtoWriter` does (every
-/// write checked against that size: a size computed wrong yields nil, never a write past the end),
-/// plus the raw bytes of fields encoded earlier.
-struct ClientFrameWriter {
-    private let base: UnsafeMutablePointer<UInt8>
-    private let capacity: Int
-    private var count = 0
-    private var isOverflowed = false
-
-    private init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
-        self.base = base
-        self.capacity = capacity
-    }
-
-    /// The bytes `write` produces, which must be exactly `size`; nil otherwise.
-    static func bytes(exactly size: Int, _ write: (inout ClientFrameWriter) -> Void) -> [UInt8]? {
-        guard size > 0 else { return [] }
-        var isExact = false
-        let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            initialized = 0
-            guard let base = buffer.baseAddress else { return }
-            var w = ClientFrameWriter(base: base, capacity: size)
-            write(&w)
-            initialized = w.count
-            isExact = !w.isOverflowed && w.count == size
-        }
-        return isExact ? out : nil
-    }
-
-    /// Writes at `base` what `write` produces, which must be exactly `size` bytes (the room there).
-    static func write(at base: UnsafeMutablePointer<UInt8>, exactly size: Int, _ write: (inout ClientFrameWriter) -> Void)
-        -> Bool
-    {
-        var w = ClientFrameWriter(base: base, capacity: size)
-        write(&w)
-        return !w.isOverflowed && w.count == size
-    }
-
-    /// Whether `s` holds a NUL (protobuf-c strings end at one: the encoders refuse it).
-    static func hasNUL(_ s: String) -> Bool {
-        var s = s
-        return s.withUTF8 { utf8 in utf8.baseAddress.map { memchr($0, 0, utf8.count) != nil } ?? false }
-    }
-
-    private mutating func byte(_ b: UInt8) {
-        guard count < capacity else {
-            isOverflowed = true
-            return
-        }
-        base[count] = b
-        count += 1
-    }
-
-    private mutating func copy(_ source: UnsafeBufferPointer<UInt8>) {
-        guard source.count <= capacity - count else {
-            isOverflowed = true
-            return
-        }
-        if let from = source.baseAddress { (base + count).update(from: from, count: source.count) }
-        count += source.count
-    }
-
-    /// A frame header: the 4-byte big-endian length.
-    mutating func frameHeader(length: Int) {
-        let n = UInt32(truncatingIfNeeded: length)
-        byte(UInt8(truncatingIfNeeded: n >> 24))
-        byte(UInt8(truncatingIfNeeded: n >> 16))
-        byte(UInt8(truncatingIfNeeded: n >> 8))
-        byte(UInt8(truncatingIfNeeded: n))
-    }
-
-    mutating func tag(_ number: Int, _ type: WireType) { byte(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
-
-    mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            byte(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        byte(UInt8(truncatingIfNeeded: v))
-    }
-
-    mutating func varintField(_ number: Int, _ value: UInt64) {
-        guard value != 0 else { return }
-        tag(number, .varint)
-        varint(value)
-    }
-
-    mutating func bytesField(_ number: Int, _ value: [UInt8]) {
-        guard !value.isEmpty else { return }
-        tag(number, .lengthDelimited)
-        varint(UInt64(value.count))
-        value.withUnsafeBufferPointer { copy($0) }
-    }
-
-    mutating func stringField(_ number: Int, _ value: String) {
-        var value = value
-        guard !value.utf8.isEmpty else { return }
-        tag(number, .lengthDelimited)
-        varint(UInt64(value.utf8.count))
-        value.withUTF8 { copy($0) }
-    }
-
+/// The client's frames are written by the envelope's writer (`ProtoWriter`), plus these.
+extension ProtoWriter {
     /// A request's frame, its sizes computed by `ClientFrames.sizes`.
     mutating func request(
         id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32, fields: [UInt8], kind: Int, total: Int
@@ -266,9 +171,10 @@ struct ClientFrameWriter {
 
 extension FrameDecoder {
     /// Lends every frame body that `bytes` (just received) completes to `read`, in order. When no
-    /// partial frame is buffered, the complete frames are lent straight from `bytes` and only a
-    /// trailing partial frame is copied into the decoder: on the per-call path a read holds whole
-    /// frames, and copying each into the decoder's buffer first cost a copy and a resize per call.
+    /// partial frame is buffered, the complete frames are lent straight from `bytes`
+    /// (`completeFrames`) and only a trailing partial frame is copied into the decoder: on the
+    /// per-call path a read holds whole frames, and copying each into the decoder's buffer first
+    /// cost a copy and a resize per call.
     /// - Throws: RAIN_102 (reason `frame_too_large`) when a header declares more than the
     ///   maximum (as `append`), or what `read` throws; the stream cannot be trusted afterwards.
     package mutating func forEachFrame(
@@ -276,22 +182,18 @@ extension FrameDecoder {
     ) throws(RainError) {
         var rest = bytes
         if bufferedByteCount == 0 {
-            let all = bytes.assumingMemoryBound(to: UInt8.self)
-            var at = 0
-            while all.count - at >= Frame.headerLength {
-                let n =
-                    Int(all[at]) << 24 | Int(all[at + 1]) << 16 | Int(all[at + 2]) << 8 | Int(all[at + 3])
-                if n > maximumLength {
-                    throw RainError(
-                        .invalidArgument, "frame of \(n) bytes exceeds the maximum of \(maximumLength) bytes",
-                        details: .init(reason: "frame_too_large"))
+            var failure: RainError?
+            let taken = try Self.completeFrames(in: bytes, maximumLength: maximumLength) { body in
+                do throws(RainError) {
+                    try read(body)
+                    return true
+                } catch {
+                    failure = error
+                    return false
                 }
-                let start = at + Frame.headerLength
-                guard all.count - start >= n else { break }
-                try read(UnsafeBufferPointer(rebasing: all[start..<start + n]))
-                at = start + n
             }
-            rest = UnsafeRawBufferPointer(rebasing: bytes[at...])
+            if let failure { throw failure }
+            rest = UnsafeRawBufferPointer(rebasing: bytes[taken...])
             if rest.isEmpty { return }
         }
         try append(rest)

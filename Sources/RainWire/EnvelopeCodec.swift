@@ -158,9 +158,7 @@ struct EnvelopeSize {
     static func string(_ number: Int, _ s: String) -> Int { bytes(number, s.utf8.count) }
 
     static func refuseNUL(_ s: String, field: String) throws(RainError) {
-        var s = s
-        let hasNUL = s.withUTF8 { utf8 in utf8.baseAddress.map { memchr($0, 0, utf8.count) != nil } ?? false }
-        if hasNUL { throw RainError.invalid("\(field) contains a NUL character", field: field) }
+        if ClientFrames.hasNUL(s) { throw RainError.invalid("\(field) contains a NUL character", field: field) }
     }
 }
 
@@ -217,7 +215,7 @@ struct ProtoWriter {
         count += 1
     }
 
-    private mutating func copy(_ source: UnsafeBufferPointer<UInt8>) {
+    mutating func copy(_ source: UnsafeBufferPointer<UInt8>) {
         guard source.count <= capacity - count else {
             isOverflowed = true
             return
