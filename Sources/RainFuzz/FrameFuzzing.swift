@@ -25,7 +25,7 @@ enum FrameFuzzing {
         // The server's way (complete frames in place while nothing is buffered) gives the same.
         let inPlace = feedInPlace(stream, sizes: chunkSizes(seed: seed, total: stream.count))
         guard inPlace.frames == whole.frames, (inPlace.error == nil) == (whole.error == nil) else {
-            return .broken("FrameDecoder.completeFrames: reading frames in place changed the frames or the error")
+            return .broken("FrameDecoder.forEachFrame: reading frames in place changed the frames or the error")
         }
         if whole.frames.contains(where: { $0.count > Frame.defaultMaximumLength }) {
             return .broken("FrameDecoder: returned a frame over the maximum length")
@@ -82,8 +82,8 @@ enum FrameFuzzing {
         return nil
     }
 
-    /// As the server reads: complete frames in place while the decoder holds nothing, the
-    /// decoder otherwise.
+    /// Through `FrameDecoder.forEachFrame` (the client's reader; `completeFrames` inside, as the
+    /// server reads): complete frames in place while the decoder holds nothing, the decoder otherwise.
     private static func feedInPlace(_ stream: [UInt8], sizes: [Int]) -> (frames: [[UInt8]], error: RainError?) {
         var decoder = FrameDecoder()
         var frames: [[UInt8]] = []
@@ -91,20 +91,10 @@ enum FrameFuzzing {
         do throws(RainError) {
             for size in sizes {
                 let end = min(offset + size, stream.count)
-                let isEmpty = decoder.bufferedByteCount == 0
-                let maximum = decoder.maximumLength
-                let taken = try stream[offset..<end].withUnsafeBytes { raw in
-                    Result { () throws(RainError) -> Int in
-                        guard isEmpty else { return 0 }
-                        return try FrameDecoder.completeFrames(in: raw, maximumLength: maximum) { body in
-                            frames.append(Array(body))
-                            return true
-                        }
-                    }
+                try stream[offset..<end].withUnsafeBytes { raw in
+                    Result { () throws(RainError) in try decoder.forEachFrame(in: raw) { frames.append(Array($0)) } }
                 }.get()
-                try decoder.append(stream[(offset + taken)..<end])
                 offset = end
-                while let frame = try decoder.nextFrame() { frames.append(frame) }
             }
         } catch {
             return (frames, error)
