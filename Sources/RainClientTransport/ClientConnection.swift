@@ -22,6 +22,46 @@ public final class ClientConnection: TaskExecutor, Sendable {
         /// one can), or at once when it never got there (see `call`).
         case unary(UnsafeContinuation<Result<[UInt8], RainError>, Never>)
         case stream(StreamSink)
+        /// A call that was being answered inline (`callInline`) and stopped waiting before its
+        /// answer came: the answer, when it comes, is kept in the box until the call's task waits
+        /// for it (`awaitAnswer`), which then takes the entry's place with its continuation.
+        case parked(ParkedAnswer)
+    }
+
+    /// Where a parked call's answer waits for its task (`Pending.parked`); used under `state`'s lock.
+    package final class ParkedAnswer: @unchecked Sendable {
+        var answer: Result<[UInt8], RainError>?
+    }
+
+    /// What the reader thread keeps between reads. It is touched only on that thread: by its loop,
+    /// or by a call answered inline in a job the loop runs (`callInline`), which the loop waits for.
+    /// No lock, and no exclusivity checks (they cost instructions on every read).
+    final class ReaderState: @unchecked Sendable {
+        @exclusivity(unchecked) var decoder: FrameDecoder
+        @exclusivity(unchecked) var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        @exclusivity(unchecked) var scratch: [UInt8]
+        /// The socket and, when there is one, the eventfd that wakes the thread for a job (made
+        /// once: an array per round cost two allocations per call).
+        @exclusivity(unchecked) var fds: [pollfd]
+        /// Why the connection ended, or will be said to have ended (a refusal the server sent).
+        @exclusivity(unchecked) var failure: RainError
+        /// Set when the connection ended: the loop then fails what is in flight and stops.
+        @exclusivity(unchecked) var hasEnded = false
+        /// The call being answered inline (0: none), and its answer once read: kept in plain fields,
+        /// since an optional `Result` holding a `RainError` went through the runtime's generic value
+        /// witnesses (about 2,500 instructions a call).
+        @exclusivity(unchecked) var inlineID: UInt64 = 0
+        @exclusivity(unchecked) var inlineIsAnswered = false
+        @exclusivity(unchecked) var inlinePayload: [UInt8] = []
+        @exclusivity(unchecked) var inlineError: RainError?
+
+        init(maximumFrameLength: Int, isTLS: Bool, fd: Int32, wakeFD: Int32?, failure: RainError) {
+            decoder = FrameDecoder(maximumLength: maximumFrameLength)
+            scratch = isTLS ? [UInt8](repeating: 0, count: 16 * 1024 + 256) : []
+            fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            if let wakeFD { fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)) }
+            self.failure = failure
+        }
     }
 
     /// A stream's continuation, boxed: the standard library's `AsyncThrowingStream.Continuation`
@@ -85,7 +125,6 @@ public final class ClientConnection: TaskExecutor, Sendable {
     struct JobQueue {
         var jobs: [UnownedJob] = []
         var isRunning = true
-        var loopThread: pthread_t?
     }
 
     private let fd: Int32
@@ -93,6 +132,10 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// eventfd could be made: jobs then wait for the next read).
     private let wakeFD: EventFD?
     private let jobQueue = Mutex(JobQueue())
+    /// The reader thread's state (`ReaderState`: that thread's alone).
+    private let reader: ReaderState
+    /// The reader thread (`pthread_self()` there; 0 until it starts), for `callInline`.
+    private let readerThread = Atomic<UInt>(0)
     private let state = Mutex(State())
     /// The next request id: an atomic, not a field of `state`, so that a call takes that lock once.
     private let nextID = Atomic<UInt64>(1)
@@ -153,10 +196,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
     ///   - lostCode: the code of a lost connection (RAIN_101 for the daemon, RAIN_301 for a server).
     ///   - tls: the session of a completed TLS handshake, nil for a plain socket.
     ///   - channelBinding: the TLS channel binding, with `tls`.
+    ///   - inlineWaitMilliseconds: how long a call answered inline waits (`callInline`; tests).
     package init(
         fd: Int32, path: String, peerName: String, lostCode: RainError.Code, maximumFrameLength: Int,
-        tls: sending (any ConnectionCipher)? = nil, channelBinding: [UInt8]? = nil
+        tls: sending (any ConnectionCipher)? = nil, channelBinding: [UInt8]? = nil,
+        inlineWaitMilliseconds: Int32 = ClientConnection.inlineWaitMilliseconds
     ) {
+        self.canAnswerInline = tls == nil && (try? Syscall.setReceiveTimeout(fd, milliseconds: inlineWaitMilliseconds)) != nil
         self.channelBinding = channelBinding
         self.isTLS = tls != nil
         self.writeSide = Mutex(
@@ -166,7 +212,11 @@ public final class ClientConnection: TaskExecutor, Sendable {
         self.peerName = peerName
         self.lostCode = lostCode
         self.maximumFrameLength = maximumFrameLength
-        self.wakeFD = try? EventFD()
+        let wakeFD = try? EventFD()
+        self.wakeFD = wakeFD
+        self.reader = ReaderState(
+            maximumFrameLength: maximumFrameLength, isTLS: isTLS, fd: fd, wakeFD: wakeFD?.descriptor,
+            failure: RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure()))
         let thread = Thread { [self] in self.readLoop() }
         thread.name = "rainwallet.client.reader"
         thread.start()
@@ -185,8 +235,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
         let (accepted, mustWake) = jobQueue.withLock { q -> (Bool, Bool) in
             guard q.isRunning else { return (false, false) }
             q.jobs.append(unowned)
-            let onLoop = q.loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
-            return (true, !onLoop)
+            return (true, readerThread.load(ordering: .relaxed) != pthread_self())
         }
         if !accepted {
             globalConcurrentExecutor.enqueue(ExecutorJob(unowned))
@@ -264,6 +313,114 @@ public final class ClientConnection: TaskExecutor, Sendable {
                         c.resume(returning: .failure(error))
                     }
                 }
+            }
+        } onCancel: {
+            self.sendCancel(id)
+        }
+        return try result.get()
+    }
+
+    /// How `callInline` left a call.
+    package enum InlineCall {
+        /// The answer came while the caller waited on the reader thread.
+        case answered([UInt8])
+        /// It did not come in time: the request is out, and `awaitAnswer(id:box:)` waits for it.
+        case waiting(id: UInt64, box: ParkedAnswer)
+    }
+
+    /// How long an inline call waits in one poll before it hands the wait to its task (`callInline`):
+    /// a cheap call's answer comes within microseconds, and the thread's other jobs, or the task's
+    /// cancellation, should not wait long.
+    package static let inlineWaitMilliseconds: Int32 = 10
+    /// Whether calls may be answered inline: a plain socket whose reads give up after the inline
+    /// wait (`SO_RCVTIMEO`; the loop reads only what poll found, so its reads never wait).
+    private let canAnswerInline: Bool
+    /// How many reads an inline call makes (other calls' frames coming first) before it hands the
+    /// wait to its task.
+    static let inlineReadLimit = 8
+
+    /// Makes a unary call without suspending when the caller already runs on this connection's
+    /// reader thread (a task that prefers the connection as its executor, `enqueue`). It writes the
+    /// request, then does the reader's work itself until the answer comes, handing other calls'
+    /// frames to them as the loop would. A suspension and resumption per call cost about 3,000
+    /// instructions in the concurrency runtime (the task's executor preference is looked up under
+    /// its status lock at every step of the way back).
+    ///
+    /// When the answer does not come within `inlineWaitMilliseconds`, or after a read that brought
+    /// another call's answer a job is queued for the thread, or the connection ends, the wait is
+    /// handed on: `.waiting`, and the caller awaits `awaitAnswer(id:box:)`. The loop never waits
+    /// on a call it is running.
+    /// - Returns: nil when the call must go through `call` instead: the caller runs on another
+    ///   thread, TLS (or a socket without a receive timeout), a request too large for the request
+    ///   buffer (or with a NUL), a cancelled task, an inline call already in progress, or a
+    ///   connection that ended.
+    /// - Throws: the server's `RainError`, or RAIN_101 when the connection is lost while writing.
+    package func callInline(
+        method: String, payload: [UInt8], metadata: EncodedMetadata, timeoutMilliseconds: UInt32 = 0
+    ) throws(RainError) -> InlineCall? {
+        guard canAnswerInline, readerThread.load(ordering: .relaxed) == pthread_self() else { return nil }
+        let r = reader
+        guard !r.hasEnded, r.inlineID == 0, !Task.isCancelled else { return nil }
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        guard
+            let layout = ClientFrames.requestLayout(
+                id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds,
+                metadata: metadata),
+            layout.length <= Self.requestBufferSize
+        else { return nil }
+        r.inlineID = id
+        defer {
+            r.inlineID = 0
+            r.inlineIsAnswered = false
+            r.inlineError = nil
+        }
+        if let error = writeRequest(
+            layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
+        {
+            throw error
+        }
+        // The answer is waited for in the read itself: a blocking read that gives up after the
+        // inline wait (`SO_RCVTIMEO`, set at the start), one system call where a poll and a read
+        // were two. A job another thread queues meanwhile waits for the answer or the wait's end.
+        var reads = 0
+        reading: while !r.inlineIsAnswered && reads < Self.inlineReadLimit {
+            reads += 1
+            switch readOnce(r) {
+            case .timedOut, .ended: break reading
+            case .read:
+                // An answer read for another task of this thread, or a job queued from another
+                // thread: let the loop run it.
+                if !r.inlineIsAnswered && jobQueue.withLock({ !$0.jobs.isEmpty }) { break reading }
+            }
+        }
+        if r.inlineIsAnswered {
+            if let error = r.inlineError { throw error }
+            return .answered(r.inlinePayload)
+        }
+        let box = ParkedAnswer()
+        state.withLock { s in
+            if let e = s.closedError { box.answer = .failure(e) } else { s.pending.insert(.parked(box), for: id) }
+        }
+        return .waiting(id: id, box: box)
+    }
+
+    /// Waits for the answer of a call `callInline` handed on (`InlineCall.waiting`); a cancelled
+    /// task sends the call's cancel, as in `call`.
+    /// - Throws: the server's `RainError`, or RAIN_101 when the connection is lost.
+    nonisolated(nonsending) package func awaitAnswer(id: UInt64, box: ParkedAnswer) async throws(RainError) -> [UInt8] {
+        let result: Result<[UInt8], RainError> = await withTaskCancellationHandler {
+            // Resumed exactly once: here when the answer (or the connection's end) is already in the
+            // box, otherwise by whoever removes the `.unary` entry that takes the parked one's place
+            // (under `state`'s lock, as in `call`; the connection's end fills the boxes it finds
+            // under the same lock).
+            await withUnsafeContinuation { (cont: UnsafeContinuation<Result<[UInt8], RainError>, Never>) in
+                let ready = state.withLock { s -> Result<[UInt8], RainError>? in
+                    if let answer = box.answer { return answer }
+                    _ = s.pending.remove(id)
+                    s.pending.insert(.unary(cont), for: id)
+                    return nil
+                }
+                if let ready { cont.resume(returning: ready) }
             }
         } onCancel: {
             self.sendCancel(id)
@@ -401,85 +558,34 @@ public final class ClientConnection: TaskExecutor, Sendable {
     }
 
     private func readLoop() {
-        jobQueue.withLock { $0.loopThread = pthread_self() }
-        var decoder = FrameDecoder(maximumLength: maximumFrameLength)
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var scratch = isTLS ? [UInt8](repeating: 0, count: 16 * 1024 + 256) : []
-        var failure = RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure())
+        readerThread.store(pthread_self(), ordering: .releasing)
+        let r = reader
         // The jobs being run (see runQueuedJobs).
         var running: [UnownedJob] = []
-        // Made once: an array per round cost two allocations per call.
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-        if let wakeFD { fds.append(pollfd(fd: wakeFD.descriptor, events: Int16(POLLIN), revents: 0)) }
-        loop: while true {
+        while true {
             runQueuedJobs(&running)
-            for i in fds.indices { fds[i].revents = 0 }
-            guard (try? Syscall.poll(&fds, timeoutMilliseconds: -1)) != nil else { break }
-            if fds.count > 1 && fds[1].revents != 0 { wakeFD?.drain() }
-            if fds[0].revents == 0 { continue }
-            // No `Result` on the per-call path: one holding a RainError is copied with a memcpy.
-            let n = buffer.withUnsafeMutableBytes { buf in (try? Syscall.read(fd, into: buf)) ?? 0 }
-            guard n > 0 else { break }
-            var plaintext: [UInt8] = []
-            var isClosed = false
-            if isTLS {
-                let (decrypted, closed, error) = decrypt(buffer[0..<n], into: &scratch)
-                if let error {
-                    failure = error
-                    break
-                }
-                plaintext = decrypted
-                isClosed = closed
-            }
-            // Frames lent from raw memory, in place when whole (the generic append of a slice cost
-            // ~1,000 instructions a read, and a copy into the decoder's buffer a memcpy).
-            var refusal: RainError?
-            var undecodable: RainError?
-            if isTLS {
-                plaintext.withUnsafeBytes { raw in
-                    do throws(RainError) {
-                        try decoder.forEachFrame(in: raw) { body throws(RainError) in
-                            if let r = try dispatch(body) { refusal = r }
-                        }
-                    } catch {
-                        undecodable = error
-                    }
-                }
-            } else {
-                buffer.withUnsafeBytes { raw in
-                    do throws(RainError) {
-                        try decoder.forEachFrame(in: UnsafeRawBufferPointer(rebasing: raw[0..<n])) { body throws(RainError) in
-                            if let r = try dispatch(body) { refusal = r }
-                        }
-                    } catch {
-                        undecodable = error
-                    }
-                }
-            }
-            if let refusal {
-                // An answer to no call (request id 0): the server says why it is about to close
-                // the connection (a limit of issue 13). Calls it ends fail with it.
-                failure = RainError(
-                    lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
-                    details: refusal.details, underlying: ConnectionFailure())
-            }
-            if let undecodable {
-                failure = RainError(
-                    .internalError, "\(peerName) sent an undecodable frame: \(undecodable.message)",
-                    underlying: ConnectionFailure())
-                break loop
-            }
-            if isClosed { break }
+            // A call answered inline in one of those jobs may have met the end.
+            if r.hasEnded { break }
+            for i in r.fds.indices { r.fds[i].revents = 0 }
+            guard (try? Syscall.poll(&r.fds, timeoutMilliseconds: -1)) != nil else { break }
+            if r.fds.count > 1 && r.fds[1].revents != 0 { wakeFD?.drain() }
+            if r.fds[0].revents == 0 { continue }
+            if readOnce(r) == .ended { break }
         }
+        let failure = r.failure
         let pending = state.withLock { s -> [Pending] in
             s.closedError = failure
             isClosedFlag.store(true, ordering: .releasing)
-            return s.pending.removeAll()
+            let all = s.pending.removeAll()
+            // A parked call's task finds the end in its box (`awaitAnswer`).
+            for case .parked(let box) in all where box.answer == nil { box.answer = .failure(failure) }
+            return all
         }
         for p in pending {
             switch p {
             case .unary(let c): c.resume(returning: .failure(failure))
             case .stream(let c): c.continuation.finish(throwing: failure)
+            case .parked: break
             }
         }
         // Let the tasks just resumed run, then hand any later job to the global executor.
@@ -490,6 +596,86 @@ public final class ClientConnection: TaskExecutor, Sendable {
             return q.jobs
         }
         for job in leftover { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+    }
+
+    /// What `readOnce` found.
+    private enum ReadOutcome {
+        /// Bytes, whose whole frames went to their calls.
+        case read
+        /// Nothing within the receive timeout (a call answered inline).
+        case timedOut
+        /// The end of the connection: `ReaderState.hasEnded` is set, and `failure` says why.
+        case ended
+    }
+
+    /// Reads once from the socket and hands every whole frame to its call, on the reader thread
+    /// (its loop, after a poll found the socket readable, or a call answered inline, waiting up to
+    /// the receive timeout).
+    private func readOnce(_ r: ReaderState) -> ReadOutcome {
+        // No `Result` on the per-call path: one holding a RainError is copied with a memcpy.
+        // EAGAIN is the receive timeout (`canAnswerInline`): nothing came.
+        let read = r.buffer.withUnsafeMutableBytes { buf in (try? Syscall.readNonBlocking(fd, into: buf)) ?? .processed(0) }
+        guard case .processed(let n) = read else { return .timedOut }
+        guard n > 0 else {
+            r.hasEnded = true
+            return .ended
+        }
+        var plaintext: [UInt8] = []
+        var isClosed = false
+        if isTLS {
+            let (decrypted, closed, error) = decrypt(r.buffer[0..<n], into: &r.scratch)
+            if let error {
+                r.failure = error
+                r.hasEnded = true
+                return .ended
+            }
+            plaintext = decrypted
+            isClosed = closed
+        }
+        // Frames lent from raw memory, in place when whole (the generic append of a slice cost
+        // ~1,000 instructions a read, and a copy into the decoder's buffer a memcpy).
+        var refusal: RainError?
+        var undecodable: RainError?
+        if isTLS {
+            plaintext.withUnsafeBytes { raw in
+                do throws(RainError) {
+                    try r.decoder.forEachFrame(in: raw) { body throws(RainError) in
+                        if let e = try dispatch(body) { refusal = e }
+                    }
+                } catch {
+                    undecodable = error
+                }
+            }
+        } else {
+            r.buffer.withUnsafeBytes { raw in
+                do throws(RainError) {
+                    try r.decoder.forEachFrame(in: UnsafeRawBufferPointer(rebasing: raw[0..<n])) { body throws(RainError) in
+                        if let e = try dispatch(body) { refusal = e }
+                    }
+                } catch {
+                    undecodable = error
+                }
+            }
+        }
+        if let refusal {
+            // An answer to no call (request id 0): the server says why it is about to close
+            // the connection (a limit of issue 13). Calls it ends fail with it.
+            r.failure = RainError(
+                lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
+                details: refusal.details, underlying: ConnectionFailure())
+        }
+        if let undecodable {
+            r.failure = RainError(
+                .internalError, "\(peerName) sent an undecodable frame: \(undecodable.message)",
+                underlying: ConnectionFailure())
+            r.hasEnded = true
+            return .ended
+        }
+        if isClosed {
+            r.hasEnded = true
+            return .ended
+        }
+        return .read
     }
 
     /// Runs the queued jobs until none is left. `running` is the reader thread's own array, swapped
@@ -510,12 +696,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// - Throws: RAIN_102 for an undecodable frame.
     private func dispatch(_ body: UnsafeBufferPointer<UInt8>) throws(RainError) -> RainError? {
         // The usual answer (a call's success) read without an `Envelope`; anything else by it.
-        guard let (id, payload) = ClientFrames.okResponse(body) else { return dispatch(try Envelope.decode(body)) }
-        guard let p = state.withLock({ $0.pending.remove(id) }) else { return nil }
-        switch p {
-        case .unary(let c): c.resume(returning: .success(payload))
-        case .stream(let c): c.continuation.finish()
-        }
+        guard let (id, payload) = ClientFrames.okResponseInPlace(body) else { return dispatch(try Envelope.decode(body)) }
+        answer(id, payload: payload, error: nil)
         return nil
     }
 
@@ -524,12 +706,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
         switch envelope.kind {
         case .response(let r):
             if envelope.requestID == 0 { return r.status.error }
-            guard let p = state.withLock({ $0.pending.remove(envelope.requestID) }) else { return nil }
-            switch p {
-            case .unary(let c): c.resume(returning: r.status.error.map { .failure($0) } ?? .success(r.payload))
-            case .stream(let c):
-                if let e = r.status.error { c.continuation.finish(throwing: e) } else { c.continuation.finish() }
-            }
+            r.payload.withUnsafeBufferPointer { answer(envelope.requestID, payload: $0, error: r.status.error) }
         case .stream(let payload):
             guard case .stream(let c)? = state.withLock({ $0.pending[envelope.requestID] }) else { return nil }
             c.continuation.yield(payload)
@@ -537,6 +714,40 @@ public final class ClientConnection: TaskExecutor, Sendable {
             break
         }
         return nil
+    }
+
+    /// Ends the call or stream `id` (on the reader thread) with `payload`, or with `error` when
+    /// there is one: the call answered inline, a parked call's box, a waiting task, or a stream
+    /// (which ends, or fails with the error).
+    private func answer(_ id: UInt64, payload: UnsafeBufferPointer<UInt8>, error: RainError?) {
+        let r = reader
+        if id != 0 && id == r.inlineID {
+            r.inlineIsAnswered = true
+            if let error {
+                r.inlineError = error
+            } else {
+                // Into the storage kept from the last answer when nobody holds it any more: no
+                // array to make and free per call.
+                r.inlinePayload.removeAll(keepingCapacity: true)
+                r.inlinePayload.append(contentsOf: payload)
+            }
+            return
+        }
+        let payload = Array(payload)
+        let p = state.withLock { s -> Pending? in
+            guard let p = s.pending.remove(id) else { return nil }
+            if case .parked(let box) = p {
+                box.answer = error.map { .failure($0) } ?? .success(payload)
+                return nil
+            }
+            return p
+        }
+        switch p {
+        case .unary(let c)?: c.resume(returning: error.map { .failure($0) } ?? .success(payload))
+        case .stream(let c)?:
+            if let error { c.continuation.finish(throwing: error) } else { c.continuation.finish() }
+        case .parked?, nil: break
+        }
     }
 }
 

@@ -167,6 +167,16 @@ extension Syscall {
         try call("setsockopt \(label)") { setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) }
     }
 
+    /// Sets how long a blocking read of socket `fd` waits before it fails with `EAGAIN`
+    /// (`SO_RCVTIMEO`; 0: for ever).
+    /// - Throws: RAIN_502 naming `setsockopt SO_RCVTIMEO`.
+    public static func setReceiveTimeout(_ fd: Int32, milliseconds: Int32) throws(RainError) {
+        var timeout = timeval(tv_sec: Int(milliseconds / 1000), tv_usec: Int(milliseconds % 1000) * 1000)
+        try call("setsockopt SO_RCVTIMEO") {
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
+
     /// The credentials of the process at the other end of a Unix socket.
     /// - Throws: RAIN_502 naming `getsockopt SO_PEERCRED`.
     public static func peerCredentials(_ fd: Int32) throws(RainError) -> SocketPeer {

@@ -135,15 +135,23 @@ package enum ClientFrames {
     /// id, then a response without a status, holding at most the payload); nil for anything else,
     /// which `Envelope.decode` reads (an error, a stream message, request id 0, any other form).
     package static func okResponse(_ body: UnsafeBufferPointer<UInt8>) -> (requestID: UInt64, payload: [UInt8])? {
+        okResponseInPlace(body).map { ($0.requestID, Array($0.payload)) }
+    }
+
+    /// `okResponse`, its payload left where it lies in `body` (no array to make and free when the
+    /// reader copies it into storage it keeps).
+    package static func okResponseInPlace(
+        _ body: UnsafeBufferPointer<UInt8>
+    ) -> (requestID: UInt64, payload: UnsafeBufferPointer<UInt8>)? {
         var r = ProtoReader(body)
         guard let (idNumber, idType) = r.field(after: 0), idNumber == 1, idType == ProtoReader.varintType,
             let id = r.varint(), id != 0,
             let (kindNumber, kindType) = r.field(after: 1), kindNumber == 3, kindType == ProtoReader.delimitedType,
             var response = r.nested(), r.isAtEnd
         else { return nil }
-        guard !response.isAtEnd else { return (id, []) }
+        guard !response.isAtEnd else { return (id, UnsafeBufferPointer(rebasing: body[body.count...])) }
         guard let (number, type) = response.field(after: 0), number == 2, type == ProtoReader.delimitedType,
-            let payload = response.bytes(), response.isAtEnd
+            let payload = response.bytesInPlace(), response.isAtEnd
         else { return nil }
         return (id, payload)
     }

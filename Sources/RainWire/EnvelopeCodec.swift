@@ -355,10 +355,15 @@ struct ProtoReader {
     }
 
     mutating func bytes() -> [UInt8]? {
+        bytesInPlace().map { Array($0) }
+    }
+
+    /// A bytes field's content where it lies (valid as long as the reader's buffer).
+    mutating func bytesInPlace() -> UnsafeBufferPointer<UInt8>? {
         guard let n = varint(), n <= UInt64(end - at) else { return nil }
         let start = at
         at += Int(n)
-        return Array(UnsafeBufferPointer(rebasing: buf[start..<at]))
+        return UnsafeBufferPointer(rebasing: buf[start..<at])
     }
 
     mutating func string() -> String? {

@@ -25,7 +25,8 @@ import Testing
             return try result.get()
         }
 
-        private func readBlocking(_ count: Int) throws -> [Envelope] {
+        /// `read`, on the calling thread.
+        func readBlocking(_ count: Int) throws -> [Envelope] {
             var decoder = FrameDecoder()
             var envelopes: [Envelope] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -47,14 +48,16 @@ import Testing
         func close() { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
-    static func pair() throws -> (ClientConnection, ScriptedServer) {
+    static func pair(
+        inlineWaitMilliseconds: Int32 = ClientConnection.inlineWaitMilliseconds
+    ) throws -> (ClientConnection, ScriptedServer) {
         var fds: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else {
             throw RainError(.internalError, "socketpair failed")
         }
         let connection = ClientConnection(
             fd: fds[0], path: "pair", peerName: "the test server", lostCode: .notInitialized,
-            maximumFrameLength: Frame.defaultMaximumLength)
+            maximumFrameLength: Frame.defaultMaximumLength, inlineWaitMilliseconds: inlineWaitMilliseconds)
         return (connection, ScriptedServer(fd: fds[1]))
     }
 
