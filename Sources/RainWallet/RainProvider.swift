@@ -69,8 +69,9 @@ public final class RainProvider: Sendable {
 
     /// An executor that runs tasks on this provider's connection thread. Code that makes many small
     /// calls in a row runs fastest inside `withTaskExecutorPreference(try provider.taskExecutor) { … }`:
-    /// each reply then resumes the waiting task on the thread that read it, saving a thread hand-off
-    /// per call. Don't block inside it: it is the thread that reads replies.
+    /// a call there writes its request and reads its answer on that thread without suspending (an
+    /// answer later than 10 ms is awaited the usual way), with no thread hand-off. Don't block
+    /// inside it: it is the thread that reads replies.
     /// - Throws: RAIN_101 when no daemon answers.
     public var taskExecutor: any TaskExecutor {
         get throws { try connection() }
@@ -102,13 +103,61 @@ public final class RainProvider: Sendable {
     nonisolated(nonsending) package func call<Req: WireMessage, Resp: WireMessage>(
         _ method: String, _ request: Req, as _: Resp.Type, timeoutMilliseconds: UInt32 = 0
     ) async throws(RainError) -> Resp {
+        try Resp.decode(try await callBytes(method, request, timeoutMilliseconds: timeoutMilliseconds))
+    }
+
+    /// `call`, returning the answer's payload undecoded. A caller on the connection's own thread
+    /// (`taskExecutor`) is answered there without suspending (`ClientConnection.callInline`).
+    nonisolated(nonsending) package func callBytes<Req: WireMessage>(
+        _ method: String, _ request: Req, timeoutMilliseconds: UInt32 = 0
+    ) async throws(RainError) -> [UInt8] {
         try validateProfile()
         let conn = try connection()
         // Checked here, not only inside: an async call that returns at once still costs a frame.
         if hasConfigurationToApply { try await applyConfiguration(conn) }
-        let bytes = try await conn.call(
-            method: method, payload: try request.encode(), metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
-        return try Resp.decode(bytes)
+        let payload = try request.encode()
+        switch try conn.callInline(method: method, payload: payload, metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
+        {
+        case .answered(let bytes)?: return bytes
+        case .waiting(let id, let box)?: return try await conn.awaitAnswer(id: id, box: box)
+        case nil:
+            return try await conn.call(
+                method: method, payload: payload, metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
+        }
+    }
+
+    /// The last `SessionState` read and what it decoded to: the same state comes back call after
+    /// call, and decoding it again cost about 1,200 instructions.
+    private let lastSnapshot = Mutex<DecodedSnapshot?>(nil)
+
+    /// A `SessionState`'s bytes and what they decode to (a class: a tuple in the mutex went
+    /// through the runtime's generic value witnesses).
+    private final class DecodedSnapshot: Sendable {
+        let bytes: [UInt8]
+        let snapshot: SessionSnapshot
+        init(bytes: [UInt8], snapshot: SessionSnapshot) {
+            self.bytes = bytes
+            self.snapshot = snapshot
+        }
+    }
+
+    /// Whether `a` and `b` hold the same bytes (a `memcmp`: `==` compared them one by one).
+    private static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.withUnsafeBytes { a in
+            b.withUnsafeBytes { b in
+                guard a.count == b.count, let pa = a.baseAddress, let pb = b.baseAddress else { return a.count == b.count }
+                return memcmp(pa, pb, a.count) == 0
+            }
+        }
+    }
+
+    /// The `SessionSnapshot` in `bytes`: the last one when the bytes are the same.
+    /// - Throws: RAIN_102 when they do not decode.
+    func snapshot(_ bytes: [UInt8]) throws(RainError) -> SessionSnapshot {
+        if let last = lastSnapshot.withLock({ $0 }), Self.same(last.bytes, bytes) { return last.snapshot }
+        let snapshot = try SessionSnapshot.decode(bytes)
+        lastSnapshot.withLock { $0 = DecodedSnapshot(bytes: bytes, snapshot: snapshot) }
+        return snapshot
     }
 
     /// Whether the configuration sets anything on the profile (`applyConfiguration`).
@@ -241,7 +290,7 @@ public final class RainProvider: Sendable {
     ///   authority stayed unreachable through the retries (the session stays usable until it expires).
     @discardableResult
     public func refreshSession() async throws -> SessionSnapshot {
-        try await call(Method.refreshSession, RefreshSessionRequest(), as: SessionSnapshot.self)
+        try snapshot(try await callBytes(Method.refreshSession, RefreshSessionRequest()))
     }
 
     /// The account behind the session: id, wallet id, creation time and contacts. Retried by the
@@ -284,7 +333,7 @@ public final class RainProvider: Sendable {
 
     /// The daemon's current view of this profile's session.
     public func currentSession() async throws -> SessionSnapshot {
-        try await call(Method.getSessionState, GetSessionStateRequest(), as: SessionSnapshot.self)
+        try snapshot(try await callBytes(Method.getSessionState, GetSessionStateRequest()))
     }
 
     /// What the daemon is and supports.
