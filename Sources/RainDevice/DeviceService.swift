@@ -215,7 +215,7 @@ public final class DeviceService: ServerHandler {
         func isFor(_ requested: UnsafeBufferPointer<UInt8>?) -> Bool {
             switch (profile, requested) {
             case (nil, nil): true
-            case (let kept?, let asked?): kept.elementsEqual(asked)
+            case (let kept?, let asked?): kept.withUnsafeBufferPointer { QuickRequest.equals($0, asked) }
             default: false
             }
         }
