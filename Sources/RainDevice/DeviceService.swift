@@ -28,6 +28,14 @@ public final class DeviceService: ServerHandler {
     let routes: RouteTable<DeviceCall>
     /// Per-app access (issue 15); nil serves every caller of an allowed uid (unit tests).
     let access: DeviceAccess?
+    /// `access`'s approvals, kept apart: reading them through the optional struct copied and
+    /// destroyed all of `DeviceAccess` (about 350 instructions per quick-lane call).
+    private let apps: AppAccess?
+    /// This service among those of the process (a live migration or a reopening of the keys makes
+    /// a new one): what the quick lane keeps for a connection answers only for the service that
+    /// found it. An object's address can be reused; this number is not.
+    private let serial = DeviceService.serials.wrappingAdd(1, ordering: .relaxed).oldValue
+    private static let serials = Atomic<UInt64>(1)
     /// Calls waiting for per-app access (the identity read, a prompt), by connection and request
     /// id, so that a cancel or a closed connection withdraws them.
     private let waiting = Mutex<[ConnectionID: [UInt64: Task<Void, Never>]]>([:])
@@ -44,6 +52,7 @@ public final class DeviceService: ServerHandler {
         self.config = config
         self.context = context
         self.access = access
+        self.apps = access?.apps
         self.profiles = ProfileEntries(config: config, context: context)
         // A remote authority's link changes reach every profile's snapshot and watchers.
         context.authority.observeLink { [weak profiles] link in
@@ -186,26 +195,31 @@ public final class DeviceService: ServerHandler {
         _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
     ) -> [UInt8]? {
         guard peer.uid == ownUID, request.isMethod(Method.getSessionState) else { return nil }
-        let generation = access?.apps.generation ?? 0
-        if let grant = memo as? QuickGrant, grant.generation == generation, grant.isFor(request.profile) {
+        let generation = apps?.generation ?? 0
+        if let grant = memo as? QuickGrant, grant.service == serial, grant.generation == generation,
+            grant.isFor(request.profile)
+        {
             return grant.runtime.encodedSnapshot()
         }
         let profile = request.profile.map { String(decoding: $0, as: UTF8.self) } ?? ProfileName.defaultName
         guard let runtime = profiles.namedRuntime(profile) else { return nil }
-        if let apps = access?.apps, !apps.approval(connection: connection, profile: profile).isApproved { return nil }
-        memo = QuickGrant(profile: request.profile.map { Array($0) }, runtime: runtime, generation: generation)
+        if let apps, !apps.approval(connection: connection, profile: profile).isApproved { return nil }
+        memo = QuickGrant(
+            service: serial, profile: request.profile.map { Array($0) }, runtime: runtime, generation: generation)
         return runtime.encodedSnapshot()
     }
 
-    /// What the quick lane found for a connection: a named profile's runtime (never evicted) and
-    /// the per-app generation its approval was seen at.
+    /// What the quick lane found for a connection: a named profile's runtime (never evicted) of
+    /// the service that found it (`serial`), and the per-app generation its approval was seen at.
     final class QuickGrant {
+        let service: UInt64
         /// The profile entry's bytes; nil when the request named none (`default`).
         let profile: [UInt8]?
         let runtime: ProfileRuntime
         let generation: UInt64
 
-        init(profile: [UInt8]?, runtime: ProfileRuntime, generation: UInt64) {
+        init(service: UInt64, profile: [UInt8]?, runtime: ProfileRuntime, generation: UInt64) {
+            self.service = service
             self.profile = profile
             self.runtime = runtime
             self.generation = generation

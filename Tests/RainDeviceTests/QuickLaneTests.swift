@@ -50,6 +50,21 @@ import Testing
         #expect(try Self.quick(f.service, profile: "unnamed") == nil)
     }
 
+    @Test("what the lane kept for a connection answers only for the service that found it (a migration makes a new one)")
+    func keptOnlyForItsService() async throws {
+        let old = try await SchedulerFixture()
+        let new = try await SchedulerFixture()
+        _ = old.service.entry("default")
+        let memo = Memo()
+        #expect(try Self.quick(old.service, profile: nil, memo: memo) != nil)
+        // The new service has no profile in use yet: the ordinary path must start it, whatever the
+        // connection's memo holds of the old one.
+        #expect(try Self.quick(new.service, profile: nil, memo: memo) == nil)
+        let runtime = new.service.entry("default").runtime
+        #expect(try Self.quick(new.service, profile: nil, memo: memo) != nil)
+        #expect((memo.value as? DeviceService.QuickGrant)?.runtime === runtime)
+    }
+
     struct NoPlaces: PromptPlaceRegistry {
         func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String {
             throw RainError(.unauthorized, "no prompt places in this test")

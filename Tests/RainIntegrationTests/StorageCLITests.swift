@@ -106,6 +106,9 @@ import Testing
         try await h.waitUntilReady()
         let provider = h.provider()
         _ = try await h.logIn(provider, .email("held@example.com"))
+        // GetState on this connection before the migration: the quick lane keeps what it found
+        // (the profile's runtime) for the connection.
+        #expect(try await provider.currentSession().hasActiveSession)
         try Self.useRecordedProvider(h, tpm: tpm)
 
         let migrate = try h.launchCLI(["storage", "migrate", "--to", "tpm2"])
@@ -118,6 +121,8 @@ import Testing
         #expect(refused?.details.reason == "storage_migrating")
         let second = await rainError { _ = try await provider.storageStatus() }
         #expect(second?.details.reason == "storage_migrating")
+        let state = await rainError { _ = try await provider.currentSession() }
+        #expect(state?.details.reason == "storage_migrating")
         // GetInfo still answers, with the provider.
         #expect(try await provider.daemonInfo().storageProvider == "file")
 
@@ -129,6 +134,11 @@ import Testing
         #expect(done.status == 0, "\(done)")
         #expect(try await provider.account().contacts.isEmpty == false)
         #expect(try await provider.daemonInfo().storageProvider == "tpm2")
+        // The keys were opened anew with a new service: what the quick lane kept for this
+        // connection belongs to the old one, and must not answer for the new.
+        #expect(try await provider.currentSession().hasActiveSession)
+        _ = try await provider.logout()
+        #expect(try await provider.currentSession().authState == .unauthenticated)
     }
 
     @Test func backupThroughTheDaemonRestoresIntoAStateDirectoryWithoutAMasterKey() async throws {
