@@ -596,6 +596,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
             return q.jobs
         }
         for job in leftover { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        // The thread ends: a later thread may be given its id, and must not take itself for it.
+        readerThread.store(0, ordering: .releasing)
     }
 
     /// What `readOnce` found.
