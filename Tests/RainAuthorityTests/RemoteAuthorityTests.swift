@@ -603,10 +603,9 @@ struct RemoteAuthorityTests {
     /// would fail it. No elapsed time is asserted, so a slow machine cannot fail it.
     @Test("nothing listening: RAIN_301 without waiting for the connect timeout", .timeLimit(.minutes(1)))
     func nothingListening() async throws {
-        // Take an ephemeral port and release it, so nothing listens there.
-        let fd = try TCPSocket.listen(TCPAddress(parsing: "127.0.0.1:0"))
-        let port = try TCPSocket.localPort(of: fd)
-        close(fd)
+        // A port nothing listens on (and that no test running alongside can be given meanwhile).
+        let refused = try RefusedPort()
+        let port = refused.port
         let remote = try RemoteAuthority(
             address: "127.0.0.1:\(port)", connectTimeout: .seconds(3600), deadlines: .forTests,
             logger: Logger(label: "test", sink: CapturingLogSink()))
@@ -615,6 +614,7 @@ struct RemoteAuthorityTests {
         #expect(error?.code == .network)
         #expect(error?.details.reason == "authority_unreachable")
         #expect(error?.message.hasPrefix("the authority at 127.0.0.1:\(port) could not be reached") == true)
+        withExtendedLifetime(refused) {}
     }
 
     /// Call deadlines run on the injected clock: the test moves it past the deadline by hand, so the

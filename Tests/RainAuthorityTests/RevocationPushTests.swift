@@ -385,10 +385,11 @@ struct PostgresRevocationChannelTests {
 struct RevocationFeedBackoffTests {
     @Test("nothing listening: one attempt per backoff wait, none while the clock stands still (no busy loop)")
     func noBusyLoop() async throws {
-        // A port that was just listening and is closed now: connects are refused at once.
-        let fd = try TCPSocket.listen(try TCPAddress(parsing: "127.0.0.1:0", field: "listen"))
-        let port = try TCPSocket.localPort(of: fd)
-        close(fd)
+        // A port nothing listens on: connects are refused at once (and no test running alongside
+        // can be given the port meanwhile).
+        let refused = try RefusedPort()
+        let port = refused.port
+        defer { withExtendedLifetime(refused) {} }
         let clock = ManualClock()
         let events = FeedEvents()
         let feed = RevocationFeed(
