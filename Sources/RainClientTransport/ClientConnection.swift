@@ -134,7 +134,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
     private let jobQueue = Mutex(JobQueue())
     /// The reader thread's state (`ReaderState`: that thread's alone).
     private let reader: ReaderState
-    /// The reader thread (`pthread_self()` there; 0 until it starts), for `callInline`.
+    /// The reader thread (`pthread_self()` there; 0 before it starts and after it ends), for
+    /// `callInline` and `enqueue`.
     private let readerThread = Atomic<UInt>(0)
     private let state = Mutex(State())
     /// The next request id: an atomic, not a field of `state`, so that a call takes that lock once.
@@ -166,7 +167,6 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// The size of `WriteSide.requestBuffer`: a cheap call's request is well under it.
     static let requestBufferSize = 1024
     private let isTLS: Bool
-    private let maximumFrameLength: Int
     /// Socket path (or `HOST:PORT` for TCP), for messages.
     public let path: String
     /// The TLS channel binding of the connection (RFC 9266, from the cipher's session); nil
@@ -211,7 +211,6 @@ public final class ClientConnection: TaskExecutor, Sendable {
         self.path = path
         self.peerName = peerName
         self.lostCode = lostCode
-        self.maximumFrameLength = maximumFrameLength
         let wakeFD = try? EventFD()
         self.wakeFD = wakeFD
         self.reader = ReaderState(
@@ -328,9 +327,9 @@ public final class ClientConnection: TaskExecutor, Sendable {
         case waiting(id: UInt64, box: ParkedAnswer)
     }
 
-    /// How long an inline call waits in one poll before it hands the wait to its task (`callInline`):
-    /// a cheap call's answer comes within microseconds, and the thread's other jobs, or the task's
-    /// cancellation, should not wait long.
+    /// How long an inline call's read waits for data (`SO_RCVTIMEO`) before the call hands the wait
+    /// to its task (`callInline`): a cheap call's answer comes within microseconds, and the
+    /// thread's other jobs, or the task's cancellation, should not wait long.
     package static let inlineWaitMilliseconds: Int32 = 10
     /// Whether calls may be answered inline: a plain socket whose reads give up after the inline
     /// wait (`SO_RCVTIMEO`; the loop reads only what poll found, so its reads never wait).

@@ -141,20 +141,14 @@ public final class RainProvider: Sendable {
         }
     }
 
-    /// Whether `a` and `b` hold the same bytes (a `memcmp`: `==` compared them one by one).
-    private static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.withUnsafeBytes { a in
-            b.withUnsafeBytes { b in
-                guard a.count == b.count, let pa = a.baseAddress, let pb = b.baseAddress else { return a.count == b.count }
-                return memcmp(pa, pb, a.count) == 0
-            }
-        }
-    }
-
     /// The `SessionSnapshot` in `bytes`: the last one when the bytes are the same.
     /// - Throws: RAIN_102 when they do not decode.
     func snapshot(_ bytes: [UInt8]) throws(RainError) -> SessionSnapshot {
-        if let last = lastSnapshot.withLock({ $0 }), Self.same(last.bytes, bytes) { return last.snapshot }
+        if let last = lastSnapshot.withLock({ $0 }),
+            last.bytes.withUnsafeBufferPointer({ kept in bytes.withUnsafeBufferPointer { QuickRequest.equals(kept, $0) } })
+        {
+            return last.snapshot
+        }
         let snapshot = try SessionSnapshot.decode(bytes)
         lastSnapshot.withLock { $0 = DecodedSnapshot(bytes: bytes, snapshot: snapshot) }
         return snapshot

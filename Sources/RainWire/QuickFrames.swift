@@ -57,7 +57,7 @@ public struct QuickRequest {
     }
 
     /// Whether `a` and `b` hold the same bytes (a `memcmp`; a generic `elementsEqual` cost about
-    /// 200 instructions for a short name).
+    /// 200 instructions for a short name). Also the client's comparison of kept answers.
     public static func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }

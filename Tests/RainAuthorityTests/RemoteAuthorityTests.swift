@@ -605,6 +605,7 @@ struct RemoteAuthorityTests {
     func nothingListening() async throws {
         // A port nothing listens on (and that no test running alongside can be given meanwhile).
         let refused = try RefusedPort()
+        defer { withExtendedLifetime(refused) {} }
         let port = refused.port
         let remote = try RemoteAuthority(
             address: "127.0.0.1:\(port)", connectTimeout: .seconds(3600), deadlines: .forTests,
@@ -614,7 +615,6 @@ struct RemoteAuthorityTests {
         #expect(error?.code == .network)
         #expect(error?.details.reason == "authority_unreachable")
         #expect(error?.message.hasPrefix("the authority at 127.0.0.1:\(port) could not be reached") == true)
-        withExtendedLifetime(refused) {}
     }
 
     /// Call deadlines run on the injected clock: the test moves it past the deadline by hand, so the

@@ -46,6 +46,15 @@ import Testing
         }
 
         func close() { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+
+        /// Reads the next frame, which must be the cancel of `request`, and answers the call as
+        /// the daemon does: RAIN_401 `cancelled`.
+        func expectCancel(of request: Envelope) async throws {
+            let cancel = try #require(try await read(1).first)
+            #expect(cancel == Envelope(requestID: request.requestID, kind: .cancel))
+            let cancelled = RainError(.userCancelled, "cancelled", details: .init(reason: "cancelled"))
+            try answer(Envelope(requestID: request.requestID, kind: .response(.failure(cancelled))))
+        }
     }
 
     static func pair(
@@ -120,10 +129,7 @@ import Testing
         let call = Task { try await connection.call(method: Self.method, payload: []) }
         let request = try #require(try await server.read(1).first)
         call.cancel()
-        let cancel = try #require(try await server.read(1).first)
-        #expect(cancel == Envelope(requestID: request.requestID, kind: .cancel))
-        let cancelled = RainError(.userCancelled, "cancelled", details: .init(reason: "cancelled"))
-        try server.answer(Envelope(requestID: request.requestID, kind: .response(.failure(cancelled))))
+        try await server.expectCancel(of: request)
         let result = await call.result
         #expect(throws: RainError.self) { try result.get() }
         #expect((result.failure as? RainError)?.details.reason == "cancelled")

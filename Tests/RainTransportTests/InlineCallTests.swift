@@ -31,6 +31,17 @@ import Testing
         }
     }
 
+    /// `call` made by a task that runs on the connection's reader thread.
+    static func onConnectionThread(
+        _ connection: ClientConnection, _ payload: [UInt8], beforeWaiting: @escaping @Sendable () async -> Void = {}
+    ) -> Task<(path: Path, answer: [UInt8]), any Error> {
+        Task {
+            try await withTaskExecutorPreference(connection) { () async throws(RainError) -> (path: Path, answer: [UInt8]) in
+                try await call(connection, payload, beforeWaiting: beforeWaiting)
+            }
+        }
+    }
+
     /// Answers every request with its own payload reversed, on a thread of its own, until the
     /// client goes away.
     static func echo(_ server: Server) {
@@ -66,13 +77,9 @@ import Testing
 
     @Test func aLateAnswerIsHandedToTheTaskAndKeptUntilItWaits() async throws {
         let (connection, server) = try ClientConnectionTests.pair()
-        let call = Task {
-            try await withTaskExecutorPreference(connection) { () async throws(RainError) -> (Path, [UInt8]) in
-                try await Self.call(connection, [1]) {
-                    // The loop runs while this task sleeps: the answer written meanwhile waits in the box.
-                    try? await Task.sleep(for: .milliseconds(600))
-                }
-            }
+        let call = Self.onConnectionThread(connection, [1]) {
+            // The loop runs while this task sleeps: the answer written meanwhile waits in the box.
+            try? await Task.sleep(for: .milliseconds(600))
         }
         let request = try #require(try await server.read(1).first)
         // No answer within the inline wait (10 ms): the call is handed on. Then the answer comes.
@@ -86,18 +93,11 @@ import Testing
 
     @Test func aHandedOnCallThatIsCancelledSendsItsCancel() async throws {
         let (connection, server) = try ClientConnectionTests.pair()
-        let call = Task {
-            try await withTaskExecutorPreference(connection) { () async throws(RainError) -> (Path, [UInt8]) in
-                try await Self.call(connection, [])
-            }
-        }
+        let call = Self.onConnectionThread(connection, [])
         let request = try #require(try await server.read(1).first)
         try await Task.sleep(for: .milliseconds(300))
         call.cancel()
-        let cancel = try #require(try await server.read(1).first)
-        #expect(cancel == Envelope(requestID: request.requestID, kind: .cancel))
-        let cancelled = RainError(.userCancelled, "cancelled", details: .init(reason: "cancelled"))
-        try server.answer(Envelope(requestID: request.requestID, kind: .response(.failure(cancelled))))
+        try await server.expectCancel(of: request)
         let result = await call.result
         #expect((result.failure as? RainError)?.details.reason == "cancelled")
         server.close()
@@ -105,11 +105,7 @@ import Testing
 
     @Test func aHandedOnCallFailsWhenTheConnectionEnds() async throws {
         let (connection, server) = try ClientConnectionTests.pair()
-        let call = Task {
-            try await withTaskExecutorPreference(connection) { () async throws(RainError) -> (Path, [UInt8]) in
-                try await Self.call(connection, [])
-            }
-        }
+        let call = Self.onConnectionThread(connection, [])
         _ = try await server.read(1)
         try await Task.sleep(for: .milliseconds(300))
         server.close()
@@ -124,11 +120,7 @@ import Testing
         // B waits the usual way (not on the connection's thread); A then waits inline.
         let b = Task { try await connection.call(method: Self.method, payload: [2]) }
         let requestB = try #require(try await server.read(1).first)
-        let a = Task {
-            try await withTaskExecutorPreference(connection) { () async throws(RainError) -> (Path, [UInt8]) in
-                try await Self.call(connection, [1])
-            }
-        }
+        let a = Self.onConnectionThread(connection, [1])
         let requestA = try #require(try await server.read(1).first)
         // Both answers in one write, B's first: A's inline read hands B's to B.
         try server.answer([
@@ -147,11 +139,7 @@ import Testing
             let refusal = RainError(.invalidArgument, "refused", details: .init(reason: "because"))
             try? server.answer(Envelope(requestID: request.requestID, kind: .response(.failure(refusal))))
         }.start()
-        let result = await Task {
-            try await withTaskExecutorPreference(connection) { () async throws(RainError) -> (Path, [UInt8]) in
-                try await Self.call(connection, [])
-            }
-        }.result
+        let result = await Self.onConnectionThread(connection, []).result
         let error = try #require(result.failure as? RainError)
         #expect(error.code == .invalidArgument && error.details.reason == "because" && !error.isConnectionFailure)
         server.close()
