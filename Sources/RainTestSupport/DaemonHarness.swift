@@ -533,11 +533,13 @@ public final class DaemonHarness: Sendable {
 
     /// The environment of every child: no `RAINWALLET_SOCKET`, no service-manager variables (a test
     /// run under systemd must not hand its sockets or readiness to a daemon), and XDG directories
-    /// inside this harness so nothing on the machine (a user's config, a running daemon) leaks in;
-    /// then this harness's `environment`.
+    /// inside this harness so nothing on the machine (a user's config, a running daemon) leaks in,
+    /// no session bus (the machine's, or the keyring another suite of this process started with
+    /// `TestKeyring.shared`, must not become an `auto` provider); then this harness's `environment`.
     public var daemonEnvironment: [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["RAINWALLET_SOCKET"] = nil
+        env["DBUS_SESSION_BUS_ADDRESS"] = nil
         for key in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET"] { env[key] = nil }
         env["XDG_CONFIG_HOME"] = "\(directory)/xdg-config"
         env["XDG_STATE_HOME"] = "\(directory)/xdg-state"

@@ -17,6 +17,9 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = "\(h.directory)/xdg-config"
         environment["XDG_STATE_HOME"] = "\(h.directory)/xdg-state"
+        // A keyring another suite of this process started (TestKeyring.shared sets the variable)
+        // must not become the `auto` provider of these commands.
+        environment["DBUS_SESSION_BUS_ADDRESS"] = nil
         let r = try await TestProcess.run(
             try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path, arguments, environment: environment,
             input: stdin, timeout: .seconds(30))
