@@ -113,6 +113,9 @@ public enum SealedRecords {
             try ConfirmedSettingsStore(
                 stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys
             ).record,
+            try PromptPlaceStore(
+                stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys
+            ).record,
         ]
         var count = 0
         for record in records where try record.read() != nil { count += 1 }

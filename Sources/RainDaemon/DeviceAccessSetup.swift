@@ -40,21 +40,28 @@ enum DeviceAccessSetup {
         let resolver = ProcessCallerResolver(reader: reader)
         var coordinator: PromptCoordinator?
         let program = pinentryProgram(config.access.pinentry)
+        let display = DisplayEnvironment(environment: ProcessInfo.processInfo.environment)
+        // The terminal registered before this start, while it is still open (the same node).
+        let placeStore = try PromptPlaceStore(
+            stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys)
+        let recorded = try placeStore.load()
+        let kept = recorded.flatMap { $0.isOpen ? $0 : nil }
+        if let recorded, kept == nil {
+            logger.info("prompt.place_closed", ["terminal": recorded.path])
+        }
         if let program {
             coordinator = PromptCoordinator(
                 settings: PromptCoordinator.Settings(pinentry: try Pinentry(program: program)),
-                targets: PromptTargets(display: DisplayEnvironment(environment: ProcessInfo.processInfo.environment)),
+                targets: PromptTargets(display: display, terminal: kept?.terminal),
                 clock: clock, logger: logger.child("prompt"))
         }
         let prompts = PinentryPrompts(
-            coordinator: coordinator,
-            hasDisplay: DisplayEnvironment(environment: ProcessInfo.processInfo.environment) != nil, audit: recordEvent)
-        logger.info(
-            "access.ready",
-            [
-                "pinentry": program ?? "none",
-                "promptPlace": prompts.canPrompt ? "display" : "none (rainwallet prompt here)",
-            ])
+            coordinator: coordinator, hasDisplay: display != nil, registered: kept, store: placeStore, audit: recordEvent)
+        let place =
+            if let kept { "terminal \(kept.path) (registered before this start)" } else if display != nil { "display" } else {
+                "none (rainwallet prompt here)"
+            }
+        logger.info("access.ready", ["pinentry": program ?? "none", "promptPlace": place])
         let apps = try AppAccess(
             store: AppApprovalStore(
                 stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys),
@@ -223,19 +230,28 @@ final class ProcessCallerResolver: CallerResolving {
 /// stops).
 final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
     private let coordinator: PromptCoordinator?
-    private let hasPlace: Mutex<Bool>
+    private let hasDisplay: Bool
+    /// The registered terminal (restored at start while it is still open, or registered since).
+    private let registered: Mutex<PromptPlaceStore.Place?>
+    /// Where the registered terminal is kept across restarts; nil in tests that keep none.
+    private let store: PromptPlaceStore?
     /// Set while a registration runs: another one meanwhile is RAIN_302 `prompt_busy` (two
     /// "first" registrations at once must not both be trusted).
     private let isRegistering = Mutex(false)
     private let audit: @Sendable (AccessEvent) async -> Void
 
-    init(coordinator: PromptCoordinator?, hasDisplay: Bool, audit: @escaping @Sendable (AccessEvent) async -> Void) {
+    init(
+        coordinator: PromptCoordinator?, hasDisplay: Bool, registered: PromptPlaceStore.Place? = nil,
+        store: PromptPlaceStore? = nil, audit: @escaping @Sendable (AccessEvent) async -> Void
+    ) {
         self.coordinator = coordinator
-        hasPlace = Mutex(hasDisplay)
+        self.hasDisplay = hasDisplay
+        self.registered = Mutex(registered)
+        self.store = store
         self.audit = audit
     }
 
-    var canPrompt: Bool { coordinator != nil && hasPlace.withLock { $0 } }
+    var canPrompt: Bool { coordinator != nil && (hasDisplay || registered.withLock { $0 != nil }) }
 
     func confirm(_ question: UserQuestion) async throws(RainError) {
         guard let coordinator else { throw Self.noPinentry() }
@@ -255,24 +271,37 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
                 details: RainError.Details(reason: PromptReason.busy))
         }
         defer { isRegistering.withLock { $0 = false } }
-        do {
-            if self.canPrompt {
-                try await self.confirm(
-                    UserQuestion(
-                        action: "show RainWallet's confirmation prompts on the terminal \(terminal) from now on",
-                        caller: caller, profile: profile))
-            }
-            let isFirst = !self.canPrompt
+        // A registered terminal that was closed since (its node gone, or made anew for another
+        // terminal) is no place to confirm on: the display is, if there is one.
+        if let previous = registered.withLock({ $0 }), !previous.isOpen {
+            registered.withLock { $0 = nil }
             var targets = await coordinator.currentTargets
-            targets.terminal = RegisteredTerminal(path: terminal)
+            targets.terminal = nil
             await coordinator.setTargets(targets)
-            self.hasPlace.withLock { $0 = true }
-            await self.audit(
-                AccessEvent(
-                    event: "prompt_registered", profile: profile, app: caller, result: "ok",
-                    detail: isFirst ? "\(terminal) (first place, trusted: nothing to confirm it on)" : terminal))
-            return terminal
         }
+        let isFirst = !canPrompt
+        if !isFirst {
+            try await confirm(
+                UserQuestion(
+                    action: "show RainWallet's confirmation prompts on the terminal \(terminal) from now on",
+                    caller: caller, profile: profile))
+        }
+        guard let place = PromptPlaceStore.Place.current(path: terminal, term: RegisteredTerminal(path: terminal).term) else {
+            throw RainError(
+                .invalidArgument, "the prompt terminal \(terminal) is gone; run `rainwallet prompt here` again",
+                details: RainError.Details(reason: PromptReason.invalidTarget, field: "prompt.terminal"))
+        }
+        // Kept before it is used: a restart finds it again, and a later registration is confirmed on it.
+        try store?.save(place)
+        var targets = await coordinator.currentTargets
+        targets.terminal = place.terminal
+        await coordinator.setTargets(targets)
+        registered.withLock { $0 = place }
+        await audit(
+            AccessEvent(
+                event: "prompt_registered", profile: profile, app: caller, result: "ok",
+                detail: isFirst ? "\(terminal) (first place, trusted: nothing to confirm it on)" : terminal))
+        return terminal
     }
 
     static func noPinentry() -> RainError {

@@ -49,6 +49,18 @@ extension Syscall {
         return (fd, path)
     }
 
+    /// The character device at `path`, its link not followed (`lstat`): its encoded device number
+    /// (`st_rdev`), owner and change time (`st_ctim`, set when the kernel makes the node: a
+    /// pseudo-terminal's number given to a new terminal has a new one). Nil when there is nothing
+    /// there or it is not a character device.
+    public static func characterDeviceNode(
+        path: String
+    ) -> (device: UInt64, uid: UInt32, changedSeconds: Int64, changedNanoseconds: Int64)? {
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFCHR else { return nil }
+        return (UInt64(st.st_rdev), UInt32(st.st_uid), Int64(st.st_ctim.tv_sec), Int64(st.st_ctim.tv_nsec))
+    }
+
     /// The device number of an open character device (`fstat`'s `st_rdev`), or nil for anything else.
     /// - Throws: RAIN_502 naming `fstat` (and `path`).
     public static func characterDevice(_ fd: Int32, path: String? = nil) throws(RainError) -> (device: DeviceNumber, uid: UInt32)?

@@ -1,6 +1,8 @@
 import Foundation
+import Glibc
 import RainCore
 import RainCrypto
+import RainSystem
 import Testing
 
 @testable import RainAccess
@@ -125,19 +127,59 @@ struct SealedRecordTests {
         approvals.approve(profile: "default", caller: Self.caller("/usr/bin/wallet", hash: 1), source: .prompt, at: Date())
         try AppApprovalStore(stateDirectory: directory, storageKey: old).save(approvals)
         try ConfirmedSettingsStore(stateDirectory: directory, storageKey: old).save(GuardedSettings(["a": "1"]))
+        let place = PromptPlaceStore.Place(
+            path: "/dev/pts/7", term: "xterm", device: 34823, changedSeconds: 1_700_000_000, changedNanoseconds: 5)
+        try PromptPlaceStore(stateDirectory: directory, storageKey: old).save(place)
         // Under the new key alone the records do not open: they were sealed under the old one.
         #expect(throws: RainError.self) { try AppApprovalStore(stateDirectory: directory, storageKey: new).load() }
+        #expect(throws: RainError.self) { try PromptPlaceStore(stateDirectory: directory, storageKey: new).load() }
         #expect(
-            try SealedRecords.reseal(stateDirectory: directory, storageKey: new, previousStorageKeys: [old]) == 2)
+            try SealedRecords.reseal(stateDirectory: directory, storageKey: new, previousStorageKeys: [old]) == 3)
         // Sealed again: the new key alone opens them, with the same content.
         #expect(try AppApprovalStore(stateDirectory: directory, storageKey: new).load() == approvals)
         #expect(try ConfirmedSettingsStore(stateDirectory: directory, storageKey: new).load()?.values == ["a": "1"])
+        #expect(try PromptPlaceStore(stateDirectory: directory, storageKey: new).load() == place)
         // A key that sealed neither is no way in.
         #expect(throws: RainError.self) {
             try SealedRecords.reseal(
                 stateDirectory: directory, storageKey: try SymmetricKey.random(), previousStorageKeys: [try SymmetricKey.random()]
             )
         }
+    }
+
+    @Test("the prompt place names one allocation of a terminal: a closed one, or a new one at its number, is not open")
+    func promptPlaceNamesOneTerminal() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try Syscall.openPseudoTerminal()
+        var firstOpen = true
+        defer { if firstOpen { close(first.master) } }
+        let place = try #require(PromptPlaceStore.Place.current(path: first.path, term: "xterm-256color"))
+        #expect(place.isOpen)
+        let store = try PromptPlaceStore(stateDirectory: directory, storageKey: try SymmetricKey.random())
+        #expect(try store.load() == nil)
+        try store.save(place)
+        #expect(try store.load() == place)
+        #expect(try store.load()?.terminal == RegisteredTerminal(path: first.path, term: "xterm-256color"))
+        // Closed: its node is gone; the kernel gives the number to the next terminal, made anew.
+        close(first.master)
+        firstOpen = false
+        #expect(!place.isOpen)
+        let second = try Syscall.openPseudoTerminal()
+        defer { close(second.master) }
+        if second.path == first.path {
+            #expect(PromptPlaceStore.Place.current(path: second.path, term: "xterm-256color") != nil)
+        }
+        #expect(!place.isOpen)
+        // Not a terminal, or nothing there.
+        #expect(PromptPlaceStore.Place.current(path: "\(directory)/none", term: "xterm") == nil)
+        #expect(PromptPlaceStore.Place.current(path: directory, term: "xterm") == nil)
+        // Edited by another program: refused.
+        let text = try String(contentsOfFile: store.path, encoding: .utf8)
+        #expect(text.contains("256color"))
+        try text.replacingOccurrences(of: "256color", with: "evil").write(
+            toFile: store.path, atomically: true, encoding: .utf8)
+        #expect(throws: RainError.self) { try store.load() }
     }
 
     @Test("settings changes are listed key by key; the confirmed settings are sealed")

@@ -1,0 +1,64 @@
+import Foundation
+import Glibc
+import RainTestSupport
+import Testing
+
+/// The registered prompt terminal outlives a restart of the daemon (issue 15, point 3: where the
+/// prompt appears is the user's choice, and `rainwallet prompt here` is itself confirmed). Kept in
+/// memory only, every restart left no place, and the first registration after it was trusted: any
+/// program that restarted rainwalletd could register a terminal it holds and answer the prompts.
+@Suite("Prompt place across restarts", .serialized)
+struct PromptPlaceTests {
+    @Test("after a restart, registering another terminal is confirmed on the one registered before, until that one is closed")
+    func registeredTerminalOutlivesARestart() async throws {
+        let pinentry = "/usr/bin/pinentry-tty"
+        try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
+        let h = try await DaemonHarness.start(environment: ["DISPLAY": nil], access: .enforced(pinentry: pinentry))
+        defer { h.shutdown() }
+        let user = try PseudoTerminal()
+        var userOpen = true
+        defer { if userOpen { user.close() } }
+        let attacker = try PseudoTerminal()
+        defer { attacker.close() }
+
+        func promptHere(_ pty: PseudoTerminal) throws -> (CLIProcess, FileHandle) {
+            let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
+            #expect(fd >= 0)
+            let terminal = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            return (try h.launchCLI(["prompt", "here"], standardInput: terminal), terminal)
+        }
+
+        // The user registers a terminal: the first place, trusted.
+        let (first, firstInput) = try promptHere(user)
+        let registered = try await first.finish(timeout: .seconds(20))
+        try firstInput.close()
+        #expect(registered.status == 0 && registered.stdout.contains(user.path), "\(registered)")
+
+        // Another program restarts the daemon and registers its own terminal at once.
+        try await h.restart()
+        #expect(h.log.contains("registered before this start"), "\(h.log)")
+        let (second, secondInput) = try promptHere(attacker)
+        defer { try? secondInput.close() }
+        // The question goes to the user's terminal, not to the new one…
+        let shown = try #require(await user.waitForText("and press Enter"), "no prompt on \(user.path): \(user.shown)")
+        #expect(shown.contains(attacker.path), "\(shown)")
+        #expect(!attacker.shown.contains("and press Enter"))
+        // …and the user refuses it: the place stays the user's.
+        try user.type([4])
+        let refused = try await second.finish(timeout: .seconds(20))
+        #expect(refused.status == 9 && refused.stderr.contains("RAIN_401"), "\(refused)")
+
+        // Once the user's terminal is closed (its node gone), a new place is trusted again.
+        user.close()
+        userOpen = false
+        let (third, thirdInput) = try promptHere(attacker)
+        defer { try? thirdInput.close() }
+        let moved = try await third.finish(timeout: .seconds(20))
+        #expect(moved.status == 0 && moved.stdout.contains(attacker.path), "\(moved)")
+        let audit = try await h.runCLI(["audit", "--json"])
+        #expect(audit.status == 0, "\(audit)")
+        let registrations = audit.stdout.split(separator: "\n").filter { $0.contains("prompt_registered") }
+        #expect(registrations.count == 2, "\(audit.stdout)")
+        #expect(registrations.allSatisfy { $0.contains("first place") }, "\(registrations)")
+    }
+}
