@@ -587,7 +587,7 @@ public actor ProfileSession {
 
     /// RAIN_201 saying why there is no session.
     func noSessionError() -> RainError {
-        if let reason = runtime.endedReason { return Self.endedError(reason) }
+        if let reason = runtime.endedReason ?? endingReason { return Self.endedError(reason) }
         return RainError(
             .sessionExpired, "no session; log in first", details: .init(reason: SessionEndReason.noSession.rawValue))
     }
@@ -601,6 +601,10 @@ public actor ProfileSession {
 
     /// Calls of `refreshSession()` so far (tests check they share one refresh).
     private(set) var refreshCallCount = 0
+
+    /// Why the session is ending while `end` waits for its file to be wiped: the runtime publishes
+    /// the reason only after that, and a call served meanwhile must not report "no session".
+    private var endingReason: ExpiryReason?
 
     /// One refresh through the scheduler: single flight, with the policy's retries unless this is
     /// a scheduled retry at the cap.
@@ -770,6 +774,8 @@ public actor ProfileSession {
     private func end(_ reason: ExpiryReason, cause: String? = nil) async {
         guard session != nil else { return }
         scheduler.stop()
+        endingReason = reason
+        defer { endingReason = nil }
         setSession(nil)
         clearUnsaved()
         do {
