@@ -251,11 +251,17 @@ public final class AppAccess: Sendable {
         return caller
     }
 
-    /// Asks the user to confirm `action` by `caller`, auditing the result.
+    /// Asks the user to confirm `action` by `caller`, auditing the result (with `shortAction` when
+    /// there is one: the settings prompt's long form holds the settings' values).
+    /// - Parameter shortAction: the same action phrased shorter, shown when `action` does not fit
+    ///   on the prompt (`PromptRequest.shortAction`).
     /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
-    public func ask(action: String, caller: CallerIdentity, profile: String) async throws(RainError) {
+    public func ask(action: String, shortAction: String? = nil, caller: CallerIdentity, profile: String)
+        async throws(RainError)
+    {
+        let audited = shortAction ?? action
         guard confirmer.canPrompt else {
-            await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: action))
+            await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: audited))
             throw RainError(
                 .unauthorized,
                 """
@@ -264,15 +270,16 @@ public final class AppAccess: Sendable {
                 """, details: RainError.Details(reason: "no_prompt"))
         }
         do {
-            try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
+            try await confirmer.confirm(
+                UserQuestion(action: action, caller: caller, profile: profile, shortAction: shortAction))
         } catch {
             await audit(
                 AccessEvent(
                     event: "prompt_result", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
-                    detail: action))
+                    detail: audited))
             throw error
         }
-        await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: action))
+        await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: audited))
     }
 
     /// The approvals, and the pre-approved apps.

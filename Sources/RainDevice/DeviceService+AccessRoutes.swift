@@ -105,11 +105,9 @@ extension DeviceService {
                         ) { () async throws(RainError) in
                             try await access.settings.confirm(requestedDigest: r.requestedDigest) {
                                 (changes) async throws(RainError) in
-                                let list = changes.map(\.description).joined(separator: "; ")
+                                let (action, shortAction) = Self.settingsActions(changes, digest: r.requestedDigest)
                                 try await apps.ask(
-                                    action: "apply these security settings at the next start of rainwalletd: \(list)",
-                                    caller: identity,
-                                    profile: profile)
+                                    action: action, shortAction: shortAction, caller: identity, profile: profile)
                             }
                         }
                         return ConfirmSettingsResponse(confirmedDigest: digest)
@@ -126,6 +124,19 @@ extension DeviceService {
                         return RegisterPromptResponse(terminal: terminal)
                     })),
         ]
+    }
+
+    /// What the settings prompt asks: every change with its values when they fit on the prompt;
+    /// otherwise their number and the short digest of the config's settings, which
+    /// `rainwallet settings` shows above the same list (the prompt never shows a list cut).
+    static func settingsActions(_ changes: [GuardedSettings.Change], digest: String) -> (action: String, short: String) {
+        let list = changes.map(\.description).joined(separator: "; ")
+        let count = changes.count == 1 ? "1 security setting change" : "\(changes.count) security setting changes"
+        return (
+            "apply these security settings at the next start of rainwalletd: \(list)",
+            "apply \(count) at the next start of rainwalletd, digest \(GetSettingsResponse.shortDigest(digest)): "
+                + "`rainwallet settings` lists them under the same digest"
+        )
     }
 
     /// The approvals as wire entries: per profile, the owner first; then the pre-approved apps.
