@@ -37,8 +37,11 @@ public struct AuditEvent: RawRepresentable, Sendable, Hashable, Codable, CustomS
     public static let appRevoked = AuditEvent("app_revoked")
     /// What the user answered on a prompt (`result`: ok, refused, cancelled, timeout).
     public static let promptResult = AuditEvent("prompt_result")
-    /// A change of the security settings.
+    /// A change of the security settings (`detail`: the keys, never their values).
     public static let settingsChanged = AuditEvent("settings_changed")
+    /// At a start: a config edit of the security settings waits for the user's confirmation; the
+    /// daemon runs on the confirmed settings (`detail`: the keys, never their values).
+    public static let settingsWaiting = AuditEvent("settings_waiting")
     /// A terminal was registered for prompts (`rainwallet prompt here`).
     public static let promptRegistered = AuditEvent("prompt_registered")
     /// Entries that could not be written (a full disk): `count` of them, written as soon as the

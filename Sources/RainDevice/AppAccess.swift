@@ -186,6 +186,11 @@ public final class AppAccess: Sendable {
             await audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: "app_not_approved"))
             throw Self.notApproved(caller: caller, profile: profile, why: "profile \(profile) belongs to \(owner)")
         case .changedBinaryRefused:
+            // Audited each time (repeated refusals are aggregated by the log), like any refusal.
+            await audit(
+                AccessEvent(
+                    event: "app_refused", profile: profile, app: caller, result: "app_not_approved",
+                    detail: "this version was refused on the prompt"))
             throw Self.notApproved(
                 caller: caller, profile: profile, why: "this version of it was refused on the prompt")
         case .unapprovable(let reasons):

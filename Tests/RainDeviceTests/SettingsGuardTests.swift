@@ -150,4 +150,17 @@ struct SettingsGuardTests {
         #expect(many.text.contains("digest \(short)"))
         #expect(!many.text.contains("access.apps.default"), "a list that does not fit is not shown in part")
     }
+
+    @Test("an audit detail names the keys, never their values, within the detail length")
+    func auditDetailNamesKeysOnly() {
+        #expect(
+            SettingsGuard.auditDetail("keys", keys: ["codeSender", "profiles.a.allowExport"])
+                == "keys: codeSender, profiles.a.allowExport")
+        let many = (0..<40).map { "profiles.profile-number-\($0).allowExport" }
+        let detail = SettingsGuard.auditDetail("keys", keys: many)
+        #expect(detail.count <= AuditLog.maximumDetailLength)
+        #expect(detail.hasPrefix("keys: profiles.profile-number-0.allowExport, "))
+        let shown = detail.components(separatedBy: ", ").filter { $0.contains("profile-number") }.count
+        #expect(detail.hasSuffix("… and \(40 - shown) more"), "\(detail)")
+    }
 }
