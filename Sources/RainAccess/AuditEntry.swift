@@ -59,6 +59,8 @@ public struct AuditApp: Sendable, Hashable, Codable {
     public var path: String?
     /// The first 12 hex digits of the executable's SHA-256; nil as `path`.
     public var hash: String?
+    /// For an interpreter, the first 12 hex digits of the script's SHA-256.
+    public var scriptHash: String?
     /// The process id.
     public var pid: Int32
     /// The uid.
@@ -73,6 +75,7 @@ public struct AuditApp: Sendable, Hashable, Codable {
     public init(_ identity: CallerIdentity) {
         path = identity.appPath
         hash = identity.hashPrefix
+        scriptHash = identity.scriptHashPrefix
         pid = identity.pid
         uid = identity.uid
         unit = identity.systemdUnit
@@ -154,8 +157,8 @@ public struct AuditRecord: Sendable, Hashable {
     /// again is the same app).
     var aggregationKey: AggregationKey {
         AggregationKey(
-            event: event, profile: profile, path: app?.path, hash: app?.hash, uid: app?.uid, result: result,
-            detail: detail)
+            event: event, profile: profile, path: app?.path, hash: app?.hash, scriptHash: app?.scriptHash,
+            uid: app?.uid, result: result, detail: detail)
     }
 
     struct AggregationKey: Hashable {
@@ -163,6 +166,7 @@ public struct AuditRecord: Sendable, Hashable {
         var profile: String?
         var path: String?
         var hash: String?
+        var scriptHash: String?
         var uid: UInt32?
         var result: AuditResult
         var detail: String?

@@ -63,7 +63,7 @@ public struct PromptRequest: Sendable {
         return """
             RainWallet asks you to confirm: \(PromptText.displayable(action))
             App: \(app)
-                 sha256 \(caller.hashPrefix)…, pid \(caller.pid)
+                 \(caller.hashDescription), pid \(caller.pid)
             Profile: \(PromptText.displayable(profile))
 
             To allow it, type the code  \(code.text)  and press Enter.

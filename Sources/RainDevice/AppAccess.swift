@@ -298,7 +298,7 @@ public final class AppAccess: Sendable {
     public func approve(app: CallerIdentity, profile: String, context: CallerHandle) async throws(RainError) {
         let caller = try await identity(of: context)
         try await ask(
-            action: "approve \(app.appPath) (sha256 \(app.hashPrefix)…) for the wallet profile", caller: caller, profile: profile)
+            action: "approve \(app.appPath) (\(app.hashDescription)) for the wallet profile", caller: caller, profile: profile)
         try update { $0.approve(profile: profile, caller: app, source: .prompt, at: clock.now) }
         forgetConnections(profile: profile)
         await audit(

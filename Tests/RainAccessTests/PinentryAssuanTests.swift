@@ -56,16 +56,18 @@ struct PinentryAssuanTests {
         #expect(PromptText.displayable(long) == long)
     }
 
-    @Test("the prompt shows the action, the app's path, hash prefix and pid, the profile and the code")
+    @Test(
+        "the prompt shows the action, the app's path, hash prefixes (an interpreter's and its script's) and pid, the profile and the code"
+    )
     func description() throws {
         let caller = CallerIdentity(
             pid: 4242, uid: 1000, executablePath: "/usr/bin/python3", executableSHA256: [UInt8](repeating: 0xab, count: 32),
-            script: .init(path: "/home/u/tool.py", sha256: [1]))
+            script: .init(path: "/home/u/tool.py", sha256: [UInt8](repeating: 0xcd, count: 32)))
         let text = try PromptRequest(action: "Export the recovery phrase", caller: caller, profile: "savings")
             .description(code: PromptCode(text: "K7QX"))
         #expect(text.contains("Export the recovery phrase"))
         #expect(text.contains("/usr/bin/python3 /home/u/tool.py"))
-        #expect(text.contains("abababababab"))
+        #expect(text.contains("sha256 abababababab…, script sha256 cdcdcdcdcdcd…"), "\(text)")
         #expect(text.contains("pid 4242"))
         #expect(text.contains("savings"))
         #expect(text.contains("K7QX"))

@@ -32,6 +32,7 @@ struct PromptLayoutTests {
             var fields = [PromptText.displayable(request.caller.appPath), request.profile, request.caller.hashPrefix, "K7QX"]
             fields += [action.map(PromptText.displayable) ?? "<no action shown>", "pid \(request.caller.pid)"]
             if let flatpak = request.caller.flatpakAppID { fields.append(PromptText.displayable(flatpak)) }
+            if let script = request.caller.scriptHashPrefix { fields.append("script sha256 \(script)…") }
             for field in fields {
                 #expect(shown.contains(field), "\(field.prefix(40))… is not shown in full", sourceLocation: sourceLocation)
             }
