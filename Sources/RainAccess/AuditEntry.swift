@@ -37,8 +37,11 @@ public struct AuditEvent: RawRepresentable, Sendable, Hashable, Codable, CustomS
     public static let appRevoked = AuditEvent("app_revoked")
     /// What the user answered on a prompt (`result`: ok, refused, cancelled, timeout).
     public static let promptResult = AuditEvent("prompt_result")
-    /// A change of the security settings.
+    /// A change of the security settings (`detail`: the keys, never their values).
     public static let settingsChanged = AuditEvent("settings_changed")
+    /// At a start: a config edit of the security settings waits for the user's confirmation; the
+    /// daemon runs on the confirmed settings (`detail`: the keys, never their values).
+    public static let settingsWaiting = AuditEvent("settings_waiting")
     /// A terminal was registered for prompts (`rainwallet prompt here`).
     public static let promptRegistered = AuditEvent("prompt_registered")
     /// Entries that could not be written (a full disk): `count` of them, written as soon as the
@@ -56,6 +59,8 @@ public struct AuditApp: Sendable, Hashable, Codable {
     public var path: String?
     /// The first 12 hex digits of the executable's SHA-256; nil as `path`.
     public var hash: String?
+    /// For an interpreter, the first 12 hex digits of the script's SHA-256.
+    public var scriptHash: String?
     /// The process id.
     public var pid: Int32
     /// The uid.
@@ -70,6 +75,7 @@ public struct AuditApp: Sendable, Hashable, Codable {
     public init(_ identity: CallerIdentity) {
         path = identity.appPath
         hash = identity.hashPrefix
+        scriptHash = identity.scriptHashPrefix
         pid = identity.pid
         uid = identity.uid
         unit = identity.systemdUnit
@@ -151,8 +157,8 @@ public struct AuditRecord: Sendable, Hashable {
     /// again is the same app).
     var aggregationKey: AggregationKey {
         AggregationKey(
-            event: event, profile: profile, path: app?.path, hash: app?.hash, uid: app?.uid, result: result,
-            detail: detail)
+            event: event, profile: profile, path: app?.path, hash: app?.hash, scriptHash: app?.scriptHash,
+            uid: app?.uid, result: result, detail: detail)
     }
 
     struct AggregationKey: Hashable {
@@ -160,6 +166,7 @@ public struct AuditRecord: Sendable, Hashable {
         var profile: String?
         var path: String?
         var hash: String?
+        var scriptHash: String?
         var uid: UInt32?
         var result: AuditResult
         var detail: String?

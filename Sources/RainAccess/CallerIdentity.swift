@@ -77,4 +77,13 @@ public struct CallerIdentity: Sendable, Hashable {
 
     /// The first 12 hex digits of the executable's hash, as a prompt shows it.
     public var hashPrefix: String { String(Hex.encode(executableSHA256).prefix(12)) }
+
+    /// For an interpreter, the first 12 hex digits of the script's hash: a prompt and the audit log
+    /// show it beside the interpreter's, since the script is the code the approval is about.
+    public var scriptHashPrefix: String? { script.map { String(Hex.encode($0.sha256).prefix(12)) } }
+
+    /// `sha256 XXXXXXXXXXXX…`, with `, script sha256 YYYYYYYYYYYY…` for an interpreter.
+    public var hashDescription: String {
+        "sha256 \(hashPrefix)…" + (scriptHashPrefix.map { ", script sha256 \($0)…" } ?? "")
+    }
 }

@@ -5,7 +5,8 @@ import RainCore
 /// Asks the user to confirm what an app wants to do, one prompt at a time, through pinentry.
 ///
 /// The rules, each enforced here:
-/// - a prompt shows the action, the app (path, hash prefix, pid) and the profile, with a random
+/// - a prompt shows the action, the app (path, hash prefix, pid) and the profile, each in full (a
+///   request that does not fit one Assuan line is refused, never cut), with a random
 ///   code (`PromptCode`) the user must type back: an answer without the code is a refusal, so
 ///   injected keystrokes cannot confirm;
 /// - it appears where the user chose (`PromptTargets`), never on a terminal of the caller;
@@ -99,10 +100,14 @@ public actor PromptCoordinator {
     ///   - RAIN_404 `prompt_unavailable` when there is nowhere to ask; RAIN_202
     ///     `prompt_target_caller_terminal` / `prompt_target_caller_session` and RAIN_102
     ///     `prompt_target_invalid` for a terminal that may not be used;
+    ///   - RAIN_102 `prompt_too_long` when the request cannot be shown in full (it is never cut);
     ///   - RAIN_501 `prompt_failed` when the pinentry program fails.
     public func confirm(_ request: PromptRequest) async throws(RainError) -> Confirmation {
         let app = request.caller.appPath
         try checkLockout(app)
+        // A request the prompt cannot show in full is refused before any prompt opens, never cut.
+        let code = try PromptCode.random()
+        let description = try request.description(code: code)
         guard active == nil else {
             throw RainError(
                 .refused, "another confirmation prompt is open; answer it first, then try again",
@@ -110,9 +115,8 @@ public actor PromptCoordinator {
         }
         guard !Task.isCancelled else { throw withdrawnError() }
         let target = try targets.selected()
-        let code = try PromptCode.random()
         let dialog = PinentryDialog(
-            title: PromptRequest.title, description: request.description(code: code), prompt: PromptRequest.entryPrompt,
+            title: PromptRequest.title, description: description, prompt: PromptRequest.entryPrompt,
             timeoutSeconds: Int(settings.timeout.components.seconds) + 2)
         let control = try PinentryControl()
         active = Active(app: app, control: control)

@@ -22,6 +22,9 @@ public enum PromptReason {
     public static let callerSession = "prompt_target_caller_session"
     /// RAIN_102: the registered prompt terminal is not a terminal of this user (or is gone).
     public static let invalidTarget = "prompt_target_invalid"
+    /// RAIN_102: the request (the app's path, the action, the profile) does not fit on the prompt
+    /// in full; it is refused, never shown cut.
+    public static let tooLong = "prompt_too_long"
     /// RAIN_501: the pinentry program could not be started or broke the protocol.
     public static let failed = "prompt_failed"
 }

@@ -2,67 +2,102 @@ import RainCore
 
 /// What a prompt asks the user: the action, the app that asks (path, hash prefix, pid) and the
 /// profile it is for.
+///
+/// The prompt shows every field in full or is not shown at all: the whole description must fit
+/// one Assuan line (SETDESC), and a request that does not fit is refused (RAIN_102
+/// `prompt_too_long`) rather than cut, so the user never confirms what they could not see.
 public struct PromptRequest: Sendable {
     /// The action, as a phrase the user can judge: "Export the recovery phrase",
     /// "Approve this app for the profile".
     public var action: String
+    /// A shorter phrasing of the same action, shown when `action` does not fit: it must still name
+    /// everything the user judges, for example a count and a digest the user can compare with a
+    /// full list shown elsewhere (`rainwallet settings`). Nil: `action` must fit as it is.
+    public var shortAction: String?
     /// The app that asks.
     public var caller: CallerIdentity
     /// The profile the action is for.
     public var profile: String
 
     /// A request.
-    public init(action: String, caller: CallerIdentity, profile: String) {
+    public init(action: String, caller: CallerIdentity, profile: String, shortAction: String? = nil) {
         self.action = action
         self.caller = caller
         self.profile = profile
+        self.shortAction = shortAction
     }
 
     /// The prompt's title (a desktop pinentry shows it; `pinentry-tty` does not).
     static let title = "RainWallet: confirm"
     /// The label of the entry field.
     static let entryPrompt = "Code:"
+    /// The longest description, once Assuan-escaped: one `SETDESC` line.
+    public static let maximumDescriptionLength = Assuan.maximumLineLength - "SETDESC ".utf8.count
 
-    /// The text the prompt shows. Every field that comes from the caller is made displayable
-    /// (`PromptText.displayable`): a crafted path cannot draw fake lines, hide text or push the
-    /// code out of the line limit.
-    func description(code: PromptCode) -> String {
-        let action = PromptText.displayable(self.action, maximumLength: 200)
-        var app = PromptText.displayable(caller.appPath, maximumLength: 300)
-        if let flatpak = caller.flatpakAppID {
-            app += " (Flatpak app " + PromptText.displayable(flatpak, maximumLength: 100) + ")"
+    /// The text the prompt shows: the action (or, when it does not fit, the short action), the
+    /// app, the profile and the code, every field in full. Every field that comes from a caller is
+    /// made displayable (`PromptText.displayable`): a crafted path cannot draw fake lines or hide
+    /// text.
+    /// - Throws: RAIN_102 reason `prompt_too_long` when even the short action leaves the
+    ///   description longer than one Assuan line: the request is refused, never shown cut.
+    package func description(code: PromptCode) throws(RainError) -> String {
+        let full = layout(action: action, code: code)
+        if Self.fits(full) { return full }
+        if let shortAction {
+            let short = layout(action: shortAction, code: code)
+            if Self.fits(short) { return short }
         }
-        let profile = PromptText.displayable(self.profile, maximumLength: 100)
+        throw tooLong(code: code)
+    }
+
+    /// Whether `description` fits one SETDESC line.
+    static func fits(_ description: String) -> Bool {
+        Assuan.escapedLength(description[...]) <= maximumDescriptionLength
+    }
+
+    private func layout(action: String, code: PromptCode) -> String {
+        var app = PromptText.displayable(caller.appPath)
+        if let flatpak = caller.flatpakAppID {
+            app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
+        }
         return """
-            RainWallet asks you to confirm: \(action)
+            RainWallet asks you to confirm: \(PromptText.displayable(action))
             App: \(app)
-                 sha256 \(caller.hashPrefix)…, pid \(caller.pid)
-            Profile: \(profile)
+                 \(caller.hashDescription), pid \(caller.pid)
+            Profile: \(PromptText.displayable(profile))
 
             To allow it, type the code  \(code.text)  and press Enter.
             To refuse, cancel (Ctrl-D on a terminal).
             """
+    }
+
+    /// What to say when the request cannot be shown in full: how long each part is, and what the
+    /// user can do.
+    private func tooLong(code: PromptCode) -> RainError {
+        func length(_ text: String) -> Int { Assuan.escapedLength(PromptText.displayable(text)[...]) }
+        let action = shortAction ?? self.action
+        let fixed =
+            Assuan.escapedLength(layout(action: "", code: code)[...]) - length(caller.appPath)
+            - (caller.flatpakAppID.map(length) ?? 0) - length(profile)
+        var parts = ["the app's path \(length(caller.appPath)) bytes", "the action \(length(action))"]
+        if let flatpak = caller.flatpakAppID { parts.append("the Flatpak app id \(length(flatpak))") }
+        parts.append("the profile name \(length(profile))")
+        return RainError.invalid(
+            """
+            the prompt cannot show this request in full (\(parts.joined(separator: ", ")); at most \
+            \(Self.maximumDescriptionLength - fixed) fit together), and a request is never shown cut: move the \
+            program (or the program the action names) to a shorter path, or use a shorter profile name, and try again
+            """, field: "prompt", reason: PromptReason.tooLong)
     }
 }
 
 /// Text that came from a caller, made safe to show on a prompt.
 public enum PromptText {
     /// `text` with every control, format (bidirectional overrides, zero-width characters), line
-    /// or paragraph separator character replaced by `?`, cut to at most `maximumLength` bytes in
-    /// its Assuan-escaped form (then ending in `…`), so the whole description stays within one
-    /// Assuan line.
-    public static func displayable(_ text: String, maximumLength: Int) -> String {
-        let safe = text.map { $0.unicodeScalars.allSatisfy(isShown) ? String($0) : "?" }
-        if safe.reduce(0, { $0 + Assuan.escapedLength($1[...]) }) <= maximumLength { return safe.joined() }
-        let ellipsis = "…"
-        var out = ""
-        var length = ellipsis.utf8.count
-        for piece in safe {
-            length += Assuan.escapedLength(piece[...])
-            if length > maximumLength { break }
-            out += piece
-        }
-        return out + ellipsis
+    /// or paragraph separator character replaced by `?`, so it cannot draw fake lines or hide
+    /// text. Never cut: `PromptRequest` refuses a request whose text does not fit.
+    public static func displayable(_ text: String) -> String {
+        String(text.map { $0.unicodeScalars.allSatisfy(isShown) ? $0 : "?" })
     }
 
     private static func isShown(_ scalar: Unicode.Scalar) -> Bool {

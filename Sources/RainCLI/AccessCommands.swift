@@ -153,7 +153,9 @@ enum SettingsCommand: CLICommand {
         if status.pending.isEmpty {
             context.output.line("No settings change waits for confirmation.")
         } else {
-            context.output.line("Waiting for confirmation (run `rainwallet settings confirm`):")
+            // The prompt names this digest when the changes do not fit on it.
+            let digest = RainSettingsStatus.shortDigest(status.requestedDigest)
+            context.output.line("Waiting for confirmation, digest \(digest) (run `rainwallet settings confirm`):")
             for c in status.pending {
                 context.output.line("  \(c.key): \(c.confirmed ?? "(not set)") → \(c.requested ?? "(not set)")")
             }

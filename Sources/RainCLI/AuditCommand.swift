@@ -35,7 +35,10 @@ enum AuditCommand: CLICommand {
                     "app", "the caller",
                     fields: [
                         .init("path", "executable (and script)"), .init("hash", "12 hex digits of its SHA-256"),
+                        .init("scriptHash", "for an interpreter, 12 hex digits of the script's SHA-256"),
                         .init("pid", "process id"), .init("uid", "user id"),
+                        .init("unit", "the systemd unit it ran in, when it ran in one"),
+                        .init("flatpak", "its Flatpak app id, when it ran sandboxed"),
                     ]),
                 .init("result", "ok, refused, cancelled or failed"),
                 .init("code", "the error's code when it failed"), .init("reason", "the error's reason"),
@@ -124,7 +127,8 @@ enum AuditCommand: CLICommand {
             if let a = object["app"] as? [String: Any] {
                 let pid = (a["pid"] as? Int).map { "pid \($0)" } ?? ""
                 if let path = a["path"] as? String {
-                    app = "\(path) (\(a["hash"] as? String ?? "?")) \(pid)"
+                    let script = (a["scriptHash"] as? String).map { ", script \($0)" } ?? ""
+                    app = "\(path) (\(a["hash"] as? String ?? "?")\(script)) \(pid)"
                 } else {
                     app = "\(pid) uid \((a["uid"] as? Int).map(String.init) ?? "?")"
                 }

@@ -145,7 +145,8 @@ struct DeviceSetup: Sendable {
         }
     }
 
-    /// Logs (and for the first start, audits) what the settings' guard found.
+    /// Logs and audits what the settings' guard found: the first start's record, or the changes
+    /// waiting for confirmation.
     func recordSettingsStart(_ start: SettingsGuard.Start, audit: AuditLog) {
         switch start {
         case .unchanged:
@@ -158,6 +159,16 @@ struct DeviceSetup: Sendable {
                 logger.error("audit.not_written", ["event": "settings_changed", "error": error.message])
             }
         case .waiting(let changes):
+            // Once per start, with the keys only (a code sender's values may hold a credential).
+            do throws(RainError) {
+                try audit.recordNow(
+                    AuditRecord(
+                        .settingsWaiting, profile: nil, app: nil,
+                        result: AuditResult(outcome: "refused", reason: "settings_not_confirmed"),
+                        detail: SettingsGuard.auditDetail("keys", keys: changes.map(\.key))))
+            } catch {
+                logger.error("audit.not_written", ["event": "settings_waiting", "error": error.message])
+            }
             logger.warning(
                 "settings.change_waiting",
                 [

@@ -186,6 +186,11 @@ public final class AppAccess: Sendable {
             await audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: "app_not_approved"))
             throw Self.notApproved(caller: caller, profile: profile, why: "profile \(profile) belongs to \(owner)")
         case .changedBinaryRefused:
+            // Audited each time (repeated refusals are aggregated by the log), like any refusal.
+            await audit(
+                AccessEvent(
+                    event: "app_refused", profile: profile, app: caller, result: "app_not_approved",
+                    detail: "this version was refused on the prompt"))
             throw Self.notApproved(
                 caller: caller, profile: profile, why: "this version of it was refused on the prompt")
         case .unapprovable(let reasons):
@@ -251,11 +256,17 @@ public final class AppAccess: Sendable {
         return caller
     }
 
-    /// Asks the user to confirm `action` by `caller`, auditing the result.
+    /// Asks the user to confirm `action` by `caller`, auditing the result (with `shortAction` when
+    /// there is one: the settings prompt's long form holds the settings' values).
+    /// - Parameter shortAction: the same action phrased shorter, shown when `action` does not fit
+    ///   on the prompt (`PromptRequest.shortAction`).
     /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
-    public func ask(action: String, caller: CallerIdentity, profile: String) async throws(RainError) {
+    public func ask(action: String, shortAction: String? = nil, caller: CallerIdentity, profile: String)
+        async throws(RainError)
+    {
+        let audited = shortAction ?? action
         guard confirmer.canPrompt else {
-            await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: action))
+            await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: audited))
             throw RainError(
                 .unauthorized,
                 """
@@ -264,15 +275,16 @@ public final class AppAccess: Sendable {
                 """, details: RainError.Details(reason: "no_prompt"))
         }
         do {
-            try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
+            try await confirmer.confirm(
+                UserQuestion(action: action, caller: caller, profile: profile, shortAction: shortAction))
         } catch {
             await audit(
                 AccessEvent(
                     event: "prompt_result", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
-                    detail: action))
+                    detail: audited))
             throw error
         }
-        await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: action))
+        await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: audited))
     }
 
     /// The approvals, and the pre-approved apps.
@@ -286,7 +298,7 @@ public final class AppAccess: Sendable {
     public func approve(app: CallerIdentity, profile: String, context: CallerHandle) async throws(RainError) {
         let caller = try await identity(of: context)
         try await ask(
-            action: "approve \(app.appPath) (sha256 \(app.hashPrefix)…) for the wallet profile", caller: caller, profile: profile)
+            action: "approve \(app.appPath) (\(app.hashDescription)) for the wallet profile", caller: caller, profile: profile)
         try update { $0.approve(profile: profile, caller: app, source: .prompt, at: clock.now) }
         forgetConnections(profile: profile)
         await audit(

@@ -4,6 +4,7 @@ import RainAccess
 import RainCore
 import RainTransport
 import RainWire
+import Synchronization
 
 /// Where prompts appear (RainAccess's prompt place in the daemon, a fake in tests).
 public protocol PromptPlaceRegistry: Sendable {
@@ -100,16 +101,17 @@ extension DeviceService {
                         var audited = call
                         audited.identity = identity
                         let profile = call.profile
+                        // The entry names the keys asked about (never their values), whatever the answer.
+                        let asked = AskedSettingKeys()
                         let digest = try await Self.audited(
-                            audit, auditLogger, audited, .settingsChanged, detail: "confirmed on the prompt"
+                            audit, auditLogger, audited, .settingsChanged, detail: asked.detail
                         ) { () async throws(RainError) in
                             try await access.settings.confirm(requestedDigest: r.requestedDigest) {
                                 (changes) async throws(RainError) in
-                                let list = changes.map(\.description).joined(separator: "; ")
+                                asked.set(changes.map(\.key))
+                                let (action, shortAction) = Self.settingsActions(changes, digest: r.requestedDigest)
                                 try await apps.ask(
-                                    action: "apply these security settings at the next start of rainwalletd: \(list)",
-                                    caller: identity,
-                                    profile: profile)
+                                    action: action, shortAction: shortAction, caller: identity, profile: profile)
                             }
                         }
                         return ConfirmSettingsResponse(confirmedDigest: digest)
@@ -126,6 +128,19 @@ extension DeviceService {
                         return RegisterPromptResponse(terminal: terminal)
                     })),
         ]
+    }
+
+    /// What the settings prompt asks: every change with its values when they fit on the prompt;
+    /// otherwise their number and the short digest of the config's settings, which
+    /// `rainwallet settings` shows above the same list (the prompt never shows a list cut).
+    static func settingsActions(_ changes: [GuardedSettings.Change], digest: String) -> (action: String, short: String) {
+        let list = changes.map(\.description).joined(separator: "; ")
+        let count = changes.count == 1 ? "1 security setting change" : "\(changes.count) security setting changes"
+        return (
+            "apply these security settings at the next start of rainwalletd: \(list)",
+            "apply \(count) at the next start of rainwalletd, digest \(GetSettingsResponse.shortDigest(digest)): "
+                + "`rainwallet settings` lists them under the same digest"
+        )
     }
 
     /// The approvals as wire entries: per profile, the owner first; then the pre-approved apps.
@@ -164,5 +179,18 @@ extension DeviceService {
             app.script = .init(path: script.path, sha256: script.sha256)
         }
         return app
+    }
+}
+
+/// The keys a settings prompt asked about, for its audit entry.
+final class AskedSettingKeys: Sendable {
+    private let keys = Mutex<[String]?>(nil)
+
+    func set(_ keys: [String]) { self.keys.withLock { $0 = keys } }
+
+    /// `keys: a, b` (cut to the audit's detail length), or `nothing asked` when the call ended
+    /// before the prompt (a stale digest, nothing waiting).
+    var detail: String {
+        keys.withLock { $0 }.map { SettingsGuard.auditDetail("keys", keys: $0) } ?? "nothing asked"
     }
 }

@@ -20,13 +20,14 @@ extension DeviceService {
 
     /// Runs a sensitive call and records how it ended.
     /// - Parameters:
-    ///   - detail: what to record beside the event (never a secret); `describe` may refine it from
-    ///     the call's answer.
+    ///   - detail: what to record beside the event (never a secret), read once the call ended;
+    ///     `describe` may refine it from the call's answer.
     ///   - isEntryRequired: whether a successful call fails when its entry cannot be written.
     /// - Throws: the call's error; RAIN_502 `audit_not_written` when `isEntryRequired` and the
     ///   entry could not be written.
     static func audited<T: Sendable>(
-        _ audit: (any AuditRecorder)?, _ logger: Logger, _ call: DeviceCall, _ event: AuditEvent, detail: String? = nil,
+        _ audit: (any AuditRecorder)?, _ logger: Logger, _ call: DeviceCall, _ event: AuditEvent,
+        detail: @autoclosure () -> String? = nil,
         isEntryRequired: Bool = false, describe: (@Sendable (T) -> String?)? = nil,
         _ body: () async throws(RainError) -> T
     ) async throws(RainError) -> T {
@@ -38,7 +39,7 @@ extension DeviceService {
         }
         guard let audit else { return try outcome.get() }
         let result: AuditResult
-        var recorded = detail
+        var recorded = detail()
         switch outcome {
         case .success(let value):
             result = .ok

@@ -75,6 +75,18 @@ public final class SettingsGuard: Sendable {
         self.confirmed = Mutex(confirmed)
     }
 
+    /// An audit detail naming `keys` (never their values: a code sender's command or URL may hold
+    /// a credential), within `AuditLog.maximumDetailLength`: as many keys as fit, then how many
+    /// more.
+    public static func auditDetail(_ lead: String, keys: [String]) -> String {
+        for shown in stride(from: keys.count, through: 0, by: -1) {
+            var text = "\(lead): " + keys.prefix(shown).joined(separator: ", ")
+            if shown < keys.count { text += (shown == 0 ? "" : ", ") + "… and \(keys.count - shown) more" }
+            if text.count <= AuditLog.maximumDetailLength { return text }
+        }
+        return "\(lead): \(keys.count) keys"
+    }
+
     /// The confirmed digest, the changes waiting and the policy's keys.
     public func status() throws(RainError) -> GetSettingsResponse {
         let now = try requested()

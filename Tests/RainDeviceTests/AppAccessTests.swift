@@ -161,6 +161,14 @@ struct AppAccessTests {
             await Self.reason { () async throws(RainError) in try await w.access.authorize(profile: "default", context: v2) }
                 == "app_not_approved")
         #expect(w.prompt.asked.count == 2, "not asked again")
+        // Each later refusal of the refused version is audited (the log aggregates repeats).
+        #expect(
+            await Self.reason { () async throws(RainError) in try await w.access.authorize(profile: "default", context: v2) }
+                == "app_not_approved")
+        let refusals = w.events.withLock { $0.filter { $0.event == "app_refused" } }
+        #expect(refusals.map(\.result) == ["prompt_dismissed", "app_not_approved", "app_not_approved"], "\(refusals)")
+        #expect(refusals.dropFirst().allSatisfy { $0.app?.contentHash == Self.app("/usr/bin/wallet", hash: 2).contentHash })
+        #expect(refusals.last?.detail == "this version was refused on the prompt")
         // Approved explicitly (apps approve), the new version works.
         w.prompt.script([nil])
         try await w.access.approve(app: Self.app("/usr/bin/wallet", hash: 2), profile: "default", context: v1)

@@ -2,6 +2,7 @@ import Foundation
 import RainAccess
 import RainCore
 import RainCrypto
+import RainWire
 import Synchronization
 import Testing
 
@@ -111,5 +112,55 @@ struct SettingsGuardTests {
         #expect(next.start == .unchanged)
         #expect(next.running.values["profiles.a.allowExport"] == "false")
         #expect(try next.status().fixedByPolicy == ["profiles.a.allowExport"])
+    }
+
+    @Test("the settings prompt lists the changes when they fit, else their number and the digest `rainwallet settings` shows")
+    func settingsPromptNamesTheDigest() async throws {
+        let config = Config()
+        let start = try SettingsGuard(store: nil, policy: GuardedSettings(), requested: config.requested)
+        let caller = CallerIdentity(
+            pid: 77, uid: 1000, executablePath: "/usr/bin/rainwallet", executableSHA256: [UInt8](repeating: 1, count: 32))
+        func prompt(_ guardian: SettingsGuard) async throws -> (text: String, digest: String) {
+            let status = try guardian.status()
+            let text = Mutex("")
+            _ = try await guardian.confirm(requestedDigest: status.requestedDigest) { (changes) throws(RainError) in
+                let (action, short) = DeviceService.settingsActions(changes, digest: status.requestedDigest)
+                let request = PromptRequest(action: action, caller: caller, profile: "default", shortAction: short)
+                let description = try request.description(code: PromptCode(text: "K7QX"))
+                _ = try Assuan.command("SETDESC", description)
+                text.withLock { $0 = description }
+            }
+            return (text.withLock { $0 }, status.requestedDigest)
+        }
+
+        // One short change: listed with its values.
+        config.set("access.pinentry", "\"/usr/bin/pinentry-tty\"")
+        let one = try await prompt(start)
+        #expect(one.text.contains("access.pinentry: (not set) → \"/usr/bin/pinentry-tty\""))
+
+        // A long apps list sorts before access.pinentry and would push it off a cut list: the
+        // prompt names the count and the short digest instead, which the status carries.
+        let apps = (0..<12).map { "{\"path\":\"/opt/tools/some-long-directory-name/bin/tool-\($0)\"}" }
+        config.set("access.apps.default", "[\(apps.joined(separator: ","))]")
+        config.set("access.pinentry", "\"/tmp/always-ok\"")
+        let many = try await prompt(start)
+        let short = GetSettingsResponse.shortDigest(many.digest)
+        #expect(short.count == GetSettingsResponse.shortDigestLength)
+        #expect(many.text.contains("2 security setting changes"))
+        #expect(many.text.contains("digest \(short)"))
+        #expect(!many.text.contains("access.apps.default"), "a list that does not fit is not shown in part")
+    }
+
+    @Test("an audit detail names the keys, never their values, within the detail length")
+    func auditDetailNamesKeysOnly() {
+        #expect(
+            SettingsGuard.auditDetail("keys", keys: ["codeSender", "profiles.a.allowExport"])
+                == "keys: codeSender, profiles.a.allowExport")
+        let many = (0..<40).map { "profiles.profile-number-\($0).allowExport" }
+        let detail = SettingsGuard.auditDetail("keys", keys: many)
+        #expect(detail.count <= AuditLog.maximumDetailLength)
+        #expect(detail.hasPrefix("keys: profiles.profile-number-0.allowExport, "))
+        let shown = detail.components(separatedBy: ", ").filter { $0.contains("profile-number") }.count
+        #expect(detail.hasSuffix("… and \(40 - shown) more"), "\(detail)")
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+import RainAccess
 import RainCommandLine
 import Testing
 
@@ -61,5 +63,18 @@ struct CLIDeclarationTests {
         #expect(help.contains("also $RAINWALLET_SOCKET"))
         #expect(help.contains("  64  usage"))
         #expect(help.contains("  2   daemon not reachable (RAIN_101)"))
+    }
+
+    @Test("`rainwallet audit --json` documents every key of an entry's app, the script's hash of an interpreter included")
+    func auditAppFieldsAreDocumented() throws {
+        let identity = CallerIdentity(
+            pid: 42, uid: 1000, executablePath: "/usr/bin/python3", executableSHA256: [UInt8](repeating: 0xab, count: 32),
+            script: .init(path: "/home/u/tool.py", sha256: [UInt8](repeating: 0xcd, count: 32)),
+            systemdUnit: "app-tool@1.service", flatpakAppID: "org.example.Tool")
+        let encoded = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(AuditApp(identity)))
+        let keys = try #require(encoded as? [String: Any]).keys.sorted()
+        #expect(try #require(encoded as? [String: Any])["scriptHash"] as? String == "cdcdcdcdcdcd")
+        let app = try #require(AuditCommand.declaration.json?.fields.first { $0.name == "app" })
+        #expect(app.fields.map(\.name).sorted() == keys)
     }
 }

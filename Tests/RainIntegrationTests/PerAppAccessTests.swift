@@ -174,6 +174,14 @@ struct PerAppAccessTests {
         #expect(second.status == 0, "\(second)")
         let owner = try await h.runCLI(["--json", "apps", "list"], program: apps.b)
         #expect(owner.stdout.contains(apps.b.path) && !owner.stdout.contains(apps.a.path), "\(owner)")
+        // The dismissal is audited as A's refusal; nothing records A as approved.
+        let entries = try await Self.audit(h, apps.b)
+        #expect(
+            entries.contains {
+                $0["event"] as? String == "app_refused" && $0["result"] as? String == "refused"
+                    && $0["reason"] as? String == "prompt_dismissed" && Self.appPath($0) == apps.a.path
+            }, "\(entries)")
+        #expect(!entries.contains { $0["event"] as? String == "app_approved" && Self.appPath($0) == apps.a.path })
     }
 
     @Test("a config edit by another program waits for the user: the daemon runs on the confirmed settings until confirmed")
@@ -193,6 +201,10 @@ struct PerAppAccessTests {
         #expect(h.log.contains("settings.change_waiting") && h.log.contains("profiles.default.allowExport"), "\(h.log)")
         let pending = try await h.runCLI(["--json", "settings"], program: apps.a)
         #expect(pending.stdout.contains("profiles.default.allowExport"), "\(pending)")
+        // The human listing shows the short digest a prompt names when the list does not fit on it.
+        let requested = try #require(pending.stdout.firstMatch(of: /"requestedDigest":"([0-9a-f]{64})"/)?.output.1, "\(pending)")
+        let listed = try await h.runCLI(["settings"], program: apps.a)
+        #expect(listed.stdout.contains("digest \(requested.prefix(16))"), "\(listed)")
         let refused = try await h.runCLI(["export", "phrase", "--yes"], program: apps.a)
         #expect(refused.status == 5 && refused.stderr.contains("not allowed"), "\(refused)")
 
@@ -208,6 +220,20 @@ struct PerAppAccessTests {
         try await h.start()
         let export = try await h.runCLI(["--json", "export", "phrase", "--yes"], program: apps.a)
         #expect(export.status == 0 && export.stdout.contains("words"), "\(export)")
+
+        // Audited: the edit waiting at the start, the dismissed and the confirmed confirmation, each
+        // naming the keys (the rewritten config also drops the harness's storage key) and never a value.
+        let entries = try await Self.audit(h, apps.a)
+        func detail(_ event: String, _ result: String, app: URL? = nil) -> String? {
+            entries.first {
+                $0["event"] as? String == event && $0["result"] as? String == result
+                    && (app == nil || Self.appPath($0) == app?.path)
+            }?["detail"] as? String
+        }
+        let keys = "keys: profiles.default.allowExport, storage.provider"
+        #expect(detail("settings_waiting", "refused") == keys, "\(entries)")
+        #expect(detail("settings_changed", "cancelled", app: apps.a) == keys, "\(entries)")
+        #expect(detail("settings_changed", "ok", app: apps.a) == keys, "\(entries)")
 
         // The record cannot be rewritten by hand: an edited one stops the start, naming the file.
         _ = try await h.stop()
