@@ -219,6 +219,11 @@ enum StorageCommand {
             try Daemon.blockingAwait { () async throws(RainError) in
                 try await migration.migrate(to: target, hasMasterKey: hasMaster, authority: authority, device: running)
             }
+            if case .provider(let configured) = storage.provider, configured != target {
+                print(
+                    "note: the config's storage.provider names \(configured.rawValue): set it to \(target.rawValue) or auto before the next start"
+                )
+            }
         }
     }
 }
