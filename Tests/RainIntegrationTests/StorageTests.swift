@@ -1,6 +1,8 @@
 import Foundation
+import RainCore
 import RainTestSupport
 import RainWallet
+import RainWire
 import Testing
 
 /// `rainwalletd storage …` with the real binaries: the recorded provider, the passphrase backup of
@@ -29,7 +31,10 @@ import Testing
     @Test func aFirstStartRecordsTheFileProviderAndStatusShowsItsKeys() async throws {
         let h = try await DaemonHarness.start(config: Self.fileConfig)
         defer { h.shutdown() }
-        #expect(h.log.contains("keyProvider"))
+        // The provider in use, by value, in the ready line.
+        let ready = h.log.split(separator: "\n").first { $0.contains("daemon.ready") }.map(String.init) ?? ""
+        #expect(ready.contains(" keyProvider=file"), "\(ready)")
+        #expect(ready.contains(" keyLocation="), "\(ready)")
         #expect(try String(contentsOfFile: "\(h.stateDirectory)/key-provider", encoding: .utf8) == "file\n")
         let (status, output) = try await rainwalletd(h, ["storage", "status", "--json", "--state-dir", h.stateDirectory])
         #expect(status == 0, "\(output)")
@@ -286,5 +291,156 @@ struct MigrationKillLoopTests {
         // A loop whose kills all came before the first step would prove nothing.
         #expect(rounds < 5 || switches > 0, "no migration ever finished in \(rounds) rounds")
         #expect(kills < 10 || during >= 3, "only \(during) of \(kills) kills landed during a migration: \(histogram)")
+    }
+}
+
+/// Audit of issue 14: a lost or cleared TPM (here: the state directory's keys sealed on one swtpm,
+/// the daemon started against another). The daemon serves and says what to do (RAIN_501
+/// `tpm_key_lost` naming `storage reset`), `rainwalletd storage reset` moves the keys it cannot open
+/// and their files into `lost-…` (kept), refusing to touch the wallets' master key without its
+/// backup or `--lose-wallets`, and the next start lets the user log in again.
+@Suite struct LostTPMTests {
+    static func config(_ tpm: SoftwareTPM) -> String {
+        #"{"storage": {"provider": "tpm2", "tcti": "\#(tpm.tcti)"}, "profiles": {"default": {"allowExport": true}}}"#
+    }
+
+    static func isLoading(_ h: DaemonHarness) async throws -> Bool {
+        let bytes = try await h.call(Method.getInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5))
+        return try GetInfoResponse.decode(bytes).capabilities.contains("storage-loading")
+    }
+
+    /// Starts a daemon on TPM `a`, logs in, stops it (writes a master-key backup to `backup`) and
+    /// points its config at TPM `b`: a new motherboard.
+    static func moveToAnotherTPM(
+        _ a: SoftwareTPM, _ b: SoftwareTPM, email: String, backup: String? = nil
+    ) async throws -> (h: DaemonHarness, account: String, phrase: [String]) {
+        let h = try await DaemonHarness.start(config: config(a))
+        try await h.logIn(h.provider(), .email(email))
+        let account = try await h.provider().account().accountID
+        let phrase = try await h.provider().exportRecoveryPhrase()
+        _ = try await h.stop()
+        if let backup {
+            let made = try await StorageTests().rainwalletd(
+                h,
+                [
+                    "storage", "backup", "--out", backup, "--state-dir", h.stateDirectory, "--config",
+                    "\(h.directory)/config.json",
+                ],
+                stdin: StorageTests.passphrase + "\n")
+            #expect(made.status == 0, "\(made.output)")
+        }
+        // The harness's config (relaxed send limits merged in; its slashes escaped), with the other TPM.
+        let path = "\(h.directory)/config.json"
+        let written = try String(contentsOfFile: path, encoding: .utf8)
+        try Data(
+            written.replacingOccurrences(
+                of: a.directory.split(separator: "/").last.map(String.init) ?? "",
+                with: b.directory.split(separator: "/").last.map(String.init) ?? ""
+            ).utf8
+        ).write(to: URL(fileURLWithPath: path))
+        return (h, account, phrase)
+    }
+
+    @Test func onAnotherTPMTheDaemonSaysWhatToDoAndResetThenRestoreLetsTheUserBackIntoTheSameWallet() async throws {
+        let (a, b) = (try SoftwareTPM(), try SoftwareTPM())
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let backup = "/tmp/rain-lost-tpm-\(UUID().uuidString.prefix(8)).rwkb"
+        defer { try? FileManager.default.removeItem(atPath: backup) }
+        let (h, account, phrase) = try await Self.moveToAnotherTPM(a, b, email: "lost-tpm@example.com", backup: backup)
+        defer { h.shutdown() }
+        let config = "\(h.directory)/config.json"
+        let runner = StorageTests()
+        try await h.start()
+        #expect(try await Self.isLoading(h))
+        let refused = await rainError { try await h.logIn(h.provider(), .email("lost-tpm@example.com")) }
+        #expect(refused?.code == .provider)
+        #expect(refused?.details.reason == "tpm_key_lost")
+        #expect(refused?.message.contains("rainwalletd storage reset") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("storage restore") == true)
+        #expect(try await h.provider().daemonInfo().storageProvider == "tpm2")
+        // `storage status` answers while loading, with the reason.
+        let status = try await h.runCLI(["storage", "status", "--json"])
+        #expect(status.status == 0, "\(status)")
+        let loading = try jsonObject(status.stdout)
+        #expect(loading["provider"] as? String == "tpm2")
+        #expect((loading["unavailable"] as? String)?.contains("RAIN_501 tpm_key_lost") == true, "\(loading)")
+        _ = try await h.stop()
+
+        // Reset will not move the wallets' master key: nothing moves, and it says what to do.
+        let blobs = ["tpm2/storage.sealed", "tpm2/device-key.blob", "tpm2/authority-master.sealed"]
+        let refusedReset = try await runner.rainwalletd(
+            h, ["storage", "reset", "--state-dir", h.stateDirectory, "--config", config])
+        #expect(refusedReset.status == 1)
+        #expect(refusedReset.output.contains("storage restore"), "\(refusedReset.output)")
+        #expect(refusedReset.output.contains("--lose-wallets"))
+        #expect(blobs.allSatisfy { FileManager.default.fileExists(atPath: "\(h.stateDirectory)/\($0)") })
+
+        // The backup replaces the master key TPM B cannot open (kept aside), then reset moves the rest.
+        let restore = try await runner.rainwalletd(
+            h, ["storage", "restore", backup, "--state-dir", h.stateDirectory, "--config", config],
+            stdin: StorageTests.passphrase + "\n")
+        #expect(restore.status == 0, "\(restore.output)")
+        let reset = try await runner.rainwalletd(
+            h, ["storage", "reset", "--json", "--state-dir", h.stateDirectory, "--config", config])
+        #expect(reset.status == 0, "\(reset.output)")
+        let root = try jsonObject(reset.output)
+        let directory = try #require(root["directory"] as? String)
+        #expect(directory.hasPrefix("lost-"))
+        let moved = Set((root["moved"] as? [String]) ?? [])
+        #expect(moved.isSuperset(of: ["tpm2/storage.sealed", "tpm2/device-key.blob", "sessions", "device-id"]), "\(moved)")
+        #expect(!moved.contains("authority"))
+        #expect(root["authorityReset"] as? Bool == false)
+        // Kept, never deleted.
+        for path in moved {
+            #expect(FileManager.default.fileExists(atPath: "\(h.stateDirectory)/\(directory)/\(path)"), "\(path)")
+            #expect(!FileManager.default.fileExists(atPath: "\(h.stateDirectory)/\(path)"), "\(path)")
+        }
+        #expect(FileManager.default.fileExists(atPath: "\(h.stateDirectory)/\(directory)/sessions/default.session"))
+        let lostMaster = try FileManager.default.contentsOfDirectory(atPath: h.stateDirectory).filter {
+            $0.hasPrefix("lost-")
+                && FileManager.default.fileExists(atPath: "\(h.stateDirectory)/\($0)/tpm2/authority-master.sealed")
+        }
+        #expect(lostMaster.count == 1)
+
+        // New keys on TPM B; the user logs in again, to the same account and wallet.
+        try await h.start()
+        #expect(try await !Self.isLoading(h))
+        try await h.logIn(h.provider(), .email("lost-tpm@example.com"))
+        #expect(try await h.provider().account().accountID == account)
+        #expect(try await h.provider().exportRecoveryPhrase() == phrase)
+    }
+
+    @Test func withoutABackupLoseWalletsMovesTheDatabaseAsideAndANewAuthorityStarts() async throws {
+        let (a, b) = (try SoftwareTPM(), try SoftwareTPM())
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let (h, account, _) = try await Self.moveToAnotherTPM(a, b, email: "no-backup@example.com")
+        defer { h.shutdown() }
+        let config = "\(h.directory)/config.json"
+        let reset = try await StorageTests().rainwalletd(
+            h, ["storage", "reset", "--lose-wallets", "--state-dir", h.stateDirectory, "--config", config])
+        #expect(reset.status == 0, "\(reset.output)")
+        #expect(reset.output.contains("new, empty authority"))
+        let lost = try FileManager.default.contentsOfDirectory(atPath: h.stateDirectory).filter { $0.hasPrefix("lost-") }
+        #expect(lost.count == 1)
+        let kept = "\(h.stateDirectory)/\(lost.first ?? "")"
+        #expect(FileManager.default.fileExists(atPath: "\(kept)/authority/authority.sqlite3"))
+        #expect(FileManager.default.fileExists(atPath: "\(kept)/tpm2/authority-master.sealed"))
+
+        try await h.start()
+        #expect(try await !Self.isLoading(h))
+        try await h.logIn(h.provider(), .email("no-backup@example.com"))
+        #expect(try await h.provider().account().accountID != account)
+        // A second reset finds nothing lost.
+        _ = try await h.stop()
+        let again = try await StorageTests().rainwalletd(
+            h, ["storage", "reset", "--state-dir", h.stateDirectory, "--config", config])
+        #expect(again.status == 1)
+        #expect(again.output.contains("nothing to reset"))
     }
 }
