@@ -144,13 +144,14 @@ public struct KeyProviderSelection: Sendable {
         }
     }
 
-    /// The strongest provider that is there: tpm2 when it answers, then a Secret Service that
-    /// answers (even locked), else `file`.
+    /// The strongest provider that is there: tpm2 when it can make the keys' primary key (not
+    /// only answer: an owner hierarchy with a password would leave the daemon loading for good),
+    /// then a Secret Service that answers (even locked), else `file`.
     static func strongestAvailable(make: Factory) -> KeyProviderKind {
         for kind in KeyProviderKind.strongestFirst where kind != .file {
             guard let provider = try? make(kind) else { continue }
             do {
-                try provider.checkAvailable()
+                try provider.checkUsable()
                 return kind
             } catch {
                 // A locked keyring is there: the user unlocks it, and a weaker provider is never chosen silently.
