@@ -319,7 +319,7 @@ struct DeviceRole: DaemonRole {
 
         let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
         let provider = try DaemonKeys.selectProvider(
-            stateDirectory: paths.stateDirectory, storage: config.storage, logger: logger.child("storage"))
+            stateDirectory: paths.stateDirectory, storage: config.storage, logger: logger.child("storage"), isStart: true)
         let setup = DeviceSetup(
             options: options, config: config, policy: policy, configFile: (paths.config, paths.isConfigExplicit),
             stateDirectory: paths.stateDirectory, clock: clock, logger: logger)

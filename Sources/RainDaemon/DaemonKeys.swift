@@ -33,11 +33,29 @@ struct DaemonKeys: Sendable {
     }
 
     /// The provider the state directory records (recording the config's choice the first time).
+    /// A config naming either end of a migration under way (its journal in the state directory)
+    /// is accepted: the start finishes the migration, which a kill may have stopped on either side
+    /// of the record.
+    /// - Parameter isStart: whether this is the daemon's start (it logs the migration it accepts;
+    ///   the retries of an unavailable provider do not).
     static func selectProvider(
-        stateDirectory: String, storage: StorageSettings, logger: Logger
+        stateDirectory: String, storage: StorageSettings, logger: Logger, isStart: Bool = false
     ) throws(RainError) -> any KeyProvider {
         let make = factory(stateDirectory: stateDirectory, storage: storage)
-        let selection = try KeyProviderSelection.resolve(choice: storage.provider, stateDirectory: stateDirectory, make: make)
+        let journal = try StorageMigration(stateDirectory: stateDirectory, make: make, logger: logger).pendingJournal()
+        let selection = try KeyProviderSelection.resolve(
+            choice: storage.provider, stateDirectory: stateDirectory, migrating: journal.map { ($0.from, $0.to) },
+            make: make)
+        if let configured = selection.configuredDuringMigration, let journal, isStart {
+            logger.warning(
+                "storage.provider_migrating",
+                [
+                    "configured": configured.rawValue, "provider": selection.kind.rawValue, "from": journal.from.rawValue,
+                    "to": journal.to.rawValue, "step": journal.step.rawValue,
+                    "hint":
+                        "a migration from \(journal.from.rawValue) to \(journal.to.rawValue) was stopped half-way; this start finishes it",
+                ])
+        }
         if selection.isLegacyInstall {
             logger.info(
                 "storage.provider_recorded",
@@ -122,6 +140,23 @@ struct DaemonKeys: Sendable {
                 ])
             return keys
         }
-        return try open(stateDirectory: stateDirectory, storage: storage, isEmbedded: isEmbedded, logger: logger)
+        // The keys are the target's now, whichever end of the migration the config names.
+        var finished = storage
+        if let journal = keys.pendingMigration {
+            if case .provider(let configured) = storage.provider, configured != journal.to {
+                logger.warning(
+                    "storage.provider_outdated",
+                    [
+                        "configured": configured.rawValue, "provider": journal.to.rawValue,
+                        "hint": """
+                        the migration this start finished moved the keys to \(journal.to.rawValue): set storage.provider \
+                        to \(journal.to.rawValue) or auto before the next start, which a config naming \(configured.rawValue) \
+                        stops (RAIN_102, exit 78)
+                        """,
+                    ])
+            }
+            finished.provider = .provider(journal.to)
+        }
+        return try open(stateDirectory: stateDirectory, storage: finished, isEmbedded: isEmbedded, logger: logger)
     }
 }

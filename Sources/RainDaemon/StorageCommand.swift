@@ -24,12 +24,13 @@ enum StorageCommand {
 
     static let declaration = Command(
         name: "storage",
-        abstract: "see, back up, restore and migrate the keys (storage.provider)",
+        abstract: "see, back up, restore, migrate and reset the keys (storage.provider)",
         discussion: """
             The keys of a state directory live in one provider: tpm2 (sealed by the TPM), secret-service
             (the user's keyring) or file (0600 files in the state directory). The first start records
             the choice (storage.provider, auto by default) in <state>/key-provider; only `migrate`
-            changes it.
+            changes it. After a lost or cleared TPM (the daemon answers RAIN_501 tpm_key_lost), `reset`
+            moves the keys it cannot open aside so that you can log in again.
             """,
         subcommands: [
             Command(
@@ -79,6 +80,25 @@ enum StorageCommand {
                         "--authority-ca", value: "PEM", help: "its CA certificates (--authority-ca)", kind: .file,
                         requires: ["--authority"]),
                 ]),
+            Command(
+                name: "reset",
+                abstract: "move aside the keys a lost or cleared TPM cannot open (daemon stopped)",
+                discussion: """
+                    For RAIN_501 tpm_key_lost: the keys were sealed by another TPM, or this one's owner
+                    hierarchy was cleared (a new motherboard, a firmware reset), and nothing can open them
+                    again. Moves them, and the files they encrypted (sessions/, apps.json,
+                    confirmed-settings.json, device-id), into a dated lost-<time> directory inside the
+                    state directory; nothing is deleted. The next start makes new keys under the recorded
+                    provider: log in again. The embedded authority's wallets need its master key: when it
+                    is lost too, reset changes nothing and says so; restore the key from your backup first
+                    (`rainwalletd storage restore BACKUP`), or give --lose-wallets to move the authority's
+                    database aside as well (every wallet in it is lost; the next start makes a new one).
+                    """,
+                options: [
+                    stateDirectoryOption, configOption,
+                    .flag("--lose-wallets", help: "also move the embedded authority's database aside (no master-key backup)"),
+                    .flag("--json", help: "machine-readable output"),
+                ]),
         ],
         exitStatuses: [.init(0, "done"), .init(1, "failed"), .init(64, "a usage mistake")])
 
@@ -93,6 +113,7 @@ enum StorageCommand {
             case "status": try context.status(isJSON: parsed.flag("--json"))
             case "backup": try context.backup(to: parsed.value("--out") ?? "", isForced: parsed.flag("--force"))
             case "restore": try context.restore(from: parsed.argument("FILE") ?? "")
+            case "reset": try context.reset(loseWallets: parsed.flag("--lose-wallets"), isJSON: parsed.flag("--json"))
             case "migrate":
                 let target = try KeyProviderChoice(parsing: parsed.value("--to") ?? "")
                 guard case .provider(let kind) = target else { throw RainError.invalid("--to names a provider", field: "--to") }
@@ -167,7 +188,16 @@ enum StorageCommand {
             try provider.checkAvailable()
             let passphrase = try PassphraseInput.read(prompt: "Backup passphrase: ", confirm: nil)
             let master = try MasterKeyBackup.open(bytes, passphrase: passphrase)
-            if let present = try provider.loadSecret(.authorityMaster) {
+            let present: SymmetricKey?
+            do {
+                present = try provider.loadSecret(.authorityMaster)
+            } catch  where StorageReset.isLost(error) {
+                // Sealed by a lost or cleared TPM: kept aside, the backup takes its place.
+                let moved = try StorageReset(stateDirectory: stateDirectory, provider: provider).moveLostMasterKey()
+                print("the master key the TPM cannot open moved to \(stateDirectory)/\(moved)")
+                present = nil
+            }
+            if let present {
                 guard present.keyID == master.keyID else {
                     throw RainError.invalid(
                         "\(provider.location) already holds another master key (\(present.keyID)); restore into a state directory without one",
@@ -178,6 +208,25 @@ enum StorageCommand {
             }
             try provider.storeSecret(master, slot: .authorityMaster)
             print("master key \(master.keyID) restored into \(provider.location)")
+        }
+
+        func reset(loseWallets: Bool, isJSON: Bool) throws(RainError) {
+            let lock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd storage reset")
+            defer { withExtendedLifetime(lock) {} }
+            let outcome = try StorageReset(stateDirectory: stateDirectory, provider: try recordedProvider())
+                .run(loseWallets: loseWallets)
+            if isJSON {
+                print(outcome.jsonText)
+                return
+            }
+            print("keys that cannot be opened: \(outcome.lostKeys.joined(separator: ", "))")
+            for path in outcome.moved { print("moved \(path) to \(outcome.directory)/\(path)") }
+            if outcome.isAuthorityReset {
+                print("the embedded authority's database moved too: the next start makes a new, empty authority")
+            }
+            print(
+                "start rainwalletd: it makes new keys; then log in again (\(stateDirectory)/\(outcome.directory) keeps the old files)"
+            )
         }
 
         func migrate(to target: KeyProviderKind, authority remote: String?, authorityCA: String?) throws(RainError) {
@@ -218,6 +267,11 @@ enum StorageCommand {
             let running = device
             try Daemon.blockingAwait { () async throws(RainError) in
                 try await migration.migrate(to: target, hasMasterKey: hasMaster, authority: authority, device: running)
+            }
+            if case .provider(let configured) = storage.provider, configured != target {
+                print(
+                    "note: the config's storage.provider names \(configured.rawValue): set it to \(target.rawValue) or auto before the next start"
+                )
             }
         }
     }

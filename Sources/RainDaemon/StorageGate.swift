@@ -16,7 +16,8 @@ import Synchronization
 /// methods (`StorageControl`), a live migration among them.
 ///
 /// While the keys do not open, GetInfo answers (capability `storage-loading`, and the provider),
-/// and every other call is RAIN_501 with the provider's reason (`keyring_locked`,
+/// so does Storage/Status (the daemon's own user; `unavailable` gives the reason), and every other
+/// call is RAIN_501 with the provider's reason (`keyring_locked`,
 /// `no_secret_service`, `tpm_unavailable`) and a message saying what to do: never a crash, never a
 /// weaker provider instead. It retries on the injected clock every `retryInterval`, and at once
 /// when a call arrives (at most once a second: see `StorageRetry`); once the keys open, it restores
@@ -78,7 +79,8 @@ final class StorageGate: ServerHandler, StorageControl {
     }
 
     /// Whether an error opening the keys is a provider that cannot be used now (waited for), rather
-    /// than a mistake that stops the start.
+    /// than a mistake that stops the start. A key the TPM refuses for good (`tpm_key_lost`) is
+    /// waited for too: the daemon serves and every call says to run `rainwalletd storage reset`.
     static func isWaitable(_ error: RainError) -> Bool {
         error.code == .provider && error.details.reason != "provider_not_built"
     }
@@ -106,6 +108,10 @@ final class StorageGate: ServerHandler, StorageControl {
         let (reason, provider) = state.withLock { ($0.reason, $0.provider.kind) }
         var details = RainError.Details(reason: reason?.details.reason ?? "storage_loading")
         details.field = "storage.provider"
+        if let reason, StorageReset.isLost(reason) {
+            // No retry opens these keys: the message says what does.
+            return RainError(.provider, "storage cannot open its keys: \(reason.message)", details: details)
+        }
         return RainError(
             .provider,
             """
@@ -150,6 +156,26 @@ final class StorageGate: ServerHandler, StorageControl {
         }
         // Most often the user who just unlocked the keyring: try now rather than at the next round.
         retry?.callArrived()
+        if case .loading = route, request.method == Method.storageStatus {
+            // What `rainwallet storage status` is for: which provider, and why its keys do not open.
+            guard context.peer.uid == ownUID else {
+                return .respond(
+                    .failure(
+                        RainError(
+                            .unauthorized,
+                            "uid \(context.peer.uid) may not call \(request.method): only this daemon's own user may",
+                            details: RainError.Details(reason: "not_daemon_owner"))))
+            }
+            let responder = context.responder
+            Task {
+                do throws(RainError) {
+                    responder.respond(.ok(try StorageStatusResponse(status: try await self.status()).encode()))
+                } catch {
+                    responder.respond(.failure(error))
+                }
+            }
+            return .deferred
+        }
         guard request.method == Method.getInfo else { return .respond(.failure(refusal)) }
         let isMigrating = if case .migrating = route { true } else { false }
         let info = GetInfoResponse(

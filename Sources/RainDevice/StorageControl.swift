@@ -51,7 +51,8 @@ extension StorageStatus {
                         protects: "this device's sessions at the authority (signs the proof of each connection)"))
             }
         } catch {
-            problem = "\(error.code): \(error.message)"
+            // The reason first (`keyring_locked`, `tpm_key_lost`, …): what scripts match on.
+            problem = "\(error.code)\(error.details.reason.map { " \($0)" } ?? ""): \(error.message)"
         }
         let pending = try StorageMigration(stateDirectory: stateDirectory, make: make, logger: logger).pendingJournal()
         return StorageStatus(

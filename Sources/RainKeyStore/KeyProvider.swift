@@ -70,6 +70,12 @@ public protocol KeyProvider: Sendable {
     /// - Throws: RAIN_501 with the reason when it cannot.
     func checkAvailable() throws(RainError)
 
+    /// What `auto` tries before choosing this provider: that it can do what the keys will need,
+    /// not only answer (a TPM whose owner hierarchy has a password answers, but seals nothing).
+    /// `checkAvailable()` unless the provider needs more.
+    /// - Throws: RAIN_501 with the reason when it cannot.
+    func checkUsable() throws(RainError)
+
     /// The secret in `slot`, or nil when there is none.
     func loadSecret(_ slot: KeySlot) throws(RainError) -> SymmetricKey?
     /// Stores `key` in `slot`, replacing what was there; durable when it returns.
@@ -86,6 +92,8 @@ public protocol KeyProvider: Sendable {
 }
 
 extension KeyProvider {
+    public func checkUsable() throws(RainError) { try checkAvailable() }
+
     /// The secret in `slot`, created (32 random bytes) and stored when missing.
     public func loadOrCreateSecret(_ slot: KeySlot) throws(RainError) -> SymmetricKey {
         if let key = try loadSecret(slot) { return key }

@@ -71,6 +71,9 @@ public struct KeyProviderSelection: Sendable {
     public var isNewlyRecorded: Bool
     /// Whether an existing install without a record was recorded as `file` (its key files were there).
     public var isLegacyInstall: Bool
+    /// The provider the config names when it differs from the record but is one end of the
+    /// migration under way (accepted: the start finishes the migration).
+    public var configuredDuringMigration: KeyProviderKind? = nil
 
     /// Makes a provider of a kind (tests inject fakes).
     public typealias Factory = @Sendable (KeyProviderKind) throws(RainError) -> any KeyProvider
@@ -78,17 +81,28 @@ public struct KeyProviderSelection: Sendable {
     /// Resolves the provider of `stateDirectory` and records a new choice.
     ///
     /// - a record exists: it is used; a config naming another provider is RAIN_102 (field
-    ///   `storage.provider`) saying to run `storage migrate --to` that provider;
+    ///   `storage.provider`) saying to run `storage migrate --to` that provider, unless a
+    ///   migration is under way between the two (`migrating`): a kill half-way leaves the record
+    ///   on either side of the config, and the start that finishes the migration must not be refused;
     /// - no record, but the key files of the `file` provider are there (an install older than
     ///   providers): `file` is recorded;
     /// - no record: the config's provider, or for `auto` the strongest whose `checkAvailable`
     ///   passes (a Secret Service that answers but is locked counts: it is there, the user unlocks
     ///   it), else `file`.
     /// - Throws: RAIN_102 as above or for a damaged record; RAIN_502 on I/O.
+    /// - Parameter migrating: the two ends (`from`, `to`) of the migration whose journal is in the
+    ///   state directory, if one is.
     public static func resolve(
-        choice: KeyProviderChoice, stateDirectory: String, make: Factory
+        choice: KeyProviderChoice, stateDirectory: String,
+        migrating: (from: KeyProviderKind, to: KeyProviderKind)? = nil, make: Factory
     ) throws(RainError) -> KeyProviderSelection {
         if let recorded = try KeyProviderRecord.read(stateDirectory: stateDirectory) {
+            if case .provider(let wanted) = choice, wanted != recorded, let migrating,
+                [migrating.from, migrating.to].contains(wanted), [migrating.from, migrating.to].contains(recorded)
+            {
+                return KeyProviderSelection(
+                    kind: recorded, isNewlyRecorded: false, isLegacyInstall: false, configuredDuringMigration: wanted)
+            }
             if case .provider(let wanted) = choice, wanted != recorded {
                 throw RainError.invalid(
                     """
@@ -130,13 +144,14 @@ public struct KeyProviderSelection: Sendable {
         }
     }
 
-    /// The strongest provider that is there: tpm2 when it answers, then a Secret Service that
-    /// answers (even locked), else `file`.
+    /// The strongest provider that is there: tpm2 when it can make the keys' primary key (not
+    /// only answer: an owner hierarchy with a password would leave the daemon loading for good),
+    /// then a Secret Service that answers (even locked), else `file`.
     static func strongestAvailable(make: Factory) -> KeyProviderKind {
         for kind in KeyProviderKind.strongestFirst where kind != .file {
             guard let provider = try? make(kind) else { continue }
             do {
-                try provider.checkAvailable()
+                try provider.checkUsable()
                 return kind
             } catch {
                 // A locked keyring is there: the user unlocks it, and a weaker provider is never chosen silently.

@@ -125,6 +125,11 @@ final class TPM2Context {
         try check(rc, "GetRandom")
     }
 
+    /// Creates the storage primary key and flushes it: what the keys need of the owner hierarchy.
+    func checkPrimary() throws(RainError) {
+        try withPrimary { _ throws(RainError) in }
+    }
+
     /// Seals `key` (at most 128 bytes) as a data object under the storage primary key.
     func seal(_ key: SymmetricKey) throws(RainError) -> TPM2ObjectBlob {
         try withPrimary { (parent) throws(RainError) -> TPM2ObjectBlob in
@@ -406,8 +411,10 @@ enum TPM2Failure {
         RainError(
             .provider,
             "the TPM at \(tcti) refuses the key in \(path) (\(decode(rc))): it was made by another TPM, or this TPM's "
-                + "owner hierarchy was cleared; the key cannot be recovered from this TPM: restore the keys from a "
-                + "backup, or log in again",
+                + "owner hierarchy was cleared, and nothing can open it again. Stop rainwalletd and run `rainwalletd "
+                + "storage reset` (it moves the keys it cannot open, and the sessions they encrypted, into a lost- "
+                + "directory of the state directory), start it and log in again; an embedded authority's wallets "
+                + "need its master-key backup first: `rainwalletd storage restore BACKUP`",
             details: RainError.Details(reason: "tpm_key_lost"))
     }
 

@@ -47,6 +47,13 @@ public struct TPM2KeyProvider: KeyProvider {
         try TPM2Context.run(tcti: tcti) { (tpm) throws(RainError) in try tpm.ping() }
     }
 
+    /// Creates the owner hierarchy's storage primary key (what every seal and the device key
+    /// need) and flushes it: a TPM whose owner hierarchy has a password fails here
+    /// (`tpm_owner_auth`), where `checkAvailable` passes.
+    public func checkUsable() throws(RainError) {
+        try TPM2Context.run(tcti: tcti) { (tpm) throws(RainError) in try tpm.checkPrimary() }
+    }
+
     /// Unseals the slot's secret; nil when there is no blob file.
     /// - Throws: RAIN_102 `tpm_blob_malformed` for a damaged file; RAIN_501 `tpm_key_lost` when
     ///   this TPM refuses the blob, `tpm_unavailable` when it cannot be reached.

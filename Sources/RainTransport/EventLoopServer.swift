@@ -927,8 +927,9 @@ public final class EventLoopServer: @unchecked Sendable {
                 guard isComplete else { return true }
                 c.handshakeInput = 0
                 // Taken once: every request on the connection carries it (the authority binds
-                // device proofs to it).
-                c.channelBinding = try? tls.channelBinding()
+                // device proofs to it). An export that fails closes the connection: without it a
+                // TLS connection would look like one that has no binding to prove against.
+                c.channelBinding = try tls.channelBinding()
                 logger.debug("tls.handshake_complete", ["connection": "\(c.id)"])
             } catch {
                 // The alert (protocol version, …) goes out, then the connection closes.

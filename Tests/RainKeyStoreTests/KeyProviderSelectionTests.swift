@@ -2,6 +2,7 @@ import Foundation
 import RainCore
 import RainCrypto
 import RainKeyStore
+import RainTestSupport
 import Synchronization
 import Testing
 
@@ -148,5 +149,39 @@ struct StubProvider: KeyProvider {
         bytes[5...8] = [0, 0, 0, 1]
         let error = #expect(throws: RainError.self) { try MasterKeyBackup.open(bytes, passphrase: passphrase) }
         #expect(error?.details.reason == nil)
+    }
+
+    /// Audit of issue 14: a TPM whose owner hierarchy has a password answers GetRandom, but no key
+    /// can be sealed under it: `auto` must not record it (the daemon would stay loading with
+    /// `tpm_owner_auth` for good) and takes the next provider instead. The same TPM without the
+    /// password is taken (the control).
+    @Test(arguments: [false, true])
+    func autoSkipsATPMWhoseOwnerHierarchyHasAPassword(hasOwnerPassword: Bool) throws {
+        let tpm = try SoftwareTPM()
+        defer { tpm.stop() }
+        if hasOwnerPassword {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/tpm2_changeauth")
+            process.arguments = ["-T", tpm.tcti, "-c", "owner", "rain-owner-password"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try DaemonHarness.withProcessLaunchLock { try process.run() }
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "tpm2_changeauth failed (Debian package tpm2-tools)")
+        }
+        let directory = try KeyStoreDirectory()
+        let (path, tcti) = (directory.path, tpm.tcti)
+        let make: KeyProviderSelection.Factory = { (kind) throws(RainError) -> any KeyProvider in
+            switch kind {
+            case .tpm2: TPM2KeyProvider(stateDirectory: path, tcti: tcti)
+            case .secretService: StubProvider(kind: .secretService, unavailableReason: "no_secret_service")
+            case .file: FileKeyProvider(stateDirectory: path)
+            }
+        }
+        // It answers either way.
+        try TPM2KeyProvider(stateDirectory: path, tcti: tcti).checkAvailable()
+        let selection = try KeyProviderSelection.resolve(choice: .auto, stateDirectory: path, make: make)
+        #expect(selection.kind == (hasOwnerPassword ? .file : .tpm2))
+        #expect(try KeyProviderRecord.read(stateDirectory: path) == selection.kind)
     }
 }
