@@ -45,7 +45,7 @@ enum DeviceAccessSetup {
         let placeStore = try PromptPlaceStore(
             stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys)
         let recorded = try placeStore.load()
-        let kept = recorded.flatMap { $0.isOpen ? $0 : nil }
+        let kept = recorded.flatMap { $0.outlivesRestart ? $0 : nil }
         if let recorded, kept == nil {
             logger.info("prompt.place_closed", ["terminal": recorded.path])
         }
@@ -286,7 +286,11 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
                     action: "show RainWallet's confirmation prompts on the terminal \(terminal) from now on",
                     caller: caller, profile: profile))
         }
-        guard let place = PromptPlaceStore.Place.current(path: terminal, term: RegisteredTerminal(path: terminal).term) else {
+        guard
+            let place = PromptPlaceStore.Place.current(
+                path: terminal, term: RegisteredTerminal(path: terminal).term,
+                sessionLeader: caller.sessionID > 0 ? caller.sessionID : nil)
+        else {
             throw RainError(
                 .invalidArgument, "the prompt terminal \(terminal) is gone; run `rainwallet prompt here` again",
                 details: RainError.Details(reason: PromptReason.invalidTarget, field: "prompt.terminal"))

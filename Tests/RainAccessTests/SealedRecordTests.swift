@@ -147,7 +147,7 @@ struct SealedRecordTests {
         }
     }
 
-    @Test("the prompt place names one allocation of a terminal: a closed one, or a new one at its number, is not open")
+    @Test("the prompt place names one terminal device: once closed, it is not open; an edited record is refused")
     func promptPlaceNamesOneTerminal() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -165,12 +165,8 @@ struct SealedRecordTests {
         close(first.master)
         firstOpen = false
         #expect(!place.isOpen)
-        let second = try Syscall.openPseudoTerminal()
-        defer { close(second.master) }
-        if second.path == first.path {
-            #expect(PromptPlaceStore.Place.current(path: second.path, term: "xterm-256color") != nil)
-        }
-        #expect(!place.isOpen)
+        // (A new terminal given the same number within the kernel's clock tick carries the same
+        // stamp: what tells them apart is the session, below.)
         // Not a terminal, or nothing there.
         #expect(PromptPlaceStore.Place.current(path: "\(directory)/none", term: "xterm") == nil)
         #expect(PromptPlaceStore.Place.current(path: directory, term: "xterm") == nil)
@@ -180,6 +176,40 @@ struct SealedRecordTests {
         try text.replacingOccurrences(of: "256color", with: "evil").write(
             toFile: store.path, atomically: true, encoding: .utf8)
         #expect(throws: RainError.self) { try store.load() }
+    }
+
+    @Test("a place registered from inside its terminal's session outlives a restart only while that session runs")
+    func promptPlaceFollowsTheTerminalsSession() async throws {
+        let pty = try Syscall.openPseudoTerminal()
+        defer { close(pty.master) }
+        // The terminal's shell: a new session whose controlling terminal it is (`setsid -c`).
+        let slave = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
+        #expect(slave >= 0)
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        shell.arguments = ["-c", "-w", "sleep", "30"]
+        shell.standardInput = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
+        try shell.run()
+        defer { if shell.isRunning { shell.terminate() } }
+        var leader: Int32?
+        for _ in 0..<200 where leader == nil {
+            leader = try Syscall.sessionOfTerminal(pty.master, path: pty.path)
+            if leader == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let sid = try #require(leader, "setsid -c gave \(pty.path) no session")
+
+        let place = try #require(PromptPlaceStore.Place.current(path: pty.path, term: "xterm", sessionLeader: sid))
+        #expect(place.sessionLeader == sid && place.sessionLeaderStart != nil)
+        #expect(place.isOpen && place.outlivesRestart)
+        // Registered from outside the terminal's session (this test's own session): open, but not
+        // found again after a restart.
+        let outside = try #require(PromptPlaceStore.Place.current(path: pty.path, term: "xterm", sessionLeader: getsid(0)))
+        #expect(outside.sessionLeader == nil && outside.isOpen && !outside.outlivesRestart)
+        // The shell ends: the node is still there (the master is open), the place is not.
+        kill(sid, SIGKILL)
+        shell.waitUntilExit()
+        #expect(PromptPlaceStore.Place.current(path: pty.path, term: "xterm") != nil)
+        #expect(!place.isOpen && !place.outlivesRestart)
     }
 
     @Test("settings changes are listed key by key; the confirmed settings are sealed")

@@ -21,18 +21,30 @@ struct PromptPlaceTests {
         let attacker = try PseudoTerminal()
         defer { attacker.close() }
 
-        func promptHere(_ pty: PseudoTerminal) throws -> (CLIProcess, FileHandle) {
+        func promptHere(_ pty: PseudoTerminal, program: URL? = nil) throws -> (CLIProcess, FileHandle) {
             let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
             #expect(fd >= 0)
             let terminal = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-            return (try h.launchCLI(["prompt", "here"], standardInput: terminal), terminal)
+            return (try h.launchCLI(["prompt", "here"], program: program, standardInput: terminal), terminal)
         }
 
-        // The user registers a terminal: the first place, trusted.
-        let (first, firstInput) = try promptHere(user)
-        let registered = try await first.finish(timeout: .seconds(20))
+        // The user registers a terminal from its shell (a session whose controlling terminal it
+        // is: `setsid -c`, the shell then waiting as `sleep`): the first place, trusted.
+        let shell = URL(fileURLWithPath: "\(h.directory)/terminal-shell")
+        let output = "\(h.directory)/terminal-shell.out"
+        let rainwallet = h.binaryDirectory.appendingPathComponent("rainwallet").path
+        try """
+            #!/bin/sh
+            exec /usr/bin/setsid -f -c /bin/sh -c '"$0" "$@" >"\(output).tmp" 2>&1; mv "\(output).tmp" "\(output)"; exec sleep 60' \
+              "\(rainwallet)" "$@"
+            """.write(to: shell, atomically: true, encoding: .utf8)
+        #expect(chmod(shell.path, 0o700) == 0)
+        let (first, firstInput) = try promptHere(user, program: shell)
+        #expect(try await first.finish(timeout: .seconds(20)).status == 0)
         try firstInput.close()
-        #expect(registered.status == 0 && registered.stdout.contains(user.path), "\(registered)")
+        #expect(await eventually(timeout: .seconds(15)) { FileManager.default.fileExists(atPath: output) })
+        let registered = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(registered.contains(user.path), "\(registered)")
 
         // Another program restarts the daemon and registers its own terminal at once.
         try await h.restart()
@@ -48,7 +60,8 @@ struct PromptPlaceTests {
         let refused = try await second.finish(timeout: .seconds(20))
         #expect(refused.status == 9 && refused.stderr.contains("RAIN_401"), "\(refused)")
 
-        // Once the user's terminal is closed (its node gone), a new place is trusted again.
+        // Once the user's terminal is closed (its shell hung up, its node gone), a new place is
+        // trusted again.
         user.close()
         userOpen = false
         let (third, thirdInput) = try promptHere(attacker)
