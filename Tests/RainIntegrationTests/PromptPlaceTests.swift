@@ -33,11 +33,11 @@ struct PromptPlaceTests {
         let shell = URL(fileURLWithPath: "\(h.directory)/terminal-shell")
         let output = "\(h.directory)/terminal-shell.out"
         let rainwallet = h.binaryDirectory.appendingPathComponent("rainwallet").path
+        let body = #"'"$0" "$@" >"\#(output).tmp" 2>&1; mv "\#(output).tmp" "\#(output)"; exec sleep 60'"#
         try """
-            #!/bin/sh
-            exec /usr/bin/setsid -f -c /bin/sh -c '"$0" "$@" >"\(output).tmp" 2>&1; mv "\(output).tmp" "\(output)"; exec sleep 60' \
-              "\(rainwallet)" "$@"
-            """.write(to: shell, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        exec /usr/bin/setsid -f -c /bin/sh -c \(body) "\(rainwallet)" "$@"
+        """.write(to: shell, atomically: true, encoding: .utf8)
         #expect(chmod(shell.path, 0o700) == 0)
         let (first, firstInput) = try promptHere(user, program: shell)
         #expect(try await first.finish(timeout: .seconds(20)).status == 0)
