@@ -148,13 +148,16 @@ public struct AppApprovals: Codable, Sendable, Equatable {
 public struct AppApprovalStore: Sendable {
     let record: SealedRecord
 
+    /// The approvals' file in the state directory.
+    public static let fileName = "apps.json"
+
     /// The store of the state directory, sealed under a key derived from `storageKey` (a record
     /// sealed under one of `previousStorageKeys`, before a migration, is sealed again when read).
     public init(
         stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = []
     ) throws(RainError) {
         record = try SealedRecord(
-            path: "\(stateDirectory)/apps.json", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
+            path: "\(stateDirectory)/\(Self.fileName)", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
             purpose: "apps", name: "app approvals")
     }
 

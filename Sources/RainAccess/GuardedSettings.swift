@@ -66,13 +66,16 @@ public struct GuardedSettings: Codable, Sendable, Equatable {
 public struct ConfirmedSettingsStore: Sendable {
     let record: SealedRecord
 
+    /// The confirmed settings' file in the state directory.
+    public static let fileName = "confirmed-settings.json"
+
     /// The store of the state directory, sealed under a key derived from `storageKey` (a record
     /// sealed under one of `previousStorageKeys`, before a migration, is sealed again when read).
     public init(
         stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = []
     ) throws(RainError) {
         record = try SealedRecord(
-            path: "\(stateDirectory)/confirmed-settings.json", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
+            path: "\(stateDirectory)/\(Self.fileName)", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
             purpose: "settings",
             name: "confirmed settings")
     }

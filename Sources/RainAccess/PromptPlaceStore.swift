@@ -74,12 +74,15 @@ public struct PromptPlaceStore: Sendable {
 
     let record: SealedRecord
 
+    /// The registered prompt terminal' file in the state directory.
+    public static let fileName = "prompt-place.json"
+
     /// The store of the state directory, sealed under a key derived from `storageKey` (a record
     /// sealed under one of `previousStorageKeys`, before a migration, is sealed again when read).
     /// - Throws: RAIN_502 when the key cannot be derived.
     public init(stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = []) throws(RainError) {
         record = try SealedRecord(
-            path: "\(stateDirectory)/prompt-place.json", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
+            path: "\(stateDirectory)/\(Self.fileName)", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
             purpose: "prompt-place", name: "prompt place")
     }
 

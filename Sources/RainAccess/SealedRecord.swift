@@ -98,6 +98,10 @@ public struct SealedRecord: Sendable {
 
 /// The sealed records of a state directory, together.
 public enum SealedRecords {
+    /// The records' files, relative to the state directory: sealed under the storage key, so a
+    /// new storage key opens none of them.
+    public static let fileNames = [AppApprovalStore.fileName, ConfirmedSettingsStore.fileName, PromptPlaceStore.fileName]
+
     /// Seals every record of `stateDirectory` under `storageKey` (a migration to a new storage
     /// key calls it while the old key still exists): a record sealed under one of
     /// `previousStorageKeys` is written again, one already sealed under `storageKey` is left.

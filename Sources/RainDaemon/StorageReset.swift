@@ -1,4 +1,5 @@
 import Foundation
+import RainAccess
 import RainCore
 import RainCrypto
 import RainDevice
@@ -11,8 +12,8 @@ import RainSystem
 /// dated `lost-<UTC time>` directory inside the state directory (never deleted: a TPM that comes
 /// back, say the right one plugged in again, opens them there), so that the next start creates
 /// new keys under the recorded provider and the user logs in again:
-/// - the storage key: its blob, `sessions/`, `apps.json` and `confirmed-settings.json` (sealed
-///   with a key derived from it);
+/// - the storage key: its blob, `sessions/` and the sealed records (`apps.json`,
+///   `confirmed-settings.json`, `prompt-place.json`: sealed with a key derived from it);
 /// - the device key: its blob, `device-id` (the device starts as a new one) and `sessions/` (bound
 ///   at the authority to the lost key);
 /// - the embedded authority's master key: refused unless `loseWallets` (every wallet in
@@ -59,7 +60,7 @@ struct StorageReset {
     static func isLost(_ error: RainError) -> Bool { error.details.reason == "tpm_key_lost" }
 
     /// The state directory's files that belong to each key, relative to it.
-    static let storageFiles = ["sessions", "apps.json", "confirmed-settings.json"]
+    static let storageFiles = ["sessions"] + SealedRecords.fileNames
     static let deviceFiles = ["sessions", "device-id"]
     static let authorityFiles = ["authority"]
 

@@ -383,6 +383,9 @@ struct MigrationKillLoopTests {
             h, ["storage", "restore", backup, "--state-dir", h.stateDirectory, "--config", config],
             stdin: StorageTests.passphrase + "\n")
         #expect(restore.status == 0, "\(restore.output)")
+        // A registered prompt terminal's record, sealed under the lost storage key: a start would
+        // refuse it as tampered if it stayed.
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: "\(h.stateDirectory)/prompt-place.json"))
         let reset = try await runner.rainwalletd(
             h, ["storage", "reset", "--json", "--state-dir", h.stateDirectory, "--config", config])
         #expect(reset.status == 0, "\(reset.output)")
@@ -390,7 +393,9 @@ struct MigrationKillLoopTests {
         let directory = try #require(root["directory"] as? String)
         #expect(directory.hasPrefix("lost-"))
         let moved = Set((root["moved"] as? [String]) ?? [])
-        #expect(moved.isSuperset(of: ["tpm2/storage.sealed", "tpm2/device-key.blob", "sessions", "device-id"]), "\(moved)")
+        #expect(
+            moved.isSuperset(of: ["tpm2/storage.sealed", "tpm2/device-key.blob", "sessions", "device-id", "prompt-place.json"]),
+            "\(moved)")
         #expect(!moved.contains("authority"))
         #expect(root["authorityReset"] as? Bool == false)
         // Kept, never deleted.
