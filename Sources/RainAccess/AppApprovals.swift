@@ -167,26 +167,11 @@ public struct AppApprovalStore: Sendable {
     /// The approvals (none when the file does not exist).
     /// - Throws: RAIN_102 `record_tampered` when the file was changed outside rainwalletd.
     public func load() throws(RainError) -> AppApprovals {
-        guard let body = try record.read() else { return AppApprovals() }
-        do {
-            return try JSONDecoder().decode(AppApprovals.self, from: Data(body))
-        } catch {
-            throw RainError.invalid(
-                "the app approvals in \(path) cannot be read: remove the file to start over", field: path,
-                reason: "record_tampered")
-        }
+        try record.readJSON(AppApprovals.self, startOver: "remove the file to start over") ?? AppApprovals()
     }
 
     /// Saves `approvals` atomically.
     public func save(_ approvals: AppApprovals) throws(RainError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        do {
-            try record.write(Array(try encoder.encode(approvals)))
-        } catch let error as RainError {
-            throw error
-        } catch {
-            throw RainError(.internalError, "could not encode the app approvals")
-        }
+        try record.writeJSON(approvals)
     }
 }

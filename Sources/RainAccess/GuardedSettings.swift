@@ -86,18 +86,11 @@ public struct ConfirmedSettingsStore: Sendable {
     /// The confirmed settings; nil before the first start recorded them.
     /// - Throws: RAIN_102 `record_tampered` when the file was changed outside rainwalletd.
     public func load() throws(RainError) -> GuardedSettings? {
-        guard let body = try record.read() else { return nil }
-        do {
-            return try JSONDecoder().decode(GuardedSettings.self, from: Data(body))
-        } catch {
-            throw RainError.invalid(
-                "the confirmed settings in \(path) cannot be read: remove the file to confirm the config again",
-                field: path, reason: "record_tampered")
-        }
+        try record.readJSON(GuardedSettings.self, startOver: "remove the file to confirm the config again")
     }
 
     /// Records `settings` as confirmed.
     public func save(_ settings: GuardedSettings) throws(RainError) {
-        try record.write(GuardedSettings.encode(settings))
+        try record.writeJSON(settings)
     }
 }

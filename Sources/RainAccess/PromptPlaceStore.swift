@@ -92,27 +92,12 @@ public struct PromptPlaceStore: Sendable {
     /// The recorded place; nil when none was registered.
     /// - Throws: RAIN_102 `record_tampered` when the file was changed outside rainwalletd.
     public func load() throws(RainError) -> Place? {
-        guard let body = try record.read() else { return nil }
-        do {
-            return try JSONDecoder().decode(Place.self, from: Data(body))
-        } catch {
-            throw RainError.invalid(
-                "the prompt place in \(path) cannot be read: remove the file and run `rainwallet prompt here` again",
-                field: path, reason: "record_tampered")
-        }
+        try record.readJSON(Place.self, startOver: "remove the file and run `rainwallet prompt here` again")
     }
 
     /// Records `place`.
     /// - Throws: RAIN_502 when the file cannot be written (nothing is half-written).
     public func save(_ place: Place) throws(RainError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data: Data
-        do {
-            data = try encoder.encode(place)
-        } catch {
-            throw RainError(.internalError, "could not encode the prompt place")
-        }
-        try record.write(Array(data))
+        try record.writeJSON(place)
     }
 }

@@ -76,15 +76,37 @@ public struct SealedRecord: Sendable {
     public func write(_ body: [UInt8]) throws(RainError) {
         let envelope = Envelope(
             body: String(decoding: body, as: UTF8.self), mac: Hex.encode(HMACSHA256.authenticate(body, key: key)))
+        try AtomicFile.write(try encoded(envelope) + [0x0a], to: path, mode: 0o600)
+    }
+
+    /// The body, checked and decoded from JSON; nil when there is no file.
+    /// - Parameter startOver: what the user does when it cannot be read ("remove the file to start over").
+    /// - Throws: RAIN_102 `record_tampered` when the file was changed outside rainwalletd or its
+    ///   body is not a `Value`.
+    public func readJSON<Value: Decodable>(_ type: Value.Type, startOver: String) throws(RainError) -> Value? {
+        guard let body = try read() else { return nil }
+        do {
+            return try JSONDecoder().decode(Value.self, from: Data(body))
+        } catch {
+            throw RainError.invalid(
+                "the \(name) in \(path) cannot be read: \(startOver)", field: path, reason: "record_tampered")
+        }
+    }
+
+    /// Writes `value` as JSON (sorted keys), sealed.
+    /// - Throws: RAIN_502 when the file cannot be written (nothing is half-written).
+    public func writeJSON<Value: Encodable>(_ value: Value) throws(RainError) {
+        try write(try encoded(value))
+    }
+
+    private func encoded<Value: Encodable>(_ value: Value) throws(RainError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let data: Data
         do {
-            data = try encoder.encode(envelope)
+            return Array(try encoder.encode(value))
         } catch {
             throw RainError(.internalError, "could not encode the \(name)")
         }
-        try AtomicFile.write(Array(data) + [0x0a], to: path, mode: 0o600)
     }
 
     private func tampered(_ what: String) -> RainError {
