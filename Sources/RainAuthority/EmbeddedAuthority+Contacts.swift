@@ -71,7 +71,19 @@ extension EmbeddedAuthority {
             throw RainError.invalid(
                 "no pending verification code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
-        try await checkCode(code, against: challenge, now: now)
+        do {
+            try await checkCode(code, against: challenge, now: now)
+        } catch {
+            // The first confirm with this key (on another instance, or another task) committed
+            // after the key was looked up above: the challenge is used now, and its outcome answers.
+            if let idempotency, challenge.state == .used,
+                let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now)
+            {
+                return try await repeatedVerification(
+                    first, idempotency, appID: appID, accessToken: accessToken, accountID: accountID, proof: proof)
+            }
+            throw error
+        }
 
         let outcome = try await store.completeContactVerification(
             ContactVerificationCompletion(

@@ -246,7 +246,19 @@ public final class EmbeddedAuthority: Authority {
         else {
             throw RainError.invalid("no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
-        try await checkCode(request.code, against: challenge, now: now)
+        do {
+            try await checkCode(request.code, against: challenge, now: now)
+        } catch {
+            // The first confirm with this key (on another instance, or another task) committed
+            // after the key was looked up above: the challenge is used now, and its outcome answers.
+            if let idempotency, challenge.state == .used,
+                let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now)
+            {
+                logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+                return try idempotency.requiredLogin(of: first, now: now)
+            }
+            throw error
+        }
 
         let accessToken = "rwa_" + (try SecureRandom.token())
         let refreshToken = "rwr_" + (try SecureRandom.token())

@@ -72,6 +72,30 @@ struct IdempotentConfirmTests {
         }
     }
 
+    @Test(
+        "a repeat racing its first confirm on another instance gets the first outcome, never a used code",
+        arguments: StoreKind.allCases)
+    func repeatRacingTheFirstConfirm(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind, instances: 2) { f in
+            // The repeat may look its key up before the first confirm commits and read the
+            // challenge after: it must then find the first outcome, not the used code.
+            for round in 0..<20 {
+                let contact = RainWalletContact.email("race-\(round)@example.com")
+                let sent = try await f.authority.sendLoginCode(
+                    SendCodeRequest(appID: Self.app, deviceID: "device-a", contact: contact))
+                let request = ConfirmCodeRequest(
+                    appID: Self.app, deviceID: "device-a", challengeID: sent.challengeID,
+                    code: try f.sender.lastCode(to: contact),
+                    idempotencyKey: try SecureRandom.bytes(count: 32))
+                async let a = f.authorities[0].confirmLoginCode(request)
+                async let b = f.authorities[1].confirmLoginCode(request)
+                let (x, y) = try await (a, b)
+                #expect(x.tokens.accessToken == y.tokens.accessToken, "round \(round)")
+            }
+            #expect(try await f.violations().isEmpty)
+        }
+    }
+
     @Test("past the challenge's lifetime a repeat is not answered from the record")
     func repeatAfterTheChallengeExpired() async throws {
         try await StoreFixture.with(.sqlite) { f in

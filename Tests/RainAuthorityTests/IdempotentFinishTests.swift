@@ -281,6 +281,32 @@ struct IdempotentFinishTests {
         }
     }
 
+    @Test(
+        "a verification repeated while its first confirm commits on another instance is answered verified",
+        arguments: StoreKind.allCases)
+    func verificationRacingItsFirstConfirm(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind, instances: 2) { f in
+            let token = try await Self.login(f).tokens.accessToken
+            // The repeat may look its key up before the first confirm commits and read the
+            // challenge after: it must then find the first outcome, not the used code. (8 rounds:
+            // the account's verification codes per hour are limited.)
+            for round in 0..<8 {
+                let contact = RainWalletContact.email("race-\(round)@example.com")
+                let (challengeID, code) = try await Self.verification(f, token: token, contact)
+                let key = try SecureRandom.bytes(count: 32)
+                async let a = f.authorities[0].confirmContactVerification(
+                    appID: Self.app, deviceID: "device-a", accessToken: token, challengeID: challengeID, code: code,
+                    idempotencyKey: key)
+                async let b = f.authorities[1].confirmContactVerification(
+                    appID: Self.app, deviceID: "device-a", accessToken: token, challengeID: challengeID, code: code,
+                    idempotencyKey: key)
+                let (x, y) = try await (a, b)
+                #expect(x.contacts.contains(contact) && y.contacts.contains(contact), "round \(round)")
+            }
+            #expect(try await f.violations().isEmpty)
+        }
+    }
+
     @Test("without a key, a repeated verification is refused as used (the old behaviour)")
     func contactWithoutAKey() async throws {
         try await StoreFixture.with(.sqlite) { f in
