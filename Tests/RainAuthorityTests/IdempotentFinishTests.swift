@@ -262,25 +262,6 @@ struct IdempotentFinishTests {
         }
     }
 
-    @Test("two instances confirming one verification with one key at once: both answer it verified")
-    func concurrentContactVerificationsOnTwoInstances() async throws {
-        try await StoreFixture.with(.postgres, instances: 2) { f in
-            let token = try await Self.login(f).tokens.accessToken
-            let (challengeID, code) = try await Self.verification(f, token: token)
-            let key = try SecureRandom.bytes(count: 32)
-            async let a = f.authorities[0].confirmContactVerification(
-                appID: Self.app, deviceID: "device-a", accessToken: token, challengeID: challengeID, code: code,
-                idempotencyKey: key)
-            async let b = f.authorities[1].confirmContactVerification(
-                appID: Self.app, deviceID: "device-a", accessToken: token, challengeID: challengeID, code: code,
-                idempotencyKey: key)
-            let (x, y) = try await (a, b)
-            #expect(x.contacts.contains(Self.backup))
-            #expect(y.contacts.contains(Self.backup))
-            #expect(try await f.violations().isEmpty)
-        }
-    }
-
     @Test(
         "a verification repeated while its first confirm commits on another instance is answered verified",
         arguments: StoreKind.allCases)
