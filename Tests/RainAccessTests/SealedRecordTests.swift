@@ -3,6 +3,7 @@ import Glibc
 import RainCore
 import RainCrypto
 import RainSystem
+import RainTestSupport
 import Testing
 
 @testable import RainAccess
@@ -187,9 +188,11 @@ struct SealedRecordTests {
         #expect(slave >= 0)
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        shell.arguments = ["-c", "-w", "sleep", "30"]
+        shell.arguments = ["-c", "-w", "sleep", "10"]
         shell.standardInput = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
-        try shell.run()
+        shell.standardError = FileHandle.nullDevice
+        // Under the harness's launch lock: no other test's pipe end may leak into this child.
+        try DaemonHarness.withProcessLaunchLock { try shell.run() }
         defer { if shell.isRunning { shell.terminate() } }
         var leader: Int32?
         for _ in 0..<200 where leader == nil {
