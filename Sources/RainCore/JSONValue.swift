@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any JSON value, keeping booleans and numbers apart: for members passed through without
 /// interpretation (WebAuthn `extensions`) and for precise config errors.
 public indirect enum JSONValue: Sendable, Hashable, Codable {
@@ -46,5 +48,14 @@ public indirect enum JSONValue: Sendable, Hashable, Codable {
         case .array(let elements): try container.encode(elements)
         case .object(let members): try container.encode(members)
         }
+    }
+}
+
+extension JSONValue {
+    /// The value as JSON text on one line, keys sorted, slashes not escaped (a command's `--json`).
+    public var compactText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }

@@ -73,11 +73,7 @@ public struct StorageStatus: Sendable, Equatable {
     }
 
     /// ``jsonValue`` on one line, keys sorted.
-    public var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(jsonValue)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
+    public var jsonText: String { jsonValue.compactText }
 
     /// The status for people, one line each.
     /// - Parameter command: the command that finishes a pending migration (`rainwalletd storage

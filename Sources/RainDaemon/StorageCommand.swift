@@ -86,9 +86,9 @@ enum StorageCommand {
                 discussion: """
                     For RAIN_501 tpm_key_lost: the keys were sealed by another TPM, or this one's owner
                     hierarchy was cleared (a new motherboard, a firmware reset), and nothing can open them
-                    again. Moves them, and the files they encrypted (sessions/, apps.json,
-                    confirmed-settings.json, device-id), into a dated lost-<time> directory inside the
-                    state directory; nothing is deleted. The next start makes new keys under the recorded
+                    again. Moves them, and the files they encrypted or bound (sessions/, the sealed records
+                    apps.json, confirmed-settings.json and prompt-place.json, device-id), into a dated
+                    lost-<time> directory inside the state directory; nothing is deleted. The next start makes new keys under the recorded
                     provider: log in again. The embedded authority's wallets need its master key: when it
                     is lost too, reset changes nothing and says so; restore the key from your backup first
                     (`rainwalletd storage restore BACKUP`), or give --lose-wallets to move the authority's

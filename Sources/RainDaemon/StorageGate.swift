@@ -159,12 +159,7 @@ final class StorageGate: ServerHandler, StorageControl {
         if case .loading = route, request.method == Method.storageStatus {
             // What `rainwallet storage status` is for: which provider, and why its keys do not open.
             guard context.peer.uid == ownUID else {
-                return .respond(
-                    .failure(
-                        RainError(
-                            .unauthorized,
-                            "uid \(context.peer.uid) may not call \(request.method): only this daemon's own user may",
-                            details: RainError.Details(reason: "not_daemon_owner"))))
+                return .respond(.failure(RoutePolicy.notDaemonOwner(uid: context.peer.uid, method: request.method)))
             }
             let responder = context.responder
             Task {

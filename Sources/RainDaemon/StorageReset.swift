@@ -46,13 +46,10 @@ struct StorageReset {
         var isAuthorityReset: Bool
 
         var jsonText: String {
-            let value: JSONValue = .object([
+            JSONValue.object([
                 "directory": .string(directory), "moved": .array(moved.map { .string($0) }),
                 "lostKeys": .array(lostKeys.map { .string($0) }), "authorityReset": .bool(isAuthorityReset),
-            ])
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            ]).compactText
         }
     }
 

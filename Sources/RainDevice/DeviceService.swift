@@ -109,11 +109,7 @@ public final class DeviceService: ServerHandler {
         // profile may not read, back up or move them.
         let route = routes.route(for: request.method)
         if ctx.peer.uid != ownUID, route?.policy.isDaemonOwnerOnly == true {
-            return .respond(
-                .failure(
-                    RainError(
-                        .unauthorized, "uid \(ctx.peer.uid) may not call \(request.method): only this daemon's own user may",
-                        details: RainError.Details(reason: "not_daemon_owner"))))
+            return .respond(.failure(RoutePolicy.notDaemonOwner(uid: ctx.peer.uid, method: request.method)))
         }
         let lease: ProfileLease?
         do {

@@ -97,13 +97,12 @@ public struct KeyProviderSelection: Sendable {
         migrating: (from: KeyProviderKind, to: KeyProviderKind)? = nil, make: Factory
     ) throws(RainError) -> KeyProviderSelection {
         if let recorded = try KeyProviderRecord.read(stateDirectory: stateDirectory) {
-            if case .provider(let wanted) = choice, wanted != recorded, let migrating,
-                [migrating.from, migrating.to].contains(wanted), [migrating.from, migrating.to].contains(recorded)
-            {
-                return KeyProviderSelection(
-                    kind: recorded, isNewlyRecorded: false, isLegacyInstall: false, configuredDuringMigration: wanted)
-            }
             if case .provider(let wanted) = choice, wanted != recorded {
+                // The record and the config are the two ends of the migration under way.
+                if let migrating, Set([wanted, recorded]) == Set([migrating.from, migrating.to]) {
+                    return KeyProviderSelection(
+                        kind: recorded, isNewlyRecorded: false, isLegacyInstall: false, configuredDuringMigration: wanted)
+                }
                 throw RainError.invalid(
                     """
                     storage.provider is \(wanted.rawValue) but this state directory's keys are in \(recorded.rawValue); \

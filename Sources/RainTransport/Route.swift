@@ -43,6 +43,13 @@ public struct RoutePolicy: Sendable, Equatable {
     /// its audit log are its user's alone.
     public var isDaemonOwnerOnly: Bool
 
+    /// RAIN_202 `not_daemon_owner`: another uid asked for a call served only to the daemon's own.
+    public static func notDaemonOwner(uid: UInt32, method: String) -> RainError {
+        RainError(
+            .unauthorized, "uid \(uid) may not call \(method): only this daemon's own user may",
+            details: RainError.Details(reason: "not_daemon_owner"))
+    }
+
     /// A policy.
     /// - Parameters:
     ///   - kind: read (retried) or send (never retried).
