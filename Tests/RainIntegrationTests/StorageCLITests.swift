@@ -210,6 +210,24 @@ import Testing
         // Its own user may.
         #expect(try await h.runCLI(["storage", "status"]).status == 0)
     }
+
+    @Test(.enabled(if: OtherUser.unavailableReason == nil, "needs root and setpriv for a second uid"))
+    func whileTheKeysLoadStorageStatusIsStillTheDaemonUsersAlone() async throws {
+        // A keyring that cannot be reached (no session bus): the daemon serves, loading.
+        let config = #"{"allowedUIDs": [\#(AccessTests.allowedUID)], "storage": {"provider": "secret-service"}}"#
+        let h = try await DaemonHarness.start(config: config, environment: ["DBUS_SESSION_BUS_ADDRESS": nil])
+        defer { h.shutdown() }
+        #expect(try await SecretServiceDaemonTests.isLoading(h))
+        let bin = try await AccessibleBinaries.make()
+        defer { bin.remove() }
+        let refused = try await bin.runCLI(
+            as: AccessTests.allowedUID, socket: h.socketPath, ["--daemon-uid", "\(getuid())", "storage", "status"])
+        #expect(refused.status == 5, "\(refused)")
+        #expect(refused.stderr.contains("RAIN_202") && refused.stderr.contains("only this daemon's own user"), "\(refused)")
+        let own = try await h.runCLI(["storage", "status", "--json"])
+        #expect(own.status == 0, "\(own)")
+        #expect(own.stdout.contains("no_secret_service"), "\(own)")
+    }
 }
 
 /// Issue 14 point 3 and `rainwalletd storage migrate --authority`: the offline migration of a
