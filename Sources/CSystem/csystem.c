@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <errno.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -69,6 +70,13 @@ int rain_socket_kind(int fd, int *domain, int *type, int *accepting) {
 }
 
 int rain_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0, 0, 0); }
+
+int rain_set_thread_batch_scheduling(int batch) {
+    struct sched_param param = {.sched_priority = 0};
+    return sched_setscheduler(0, batch ? SCHED_BATCH : SCHED_OTHER, &param);
+}
+
+int rain_thread_scheduling_policy(void) { return sched_getscheduler(0); }
 
 long rain_raise_nofile_limit(void) {
     struct rlimit rl;

@@ -182,11 +182,16 @@ public final class ClientConnection: TaskExecutor, Sendable {
     /// - Parameter daemonUID: the uid the daemon must run as; nil for the caller's own.
     /// - Throws: RAIN_101 when no daemon answers there, or when another uid's daemon or directory
     ///   is found (the message names that uid and `--daemon-uid`).
+    /// - Parameter batchScheduledReader: give the reader thread the batch scheduling policy
+    ///   (`SCHED_BATCH`, see `RainWalletConfig.readerScheduling`).
     public convenience init(
-        path: String, daemonUID: UInt32? = nil, maximumFrameLength: Int = Frame.defaultMaximumLength
+        path: String, daemonUID: UInt32? = nil, maximumFrameLength: Int = Frame.defaultMaximumLength,
+        batchScheduledReader: Bool = false
     ) throws(RainError) {
         let fd = try UnixSocket.connect(path: path, daemonUID: daemonUID ?? geteuid())
-        self.init(fd: fd, path: path, peerName: "rainwalletd", lostCode: .notInitialized, maximumFrameLength: maximumFrameLength)
+        self.init(
+            fd: fd, path: path, peerName: "rainwalletd", lostCode: .notInitialized, maximumFrameLength: maximumFrameLength,
+            batchScheduledReader: batchScheduledReader)
     }
 
     /// Wraps a connected socket `fd` (owned from now on) and starts its reader thread.
@@ -197,10 +202,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
     ///   - tls: the session of a completed TLS handshake, nil for a plain socket.
     ///   - channelBinding: the TLS channel binding, with `tls`.
     ///   - inlineWaitMilliseconds: how long a call answered inline waits (`callInline`; tests).
+    ///   - batchScheduledReader: give the reader thread the batch scheduling policy (`SCHED_BATCH`):
+    ///     woken by a reply, it does not preempt the task running on its CPU (the daemon's loop
+    ///     while it sends other replies) but runs when that task blocks or at the next tick.
     package init(
         fd: Int32, path: String, peerName: String, lostCode: RainError.Code, maximumFrameLength: Int,
         tls: sending (any ConnectionCipher)? = nil, channelBinding: [UInt8]? = nil,
-        inlineWaitMilliseconds: Int32 = ClientConnection.inlineWaitMilliseconds
+        inlineWaitMilliseconds: Int32 = ClientConnection.inlineWaitMilliseconds, batchScheduledReader: Bool = false
     ) {
         self.canAnswerInline = tls == nil && (try? Syscall.setReceiveTimeout(fd, milliseconds: inlineWaitMilliseconds)) != nil
         self.channelBinding = channelBinding
@@ -216,7 +224,12 @@ public final class ClientConnection: TaskExecutor, Sendable {
         self.reader = ReaderState(
             maximumFrameLength: maximumFrameLength, isTLS: isTLS, fd: fd, wakeFD: wakeFD?.descriptor,
             failure: RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure()))
-        let thread = Thread { [self] in self.readLoop() }
+        let thread = Thread { [self] in
+            // An optimisation only: where the policy cannot be set (a seccomp filter), the thread
+            // keeps the normal one.
+            if batchScheduledReader { try? Syscall.setCurrentThreadBatchScheduling(true) }
+            self.readLoop()
+        }
         thread.name = "rainwallet.client.reader"
         thread.start()
     }

@@ -18,6 +18,19 @@ extension Syscall {
         try call("setrlimit RLIMIT_NOFILE") { rain_raise_nofile_limit() }
     }
 
+    /// Gives the calling thread the batch scheduling policy (`SCHED_BATCH`), or back the normal
+    /// one: a batch thread that wakes up does not preempt the task running on its CPU; it runs
+    /// when that task blocks or at the next scheduler tick. Needs no privilege.
+    /// - Throws: RAIN_502 naming `sched_setscheduler` (a seccomp filter may refuse it).
+    public static func setCurrentThreadBatchScheduling(_ isBatch: Bool) throws(RainError) {
+        try call("sched_setscheduler(\(isBatch ? "SCHED_BATCH" : "SCHED_OTHER"))") {
+            rain_set_thread_batch_scheduling(isBatch ? 1 : 0)
+        }
+    }
+
+    /// True when the calling thread has the batch scheduling policy (`SCHED_BATCH`).
+    public static var currentThreadIsBatchScheduled: Bool { rain_thread_scheduling_policy() == 3 }
+
     /// Gives the free memory of every malloc arena back to the kernel (`malloc_trim(0)`).
     /// - Returns: true when some memory was given back (false is not a failure: there was none).
     @discardableResult

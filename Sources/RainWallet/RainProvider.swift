@@ -61,7 +61,9 @@ public final class RainProvider: Sendable {
     package func connection() throws(RainError) -> ClientConnection {
         try connectionState.withLock { c throws(RainError) -> ClientConnection in
             if let c, !c.isClosed { return c }
-            let new = try ClientConnection(path: config.resolvedSocketPath, daemonUID: try config.daemonUIDToUse())
+            let new = try ClientConnection(
+                path: config.resolvedSocketPath, daemonUID: try config.daemonUIDToUse(),
+                batchScheduledReader: config.readerScheduling == .batch)
             c = new
             return new
         }
@@ -71,7 +73,8 @@ public final class RainProvider: Sendable {
     /// calls in a row runs fastest inside `withTaskExecutorPreference(try provider.taskExecutor) { … }`:
     /// a call there writes its request and reads its answer on that thread without suspending (an
     /// answer later than 10 ms is awaited the usual way), with no thread hand-off. Don't block
-    /// inside it: it is the thread that reads replies.
+    /// inside it: it is the thread that reads replies. That thread has the batch scheduling policy
+    /// unless `RainWalletConfig.readerScheduling` says `.normal`, and so has the code run there.
     /// - Throws: RAIN_101 when no daemon answers.
     public var taskExecutor: any TaskExecutor {
         get throws { try connection() }

@@ -24,6 +24,36 @@ struct ConnectionExecutorTests {
         #expect(Set(states).isSubset(of: [.loading, .unauthenticated]))
     }
 
+    @Test(
+        "the connection thread has the batch scheduling policy by default, and the inherited one with .normal",
+        arguments: [(RainWalletConfig.ReaderScheduling.batch, 3), (.normal, 0)])
+    func connectionThreadScheduling(scheduling: RainWalletConfig.ReaderScheduling, policy: Int) async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        var config = RainWalletConfig(socketPath: h.socketPath)
+        if scheduling == .normal { config.readerScheduling = .normal } else { #expect(config.readerScheduling == .batch) }
+        let p = RainProvider(config)
+        // Code on the provider's executor runs on the connection's reader thread.
+        let seen = try await withTaskExecutorPreference(try p.taskExecutor) {
+            _ = try await p.currentSession()
+            return try Self.schedulingPolicyOfThisThread()
+        }
+        #expect(seen == policy, "SCHED_BATCH is 3, SCHED_OTHER 0")
+        // The test's own threads keep the normal policy: only the connection thread changed.
+        #expect(try Self.schedulingPolicyOfThisThread() == 0)
+    }
+
+    /// The calling thread's scheduling policy, as the kernel reports it (`/proc/thread-self/stat`,
+    /// field 41).
+    static func schedulingPolicyOfThisThread() throws -> Int {
+        let stat = try String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)
+        // Field 2 (the name) is in parentheses and may hold spaces: count from the last ")".
+        guard let close = stat.lastIndex(of: ")") else { throw RainError(.internalError, "no ')' in \(stat)") }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 38, let policy = Int(fields[38]) else { throw RainError(.internalError, "short stat: \(stat)") }
+        return policy
+    }
+
     @Test("when the daemon goes away, tasks on the connection's executor still finish with RAIN_101")
     func daemonGoneWhileOnTheExecutor() async throws {
         let h = try await DaemonHarness.start()

@@ -40,6 +40,37 @@ private final class ReaderState: Sendable {
 }
 
 @Suite struct SyscallTests {
+    @Test("a thread gives itself the batch scheduling policy and back, and no other thread changes")
+    func batchScheduling() throws {
+        /// The calling thread's policy as the kernel reports it (`/proc/thread-self/stat`, field 41).
+        @Sendable func policy() throws -> Int {
+            let stat = try String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)
+            let afterName = stat[(stat.lastIndex(of: ")").map { stat.index(after: $0) } ?? stat.startIndex)...]
+            let fields = afterName.split(separator: " ")
+            return fields.count > 38 ? Int(fields[38]) ?? -1 : -1
+        }
+        let seen = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { done.signal() }
+            do {
+                let before = (try policy(), Syscall.currentThreadIsBatchScheduled)
+                try Syscall.setCurrentThreadBatchScheduling(true)
+                let batch = (try policy(), Syscall.currentThreadIsBatchScheduled)
+                try Syscall.setCurrentThreadBatchScheduling(false)
+                let after = (try policy(), Syscall.currentThreadIsBatchScheduled)
+                seen.withLock { $0 = ["\(before)", "\(batch)", "\(after)"] }
+            } catch {
+                seen.withLock { $0 = ["\(error)"] }
+            }
+        }
+        thread.start()
+        done.wait()
+        // SCHED_OTHER is 0, SCHED_BATCH 3.
+        #expect(seen.withLock { $0 } == ["(0, false)", "(3, true)", "(0, false)"])
+        #expect(try policy() == 0)
+    }
+
     @Test("a blocking read interrupted by a signal (no SA_RESTART) is called again and gets the data")
     func retriesEINTR() throws {
         // The handler is installed without SA_RESTART, so the kernel ends the blocked read with EINTR.

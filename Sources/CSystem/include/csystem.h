@@ -45,6 +45,12 @@ long rain_raise_nofile_limit(void);
 /// Gives the free memory of every malloc arena back to the kernel (malloc_trim(0)).
 /// Returns 1 when some was released.
 int rain_release_free_memory(void);
+/// sched_setscheduler(0, SCHED_BATCH or SCHED_OTHER, priority 0) for the calling thread:
+/// batch = 1 gives it the batch policy (its wakeups do not preempt the running task), 0 the normal
+/// one. Returns 0 on success, or -1 with errno.
+int rain_set_thread_batch_scheduling(int batch);
+/// sched_getscheduler(0): the calling thread's policy (0 SCHED_OTHER, 3 SCHED_BATCH, …), or -1.
+int rain_thread_scheduling_policy(void);
 
 /// SO_PEERPIDFD (Linux 6.5): a pidfd of the process at the other end of a Unix socket. Debian 12's
 /// headers lack it; the value is the same on every architecture Linux has.
