@@ -1,5 +1,6 @@
 // rainwallet-bench: closed-loop round trips of a cheap call (Session/GetState) through the
-// RainWallet client library, one RainProvider (one connection) per task. Prints one JSON line:
+// RainWallet client library, one RainProvider (one connection) per task; `--reader-scheduling
+// normal` keeps the connection threads off SCHED_BATCH (RainWalletConfig.readerScheduling). Prints one JSON line:
 // {"calls":…,"seconds":…,"callsPerSecond":…,"p50Micros":…,"p99Micros":…,"connections":…}
 // Used by scripts/bench beside the C floor; it reports figures and asserts nothing.
 import Foundation
@@ -13,19 +14,28 @@ func fail(_ message: String) -> Never {
 var socket: String?
 var connections = 1
 var seconds = 3.0
+var readerScheduling = RainWalletConfig.ReaderScheduling.batch
+let usage = "usage: --socket PATH --connections N --seconds S [--reader-scheduling batch|normal]"
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let flag = args.removeFirst()
-    guard !args.isEmpty else { fail("\(flag) needs a value; usage: --socket PATH --connections N --seconds S") }
+    guard !args.isEmpty else { fail("\(flag) needs a value; \(usage)") }
     let value = args.removeFirst()
     switch flag {
     case "--socket": socket = value
     case "--connections": connections = Int(value) ?? 0
     case "--seconds": seconds = Double(value) ?? 0
+    case "--reader-scheduling":
+        switch value {
+        case "batch": readerScheduling = .batch
+        case "normal": readerScheduling = .normal
+        default: fail("--reader-scheduling takes batch or normal, got '\(value)'")
+        }
     default: fail("unknown option \(flag)")
     }
 }
-guard let socket, connections > 0, seconds > 0 else { fail("usage: --socket PATH --connections N --seconds S") }
+guard let socket, connections > 0, seconds > 0 else { fail(usage) }
+let scheduling = readerScheduling
 
 let warmup = Duration.milliseconds(500)
 let clock = ContinuousClock()
@@ -45,7 +55,7 @@ do {
     samples = try await withThrowingTaskGroup(of: Sample.self) { group in
         for _ in 0..<connections {
             group.addTask {
-                let provider = RainProvider(RainWalletConfig(socketPath: socket))
+                let provider = RainProvider(RainWalletConfig(socketPath: socket, readerScheduling: scheduling))
                 // Run the loop on the connection's own thread: no thread hand-off per call.
                 return try await withTaskExecutorPreference(try provider.taskExecutor) {
                     var sample = Sample()
