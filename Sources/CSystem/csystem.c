@@ -90,6 +90,8 @@ long rain_raise_nofile_limit(void) {
 
 int rain_release_free_memory(void) { return malloc_trim(0); }
 
+int rain_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }
+
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif

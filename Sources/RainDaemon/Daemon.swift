@@ -155,6 +155,7 @@ public enum Daemon {
         _ args: [String], version: String = daemonVersion, commit: String = "unknown", date: String = "unknown",
         swiftVersion: String = "unknown"
     ) -> Int32 {
+        ProcessHardening.limitMallocArenas()
         var root = declaration
         root.build = BuildInfo(version: version, commit: commit, date: date, swiftVersion: swiftVersion)
         let parsed: ParsedCommand

@@ -35,6 +35,12 @@ extension Syscall {
     /// - Returns: true when some memory was given back (false is not a failure: there was none).
     @discardableResult
     public static func releaseFreeMemory() -> Bool { rain_release_free_memory() == 1 }
+
+    /// Lets malloc keep at most `count` arenas (`mallopt(M_ARENA_MAX)`); threads that start to
+    /// allocate after that share them.
+    /// - Returns: false when malloc refused the setting.
+    @discardableResult
+    public static func limitMallocArenas(_ count: Int32) -> Bool { rain_limit_malloc_arenas(count) == 1 }
 }
 
 extension Syscall {

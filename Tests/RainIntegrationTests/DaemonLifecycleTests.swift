@@ -56,6 +56,38 @@ struct DaemonLifecycleTests {
         #expect(!processMaps(pid, library: "libgnutls.so"))
     }
 
+    @Test(
+        "the daemon keeps at most two malloc arenas; MALLOC_ARENA_MAX set by the user wins",
+        arguments: [nil, "16"])
+    func mallocArenas(userLimit: String?) async throws {
+        let h = try await DaemonHarness.start(environment: ["MALLOC_ARENA_MAX": userLimit])
+        defer { h.shutdown() }
+        let pid = try #require(h.pid)
+        // A login, then reads from eight connections at once: the loop, the store's threads and
+        // the Swift pool's all allocate.
+        let login = h.provider()
+        try await h.logIn(login, .email("arenas@example.com"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    let p = h.provider()
+                    for _ in 0..<20 {
+                        _ = try await p.account()
+                        _ = try await p.getWallet()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let arenas = try #require(mallocArenasBesidesMain(pid))
+        if userLimit == nil {
+            #expect(arenas <= 1, "M_ARENA_MAX 2: the main arena and at most one more; \(arenas) more found")
+        } else {
+            // Without the cap each allocating thread had one: the check sees them.
+            #expect(arenas >= 2, "with MALLOC_ARENA_MAX=16 the daemon's threads have arenas of their own")
+        }
+    }
+
     @Test("a stale socket file (its daemon was killed) is replaced on start")
     func staleSocketReplaced() async throws {
         let h = try await DaemonHarness.start()
@@ -161,6 +193,36 @@ struct DaemonLifecycleTests {
 }
 
 /// Whether process `pid` has a file whose name contains `library` mapped (`/proc/PID/maps`).
+/// The malloc arenas of process `pid` besides the main one (nil when its maps cannot be read):
+/// glibc makes each in a 64 MiB-aligned mapping of 64 MiB, its used part read-write and the rest
+/// `---p`, both anonymous.
+func mallocArenasBesidesMain(_ pid: Int32) -> Int? {
+    guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else { return nil }
+    defer { try? handle.close() }
+    guard let data = try? handle.readToEnd() else { return nil }
+    let heapSize: UInt64 = 64 << 20
+    let regions: [(low: UInt64, high: UInt64, writable: Bool, anonymous: Bool)] = String(decoding: data, as: UTF8.self)
+        .split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            let bounds = fields.first?.split(separator: "-") ?? []
+            guard fields.count >= 5, bounds.count == 2, let low = UInt64(bounds[0], radix: 16),
+                let high = UInt64(bounds[1], radix: 16)
+            else { return nil }
+            return (low, high, fields[1].hasPrefix("rw"), fields.count == 5)
+        }
+    var count = 0
+    for (i, region) in regions.enumerated() where region.anonymous && region.writable && region.low % heapSize == 0 {
+        var end = region.high
+        var next = i + 1
+        while next < regions.count, regions[next].low == end, regions[next].anonymous, end - region.low < heapSize {
+            end = regions[next].high
+            next += 1
+        }
+        if end - region.low == heapSize { count += 1 }
+    }
+    return count
+}
+
 func processMaps(_ pid: Int32, library: String) -> Bool {
     // Read to the end: /proc files report a size of 0, so a size-based read returns nothing.
     guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else { return false }

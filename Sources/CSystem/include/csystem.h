@@ -45,6 +45,8 @@ long rain_raise_nofile_limit(void);
 /// Gives the free memory of every malloc arena back to the kernel (malloc_trim(0)).
 /// Returns 1 when some was released.
 int rain_release_free_memory(void);
+/// mallopt(M_ARENA_MAX, count): at most `count` malloc arenas from now on. Returns 1 on success.
+int rain_limit_malloc_arenas(int count);
 /// sched_setscheduler(0, SCHED_BATCH or SCHED_OTHER, priority 0) for the calling thread:
 /// batch = 1 gives it the batch policy (its wakeups do not preempt the running task), 0 the normal
 /// one. Returns 0 on success, or -1 with errno.
