@@ -107,12 +107,15 @@ final class SharedStoreCluster: Sendable {
 
     func log(_ name: String) -> String { (try? String(contentsOfFile: "\(dir)/\(name).log", encoding: .utf8)) ?? "" }
 
-    /// Moves every process's clock forward by `delta` and waits (returning as soon as they have)
-    /// until the processes named in `names` have applied it.
-    func advance(by delta: Duration, applyingIn names: [String]) async throws {
+    /// Moves every process's clock forward by `delta` and waits until each running process of the
+    /// cluster (the authorities and the devices) has applied it: its timers due by then are queued.
+    /// Waiting for some only would let a device take the move later, during a call: a deadline
+    /// armed before it then passes at once (a send's RAIN_501 "no answer within 9000 ms").
+    func advance(by delta: Duration) async throws {
         try clock.advance(by: delta)
         let line = "clock.advanced offsetMilliseconds=\(clock.elapsed.milliseconds)"
-        for name in names { try await waitForLog(name, line, occurrences: 1) }
+        let running = processes.withLock { $0.filter { $0.value.isRunning }.keys.sorted() }
+        for name in running { try await waitForLog(name, line, occurrences: 1) }
     }
 
     /// Now on the cluster's clock (for what the test signs itself).
@@ -223,7 +226,7 @@ struct SharedStoreTests {
         #expect(second.refreshToken != first.refreshToken)
         // Past the grace window (30 s, moved on the clock, so a loaded machine still repeats within
         // it), the login's token is reuse on A: the family is revoked, so B refuses the newest token too.
-        try await h.advance(by: .seconds(31), applyingIn: ["authority0", "authority1"])
+        try await h.advance(by: .seconds(31))
         let reuse = await rainError { _ = try await refresh(login.tokens.refreshToken, on: a) }
         #expect(reuse?.code == .sessionExpired)
         let after = await rainError { _ = try await refresh(second.refreshToken, on: b) }
@@ -246,7 +249,7 @@ struct SharedStoreTests {
         let refused = await rainError { try await onA.sendLoginCode(to: .email(email)) }
         #expect(refused?.code == .refused)
         let retryAt = refused?.details.retryAfterMilliseconds ?? 10_000
-        try await h.advance(by: .milliseconds(Int64(retryAt) + 200), applyingIn: ["authority0", "authority1"])
+        try await h.advance(by: .milliseconds(Int64(retryAt) + 200))
         try await onA.sendLoginCode(to: .email(email))
         let codeA = try #require(try await onA.devOutbox().last?.code)
         let second = try await onA.confirmLoginCodeReturningSession(codeA).session
