@@ -125,7 +125,7 @@ let package = Package(
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
         .testTarget(name: "RainWireTests", dependencies: ["RainWire", "RainCore"]),
-        .testTarget(name: "RainSystemTests", dependencies: ["RainSystem", "RainCore"]),
+        .testTarget(name: "RainSystemTests", dependencies: ["RainSystem", "RainCore", "RainTestSupport"]),
         .testTarget(
             name: "RainTransportTests",
             dependencies: ["RainTransport", "RainCore", "RainWire", "RainCrypto", "RainSystem", "RainTestSupport"]),

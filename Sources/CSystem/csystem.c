@@ -76,8 +76,6 @@ int rain_set_thread_batch_scheduling(int batch) {
     return sched_setscheduler(0, batch ? SCHED_BATCH : SCHED_OTHER, &param);
 }
 
-int rain_thread_scheduling_policy(void) { return sched_getscheduler(0); }
-
 long rain_raise_nofile_limit(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;

@@ -28,9 +28,6 @@ extension Syscall {
         }
     }
 
-    /// True when the calling thread has the batch scheduling policy (`SCHED_BATCH`).
-    public static var currentThreadIsBatchScheduled: Bool { rain_thread_scheduling_policy() == 3 }
-
     /// Gives the free memory of every malloc arena back to the kernel (`malloc_trim(0)`).
     /// - Returns: true when some memory was given back (false is not a failure: there was none).
     @discardableResult

@@ -36,22 +36,11 @@ struct ConnectionExecutorTests {
         // Code on the provider's executor runs on the connection's reader thread.
         let seen = try await withTaskExecutorPreference(try p.taskExecutor) {
             _ = try await p.currentSession()
-            return try Self.schedulingPolicyOfThisThread()
+            return try ProcFiles.schedulingPolicyOfCurrentThread()
         }
         #expect(seen == policy, "SCHED_BATCH is 3, SCHED_OTHER 0")
         // The test's own threads keep the normal policy: only the connection thread changed.
-        #expect(try Self.schedulingPolicyOfThisThread() == 0)
-    }
-
-    /// The calling thread's scheduling policy, as the kernel reports it (`/proc/thread-self/stat`,
-    /// field 41).
-    static func schedulingPolicyOfThisThread() throws -> Int {
-        let stat = try String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)
-        // Field 2 (the name) is in parentheses and may hold spaces: count from the last ")".
-        guard let close = stat.lastIndex(of: ")") else { throw RainError(.internalError, "no ')' in \(stat)") }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 38, let policy = Int(fields[38]) else { throw RainError(.internalError, "short stat: \(stat)") }
-        return policy
+        #expect(try ProcFiles.schedulingPolicyOfCurrentThread() == 0)
     }
 
     @Test("when the daemon goes away, tasks on the connection's executor still finish with RAIN_101")

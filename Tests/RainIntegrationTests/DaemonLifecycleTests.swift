@@ -192,16 +192,14 @@ struct DaemonLifecycleTests {
     }
 }
 
-/// Whether process `pid` has a file whose name contains `library` mapped (`/proc/PID/maps`).
 /// The malloc arenas of process `pid` besides the main one (nil when its maps cannot be read):
 /// glibc makes each in a 64 MiB-aligned mapping of 64 MiB, its used part read-write and the rest
 /// `---p`, both anonymous.
 func mallocArenasBesidesMain(_ pid: Int32) -> Int? {
-    guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else { return nil }
-    defer { try? handle.close() }
-    guard let data = try? handle.readToEnd() else { return nil }
+    guard let maps = ProcFiles.text("/proc/\(pid)/maps") else { return nil }
     let heapSize: UInt64 = 64 << 20
-    let regions: [(low: UInt64, high: UInt64, writable: Bool, anonymous: Bool)] = String(decoding: data, as: UTF8.self)
+    let regions: [(low: UInt64, high: UInt64, writable: Bool, anonymous: Bool)] =
+        maps
         .split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             let bounds = fields.first?.split(separator: "-") ?? []
@@ -223,10 +221,8 @@ func mallocArenasBesidesMain(_ pid: Int32) -> Int? {
     return count
 }
 
+/// Whether process `pid` has a file whose name contains `library` mapped (`/proc/PID/maps`).
 func processMaps(_ pid: Int32, library: String) -> Bool {
-    // Read to the end: /proc files report a size of 0, so a size-based read returns nothing.
-    guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else { return false }
-    defer { try? handle.close() }
-    guard let data = try? handle.readToEnd() else { return false }
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").contains { $0.contains(library) }
+    guard let maps = ProcFiles.text("/proc/\(pid)/maps") else { return false }
+    return maps.split(separator: "\n").contains { $0.contains(library) }
 }

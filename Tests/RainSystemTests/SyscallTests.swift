@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
 import RainSystem
+import RainTestSupport
 import Synchronization
 import Testing
 
@@ -42,23 +43,16 @@ private final class ReaderState: Sendable {
 @Suite struct SyscallTests {
     @Test("a thread gives itself the batch scheduling policy and back, and no other thread changes")
     func batchScheduling() throws {
-        /// The calling thread's policy as the kernel reports it (`/proc/thread-self/stat`, field 41).
-        @Sendable func policy() throws -> Int {
-            let stat = try String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)
-            let afterName = stat[(stat.lastIndex(of: ")").map { stat.index(after: $0) } ?? stat.startIndex)...]
-            let fields = afterName.split(separator: " ")
-            return fields.count > 38 ? Int(fields[38]) ?? -1 : -1
-        }
         let seen = Mutex<[String]>([])
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             defer { done.signal() }
             do {
-                let before = (try policy(), Syscall.currentThreadIsBatchScheduled)
+                let before = try ProcFiles.schedulingPolicyOfCurrentThread()
                 try Syscall.setCurrentThreadBatchScheduling(true)
-                let batch = (try policy(), Syscall.currentThreadIsBatchScheduled)
+                let batch = try ProcFiles.schedulingPolicyOfCurrentThread()
                 try Syscall.setCurrentThreadBatchScheduling(false)
-                let after = (try policy(), Syscall.currentThreadIsBatchScheduled)
+                let after = try ProcFiles.schedulingPolicyOfCurrentThread()
                 seen.withLock { $0 = ["\(before)", "\(batch)", "\(after)"] }
             } catch {
                 seen.withLock { $0 = ["\(error)"] }
@@ -67,8 +61,8 @@ private final class ReaderState: Sendable {
         thread.start()
         done.wait()
         // SCHED_OTHER is 0, SCHED_BATCH 3.
-        #expect(seen.withLock { $0 } == ["(0, false)", "(3, true)", "(0, false)"])
-        #expect(try policy() == 0)
+        #expect(seen.withLock { $0 } == ["0", "3", "0"])
+        #expect(try ProcFiles.schedulingPolicyOfCurrentThread() == 0)
     }
 
     @Test("a blocking read interrupted by a signal (no SA_RESTART) is called again and gets the data")

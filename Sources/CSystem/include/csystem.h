@@ -51,8 +51,6 @@ int rain_limit_malloc_arenas(int count);
 /// batch = 1 gives it the batch policy (its wakeups do not preempt the running task), 0 the normal
 /// one. Returns 0 on success, or -1 with errno.
 int rain_set_thread_batch_scheduling(int batch);
-/// sched_getscheduler(0): the calling thread's policy (0 SCHED_OTHER, 3 SCHED_BATCH, …), or -1.
-int rain_thread_scheduling_policy(void);
 
 /// SO_PEERPIDFD (Linux 6.5): a pidfd of the process at the other end of a Unix socket. Debian 12's
 /// headers lack it; the value is the same on every architecture Linux has.
