@@ -11,37 +11,37 @@ package typealias RainSettingsStatus = RainWire.GetSettingsResponse
 /// confirmed by the user on the daemon's prompt, never by the caller.
 extension RainProvider {
     /// Every approved app (all profiles) and the pre-approved apps.
-    package func listApps() async throws(RainError) -> [RainAppEntry] {
+    nonisolated(nonsending) package func listApps() async throws(RainError) -> [RainAppEntry] {
         try await call(Method.listApps, ListAppsRequest(), as: ListAppsResponse.self).apps
     }
 
     /// Approves the program at `path` (its content now; `script` for an interpreter) for this
     /// provider's profile, once the user confirms on the prompt.
     /// - Throws: RAIN_401 when the prompt is dismissed; RAIN_202 `no_prompt` when none can be shown.
-    package func approveApp(path: String, script: String?) async throws(RainError) -> RainAppEntry? {
+    nonisolated(nonsending) package func approveApp(path: String, script: String?) async throws(RainError) -> RainAppEntry? {
         try await call(Method.approveApp, ApproveAppRequest(path: path, script: script ?? ""), as: ApproveAppResponse.self).app
     }
 
     /// Revokes `path`'s approval of this provider's profile, once the user confirms.
-    package func revokeApp(path: String) async throws(RainError) {
+    nonisolated(nonsending) package func revokeApp(path: String) async throws(RainError) {
         _ = try await call(Method.revokeApp, RevokeAppRequest(path: path), as: RevokeAppResponse.self)
     }
 
     /// The guarded settings: what waits for confirmation, what the policy fixes.
-    package func settingsStatus() async throws(RainError) -> RainSettingsStatus {
+    nonisolated(nonsending) package func settingsStatus() async throws(RainError) -> RainSettingsStatus {
         try await call(Method.getSettings, GetSettingsRequest(), as: GetSettingsResponse.self)
     }
 
     /// Confirms the waiting settings (the ones whose digest `settingsStatus` returned) on the prompt.
     /// - Returns: the digest now confirmed.
-    package func confirmSettings(requestedDigest: String) async throws(RainError) -> String {
+    nonisolated(nonsending) package func confirmSettings(requestedDigest: String) async throws(RainError) -> String {
         try await call(
             Method.confirmSettings, ConfirmSettingsRequest(requestedDigest: requestedDigest), as: ConfirmSettingsResponse.self
         ).confirmedDigest
     }
 
     /// Shows the daemon's prompts on `terminal` from now on (confirmed on the current place).
-    package func registerPrompt(terminal: String) async throws(RainError) -> String {
+    nonisolated(nonsending) package func registerPrompt(terminal: String) async throws(RainError) -> String {
         try await call(Method.registerPrompt, RegisterPromptRequest(terminal: terminal), as: RegisterPromptResponse.self).terminal
     }
 }

@@ -14,7 +14,7 @@ extension RainProvider {
     /// them (one JSON object per line); with `verify`, the result of checking the hash chain too.
     /// - Throws: RAIN_202 for a uid other than the daemon's; RAIN_102 or RAIN_502 when the log
     ///   cannot be read; RAIN_101 when the daemon is not running.
-    package func readAuditLog(since: Date?, verify: Bool) async throws(RainError) -> AuditLogResponse {
+    nonisolated(nonsending) package func readAuditLog(since: Date?, verify: Bool) async throws(RainError) -> AuditLogResponse {
         try await call(
             Method.readAuditLog, ReadAuditLogRequest(since: since, isVerifyRequested: verify),
             as: ReadAuditLogResponse.self)

@@ -16,7 +16,7 @@ extension RainProvider {
     ///   contact belongs to another account (accounts are never merged: log in with it instead);
     ///   RAIN_501 when delivery failed; RAIN_101 when the daemon is not running.
     @discardableResult
-    public func sendContactVerificationCode(to contact: RainWalletContact) async throws -> CodeSent {
+    nonisolated(nonsending) public func sendContactVerificationCode(to contact: RainWalletContact) async throws -> CodeSent {
         let normalized = try contact.normalized()
         let sent = try await call(
             Method.contactSendVerificationCode, SendLoginCodeRequest(contact: normalized),
@@ -33,7 +33,7 @@ extension RainProvider {
     ///   expired or locked one (details `reason`); RAIN_201 without a live session; RAIN_302
     ///   `contact_owned_by_another_account` when another account took the contact meanwhile.
     @discardableResult
-    public func confirmContactVerification(_ code: String) async throws -> Account {
+    nonisolated(nonsending) public func confirmContactVerification(_ code: String) async throws -> Account {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a verification code is 6 digits", field: "code", reason: "malformed_code")

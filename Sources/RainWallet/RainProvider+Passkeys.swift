@@ -13,7 +13,7 @@ extension RainProvider {
     ///   response (the failed check's `reason`); RAIN_401 when the authenticator was dismissed (the
     ///   session is untouched).
     @discardableResult
-    public func signUpWithPasskey(anchor: any PasskeyAuthenticator) async throws -> SessionSnapshot {
+    nonisolated(nonsending) public func signUpWithPasskey(anchor: any PasskeyAuthenticator) async throws -> SessionSnapshot {
         try await passkeyCeremony(Method.passkeyBeginSignUp, anchor: anchor, isRegistration: true)
     }
 
@@ -27,7 +27,7 @@ extension RainProvider {
     ///   passkey session, for an unknown passkey (`credential_unknown`) or a refused response;
     ///   RAIN_401 when the authenticator was dismissed (the session is untouched).
     @discardableResult
-    public func loginWithPasskey(anchor: any PasskeyAuthenticator) async throws -> SessionSnapshot {
+    nonisolated(nonsending) public func loginWithPasskey(anchor: any PasskeyAuthenticator) async throws -> SessionSnapshot {
         try await passkeyCeremony(Method.passkeyBeginLogin, anchor: anchor, isRegistration: false)
     }
 
@@ -37,12 +37,12 @@ extension RainProvider {
     /// - Throws: RAIN_102 without `RainWalletConfig.passkeyDomain` (before any request) or for a
     ///   refused response (`credential_already_registered` when it is already registered);
     ///   RAIN_201 without a live session; RAIN_401 when the authenticator was dismissed.
-    public func addPasskey(anchor: any PasskeyAuthenticator) async throws {
+    nonisolated(nonsending) public func addPasskey(anchor: any PasskeyAuthenticator) async throws {
         _ = try await passkeyCeremony(Method.passkeyBeginAdd, anchor: anchor, isRegistration: true)
     }
 
     /// Begin, authenticator, finish; a dismissed authenticator cancels the ceremony and rethrows.
-    private func passkeyCeremony(_ begin: String, anchor: any PasskeyAuthenticator, isRegistration: Bool)
+    nonisolated(nonsending) private func passkeyCeremony(_ begin: String, anchor: any PasskeyAuthenticator, isRegistration: Bool)
         async throws(RainError) -> SessionSnapshot
     {
         guard let domain = config.passkeyDomain, !domain.isEmpty else {
@@ -85,7 +85,7 @@ extension RainProvider {
     /// The passkey domain of this provider's profile in the daemon (from its config, or set by an
     /// earlier client), or nil when it has none. Sets nothing.
     /// - Throws: RAIN_101 when the daemon is not running.
-    public func profilePasskeyDomain() async throws -> String? {
+    nonisolated(nonsending) public func profilePasskeyDomain() async throws -> String? {
         let response = try await call(
             Method.configureProfile, ConfigureProfileRequest(passkeyDomain: ""), as: ConfigureProfileResponse.self)
         return response.passkeyDomain.isEmpty ? nil : response.passkeyDomain

@@ -5,7 +5,7 @@ extension RainProvider {
     /// The daemon's key provider, its keys and what each protects, and a migration under way.
     /// - Throws: RAIN_202 when the caller is not the daemon's own user; RAIN_501 while the keys
     ///   do not open or move (reason `storage_loading`, `keyring_locked`, `storage_migrating`, …).
-    public func storageStatus() async throws -> StorageStatus {
+    nonisolated(nonsending) public func storageStatus() async throws -> StorageStatus {
         try await call(Method.storageStatus, StorageStatusRequest(), as: StorageStatusResponse.self).status
     }
 
@@ -13,7 +13,7 @@ extension RainProvider {
     /// that `rainwalletd storage restore` opens, and the key's id.
     /// - Throws: RAIN_202 (reason `no_master_key`) when the daemon uses a remote authority, or the
     ///   caller is not the daemon's own user; RAIN_102 for an empty or too short passphrase.
-    public func storageBackup(passphrase: [UInt8]) async throws -> (backup: [UInt8], keyID: String) {
+    nonisolated(nonsending) public func storageBackup(passphrase: [UInt8]) async throws -> (backup: [UInt8], keyID: String) {
         let response = try await call(
             Method.storageBackup, StorageBackupRequest(passphrase: passphrase), as: StorageBackupResponse.self)
         return (response.backup, response.keyID)

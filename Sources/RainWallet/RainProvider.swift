@@ -222,7 +222,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_102 for an invalid email or phone number (E.164; `(0)` refused), before any
     ///   request; RAIN_302 when rate limited; RAIN_501 when delivery failed; RAIN_101 when the
     ///   daemon is not running.
-    public func sendLoginCode(to contact: RainWalletContact) async throws {
+    nonisolated(nonsending) public func sendLoginCode(to contact: RainWalletContact) async throws {
         let normalized = try contact.normalized()
         _ = try await call(Method.sendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
     }
@@ -233,12 +233,12 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_203 for a wrong code (the challenge stays, so the user can retry; details
     ///   carry `attemptsRemaining`), an expired or locked code (details `reason`); RAIN_102 for
     ///   input that is not 6 digits, or when no code is pending.
-    public func confirmLoginCode(_ code: String) async throws {
+    nonisolated(nonsending) public func confirmLoginCode(_ code: String) async throws {
         _ = try await confirmLoginCodeReturningSession(code)
     }
 
     /// `confirmLoginCode` that also returns the new session and whether the account was created.
-    public func confirmLoginCodeReturningSession(_ code: String) async throws -> (
+    nonisolated(nonsending) public func confirmLoginCodeReturningSession(_ code: String) async throws -> (
         session: SessionSnapshot, accountCreated: Bool
     ) {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -256,7 +256,7 @@ public final class RainProvider: Sendable {
     /// - Returns: whether there was a session, and whether the authority confirmed the revocation
     ///   (false when it was unreachable; the local session is wiped either way).
     @discardableResult
-    public func logout() async throws -> LogoutResult {
+    nonisolated(nonsending) public func logout() async throws -> LogoutResult {
         let r = try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
         return LogoutResult(hadSession: r.hadSession, revokedAtAuthority: r.revokedAtAuthority)
     }
@@ -270,13 +270,13 @@ public final class RainProvider: Sendable {
     ///   the profile's) or `sessionPolicy.<key>` (out of range); RAIN_202 `not_profile_owner` when
     ///   this app may use the profile but does not own it, so may not set its session policy;
     ///   RAIN_101 when the daemon is not running.
-    public func awaitSessionRestore() async throws {
+    nonisolated(nonsending) public func awaitSessionRestore() async throws {
         _ = try await call(Method.awaitRestore, AwaitRestoreRequest(), as: SessionSnapshot.self)
         if let refusal = configurationRefusal() { throw refusal }
     }
 
     /// True when a session exists with more than the policy's threshold (30 s) left.
-    public func hasActiveSession() async throws -> Bool {
+    nonisolated(nonsending) public func hasActiveSession() async throws -> Bool {
         try await currentSession().hasActiveSession
     }
 
@@ -286,7 +286,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_201 when there is no session or it ended (details `reason`); RAIN_301 when the
     ///   authority stayed unreachable through the retries (the session stays usable until it expires).
     @discardableResult
-    public func refreshSession() async throws -> SessionSnapshot {
+    nonisolated(nonsending) public func refreshSession() async throws -> SessionSnapshot {
         try snapshot(try await callBytes(Method.refreshSession, RefreshSessionRequest()))
     }
 
@@ -294,7 +294,7 @@ public final class RainProvider: Sendable {
     /// daemon on transient authority failures.
     /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
     ///   another device); RAIN_301 when the authority could not be reached.
-    public func account() async throws -> Account {
+    nonisolated(nonsending) public func account() async throws -> Account {
         Account(try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self))
     }
 
@@ -303,7 +303,7 @@ public final class RainProvider: Sendable {
     /// authority failures.
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet;
     ///   RAIN_301 when the authority could not be reached; RAIN_101 when the daemon is not running.
-    public func getWallet() async throws -> Wallet {
+    nonisolated(nonsending) public func getWallet() async throws -> Wallet {
         Wallet(try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self))
     }
 
@@ -312,7 +312,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_202 unless the daemon's config allows export for this profile
     ///   (`"allowExport": true`; no client can enable it); RAIN_201 without a live session;
     ///   RAIN_404 when the account has no wallet; RAIN_301 when the authority could not be reached.
-    public func exportRecoveryPhrase() async throws -> [String] {
+    nonisolated(nonsending) public func exportRecoveryPhrase() async throws -> [String] {
         try await call(Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest(), as: ExportRecoveryPhraseResponse.self)
             .words
     }
@@ -323,24 +323,24 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_202 unless the daemon's config allows export for this profile; RAIN_201
     ///   without a live session; RAIN_404 when the account has no wallet; RAIN_301 when the
     ///   authority could not be reached.
-    public func exportPrivateKey(chain: RainChain) async throws -> String {
+    nonisolated(nonsending) public func exportPrivateKey(chain: RainChain) async throws -> String {
         try await call(Method.exportPrivateKey, ExportPrivateKeyRequest(chain: chain), as: ExportPrivateKeyResponse.self)
             .privateKey
     }
 
     /// The daemon's current view of this profile's session.
-    public func currentSession() async throws -> SessionSnapshot {
+    nonisolated(nonsending) public func currentSession() async throws -> SessionSnapshot {
         try snapshot(try await callBytes(Method.getSessionState, GetSessionStateRequest()))
     }
 
     /// What the daemon is and supports.
-    public func daemonInfo() async throws -> DaemonInfo {
+    nonisolated(nonsending) public func daemonInfo() async throws -> DaemonInfo {
         DaemonInfo(try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self))
     }
 
     /// The development outbox (deliveries of the embedded authority), oldest first.
     /// - Throws: RAIN_202 when the daemon's authority has no development outbox.
-    public func devOutbox() async throws -> [DevOutboxEntry] {
+    nonisolated(nonsending) public func devOutbox() async throws -> [DevOutboxEntry] {
         try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries.map(DevOutboxEntry.init)
     }
 
