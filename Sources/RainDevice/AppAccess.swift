@@ -108,6 +108,8 @@ public final class AppAccess: Sendable {
     private let audit: @Sendable (AccessEvent) async -> Void
     /// The approval prompts on screen, by profile and app.
     private let flights = ApprovalFlights()
+    /// Calls waiting for another call's approval prompt (tests: a call has joined the prompt).
+    var approvalWaiters: Int { flights.waiters }
 
     /// Per-app access over `store` (nil: approvals in memory only, for tests).
     /// - Throws: RAIN_102 `record_tampered` when the stored approvals were changed outside rainwalletd.
@@ -415,6 +417,8 @@ final class ApprovalFlights: Sendable {
     private struct State {
         var flights: [String: Flight] = [:]
         var generation = 0
+        /// Calls in `wait` for a running flight.
+        var waiters = 0
     }
 
     private let state = Mutex(State())
@@ -422,6 +426,9 @@ final class ApprovalFlights: Sendable {
     private static let pollInterval: Duration = .milliseconds(20)
     /// Finished flights kept for late waiters; past this many, they are dropped.
     private static let maximumKept = 256
+
+    /// How many calls are waiting for a running flight.
+    var waiters: Int { state.withLock { $0.waiters } }
 
     /// Starts a flight for `key`; nil when one is running (wait for it).
     func begin(_ key: String) -> Int? {
@@ -447,6 +454,8 @@ final class ApprovalFlights: Sendable {
     ///   is cancelled meanwhile.
     func wait(_ key: String) async throws(RainError) {
         guard let generation = state.withLock({ $0.flights[key]?.generation }) else { return }
+        state.withLock { $0.waiters += 1 }
+        defer { state.withLock { $0.waiters -= 1 } }
         while true {
             let flight = state.withLock { $0.flights[key] }
             guard let flight, flight.generation == generation, flight.isRunning else {

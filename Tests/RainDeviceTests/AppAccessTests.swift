@@ -220,13 +220,20 @@ struct AppAccessTests {
                 return error.details.reason ?? "\(error.code)"
             }
         }
-        // The second call meets the prompt on screen: it waits for its answer (no prompt_busy).
-        try await Task.sleep(for: .milliseconds(50))
+        // The second call meets the prompt on screen: it waits for its answer (no prompt_busy). The
+        // prompt is answered once it waits (a fixed pause was not enough on a loaded machine: the
+        // second call came after the answer and asked again).
+        let joinedBy = ContinuousClock.now + .seconds(2)
+        while w.access.approvalWaiters == 0 && ContinuousClock.now < joinedBy {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(w.access.approvalWaiters == 1, "the second call did not join the prompt within 2 s")
         w.prompt.isHeld.withLock { $0 = false }
         let (resultA, resultB) = (await a.value, await b.value)
         #expect(w.prompt.asked.count == 1, "\(w.prompt.asked)")
         #expect(resultA == (confirmed ? nil : "prompt_dismissed"))
         #expect(resultB == resultA)
+        #expect(w.access.approvalWaiters == 0)
     }
 
     @Test("an export asks every time, re-checks the caller, and a dismissal stops it; no prompt at all refuses it")
