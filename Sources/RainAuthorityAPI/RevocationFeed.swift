@@ -228,8 +228,16 @@ public final class RevocationFeed: Sendable {
                 for try await bytes in stream {
                     guard let message = try? AuthorityRevocation.decode(bytes) else { continue }
                     if message.isHeartbeat {
-                        idleBound = Self.idleBound(
+                        let bound = Self.idleBound(
                             heartbeatInterval: .milliseconds(Int64(message.heartbeatIntervalMilliseconds)))
+                        // Once per stream (and when the interval changes): from here a silent
+                        // authority is noticed.
+                        if bound != idleBound {
+                            logger.info(
+                                "revocations.armed",
+                                ["address": address.description, "boundMs": String(bound.milliseconds)])
+                        }
+                        idleBound = bound
                     }
                     if let idleBound { idleTimer.set(dropIfSilent(connection, for: idleBound)) }
                     if message.isHeartbeat {

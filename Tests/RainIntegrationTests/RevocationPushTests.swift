@@ -115,6 +115,9 @@ struct RevocationPushIntegrationTests {
         defer { h.down() }
         func connections() -> Int { h.log(0).components(separatedBy: "revocations.connected").count - 1 }
         #expect(await eventually { connections() == 1 })
+        // Stopped before its first heartbeat reached the device, the authority would leave the
+        // device no interval to bound the silence by (a loaded machine did that once).
+        #expect(await eventually(timeout: Self.bound) { h.log(0).contains("revocations.armed") })
         let pid = try #require(h.pid("authority"))
         // A stopped process keeps its sockets open: no FIN, no RST; only the silence tells.
         kill(pid, SIGSTOP)
