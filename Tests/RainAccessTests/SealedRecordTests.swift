@@ -188,17 +188,20 @@ struct SealedRecordTests {
         #expect(slave >= 0)
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        shell.arguments = ["-c", "-w", "sleep", "10"]
+        // The shell says "ready" once `setsid -c` has made the terminal its own: the test waits for
+        // that line, not for a time (2 s of polling was not enough at the start of a loaded run).
+        shell.arguments = ["-c", "-w", "sh", "-c", "echo ready; exec sleep 10"]
         shell.standardInput = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
+        let ready = Pipe()
+        shell.standardOutput = ready
         shell.standardError = FileHandle.nullDevice
         // Under the harness's launch lock: no other test's pipe end may leak into this child.
         try DaemonHarness.withProcessLaunchLock { try shell.run() }
         defer { if shell.isRunning { shell.terminate() } }
-        var leader: Int32?
-        for _ in 0..<200 where leader == nil {
-            leader = try Syscall.sessionOfTerminal(pty.master, path: pty.path)
-            if leader == nil { try await Task.sleep(for: .milliseconds(10)) }
-        }
+        // Blocks until the line (or end of file, should the shell fail).
+        let said = String(decoding: ready.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(said.hasPrefix("ready"), "setsid -c exited before the terminal was its own")
+        let leader = try Syscall.sessionOfTerminal(pty.master, path: pty.path)
         let sid = try #require(leader, "setsid -c gave \(pty.path) no session")
 
         let place = try #require(PromptPlaceStore.Place.current(path: pty.path, term: "xterm", sessionLeader: sid))
