@@ -198,8 +198,12 @@ struct SealedRecordTests {
         // Under the harness's launch lock: no other test's pipe end may leak into this child.
         try DaemonHarness.withProcessLaunchLock { try shell.run() }
         defer { if shell.isRunning { shell.terminate() } }
-        // Blocks until the line (or end of file, should the shell fail).
-        let said = String(decoding: ready.fileHandleForReading.availableData, as: UTF8.self)
+        // The line (or end of file, should the shell fail), read on a thread of its own: a blocking
+        // read would hold one of the concurrency pool's two threads while the machine is loaded.
+        let reader = ready.fileHandleForReading
+        let said = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
+            Thread { c.resume(returning: String(decoding: reader.availableData, as: UTF8.self)) }.start()
+        }
         #expect(said.hasPrefix("ready"), "setsid -c exited before the terminal was its own")
         let leader = try Syscall.sessionOfTerminal(pty.master, path: pty.path)
         let sid = try #require(leader, "setsid -c gave \(pty.path) no session")
