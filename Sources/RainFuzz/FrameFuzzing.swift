@@ -61,12 +61,37 @@ enum FrameFuzzing {
         }
     }
 
+    /// The shape of the request the client library sends for GetState of the default profile.
+    private static let usualShape: QuickShape? = {
+        var shape: QuickShape?
+        let request = WireRequest(
+            method: Method.getSessionState, payload: [],
+            metadata: [MetadataEntry(key: profileMetadataKey, value: ProfileName.defaultName)])
+        guard let body = try? Envelope(requestID: 1, kind: .request(request)).canonicalBytes(isFramed: false) else {
+            return nil
+        }
+        _ = body.withUnsafeBufferPointer { QuickRequest($0, shape: &shape) }
+        return shape
+    }()
+
     /// The quick lane reads a request only as the ordinary path does: same id, method and
     /// profile, no payload, no deadline, at most the one metadata entry.
     static func quickLane(_ body: [UInt8]) -> FuzzOutcome? {
         let quick = body.withUnsafeBufferPointer { buf in
             QuickRequest(buf).map { q in
                 (q.requestID, Array(q.method), q.profile.map { Array($0) })
+            }
+        }
+        // Through a connection's shape: the usual request's, then (learned from this body) its own.
+        var shape = usualShape
+        for _ in 0..<2 {
+            let viaShape = body.withUnsafeBufferPointer { buf in
+                QuickRequest(buf, shape: &shape).map { q in
+                    (q.requestID, Array(q.method), q.profile.map { Array($0) })
+                }
+            }
+            guard viaShape?.0 == quick?.0, viaShape?.1 == quick?.1, viaShape?.2 == quick?.2 else {
+                return .broken("QuickRequest: read through a shape, a request reads differently")
             }
         }
         // A method that is not UTF-8 or holds a NUL matches no handler's method name, which is all

@@ -212,9 +212,11 @@ public final class EventLoopServer: @unchecked Sendable {
         let peer: PeerCredentials
         /// What the connection counts against for the per-peer limit; nil for the daemon's own uid.
         let peerKey: PeerKey?
-        let acceptedAt: ContinuousClock.Instant
+        let acceptedAt: LoopInstant
+        /// What epoll reports for it (`EventLoopServer.token(fd:id:)`).
+        let epollToken: UInt64
         /// When the last byte of input arrived (the progress of a partial frame).
-        @exclusivity(unchecked) var lastInputAt: ContinuousClock.Instant
+        @exclusivity(unchecked) var lastInputAt: LoopInstant
         /// True once the TLS handshake is done and a first valid request was decoded.
         @exclusivity(unchecked) var isAdmitted = false
         /// The plaintext of unfinished frames held in `decoder`, as counted in the server's total.
@@ -236,6 +238,8 @@ public final class EventLoopServer: @unchecked Sendable {
         @exclusivity(unchecked) var isClosed = false
         /// The handler's memo for the quick lane (`ServerHandler.quickAnswer`).
         @exclusivity(unchecked) var quickMemo: AnyObject?
+        /// The last request the quick lane recognised, after its id (`QuickShape`).
+        @exclusivity(unchecked) var quickShape: QuickShape?
         /// The TLS state when the server speaks TLS: frames are encrypted into `output` and input
         /// is decrypted before the decoder sees it.
         @exclusivity(unchecked) var tls: TLSSession?
@@ -245,7 +249,7 @@ public final class EventLoopServer: @unchecked Sendable {
         @exclusivity(unchecked) var process: ProcessDescriptor?
         init(
             id: ConnectionID, fd: Int32, peer: PeerCredentials, peerKey: PeerKey?, maximumFrame: Int,
-            now: ContinuousClock.Instant
+            now: LoopInstant
         ) {
             self.id = id
             self.fd = fd
@@ -253,6 +257,7 @@ public final class EventLoopServer: @unchecked Sendable {
             self.peerKey = peerKey
             self.acceptedAt = now
             self.lastInputAt = now
+            self.epollToken = EventLoopServer.token(fd: fd, id: id.rawValue)
             self.decoder = FrameDecoder(maximumLength: maximumFrame)
         }
         var pendingOutput: Int { output.count - outputOffset }
@@ -269,9 +274,12 @@ public final class EventLoopServer: @unchecked Sendable {
     private let ownUID: UInt32
 
     @exclusivity(unchecked) private var connections: [UInt64: Connection] = [:]
+    /// The same connections by descriptor, for the loop to find the one an event is for without
+    /// hashing its id (~120 instructions a call, issue 18): `token(fd:id:)` carries both.
+    @exclusivity(unchecked) private var byDescriptor: [Connection?] = []
     /// Connections with a deadline (`Connection.needsDeadline`), checked every `sweepInterval`.
     @exclusivity(unchecked) private var timed: Set<UInt64> = []
-    @exclusivity(unchecked) private var nextSweep: ContinuousClock.Instant?
+    @exclusivity(unchecked) private var nextSweep: LoopInstant?
     private let sweepInterval: Duration
     /// Open connections per uid or source address (`ServerOptions.maximumConnectionsPerPeer`).
     private var connectionsPerPeer: [PeerKey: Int] = [:]
@@ -285,14 +293,14 @@ public final class EventLoopServer: @unchecked Sendable {
     /// The plaintext of unfinished frames held across all connections.
     @exclusivity(unchecked) private var bufferedInput = 0
     /// The time of the loop's current turn (read once after each wait).
-    @exclusivity(unchecked) private var now = ContinuousClock.now
+    @exclusivity(unchecked) private var now = LoopInstant.now
     /// A descriptor kept open on /dev/null to be given up when descriptors run out: it lets the
     /// loop accept and close the waiting connections (-1 when it could not be reopened).
     private var reserveFD: Int32 = -1
     /// Where answers are written before they join a connection's output (loop thread only).
     private let scratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 * 1024)
     /// Set while the listener is out of the epoll set after `EMFILE` / `ENFILE`.
-    @exclusivity(unchecked) private var acceptPausedUntil: ContinuousClock.Instant?
+    @exclusivity(unchecked) private var acceptPausedUntil: LoopInstant?
     private var logThrottle: LogThrottle
     private var nextConnection: UInt64 = 2  // tokens 0 and 1 are the listener and the eventfd
     @exclusivity(unchecked) private var nextToken: UInt64 = 1
@@ -394,8 +402,7 @@ public final class EventLoopServer: @unchecked Sendable {
         let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { readBuffer.deallocate() }
         var drainDeadline: Duration?
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = LoopInstant.now
 
         while true {
             if let timeout = stopRequest.withLock({ r -> Duration? in
@@ -406,18 +413,18 @@ public final class EventLoopServer: @unchecked Sendable {
                     epoll.deleteBeforeClose(listenFD)
                     Syscall.closeUnchecked(listenFD, because: .socket)
                 }
-                drainDeadline = (clock.now - start) + timeout
+                drainDeadline = (LoopInstant.now - start) + timeout
             }
             if let deadline = drainDeadline {
                 let inFlight = connections.values.reduce(0) { $0 + $1.calls.values.filter { !$0.isStream }.count }
-                if inFlight == 0 || clock.now - start >= deadline {
+                if inFlight == 0 || LoopInstant.now - start >= deadline {
                     if inFlight > 0 { logger.warning("drain.timeout", ["calls": "\(inFlight)"]) }
                     for c in Array(connections.values) { flush(c); closeConnection(c) }
                     return
                 }
             }
             var timeoutMS: Int32 = drainDeadline != nil ? 20 : releaseMemoryWhenIdle ? 200 : -1
-            now = clock.now
+            now = LoopInstant.now
             if let sweep = nextSweep, sweep <= now { sweepDeadlines() }
             if let resume = acceptPausedUntil, resume <= now { resumeAccepting() }
             // Each on its own, not an array of them: no allocation per turn of the loop.
@@ -430,7 +437,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 logger.error("epoll.failed", ["errno": "\(error.errno ?? 0)"])
                 return
             }
-            now = clock.now
+            now = LoopInstant.now
             if n == 0 && releaseMemoryWhenIdle {
                 releaseMemoryWhenIdle = false
                 Syscall.releaseFreeMemory()
@@ -441,7 +448,7 @@ public final class EventLoopServer: @unchecked Sendable {
                 case Self.listenToken: acceptAll()
                 case Self.wakeToken: drainOutbound()
                 default:
-                    guard let c = connections[ev.token] else { continue }
+                    guard let c = connection(forToken: ev.token) else { continue }
                     if c.isReadClosed && !ev.events.isDisjoint(with: [.hangUp, .error]) {
                         closeConnection(c)  // the peer is gone both ways: nobody to answer
                         continue
@@ -455,10 +462,27 @@ public final class EventLoopServer: @unchecked Sendable {
         }
     }
 
+    /// The epoll token of the connection `id` on descriptor `fd`: the top bit set (tokens 0 and 1
+    /// are the listener and the eventfd), the descriptor in bits 32 to 62, the id's low 32 bits
+    /// below. A late event for a closed connection whose descriptor was reused carries the old
+    /// id, and finds nothing.
+    static func token(fd: Int32, id: UInt64) -> UInt64 {
+        (1 << 63) | (UInt64(UInt32(bitPattern: fd)) & 0x7FFF_FFFF) << 32 | (id & 0xFFFF_FFFF)
+    }
+
+    /// The open connection an epoll event with `token` is for.
+    private func connection(forToken token: UInt64) -> Connection? {
+        let slot = Int((token >> 32) & 0x7FFF_FFFF)
+        guard token >> 63 == 1, slot < byDescriptor.count, let c = byDescriptor[slot], c.epollToken == token else {
+            return nil
+        }
+        return c
+    }
+
     /// The wait in milliseconds until `wakeAt` (at least 1), or `timeoutMS` when that is sooner
     /// (-1: no timeout yet).
     private static func waitUntil(
-        _ wakeAt: ContinuousClock.Instant, now: ContinuousClock.Instant, orEarlier timeoutMS: Int32
+        _ wakeAt: LoopInstant, now: LoopInstant, orEarlier timeoutMS: Int32
     ) -> Int32 {
         let wait = Int32(clamping: max(1, (wakeAt - now).milliseconds + 1))
         return timeoutMS < 0 ? wait : min(timeoutMS, wait)
@@ -548,13 +572,18 @@ public final class EventLoopServer: @unchecked Sendable {
             }
         }
         do {
-            try epoll.add(fd, events: [.input, .readHangUp], token: id)
+            try epoll.add(fd, events: [.input, .readHangUp], token: c.epollToken)
         } catch {
             Syscall.closeUnchecked(fd, because: .failurePath)
             c.process?.close()
             return
         }
         connections[id] = c
+        let slot = Int(fd)
+        if slot >= byDescriptor.count {
+            byDescriptor.append(contentsOf: repeatElement(nil, count: slot + 1 - byDescriptor.count))
+        }
+        byDescriptor[slot] = c
         unadmittedOrder.append(id)
         if let peerKey { connectionsPerPeer[peerKey, default: 0] += 1 }
         connectionHighWater = max(connectionHighWater, connections.count)
@@ -777,7 +806,8 @@ public final class EventLoopServer: @unchecked Sendable {
     /// Not inlined: `scripts/bench-instructions` counts its calls as the requests served.
     @inline(never)
     private func serveFrame(_ body: UnsafeBufferPointer<UInt8>, on c: Connection) {
-        if c.isAdmitted, let request = QuickRequest(body), c.calls.count < options.maximumCallsPerConnection,
+        if c.isAdmitted, let request = QuickRequest(body, shape: &c.quickShape),
+            c.calls.count < options.maximumCallsPerConnection,
             c.calls.isEmpty || c.calls[request.requestID] == nil,
             let payload = handler.quickAnswer(request, connection: c.id, peer: c.peer, memo: &c.quickMemo)
         {
@@ -865,8 +895,8 @@ public final class EventLoopServer: @unchecked Sendable {
 
     /// When `c` must have made progress: admission (and the TLS handshake) counted from accept, a
     /// partial frame from its last byte. Nil when it has no deadline.
-    private func deadline(of c: Connection) -> ContinuousClock.Instant? {
-        var deadline: ContinuousClock.Instant?
+    private func deadline(of c: Connection) -> LoopInstant? {
+        var deadline: LoopInstant?
         if !c.isAdmitted {
             deadline = c.acceptedAt + options.admissionTimeout
             if let tls = c.tls, !tls.isHandshakeComplete {
@@ -979,7 +1009,7 @@ public final class EventLoopServer: @unchecked Sendable {
     @discardableResult
     private func watch(_ c: Connection, for events: EpollEvents) -> Bool {
         do {
-            try epoll.modify(c.fd, events: events, token: c.id.rawValue)
+            try epoll.modify(c.fd, events: events, token: c.epollToken)
             return true
         } catch {
             logger.error("epoll.modify_failed", ["connection": "\(c.id)", "errno": "\(error.errno ?? 0)"])
@@ -1175,6 +1205,7 @@ public final class EventLoopServer: @unchecked Sendable {
 
     private func closeConnection(_ c: Connection) {
         guard connections.removeValue(forKey: c.id.rawValue) != nil else { return }
+        if Int(c.fd) < byDescriptor.count, byDescriptor[Int(c.fd)] === c { byDescriptor[Int(c.fd)] = nil }
         c.isClosed = true
         if connectionHighWater >= 32 && connections.count * 2 <= connectionHighWater {
             connectionHighWater = connections.count

@@ -3,14 +3,14 @@
 struct LogThrottle {
     /// The shortest time between two lines of one event.
     let interval: Duration
-    private var windows: [String: (start: ContinuousClock.Instant, suppressed: Int)] = [:]
+    private var windows: [String: (start: LoopInstant, suppressed: Int)] = [:]
 
     init(interval: Duration) { self.interval = interval }
 
     /// Whether a line of `event` may be written at `now`.
     /// - Returns: nil when the line is to be left out (it is counted); otherwise how many lines of
     ///   `event` were left out since the last one written, to report on this one.
-    mutating func admit(_ event: String, now: ContinuousClock.Instant) -> Int? {
+    mutating func admit(_ event: String, now: LoopInstant) -> Int? {
         if var window = windows[event], now - window.start < interval {
             window.suppressed += 1
             windows[event] = window

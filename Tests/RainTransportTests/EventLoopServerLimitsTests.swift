@@ -397,12 +397,41 @@ struct EventLoopServerLimitsTests {
     @Test("the log throttle lets one line per interval through and counts the others")
     func logThrottle() {
         var throttle = LogThrottle(interval: .seconds(10))
-        let t0 = ContinuousClock.now
+        let t0 = LoopInstant.now
         #expect(throttle.admit("e", now: t0) == 0)
         #expect(throttle.admit("e", now: t0 + .seconds(1)) == nil)
         #expect(throttle.admit("e", now: t0 + .seconds(2)) == nil)
         #expect(throttle.admit("other", now: t0 + .seconds(2)) == 0)
         #expect(throttle.admit("e", now: t0 + .seconds(11)) == 2)
+    }
+
+    @Test("a connection's epoll token names its descriptor and its id, and is never the listener's or the eventfd's")
+    func connectionTokens() {
+        let a = EventLoopServer.token(fd: 7, id: 2)
+        #expect(a >> 63 == 1 && (a >> 32) & 0x7FFF_FFFF == 7 && a & 0xFFFF_FFFF == 2)
+        // A descriptor reused by a later connection: another token, so a late event finds nothing.
+        #expect(EventLoopServer.token(fd: 7, id: 3) != a)
+        #expect(EventLoopServer.token(fd: 8, id: 2) != a)
+        for (fd, id): (Int32, UInt64) in [(0, 0), (0, 1), (0, 1 << 32), (1, 1 << 32 | 1), (Int32.max, .max)] {
+            let t = EventLoopServer.token(fd: fd, id: id)
+            #expect(t > 1 && (t >> 32) & 0x7FFF_FFFF == UInt64(fd))
+        }
+    }
+
+    @Test("the loop's clock adds and subtracts durations in nanoseconds, saturating at the ends")
+    func loopInstantArithmetic() {
+        let t0 = LoopInstant(nanoseconds: 5_000_000_000)
+        #expect((t0 + .milliseconds(1_500)).nanoseconds == 6_500_000_000)
+        #expect((t0 + .nanoseconds(-7)).nanoseconds == 4_999_999_993)
+        #expect((t0 + .seconds(2)) - t0 == .seconds(2))
+        #expect(t0 - (t0 + .microseconds(3)) == .microseconds(-3))
+        #expect((t0 + .seconds(Int64.max)).nanoseconds == .max)
+        #expect((LoopInstant(nanoseconds: -5) + .seconds(Int64.min)).nanoseconds == .min)
+        #expect((t0 + .seconds(Int64.min)).nanoseconds == Int64.min + 5_000_000_000)
+        #expect(LoopInstant(nanoseconds: .max) - LoopInstant(nanoseconds: -1) == .nanoseconds(Int64.max))
+        #expect(t0 < t0 + .nanoseconds(1))
+        let a = LoopInstant.now
+        #expect(a <= LoopInstant.now)
     }
 }
 

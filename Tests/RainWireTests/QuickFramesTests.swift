@@ -125,6 +125,57 @@ import Testing
         #expect(recognised > 10)
     }
 
+    /// What `QuickRequest(_:shape:)` reads from `body` with `shape`, as `quick` gives it.
+    static func quick(_ body: [UInt8], shape: inout QuickShape?) -> (id: UInt64, method: String, profile: String?)? {
+        body.withUnsafeBufferPointer { buf in
+            QuickRequest(buf, shape: &shape).map { q in
+                (q.requestID, String(decoding: q.method, as: UTF8.self), q.profile.map { String(decoding: $0, as: UTF8.self) })
+            }
+        }
+    }
+
+    @Test("a connection's last request shape reads the next one as reading it afresh does")
+    func shapeReadsAlike() throws {
+        let work = MetadataEntry(key: profileMetadataKey, value: "work")
+        let home = MetadataEntry(key: profileMetadataKey, value: "home-profile")
+        var shape: QuickShape?
+        let first = try Self.body(5, WireRequest(method: Method.getSessionState, payload: [], metadata: [work]))
+        #expect(Self.quick(first, shape: &shape)?.profile == "work")
+        let learned = try #require(shape)
+        // The same request with other ids (other varint lengths): read through the shape, which stays.
+        for id: UInt64 in [1, 127, 128, 300, 1 << 40, UInt64(Int64.max)] {
+            let body = try Self.body(id, WireRequest(method: Method.getSessionState, payload: [], metadata: [work]))
+            let q = try #require(Self.quick(body, shape: &shape), "id \(id)")
+            #expect(q.id == id && q.method == Method.getSessionState && q.profile == "work")
+            #expect(shape == learned)
+        }
+        // Another profile, then no profile, then another method: read afresh, and the shape follows.
+        let other = try Self.body(6, WireRequest(method: Method.getSessionState, payload: [], metadata: [home]))
+        #expect(Self.quick(other, shape: &shape)?.profile == "home-profile")
+        #expect(shape != learned)
+        let bare = try Self.body(7, WireRequest(method: Method.getInfo, payload: []))
+        let b = try #require(Self.quick(bare, shape: &shape))
+        #expect(b.method == Method.getInfo && b.profile == nil && b.id == 7)
+        // Something the quick lane declines leaves the shape as it was.
+        let kept = shape
+        let declined = try Self.body(8, WireRequest(method: Method.getInfo, payload: [1]))
+        #expect(Self.quick(declined, shape: &shape) == nil)
+        #expect(shape == kept)
+        // Mutated requests, each read through the previous one's shape: as read afresh.
+        var rng = EnvelopeCodecTests.Seeded(state: 0x0123_4567_89AB_CDEF)
+        var viaShape = 0
+        for i in 0..<5_000 {
+            var bytes = first
+            if i % 3 != 0 { rng.mutate(&bytes) }
+            let before = shape
+            let q = Self.quick(bytes, shape: &shape)
+            let fresh = Self.quick(bytes)
+            #expect(q?.id == fresh?.id && q?.method == fresh?.method && q?.profile == fresh?.profile, "\(bytes)")
+            if q != nil, shape == before { viaShape += 1 }
+        }
+        #expect(viaShape > 1_000)
+    }
+
     @Test("a quick answer is the ordinary answer's frame, byte for byte")
     func answerBytes() throws {
         let scratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1 << 17)
