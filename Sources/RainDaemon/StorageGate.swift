@@ -39,12 +39,15 @@ final class StorageGate: ServerHandler, StorageControl {
         var migrationTarget: KeyProviderKind? {
             didSet { updateServing() }
         }
-        /// The service that takes calls now: `opened`'s while no migration runs. Kept apart for
-        /// the quick lane, which reads it on every call: reading it through `opened` copied the
-        /// whole `Opened` (about 400 instructions).
-        private(set) var serving: DeviceService?
+        /// The quick lane of the service that takes calls now: `opened`'s while no migration runs.
+        /// Kept apart for the quick lane, which reads it on every call: reading it through
+        /// `opened` copied the whole `Opened` (about 400 instructions), and retaining the service
+        /// itself took the slow path of its side table (`DeviceService.QuickLane`).
+        private(set) var servingLane: DeviceService.QuickLane?
 
-        private mutating func updateServing() { serving = migrationTarget == nil ? opened?.service : nil }
+        private mutating func updateServing() {
+            servingLane = migrationTarget == nil ? opened?.service.quickLane : nil
+        }
         var retry: StorageRetry<DeviceSetup.Opened>?
         var isStopped = false
     }
@@ -188,8 +191,8 @@ final class StorageGate: ServerHandler, StorageControl {
     func quickAnswer(
         _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
     ) -> [UInt8]? {
-        let service = state.withLock { $0.serving }
-        return service?.quickAnswer(request, connection: connection, peer: peer, memo: &memo)
+        let lane = state.withLock { $0.servingLane }
+        return lane?.answer(request, connection: connection, peer: peer, memo: &memo)
     }
 
     func cancel(connection: ConnectionID, requestID: UInt64) {

@@ -28,14 +28,13 @@ public final class DeviceService: ServerHandler {
     let routes: RouteTable<DeviceCall>
     /// Per-app access (issue 15); nil serves every caller of an allowed uid (unit tests).
     let access: DeviceAccess?
-    /// `access`'s approvals, kept apart: reading them through the optional struct copied and
-    /// destroyed all of `DeviceAccess` (about 350 instructions per quick-lane call).
-    private let apps: AppAccess?
     /// This service among those of the process (a live migration or a reopening of the keys makes
     /// a new one): what the quick lane keeps for a connection answers only for the service that
     /// found it. An object's address can be reused; this number is not.
     private let serial = DeviceService.serials.wrappingAdd(1, ordering: .relaxed).oldValue
     private static let serials = Atomic<UInt64>(1)
+    /// The quick lane's part of the service (`QuickLane`).
+    public let quickLane: QuickLane
     /// Calls waiting for per-app access (the identity read, a prompt), by connection and request
     /// id, so that a cancel or a closed connection withdraws them.
     private let waiting = Mutex<[ConnectionID: [UInt64: Task<Void, Never>]]>([:])
@@ -52,12 +51,12 @@ public final class DeviceService: ServerHandler {
         self.config = config
         self.context = context
         self.access = access
-        self.apps = access?.apps
         self.profiles = ProfileEntries(config: config, context: context)
         // A remote authority's link changes reach every profile's snapshot and watchers.
         context.authority.observeLink { [weak profiles] link in
             for runtime in profiles?.runtimes() ?? [] { runtime.publish(link: link) }
         }
+        self.quickLane = QuickLane(ownUID: ownUID, profiles: profiles, apps: access?.apps, serial: serial)
         self.routes = Self.routes(
             config: config, context: context, access: access,
             capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
@@ -180,29 +179,58 @@ public final class DeviceService: ServerHandler {
     }
 
     /// The quick lane (issue 18): Session/GetState answered from the profile's encoded snapshot,
-    /// when the ordinary path would answer it at once with that snapshot: the daemon's own uid
-    /// (another uid the config admits takes the ordinary path), a profile the config names that
-    /// is in use already (its name was checked when it was first used), and an app the per-app
-    /// access has approved on this connection for the profile. Anything else returns nil and
-    /// takes `handle`, which decides as before. What was found is kept in the connection's `memo`
-    /// while the per-app decisions stay the same (their generation), so the next call looks
-    /// nothing up. `QuickLaneTests` checks both paths answer the same.
+    /// when the ordinary path would answer it at once with that snapshot (`QuickLane`). Anything
+    /// else returns nil and takes `handle`, which decides as before.
     public func quickAnswer(
         _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
     ) -> [UInt8]? {
-        guard peer.uid == ownUID, request.isMethod(Method.getSessionState) else { return nil }
-        let generation = apps?.generation ?? 0
-        if let grant = memo as? QuickGrant, grant.service == serial, grant.generation == generation,
-            grant.isFor(request.profile)
-        {
-            return grant.runtime.encodedSnapshot()
+        quickLane.answer(request, connection: connection, peer: peer, memo: &memo)
+    }
+
+    /// What the quick lane needs of the service, in an object of its own that nothing refers to
+    /// weakly. A caller that takes the lane on every call (the storage gate) retains this rather
+    /// than the service: the service is referred to weakly (the revocation feed's handlers), so
+    /// its reference count lives in a side table, and retaining and releasing it there cost
+    /// ~190 instructions a call (issue 18, `scripts/bench --profile`).
+    public final class QuickLane: Sendable {
+        let ownUID: UInt32
+        let profiles: ProfileEntries
+        /// The per-app approvals, kept apart: reading them through the service's optional
+        /// `DeviceAccess` copied and destroyed all of it (about 350 instructions a call).
+        let apps: AppAccess?
+        let serial: UInt64
+
+        init(ownUID: UInt32, profiles: ProfileEntries, apps: AppAccess?, serial: UInt64) {
+            self.ownUID = ownUID
+            self.profiles = profiles
+            self.apps = apps
+            self.serial = serial
         }
-        let profile = request.profile.map { String(decoding: $0, as: UTF8.self) } ?? ProfileName.defaultName
-        guard let runtime = profiles.namedRuntime(profile) else { return nil }
-        if let apps, !apps.approval(connection: connection, profile: profile).isApproved { return nil }
-        memo = QuickGrant(
-            service: serial, profile: request.profile.map { Array($0) }, runtime: runtime, generation: generation)
-        return runtime.encodedSnapshot()
+
+        /// Session/GetState answered from the profile's encoded snapshot, when the ordinary path
+        /// would answer it at once with that snapshot: the daemon's own uid (another uid the config
+        /// admits takes the ordinary path), a profile the config names that is in use already (its
+        /// name was checked when it was first used), and an app the per-app access has approved on
+        /// this connection for the profile. Anything else returns nil. What was found is kept in
+        /// the connection's `memo` while the per-app decisions stay the same (their generation),
+        /// so the next call looks nothing up. `QuickLaneTests` checks both paths answer the same.
+        public func answer(
+            _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
+        ) -> [UInt8]? {
+            guard peer.uid == ownUID, request.isMethod(Method.getSessionState) else { return nil }
+            let generation = apps?.generation ?? 0
+            if let grant = memo as? QuickGrant, grant.service == serial, grant.generation == generation,
+                grant.isFor(request.profile)
+            {
+                return grant.runtime.encodedSnapshot()
+            }
+            let profile = request.profile.map { String(decoding: $0, as: UTF8.self) } ?? ProfileName.defaultName
+            guard let runtime = profiles.namedRuntime(profile) else { return nil }
+            if let apps, !apps.approval(connection: connection, profile: profile).isApproved { return nil }
+            memo = QuickGrant(
+                service: serial, profile: request.profile.map { Array($0) }, runtime: runtime, generation: generation)
+            return runtime.encodedSnapshot()
+        }
     }
 
     /// What the quick lane found for a connection: a named profile's runtime (never evicted) of
