@@ -37,12 +37,19 @@ int rain_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
 int rain_epoll_wait(int epfd, rain_epoll_event *out, int max, int timeout_ms) {
     struct epoll_event evs[256];
     if (max > 256) max = 256;
-    int n = epoll_wait(epfd, evs, max, timeout_ms);
+    // epoll_pwait with no signal mask is epoll_wait, and exists on every architecture.
+    int n = (int)syscall(SYS_epoll_pwait, epfd, evs, max, timeout_ms, NULL, (size_t)8);
     for (int i = 0; i < n; i++) {
         out[i].events = evs[i].events;
         out[i].token = evs[i].data.u64;
     }
     return n;
+}
+
+ssize_t rain_read(int fd, void *buf, size_t n) { return (ssize_t)syscall(SYS_read, fd, buf, n); }
+
+ssize_t rain_send(int fd, const void *buf, size_t n, int flags) {
+    return (ssize_t)syscall(SYS_sendto, fd, buf, n, flags, NULL, (socklen_t)0);
 }
 
 int rain_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }

@@ -126,7 +126,7 @@ extension Syscall {
     /// - Throws: RAIN_502 naming `read`.
     public static func readNonBlocking(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(RainError) -> IOResult<Int>
     {
-        try callNonBlocking("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+        try callNonBlocking("read") { plainRead(fd, buffer.baseAddress, buffer.count) }
     }
 
     /// Writes up to `bytes.count` bytes to a blocking descriptor (a file or a pipe).

@@ -90,7 +90,7 @@ extension Syscall {
     /// - Returns: the count sent.
     /// - Throws: RAIN_502 naming `send`.
     public static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(RainError) -> Int {
-        try call("send") { Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+        try call("send") { rain_send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Sends all of `bytes` on a blocking socket (`send` as many times as it takes).
@@ -102,11 +102,16 @@ extension Syscall {
         }
     }
 
+    /// `read(2)` as a plain system call (`rain_read`: not glibc's cancellation point).
+    static func plainRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        rain_read(fd, buffer, count)
+    }
+
     /// Sends up to `bytes.count` bytes on a non-blocking socket, with `MSG_NOSIGNAL`.
     /// - Returns: the count sent, or `.wouldBlock` when the send buffer is full.
     /// - Throws: RAIN_502 naming `send`.
     public static func sendNonBlocking(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(RainError) -> IOResult<Int> {
-        try callNonBlocking("send") { Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+        try callNonBlocking("send") { rain_send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Sends one datagram to `address` without blocking (`MSG_DONTWAIT | MSG_NOSIGNAL`).
