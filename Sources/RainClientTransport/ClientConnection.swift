@@ -57,6 +57,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
         /// Whether `inlineError` holds the answer's error: a plain flag read and cleared per call,
         /// where testing and clearing the optional cost ~100 instructions in its value witnesses.
         @exclusivity(unchecked) var inlineFailed = false
+        /// The last inline call's request after its id (`ClientFrames.RequestTail`).
+        @exclusivity(unchecked) var requestTail: ClientFrames.RequestTail?
 
         init(maximumFrameLength: Int, isTLS: Bool, fd: Int32, wakeFD: Int32?, failure: RainError) {
             decoder = FrameDecoder(maximumLength: maximumFrameLength)
@@ -376,13 +378,22 @@ public final class ClientConnection: TaskExecutor, Sendable {
         guard canAnswerInline, readerThread.load(ordering: .relaxed) == pthread_self() else { return nil }
         let r = reader
         guard !r.hasEnded, r.inlineID == 0, !Task.isCancelled else { return nil }
+        // The request's bytes after its id: the last call's when it is the same request.
+        let tail: ClientFrames.RequestTail
+        if let known = r.requestTail,
+            known.matches(method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
+        {
+            tail = known
+        } else {
+            guard
+                let made = ClientFrames.RequestTail(
+                    method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata),
+                made.maximumFrameLength <= Self.requestBufferSize
+            else { return nil }
+            r.requestTail = made
+            tail = made
+        }
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        guard
-            let layout = ClientFrames.requestLayout(
-                id: id, method: method, payloadCount: payload.count, timeoutMilliseconds: timeoutMilliseconds,
-                metadata: metadata),
-            layout.length <= Self.requestBufferSize
-        else { return nil }
         r.inlineID = id
         defer {
             r.inlineID = 0
@@ -392,11 +403,7 @@ public final class ClientConnection: TaskExecutor, Sendable {
                 r.inlineError = nil
             }
         }
-        if let error = writeRequest(
-            layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata)
-        {
-            throw error
-        }
+        if let error = writeRequest(tail, id: id) { throw error }
         // The answer is waited for in the read itself: a blocking read that gives up after the
         // inline wait (`SO_RCVTIMEO`, set at the start), one system call where a poll and a read
         // were two. A job another thread queues meanwhile waits for the answer or the wait's end.
@@ -519,6 +526,18 @@ public final class ClientConnection: TaskExecutor, Sendable {
                     id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
         } catch {
             return error
+        }
+    }
+
+    /// Writes the request with `id` whose bytes after the id are `tail` (an inline call: no TLS,
+    /// and the tail fits the request buffer).
+    private func writeRequest(_ tail: ClientFrames.RequestTail, id: UInt64) -> RainError? {
+        writeSide.withLock { side -> RainError? in
+            guard let length = side.requestBuffer.withUnsafeMutableBufferPointer({ tail.write(id: id, into: $0) }) else {
+                // Only a size computed wrong gets here (ClientFramesTests fail then).
+                return RainError(.internalError, "a request did not fit its buffer; report this as a bug")
+            }
+            return side.requestBuffer.withUnsafeBytes { sendAll(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
         }
     }
 

@@ -108,6 +108,77 @@ package enum ClientFrames {
         return isExact ? size : nil
     }
 
+    /// A request's bytes after its id, kept to send the same request again under another id:
+    /// a client repeats the same call (the same method, payload, deadline and metadata), and
+    /// writing its fields again cost ~500 instructions a call (issue 18). The frame it writes is
+    /// the bytes of `request(…)` (`ClientFramesTests`).
+    package struct RequestTail: Sendable {
+        private let method: String
+        private let payload: [UInt8]
+        private let timeoutMilliseconds: UInt32
+        private let fields: [UInt8]
+        /// The envelope after its id field: the request field, tag and all.
+        private let bytes: [UInt8]
+
+        /// The tail of this request; nil when the method or the metadata holds a NUL (then
+        /// `request(…)` throws the refusal).
+        package init?(method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata) {
+            guard let fields = metadata.fields, !ClientFrames.hasNUL(method) else { return nil }
+            let kind =
+                EnvelopeSize.string(1, method) + EnvelopeSize.bytes(2, payload.count)
+                + EnvelopeSize.varintField(3, UInt64(timeoutMilliseconds)) + fields.count
+            guard
+                let bytes = ProtoWriter.bytes(
+                    exactly: EnvelopeSize.message(2, kind),
+                    { w in
+                        w.tag(2, .lengthDelimited)
+                        w.varint(UInt64(kind))
+                        w.stringField(1, method)
+                        w.bytesField(2, payload)
+                        w.varintField(3, UInt64(timeoutMilliseconds))
+                        w.raw(fields)
+                    })
+            else { return nil }
+            self.method = method
+            self.payload = payload
+            self.timeoutMilliseconds = timeoutMilliseconds
+            self.fields = fields
+            self.bytes = bytes
+        }
+
+        /// Whether it is the tail of this request. Cheap for the usual repeat: the strings and
+        /// arrays are then the same storage, which `==` sees before it compares any element.
+        package func matches(
+            method: String, payload: [UInt8], timeoutMilliseconds: UInt32, metadata: EncodedMetadata
+        ) -> Bool {
+            timeoutMilliseconds == self.timeoutMilliseconds && method == self.method && payload == self.payload
+                && metadata.fields == fields
+        }
+
+        /// The longest frame it writes (an id of ten bytes).
+        package var maximumFrameLength: Int { Frame.headerLength + 11 + bytes.count }
+
+        /// Writes the frame of the request with `id` at the start of `buffer`; returns its length,
+        /// nil when the buffer is shorter than `maximumFrameLength`. Not inlined:
+        /// `scripts/bench-instructions` counts its calls as the requests an inline call wrote.
+        @inline(never)
+        package func write(id: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+            // By hand (`PlainWriter`), not through `ProtoWriter`: its checked writes of single bytes
+            // cost ~80 instructions here. The frame header, the id field, the tail.
+            let total = EnvelopeSize.varintField(1, id) + bytes.count
+            let size = Frame.headerLength + total
+            // Room for the longest id, so that no write below can pass the buffer's end.
+            guard maximumFrameLength <= buffer.count, total <= Int(UInt32.max), let base = buffer.baseAddress else {
+                return nil
+            }
+            var w = PlainWriter(base: base)
+            w.frameHeader(length: total)
+            w.varintField(tag: 0x08, id)  // field 1, varint
+            bytes.withUnsafeBufferPointer { w.copy($0) }
+            return w.at == size ? size : nil
+        }
+    }
+
     /// The lengths of a request's `Request` message and of its envelope.
     private static func sizes(
         id: UInt64, method: String, payloadCount: Int, timeoutMilliseconds: UInt32, fields: [UInt8]

@@ -49,7 +49,42 @@ import Testing
                     #expect(written == nil)
                 }
             }
+            // The same bytes from the request's tail (an inline call's repeat), under this id and
+            // under others of every varint length.
+            let tail = try #require(
+                ClientFrames.RequestTail(method: method, payload: payload, timeoutMilliseconds: timeout, metadata: encoded))
+            #expect(tail.matches(method: method, payload: payload, timeoutMilliseconds: timeout, metadata: encoded))
+            for otherID in [id, 1, 127, 128, UInt64.max] {
+                let expected = try ClientFrames.request(
+                    id: otherID, method: method, payload: payload, timeoutMilliseconds: timeout, metadata: encoded)
+                var buffer = [UInt8](repeating: 0xEE, count: tail.maximumFrameLength)
+                let written = buffer.withUnsafeMutableBufferPointer { tail.write(id: otherID, into: $0) }
+                #expect(written == expected.count, "id \(otherID)")
+                #expect(Array(buffer.prefix(expected.count)) == expected, "id \(otherID)")
+                #expect(buffer.dropFirst(expected.count).allSatisfy { $0 == 0xEE })
+            }
+            var short = [UInt8](repeating: 0, count: tail.maximumFrameLength - 1)
+            #expect(short.withUnsafeMutableBufferPointer { tail.write(id: 1, into: $0) } == nil)
         }
+    }
+
+    @Test func aRequestTailMatchesOnlyItsOwnRequest() throws {
+        let metadata = EncodedMetadata([MetadataEntry(key: profileMetadataKey, value: "default")])
+        let other = EncodedMetadata([MetadataEntry(key: profileMetadataKey, value: "work")])
+        let tail = try #require(
+            ClientFrames.RequestTail(method: "/a", payload: [1], timeoutMilliseconds: 5, metadata: metadata))
+        #expect(tail.matches(method: "/a", payload: [1], timeoutMilliseconds: 5, metadata: metadata))
+        // Equal values in other storage match too.
+        #expect(
+            tail.matches(
+                method: String("/a".reversed().reversed()), payload: Array([1]), timeoutMilliseconds: 5,
+                metadata: EncodedMetadata([MetadataEntry(key: profileMetadataKey, value: "default")])))
+        #expect(!tail.matches(method: "/b", payload: [1], timeoutMilliseconds: 5, metadata: metadata))
+        #expect(!tail.matches(method: "/a", payload: [2], timeoutMilliseconds: 5, metadata: metadata))
+        #expect(!tail.matches(method: "/a", payload: [1], timeoutMilliseconds: 6, metadata: metadata))
+        #expect(!tail.matches(method: "/a", payload: [1], timeoutMilliseconds: 5, metadata: other))
+        // A NUL is refused as the envelope refuses it: no tail.
+        #expect(ClientFrames.RequestTail(method: "a\u{0}", payload: [], timeoutMilliseconds: 0, metadata: metadata) == nil)
     }
 
     @Test func aLayoutOfAnotherRequestWritesNothing() throws {
