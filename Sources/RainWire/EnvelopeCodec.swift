@@ -168,10 +168,37 @@ enum WireType: UInt8 {
     case lengthDelimited = 2
 }
 
+/// What puts the bytes of a frame one at a time: `ProtoWriter` (each write checked against its
+/// capacity) and `PlainWriter` (unchecked, for frames measured and checked against the room first).
+/// The header and varints of both are written here, once.
+protocol FrameByteWriter {
+    mutating func byte(_ b: UInt8)
+}
+
+extension FrameByteWriter {
+    /// A frame header: the 4-byte big-endian length.
+    mutating func frameHeader(length: Int) {
+        let n = UInt32(truncatingIfNeeded: length)
+        byte(UInt8(truncatingIfNeeded: n >> 24))
+        byte(UInt8(truncatingIfNeeded: n >> 16))
+        byte(UInt8(truncatingIfNeeded: n >> 8))
+        byte(UInt8(truncatingIfNeeded: n))
+    }
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            byte(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        byte(UInt8(truncatingIfNeeded: v))
+    }
+}
+
 /// Writes protobuf fields into a byte array of a size computed in advance. Every write is checked
 /// against that size: a size computed wrong yields nil (and the caller protobuf-c's bytes), never a
 /// write past the end.
-struct ProtoWriter {
+struct ProtoWriter: FrameByteWriter {
     private let base: UnsafeMutablePointer<UInt8>
     private let capacity: Int
     private var count = 0
@@ -206,7 +233,7 @@ struct ProtoWriter {
         return !w.isOverflowed && w.count == size
     }
 
-    private mutating func byte(_ b: UInt8) {
+    mutating func byte(_ b: UInt8) {
         guard count < capacity else {
             isOverflowed = true
             return
@@ -224,25 +251,7 @@ struct ProtoWriter {
         count += source.count
     }
 
-    /// A frame header: the 4-byte big-endian length.
-    mutating func frameHeader(length: Int) {
-        let n = UInt32(truncatingIfNeeded: length)
-        byte(UInt8(truncatingIfNeeded: n >> 24))
-        byte(UInt8(truncatingIfNeeded: n >> 16))
-        byte(UInt8(truncatingIfNeeded: n >> 8))
-        byte(UInt8(truncatingIfNeeded: n))
-    }
-
     mutating func tag(_ number: Int, _ type: WireType) { byte(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
-
-    mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            byte(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        byte(UInt8(truncatingIfNeeded: v))
-    }
 
     mutating func varintField(_ number: Int, _ value: UInt64) {
         guard value != 0 else { return }

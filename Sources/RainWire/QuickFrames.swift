@@ -161,7 +161,7 @@ public enum QuickAnswer {
 /// Writes bytes at a pointer with no checks: for frames whose size was computed first and checked
 /// against the room (`QuickAnswer`, `ClientFrames.RequestTail`). A size computed wrong shows as a
 /// length that differs from it, which the callers check (and the tests compare every byte).
-struct PlainWriter {
+struct PlainWriter: FrameByteWriter {
     let base: UnsafeMutablePointer<UInt8>
     private(set) var at = 0
 
@@ -170,24 +170,6 @@ struct PlainWriter {
     mutating func byte(_ b: UInt8) {
         base[at] = b
         at += 1
-    }
-
-    /// The frame header: the body's length, big-endian.
-    mutating func frameHeader(length: Int) {
-        let n = UInt32(truncatingIfNeeded: length)
-        byte(UInt8(truncatingIfNeeded: n >> 24))
-        byte(UInt8(truncatingIfNeeded: n >> 16))
-        byte(UInt8(truncatingIfNeeded: n >> 8))
-        byte(UInt8(truncatingIfNeeded: n))
-    }
-
-    mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            byte(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        byte(UInt8(truncatingIfNeeded: v))
     }
 
     /// A varint field with its tag byte; nothing for 0 (proto3 leaves it out).
