@@ -20,7 +20,9 @@ import Synchronization
 ///   that brings no message for 2.5·H (`idleBound(heartbeatInterval:)`; H counted as at least
 ///   50 ms) is dropped like a lost connection, so a link that died silently (a partition, a hung
 ///   authority, a NAT that dropped its state) is reopened and checked instead of waited on
-///   forever. An authority that sends no heartbeat (older) is never timed out.
+///   forever. Before the first heartbeat, an authority whose `GetInfo` lists
+///   `AuthorityCapability.revocationHeartbeat` is given `connectTimeout` for it. An authority that
+///   sends no heartbeat (older: it does not list the capability) is never timed out.
 /// - A recheck (`AuthorityRevocation.isRecheck`: the authority may have missed revocations) is
 ///   handed to `onEvent` as `.recheck`: the device checks every session, as at a reconnect.
 /// - A lost connection is opened again after a backoff: `initialDelay` doubling up to `maxDelay`,
@@ -198,6 +200,7 @@ public final class RevocationFeed: Sendable {
                 continue
             }
             let stream: AsyncThrowingStream<[UInt8], any Error>
+            var announcesHeartbeats = false
             do throws(RainError) {
                 try await prove(on: connection)
                 stream = try connection.openStream(
@@ -205,9 +208,12 @@ public final class RevocationFeed: Sendable {
                 ).messages
                 // Answered after the stream's request was dispatched (one loop, in order): the
                 // subscription is in place before the device checks its sessions.
-                _ = try await withTimeout(on: connection) { () async throws(RainError) in
+                let info = try await withTimeout(on: connection) { () async throws(RainError) in
                     try await connection.call(method: AuthorityMethod.getInfo, payload: try GetInfoRequest().encode())
                 }
+                announcesHeartbeats =
+                    (try? GetInfoResponse.decode(info))?.capabilities.contains(AuthorityCapability.revocationHeartbeat)
+                    ?? false
             } catch {
                 connection.close()
                 await fail(error, stage: "open")
@@ -221,9 +227,16 @@ public final class RevocationFeed: Sendable {
             logger.info("revocations.connected", ["address": address.description, "reconnect": String(count > 1)])
             onEvent(.connected)
             var failure: RainError?
-            // Armed once a heartbeat announced the interval, re-armed by every message.
+            // Armed once a heartbeat announced the interval, re-armed by every message. An
+            // authority that says it sends heartbeats sent the first as the stream opened, before
+            // it answered GetInfo: until it arrives the wait is bounded by `connectTimeout` (the
+            // stream's opening), so an authority that hangs before its first heartbeat is dropped
+            // too. One that does not say so (older) is never timed out.
             let idleTimer = TimerBox()
             var idleBound: Duration?
+            if announcesHeartbeats {
+                idleTimer.set(dropIfSilent(connection, for: connectTimeout, hint: "no first heartbeat: reconnecting"))
+            }
             do {
                 for try await bytes in stream {
                     guard let message = try? AuthorityRevocation.decode(bytes) else { continue }
@@ -261,7 +274,9 @@ public final class RevocationFeed: Sendable {
 
     /// A timer that closes `connection` (which ends its stream, and the loop reconnects) once
     /// `bound` passes with no message.
-    private func dropIfSilent(_ connection: ClientConnection, for bound: Duration) -> any RainTimer {
+    private func dropIfSilent(
+        _ connection: ClientConnection, for bound: Duration, hint: String = "no heartbeat: reconnecting"
+    ) -> any RainTimer {
         clock.schedule(after: bound, on: queue) { [self] in
             let isCurrent = state.withLock { s -> Bool in
                 guard s.connection === connection else { return false }
@@ -271,7 +286,7 @@ public final class RevocationFeed: Sendable {
             guard isCurrent else { return }
             logger.warning(
                 "revocations.idle",
-                ["address": address.description, "boundMs": String(bound.milliseconds), "hint": "no heartbeat: reconnecting"])
+                ["address": address.description, "boundMs": String(bound.milliseconds), "hint": hint])
             connection.close()
         }
     }

@@ -50,6 +50,8 @@ public final class AuthorityService: ServerHandler {
     public let routes: RouteTable<Call>
     private let authority: any Authority
     private let isDevOutboxEnabled: Bool
+    /// Whether `WatchRevocations` streams get heartbeats (`AuthorityCapability.revocationHeartbeat`).
+    private let sendsHeartbeats: Bool
     /// Each connection's challenge and proven keys.
     let proofs = DeviceProofRegistry()
     /// The open `WatchRevocations` streams; nil without a hub.
@@ -82,19 +84,23 @@ public final class AuthorityService: ServerHandler {
             RevocationStreams(hub: $0, heartbeat: revocationHeartbeat, clock: clock)
         }
         self.isDevOutboxEnabled = isDevOutboxEnabled
+        self.sendsHeartbeats = revocations != nil && revocationHeartbeat != nil
         let info = GetInfoResponse(
             daemonVersion: version, protocolVersion: protocolVersion,
-            capabilities: Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled),
+            capabilities: Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled, sendsHeartbeats: sendsHeartbeats),
             maxFrameBytes: UInt32(clamping: maximumFrameBytes))
         self.routes = Self.routes(info: info, isDevOutboxEnabled: isDevOutboxEnabled, logger: logger)
     }
 
     /// The capabilities `GetInfo` reports.
-    public var capabilities: [String] { Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled) }
+    public var capabilities: [String] {
+        Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled, sendsHeartbeats: sendsHeartbeats)
+    }
 
-    private static func capabilities(isDevOutboxEnabled: Bool) -> [String] {
+    private static func capabilities(isDevOutboxEnabled: Bool, sendsHeartbeats: Bool) -> [String] {
         ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts", "device-proof"]
             + (isDevOutboxEnabled ? ["dev-outbox"] : [])
+            + (sendsHeartbeats ? [AuthorityCapability.revocationHeartbeat] : [])
     }
 
     /// Dispatches one request (loop thread; never blocks). Requests carry no profile, and the

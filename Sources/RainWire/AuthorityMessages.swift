@@ -8,6 +8,14 @@ import RainCore
 /// Each line names the Swift request → response types (the proto message names are in the
 /// `+ProtobufC` files). The authority's own value types are the messages: `Authority` takes and
 /// returns exactly what travels.
+/// What an authority's `GetInfo` may list among its capabilities, beyond its methods.
+public enum AuthorityCapability {
+    /// Its `WatchRevocations` streams get a heartbeat as they open and then at the interval it
+    /// announces: a device bounds the wait for the first one (`RevocationFeed`). An authority
+    /// without it (older, or run with no heartbeat) is never timed out.
+    public static let revocationHeartbeat = "revocation-heartbeat"
+}
+
 public enum AuthorityMethod {
     /// `GetInfoRequest` → `GetInfoResponse`: version, protocol version, capabilities.
     public static let getInfo = "/rain.wallet.v1.Authority/GetInfo"

@@ -437,6 +437,7 @@ struct RemoteAuthorityTests {
             #expect(
                 info.capabilities == [
                     "login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts", "device-proof",
+                    AuthorityCapability.revocationHeartbeat,
                 ])
         }
     }

@@ -268,6 +268,42 @@ struct RevocationHeartbeatTests {
         }
     }
 
+    @Test("an authority that announces heartbeats and hangs before the first: dropped after the connect timeout")
+    func hungBeforeTheFirstHeartbeat() async throws {
+        try await RemoteFixture.with { f in
+            let service = AuthorityService(
+                authority: f.embedded, version: "test", logger: f.logger.child("service-hb"),
+                revocations: f.embedded.revocations, revocationHeartbeat: Self.interval, clock: ManualClock())
+            #expect(service.capabilities.contains(AuthorityCapability.revocationHeartbeat))
+            // Its GetInfo lists the capability; its streams stay open and bring nothing.
+            let server = try RunningTCPServer(handler: MuteStreams(service), logger: f.logger.child("loop-mute"))
+            let clock = ManualClock()
+            let events = FeedEvents()
+            let connectTimeout: Duration = .seconds(5)
+            let feed = RevocationFeed(
+                address: try TCPAddress(parsing: server.address, field: "authority"), tls: nil, device: FixtureDevice.keys,
+                connectTimeout: connectTimeout, backoff: RevocationPushTests.fastBackoff, clock: clock,
+                logger: f.logger.child("feed")
+            ) { events.append($0) }
+            feed.start()
+            #expect(await events.wait { $0.connections == 1 })
+            // The first-heartbeat bound, armed once the stream is up (its only timer then).
+            #expect(await events.wait { _ in clock.pendingTimerCount == 1 })
+            clock.advance(by: connectTimeout - .milliseconds(10))
+            #expect(feed.idleDropCount == 0)
+            clock.advance(by: .milliseconds(10))
+            #expect(feed.idleDropCount == 1)
+            #expect(feed.heartbeatCount == 0)
+            #expect(f.logSink.captured.contains { $0.contains("revocations.idle") && $0.contains("no first heartbeat") })
+            // Then the backoff wait, and the reconnect with its check.
+            #expect(await events.wait { _ in clock.pendingTimerCount == 1 })
+            clock.advance(by: .seconds(1))
+            #expect(await events.wait { $0.connections == 2 })
+            feed.stop()
+            await server.stop()
+        }
+    }
+
     @Test("heartbeats keep a quiet stream open: each one moves the bound")
     func heartbeatsKeepTheStream() async throws {
         try await RemoteFixture.with { f in
@@ -294,6 +330,10 @@ struct RevocationHeartbeatTests {
     @Test("an authority that sends no heartbeat (older) is never timed out")
     func noHeartbeatNoBound() async throws {
         try await RemoteFixture.with { f in
+            let quiet = AuthorityService(
+                authority: f.embedded, version: "test", logger: f.logger.child("service-quiet"),
+                revocations: f.embedded.revocations, revocationHeartbeat: nil)
+            #expect(!quiet.capabilities.contains(AuthorityCapability.revocationHeartbeat))
             let server = try Self.server(f, heartbeat: nil, clock: ManualClock())
             let clock = ManualClock()
             let events = FeedEvents()
@@ -411,4 +451,17 @@ struct RevocationFeedBackoffTests {
         #expect(feed.attemptCount == 5)
         #expect(events.connections == 0)
     }
+}
+
+/// An authority whose `WatchRevocations` streams open and then bring nothing, not even the opening
+/// heartbeat its `GetInfo` promises: a hung one, seen from the device. Everything else is `inner`'s.
+private final class MuteStreams: ServerHandler {
+    let inner: AuthorityService
+    init(_ inner: AuthorityService) { self.inner = inner }
+
+    func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
+        request.method == AuthorityMethod.watchRevocations ? .stream : inner.handle(request, context: context)
+    }
+    func cancel(connection: ConnectionID, requestID: UInt64) { inner.cancel(connection: connection, requestID: requestID) }
+    func connectionClosed(_ connection: ConnectionID) { inner.connectionClosed(connection) }
 }
