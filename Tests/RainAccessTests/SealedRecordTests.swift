@@ -190,7 +190,10 @@ struct SealedRecordTests {
         shell.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
         // The shell says "ready" once `setsid -c` has made the terminal its own: the test waits for
         // that line, not for a time (2 s of polling was not enough at the start of a loaded run).
-        shell.arguments = ["-c", "-w", "sh", "-c", "echo ready; exec sleep 10"]
+        // It then lives until the test kills it (at most 2 minutes): a `sleep 10` once ended
+        // before the session was read (the test took 16 s at the start of the parallel unit
+        // stage), and with its leader gone the terminal had no session.
+        shell.arguments = ["-c", "-w", "sh", "-c", "echo ready; exec sleep 120"]
         shell.standardInput = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
         let ready = Pipe()
         shell.standardOutput = ready
