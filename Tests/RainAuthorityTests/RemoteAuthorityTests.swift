@@ -3,6 +3,7 @@ import RainAuthorityAPI
 import RainAuthorityServer
 import RainCore
 import RainCrypto
+import RainSystem
 import RainTestSupport
 import RainTransport
 import RainWire
@@ -17,6 +18,25 @@ final class RunningTCPServer: Sendable {
     let server: EventLoopServer
     let port: UInt16
     private let isFinished = Mutex(false)
+
+    /// A server on a free port below the kernel's ephemeral range (`ip_local_port_range`, 32768 up
+    /// here), for tests that stop it and listen on its port again: an ephemeral port, once freed,
+    /// can become the local port of any test's outgoing connection in the meantime, and the second
+    /// listen then failed with "address already in use" (seen once in the parallel unit stage).
+    /// Ports below the range are never given to outgoing connections.
+    static func belowEphemeralPorts(
+        handler: any ServerHandler, tls: TLSContext? = nil, logger: Logger
+    ) throws -> RunningTCPServer {
+        var lastError: RainError?
+        for _ in 0..<100 {
+            do {
+                return try RunningTCPServer(handler: handler, port: UInt16.random(in: 20_000...32_000), tls: tls, logger: logger)
+            } catch let error as RainError where (error.underlying as? ErrnoError)?.code == EADDRINUSE {
+                lastError = error  // another test's port: draw again
+            }
+        }
+        throw lastError ?? RainError(.internalError, "no free port below the ephemeral range")
+    }
 
     /// Listens on `host`:`port` (0: an ephemeral port) and starts the loop; with `tls`, serves TLS.
     init(
@@ -93,7 +113,7 @@ struct RemoteFixture {
         let service = AuthorityService(
             authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"),
             revocations: embedded.revocations)
-        let server = try RunningTCPServer(handler: service, tls: serverTLS, logger: logger.child("loop"))
+        let server = try RunningTCPServer.belowEphemeralPorts(handler: service, tls: serverTLS, logger: logger.child("loop"))
         let remote = try RemoteAuthority(
             address: server.address, tls: clientTLS, device: FixtureDevice.keys, connectTimeout: .seconds(2),
             deadlines: AuthorityDeadlines(read: callTimeout, send: callTimeout, refresh: callTimeout),
