@@ -195,11 +195,7 @@ public final class OffsetClock: RainClock {
     /// `d` for Dispatch, in whole nanoseconds (not milliseconds: a timer armed a fraction of a
     /// millisecond early would find itself not due and re-arm for zero, again and again).
     static func dispatchInterval(_ d: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = d.components
-        guard seconds >= 0 else { return .nanoseconds(0) }
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow, whole <= Int64(Int.max) - 1_000_000_000 else { return .nanoseconds(Int.max) }
-        return .nanoseconds(Int(whole + attoseconds / 1_000_000_000))
+        .nanoseconds(Int(max(0, d.clampedNanoseconds)))
     }
 }
 

@@ -129,6 +129,16 @@ extension Duration {
         return c.seconds * 1000 + c.attoseconds / 1_000_000_000_000_000
     }
 
+    /// Whole nanoseconds (truncated), clamped to `Int64`.
+    public var clampedNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        let (sum, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        guard !overflowAgain else { return seconds < 0 ? .min : .max }
+        return sum
+    }
+
     /// Seconds as a `TimeInterval`.
     public var timeInterval: TimeInterval {
         let c = components

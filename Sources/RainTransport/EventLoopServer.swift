@@ -302,7 +302,7 @@ public final class EventLoopServer: @unchecked Sendable {
     /// Set while the listener is out of the epoll set after `EMFILE` / `ENFILE`.
     @exclusivity(unchecked) private var acceptPausedUntil: LoopInstant?
     private var logThrottle: LogThrottle
-    private var nextConnection: UInt64 = 2  // tokens 0 and 1 are the listener and the eventfd
+    private var nextConnection: UInt64 = 2
     @exclusivity(unchecked) private var nextToken: UInt64 = 1
     @exclusivity(unchecked) private var listening = true
     /// The most connections held since memory was last given back.

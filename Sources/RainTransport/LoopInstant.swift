@@ -1,4 +1,5 @@
 import Glibc
+import RainCore
 
 /// A reading of `CLOCK_MONOTONIC` in nanoseconds: the event loop's time.
 ///
@@ -30,17 +31,5 @@ struct LoopInstant: Comparable, Sendable {
     static func - (a: LoopInstant, b: LoopInstant) -> Duration {
         let (difference, overflow) = a.nanoseconds.subtractingReportingOverflow(b.nanoseconds)
         return .nanoseconds(overflow ? (a < b ? Int64.min : Int64.max) : difference)
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds, clamped to `Int64`.
-    var clampedNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return seconds < 0 ? .min : .max }
-        let (sum, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        guard !overflowAgain else { return seconds < 0 ? .min : .max }
-        return sum
     }
 }

@@ -1,13 +1,6 @@
 import Foundation
 import RainCore
 
-/// Full method names of the authority hop (`proto/authority.proto`): a device daemon calling a
-/// remote authority (`rainwalletd authority --listen HOST:PORT`) with the same framing as the
-/// device protocol. Requests carry no profile: the app id and device id are request fields.
-///
-/// Each line names the Swift request → response types (the proto message names are in the
-/// `+ProtobufC` files). The authority's own value types are the messages: `Authority` takes and
-/// returns exactly what travels.
 /// What an authority's `GetInfo` may list among its capabilities, beyond its methods.
 public enum AuthorityCapability {
     /// Its `WatchRevocations` streams get a heartbeat as they open and then at the interval it
@@ -16,6 +9,13 @@ public enum AuthorityCapability {
     public static let revocationHeartbeat = "revocation-heartbeat"
 }
 
+/// Full method names of the authority hop (`proto/authority.proto`): a device daemon calling a
+/// remote authority (`rainwalletd authority --listen HOST:PORT`) with the same framing as the
+/// device protocol. Requests carry no profile: the app id and device id are request fields.
+///
+/// Each line names the Swift request → response types (the proto message names are in the
+/// `+ProtobufC` files). The authority's own value types are the messages: `Authority` takes and
+/// returns exactly what travels.
 public enum AuthorityMethod {
     /// `GetInfoRequest` → `GetInfoResponse`: version, protocol version, capabilities.
     public static let getInfo = "/rain.wallet.v1.Authority/GetInfo"

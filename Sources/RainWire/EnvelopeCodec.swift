@@ -168,11 +168,12 @@ enum WireType: UInt8 {
     case lengthDelimited = 2
 }
 
-/// What puts the bytes of a frame one at a time: `ProtoWriter` (each write checked against its
-/// capacity) and `PlainWriter` (unchecked, for frames measured and checked against the room first).
-/// The header and varints of both are written here, once.
+/// What puts the bytes of a frame: `ProtoWriter` (each write checked against its capacity) and
+/// `PlainWriter` (unchecked, for frames measured and checked against the room first). The header,
+/// varints, tags and the fields both write are written here, once.
 protocol FrameByteWriter {
     mutating func byte(_ b: UInt8)
+    mutating func copy(_ source: UnsafeBufferPointer<UInt8>)
 }
 
 extension FrameByteWriter {
@@ -192,6 +193,23 @@ extension FrameByteWriter {
             v >>= 7
         }
         byte(UInt8(truncatingIfNeeded: v))
+    }
+
+    mutating func tag(_ number: Int, _ type: WireType) { byte(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
+
+    /// A varint field; nothing for 0 (proto3 leaves it out).
+    mutating func varintField(_ number: Int, _ value: UInt64) {
+        guard value != 0 else { return }
+        tag(number, .varint)
+        varint(value)
+    }
+
+    /// A bytes field; nothing when empty (proto3 leaves it out).
+    mutating func bytesField(_ number: Int, _ value: UnsafeBufferPointer<UInt8>) {
+        guard !value.isEmpty else { return }
+        tag(number, .lengthDelimited)
+        varint(UInt64(value.count))
+        copy(value)
     }
 }
 
@@ -251,26 +269,8 @@ struct ProtoWriter: FrameByteWriter {
         count += source.count
     }
 
-    mutating func tag(_ number: Int, _ type: WireType) { byte(UInt8(truncatingIfNeeded: number << 3) | type.rawValue) }
-
-    mutating func varintField(_ number: Int, _ value: UInt64) {
-        guard value != 0 else { return }
-        tag(number, .varint)
-        varint(value)
-    }
-
     mutating func bytesField(_ number: Int, _ value: [UInt8]) {
-        guard !value.isEmpty else { return }
-        tag(number, .lengthDelimited)
-        varint(UInt64(value.count))
-        value.withUnsafeBufferPointer { copy($0) }
-    }
-
-    mutating func bytesField(_ number: Int, _ value: UnsafeBufferPointer<UInt8>) {
-        guard !value.isEmpty else { return }
-        tag(number, .lengthDelimited)
-        varint(UInt64(value.count))
-        copy(value)
+        value.withUnsafeBufferPointer { bytesField(number, $0) }
     }
 
     mutating func stringField(_ number: Int, _ value: String) {

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import RainCore
+@testable import RainCore
 import RainTestSupport
 import Synchronization
 import Testing
@@ -195,5 +195,19 @@ import Testing
             try? await Task.sleep(for: .milliseconds(5))
         }
         return value()
+    }
+}
+
+@Suite struct DurationNanosecondsTests {
+    @Test("a duration in whole nanoseconds, truncated, clamped to Int64; Dispatch gets none below zero")
+    func clampedNanoseconds() {
+        #expect(Duration.milliseconds(1_500).clampedNanoseconds == 1_500_000_000)
+        #expect(Duration.nanoseconds(-7).clampedNanoseconds == -7)
+        #expect(Duration(secondsComponent: 0, attosecondsComponent: 3_999_999_999).clampedNanoseconds == 3)
+        #expect(Duration.seconds(Int64.max).clampedNanoseconds == .max)
+        #expect(Duration.seconds(Int64.min).clampedNanoseconds == .min)
+        #expect(OffsetClock.dispatchInterval(.milliseconds(2)) == .nanoseconds(2_000_000))
+        #expect(OffsetClock.dispatchInterval(.seconds(-1)) == .nanoseconds(0))
+        #expect(OffsetClock.dispatchInterval(.seconds(Int64.max)) == .nanoseconds(Int.max))
     }
 }
