@@ -78,6 +78,8 @@ int rain_socket_kind(int fd, int *domain, int *type, int *accepting) {
 
 int rain_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0, 0, 0); }
 
+int rain_set_thread_name(const char *name) { return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
+
 int rain_set_thread_batch_scheduling(int batch) {
     struct sched_param param = {.sched_priority = 0};
     return sched_setscheduler(0, batch ? SCHED_BATCH : SCHED_OTHER, &param);

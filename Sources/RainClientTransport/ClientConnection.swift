@@ -230,14 +230,18 @@ public final class ClientConnection: TaskExecutor, Sendable {
             maximumFrameLength: maximumFrameLength, isTLS: isTLS, fd: fd, wakeFD: wakeFD?.descriptor,
             failure: RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure()))
         let thread = Thread { [self] in
+            Syscall.setCurrentThreadName(Self.readerThreadName)
             // An optimisation only: where the policy cannot be set (a seccomp filter), the thread
             // keeps the normal one.
             if batchScheduledReader { try? Syscall.setCurrentThreadBatchScheduling(true) }
             self.readLoop()
         }
-        thread.name = "rainwallet.client.reader"
+        thread.name = ClientConnection.readerThreadName  // Foundation's own name (Thread.current.name)
         thread.start()
     }
+
+    /// The name of every connection's reader thread, as `top -H` and `ps -L` show it.
+    public static let readerThreadName = "rainwallet.read"
 
     deinit { Syscall.closeUnchecked(fd, because: .socket) }
 

@@ -10,7 +10,7 @@ import Synchronization
 /// Carries pushed revocations (issue 19) between authority instances on one PostgreSQL database:
 /// what this instance's `RevocationHub` publishes is sent with `pg_notify('rain_revocations', …)`
 /// on a connection of its own (queue `rain.authority.postgres.notify`), and a dedicated connection
-/// LISTENs on a thread of its own (`rain.authority.postgres.listen`, blocked in `poll` on the
+/// LISTENs on a thread of its own (`rain.pg.listen`, blocked in `poll` on the
 /// connection's socket and an eventfd that stops it) and hands what the other instances published
 /// to the hub's `deliver`. Each payload carries the sending instance's random id, so an instance
 /// skips its own (the hub already delivered it).
@@ -65,8 +65,11 @@ package final class PostgresRevocationChannel: Sendable {
         self.wake = try EventFD()
         self.instanceID = UUID().uuidString
         hub.setRelay { [weak self] revocation in self?.send(revocation) }
-        let thread = Thread { [self] in listen() }
-        thread.name = "rain.authority.postgres.listen"
+        let thread = Thread { [self] in
+            Syscall.setCurrentThreadName("rain.pg.listen")
+            listen()
+        }
+        thread.name = "rain.pg.listen"
         thread.start()
     }
 

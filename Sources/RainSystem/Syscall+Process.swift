@@ -18,6 +18,14 @@ extension Syscall {
         try call("setrlimit RLIMIT_NOFILE") { rain_raise_nofile_limit() }
     }
 
+    /// Names the calling thread, as `top -H`, `ps -L` and `/proc/thread-self/comm` show it
+    /// (`prctl(PR_SET_NAME)`): Linux keeps 15 bytes, so a longer name is cut to its first 15.
+    /// Foundation's `Thread.name` does not reach the kernel on Linux: its thread kept the name of
+    /// the thread that made it. A failure is not reported: the name is for people only.
+    public static func setCurrentThreadName(_ name: String) {
+        _ = rain_set_thread_name(name)
+    }
+
     /// Gives the calling thread the batch scheduling policy (`SCHED_BATCH`), or back the normal
     /// one: a batch thread that wakes up does not preempt the task running on its CPU; it runs
     /// when that task blocks or at the next scheduler tick. Needs no privilege.

@@ -12,6 +12,15 @@ public enum ProcFiles {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// The calling thread's name (`/proc/thread-self/comm`, without its newline).
+    /// - Throws: RAIN_502 when the file cannot be read.
+    public static func nameOfCurrentThread() throws(RainError) -> String {
+        guard let comm = text("/proc/thread-self/comm") else {
+            throw RainError(.internalError, "cannot read /proc/thread-self/comm")
+        }
+        return comm.hasSuffix("\n") ? String(comm.dropLast()) : comm
+    }
+
     /// The calling thread's scheduling policy (`/proc/thread-self/stat`, field 41: 0 SCHED_OTHER,
     /// 3 SCHED_BATCH).
     /// - Throws: RAIN_502 when the file cannot be read or is shorter than expected.

@@ -34,11 +34,14 @@ struct ConnectionExecutorTests {
         if scheduling == .normal { config.readerScheduling = .normal } else { #expect(config.readerScheduling == .batch) }
         let p = RainProvider(config)
         // Code on the provider's executor runs on the connection's reader thread.
-        let seen = try await withTaskExecutorPreference(try p.taskExecutor) {
+        let (seen, name) = try await withTaskExecutorPreference(try p.taskExecutor) {
             _ = try await p.currentSession()
-            return try ProcFiles.schedulingPolicyOfCurrentThread()
+            return (try ProcFiles.schedulingPolicyOfCurrentThread(), try ProcFiles.nameOfCurrentThread())
         }
         #expect(seen == policy, "SCHED_BATCH is 3, SCHED_OTHER 0")
+        // Named, so that `top -H` tells it from the app's own threads.
+        #expect(name == "rainwallet.read")
+        #expect(try ProcFiles.nameOfCurrentThread() != "rainwallet.read")
         // The test's own threads keep the normal policy: only the connection thread changed.
         #expect(try ProcFiles.schedulingPolicyOfCurrentThread() == 0)
     }

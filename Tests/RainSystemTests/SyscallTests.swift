@@ -65,6 +65,25 @@ private final class ReaderState: Sendable {
         #expect(try ProcFiles.schedulingPolicyOfCurrentThread() == 0)
     }
 
+    @Test("a thread's name reaches the kernel, cut to Linux's 15 bytes")
+    func threadName() throws {
+        let seen = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { done.signal() }
+            Syscall.setCurrentThreadName("rainwallet.read")
+            let exact = (try? ProcFiles.nameOfCurrentThread()) ?? "unreadable"
+            Syscall.setCurrentThreadName("a-name-longer-than-fifteen-bytes")
+            let cut = (try? ProcFiles.nameOfCurrentThread()) ?? "unreadable"
+            seen.withLock { $0 = [exact, cut] }
+        }
+        thread.start()
+        done.wait()
+        #expect(seen.withLock { $0 } == ["rainwallet.read", "a-name-longer-t"])
+        // Only the calling thread was named.
+        #expect(try ProcFiles.nameOfCurrentThread() != "rainwallet.read")
+    }
+
     @Test("a blocking read interrupted by a signal (no SA_RESTART) is called again and gets the data")
     func retriesEINTR() throws {
         // The handler is installed without SA_RESTART, so the kernel ends the blocked read with EINTR.

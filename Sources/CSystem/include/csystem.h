@@ -46,6 +46,8 @@ int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 int rain_socket_kind(int fd, int *domain, int *type, int *accepting);
 /// prctl(PR_SET_DUMPABLE, value).
 int rain_set_dumpable(int value);
+/// Names the calling thread (prctl PR_SET_NAME: the kernel keeps the first 15 bytes). 0, or -1 with errno.
+int rain_set_thread_name(const char *name);
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit or -1.
 long rain_raise_nofile_limit(void);
 /// Gives the free memory of every malloc arena back to the kernel (malloc_trim(0)).
