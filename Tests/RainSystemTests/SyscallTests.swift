@@ -41,45 +41,50 @@ private final class ReaderState: Sendable {
 }
 
 @Suite struct SyscallTests {
-    @Test("a thread gives itself the batch scheduling policy and back, and no other thread changes")
-    func batchScheduling() throws {
+    /// What `body` returns when run on a thread of its own (a thread's own settings are tested there,
+    /// away from the test's).
+    private func onOwnThread(_ body: @escaping @Sendable () -> [String]) -> [String] {
         let seen = Mutex<[String]>([])
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             defer { done.signal() }
+            let result = body()
+            seen.withLock { $0 = result }
+        }
+        thread.start()
+        done.wait()
+        return seen.withLock { $0 }
+    }
+
+    @Test("a thread gives itself the batch scheduling policy and back, and no other thread changes")
+    func batchScheduling() throws {
+        let seen = onOwnThread {
             do {
                 let before = try ProcFiles.schedulingPolicyOfCurrentThread()
                 try Syscall.setCurrentThreadBatchScheduling(true)
                 let batch = try ProcFiles.schedulingPolicyOfCurrentThread()
                 try Syscall.setCurrentThreadBatchScheduling(false)
                 let after = try ProcFiles.schedulingPolicyOfCurrentThread()
-                seen.withLock { $0 = ["\(before)", "\(batch)", "\(after)"] }
+                return ["\(before)", "\(batch)", "\(after)"]
             } catch {
-                seen.withLock { $0 = ["\(error)"] }
+                return ["\(error)"]
             }
         }
-        thread.start()
-        done.wait()
         // SCHED_OTHER is 0, SCHED_BATCH 3.
-        #expect(seen.withLock { $0 } == ["0", "3", "0"])
+        #expect(seen == ["0", "3", "0"])
         #expect(try ProcFiles.schedulingPolicyOfCurrentThread() == 0)
     }
 
     @Test("a thread's name reaches the kernel, cut to Linux's 15 bytes")
     func threadName() throws {
-        let seen = Mutex<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            defer { done.signal() }
+        let seen = onOwnThread {
             Syscall.setCurrentThreadName("rainwallet.read")
             let exact = (try? ProcFiles.nameOfCurrentThread()) ?? "unreadable"
             Syscall.setCurrentThreadName("a-name-longer-than-fifteen-bytes")
             let cut = (try? ProcFiles.nameOfCurrentThread()) ?? "unreadable"
-            seen.withLock { $0 = [exact, cut] }
+            return [exact, cut]
         }
-        thread.start()
-        done.wait()
-        #expect(seen.withLock { $0 } == ["rainwallet.read", "a-name-longer-t"])
+        #expect(seen == ["rainwallet.read", "a-name-longer-t"])
         // Only the calling thread was named.
         #expect(try ProcFiles.nameOfCurrentThread() != "rainwallet.read")
     }
