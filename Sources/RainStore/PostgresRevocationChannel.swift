@@ -66,12 +66,15 @@ package final class PostgresRevocationChannel: Sendable {
         self.instanceID = UUID().uuidString
         hub.setRelay { [weak self] revocation in self?.send(revocation) }
         let thread = Thread { [self] in
-            Syscall.setCurrentThreadName("rain.pg.listen")
+            Syscall.setCurrentThreadName(Self.listenThreadName)
             listen()
         }
-        thread.name = "rain.pg.listen"
+        thread.name = Self.listenThreadName
         thread.start()
     }
+
+    /// The LISTEN thread's name, as `top -H` and `ps -L` show it (at most 15 bytes).
+    static let listenThreadName = "rain.pg.listen"
 
     /// Stops the LISTEN thread and the relay (the daemon stops).
     package func stop() {
