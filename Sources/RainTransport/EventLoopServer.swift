@@ -670,9 +670,15 @@ public final class EventLoopServer: @unchecked Sendable {
     /// An IP address for a log line.
     static func describe(address bytes: [UInt8]) -> String {
         if bytes.count == 4 { return bytes.map { String($0) }.joined(separator: ".") }
-        return stride(from: 0, to: bytes.count, by: 2).map { i in
-            String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16)
-        }.joined(separator: ":")
+        // Written out with its types: as one map over a stride, this took the type checker 1.3 s.
+        var groups: [String] = []
+        var i = 0
+        while i + 1 < bytes.count {
+            let group: UInt16 = UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1])
+            groups.append(String(group, radix: 16))
+            i += 2
+        }
+        return groups.joined(separator: ":")
     }
 
     /// `accept` failed for want of descriptors. The listener stays readable while connections
