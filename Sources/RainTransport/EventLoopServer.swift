@@ -667,18 +667,10 @@ public final class EventLoopServer: @unchecked Sendable {
         }
     }
 
-    /// An IP address for a log line.
+    /// An IP address for a log line, written as the connection's own log lines write its peer
+    /// (`TCPSocket.addressText`).
     static func describe(address bytes: [UInt8]) -> String {
-        if bytes.count == 4 { return bytes.map { String($0) }.joined(separator: ".") }
-        // Written out with its types: as one map over a stride, this took the type checker 1.3 s.
-        var groups: [String] = []
-        var i = 0
-        while i + 1 < bytes.count {
-            let group: UInt16 = UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1])
-            groups.append(String(group, radix: 16))
-            i += 2
-        }
-        return groups.joined(separator: ":")
+        TCPSocket.addressText(bytes) ?? "\(bytes.count)-byte address"
     }
 
     /// `accept` failed for want of descriptors. The listener stays readable while connections

@@ -468,12 +468,13 @@ struct AnswerFrameLimitTests {
 
 @Suite("EventLoopServer's peer addresses in log lines")
 struct PeerAddressDescriptionTests {
-    @Test("IPv4 prints as four decimal bytes, IPv6 as eight hex groups; a stray odd byte is left out, not a crash")
+    @Test("an address prints as the connection's log lines print its peer; any other length is named, not a crash")
     func addresses() {
         #expect(EventLoopServer.describe(address: [192, 0, 2, 1]) == "192.0.2.1")
         let ipv6: [UInt8] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xab, 0xcd, 0, 1]
-        #expect(EventLoopServer.describe(address: ipv6) == "2001:db8:0:0:0:0:abcd:1")
-        #expect(EventLoopServer.describe(address: [0x20, 0x01, 0x0d]) == "2001")
-        #expect(EventLoopServer.describe(address: []) == "")
+        #expect(EventLoopServer.describe(address: ipv6) == "2001:db8::abcd:1")
+        #expect(EventLoopServer.describe(address: ipv6) == TCPSocket.addressText(ipv6))
+        #expect(EventLoopServer.describe(address: [0x20, 0x01, 0x0d]) == "3-byte address")
+        #expect(EventLoopServer.describe(address: []) == "0-byte address")
     }
 }
