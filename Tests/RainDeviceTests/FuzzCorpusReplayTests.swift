@@ -1,6 +1,7 @@
 import Foundation
 import RainCore
-import RainFuzz
+import RainCrypto
+@testable import RainFuzz
 import Testing
 
 /// The seeded replay of the fuzz targets in plain `swift test`: every committed corpus file and
@@ -66,6 +67,27 @@ import Testing
             }
         }
     }
+
+    /// The RS256 seed holds a real RSA key, not a made-up odd number: its modulus verifies a signature
+    /// made with the private key when the seed was made (`openssl dgst -sha256 -sign`). OpenSSL checks
+    /// a modulus with Miller-Rabin on random bases, so a made-up one was refused in about one load
+    /// in 800, and the seed decoded or not by chance.
+    @Test func theRSASeedIsARealKey() throws {
+        let modulus = try #require(WebAuthnFuzzing.rsaModulus)
+        let signature = try #require(Hex.decode(String(Self.rsaSeedSignature.filter { !$0.isWhitespace })))
+        let key = try RSAPublicKey(modulus: modulus, exponent: [1, 0, 1])
+        #expect(key.isValidSignature(signature, for: Array("the RS256 fuzz seed key".utf8)))
+    }
+
+    /// The signature over "the RS256 fuzz seed key" (RSASSA-PKCS1-v1_5, SHA-256) by the seed's key.
+    static let rsaSeedSignature = """
+        8f6a606cbdf8c1413ae08efb99f446fd14cd96f6f92bb90daee28ac090a53ceceb1eacf3a0d2ea1c5826a0de8a5c66c9
+        aecc288dc071ca16bdc93e074baebeb2d82e3de6f9c74a26c4e66b5e79399f9d21917957821742fecdf3fe9adfacee04
+        83d20d2b821179a48d4ed9889f3420cea49dabf7e170cdd6e8d7163f44d877597ecbe51d5ee2b4073642753443aa3dc6
+        56ea4edb24ed51e18933542ad9b18ae090303262c590fbb1550d2ca49de060aee57da967e691601f10d2475214ce8e50
+        e4914b44546bfcf69c7b1d31ae31e5130b2bd47aea21ca0369f06defd71bbbe70d30332dc2684d5b2373b60815f015b2
+        7f0fb64aaf231b51a1f11f48cacaabc6
+        """
 
     /// Inputs that crashed or broke an invariant before their fix now decode.
     @Test(arguments: [
