@@ -190,7 +190,10 @@ enum WebAuthnFuzzing {
         """
 
     /// ``rsaModulusHex`` as bytes.
-    static var rsaModulus: [UInt8]? { Hex.decode(String(rsaModulusHex.filter { !$0.isWhitespace })) }
+    static var rsaModulus: [UInt8]? { bytes(hexBlock: rsaModulusHex) }
+
+    /// Hex written over several lines (whitespace ignored) as bytes, or nil when it is not hex.
+    static func bytes(hexBlock: String) -> [UInt8]? { Hex.decode(String(hexBlock.filter { !$0.isWhitespace })) }
 
     static func seeds(scratch: FuzzScratch) throws(RainError) -> [(name: String, bytes: [UInt8])] {
         var seeds: [(name: String, bytes: [UInt8])] = []

@@ -74,7 +74,7 @@ import Testing
     /// in 800, and the seed decoded or not by chance.
     @Test func theRSASeedIsARealKey() throws {
         let modulus = try #require(WebAuthnFuzzing.rsaModulus)
-        let signature = try #require(Hex.decode(String(Self.rsaSeedSignature.filter { !$0.isWhitespace })))
+        let signature = try #require(WebAuthnFuzzing.bytes(hexBlock: Self.rsaSeedSignature))
         let key = try RSAPublicKey(modulus: modulus, exponent: [1, 0, 1])
         #expect(key.isValidSignature(signature, for: Array("the RS256 fuzz seed key".utf8)))
     }
