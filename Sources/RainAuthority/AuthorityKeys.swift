@@ -84,7 +84,7 @@ public struct AuthorityKeys: Sendable {
     private static func load(keyFile path: String, createDirectory: String?) async throws(RainError) -> AuthorityKeys {
         try await DispatchQueue(label: "rain.authority.keys").runBlocking { () throws(RainError) -> AuthorityKeys in
             if let createDirectory {
-                // Never through a symbolic link, never a directory another user can write (issue 13).
+                // Never through a symbolic link, never a directory another user can write.
                 try OwnedPath.makeOrCheckDirectory(
                     createDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")
             }

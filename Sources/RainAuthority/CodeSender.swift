@@ -8,7 +8,7 @@ import RainCore
 /// A delivery carries the code in clear: implementations never log it and never put it in an
 /// error message.
 ///
-/// How a failure is reported decides who pays for it (issue 19, honest delivery): throw
+/// How a failure is reported decides who pays for it (honest delivery): throw
 /// `CodeDeliveryFailure.refusedTemporarily` (RAIN_301) or `.refusedPermanently` (RAIN_501) when the
 /// provider refused before accepting the message, so the send-limit slot is given back;
 /// `.uncertain` (RAIN_501) when the message was handed off and no answer came (it may have

@@ -16,7 +16,7 @@ public enum AuthorityCallKind: String, Sendable, Equatable, CaseIterable {
     case refresh
 }
 
-/// How long each kind of call to a remote authority may wait (issue 20). The bounds run on the
+/// How long each kind of call to a remote authority may wait. The bounds run on the
 /// injected `RainClock`; the daemon sets them with `--authority-read-deadline`,
 /// `--authority-send-deadline` and `--authority-refresh-deadline` (milliseconds), so tests use
 /// short ones.

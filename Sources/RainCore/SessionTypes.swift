@@ -48,7 +48,7 @@ public struct SessionSnapshot: Sendable, Hashable {
     /// calls are refused with (`session_not_persisted`, RAIN_502) until the daemon saves them. Nil
     /// when the session is saved.
     public var storageWarning: String?
-    /// The daemon's link to its authority (issue 20); nil from a daemon that does not say.
+    /// The daemon's link to its authority; nil from a daemon that does not say.
     public var authorityLink: AuthorityLinkState?
 
     public init(

@@ -26,7 +26,7 @@ public final class DeviceService: ServerHandler {
     private let ownUID = getuid()
     /// Every method's route, built once.
     let routes: RouteTable<DeviceCall>
-    /// Per-app access (issue 15); nil serves every caller of an allowed uid (unit tests).
+    /// Per-app access; nil serves every caller of an allowed uid (unit tests).
     let access: DeviceAccess?
     /// This service among those of the process (a live migration or a reopening of the keys makes
     /// a new one): what the quick lane keeps for a connection answers only for the service that
@@ -178,7 +178,7 @@ public final class DeviceService: ServerHandler {
         return route.placement == .stream ? .stream : .deferred
     }
 
-    /// The quick lane (issue 18): Session/GetState answered from the profile's encoded snapshot,
+    /// The quick lane: Session/GetState answered from the profile's encoded snapshot,
     /// when the ordinary path would answer it at once with that snapshot (`QuickLane`). Anything
     /// else returns nil and takes `handle`, which decides as before.
     public func quickAnswer(
@@ -191,7 +191,7 @@ public final class DeviceService: ServerHandler {
     /// weakly. A caller that takes the lane on every call (the storage gate) retains this rather
     /// than the service: the service is referred to weakly (the revocation feed's handlers), so
     /// its reference count lives in a side table, and retaining and releasing it there cost
-    /// ~190 instructions a call (issue 18, `scripts/bench --profile`).
+    /// ~190 instructions a call (`scripts/bench --profile`).
     public final class QuickLane: Sendable {
         let ownUID: UInt32
         let profiles: ProfileEntries

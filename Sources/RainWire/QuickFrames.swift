@@ -1,7 +1,7 @@
 import Foundation
 import RainCore
 
-// The server's quick lane (issue 18): a request in the exact shape the client library sends for a
+// The server's quick lane: a request in the exact shape the client library sends for a
 // cheap read (an id, a method, no payload, no deadline, at most the `profile` metadata entry) is
 // recognised in the frame's bytes, and its answer written from bytes the handler keeps encoded,
 // without building an `Envelope`, a `WireRequest` or their strings. Anything else, and every request
@@ -53,7 +53,7 @@ public struct QuickRequest {
     /// Recognises `body` as `init(_:)` does, faster when it is the request `shape` last saw
     /// with another id: a client repeats the same request, and everything after the id (the
     /// method, the metadata) is then compared with one `memcmp` instead of read field by field
-    /// (~300 instructions a call, issue 18). A body that differs there is read in full, and
+    /// (~300 instructions a call). A body that differs there is read in full, and
     /// `shape` becomes its own. The result is the same either way (`QuickFramesTests`, FuzzFrame).
     public init?(_ body: UnsafeBufferPointer<UInt8>, shape: inout QuickShape?) {
         var r = QuickScanner(body)

@@ -37,7 +37,7 @@ int rain_PQgetlength(const PGresult *res, int row, int column);
 char *rain_PQgetvalue(const PGresult *res, int row, int column);
 Oid rain_PQftype(const PGresult *res, int column);
 char *rain_PQresultErrorField(const PGresult *res, int fieldcode);
-// LISTEN/NOTIFY (issue 19: pushed revocations across authority instances).
+// LISTEN/NOTIFY (pushed revocations across authority instances).
 int rain_PQsocket(const PGconn *conn);
 int rain_PQconsumeInput(PGconn *conn);
 PGnotify *rain_PQnotifies(PGconn *conn);
