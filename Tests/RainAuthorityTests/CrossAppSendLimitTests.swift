@@ -11,7 +11,7 @@ import Testing
 @testable import RainStore
 @testable import RainTransport
 
-/// Send limits that cannot be sidestepped (issue 13): 10 sends per 15 minutes per contact across
+/// Send limits that cannot be sidestepped: 10 sends per 15 minutes per contact across
 /// every app, 20 per minute per source (the daemon's uid, or the caller's address), on both stores
 /// and across instances sharing one database; and an authority serves only the app ids it is given.
 @Suite("Send limits across apps and sources")

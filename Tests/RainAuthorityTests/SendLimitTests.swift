@@ -8,7 +8,7 @@ import Testing
 
 @testable import RainStore
 
-/// The code send limits (README "Send limits", issue 6): 30 s cooldown and 5 per 15 minutes per contact, 10
+/// The code send limits (README "Send limits"): 30 s cooldown and 5 per 15 minutes per contact, 10
 /// per hour per account; every refusal is RAIN_302 with the limit and when to retry.
 @Suite("Code send limits")
 struct SendLimitTests {

@@ -138,7 +138,7 @@ struct DaemonLifecycleTests {
 
         #expect(fileMode(h.socketPath)?.type == S_IFSOCK)
         #expect(fileMode(h.socketPath)?.permissions == 0o600)
-        // Issue 13: rainwalletd never changes the mode of a directory it did not create (this one
+        // rainwalletd never changes the mode of a directory it did not create (this one
         // is the harness's; 0755 lets no one else write it, so it is used as it is).
         #expect(fileMode(h.directory)?.permissions == 0o755)
         #expect(fileMode(h.stateDirectory)?.permissions == 0o700)

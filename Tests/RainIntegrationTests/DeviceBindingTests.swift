@@ -35,7 +35,7 @@ struct DeviceBindingProcessTests {
             try await thief.start()
             let stolen = thief.provider()
             // The copied session loads (the storage key opens it)…
-            // …(issue 19: the daemon's revocation stream checks the session once it connects, a call
+            // …(the daemon's revocation stream checks the session once it connects, a call
             // with its token that the authority refuses: the copy may already have ended then)…
             let loaded = try await stolen.currentSession()
             #expect(loaded.hasActiveSession || loaded.sessionState == .expired)

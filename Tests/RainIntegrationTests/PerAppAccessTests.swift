@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 15, point 6: per-app access through the real daemon, with two different executables of the
+/// Per-app access through the real daemon, with two different executables of the
 /// same uid (two copies of the CLI, one with extra bytes so their content differs).
 ///
 /// The user's confirmation comes from the harness's test pinentry (it types back the code each

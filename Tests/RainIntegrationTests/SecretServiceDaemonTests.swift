@@ -111,7 +111,7 @@ struct SecretServiceDaemonTests {
             let stolen = thief.provider()
             // The copied storage key opens the copied session…
             try await stolen.awaitSessionRestore()
-            // …(issue 19: the daemon's revocation stream checks the session once it connects, a call
+            // …(the daemon's revocation stream checks the session once it connects, a call
             // with its token that the authority refuses: the copy may already have ended then)…
             let loaded = try await stolen.currentSession()
             #expect(loaded.hasActiveSession || loaded.sessionState == .expired)

@@ -4,7 +4,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// `rainwallet storage status|backup|migrate` on a running daemon (issue 14 point 2), the provider
+/// `rainwallet storage status|backup|migrate` on a running daemon, the provider
 /// in `info` and `status --json` (point 1), and `rainwalletd storage migrate --authority` against a
 /// real remote authority: real binaries, a software TPM (swtpm) as the target.
 @Suite struct StorageCLITests {

@@ -4,7 +4,7 @@ RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-d
   pinentry-tty
   iproute2  # scripts/netfault: network namespaces (ip netns) and veth pairs (ip link)
   debootstrap  # scripts/check-package: the fresh Debian root the package is installed into
-  # The SMTP and SMS code senders (libcurl) and the SMTP server their tests start (issue 19).
+  # The SMTP and SMS code senders (libcurl) and the SMTP server their tests start.
   libcurl4-openssl-dev python3-aiosmtpd
   # Shell completion and man page checks (bash is there already).
   zsh fish man-db groff-base
