@@ -64,7 +64,7 @@ package final class PostgresAuthorityStore: ConnectionStore {
     }
 
     /// Numbered migrations, applied in order, each exactly once. Never edit a released one: add
-    /// the next number. Version 1 is the schema of SQLite version 6 (issues 1–6), with `seq`
+    /// the next number. Version 1 is the schema of SQLite version 6, with `seq`
     /// identity columns standing in for SQLite's rowid order.
     static let migrations: [Migration] = [
         Migration(

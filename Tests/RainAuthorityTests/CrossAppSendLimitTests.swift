@@ -306,7 +306,7 @@ struct CrossAppSendLimitTests {
         #expect(SendSource.address("::1").key == "ip:::/64")
     }
 
-    @Test("the defaults are issue 13's and count in the retention")
+    @Test("the defaults are the documented limits and count in the retention")
     func defaults() {
         let limits = CodeSendLimits()
         #expect(limits.contactAllAppsMaxSends == 10)

@@ -129,7 +129,7 @@ struct DaemonLifecycleTests {
         #expect(fileMode(h.socketPath) == nil)
     }
 
-    @Test("socket 0600; a --socket directory keeps its mode (never changed, issue 13); state files 0600")
+    @Test("socket 0600; a --socket directory keeps its mode (never changed); state files 0600")
     func permissions() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }

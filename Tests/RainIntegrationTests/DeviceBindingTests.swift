@@ -3,7 +3,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// Issue 14, point 3 and the clock part of point 4, with real processes: a device daemon and a
+/// Device binding and a device clock that is off, with real processes: a device daemon and a
 /// remote authority (`rainwalletd authority`, plain TCP on loopback).
 @Suite("Device binding (processes)")
 struct DeviceBindingProcessTests {

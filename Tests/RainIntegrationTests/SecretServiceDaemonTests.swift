@@ -4,7 +4,7 @@ import RainWallet
 import RainWire
 import Testing
 
-/// Issue 14, the `secret-service` provider under the real daemon: each test has its own private
+/// The `secret-service` provider under the real daemon: each test has its own private
 /// session bus with a real `gnome-keyring-daemon` (`TestKeyring`), and the daemon gets that bus's
 /// `DBUS_SESSION_BUS_ADDRESS` (and nothing of the machine's own session).
 @Suite("Secret Service provider (processes)", .serialized)

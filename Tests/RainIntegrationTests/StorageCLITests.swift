@@ -230,7 +230,7 @@ import Testing
     }
 }
 
-/// Issue 14 point 3 and `rainwalletd storage migrate --authority`: the offline migration of a
+/// `rainwalletd storage migrate --authority`: the offline migration of a
 /// device of a remote authority proves its device keys on the connection, so the authority
 /// rebinds the sessions to the new key.
 @Suite struct RemoteStorageMigrationTests {
