@@ -3,7 +3,7 @@ import RainCore
 import RainCrypto
 import RainSystem
 
-/// The authority's master key and the keys derived from it (README "Reliability and security").
+/// The authority's master key and the keys derived from it (docs/security.md).
 ///
 /// One master key (a 0600 key file, `authority.key` in the state directory by default) gives, by
 /// HKDF-SHA256 with distinct labels, the code-hash key, the token-hash key, the token-rotation key

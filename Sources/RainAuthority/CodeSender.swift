@@ -3,7 +3,7 @@ import RainAuthorityAPI
 import RainCore
 
 /// Delivers login codes to people: the role behind the `outbox`, `command`, `smtp` and `sms`
-/// senders (README "Sending codes").
+/// senders (docs/operations.md "Sending codes").
 ///
 /// A delivery carries the code in clear: implementations never log it and never put it in an
 /// error message.

@@ -29,7 +29,7 @@ public protocol Authority: Sendable {
     /// proved the device key the session is bound to (`proof`), and gets a new access token and a
     /// new single-use refresh token. No device clock is involved.
     ///
-    /// Rules (README "Error codes" and "Reliability and security"):
+    /// Rules (docs/errors.md and docs/security.md):
     /// - The device binding of every call with a token (see `accountInfo`): no proof is RAIN_501
     ///   `device_proof_required` and changes nothing; a proof by another key than the session's
     ///   (or its pending one) revokes the session family: a refresh token copied without the device
@@ -66,7 +66,7 @@ public protocol Authority: Sendable {
     func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo
 
     /// The wallet's secrets: decrypts its entropy and derives the recovery phrase and both private
-    /// keys. Never logged. The device decides whether the profile may export (README "Wallets").
+    /// keys. Never logged. The device decides whether the profile may export (docs/user-guide.md "Wallets").
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt (another master key).
     func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets
@@ -190,7 +190,7 @@ public protocol Authority: Sendable {
     /// can (an embedded one on a store with a `DirectStoreReader`); nil by default.
     var directReads: (any DirectAuthorityReads)? { get }
 
-    // Issue 20
+    // The link to a remote authority
 
     /// The link to the authority (a remote one); nil in-process, where it is always connected.
     var linkState: AuthorityLinkState? { get }

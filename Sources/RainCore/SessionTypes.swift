@@ -81,7 +81,7 @@ public struct SessionSnapshot: Sendable, Hashable {
     public static let unauthenticated = SessionSnapshot(authState: .unauthenticated, sessionState: .none)
 }
 
-/// The session policy of a profile (`RainWalletSessionPolicy` in the mobile SDK) (README "Sessions: refresh, expiry, one device at a time").
+/// The session policy of a profile (`RainWalletSessionPolicy` in the mobile SDK) (docs/user-guide.md "Sessions").
 public struct RainWalletSessionPolicy: Sendable, Hashable {
     /// Refresh this long before expiry; clamped to half the lifetime.
     public var refreshBuffer: Duration

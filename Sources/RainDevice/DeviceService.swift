@@ -267,7 +267,7 @@ public final class DeviceService: ServerHandler {
     }
 
     /// Waits until the restore is done or the timeout passes on the injected clock; a timeout
-    /// returns normally with the state still `loading` (README "Sessions: refresh, expiry, one device at a time").
+    /// returns normally with the state still `loading` (docs/user-guide.md "Sessions").
     static func awaitRestore(_ e: Entry, timeout: Duration) async -> SessionSnapshot {
         await e.runtime.awaitRestore(timeout: timeout)
     }

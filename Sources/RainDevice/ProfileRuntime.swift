@@ -167,7 +167,7 @@ public final class ProfileRuntime: Sendable {
 
     /// Waits until the restore has finished or `timeout` passed on the injected clock, whichever
     /// comes first, and returns the snapshot then: a timeout returns normally with the state still
-    /// `loading` (README "Sessions: refresh, expiry, one device at a time"). The restore's first publish resumes every waiter at once.
+    /// `loading` (docs/user-guide.md "Sessions"). The restore's first publish resumes every waiter at once.
     func awaitRestore(timeout: Duration) async -> SessionSnapshot {
         let id = state.withLock { s -> Int? in
             guard s.isLoading else { return nil }

@@ -2,7 +2,7 @@ import Foundation
 import RainCore
 import RainSystem
 
-/// Process-level protections and settings of the daemon (README "Reliability and security",
+/// Process-level protections and settings of the daemon (docs/security.md,
 /// ARCHITECTURE.md).
 public enum ProcessHardening {
     /// The malloc arenas the daemon keeps (`limitMallocArenas`).

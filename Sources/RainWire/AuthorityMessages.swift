@@ -114,7 +114,7 @@ public struct ConfirmCodeRequest: WireMessage, Equatable, CustomStringConvertibl
     /// What the user typed (a secret: never logged).
     public var code: String
     /// The device's raw 32-byte Ed25519 public key, which the session is bound to: every refresh
-    /// must be signed with the matching private key (README "Reliability and security").
+    /// must be signed with the matching private key (docs/security.md).
     ///
     /// The device always sends it. Empty (the default, for callers that predate device binding)
     /// still logs in, but the session is unbound and can never be refreshed (RAIN_201

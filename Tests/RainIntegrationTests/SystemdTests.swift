@@ -227,7 +227,7 @@ struct SystemdTests {
         #expect(lines.contains("Restart=on-failure"))
         #expect(lines.contains("UMask=0077"))
         #expect(lines.contains("NoNewPrivileges=yes"))
-        // The socket unit listens where the daemon and its clients look by default (README "Files and paths").
+        // The socket unit listens where the daemon and its clients look by default (docs/operations.md "Files and paths").
         let socketLines = Set(socket.split(separator: "\n").map(String.init))
         let expected = RainPaths.defaultSocket(environment: ["XDG_RUNTIME_DIR": "%t"])
         #expect(socketLines.contains("ListenStream=\(expected)"), "\(socket)")
