@@ -334,7 +334,7 @@ struct AuthorityRole: DaemonRole {
         serverOptions.isTCP = true
         serverOptions.tls = tls
         serverOptions.maximumBufferedInput = 256 << 20  // an authority holds at most 256 MiB of partial frames
-        serverOptions.maximumUnadmittedConnections = 1024  // TLS before admission costs ~25 KiB each
+        serverOptions.maximumUnadmittedConnections = 1024  // TLS before admission holds buffers for each one
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)

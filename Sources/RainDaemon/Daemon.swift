@@ -206,8 +206,7 @@ public enum Daemon {
             let environment = try role.takeEnvironment(logger: logger)
             // The event loop runs on this (the main) thread, which `blockingAwait` lends to the
             // lifecycle: the loop's allocations then come from glibc's main arena, cheaper to free
-            // than a secondary thread's (about 270 instructions per call, measured with
-            // scripts/bench-instructions).
+            // than a secondary thread's, and the loop frees on every call (docs/performance.md).
             let thread = CallingThread()
             let lifecycle = DaemonLifecycle(logger: logger, loop: thread.loopRunner)
             try blockingAwait(lending: thread) { () async throws(RainError) in

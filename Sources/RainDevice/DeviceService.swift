@@ -190,13 +190,13 @@ public final class DeviceService: ServerHandler {
     /// What the quick lane needs of the service, in an object of its own that nothing refers to
     /// weakly. A caller that takes the lane on every call (the storage gate) retains this rather
     /// than the service: the service is referred to weakly (the revocation feed's handlers), so
-    /// its reference count lives in a side table, and retaining and releasing it there cost
-    /// ~190 instructions a call (`scripts/bench --profile`).
+    /// its reference count lives in a side table, and retaining and releasing it there on every
+    /// call is slow (`scripts/bench --profile`).
     public final class QuickLane: Sendable {
         let ownUID: UInt32
         let profiles: ProfileEntries
         /// The per-app approvals, kept apart: reading them through the service's optional
-        /// `DeviceAccess` copied and destroyed all of it (about 350 instructions a call).
+        /// `DeviceAccess` would copy and destroy all of it on every call.
         let apps: AppAccess?
         let serial: UInt64
 

@@ -3,8 +3,8 @@ import RainCore
 
 /// A reading of `CLOCK_MONOTONIC` in nanoseconds: the event loop's time.
 ///
-/// The loop reads the clock twice a turn. `ContinuousClock.Instant` cost it ~450 instructions a
-/// call (its optional is copied, tested and destroyed through the standard library's value
+/// The loop reads the clock twice a turn, so the reading must be cheap. `ContinuousClock.Instant`
+/// is not (its optional is copied, tested and destroyed through the standard library's value
 /// witnesses, and `ContinuousClock.now` goes through `swift_get_time`); this is an `Int64` read
 /// with `clock_gettime`, as the C floor reads it (`scripts/bench --profile`).
 struct LoopInstant: Comparable, Sendable {
