@@ -17,10 +17,10 @@ struct DaemonLifecycleTests {
     }
 
     /// The stop signals are blocked in every thread and read from a signalfd that exists before
-    /// the daemon prepares: one sent at any point of the start is acted on. Before, a SIGTERM
-    /// during the start ended the daemon by the default action (status 143), and one sent right
-    /// after `daemon.ready`, before libdispatch registered its signal source, was discarded
-    /// (ignored) and the daemon kept running.
+    /// the daemon prepares: one sent at any point of the start is acted on. Otherwise a SIGTERM
+    /// during the start would end the daemon by the default action (status 143), and one sent
+    /// right after `daemon.ready`, before a signal source was registered, would be discarded and
+    /// the daemon would keep running.
     @Test(
         "SIGTERM while the daemon starts (after its first log line) or right at daemon.ready stops it cleanly (exit 0), never lost",
         arguments: [false, true])
