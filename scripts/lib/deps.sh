@@ -14,9 +14,10 @@ RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-d
 # The flags of every release build of the binaries (scripts/run, scripts/package, the benches):
 # - --static-swift-stdlib: the Swift runtime and Foundation inside, so they run without the
 #   toolchain, and only the pages they use are loaded (docs/performance.md);
-# - lld with packed relative relocations (DT_RELR, glibc 2.36): a static Swift binary has ~84,000
-#   relative relocations; as RELA entries they take 2 MB, all read at start and kept resident
-#   (about 2 MB of the daemon's VmRSS), as RELR 16 KB. lld comes with the Swift toolchain.
+# - lld with packed relative relocations (DT_RELR, glibc 2.36): a static Swift binary has tens of
+#   thousands of relative relocations; as RELA entries they are all read at start and kept
+#   resident in the daemon's VmRSS, as RELR they take a small fraction of that
+#   (docs/performance.md). lld comes with the Swift toolchain.
 RAIN_RELEASE_FLAGS=(--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
 
 ensure_deps() {
