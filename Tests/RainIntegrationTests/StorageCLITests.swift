@@ -5,7 +5,7 @@ import RainWallet
 import Testing
 
 /// `rainwallet storage status|backup|migrate` on a running daemon, the provider
-/// in `info` and `status --json` (point 1), and `rainwalletd storage migrate --authority` against a
+/// in `info` and `status --json`, and `rainwalletd storage migrate --authority` against a
 /// real remote authority: real binaries, a software TPM (swtpm) as the target.
 @Suite struct StorageCLITests {
     static let passphrase = "a long test passphrase"
