@@ -32,7 +32,7 @@ public struct AuditReadout: Sendable, Equatable {
     }
 }
 
-/// The per-user audit log of sensitive operations (issue 15, point 5): append-only JSON lines in
+/// The per-user audit log of sensitive operations: append-only JSON lines in
 /// `<state>/audit.jsonl`, mode 0600, each carrying the SHA-256 of the line before it, so an edited,
 /// deleted or reordered line breaks the chain (`verify`).
 ///

@@ -9,7 +9,7 @@ import RainSystem
 /// The file is `{"body": "<JSON text>", "mac": "<hex>"}`, the MAC an HMAC-SHA256 of the body under
 /// a key derived (HKDF, one `purpose` per record) from the storage key, which the key provider
 /// holds. With the `tpm2` and `secret-service` providers another program of the user cannot get
-/// that key, so it cannot forge a record; with `file` it can (the README's threat model says so).
+/// that key, so it cannot forge a record; with `file` it can (docs/security.md's threat model says so).
 /// Written atomically (temp file, fsync, rename), mode 0600.
 public struct SealedRecord: Sendable {
     /// The file.

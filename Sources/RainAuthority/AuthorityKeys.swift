@@ -3,7 +3,7 @@ import RainCore
 import RainCrypto
 import RainSystem
 
-/// The authority's master key and the keys derived from it (README "Reliability and security").
+/// The authority's master key and the keys derived from it (docs/security.md).
 ///
 /// One master key (a 0600 key file, `authority.key` in the state directory by default) gives, by
 /// HKDF-SHA256 with distinct labels, the code-hash key, the token-hash key, the token-rotation key
@@ -84,7 +84,7 @@ public struct AuthorityKeys: Sendable {
     private static func load(keyFile path: String, createDirectory: String?) async throws(RainError) -> AuthorityKeys {
         try await DispatchQueue(label: "rain.authority.keys").runBlocking { () throws(RainError) -> AuthorityKeys in
             if let createDirectory {
-                // Never through a symbolic link, never a directory another user can write (issue 13).
+                // Never through a symbolic link, never a directory another user can write.
                 try OwnedPath.makeOrCheckDirectory(
                     createDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")
             }

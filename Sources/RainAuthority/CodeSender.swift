@@ -3,12 +3,12 @@ import RainAuthorityAPI
 import RainCore
 
 /// Delivers login codes to people: the role behind the `outbox`, `command`, `smtp` and `sms`
-/// senders (README "Sending codes").
+/// senders (docs/operations.md "Sending codes").
 ///
 /// A delivery carries the code in clear: implementations never log it and never put it in an
 /// error message.
 ///
-/// How a failure is reported decides who pays for it (issue 19, honest delivery): throw
+/// How a failure is reported decides who pays for it (honest delivery): throw
 /// `CodeDeliveryFailure.refusedTemporarily` (RAIN_301) or `.refusedPermanently` (RAIN_501) when the
 /// provider refused before accepting the message, so the send-limit slot is given back;
 /// `.uncertain` (RAIN_501) when the message was handed off and no answer came (it may have

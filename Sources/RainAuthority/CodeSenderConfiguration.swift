@@ -4,7 +4,7 @@ import RainCore
 
 /// The `smtp` and `sms` objects of a `codeSender` setting (the device daemon's `config.json`,
 /// or the file `rainwalletd authority --code-sender FILE` reads): parsed and checked once, turned
-/// into a sender at start (README "Sending codes").
+/// into a sender at start (docs/operations.md "Sending codes").
 ///
 /// ```json
 /// {"type": "smtp",

@@ -25,7 +25,7 @@ public enum SMSBudgetOutcome: Sendable, Equatable {
     case full(retryAfter: Date)
 }
 
-/// Where the SMS sender counts the messages it hands to the gateway (issue 19, toll fraud): at
+/// Where the SMS sender counts the messages it hands to the gateway (toll fraud): at
 /// most `limit` within any `window`. `StoreSMSBudget` keeps the count in the authority's store, so
 /// every instance sharing the store spends one budget and a restart does not refill it;
 /// `InMemorySMSBudget` counts for one sender only (a sender without a store).

@@ -29,7 +29,7 @@ public protocol Authority: Sendable {
     /// proved the device key the session is bound to (`proof`), and gets a new access token and a
     /// new single-use refresh token. No device clock is involved.
     ///
-    /// Rules (README "Error codes" and "Reliability and security"; issue 14):
+    /// Rules (docs/errors.md and docs/security.md):
     /// - The device binding of every call with a token (see `accountInfo`): no proof is RAIN_501
     ///   `device_proof_required` and changes nothing; a proof by another key than the session's
     ///   (or its pending one) revokes the session family: a refresh token copied without the device
@@ -48,7 +48,7 @@ public protocol Authority: Sendable {
 
     /// The account behind a live access token, with its wallet id and contacts.
     ///
-    /// Device binding (issue 14), the same for every call that carries an access or refresh token:
+    /// Device binding, the same for every call that carries an access or refresh token:
     /// the token's session must be bound to a key in `proof` (its device key, or the pending key of
     /// a key move). An empty `proof` is RAIN_501 `device_proof_required` and never ends the session
     /// (the device failed to prove: a TPM, a keyring, a network fault). A proof by other keys only
@@ -66,7 +66,7 @@ public protocol Authority: Sendable {
     func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo
 
     /// The wallet's secrets: decrypts its entropy and derives the recovery phrase and both private
-    /// keys. Never logged. The device decides whether the profile may export (README "Wallets").
+    /// keys. Never logged. The device decides whether the profile may export (docs/user-guide.md "Wallets").
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt (another master key).
     func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets
@@ -92,7 +92,7 @@ public protocol Authority: Sendable {
     /// stores the credential with its rpId. A sign-up creates a new account and wallet and a
     /// session bound to the device key (as a code login does); an added passkey returns nil.
     ///
-    /// Issue 20: a request with an `idempotencyKey` repeated within the ceremony's lifetime gets
+    /// A request with an `idempotencyKey` repeated within the ceremony's lifetime gets
     /// the first finish's outcome (the same account, wallet and tokens; nil after an add) instead
     /// of a used ceremony, never a second account or session.
     /// - Throws: RAIN_102 `challenge_expired` for an unknown, used, cancelled or expired ceremony
@@ -154,7 +154,7 @@ public protocol Authority: Sendable {
     /// contact then logs in to this account and wallet. A contact already on the account succeeds
     /// again (idempotent); a second contact of a kind is added, never replacing the first.
     ///
-    /// Issue 20: `idempotencyKey` (16 to 64 random bytes per logical confirm, kept across its
+    /// `idempotencyKey` (16 to 64 random bytes per logical confirm, kept across its
     /// repeats; empty for none): a repeat within the challenge's lifetime gets the first outcome
     /// (the account with the contact) instead of a used challenge, and nothing is applied twice.
     /// - Returns: the account with the contact.
@@ -190,7 +190,7 @@ public protocol Authority: Sendable {
     /// can (an embedded one on a store with a `DirectStoreReader`); nil by default.
     var directReads: (any DirectAuthorityReads)? { get }
 
-    // Issue 20
+    // The link to a remote authority
 
     /// The link to the authority (a remote one); nil in-process, where it is always connected.
     var linkState: AuthorityLinkState? { get }

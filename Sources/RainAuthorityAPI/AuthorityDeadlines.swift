@@ -2,7 +2,7 @@ import Foundation
 import RainCore
 
 /// The kind of a call to a remote authority: it decides the call's bound, whether it may be
-/// retried, and what a missing answer means (README "Bounded waits").
+/// retried, and what a missing answer means (docs/operations.md "Bounded waits").
 public enum AuthorityCallKind: String, Sendable, Equatable, CaseIterable {
     /// No effect at the authority (`account`, `wallet`, an export, `GetInfo`): answers or fails
     /// with RAIN_301 within `AuthorityDeadlines.read`, the device's retries included.
@@ -16,7 +16,7 @@ public enum AuthorityCallKind: String, Sendable, Equatable, CaseIterable {
     case refresh
 }
 
-/// How long each kind of call to a remote authority may wait (issue 20). The bounds run on the
+/// How long each kind of call to a remote authority may wait. The bounds run on the
 /// injected `RainClock`; the daemon sets them with `--authority-read-deadline`,
 /// `--authority-send-deadline` and `--authority-refresh-deadline` (milliseconds), so tests use
 /// short ones.
@@ -28,10 +28,10 @@ public struct AuthorityDeadlines: Sendable, Hashable {
     /// One refresh attempt (5 s); the session policy spaces the attempts.
     public var refresh: Duration
 
-    /// The bounds of the README's table: read 4 s, send 9 s, refresh 5 s per attempt. The issue's
-    /// bounds (a read answered or failed within 5 s, a send within 10 s) are what the app or the
-    /// CLI sees: the daemon's own bound leaves a second for the local hop, a CLI's start-up and a
-    /// loaded machine (scripts/netfault measured 5.3–5.5 s at the CLI with a 5 s bound here).
+    /// The documented bounds: read 4 s, send 9 s, refresh 5 s per attempt. What the app or the CLI
+    /// is promised (a read answered or failed within 5 s, a send within 10 s) is a second more: the
+    /// daemon's own bound leaves that second for the local hop, a CLI's start-up and a loaded
+    /// machine (scripts/netfault checks it at the CLI).
     public static let standard = AuthorityDeadlines(read: .seconds(4), send: .seconds(9), refresh: .seconds(5))
 
     /// Bounds per kind of call.

@@ -1,6 +1,6 @@
 import RainCore
 
-/// Authority settings (README "Sessions: refresh, expiry, one device at a time"); the integration harness shortens them.
+/// Authority settings (docs/user-guide.md "Sessions"); the integration harness shortens them.
 public struct AuthoritySettings: Sendable, Equatable {
     public var codeLifetime: Duration
     public var maxWrongAttempts: Int
@@ -20,8 +20,8 @@ public struct AuthoritySettings: Sendable, Equatable {
     public var refreshTokenLifetime: Duration
     /// How long a passkey ceremony's challenge is accepted (5 minutes by default).
     public var passkeyCeremonyLifetime: Duration
-    /// The code send limits (README "Send limits": 30 s cooldown and 5 per 15 minutes per contact, 10 per
-    /// hour per account, in one app; issue 13: 10 per 15 minutes per contact across apps, 20 per
+    /// The code send limits (docs/operations.md "Send limits": 30 s cooldown and 5 per 15 minutes per contact, 10 per
+    /// hour per account, in one app; 10 per 15 minutes per contact across apps, 20 per
     /// minute per source); a send over one is refused with RAIN_302 and a retry-after.
     public var sendLimits: CodeSendLimits
     /// How often the daemons prune old rows (`PeriodicPruning`; 10 minutes by default).

@@ -2,7 +2,7 @@ import Foundation
 import RainCore
 import RainTransport
 
-/// The send limits `insertChallenge` enforces inside its transaction (README "Send limits", issue 13).
+/// The send limits `insertChallenge` enforces inside its transaction (docs/operations.md "Send limits").
 ///
 /// Every code sent counts (login codes and contact verifications alike, whatever became of them);
 /// a refused send is not stored and so never counts. The per-app limits (per contact and per
@@ -32,7 +32,7 @@ public struct CodeSendLimits: Sendable, Equatable {
     /// and contact within `sourceWindow` (20 by default).
     public var sourceMaxSends: Int
 
-    /// Creates limits; the defaults are README "Send limits"'s (issue 13).
+    /// Creates limits; the defaults are the ones docs/operations.md "Send limits" documents.
     public init(
         contactCooldown: Duration = .seconds(30), contactWindow: Duration = .seconds(900), contactMaxSends: Int = 5,
         accountWindow: Duration = .seconds(3600), accountMaxSends: Int = 10,

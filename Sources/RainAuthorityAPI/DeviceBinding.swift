@@ -2,7 +2,7 @@ import RainCore
 import RainCrypto
 import RainWire
 
-/// How a device proves its key to a remote authority (issue 14): once per connection, a signature
+/// How a device proves its key to a remote authority: once per connection, a signature
 /// over the connection's challenge and TLS channel binding. Every call that carries a session's
 /// token is then checked against the keys proven on its connection (`DeviceProof`).
 public enum DeviceBinding {
@@ -49,7 +49,7 @@ public enum DeviceBinding {
     }
 }
 
-/// What one connection to the authority proved (issue 14): its challenge, drawn when the device
+/// What one connection to the authority proved: its challenge, drawn when the device
 /// first asks for it, and the device keys whose signatures over it verified. The server keeps one
 /// per connection and drops it when the connection closes.
 public struct ConnectionDeviceProof: Sendable {

@@ -6,7 +6,7 @@ import RainTransport
 import RainWire
 import Synchronization
 
-/// The device's end of `Authority/WatchRevocations` (issue 19): a connection of its own to the
+/// The device's end of `Authority/WatchRevocations`: a connection of its own to the
 /// remote authority (apart from `RemoteAuthority`'s, so a stream never waits behind a call or a
 /// call behind a stream), on which the device proves its keys and keeps the stream open.
 ///

@@ -2,7 +2,7 @@ import RainCore
 import RainWire
 import Synchronization
 
-/// Where an authority announces revoked sessions (issue 19), in-process: the authority publishes
+/// Where an authority announces revoked sessions, in-process: the authority publishes
 /// each revocation once its transaction committed; the authority's server pushes it to the
 /// device's `WatchRevocations` streams, and an embedded authority's own device daemon ends its
 /// sessions through it. With several instances on one PostgreSQL database, a relay

@@ -42,7 +42,7 @@ public final class AuthorityService: ServerHandler {
         let channelBinding: [UInt8]?
         /// Every connection's device proofs.
         let proofs: DeviceProofRegistry
-        /// The open `WatchRevocations` streams (issue 19); nil: the authority pushes nothing.
+        /// The open `WatchRevocations` streams; nil: the authority pushes nothing.
         let revocations: RevocationStreams?
     }
 
@@ -277,7 +277,7 @@ public final class AuthorityService: ServerHandler {
                     try await call.authority.confirmDeviceKey(r, proof: call.proof)
                     return AuthorityConfirmDeviceKeyResponse()
                 })
-            // Issue 19: pushed revocations, only to a connection that proved its device key.
+            // Pushed revocations, only to a connection that proved its device key.
             Route(
                 AuthorityMethod.watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self,
                 policy: .read(),

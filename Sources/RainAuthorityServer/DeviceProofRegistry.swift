@@ -4,7 +4,7 @@ import RainTransport
 import RainWire
 import Synchronization
 
-/// The device proofs of the authority's connections (issue 14): each connection's challenge and
+/// The device proofs of the authority's connections: each connection's challenge and
 /// the keys proven on it. An entry lives from the connection's first `BeginDeviceProof` until it
 /// closes (`AuthorityService.connectionClosed`). Written on the loop thread only; the `Mutex`
 /// keeps reads safe from anywhere.

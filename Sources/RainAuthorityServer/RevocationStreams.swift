@@ -5,7 +5,7 @@ import RainTransport
 import RainWire
 import Synchronization
 
-/// The `WatchRevocations` streams open on the authority's connections (issue 19): each one a
+/// The `WatchRevocations` streams open on the authority's connections: each one a
 /// subscription to the `RevocationHub` for the device its connection proved, ended when the client
 /// cancels it or its connection closes. Opened on the loop thread; the `Mutex` keeps the table
 /// safe from anywhere.

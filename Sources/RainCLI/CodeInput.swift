@@ -11,7 +11,7 @@ import RainSystem
 /// On a terminal the code echoes as it is typed, like the prompt of `rainwallet login`: it is good
 /// for one attempt of one pending challenge of this device for a few minutes, the user already read
 /// it in an email or a text, and seeing the digits lets them catch a typo before it costs one of
-/// the three attempts. What the issue guards against is other users reading it, which a terminal
+/// the three attempts. What must be guarded against is other users reading it, which a terminal
 /// does not allow.
 enum CodeInput {
     /// The text of the warning printed when a code is given as an argument.

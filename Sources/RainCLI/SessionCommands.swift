@@ -346,7 +346,7 @@ enum InfoCommand: CLICommand {
             output.line("rainwalletd \(info.daemonVersion), protocol \(info.protocolVersion)")
             output.line("capabilities: \(info.capabilities.joined(separator: ", "))")
             if !info.storageProvider.isEmpty { output.line("key provider: \(info.storageProvider)") }
-            // The authority link (issue 20), as the default profile's daemon sees it.
+            // The authority link, as the default profile's daemon sees it.
             if let link = try? await context.provider.currentSession().authorityLinkLine {
                 output.line(link.replacingOccurrences(of: "authority:      ", with: "authority link: "))
             }

@@ -56,7 +56,7 @@ public enum UnixSocket {
         return fd
     }
 
-    /// Connects to the daemon at `path` and makes sure it is the one the caller means (issue 13):
+    /// Connects to the daemon at `path` and makes sure it is the one the caller means:
     /// the socket's directory must be a real directory owned by `daemonUID` (or root) that group
     /// and others cannot write, and the process listening must run as `daemonUID` (`SO_PEERCRED`).
     /// - Parameter daemonUID: the uid the daemon must run as: the caller's own unless the caller
@@ -162,7 +162,7 @@ public enum UnixSocket {
         return fd
     }
 
-    /// Makes sure the socket directory exists with `mode` and belongs to this uid (issue 13).
+    /// Makes sure the socket directory exists with `mode` and belongs to this uid.
     ///
     /// A directory made here gets `mode`. One that was there already must be a real directory
     /// (never a symbolic link) owned by this uid that group and others cannot write. Its mode is

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where the device's link to its authority stands (issue 20): what `rainwallet status --json`
+/// Where the device's link to its authority stands: what `rainwallet status --json`
 /// shows as `authorityLink` (`state`, `lastError`, `since`), what `SessionSnapshot.authorityLink`
 /// carries and what the `Watch` stream announces when it changes (event kind `authorityLink`). An
 /// embedded authority is always `connected`.

@@ -6,7 +6,7 @@ public enum RainPaths {
     public static let maximumSocketPathLength = 107
 
     /// The default daemon socket, in a directory only its user can write, so no other user can
-    /// squat the path (issue 13):
+    /// squat the path:
     /// - `$XDG_RUNTIME_DIR/rainwallet/rainwalletd.sock`;
     /// - without `XDG_RUNTIME_DIR`, in the state directory: `$XDG_STATE_HOME/rainwallet/rainwalletd.sock`
     ///   or `~/.local/state/rainwallet/rainwalletd.sock`;

@@ -22,7 +22,7 @@ public enum RainWalletContact: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(kindName):\(value)" }
 
-    /// The normalized contact (README "Error codes", login-code rules), or RAIN_102 naming what is wrong.
+    /// The normalized contact (docs/errors.md, login-code rules), or RAIN_102 naming what is wrong.
     ///
     /// Email: trimmed and lowercased; exactly one `@`, a local part of 1–64 characters, a domain
     /// with a dot, no whitespace, at most 254 characters in all.

@@ -48,7 +48,7 @@ public struct SessionSnapshot: Sendable, Hashable {
     /// calls are refused with (`session_not_persisted`, RAIN_502) until the daemon saves them. Nil
     /// when the session is saved.
     public var storageWarning: String?
-    /// The daemon's link to its authority (issue 20); nil from a daemon that does not say.
+    /// The daemon's link to its authority; nil from a daemon that does not say.
     public var authorityLink: AuthorityLinkState?
 
     public init(
@@ -81,7 +81,7 @@ public struct SessionSnapshot: Sendable, Hashable {
     public static let unauthenticated = SessionSnapshot(authState: .unauthenticated, sessionState: .none)
 }
 
-/// The session policy of a profile (`RainWalletSessionPolicy` in the mobile SDK) (README "Sessions: refresh, expiry, one device at a time").
+/// The session policy of a profile (`RainWalletSessionPolicy` in the mobile SDK) (docs/user-guide.md "Sessions").
 public struct RainWalletSessionPolicy: Sendable, Hashable {
     /// Refresh this long before expiry; clamped to half the lifetime.
     public var refreshBuffer: Duration

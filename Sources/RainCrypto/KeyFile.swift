@@ -113,7 +113,7 @@ public enum KeyFile {
 
     /// Opens a key file for reading. O_NONBLOCK: opening a FIFO planted at the path must not hang;
     /// fstat then refuses it.
-    /// O_NOFOLLOW: a symbolic link planted at the path is refused, never followed (issue 13).
+    /// O_NOFOLLOW: a symbolic link planted at the path is refused, never followed.
     private static func openPrivate(_ path: String) throws(RainError) -> Int32 {
         do throws(RainError) {
             return try Syscall.open(path, .readOnly, options: [.noControllingTerminal, .nonBlocking, .noFollow])

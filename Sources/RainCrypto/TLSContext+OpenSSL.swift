@@ -88,7 +88,7 @@ public final class TLSContext: @unchecked Sendable {
         }
         // No session resumption: connections are long-lived, and it saves a message per handshake.
         guard SSL_CTX_set_num_tickets(ctx, 0) == 1 else { throw RainError.openSSL("SSL_CTX_set_num_tickets") }
-        // An idle connection gives its 34 KiB of record buffers back (issue 13: thousands of
+        // An idle connection gives its record buffers back (thousands of
         // connections holding half frames must not hold the authority's memory).
         // SSL_CTX_set_mode is a macro over SSL_CTX_ctrl; it returns the new mode bits.
         _ = SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, Int(SSL_MODE_RELEASE_BUFFERS), nil)

@@ -1,6 +1,6 @@
 import RainCore
 
-/// Everything issue 5 derives from a wallet's entropy: the BIP-39 recovery phrase, one Ethereum
+/// Everything derived from a wallet's entropy: the BIP-39 recovery phrase, one Ethereum
 /// account at `m/44'/60'/0'/0/0` (BIP-32 on secp256k1, EIP-55 address) and one Solana account at
 /// `m/44'/501'/0'/0'` (SLIP-10 Ed25519, base-58 address), both from the phrase's seed without a
 /// passphrase, as common wallets (MetaMask, Phantom) derive them.

@@ -313,14 +313,14 @@ struct AuthorityRole: DaemonRole {
                 clock: TestClockEnvironment.clock(logger: logger) ?? SystemClock(), store: store,
                 logger: logger.child("authority")
             ) { (store) throws(RainError) -> (any CodeSender)? in
-                // Issue 19: the SMS budget is the store's, shared by every instance on it.
+                // The SMS budget is the store's, shared by every instance on it.
                 try senderFile.flatMap { (file) throws(RainError) in
                     try AuthorityDaemon.codeSender(
                         file: file, smsBudget: StoreSMSBudget(store: store), logger: logger.child("sender"))
                 }
             }
         }
-        // Issue 19: revocations pushed to the devices; on PostgreSQL, also those of the other instances.
+        // Revocations pushed to the devices; on PostgreSQL, also those of the other instances.
         let revocationChannel = try storeURL.map { (url) throws(RainError) in
             try PostgresRevocationChannel(url: url, hub: authority.revocations, logger: logger.child("revocations"))
         }
@@ -333,8 +333,8 @@ struct AuthorityRole: DaemonRole {
         var serverOptions = ServerOptions()
         serverOptions.isTCP = true
         serverOptions.tls = tls
-        serverOptions.maximumBufferedInput = 256 << 20  // issue 13: an authority holds at most 256 MiB of partial frames
-        serverOptions.maximumUnadmittedConnections = 1024  // issue 13: TLS before admission costs ~25 KiB each
+        serverOptions.maximumBufferedInput = 256 << 20  // an authority holds at most 256 MiB of partial frames
+        serverOptions.maximumUnadmittedConnections = 1024  // TLS before admission holds buffers for each one
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)

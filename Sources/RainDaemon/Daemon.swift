@@ -26,7 +26,7 @@ public struct DaemonOptions: Sendable {
     public var logLevel = LogLevel.info
     public var drainTimeout: Duration = .seconds(10)
     /// `--authority-read-deadline`, `--authority-send-deadline`, `--authority-refresh-deadline`
-    /// (milliseconds): how long each kind of call to a remote authority may wait (issue 20).
+    /// (milliseconds): how long each kind of call to a remote authority may wait.
     public var authorityDeadlines = AuthorityDeadlines.standard
     public init() {}
 }
@@ -206,8 +206,7 @@ public enum Daemon {
             let environment = try role.takeEnvironment(logger: logger)
             // The event loop runs on this (the main) thread, which `blockingAwait` lends to the
             // lifecycle: the loop's allocations then come from glibc's main arena, cheaper to free
-            // than a secondary thread's (about 270 instructions per call, measured with
-            // scripts/bench-instructions).
+            // than a secondary thread's, and the loop frees on every call (docs/performance.md).
             let thread = CallingThread()
             let lifecycle = DaemonLifecycle(logger: logger, loop: thread.loopRunner)
             try blockingAwait(lending: thread) { () async throws(RainError) in
@@ -240,7 +239,7 @@ public enum Daemon {
 
     /// Creates the state directory 0700, or checks the one there (a real directory of this uid
     /// that group and others cannot write: whoever can write it can plant keys, a config or an
-    /// outbox), then takes its lock: one daemon per state directory (issue 13).
+    /// outbox), then takes its lock: one daemon per state directory.
     /// - Returns: the lock, to keep for the daemon's life.
     /// - Throws: RAIN_102 naming the directory and the fix, or the pid of the daemon holding it.
     static func openStateDirectory(_ directory: String, role: String) throws(RainError) -> DirectoryLock {
@@ -366,7 +365,7 @@ struct DeviceRole: DaemonRole {
         }
         var serverOptions = ServerOptions()
         serverOptions.allowedUIDs = extraUIDs
-        serverOptions.maximumBufferedInput = 64 << 20  // issue 13: a device daemon holds at most 64 MiB of partial frames
+        serverOptions.maximumBufferedInput = 64 << 20  // a device daemon holds at most 64 MiB of partial frames
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 

@@ -1,7 +1,7 @@
 import Foundation
 import RainCore
 
-/// Where the daemon keeps its socket, state and config (README "Files and paths").
+/// Where the daemon keeps its socket, state and config (docs/operations.md "Files and paths").
 public struct DaemonPaths: Sendable, Equatable {
     public var socket: String
     public var stateDirectory: String

@@ -8,7 +8,7 @@ import RainDevice
 import RainSystem
 import Synchronization
 
-/// Per-app access as the daemon runs it (issue 15): callers identified through their pidfd, the
+/// Per-app access as the daemon runs it: callers identified through their pidfd, the
 /// user asked through pinentry, the approvals and the confirmed settings sealed under the storage
 /// key, every decision in the audit log.
 enum DeviceAccessSetup {

@@ -38,7 +38,7 @@ struct DeviceSetup: Sendable {
         var authority: any Authority
         /// The embedded authority, which holds the database until closed (nil with a remote one).
         var embedded: EmbeddedAuthority?
-        /// Brings pushed revocations to the service (issue 19); started and stopped with it.
+        /// Brings pushed revocations to the service; started and stopped with it.
         var revocations: RevocationDelivery?
 
         /// Whether the embedded authority runs (its master key moves with the keys).
@@ -90,7 +90,7 @@ struct DeviceSetup: Sendable {
                     case .command(let arguments, let timeout):
                         return try CommandCodeSender(command: arguments, timeout: timeout, logger: logger.child("sender"))
                     case .providers(let configuration):
-                        // Issue 19: the SMS budget is the store's, kept across restarts.
+                        // The SMS budget is the store's, kept across restarts.
                         return try configuration.makeSender(
                             smsBudget: StoreSMSBudget(store: store), logger: logger.child("sender"))
                     }

@@ -4,7 +4,7 @@ import RainCore
 import RainDevice
 import Synchronization
 
-/// Brings the authority's pushed revocations (issue 19) to the device service, started and stopped
+/// Brings the authority's pushed revocations to the device service, started and stopped
 /// with the service (like its pruning): with a remote authority, a `RevocationFeed` keeps the
 /// `WatchRevocations` stream open on a connection of its own; with the embedded authority, a
 /// subscription to its `RevocationHub` for this device, in-process. Either way the service asks the

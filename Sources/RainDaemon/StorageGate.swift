@@ -41,8 +41,8 @@ final class StorageGate: ServerHandler, StorageControl {
         }
         /// The quick lane of the service that takes calls now: `opened`'s while no migration runs.
         /// Kept apart for the quick lane, which reads it on every call: reading it through
-        /// `opened` copied the whole `Opened` (about 400 instructions), and retaining the service
-        /// itself took the slow path of its side table (`DeviceService.QuickLane`).
+        /// `opened` would copy the whole `Opened`, and retaining the service
+        /// itself would take the slow path of its side table (`DeviceService.QuickLane`).
         private(set) var servingLane: DeviceService.QuickLane?
 
         private mutating func updateServing() {
@@ -143,7 +143,7 @@ final class StorageGate: ServerHandler, StorageControl {
     func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
         let (route, retry) = state.withLock { s -> (Route, StorageRetry<DeviceSetup.Opened>?) in
             if let target = s.migrationTarget { return (.migrating(to: target, provider: s.provider.kind), nil) }
-            // The service alone: copying all of `Opened` on every call cost ~700 instructions.
+            // The service alone: this is the per-call path, and copying all of `Opened` is not free.
             if let service = s.opened?.service { return (.service(service), nil) }
             return (.loading(provider: s.provider.kind), s.retry)
         }

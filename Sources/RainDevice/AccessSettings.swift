@@ -82,7 +82,7 @@ extension ConfigReader {
     }
 }
 
-/// The security settings of a config as `GuardedSettings` (issue 15, point 4): what the user must
+/// The security settings of a config as `GuardedSettings`: what the user must
 /// confirm before a change takes effect, or what `/etc/rainwallet/policy.json` fixes.
 extension DaemonConfig {
     /// The guarded keys of this config, each with its canonical JSON value.

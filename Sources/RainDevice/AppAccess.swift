@@ -73,7 +73,7 @@ public struct AccessEvent: Sendable, Equatable {
     }
 }
 
-/// Per-app access (issue 15, point 2): each profile belongs to the apps the user approved.
+/// Per-app access: each profile belongs to the apps the user approved.
 ///
 /// The first app to use a profile becomes its owner once the user approves it on the prompt
 /// (where no prompt can be shown, first use is trusted and audited). Another app gets RAIN_202
@@ -133,7 +133,7 @@ public final class AppAccess: Sendable {
 
     /// Moves on whenever an approval or a connection's decision changes: a decision taken at one
     /// generation (`approval(connection:profile:)`) holds while it is the same (the quick lane
-    /// keeps it per connection, issue 18).
+    /// keeps it per connection).
     public var generation: UInt64 { state.withLock { $0.generation } }
 
     /// Whether the connection's app is approved for `profile`, and its identity once read: one look

@@ -123,7 +123,7 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Loads and validates a config file.
     ///
     /// The config names the code sender's command and the uids the daemon serves, so it is trusted
-    /// only when no other user could have written it (issue 13): never through a symbolic link,
+    /// only when no other user could have written it: never through a symbolic link,
     /// a regular file owned by this uid (or root) that group and others cannot write.
     /// - Parameter isRequired: when false a missing file gives the defaults.
     /// - Throws: RAIN_102 naming the file and the bad key, or the owner or mode found and the fix.

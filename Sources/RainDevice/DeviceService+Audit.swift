@@ -5,7 +5,7 @@ import RainCore
 import RainTransport
 import RainWire
 
-/// The audit log from the device's side (issue 15, point 5): the sensitive calls record how they
+/// The audit log from the device's side: the sensitive calls record how they
 /// ended, with the caller's pid and uid, and `Audit/Read` reads the log back.
 ///
 /// When an entry cannot be written (a full disk), the daemon logs `audit.not_written` and the log

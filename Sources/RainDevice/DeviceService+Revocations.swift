@@ -3,7 +3,7 @@ import RainCore
 import RainWire
 
 extension DeviceService {
-    /// A revocation pushed by the authority (issue 19), or the revocation stream (re)established
+    /// A revocation pushed by the authority, or the revocation stream (re)established
     /// (`appID` nil): every loaded profile of that app (of every app) that has or may have a session
     /// (restoring) asks the authority whether it is still live, each in a task of its own, so
     /// nothing waits here.

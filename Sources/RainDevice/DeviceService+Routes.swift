@@ -204,7 +204,7 @@ extension DeviceService {
                         }
                     }
                 })
-            // The audit log (issue 15): for the daemon's own uid, whatever the profile.
+            // The audit log: for the daemon's own uid, whatever the profile.
             Route(
                 Method.readAuditLog, ReadAuditLogRequest.self, ReadAuditLogResponse.self,
                 policy: .read(isOpenToAnyApp: true, isDaemonOwnerOnly: true),
@@ -220,7 +220,7 @@ extension DeviceService {
         }
     }
 
-    /// What the user confirms on the prompt (issue 15: what moves money or adds a credential).
+    /// What the user confirms on the prompt (what moves money or adds a credential).
     static let confirmExportPhrase = "export the wallet's recovery phrase (whoever sees it controls the wallet)"
     static let confirmExportKey = "export a private key of the wallet (whoever sees it controls those funds)"
     static let confirmAddPasskey = "add a passkey to the account (it can log in as you)"

@@ -26,7 +26,7 @@ public final class DeviceService: ServerHandler {
     private let ownUID = getuid()
     /// Every method's route, built once.
     let routes: RouteTable<DeviceCall>
-    /// Per-app access (issue 15); nil serves every caller of an allowed uid (unit tests).
+    /// Per-app access; nil serves every caller of an allowed uid (unit tests).
     let access: DeviceAccess?
     /// This service among those of the process (a live migration or a reopening of the keys makes
     /// a new one): what the quick lane keeps for a connection answers only for the service that
@@ -178,7 +178,7 @@ public final class DeviceService: ServerHandler {
         return route.placement == .stream ? .stream : .deferred
     }
 
-    /// The quick lane (issue 18): Session/GetState answered from the profile's encoded snapshot,
+    /// The quick lane: Session/GetState answered from the profile's encoded snapshot,
     /// when the ordinary path would answer it at once with that snapshot (`QuickLane`). Anything
     /// else returns nil and takes `handle`, which decides as before.
     public func quickAnswer(
@@ -190,13 +190,13 @@ public final class DeviceService: ServerHandler {
     /// What the quick lane needs of the service, in an object of its own that nothing refers to
     /// weakly. A caller that takes the lane on every call (the storage gate) retains this rather
     /// than the service: the service is referred to weakly (the revocation feed's handlers), so
-    /// its reference count lives in a side table, and retaining and releasing it there cost
-    /// ~190 instructions a call (issue 18, `scripts/bench --profile`).
+    /// its reference count lives in a side table, and retaining and releasing it there on every
+    /// call is slow (`scripts/bench --profile`).
     public final class QuickLane: Sendable {
         let ownUID: UInt32
         let profiles: ProfileEntries
         /// The per-app approvals, kept apart: reading them through the service's optional
-        /// `DeviceAccess` copied and destroyed all of it (about 350 instructions a call).
+        /// `DeviceAccess` would copy and destroy all of it on every call.
         let apps: AppAccess?
         let serial: UInt64
 
@@ -267,7 +267,7 @@ public final class DeviceService: ServerHandler {
     }
 
     /// Waits until the restore is done or the timeout passes on the injected clock; a timeout
-    /// returns normally with the state still `loading` (README "Sessions: refresh, expiry, one device at a time").
+    /// returns normally with the state still `loading` (docs/user-guide.md "Sessions").
     static func awaitRestore(_ e: Entry, timeout: Duration) async -> SessionSnapshot {
         await e.runtime.awaitRestore(timeout: timeout)
     }

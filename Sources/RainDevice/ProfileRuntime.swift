@@ -65,7 +65,7 @@ public final class ProfileRuntime: Sendable {
         /// The session policy in effect: the config's, with a client's `Profile/Configure` values
         /// where the config sets none.
         var sessionPolicy: RainWalletSessionPolicy { didSet { encoded = nil } }
-        /// The link to the authority (issue 20), carried by every snapshot.
+        /// The link to the authority, carried by every snapshot.
         var link: AuthorityLinkState? { didSet { encoded = nil } }
         /// The snapshot's bytes for `encodedSnapshot()`; nil until asked for, and after any change.
         var encoded: EncodedSnapshot?
@@ -97,7 +97,7 @@ public final class ProfileRuntime: Sendable {
     /// The snapshot's encoded bytes (`SessionState`), as `snapshot().encode()` gives them, kept
     /// until the session, the policy or the link change or the clock reaches the next moment
     /// where the snapshot would read differently (the session stops being active, or expires):
-    /// the quick lane's answer to Session/GetState (issue 18). Nil when encoding fails.
+    /// the quick lane's answer to Session/GetState. Nil when encoding fails.
     public func encodedSnapshot() -> [UInt8]? {
         let now = clock.now
         return state.withLock { s -> [UInt8]? in
@@ -167,7 +167,7 @@ public final class ProfileRuntime: Sendable {
 
     /// Waits until the restore has finished or `timeout` passed on the injected clock, whichever
     /// comes first, and returns the snapshot then: a timeout returns normally with the state still
-    /// `loading` (README "Sessions: refresh, expiry, one device at a time"). The restore's first publish resumes every waiter at once.
+    /// `loading` (docs/user-guide.md "Sessions"). The restore's first publish resumes every waiter at once.
     func awaitRestore(timeout: Duration) async -> SessionSnapshot {
         let id = state.withLock { s -> Int? in
             guard s.isLoading else { return nil }

@@ -29,7 +29,7 @@ extension ProfileSession {
     }
 
     /// Confirms the pending verification: on success the contact is on the account, verified, and
-    /// logs in to it. Never retried on a transient failure; issue 20: it carries an idempotency key
+    /// logs in to it. Never retried on a transient failure; it carries an idempotency key
     /// per logical confirm (this challenge, this code), kept while its outcome is unknown, so the
     /// caller's repeat after a lost answer gets the contact verified, nothing applied twice.
     /// - Returns: the account with the contact.

@@ -58,7 +58,7 @@ extension ProfileSession {
     /// Finishes this profile's pending ceremony with the authenticator's response. A sign-up or
     /// login stores its session exactly like a code login; an add leaves the session as it is.
     ///
-    /// Issue 20: the finish carries an idempotency key per logical finish (this ceremony, this
+    /// The finish carries an idempotency key per logical finish (this ceremony, this
     /// response). When its outcome is unknown (RAIN_501 `outcome_unknown`, RAIN_301) the ceremony
     /// stays pending and the key is kept, so the caller's repeat gets the first outcome (the same
     /// session), never a second one; any other answer ends the ceremony here.

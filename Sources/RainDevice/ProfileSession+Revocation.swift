@@ -2,7 +2,7 @@ import RainAuthorityAPI
 import RainCore
 
 extension ProfileSession {
-    /// Asks the authority whether the session is still live (issue 19): after a pushed revocation
+    /// Asks the authority whether the session is still live: after a pushed revocation
     /// for this profile's app, and once each time the revocation stream is (re)established. One
     /// call with the session's token (Account/Get at the authority): a session the authority
     /// revoked ends here as any refused call ends it (`revokedElsewhere` when another device logged

@@ -3,7 +3,7 @@ import Foundation
 import RainCore
 import Synchronization
 
-/// When a profile's session is refreshed, and how often (README "Sessions: refresh, expiry, one device at a time"). The session actor owns the
+/// When a profile's session is refreshed, and how often (docs/user-guide.md "Sessions"). The session actor owns the
 /// session and performs each refresh request; this type owns the timing around it:
 ///
 /// - one timer (a Dispatch timer through the injected `RainClock`, on the scheduler's own queue)

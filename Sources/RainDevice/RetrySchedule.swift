@@ -14,7 +14,7 @@ enum RetryStep<Success> {
 
 extension RetryStep: Sendable where Success: Sendable {}
 
-/// The one retry policy of the session's reads and of its refresh (README "Sessions: refresh, expiry, one device at a time"): after a transient
+/// The one retry policy of the session's reads and of its refresh (docs/user-guide.md "Sessions"): after a transient
 /// failure wait `initialDelay`, doubling each time up to `maxDelay`, at most `retries` times; sends
 /// are never retried (`retries` 0). The waits run on the injected clock.
 struct RetrySchedule: Sendable, Hashable {

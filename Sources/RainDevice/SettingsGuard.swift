@@ -4,7 +4,7 @@ import RainCore
 import RainWire
 import Synchronization
 
-/// The security settings' confirmation (issue 15, point 4).
+/// The security settings' confirmation.
 ///
 /// The daemon runs on the last confirmed `GuardedSettings` (a `SealedRecord`); a config edit of a
 /// guarded key waits until the user confirms it on the prompt (`rainwallet settings confirm`),

@@ -196,7 +196,7 @@ enum FrameFuzzing {
             all += frame
             seeds.append((name: name, bytes: [3] + frame))
         }
-        // The quick lane's shape (issue 18): GetState as the client library sends it, with and
+        // The quick lane's shape: GetState as the client library sends it, with and
         // without the profile entry, and two in one read.
         let getState = { (id: UInt64, metadata: [MetadataEntry]) throws(RainError) -> [UInt8] in
             try Envelope(

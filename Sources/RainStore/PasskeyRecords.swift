@@ -48,7 +48,7 @@ package enum PasskeyCeremonyTake: Sendable, Equatable {
     case used
     /// Past its expiry.
     case expired
-    /// Issue 20: a finish with this take's idempotency key came first: its outcome (or its claim,
+    /// A finish with this take's idempotency key came first: its outcome (or its claim,
     /// while it still runs), whatever became of the ceremony.
     case repeated(IdempotentOutcome)
 }
@@ -103,7 +103,7 @@ package struct PasskeySignUpCompletion: Sendable, Equatable {
     package var credential: PasskeyCredentialRecord
     package var session: NewSession
     package var now: Date
-    /// Issue 20: the finish's idempotency key and sealed outcome, stored with the sign-up.
+    /// The finish's idempotency key and sealed outcome, stored with the sign-up.
     package var idempotency: IdempotentOutcomeInput?
 
     package init(
@@ -133,7 +133,7 @@ package struct PasskeyLoginCompletion: Sendable, Equatable {
     package var isBackedUp: Bool
     package var session: NewSession
     package var now: Date
-    /// Issue 20: the finish's idempotency key and sealed outcome, stored with the login.
+    /// The finish's idempotency key and sealed outcome, stored with the login.
     package var idempotency: IdempotentOutcomeInput?
 
     package init(

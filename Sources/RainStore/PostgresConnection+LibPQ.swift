@@ -402,7 +402,7 @@ final class PostgresConnection {
 }
 
 extension PostgresConnection {
-    /// The connection's socket, for `poll` while it LISTENs (issue 19); -1 when it is closed.
+    /// The connection's socket, for `poll` while it LISTENs; -1 when it is closed.
     var socketDescriptor: Int32 { rain_PQsocket(connection) }
 
     /// Reads what the server sent and takes the notifications received (`LISTEN`): each one's

@@ -7,7 +7,7 @@ import RainSystem
 import RainWire
 import Synchronization
 
-/// Carries pushed revocations (issue 19) between authority instances on one PostgreSQL database:
+/// Carries pushed revocations between authority instances on one PostgreSQL database:
 /// what this instance's `RevocationHub` publishes is sent with `pg_notify('rain_revocations', …)`
 /// on a connection of its own (queue `rain.authority.postgres.notify`), and a dedicated connection
 /// LISTENs on a thread of its own (`rain.pg.listen`, blocked in `poll` on the

@@ -2,8 +2,8 @@ import Foundation
 import RainCore
 
 extension SQLiteAuthorityStore {
-    /// The invariants a crash must never break, checked on the whole database (issue 6, crash
-    /// safety). Each violation is one readable line naming ids only (never hashes or contacts).
+    /// The invariants a crash must never break, checked on the whole database.
+    /// Each violation is one readable line naming ids only (never hashes or contacts).
     ///
     /// - SQLite's own `integrity_check` and `foreign_key_check` pass.
     /// - Every account has a wallet, and that wallet has its encrypted keys.

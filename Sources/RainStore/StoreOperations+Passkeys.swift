@@ -16,7 +16,7 @@ extension StoreOperations {
     {
         try db.lock("contact", v.appID, contactKey(v.contact))
         let now = v.now.unixMilliseconds
-        // Issue 20: a repeat that raced its first confirm (here or on another instance) waited for
+        // A repeat that raced its first confirm (here or on another instance) waited for
         // the lock above: the first one's outcome is committed now.
         if let key = v.idempotency, let first = try idempotentOutcome(db, keyHash: key.keyHash, now: v.now) {
             return .repeated(first)
@@ -67,7 +67,7 @@ extension StoreOperations {
         return .verified(wasAlreadyAttached: false)
     }
 
-    /// Issue 20: the verification's outcome, for its repeats.
+    /// The verification's outcome, for its repeats.
     private static func recordContactVerification(_ db: some StoreConnection, _ v: ContactVerificationCompletion)
         throws(RainError)
     {
@@ -97,7 +97,7 @@ extension StoreOperations {
     /// Takes a ceremony (see `AuthorityStore.takePasskeyCeremony`); in the caller's transaction.
     /// Its row is locked (PostgreSQL) from the read to the commit, so of concurrent takes exactly
     /// one finds it pending.
-    /// Issue 20: with a `claim`, the key's outcome or claim is read after the ceremony's row lock,
+    /// With a `claim`, the key's outcome or claim is read after the ceremony's row lock,
     /// so a repeat that raced its first finish sees the first one's claim once that take commits.
     static func takePasskeyCeremony<DB: StoreConnection>(
         _ db: DB, id: String, appID: String, deviceID: String, now: Date, claim: IdempotentClaim?

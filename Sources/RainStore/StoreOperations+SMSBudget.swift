@@ -1,7 +1,7 @@
 import Foundation
 import RainCore
 
-/// Issue 19: the authority's hourly SMS budget (toll fraud), kept in the store so every instance
+/// The authority's hourly SMS budget (toll fraud), kept in the store so every instance
 /// sharing it (several authority processes on one PostgreSQL database) spends one budget, and a
 /// restart does not refill it. One row per message handed to the gateway in `sms_slots`.
 extension StoreOperations {

@@ -3,7 +3,7 @@ import Glibc
 import RainCore
 
 /// An exclusive `flock` on a lock file in a state directory, held for the life of the process (or
-/// of this object): one daemon per state directory (issue 13). The file holds the holder's pid, so
+/// of this object): one daemon per state directory. The file holds the holder's pid, so
 /// a second daemon can say which process it found.
 public final class DirectoryLock: Sendable {
     /// The lock file.

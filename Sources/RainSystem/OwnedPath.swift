@@ -60,7 +60,7 @@ extension Syscall {
     }
 }
 
-/// Checks and creation of the files and directories the daemon trusts (issue 13): the state
+/// Checks and creation of the files and directories the daemon trusts: the state
 /// directory, the socket directory, the config, the outbox. None of them may be a symbolic link,
 /// owned by another uid, or writable by group or others: whoever can write them can steer the
 /// daemon (its code sender, its allowed uids) or stand in for it.

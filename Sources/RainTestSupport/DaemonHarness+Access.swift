@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// Per-app access in a harness daemon (issue 15). Every harness daemon gets `--policy DIR/policy.json`
+/// Per-app access in a harness daemon. Every harness daemon gets `--policy DIR/policy.json`
 /// (written here, owned by root as a managed machine's would be; tests run as root), so the machine's
 /// `/etc/rainwallet/policy.json` never leaks in.
 public enum HarnessAccess: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The other end of the code senders' tests (issue 19), real servers on loopback run by
+/// The other end of the code senders' tests, real servers on loopback run by
 /// `/usr/bin/python3`: an SMTP server (Debian `python3-aiosmtpd`) and an HTTPS server standing in
 /// for an SMS gateway. Each records what it received as `N.json` in its directory, parsed on its
 /// side (Python's `email` package for mail), so a test checks the message as a mail client reads it.

@@ -2,7 +2,7 @@ import Foundation
 import RainCore
 
 /// A second uid on this machine, for tests written the way an attacker on the same machine would
-/// act (issue 13): it owns files, squats paths and runs its own programs through `setpriv`.
+/// act: it owns files, squats paths and runs its own programs through `setpriv`.
 ///
 /// The uid needs no passwd entry: `setpriv` switches to a bare numeric uid and gid, and the test
 /// (running as root, as CI does) chowns what that uid must own. `OtherUser.unavailableReason` says

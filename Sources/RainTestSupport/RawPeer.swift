@@ -3,7 +3,7 @@ import RainCore
 import RainCrypto
 import RainWire
 
-/// A deliberately dumb client for attacker tests of the listeners (issue 13): a blocking socket to
+/// A deliberately dumb client for attacker tests of the listeners: a blocking socket to
 /// a Unix path or a TCP port (optionally from a chosen loopback source address, to stand for many
 /// hosts), optionally TLS, that writes raw bytes (half frames, whatever) and reads frames with a
 /// deadline. Every wait is bounded by the timeout the caller gives.

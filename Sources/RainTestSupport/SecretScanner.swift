@@ -2,7 +2,7 @@ import Foundation
 import RainCrypto
 
 /// Finds secrets in text (logs, CLI output, error messages), in every encoding they could leak
-/// as, for tests that prove none ever appears (issue 6).
+/// as, for tests that prove none ever appears.
 ///
 /// - Codes (6 digits) match as a number of their own: not inside a longer run of letters or
 ///   digits, where six digits occur by chance.

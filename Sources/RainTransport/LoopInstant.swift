@@ -3,10 +3,10 @@ import RainCore
 
 /// A reading of `CLOCK_MONOTONIC` in nanoseconds: the event loop's time.
 ///
-/// The loop reads the clock twice a turn. `ContinuousClock.Instant` cost it ~450 instructions a
-/// call (its optional is copied, tested and destroyed through the standard library's value
+/// The loop reads the clock twice a turn, so the reading must be cheap. `ContinuousClock.Instant`
+/// is not (its optional is copied, tested and destroyed through the standard library's value
 /// witnesses, and `ContinuousClock.now` goes through `swift_get_time`); this is an `Int64` read
-/// with `clock_gettime`, as the C floor reads it (issue 18, `scripts/bench --profile`).
+/// with `clock_gettime`, as the C floor reads it (`scripts/bench --profile`).
 struct LoopInstant: Comparable, Sendable {
     /// Nanoseconds since an unspecified start (the boot, on Linux).
     var nanoseconds: Int64

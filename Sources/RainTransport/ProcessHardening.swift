@@ -2,7 +2,7 @@ import Foundation
 import RainCore
 import RainSystem
 
-/// Process-level protections and settings of the daemon (README "Reliability and security",
+/// Process-level protections and settings of the daemon (docs/security.md,
 /// ARCHITECTURE.md).
 public enum ProcessHardening {
     /// The malloc arenas the daemon keeps (`limitMallocArenas`).
@@ -11,8 +11,8 @@ public enum ProcessHardening {
     /// Caps malloc's arenas at `mallocArenas`, unless `MALLOC_ARENA_MAX` is set (the user's
     /// choice wins). glibc gives each thread that allocates an arena of its own, up to eight per
     /// CPU: the daemon's loop, SQLite, timer and Swift pool threads made about ten, each holding
-    /// freed memory of its own. Two of them cut the daemon's peak VmRSS under the 1,000-client
-    /// load by about 0.8 MB; its calls are made on one loop thread, which does not contend.
+    /// freed memory of its own. Two of them lower the daemon's peak VmRSS under the 1,000-client
+    /// load (docs/performance.md); its calls are made on one loop thread, which does not contend.
     /// Called first thing in `main`, before threads start to allocate.
     public static func limitMallocArenas() {
         guard ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil else { return }

@@ -7,7 +7,7 @@ package typealias RainAppEntry = RainWire.AppEntry
 /// The guarded security settings: the confirmed digest and the changes waiting.
 package typealias RainSettingsStatus = RainWire.GetSettingsResponse
 
-/// Per-app access (issue 15), for `rainwallet apps`, `settings` and `prompt`. Every change is
+/// Per-app access, for `rainwallet apps`, `settings` and `prompt`. Every change is
 /// confirmed by the user on the daemon's prompt, never by the caller.
 extension RainProvider {
     /// Every approved app (all profiles) and the pre-approved apps.

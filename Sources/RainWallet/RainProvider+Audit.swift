@@ -7,7 +7,7 @@ package typealias AuditLogResponse = RainWire.ReadAuditLogResponse
 /// The result of checking the audit log's hash chain.
 package typealias AuditLogVerification = RainWire.AuditVerificationMessage
 
-/// The daemon's audit log (issue 15): read by `rainwallet audit`. Only the daemon's own uid may
+/// The daemon's audit log: read by `rainwallet audit`. Only the daemon's own uid may
 /// read it.
 extension RainProvider {
     /// The entries recorded at or after `since` (all when nil), oldest first, as the daemon wrote

@@ -130,7 +130,7 @@ public final class RainProvider: Sendable {
     }
 
     /// The last `SessionState` read and what it decoded to: the same state comes back call after
-    /// call, and decoding it again cost about 1,200 instructions.
+    /// call, and decoding it again on every call is wasted work.
     private let lastSnapshot = Mutex<DecodedSnapshot?>(nil)
 
     /// A `SessionState`'s bytes and what they decode to (a class: a tuple in the mutex went

@@ -151,7 +151,7 @@ public struct SessionEvent: Sendable, Equatable {
         case sessionState
         /// The session ended without logout (see `expiryReason`).
         case sessionExpired
-        /// The daemon's link to its authority changed (issue 20): `state.authorityLink` says how
+        /// The daemon's link to its authority changed: `state.authorityLink` says how
         /// it stands (`connected`, `degraded` with the last error, `unreachable` since when), so an
         /// app can show "offline" instead of spinning.
         case authorityLink

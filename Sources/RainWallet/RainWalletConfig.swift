@@ -32,8 +32,8 @@ public struct RainWalletConfig: Sendable, Equatable {
     public enum ReaderScheduling: Sendable, Equatable {
         /// The batch policy (`SCHED_BATCH`, no privilege needed). A reply wakes the thread without
         /// preempting the task running on that CPU: while the daemon sends the replies of several
-        /// calls, it is not interrupted after each one. `scripts/bench` measured 1.15 times the
-        /// calls per second at 8 connections on one CPU, and 1.2 to 1.6 times on two. The cost:
+        /// calls, it is not interrupted after each one, so more calls per second
+        /// go through at 8 connections (`scripts/bench`, docs/performance.md). The cost:
         /// when every CPU is busy, a reply waits until the running task blocks or a scheduler tick
         /// preempts it (ticks come every 1 to 10 ms, by the kernel's configuration); on a CPU with
         /// idle time it runs at once.

@@ -61,7 +61,7 @@ public enum AuthorityMethod {
     /// `AuthorityConfirmDeviceKeyRequest` → `AuthorityConfirmDeviceKeyResponse`: step 2.
     public static let confirmDeviceKey = "/rain.wallet.v1.Authority/ConfirmDeviceKey"
 
-    /// `AuthorityWatchRevocationsRequest` → a stream of `AuthorityRevocation` (issue 19): the proven
+    /// `AuthorityWatchRevocationsRequest` → a stream of `AuthorityRevocation`: the proven
     /// device's revocations, pushed.
     public static let watchRevocations = "/rain.wallet.v1.Authority/WatchRevocations"
 
@@ -114,13 +114,13 @@ public struct ConfirmCodeRequest: WireMessage, Equatable, CustomStringConvertibl
     /// What the user typed (a secret: never logged).
     public var code: String
     /// The device's raw 32-byte Ed25519 public key, which the session is bound to: every refresh
-    /// must be signed with the matching private key (README "Reliability and security").
+    /// must be signed with the matching private key (docs/security.md).
     ///
     /// The device always sends it. Empty (the default, for callers that predate device binding)
     /// still logs in, but the session is unbound and can never be refreshed (RAIN_201
     /// `device_unbound`): it ends when its access token expires.
     public var devicePublicKey: [UInt8]
-    /// Issue 20: random bytes (16 to 64) the device chose for this logical confirm and keeps across
+    /// Random bytes (16 to 64) the device chose for this logical confirm and keeps across
     /// its repeats; a repeat within the challenge's lifetime gets the first outcome (the same
     /// tokens) instead of a second login. Empty: no idempotency. A secret: never logged.
     public var idempotencyKey: [UInt8]
@@ -276,7 +276,7 @@ public struct AuthorityConfirmContactVerificationRequest: WireMessage, Equatable
     public var challengeID: String
     /// What the user typed (never logged).
     public var code: String
-    /// Issue 20: random bytes (16 to 64) the device chose for this logical confirm and keeps across
+    /// Random bytes (16 to 64) the device chose for this logical confirm and keeps across
     /// its repeats; a repeat within the challenge's lifetime gets the first outcome (the contact
     /// verified) instead of a used challenge. Empty: no idempotency. A secret: never logged.
     public var idempotencyKey: [UInt8]

@@ -63,7 +63,7 @@ public struct PasskeyFinishRequest: WireMessage, Equatable, CustomStringConverti
     /// The device's raw 32-byte Ed25519 public key the new session is bound to (as in
     /// `ConfirmCodeRequest`); unused when a passkey is added.
     public var devicePublicKey: [UInt8]
-    /// Issue 20: random bytes (16 to 64) the device chose for this logical finish and keeps across
+    /// Random bytes (16 to 64) the device chose for this logical finish and keeps across
     /// its repeats; a repeat within the ceremony's lifetime gets the first outcome (the same
     /// tokens) instead of failing on the used ceremony. Empty: no idempotency. A secret: never logged.
     public var idempotencyKey: [UInt8]

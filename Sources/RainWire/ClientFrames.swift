@@ -1,7 +1,7 @@
 import Foundation
 import RainCore
 
-// The client library's per-call frames (issue 18): a request written and an OK response read
+// The client library's per-call frames: a request written and an OK response read
 // without an `Envelope` value. Building, copying and destroying that enum (its request holds a
 // string, two arrays and an array of metadata) cost more than the bytes themselves. The bytes are
 // exactly those of `Envelope.encodeFrame()` (protobuf-c's), and anything the direct reader does not
@@ -110,7 +110,7 @@ package enum ClientFrames {
 
     /// A request's bytes after its id, kept to send the same request again under another id:
     /// a client repeats the same call (the same method, payload, deadline and metadata), and
-    /// writing its fields again cost ~500 instructions a call (issue 18). The frame it writes is
+    /// writing its fields again on every call is wasted work. The frame it writes is
     /// the bytes of `request(…)` (`ClientFramesTests`).
     package struct RequestTail: Sendable {
         private let method: String
@@ -163,8 +163,8 @@ package enum ClientFrames {
         /// `scripts/bench-instructions` counts its calls as the requests an inline call wrote.
         @inline(never)
         package func write(id: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int? {
-            // Through `PlainWriter`, not `ProtoWriter`: its checked writes of single bytes cost ~80
-            // instructions here. The frame header, the id field, the tail.
+            // Through `PlainWriter`, not `ProtoWriter`: its checked writes of single bytes cost too
+            // much on this per-call path. The frame header, the id field, the tail.
             let total = EnvelopeSize.varintField(1, id) + bytes.count
             let size = Frame.headerLength + total
             // Room for the longest id, so that no write below can pass the buffer's end.

@@ -2,9 +2,9 @@ import Foundation
 import RainCore
 
 // The envelope (proto/envelope.proto) is read and written on every call, by the daemon and by the
-// client library. Through protobuf-c it cost about 10,000 instructions per call each way: a C
-// message tree built in an arena, packed or unpacked, then converted to Swift and freed. These are
-// the same bytes written and read directly.
+// client library. Through protobuf-c each call would build a C message tree in an arena, pack or
+// unpack it, then convert it to Swift and free it, each way (docs/performance.md). These are the
+// same bytes written and read directly.
 //
 // Writing produces exactly the bytes protobuf-c packs (proto3 rules: zero scalars, empty strings
 // and empty bytes left out; fields in number order; a set message field written even when empty).

@@ -107,7 +107,7 @@ public struct WatchEvent: WireMessage, Equatable {
     /// What changed.
     public enum Kind: String, Sendable, Equatable {
         case authState, sessionState, sessionExpired
-        /// Issue 20: the link to the authority changed (`state.authorityLink`).
+        /// The link to the authority changed (`state.authorityLink`).
         case authorityLink
     }
     /// 1 for a watcher's first event, then +1 per event.

@@ -1,7 +1,7 @@
 import Foundation
 import RainCore
 
-// The server's quick lane (issue 18): a request in the exact shape the client library sends for a
+// The server's quick lane: a request in the exact shape the client library sends for a
 // cheap read (an id, a method, no payload, no deadline, at most the `profile` metadata entry) is
 // recognised in the frame's bytes, and its answer written from bytes the handler keeps encoded,
 // without building an `Envelope`, a `WireRequest` or their strings. Anything else, and every request
@@ -53,7 +53,7 @@ public struct QuickRequest {
     /// Recognises `body` as `init(_:)` does, faster when it is the request `shape` last saw
     /// with another id: a client repeats the same request, and everything after the id (the
     /// method, the metadata) is then compared with one `memcmp` instead of read field by field
-    /// (~300 instructions a call, issue 18). A body that differs there is read in full, and
+    /// on this per-call path (docs/performance.md). A body that differs there is read in full, and
     /// `shape` becomes its own. The result is the same either way (`QuickFramesTests`, FuzzFrame).
     public init?(_ body: UnsafeBufferPointer<UInt8>, shape: inout QuickShape?) {
         var r = QuickScanner(body)
@@ -80,8 +80,8 @@ public struct QuickRequest {
         equals(a, UnsafeBufferPointer(start: b.utf8Start, count: b.utf8CodeUnitCount))
     }
 
-    /// Whether `a` and `b` hold the same bytes (a `memcmp`; a generic `elementsEqual` cost about
-    /// 200 instructions for a short name). Also the client's comparison of kept answers.
+    /// Whether `a` and `b` hold the same bytes (a `memcmp`: a generic `elementsEqual` is far slower,
+    /// even for a short name). Also the client's comparison of kept answers.
     public static func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }
@@ -133,7 +133,7 @@ public struct QuickShape: Sendable, Equatable {
 public enum QuickAnswer {
     /// Writes the frame at the start of `buffer`; returns its length, or nil when the buffer has
     /// less room than the frame with the longest varints. Through `PlainWriter`, not
-    /// `ProtoWriter`, whose checked writes of single bytes cost ~100 instructions a call here.
+    /// `ProtoWriter`, whose checked writes of single bytes cost too much on this per-call path.
     public static func write(
         requestID: UInt64, payload: UnsafeBufferPointer<UInt8>, into buffer: UnsafeMutableBufferPointer<UInt8>
     ) -> Int? {

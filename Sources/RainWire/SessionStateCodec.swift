@@ -2,8 +2,8 @@ import Foundation
 import RainCore
 
 // `SessionState` (proto/wallet.proto) answers the cheapest and most frequent calls (GetState,
-// AwaitRestore, Refresh) and rides in every Watch event; through protobuf-c its encoding cost about
-// 6,400 instructions and its decoding 1,600. Written and read directly here, by the rules of
+// AwaitRestore, Refresh) and rides in every Watch event, so protobuf-c's encoding and decoding
+// weigh on every call (docs/performance.md). Written and read directly here, by the rules of
 // EnvelopeCodec.swift: the bytes protobuf-c packs, and its canonical form read directly with
 // anything else left to protobuf-c (`SessionStateCodecTests` checks both agree).
 
@@ -156,7 +156,7 @@ extension ProtoReader {
 
     /// A link state's name matched against the phases' names, packed into integers (every answer
     /// carries one: making a string of it, looking that up among the usual strings, then matching
-    /// it by name cost about 700 instructions); nil for any other bytes. The names are ASCII, so
+    /// it by name weighs on every answer); nil for any other bytes. The names are ASCII, so
     /// each of their bytes reads as a one-byte varint: a longer varint is no name.
     private mutating func linkPhase() -> AuthorityLinkState.Phase? {
         guard var name = nested() else { return nil }

@@ -10,8 +10,8 @@
 //       4. opens 32 fresh connections, one after another, and times on each the connection
 //          (GetInfo), the first GetAccountInfo (the device proof: challenge, signature, check, then
 //          the call) and a second one (the call alone): connect and proof cost, per-call cost.
-//       Each worker is one device (one Ed25519 key) that proves its key once per connection
-//       (issue 14); its logins use distinct device ids bound to that key.
+//       Each worker is one device (one Ed25519 key) that proves its key once per connection;
+//       its logins use distinct device ids bound to that key.
 //       Prints one JSON line. Reports figures, asserts nothing.
 //   rainwallet-authority-bench create-database --server URL --name NAME
 //       creates an empty PostgreSQL database and prints its URL (for scripts/bench-authority).

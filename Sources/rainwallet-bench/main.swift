@@ -38,8 +38,8 @@ guard let socket, connections > 0, seconds > 0 else { fail(usage) }
 let scheduling = readerScheduling
 
 /// The monotonic clock in nanoseconds, read as the C floor client reads it (`clock_gettime`): the
-/// standard library's `ContinuousClock` and `Duration` arithmetic cost ~350 instructions a call
-/// here, counted in the client's figures although they are the bench's, not the library's.
+/// standard library's `ContinuousClock` and `Duration` arithmetic is heavy enough to show in the
+/// client's figures although it is the bench's cost, not the library's.
 @inline(__always) func nowNanos() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)

@@ -7,7 +7,7 @@ import Testing
 @testable import RainAccess
 @testable import RainSystem
 
-/// The caller identity read from real processes (issue 15, point 1).
+/// The caller identity read from real processes.
 @Suite("CallerIdentityReader")
 struct CallerIdentityReaderTests {
     static let sleep = "/bin/sleep"

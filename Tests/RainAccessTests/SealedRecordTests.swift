@@ -189,10 +189,10 @@ struct SealedRecordTests {
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
         // The shell says "ready" once `setsid -c` has made the terminal its own: the test waits for
-        // that line, not for a time (2 s of polling was not enough at the start of a loaded run).
-        // It then lives until the test kills it (at most 2 minutes): a `sleep 10` once ended
-        // before the session was read (the test took 16 s at the start of the parallel unit
-        // stage), and with its leader gone the terminal had no session.
+        // that line, not for a time (no fixed wait is enough at the start of a loaded run).
+        // It then lives until the test kills it (at most 2 minutes): a short sleep can end before
+        // the session is read when the parallel unit stage is loaded, and with its leader gone the
+        // terminal would have no session.
         shell.arguments = ["-c", "-w", "sh", "-c", "echo ready; exec sleep 120"]
         shell.standardInput = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
         let ready = Pipe()

@@ -6,7 +6,7 @@ import Testing
 
 @testable import RainAuthority
 
-/// The `smtp` and `sms` objects of a `codeSender` setting (README "Sending codes"): what parses,
+/// The `smtp` and `sms` objects of a `codeSender` setting (docs/operations.md "Sending codes"): what parses,
 /// what is refused, and the routing of each contact kind to its sender.
 @Suite("Code sender configuration")
 struct CodeSenderConfigurationTests {
@@ -15,7 +15,7 @@ struct CodeSenderConfigurationTests {
             try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), path: "codeSender")
     }
 
-    @Test("the README's example parses to the settings it shows; template parts left out keep the defaults")
+    @Test("the documented example parses to the settings it shows; template parts left out keep the defaults")
     func example() throws {
         let c = try Self.parse(
             """

@@ -11,7 +11,7 @@ import Testing
 @testable import RainStore
 @testable import RainTransport
 
-/// Send limits that cannot be sidestepped (issue 13): 10 sends per 15 minutes per contact across
+/// Send limits that cannot be sidestepped: 10 sends per 15 minutes per contact across
 /// every app, 20 per minute per source (the daemon's uid, or the caller's address), on both stores
 /// and across instances sharing one database; and an authority serves only the app ids it is given.
 @Suite("Send limits across apps and sources")
@@ -306,7 +306,7 @@ struct CrossAppSendLimitTests {
         #expect(SendSource.address("::1").key == "ip:::/64")
     }
 
-    @Test("the defaults are issue 13's and count in the retention")
+    @Test("the defaults are the documented limits and count in the retention")
     func defaults() {
         let limits = CodeSendLimits()
         #expect(limits.contactAllAppsMaxSends == 10)

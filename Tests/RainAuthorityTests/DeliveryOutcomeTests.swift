@@ -8,7 +8,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// Honest delivery (issue 19): the send-limit slot is reserved before the hand-off and given back
+/// Honest delivery: the send-limit slot is reserved before the hand-off and given back
 /// only when the provider refused before accepting; a failure after the hand-off counts; a new
 /// code replaces the pending one only once it was accepted. Run on SQLite and PostgreSQL, since
 /// the store's use cases are written once for both.

@@ -11,7 +11,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// Issue 14: every call with a token is bound to the device key of its session.
+/// Every call with a token is bound to the device key of its session.
 @Suite("Device binding")
 struct DeviceBindingTests {
     static let app = AuthorityFixture.app

@@ -4,7 +4,7 @@ import RainCrypto
 import RainTestSupport
 import RainWire
 
-/// The device key the fixtures bind sessions to by default (issue 14: every call with a token needs
+/// The device key the fixtures bind sessions to by default (every call with a token needs
 /// a proof of the session's key), and the proof the calls below give.
 enum FixtureDevice {
     // swift-format-ignore: NeverUseForceTry

@@ -12,7 +12,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// Issue 20: a confirm repeated with its idempotency key gets its first outcome back (the same
+/// A confirm repeated with its idempotency key gets its first outcome back (the same
 /// tokens, one login, one session), on SQLite and PostgreSQL and across two PostgreSQL instances.
 @Suite("Idempotent confirm")
 struct IdempotentConfirmTests {

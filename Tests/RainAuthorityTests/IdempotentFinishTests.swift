@@ -10,7 +10,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// Issue 20: a passkey finish or a contact verification repeated with its idempotency key gets its
+/// A passkey finish or a contact verification repeated with its idempotency key gets its
 /// first outcome back (the same account, wallet and tokens; the contact verified), on SQLite and
 /// PostgreSQL and across two PostgreSQL instances; nothing is applied twice.
 @Suite("Idempotent passkey finish and contact verification")

@@ -9,7 +9,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// Pruning on a schedule (issue 6 item 5): the authority deletes expired challenges, revoked
+/// Pruning on a schedule: the authority deletes expired challenges, revoked
 /// sessions, retired refresh tokens and old outbox lines every interval on its clock.
 @Suite("Periodic pruning")
 struct PeriodicPruningTests {

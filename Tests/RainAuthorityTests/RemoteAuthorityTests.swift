@@ -167,7 +167,7 @@ final class Counter: Sendable {
 
 struct SlowAuthority: Authority {
     var delay: Duration
-    /// Counts the calls that reached it (issue 20: a test moves its clock once the request arrived).
+    /// Counts the calls that reached it (a test moves its clock once the request arrived).
     var arrivals: Counter?
 
     init(delay: Duration, arrivals: Counter? = nil) {
@@ -640,7 +640,7 @@ struct RemoteAuthorityTests {
 
     /// Call deadlines run on the injected clock: the test moves it past the deadline by hand, so the
     /// outcome does not depend on how busy the machine is, and the follow-up call cannot time out.
-    /// Issue 20: a send past its bound is RAIN_501 `outcome_unknown` (it left; no answer came), a
+    /// A send past its bound is RAIN_501 `outcome_unknown` (it left; no answer came), a
     /// read RAIN_301 `deadline_exceeded`; the connection nothing answered on is replaced, and the
     /// link goes degraded, then unreachable, then connected again at the next answer.
     @Test(

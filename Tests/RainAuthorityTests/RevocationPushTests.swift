@@ -37,7 +37,7 @@ final class FeedEvents: Sendable {
     }
 }
 
-/// Issue 19: revocations pushed on `Authority/WatchRevocations`.
+/// Revocations pushed on `Authority/WatchRevocations`.
 @Suite("Pushed revocations")
 struct RevocationPushTests {
     static let fastBackoff = RevocationFeed.Backoff(initialDelay: .milliseconds(20), maxDelay: .milliseconds(100))
@@ -208,7 +208,7 @@ struct RevocationPushTests {
     }
 }
 
-/// Heartbeats on the stream (issue 19): a device tells a dead link (a partition, a hung authority,
+/// Heartbeats on the stream: a device tells a dead link (a partition, a hung authority,
 /// a NAT that forgot the connection) from a quiet one. The authority's heartbeats and the feed's
 /// idle bound run on manual clocks of their own: an authority whose clock never moves is one that
 /// sends nothing after the stream's opening heartbeat, as a hung one.
@@ -370,7 +370,7 @@ struct RevocationHeartbeatTests {
     }
 }
 
-/// Issue 19: NOTIFYs sent while an instance's LISTEN connection was down are lost; at the LISTEN
+/// NOTIFYs sent while an instance's LISTEN connection was down are lost; at the LISTEN
 /// reconnect the instance asks its device streams to recheck.
 @Suite("PostgreSQL revocation channel")
 struct PostgresRevocationChannelTests {

@@ -7,7 +7,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// The hourly SMS budget kept in the authority's store (issue 19): shared by every sender and
+/// The hourly SMS budget kept in the authority's store: shared by every sender and
 /// every authority instance on the store, kept across restarts, given back when the gateway
 /// refused, exact under concurrency on PostgreSQL, pruned once out of its window.
 @Suite("SMS budget in the store")

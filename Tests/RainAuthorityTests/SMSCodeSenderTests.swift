@@ -8,7 +8,7 @@ import Testing
 
 /// The SMS code sender against a real HTTPS server on loopback (`GatewayTestServer`, a test CA):
 /// the signed JSON webhook, the form-encoded provider API, the provider's answers, the hourly
-/// budget and the country allowlist (issue 19).
+/// budget and the country allowlist.
 @Suite("SMS code sender")
 struct SMSCodeSenderTests {
     static let secret = "webhook-secret-0123456789"

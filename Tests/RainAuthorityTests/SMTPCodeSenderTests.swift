@@ -12,7 +12,7 @@ import Testing
 
 /// The SMTP code sender against a real SMTP server on loopback (aiosmtpd, `GatewayTestServer`):
 /// the message as a mail client parses it, TLS with a test CA, authentication, and every way a
-/// server can refuse, hang or drop (issue 19).
+/// server can refuse, hang or drop.
 @Suite("SMTP code sender")
 struct SMTPCodeSenderTests {
     static let user = "rain-sender"

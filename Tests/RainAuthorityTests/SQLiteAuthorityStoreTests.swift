@@ -158,7 +158,7 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        // 11 since issue 20 (idempotent_logins, then its kind column); 12 since issue 19 (sms_slots).
+        // 11: idempotent_logins, then its kind column; 12: sms_slots.
         #expect(try await store.schemaVersion() == 12)
         #expect(SQLiteAuthorityStore.latestSchemaVersion == 12)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
@@ -174,7 +174,7 @@ struct SQLiteAuthorityStoreTests {
         let authority = EmbeddedAuthority(
             store: store, keys: keys, clock: clock, sender: CapturingCodeSender(), outbox: nil,
             logger: Logger(label: "test", sink: CapturingLogSink()))
-        // A version-1 session has no device key: since issue 14 no call can use its tokens.
+        // A version-1 session has no device key, so no call can use its tokens.
         let unbound = await rainError { _ = try await authority.accountInfo(appID: "app", accessToken: "rwa_old") }
         #expect(unbound?.code == .sessionExpired)
         #expect(unbound?.details.reason == "device_unbound")

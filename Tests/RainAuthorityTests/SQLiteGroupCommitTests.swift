@@ -10,7 +10,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// Group commit on the SQLite store (issue 18): concurrent requests share one transaction and one
+/// Group commit on the SQLite store: concurrent requests share one transaction and one
 /// fsync, each answered only after that commit, each failing alone.
 @Suite("SQLite group commit")
 struct SQLiteGroupCommitTests {

@@ -8,11 +8,11 @@ import Testing
 
 @testable import RainStore
 
-/// The code send limits (README "Send limits", issue 6): 30 s cooldown and 5 per 15 minutes per contact, 10
+/// The code send limits (docs/operations.md "Send limits"): 30 s cooldown and 5 per 15 minutes per contact, 10
 /// per hour per account; every refusal is RAIN_302 with the limit and when to retry.
 @Suite("Code send limits")
 struct SendLimitTests {
-    /// The README's default send limits, explicitly (the fixture turns limits off unless told).
+    /// The documented default send limits, explicitly (the fixture turns limits off unless told).
     static let limited = AuthoritySettings(sendLimits: CodeSendLimits())
     static let phone = RainWalletContact.phone("+15557654321")
 
@@ -248,7 +248,7 @@ struct SendLimitTests {
         }
     }
 
-    @Test("the defaults are the README's (Send limits); unlimited never refuses")
+    @Test("the defaults are the documented send limits; unlimited never refuses")
     func defaults() {
         let limits = AuthoritySettings().sendLimits
         #expect(limits.contactCooldown == .seconds(30))

@@ -122,7 +122,7 @@ struct SessionRefreshTests {
             let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let next = try await f.refresh(login.tokens.refreshToken, key: key)
-            // Issue 14: only a used pair makes the repeat reuse (an unused one is handed back).
+            // Only a used pair makes the repeat reuse (an unused one is handed back).
             _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: next.accessToken)
             f.clock.advance(by: .seconds(11))
             let reason = await sessionRefusal { _ = try await f.refresh(login.tokens.refreshToken, key: key) }
@@ -195,7 +195,7 @@ struct SessionRefreshTests {
             let key = FixtureDevice.key
             let login = try await f.login(deviceKey: key)
             let first = try await f.refresh(login.tokens.refreshToken, key: key)
-            // Used, so that past the window the repeat is reuse (issue 14).
+            // Used, so that past the window the repeat is reuse.
             _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: first.accessToken)
             f.clock.advance(by: .milliseconds(milliseconds))
             if isRepeat {
@@ -243,7 +243,7 @@ struct SessionRefreshTests {
         }
     }
 
-    // MARK: - Proof of possession (issue 14: the caller's proven keys, no device clock)
+    // MARK: - Proof of possession (the caller's proven keys, no device clock)
 
     @Test("a refresh proven by another key (Ed25519 or P-256) is refused and revokes the family", arguments: [false, true])
     func otherKeyRevokes(isP256: Bool) async throws {
@@ -349,7 +349,7 @@ struct SessionRefreshTests {
             let reason = await sessionRefusal { _ = try await f.refresh(login.tokens.refreshToken, key: key) }
             #expect(reason == "device_unbound")
             #expect(try await f.session(login.accountID).revokedAt == nil)
-            // Nor used (issue 14): its tokens alone prove no device.
+            // Nor used: its tokens alone prove no device.
             let read = await sessionRefusal {
                 _ = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: login.tokens.accessToken)
             }

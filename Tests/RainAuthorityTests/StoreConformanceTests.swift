@@ -264,7 +264,7 @@ struct StoreConformanceTests {
             #expect(again.revokedDeviceIDs.isEmpty)
             let (other, _) = try await f.storeLogin(device: "device-b")
             #expect(other.revokedElsewhereCount == 1)
-            // Issue 19: the devices whose sessions the login revoked, each once, are pushed to.
+            // The devices whose sessions the login revoked, each once, are pushed to.
             #expect(other.revokedDeviceIDs == ["device-a"])
             let sessions = try await f.store.sessions(appID: Self.app, accountID: first.accountID)
             #expect(sessions.map(\.revokeReason) == ["replaced", "revoked_elsewhere", nil])
@@ -762,7 +762,7 @@ struct StoreConformanceTests {
             #expect(session.revokedAt == nil)
 
             // Once the new pair was used, outside the grace window the old token is reuse: the
-            // family is revoked (an unused pair would be handed back, issue 14).
+            // family is revoked (an unused pair would be handed back).
             _ = try await f.authority.accountInfo(appID: Self.app, accessToken: try #require(pairs.first).accessToken)
             f.clock.advance(by: .seconds(60))
             let reuse = RefreshRequest(appID: Self.app, deviceID: "device-a", refreshToken: login.tokens.refreshToken)

@@ -9,7 +9,7 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// Issue 14, point 4: a device that could not save a refreshed pair (a full disk) and restarted
+/// A device that could not save a refreshed pair (a full disk) and restarted
 /// repeats the previous refresh token long after the grace window. While the current pair was never
 /// used, the authority hands it back; once any call used it, or its refresh token was presented, a
 /// repeat revokes the family as before. Run on every store (SQLite and PostgreSQL).

@@ -13,7 +13,7 @@ import Testing
         var testDescription: String { mnemonic.split(separator: " ").prefix(2).joined(separator: " ") + " …" }
     }
 
-    // The first: issue 5's required check (the Ethereum address of "abandon … about" is the
+    // The first: the check every BIP-39 wallet must pass (the Ethereum address of "abandon … about" is the
     // well-known 0x9858…Eda94). All values were cross-checked with the Python library bip-utils
     // 2.12.3 (Bip44 ETHEREUM and SOLANA, and raw BIP-32 / SLIP-10 paths) and python-mnemonic,
     // together with 100 random mnemonics (16 to 32 bytes of entropy) that all agreed.

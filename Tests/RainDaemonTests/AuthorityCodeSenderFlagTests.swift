@@ -5,7 +5,7 @@ import Testing
 
 @testable import RainDaemon
 
-/// `rainwalletd authority --code-sender FILE` (issue 19): the file holds a codeSender object, is
+/// `rainwalletd authority --code-sender FILE`: the file holds a codeSender object, is
 /// the daemon user's and not writable by others; its secrets stay in their own 0600 files.
 @Suite struct AuthorityCodeSenderFlagTests {
     static func withDirectory(_ body: (String) throws -> Void) throws {

@@ -76,7 +76,7 @@ import Testing
         #expect(throws: RainError.self) { try Daemon.parseCommandLine(["storage", "backup"]) }
     }
 
-    /// Audit of issue 14: a migration killed after any of its steps, with the config naming the
+    /// A migration killed after any of its steps, with the config naming the
     /// old provider (never edited) or the new one (edited before migrating) explicitly. The next
     /// start is never refused: it opens the journal's keys, finishes the migration and runs on the
     /// new provider; a config naming the old one gets a warning saying to change it, and only a

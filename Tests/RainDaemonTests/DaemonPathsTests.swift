@@ -13,7 +13,7 @@ import Testing
         #expect(!p.isConfigExplicit)
     }
 
-    /// Issue 13: without XDG_RUNTIME_DIR the socket lives in the user's own state directory, not
+    /// Without XDG_RUNTIME_DIR the socket lives in the user's own state directory, not
     /// in /tmp where another uid could create the directory first.
     @Test func fallbacksWithoutXDG() {
         let p = DaemonPaths.resolve(environment: ["HOME": "/home/u"])

@@ -221,11 +221,10 @@ struct AppAccessTests {
             }
         }
         // The second call meets the prompt on screen: it waits for its answer (no prompt_busy). The
-        // prompt is answered once it waits (a fixed pause was not enough on a loaded machine: the
-        // second call came after the answer and asked again). The bound is only reached when the
-        // call never joins: the parallel unit stage once kept the second task off the two-thread
-        // pool for over 2 s (the test took 14.8 s), so it is generous; a passing run waits
-        // milliseconds.
+        // prompt is answered once it waits (a fixed pause is not enough on a loaded machine: the
+        // second call could come after the answer and ask again). The bound is only reached when
+        // the call never joins: the parallel unit stage can keep the second task off the two-thread
+        // pool for seconds, so it is generous; a passing run waits milliseconds.
         let joinedBy = ContinuousClock.now + .seconds(30)
         while w.access.approvalWaiters == 0 && ContinuousClock.now < joinedBy {
             try await Task.sleep(for: .milliseconds(5))

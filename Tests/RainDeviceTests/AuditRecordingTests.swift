@@ -34,7 +34,7 @@ final class RecordingAudit: AuditRecorder {
     func verify() async throws(RainError) -> AuditVerification { AuditVerification(entryCount: 0, message: "ok") }
 }
 
-/// The device records its sensitive calls with the caller's pid and uid (issue 15, point 5).
+/// The device records its sensitive calls with the caller's pid and uid.
 @Suite struct AuditRecordingTests {
     let dir = TempDir()
     let clock = ManualClock()

@@ -111,7 +111,7 @@ import Testing
     }
 }
 
-/// `codeSender` types `smtp` and `sms` in `config.json` (issue 19).
+/// `codeSender` types `smtp` and `sms` in `config.json`.
 @Suite struct ProviderCodeSenderConfigTests {
     @Test("a config with smtp and sms parses to the providers setting, and round-trips through its canonical JSON")
     func providers() throws {

@@ -12,7 +12,7 @@ import Testing
     static let corpusRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("FuzzCorpus")
 
-    /// Every Rain code of the README's error table that a refusal may carry.
+    /// Every Rain code of docs/errors.md's table that a refusal may carry.
     static let knownCodes: Set<UInt32> = [101, 102, 201, 202, 203, 301, 302, 401, 404, 501, 502]
 
     static func files(_ target: FuzzTarget, under subdirectory: String? = nil) throws -> [URL] {

@@ -6,7 +6,7 @@ import Testing
 
 @testable import RainDevice
 
-/// Issue 20: the device attaches an idempotency key to each logical confirm, passkey finish and
+/// The device attaches an idempotency key to each logical confirm, passkey finish and
 /// contact verification, and sends the same key again when the caller repeats a call whose answer
 /// was lost, so the repeat gets the first outcome; another call gets a fresh key.
 @Suite struct IdempotentCallSessionTests {

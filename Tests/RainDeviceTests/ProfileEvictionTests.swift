@@ -6,7 +6,7 @@ import Testing
 
 @testable import RainDevice
 
-/// Issue 13: a flood of invented profile names used to grow the daemon by 9.7 KB a name, for ever.
+/// A flood of invented profile names must not grow the daemon for ever, a profile per name.
 /// At most 32 profiles the config does not name are held; only idle ones are evicted.
 @Suite struct ProfileEvictionTests {
     static let limit = ProfileEntries.maximumUnnamedProfiles

@@ -9,7 +9,7 @@ import Testing
 
 @testable import RainDevice
 
-/// The quick lane (issue 18): Session/GetState answered from the profile's encoded snapshot gives
+/// The quick lane: Session/GetState answered from the profile's encoded snapshot gives
 /// what the ordinary path gives, is taken only where the ordinary path would answer at once, and
 /// the kept bytes follow the session, the policy, the link and the clock.
 @Suite struct QuickLaneTests {

@@ -44,7 +44,7 @@ final class ControlledAuthority: Authority {
     func failNextReads(_ n: Int) { state.withLock { $0.readFailuresLeft = n } }
     func failNextSends(_ n: Int) { state.withLock { $0.sendFailuresLeft = n } }
     func failNextRefreshes(_ n: Int) { state.withLock { $0.transientFailuresLeft = n } }
-    /// Issue 20: the next `n` confirms, passkey finishes and contact verifications run at the inner
+    /// The next `n` confirms, passkey finishes and contact verifications run at the inner
     /// authority, and their answers (whatever they were) are lost: RAIN_501 `outcome_unknown`.
     func loseNextAnswers(_ n: Int) { state.withLock { $0.answersToLose = n } }
     /// The idempotency keys those calls carried, in order.

@@ -282,8 +282,8 @@ final class CallCounter: Sendable {
         }
     }
 
-    /// A day-long `timeout_ms` used to leave a sleeping task (3.5 KB) behind every call until the
-    /// day was over: the deadline's timer now goes with the call.
+    /// A day-long `timeout_ms` must not leave a sleeping task behind every call until the day is
+    /// over: the deadline's timer goes with the call.
     @Test func aCallWithADayLongTimeoutLeavesNoDeadlineBehind() async throws {
         let clock = ManualClock()
         let table = Self.table(clock: clock, log: .everyCall(Logger(label: "t", sink: CapturingLogSink())))

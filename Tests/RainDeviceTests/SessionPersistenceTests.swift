@@ -30,7 +30,7 @@ actor FillableStorage: SecureStorage {
     func storedProfiles() async -> [String] { await inner.storedProfiles() }
 }
 
-/// Issue 14, point 4: a refresh whose new tokens cannot be saved is reported, the tokens are not
+/// A refresh whose new tokens cannot be saved is reported, the tokens are not
 /// used until saved, the save is retried, and a restart with the previous tokens recovers.
 @Suite struct SessionPersistenceTests {
     struct Setup {

@@ -3,7 +3,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// Send limits and pruning in the real daemon (issue 6 items 5 and 6).
+/// Send limits and pruning in the real daemon.
 @Suite("Abuse limits end to end")
 struct AbuseLimitIntegrationTests {
     /// Checks a send-limit refusal as `--json` prints it (the last line of stderr); returns the retry time.

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 15, the checks of "What I will check" that `PerAppAccessTests` leaves out, through the real
+/// The attacks on per-app access that `PerAppAccessTests` leaves out, through the real
 /// daemon with the machine policy of `HarnessAccess.enforced` and two copies of the CLI (different
 /// content, same uid): an export by an unapproved app, `apps revoke` confirmed and dismissed, and a
 /// client killed while its prompt is on screen.

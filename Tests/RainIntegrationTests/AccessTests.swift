@@ -4,7 +4,7 @@ import RainWallet
 import RainWire
 import Testing
 
-/// Issue 6, item 5: who may reach the daemon, and what it refuses to start with.
+/// Who may reach the daemon, and what it refuses to start with.
 @Suite("Access: peer uids, socket and file modes, hardening")
 struct AccessTests {
     /// The uid the config allows, and a third one it does not (neither is the daemon's own).
@@ -31,7 +31,7 @@ struct AccessTests {
         let sock = try #require(fileMode(h.socketPath))
         #expect(sock.type == S_IFSOCK && sock.permissions == 0o666, "socket mode \(String(sock.permissions, radix: 8))")
 
-        // Issue 13: a client accepts a daemon of another uid only when told to (--daemon-uid).
+        // A client accepts a daemon of another uid only when told to (--daemon-uid).
         let daemonUID = ["--daemon-uid", "\(getuid())"]
         let unnamed = try await bin.runCLI(as: Self.allowedUID, socket: h.socketPath, ["status"])
         #expect(unnamed.status == 2 && unnamed.stderr.contains("RAIN_101"), "\(unnamed)")
@@ -47,7 +47,7 @@ struct AccessTests {
             as: Self.allowedUID, socket: h.socketPath, ["status"], environment: ["RAINWALLET_DAEMON_UID": "4242"])
         #expect(otherNamed.status == 2 && otherNamed.stderr.contains("RAIN_101"), "\(otherNamed)")
 
-        // Issue 13: a uid that is not allowed is closed at accept, before any byte is read, so the
+        // A uid that is not allowed is closed at accept, before any byte is read, so the
         // CLI (told to trust this daemon's uid) sees a closed connection, no RAIN_202 answer; the
         // daemon logs the uid.
         let refused = try await bin.runCLI(as: Self.otherUID, socket: h.socketPath, daemonUID + ["status"])

@@ -3,7 +3,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// Issue 13, items 1 and 5: another uid on the machine (`OtherUser`, through `setpriv`) squats the
+/// Another uid on the machine (`OtherUser`, through `setpriv`) squats the
 /// socket path, runs its own daemon, plants symbolic links and files. Each test shows the defence,
 /// then that the user's own daemon still serves.
 @Suite("Attacker: the client trusts only the daemon it means to")

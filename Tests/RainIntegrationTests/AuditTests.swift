@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 15, point 5: the audit log through the real daemon and CLI.
+/// The audit log through the real daemon and CLI.
 @Suite("Audit log")
 struct AuditTests {
     static let config = #"{"profiles": {"default": {"allowExport": true}}}"#

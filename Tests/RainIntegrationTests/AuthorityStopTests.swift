@@ -4,7 +4,7 @@ import RainWallet
 import Synchronization
 import Testing
 
-/// Issue 20, with real processes: a device daemon in front of a `rainwalletd authority` that is
+/// Bounded waits, with real processes: a device daemon in front of a `rainwalletd authority` that is
 /// stopped (`SIGSTOP`: its kernel still accepts connections, nothing answers) and continued. The
 /// device runs with short deadlines (read 600 ms, send 800 ms), so no test waits long on a timeout.
 ///

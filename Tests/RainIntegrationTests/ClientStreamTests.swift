@@ -36,7 +36,7 @@ func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
 }
 
 /// The library's streams and `onSessionExpired` against a real daemon that stops, restarts and
-/// starts late under a subscribed client (issue 16, point 2).
+/// starts late under a subscribed client.
 @Suite(.timeLimit(.minutes(2))) struct ClientStreamTests {
     /// Short, so that a test does not wait long for the reconnection.
     static let backoff = ReconnectBackoff(initial: .milliseconds(20), maximum: .milliseconds(200))
@@ -254,7 +254,7 @@ func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
         #expect(await until { kill(pid, 0) != 0 })
         _ = try await h.logIn(1)
 
-        // Device 1's daemon comes back with the session it stored. Issue 19: once its revocation
+        // Device 1's daemon comes back with the session it stored. Once its revocation
         // stream is up it asks the authority whether the session is still live, finds it revoked
         // and ends it, without any call from the app; the provider reports it once.
         let daemon = try TestProcess(

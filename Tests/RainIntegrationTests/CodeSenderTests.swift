@@ -3,7 +3,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// The real daemon with `codeSender` type `smtp` (and an `sms` object) in its config (issue 19):
+/// The real daemon with `codeSender` type `smtp` (and an `sms` object) in its config:
 /// a login code reaches a real SMTP server over STARTTLS with AUTH and an HTTPS webhook on
 /// loopback, and the code each received logs in. The code never reaches the daemon's log.
 @Suite("Code senders in the daemon")

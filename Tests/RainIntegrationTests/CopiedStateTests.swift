@@ -4,9 +4,9 @@ import RainWallet
 import RainWire
 import Testing
 
-/// Issue 14, point 3 with the embedded authority: a state directory (or part of it) copied from a
-/// logged-in daemon into another daemon's, for each key provider. README "What each provider
-/// stops": with `file`, a copy that leaves `device.key` out (or a session file with `storage.key`)
+/// A copied state directory, with the embedded authority: a state directory (or part of it) copied from a
+/// logged-in daemon into another daemon's, for each key provider. docs/security.md "What each
+/// provider stops": with `file`, a copy that leaves `device.key` out (or a session file with `storage.key`)
 /// reads and exports nothing, while a copy of every key is the device; with `tpm2` the copy opens
 /// only on the same TPM, with `secret-service` only beside the same keyring's items. Each test has
 /// its control: the same copy with the missing piece does open, so each refusal is the one the
@@ -84,7 +84,7 @@ struct CopiedStateTests {
         #expect(stolen.export?.code == .sessionExpired, "\(String(describing: stolen.export))")
         // Theft as the authority sees it: a proof by another key revokes the copy's family (in the
         // copy's own database: the owner's is another file, see below), and the copy's session ends
-        // (README "Sessions": a refusal ends it at once, reason refreshFailed).
+        // (docs/user-guide.md "Sessions": a refusal ends it at once, reason refreshFailed).
         #expect(stolen.read?.details.reason == "refresh_failed", "\(String(describing: stolen.read)) \(withoutDeviceKey.log)")
         #expect(stolen.export?.details.reason == "refresh_failed", "\(String(describing: stolen.export))")
         #expect(
@@ -107,7 +107,7 @@ struct CopiedStateTests {
         #expect(copiedSession.export?.details.reason == "refresh_failed", "\(String(describing: copiedSession.export))")
         #expect(sessionOnly.log.contains("session.ended"), "\(sessionOnly.log)")
 
-        // The control: the same copy WITH device.key is the device (README: with `file`, a stolen
+        // The control: the same copy WITH device.key is the device (docs/security.md: with `file`, a stolen
         // whole state directory holds every key).
         let everything = try DaemonHarness.prepare(config: Self.fileConfig)
         defer { everything.shutdown() }
@@ -155,7 +155,7 @@ struct CopiedStateTests {
             #expect(error?.details.reason == "tpm_key_lost", "\(String(describing: error))")
             #expect(error?.message.contains("another TPM") == true, "\(String(describing: error))")
         }
-        // A login is refused the same way (README: never a silent fallback to new keys).
+        // A login is refused the same way (docs/security.md: never a silent fallback to new keys).
         let login = await rainError { try await thief.provider().sendLoginCode(to: .email("copied-tpm@example.com")) }
         #expect(login?.code == .provider && login?.details.reason == "tpm_key_lost", "\(String(describing: login))")
         let cli = try await thief.runCLI(["account"])

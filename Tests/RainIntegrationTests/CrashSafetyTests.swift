@@ -6,7 +6,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// Issue 6, crash safety: a real `rainwalletd` (device and embedded authority in one process) is
+/// Crash safety: a real `rainwalletd` (device and embedded authority in one process) is
 /// killed with SIGKILL at random moments while a client runs login → refresh → refresh → logout
 /// cycles. After every kill, before the restart, the test checks what is on disk:
 /// - the session file, if any, decrypts to a whole session (the old or the new one, never a torn

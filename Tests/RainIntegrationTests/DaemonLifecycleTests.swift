@@ -17,10 +17,10 @@ struct DaemonLifecycleTests {
     }
 
     /// The stop signals are blocked in every thread and read from a signalfd that exists before
-    /// the daemon prepares: one sent at any point of the start is acted on. Before, a SIGTERM
-    /// during the start ended the daemon by the default action (status 143), and one sent right
-    /// after `daemon.ready`, before libdispatch registered its signal source, was discarded
-    /// (ignored) and the daemon kept running.
+    /// the daemon prepares: one sent at any point of the start is acted on. Otherwise a SIGTERM
+    /// during the start would end the daemon by the default action (status 143), and one sent
+    /// right after `daemon.ready`, before a signal source was registered, would be discarded and
+    /// the daemon would keep running.
     @Test(
         "SIGTERM while the daemon starts (after its first log line) or right at daemon.ready stops it cleanly (exit 0), never lost",
         arguments: [false, true])
@@ -129,7 +129,7 @@ struct DaemonLifecycleTests {
         #expect(fileMode(h.socketPath) == nil)
     }
 
-    @Test("socket 0600; a --socket directory keeps its mode (never changed, issue 13); state files 0600")
+    @Test("socket 0600; a --socket directory keeps its mode (never changed); state files 0600")
     func permissions() async throws {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
@@ -138,7 +138,7 @@ struct DaemonLifecycleTests {
 
         #expect(fileMode(h.socketPath)?.type == S_IFSOCK)
         #expect(fileMode(h.socketPath)?.permissions == 0o600)
-        // Issue 13: rainwalletd never changes the mode of a directory it did not create (this one
+        // rainwalletd never changes the mode of a directory it did not create (this one
         // is the harness's; 0755 lets no one else write it, so it is used as it is).
         #expect(fileMode(h.directory)?.permissions == 0o755)
         #expect(fileMode(h.stateDirectory)?.permissions == 0o700)

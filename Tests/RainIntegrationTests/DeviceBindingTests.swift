@@ -3,7 +3,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// Issue 14, point 3 and the clock part of point 4, with real processes: a device daemon and a
+/// Device binding and a device clock that is off, with real processes: a device daemon and a
 /// remote authority (`rainwalletd authority`, plain TCP on loopback).
 @Suite("Device binding (processes)")
 struct DeviceBindingProcessTests {
@@ -35,7 +35,7 @@ struct DeviceBindingProcessTests {
             try await thief.start()
             let stolen = thief.provider()
             // The copied session loads (the storage key opens it)…
-            // …(issue 19: the daemon's revocation stream checks the session once it connects, a call
+            // …(the daemon's revocation stream checks the session once it connects, a call
             // with its token that the authority refuses: the copy may already have ended then)…
             let loaded = try await stolen.currentSession()
             #expect(loaded.hasActiveSession || loaded.sessionState == .expired)

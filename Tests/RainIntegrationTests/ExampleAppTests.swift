@@ -4,7 +4,7 @@ import RainWallet
 import Testing
 
 /// The seed's Swift snippets, built as `rainwallet-example-login` (Examples/LoginExample), run end
-/// to end against a real daemon (issue 16, point 1).
+/// to end against a real daemon.
 @Suite(.timeLimit(.minutes(2))) struct ExampleAppTests {
     /// Runs the example against `h` and returns its exit status, stdout and stderr.
     static func runExample(_ h: DaemonHarness, run: Int) async throws -> (status: Int32, stdout: String, stderr: String) {

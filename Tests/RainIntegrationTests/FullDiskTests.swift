@@ -8,7 +8,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 14, point 4: the disk is full when a refreshed pair is saved. The real daemon and CLI,
+/// The disk is full when a refreshed pair is saved. The real daemon and CLI,
 /// the state directory on a small tmpfs (tests run as root), the embedded authority's directory on
 /// a roomy tmpfs of its own (as a remote authority's disk would be), the daemon's clock moved
 /// through a `TestClockFile`.

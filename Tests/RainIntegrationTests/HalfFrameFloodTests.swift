@@ -41,12 +41,12 @@ struct FloodOutcome: CustomStringConvertible {
     }
 }
 
-/// Issue 13, item 2, against the real processes: half frames on 5,000 attempted connections to each
+/// What an unauthenticated peer can make the daemons hold, against the real processes: half frames on 5,000 attempted connections to each
 /// listener (the device daemon's Unix socket, the authority's TCP+TLS port) leave the daemon under
 /// its idle RSS + 96 MiB and serving good clients; another uid is closed at accept; descriptor
 /// exhaustion does not make the loop spin.
 ///
-/// The figures are printed (`swift test --filter HalfFrameFloodTests`) and copied into the README.
+/// The figures are printed (`swift test --filter HalfFrameFloodTests`) and copied into docs/performance.md.
 @Suite("Half-frame flood and descriptor exhaustion (processes)", .serialized)
 struct HalfFrameFloodTests {
     static let attempts = 5000

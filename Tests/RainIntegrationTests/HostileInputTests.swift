@@ -5,7 +5,7 @@ import RainWallet
 import RainWire
 import Testing
 
-/// Issue 6, item 1: the hostile input catalog. Each test sends the daemon something a correct client
+/// The hostile input catalog. Each test sends the daemon something a correct client
 /// never would, checks the clear error (or the closed connection where the stream can no longer be
 /// trusted), and then checks that a fresh client is still served (GetInfo and GetState).
 /// Cases already in `ProtocolTests`: unknown method, undecodable payload, a 2 MiB header, a garbage
@@ -248,7 +248,7 @@ struct HostileInputTests {
         let hugeMethod = "/x/" + String(repeating: "y", count: Self.maxFrame - 60)
         let client = try ClientConnection(path: h.socketPath)
         defer { client.close() }
-        _ = try await client.call(method: Method.getInfo, payload: [])  // admitted (issue 13)
+        _ = try await client.call(method: Method.getInfo, payload: [])  // admitted
         let e = try #require(
             await rainError {
                 _ = try await client.call(
@@ -281,7 +281,7 @@ struct HostileInputTests {
     }
 
     /// A raw connection whose first request (GetInfo) was answered: admitted, so it may send frames
-    /// of up to 1 MiB (before that, 4 KiB; issue 13).
+    /// of up to 1 MiB (before that, 4 KiB).
     static func admittedConnection(_ h: DaemonHarness) async throws -> RawConnection {
         let raw = try RawConnection(path: h.socketPath)
         try raw.write(try Envelope.requestFrame(id: 99, method: Method.getInfo, payload: []))
@@ -307,7 +307,7 @@ struct HostileInputTests {
     func halfFrameStall() async throws {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
-        // Admitted first: a connection with no request yet has 10 s to make one (issue 13).
+        // Admitted first: a connection with no request yet has 10 s to make one.
         let stalled = try await Self.admittedConnection(h)
         let frame = try Envelope.requestFrame(id: 1, method: Method.getInfo, payload: [])
         let half = frame.count / 2
@@ -321,7 +321,7 @@ struct HostileInputTests {
         #expect(try await other.nextEnvelope()?.requestID == 9)
 
         // The stalled client finishes its frame and is answered normally, if it does so within the
-        // 10 s a partial frame may go without progress (issue 13); past that (a very loaded
+        // 10 s a partial frame may go without progress; past that (a very loaded
         // machine), the daemon has dropped it with RAIN_302 frame_stalled.
         if ContinuousClock.now - stalledAt < .seconds(9) {
             try stalled.write(Array(frame[half...]))
@@ -339,7 +339,7 @@ struct HostileInputTests {
     func neverReads() async throws {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
-        // Admitted first: before its first request a connection may send only 4 KiB (issue 13).
+        // Admitted first: before its first request a connection may send only 4 KiB.
         let flooder = try await Self.admittedConnection(h)
         // Each SlowEcho answer carries ~900 KiB; 24 of them exceed the 16 MiB output limit plus what
         // the kernel buffers. Once the daemon disconnects, the remaining writes fail (EPIPE).

@@ -3,7 +3,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// Issue 14, point 2, between the two providers that keep no key in the state directory: a real
+/// Storage migration between the two providers that keep no key in the state directory: a real
 /// `gnome-keyring-daemon` on a private bus (`TestKeyring`) and a software TPM (`SoftwareTPM`).
 /// A session and the embedded authority's wallet move from the keyring to the TPM in the running
 /// daemon, then back offline, and keep working at each step; the source's keys are gone each time.

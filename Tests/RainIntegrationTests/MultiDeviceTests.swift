@@ -318,7 +318,7 @@ final class EventLog: Sendable {
         #expect(ready)
         let thief = h.provider(1)
         try await thief.awaitSessionRestore()
-        // The copy decrypts... (issue 19: the revocation stream's check at connect, a call with its
+        // The copy decrypts... (the revocation stream's check at connect, a call with its
         // token that the authority refuses, may have ended it already)
         let loaded = try await thief.currentSession()
         #expect(loaded.authState == .authenticated || loaded.sessionState == .expired)

@@ -12,7 +12,7 @@ struct PasskeyDomainIntegrationTests {
         let first = RainProvider(RainWalletConfig(passkeyDomain: "example.com", socketPath: h.socketPath))
         #expect(try await first.currentSession().authState != .authenticated)
         let other = RainProvider(RainWalletConfig(passkeyDomain: "other.com", socketPath: h.socketPath))
-        // Issue 16: the refusal is reported by awaitSessionRestore, not by an unrelated call.
+        // The refusal is reported by awaitSessionRestore, not by an unrelated call.
         _ = try await other.currentSession()
         let error = await rainError { try await other.awaitSessionRestore() }
         #expect(error?.code == .invalidArgument)

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 15, point 6: per-app access through the real daemon, with two different executables of the
+/// Per-app access through the real daemon, with two different executables of the
 /// same uid (two copies of the CLI, one with extra bytes so their content differs).
 ///
 /// The user's confirmation comes from the harness's test pinentry (it types back the code each
@@ -22,7 +22,7 @@ struct PerAppAccessTests {
         let b: URL
 
         /// Two copies of the CLI (`b` with bytes appended: another hash), made on a thread of
-        /// their own: copying 2 × 80 MB on the concurrency pool stalled other tests. No lock is
+        /// their own: copying two large binaries on the concurrency pool would stall other tests. No lock is
         /// needed against "Text file busy": every child the tests start inherits only descriptors
         /// 0 to 2 (`TestProcess`, the harness), never a copy open for writing.
         static func make(_ h: DaemonHarness) async throws -> Apps {

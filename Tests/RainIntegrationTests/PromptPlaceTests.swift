@@ -3,10 +3,10 @@ import Glibc
 import RainTestSupport
 import Testing
 
-/// The registered prompt terminal outlives a restart of the daemon (issue 15, point 3: where the
+/// The registered prompt terminal outlives a restart of the daemon (where the
 /// prompt appears is the user's choice, and `rainwallet prompt here` is itself confirmed). Kept in
-/// memory only, every restart left no place, and the first registration after it was trusted: any
-/// program that restarted rainwalletd could register a terminal it holds and answer the prompts.
+/// memory only, every restart would leave no place, and the first registration after it would be
+/// trusted: any program that restarted rainwalletd could register a terminal it holds and answer the prompts.
 @Suite("Prompt place across restarts", .serialized)
 struct PromptPlaceTests {
     @Test("after a restart, registering another terminal is confirmed on the one registered before, until that one is closed")

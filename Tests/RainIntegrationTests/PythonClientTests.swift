@@ -18,7 +18,7 @@ enum PythonTools {
 
 /// The Python example client (Examples/python/rainwallet_client.py), written from proto/PROTOCOL.md
 /// alone with `protoc --python_out` and the protobuf runtime, run end to end against a real daemon
-/// so the document stays true (issue 16, point 6).
+/// so the document stays true.
 @Suite(
     .timeLimit(.minutes(2)),
     .enabled(

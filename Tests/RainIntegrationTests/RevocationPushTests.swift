@@ -10,7 +10,7 @@ import Testing
 
 @testable import RainStore
 
-/// Issue 19, point 4: a login on device B ends device A's session at once, pushed by the
+/// A login on device B ends device A's session at once, pushed by the
 /// authority on A's `WatchRevocations` stream, without any call from A or its client. Each test
 /// watches A through the client library only (`onSessionExpired`, `authState`) and makes no call
 /// to A after A's login; the latency bound is 10 s (CI), the figure on an idle machine is under

@@ -6,7 +6,7 @@ import RainWallet
 import RainWire
 import Testing
 
-/// The daemon's SMS sender counts its hourly budget in the authority's store (issue 19): a restart
+/// The daemon's SMS sender counts its hourly budget in the authority's store: a restart
 /// does not refill it.
 @Suite("SMS budget in the daemon")
 struct SMSBudgetDaemonTests {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import RainStore
 
-/// Issue 13, item 4: a one-time code never has to be on the command line (where every user reads
+/// A one-time code never has to be on the command line (where every user reads
 /// it in `/proc/PID/cmdline`), and neither does a PostgreSQL password.
 @Suite("Secrets stay off the command line")
 struct SecretArgumentTests {

@@ -5,7 +5,7 @@ import RainWallet
 import Testing
 
 /// Every flow against the real daemon with debug logging; then no code, token, key or phrase
-/// may appear in its log, the CLI's output or any error message (issue 6).
+/// may appear in its log, the CLI's output or any error message.
 @Suite("Secret scanning of logs and output")
 struct SecretScanTests {
     static let config = """

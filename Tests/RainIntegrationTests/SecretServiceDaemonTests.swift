@@ -4,7 +4,7 @@ import RainWallet
 import RainWire
 import Testing
 
-/// Issue 14, the `secret-service` provider under the real daemon: each test has its own private
+/// The `secret-service` provider under the real daemon: each test has its own private
 /// session bus with a real `gnome-keyring-daemon` (`TestKeyring`), and the daemon gets that bus's
 /// `DBUS_SESSION_BUS_ADDRESS` (and nothing of the machine's own session).
 @Suite("Secret Service provider (processes)", .serialized)
@@ -111,7 +111,7 @@ struct SecretServiceDaemonTests {
             let stolen = thief.provider()
             // The copied storage key opens the copied session…
             try await stolen.awaitSessionRestore()
-            // …(issue 19: the daemon's revocation stream checks the session once it connects, a call
+            // …(the daemon's revocation stream checks the session once it connects, a call
             // with its token that the authority refuses: the copy may already have ended then)…
             let loaded = try await stolen.currentSession()
             #expect(loaded.hasActiveSession || loaded.sessionState == .expired)

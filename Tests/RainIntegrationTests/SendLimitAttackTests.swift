@@ -4,7 +4,7 @@ import RainWallet
 import RainWire
 import Testing
 
-/// Issue 13 item 3, as an attacker runs it: rotating app ids against a remote authority, profiles
+/// Send limits as an attacker tries them: rotating app ids against a remote authority, profiles
 /// through one device daemon and devices against one authority never gets more than 10 codes per
 /// 15 minutes to one inbox, nor more than 20 per minute from one source; a remote authority given
 /// `--apps` refuses every other app id; and the user's own send still goes while another source is

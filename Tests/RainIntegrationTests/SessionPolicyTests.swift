@@ -3,7 +3,7 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// Issue 16, point 3: `RainWalletConfig(sessionPolicy:)` through a real daemon with per-app access
+/// `RainWalletConfig(sessionPolicy:)` through a real daemon with per-app access
 /// enforced (the test runner becomes the profile's owner on its first call, confirmed by the
 /// harness's auto pinentry). The daemon logs each policy it applies (`profile.session_policy_set`,
 /// with when the live session's refresh is due under it).

@@ -131,7 +131,7 @@ struct SessionTests {
         let r = try await h.runCLI(["logout"])
         #expect(r.status == 0, "\(r)")
         // The daemon reports hadSession=false, revokedAtAuthority=false; the CLI must not present
-        // that as "the authority could not be reached" (README "Error codes": only an unreachable authority is).
+        // that as "the authority could not be reached" (docs/errors.md: only an unreachable authority is).
         #expect(!r.stdout.contains("could not be reached"), "\(r)")
     }
 

@@ -10,7 +10,7 @@ import Synchronization
 import Testing
 
 /// Two `rainwalletd authority` processes on one PostgreSQL database (sharing `authority.key`, copied
-/// 0600 into the second one's state directory, as the README says), and device daemons, each
+/// 0600 into the second one's state directory, as docs/operations.md says), and device daemons, each
 /// pointed at one of them. All run on one test clock (`advance(by:)`).
 final class SharedStoreCluster: Sendable {
     let dir: String

@@ -4,8 +4,8 @@ import RainTestSupport
 import RainWallet
 import Testing
 
-/// `rainwallet storage status|backup|migrate` on a running daemon (issue 14 point 2), the provider
-/// in `info` and `status --json` (point 1), and `rainwalletd storage migrate --authority` against a
+/// `rainwallet storage status|backup|migrate` on a running daemon, the provider
+/// in `info` and `status --json`, and `rainwalletd storage migrate --authority` against a
 /// real remote authority: real binaries, a software TPM (swtpm) as the target.
 @Suite struct StorageCLITests {
     static let passphrase = "a long test passphrase"
@@ -230,7 +230,7 @@ import Testing
     }
 }
 
-/// Issue 14 point 3 and `rainwalletd storage migrate --authority`: the offline migration of a
+/// `rainwalletd storage migrate --authority`: the offline migration of a
 /// device of a remote authority proves its device keys on the connection, so the authority
 /// rebinds the sessions to the new key.
 @Suite struct RemoteStorageMigrationTests {

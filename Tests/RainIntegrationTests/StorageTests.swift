@@ -117,7 +117,7 @@ import Testing
     }
 }
 
-/// Issue 14: `rainwalletd storage migrate` killed with SIGKILL at random points, back and forth
+/// `rainwalletd storage migrate` killed with SIGKILL at random points, back and forth
 /// between the `file` provider and the one `RAIN_MIGRATE_PROVIDER` names (`tpm2` with
 /// `RAIN_MIGRATE_TCTI`, e.g. a swtpm's `swtpm:path=…`, or `secret-service` in a session with an
 /// unlocked keyring). After every kill the daemon starts (finishing the migration) and every
@@ -294,7 +294,7 @@ struct MigrationKillLoopTests {
     }
 }
 
-/// Audit of issue 14: a lost or cleared TPM (here: the state directory's keys sealed on one swtpm,
+/// A lost or cleared TPM (here: the state directory's keys sealed on one swtpm,
 /// the daemon started against another). The daemon serves and says what to do (RAIN_501
 /// `tpm_key_lost` naming `storage reset`), `rainwalletd storage reset` moves the keys it cannot open
 /// and their files into `lost-…` (kept), refusing to touch the wallets' master key without its

@@ -7,7 +7,7 @@ import RainTransport
 import RainWallet
 import Testing
 
-// Running rainwalletd as a systemd user service (issue 6 item 7). systemd is not PID 1 here, so
+// Running rainwalletd as a systemd user service. systemd is not PID 1 here, so
 // the units are checked with `systemd-analyze verify`, socket activation runs under
 // `systemd-socket-activate` or with a listening socket the test holds and hands over as systemd
 // does (descriptor 3, LISTEN_PID, LISTEN_FDS), and readiness arrives on a datagram socket the
@@ -227,7 +227,7 @@ struct SystemdTests {
         #expect(lines.contains("Restart=on-failure"))
         #expect(lines.contains("UMask=0077"))
         #expect(lines.contains("NoNewPrivileges=yes"))
-        // The socket unit listens where the daemon and its clients look by default (README "Files and paths").
+        // The socket unit listens where the daemon and its clients look by default (docs/operations.md "Files and paths").
         let socketLines = Set(socket.split(separator: "\n").map(String.init))
         let expected = RainPaths.defaultSocket(environment: ["XDG_RUNTIME_DIR": "%t"])
         #expect(socketLines.contains("ListenStream=\(expected)"), "\(socket)")
@@ -357,7 +357,7 @@ struct SystemdTests {
         try h.launchActivated(listener)
         try await h.waitUntilReady()
 
-        // --daemon-uid: the client accepts this root daemon (issue 13), so the daemon's own check is
+        // --daemon-uid: the client accepts this root daemon, so the daemon's own check is
         // what refuses: it closes the connection at accept (no answer any more) and logs the uid.
         let refused = try await bin.runCLI(
             as: AccessTests.allowedUID, socket: h.socketPath, ["--daemon-uid", "\(getuid())", "status"])

@@ -108,7 +108,7 @@ struct TLSAuthorityTests {
             #expect(error?.message.contains("--authority-ca") == true)
             // A device without --authority-ca speaks plain TCP: the TLS authority closes without a
             // word, and the error says what to try. The send's request had left, so its outcome is
-            // unknown to the device (issue 20): RAIN_501 outcome_unknown, never a guess.
+            // unknown to the device: RAIN_501 outcome_unknown, never a guess.
             let plain = try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
             defer { plain.shutdown() }
             let lost = await rainError { try await plain.provider().sendLoginCode(to: .email("tls@example.com")) }

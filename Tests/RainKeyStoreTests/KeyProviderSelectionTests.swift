@@ -151,7 +151,7 @@ struct StubProvider: KeyProvider {
         #expect(error?.details.reason == nil)
     }
 
-    /// Audit of issue 14: a TPM whose owner hierarchy has a password answers GetRandom, but no key
+    /// A TPM whose owner hierarchy has a password answers GetRandom, but no key
     /// can be sealed under it: `auto` must not record it (the daemon would stay loading with
     /// `tpm_owner_auth` for good) and takes the next provider instead. The same TPM without the
     /// password is taken (the control).

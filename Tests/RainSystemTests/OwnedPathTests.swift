@@ -20,7 +20,7 @@ private func mode(_ path: String) -> mode_t? {
     return lstat(path, &st) == 0 ? st.st_mode & 0o7777 : nil
 }
 
-/// Issue 13: the daemon's own paths are never symbolic links, never another uid's, never writable
+/// The daemon's own paths are never symbolic links, never another uid's, never writable
 /// by others; a directory it did not create keeps its mode.
 @Suite struct OwnedPathTests {
     @Test func createsWithExactModeAndParents() throws {

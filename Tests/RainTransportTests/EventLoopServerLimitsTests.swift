@@ -132,7 +132,7 @@ extension RawPeer {
     }
 }
 
-/// Issue 13, item 2: what an unauthenticated peer can make the event loop hold. Every limit is
+/// What an unauthenticated peer can make the event loop hold. Every limit is
 /// set small here (300 ms deadlines, a few connections) so no test waits long.
 @Suite("EventLoopServer limits", .serialized)
 struct EventLoopServerLimitsTests {

@@ -18,7 +18,7 @@ final class PeerProcessRecorder: ServerHandler {
     func connectionClosed(_ connection: ConnectionID) {}
 }
 
-/// The peer's pidfd taken at accept (issue 15): it names the client process, reaches the handler
+/// The peer's pidfd taken at accept: it names the client process, reaches the handler
 /// on the request context, and is closed when the connection closes.
 @Suite("Peer process")
 struct PeerProcessTests {

@@ -4,7 +4,7 @@ RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-d
   pinentry-tty
   iproute2  # scripts/netfault: network namespaces (ip netns) and veth pairs (ip link)
   debootstrap  # scripts/check-package: the fresh Debian root the package is installed into
-  # The SMTP and SMS code senders (libcurl) and the SMTP server their tests start (issue 19).
+  # The SMTP and SMS code senders (libcurl) and the SMTP server their tests start.
   libcurl4-openssl-dev python3-aiosmtpd
   # Shell completion and man page checks (bash is there already).
   zsh fish man-db groff-base
@@ -13,10 +13,11 @@ RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-d
 
 # The flags of every release build of the binaries (scripts/run, scripts/package, the benches):
 # - --static-swift-stdlib: the Swift runtime and Foundation inside, so they run without the
-#   toolchain, and only the pages they use are loaded (README "Reliability and security");
-# - lld with packed relative relocations (DT_RELR, glibc 2.36): a static Swift binary has ~84,000
-#   relative relocations; as RELA entries they take 2 MB, all read at start and kept resident
-#   (about 2 MB of the daemon's VmRSS), as RELR 16 KB. lld comes with the Swift toolchain.
+#   toolchain, and only the pages they use are loaded (docs/performance.md);
+# - lld with packed relative relocations (DT_RELR, glibc 2.36): a static Swift binary has tens of
+#   thousands of relative relocations; as RELA entries they are all read at start and kept
+#   resident in the daemon's VmRSS, as RELR they take a small fraction of that
+#   (docs/performance.md). lld comes with the Swift toolchain.
 RAIN_RELEASE_FLAGS=(--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
 
 ensure_deps() {

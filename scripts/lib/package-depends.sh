@@ -3,7 +3,7 @@
 
 # What the package depends on (the Depends of scripts/package's .deb: first choice of each
 # alternative, without versions, sorted). scripts/test has scripts/check-package make a Debian root
-# with them while the build runs (--prepare-root: about 45 s, most of it waiting on the mirror);
+# with them while the build runs (--prepare-root: most of it waiting on the mirror);
 # scripts/check-package then finds that root cached when the .deb's Depends are these, and when
 # they are not, says so and makes the right one.
 RAIN_ROOT_PACKAGES="libc6,libcbor0.8,libcurl4,libgcc-s1,libpq5,libprotobuf-c1,libpsl5,libsecret-1-0,libsqlite3-0,libssl3,libstdc++6,libtss2-esys-3.0.2-0,libtss2-mu0,libtss2-rc0,libtss2-tcti-device0,libtss2-tctildr0,publicsuffix"

@@ -1,6 +1,6 @@
 // libsecret (the freedesktop Secret Service over D-Bus), loaded when first needed instead of
 // linked: a daemon on the file or TPM provider never maps libsecret, GIO, GObject and GLib (and
-// SwiftPM no longer sees libsecret-1.pc's -pthread flag).
+// SwiftPM never sees libsecret-1.pc's -pthread flag).
 //
 // Only what RainKeyStore calls is declared here, with its own names and opaque types, so no GLib
 // header is needed to build. Call rain_secret_load() first; it returns NULL once libsecret-1.so.0

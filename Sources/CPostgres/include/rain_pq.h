@@ -1,5 +1,5 @@
 // libpq, loaded when first needed instead of linked: a daemon on the SQLite store never maps
-// libpq and its dependencies (Kerberos, LDAP, GnuTLS: about 3.4 MB of resident memory).
+// libpq and its dependencies (Kerberos, LDAP, GnuTLS: megabytes of resident memory).
 //
 // The types and constants come from libpq-fe.h. Call rain_pq_load() first; it returns NULL once
 // libpq.so.5 is loaded with every function below, or a message saying why it could not be. The
@@ -37,7 +37,7 @@ int rain_PQgetlength(const PGresult *res, int row, int column);
 char *rain_PQgetvalue(const PGresult *res, int row, int column);
 Oid rain_PQftype(const PGresult *res, int column);
 char *rain_PQresultErrorField(const PGresult *res, int fieldcode);
-// LISTEN/NOTIFY (issue 19: pushed revocations across authority instances).
+// LISTEN/NOTIFY (pushed revocations across authority instances).
 int rain_PQsocket(const PGconn *conn);
 int rain_PQconsumeInput(PGconn *conn);
 PGnotify *rain_PQnotifies(PGconn *conn);

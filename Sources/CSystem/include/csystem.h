@@ -31,8 +31,8 @@ int rain_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
 int rain_epoll_wait(int epfd, rain_epoll_event *out, int max, int timeout_ms);
 
 /// read(2), send(2) and epoll_wait(2) as plain system calls: glibc's own wrappers are cancellation
-/// points, which cost ~30 instructions a call to switch cancellation on and off around the call
-/// (issue 18, `scripts/bench --profile`); nothing here cancels threads. Same results and errno.
+/// points, which switch cancellation on and off around every call (`scripts/bench --profile`);
+/// nothing here cancels threads. Same results and errno.
 ssize_t rain_read(int fd, void *buf, size_t n);
 ssize_t rain_send(int fd, const void *buf, size_t n, int flags);
 
