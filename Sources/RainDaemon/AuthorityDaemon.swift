@@ -49,7 +49,7 @@ public enum AuthorityDaemon {
                     help: """
                         how codes are delivered: a JSON file (this user's, not writable by others)
                         holding a codeSender object: {"type": "outbox"} (the default), "command",
-                        "smtp" or "sms" (README "Sending codes"); secrets stay in their own 0600 files
+                        "smtp" or "sms" (docs/operations.md, "Sending codes"); secrets stay in their own 0600 files
                         """, kind: .file),
                 Command.Option(
                     "--access-token-lifetime", value: "SECONDS", help: "access token lifetime", kind: .seconds(2...86400),

@@ -86,7 +86,7 @@ public enum ConfigSchema {
                 "codeSender.smtp", "object", default: "none",
                 "for types \"smtp\" and \"sms\": the SMTP server email codes go through: host, port, security "
                     + "(\"starttls\", \"tls\", \"none\" to this machine only), from, fromName, credentialsFile (0600: user, "
-                    + "then password), caFile, connectTimeoutSeconds, timeoutSeconds, appNames, templates (README \"Sending codes\")",
+                    + "then password), caFile, connectTimeoutSeconds, timeoutSeconds, appNames, templates (docs/operations.md, \"Sending codes\")",
                 example: .object([
                     "host": .string("smtp.example.com"), "port": .number(587), "security": .string("starttls"),
                     "from": .string("codes@example.com"), "credentialsFile": .string("/etc/rainwallet/smtp-credentials"),
@@ -95,7 +95,7 @@ public enum ConfigSchema {
                 "codeSender.sms", "object", default: "none",
                 "for types \"smtp\" and \"sms\": the HTTPS gateway SMS codes go through: url, api (\"webhook\" with "
                     + "secretFile, or \"form\" with accountId, tokenFile, from), allowedCountryCodes, hourlyBudget, caFile, "
-                    + "connectTimeoutSeconds, timeoutSeconds, appNames, templates (README \"Sending codes\")",
+                    + "connectTimeoutSeconds, timeoutSeconds, appNames, templates (docs/operations.md, \"Sending codes\")",
                 example: .object([
                     "url": .string("https://sms.example.com/send"), "api": .string("webhook"),
                     "secretFile": .string("/etc/rainwallet/sms-secret"), "allowedCountryCodes": .array([.string("1")]),

@@ -111,7 +111,6 @@ struct  Rain__Wallet__V1__AuthorityConfirmLoginCodeRequest
    */
   ProtobufCBinaryData device_public_key;
   /*
-   * Issue 20
    * Random, chosen by the device per logical confirm and kept across its repeats: a repeat within
    * the challenge's lifetime gets the first outcome (the same tokens), never a second login.
    */
@@ -374,7 +373,6 @@ struct  Rain__Wallet__V1__AuthorityPasskeyFinishRequest
    */
   ProtobufCBinaryData device_public_key;
   /*
-   * Issue 20
    * Random, chosen by the device per logical finish and kept across its repeats: a repeat within
    * the ceremony's lifetime gets the first outcome (the same tokens), never a second session.
    */
@@ -461,7 +459,6 @@ struct  Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest
    */
   char *code;
   /*
-   * Issue 20
    * Random, chosen by the device per logical confirm and kept across its repeats: a repeat within
    * the challenge's lifetime gets the first outcome (the contact verified), nothing applied twice.
    */

@@ -88,7 +88,7 @@ typedef enum _Rain__Wallet__V1__EventType {
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE = 2,
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED = 3,
   /*
-   * Issue 20: the link to the authority changed (state.authority_link says how it stands).
+   * The link to the authority changed (state.authority_link says how it stands).
    */
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK = 4
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__EVENT_TYPE)
@@ -276,7 +276,6 @@ struct  Rain__Wallet__V1__SessionState
    */
   char *storage_warning;
   /*
-   * Issue 20
    * The link to the authority; absent from a daemon that does not say.
    */
   Rain__Wallet__V1__AuthorityLink *authority_link;
@@ -814,7 +813,7 @@ struct  Rain__Wallet__V1__ConfirmContactVerificationRequest
 
 
 /*
- * /rain.wallet.v1.Audit/Read (issue 15): the daemon's audit log of sensitive operations, for the
+ * /rain.wallet.v1.Audit/Read: the daemon's audit log of sensitive operations, for the
  * daemon's own uid only (RAIN_202 for another). Not bound to a profile.
  */
 struct  Rain__Wallet__V1__ReadAuditLogRequest
@@ -877,7 +876,6 @@ struct  Rain__Wallet__V1__AuditVerification
 
 
 /*
- * Issue 20
  * The device's link to its authority: "connected", "degraded" (the last call got no answer) or
  * "unreachable" (no connection, or calls unanswered twice in a row). An embedded authority is
  * always connected.
