@@ -3,7 +3,7 @@ import Foundation
 import RainCore
 import Synchronization
 
-/// The passkey relying-party domain rule (docs/operations.md "Passkey domain"): a registrable domain of at least two labels,
+/// The passkey relying-party domain rule (docs/user-guide.md "Passkey domain"): a registrable domain of at least two labels,
 /// checked against the system's Public Suffix List with libpsl. A scheme, port, path, `localhost`,
 /// an IP address, an unknown suffix (`foo.internal`) or a bare public suffix (`co.uk`,
 /// `github.io`) is refused.
