@@ -242,15 +242,20 @@ public final class AppAccess: Sendable {
                 event: "app_approved", profile: profile, app: caller, result: "ok", detail: isChange ? "changed binary" : nil))
     }
 
-    /// Before a call that moves money or adds a credential: the app is approved, is still the
-    /// same process and executable, and the user confirms `action` on the prompt.
+    /// Before a call that moves money or adds a credential: the app is approved, the call passes
+    /// `check`, the app is still the same process and executable, and the user confirms `action`
+    /// on the prompt.
+    /// - Parameter check: what refuses the call without asking the user (its input, a missing
+    ///   session); run once the app is approved, so an app that is not learns nothing from it.
     /// - Returns: the caller's identity.
-    /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
+    /// - Throws: `check`'s error; RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
     @discardableResult
-    public func confirmSensitive(action: String, profile: String, context: CallerHandle) async throws(RainError)
-        -> CallerIdentity
-    {
+    public func confirmSensitive(
+        action: String, profile: String, context: CallerHandle,
+        check: () async throws(RainError) -> Void = {}
+    ) async throws(RainError) -> CallerIdentity {
         let caller = try await authorize(profile: profile, context: context)
+        try await check()
         try await resolver.recheck(caller, of: context)
         try await ask(action: action, caller: caller, profile: profile)
         // The prompt may have stayed up for a minute: still the process the user confirmed for.

@@ -89,6 +89,7 @@ extension DeviceService {
             Route(
                 Method.passkeyBeginAdd, BeginPasskeyRequest.self, BeginPasskeyResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmAddPasskey),
+                validate: { (_, call) throws(RainError) in _ = try await call.session.requirePasskeyDomain() },
                 .actor { (_, call) throws(RainError) in try await call.session.beginPasskeyAdd() })
             Route(
                 Method.passkeyFinish, FinishPasskeyRequest.self, FinishPasskeyResponse.self, policy: .send(),
@@ -104,6 +105,7 @@ extension DeviceService {
             Route(
                 Method.contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmAddContact),
+                validate: { (r, _) throws(RainError) in _ = try ProfileSession.normalized(r.contact) },
                 .actor { (r, call) throws(RainError) in try await call.session.sendContactVerificationCode(r.contact) })
             Route(
                 Method.contactConfirmVerification, ConfirmContactVerificationRequest.self, AccountResponse.self,
@@ -147,6 +149,7 @@ extension DeviceService {
             Route(
                 Method.exportPrivateKey, ExportPrivateKeyRequest.self, ExportPrivateKeyResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmExportKey),
+                validate: { (r, _) throws(RainError) in _ = try ProfileSession.named(r.chain) },
                 .actor { (r, call) throws(RainError) in
                     try await Self.audited(
                         audit, auditLogger, call, .export, detail: "private_key:\(r.chain?.rawValue ?? "none")",

@@ -158,10 +158,13 @@ public final class DeviceService: ServerHandler {
                     if let confirms, isOpen {
                         // Not the profile's business (the daemon's keys): any app may ask, the user decides.
                         let caller = try await access.callerIdentity(handle)
+                        try await Self.refuseBeforeAsking(route, request.payload, gated)
                         try await access.ask(action: confirms, caller: caller, profile: profile)
                         call.identity = caller
                     } else if let confirms {
-                        call.identity = try await access.confirmSensitive(action: confirms, profile: profile, context: handle)
+                        call.identity = try await access.confirmSensitive(action: confirms, profile: profile, context: handle) {
+                            () async throws(RainError) in try await Self.refuseBeforeAsking(route, request.payload, gated)
+                        }
                     } else {
                         call.identity = try await access.authorize(profile: profile, context: handle)
                     }
@@ -176,6 +179,19 @@ public final class DeviceService: ServerHandler {
             }
         }
         return route.placement == .stream ? .stream : .deferred
+    }
+
+    /// What refuses a call the user confirms, checked before anyone is asked, in the order
+    /// validate → session → confirm: its input and the configuration it needs (the route's
+    /// `validate`), then a session for a route that needs one. Nobody is asked about a call that
+    /// would be refused anyway, and without a session the answer is RAIN_201 whether or not a
+    /// prompt could be shown. The handler checks both again after the prompt.
+    /// - Throws: the route's RAIN_102; RAIN_201 without a session.
+    static func refuseBeforeAsking(_ route: AnyRoute<DeviceCall>, _ payload: [UInt8], _ call: DeviceCall)
+        async throws(RainError)
+    {
+        try await route.validate?(payload, call)
+        if route.policy.needsSession { try await call.session.requireSession() }
     }
 
     /// The quick lane: Session/GetState answered from the profile's encoded snapshot,

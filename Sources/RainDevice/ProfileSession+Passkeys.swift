@@ -62,11 +62,13 @@ extension ProfileSession {
     /// response). When its outcome is unknown (RAIN_501 `outcome_unknown`, RAIN_301) the ceremony
     /// stays pending and the key is kept, so the caller's repeat gets the first outcome (the same
     /// session), never a second one; any other answer ends the ceremony here.
-    /// - Throws: RAIN_102 `challenge_expired` when `ceremonyID` is not this profile's pending
+    /// - Throws: RAIN_102 `no_passkey_domain` on a profile without a passkey domain;
+    ///   `challenge_expired` when `ceremonyID` is not this profile's pending
     ///   ceremony (unknown, finished, cancelled or expired); the sign-up and login rules again
     ///   (a session may have started meanwhile); the authority's refusal of the response.
     public func finishPasskey(ceremonyID: String, responseJSON: String) async throws(RainError) -> FinishPasskeyResponse {
-        await restore()
+        // No ceremony can begin without a domain: the missing domain is what the client must fix.
+        _ = try await requirePasskeyDomain()
         guard let ceremony = challenges.passkey, ceremony.id == ceremonyID else {
             throw RainError.invalid(
                 "no such passkey ceremony is pending on this profile; begin a new one", field: "ceremonyId",
@@ -130,8 +132,10 @@ extension ProfileSession {
 
     /// Cancels a ceremony (the client's authenticator was dismissed): it is consumed at the
     /// authority and the session is untouched. Unknown ceremonies succeed silently.
+    /// - Throws: RAIN_102 `no_passkey_domain` on a profile without a passkey domain.
     public func cancelPasskey(ceremonyID: String) async throws(RainError) -> CancelPasskeyResponse {
-        await restore()
+        // Like every passkey call: without a domain there is nothing it could cancel.
+        _ = try await requirePasskeyDomain()
         if challenges.passkey?.id == ceremonyID { challenges.passkey = nil }
         try await context.authority.cancelPasskeyCeremony(
             appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID)

@@ -473,12 +473,17 @@ public actor ProfileSession {
     ///   `exportRecoveryPhrase()`.
     public func exportPrivateKey(chain: RainChain?) async throws(RainError) -> ExportPrivateKeyResponse {
         try requireExportAllowed()
-        guard let chain else {
-            throw RainError.invalid("name a chain: ethereum or solana", field: "chain")
-        }
+        let chain = try Self.named(chain)
         let secrets = try await export()
         let key = chain == .ethereum ? secrets.ethereumPrivateKeyHex : secrets.solanaKeypairBase58
         return ExportPrivateKeyResponse(chain: chain, privateKey: key)
+    }
+
+    /// The chain a private key export names.
+    /// - Throws: RAIN_102 (`field: "chain"`) when it names none.
+    static func named(_ chain: RainChain?) throws(RainError) -> RainChain {
+        guard let chain else { throw RainError.invalid("name a chain: ethereum or solana", field: "chain") }
+        return chain
     }
 
     /// RAIN_202 unless the daemon's config sets `allowExport` for this profile. No client can set it.
@@ -583,6 +588,15 @@ public actor ProfileSession {
         case .success: return runtime.snapshot()
         case .failure(let e): throw e
         }
+    }
+
+    /// Returns once the stored session has loaded, if there is one: a call the user confirms asks
+    /// this before the prompt, so nobody confirms a call that would be refused for want of a
+    /// session (the call itself checks again, as the session may end while the prompt is open).
+    /// - Throws: RAIN_201 saying why there is no session.
+    func requireSession() async throws(RainError) {
+        await restore()
+        guard session != nil else { throw noSessionError() }
     }
 
     /// RAIN_201 saying why there is no session.

@@ -138,6 +138,10 @@ public struct Route<Context: Sendable, Request: WireMessage, Response: WireMessa
     public let method: String
     /// Retries, session, sensitivity, deadline.
     public let policy: RoutePolicy
+    /// What refuses a request before anyone is asked to confirm it (`RoutePolicy.userConfirms`):
+    /// its input and the configuration it needs. Nil: decoding is the only check. The handler
+    /// still checks the same: this only moves the refusal ahead of the prompt.
+    public let validate: (@Sendable (Request, Context) async throws(RainError) -> Void)?
     /// What answers the call.
     public let handler: RouteHandler<Context, Request, Response>
 
@@ -147,13 +151,16 @@ public struct Route<Context: Sendable, Request: WireMessage, Response: WireMessa
     ///   - request: the request message (an undecodable payload is answered with RAIN_102).
     ///   - response: the response message.
     ///   - policy: the route's policy.
+    ///   - validate: what refuses a request before the user is asked to confirm it.
     ///   - handler: the handler; its case is the placement.
     public init(
         _ method: String, _ request: Request.Type, _ response: Response.Type, policy: RoutePolicy,
+        validate: (@Sendable (Request, Context) async throws(RainError) -> Void)? = nil,
         _ handler: RouteHandler<Context, Request, Response>
     ) {
         self.method = method
         self.policy = policy
+        self.validate = validate
         self.handler = handler
     }
 

@@ -15,6 +15,9 @@ public final class AnyRoute<Context: Sendable>: Sendable {
     public let requestType: any WireMessage.Type
     /// The response message type.
     public let responseType: any WireMessage.Type
+    /// The route's `validate` over an encoded request (decoded first: RAIN_102 when it does not
+    /// decode); nil when the route declares none.
+    public let validate: (@Sendable ([UInt8], Context) async throws(RainError) -> Void)?
     @usableFromInline let dispatch: @Sendable (WireRequest, RequestContext, Context, RouteRunner) -> HandlerDecision
 
     /// Erases a route's message types.
@@ -27,6 +30,11 @@ public final class AnyRoute<Context: Sendable>: Sendable {
         policy = route.policy
         requestType = Request.self
         responseType = Response.self
+        if let check = route.validate {
+            validate = { (payload, call) async throws(RainError) in try await check(try Request.decode(payload), call) }
+        } else {
+            validate = nil
+        }
         dispatch = { request, context, call, runner in route.dispatch(request, context, call, runner) }
     }
 }

@@ -68,4 +68,28 @@ import Testing
         #expect(error?.code == .invalidArgument)
         #expect(error?.details.reason == "no_passkey_domain")
     }
+
+    /// The seed: without a domain every passkey call throws RAIN_102. No ceremony can have begun
+    /// on such a profile, so a finish or a cancel names nothing it could act on: the client's
+    /// real mistake is the missing domain, and that is what it is told.
+    @Test("without a domain every Passkey call is RAIN_102 no_passkey_domain, Finish and Cancel included")
+    func everyPasskeyCallNeedsADomain() async throws {
+        let (s, _) = try await service(stateDir: TempDir().path)
+        let session = s.session(profile: "app")
+        let calls: [(String, () async throws(RainError) -> Void)] = [
+            ("BeginSignUp", { () async throws(RainError) in _ = try await session.beginPasskeySignUp() }),
+            ("BeginLogin", { () async throws(RainError) in _ = try await session.beginPasskeyLogin() }),
+            ("BeginAdd", { () async throws(RainError) in _ = try await session.beginPasskeyAdd() }),
+            (
+                "Finish",
+                { () async throws(RainError) in _ = try await session.finishPasskey(ceremonyID: "c", responseJSON: "{}") }
+            ),
+            ("Cancel", { () async throws(RainError) in _ = try await session.cancelPasskey(ceremonyID: "c") }),
+        ]
+        for (name, call) in calls {
+            let error = await #expect(throws: RainError.self, "\(name)") { try await call() }
+            #expect(error?.code == .invalidArgument, "\(name)")
+            #expect(error?.details.reason == "no_passkey_domain", "\(name)")
+        }
+    }
 }

@@ -84,6 +84,35 @@ private func standaloneSession(
         #expect(await f.session.phase == .authenticated)
         #expect(f.runtime.endedReason == nil)
     }
+
+    // PROTOCOL.md §5.1 and §5.5: the two ways a state reads EXPIRED.
+
+    @Test("a session that ended on its own reads EXPIRED without account, wallet or contact; Logout then had no session")
+    func anEndedSessionIsGone() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        try await f.loginOnAnotherDevice()
+        _ = try? await f.session.refreshSession()
+        let state = f.runtime.snapshot()
+        #expect(state.authState == .unauthenticated && state.sessionState == .expired)
+        #expect(state.accountID == nil && state.walletID == nil && state.contact == nil)
+        let logout = try await f.session.logout()
+        #expect(!logout.hadSession && !logout.revokedAtAuthority)
+    }
+
+    @Test("a session past its expiry that has not ended yet reads EXPIRED with its ids; Logout deletes and revokes it")
+    func aSessionPastItsExpiryIsStillStored() async throws {
+        let f = try await SchedulerFixture()
+        try await f.login()
+        // The wall clock alone moves: no timer fires, so nothing has refreshed or ended the session.
+        f.clock.jumpWallClock(by: .seconds(901))
+        let state = f.runtime.snapshot()
+        #expect(state.authState == .unauthenticated && state.sessionState == .expired)
+        #expect(state.accountID != nil && state.walletID != nil && state.contact == .email("user@example.com"))
+        let logout = try await f.session.logout()
+        #expect(logout.hadSession && logout.revokedAtAuthority)
+        #expect(f.runtime.snapshot().sessionState == .none)
+    }
 }
 
 /// `SessionEndReason`: the wire strings of RAIN_201 reasons, shared by the authority and the device.
