@@ -187,12 +187,10 @@ extension DeviceService {
             Route(
                 Method.storageMigrate, StorageMigrateRequest.self, StorageMigrateProgress.self,
                 policy: .send(userConfirms: Self.confirmMigrate, isOpenToAnyApp: true, isDaemonOwnerOnly: true),
+                validate: { (r, _) throws(RainError) in _ = try Self.migrationTarget(r.to) },
                 .stream { (r, _, server) throws(RainError) in
                     let control = try Self.storageControl(storageControl)
-                    guard let target = KeyProviderKind(rawValue: r.to) else {
-                        throw RainError.invalid(
-                            "\(r.to) is not a key provider: tpm2, secret-service or file", field: "to")
-                    }
+                    let target = try Self.migrationTarget(r.to)
                     let responder = server.responder
                     Task {
                         do throws(RainError) {
@@ -232,6 +230,15 @@ extension DeviceService {
     static let confirmMigrate = "move the daemon's keys to another key provider"
 
     /// The methods that reach the daemon's keys.
+
+    /// The key provider a migration names.
+    /// - Throws: RAIN_102 (field `to`) for a name that is not a provider.
+    static func migrationTarget(_ name: String) throws(RainError) -> KeyProviderKind {
+        guard let target = KeyProviderKind(rawValue: name) else {
+            throw RainError.invalid("\(name) is not a key provider: tpm2, secret-service or file", field: "to")
+        }
+        return target
+    }
 
     /// What answers the storage methods.
     /// - Throws: RAIN_501 when this service has none.

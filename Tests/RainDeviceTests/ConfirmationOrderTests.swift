@@ -141,6 +141,10 @@ import Testing
             let domain = await Self.refusal(c, Method.passkeyBeginAdd, payload: [], profile: "plain")
             #expect(domain?.code == .invalidArgument)
             #expect(domain?.details.reason == "no_passkey_domain")
+            // A confirming call that needs no session is validated before the prompt too.
+            let provider = await Self.refusal(c, Method.storageMigrate, payload: try StorageMigrateRequest(to: "floppy").encode())
+            #expect(provider?.code == .invalidArgument)
+            #expect(provider?.details.field == "to")
         }
         #expect(h.prompt.asked.isEmpty)
     }
