@@ -17,7 +17,7 @@ import RainCore
 ///   `(app_id, kind, value)` of `contacts` backs it up: the loser of a race gets a unique
 ///   violation and runs its transaction again, finding the winner's account;
 /// - the active-code limit: an advisory lock per device, contact and account key;
-/// - the hourly SMS budget (issue 19): one advisory lock for the whole budget, held from the count
+/// - the hourly SMS budget: one advisory lock for the whole budget, held from the count
 ///   to the insert, so the instances together never exceed it.
 /// Serialization failures, deadlocks and unique violations run the transaction again (5 times at
 /// most). Timestamps are `bigint` Unix milliseconds, as in SQLite, so `Date`s round-trip alike.
@@ -64,7 +64,7 @@ package final class PostgresAuthorityStore: ConnectionStore {
     }
 
     /// Numbered migrations, applied in order, each exactly once. Never edit a released one: add
-    /// the next number. Version 1 is the schema of SQLite version 6 (issues 1–6), with `seq`
+    /// the next number. Version 1 is the schema of SQLite version 6, with `seq`
     /// identity columns standing in for SQLite's rowid order.
     static let migrations: [Migration] = [
         Migration(
@@ -186,7 +186,7 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 """,
                 "CREATE INDEX passkey_credentials_account ON passkey_credentials(account_id)",
             ]),
-        // Send limits across apps (issue 13): SQLite's version 7.
+        // Send limits across apps: SQLite's version 7.
         Migration(
             version: 2,
             statements: [
@@ -194,21 +194,21 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
             ]),
-        // The pending device key of a key move (issue 14): SQLite's version 8.
+        // The pending device key of a key move: SQLite's version 8.
         Migration(
             version: 3,
             statements: [
                 "ALTER TABLE sessions ADD COLUMN pending_device_public_key BYTEA",
                 "CREATE INDEX sessions_device ON sessions(device_id, revoked_at)",
             ]),
-        // Whether the current pair was used (issue 14): SQLite's version 9.
+        // Whether the current pair was used: SQLite's version 9.
         Migration(
             version: 4,
             statements: [
                 "ALTER TABLE sessions ADD COLUMN pair_used BOOLEAN NOT NULL DEFAULT FALSE",
                 "UPDATE sessions SET pair_used = TRUE",
             ]),
-        // Issue 20: the first outcome of a confirm with an idempotency key: SQLite's version 10.
+        // The first outcome of a confirm with an idempotency key: SQLite's version 10.
         Migration(
             version: 5,
             statements: [
@@ -220,7 +220,7 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 """,
                 "CREATE INDEX idempotent_logins_expiry ON idempotent_logins(expires_at)",
             ]),
-        // Issue 20: the call an idempotency key belongs to (a passkey finish, a contact
+        // The call an idempotency key belongs to (a passkey finish, a contact
         // verification; existing rows are confirms). Only grows the table, so instances of the
         // previous version sharing the database keep working during an upgrade: SQLite's version 11.
         Migration(
@@ -228,7 +228,7 @@ package final class PostgresAuthorityStore: ConnectionStore {
             statements: [
                 "ALTER TABLE idempotent_logins ADD COLUMN kind TEXT NOT NULL DEFAULT 'login_code'"
             ]),
-        // Issue 19: the hourly SMS budget's slots, one per message handed to the gateway, shared by
+        // The hourly SMS budget's slots, one per message handed to the gateway, shared by
         // every instance (a new table: instances of the previous version keep working): SQLite's
         // version 12.
         Migration(
@@ -355,7 +355,7 @@ extension PostgresValue {
     }
 }
 
-/// `StoreOperations` on PostgreSQL: the row locks and advisory locks that give each use case's
+/// The shared use cases (`ConnectionStore`, `StoreOperations`) on PostgreSQL: the row locks and advisory locks that give each use case's
 /// READ COMMITTED transaction what SQLite gets from its single writer (see
 /// `PostgresAuthorityStore`).
 extension PostgresConnection: StoreConnection {

@@ -149,7 +149,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 """,
                 "CREATE INDEX sessions_account ON sessions(account_id, revoked_at)",
             ]),
-        // Device-bound, rotating sessions (issue 3). Rows from version 1 keep a NULL device key:
+        // Device-bound, rotating sessions. Rows from version 1 keep a NULL device key:
         // they are unbound and can never be refreshed.
         Migration(
             version: 2,
@@ -170,7 +170,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "CREATE INDEX retired_refresh_tokens_session ON retired_refresh_tokens(session_id)",
                 "CREATE INDEX retired_refresh_tokens_age ON retired_refresh_tokens(retired_at)",
             ]),
-        // Wallet keys (issue 5): the encrypted BIP-39 entropy, the id of the master key it is
+        // Wallet keys: the encrypted BIP-39 entropy, the id of the master key it is
         // encrypted under, and the addresses derived from it. Rows from earlier versions keep NULLs
         // until the authority backfills them (at open, or at the account's next login).
         Migration(
@@ -181,7 +181,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "ALTER TABLE wallets ADD COLUMN ethereum_address TEXT",
                 "ALTER TABLE wallets ADD COLUMN solana_address TEXT",
             ]),
-        // Passkeys (issue 4): ceremonies (single-use challenges bound to app, device, kind and
+        // Passkeys: ceremonies (single-use challenges bound to app, device, kind and
         // rpId) and credentials. A credential id is unique across every account and app; one
         // account may hold credentials of several rpIds.
         Migration(
@@ -222,7 +222,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 """,
                 "CREATE INDEX passkey_credentials_account ON passkey_credentials(account_id)",
             ]),
-        // Backup contacts (issue 4): a challenge is a login code or a contact verification bound
+        // Backup contacts: a challenge is a login code or a contact verification bound
         // to the account it attaches the contact to. Earlier rows are login codes.
         Migration(
             version: 5,
@@ -233,7 +233,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 """,
                 "ALTER TABLE challenges ADD COLUMN target_account_id TEXT REFERENCES accounts(id)",
             ]),
-        // Send limits (issue 6): recent codes are counted per contact and per account key by
+        // Send limits: recent codes are counted per contact and per account key by
         // creation time, inside the insert's transaction.
         Migration(
             version: 6,
@@ -241,7 +241,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "CREATE INDEX challenges_contact_sent ON challenges(app_id, contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_account_sent ON challenges(app_id, account_key, created_at)",
             ]),
-        // Send limits across apps (issue 13): recent codes are also counted per contact whatever
+        // Send limits across apps: recent codes are also counted per contact whatever
         // the app, and per source (the sending daemon's uid, or the caller's address). Earlier
         // rows have no source and count against no source limit.
         Migration(
@@ -251,7 +251,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "CREATE INDEX challenges_contact_all_apps_sent ON challenges(contact_kind, contact_value, created_at)",
                 "CREATE INDEX challenges_source_sent ON challenges(source, created_at)",
             ]),
-        // Sessions bound to the device on every call (issue 14): while a device moves to a new key
+        // Sessions bound to the device on every call: while a device moves to a new key
         // (`storage migrate`), its sessions accept the pending key as well, until it confirms it.
         // Earlier rows have none.
         Migration(
@@ -260,7 +260,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "ALTER TABLE sessions ADD COLUMN pending_device_public_key BLOB",
                 "CREATE INDEX sessions_device ON sessions(device_id, revoked_at)",
             ]),
-        // Refreshes the device could not save (issue 14): whether the current pair was used. A
+        // Refreshes the device could not save: whether the current pair was used. A
         // repeat of the previous refresh token gets the current pair back while it is unused.
         // Existing rows count as used (whether they were is unknown), which keeps today's rule
         // for them until their next rotation.
@@ -270,7 +270,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "ALTER TABLE sessions ADD COLUMN pair_used INTEGER NOT NULL DEFAULT 0",
                 "UPDATE sessions SET pair_used = 1",
             ]),
-        // Issue 20: the first outcome of a confirm with an idempotency key, for its repeats
+        // The first outcome of a confirm with an idempotency key, for its repeats
         // within the challenge's lifetime (PostgreSQL's version 5).
         Migration(
             version: 10,
@@ -283,7 +283,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 """,
                 "CREATE INDEX idempotent_logins_expiry ON idempotent_logins(expires_at)",
             ]),
-        // Issue 20: passkey finishes and contact verifications are idempotent too: the call a key
+        // Passkey finishes and contact verifications are idempotent too: the call a key
         // belongs to. The table keeps its name (and the existing rows, confirms, their kind) so the
         // schema only grows (PostgreSQL's version 6).
         Migration(
@@ -291,7 +291,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
             statements: [
                 "ALTER TABLE idempotent_logins ADD COLUMN kind TEXT NOT NULL DEFAULT 'login_code'"
             ]),
-        // Issue 19: the hourly SMS budget's slots, one per message handed to the gateway, so the
+        // The hourly SMS budget's slots, one per message handed to the gateway, so the
         // budget survives a restart (PostgreSQL's version 7).
         Migration(
             version: 12,
@@ -424,7 +424,7 @@ extension SQLiteValue {
     }
 }
 
-/// `StoreOperations` on SQLite: every use case runs in a `BEGIN IMMEDIATE` transaction, whose
+/// The shared use cases (`ConnectionStore`, `StoreOperations`) on SQLite: every use case runs in a `BEGIN IMMEDIATE` transaction, whose
 /// write lock serializes it against every other writer, so no lock is ever taken here.
 extension SQLiteConnection: StoreConnection {
     /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N` when it is prepared.

@@ -1,7 +1,7 @@
 import Foundation
 import RainCore
 
-/// Issue 20: the first outcome of a call with an idempotency key (a login code confirm, a passkey
+/// The first outcome of a call with an idempotency key (a login code confirm, a passkey
 /// finish, a contact verification), shared by both stores (see `StoreOperations`). One row per key
 /// in `idempotent_logins` (named for its first use, kept so instances of the previous version
 /// sharing a PostgreSQL database keep working during an upgrade), its `kind` naming the call.
@@ -64,10 +64,4 @@ extension StoreOperations {
             ], operation: "claim the idempotency key")
     }
 
-    /// Forgets a claim that got no outcome (see `AuthorityStore.releaseIdempotentClaim`).
-    static func releaseIdempotentClaim(_ db: some StoreConnection, keyHash: [UInt8]) throws(RainError) {
-        try db.execute(
-            "DELETE FROM idempotent_logins WHERE key_hash = $1 AND length(sealed_tokens) = 0",
-            values: [.bytes(keyHash)], operation: "release the idempotency key")
-    }
 }
