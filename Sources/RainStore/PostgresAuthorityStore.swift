@@ -355,7 +355,7 @@ extension PostgresValue {
     }
 }
 
-/// `StoreOperations` on PostgreSQL: the row locks and advisory locks that give each use case's
+/// The shared use cases (`ConnectionStore`, `StoreOperations`) on PostgreSQL: the row locks and advisory locks that give each use case's
 /// READ COMMITTED transaction what SQLite gets from its single writer (see
 /// `PostgresAuthorityStore`).
 extension PostgresConnection: StoreConnection {

@@ -424,7 +424,7 @@ extension SQLiteValue {
     }
 }
 
-/// `StoreOperations` on SQLite: every use case runs in a `BEGIN IMMEDIATE` transaction, whose
+/// The shared use cases (`ConnectionStore`, `StoreOperations`) on SQLite: every use case runs in a `BEGIN IMMEDIATE` transaction, whose
 /// write lock serializes it against every other writer, so no lock is ever taken here.
 extension SQLiteConnection: StoreConnection {
     /// Runs shared SQL, its `$N` placeholders turned into SQLite's `?N` when it is prepared.

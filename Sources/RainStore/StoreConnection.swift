@@ -12,7 +12,7 @@ enum StoreValue: Sendable, Equatable {
     case boolean(Bool)
 }
 
-/// What the code both stores share (`StoreOperations`) needs from a connection: statements with
+/// What the code both stores share (`ConnectionStore`, `StoreOperations`) needs from a connection: statements with
 /// bound parameters, and the few places where SQLite and PostgreSQL differ (row order, row and
 /// advisory locks).
 ///

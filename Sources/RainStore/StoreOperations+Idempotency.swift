@@ -64,10 +64,4 @@ extension StoreOperations {
             ], operation: "claim the idempotency key")
     }
 
-    /// Forgets a claim that got no outcome (see `AuthorityStore.releaseIdempotentClaim`).
-    static func releaseIdempotentClaim(_ db: some StoreConnection, keyHash: [UInt8]) throws(RainError) {
-        try db.execute(
-            "DELETE FROM idempotent_logins WHERE key_hash = $1 AND length(sealed_tokens) = 0",
-            values: [.bytes(keyHash)], operation: "release the idempotency key")
-    }
 }

@@ -5,218 +5,11 @@ import RainTransport
 import RainWire
 import Synchronization
 
-/// A failure of the harness itself (binary missing, daemon not ready, process hung), with the
-/// daemon's log attached where it helps.
-public struct HarnessError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
-}
-
-/// What a finished `rainwallet` run produced.
-public struct CLIResult: Sendable, CustomStringConvertible {
-    /// The exit status; a death by signal N reads as 128 + N.
-    public var status: Int32
-    public var stdout: String
-    public var stderr: String
-
-    public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
-}
-
-/// A child process of the harness, started with `posix_spawn` (every descriptor but 0, 1 and 2
-/// closed in the child), and its exit status, collected by `waitpid(WNOHANG)` when polled.
-///
-/// Not Foundation's `Process`: it learns of an exit when the child's copy of an exit-report
-/// socket closes, on one manager thread for the whole test process that then blocks in
-/// `waitpid` for that child. Under load that thread fell behind: daemons that had exited long
-/// before stayed zombies for over 15 s, and tests waiting for their exit failed. Here each wait is
-/// the test's own poll, and no child inherits anything but its three standard descriptors.
-final class ChildProcess: Sendable {
-    private let spawnedPID: pid_t
-    private let status = Mutex<Int32?>(nil)
-
-    /// Launches `executable` with the three handles as its standard descriptors. The caller closes
-    /// its copies of the handles after this returns.
-    convenience init(
-        executable: URL, arguments: [String], environment: [String: String], standardInput: FileHandle,
-        standardOutput: FileHandle, standardError: FileHandle
-    ) throws {
-        try self.init(
-            spawning: executable, arguments: arguments, environment: environment,
-            standardInput: standardInput.fileDescriptor, standardOutput: standardOutput.fileDescriptor,
-            standardError: standardError.fileDescriptor)
-    }
-
-    /// Serializes every launch of the harness and of the tests' own `Process` launches. Foundation's
-    /// `Process` creates descriptors without close-on-exec (the socket pair that reports the exit,
-    /// pipes) and closes in the child only the descriptors it saw before spawning: two launches
-    /// racing would leak one child's exit-report socket or stdin pipe into the other child, so the
-    /// first child's exit (or end of input) would go unnoticed until the second one exits. Callers
-    /// hold it around creating pipes and `run()`.
-    static let launchLock = Mutex(())
-
-    /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34), looked up at run time: Swift's
-    /// Glibc module does not declare it.
-    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
-            return nil
-        }
-        return unsafeBitCast(
-            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
-    }()
-
-    /// Launches `executable` with `posix_spawn`, with the given descriptors as 0, 1 and 2, every
-    /// other descriptor closed in the child (programs such as `systemd-socket-activate` pass on
-    /// what they inherit), in a process group of its own.
-    init(
-        spawning executable: URL, arguments: [String], environment: [String: String], standardInput: Int32,
-        standardOutput: Int32, standardError: Int32
-    ) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
-        posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
-        posix_spawn_file_actions_adddup2(&actions, standardError, 2)
-        if let addCloseFrom = Self.addCloseFrom {
-            _ = addCloseFrom(&actions, 3)
-        } else {
-            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
-            for fd in open where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Like Foundation's Process: a process group of its own, no signal blocked, every signal at
-        // its default action (the test process ignores SIGPIPE; a child must not inherit that).
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw HarnessError("cannot start \(executable.path): \(String(cString: strerror(rc)))") }
-        spawnedPID = pid
-    }
-
-    var pid: Int32 { spawnedPID }
-
-    /// The exit status once the process has been reaped.
-    var exitStatus: Int32? {
-        status.withLock { status in
-            if status == nil {
-                var raw: Int32 = 0
-                if waitpid(spawnedPID, &raw, WNOHANG) == spawnedPID {
-                    // WIFSIGNALED / WTERMSIG / WEXITSTATUS are macros: decode the wait status by hand.
-                    status = raw & 0x7f != 0 ? 128 + (raw & 0x7f) : (raw >> 8) & 0xff
-                }
-            }
-            return status
-        }
-    }
-
-    func signal(_ sig: Int32) {
-        if exitStatus == nil { _ = Foundation.kill(pid, sig) }
-    }
-
-    /// What the kernel says of the process, for a failure message: whether it really still runs
-    /// (and in which state), or exited without the harness having collected its status yet.
-    var kernelState: String {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return "pid \(pid): no such process (reaped)" }
-        let state = stat[stat.index(after: close)...].split(separator: " ").first.map(String.init) ?? "?"
-        return state == "Z" ? "pid \(pid): exited, its status not collected yet (zombie)" : "pid \(pid): running (state \(state))"
-    }
-
-    /// Polls until the process has exited (asynchronously), or nil at the deadline.
-    func waitForExit(timeout: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let s = exitStatus { return s }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    /// Polls until the process has exited (blocking the caller), or nil at the deadline.
-    func waitForExitBlocking(timeout: Duration) -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let s = exitStatus { return s }
-            if ContinuousClock.now >= deadline { return nil }
-            usleep(5_000)
-        }
-    }
-}
-
-/// A `rainwallet` process started with `DaemonHarness.launchCLI`: its stdin stays open so a test
-/// can answer a prompt (for example `login`, which reads the code from stdin).
-public final class CLIProcess: Sendable {
-    private let child: ChildProcess
-    private let input: FileHandle?
-    private let inputClosed = Mutex(false)
-    private let stdoutPath: String
-    private let stderrPath: String
-
-    init(child: ChildProcess, input: FileHandle?, stdoutPath: String, stderrPath: String) {
-        self.child = child
-        self.input = input
-        self.stdoutPath = stdoutPath
-        self.stderrPath = stderrPath
-    }
-
-    /// Writes `text` to the process's stdin (ignored once the process has gone).
-    public func send(_ text: String) {
-        inputClosed.withLock { closed in
-            guard !closed, let input else { return }
-            try? input.write(contentsOf: Data(text.utf8))
-        }
-    }
-
-    /// Closes stdin (end of input).
-    public func closeInput() {
-        inputClosed.withLock { closed in
-            guard !closed else { return }
-            closed = true
-            try? input?.close()
-        }
-    }
-
-    /// True until the process has exited.
-    public var isRunning: Bool { child.exitStatus == nil }
-
-    /// Its process id (to read `/proc/PID/cmdline` while it runs).
-    public var pid: Int32 { child.pid }
-
-    /// What the process has written to stderr so far (it may still be running).
-    public var stderrSoFar: String { DaemonHarness.readText(stderrPath) }
-
-    /// Closes stdin, waits for the exit and returns what the process printed.
-    /// - Throws: `HarnessError` when it does not exit within `timeout` (it is then killed).
-    public func finish(timeout: Duration = .seconds(30)) async throws -> CLIResult {
-        closeInput()
-        guard let status = await child.waitForExit(timeout: timeout) else {
-            let state = child.kernelState
-            child.signal(SIGKILL)
-            _ = await child.waitForExit(timeout: .seconds(5))
-            throw HarnessError(
-                "rainwallet did not exit within \(timeout) (\(state)); stderr so far: \(DaemonHarness.readText(stderrPath))")
-        }
-        return CLIResult(status: status, stdout: DaemonHarness.readText(stdoutPath), stderr: DaemonHarness.readText(stderrPath))
-    }
-}
-
 /// Runs the real `rainwalletd` in a fresh short temporary directory (`/tmp/rwt-XXXXXX`: socket
 /// `d.sock`, state `state/`, log `daemon.log`) and the real `rainwallet` against it.
 ///
 /// Each test owns one harness, so tests run in parallel. Swift Testing has no tear-down: always
+/// shut the harness down in a `defer`:
 ///
 /// ```swift
 /// let h = try await DaemonHarness.start()
@@ -243,9 +36,9 @@ public final class DaemonHarness: Sendable {
     /// example the session bus of a `TestKeyring`.
     public let environment: [String: String?]
 
-    private let daemon = Mutex<ChildProcess?>(nil)
+    let daemon = Mutex<ChildProcess?>(nil)
     /// CLI processes, killed by `shutdown()` if a failed test left one waiting for input.
-    private let clients = Mutex<[ChildProcess]>([])
+    let clients = Mutex<[ChildProcess]>([])
     private let counter = Mutex(0)
     private let isShutDown = Mutex(false)
 
@@ -297,7 +90,7 @@ public final class DaemonHarness: Sendable {
 
     // MARK: life cycle
 
-    private init(
+    init(
         directory: String, configPath: String?, extraArguments: [String], environment: [String: String?],
         binaryDirectory: URL
     ) {
@@ -310,121 +103,6 @@ public final class DaemonHarness: Sendable {
         self.extraArguments = extraArguments
         self.environment = environment
         self.binaryDirectory = binaryDirectory
-    }
-
-    /// The code send limits a harness daemon runs with.
-    public enum SendLimits: Sendable {
-        /// No cooldown and a million sends per window, written into the config's
-        /// `authority.sendLimits` unless it sets them itself: tests log in again and again.
-        case relaxed
-        /// The daemon's defaults (README "Sessions: refresh, expiry, one device at a time"), for tests of the limits themselves.
-        case defaults
-    }
-
-    /// `authority.sendLimits` of `SendLimits.relaxed`.
-    public static let relaxedSendLimits: [String: Int] = [
-        "contactCooldownSeconds": 0, "contactMaxSends": 1_000_000, "accountMaxSends": 1_000_000,
-        "contactAllAppsMaxSends": 1_000_000, "sourceMaxSends": 1_000_000,
-    ]
-
-    /// `config` with relaxed send limits merged in (a new config when there is none). A config
-    /// that is not a JSON object, whose `authority` is not an object, or that sets
-    /// `authority.sendLimits` itself is left as it is.
-    static func relaxingSendLimits(in config: String?) -> String? {
-        var root: [String: Any] = [:]
-        if let config {
-            guard let parsed = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
-                return config
-            }
-            root = parsed
-        }
-        var authority: [String: Any] = [:]
-        if let existing = root["authority"] {
-            guard let object = existing as? [String: Any], object["sendLimits"] == nil else { return config }
-            authority = object
-        }
-        authority["sendLimits"] = relaxedSendLimits
-        root["authority"] = authority
-        guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]) else { return config }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// `config` with `storage.provider` set to `file` unless it names a provider itself, so a
-    /// harness daemon keeps its keys in its own state directory whatever this machine offers (a
-    /// TPM, a keyring on the session bus): `auto` would pick those. Tests of the other providers
-    /// name them. A config that is not a JSON object is left as it is.
-    static func pinningFileProvider(in config: String?) -> String? {
-        var root: [String: Any] = [:]
-        if let config {
-            guard let parsed = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
-                return config
-            }
-            root = parsed
-        }
-        var storage: [String: Any] = [:]
-        if let existing = root["storage"] {
-            guard let object = existing as? [String: Any], object["provider"] == nil else { return config }
-            storage = object
-        }
-        storage["provider"] = "file"
-        root["storage"] = storage
-        guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]) else { return config }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// True when `config` (JSON) allows uids besides the daemon's own, at the top or in a profile.
-    static func allowsOtherUIDs(_ config: String) -> Bool {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else { return false }
-        func allows(_ object: [String: Any]) -> Bool { !((object["allowedUIDs"] as? [Any]) ?? []).isEmpty }
-        let profiles = (root["profiles"] as? [String: Any])?.values.compactMap { $0 as? [String: Any] } ?? []
-        return allows(root) || profiles.contains(where: allows)
-    }
-
-    /// Creates the directory (and writes the config) without starting the daemon: for tests that
-    /// set things up first, or expect the daemon to fail. Call `launch()` / `start()` next.
-    /// - Parameters:
-    ///   - sendLimits: `.relaxed` (the default) merges relaxed send limits into the config.
-    ///   - environment: variables to set, or with nil to remove, for the daemon and the CLI.
-    ///   - access: the policy the daemon runs with (`--policy DIR/policy.json`).
-    public static func prepare(
-        config: String? = nil, extraArguments: [String] = [], sendLimits: SendLimits = .relaxed,
-        environment: [String: String?] = [:], access: HarnessAccess = .testRunnerApproved
-    ) throws -> DaemonHarness {
-        let config = pinningFileProvider(in: sendLimits == .relaxed ? relaxingSendLimits(in: config) : config)
-        let bin = try binaryDirectory()
-        // Writing to a CLI's stdin after it exited must fail with EPIPE, not kill the test runner.
-        signal(SIGPIPE, SIG_IGN)
-        var template = Array("/tmp/rwt-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { buf in buf.baseAddress.flatMap { mkdtemp($0) } }
-        guard let made else { throw HarnessError("mkdtemp failed: \(String(cString: strerror(errno)))") }
-        let dir = String(cString: made)
-        // The daemon never changes the mode of a --socket directory it did not create (issue 13):
-        // when other uids are allowed, make this one traversable (0711) as a user would.
-        if let config, allowsOtherUIDs(config) {
-            guard chmod(dir, 0o711) == 0 else { throw HarnessError("chmod \(dir): \(String(cString: strerror(errno)))") }
-        }
-        var configPath: String?
-        if let config {
-            let path = "\(dir)/config.json"
-            // 0600 whatever the umask: the daemon refuses a config that others can write.
-            guard
-                FileManager.default.createFile(
-                    atPath: path, contents: Data(config.utf8), attributes: [.posixPermissions: 0o600])
-            else {
-                try? FileManager.default.removeItem(atPath: dir)
-                throw HarnessError("cannot write \(path)")
-            }
-            configPath = path
-        }
-        do {
-            try writeAccessFiles(access, config: config, directory: dir, binaryDirectory: bin)
-        } catch {
-            try? FileManager.default.removeItem(atPath: dir)
-            throw error
-        }
-        return DaemonHarness(
-            directory: dir, configPath: configPath, extraArguments: extraArguments, environment: environment,
-            binaryDirectory: bin)
     }
 
     /// Prepares a fresh directory, starts `rainwalletd --enable-test-methods` there and waits until
@@ -466,7 +144,7 @@ public final class DaemonHarness: Sendable {
     }
 
     /// With `--authority` and no deadline of its own, a remote authority's calls get the bounds of
-    /// `AuthorityDeadlines.forTests` (issue 20): a test about something else must not fail because
+    /// `AuthorityDeadlines.forTests`: a test about something else must not fail because
     /// a loaded machine answers slower than the production bounds. Tests of the bounds set them.
     static func relaxedDeadlines(for arguments: [String]) -> [String] {
         guard arguments.contains("--authority"), !arguments.contains(where: { $0.hasSuffix("-deadline") }) else { return [] }
@@ -631,7 +309,7 @@ public final class DaemonHarness: Sendable {
     /// The signals are sent before it returns; the wait for the processes to exit and the removal
     /// of the directory happen on a thread of their own. Tests run on Swift concurrency's pool,
     /// which has one thread per core: a test blocked there while its daemon drains stalls every
-    /// other test's tasks (a 10 s stall made a stream's first value late). A test that needs the
+    /// other test's tasks (a stream's first value comes late). A test that needs the
     /// processes gone before it goes on (to unmount their directory) awaits `shutdownAsync()`.
     public func shutdown() {
         guard let (clients, daemon) = beginShutdown() else { return }
@@ -700,161 +378,9 @@ public final class DaemonHarness: Sendable {
         return (status, Self.readText(path))
     }
 
-    // MARK: the CLI
-
-    /// Runs `rainwallet --socket DIR/d.sock ARGS…` (or `--socket socketPath`) with `RAINWALLET_SOCKET`
-    /// unset and waits for it to exit.
-    /// - Parameters:
-    ///   - stdin: text for its standard input (empty input when nil).
-    ///   - socketPath: another socket to point it at (for example one nothing listens on).
-    public func runCLI(
-        _ arguments: [String], stdin: String? = nil, socketPath: String? = nil, timeout: Duration = .seconds(30)
-    ) async throws -> CLIResult {
-        // Input from a file, not a pipe: the CLI sees end of input however the test goes on.
-        let n = nextNumber()
-        let inputPath = "\(directory)/cli-\(n).in"
-        guard FileManager.default.createFile(atPath: inputPath, contents: Data((stdin ?? "").utf8)) else {
-            throw HarnessError("cannot write \(inputPath)")
-        }
-        let input = try Self.openForReading(inputPath)
-        defer { try? input.close() }
-        let p = try launchCLI(arguments, socketPath: socketPath, number: n, input: input)
-        return try await p.finish(timeout: timeout)
-    }
-
-    /// Starts `rainwallet` like `runCLI` but returns at once, with stdin open for `send(_:)`.
-    /// - Parameters:
-    ///   - program: another copy of the CLI to run (per-app access tests: two apps of one uid).
-    ///   - environment: variables added to the CLI's environment (`LD_PRELOAD`).
-    ///   - standardInput: the CLI's stdin (a terminal for `prompt here`); a pipe when nil.
-    public func launchCLI(
-        _ arguments: [String], socketPath: String? = nil, program: URL? = nil, environment: [String: String] = [:],
-        standardInput: FileHandle? = nil
-    ) throws -> CLIProcess {
-        try launchCLI(
-            arguments, socketPath: socketPath, number: nextNumber(), input: standardInput, program: program,
-            extraEnvironment: environment)
-    }
-
-    /// Runs `program` (a copy of the CLI) like `runCLI`, with `environment` added to its own.
-    public func runCLI(
-        _ arguments: [String], program: URL, environment: [String: String] = [:], standardInput: FileHandle? = nil,
-        timeout: Duration = .seconds(30)
-    ) async throws -> CLIResult {
-        let n = nextNumber()
-        let input = try standardInput ?? Self.openForReading("/dev/null")
-        let p = try launchCLI(
-            arguments, socketPath: nil, number: n, input: input, program: program, extraEnvironment: environment)
-        return try await p.finish(timeout: timeout)
-    }
-
-    /// Launches the CLI with `input` as stdin, or a pipe the returned process writes to when nil.
-    private func launchCLI(
-        _ arguments: [String], socketPath: String?, number n: Int, input: FileHandle?, program: URL? = nil,
-        extraEnvironment: [String: String] = [:]
-    ) throws -> CLIProcess {
-        let out = "\(directory)/cli-\(n).out"
-        let err = "\(directory)/cli-\(n).err"
-        let outHandle = try Self.openForAppending(out)
-        defer { try? outHandle.close() }
-        let errHandle = try Self.openForAppending(err)
-        defer { try? errHandle.close() }
-        let environment = daemonEnvironment.merging(extraEnvironment) { $1 }
-        let executable = program ?? binaryDirectory.appendingPathComponent("rainwallet")
-        let allArguments = ["--socket", socketPath ?? self.socketPath] + arguments
-        let (child, writer) = try ChildProcess.launchLock.withLock { _ -> (ChildProcess, FileHandle?) in
-            // The pipe is made under the lock too, so no other child inherits its write end.
-            let pipe = input == nil ? Pipe() : nil
-            let stdin: FileHandle
-            if let input {
-                stdin = input
-            } else if let pipe {
-                stdin = pipe.fileHandleForReading
-            } else {
-                stdin = FileHandle.nullDevice
-            }
-            let child = try ChildProcess(
-                executable: executable, arguments: allArguments, environment: environment, standardInput: stdin,
-                standardOutput: outHandle, standardError: errHandle)
-            if let pipe { try? pipe.fileHandleForReading.close() }
-            return (child, pipe?.fileHandleForWriting)
-        }
-        clients.withLock { $0.append(child) }
-        return CLIProcess(child: child, input: writer, stdoutPath: out, stderrPath: err)
-    }
-
-    // MARK: talking to the daemon directly
-
-    /// One unary call on a fresh connection, closed afterwards. A call not answered within
-    /// `timeout` fails with RAIN_101 (the connection is closed under it).
-    public func call(
-        _ method: String, payload: [UInt8], profile: String = ProfileName.defaultName, timeout: Duration = .seconds(30)
-    ) async throws(RainError) -> [UInt8] {
-        let connection = try ClientConnection(path: socketPath)
-        let watchdog = Task {
-            try await Task.sleep(for: timeout)
-            connection.close()
-        }
-        defer {
-            watchdog.cancel()
-            connection.close()
-        }
-        return try await connection.call(
-            method: method, payload: payload, metadata: [MetadataEntry(key: profileMetadataKey, value: profile)])
-    }
-
-    /// The development outbox of one profile's app, oldest first (the `ListOutbox` RPC that
-    /// `RainProvider.devOutbox()` makes).
-    public func outbox(profile: String = ProfileName.defaultName) async throws(RainError) -> [OutboxEntry] {
-        let bytes = try await call(Method.listOutbox, payload: try ListOutboxRequest().encode(), profile: profile)
-        // A profile's app id is its name unless the config says otherwise; keep only that app's codes.
-        return try ListOutboxResponse.decode(bytes).entries.filter { $0.appID == profile }
-    }
-
-    /// Every code in the profile's outbox, oldest first.
-    public func outboxCodes(profile: String = ProfileName.defaultName) async throws(RainError) -> [String] {
-        try await outbox(profile: profile).map(\.code)
-    }
-
-    /// The newest code sent to `contact` (its normalized value, like `a@b.co` or `+15551234567`)
-    /// for the profile's app.
-    public func latestCode(for contact: String, profile: String = ProfileName.defaultName) async throws(RainError) -> String? {
-        try await outbox(profile: profile).last { $0.contact?.value == contact }?.code
-    }
-
-    /// Polls until `contact` has at least `count` deliveries for the profile's app and returns the
-    /// newest code.
-    /// - Throws: `HarnessError` at the deadline (20 s: only a failing run waits for it). A CLI's
-    ///   first call was once seen to reach the daemon 22–25 s after `start()` returned: with 237
-    ///   integration tests in flight at once, the test's own continuation waited that long for one
-    ///   of the two threads of the concurrency pool. scripts/test now runs at most 6 at a time.
-    public func waitForCode(
-        for contact: String, count: Int = 1, profile: String = ProfileName.defaultName, timeout: Duration = .seconds(20)
-    ) async throws -> String {
-        let deadline = ContinuousClock.now + timeout
-        // One connection for the whole wait, polled every 50 ms: a new connection per poll made the
-        // daemon read this process's identity (per-app access) 50 times a second, which on a
-        // loaded machine held the CLI's own first call back past the deadline (seen: 22 s).
-        let connection = try ClientConnection(path: socketPath)
-        defer { connection.close() }
-        let metadata = [MetadataEntry(key: profileMetadataKey, value: profile)]
-        let request = try ListOutboxRequest().encode()
-        while true {
-            let bytes = try await connection.call(method: Method.listOutbox, payload: request, metadata: metadata)
-            let matching = try ListOutboxResponse.decode(bytes).entries.filter {
-                $0.appID == profile && $0.contact?.value == contact
-            }
-            if matching.count >= count, let last = matching.last { return last.code }
-            if ContinuousClock.now >= deadline {
-                throw HarnessError("no code #\(count) for \(contact) in the outbox within \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
     // MARK: files
 
-    private func nextNumber() -> Int {
+    func nextNumber() -> Int {
         counter.withLock {
             $0 += 1
             return $0

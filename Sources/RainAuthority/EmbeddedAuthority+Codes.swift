@@ -1,0 +1,297 @@
+import Foundation
+import RainAuthorityAPI
+import RainCore
+import RainCrypto
+import RainStore
+import RainWire
+
+// Login codes: sending one (limits, retiring the device's pending code) and confirming it (the
+// attempts, the login that creates the account or revokes the other devices' sessions).
+extension EmbeddedAuthority {
+    /// Sends a login code (see `Authority.sendLoginCode`), counted against this daemon's uid as
+    /// its source.
+    ///
+    /// - Throws: RAIN_102 for a contact that is not normalized, an empty app/device id or an app
+    ///   this authority does not serve, RAIN_302 when a send limit refuses it, RAIN_501 when
+    ///   delivery fails (the challenge is retired), RAIN_502 when the store fails.
+    public func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
+        try await sendLoginCode(request, source: localSource)
+    }
+
+    /// Sends a login code for a caller from `source` (see `Authority.sendLoginCode(_:source:)`).
+    public func sendLoginCode(_ request: SendCodeRequest, source: SendSource) async throws(RainError)
+        -> SendCodeResult
+    {
+        try Self.requireNormalized(request.contact)
+        try requireServed(request.appID)
+        try Self.requireIdentifier(request.deviceID, field: "deviceId")
+        return try await issueCode(
+            appID: request.appID, deviceID: request.deviceID, contact: request.contact, purpose: .login,
+            targetAccountID: nil, source: source)
+    }
+
+    /// Stores a new challenge of `purpose` and delivers its code: the shared path of login codes
+    /// and contact verifications. A failed delivery retires the challenge.
+    /// - Throws: RAIN_501 when delivery fails, RAIN_502 when the store fails.
+    func issueCode(
+        appID: String, deviceID: String, contact: RainWalletContact, purpose: ChallengePurpose,
+        targetAccountID: String?, source: SendSource
+    ) async throws(RainError) -> SendCodeResult {
+        let request = SendCodeRequest(appID: appID, deviceID: deviceID, contact: contact)
+        let now = clock.now
+        let challengeID = try SecureRandom.identifier(prefix: "chl")
+        let code = try SecureRandom.digits(count: 6)
+        let expiresAt = Date(unixMilliseconds: now.adding(settings.codeLifetime).unixMilliseconds)
+        // The slot is taken before the hand-off; the pending code is replaced only once the
+        // provider accepted the new one (a failed resend leaves the delivered code usable).
+        let outcome = try await store.reserveChallenge(
+            NewChallenge(
+                id: challengeID, appID: request.appID, deviceID: request.deviceID, contact: request.contact,
+                codeHash: keys.codeHash(challengeID: challengeID, code: code), createdAt: now, expiresAt: expiresAt,
+                purpose: purpose, targetAccountID: targetAccountID, source: source.key),
+            limits: settings.sendLimits)
+        switch outcome {
+        case .inserted:
+            break
+        case .limited(let limit, let retryAfter):
+            logger.info(
+                "code.limited",
+                [
+                    "purpose": purpose.rawValue, "app": request.appID, "kind": request.contact.kindName,
+                    "contact": ContactRedaction.redacted(request.contact), "device": request.deviceID,
+                    "limit": limit.rawValue, "source": source.key,
+                ])
+            throw Self.sendLimitError(limit, retryAfter: retryAfter, now: now)
+        }
+
+        let delivery = OutboxDelivery(
+            appID: request.appID, kind: request.contact.kindName, contact: request.contact.value, code: code,
+            sentAt: now)
+        let message = CodeMessage(
+            delivery: delivery, purpose: purpose == .login ? .login : .contactVerification, expiresAt: expiresAt)
+        do {
+            try await sender.deliver(message)
+        } catch {
+            let refused = CodeDeliveryFailure.isRefusedBeforeAcceptance(error)
+            // Refused before acceptance: nobody got the code, the slot is given back. Otherwise the
+            // reservation stays (retired): it counts against the limits and cannot be confirmed.
+            if refused { try? await store.releaseChallenge(id: challengeID) }
+            logger.warning(
+                "code.delivery_failed",
+                [
+                    "app": request.appID, "kind": request.contact.kindName, "challenge": challengeID,
+                    "slot": refused ? "given back" : "counted",
+                ])
+            if let rain = error as? RainError,
+                refused || rain.code == .provider
+            {
+                throw rain
+            }
+            throw CodeDeliveryFailure.uncertain("the code sender failed")
+        }
+        let retired = try await store.activateChallenge(
+            id: challengeID, maxActivePerAccount: settings.maxActiveCodesPerAccount)
+        logger.info(
+            "code.sent",
+            [
+                "purpose": purpose.rawValue,
+                "app": request.appID, "kind": request.contact.kindName,
+                "contact": ContactRedaction.redacted(request.contact), "challenge": challengeID,
+                "device": request.deviceID, "retired": String(retired.count),
+            ])
+        return SendCodeResult(challengeID: challengeID, contact: request.contact, expiresAt: expiresAt)
+    }
+
+    /// RAIN_302 for a send refused by `limit`: the details carry the limit (`reason` and `limit`),
+    /// when to retry (`retryAfter`) and how long that is from `now` (`retryAfterMilliseconds`).
+    static func sendLimitError(_ limit: CodeSendLimit, retryAfter: Date, now: Date) -> RainError {
+        let waitMilliseconds = UInt64(max(0, retryAfter.unixMilliseconds - now.unixMilliseconds))
+        let what: String
+        switch limit {
+        case .contactCooldown: what = "a code was just sent to this contact"
+        case .contactWindow: what = "too many codes were sent to this contact"
+        case .accountWindow: what = "too many codes were sent for this account"
+        case .contactAllAppsWindow: what = "too many codes were sent to this contact (across every app)"
+        case .sourceWindow: what = "too many codes were sent from this device or address (across every app and contact)"
+        }
+        // People read whole seconds: round up, so the time shown is never too early.
+        let seconds = (waitMilliseconds + 999) / 1000
+        let shown = Date(unixMilliseconds: (retryAfter.unixMilliseconds + 999) / 1000 * 1000)
+        return RainError(
+            .refused,
+            "\(what); try again after \(RFC3339.string(from: shown)) (in \(seconds) s)",
+            details: RainError.Details(
+                reason: limit.rawValue, retryAfterMilliseconds: waitMilliseconds, limit: limit.rawValue,
+                retryAfter: retryAfter))
+    }
+
+    /// Confirms a login code (see `Authority.confirmLoginCode`).
+    ///
+    /// - Throws: RAIN_203 with `reason` wrong (and `attemptsRemaining`), locked, expired, used or
+    ///   retired; RAIN_102 `no_pending_code` when the challenge never existed for this app and device;
+    ///   RAIN_404 when the account has no wallet record; RAIN_502 when the store fails.
+    public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
+        try requireServed(request.appID)
+        // Checked first, so a malformed key neither counts as a wrong code nor uses the challenge.
+        let deviceKey = try Self.deviceKey(request.devicePublicKey)
+        let now = clock.now
+        // A repeat of a confirm that went through (its answer was lost): the first outcome.
+        let idempotency = try IdempotentCall(request, keys: keys)
+        if let idempotency, let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now) {
+            logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+            return try idempotency.requiredLogin(of: first, now: now)
+        }
+        // A contact verification's challenge never logs in (nor does a login code verify a contact).
+        guard let challenge = try await store.challenge(id: request.challengeID),
+            challenge.appID == request.appID, challenge.deviceID == request.deviceID, challenge.purpose == .login
+        else {
+            throw RainError.invalid("no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
+        }
+        do {
+            try await checkCode(request.code, against: challenge, now: now)
+        } catch {
+            // The first confirm with this key (on another instance, or another task) committed
+            // after the key was looked up above: the challenge is used now, and its outcome answers.
+            if let idempotency, challenge.state == .used,
+                let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now)
+            {
+                logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+                return try idempotency.requiredLogin(of: first, now: now)
+            }
+            throw error
+        }
+
+        let accessToken = "rwa_" + (try SecureRandom.token())
+        let refreshToken = "rwr_" + (try SecureRandom.token())
+        // The wallet a first login creates, keys and all, goes in the same transaction as its
+        // account. A returning login needs none: its keys (a seed drawn, sealed and derived, about
+        // 3 ms) are made only when the contact has no account yet. Should the account vanish in
+        // between, the transaction creates one with a wallet without keys, completed below.
+        let newWalletID = try SecureRandom.identifier(prefix: "wal")
+        let returning = try await store.account(appID: request.appID, contact: challenge.contact) != nil
+        let newWalletKeys = returning ? nil : try newWalletKeyMaterial(walletID: newWalletID)
+        let tokens = SessionTokens(
+            accessToken: accessToken, refreshToken: refreshToken, accessLifetime: settings.accessTokenLifetime)
+        let outcome = try await store.completeLogin(
+            LoginCompletion(
+                challengeID: challenge.id, appID: request.appID, deviceID: request.deviceID, contact: challenge.contact,
+                newAccountID: try SecureRandom.identifier(prefix: "acct"), newWalletID: newWalletID,
+                newWalletKeys: newWalletKeys,
+                session: NewSession(
+                    id: try SecureRandom.identifier(prefix: "ses"), accessHash: keys.tokenHash(accessToken),
+                    refreshHash: keys.tokenHash(refreshToken), accessExpiresAt: now.adding(settings.accessTokenLifetime),
+                    devicePublicKey: deviceKey?.wireBytes),
+                now: now,
+                idempotency: try idempotency.map { (i) throws(RainError) in
+                    try i.outcome(of: tokens, issuedAt: now, expiresAt: challenge.expiresAt)
+                }))
+
+        switch outcome {
+        case .repeated(let first):
+            // A repeat that raced its first confirm: the first one won.
+            guard let idempotency else { throw RainError(.internalError, "the login could not be completed; try again") }
+            logger.info("login.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+            return try idempotency.requiredLogin(of: first, now: clock.now)
+        case .challengeUnavailable(let current):
+            // Another confirm (or a resend) won the race: report the challenge as it is now.
+            guard let current else {
+                throw RainError.invalid(
+                    "no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
+            }
+            try Self.requireUsable(current, now: now)
+            throw RainError(.internalError, "the login could not be completed; try again")
+        case .loggedIn(let record):
+            if !record.accountCreated || newWalletKeys == nil {
+                // A returning login completes a wallet that lacks its entropy or a chain. The
+                // session is already stored: a failure here is logged, and retried at the next read.
+                do {
+                    _ = try await completedWallet(accountID: record.accountID)
+                } catch {
+                    logger.error(
+                        "wallet.backfill_failed",
+                        ["app": request.appID, "account": record.accountID, "code": error.code.description])
+                }
+            }
+            publishRevocations(of: record, appID: request.appID, deviceID: request.deviceID)
+            logger.info(
+                "login",
+                [
+                    "app": request.appID, "account": record.accountID, "created": String(record.accountCreated),
+                    "device": request.deviceID, "revokedElsewhere": String(record.revokedElsewhereCount),
+                    "deviceBound": String(deviceKey != nil),
+                ])
+            return LoginResult(
+                accountID: record.accountID, walletID: record.walletID, accountCreated: record.accountCreated,
+                tokens: tokens)
+        }
+    }
+
+    /// Checks a submitted code against a challenge: RAIN_203 when the challenge can no longer be
+    /// confirmed, or when the code is wrong (counted, locking at the limit). Constant time; a
+    /// malformed code is hashed too (as the empty code), so it costs the same and counts as wrong.
+    func checkCode(_ code: String, against challenge: ChallengeRecord, now: Date) async throws(RainError) {
+        try Self.requireUsable(challenge, now: now)
+        let submitted = Self.isWellFormedCode(code) ? code : ""
+        let actual = keys.codeHash(challengeID: challenge.id, code: submitted)
+        guard constantTimeEquals(actual, challenge.codeHash), !submitted.isEmpty else {
+            throw try await wrongCode(challenge, now: now)
+        }
+    }
+
+    /// Counts a wrong code and returns the error to throw.
+    private func wrongCode(_ challenge: ChallengeRecord, now: Date) async throws(RainError) -> RainError {
+        let maxAttempts = max(1, settings.maxWrongAttempts)
+        guard
+            let updated = try await store.recordWrongAttempt(
+                challengeID: challenge.id, maxWrongAttempts: maxAttempts, now: now)
+        else {
+            return RainError.invalid("no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
+        }
+        if updated.state == .pending && updated.wrongAttempts == challenge.wrongAttempts {
+            // Not counted: it expired between the two reads.
+            return Self.unusableError(updated, now: now)
+                ?? Self.wrong(attemptsLeft: maxAttempts - updated.wrongAttempts)
+        }
+        if updated.state == .pending {
+            let left = max(0, maxAttempts - updated.wrongAttempts)
+            logger.info(
+                "code.wrong", ["app": challenge.appID, "challenge": challenge.id, "attemptsLeft": String(left)])
+            return Self.wrong(attemptsLeft: left)
+        }
+        if updated.state == .locked {
+            logger.info("code.locked", ["app": challenge.appID, "challenge": challenge.id])
+        }
+        return Self.unusableError(updated, now: now) ?? Self.wrong(attemptsLeft: 0)
+    }
+
+    /// RAIN_102's reason for a challenge id that names no pending code.
+    static let noPendingCode = CodeRejectionReason.noPendingCode.rawValue
+
+    private static func wrong(attemptsLeft: Int) -> RainError {
+        let noun = attemptsLeft == 1 ? "attempt" : "attempts"
+        return RainError(
+            .invalidLoginCode, "the code is wrong; \(attemptsLeft) \(noun) left",
+            details: RainError.Details(
+                attemptsRemaining: UInt32(clamping: attemptsLeft), reason: CodeRejectionReason.wrong.rawValue))
+    }
+
+    /// Throws RAIN_203 when the challenge can no longer be confirmed.
+    static func requireUsable(_ challenge: ChallengeRecord, now: Date) throws(RainError) {
+        if let error = unusableError(challenge, now: now) { throw error }
+    }
+
+    /// The RAIN_203 for a challenge that can no longer be confirmed, or nil when it can.
+    private static func unusableError(_ challenge: ChallengeRecord, now: Date) -> RainError? {
+        func error(_ reason: CodeRejectionReason, _ message: String) -> RainError {
+            RainError(
+                .invalidLoginCode, message, details: RainError.Details(attemptsRemaining: 0, reason: reason.rawValue))
+        }
+        switch challenge.state {
+        case .used: return error(.used, "the code was already used; send a new one to log in again")
+        case .retired: return error(.retired, "a newer code replaced this one; use the latest code or send a new one")
+        case .locked: return error(.locked, "too many wrong attempts; send a new code")
+        case .pending:
+            return now >= challenge.expiresAt ? error(.expired, "the code expired; send a new one") : nil
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import RainCore
+import RainSystem
+import RainWire
+import Synchronization
+
+// Writing frames under the write lock, through the TLS session when there is one.
+extension ClientConnection {
+    /// Writes a whole frame (encrypted with TLS); returns the error instead of throwing so callers
+    /// can clean up.
+    func write(_ frame: [UInt8]) -> RainError? {
+        writeSide.withLock { side -> RainError? in
+            guard let tls = side.tls else { return sendAll(frame) }
+            do throws(RainError) {
+                try tls.write(frame)
+            } catch {
+                return RainError(
+                    lostCode, "lost the TLS connection to \(peerName) at \(path): \(error.message)",
+                    underlying: ConnectionFailure())
+            }
+            return sendAll(tls.takeOutput())
+        }
+    }
+
+    /// Writes a request's frame into the request buffer and sends it (a plain socket, and a
+    /// frame whose `layout` was found to fit); returns the error as `write`.
+    func writeRequest(
+        _ layout: ClientFrames.RequestLayout, id: UInt64, method: String, payload: [UInt8], timeoutMilliseconds: UInt32,
+        metadata: EncodedMetadata
+    ) -> RainError? {
+        let sent = writeSide.withLock { side -> RainError?? in
+            let length = side.requestBuffer.withUnsafeMutableBufferPointer { buffer in
+                ClientFrames.writeRequest(
+                    layout, id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, into: buffer)
+            }
+            guard let length else { return .none }
+            return .some(side.requestBuffer.withUnsafeBytes { sendAll(UnsafeRawBufferPointer(rebasing: $0[0..<length])) })
+        }
+        if let sent { return sent }
+        // Only a size computed wrong gets here (ClientFramesTests fail then): an array of its own.
+        do throws(RainError) {
+            return write(
+                try ClientFrames.request(
+                    id: id, method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds, metadata: metadata))
+        } catch {
+            return error
+        }
+    }
+
+    /// Writes the request with `id` whose bytes after the id are `tail` (an inline call: no TLS,
+    /// and the tail fits the request buffer).
+    func writeRequest(_ tail: ClientFrames.RequestTail, id: UInt64) -> RainError? {
+        writeSide.withLock { side -> RainError? in
+            guard let length = side.requestBuffer.withUnsafeMutableBufferPointer({ tail.write(id: id, into: $0) }) else {
+                // Only a size computed wrong gets here (ClientFramesTests fail then).
+                return RainError(.internalError, "a request did not fit its buffer; report this as a bug")
+            }
+            return side.requestBuffer.withUnsafeBytes { sendAll(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+        }
+    }
+
+    /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
+    func sendAll(_ bytes: [UInt8]) -> RainError? {
+        bytes.withUnsafeBytes { sendAll($0) }
+    }
+
+    /// Sends all of `bytes` on the blocking socket (call with `writeSide` held).
+    func sendAll(_ bytes: UnsafeRawBufferPointer) -> RainError? {
+        let error: RainError
+        do throws(RainError) {
+            try Syscall.sendAll(fd, bytes)
+            return nil
+        } catch let e {
+            error = e
+        }
+        return RainError(
+            lostCode, "lost the connection to \(peerName) at \(path): \(ErrnoError(code: error.errno ?? 0))",
+            underlying: ConnectionFailure())
+    }
+}

@@ -1,0 +1,33 @@
+import RainAccess
+import RainAuthorityAPI
+import RainCore
+import RainCrypto
+
+/// Shared dependencies of every profile.
+public struct DeviceContext: Sendable {
+    public var authority: any Authority
+    public var storage: any SecureStorage
+    public var clock: any RainClock
+    public var device: DeviceIdentity
+    public var logger: Logger
+    /// Where profiles keep what they learn at run time (the passkey domain a client set).
+    public var profileState: ProfileStateStore
+    /// The audit log of sensitive operations (the daemon's `AuditLog`; nil records nothing).
+    public var audit: (any AuditRecorder)?
+
+    public init(
+        authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,
+        profileState: ProfileStateStore = ProfileStateStore(directory: nil), audit: (any AuditRecorder)? = nil
+    ) {
+        self.authority = authority
+        self.storage = storage
+        self.clock = clock
+        self.device = device
+        self.logger = logger
+        self.profileState = profileState
+        self.audit = audit
+    }
+
+    /// The device id.
+    public var deviceID: String { device.id }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import RainAuthorityAPI
+import RainCore
+import RainWire
+
+// Backup contacts: who owns a contact, and attaching a verified one to an account.
+extension ConnectionStore {
+    /// The account of `appID` that owns `contact`, or nil.
+    package func contactOwner(appID: String, contact: RainWalletContact) async throws(RainError) -> String? {
+        try await perform { db throws(RainError) in try StoreOperations.accountID(db, appID: appID, contact: contact) }
+    }
+
+    /// Completes a contact verification (see `AuthorityStore.completeContactVerification`); in
+    /// one transaction. In PostgreSQL a concurrent attach of the same contact is a unique
+    /// violation, after which the transaction runs again and finds the owner.
+    package func completeContactVerification(_ v: ContactVerificationCompletion) async throws(RainError)
+        -> ContactVerificationOutcome
+    {
+        try await perform { db throws(RainError) in
+            try db.transaction("complete a contact verification") { () throws(RainError) -> ContactVerificationOutcome in
+                try db.lock("contact", v.appID, StoreOperations.contactKey(v.contact))
+                let now = v.now.unixMilliseconds
+                // A repeat that raced its first confirm (here or on another instance) waited for
+                // the lock above: the first one's outcome is committed now.
+                if let key = v.idempotency,
+                    let first = try StoreOperations.idempotentOutcome(db, keyHash: key.keyHash, now: v.now)
+                {
+                    return .repeated(first)
+                }
+                let used = try db.execute(
+                    """
+                    UPDATE challenges SET state = 'used'
+                    WHERE id = $1 AND app_id = $2 AND device_id = $3 AND purpose = 'verify_contact'
+                      AND target_account_id = $4 AND state = 'pending' AND expires_at > $5
+                    """,
+                    values: [.text(v.challengeID), .text(v.appID), .text(v.deviceID), .text(v.accountID), .integer(now)],
+                    operation: "mark the verification challenge used")
+                guard used == 1 else {
+                    return .challengeUnavailable(try StoreOperations.challenge(db, id: v.challengeID))
+                }
+                // Checked again here: another account may have taken the contact since the send.
+                if let owner = try StoreOperations.accountID(db, appID: v.appID, contact: v.contact) {
+                    guard owner == v.accountID else {
+                        try db.execute(
+                            "UPDATE challenges SET state = 'retired' WHERE id = $1", values: [.text(v.challengeID)],
+                            operation: "retire the verification challenge")
+                        return .ownedByAnotherAccount
+                    }
+                    try db.execute(
+                        """
+                        UPDATE contacts SET verified_at = COALESCE(verified_at, $1)
+                        WHERE app_id = $2 AND kind = $3 AND value = $4
+                        """,
+                        values: [.integer(now), .text(v.appID), .text(v.contact.kindName), .text(v.contact.value)],
+                        operation: "mark the contact verified")
+                    try StoreOperations.recordContactVerification(db, v)
+                    return .verified(wasAlreadyAttached: true)
+                }
+                try db.execute(
+                    "INSERT INTO contacts (app_id, kind, value, account_id, verified_at) VALUES ($1, $2, $3, $4, $5)",
+                    values: [
+                        .text(v.appID), .text(v.contact.kindName), .text(v.contact.value), .text(v.accountID), .integer(now),
+                    ], operation: "attach the verified contact to the account")
+                // Login codes sent to the contact before it had an account now count against this one.
+                try db.execute(
+                    """
+                    UPDATE challenges SET account_key = $1
+                    WHERE app_id = $2 AND account_key = $3 AND state = 'pending'
+                    """,
+                    values: [.text(v.accountID), .text(v.appID), .text(StoreOperations.contactKey(v.contact))],
+                    operation: "move the contact's pending challenges to the account")
+                try StoreOperations.recordContactVerification(db, v)
+                return .verified(wasAlreadyAttached: false)
+            }
+        }
+    }
+}
