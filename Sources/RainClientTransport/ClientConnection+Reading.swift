@@ -145,10 +145,9 @@ extension ClientConnection {
         }
         if let refusal {
             // An answer to no call (request id 0): the server says why it is about to close
-            // the connection (a limit it reached). Calls it ends fail with it.
-            r.failure = RainError(
-                lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
-                details: refusal.details, underlying: ConnectionFailure())
+            // the connection (a limit it reached, or a uid it does not allow). Calls it ends fail
+            // with it.
+            r.failure = refusedFailure(refusal)
         }
         if let undecodable {
             r.failure = RainError(

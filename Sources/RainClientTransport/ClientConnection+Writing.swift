@@ -73,8 +73,36 @@ extension ClientConnection {
         } catch let e {
             error = e
         }
+        // A server that refused the connection wrote why before it closed: that is the error to
+        // report, not the broken pipe the refusal left (the reader may not have read it yet).
+        if !isTLS, error.errno == EPIPE || error.errno == ECONNRESET, let refusal = waitingRefusal() {
+            return refusedFailure(refusal)
+        }
         return RainError(
             lostCode, "lost the connection to \(peerName) at \(path): \(ErrnoError(code: error.errno ?? 0))",
             underlying: ConnectionFailure())
+    }
+
+    /// A refusal (an answer with request id 0) at the head of what the server sent, left in the
+    /// socket's queue for the reader; nil when none is there.
+    func waitingRefusal() -> RainError? {
+        var head = [UInt8](repeating: 0, count: 1024)
+        let peeked = head.withUnsafeMutableBytes { try? Syscall.peekNonBlocking(fd, into: $0) }
+        guard case .processed(let n)? = peeked, n >= 4 else { return nil }
+        let length = Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3])
+        guard length <= n - 4, let envelope = try? Envelope.decode(Array(head[4..<(4 + length)])),
+            envelope.requestID == 0, case .response(let response) = envelope.kind
+        else { return nil }
+        return response.status.error
+    }
+
+    /// The failure of a connection the server refused with `refusal`. A uid refused is refused on
+    /// every connection: that is the error (RAIN_202), not a lost connection worth connecting
+    /// again for.
+    func refusedFailure(_ refusal: RainError) -> RainError {
+        let code = refusal.code == .unauthorized ? refusal.code : lostCode
+        return RainError(
+            code, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
+            details: refusal.details, underlying: ConnectionFailure())
     }
 }

@@ -114,6 +114,15 @@ extension Syscall {
         try callNonBlocking("send") { rain_send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// Copies up to `buffer.count` bytes waiting on a socket without taking them from its
+    /// queue and without blocking (`MSG_PEEK | MSG_DONTWAIT`).
+    /// - Returns: the count copied (0 at end of stream), or `.wouldBlock` when nothing waits.
+    /// - Throws: RAIN_502 naming `recv`.
+    public static func peekNonBlocking(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(RainError) -> IOResult<Int>
+    {
+        try callNonBlocking("recv") { Glibc.recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+    }
+
     /// Sends one datagram to `address` without blocking (`MSG_DONTWAIT | MSG_NOSIGNAL`).
     /// - Returns: the count sent, or `.wouldBlock` when the receiver's queue is full.
     /// - Throws: RAIN_502 naming `sendto`.

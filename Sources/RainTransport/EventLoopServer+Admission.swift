@@ -53,6 +53,9 @@ extension EventLoopServer {
             }
             peer = PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
             guard peer.uid == ownUID || options.allowedUIDs.contains(peer.uid) else {
+                // One short frame says why, written before the close and before any byte of the
+                // peer's is read, so that user's client can tell them (PROTOCOL.md §1).
+                Self.sendRefusal(fd, Self.uidRefusal(uid: peer.uid))
                 // Logged before the close, so the line is there by the time the peer sees the end.
                 defer { Syscall.closeUnchecked(fd, because: .socket) }
                 if let suppressed = logThrottle.admit("peer.refused", now: now) {
@@ -174,9 +177,7 @@ extension EventLoopServer {
                 .refused,
                 "too many connections (\(limit) for \(who)); close some, or retry later",
                 details: .init(reason: "connection_limit", retryAfterMilliseconds: 1000))
-            if let frame = try? Envelope(requestID: 0, kind: .response(.failure(error))).encodeFrame() {
-                _ = frame.withUnsafeBytes { try? Syscall.sendNonBlocking(fd, $0) }
-            }
+            Self.sendRefusal(fd, error)
         }
         defer { Syscall.closeUnchecked(fd, because: .socket) }
         if let suppressed = logThrottle.admit(event, now: now) {
@@ -190,6 +191,20 @@ extension EventLoopServer {
                 event,
                 ["peer": who, "limit": "\(limit)", "connections": "\(connections.count)", "suppressed": "\(suppressed)"])
         }
+    }
+
+    /// The refusal of a peer uid the daemon's config does not allow.
+    package static func uidRefusal(uid: UInt32) -> RainError {
+        RainError(
+            .unauthorized, "uid \(uid) may not use this daemon; ask its owner to allow it in the config",
+            details: .init(reason: "uid_not_allowed"))
+    }
+
+    /// Writes one frame with request id 0 answering `error` to a socket just accepted, without
+    /// waiting: its send buffer is empty, and a peer that is gone gets nothing.
+    static func sendRefusal(_ fd: Int32, _ error: RainError) {
+        guard let frame = try? Envelope(requestID: 0, kind: .response(.failure(error))).encodeFrame() else { return }
+        _ = frame.withUnsafeBytes { try? Syscall.sendNonBlocking(fd, $0) }
     }
 
     /// An IP address for a log line, written as the connection's own log lines write its peer

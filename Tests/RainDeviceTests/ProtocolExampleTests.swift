@@ -49,6 +49,14 @@ import Testing
             .map { String($0.element) }
     }
 
+    @Test("§1.1's refusal of a uid that is not allowed is, byte for byte, the frame the daemon writes at accept")
+    func uidRefusal() throws {
+        let blocks = Self.codeBlocks(try Self.section("### 1.1 Example: the refusal of a uid that is not allowed"))
+        let frame = try Envelope(requestID: 0, kind: .response(.failure(EventLoopServer.uidRefusal(uid: 1001))))
+            .encodeFrame()
+        #expect(Self.bytes(try #require(blocks.first)) == frame)
+    }
+
     @Test("§5.2 and §7 list the capabilities GetInfo reports, in its order")
     func capabilities() throws {
         let all = DeviceService.capabilities(config: DaemonConfig(), isTestMethodsEnabled: true)

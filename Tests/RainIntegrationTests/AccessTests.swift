@@ -18,7 +18,7 @@ struct AccessTests {
     static let skipReason: Comment = "needs root and /usr/bin/setpriv to run clients as other uids (CI runs as root)"
 
     @Test(
-        "allowedUIDs [65534]: directory 0711, socket 0666; uid 65534 is served, uid 65533 reaches the socket and is closed at accept",
+        "allowedUIDs [65534]: directory 0711, socket 0666; uid 65534 is served, uid 65533 reaches the socket and is refused at accept (RAIN_202, its CLI says why)",
         .enabled(if: canSwitchUID, skipReason))
     func allowedUIDServedOthersRefused() async throws {
         let h = try await DaemonHarness.start(config: #"{"allowedUIDs": [\#(Self.allowedUID)]}"#)
@@ -47,13 +47,12 @@ struct AccessTests {
             as: Self.allowedUID, socket: h.socketPath, ["status"], environment: ["RAINWALLET_DAEMON_UID": "4242"])
         #expect(otherNamed.status == 2 && otherNamed.stderr.contains("RAIN_101"), "\(otherNamed)")
 
-        // A uid that is not allowed is closed at accept, before any byte is read, so the
-        // CLI (told to trust this daemon's uid) sees a closed connection, no RAIN_202 answer; the
-        // daemon logs the uid.
+        // A uid that is not allowed gets one refusal frame at accept, before any byte of its own
+        // is read, and the close: its CLI says why (RAIN_202, exit 5) instead of a lost daemon.
         let refused = try await bin.runCLI(as: Self.otherUID, socket: h.socketPath, daemonUID + ["status"])
-        #expect(refused.status != 0, "\(refused)")
-        #expect(refused.stderr.contains("RAIN_101"), "\(refused)")
-        #expect(!refused.stderr.contains("RAIN_202"), "\(refused)")
+        #expect(refused.status == 5, "\(refused)")
+        #expect(refused.stderr.contains("RAIN_202"), "\(refused)")
+        #expect(refused.stderr.contains("uid \(Self.otherUID) may not use this daemon"), "\(refused)")
         #expect(h.log.contains("peer.refused uid=\(Self.otherUID)"), "log:\n\(h.log)")
 
         try await expectStillServes(h)

@@ -124,9 +124,9 @@ extension RawPeer {
     }
 
     /// Reads a refusal: an error under request id 0, then the close. Returns its reason.
-    func refusalReason(timeout: Duration = .seconds(2)) -> String? {
+    func refusalReason(code: RainError.Code = .refused, timeout: Duration = .seconds(2)) -> String? {
         guard case .envelope(let e) = readFrame(timeout: timeout), e.requestID == 0, case .response(let r) = e.kind,
-            r.status.code == RainError.Code.refused.rawValue
+            r.status.code == code.rawValue
         else { return nil }
         return isClosedByServer(within: timeout) ? r.status.details.reason : nil
     }
@@ -144,17 +144,19 @@ struct EventLoopServerLimitsTests {
         return o
     }
 
-    @Test("a peer uid that is not allowed is closed at accept, unanswered; the refusals make one log line")
+    @Test(
+        "a peer uid that is not allowed gets one refusal frame (RAIN_202 uid_not_allowed) and is closed at accept, nothing read; the refusals make one log line"
+    )
     func peerNotAllowedClosedAtAccept() async throws {
         // The server takes another uid as its own, so this process is a peer it does not allow.
         let loop = try LoopUnderTest(Self.options { $0.ownUID = getuid() &+ 1 })
         let peer = try loop.connect()
         peer.send(try requestFrame(id: 1))
-        #expect(peer.readFrame(timeout: .seconds(2)) == .closed, "a refused peer got an answer instead of a close")
+        #expect(peer.refusalReason(code: .unauthorized) == "uid_not_allowed", "a refused peer got no refusal, or no close")
         for _ in 0..<20 {
             let again = try loop.connect()
             again.send(halfFrame(declaring: 1 << 20, sending: 1000))
-            #expect(again.readFrame(timeout: .seconds(2)) == .closed)
+            #expect(again.refusalReason(code: .unauthorized) == "uid_not_allowed")
         }
         #expect(loop.server.bufferedInputByteCount == 0)
         #expect(loop.server.counts.connections == 0)
@@ -218,6 +220,17 @@ struct EventLoopServerLimitsTests {
         let error = await #expect(throws: RainError.self) { _ = try await client.call(method: "/x", payload: []) }
         #expect(error?.details.reason == "admission_timeout", "\(String(describing: error))")
         #expect(error?.message.contains("RAIN_302") == true, "\(String(describing: error))")
+        await loop.stop()
+    }
+
+    @Test("a client whose uid is refused at accept fails its calls with RAIN_202 uid_not_allowed, not a lost connection")
+    func clientSeesTheUIDRefusal() async throws {
+        let loop = try LoopUnderTest(Self.options { $0.ownUID = getuid() &+ 1 })
+        let client = try ClientConnection(path: loop.socketPath)
+        #expect(await eventually { client.isClosed })
+        let error = await #expect(throws: RainError.self) { _ = try await client.call(method: "/x", payload: []) }
+        #expect(error?.code == .unauthorized, "\(String(describing: error))")
+        #expect(error?.details.reason == "uid_not_allowed", "\(String(describing: error))")
         await loop.stop()
     }
 
