@@ -54,9 +54,12 @@ let package = Package(
         .target(name: "RainKeyStore", dependencies: ["RainCore", "RainSystem", "RainCrypto", "CTSS2", "CLibSecret"]),
         // Which app calls (pidfd, executable hash), the user's confirmation (pinentry), the audit log.
         .target(name: "RainAccess", dependencies: ["RainCore", "RainSystem", "RainCrypto"]),
+        // The passkey relying-party domain rule (the only owner of libpsl): the device checks a
+        // profile's domain with it without importing the authority's rules.
+        .target(name: "RainPasskeyDomain", dependencies: ["RainCore", "CPSL"]),
         // The authority, by job: its API (protocol, value types, settings, remote client), the stores
-        // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders,
-        // the PSL domain rule) and the server (the authority hop's routes).
+        // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders)
+        // and the server (the authority hop's routes).
         .target(name: "RainAuthorityAPI", dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport"]),
         .target(
             name: "RainStore",
@@ -66,8 +69,7 @@ let package = Package(
         .target(
             name: "RainAuthority",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "CPSL",
-                "CCurl",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "CCurl",
             ]),
         .target(
             name: "RainAuthorityServer", dependencies: ["RainCore", "RainWire", "RainTransport", "RainAuthorityAPI"]),
@@ -75,7 +77,7 @@ let package = Package(
             name: "RainDevice",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainAuthority",
-                "RainKeyStore", "RainAccess",
+                "RainKeyStore", "RainAccess", "RainPasskeyDomain",
             ],
             // `daemonVersion` (GetInfo, the logs) from the VERSION file, the same as --version.
             plugins: ["BuildInfoPlugin"]),
@@ -138,6 +140,7 @@ let package = Package(
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
                 "RainSoftAuthenticator", "RainSystem",
             ]),
+        .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(
             name: "RainKeyStoreTests",

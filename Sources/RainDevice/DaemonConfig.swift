@@ -4,6 +4,7 @@ import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainKeyStore
+import RainPasskeyDomain
 import RainSystem
 
 /// Settings of one profile (app) from the daemon's config file.

@@ -1,5 +1,4 @@
 import RainAccess
-import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainKeyStore
