@@ -57,6 +57,9 @@ let package = Package(
         // The passkey relying-party domain rule (the only owner of libpsl): the device checks a
         // profile's domain with it without importing the authority's rules.
         .target(name: "RainPasskeyDomain", dependencies: ["RainCore", "CPSL"]),
+        // The code senders' settings, parsed and checked: the device reads them in its config without
+        // importing the authority's rules, the authority builds its senders from them.
+        .target(name: "RainConfig", dependencies: ["RainCore"]),
         // The authority, by job: its API (protocol, value types, settings, remote client), the stores
         // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders)
         // and the server (the authority hop's routes).
@@ -69,14 +72,15 @@ let package = Package(
         .target(
             name: "RainAuthority",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "CCurl",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "RainConfig",
+                "CCurl",
             ]),
         .target(
             name: "RainAuthorityServer", dependencies: ["RainCore", "RainWire", "RainTransport", "RainAuthorityAPI"]),
         .target(
             name: "RainDevice",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainAuthority",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainConfig",
                 "RainKeyStore", "RainAccess", "RainPasskeyDomain",
             ],
             // `daemonVersion` (GetInfo, the logs) from the VERSION file, the same as --version.
@@ -87,6 +91,7 @@ let package = Package(
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
                 "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore", "RainAccess",
+                "RainConfig",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
@@ -138,7 +143,7 @@ let package = Package(
             name: "RainAuthorityTests",
             dependencies: [
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
-                "RainSoftAuthenticator", "RainSystem",
+                "RainSoftAuthenticator", "RainSystem", "RainConfig",
             ]),
         .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),

@@ -1,6 +1,6 @@
 import Foundation
-import RainAuthority
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainCrypto
 import RainKeyStore
