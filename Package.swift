@@ -57,9 +57,13 @@ let package = Package(
         // The passkey relying-party domain rule (the only owner of libpsl): the device checks a
         // profile's domain with it without importing the authority's rules.
         .target(name: "RainPasskeyDomain", dependencies: ["RainCore", "CPSL"]),
-        // The code senders' settings, parsed and checked: the device reads them in its config without
-        // importing the authority's rules, the authority builds its senders from them.
-        .target(name: "RainConfig", dependencies: ["RainCore"]),
+        // The daemon's config file and the code senders' settings, parsed and checked: the device
+        // reads them without importing the authority's rules, the authority builds its senders from them.
+        .target(
+            name: "RainConfig",
+            dependencies: [
+                "RainCore", "RainSystem", "RainCrypto", "RainAuthorityAPI", "RainKeyStore", "RainAccess", "RainPasskeyDomain",
+            ]),
         // The authority, by job: its API (protocol, value types, settings, remote client), the stores
         // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders)
         // and the server (the authority hop's routes).
@@ -116,7 +120,7 @@ let package = Package(
             name: "RainFuzz",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore",
-                "RainAuthority", "RainDevice", "RainSoftAuthenticator",
+                "RainAuthority", "RainDevice", "RainSoftAuthenticator", "RainConfig",
             ]),
         .executableTarget(name: "FuzzFrame", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzRequests", dependencies: ["RainFuzz"]),
@@ -157,13 +161,13 @@ let package = Package(
             name: "RainDaemonTests",
             dependencies: [
                 "RainDaemon", "RainAccess", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire",
-                "RainTestSupport",
+                "RainTestSupport", "RainConfig",
             ]),
         .testTarget(
             name: "RainDeviceTests",
             dependencies: [
                 "RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz", "RainSystem",
-                "RainKeyStore", "RainAccess",
+                "RainKeyStore", "RainAccess", "RainConfig",
             ]),
         // The client library's own rules (no daemon): reconnect backoff, when onSessionExpired fires.
         .testTarget(name: "RainWalletTests", dependencies: ["RainWallet", "RainWire", "RainCore"]),
@@ -171,7 +175,7 @@ let package = Package(
             name: "RainIntegrationTests",
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
-                "rainwallet", "rainwallet-example-login",
+                "rainwallet", "rainwallet-example-login", "RainConfig",
             ]),
     ]
 )

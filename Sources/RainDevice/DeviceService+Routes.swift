@@ -1,5 +1,6 @@
 import RainAccess
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainKeyStore
 import RainTransport

@@ -1,6 +1,5 @@
 import Foundation
 import RainAuthorityAPI
-import RainConfig
 import RainCore
 import RainCrypto
 import RainKeyStore
