@@ -10,7 +10,7 @@ import RainCore
 /// RFC 3339).
 public enum CodeMessageText {
     /// True for a Unicode control character (C0, DEL, C1) or a line or paragraph separator.
-    package static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028
             || scalar.value == 0x2029
     }
@@ -28,7 +28,7 @@ public enum CodeMessageText {
 
     /// Refuses a body template holding a control character other than a line feed or a tab.
     /// - Throws: RAIN_102 (`details.field` `field`).
-    package static func requireBodyText(_ value: String, field: String) throws(RainError) {
+    static func requireBodyText(_ value: String, field: String) throws(RainError) {
         if value.unicodeScalars.contains(where: { isControl($0) && $0 != "\n" && $0 != "\t" }) {
             throw RainError.invalid(
                 "\(field) holds a control character (only line feeds and tabs may be in a body); remove it",
@@ -37,7 +37,7 @@ public enum CodeMessageText {
     }
 
     /// True for a host name that is this machine: `localhost`, `127.0.0.0/8` or `::1`.
-    package static func isLoopback(_ host: String) -> Bool {
+    static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 }
