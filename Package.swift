@@ -54,9 +54,19 @@ let package = Package(
         .target(name: "RainKeyStore", dependencies: ["RainCore", "RainSystem", "RainCrypto", "CTSS2", "CLibSecret"]),
         // Which app calls (pidfd, executable hash), the user's confirmation (pinentry), the audit log.
         .target(name: "RainAccess", dependencies: ["RainCore", "RainSystem", "RainCrypto"]),
+        // The passkey relying-party domain rule (the only owner of libpsl): the device checks a
+        // profile's domain with it without importing the authority's rules.
+        .target(name: "RainPasskeyDomain", dependencies: ["RainCore", "CPSL"]),
+        // The daemon's config file and the code senders' settings, parsed and checked: the device
+        // reads them without importing the authority's rules, the authority builds its senders from them.
+        .target(
+            name: "RainConfig",
+            dependencies: [
+                "RainCore", "RainSystem", "RainCrypto", "RainAuthorityAPI", "RainKeyStore", "RainAccess", "RainPasskeyDomain",
+            ]),
         // The authority, by job: its API (protocol, value types, settings, remote client), the stores
-        // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders,
-        // the PSL domain rule) and the server (the authority hop's routes).
+        // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders)
+        // and the server (the authority hop's routes).
         .target(name: "RainAuthorityAPI", dependencies: ["RainCore", "RainWire", "RainCrypto", "RainTransport"]),
         .target(
             name: "RainStore",
@@ -66,7 +76,7 @@ let package = Package(
         .target(
             name: "RainAuthority",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "CPSL",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "RainConfig",
                 "CCurl",
             ]),
         .target(
@@ -74,8 +84,8 @@ let package = Package(
         .target(
             name: "RainDevice",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainAuthority",
-                "RainKeyStore", "RainAccess",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainConfig",
+                "RainKeyStore", "RainAccess", "RainPasskeyDomain",
             ],
             // `daemonVersion` (GetInfo, the logs) from the VERSION file, the same as --version.
             plugins: ["BuildInfoPlugin"]),
@@ -85,6 +95,7 @@ let package = Package(
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
                 "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore", "RainAccess",
+                "RainConfig",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
@@ -109,7 +120,7 @@ let package = Package(
             name: "RainFuzz",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore",
-                "RainAuthority", "RainDevice", "RainSoftAuthenticator",
+                "RainAuthority", "RainDevice", "RainSoftAuthenticator", "RainConfig",
             ]),
         .executableTarget(name: "FuzzFrame", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzRequests", dependencies: ["RainFuzz"]),
@@ -136,8 +147,9 @@ let package = Package(
             name: "RainAuthorityTests",
             dependencies: [
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
-                "RainSoftAuthenticator", "RainSystem",
+                "RainSoftAuthenticator", "RainSystem", "RainConfig",
             ]),
+        .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(
             name: "RainKeyStoreTests",
@@ -149,13 +161,13 @@ let package = Package(
             name: "RainDaemonTests",
             dependencies: [
                 "RainDaemon", "RainAccess", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire",
-                "RainTestSupport",
+                "RainTestSupport", "RainConfig",
             ]),
         .testTarget(
             name: "RainDeviceTests",
             dependencies: [
                 "RainDevice", "RainAuthorityAPI", "RainStore", "RainAuthority", "RainTestSupport", "RainFuzz", "RainSystem",
-                "RainKeyStore", "RainAccess",
+                "RainKeyStore", "RainAccess", "RainConfig",
             ]),
         // The client library's own rules (no daemon): reconnect backoff, when onSessionExpired fires.
         .testTarget(name: "RainWalletTests", dependencies: ["RainWallet", "RainWire", "RainCore"]),
@@ -163,7 +175,7 @@ let package = Package(
             name: "RainIntegrationTests",
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
-                "rainwallet", "rainwallet-example-login",
+                "rainwallet", "rainwallet-example-login", "RainConfig",
             ]),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 
 /// Delivers login codes to people: the role behind the `outbox`, `command`, `smtp` and `sms`
@@ -33,12 +34,7 @@ extension CodeSender {
 /// One code to deliver, with the purpose and the expiry a message's templates use.
 public struct CodeMessage: Sendable, Equatable {
     /// Why a code is sent: it picks the message's templates.
-    public enum Purpose: String, Sendable, Equatable, CaseIterable {
-        /// A login code.
-        case login
-        /// A code that proves a contact being added to an account.
-        case contactVerification
-    }
+    public typealias Purpose = CodeMessagePurpose
 
     /// The app, contact and code.
     public var delivery: OutboxDelivery

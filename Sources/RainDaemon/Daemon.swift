@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import RainAuthority
 import RainAuthorityAPI
+import RainConfig
 import RainDevice
 import RainKeyStore
 import RainCommandLine

@@ -1,4 +1,5 @@
 import RainCommandLine
+import RainConfig
 import RainCore
 import RainDevice
 

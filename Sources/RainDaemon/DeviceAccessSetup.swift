@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import RainAccess
+import RainConfig
 import RainCore
 import RainCrypto
 import RainDevice

@@ -3,6 +3,7 @@ import Foundation
 import RainAccess
 import RainAuthority
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainCrypto
 import RainDevice

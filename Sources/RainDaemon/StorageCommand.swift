@@ -3,6 +3,7 @@ import Foundation
 import RainAuthority
 import RainAuthorityAPI
 import RainCommandLine
+import RainConfig
 import RainCore
 import RainCrypto
 import RainDevice

@@ -1,6 +1,6 @@
 import RainAccess
-import RainAuthority
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainKeyStore
 import RainTransport

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainTransport
 import RainWire

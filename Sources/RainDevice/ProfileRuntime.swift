@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RainConfig
 import RainCore
 import RainTransport
 import RainWire

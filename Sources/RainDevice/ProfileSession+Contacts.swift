@@ -1,5 +1,4 @@
 import Foundation
-import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainWire

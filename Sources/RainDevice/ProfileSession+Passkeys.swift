@@ -1,4 +1,3 @@
-import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainWire

@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
 import RainAccess
-import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainPasskeyDomain
 import RainWire
 
 /// The session manager of one profile: the single owner of its session, its pending challenges,

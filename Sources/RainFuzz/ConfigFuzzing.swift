@@ -1,3 +1,4 @@
+import RainConfig
 import RainCore
 import RainDevice
 

@@ -1,5 +1,6 @@
 import Foundation
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainTestSupport
 import Testing

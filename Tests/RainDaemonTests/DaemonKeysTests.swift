@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthority
+import RainConfig
 import RainCore
 import RainCrypto
 import RainKeyStore

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainAccess
+import RainConfig
 import RainCore
 import RainDevice
 import RainKeyStore

@@ -2,6 +2,7 @@ import Foundation
 import RainAccess
 import RainAuthority
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainTestSupport
 import RainTransport

@@ -2,6 +2,7 @@ import Foundation
 import RainCore
 import Testing
 
+@testable import RainConfig
 @testable import RainDevice
 
 /// `ConfigSchema` (the rainwallet-config(5) page) and `DaemonConfig.parse` agree key for key: a

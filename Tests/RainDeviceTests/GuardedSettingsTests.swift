@@ -1,5 +1,6 @@
 import Foundation
 import RainAccess
+import RainConfig
 import RainCore
 import Testing
 

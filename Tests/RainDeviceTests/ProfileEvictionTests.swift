@@ -1,4 +1,5 @@
 import Foundation
+import RainConfig
 import RainCore
 import RainTestSupport
 import RainTransport

@@ -1,6 +1,7 @@
 import Foundation
 import RainAuthority
 import RainAuthorityAPI
+import RainConfig
 import RainCore
 import RainTestSupport
 import RainWire

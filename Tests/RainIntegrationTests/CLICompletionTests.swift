@@ -1,4 +1,5 @@
 import Foundation
+import RainConfig
 import RainDevice
 import RainTestSupport
 import Testing

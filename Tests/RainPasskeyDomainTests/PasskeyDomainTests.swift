@@ -1,5 +1,5 @@
-import RainAuthority
 import RainCore
+import RainPasskeyDomain
 import Testing
 
 @Suite struct PasskeyDomainTests {

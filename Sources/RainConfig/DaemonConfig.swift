@@ -1,9 +1,9 @@
 import Foundation
-import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainKeyStore
+import RainPasskeyDomain
 import RainSystem
 
 /// Settings of one profile (app) from the daemon's config file.
