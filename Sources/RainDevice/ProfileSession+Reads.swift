@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import RainAccess
-import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
