@@ -1,0 +1,382 @@
+#!/usr/bin/python3
+"""Writes RainWire's Swift message types for proto files, from protoc's descriptor set.
+
+Usage: gen-swift-messages.py DESCRIPTOR_SET OUT_DIR proto/x.proto...
+
+For each named proto file it writes OUT_DIR/<x>.pb.swift: a public struct per message (fields in
+lowerCamelCase, proto3 defaults, a memberwise init, the .proto comments as doc comments) and its
+conversion to and from protobuf-c's generated C (Sources/CRainProto) through the helpers of
+Sources/RainWire/ProtobufC+Support.swift. Run by scripts/gen-proto; the output is deterministic.
+
+Conventions of this code base the generator follows:
+- A `bool has_x` beside a field `x` of the same message marks presence: Swift has one field
+  `x: T?` (nil when `has_x` is false), not two.
+- Booleans read `is…`/`has…` (`is_owner` → `isOwner`; `truncated` → `isTruncated`).
+- Initialisms keep their case after the first word (`key_id` → `keyID`); `uid` stays `uid`.
+- A field whose comment says "never logged", or whose name says it holds a secret (SECRET_NAMES),
+  prints as `<redacted>`: its message gets a `CustomStringConvertible` that leaves it out.
+Anything the generator does not support yet (enums, oneofs, maps, nested types) stops it with an
+error naming the proto element, rather than producing Swift that is subtly wrong.
+"""
+
+import re
+import sys
+
+from google.protobuf import descriptor_pb2
+
+FD = descriptor_pb2.FieldDescriptorProto
+
+# Field names that always hold a secret, whatever their comment says.
+SECRET_NAMES = {
+    "passphrase", "password", "pin", "code", "token", "access_token", "refresh_token", "phrase",
+    "mnemonic", "words", "private_key", "secret", "seed", "idempotency_key",
+}
+SECRET_SUFFIXES = ("_token", "_private_key", "_private_key_hex", "_secret", "_keypair_base58", "_passphrase")
+
+# Words spelled in capitals when they are not the first word of a name.
+INITIALISMS = {"id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "json": "JSON", "http": "HTTP", "tls": "TLS"}
+
+BOOL_PREFIXES = ("is_", "has_", "can_", "should_", "was_")
+
+SCALARS = {
+    # proto type: (Swift type, Swift default, C → Swift, Swift → C)
+    FD.TYPE_INT32: ("Int32", "0", "{}", "{}"),
+    FD.TYPE_SINT32: ("Int32", "0", "{}", "{}"),
+    FD.TYPE_SFIXED32: ("Int32", "0", "{}", "{}"),
+    FD.TYPE_INT64: ("Int64", "0", "{}", "{}"),
+    FD.TYPE_SINT64: ("Int64", "0", "{}", "{}"),
+    FD.TYPE_SFIXED64: ("Int64", "0", "{}", "{}"),
+    FD.TYPE_UINT32: ("UInt32", "0", "{}", "{}"),
+    FD.TYPE_FIXED32: ("UInt32", "0", "{}", "{}"),
+    FD.TYPE_UINT64: ("UInt64", "0", "{}", "{}"),
+    FD.TYPE_FIXED64: ("UInt64", "0", "{}", "{}"),
+    FD.TYPE_DOUBLE: ("Double", "0", "{}", "{}"),
+    FD.TYPE_FLOAT: ("Float", "0", "{}", "{}"),
+    FD.TYPE_BOOL: ("Bool", "false", "{} != 0", "{} ? 1 : 0"),
+}
+
+
+class Unsupported(Exception):
+    pass
+
+
+def camel_to_lower(name):
+    """protobuf-c's lower-case form of a CamelCase name (`StorageKeyInfo` → `storage_key_info`)."""
+    out = ""
+    for i, ch in enumerate(name):
+        if ch.isupper():
+            if i > 0 and not name[i - 1].isupper():
+                out += "_"
+            elif i > 0 and i + 1 < len(name) and name[i + 1].islower():
+                out += "_"
+            out += ch.lower()
+        else:
+            out += ch
+    return out
+
+
+def swift_name(field):
+    words = field.name.split("_")
+    if field.type == FD.TYPE_BOOL and field.label != FD.LABEL_REPEATED and not field.name.startswith(BOOL_PREFIXES):
+        words = ["is"] + words
+    out = words[0]
+    for w in words[1:]:
+        out += INITIALISMS.get(w, w[:1].upper() + w[1:])
+    return out
+
+
+def is_secret(field, comment):
+    if "never logged" in comment.lower():
+        return True
+    return field.name in SECRET_NAMES or field.name.endswith(SECRET_SUFFIXES)
+
+
+def clean_comment(text):
+    lines = [ln[1:] if ln.startswith(" ") else ln for ln in text.strip("\n").split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return [ln.rstrip() for ln in lines]
+
+
+def doc(lines, indent):
+    return "".join(f"{indent}///{' ' + ln if ln else ''}\n" for ln in lines)
+
+
+def quote(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Field:
+    def __init__(self, msg, proto, comment):
+        self.proto = proto
+        self.c = proto.name
+        self.name = swift_name(proto)
+        self.comment = comment
+        self.repeated = proto.label == FD.LABEL_REPEATED
+        self.presence = None  # the `has_x` field that marks this one's presence
+        self.secret = is_secret(proto, comment)
+        t = proto.type
+        if proto.HasField("oneof_index"):
+            raise Unsupported(f"{msg.full}.{proto.name}: oneof fields")
+        if t == FD.TYPE_ENUM:
+            raise Unsupported(f"{msg.full}.{proto.name}: enum fields")
+        if t == FD.TYPE_GROUP:
+            raise Unsupported(f"{msg.full}.{proto.name}: groups")
+        self.kind = {FD.TYPE_STRING: "string", FD.TYPE_BYTES: "bytes", FD.TYPE_MESSAGE: "message"}.get(t, "scalar")
+        if self.kind == "message":
+            self.message_type = proto.type_name.rsplit(".", 1)[-1]
+        if self.kind == "scalar":
+            self.scalar = SCALARS[t]
+
+    @property
+    def element_type(self):
+        return {"string": "String", "bytes": "[UInt8]"}.get(self.kind) or (
+            self.message_type if self.kind == "message" else self.scalar[0])
+
+    @property
+    def swift_type(self):
+        if self.repeated:
+            return f"[{self.element_type}]"
+        if self.kind == "message" or self.presence:
+            return f"{self.element_type}?"
+        return self.element_type
+
+    @property
+    def default(self):
+        if self.repeated:
+            return "[]"
+        if self.kind == "message" or self.presence:
+            return "nil"
+        return {"string": '""', "bytes": "[]"}.get(self.kind) or self.scalar[1]
+
+    @property
+    def needs_arena(self):
+        return self.repeated or self.kind in ("string", "bytes", "message")
+
+    def read_one(self, value):
+        """Swift reading one (non-repeated) C value `value`."""
+        if self.kind == "string":
+            return f"try readString({value}, field: {quote(self.c)})"
+        if self.kind == "bytes":
+            return f"readBytes({value})"
+        if self.kind == "message":
+            return f"try readMessage({value}, {self.message_type}.init(c:))"
+        return self.scalar[2].format(value)
+
+    def decode(self, m):
+        """Swift reading this field of the C message `m`."""
+        v = f"{m}.{self.c}"
+        if self.repeated:
+            n = f"{m}.n_{self.c}"
+            if self.kind == "string":
+                return f"try readStrings({v}, count: {n}, field: {quote(self.c)})"
+            read = self.read_one("$0")
+            if self.kind == "message":
+                return f"try readMessages({v}, count: {n}, {self.message_type}.init(c:))"
+            return f"try readList({v}, count: {n}) {{ {read} }}"
+        read = self.read_one(v)
+        if self.presence:
+            return f"{m}.{self.presence.c} != 0 ? {read} : nil"
+        return read
+
+    def encode(self, m):
+        """Swift statements setting this field of the C message `m` from `self`."""
+        v = f"self.{self.name}"
+        c = f"{m}.{self.c}"
+        if self.repeated:
+            if self.kind == "string":
+                return [f"({m}.n_{self.c}, {c}) = try arena.strings({v}, field: {quote(self.c)})"]
+            if self.kind == "message":
+                return [f"({m}.n_{self.c}, {c}) = try arena.list({v}) {{ (e) throws(RainError) in arena.box(try e.cValue(arena)) }}"]
+            one = "arena.bytes($0)" if self.kind == "bytes" else self.scalar[3].format("$0")
+            return [f"{m}.n_{self.c} = {v}.count", f"{c} = arena.array({v}.map {{ {one} }})"]
+        if self.kind == "message":
+            return [f"if let value = {v} {{ {c} = arena.box(try value.cValue(arena)) }}"]
+        src = f"({v} ?? {self.presence_default()})" if self.presence else v
+        if self.kind == "string":
+            lines = [f"{c} = try arena.string({src}, field: {quote(self.c)})"]
+        elif self.kind == "bytes":
+            lines = [f"{c} = arena.bytes({src})"]
+        else:
+            lines = [f"{c} = {self.scalar[3].format(src)}"]
+        if self.presence:
+            lines.append(f"{m}.{self.presence.c} = {v} == nil ? 0 : 1")
+        return lines
+
+    def presence_default(self):
+        return {"string": '""', "bytes": "[]"}.get(self.kind) or self.scalar[1]
+
+
+class Message:
+    def __init__(self, file, proto, path, comments, c_prefix, fn_prefix):
+        self.proto = proto
+        self.name = proto.name
+        self.full = f"{file.package}.{proto.name}"
+        self.c_type = c_prefix + proto.name
+        self.c_init = fn_prefix + camel_to_lower(proto.name) + "__init"
+        self.comment = comments.get(path, "")
+        if proto.nested_type or proto.enum_type:
+            raise Unsupported(f"{self.full}: nested messages or enums")
+        self.fields = [Field(self, f, comments.get(path + (2, i), "")) for i, f in enumerate(proto.field)]
+        by_name = {f.c: f for f in self.fields}
+        for f in list(self.fields):
+            target = by_name.get(f.c[4:]) if f.c.startswith("has_") and f.proto.type == FD.TYPE_BOOL else None
+            if target and not target.repeated and target.kind != "message":
+                target.presence = f
+                self.fields.remove(f)
+
+    def render(self):
+        out = []
+        summary = clean_comment(self.comment) if self.comment else [f"The `{self.name}` message."]
+        out.append(doc(summary, ""))
+        conformances = "WireMessage, Equatable"
+        secrets = [f for f in self.fields if f.secret]
+        if secrets:
+            conformances += ", CustomStringConvertible"
+        out.append(f"public struct {self.name}: {conformances} {{\n")
+        for f in self.fields:
+            if f.comment:
+                out.append(doc(clean_comment(f.comment), "    "))
+            out.append(f"    public var {f.name}: {f.swift_type}\n")
+        if self.fields:
+            out.append("\n")
+        out.append(f"    /// A `{self.name}`; an argument left out is its proto3 default.\n")
+        if not self.fields:
+            out.append("    public init() {}\n")
+        else:
+            params = [f"{f.name}: {f.swift_type} = {f.default}" for f in self.fields]
+            line = f"    public init({', '.join(params)}) {{"
+            if len(line) <= 130:
+                out.append(line + "\n")
+            else:
+                out.append("    public init(\n")
+                out.append("".join(f"        {p}{',' if i + 1 < len(params) else ''}\n" for i, p in enumerate(params)))
+                out.append("    ) {\n")
+            for f in self.fields:
+                out.append(f"        self.{f.name} = {f.name}\n")
+            out.append("    }\n")
+        if secrets:
+            parts = []
+            for f in self.fields:
+                parts.append(f"{f.name}: <redacted>" if f.secret else f"{f.name}: \\(String(describing: {f.name}))")
+            out.append("\n")
+            names = ", ".join(f"`{f.name}`" for f in secrets)
+            out.append(f"    /// The message with {names} redacted.\n")
+            out.append("    public var description: String {\n")
+            segments, current = [], f"{self.name}("
+            for i, p in enumerate(parts):
+                piece = p + (", " if i + 1 < len(parts) else ")")
+                if len(current) + len(piece) > 90:
+                    segments.append(current)
+                    current = ""
+                current += piece
+            segments.append(current)
+            out.append(f'        "{segments[0]}"\n')
+            for seg in segments[1:]:
+                out.append(f'            + "{seg}"\n')
+            out.append("    }\n")
+        out.append("}\n")
+        return "".join(out)
+
+    def render_c(self):
+        n = self.name
+        out = [f"extension {n} {{\n"]
+        out.append(f"    /// Decodes a `{n}`.\n")
+        out.append(f"    /// - Throws: RAIN_102 for bytes that are not a `{n}`, or a string with NUL or not UTF-8.\n")
+        out.append(f"    public static func decode(_ bytes: [UInt8]) throws(RainError) -> {n} {{\n")
+        args = f"bytes, name: {quote(n)}, {self.c_init}, read: Self.init(c:))"
+        if len(args) + 26 <= 130:
+            out.append(f"        try unpackMessage({args}\n")
+        elif len(args) + 12 <= 130:
+            out.append(f"        try unpackMessage(\n            {args}\n")
+        else:
+            out.append(f"        try unpackMessage(\n            bytes, name: {quote(n)}, {self.c_init},\n")
+            out.append("            read: Self.init(c:))\n")
+        out.append("    }\n\n")
+        out.append(f"    /// Encodes a `{n}`.\n")
+        out.append("    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).\n")
+        out.append("    public func encode() throws(RainError) -> [UInt8] {\n")
+        if any(f.needs_arena for f in self.fields):
+            out.append("        let arena = CArena()\n")
+            out.append("        var m = try cValue(arena)\n")
+        else:
+            out.append("        var m = cValue()\n")
+        out.append("        return packMessage(&m)\n    }\n\n")
+        # Reading from C.
+        out.append(f"    /// Copies a C `{n}` (its strings checked).\n")
+        if not self.fields:
+            out.append(f"    init(c _: UnsafeMutablePointer<{self.c_type}>) throws(RainError) {{ self.init() }}\n\n")
+        else:
+            out.append(f"    init(c p: UnsafeMutablePointer<{self.c_type}>) throws(RainError) {{\n")
+            out.append("        let m = p.pointee\n")
+            out.append("        self.init(\n")
+            for i, f in enumerate(self.fields):
+                out.append(f"            {f.name}: {f.decode('m')}{',' if i + 1 < len(self.fields) else ')'}\n")
+            out.append("    }\n\n")
+        # Writing to C.
+        arena = any(f.needs_arena for f in self.fields)
+        out.append(f"    /// The C `{n}`, its pointers owned by `arena`.\n" if arena else f"    /// The C `{n}`.\n")
+        sig = f"func cValue(_ arena: CArena) throws(RainError) -> {self.c_type}" if arena else f"func cValue() -> {self.c_type}"
+        out.append(f"    {sig} {{\n")
+        if self.fields:
+            out.append(f"        var m = cMessage({self.c_init})\n")
+            for f in self.fields:
+                for line in f.encode("m"):
+                    out.append(f"        {line}\n")
+            out.append("        return m\n")
+        else:
+            out.append(f"        cMessage({self.c_init})\n")
+        out.append("    }\n}\n")
+        return "".join(out)
+
+
+def comments_of(file):
+    out = {}
+    for loc in file.source_code_info.location:
+        if loc.leading_comments:
+            out[tuple(loc.path)] = loc.leading_comments
+        elif loc.trailing_comments:
+            out[tuple(loc.path)] = loc.trailing_comments
+    return out
+
+
+def generate(file):
+    if file.syntax != "proto3":
+        raise Unsupported(f"{file.name}: only proto3")
+    if file.enum_type:
+        raise Unsupported(f"{file.name}: enums ({', '.join(e.name for e in file.enum_type)})")
+    parts = file.package.split(".")
+    c_prefix = "__".join(p[:1].upper() + p[1:] for p in parts) + "__"
+    fn_prefix = "__".join(parts) + "__"
+    comments = comments_of(file)
+    messages = [Message(file, m, (4, i), comments, c_prefix, fn_prefix) for i, m in enumerate(file.message_type)]
+    out = [f"// GENERATED by scripts/gen-proto from proto/{file.name}. Do not edit.\n"]
+    out.append("internal import CProtobufC\ninternal import CRainProto\nimport RainCore\n\n")
+    out.append(f"// The messages of proto/{file.name}, and their conversion to and from protobuf-c.\n")
+    for m in messages:
+        out.append("\n")
+        out.append(m.render())
+    for m in messages:
+        out.append("\n")
+        out.append(m.render_c())
+    return "".join(out), messages
+
+
+def main():
+    descriptor_set, out_dir, *names = sys.argv[1:]
+    fds = descriptor_pb2.FileDescriptorSet()
+    with open(descriptor_set, "rb") as f:
+        fds.ParseFromString(f.read())
+    files = {f.name: f for f in fds.file}
+    for name in names:
+        base = name.removeprefix("proto/")
+        try:
+            text, _ = generate(files[base])
+        except Unsupported as e:
+            sys.exit(f"gen-swift-messages: {e} are not supported yet")
+        with open(f"{out_dir}/{base.removesuffix('.proto')}.pb.swift", "w") as out:
+            out.write(text)
+
+
+if __name__ == "__main__":
+    main()
