@@ -191,7 +191,8 @@ extension AppEntry {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `AppEntry` (its strings checked).
@@ -229,15 +230,14 @@ extension ListAppsRequest {
     /// Encodes a `ListAppsRequest`.
     /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
     public func encode() throws(RainError) -> [UInt8] {
-        var m = cValue()
-        return packMessage(&m)
+        []  // no fields: no bytes
     }
 
     /// Copies a C `ListAppsRequest` (its strings checked).
     init(c _: UnsafeMutablePointer<Rain__Wallet__V1__ListAppsRequest>) throws(RainError) { self.init() }
 
-    /// The C `ListAppsRequest`.
-    func cValue() -> Rain__Wallet__V1__ListAppsRequest {
+    /// The C `ListAppsRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__ListAppsRequest {
         cMessage(rain__wallet__v1__list_apps_request__init)
     }
 }
@@ -254,7 +254,8 @@ extension ListAppsResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `ListAppsResponse` (its strings checked).
@@ -284,7 +285,8 @@ extension ApproveAppRequest {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `ApproveAppRequest` (its strings checked).
@@ -316,7 +318,8 @@ extension ApproveAppResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `ApproveAppResponse` (its strings checked).
@@ -346,7 +349,8 @@ extension RevokeAppRequest {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `RevokeAppRequest` (its strings checked).
@@ -374,15 +378,14 @@ extension RevokeAppResponse {
     /// Encodes a `RevokeAppResponse`.
     /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
     public func encode() throws(RainError) -> [UInt8] {
-        var m = cValue()
-        return packMessage(&m)
+        []  // no fields: no bytes
     }
 
     /// Copies a C `RevokeAppResponse` (its strings checked).
     init(c _: UnsafeMutablePointer<Rain__Wallet__V1__RevokeAppResponse>) throws(RainError) { self.init() }
 
-    /// The C `RevokeAppResponse`.
-    func cValue() -> Rain__Wallet__V1__RevokeAppResponse {
+    /// The C `RevokeAppResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RevokeAppResponse {
         cMessage(rain__wallet__v1__revoke_app_response__init)
     }
 }
@@ -399,7 +402,8 @@ extension SettingChange {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `SettingChange` (its strings checked).
@@ -433,15 +437,14 @@ extension GetSettingsRequest {
     /// Encodes a `GetSettingsRequest`.
     /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
     public func encode() throws(RainError) -> [UInt8] {
-        var m = cValue()
-        return packMessage(&m)
+        []  // no fields: no bytes
     }
 
     /// Copies a C `GetSettingsRequest` (its strings checked).
     init(c _: UnsafeMutablePointer<Rain__Wallet__V1__GetSettingsRequest>) throws(RainError) { self.init() }
 
-    /// The C `GetSettingsRequest`.
-    func cValue() -> Rain__Wallet__V1__GetSettingsRequest {
+    /// The C `GetSettingsRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__GetSettingsRequest {
         cMessage(rain__wallet__v1__get_settings_request__init)
     }
 }
@@ -458,7 +461,8 @@ extension GetSettingsResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `GetSettingsResponse` (its strings checked).
@@ -495,7 +499,8 @@ extension ConfirmSettingsRequest {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `ConfirmSettingsRequest` (its strings checked).
@@ -526,7 +531,8 @@ extension ConfirmSettingsResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `ConfirmSettingsResponse` (its strings checked).
@@ -557,7 +563,8 @@ extension RegisterPromptRequest {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `RegisterPromptRequest` (its strings checked).
@@ -588,7 +595,8 @@ extension RegisterPromptResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `RegisterPromptResponse` (its strings checked).

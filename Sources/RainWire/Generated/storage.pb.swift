@@ -121,15 +121,14 @@ extension StorageStatusRequest {
     /// Encodes a `StorageStatusRequest`.
     /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
     public func encode() throws(RainError) -> [UInt8] {
-        var m = cValue()
-        return packMessage(&m)
+        []  // no fields: no bytes
     }
 
     /// Copies a C `StorageStatusRequest` (its strings checked).
     init(c _: UnsafeMutablePointer<Rain__Wallet__V1__StorageStatusRequest>) throws(RainError) { self.init() }
 
-    /// The C `StorageStatusRequest`.
-    func cValue() -> Rain__Wallet__V1__StorageStatusRequest {
+    /// The C `StorageStatusRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__StorageStatusRequest {
         cMessage(rain__wallet__v1__storage_status_request__init)
     }
 }
@@ -146,7 +145,8 @@ extension StorageKeyInfo {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `StorageKeyInfo` (its strings checked).
@@ -183,7 +183,8 @@ extension StorageStatusResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `StorageStatusResponse` (its strings checked).
@@ -224,7 +225,8 @@ extension StorageBackupRequest {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `StorageBackupRequest` (its strings checked).
@@ -255,7 +257,8 @@ extension StorageBackupResponse {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `StorageBackupResponse` (its strings checked).
@@ -288,7 +291,8 @@ extension StorageMigrateRequest {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `StorageMigrateRequest` (its strings checked).
@@ -319,7 +323,8 @@ extension StorageMigrateProgress {
     public func encode() throws(RainError) -> [UInt8] {
         let arena = CArena()
         var m = try cValue(arena)
-        return packMessage(&m)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
     }
 
     /// Copies a C `StorageMigrateProgress` (its strings checked).
