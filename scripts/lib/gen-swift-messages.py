@@ -45,6 +45,15 @@ LINE_LENGTH = 130
 
 BOOL_PREFIXES = ("is_", "has_", "can_", "should_", "was_")
 
+# Swift names the rules above would spell badly, by proto full name.
+SWIFT_NAMES = {
+    # A verb: `isVerify` would not read as a question.
+    "rain.wallet.v1.ReadAuditLogRequest.verify": "isVerifyRequested",
+    # RainAccess.AuditVerification is the audit log's own result (a typed problem); the wire's
+    # form keeps another name so that code seeing both modules needs no qualification.
+    "rain.wallet.v1.AuditVerification": "AuditVerificationMessage",
+}
+
 SCALARS = {
     # proto type: (Swift type, Swift default, C → Swift, Swift → C)
     FD.TYPE_INT32: ("Int32", "0", "{}", "{}"),
@@ -127,7 +136,7 @@ class Field:
     def __init__(self, msg, proto, comment, types):
         self.proto = proto
         self.c = proto.name
-        self.name = swift_name(proto)
+        self.name = SWIFT_NAMES.get(f"{msg.full}.{proto.name}") or swift_name(proto)
         self.comment = comment
         self.repeated = proto.label == FD.LABEL_REPEATED
         self.presence = None  # the `has_x` field that marks this one's presence
@@ -148,7 +157,7 @@ class Field:
             if types[full][0] == "map":
                 raise Unsupported(f"{msg.full}.{proto.name}: maps")
             self.type_info = types[full]
-            self.type_name = full.rsplit(".", 1)[-1]
+            self.type_name = SWIFT_NAMES.get(full) or full.rsplit(".", 1)[-1]
             self.message_type = self.type_name
         if self.kind == "scalar":
             self.scalar = SCALARS[t]
@@ -296,8 +305,8 @@ class Oneof:
 class Message:
     def __init__(self, file, proto, path, comments, c_prefix, fn_prefix, types):
         self.proto = proto
-        self.name = proto.name
         self.full = f"{file.package}.{proto.name}"
+        self.name = SWIFT_NAMES.get(self.full) or proto.name
         self.c_type = c_prefix + proto.name
         self.c_init = fn_prefix + camel_to_lower(proto.name) + "__init"
         self.comment = comments.get(path, "")
@@ -446,7 +455,7 @@ class Enum:
     """A proto3 enum: open, so a Swift struct over its number with a static value per known name."""
 
     def __init__(self, file, proto, path, comments):
-        self.name = proto.name
+        self.name = SWIFT_NAMES.get(f"{file.package}.{proto.name}") or proto.name
         self.comment = comments.get(path, "")
         prefix = camel_to_lower(proto.name).upper() + "_"
         self.values = []
