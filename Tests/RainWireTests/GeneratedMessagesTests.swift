@@ -43,6 +43,12 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     ConfirmSettingsResponse(confirmedDigest: "cd"),
     RegisterPromptRequest(terminal: "/dev/pts/3"),
     RegisterPromptResponse(terminal: "/dev/pts/3"),
+    // proto/audit.proto
+    ReadAuditLogRequest(sinceMs: 1_800_000_000_123, isVerifyRequested: true),
+    ReadAuditLogResponse(
+        lines: [#"{"seq":1}"#, #"{"seq":2}"#], isTruncated: true,
+        verification: AuditVerificationMessage(entries: 7, problem: "edited", file: "audit.jsonl.1", line: 3, message: "edited")),
+    AuditVerificationMessage(entries: UInt64.max, problem: "torn", file: "audit.jsonl", line: UInt32.max, message: "torn"),
 ]
 
 /// A message of each generated file with a NUL in a string, top-level or nested.
@@ -52,6 +58,7 @@ private let withNUL: [any WireMessage] = [
     ApproveAppRequest(path: "/usr/bin/a\0/usr/bin/b"),
     ListAppsResponse(apps: [AppEntry(profile: "de\0fault")]),
     GetSettingsResponse(pending: [SettingChange(key: "k", confirmed: "a\0b")]),
+    ReadAuditLogResponse(verification: AuditVerificationMessage(file: "audit\0.jsonl")),
 ]
 
 /// Encodes `message`, decodes the bytes as the same type.
@@ -119,6 +126,18 @@ struct GeneratedMessagesTests {
         let bytes = hex("0a02616212080a016b12013118011a017022026364")
         #expect(try message.encode() == bytes)
         #expect(try GetSettingsResponse.decode(bytes) == message)
+    }
+
+    // printf 'lines: "a"\ntruncated: true\nverification { entries: 2 problem: "torn" file: "f" line: 3 message: "m" }\n' \
+    //   | protoc --encode=rain.wallet.v1.ReadAuditLogResponse -Iproto proto/audit.proto | xxd -p
+    @Test("audit.proto: the bytes are the ones protoc encodes, and decode back")
+    func auditBytesMatchProtoc() throws {
+        let message = ReadAuditLogResponse(
+            lines: ["a"], isTruncated: true,
+            verification: AuditVerificationMessage(entries: 2, problem: "torn", file: "f", line: 3, message: "m"))
+        let bytes = hex("0a016110011a1008021204746f726e1a016620032a016d")
+        #expect(try message.encode() == bytes)
+        #expect(try ReadAuditLogResponse.decode(bytes) == message)
     }
 
     @Test("an absent optional string stays nil and an empty one stays empty")
