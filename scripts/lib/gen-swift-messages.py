@@ -33,9 +33,9 @@ FD = descriptor_pb2.FieldDescriptorProto
 # Field names that always hold a secret, whatever their comment says.
 SECRET_NAMES = {
     "passphrase", "password", "pin", "code", "token", "access_token", "refresh_token", "phrase",
-    "mnemonic", "words", "private_key", "secret", "seed", "idempotency_key",
+    "mnemonic", "words", "private_key", "keypair", "secret", "seed", "idempotency_key",
 }
-SECRET_SUFFIXES = ("_token", "_private_key", "_private_key_hex", "_secret", "_keypair_base58", "_passphrase")
+SECRET_SUFFIXES = ("_token", "_private_key", "_private_key_hex", "_secret", "_keypair", "_keypair_base58", "_passphrase")
 
 # Words spelled in capitals when they are not the first word of a name.
 INITIALISMS = {"id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "json": "JSON", "http": "HTTP", "tls": "TLS"}
