@@ -5,12 +5,12 @@ import RainCore
 extension ReadAuditLogRequest {
     /// A request for the entries recorded at or after `since` (all of them when nil).
     public init(since: Date?, isVerifyRequested: Bool = false) {
-        self.init(sinceMs: since?.unixMilliseconds ?? 0, isVerifyRequested: isVerifyRequested)
+        self.init(sinceMilliseconds: since?.unixMilliseconds ?? 0, isVerifyRequested: isVerifyRequested)
     }
 
     /// Only entries recorded at or after it; nil for all.
     public var since: Date? {
-        get { sinceMs == 0 ? nil : Date(unixMilliseconds: sinceMs) }
-        set { sinceMs = newValue?.unixMilliseconds ?? 0 }
+        get { sinceMilliseconds == 0 ? nil : Date(unixMilliseconds: sinceMilliseconds) }
+        set { sinceMilliseconds = newValue?.unixMilliseconds ?? 0 }
     }
 }

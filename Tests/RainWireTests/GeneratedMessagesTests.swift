@@ -44,7 +44,7 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     RegisterPromptRequest(terminal: "/dev/pts/3"),
     RegisterPromptResponse(terminal: "/dev/pts/3"),
     // proto/audit.proto
-    ReadAuditLogRequest(sinceMs: 1_800_000_000_123, isVerifyRequested: true),
+    ReadAuditLogRequest(sinceMilliseconds: 1_800_000_000_123, isVerifyRequested: true),
     ReadAuditLogResponse(
         lines: [#"{"seq":1}"#, #"{"seq":2}"#], isTruncated: true,
         verification: AuditVerificationMessage(entries: 7, problem: "edited", file: "audit.jsonl.1", line: 3, message: "edited")),

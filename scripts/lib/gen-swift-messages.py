@@ -37,8 +37,11 @@ SECRET_NAMES = {
 }
 SECRET_SUFFIXES = ("_token", "_private_key", "_private_key_hex", "_secret", "_keypair", "_keypair_base58", "_passphrase")
 
-# Words spelled in capitals when they are not the first word of a name.
-INITIALISMS = {"id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "json": "JSON", "http": "HTTP", "tls": "TLS"}
+# Words spelled in capitals when they are not the first word of a name, and abbreviations spelled out.
+INITIALISMS = {
+    "id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "json": "JSON", "http": "HTTP", "tls": "TLS",
+    "ms": "Milliseconds",
+}
 
 # .swift-format's lineLength.
 LINE_LENGTH = 130
@@ -274,7 +277,7 @@ class Oneof:
 
     def render_enum(self):
         out = [f"    /// Which of `{self.c}`'s fields is set.\n"]
-        out.append(f"    public enum {self.type_name}: Sendable, Equatable {{\n")
+        out.append(f"    public enum {self.type_name}: Sendable, Hashable {{\n")
         for f in self.members:
             if f.comment:
                 out.append(doc(clean_comment(f.comment), "        "))
@@ -347,7 +350,7 @@ class Message:
         out = []
         summary = clean_comment(self.comment) if self.comment else [f"The `{self.name}` message."]
         out.append(doc(summary, ""))
-        conformances = "WireMessage, Equatable"
+        conformances = "WireMessage, Hashable"
         secrets = [f for f in self.fields if f.secret]
         if secrets:
             conformances += ", CustomStringConvertible"

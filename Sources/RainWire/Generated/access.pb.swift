@@ -6,7 +6,7 @@ import RainCore
 // The messages of proto/access.proto, and their conversion to and from protobuf-c.
 
 /// One approved app of a profile.
-public struct AppEntry: WireMessage, Equatable {
+public struct AppEntry: WireMessage, Hashable {
     public var profile: String
     /// The executable's path, plus " SCRIPT" for an interpreter.
     public var path: String
@@ -38,13 +38,13 @@ public struct AppEntry: WireMessage, Equatable {
 }
 
 /// /rain.wallet.v1.Apps/List: every approval (all profiles) and the pre-approved apps.
-public struct ListAppsRequest: WireMessage, Equatable {
+public struct ListAppsRequest: WireMessage, Hashable {
     /// A `ListAppsRequest`; an argument left out is its proto3 default.
     public init() {}
 }
 
 /// The `ListAppsResponse` message.
-public struct ListAppsResponse: WireMessage, Equatable {
+public struct ListAppsResponse: WireMessage, Hashable {
     public var apps: [AppEntry]
 
     /// A `ListAppsResponse`; an argument left out is its proto3 default.
@@ -55,7 +55,7 @@ public struct ListAppsResponse: WireMessage, Equatable {
 
 /// /rain.wallet.v1.Apps/Approve: approve the program at `path` (its content now) for the call's
 /// profile, once the user confirms on the prompt.
-public struct ApproveAppRequest: WireMessage, Equatable {
+public struct ApproveAppRequest: WireMessage, Hashable {
     public var path: String
     /// For an interpreter (`path` is python3, node, …): the script it runs.
     public var script: String
@@ -68,7 +68,7 @@ public struct ApproveAppRequest: WireMessage, Equatable {
 }
 
 /// The `ApproveAppResponse` message.
-public struct ApproveAppResponse: WireMessage, Equatable {
+public struct ApproveAppResponse: WireMessage, Hashable {
     public var app: AppEntry?
 
     /// A `ApproveAppResponse`; an argument left out is its proto3 default.
@@ -78,7 +78,7 @@ public struct ApproveAppResponse: WireMessage, Equatable {
 }
 
 /// /rain.wallet.v1.Apps/Revoke: remove `path`'s approval of the call's profile, once the user confirms.
-public struct RevokeAppRequest: WireMessage, Equatable {
+public struct RevokeAppRequest: WireMessage, Hashable {
     public var path: String
 
     /// A `RevokeAppRequest`; an argument left out is its proto3 default.
@@ -88,13 +88,13 @@ public struct RevokeAppRequest: WireMessage, Equatable {
 }
 
 /// The `RevokeAppResponse` message.
-public struct RevokeAppResponse: WireMessage, Equatable {
+public struct RevokeAppResponse: WireMessage, Hashable {
     /// A `RevokeAppResponse`; an argument left out is its proto3 default.
     public init() {}
 }
 
 /// One guarded setting whose config value differs from the confirmed one.
-public struct SettingChange: WireMessage, Equatable {
+public struct SettingChange: WireMessage, Hashable {
     public var key: String
     /// Canonical JSON; absent when not set.
     public var confirmed: String?
@@ -110,13 +110,13 @@ public struct SettingChange: WireMessage, Equatable {
 
 /// /rain.wallet.v1.Settings/Get: the confirmed settings' digest, the changes waiting for
 /// confirmation, and the keys the machine's policy fixes.
-public struct GetSettingsRequest: WireMessage, Equatable {
+public struct GetSettingsRequest: WireMessage, Hashable {
     /// A `GetSettingsRequest`; an argument left out is its proto3 default.
     public init() {}
 }
 
 /// The `GetSettingsResponse` message.
-public struct GetSettingsResponse: WireMessage, Equatable {
+public struct GetSettingsResponse: WireMessage, Hashable {
     public var confirmedDigest: String
     public var pending: [SettingChange]
     public var fixedByPolicy: [String]
@@ -139,7 +139,7 @@ public struct GetSettingsResponse: WireMessage, Equatable {
 
 /// /rain.wallet.v1.Settings/Confirm: apply the pending changes once the user confirms them on the
 /// prompt. `requested_digest` is the one GetSettings returned: a config edited meanwhile is refused.
-public struct ConfirmSettingsRequest: WireMessage, Equatable {
+public struct ConfirmSettingsRequest: WireMessage, Hashable {
     public var requestedDigest: String
 
     /// A `ConfirmSettingsRequest`; an argument left out is its proto3 default.
@@ -149,7 +149,7 @@ public struct ConfirmSettingsRequest: WireMessage, Equatable {
 }
 
 /// The `ConfirmSettingsResponse` message.
-public struct ConfirmSettingsResponse: WireMessage, Equatable {
+public struct ConfirmSettingsResponse: WireMessage, Hashable {
     public var confirmedDigest: String
 
     /// A `ConfirmSettingsResponse`; an argument left out is its proto3 default.
@@ -160,7 +160,7 @@ public struct ConfirmSettingsResponse: WireMessage, Equatable {
 
 /// /rain.wallet.v1.Prompt/Register: show prompts on `terminal` (a /dev/pts/N path). Confirmed on the
 /// current prompt place; the first registration, with no place yet, is trusted and audited.
-public struct RegisterPromptRequest: WireMessage, Equatable {
+public struct RegisterPromptRequest: WireMessage, Hashable {
     public var terminal: String
 
     /// A `RegisterPromptRequest`; an argument left out is its proto3 default.
@@ -170,7 +170,7 @@ public struct RegisterPromptRequest: WireMessage, Equatable {
 }
 
 /// The `RegisterPromptResponse` message.
-public struct RegisterPromptResponse: WireMessage, Equatable {
+public struct RegisterPromptResponse: WireMessage, Hashable {
     public var terminal: String
 
     /// A `RegisterPromptResponse`; an argument left out is its proto3 default.

@@ -7,21 +7,21 @@ import RainCore
 
 /// /rain.wallet.v1.Audit/Read: the daemon's audit log of sensitive operations, for the
 /// daemon's own uid only (RAIN_202 for another). Not bound to a profile.
-public struct ReadAuditLogRequest: WireMessage, Equatable {
+public struct ReadAuditLogRequest: WireMessage, Hashable {
     /// Unix milliseconds: only entries recorded at or after it; 0 for all.
-    public var sinceMs: Int64
+    public var sinceMilliseconds: Int64
     /// Also check the hash chain of every file kept.
     public var isVerifyRequested: Bool
 
     /// A `ReadAuditLogRequest`; an argument left out is its proto3 default.
-    public init(sinceMs: Int64 = 0, isVerifyRequested: Bool = false) {
-        self.sinceMs = sinceMs
+    public init(sinceMilliseconds: Int64 = 0, isVerifyRequested: Bool = false) {
+        self.sinceMilliseconds = sinceMilliseconds
         self.isVerifyRequested = isVerifyRequested
     }
 }
 
 /// The `ReadAuditLogResponse` message.
-public struct ReadAuditLogResponse: WireMessage, Equatable {
+public struct ReadAuditLogResponse: WireMessage, Hashable {
     /// The entries as written (JSON, one per string), oldest first.
     public var lines: [String]
     /// True when older matching entries were left out to keep the answer under the frame limit.
@@ -38,7 +38,7 @@ public struct ReadAuditLogResponse: WireMessage, Equatable {
 }
 
 /// The `AuditVerificationMessage` message.
-public struct AuditVerificationMessage: WireMessage, Equatable {
+public struct AuditVerificationMessage: WireMessage, Hashable {
     public var entries: UInt64
     /// Empty when intact; else edited, deleted, reordered, torn or truncated.
     public var problem: String
@@ -77,14 +77,14 @@ extension ReadAuditLogRequest {
     init(c p: UnsafeMutablePointer<Rain__Wallet__V1__ReadAuditLogRequest>) throws(RainError) {
         let m = p.pointee
         self.init(
-            sinceMs: m.since_ms,
+            sinceMilliseconds: m.since_ms,
             isVerifyRequested: m.verify != 0)
     }
 
     /// The C `ReadAuditLogRequest`, its pointers owned by `arena`.
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__ReadAuditLogRequest {
         var m = cMessage(rain__wallet__v1__read_audit_log_request__init)
-        m.since_ms = self.sinceMs
+        m.since_ms = self.sinceMilliseconds
         m.verify = self.isVerifyRequested ? 1 : 0
         return m
     }

@@ -6,13 +6,13 @@ import RainCore
 // The messages of proto/storage.proto, and their conversion to and from protobuf-c.
 
 /// /rain.wallet.v1.Storage/GetStatus
-public struct StorageStatusRequest: WireMessage, Equatable {
+public struct StorageStatusRequest: WireMessage, Hashable {
     /// A `StorageStatusRequest`; an argument left out is its proto3 default.
     public init() {}
 }
 
 /// The `StorageKeyInfo` message.
-public struct StorageKeyInfo: WireMessage, Equatable {
+public struct StorageKeyInfo: WireMessage, Hashable {
     /// "storage", "authority-master" or "device".
     public var slot: String
     public var keyID: String
@@ -30,7 +30,7 @@ public struct StorageKeyInfo: WireMessage, Equatable {
 }
 
 /// The `StorageStatusResponse` message.
-public struct StorageStatusResponse: WireMessage, Equatable {
+public struct StorageStatusResponse: WireMessage, Hashable {
     /// "tpm2", "secret-service" or "file".
     public var provider: String
     public var location: String
@@ -60,7 +60,7 @@ public struct StorageStatusResponse: WireMessage, Equatable {
 }
 
 /// /rain.wallet.v1.Storage/Backup
-public struct StorageBackupRequest: WireMessage, Equatable, CustomStringConvertible {
+public struct StorageBackupRequest: WireMessage, Hashable, CustomStringConvertible {
     /// The passphrase the backup is sealed under (never logged).
     public var passphrase: [UInt8]
 
@@ -76,7 +76,7 @@ public struct StorageBackupRequest: WireMessage, Equatable, CustomStringConverti
 }
 
 /// The `StorageBackupResponse` message.
-public struct StorageBackupResponse: WireMessage, Equatable {
+public struct StorageBackupResponse: WireMessage, Hashable {
     /// The sealed backup of the embedded authority's master key (the file's bytes).
     public var backup: [UInt8]
     public var keyID: String
@@ -90,7 +90,7 @@ public struct StorageBackupResponse: WireMessage, Equatable {
 
 /// /rain.wallet.v1.Storage/Migrate: a server stream of StorageMigrateProgress, one per step,
 /// then an empty final response (or the error that stopped the migration).
-public struct StorageMigrateRequest: WireMessage, Equatable {
+public struct StorageMigrateRequest: WireMessage, Hashable {
     /// The target provider: "tpm2", "secret-service" or "file".
     public var to: String
 
@@ -101,7 +101,7 @@ public struct StorageMigrateRequest: WireMessage, Equatable {
 }
 
 /// The `StorageMigrateProgress` message.
-public struct StorageMigrateProgress: WireMessage, Equatable {
+public struct StorageMigrateProgress: WireMessage, Hashable {
     public var line: String
 
     /// A `StorageMigrateProgress`; an argument left out is its proto3 default.
