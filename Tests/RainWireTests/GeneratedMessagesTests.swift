@@ -49,6 +49,17 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
         lines: [#"{"seq":1}"#, #"{"seq":2}"#], isTruncated: true,
         verification: AuditVerificationMessage(entries: 7, problem: "edited", file: "audit.jsonl.1", line: 3, message: "edited")),
     AuditVerificationMessage(entries: UInt64.max, problem: "torn", file: "audit.jsonl", line: UInt32.max, message: "torn"),
+    // proto/authority_device.proto
+    AuthorityBeginDeviceProofRequest(),
+    AuthorityBeginDeviceProofResponse(challenge: Array(repeating: 0xA5, count: 32)),
+    AuthorityProveDeviceRequest(deviceID: "d1", devicePublicKey: [1, 2, 3], signature: [4, 5, 6]),
+    AuthorityProveDeviceResponse(),
+    AuthorityRebindDeviceRequest(deviceID: "d1", newPublicKey: [7, 8]),
+    AuthorityRebindDeviceResponse(),
+    AuthorityConfirmDeviceKeyRequest(deviceID: "d1", devicePublicKey: [9]),
+    AuthorityConfirmDeviceKeyResponse(),
+    AuthorityWatchRevocationsRequest(),
+    AuthorityRevocation(appID: "app", deviceID: "d1", reason: "replaced", heartbeatIntervalMilliseconds: 15_000, isRecheck: true),
 ]
 
 /// A message of each generated file with a NUL in a string, top-level or nested.
@@ -59,6 +70,7 @@ private let withNUL: [any WireMessage] = [
     ListAppsResponse(apps: [AppEntry(profile: "de\0fault")]),
     GetSettingsResponse(pending: [SettingChange(key: "k", confirmed: "a\0b")]),
     ReadAuditLogResponse(verification: AuditVerificationMessage(file: "audit\0.jsonl")),
+    AuthorityRevocation(appID: "a\0pp"),
 ]
 
 /// Encodes `message`, decodes the bytes as the same type.
@@ -138,6 +150,25 @@ struct GeneratedMessagesTests {
         let bytes = hex("0a016110011a1008021204746f726e1a016620032a016d")
         #expect(try message.encode() == bytes)
         #expect(try ReadAuditLogResponse.decode(bytes) == message)
+    }
+
+    // printf 'app_id: "a"\ndevice_id: "d"\nreason: "r"\nheartbeat_interval_ms: 15000\nrecheck: true\n' \
+    //   | protoc --encode=rain.wallet.v1.AuthorityRevocation -Iproto proto/authority_device.proto | xxd -p
+    @Test("authority_device.proto: the bytes are the ones protoc encodes, and decode back")
+    func authorityDeviceBytesMatchProtoc() throws {
+        let message = AuthorityRevocation(
+            appID: "a", deviceID: "d", reason: "r", heartbeatIntervalMilliseconds: 15_000, isRecheck: true)
+        let bytes = hex("0a01611201641a01722098752801")
+        #expect(try message.encode() == bytes)
+        #expect(try AuthorityRevocation.decode(bytes) == message)
+    }
+
+    @Test("a revocation message is a heartbeat, a recheck or a revocation")
+    func revocationKinds() {
+        #expect(AuthorityRevocation.heartbeat(interval: .seconds(15)).heartbeatIntervalMilliseconds == 15_000)
+        #expect(AuthorityRevocation.heartbeat(interval: .zero).isHeartbeat)
+        #expect(AuthorityRevocation.recheck.isRecheck && !AuthorityRevocation.recheck.isHeartbeat)
+        #expect(!AuthorityRevocation(appID: "a", deviceID: "d", reason: "logout").isHeartbeat)
     }
 
     @Test("an absent optional string stays nil and an empty one stays empty")
