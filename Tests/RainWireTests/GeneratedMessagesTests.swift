@@ -108,7 +108,7 @@ struct GeneratedMessagesTests {
         var declared: Set<String> = []
         for file in try FileManager.default.contentsOfDirectory(atPath: generated.path) where file.hasSuffix(".pb.swift") {
             let text = try String(contentsOf: generated.appendingPathComponent(file), encoding: .utf8)
-            for line in text.split(separator: "\n") where line.hasPrefix("public struct ") {
+            for line in text.split(separator: "\n") where line.hasPrefix("public struct ") && line.contains(": WireMessage") {
                 declared.insert(String(line.dropFirst("public struct ".count).prefix { $0 != ":" && $0 != " " }))
             }
         }
