@@ -72,6 +72,9 @@ struct  Rain__Wallet__V1__ReadAuditLogResponse
 struct  Rain__Wallet__V1__AuditVerification
 {
   ProtobufCMessage base;
+  /*
+   * The entries checked.
+   */
   uint64_t entries;
   /*
    * Empty when intact; else edited, deleted, reordered, torn or truncated.
@@ -82,6 +85,9 @@ struct  Rain__Wallet__V1__AuditVerification
    */
   char *file;
   uint32_t line;
+  /*
+   * What was found, for people.
+   */
   char *message;
 };
 #define RAIN__WALLET__V1__AUDIT_VERIFICATION__INIT \

@@ -49,6 +49,9 @@ struct  Rain__Wallet__V1__AuthorityBeginDeviceProofRequest
 struct  Rain__Wallet__V1__AuthorityBeginDeviceProofResponse
 {
   ProtobufCMessage base;
+  /*
+   * The connection's challenge.
+   */
   ProtobufCBinaryData challenge;
 };
 #define RAIN__WALLET__V1__AUTHORITY_BEGIN_DEVICE_PROOF_RESPONSE__INIT \
@@ -67,6 +70,9 @@ struct  Rain__Wallet__V1__AuthorityBeginDeviceProofResponse
 struct  Rain__Wallet__V1__AuthorityProveDeviceRequest
 {
   ProtobufCMessage base;
+  /*
+   * The device whose key this proves.
+   */
   char *device_id;
   /*
    * DevicePublicKey wire bytes (Ed25519 or P-256).
@@ -98,7 +104,13 @@ struct  Rain__Wallet__V1__AuthorityProveDeviceResponse
 struct  Rain__Wallet__V1__AuthorityRebindDeviceRequest
 {
   ProtobufCMessage base;
+  /*
+   * The device moving to a new key.
+   */
   char *device_id;
+  /*
+   * Its new key: DevicePublicKey wire bytes.
+   */
   ProtobufCBinaryData new_public_key;
 };
 #define RAIN__WALLET__V1__AUTHORITY_REBIND_DEVICE_REQUEST__INIT \
@@ -122,7 +134,13 @@ struct  Rain__Wallet__V1__AuthorityRebindDeviceResponse
 struct  Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest
 {
   ProtobufCMessage base;
+  /*
+   * The device whose move ends.
+   */
   char *device_id;
+  /*
+   * The key it now uses: DevicePublicKey wire bytes.
+   */
   ProtobufCBinaryData device_public_key;
 };
 #define RAIN__WALLET__V1__AUTHORITY_CONFIRM_DEVICE_KEY_REQUEST__INIT \
@@ -163,7 +181,13 @@ struct  Rain__Wallet__V1__AuthorityWatchRevocationsRequest
 struct  Rain__Wallet__V1__AuthorityRevocation
 {
   ProtobufCMessage base;
+  /*
+   * The app whose sessions were revoked.
+   */
   char *app_id;
+  /*
+   * The device whose sessions were revoked.
+   */
   char *device_id;
   /*
    * The stored revoke reason: revoked_elsewhere, replaced, logout, reused, stolen_token, ...

@@ -7,6 +7,7 @@ import RainCore
 
 /// One approved app of a profile.
 public struct AppEntry: WireMessage, Hashable {
+    /// The profile the app may use.
     public var profile: String
     /// The executable's path, plus " SCRIPT" for an interpreter.
     public var path: String
@@ -45,6 +46,7 @@ public struct ListAppsRequest: WireMessage, Hashable {
 
 /// The `ListAppsResponse` message.
 public struct ListAppsResponse: WireMessage, Hashable {
+    /// Every approval (all profiles) and the pre-approved apps.
     public var apps: [AppEntry]
 
     /// A `ListAppsResponse`; an argument left out is its proto3 default.
@@ -56,6 +58,7 @@ public struct ListAppsResponse: WireMessage, Hashable {
 /// /rain.wallet.v1.Apps/Approve: approve the program at `path` (its content now) for the call's
 /// profile, once the user confirms on the prompt.
 public struct ApproveAppRequest: WireMessage, Hashable {
+    /// The program's absolute path.
     public var path: String
     /// For an interpreter (`path` is python3, node, …): the script it runs.
     public var script: String
@@ -69,6 +72,7 @@ public struct ApproveAppRequest: WireMessage, Hashable {
 
 /// The `ApproveAppResponse` message.
 public struct ApproveAppResponse: WireMessage, Hashable {
+    /// The approval made.
     public var app: AppEntry?
 
     /// A `ApproveAppResponse`; an argument left out is its proto3 default.
@@ -79,6 +83,7 @@ public struct ApproveAppResponse: WireMessage, Hashable {
 
 /// /rain.wallet.v1.Apps/Revoke: remove `path`'s approval of the call's profile, once the user confirms.
 public struct RevokeAppRequest: WireMessage, Hashable {
+    /// The approved path, as Apps/List shows it.
     public var path: String
 
     /// A `RevokeAppRequest`; an argument left out is its proto3 default.
@@ -95,9 +100,11 @@ public struct RevokeAppResponse: WireMessage, Hashable {
 
 /// One guarded setting whose config value differs from the confirmed one.
 public struct SettingChange: WireMessage, Hashable {
+    /// The setting ("profiles.default.allowExport").
     public var key: String
-    /// Canonical JSON; absent when not set.
+    /// Its confirmed value (canonical JSON); absent when not set.
     public var confirmed: String?
+    /// The config's value (canonical JSON); absent when removed.
     public var requested: String?
 
     /// A `SettingChange`; an argument left out is its proto3 default.
@@ -117,8 +124,11 @@ public struct GetSettingsRequest: WireMessage, Hashable {
 
 /// The `GetSettingsResponse` message.
 public struct GetSettingsResponse: WireMessage, Hashable {
+    /// The digest of the settings the daemon runs with.
     public var confirmedDigest: String
+    /// The changes waiting for the user's confirmation.
     public var pending: [SettingChange]
+    /// The keys /etc/rainwallet/policy.json fixes.
     public var fixedByPolicy: [String]
     /// The digest the settings would have once the pending changes are confirmed.
     public var requestedDigest: String
@@ -140,6 +150,7 @@ public struct GetSettingsResponse: WireMessage, Hashable {
 /// /rain.wallet.v1.Settings/Confirm: apply the pending changes once the user confirms them on the
 /// prompt. `requested_digest` is the one GetSettings returned: a config edited meanwhile is refused.
 public struct ConfirmSettingsRequest: WireMessage, Hashable {
+    /// GetSettingsResponse.requested_digest, as the user saw it.
     public var requestedDigest: String
 
     /// A `ConfirmSettingsRequest`; an argument left out is its proto3 default.
@@ -150,6 +161,7 @@ public struct ConfirmSettingsRequest: WireMessage, Hashable {
 
 /// The `ConfirmSettingsResponse` message.
 public struct ConfirmSettingsResponse: WireMessage, Hashable {
+    /// The digest of the settings now confirmed.
     public var confirmedDigest: String
 
     /// A `ConfirmSettingsResponse`; an argument left out is its proto3 default.
@@ -161,6 +173,7 @@ public struct ConfirmSettingsResponse: WireMessage, Hashable {
 /// /rain.wallet.v1.Prompt/Register: show prompts on `terminal` (a /dev/pts/N path). Confirmed on the
 /// current prompt place; the first registration, with no place yet, is trusted and audited.
 public struct RegisterPromptRequest: WireMessage, Hashable {
+    /// A terminal's path ("/dev/pts/3").
     public var terminal: String
 
     /// A `RegisterPromptRequest`; an argument left out is its proto3 default.
@@ -171,6 +184,7 @@ public struct RegisterPromptRequest: WireMessage, Hashable {
 
 /// The `RegisterPromptResponse` message.
 public struct RegisterPromptResponse: WireMessage, Hashable {
+    /// The terminal registered.
     public var terminal: String
 
     /// A `RegisterPromptResponse`; an argument left out is its proto3 default.

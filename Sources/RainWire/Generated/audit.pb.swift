@@ -39,12 +39,14 @@ public struct ReadAuditLogResponse: WireMessage, Hashable {
 
 /// The `AuditVerificationMessage` message.
 public struct AuditVerificationMessage: WireMessage, Hashable {
+    /// The entries checked.
     public var entries: UInt64
     /// Empty when intact; else edited, deleted, reordered, torn or truncated.
     public var problem: String
     /// The file of the first broken line (audit.jsonl, audit.jsonl.1, ...) and its line number from 1.
     public var file: String
     public var line: UInt32
+    /// What was found, for people.
     public var message: String
 
     /// A `AuditVerificationMessage`; an argument left out is its proto3 default.

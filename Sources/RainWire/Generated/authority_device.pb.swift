@@ -14,6 +14,7 @@ public struct AuthorityBeginDeviceProofRequest: WireMessage, Hashable {
 
 /// The `AuthorityBeginDeviceProofResponse` message.
 public struct AuthorityBeginDeviceProofResponse: WireMessage, Hashable {
+    /// The connection's challenge.
     public var challenge: [UInt8]
 
     /// A `AuthorityBeginDeviceProofResponse`; an argument left out is its proto3 default.
@@ -29,6 +30,7 @@ public struct AuthorityBeginDeviceProofResponse: WireMessage, Hashable {
 /// (loopback only). RAIN_501 (reason device_proof_failed) when the signature does not verify;
 /// RAIN_102 for a malformed key, before a challenge, or beyond two keys.
 public struct AuthorityProveDeviceRequest: WireMessage, Hashable {
+    /// The device whose key this proves.
     public var deviceID: String
     /// DevicePublicKey wire bytes (Ed25519 or P-256).
     public var devicePublicKey: [UInt8]
@@ -52,7 +54,9 @@ public struct AuthorityProveDeviceResponse: WireMessage, Hashable {
 /// /rain.wallet.v1.Authority/RebindDevice: step 1 of a device key move; the connection must have
 /// proven both the current key and new_public_key. Idempotent.
 public struct AuthorityRebindDeviceRequest: WireMessage, Hashable {
+    /// The device moving to a new key.
     public var deviceID: String
+    /// Its new key: DevicePublicKey wire bytes.
     public var newPublicKey: [UInt8]
 
     /// A `AuthorityRebindDeviceRequest`; an argument left out is its proto3 default.
@@ -71,7 +75,9 @@ public struct AuthorityRebindDeviceResponse: WireMessage, Hashable {
 /// /rain.wallet.v1.Authority/ConfirmDeviceKey: step 2; the connection must have proven
 /// device_public_key. Idempotent.
 public struct AuthorityConfirmDeviceKeyRequest: WireMessage, Hashable {
+    /// The device whose move ends.
     public var deviceID: String
+    /// The key it now uses: DevicePublicKey wire bytes.
     public var devicePublicKey: [UInt8]
 
     /// A `AuthorityConfirmDeviceKeyRequest`; an argument left out is its proto3 default.
@@ -104,7 +110,9 @@ public struct AuthorityWatchRevocationsRequest: WireMessage, Hashable {
 
 /// The `AuthorityRevocation` message.
 public struct AuthorityRevocation: WireMessage, Hashable {
+    /// The app whose sessions were revoked.
     public var appID: String
+    /// The device whose sessions were revoked.
     public var deviceID: String
     /// The stored revoke reason: revoked_elsewhere, replaced, logout, reused, stolen_token, ...
     public var reason: String

@@ -15,7 +15,9 @@ public struct StorageStatusRequest: WireMessage, Hashable {
 public struct StorageKeyInfo: WireMessage, Hashable {
     /// "storage", "authority-master" or "device".
     public var slot: String
+    /// The key's id (a hash prefix of its public part or of the key: never the key).
     public var keyID: String
+    /// "aes-256-gcm", "ecdsa-p256", ...
     public var algorithm: String
     /// What the key protects, for people.
     public var protects: String
@@ -33,12 +35,15 @@ public struct StorageKeyInfo: WireMessage, Hashable {
 public struct StorageStatusResponse: WireMessage, Hashable {
     /// "tpm2", "secret-service" or "file".
     public var provider: String
+    /// Where the provider keeps the keys, for people.
     public var location: String
+    /// The keys it holds.
     public var keys: [StorageKeyInfo]
     /// Why the provider cannot be used now ("RAIN_501: …"); empty when it can.
     public var unavailable: String
     /// A migration under way: its target provider and last durable step; empty when none.
     public var migrationTo: String
+    /// The migration's last durable step.
     public var migrationStep: String
 
     /// A `StorageStatusResponse`; an argument left out is its proto3 default.
@@ -79,6 +84,7 @@ public struct StorageBackupRequest: WireMessage, Hashable, CustomStringConvertib
 public struct StorageBackupResponse: WireMessage, Hashable {
     /// The sealed backup of the embedded authority's master key (the file's bytes).
     public var backup: [UInt8]
+    /// The master key's id.
     public var keyID: String
 
     /// A `StorageBackupResponse`; an argument left out is its proto3 default.
@@ -102,6 +108,7 @@ public struct StorageMigrateRequest: WireMessage, Hashable {
 
 /// The `StorageMigrateProgress` message.
 public struct StorageMigrateProgress: WireMessage, Hashable {
+    /// A step done, for people.
     public var line: String
 
     /// A `StorageMigrateProgress`; an argument left out is its proto3 default.
