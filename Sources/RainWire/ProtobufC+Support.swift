@@ -241,3 +241,21 @@ extension CArena {
         try list(values) { (s) throws(RainError) in try string(s, field: field) }
     }
 }
+
+/// Reads a protobuf-c submessage field (nil reads as nil) with `read`, a generated `init(c:)`.
+@inline(__always)
+func readMessage<C, R>(
+    _ p: UnsafeMutablePointer<C>?, _ read: (UnsafeMutablePointer<C>) throws(RainError) -> R
+) throws(RainError) -> R? {
+    guard let p else { return nil }
+    return try read(p)
+}
+
+/// Reads a protobuf-c repeated submessage field with `read`, a generated `init(c:)`; an absent
+/// element is skipped.
+@inline(__always)
+func readMessages<C, R>(
+    _ list: UnsafeMutablePointer<UnsafeMutablePointer<C>?>?, count: Int, _ read: (UnsafeMutablePointer<C>) throws(RainError) -> R
+) throws(RainError) -> [R] {
+    try readList(list, count: count) { (p) throws(RainError) in try readMessage(p, read) }
+}

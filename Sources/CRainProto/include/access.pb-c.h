@@ -43,6 +43,9 @@ typedef struct Rain__Wallet__V1__RegisterPromptResponse Rain__Wallet__V1__Regist
 struct  Rain__Wallet__V1__AppEntry
 {
   ProtobufCMessage base;
+  /*
+   * The profile the app may use.
+   */
   char *profile;
   /*
    * The executable's path, plus " SCRIPT" for an interpreter.
@@ -85,6 +88,9 @@ struct  Rain__Wallet__V1__ListAppsRequest
 struct  Rain__Wallet__V1__ListAppsResponse
 {
   ProtobufCMessage base;
+  /*
+   * Every approval (all profiles) and the pre-approved apps.
+   */
   size_t n_apps;
   Rain__Wallet__V1__AppEntry **apps;
 };
@@ -100,6 +106,9 @@ struct  Rain__Wallet__V1__ListAppsResponse
 struct  Rain__Wallet__V1__ApproveAppRequest
 {
   ProtobufCMessage base;
+  /*
+   * The program's absolute path.
+   */
   char *path;
   /*
    * For an interpreter (`path` is python3, node, …): the script it runs.
@@ -114,6 +123,9 @@ struct  Rain__Wallet__V1__ApproveAppRequest
 struct  Rain__Wallet__V1__ApproveAppResponse
 {
   ProtobufCMessage base;
+  /*
+   * The approval made.
+   */
   Rain__Wallet__V1__AppEntry *app;
 };
 #define RAIN__WALLET__V1__APPROVE_APP_RESPONSE__INIT \
@@ -127,6 +139,9 @@ struct  Rain__Wallet__V1__ApproveAppResponse
 struct  Rain__Wallet__V1__RevokeAppRequest
 {
   ProtobufCMessage base;
+  /*
+   * The approved path, as Apps/List shows it.
+   */
   char *path;
 };
 #define RAIN__WALLET__V1__REVOKE_APP_REQUEST__INIT \
@@ -149,12 +164,18 @@ struct  Rain__Wallet__V1__RevokeAppResponse
 struct  Rain__Wallet__V1__SettingChange
 {
   ProtobufCMessage base;
+  /*
+   * The setting ("profiles.default.allowExport").
+   */
   char *key;
   /*
-   * Canonical JSON; absent when not set.
+   * Its confirmed value (canonical JSON); absent when not set.
    */
   char *confirmed;
   protobuf_c_boolean has_confirmed;
+  /*
+   * The config's value (canonical JSON); absent when removed.
+   */
   char *requested;
   protobuf_c_boolean has_requested;
 };
@@ -179,9 +200,18 @@ struct  Rain__Wallet__V1__GetSettingsRequest
 struct  Rain__Wallet__V1__GetSettingsResponse
 {
   ProtobufCMessage base;
+  /*
+   * The digest of the settings the daemon runs with.
+   */
   char *confirmed_digest;
+  /*
+   * The changes waiting for the user's confirmation.
+   */
   size_t n_pending;
   Rain__Wallet__V1__SettingChange **pending;
+  /*
+   * The keys /etc/rainwallet/policy.json fixes.
+   */
   size_t n_fixed_by_policy;
   char **fixed_by_policy;
   /*
@@ -201,6 +231,9 @@ struct  Rain__Wallet__V1__GetSettingsResponse
 struct  Rain__Wallet__V1__ConfirmSettingsRequest
 {
   ProtobufCMessage base;
+  /*
+   * GetSettingsResponse.requested_digest, as the user saw it.
+   */
   char *requested_digest;
 };
 #define RAIN__WALLET__V1__CONFIRM_SETTINGS_REQUEST__INIT \
@@ -211,6 +244,9 @@ struct  Rain__Wallet__V1__ConfirmSettingsRequest
 struct  Rain__Wallet__V1__ConfirmSettingsResponse
 {
   ProtobufCMessage base;
+  /*
+   * The digest of the settings now confirmed.
+   */
   char *confirmed_digest;
 };
 #define RAIN__WALLET__V1__CONFIRM_SETTINGS_RESPONSE__INIT \
@@ -225,6 +261,9 @@ struct  Rain__Wallet__V1__ConfirmSettingsResponse
 struct  Rain__Wallet__V1__RegisterPromptRequest
 {
   ProtobufCMessage base;
+  /*
+   * A terminal's path ("/dev/pts/3").
+   */
   char *terminal;
 };
 #define RAIN__WALLET__V1__REGISTER_PROMPT_REQUEST__INIT \
@@ -235,6 +274,9 @@ struct  Rain__Wallet__V1__RegisterPromptRequest
 struct  Rain__Wallet__V1__RegisterPromptResponse
 {
   ProtobufCMessage base;
+  /*
+   * The terminal registered.
+   */
   char *terminal;
 };
 #define RAIN__WALLET__V1__REGISTER_PROMPT_RESPONSE__INIT \

@@ -49,7 +49,13 @@ struct  Rain__Wallet__V1__StorageKeyInfo
    * "storage", "authority-master" or "device".
    */
   char *slot;
+  /*
+   * The key's id (a hash prefix of its public part or of the key: never the key).
+   */
   char *key_id;
+  /*
+   * "aes-256-gcm", "ecdsa-p256", ...
+   */
   char *algorithm;
   /*
    * What the key protects, for people.
@@ -68,7 +74,13 @@ struct  Rain__Wallet__V1__StorageStatusResponse
    * "tpm2", "secret-service" or "file".
    */
   char *provider;
+  /*
+   * Where the provider keeps the keys, for people.
+   */
   char *location;
+  /*
+   * The keys it holds.
+   */
   size_t n_keys;
   Rain__Wallet__V1__StorageKeyInfo **keys;
   /*
@@ -79,6 +91,9 @@ struct  Rain__Wallet__V1__StorageStatusResponse
    * A migration under way: its target provider and last durable step; empty when none.
    */
   char *migration_to;
+  /*
+   * The migration's last durable step.
+   */
   char *migration_step;
 };
 #define RAIN__WALLET__V1__STORAGE_STATUS_RESPONSE__INIT \
@@ -109,6 +124,9 @@ struct  Rain__Wallet__V1__StorageBackupResponse
    * The sealed backup of the embedded authority's master key (the file's bytes).
    */
   ProtobufCBinaryData backup;
+  /*
+   * The master key's id.
+   */
   char *key_id;
 };
 #define RAIN__WALLET__V1__STORAGE_BACKUP_RESPONSE__INIT \
@@ -136,6 +154,9 @@ struct  Rain__Wallet__V1__StorageMigrateRequest
 struct  Rain__Wallet__V1__StorageMigrateProgress
 {
   ProtobufCMessage base;
+  /*
+   * A step done, for people.
+   */
   char *line;
 };
 #define RAIN__WALLET__V1__STORAGE_MIGRATE_PROGRESS__INIT \

@@ -55,9 +55,6 @@ typedef struct Rain__Wallet__V1__PasskeyFinishResponse Rain__Wallet__V1__Passkey
 typedef struct Rain__Wallet__V1__PasskeyCancelRequest Rain__Wallet__V1__PasskeyCancelRequest;
 typedef struct Rain__Wallet__V1__PasskeyCancelResponse Rain__Wallet__V1__PasskeyCancelResponse;
 typedef struct Rain__Wallet__V1__ConfirmContactVerificationRequest Rain__Wallet__V1__ConfirmContactVerificationRequest;
-typedef struct Rain__Wallet__V1__ReadAuditLogRequest Rain__Wallet__V1__ReadAuditLogRequest;
-typedef struct Rain__Wallet__V1__ReadAuditLogResponse Rain__Wallet__V1__ReadAuditLogResponse;
-typedef struct Rain__Wallet__V1__AuditVerification Rain__Wallet__V1__AuditVerification;
 typedef struct Rain__Wallet__V1__AuthorityLink Rain__Wallet__V1__AuthorityLink;
 
 
@@ -810,69 +807,6 @@ struct  Rain__Wallet__V1__ConfirmContactVerificationRequest
 #define RAIN__WALLET__V1__CONFIRM_CONTACT_VERIFICATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__confirm_contact_verification_request__descriptor) \
     , (char *)protobuf_c_empty_string }
-
-
-/*
- * /rain.wallet.v1.Audit/Read: the daemon's audit log of sensitive operations, for the
- * daemon's own uid only (RAIN_202 for another). Not bound to a profile.
- */
-struct  Rain__Wallet__V1__ReadAuditLogRequest
-{
-  ProtobufCMessage base;
-  /*
-   * Unix milliseconds: only entries recorded at or after it; 0 for all.
-   */
-  int64_t since_ms;
-  /*
-   * Also check the hash chain of every file kept.
-   */
-  protobuf_c_boolean verify;
-};
-#define RAIN__WALLET__V1__READ_AUDIT_LOG_REQUEST__INIT \
- { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__read_audit_log_request__descriptor) \
-    , 0, 0 }
-
-
-struct  Rain__Wallet__V1__ReadAuditLogResponse
-{
-  ProtobufCMessage base;
-  /*
-   * The entries as written (JSON, one per string), oldest first.
-   */
-  size_t n_lines;
-  char **lines;
-  /*
-   * True when older matching entries were left out to keep the answer under the frame limit.
-   */
-  protobuf_c_boolean truncated;
-  /*
-   * Set when the request asked to verify.
-   */
-  Rain__Wallet__V1__AuditVerification *verification;
-};
-#define RAIN__WALLET__V1__READ_AUDIT_LOG_RESPONSE__INIT \
- { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__read_audit_log_response__descriptor) \
-    , 0,NULL, 0, NULL }
-
-
-struct  Rain__Wallet__V1__AuditVerification
-{
-  ProtobufCMessage base;
-  uint64_t entries;
-  /*
-   * Empty when intact; else edited, deleted, reordered, torn or truncated.
-   */
-  char *problem;
-  /*
-   * The file of the first broken line (audit.jsonl, audit.jsonl.1, ...) and its line number from 1.
-   */
-  char *file;
-  uint32_t line;
-  char *message;
-};
-#define RAIN__WALLET__V1__AUDIT_VERIFICATION__INIT \
- { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__audit_verification__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -1639,63 +1573,6 @@ Rain__Wallet__V1__ConfirmContactVerificationRequest *
 void   rain__wallet__v1__confirm_contact_verification_request__free_unpacked
                      (Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
                       ProtobufCAllocator *allocator);
-/* Rain__Wallet__V1__ReadAuditLogRequest methods */
-void   rain__wallet__v1__read_audit_log_request__init
-                     (Rain__Wallet__V1__ReadAuditLogRequest         *message);
-size_t rain__wallet__v1__read_audit_log_request__get_packed_size
-                     (const Rain__Wallet__V1__ReadAuditLogRequest   *message);
-size_t rain__wallet__v1__read_audit_log_request__pack
-                     (const Rain__Wallet__V1__ReadAuditLogRequest   *message,
-                      uint8_t             *out);
-size_t rain__wallet__v1__read_audit_log_request__pack_to_buffer
-                     (const Rain__Wallet__V1__ReadAuditLogRequest   *message,
-                      ProtobufCBuffer     *buffer);
-Rain__Wallet__V1__ReadAuditLogRequest *
-       rain__wallet__v1__read_audit_log_request__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data);
-void   rain__wallet__v1__read_audit_log_request__free_unpacked
-                     (Rain__Wallet__V1__ReadAuditLogRequest *message,
-                      ProtobufCAllocator *allocator);
-/* Rain__Wallet__V1__ReadAuditLogResponse methods */
-void   rain__wallet__v1__read_audit_log_response__init
-                     (Rain__Wallet__V1__ReadAuditLogResponse         *message);
-size_t rain__wallet__v1__read_audit_log_response__get_packed_size
-                     (const Rain__Wallet__V1__ReadAuditLogResponse   *message);
-size_t rain__wallet__v1__read_audit_log_response__pack
-                     (const Rain__Wallet__V1__ReadAuditLogResponse   *message,
-                      uint8_t             *out);
-size_t rain__wallet__v1__read_audit_log_response__pack_to_buffer
-                     (const Rain__Wallet__V1__ReadAuditLogResponse   *message,
-                      ProtobufCBuffer     *buffer);
-Rain__Wallet__V1__ReadAuditLogResponse *
-       rain__wallet__v1__read_audit_log_response__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data);
-void   rain__wallet__v1__read_audit_log_response__free_unpacked
-                     (Rain__Wallet__V1__ReadAuditLogResponse *message,
-                      ProtobufCAllocator *allocator);
-/* Rain__Wallet__V1__AuditVerification methods */
-void   rain__wallet__v1__audit_verification__init
-                     (Rain__Wallet__V1__AuditVerification         *message);
-size_t rain__wallet__v1__audit_verification__get_packed_size
-                     (const Rain__Wallet__V1__AuditVerification   *message);
-size_t rain__wallet__v1__audit_verification__pack
-                     (const Rain__Wallet__V1__AuditVerification   *message,
-                      uint8_t             *out);
-size_t rain__wallet__v1__audit_verification__pack_to_buffer
-                     (const Rain__Wallet__V1__AuditVerification   *message,
-                      ProtobufCBuffer     *buffer);
-Rain__Wallet__V1__AuditVerification *
-       rain__wallet__v1__audit_verification__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data);
-void   rain__wallet__v1__audit_verification__free_unpacked
-                     (Rain__Wallet__V1__AuditVerification *message,
-                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__AuthorityLink methods */
 void   rain__wallet__v1__authority_link__init
                      (Rain__Wallet__V1__AuthorityLink         *message);
@@ -1834,15 +1711,6 @@ typedef void (*Rain__Wallet__V1__PasskeyCancelResponse_Closure)
 typedef void (*Rain__Wallet__V1__ConfirmContactVerificationRequest_Closure)
                  (const Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
                   void *closure_data);
-typedef void (*Rain__Wallet__V1__ReadAuditLogRequest_Closure)
-                 (const Rain__Wallet__V1__ReadAuditLogRequest *message,
-                  void *closure_data);
-typedef void (*Rain__Wallet__V1__ReadAuditLogResponse_Closure)
-                 (const Rain__Wallet__V1__ReadAuditLogResponse *message,
-                  void *closure_data);
-typedef void (*Rain__Wallet__V1__AuditVerification_Closure)
-                 (const Rain__Wallet__V1__AuditVerification *message,
-                  void *closure_data);
 typedef void (*Rain__Wallet__V1__AuthorityLink_Closure)
                  (const Rain__Wallet__V1__AuthorityLink *message,
                   void *closure_data);
@@ -1897,9 +1765,6 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_respons
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verification_request__descriptor;
-extern const ProtobufCMessageDescriptor rain__wallet__v1__read_audit_log_request__descriptor;
-extern const ProtobufCMessageDescriptor rain__wallet__v1__read_audit_log_response__descriptor;
-extern const ProtobufCMessageDescriptor rain__wallet__v1__audit_verification__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_link__descriptor;
 
 PROTOBUF_C__END_DECLS

@@ -1,0 +1,570 @@
+#!/usr/bin/python3
+"""Writes RainWire's Swift message types for proto files, from protoc's descriptor set.
+
+Usage: gen-swift-messages.py DESCRIPTOR_SET OUT_DIR proto/x.proto...
+
+For each named proto file it writes OUT_DIR/<x>.pb.swift: a public struct per message (fields in
+lowerCamelCase, proto3 defaults, a memberwise init, the .proto comments as doc comments) and its
+conversion to and from protobuf-c's generated C (Sources/CRainProto) through the helpers of
+Sources/RainWire/ProtobufC+Support.swift. Run by scripts/gen-proto; the output is deterministic.
+
+Conventions of this code base the generator follows:
+- A `bool has_x` beside a field `x` of the same message marks presence: Swift has one field
+  `x: T?` (nil when `has_x` is false), not two.
+- Booleans read `is…`/`has…` (`is_owner` → `isOwner`; `truncated` → `isTruncated`).
+- Initialisms keep their case after the first word (`key_id` → `keyID`); `uid` stays `uid`.
+- A field whose comment says "never logged", or whose name says it holds a secret (SECRET_NAMES),
+  prints as `<redacted>`: its message gets a `CustomStringConvertible` that leaves it out.
+- A proto3 enum is open: a struct over its `Int32` number, a static value per name (the enum's
+  name dropped: `CONTACT_KIND_EMAIL` → `.email`); an unknown number is kept.
+- A oneof of one field marks presence (`x: T?`); of more, a Swift enum with a case per field.
+Anything the generator does not support yet (maps, nested types, proto3 `optional`, types of a
+file that is not generated) stops it with an error naming the proto element, rather than
+producing Swift that is subtly wrong.
+"""
+
+import re
+import sys
+
+from google.protobuf import descriptor_pb2
+
+FD = descriptor_pb2.FieldDescriptorProto
+
+# Field names that always hold a secret, whatever their comment says.
+SECRET_NAMES = {
+    "passphrase", "password", "pin", "code", "token", "access_token", "refresh_token", "phrase",
+    "mnemonic", "words", "private_key", "keypair", "secret", "seed", "idempotency_key",
+}
+SECRET_SUFFIXES = ("_token", "_private_key", "_private_key_hex", "_secret", "_keypair", "_keypair_base58", "_passphrase")
+
+# Words spelled in capitals when they are not the first word of a name, and abbreviations spelled out.
+INITIALISMS = {
+    "id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "json": "JSON", "http": "HTTP", "tls": "TLS",
+    "ms": "Milliseconds",
+}
+
+# .swift-format's lineLength.
+LINE_LENGTH = 130
+
+BOOL_PREFIXES = ("is_", "has_", "can_", "should_", "was_")
+
+# Swift names the rules above would spell badly, by proto full name.
+SWIFT_NAMES = {
+    # A verb: `isVerify` would not read as a question.
+    "rain.wallet.v1.ReadAuditLogRequest.verify": "isVerifyRequested",
+    # RainAccess.AuditVerification is the audit log's own result (a typed problem); the wire's
+    # form keeps another name so that code seeing both modules needs no qualification.
+    "rain.wallet.v1.AuditVerification": "AuditVerificationMessage",
+}
+
+SCALARS = {
+    # proto type: (Swift type, Swift default, C → Swift, Swift → C)
+    FD.TYPE_INT32: ("Int32", "0", "{}", "{}"),
+    FD.TYPE_SINT32: ("Int32", "0", "{}", "{}"),
+    FD.TYPE_SFIXED32: ("Int32", "0", "{}", "{}"),
+    FD.TYPE_INT64: ("Int64", "0", "{}", "{}"),
+    FD.TYPE_SINT64: ("Int64", "0", "{}", "{}"),
+    FD.TYPE_SFIXED64: ("Int64", "0", "{}", "{}"),
+    FD.TYPE_UINT32: ("UInt32", "0", "{}", "{}"),
+    FD.TYPE_FIXED32: ("UInt32", "0", "{}", "{}"),
+    FD.TYPE_UINT64: ("UInt64", "0", "{}", "{}"),
+    FD.TYPE_FIXED64: ("UInt64", "0", "{}", "{}"),
+    FD.TYPE_DOUBLE: ("Double", "0", "{}", "{}"),
+    FD.TYPE_FLOAT: ("Float", "0", "{}", "{}"),
+    FD.TYPE_BOOL: ("Bool", "false", "{} != 0", "{} ? 1 : 0"),
+}
+
+
+class Unsupported(Exception):
+    pass
+
+
+def camel_to_lower(name):
+    """protobuf-c's lower-case form of a CamelCase name (`StorageKeyInfo` → `storage_key_info`)."""
+    out = ""
+    for i, ch in enumerate(name):
+        if ch.isupper():
+            if i > 0 and not name[i - 1].isupper():
+                out += "_"
+            elif i > 0 and i + 1 < len(name) and name[i + 1].islower():
+                out += "_"
+            out += ch.lower()
+        else:
+            out += ch
+    return out
+
+
+def lower_camel(name):
+    words = name.split("_")
+    return words[0] + "".join(INITIALISMS.get(w, w[:1].upper() + w[1:]) for w in words[1:])
+
+
+def upper_camel(name):
+    camel = lower_camel(name)
+    return camel[:1].upper() + camel[1:]
+
+
+def swift_name(field):
+    words = field.name.split("_")
+    if field.type == FD.TYPE_BOOL and field.label != FD.LABEL_REPEATED and not field.name.startswith(BOOL_PREFIXES):
+        words = ["is"] + words
+    out = words[0]
+    for w in words[1:]:
+        out += INITIALISMS.get(w, w[:1].upper() + w[1:])
+    return out
+
+
+def is_secret(field, comment):
+    if "never logged" in comment.lower():
+        return True
+    return field.name in SECRET_NAMES or field.name.endswith(SECRET_SUFFIXES)
+
+
+def clean_comment(text):
+    lines = [ln[1:] if ln.startswith(" ") else ln for ln in text.strip("\n").split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return [ln.rstrip() for ln in lines]
+
+
+def doc(lines, indent):
+    return "".join(f"{indent}///{' ' + ln if ln else ''}\n" for ln in lines)
+
+
+def quote(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Field:
+    def __init__(self, msg, proto, comment, types):
+        self.proto = proto
+        self.c = proto.name
+        self.name = SWIFT_NAMES.get(f"{msg.full}.{proto.name}") or swift_name(proto)
+        self.comment = comment
+        self.repeated = proto.label == FD.LABEL_REPEATED
+        self.presence = None  # the `has_x` field that marks this one's presence
+        self.oneof = None  # (C case field, C case constant) of a single-field oneof: presence
+        self.secret = is_secret(proto, comment)
+        t = proto.type
+        if proto.proto3_optional:
+            raise Unsupported(f"{msg.full}.{proto.name}: proto3 optional fields")
+        if t == FD.TYPE_GROUP:
+            raise Unsupported(f"{msg.full}.{proto.name}: groups")
+        self.kind = {FD.TYPE_STRING: "string", FD.TYPE_BYTES: "bytes", FD.TYPE_MESSAGE: "message", FD.TYPE_ENUM: "enum"}.get(
+            t, "scalar")
+        if self.kind in ("message", "enum"):
+            full = proto.type_name.lstrip(".")
+            if full not in types:
+                raise Unsupported(
+                    f"{msg.full}.{proto.name}: {full} is nested or not in a generated file; types from other files")
+            if types[full][0] == "map":
+                raise Unsupported(f"{msg.full}.{proto.name}: maps")
+            self.type_info = types[full]
+            self.type_name = SWIFT_NAMES.get(full) or full.rsplit(".", 1)[-1]
+            self.message_type = self.type_name
+        if self.kind == "scalar":
+            self.scalar = SCALARS[t]
+
+    @property
+    def element_type(self):
+        if self.kind in ("message", "enum"):
+            return self.type_name
+        return {"string": "String", "bytes": "[UInt8]"}.get(self.kind) or self.scalar[0]
+
+    @property
+    def is_optional(self):
+        return not self.repeated and (self.kind == "message" or self.presence or self.oneof)
+
+    @property
+    def swift_type(self):
+        if self.repeated:
+            return f"[{self.element_type}]"
+        if self.is_optional:
+            return f"{self.element_type}?"
+        return self.element_type
+
+    @property
+    def default(self):
+        if self.repeated:
+            return "[]"
+        if self.is_optional:
+            return "nil"
+        return self.zero()
+
+    def zero(self):
+        """The proto3 default of one value."""
+        if self.kind == "enum":
+            return f".{self.type_info[1]}"
+        return {"string": '""', "bytes": "[]"}.get(self.kind) or self.scalar[1]
+
+    def read_one(self, value):
+        """Swift reading one (non-repeated) C value `value`."""
+        if self.kind == "string":
+            return f"try readString({value}, field: {quote(self.c)})"
+        if self.kind == "bytes":
+            return f"readBytes({value})"
+        if self.kind == "message":
+            return f"try readMessage({value}, {self.message_type}.init(c:))"
+        if self.kind == "enum":
+            return f"{self.type_name}(rawValue: Int32(bitPattern: {value}.rawValue))"
+        return self.scalar[2].format(value)
+
+    def write_one(self, value):
+        """Swift making the C value of one Swift value `value`."""
+        if self.kind == "string":
+            return f"try arena.string({value}, field: {quote(self.c)})"
+        if self.kind == "bytes":
+            return f"arena.bytes({value})"
+        if self.kind == "message":
+            return f"arena.box(try {value}.cValue(arena))"
+        if self.kind == "enum":
+            return f"{self.type_info[2]}(rawValue: UInt32(bitPattern: {value}.rawValue))"
+        return self.scalar[3].format(value)
+
+    def decode(self, m):
+        """Swift reading this field of the C message `m`."""
+        v = f"{m}.{self.c}"
+        if self.repeated:
+            n = f"{m}.n_{self.c}"
+            if self.kind == "string":
+                return f"try readStrings({v}, count: {n}, field: {quote(self.c)})"
+            read = self.read_one("$0")
+            if self.kind == "message":
+                return f"try readMessages({v}, count: {n}, {self.message_type}.init(c:))"
+            return f"try readList({v}, count: {n}) {{ {read} }}"
+        read = self.read_one(v)
+        if self.presence:
+            return f"{m}.{self.presence.c} != 0 ? {read} : nil"
+        if self.oneof:
+            return f"{m}.{self.oneof[0]} == {self.oneof[1]} ? {read} : nil"
+        return read
+
+    def encode(self, m):
+        """Swift statements setting this field of the C message `m` from `self`."""
+        v = f"self.{self.name}"
+        c = f"{m}.{self.c}"
+        if self.repeated:
+            if self.kind == "string":
+                return [f"({m}.n_{self.c}, {c}) = try arena.strings({v}, field: {quote(self.c)})"]
+            if self.kind == "message":
+                return [f"({m}.n_{self.c}, {c}) = try arena.list({v}) {{ (e) throws(RainError) in arena.box(try e.cValue(arena)) }}"]
+            return [f"{m}.n_{self.c} = {v}.count", f"{c} = arena.array({v}.map {{ {self.write_one('$0')} }})"]
+        if self.oneof:
+            return [f"if let value = {v} {{", f"    {m}.{self.oneof[0]} = {self.oneof[1]}",
+                    f"    {c} = {self.write_one('value')}", "}"]
+        if self.kind == "message":
+            return [f"if let value = {v} {{ {c} = {self.write_one('value')} }}"]
+        src = f"({v} ?? {self.zero()})" if self.presence else v
+        lines = [f"{c} = {self.write_one(src)}"]
+        if self.presence:
+            lines.append(f"{m}.{self.presence.c} = {v} == nil ? 0 : 1")
+        return lines
+
+
+class Oneof:
+    """A oneof of two or more fields: a Swift enum with a case per field, nil when none is set."""
+
+    def __init__(self, msg, proto, comment, members):
+        self.c = proto.name
+        self.name = lower_camel(proto.name)
+        self.type_name = upper_camel(proto.name)
+        self.comment = comment
+        self.members = members
+        self.secret = any(f.secret for f in members)
+        self.swift_type = f"{self.type_name}?"
+        self.default = "nil"
+        self.case_field = f"{proto.name}_case"
+
+    def render_enum(self):
+        out = [f"    /// Which of `{self.c}`'s fields is set.\n"]
+        out.append(f"    public enum {self.type_name}: Sendable, Hashable {{\n")
+        for f in self.members:
+            if f.comment:
+                out.append(doc(clean_comment(f.comment), "        "))
+            out.append(f"        case {f.name}({f.element_type})\n")
+        out.append("    }\n\n")
+        return "".join(out)
+
+    def decode(self, m):
+        parts = []
+        for f in self.members:
+            if f.kind == "message":
+                value = (f"try readMessage({m}.{f.c}) {{ (p) throws(RainError) -> {self.type_name} in "
+                         f".{f.name}(try {f.type_name}(c: p)) }}")
+            else:
+                value = f".{f.name}({f.read_one(f'{m}.{f.c}')})"
+            parts.append(f"{m}.{self.case_field} == {f.oneof[1]} ? {value}")
+        return " : ".join(parts) + " : nil"
+
+    def encode(self, m):
+        lines = [f"switch self.{self.name} {{", "case nil: break"]
+        for f in self.members:
+            lines += [f"case .{f.name}(let value):", f"    {m}.{self.case_field} = {f.oneof[1]}",
+                      f"    {m}.{f.c} = {f.write_one('value')}"]
+        lines.append("}")
+        return lines
+
+
+class Message:
+    def __init__(self, file, proto, path, comments, c_prefix, fn_prefix, types):
+        self.proto = proto
+        self.full = f"{file.package}.{proto.name}"
+        self.name = SWIFT_NAMES.get(self.full) or proto.name
+        self.c_type = c_prefix + proto.name
+        self.c_init = fn_prefix + camel_to_lower(proto.name) + "__init"
+        self.comment = comments.get(path, "")
+        if proto.nested_type or proto.enum_type:
+            raise Unsupported(f"{self.full}: nested messages or enums")
+        fields = [Field(self, f, comments.get(path + (2, i), ""), types) for i, f in enumerate(proto.field)]
+        c_upper = (fn_prefix + camel_to_lower(proto.name)).upper()
+        self.fields = []
+        oneofs = {}
+        for f in fields:
+            if not f.proto.HasField("oneof_index"):
+                self.fields.append(f)
+                continue
+            index = f.proto.oneof_index
+            decl = proto.oneof_decl[index]
+            members = [g for g in fields if g.proto.HasField("oneof_index") and g.proto.oneof_index == index]
+            for g in members:
+                g.oneof = (f"{decl.name}_case", f"{c_upper}__{decl.name.upper()}_{g.c.upper()}")
+            if len(members) == 1:
+                # A oneof of one field marks its presence (what proto3 `optional` does): `x: T?`.
+                comment = f.comment or comments.get(path + (8, index), "")
+                f.comment = comment
+                self.fields.append(f)
+            elif index not in oneofs:
+                oneofs[index] = Oneof(self, decl, comments.get(path + (8, index), ""), members)
+                self.fields.append(oneofs[index])
+        self.oneofs = list(oneofs.values())
+        by_name = {f.c: f for f in self.fields if isinstance(f, Field)}
+        for f in list(self.fields):
+            if not isinstance(f, Field):
+                continue
+            target = by_name.get(f.c[4:]) if f.c.startswith("has_") and f.proto.type == FD.TYPE_BOOL else None
+            if target and not target.repeated and target.kind != "message" and not target.oneof and not f.oneof:
+                target.presence = f
+                self.fields.remove(f)
+
+    def render(self):
+        out = []
+        summary = clean_comment(self.comment) if self.comment else [f"The `{self.name}` message."]
+        out.append(doc(summary, ""))
+        conformances = "WireMessage, Hashable"
+        secrets = [f for f in self.fields if f.secret]
+        if secrets:
+            conformances += ", CustomStringConvertible"
+        out.append(f"public struct {self.name}: {conformances} {{\n")
+        for o in self.oneofs:
+            out.append(o.render_enum())
+        for f in self.fields:
+            if f.comment:
+                out.append(doc(clean_comment(f.comment), "    "))
+            out.append(f"    public var {f.name}: {f.swift_type}\n")
+        if self.fields:
+            out.append("\n")
+        out.append(f"    /// A `{self.name}`; an argument left out is its proto3 default.\n")
+        if not self.fields:
+            out.append("    public init() {}\n")
+        else:
+            params = [f"{f.name}: {f.swift_type} = {f.default}" for f in self.fields]
+            line = f"    public init({', '.join(params)}) {{"
+            if len(line) <= 130:
+                out.append(line + "\n")
+            else:
+                out.append("    public init(\n")
+                out.append("".join(f"        {p}{',' if i + 1 < len(params) else ''}\n" for i, p in enumerate(params)))
+                out.append("    ) {\n")
+            for f in self.fields:
+                out.append(f"        self.{f.name} = {f.name}\n")
+            out.append("    }\n")
+        if secrets:
+            parts = []
+            for f in self.fields:
+                parts.append(f"{f.name}: <redacted>" if f.secret else f"{f.name}: \\(String(describing: {f.name}))")
+            out.append("\n")
+            names = ", ".join(f"`{f.name}`" for f in secrets)
+            out.append(f"    /// The message with {names} redacted.\n")
+            out.append("    public var description: String {\n")
+            segments, current = [], f"{self.name}("
+            for i, p in enumerate(parts):
+                piece = p + (", " if i + 1 < len(parts) else ")")
+                if len(current) + len(piece) > 90:
+                    segments.append(current)
+                    current = ""
+                current += piece
+            segments.append(current)
+            out.append(f'        "{segments[0]}"\n')
+            for seg in segments[1:]:
+                out.append(f'            + "{seg}"\n')
+            out.append("    }\n")
+        out.append("}\n")
+        return "".join(out)
+
+    def render_c(self):
+        n = self.name
+        out = [f"extension {n} {{\n"]
+        out.append(f"    /// Decodes a `{n}`.\n")
+        out.append(f"    /// - Throws: RAIN_102 for bytes that are not a `{n}`, or a string with NUL or not UTF-8.\n")
+        out.append(f"    public static func decode(_ bytes: [UInt8]) throws(RainError) -> {n} {{\n")
+        args = f"bytes, name: {quote(n)}, {self.c_init}, read: Self.init(c:))"
+        if len(args) + 26 <= 130:
+            out.append(f"        try unpackMessage({args}\n")
+        elif len(args) + 12 <= 130:
+            out.append(f"        try unpackMessage(\n            {args}\n")
+        else:
+            out.append(f"        try unpackMessage(\n            bytes, name: {quote(n)}, {self.c_init},\n")
+            out.append("            read: Self.init(c:))\n")
+        out.append("    }\n\n")
+        out.append(f"    /// Encodes a `{n}`.\n")
+        out.append("    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).\n")
+        out.append("    public func encode() throws(RainError) -> [UInt8] {\n")
+        if not self.fields:
+            out.append("        []  // no fields: no bytes\n    }\n\n")
+        else:
+            out.append("        let arena = CArena()\n")
+            out.append("        var m = try cValue(arena)\n")
+            out.append("        // The C message points into the arena: it lives until pack returns.\n")
+            out.append("        return withExtendedLifetime(arena) { packMessage(&m) }\n    }\n\n")
+
+        # Reading from C.
+        out.append(f"    /// Copies a C `{n}` (its strings checked).\n")
+        if not self.fields:
+            out.append(f"    init(c _: UnsafeMutablePointer<{self.c_type}>) throws(RainError) {{ self.init() }}\n\n")
+        else:
+            out.append(f"    init(c p: UnsafeMutablePointer<{self.c_type}>) throws(RainError) {{\n")
+            out.append("        let m = p.pointee\n")
+            out.append("        self.init(\n")
+            for i, f in enumerate(self.fields):
+                out.append(f"            {f.name}: {f.decode('m')}{',' if i + 1 < len(self.fields) else ')'}\n")
+            out.append("    }\n\n")
+        # Writing to C.
+        out.append(f"    /// The C `{n}`, its pointers owned by `arena`.\n")
+        sig = f"func cValue(_ arena: CArena) throws(RainError) -> {self.c_type}"
+        out.append(f"    {sig} {{\n")
+        if self.fields:
+            out.append(f"        var m = cMessage({self.c_init})\n")
+            for f in self.fields:
+                for line in f.encode("m"):
+                    out.append(f"        {line}\n")
+            out.append("        return m\n")
+        else:
+            out.append(f"        cMessage({self.c_init})\n")
+        out.append("    }\n}\n")
+        return "".join(out)
+
+
+class Enum:
+    """A proto3 enum: open, so a Swift struct over its number with a static value per known name."""
+
+    def __init__(self, file, proto, path, comments):
+        self.name = SWIFT_NAMES.get(f"{file.package}.{proto.name}") or proto.name
+        self.comment = comments.get(path, "")
+        prefix = camel_to_lower(proto.name).upper() + "_"
+        self.values = []
+        for i, v in enumerate(proto.value):
+            short = v.name[len(prefix):] if v.name.startswith(prefix) else v.name
+            name = lower_camel(short.lower())
+            if name[:1].isdigit():
+                name = "_" + name
+            self.values.append((name, v.number, comments.get(path + (2, i), ""), v.name))
+        zero = [v for v in self.values if v[1] == 0]
+        if not zero:
+            raise Unsupported(f"{file.package}.{proto.name}: an enum without a 0 value")
+        self.zero = zero[0][0]
+
+    def render(self):
+        n = self.name
+        out = [doc(clean_comment(self.comment) if self.comment else [f"The `{n}` enum."], "")]
+        out.append(f"/// Open, as proto3 enums are: a number this build does not know is kept, and printed as it is.\n")
+        out.append(f"public struct {n}: RawRepresentable, Sendable, Hashable, CustomStringConvertible {{\n")
+        for name, number, comment, _ in self.values:
+            out.append(doc(clean_comment(comment), "    ") if comment else "")
+            out.append(f"    public static let {name} = {n}(rawValue: {number})\n")
+        out.append("\n    /// The number on the wire.\n    public var rawValue: Int32\n\n")
+        out.append("    /// The value of `rawValue`, known or not.\n")
+        out.append("    public init(rawValue: Int32) { self.rawValue = rawValue }\n\n")
+        out.append("    /// The proto name of a known value, else the number.\n")
+        out.append("    public var description: String {\n        switch rawValue {\n")
+        for name, number, _, proto_name in self.values:
+            out.append(f"        case {number}: {quote(proto_name)}\n")
+        out.append("        default: String(rawValue)\n        }\n    }\n}\n")
+        return "".join(out)
+
+
+def types_of(fds, generated, c_prefixes):
+    """Every top-level message and enum of the generated files: full name → (kind, enum's 0 value, C type)."""
+    types = {}
+    for file in fds.file:
+        if file.name not in generated:
+            continue
+        for m in file.message_type:
+            kind = "map" if m.options.map_entry else "message"
+            types[f"{file.package}.{m.name}"] = (kind, None, c_prefixes(file) + m.name)
+        for i, e in enumerate(file.enum_type):
+            zero = Enum(file, e, (5, i), {}).zero
+            types[f"{file.package}.{e.name}"] = ("enum", zero, c_prefixes(file) + e.name)
+    return types
+
+
+def c_prefix_of(file):
+    return "__".join(p[:1].upper() + p[1:] for p in file.package.split(".")) + "__"
+
+
+def comments_of(file):
+    out = {}
+    for loc in file.source_code_info.location:
+        if loc.leading_comments:
+            out[tuple(loc.path)] = loc.leading_comments
+        elif loc.trailing_comments:
+            out[tuple(loc.path)] = loc.trailing_comments
+    return out
+
+
+def generate(file, types):
+    if file.syntax != "proto3":
+        raise Unsupported(f"{file.name}: only proto3")
+    c_prefix = c_prefix_of(file)
+    fn_prefix = "__".join(file.package.split(".")) + "__"
+    comments = comments_of(file)
+    enums = [Enum(file, e, (5, i), comments) for i, e in enumerate(file.enum_type)]
+    messages = [Message(file, m, (4, i), comments, c_prefix, fn_prefix, types) for i, m in enumerate(file.message_type)]
+    out = [f"// GENERATED by scripts/gen-proto from proto/{file.name}. Do not edit.\n"]
+    out.append("internal import CProtobufC\ninternal import CRainProto\nimport RainCore\n\n")
+    out.append(f"// The messages of proto/{file.name}, and their conversion to and from protobuf-c.\n")
+    for e in enums:
+        out.append("\n")
+        out.append(e.render())
+    for m in messages:
+        out.append("\n")
+        out.append(m.render())
+    for m in messages:
+        out.append("\n")
+        out.append(m.render_c())
+    text = "".join(out)
+    if any(len(line) > LINE_LENGTH for line in text.split("\n")):
+        # Some protobuf-c names alone nearly fill a line; rather than wrap them as the formatter
+        # would, such a file is left out of `swift format`.
+        header, rest = text.split("\n", 1)
+        text = f"{header}\n// swift-format-ignore-file\n{rest}"
+    return text, messages
+
+
+def main():
+    descriptor_set, out_dir, *names = sys.argv[1:]
+    fds = descriptor_pb2.FileDescriptorSet()
+    with open(descriptor_set, "rb") as f:
+        fds.ParseFromString(f.read())
+    files = {f.name: f for f in fds.file}
+    bases = [name.removeprefix("proto/") for name in names]
+    for base in bases:
+        try:
+            text, _ = generate(files[base], types_of(fds, set(bases), c_prefix_of))
+        except Unsupported as e:
+            sys.exit(f"gen-swift-messages: {e} are not supported yet")
+        with open(f"{out_dir}/{base.removesuffix('.proto')}.pb.swift", "w") as out:
+            out.write(text)
+
+
+if __name__ == "__main__":
+    main()
