@@ -4,7 +4,7 @@ import RainCore
 import RainStore
 import RainWire
 
-/// Backup contacts (issue 4): a live session attaches a verified email or phone number to its
+/// Backup contacts: a live session attaches a verified email or phone number to its
 /// account with the login-code machinery (a challenge of purpose `verify_contact`, bound to the
 /// account). A contact belongs to at most one account: another account's contact is refused
 /// (RAIN_302 `contact_owned_by_another_account`) at the send and again inside the confirming
@@ -46,7 +46,7 @@ extension EmbeddedAuthority {
             source: source)
     }
 
-    /// Confirms a verification code (see `Authority.confirmContactVerification`). Issue 20: a
+    /// Confirms a verification code (see `Authority.confirmContactVerification`). A
     /// repeat with the first confirm's idempotency key gets its outcome (the account with the
     /// contact, read again) instead of a used challenge; nothing is applied twice.
     public func confirmContactVerification(

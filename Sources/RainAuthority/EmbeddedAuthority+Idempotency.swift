@@ -5,7 +5,7 @@ import RainCrypto
 import RainStore
 import RainWire
 
-/// Issue 20: a call whose answer was lost can be asked again: a login code confirm, a passkey
+/// A call whose answer was lost can be asked again: a login code confirm, a passkey
 /// finish, a contact verification. The device sends a random idempotency key per logical call;
 /// the authority stores the first outcome with it, in the transaction that applies the call's
 /// effect, and a repeat within the challenge's (or ceremony's) lifetime gets that outcome back (the

@@ -6,14 +6,14 @@ import RainStore
 import RainWebAuthn
 import RainWire
 
-/// Passkeys (issue 4): the relying party runs here, where the credentials live.
+/// Passkeys: the relying party runs here, where the credentials live.
 ///
 /// A ceremony is a stored, single-use 32-byte challenge bound to the app, the device, its kind
 /// (sign-up, add, login) and the rpId, expiring after `AuthoritySettings.passkeyCeremonyLifetime`.
 /// The finish takes the ceremony before verifying, so a response can be presented once: a failed
 /// verification, a replay and a cancel all leave it used.
 ///
-/// Issue 20: a finish with an idempotency key claims the key with the ceremony, in the take's
+/// A finish with an idempotency key claims the key with the ceremony, in the take's
 /// transaction, and records its outcome with its effect: a repeat gets the first outcome (the same
 /// account, wallet and tokens; nil after an add) instead of the used ceremony, and RAIN_501
 /// `outcome_unknown` while the first finish still runs. A finish that fails releases its claim.
@@ -250,7 +250,7 @@ extension EmbeddedAuthority {
         }
     }
 
-    /// Issue 20: forgets a failed finish's claim on its key, so a repeat hears that the ceremony is
+    /// Forgets a failed finish's claim on its key, so a repeat hears that the ceremony is
     /// used rather than still running (best effort: the claim ends with the ceremony anyway).
     private func release(_ idempotency: IdempotentCall?) async {
         guard let idempotency else { return }

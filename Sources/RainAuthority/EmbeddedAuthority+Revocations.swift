@@ -4,7 +4,7 @@ import RainStore
 import RainWire
 
 extension EmbeddedAuthority {
-    /// Announces the sessions a login revoked (issue 19), after the store committed them: each
+    /// Announces the sessions a login revoked, after the store committed them: each
     /// other device is pushed one `revoked_elsewhere`, and the login's own device one `replaced`
     /// when it replaced an older session there (another profile of the app); each then asks
     /// whether its sessions are still live.

@@ -100,9 +100,13 @@ extension ClientConnection {
     /// every connection: that is the error (RAIN_202), not a lost connection worth connecting
     /// again for.
     func refusedFailure(_ refusal: RainError) -> RainError {
-        let code = refusal.code == .unauthorized ? refusal.code : lostCode
+        if refusal.code == .unauthorized {
+            return RainError(
+                refusal.code, "\(peerName) refused the connection at \(path): \(refusal.message)", details: refusal.details,
+                underlying: ConnectionFailure())
+        }
         return RainError(
-            code, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
+            lostCode, "\(peerName) closed the connection at \(path): \(refusal.code): \(refusal.message)",
             details: refusal.details, underlying: ConnectionFailure())
     }
 }

@@ -358,11 +358,12 @@ struct SystemdTests {
         try await h.waitUntilReady()
 
         // --daemon-uid: the client accepts this root daemon, so the daemon's own check is
-        // what refuses: it closes the connection at accept (no answer any more) and logs the uid.
+        // what refuses: one refusal frame at accept, the close, and a log line with the uid.
         let refused = try await bin.runCLI(
             as: AccessTests.allowedUID, socket: h.socketPath, ["--daemon-uid", "\(getuid())", "status"])
-        #expect(refused.status != 0, "\(refused)")
-        #expect(refused.stderr.contains("RAIN_101"), "\(refused)")
+        #expect(refused.status == 5, "\(refused)")
+        #expect(refused.stderr.contains("RAIN_202"), "\(refused)")
+        #expect(refused.stderr.contains("uid \(AccessTests.allowedUID) may not use this daemon"), "\(refused)")
         #expect(h.log.contains("peer.refused uid=\(AccessTests.allowedUID)"), "log:\n\(h.log)")
         #expect(try await h.provider().daemonInfo().protocolVersion > 0)
     }
