@@ -57,12 +57,16 @@ let package = Package(
         // The passkey relying-party domain rule (the only owner of libpsl): the device checks a
         // profile's domain with it without importing the authority's rules.
         .target(name: "RainPasskeyDomain", dependencies: ["RainCore", "CPSL"]),
-        // The daemon's config file and the code senders' settings, parsed and checked: the device
-        // reads them without importing the authority's rules, the authority builds its senders from them.
+        // The code senders' settings (SMTP, SMS), parsed and checked: the config reads them, the
+        // authority builds its senders from them, and neither needs the other for it.
+        .target(name: "RainCodeSenderSettings", dependencies: ["RainCore"]),
+        // The daemon's config file, parsed and checked: the device reads it without importing the
+        // authority's rules.
         .target(
             name: "RainConfig",
             dependencies: [
                 "RainCore", "RainSystem", "RainCrypto", "RainAuthorityAPI", "RainKeyStore", "RainAccess", "RainPasskeyDomain",
+                "RainCodeSenderSettings",
             ]),
         // The authority, by job: its API (protocol, value types, settings, remote client), the stores
         // (the only owner of SQLite and libpq), the rules (codes, sessions, wallets, passkeys, senders)
@@ -76,8 +80,8 @@ let package = Package(
         .target(
             name: "RainAuthority",
             dependencies: [
-                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore", "RainConfig",
-                "CCurl",
+                "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore",
+                "RainCodeSenderSettings", "CCurl",
             ]),
         .target(
             name: "RainAuthorityServer", dependencies: ["RainCore", "RainWire", "RainTransport", "RainAuthorityAPI"]),
@@ -95,7 +99,7 @@ let package = Package(
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
                 "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore", "RainAccess",
-                "RainConfig",
+                "RainConfig", "RainCodeSenderSettings",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
@@ -147,7 +151,7 @@ let package = Package(
             name: "RainAuthorityTests",
             dependencies: [
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
-                "RainSoftAuthenticator", "RainSystem", "RainConfig",
+                "RainSoftAuthenticator", "RainSystem", "RainCodeSenderSettings",
             ]),
         .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),

@@ -1,6 +1,6 @@
 import Foundation
 import RainAuthorityAPI
-import RainConfig
+import RainCodeSenderSettings
 import RainCore
 import RainSystem
 

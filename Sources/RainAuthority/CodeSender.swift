@@ -1,6 +1,6 @@
 import Foundation
 import RainAuthorityAPI
-import RainConfig
+import RainCodeSenderSettings
 import RainCore
 
 /// Delivers login codes to people: the role behind the `outbox`, `command`, `smtp` and `sms`

@@ -1,5 +1,5 @@
 import RainAuthorityAPI
-import RainConfig
+import RainCodeSenderSettings
 import RainCore
 
 extension CodeSenderConfiguration {

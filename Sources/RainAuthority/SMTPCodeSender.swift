@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import RainAuthorityAPI
-import RainConfig
+import RainCodeSenderSettings
 import RainCore
 import RainCrypto
 

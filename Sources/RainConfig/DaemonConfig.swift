@@ -1,5 +1,6 @@
 import Foundation
 import RainAuthorityAPI
+import RainCodeSenderSettings
 import RainCore
 import RainCrypto
 import RainKeyStore

@@ -3,6 +3,7 @@ import Foundation
 import RainAuthority
 import RainAuthorityAPI
 import RainAuthorityServer
+import RainCodeSenderSettings
 import RainConfig
 import RainStore
 import RainDevice

@@ -1,5 +1,5 @@
 import Foundation
-import RainConfig
+import RainCodeSenderSettings
 import RainCrypto
 import RainAuthorityAPI
 import RainCore
