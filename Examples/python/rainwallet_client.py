@@ -56,7 +56,8 @@ INVALID_ARGUMENT = 102
 
 
 def load_messages(proto_dir, out_dir):
-    """Runs protoc on envelope.proto and wallet.proto and imports the generated modules.
+    """Runs protoc on envelope.proto, wallet.proto and the files wallet.proto imports, and imports
+    the generated modules (wallet_pb2 re-exports contact_pb2's and session_pb2's names).
 
     Returns (envelope_pb2, wallet_pb2)."""
     try:
@@ -64,7 +65,7 @@ def load_messages(proto_dir, out_dir):
     except ImportError:
         raise SystemExit("error: the Python protobuf runtime is missing "
                          "(Debian: apt-get install python3-protobuf; else: pip install 'protobuf>=4.21')")
-    files = [os.path.join(proto_dir, name) for name in ("envelope.proto", "wallet.proto")]
+    files = [os.path.join(proto_dir, name) for name in ("envelope.proto", "wallet.proto", "contact.proto", "session.proto")]
     for f in files:
         if not os.path.isfile(f):
             raise SystemExit(f"error: {f} not found; pass --proto-dir DIR (the repository's proto/ directory)")
@@ -456,7 +457,7 @@ def main(argv=None):
     parser.add_argument("--daemon-uid", type=int,
                         help="the uid the daemon runs as (default: $RAINWALLET_DAEMON_UID, else yours)")
     parser.add_argument("--proto-dir", default=os.path.join(here, "..", "..", "proto"),
-                        help="the directory of envelope.proto and wallet.proto (default: the repository's proto/)")
+                        help="the directory of envelope.proto, wallet.proto and its imports (default: the repository's proto/)")
     parser.add_argument("--timeout-ms", type=int, default=30000,
                         help="the deadline of each deferred call (default: 30000)")
     commands = parser.add_subparsers(dest="command", required=True)

@@ -1,7 +1,7 @@
 import Foundation
 import RainCore
 
-// `SessionState` (proto/wallet.proto) answers the cheapest and most frequent calls (GetState,
+// `SessionState` (proto/session.proto) answers the cheapest and most frequent calls (GetState,
 // AwaitRestore, Refresh) and rides in every Watch event, so protobuf-c's encoding and decoding
 // weigh on every call (docs/performance.md). Written and read directly here, by the rules of
 // EnvelopeCodec.swift: the bytes protobuf-c packs, and its canonical form read directly with
