@@ -18,8 +18,10 @@ Conventions of this code base the generator follows:
 - A proto3 enum is open: a struct over its `Int32` number, a static value per name (the enum's
   name dropped: `CONTACT_KIND_EMAIL` → `.email`); an unknown number is kept.
 - A oneof of one field marks presence (`x: T?`); of more, a Swift enum with a case per field.
+- A message of a file whose Swift side stays hand-written (HAND_WRITTEN) is named by its Swift type
+  and converted by its hand-written functions.
 Anything the generator does not support yet (maps, nested types, proto3 `optional`, types of a
-file that is not generated) stops it with an error naming the proto element, rather than
+file that is not generated and not in HAND_WRITTEN) stops it with an error naming the proto element, rather than
 producing Swift that is subtly wrong.
 """
 
@@ -50,11 +52,59 @@ BOOL_PREFIXES = ("is_", "has_", "can_", "should_", "was_")
 
 # Swift names the rules above would spell badly, by proto full name.
 SWIFT_NAMES = {
+    # `is` would not read as a question before these verbs.
+    "rain.wallet.v1.LogoutResponse.had_session": "hadSession",
+    "rain.wallet.v1.AccountResponse.needs_backup_email": "needsBackupEmail",
+    "rain.wallet.v1.SessionPolicy.auto_refresh": "isAutoRefreshEnabled",
+    # authority.proto's Swift side names its own passkey messages PasskeyBegin…/PasskeyFinish…;
+    # the device's read the other way round.
+    "rain.wallet.v1.PasskeyBeginRequest": "BeginPasskeyRequest",
+    "rain.wallet.v1.PasskeyBeginResponse": "BeginPasskeyResponse",
+    "rain.wallet.v1.PasskeyFinishRequest": "FinishPasskeyRequest",
+    "rain.wallet.v1.PasskeyFinishResponse": "FinishPasskeyResponse",
+    "rain.wallet.v1.PasskeyCancelRequest": "CancelPasskeyRequest",
+    "rain.wallet.v1.PasskeyCancelResponse": "CancelPasskeyResponse",
+    # `Event` alone says little beside RainAuthorityAPI's revocation events.
+    "rain.wallet.v1.Event": "WatchEvent",
+    "rain.wallet.v1.Event.type": "kind",
     # A verb: `isVerify` would not read as a question.
     "rain.wallet.v1.ReadAuditLogRequest.verify": "isVerifyRequested",
     # RainAccess.AuditVerification is the audit log's own result (a typed problem); the wire's
     # form keeps another name so that code seeing both modules needs no qualification.
     "rain.wallet.v1.AuditVerification": "AuditVerificationMessage",
+}
+
+class HandWritten:
+    """A message or enum whose Swift type is written by hand, as generated messages name it: the
+    Swift type and its hand-written conversions (internal functions of RainWire). For a message,
+    `read(UnsafeMutablePointer<C>?) throws(RainError) -> T` and
+    `write(T, CArena) throws(RainError) -> UnsafeMutablePointer<C>`; for an enum,
+    `read(C) -> T` and `write(T) -> C`. With `default` None the field is `T?`: `read` returns nil
+    for an absent message or an unknown number, and `write` takes the optional; else the field is
+    `T` and `default` is what `read` returns for an absent message or an unknown number."""
+
+    def __init__(self, swift_type, read, write, default=None):
+        self.swift_type = swift_type
+        self.read = read
+        self.write = write
+        self.default = default
+
+
+# The messages and enums with hand-written Swift types that generated messages name, by proto full
+# name. One in a generated file is not generated.
+HAND_WRITTEN = {
+    # session.proto: SessionSnapshot and SessionStateCodec are tuned for the per-call path. An
+    # absent state reads as unauthenticated, as readSessionState has it.
+    "rain.wallet.v1.SessionState": HandWritten("SessionSnapshot", "readSessionState", "cSessionState", ".unauthenticated"),
+    # contact.proto: RainWalletContact (an enum of email and phone) is RainWallet's public type; a
+    # contact of a kind this build does not know reads as nil.
+    "rain.wallet.v1.Contact": HandWritten("RainWalletContact", "readContact", "cContact"),
+    # RainCore's passkey summary, which the authority's AccountInfo carries too (with dates).
+    "rain.wallet.v1.PasskeyInfo": HandWritten("PasskeyInfo", "readPasskeyInfo", "cPasskeyInfo"),
+    # Closed Swift enums that RainWallet's API and the CLI's output name (by their raw strings).
+    "rain.wallet.v1.Chain": HandWritten("RainChain", "readChain", "cChain"),
+    "rain.wallet.v1.ExpiryReason": HandWritten("ExpiryReason", "readExpiryReason", "cExpiryReason"),
+    "rain.wallet.v1.EventType": HandWritten("WatchEvent.Kind", "readEventType", "cEventType", ".authState"),
 }
 
 SCALARS = {
@@ -162,17 +212,26 @@ class Field:
             self.type_info = types[full]
             self.type_name = SWIFT_NAMES.get(full) or full.rsplit(".", 1)[-1]
             self.message_type = self.type_name
+            if types[full][0] == "handwritten":
+                self.hand_enum = self.kind == "enum"
+                self.kind = "handwritten"
+                self.hand = types[full][1]
+                self.type_name = self.hand.swift_type
+                if self.hand_enum and self.repeated:
+                    raise Unsupported(f"{msg.full}.{proto.name}: repeated hand-written enums")
         if self.kind == "scalar":
             self.scalar = SCALARS[t]
 
     @property
     def element_type(self):
-        if self.kind in ("message", "enum"):
+        if self.kind in ("message", "enum", "handwritten"):
             return self.type_name
         return {"string": "String", "bytes": "[UInt8]"}.get(self.kind) or self.scalar[0]
 
     @property
     def is_optional(self):
+        if self.kind == "handwritten":
+            return not self.repeated and self.hand.default is None
         return not self.repeated and (self.kind == "message" or self.presence or self.oneof)
 
     @property
@@ -195,6 +254,8 @@ class Field:
         """The proto3 default of one value."""
         if self.kind == "enum":
             return f".{self.type_info[1]}"
+        if self.kind == "handwritten":
+            return self.hand.default
         return {"string": '""', "bytes": "[]"}.get(self.kind) or self.scalar[1]
 
     def read_one(self, value):
@@ -205,6 +266,8 @@ class Field:
             return f"readBytes({value})"
         if self.kind == "message":
             return f"try readMessage({value}, {self.message_type}.init(c:))"
+        if self.kind == "handwritten":
+            return f"{self.hand.read}({value})" if self.hand_enum else f"try {self.hand.read}({value})"
         if self.kind == "enum":
             return f"{self.type_name}(rawValue: Int32(bitPattern: {value}.rawValue))"
         return self.scalar[2].format(value)
@@ -217,6 +280,8 @@ class Field:
             return f"arena.bytes({value})"
         if self.kind == "message":
             return f"arena.box(try {value}.cValue(arena))"
+        if self.kind == "handwritten":
+            return f"{self.hand.write}({value})" if self.hand_enum else f"try {self.hand.write}({value}, arena)"
         if self.kind == "enum":
             return f"{self.type_info[2]}(rawValue: UInt32(bitPattern: {value}.rawValue))"
         return self.scalar[3].format(value)
@@ -231,6 +296,8 @@ class Field:
             read = self.read_one("$0")
             if self.kind == "message":
                 return f"try readMessages({v}, count: {n}, {self.message_type}.init(c:))"
+            if self.kind == "handwritten":
+                return f"try readList({v}, count: {n}) {{ (p) throws(RainError) in try {self.hand.read}(p) }}"
             return f"try readList({v}, count: {n}) {{ {read} }}"
         read = self.read_one(v)
         if self.presence:
@@ -248,12 +315,16 @@ class Field:
                 return [f"({m}.n_{self.c}, {c}) = try arena.strings({v}, field: {quote(self.c)})"]
             if self.kind == "message":
                 return [f"({m}.n_{self.c}, {c}) = try arena.list({v}) {{ (e) throws(RainError) in arena.box(try e.cValue(arena)) }}"]
+            if self.kind == "handwritten":
+                return [f"({m}.n_{self.c}, {c}) = try arena.list({v}) {{ (e) throws(RainError) in {self.write_one('e')} }}"]
             return [f"{m}.n_{self.c} = {v}.count", f"{c} = arena.array({v}.map {{ {self.write_one('$0')} }})"]
         if self.oneof:
             return [f"if let value = {v} {{", f"    {m}.{self.oneof[0]} = {self.oneof[1]}",
                     f"    {c} = {self.write_one('value')}", "}"]
         if self.kind == "message":
             return [f"if let value = {v} {{ {c} = {self.write_one('value')} }}"]
+        if self.kind == "handwritten":
+            return [f"{c} = {self.write_one(v)}"]
         src = f"({v} ?? {self.zero()})" if self.presence else v
         lines = [f"{c} = {self.write_one(src)}"]
         if self.presence:
@@ -327,6 +398,8 @@ class Message:
             decl = proto.oneof_decl[index]
             members = [g for g in fields if g.proto.HasField("oneof_index") and g.proto.oneof_index == index]
             for g in members:
+                if g.kind == "handwritten":
+                    raise Unsupported(f"{self.full}.{g.c}: a hand-written message in a oneof")
                 g.oneof = (f"{decl.name}_case", f"{c_upper}__{decl.name.upper()}_{g.c.upper()}")
             if len(members) == 1:
                 # A oneof of one field marks its presence (what proto3 `optional` does): `x: T?`.
@@ -342,7 +415,7 @@ class Message:
             if not isinstance(f, Field):
                 continue
             target = by_name.get(f.c[4:]) if f.c.startswith("has_") and f.proto.type == FD.TYPE_BOOL else None
-            if target and not target.repeated and target.kind != "message" and not target.oneof and not f.oneof:
+            if target and not target.repeated and target.kind not in ("message", "handwritten") and not target.oneof and not f.oneof:
                 target.presence = f
                 self.fields.remove(f)
 
@@ -493,10 +566,15 @@ class Enum:
 
 
 def types_of(fds, generated, c_prefixes):
-    """Every top-level message and enum of the generated files: full name → (kind, enum's 0 value, C type)."""
+    """Every top-level message and enum of the generated files, and the HAND_WRITTEN messages of the
+    others: full name → (kind, enum's 0 value or HandWritten, C type)."""
     types = {}
     for file in fds.file:
         if file.name not in generated:
+            for m in list(file.message_type) + list(file.enum_type):
+                full = f"{file.package}.{m.name}"
+                if full in HAND_WRITTEN:
+                    types[full] = ("handwritten", HAND_WRITTEN[full], c_prefixes(file) + m.name)
             continue
         for m in file.message_type:
             kind = "map" if m.options.map_entry else "message"
@@ -504,6 +582,10 @@ def types_of(fds, generated, c_prefixes):
         for i, e in enumerate(file.enum_type):
             zero = Enum(file, e, (5, i), {}).zero
             types[f"{file.package}.{e.name}"] = ("enum", zero, c_prefixes(file) + e.name)
+        for m in list(file.message_type) + list(file.enum_type):
+            full = f"{file.package}.{m.name}"
+            if full in HAND_WRITTEN:
+                types[full] = ("handwritten", HAND_WRITTEN[full], c_prefixes(file) + m.name)
     return types
 
 
@@ -527,8 +609,10 @@ def generate(file, types):
     c_prefix = c_prefix_of(file)
     fn_prefix = "__".join(file.package.split(".")) + "__"
     comments = comments_of(file)
-    enums = [Enum(file, e, (5, i), comments) for i, e in enumerate(file.enum_type)]
-    messages = [Message(file, m, (4, i), comments, c_prefix, fn_prefix, types) for i, m in enumerate(file.message_type)]
+    hand = lambda d: f"{file.package}.{d.name}" in HAND_WRITTEN
+    enums = [Enum(file, e, (5, i), comments) for i, e in enumerate(file.enum_type) if not hand(e)]
+    messages = [Message(file, m, (4, i), comments, c_prefix, fn_prefix, types)
+                for i, m in enumerate(file.message_type) if not hand(m)]
     out = [f"// GENERATED by scripts/gen-proto from proto/{file.name}. Do not edit.\n"]
     out.append("internal import CProtobufC\ninternal import CRainProto\nimport RainCore\n\n")
     out.append(f"// The messages of proto/{file.name}, and their conversion to and from protobuf-c.\n")
