@@ -69,7 +69,7 @@ extension DeviceService {
                 .actor { (_, call) throws(RainError) in
                     try await Self.audited(
                         audit, auditLogger, call, .logout,
-                        describe: { $0.hadSession ? ($0.revokedAtAuthority ? nil : "not_revoked_at_authority") : "no_session" }
+                        describe: { $0.hadSession ? ($0.isRevokedAtAuthority ? nil : "not_revoked_at_authority") : "no_session" }
                     ) { () async throws(RainError) in try await call.session.logout() }
                 })
             Route(

@@ -58,7 +58,7 @@ extension ProfileSession {
         settle(.loginCode, key: key)
         if challenges.login?.challengeID == challenge.challengeID { challenges.login = nil }
         try await adopt(result, contact: challenge.contact, method: StoredSession.codeMethod)
-        return ConfirmLoginCodeResponse(session: runtime.snapshot(), accountCreated: result.accountCreated)
+        return ConfirmLoginCodeResponse(session: runtime.snapshot(), isAccountCreated: result.accountCreated)
     }
 
     /// The idempotency key of a logical call of `kind` (`parts` say which: the challenge

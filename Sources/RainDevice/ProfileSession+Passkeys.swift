@@ -102,7 +102,7 @@ extension ProfileSession {
             }
             endCeremony(request.ceremonyID)
             try await adopt(result, contact: nil, method: StoredSession.passkeyMethod)
-            return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: true)
+            return FinishPasskeyResponse(session: runtime.snapshot(), isAccountCreated: true)
         case .login:
             try requireNoPasskeySession()
             let replaced = session
@@ -119,13 +119,13 @@ extension ProfileSession {
                     logger.warning("passkey.replace_revoke_failed", ["profile": runtime.name, "error": error.code.description])
                 }
             }
-            return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: false)
+            return FinishPasskeyResponse(session: runtime.snapshot(), isAccountCreated: false)
         case .add:
             guard session != nil else { throw noSessionError() }
             _ = try await context.authority.finishPasskeyRegistration(request)
             endCeremony(request.ceremonyID)
             logger.info("passkey.added", ["profile": runtime.name])
-            return FinishPasskeyResponse(session: runtime.snapshot(), accountCreated: false)
+            return FinishPasskeyResponse(session: runtime.snapshot(), isAccountCreated: false)
         }
     }
 

@@ -181,12 +181,12 @@ public actor ProfileSession {
     /// - Throws: RAIN_102 for a policy value out of range, an invalid domain or one that differs
     ///   from the profile's.
     public func configure(
-        passkeyDomain requested: String, sessionPolicy fields: SessionPolicyFields? = nil
+        passkeyDomain requested: String, sessionPolicy fields: SessionPolicy? = nil
     ) async throws(RainError) -> ConfigureProfileResponse {
         await restore()
         if let fields { try applySessionPolicy(fields) }
         var response = try await configureDomain(requested)
-        response.sessionPolicy = SessionPolicyFields(runtime.sessionPolicy)
+        response.sessionPolicy = SessionPolicy(runtime.sessionPolicy)
         response.configKeys = runtime.settings.sessionPolicyKeys.sorted()
         return response
     }
@@ -195,7 +195,7 @@ public actor ProfileSession {
     /// winning, and re-arms the refresh timer of the current session under it. Held in memory while
     /// the daemon runs (each provider sends it again).
     /// - Throws: RAIN_102 naming `sessionPolicy.<key>` for a value out of its range.
-    func applySessionPolicy(_ fields: SessionPolicyFields) throws(RainError) {
+    func applySessionPolicy(_ fields: SessionPolicy) throws(RainError) {
         let current = runtime.sessionPolicy
         let policy = try runtime.settings.sessionPolicy(applying: fields.configValues, over: current)
         runtime.setSessionPolicy(policy)
@@ -249,7 +249,7 @@ public actor ProfileSession {
         scheduler.stop()
         guard let ending = session else {
             runtime.publish(session: nil)
-            return LogoutResponse(hadSession: false, revokedAtAuthority: false)
+            return LogoutResponse(hadSession: false, isRevokedAtAuthority: false)
         }
         try await context.storage.delete(profile: runtime.name)
         setSession(nil)
@@ -264,7 +264,7 @@ public actor ProfileSession {
             logger.warning("logout.revoke_failed", ["profile": runtime.name, "error": error.code.description])
         }
         logger.info("logout", ["profile": runtime.name, "revoked": revoked ? "true" : "false"])
-        return LogoutResponse(hadSession: true, revokedAtAuthority: revoked)
+        return LogoutResponse(hadSession: true, isRevokedAtAuthority: revoked)
     }
 
     // MARK: refresh

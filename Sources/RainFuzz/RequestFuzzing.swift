@@ -32,9 +32,9 @@ enum RequestFuzzing {
             entry(SendLoginCodeRequest(contact: email)),
             entry(SendLoginCodeResponse(contact: phone, expiresAt: date)),
             entry(ConfirmLoginCodeRequest(code: "123456")),
-            entry(ConfirmLoginCodeResponse(session: session, accountCreated: true)),
+            entry(ConfirmLoginCodeResponse(session: session, isAccountCreated: true)),
             entry(LogoutRequest()),
-            entry(LogoutResponse(hadSession: true, revokedAtAuthority: true)),
+            entry(LogoutResponse(hadSession: true, isRevokedAtAuthority: true)),
             entry(GetSessionStateRequest()),
             entry(session),
             entry(AwaitRestoreRequest(timeoutMilliseconds: 2_000)),
@@ -67,7 +67,7 @@ enum RequestFuzzing {
                 BeginPasskeyResponse(
                     ceremonyID: "cer_1", optionsJSON: #"{"challenge":"AAAA"}"#, origin: "https://example.com", expiresAt: date)),
             entry(FinishPasskeyRequest(ceremonyID: "cer_1", responseJSON: #"{"id":"Y3JlZA","type":"public-key"}"#)),
-            entry(FinishPasskeyResponse(session: session, accountCreated: false)),
+            entry(FinishPasskeyResponse(session: session, isAccountCreated: false)),
             entry(CancelPasskeyRequest(ceremonyID: "cer_1")),
             entry(CancelPasskeyResponse()),
             // The authority hop: the authority's value types, seeds named after their proto messages.

@@ -175,7 +175,7 @@ public final class RainProvider: Sendable {
         var refusals: [RainError] = []
         if let policy = config.sessionPolicy {
             do throws(RainError) {
-                try await configure(conn, ConfigureProfileRequest(passkeyDomain: "", sessionPolicy: SessionPolicyFields(policy)))
+                try await configure(conn, ConfigureProfileRequest(passkeyDomain: "", sessionPolicy: SessionPolicy(policy)))
             } catch {
                 guard Self.isConfigurationRefusal(error) else { throw error }
                 refusals.append(error)
@@ -246,7 +246,7 @@ public final class RainProvider: Sendable {
             throw RainError.invalid("a login code is 6 digits", field: "code", reason: "malformed_code")
         }
         let r = try await call(Method.confirmLoginCode, ConfirmLoginCodeRequest(code: trimmed), as: ConfirmLoginCodeResponse.self)
-        return (r.session, r.accountCreated)
+        return (r.session, r.isAccountCreated)
     }
 
     // MARK: sessions
@@ -258,7 +258,7 @@ public final class RainProvider: Sendable {
     @discardableResult
     nonisolated(nonsending) public func logout() async throws -> LogoutResult {
         let r = try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
-        return LogoutResult(hadSession: r.hadSession, revokedAtAuthority: r.revokedAtAuthority)
+        return LogoutResult(hadSession: r.hadSession, revokedAtAuthority: r.isRevokedAtAuthority)
     }
 
     /// Waits (up to the profile's restore timeout, 5 s by default) for the stored session to load.

@@ -8,7 +8,7 @@ import RainCore
 
 // MARK: shared pieces
 
-// Contacts convert with `cContact` / `readContact` (Messages+ProtobufC.swift).
+// Contacts convert with `cContact` / `readContact` (Contact+ProtobufC.swift).
 
 func cTokens(_ tokens: SessionTokens, _ arena: CArena) throws(RainError)
     -> UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>

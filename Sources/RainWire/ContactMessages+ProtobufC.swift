@@ -3,25 +3,7 @@ internal import CRainProto
 import Foundation
 import RainCore
 
-// Swift ⇄ protobuf-c for the backup-contact messages (device and authority hop).
-
-extension ConfirmContactVerificationRequest {
-    /// Decodes a `ConfirmContactVerificationRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmContactVerificationRequest {
-        try unpackMessage(
-            bytes, name: "ConfirmContactVerificationRequest", rain__wallet__v1__confirm_contact_verification_request__init
-        ) { (p) throws(RainError) in
-            ConfirmContactVerificationRequest(code: try readString(p.pointee.code, field: "code"))
-        }
-    }
-    /// Encodes as a `ConfirmContactVerificationRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__confirm_contact_verification_request__init)
-        m.code = try arena.string(code, field: "code")
-        return packMessage(&m)
-    }
-}
+// Swift ⇄ protobuf-c for the backup-contact messages of the authority hop (authority.proto).
 
 extension AuthoritySendContactVerificationRequest {
     /// Decodes an `AuthoritySendContactVerificationRequest`.

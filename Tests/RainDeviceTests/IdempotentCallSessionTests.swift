@@ -19,7 +19,7 @@ import Testing
         let lost = await rainErrorOf { _ = try await f.session.confirmLoginCode(code) }
         #expect(lost?.details.reason == "outcome_unknown")
         let login = try await f.session.confirmLoginCode(code)
-        #expect(login.accountCreated)
+        #expect(login.isAccountCreated)
         let keys = f.authority.idempotencyKeys
         #expect(keys.count == 2)
         #expect(keys.first?.count == 32)

@@ -62,7 +62,7 @@ import Testing
         #expect(profiles.entry("with-session").runtime.snapshot().authState == .authenticated)
         #expect(profiles.entry("with-watcher").runtime.watcherCount == 1)
         let confirmed = try await profiles.entry("with-code").session.confirmLoginCode(code)
-        #expect(confirmed.accountCreated, "the pending code still confirms on the same profile")
+        #expect(confirmed.isAccountCreated, "the pending code still confirms on the same profile")
         withExtendedLifetime(busy) {}
     }
 

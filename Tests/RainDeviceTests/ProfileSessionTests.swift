@@ -78,7 +78,7 @@ struct Fixture {
     @Test func loginPublishesAnActiveSession() async throws {
         let f = try await Fixture()
         let r = try await f.login()
-        #expect(r.accountCreated)
+        #expect(r.isAccountCreated)
         let snap = f.service.entry("default").runtime.snapshot()
         #expect(snap.authState == .authenticated)
         #expect(snap.sessionState == .active(expiresAt: f.clock.now.adding(.seconds(900))))
@@ -231,7 +231,7 @@ struct Fixture {
         await f.authority.store.close()  // the authority can no longer answer
         let r = try await f.service.session(profile: "default").logout()
         #expect(r.hadSession)
-        #expect(!r.revokedAtAuthority)
+        #expect(!r.isRevokedAtAuthority)
         #expect(await storage.load(profile: "default") == nil)
         #expect(f.service.entry("default").runtime.snapshot().authState == .unauthenticated)
     }

@@ -14,31 +14,31 @@ import Testing
 /// owner app.
 @Suite struct SessionPolicyConfigurationTests {
     static func configure(
-        _ f: Fixture, _ fields: SessionPolicyFields, profile: String = "default"
+        _ f: Fixture, _ fields: SessionPolicy, profile: String = "default"
     ) async throws(RainError) -> ConfigureProfileResponse {
         try await f.service.session(profile: profile).configure(passkeyDomain: "", sessionPolicy: fields)
     }
 
     @Test(arguments: [
-        (SessionPolicyFields(refreshBufferSeconds: 3601), "sessionPolicy.refreshBufferSeconds"),
-        (SessionPolicyFields(refreshBufferSeconds: -1), "sessionPolicy.refreshBufferSeconds"),
-        (SessionPolicyFields(refreshBufferSeconds: .nan), "sessionPolicy.refreshBufferSeconds"),
-        (SessionPolicyFields(transientRetries: 11), "sessionPolicy.transientRetries"),
-        (SessionPolicyFields(retryInitialDelayMilliseconds: 0), "sessionPolicy.retryInitialDelayMilliseconds"),
-        (SessionPolicyFields(retryInitialDelayMilliseconds: 60001), "sessionPolicy.retryInitialDelayMilliseconds"),
-        (SessionPolicyFields(retryMaxDelayMilliseconds: 600_001), "sessionPolicy.retryMaxDelayMilliseconds"),
+        (SessionPolicy(refreshBufferSeconds: 3601), "sessionPolicy.refreshBufferSeconds"),
+        (SessionPolicy(refreshBufferSeconds: -1), "sessionPolicy.refreshBufferSeconds"),
+        (SessionPolicy(refreshBufferSeconds: .nan), "sessionPolicy.refreshBufferSeconds"),
+        (SessionPolicy(transientRetries: 11), "sessionPolicy.transientRetries"),
+        (SessionPolicy(retryInitialDelayMilliseconds: 0), "sessionPolicy.retryInitialDelayMilliseconds"),
+        (SessionPolicy(retryInitialDelayMilliseconds: 60001), "sessionPolicy.retryInitialDelayMilliseconds"),
+        (SessionPolicy(retryMaxDelayMilliseconds: 600_001), "sessionPolicy.retryMaxDelayMilliseconds"),
         (
-            SessionPolicyFields(retryInitialDelayMilliseconds: 5000, retryMaxDelayMilliseconds: 4000),
+            SessionPolicy(retryInitialDelayMilliseconds: 5000, retryMaxDelayMilliseconds: 4000),
             "sessionPolicy.retryMaxDelayMilliseconds"
         ),
-        (SessionPolicyFields(activeThresholdSeconds: 3601), "sessionPolicy.activeThresholdSeconds"),
-        (SessionPolicyFields(restoreTimeoutSeconds: 61), "sessionPolicy.restoreTimeoutSeconds"),
+        (SessionPolicy(activeThresholdSeconds: 3601), "sessionPolicy.activeThresholdSeconds"),
+        (SessionPolicy(restoreTimeoutSeconds: 61), "sessionPolicy.restoreTimeoutSeconds"),
     ])
-    func outOfRangeValuesAreRefusedNamingTheFieldAndNothingChanges(fields: SessionPolicyFields, field: String) async throws {
+    func outOfRangeValuesAreRefusedNamingTheFieldAndNothingChanges(fields: SessionPolicy, field: String) async throws {
         let f = try await Fixture()
         let before = f.service.entry("default").runtime.sessionPolicy
         do throws(RainError) {
-            _ = try await Self.configure(f, SessionPolicyFields(autoRefresh: false, transientRetries: 3).merging(fields))
+            _ = try await Self.configure(f, SessionPolicy(isAutoRefreshEnabled: false, transientRetries: 3).merging(fields))
             Issue.record("accepted \(fields)")
         } catch {
             #expect(error.code == .invalidArgument)
@@ -50,15 +50,15 @@ import Testing
 
     @Test func valuesInRangeApplyAndUnsetOnesKeepTheirValue() async throws {
         let f = try await Fixture()
-        let r = try await Self.configure(f, SessionPolicyFields(refreshBufferSeconds: 120, transientRetries: 0))
+        let r = try await Self.configure(f, SessionPolicy(refreshBufferSeconds: 120, transientRetries: 0))
         var expected = RainWalletSessionPolicy()
         expected.refreshBuffer = .seconds(120)
         expected.transientRetries = 0
         #expect(f.service.entry("default").runtime.sessionPolicy == expected)
-        #expect(r.sessionPolicy == SessionPolicyFields(expected))
+        #expect(r.sessionPolicy == SessionPolicy(expected))
         #expect(r.configKeys.isEmpty)
         // A later call sets one more value; the earlier ones stay.
-        _ = try await Self.configure(f, SessionPolicyFields(autoRefresh: false))
+        _ = try await Self.configure(f, SessionPolicy(isAutoRefreshEnabled: false))
         expected.isAutoRefreshEnabled = false
         #expect(f.service.entry("default").runtime.sessionPolicy == expected)
     }
@@ -69,7 +69,7 @@ import Testing
         #expect(config.settings(for: "default").sessionPolicyKeys == ["refreshBufferSeconds", "autoRefresh"])
         let f = try await Fixture(config: config)
         let r = try await Self.configure(
-            f, SessionPolicyFields(refreshBufferSeconds: 10, autoRefresh: false, transientRetries: 5))
+            f, SessionPolicy(refreshBufferSeconds: 10, isAutoRefreshEnabled: false, transientRetries: 5))
         let policy = f.service.entry("default").runtime.sessionPolicy
         #expect(policy.refreshBuffer == .seconds(90))
         #expect(policy.isAutoRefreshEnabled)
@@ -78,7 +78,7 @@ import Testing
         #expect(r.sessionPolicy?.refreshBufferSeconds == 90)
         // The client's values are still checked, even for a key the config sets.
         await #expect(throws: RainError.self) {
-            _ = try await Self.configure(f, SessionPolicyFields(refreshBufferSeconds: 4000))
+            _ = try await Self.configure(f, SessionPolicy(refreshBufferSeconds: 4000))
         }
     }
 
@@ -87,7 +87,7 @@ import Testing
         let f = try await Fixture(config: try DaemonConfig.parse(Data(json.utf8)))
         do throws(RainError) {
             _ = try await Self.configure(
-                f, SessionPolicyFields(retryInitialDelayMilliseconds: 100, retryMaxDelayMilliseconds: 1000))
+                f, SessionPolicy(retryInitialDelayMilliseconds: 100, retryMaxDelayMilliseconds: 1000))
             Issue.record("accepted a cap below the config's initial delay")
         } catch {
             #expect(error.code == .invalidArgument)
@@ -102,14 +102,14 @@ import Testing
         let stored = try #require(await session.session)
         let scheduler = await session.scheduler
         #expect(scheduler.due(for: stored) == stored.expiresAt.adding(.zero - .seconds(60)))
-        _ = try await Self.configure(f, SessionPolicyFields(refreshBufferSeconds: 200, activeThresholdSeconds: 100))
+        _ = try await Self.configure(f, SessionPolicy(refreshBufferSeconds: 200, activeThresholdSeconds: 100))
         #expect(scheduler.due(for: stored) == stored.expiresAt.adding(.zero - .seconds(200)))
         let runtime = f.service.entry("default").runtime
         f.clock.advance(by: .seconds(900 - 101))
         #expect(runtime.snapshot().hasActiveSession)
         f.clock.advance(by: .seconds(1))  // 100 s left: no longer "active" under the new threshold
         #expect(!runtime.snapshot().hasActiveSession)
-        _ = try await Self.configure(f, SessionPolicyFields(autoRefresh: false))
+        _ = try await Self.configure(f, SessionPolicy(isAutoRefreshEnabled: false))
         #expect(scheduler.due(for: stored) == nil, "auto refresh off: no refresh is scheduled")
         #expect(await session.isScheduled, "the expiry is still watched")
     }
@@ -142,12 +142,12 @@ import Testing
     }
 }
 
-extension SessionPolicyFields {
+extension SessionPolicy {
     /// These fields with `other`'s set ones on top.
-    func merging(_ other: SessionPolicyFields) -> SessionPolicyFields {
+    func merging(_ other: SessionPolicy) -> SessionPolicy {
         var m = self
         m.refreshBufferSeconds = other.refreshBufferSeconds ?? m.refreshBufferSeconds
-        m.autoRefresh = other.autoRefresh ?? m.autoRefresh
+        m.isAutoRefreshEnabled = other.isAutoRefreshEnabled ?? m.isAutoRefreshEnabled
         m.transientRetries = other.transientRetries ?? m.transientRetries
         m.retryInitialDelayMilliseconds = other.retryInitialDelayMilliseconds ?? m.retryInitialDelayMilliseconds
         m.retryMaxDelayMilliseconds = other.retryMaxDelayMilliseconds ?? m.retryMaxDelayMilliseconds

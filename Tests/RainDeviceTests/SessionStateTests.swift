@@ -98,7 +98,7 @@ private func standaloneSession(
         #expect(state.authState == .unauthenticated && state.sessionState == .expired)
         #expect(state.accountID == nil && state.walletID == nil && state.contact == nil)
         let logout = try await f.session.logout()
-        #expect(!logout.hadSession && !logout.revokedAtAuthority)
+        #expect(!logout.hadSession && !logout.isRevokedAtAuthority)
     }
 
     @Test("a session past its expiry that has not ended yet reads EXPIRED with its ids; Logout deletes and revokes it")
@@ -111,7 +111,7 @@ private func standaloneSession(
         #expect(state.authState == .unauthenticated && state.sessionState == .expired)
         #expect(state.accountID != nil && state.walletID != nil && state.contact == .email("user@example.com"))
         let logout = try await f.session.logout()
-        #expect(logout.hadSession && logout.revokedAtAuthority)
+        #expect(logout.hadSession && logout.isRevokedAtAuthority)
         #expect(f.runtime.snapshot().sessionState == .none)
     }
 }

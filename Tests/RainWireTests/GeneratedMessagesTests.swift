@@ -4,6 +4,18 @@ import Testing
 
 @testable import RainWire
 
+/// A session state with every field set, for the messages that embed one.
+private let everySessionField = SessionSnapshot(
+    authState: .authenticated, sessionState: .active(expiresAt: Date(unixMilliseconds: 1_800_000_000_000)),
+    accountID: "acc_1", walletID: "wal_1", contact: .email("a@example.com"), hasActiveSession: true,
+    storageWarning: "disk full",
+    authorityLink: AuthorityLinkState(phase: .degraded, lastError: "timeout", since: Date(unixMilliseconds: 5)))
+
+/// A session policy with every field set.
+private let everyPolicyField = SessionPolicy(
+    refreshBufferSeconds: 60, isAutoRefreshEnabled: false, transientRetries: 3, retryInitialDelayMilliseconds: 100,
+    retryMaxDelayMilliseconds: 5_000, activeThresholdSeconds: 30, restoreTimeoutSeconds: 5)
+
 /// One value of every message scripts/gen-proto generates, every field set (a field left at its
 /// default would not show a field the conversion drops).
 private let everyGeneratedMessage: [any WireMessage & Equatable] = [
@@ -60,6 +72,56 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     AuthorityConfirmDeviceKeyResponse(),
     AuthorityWatchRevocationsRequest(),
     AuthorityRevocation(appID: "app", deviceID: "d1", reason: "replaced", heartbeatIntervalMilliseconds: 15_000, isRecheck: true),
+    // proto/wallet.proto (its SessionState, Contact, PasskeyInfo and a few enums are hand-written types)
+    GetInfoRequest(),
+    GetInfoResponse(
+        daemonVersion: "1.2.3", protocolVersion: 1, capabilities: ["dev-outbox", "passkeys"], maxFrameBytes: 1 << 20,
+        storageProvider: "tpm2"),
+    SendLoginCodeRequest(contact: .email("a@example.com")),
+    SendLoginCodeResponse(contact: .phone("+15551234567"), expiresAtMilliseconds: 1_800_000_000_123),
+    ConfirmLoginCodeRequest(code: "123456"),
+    ConfirmLoginCodeResponse(session: everySessionField, isAccountCreated: true),
+    LogoutRequest(),
+    LogoutResponse(hadSession: true, isRevokedAtAuthority: true),
+    GetSessionStateRequest(),
+    AwaitRestoreRequest(timeoutMilliseconds: 2_500),
+    WatchRequest(),
+    WatchEvent(sequence: 7, kind: .sessionExpired, state: everySessionField, expiryReason: .revokedElsewhere),
+    ListOutboxRequest(),
+    OutboxEntry(contact: .email("a@example.com"), code: "654321", sentAtMilliseconds: 1_800_000_000_000, appID: "app"),
+    ListOutboxResponse(entries: [
+        OutboxEntry(contact: .email("a@example.com"), code: "1", sentAtMilliseconds: 1, appID: "a"),
+        OutboxEntry(contact: .phone("+15551234567"), code: "2", sentAtMilliseconds: 2, appID: "b"),
+    ]),
+    SlowEchoRequest(delayMilliseconds: 20, data: [0, 1, 255]),
+    SlowEchoResponse(data: [0, 1, 255]),
+    RefreshSessionRequest(),
+    GetAccountRequest(),
+    AccountResponse(
+        accountID: "acc_1", walletID: "wal_1", createdAtMilliseconds: 1_800_000_000_000,
+        contacts: [.email("a@example.com"), .phone("+15551234567")], needsBackupEmail: true,
+        passkeys: [
+            PasskeyInfo(
+                credentialID: "cred", rpID: "example.com", createdAt: Date(unixMilliseconds: 1_800_000_000_000),
+                lastUsedAt: Date(unixMilliseconds: 1_800_000_000_500))
+        ]),
+    ConfigureProfileRequest(passkeyDomain: "example.com", sessionPolicy: everyPolicyField),
+    ConfigureProfileResponse(passkeyDomain: "example.com", sessionPolicy: everyPolicyField, configKeys: ["autoRefresh"]),
+    everyPolicyField,
+    GetWalletRequest(),
+    WalletResponse(
+        walletID: "wal_1", createdAtMilliseconds: 1_800_000_000_000, ethereumAddress: "0xabc", solanaAddress: "Sol1"),
+    ExportRecoveryPhraseRequest(),
+    ExportRecoveryPhraseResponse(words: ["abandon", "ability"]),
+    ExportPrivateKeyRequest(chain: .solana),
+    ExportPrivateKeyResponse(chain: .ethereum, privateKey: "0x" + String(repeating: "ab", count: 32)),
+    BeginPasskeyRequest(),
+    BeginPasskeyResponse(ceremonyID: "c1", optionsJSON: "{}", origin: "https://example.com", expiresAtMilliseconds: 5),
+    FinishPasskeyRequest(ceremonyID: "c1", responseJSON: "{}"),
+    FinishPasskeyResponse(session: everySessionField, isAccountCreated: true),
+    CancelPasskeyRequest(ceremonyID: "c1"),
+    CancelPasskeyResponse(),
+    ConfirmContactVerificationRequest(code: "123456"),
 ]
 
 /// A message of each generated file with a NUL in a string, top-level or nested.
@@ -71,6 +133,8 @@ private let withNUL: [any WireMessage] = [
     GetSettingsResponse(pending: [SettingChange(key: "k", confirmed: "a\0b")]),
     ReadAuditLogResponse(verification: AuditVerificationMessage(file: "audit\0.jsonl")),
     AuthorityRevocation(appID: "a\0pp"),
+    AccountResponse(passkeys: [PasskeyInfo(credentialID: "c\0", rpID: "example.com", createdAt: Date(), lastUsedAt: nil)]),
+    WatchEvent(state: SessionSnapshot(authState: .authenticated, sessionState: .none, accountID: "acc\0")),
 ]
 
 /// Encodes `message`, decodes the bytes as the same type.
