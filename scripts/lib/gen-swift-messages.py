@@ -436,7 +436,8 @@ class Message:
             out.append(f"    public var {f.name}: {f.swift_type}\n")
         if self.fields:
             out.append("\n")
-        out.append(f"    /// A `{self.name}`; an argument left out is its proto3 default.\n")
+        article = "An" if self.name[:1] in "AEIOU" else "A"
+        out.append(f"    /// {article} `{self.name}`; an argument left out is its proto3 default.\n")
         if not self.fields:
             out.append("    public init() {}\n")
         else:

@@ -20,7 +20,7 @@ public struct AppEntry: WireMessage, Hashable {
     /// The profile's first approved app.
     public var isOwner: Bool
 
-    /// A `AppEntry`; an argument left out is its proto3 default.
+    /// An `AppEntry`; an argument left out is its proto3 default.
     public init(
         profile: String = "",
         path: String = "",
@@ -63,7 +63,7 @@ public struct ApproveAppRequest: WireMessage, Hashable {
     /// For an interpreter (`path` is python3, node, …): the script it runs.
     public var script: String
 
-    /// A `ApproveAppRequest`; an argument left out is its proto3 default.
+    /// An `ApproveAppRequest`; an argument left out is its proto3 default.
     public init(path: String = "", script: String = "") {
         self.path = path
         self.script = script
@@ -75,7 +75,7 @@ public struct ApproveAppResponse: WireMessage, Hashable {
     /// The approval made.
     public var app: AppEntry?
 
-    /// A `ApproveAppResponse`; an argument left out is its proto3 default.
+    /// An `ApproveAppResponse`; an argument left out is its proto3 default.
     public init(app: AppEntry? = nil) {
         self.app = app
     }

@@ -49,7 +49,7 @@ public struct AuditVerificationMessage: WireMessage, Hashable {
     /// What was found, for people.
     public var message: String
 
-    /// A `AuditVerificationMessage`; an argument left out is its proto3 default.
+    /// An `AuditVerificationMessage`; an argument left out is its proto3 default.
     public init(entries: UInt64 = 0, problem: String = "", file: String = "", line: UInt32 = 0, message: String = "") {
         self.entries = entries
         self.problem = problem

@@ -8,7 +8,7 @@ import RainCore
 /// /rain.wallet.v1.Authority/BeginDeviceProof: the connection's challenge (32 random bytes, the same
 /// for every call on the connection).
 public struct AuthorityBeginDeviceProofRequest: WireMessage, Hashable {
-    /// A `AuthorityBeginDeviceProofRequest`; an argument left out is its proto3 default.
+    /// An `AuthorityBeginDeviceProofRequest`; an argument left out is its proto3 default.
     public init() {}
 }
 
@@ -17,7 +17,7 @@ public struct AuthorityBeginDeviceProofResponse: WireMessage, Hashable {
     /// The connection's challenge.
     public var challenge: [UInt8]
 
-    /// A `AuthorityBeginDeviceProofResponse`; an argument left out is its proto3 default.
+    /// An `AuthorityBeginDeviceProofResponse`; an argument left out is its proto3 default.
     public init(challenge: [UInt8] = []) {
         self.challenge = challenge
     }
@@ -37,7 +37,7 @@ public struct AuthorityProveDeviceRequest: WireMessage, Hashable {
     /// Ed25519 (64 bytes) or ECDSA-SHA256 in DER.
     public var signature: [UInt8]
 
-    /// A `AuthorityProveDeviceRequest`; an argument left out is its proto3 default.
+    /// An `AuthorityProveDeviceRequest`; an argument left out is its proto3 default.
     public init(deviceID: String = "", devicePublicKey: [UInt8] = [], signature: [UInt8] = []) {
         self.deviceID = deviceID
         self.devicePublicKey = devicePublicKey
@@ -47,7 +47,7 @@ public struct AuthorityProveDeviceRequest: WireMessage, Hashable {
 
 /// The `AuthorityProveDeviceResponse` message.
 public struct AuthorityProveDeviceResponse: WireMessage, Hashable {
-    /// A `AuthorityProveDeviceResponse`; an argument left out is its proto3 default.
+    /// An `AuthorityProveDeviceResponse`; an argument left out is its proto3 default.
     public init() {}
 }
 
@@ -59,7 +59,7 @@ public struct AuthorityRebindDeviceRequest: WireMessage, Hashable {
     /// Its new key: DevicePublicKey wire bytes.
     public var newPublicKey: [UInt8]
 
-    /// A `AuthorityRebindDeviceRequest`; an argument left out is its proto3 default.
+    /// An `AuthorityRebindDeviceRequest`; an argument left out is its proto3 default.
     public init(deviceID: String = "", newPublicKey: [UInt8] = []) {
         self.deviceID = deviceID
         self.newPublicKey = newPublicKey
@@ -68,7 +68,7 @@ public struct AuthorityRebindDeviceRequest: WireMessage, Hashable {
 
 /// The `AuthorityRebindDeviceResponse` message.
 public struct AuthorityRebindDeviceResponse: WireMessage, Hashable {
-    /// A `AuthorityRebindDeviceResponse`; an argument left out is its proto3 default.
+    /// An `AuthorityRebindDeviceResponse`; an argument left out is its proto3 default.
     public init() {}
 }
 
@@ -80,7 +80,7 @@ public struct AuthorityConfirmDeviceKeyRequest: WireMessage, Hashable {
     /// The key it now uses: DevicePublicKey wire bytes.
     public var devicePublicKey: [UInt8]
 
-    /// A `AuthorityConfirmDeviceKeyRequest`; an argument left out is its proto3 default.
+    /// An `AuthorityConfirmDeviceKeyRequest`; an argument left out is its proto3 default.
     public init(deviceID: String = "", devicePublicKey: [UInt8] = []) {
         self.deviceID = deviceID
         self.devicePublicKey = devicePublicKey
@@ -89,7 +89,7 @@ public struct AuthorityConfirmDeviceKeyRequest: WireMessage, Hashable {
 
 /// The `AuthorityConfirmDeviceKeyResponse` message.
 public struct AuthorityConfirmDeviceKeyResponse: WireMessage, Hashable {
-    /// A `AuthorityConfirmDeviceKeyResponse`; an argument left out is its proto3 default.
+    /// An `AuthorityConfirmDeviceKeyResponse`; an argument left out is its proto3 default.
     public init() {}
 }
 
@@ -104,7 +104,7 @@ public struct AuthorityConfirmDeviceKeyResponse: WireMessage, Hashable {
 /// Each instance of the authority pushes what any instance revoked (PostgreSQL: NOTIFY
 /// rain_revocations). The stream has no end: the device cancels it or the connection closes.
 public struct AuthorityWatchRevocationsRequest: WireMessage, Hashable {
-    /// A `AuthorityWatchRevocationsRequest`; an argument left out is its proto3 default.
+    /// An `AuthorityWatchRevocationsRequest`; an argument left out is its proto3 default.
     public init() {}
 }
 
@@ -128,7 +128,7 @@ public struct AuthorityRevocation: WireMessage, Hashable {
     /// the device asks once whether each of its sessions is still live, as at a reconnect.
     public var isRecheck: Bool
 
-    /// A `AuthorityRevocation`; an argument left out is its proto3 default.
+    /// An `AuthorityRevocation`; an argument left out is its proto3 default.
     public init(
         appID: String = "",
         deviceID: String = "",

@@ -120,7 +120,7 @@ public struct AwaitRestoreRequest: WireMessage, Hashable {
     /// Milliseconds to wait for the stored session to load; 0 means 5000.
     public var timeoutMilliseconds: UInt32
 
-    /// A `AwaitRestoreRequest`; an argument left out is its proto3 default.
+    /// An `AwaitRestoreRequest`; an argument left out is its proto3 default.
     public init(timeoutMilliseconds: UInt32 = 0) {
         self.timeoutMilliseconds = timeoutMilliseconds
     }
@@ -167,7 +167,7 @@ public struct OutboxEntry: WireMessage, Hashable, CustomStringConvertible {
     public var sentAtMilliseconds: Int64
     public var appID: String
 
-    /// A `OutboxEntry`; an argument left out is its proto3 default.
+    /// An `OutboxEntry`; an argument left out is its proto3 default.
     public init(contact: RainWalletContact? = nil, code: String = "", sentAtMilliseconds: Int64 = 0, appID: String = "") {
         self.contact = contact
         self.code = code
@@ -246,7 +246,7 @@ public struct AccountResponse: WireMessage, Hashable {
     /// The account's passkeys, oldest first (every domain).
     public var passkeys: [PasskeyInfo]
 
-    /// A `AccountResponse`; an argument left out is its proto3 default.
+    /// An `AccountResponse`; an argument left out is its proto3 default.
     public init(
         accountID: String = "",
         walletID: String = "",
@@ -377,7 +377,7 @@ public struct WalletResponse: WireMessage, Hashable {
 /// "allowExport": true for the profile (checked before the authority is contacted); RAIN_201
 /// without a live session; RAIN_404 without a wallet. Never retried, logged or stored.
 public struct ExportRecoveryPhraseRequest: WireMessage, Hashable {
-    /// A `ExportRecoveryPhraseRequest`; an argument left out is its proto3 default.
+    /// An `ExportRecoveryPhraseRequest`; an argument left out is its proto3 default.
     public init() {}
 }
 
@@ -386,7 +386,7 @@ public struct ExportRecoveryPhraseResponse: WireMessage, Hashable, CustomStringC
     /// 12 BIP-39 English words.
     public var words: [String]
 
-    /// A `ExportRecoveryPhraseResponse`; an argument left out is its proto3 default.
+    /// An `ExportRecoveryPhraseResponse`; an argument left out is its proto3 default.
     public init(words: [String] = []) {
         self.words = words
     }
@@ -402,7 +402,7 @@ public struct ExportRecoveryPhraseResponse: WireMessage, Hashable, CustomStringC
 public struct ExportPrivateKeyRequest: WireMessage, Hashable {
     public var chain: RainChain?
 
-    /// A `ExportPrivateKeyRequest`; an argument left out is its proto3 default.
+    /// An `ExportPrivateKeyRequest`; an argument left out is its proto3 default.
     public init(chain: RainChain? = nil) {
         self.chain = chain
     }
@@ -415,7 +415,7 @@ public struct ExportPrivateKeyResponse: WireMessage, Hashable, CustomStringConve
     /// public key).
     public var privateKey: String
 
-    /// A `ExportPrivateKeyResponse`; an argument left out is its proto3 default.
+    /// An `ExportPrivateKeyResponse`; an argument left out is its proto3 default.
     public init(chain: RainChain? = nil, privateKey: String = "") {
         self.chain = chain
         self.privateKey = privateKey
