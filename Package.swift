@@ -144,6 +144,7 @@ let package = Package(
         .testTarget(
             name: "RainTransportTests",
             dependencies: ["RainTransport", "RainCore", "RainWire", "RainCrypto", "RainSystem", "RainTestSupport"]),
+        .testTarget(name: "RainClientTransportTests", dependencies: ["RainClientTransport", "RainCore", "RainWire"]),
         .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto", "RainTestSupport"]),
         .testTarget(
             name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto", "RainSystem"]),
