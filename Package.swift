@@ -176,6 +176,8 @@ let package = Package(
             ]),
         // The client library's own rules (no daemon): reconnect backoff, when onSessionExpired fires.
         .testTarget(name: "RainWalletTests", dependencies: ["RainWallet", "RainWire", "RainCore"]),
+        // The command tree's declarations and the domain files, without the binaries.
+        .testTarget(name: "RainCLITests", dependencies: ["RainCLI", "RainCommandLine", "RainAccess", "RainCore"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [
