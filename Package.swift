@@ -154,6 +154,24 @@ let package = Package(
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
                 "RainSoftAuthenticator", "RainSystem", "RainCodeSenderSettings",
             ]),
+        // The stores (SQLite, PostgreSQL), often through the authority that drives them.
+        .testTarget(
+            name: "RainStoreTests",
+            dependencies: [
+                "RainStore", "RainAuthority", "RainAuthorityAPI", "RainCore", "RainCrypto", "RainWire", "RainTestSupport",
+            ]),
+        // The remote authority and the revocation feed, against a real AuthorityService on loopback.
+        .testTarget(
+            name: "RainAuthorityAPITests",
+            dependencies: [
+                "RainAuthorityAPI", "RainAuthority", "RainAuthorityServer", "RainStore", "RainCore", "RainCrypto",
+                "RainSoftAuthenticator", "RainSystem", "RainTransport", "RainWebAuthn", "RainWire", "RainTestSupport",
+            ]),
+        .testTarget(
+            name: "RainAuthorityServerTests",
+            dependencies: [
+                "RainAuthorityServer", "RainAuthorityAPI", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
+            ]),
         .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(
