@@ -1,10 +1,10 @@
 import Foundation
+import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
-import RainWire
-import RainAuthority
 import RainStore
+import RainWire
 import Synchronization
 
 /// One authority on a real SQLite file in its own temp directory, a manual clock, a capturing

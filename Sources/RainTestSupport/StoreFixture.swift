@@ -1,8 +1,8 @@
 import Foundation
+import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
-import RainAuthority
 import RainStore
 
 /// The `AuthorityStore` implementations the conformance suite runs against.
