@@ -144,6 +144,7 @@ let package = Package(
         .testTarget(
             name: "RainTransportTests",
             dependencies: ["RainTransport", "RainCore", "RainWire", "RainCrypto", "RainSystem", "RainTestSupport"]),
+        .testTarget(name: "RainClientTransportTests", dependencies: ["RainClientTransport", "RainCore", "RainWire"]),
         .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto", "RainTestSupport"]),
         .testTarget(
             name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto", "RainSystem"]),
@@ -152,6 +153,24 @@ let package = Package(
             dependencies: [
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
                 "RainSoftAuthenticator", "RainSystem", "RainCodeSenderSettings",
+            ]),
+        // The stores (SQLite, PostgreSQL), often through the authority that drives them.
+        .testTarget(
+            name: "RainStoreTests",
+            dependencies: [
+                "RainStore", "RainAuthority", "RainAuthorityAPI", "RainCore", "RainCrypto", "RainWire", "RainTestSupport",
+            ]),
+        // The remote authority and the revocation feed, against a real AuthorityService on loopback.
+        .testTarget(
+            name: "RainAuthorityAPITests",
+            dependencies: [
+                "RainAuthorityAPI", "RainAuthority", "RainAuthorityServer", "RainStore", "RainCore", "RainCrypto",
+                "RainSoftAuthenticator", "RainSystem", "RainTransport", "RainWebAuthn", "RainWire", "RainTestSupport",
+            ]),
+        .testTarget(
+            name: "RainAuthorityServerTests",
+            dependencies: [
+                "RainAuthorityServer", "RainAuthorityAPI", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
             ]),
         .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
@@ -175,6 +194,8 @@ let package = Package(
             ]),
         // The client library's own rules (no daemon): reconnect backoff, when onSessionExpired fires.
         .testTarget(name: "RainWalletTests", dependencies: ["RainWallet", "RainWire", "RainCore"]),
+        // The command tree's declarations and the domain files, without the binaries.
+        .testTarget(name: "RainCLITests", dependencies: ["RainCLI", "RainCommandLine", "RainAccess", "RainCore"]),
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [

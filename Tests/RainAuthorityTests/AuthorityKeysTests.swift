@@ -2,6 +2,7 @@ import Foundation
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
+import RainTestSupport
 import Testing
 
 @testable import RainAuthority

@@ -281,12 +281,12 @@ struct CrossAppSendLimitTests {
             #expect(Set(sources ?? []) == ["ip:127.0.0.1", "uid:\(getuid())"])
         } catch {
             remote.close()
-            await server.stop()
+            try await server.stop()
             await store.close()
             throw error
         }
         remote.close()
-        await server.stop()
+        try await server.stop()
         await store.close()
     }
 

@@ -329,9 +329,9 @@ struct DeviceBindingTests {
 
     @Test("over TLS: a proof is bound to its connection; replayed on another one it fails, and the channel binding is RFC 9266's")
     func tlsProofNotReusable() async throws {
-        try await RemoteTLSTests.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await RemoteFixture.with(
-                serverTLS: try RemoteTLSTests.serverContext(c),
+                serverTLS: try TestCertificates.serverContext(c),
                 clientTLS: try TLSContext.client(trustedCertificatesFile: c.caPath)
             ) { f in
                 let login = try await f.login()

@@ -168,7 +168,7 @@ struct IdempotentConfirmTests {
             #expect(sessions.first?.refreshHash == f.keys.tokenHash(repeated.tokens.refreshToken))
             #expect(try await f.violations().isEmpty)
             remote.close()
-            await server.stop()
+            try await server.stop()
         }
     }
 }

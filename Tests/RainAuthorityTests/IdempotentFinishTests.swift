@@ -309,9 +309,9 @@ struct IdempotentFinishTests {
     func overTheWire() async throws {
         try await RemoteFixture.with { f in
             let authenticator = SoftAuthenticator(path: f.directory + "/authenticator.json")
-            let begin = try await f.remote.beginPasskeyRegistration(RemotePasskeyTests.begin())
+            let begin = try await f.remote.beginPasskeyRegistration(RemoteFixture.passkeyBegin())
             let response = try await authenticator.createCredential(optionsJSON: begin.optionsJSON, origin: Self.origin)
-            var request = RemotePasskeyTests.finish(begin, response, key: FixtureDevice.key)
+            var request = RemoteFixture.passkeyFinish(begin, response, key: FixtureDevice.key)
             request.idempotencyKey = try SecureRandom.bytes(count: 32)
             let created = try #require(try await f.remote.finishPasskeyRegistration(request))
             #expect(try await f.remote.finishPasskeyRegistration(request) == created)

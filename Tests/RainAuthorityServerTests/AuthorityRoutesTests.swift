@@ -1,4 +1,5 @@
 import RainAuthorityAPI
+import RainAuthorityServer
 import RainCore
 import RainTestSupport
 import RainTransport

@@ -13,17 +13,6 @@ import Testing
 /// certificates made by `openssl` at test time.
 @Suite("Remote authority over TLS")
 struct RemoteTLSTests {
-    /// Test certificates in a fresh directory, removed after `body`.
-    static func withCertificates(_ body: (TestCertificates) async throws -> Void) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await body(try await TestCertificates.make(in: directory))
-    }
-
-    static func serverContext(_ c: TestCertificates, certificate: String? = nil) throws -> TLSContext {
-        try TLSContext.server(certificateChainFile: certificate ?? c.serverCertificatePath, privateKeyFile: c.serverKeyPath)
-    }
-
     static func logger() -> Logger { Logger(label: "test", minimumLevel: .debug, sink: CapturingLogSink()) }
 
     /// A TLS server answering GetInfo (version `tls`), stopped after `body`.
@@ -34,15 +23,16 @@ struct RemoteTLSTests {
         let logger = logger()
         let service = AuthorityService(authority: SlowAuthority(delay: .zero), version: "tls", logger: logger)
         let server = try RunningTCPServer(
-            handler: service, host: host, tls: try serverContext(c, certificate: certificate), handshakeTimeout: handshakeTimeout,
+            handler: service, host: host, tls: try TestCertificates.serverContext(c, certificate: certificate),
+            handshakeTimeout: handshakeTimeout,
             logger: logger)
         do {
             try await body(server)
         } catch {
-            await server.stop()
+            try await server.stop()
             throw error
         }
-        await server.stop()
+        try await server.stop()
     }
 
     static func client(_ caPath: String, _ address: String) throws -> RemoteAuthority {
@@ -53,9 +43,10 @@ struct RemoteTLSTests {
 
     @Test("a device logs in by code through a TLS authority, by name and by IP address")
     func loginOverTLS() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await RemoteFixture.with(
-                serverTLS: try Self.serverContext(c), clientTLS: try TLSContext.client(trustedCertificatesFile: c.caPath)
+                serverTLS: try TestCertificates.serverContext(c),
+                clientTLS: try TLSContext.client(trustedCertificatesFile: c.caPath)
             ) { f in
                 let login = try await f.login()
                 #expect(!login.accountID.isEmpty)
@@ -70,7 +61,7 @@ struct RemoteTLSTests {
 
     @Test("TLS handshake time (connect + TLS 1.3 handshake, 20 fresh connections; printed, not asserted)")
     func handshakeTime() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(c) { server in
                 let context = try TLSContext.client(trustedCertificatesFile: c.caPath)
                 let address = try TCPAddress(parsing: "127.0.0.1:\(server.port)")
@@ -95,7 +86,7 @@ struct RemoteTLSTests {
 
     @Test("a server certificate from an unknown CA is refused with RAIN_501 tls_unknown_ca; the server keeps serving")
     func wrongCA() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(c) { server in
                 let wrong = try Self.client(c.otherCAPath, server.address)
                 let error = await rainError { _ = try await wrong.getInfo() }
@@ -114,7 +105,7 @@ struct RemoteTLSTests {
         "a certificate that does not name the host is refused with RAIN_501 tls_host_mismatch",
         arguments: ["localhost", "127.0.0.1"])
     func hostMismatch(host: String) async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(certificate: c.wrongNameCertificatePath, c) { server in
                 let client = try Self.client(c.caPath, "\(host):\(server.port)")
                 let error = await rainError { _ = try await client.getInfo() }
@@ -127,7 +118,7 @@ struct RemoteTLSTests {
 
     @Test("an expired server certificate is refused with RAIN_501 tls_certificate_expired")
     func expired() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(certificate: c.expiredCertificatePath, c) { server in
                 let client = try Self.client(c.caPath, server.address)
                 let error = await rainError { _ = try await client.getInfo() }
@@ -140,7 +131,7 @@ struct RemoteTLSTests {
 
     @Test("a TLS client against a plain-TCP authority gets RAIN_501 tls_not_tls")
     func tlsClientPlainServer() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             let logger = Self.logger()
             let service = AuthorityService(authority: SlowAuthority(delay: .zero), version: "plain", logger: logger)
             let server = try RunningTCPServer(handler: service, logger: logger)
@@ -149,13 +140,13 @@ struct RemoteTLSTests {
             #expect(error?.code == .provider)
             #expect(error?.details.reason == TLSSession.FailureReason.notTLS)
             client.close()
-            await server.stop()
+            try await server.stop()
         }
     }
 
     @Test("a plain-TCP client on the TLS port gets no answer, only an alert and the close; the server keeps serving")
     func plainClientOnTLSPort() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(c) { server in
                 let fd = try TCPSocket.connect(TCPAddress(parsing: server.address), timeout: .seconds(10))
                 defer { close(fd) }
@@ -180,7 +171,7 @@ struct RemoteTLSTests {
 
     @Test("a client offering only TLS 1.2 is refused; the same client with TLS 1.3 connects")
     func tls12Refused() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(c) { server in
                 let old = await c.sClient(port: server.port, ["-tls1_2"])
                 #expect(old.status != 0, "a TLS 1.2 client was served: \(old.output)")
@@ -193,7 +184,7 @@ struct RemoteTLSTests {
 
     @Test("a connection that does not finish its handshake in time is closed; others are served meanwhile")
     func handshakeDeadline() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(handshakeTimeout: .milliseconds(1500), c) { server in
                 let address = try TCPAddress(parsing: server.address)
                 // A peer that sends half a ClientHello header and stalls.
@@ -220,7 +211,7 @@ struct RemoteTLSTests {
         #expect(!address.isLoopback)
         let refused = await rainError { _ = try TCPAddress(parsing: text, field: "authority") }
         #expect(refused?.details.reason == TCPAddress.nonLoopbackReason)
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             let context = try TLSContext.client(trustedCertificatesFile: c.caPath)
             // Accepted with TLS (no connection is made yet) …
             _ = try RemoteAuthority(address: text, tls: context, logger: Self.logger())
@@ -233,7 +224,7 @@ struct RemoteTLSTests {
 
     @Test("a TLS server listens on 0.0.0.0 and serves a client on 127.0.0.1")
     func listenOnAllAddresses() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             try await Self.withServer(host: "0.0.0.0", c) { server in
                 let client = try Self.client(c.caPath, "127.0.0.1:\(server.port)")
                 #expect(try await client.getInfo().daemonVersion == "tls")
@@ -251,20 +242,20 @@ struct RemoteTLSTests {
 
     @Test("a TLS private key that others can read is refused with RAIN_102 key_file_mode")
     func keyFileMode() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             #expect(chmod(c.serverKeyPath, 0o644) == 0)
-            let error = await rainError { _ = try Self.serverContext(c) }
+            let error = await rainError { _ = try TestCertificates.serverContext(c) }
             #expect(error?.code == .invalidArgument)
             #expect(error?.details.reason == "key_file_mode")
             #expect(error?.details.field == "privateKey")
             #expect(chmod(c.serverKeyPath, 0o600) == 0)
-            _ = try Self.serverContext(c)
+            _ = try TestCertificates.serverContext(c)
         }
     }
 
     @Test("a key that does not match the certificate, a missing certificate or a CA file without certificates is RAIN_102")
     func badFiles() async throws {
-        try await Self.withCertificates { c in
+        try await TestCertificates.withTemporaryDirectory { c in
             let otherKey = "\(c.directory)/other-ca.key"
             #expect(chmod(otherKey, 0o600) == 0)
             let mismatch = await rainError {

@@ -13,150 +13,6 @@ import Testing
 @testable import RainAuthority
 @testable import RainStore
 
-/// An `EventLoopServer` on a loopback TCP port, serving `handler`, with its loop on a thread.
-final class RunningTCPServer: Sendable {
-    let server: EventLoopServer
-    let port: UInt16
-    private let isFinished = Mutex(false)
-
-    /// A server on a free port below the kernel's ephemeral range (`ip_local_port_range`, 32768 up
-    /// here), for tests that stop it and listen on its port again: an ephemeral port, once freed,
-    /// can become the local port of any test's outgoing connection in the meantime, and the second
-    /// listen then failed with "address already in use" (seen once in the parallel unit stage).
-    /// Ports below the range are never given to outgoing connections.
-    static func belowEphemeralPorts(
-        handler: any ServerHandler, tls: TLSContext? = nil, logger: Logger
-    ) throws -> RunningTCPServer {
-        var lastError: RainError?
-        for _ in 0..<100 {
-            do {
-                return try RunningTCPServer(handler: handler, port: UInt16.random(in: 20_000...32_000), tls: tls, logger: logger)
-            } catch let error as RainError where (error.underlying as? ErrnoError)?.code == EADDRINUSE {
-                lastError = error  // another test's port: draw again
-            }
-        }
-        throw lastError ?? RainError(.internalError, "no free port below the ephemeral range")
-    }
-
-    /// Listens on `host`:`port` (0: an ephemeral port) and starts the loop; with `tls`, serves TLS.
-    init(
-        handler: any ServerHandler, port: UInt16 = 0, host: String = "127.0.0.1", tls: TLSContext? = nil,
-        handshakeTimeout: Duration = .seconds(10), logger: Logger
-    ) throws {
-        let address = try TCPAddress(parsing: "\(host):\(port)", field: "listen", allowsNonLoopback: tls != nil)
-        let fd = try TCPSocket.listen(address)
-        self.port = try TCPSocket.localPort(of: fd)
-        var options = ServerOptions()
-        options.isTCP = true
-        options.tls = tls
-        options.tlsHandshakeTimeout = handshakeTimeout
-        server = try EventLoopServer(listeningSocket: fd, options: options, handler: handler, logger: logger)
-        let thread = Thread { [self] in
-            server.run()
-            isFinished.withLock { $0 = true }
-        }
-        thread.name = "test.authority.loop"
-        thread.start()
-    }
-
-    /// `127.0.0.1:PORT`.
-    var address: String { "127.0.0.1:\(port)" }
-
-    /// Stops the loop and waits until it has returned (its listening socket and connections closed).
-    func stop() async {
-        server.stop(drainTimeout: .milliseconds(200))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !isFinished.withLock({ $0 }) && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        #expect(isFinished.withLock { $0 }, "the server loop did not stop")
-    }
-}
-
-/// An embedded authority (SQLite in a temp directory, manual clock, capturing sender) served by an
-/// `AuthorityService` on 127.0.0.1, and a `RemoteAuthority` that calls it.
-struct RemoteFixture {
-    let directory: String
-    let clock: ManualClock
-    let sender: CapturingCodeSender
-    let store: SQLiteAuthorityStore
-    let embedded: EmbeddedAuthority
-    let service: AuthorityService
-    let server: RunningTCPServer
-    let remote: RemoteAuthority
-    let logSink: CapturingLogSink
-    let logger: Logger
-
-    static let app = "app-one"
-    static let device = "device-a"
-    static let email = RainWalletContact.email("user@example.com")
-
-    /// Runs `body` with a fresh fixture and tears everything down afterwards.
-    /// - Parameter withOutbox: deliver codes to an outbox file (so `listOutbox` has entries) instead
-    ///   of the capturing sender.
-    static func with(
-        isDevOutboxEnabled: Bool = false, withOutbox: Bool = false, callTimeout: Duration = .seconds(20),
-        serverTLS: TLSContext? = nil, clientTLS: TLSContext? = nil, _ body: (RemoteFixture) async throws -> Void
-    ) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let sink = CapturingLogSink()
-        let logger = Logger(label: "test", minimumLevel: .debug, sink: sink)
-        let clock = ManualClock()
-        let sender = CapturingCodeSender()
-        let store = try await SQLiteAuthorityStore.open(stateDirectory: directory)
-        let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 9, count: 32)))
-        let outbox = withOutbox ? OutboxCodeSender(stateDirectory: directory, logger: logger.child("outbox")) : nil
-        let embedded = EmbeddedAuthority(
-            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true, sendLimits: .unlimited), clock: clock,
-            sender: outbox ?? sender, outbox: outbox, logger: logger.child("authority"))
-        let service = AuthorityService(
-            authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"),
-            revocations: embedded.revocations)
-        let server = try RunningTCPServer.belowEphemeralPorts(handler: service, tls: serverTLS, logger: logger.child("loop"))
-        let remote = try RemoteAuthority(
-            address: server.address, tls: clientTLS, device: FixtureDevice.keys, connectTimeout: .seconds(2),
-            deadlines: AuthorityDeadlines(read: callTimeout, send: callTimeout, refresh: callTimeout),
-            logger: logger.child("remote"))
-        let fixture = RemoteFixture(
-            directory: directory, clock: clock, sender: sender, store: store, embedded: embedded, service: service,
-            server: server, remote: remote, logSink: sink, logger: logger)
-        do {
-            try await body(fixture)
-        } catch {
-            remote.close()
-            await server.stop()
-            await store.close()
-            throw error
-        }
-        remote.close()
-        await server.stop()
-        await store.close()
-    }
-
-    /// Sends a code through the remote authority; returns the challenge and the delivered code.
-    func send(
-        _ contact: RainWalletContact = RemoteFixture.email, device: String = RemoteFixture.device,
-        via authority: (any Authority)? = nil
-    ) async throws -> (challenge: SendCodeResult, code: String) {
-        let result = try await (authority ?? remote).sendLoginCode(
-            SendCodeRequest(appID: Self.app, deviceID: device, contact: contact))
-        return (result, try sender.lastCode(to: contact))
-    }
-
-    /// Sends and confirms through the remote authority, binding the session to `key`.
-    func login(
-        _ contact: RainWalletContact = RemoteFixture.email, device: String = RemoteFixture.device,
-        key: Ed25519PrivateKey? = FixtureDevice.key, via authority: (any Authority)? = nil
-    ) async throws -> LoginResult {
-        let (challenge, code) = try await send(contact, device: device, via: authority)
-        return try await (authority ?? remote).confirmLoginCode(
-            ConfirmCodeRequest(
-                appID: Self.app, deviceID: device, challengeID: challenge.challengeID, code: code,
-                devicePublicKey: key?.publicKey.rawRepresentation ?? []))
-    }
-}
-
 /// An authority whose every call waits `delay` and then fails (for deadlines).
 /// A count shared between a test and its fake.
 final class Counter: Sendable {
@@ -273,15 +129,15 @@ struct RemoteAuthorityTests {
                             challengeID: challenge.challengeID, code: typed))
                 }
             }
-            let first = try #require(await confirm(RainAuthorityTests.wrongCode(for: code)))
+            let first = try #require(await confirm(RainTestSupport.wrongCode(for: code)))
             #expect(first.code == .invalidLoginCode)
             #expect(first.details.attemptsRemaining == 2)
             #expect(first.details.reason == "wrong")
             #expect(!first.message.contains(code))
 
-            let second = try #require(await confirm(RainAuthorityTests.wrongCode(for: code)))
+            let second = try #require(await confirm(RainTestSupport.wrongCode(for: code)))
             #expect(second.details.attemptsRemaining == 1)
-            let third = try #require(await confirm(RainAuthorityTests.wrongCode(for: code)))
+            let third = try #require(await confirm(RainTestSupport.wrongCode(for: code)))
             #expect(third.code == .invalidLoginCode)
             #expect(third.details.attemptsRemaining == 0)
             #expect(third.details.reason == "locked")
@@ -534,7 +390,7 @@ struct RemoteAuthorityTests {
                 _ = try await f.remote.confirmLoginCode(
                     ConfirmCodeRequest(
                         appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
-                        code: RainAuthorityTests.wrongCode(for: code)))
+                        code: RainTestSupport.wrongCode(for: code)))
             }
             let login = try await f.remote.confirmLoginCode(
                 ConfirmCodeRequest(
@@ -569,7 +425,7 @@ struct RemoteAuthorityTests {
         try await RemoteFixture.with { f in
             let login = try await f.login()
             let port = f.server.port
-            await f.server.stop()
+            try await f.server.stop()
 
             for _ in 0..<3 {
                 let error = await rainError {
@@ -590,10 +446,10 @@ struct RemoteAuthorityTests {
                 let again = try await f.login()
                 #expect(again.accountID == login.accountID)
             } catch {
-                await restarted.stop()
+                try await restarted.stop()
                 throw error
             }
-            await restarted.stop()
+            try await restarted.stop()
         }
     }
 
@@ -602,7 +458,7 @@ struct RemoteAuthorityTests {
         try await RemoteFixture.with { f in
             _ = try await f.remote.getInfo()
             let port = f.server.port
-            await f.server.stop()
+            try await f.server.stop()
             let restarted = try RunningTCPServer(handler: f.service, port: port, logger: f.logger.child("loop2"))
             // The old connection's end may not have been seen yet: poll with a deadline.
             var info: GetInfoResponse?
@@ -616,7 +472,7 @@ struct RemoteAuthorityTests {
                 }
             }
             #expect(info?.daemonVersion == "test")
-            await restarted.stop()
+            try await restarted.stop()
         }
     }
 
@@ -696,7 +552,7 @@ struct RemoteAuthorityTests {
         #expect(remote.linkState?.phase == .connected)
         #expect(changes.withLock { $0 } == [.degraded, .unreachable, .connected])
         remote.close()
-        await server.stop()
+        try await server.stop()
     }
 
     /// Within a device's read (`AuthorityDeadlines.operationDeadline`), a call waits only what is
@@ -714,7 +570,7 @@ struct RemoteAuthorityTests {
         #expect(error?.code == .network)
         #expect(error?.details.reason == "deadline_exceeded")
         remote.close()
-        await server.stop()
+        try await server.stop()
     }
 
     @Test("a closed client refuses further calls with RAIN_301")

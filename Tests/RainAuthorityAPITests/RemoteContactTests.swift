@@ -15,10 +15,10 @@ struct RemoteContactTests {
         try await RemoteFixture.with { f in
             let anchor = SoftAuthenticator(path: f.directory + "/authenticator.json")
             let key = FixtureDevice.key
-            let begin = try await f.remote.beginPasskeyRegistration(RemotePasskeyTests.begin())
+            let begin = try await f.remote.beginPasskeyRegistration(RemoteFixture.passkeyBegin())
             let created = try #require(
                 try await f.remote.finishPasskeyRegistration(
-                    RemotePasskeyTests.finish(
+                    RemoteFixture.passkeyFinish(
                         begin, try await anchor.createCredential(optionsJSON: begin.optionsJSON, origin: Self.origin),
                         key: key)))
             let token = created.tokens.accessToken

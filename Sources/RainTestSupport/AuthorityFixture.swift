@@ -1,34 +1,31 @@
 import Foundation
+import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
-import RainTestSupport
+import RainStore
 import RainWire
 import Synchronization
-import Testing
-
-@testable import RainAuthority
-@testable import RainStore
 
 /// One authority on a real SQLite file in its own temp directory, a manual clock, a capturing
 /// sender and a capturing log sink.
-struct AuthorityFixture {
-    let directory: String
-    let clock: ManualClock
-    let sender: CapturingCodeSender
-    let store: SQLiteAuthorityStore
-    let keys: AuthorityKeys
-    let logSink: CapturingLogSink
-    let authority: EmbeddedAuthority
+package struct AuthorityFixture {
+    package let directory: String
+    package let clock: ManualClock
+    package let sender: CapturingCodeSender
+    package let store: SQLiteAuthorityStore
+    package let keys: AuthorityKeys
+    package let logSink: CapturingLogSink
+    package let authority: EmbeddedAuthority
 
-    static let app = "app-one"
-    static let email = RainWalletContact.email("user@example.com")
-    static let phone = RainWalletContact.phone("+15551234567")
+    package static let app = "app-one"
+    package static let email = RainWalletContact.email("user@example.com")
+    package static let phone = RainWalletContact.phone("+15551234567")
 
     /// Runs `body` with a fresh fixture and removes its directory afterwards. The send limits are
     /// off unless `settings` turns them on: these tests send codes back to back on a stopped clock
     /// (the limits have their own tests, `SendLimitTests`).
-    static func with(
+    package static func with(
         settings: AuthoritySettings = AuthoritySettings(sendLimits: .unlimited), outbox: OutboxCodeSender? = nil,
         _ body: (AuthorityFixture) async throws -> Void
     ) async throws {
@@ -51,7 +48,7 @@ struct AuthorityFixture {
     }
 
     /// Sends a code and returns the challenge with the code that was delivered.
-    func send(
+    package func send(
         _ contact: RainWalletContact = AuthorityFixture.email, device: String = "device-a",
         app: String = AuthorityFixture.app
     ) async throws -> (challenge: SendCodeResult, code: String) {
@@ -61,7 +58,7 @@ struct AuthorityFixture {
 
     /// Confirms a code; the session is bound to `deviceKey` (the fixture device's by default; nil:
     /// unbound).
-    func confirm(
+    package func confirm(
         _ challenge: SendCodeResult, code: String, device: String = "device-a", app: String = AuthorityFixture.app,
         deviceKey: Ed25519PrivateKey? = FixtureDevice.key
     ) async throws -> LoginResult {
@@ -72,7 +69,7 @@ struct AuthorityFixture {
     }
 
     /// Sends and confirms; the session is bound to `deviceKey` (the fixture device's by default).
-    func login(
+    package func login(
         _ contact: RainWalletContact = AuthorityFixture.email, device: String = "device-a",
         app: String = AuthorityFixture.app, deviceKey: Ed25519PrivateKey? = FixtureDevice.key
     ) async throws -> LoginResult {
@@ -81,7 +78,7 @@ struct AuthorityFixture {
     }
 
     /// Refreshes `refreshToken` as `device` would, having proven `key`.
-    func refresh(
+    package func refresh(
         _ refreshToken: String, key: Ed25519PrivateKey, device: String = "device-a", app: String = AuthorityFixture.app
     ) async throws -> SessionTokens {
         try await authority.refreshSession(
@@ -90,49 +87,25 @@ struct AuthorityFixture {
     }
 
     /// The one session of `accountID` in the fixture's app whose device is `device`, newest first.
-    func session(_ accountID: String, device: String = "device-a") async throws -> SessionRecord {
-        try #require(
-            try await store.sessions(appID: AuthorityFixture.app, accountID: accountID).last {
+    package func session(_ accountID: String, device: String = "device-a") async throws -> SessionRecord {
+        guard
+            let session = try await store.sessions(appID: AuthorityFixture.app, accountID: accountID).last(where: {
                 $0.deviceID == device
             })
+        else { throw HarnessError("no session of \(accountID) on \(device)") }
+        return session
     }
-}
-
-/// The RAIN_201 `details.reason` of the error `body` throws; records an issue when it succeeds or
-/// throws another code.
-func sessionRefusal(
-    sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
-) async -> String? {
-    guard let error = await rainError(body) else {
-        Issue.record("expected RAIN_201, but the call succeeded", sourceLocation: sourceLocation)
-        return nil
-    }
-    #expect(error.code == .sessionExpired, "expected RAIN_201, got \(error)", sourceLocation: sourceLocation)
-    return error.details.reason
 }
 
 /// A new 0700 directory under /tmp (short, unique per test).
-func makeTemporaryDirectory() throws -> String {
+package func makeTemporaryDirectory() throws -> String {
     let path = "/tmp/rain-authority-" + UUID().uuidString.lowercased().prefix(13)
     try FileManager.default.createDirectory(
         atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
     return path
 }
 
-/// The `RainError` `body` throws, or nil when it succeeds or throws something else.
-func rainError(_ body: () async throws -> Void) async -> RainError? {
-    do {
-        try await body()
-        return nil
-    } catch let error as RainError {
-        return error
-    } catch {
-        Issue.record("expected a RainError, got \(error)")
-        return nil
-    }
-}
-
 /// A 6-digit code that differs from `code` in every digit.
-func wrongCode(for code: String) -> String {
+package func wrongCode(for code: String) -> String {
     String(code.map { Character(String(((Int(String($0)) ?? 0) + 1) % 10)) })
 }

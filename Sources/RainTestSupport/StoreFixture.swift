@@ -1,45 +1,40 @@
 import Foundation
+import RainAuthority
 import RainAuthorityAPI
 import RainCore
 import RainCrypto
-import RainTestSupport
-import Testing
-
-@testable import RainAuthority
-@testable import RainStore
+import RainStore
 
 /// The `AuthorityStore` implementations the conformance suite runs against.
-enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+package enum StoreKind: String, CaseIterable, Sendable {
     /// `SQLiteAuthorityStore` in a temporary directory.
     case sqlite
     /// `PostgresAuthorityStore` on a fresh database of the shared test cluster.
     case postgres
-
-    var testDescription: String { rawValue }
 }
 
 /// One or more stores of one kind on the same database (instances sharing state, as several
 /// authority processes do), each with its authority, a manual clock, a capturing sender and the
 /// same keys.
-struct StoreFixture {
-    let kind: StoreKind
-    let stores: [any AuthorityStore]
-    let authorities: [EmbeddedAuthority]
-    let clock: ManualClock
-    let sender: CapturingCodeSender
-    let keys: AuthorityKeys
+package struct StoreFixture {
+    package let kind: StoreKind
+    package let stores: [any AuthorityStore]
+    package let authorities: [EmbeddedAuthority]
+    package let clock: ManualClock
+    package let sender: CapturingCodeSender
+    package let keys: AuthorityKeys
     /// Opens one more store on the same database.
-    let reopen: @Sendable () async throws -> any AuthorityStore
+    package let reopen: @Sendable () async throws -> any AuthorityStore
 
-    var store: any AuthorityStore { stores[0] }
-    var authority: EmbeddedAuthority { authorities[0] }
+    package var store: any AuthorityStore { stores[0] }
+    package var authority: EmbeddedAuthority { authorities[0] }
 
-    static let app = AuthorityFixture.app
-    static let email = AuthorityFixture.email
-    static let phone = AuthorityFixture.phone
+    package static let app = AuthorityFixture.app
+    package static let email = AuthorityFixture.email
+    package static let phone = AuthorityFixture.phone
 
     /// Runs `body` with `instances` stores of `kind` on one fresh database, closing them afterwards.
-    static func with(
+    package static func with(
         _ kind: StoreKind, instances: Int = 1, settings: AuthoritySettings = AuthoritySettings(),
         _ body: (StoreFixture) async throws -> Void
     ) async throws {
@@ -69,7 +64,7 @@ struct StoreFixture {
 
     /// A function that opens a store of `kind` on one new, empty database (each call another
     /// instance on the same one), and the cleanup to run after the last one is closed.
-    static func opener(_ kind: StoreKind) async throws
+    package static func opener(_ kind: StoreKind) async throws
         -> (open: @Sendable () async throws -> any AuthorityStore, cleanup: () -> Void)
     {
         switch kind {
@@ -87,7 +82,7 @@ struct StoreFixture {
 
     /// The store's consistency violations (accounts without wallets, two pending codes on one
     /// device, two live sessions on one account, …); empty when consistent.
-    func violations() async throws -> [String] {
+    package func violations() async throws -> [String] {
         switch store {
         case let sqlite as SQLiteAuthorityStore: return try await sqlite.consistencyViolations()
         case let postgres as PostgresAuthorityStore: return try await postgres.consistencyViolations()
@@ -96,7 +91,7 @@ struct StoreFixture {
     }
 
     /// A challenge to insert, created now on the fixture's clock, expiring in 5 minutes.
-    func newChallenge(
+    package func newChallenge(
         _ contact: RainWalletContact = StoreFixture.email, device: String = "device-a", app: String = StoreFixture.app,
         code: String = "123456", purpose: ChallengePurpose = .login, target: String? = nil, id: String? = nil
     ) throws -> NewChallenge {
@@ -109,20 +104,19 @@ struct StoreFixture {
 
     /// Inserts without limits and expects it to be stored.
     @discardableResult
-    func insert(_ challenge: NewChallenge, maxActive: Int = 3, store: (any AuthorityStore)? = nil) async throws
+    package func insert(_ challenge: NewChallenge, maxActive: Int = 3, store: (any AuthorityStore)? = nil) async throws
         -> ChallengeInsertion
     {
         let outcome = try await (store ?? self.store).insertChallenge(
             challenge, maxActivePerAccount: maxActive, limits: .unlimited)
         guard case .inserted(let insertion) = outcome else {
-            Issue.record("expected the challenge to be inserted, got \(outcome)")
-            throw HarnessError("not inserted")
+            throw HarnessError("expected the challenge to be inserted, got \(outcome)")
         }
         return insertion
     }
 
     /// A new session with random token hashes, bound to `key` when given.
-    func newSession(key: [UInt8]? = nil) throws -> NewSession {
+    package func newSession(key: [UInt8]? = nil) throws -> NewSession {
         NewSession(
             id: try SecureRandom.identifier(prefix: "ses"), accessHash: try SecureRandom.bytes(count: 32),
             refreshHash: try SecureRandom.bytes(count: 32),
@@ -132,7 +126,7 @@ struct StoreFixture {
 
     /// Inserts a challenge for `contact` on `device` and completes its login; returns the record
     /// and the session stored.
-    func storeLogin(
+    package func storeLogin(
         _ contact: RainWalletContact = StoreFixture.email, device: String = "device-a",
         keys walletKeys: WalletKeyMaterial? = nil, store: (any AuthorityStore)? = nil
     ) async throws -> (record: LoginRecord, session: NewSession) {
@@ -147,8 +141,7 @@ struct StoreFixture {
                 newWalletID: try SecureRandom.identifier(prefix: "wal"), newWalletKeys: walletKeys, session: session,
                 now: Date(unixMilliseconds: clock.now.unixMilliseconds)))
         guard case .loggedIn(let record) = outcome else {
-            Issue.record("expected a login, got \(outcome)")
-            throw HarnessError("no login")
+            throw HarnessError("expected a login, got \(outcome)")
         }
         return (record, session)
     }

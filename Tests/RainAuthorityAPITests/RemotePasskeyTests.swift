@@ -13,28 +13,16 @@ import Testing
 struct RemotePasskeyTests {
     static let origin = "https://example.com"
 
-    static func begin(accessToken: String? = nil) -> PasskeyBeginRequest {
-        PasskeyBeginRequest(
-            appID: RemoteFixture.app, deviceID: RemoteFixture.device, rpID: "example.com", origins: [origin],
-            accessToken: accessToken)
-    }
-
-    static func finish(_ ceremony: PasskeyCeremony, _ response: String, key: Ed25519PrivateKey) -> PasskeyFinishRequest {
-        PasskeyFinishRequest(
-            appID: RemoteFixture.app, deviceID: RemoteFixture.device, ceremonyID: ceremony.ceremonyID,
-            responseJSON: response, devicePublicKey: key.publicKey.rawRepresentation)
-    }
-
     @Test("sign up, add, log in and cancel across the wire; refusals keep their WebAuthn reason")
     func ceremonies() async throws {
         try await RemoteFixture.with { f in
             let anchor = SoftAuthenticator(path: f.directory + "/authenticator.json")
             let key = FixtureDevice.key
 
-            let signUp = try await f.remote.beginPasskeyRegistration(Self.begin())
+            let signUp = try await f.remote.beginPasskeyRegistration(RemoteFixture.passkeyBegin())
             let created = try #require(
                 try await f.remote.finishPasskeyRegistration(
-                    Self.finish(
+                    RemoteFixture.passkeyFinish(
                         signUp, try await anchor.createCredential(optionsJSON: signUp.optionsJSON, origin: Self.origin),
                         key: key)))
             #expect(created.accountCreated)
@@ -43,28 +31,34 @@ struct RemotePasskeyTests {
                     .devicePublicKey
                     == key.publicKey.rawRepresentation)
 
-            let add = try await f.remote.beginPasskeyRegistration(Self.begin(accessToken: created.tokens.accessToken))
+            let add = try await f.remote.beginPasskeyRegistration(
+                RemoteFixture.passkeyBegin(accessToken: created.tokens.accessToken))
             let second = SoftAuthenticator(path: f.directory + "/second.json")
             let added = try await f.remote.finishPasskeyRegistration(
-                Self.finish(add, try await second.createCredential(optionsJSON: add.optionsJSON, origin: Self.origin), key: key))
+                RemoteFixture.passkeyFinish(
+                    add, try await second.createCredential(optionsJSON: add.optionsJSON, origin: Self.origin), key: key))
             #expect(added == nil)
             #expect(try await f.store.passkeyCredentials(accountID: created.accountID).count == 2)
 
-            let login = try await f.remote.beginPasskeyAuthentication(Self.begin())
+            let login = try await f.remote.beginPasskeyAuthentication(RemoteFixture.passkeyBegin())
             let assertion = try await second.getAssertion(optionsJSON: login.optionsJSON, origin: Self.origin)
-            let loggedIn = try await f.remote.finishPasskeyAuthentication(Self.finish(login, assertion, key: key))
+            let loggedIn = try await f.remote.finishPasskeyAuthentication(RemoteFixture.passkeyFinish(login, assertion, key: key))
             #expect(loggedIn.accountID == created.accountID)
             #expect(loggedIn.walletID == created.walletID)
             let replay = try #require(
-                await rainError { _ = try await f.remote.finishPasskeyAuthentication(Self.finish(login, assertion, key: key)) })
+                await rainError {
+                    _ = try await f.remote.finishPasskeyAuthentication(RemoteFixture.passkeyFinish(login, assertion, key: key))
+                })
             #expect(replay.webAuthnFailure == .challengeExpired)
 
-            let cancelled = try await f.remote.beginPasskeyAuthentication(Self.begin())
+            let cancelled = try await f.remote.beginPasskeyAuthentication(RemoteFixture.passkeyBegin())
             try await f.remote.cancelPasskeyCeremony(
                 appID: RemoteFixture.app, deviceID: RemoteFixture.device, ceremonyID: cancelled.ceremonyID)
             let late = try await anchor.getAssertion(optionsJSON: cancelled.optionsJSON, origin: Self.origin)
             let refused = try #require(
-                await rainError { _ = try await f.remote.finishPasskeyAuthentication(Self.finish(cancelled, late, key: key)) })
+                await rainError {
+                    _ = try await f.remote.finishPasskeyAuthentication(RemoteFixture.passkeyFinish(cancelled, late, key: key))
+                })
             #expect(refused.webAuthnFailure == .challengeExpired)
         }
     }
