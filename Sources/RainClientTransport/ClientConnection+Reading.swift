@@ -147,6 +147,7 @@ extension ClientConnection {
             // An answer to no call (request id 0): the server says why it is about to close
             // the connection (a limit it reached, or a uid it does not allow). Calls it ends fail
             // with it.
+            r.refusal = refusal
             r.failure = refusedFailure(refusal)
         }
         if let undecodable {

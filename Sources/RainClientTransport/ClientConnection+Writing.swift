@@ -74,13 +74,28 @@ extension ClientConnection {
             error = e
         }
         // A server that refused the connection wrote why before it closed: that is the error to
-        // report, not the broken pipe the refusal left (the reader may not have read it yet).
-        if !isTLS, error.errno == EPIPE || error.errno == ECONNRESET, let refusal = waitingRefusal() {
-            return refusedFailure(refusal)
+        // report, not the broken pipe the refusal left. Still in the socket, or read already.
+        if !isTLS, error.errno == EPIPE || error.errno == ECONNRESET {
+            if let refusal = waitingRefusal() { return refusedFailure(refusal) }
+            if let ended = endSeenByReader() { return ended }
         }
         return RainError(
             lostCode, "lost the connection to \(peerName) at \(path): \(ErrnoError(code: error.errno ?? 0))",
             underlying: ConnectionFailure())
+    }
+
+    /// Why the connection ended, as the reader saw it, once the peer has closed: on the reader
+    /// thread, the refusal it read (if any); on another thread, the end the reader reports, waited
+    /// for briefly (a closed peer is seen at its next read). Nil when the reader did not say.
+    func endSeenByReader() -> RainError? {
+        if readerThread.load(ordering: .acquiring) == pthread_self() {
+            return reader.refusal.map { refusedFailure($0) }
+        }
+        for _ in 0..<1000 {
+            if isClosedFlag.load(ordering: .acquiring) { return state.withLock { $0.closedError } }
+            usleep(1000)
+        }
+        return nil
     }
 
     /// A refusal (an answer with request id 0) at the head of what the server sent, left in the

@@ -45,6 +45,8 @@ public final class ClientConnection: TaskExecutor, Sendable {
         @exclusivity(unchecked) var fds: [pollfd]
         /// Why the connection ended, or will be said to have ended (a refusal the server sent).
         @exclusivity(unchecked) var failure: RainError
+        /// The refusal the server sent (an answer to no call), once read.
+        @exclusivity(unchecked) var refusal: RainError?
         /// Set when the connection ended: the loop then fails what is in flight and stops.
         @exclusivity(unchecked) var hasEnded = false
         /// The call being answered inline (0: none), and its answer once read: kept in plain fields,
