@@ -3,8 +3,8 @@ internal import CRainProto
 import Foundation
 import RainCore
 
-// Swift ⇄ protobuf-c for the authority hop's messages (proto/authority.proto). Generated
-// `Rain__Wallet__V1__…` names stay here.
+// Swift ⇄ protobuf-c for the authority hop's messages whose Swift shape differs from the wire's
+// (proto/authority.proto; the others are generated). Generated `Rain__Wallet__V1__…` names stay here.
 
 // MARK: shared pieces
 
@@ -86,118 +86,6 @@ extension SendCodeResult {
     }
 }
 
-extension ConfirmCodeRequest {
-    /// Decodes an `AuthorityConfirmLoginCodeRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ConfirmCodeRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityConfirmLoginCodeRequest", rain__wallet__v1__authority_confirm_login_code_request__init
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            return ConfirmCodeRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                challengeID: try readString(m.challenge_id, field: "challenge_id"),
-                code: try readString(m.code, field: "code"), devicePublicKey: readBytes(m.device_public_key),
-                idempotencyKey: readBytes(m.idempotency_key))
-        }
-    }
-    /// Encodes as an `AuthorityConfirmLoginCodeRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_confirm_login_code_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.challenge_id = try arena.string(challengeID, field: "challenge_id")
-        m.code = try arena.string(code, field: "code")
-        m.device_public_key = arena.bytes(devicePublicKey)
-        m.idempotency_key = arena.bytes(idempotencyKey)
-        return packMessage(&m)
-    }
-}
-
-extension LoginResult {
-    /// Decodes an `AuthorityConfirmLoginCodeResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> LoginResult {
-        try unpackMessage(
-            bytes, name: "AuthorityConfirmLoginCodeResponse", rain__wallet__v1__authority_confirm_login_code_response__init
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            return LoginResult(
-                accountID: try readString(m.account_id, field: "account_id"),
-                walletID: try readString(m.wallet_id, field: "wallet_id"), accountCreated: m.account_created != 0,
-                tokens: try readTokens(m.tokens))
-        }
-    }
-    /// Encodes as an `AuthorityConfirmLoginCodeResponse`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_confirm_login_code_response__init)
-        m.account_id = try arena.string(accountID, field: "account_id")
-        m.wallet_id = try arena.string(walletID, field: "wallet_id")
-        m.account_created = accountCreated ? 1 : 0
-        m.tokens = try cTokens(tokens, arena)
-        return packMessage(&m)
-    }
-}
-
-extension RefreshRequest {
-    /// Decodes an `AuthorityRefreshSessionRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RefreshRequest {
-        try unpackMessage(
-            bytes, name: "AuthorityRefreshSessionRequest", rain__wallet__v1__authority_refresh_session_request__init
-        ) { (p) throws(RainError) in
-            let m = p.pointee
-            return RefreshRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                refreshToken: try readString(m.refresh_token, field: "refresh_token"))
-        }
-    }
-    /// Encodes as an `AuthorityRefreshSessionRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_refresh_session_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
-        return packMessage(&m)
-    }
-}
-
-extension AuthorityRefreshSessionResponse {
-    /// Decodes an `AuthorityRefreshSessionResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRefreshSessionResponse {
-        try unpackMessage(
-            bytes, name: "AuthorityRefreshSessionResponse", rain__wallet__v1__authority_refresh_session_response__init
-        ) { (p) throws(RainError) in AuthorityRefreshSessionResponse(tokens: try readTokens(p.pointee.tokens)) }
-    }
-    /// Encodes as an `AuthorityRefreshSessionResponse`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_refresh_session_response__init)
-        m.tokens = try cTokens(tokens, arena)
-        return packMessage(&m)
-    }
-}
-
-extension AuthorityAccountInfoRequest {
-    /// Decodes an `AuthorityAccountInfoRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAccountInfoRequest {
-        try unpackMessage(bytes, name: "AuthorityAccountInfoRequest", rain__wallet__v1__authority_account_info_request__init) {
-            (p) throws(RainError) in
-            AuthorityAccountInfoRequest(
-                appID: try readString(p.pointee.app_id, field: "app_id"),
-                accessToken: try readString(p.pointee.access_token, field: "access_token"))
-        }
-    }
-    /// Encodes as an `AuthorityAccountInfoRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_account_info_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.access_token = try arena.string(accessToken, field: "access_token")
-        return packMessage(&m)
-    }
-}
-
 extension AccountInfo {
     /// Decodes an `AuthorityAccountInfoResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountInfo {
@@ -210,57 +98,6 @@ extension AccountInfo {
         let arena = CArena()
         var m = cMessage(rain__wallet__v1__authority_account_info_response__init)
         try m.set(self, arena)
-        return packMessage(&m)
-    }
-}
-
-extension AuthorityRevokeSessionRequest {
-    /// Decodes an `AuthorityRevokeSessionRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionRequest {
-        try unpackMessage(bytes, name: "AuthorityRevokeSessionRequest", rain__wallet__v1__authority_revoke_session_request__init)
-        { (p) throws(RainError) in
-            AuthorityRevokeSessionRequest(
-                appID: try readString(p.pointee.app_id, field: "app_id"),
-                refreshToken: try readString(p.pointee.refresh_token, field: "refresh_token"))
-        }
-    }
-    /// Encodes as an `AuthorityRevokeSessionRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_revoke_session_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.refresh_token = try arena.string(refreshToken, field: "refresh_token")
-        return packMessage(&m)
-    }
-}
-
-extension AuthorityRevokeSessionResponse {
-    /// Decodes an `AuthorityRevokeSessionResponse` (empty; unknown fields are ignored).
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRevokeSessionResponse {
-        try unpackMessage(
-            bytes, name: "AuthorityRevokeSessionResponse", rain__wallet__v1__authority_revoke_session_response__init
-        ) { _ throws(RainError) in AuthorityRevokeSessionResponse() }
-    }
-    /// Encodes as an `AuthorityRevokeSessionResponse` (zero bytes).
-    public func encode() throws(RainError) -> [UInt8] { [] }
-}
-
-extension AuthorityWalletRequest {
-    /// Decodes an `AuthorityWalletRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityWalletRequest {
-        try unpackMessage(bytes, name: "AuthorityWalletRequest", rain__wallet__v1__authority_wallet_request__init) {
-            (p) throws(RainError) in
-            AuthorityWalletRequest(
-                appID: try readString(p.pointee.app_id, field: "app_id"),
-                accessToken: try readString(p.pointee.access_token, field: "access_token"))
-        }
-    }
-    /// Encodes as an `AuthorityWalletRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_wallet_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.access_token = try arena.string(accessToken, field: "access_token")
         return packMessage(&m)
     }
 }
@@ -363,29 +200,5 @@ extension CWalletMessage {
         created_at_ms = wallet.createdAt.unixMilliseconds
         ethereum_address = try arena.string(wallet.ethereumAddress, field: "ethereum_address")
         solana_address = try arena.string(wallet.solanaAddress, field: "solana_address")
-    }
-}
-
-extension WalletSecrets {
-    /// Decodes an `AuthorityExportWalletResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletSecrets {
-        try unpackMessage(bytes, name: "AuthorityExportWalletResponse", rain__wallet__v1__authority_export_wallet_response__init)
-        { (p) throws(RainError) in
-            let m = p.pointee
-            let words = try readStrings(m.mnemonic, count: m.n_mnemonic, field: "mnemonic")
-            return WalletSecrets(
-                mnemonic: words,
-                ethereumPrivateKeyHex: try readString(m.ethereum_private_key, field: "ethereum_private_key"),
-                solanaKeypairBase58: try readString(m.solana_keypair, field: "solana_keypair"))
-        }
-    }
-    /// Encodes as an `AuthorityExportWalletResponse`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_export_wallet_response__init)
-        (m.n_mnemonic, m.mnemonic) = try arena.strings(mnemonic, field: "mnemonic")
-        m.ethereum_private_key = try arena.string(ethereumPrivateKeyHex, field: "ethereum_private_key")
-        m.solana_keypair = try arena.string(solanaKeypairBase58, field: "solana_keypair")
-        return packMessage(&m)
     }
 }

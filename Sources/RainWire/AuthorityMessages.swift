@@ -13,9 +13,10 @@ public enum AuthorityCapability {
 /// remote authority (`rainwalletd authority --listen HOST:PORT`) with the same framing as the
 /// device protocol. Requests carry no profile: the app id and device id are request fields.
 ///
-/// Each line names the Swift request → response types (the proto message names are in the
-/// `+ProtobufC` files). The authority's own value types are the messages: `Authority` takes and
-/// returns exactly what travels.
+/// Each line names the Swift request → response types: most are generated from the proto
+/// (Generated/authority.pb.swift, some renamed by the generator's SWIFT_NAMES); the few whose Swift
+/// shape differs from the wire's are written here. The authority's own value types are the
+/// messages: `Authority` takes and returns exactly what travels.
 public enum AuthorityMethod {
     /// `GetInfoRequest` → `GetInfoResponse`: version, protocol version, capabilities.
     public static let getInfo = "/rain.wallet.v1.Authority/GetInfo"
@@ -105,77 +106,9 @@ public struct SendCodeResult: WireMessage, Equatable {
     }
 }
 
-/// `Authority.confirmLoginCode` input (`Authority/ConfirmLoginCode` request). Its description hides
-/// the code.
-public struct ConfirmCodeRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    public var appID: String
-    public var deviceID: String
-    public var challengeID: String
-    /// What the user typed (a secret: never logged).
-    public var code: String
-    /// The device's raw 32-byte Ed25519 public key, which the session is bound to: every refresh
-    /// must be signed with the matching private key (docs/security.md).
-    ///
-    /// The device always sends it. Empty (the default, for callers that predate device binding)
-    /// still logs in, but the session is unbound and can never be refreshed (RAIN_201
-    /// `device_unbound`): it ends when its access token expires.
-    public var devicePublicKey: [UInt8]
-    /// Random bytes (16 to 64) the device chose for this logical confirm and keeps across
-    /// its repeats; a repeat within the challenge's lifetime gets the first outcome (the same
-    /// tokens) instead of a second login. Empty: no idempotency. A secret: never logged.
-    public var idempotencyKey: [UInt8]
-
-    /// Creates the request.
-    public init(
-        appID: String, deviceID: String, challengeID: String, code: String, devicePublicKey: [UInt8] = [],
-        idempotencyKey: [UInt8] = []
-    ) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.challengeID = challengeID
-        self.code = code
-        self.devicePublicKey = devicePublicKey
-        self.idempotencyKey = idempotencyKey
-    }
-
-    /// The request with the code and the idempotency key redacted.
-    public var description: String {
-        "ConfirmCodeRequest(appID: \(appID), deviceID: \(deviceID), challengeID: \(challengeID), "
-            + "code: <redacted>, devicePublicKey: \(devicePublicKey.count) bytes, idempotencyKey: "
-            + (idempotencyKey.isEmpty ? "none)" : "<redacted>)")
-    }
-    /// Same as ``description``.
-    public var debugDescription: String { description }
-}
-
-/// `Authority.refreshSession` input (`Authority/RefreshSession` request): a refresh token. The
-/// device key is proven on the connection (`Authority/ProveDevice`), not per request, so a refresh
-/// needs no device clock. Its description hides the token.
-public struct RefreshRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    public var appID: String
-    /// The device the session was issued to.
-    public var deviceID: String
-    /// The current refresh token (never logged).
-    public var refreshToken: String
-
-    /// Creates the request.
-    public init(appID: String, deviceID: String, refreshToken: String) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.refreshToken = refreshToken
-    }
-
-    /// The request without its token.
-    public var description: String {
-        "RefreshRequest(appID: \(appID), deviceID: \(deviceID), refreshToken: <redacted>)"
-    }
-    /// Same as ``description``.
-    public var debugDescription: String { description }
-}
-
 /// Tokens of a session. The device computes deadlines on its own clock from `accessLifetime`. Its
 /// description hides the tokens.
-public struct SessionTokens: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct SessionTokens: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     public var accessToken: String
     public var refreshToken: String
     /// How long the access token lives from now (900 s by default; what is left of it when a
@@ -202,142 +135,6 @@ public struct SessionTokens: Sendable, Equatable, CustomStringConvertible, Custo
     }
     /// Same as ``description``.
     public var debugDescription: String { description }
-}
-
-/// A successful login (`Authority/ConfirmLoginCode` response).
-public struct LoginResult: WireMessage, Equatable {
-    public var accountID: String
-    public var walletID: String
-    /// True when this login created the account and its wallet.
-    public var accountCreated: Bool
-    public var tokens: SessionTokens
-
-    /// Creates the result.
-    public init(accountID: String, walletID: String, accountCreated: Bool, tokens: SessionTokens) {
-        self.accountID = accountID
-        self.walletID = walletID
-        self.accountCreated = accountCreated
-        self.tokens = tokens
-    }
-}
-
-/// `Authority/RefreshSession` response: the new pair.
-public struct AuthorityRefreshSessionResponse: WireMessage, Equatable {
-    public var tokens: SessionTokens
-
-    /// Creates the response.
-    public init(tokens: SessionTokens) { self.tokens = tokens }
-}
-
-/// `Authority/GetAccountInfo` request. Its description hides the token.
-public struct AuthorityAccountInfoRequest: WireMessage, Equatable, CustomStringConvertible {
-    public var appID: String
-    /// A live access token (a secret: never logged).
-    public var accessToken: String
-
-    /// Creates the request.
-    public init(appID: String, accessToken: String) {
-        self.appID = appID
-        self.accessToken = accessToken
-    }
-
-    /// The request with the token redacted.
-    public var description: String { "AuthorityAccountInfoRequest(appID: \(appID), accessToken: <redacted>)" }
-}
-
-/// `Authority/SendContactVerificationCode` request. Its description hides the token.
-public struct AuthoritySendContactVerificationRequest: WireMessage, Equatable, CustomStringConvertible {
-    public var appID: String
-    public var deviceID: String
-    public var accessToken: String
-    /// Already normalized by the device; nil when the message carried none.
-    public var contact: RainWalletContact?
-
-    /// Creates the request.
-    public init(appID: String, deviceID: String, accessToken: String, contact: RainWalletContact?) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.accessToken = accessToken
-        self.contact = contact
-    }
-
-    /// The request with the token redacted.
-    public var description: String {
-        "AuthoritySendContactVerificationRequest(appID: \(appID), deviceID: \(deviceID), accessToken: <redacted>, "
-            + "contact: \(contact?.kindName ?? "none"))"
-    }
-}
-
-/// `Authority/ConfirmContactVerification` request. Its description hides the token and the code.
-public struct AuthorityConfirmContactVerificationRequest: WireMessage, Equatable, CustomStringConvertible {
-    public var appID: String
-    public var deviceID: String
-    public var accessToken: String
-    public var challengeID: String
-    /// What the user typed (never logged).
-    public var code: String
-    /// Random bytes (16 to 64) the device chose for this logical confirm and keeps across
-    /// its repeats; a repeat within the challenge's lifetime gets the first outcome (the contact
-    /// verified) instead of a used challenge. Empty: no idempotency. A secret: never logged.
-    public var idempotencyKey: [UInt8]
-
-    /// Creates the request.
-    public init(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String,
-        idempotencyKey: [UInt8] = []
-    ) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.accessToken = accessToken
-        self.challengeID = challengeID
-        self.code = code
-        self.idempotencyKey = idempotencyKey
-    }
-
-    /// The request with the token, the code and the idempotency key redacted.
-    public var description: String {
-        "AuthorityConfirmContactVerificationRequest(appID: \(appID), deviceID: \(deviceID), accessToken: <redacted>, "
-            + "challengeID: \(challengeID), code: <redacted>, idempotencyKey: "
-            + (idempotencyKey.isEmpty ? "none)" : "<redacted>)")
-    }
-}
-
-/// `Authority/RevokeSession` request. Its description hides the token.
-public struct AuthorityRevokeSessionRequest: WireMessage, Equatable, CustomStringConvertible {
-    public var appID: String
-    /// The session's refresh token (a secret: never logged).
-    public var refreshToken: String
-
-    /// Creates the request.
-    public init(appID: String, refreshToken: String) {
-        self.appID = appID
-        self.refreshToken = refreshToken
-    }
-
-    /// The request with the token redacted.
-    public var description: String { "AuthorityRevokeSessionRequest(appID: \(appID), refreshToken: <redacted>)" }
-}
-
-/// `Authority/RevokeSession` response (empty).
-public struct AuthorityRevokeSessionResponse: WireMessage, Equatable {
-    /// Creates the response.
-    public init() {}
-}
-
-/// `Authority/GetWallet` and `Authority/ExportWallet` request. Its description hides the token.
-public struct AuthorityWalletRequest: WireMessage, Equatable, CustomStringConvertible {
-    public var appID: String
-    /// A live access token (a secret: never logged).
-    public var accessToken: String
-
-    /// Creates the request.
-    public init(appID: String, accessToken: String) {
-        self.appID = appID
-        self.accessToken = accessToken
-    }
-
-    /// The request with the token redacted.
-    public var description: String { "AuthorityWalletRequest(appID: \(appID), accessToken: <redacted>)" }
 }
 
 /// `Authority.accountInfo` output (`Authority/GetAccountInfo` response).
@@ -395,30 +192,4 @@ public struct WalletInfo: WireMessage, Equatable {
         self.ethereumAddress = ethereumAddress
         self.solanaAddress = solanaAddress
     }
-}
-
-/// `Authority.exportWallet` output: a wallet's secrets (`Authority/ExportWallet` response). Its
-/// description hides them.
-public struct WalletSecrets: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// The 12-word BIP-39 English recovery phrase.
-    public var mnemonic: [String]
-    /// The Ethereum private key: `0x` + 64 lowercase hex digits.
-    public var ethereumPrivateKeyHex: String
-    /// The Solana keypair (32-byte seed, then 32-byte public key) in base58.
-    public var solanaKeypairBase58: String
-
-    /// Creates the secrets.
-    public init(mnemonic: [String], ethereumPrivateKeyHex: String, solanaKeypairBase58: String) {
-        self.mnemonic = mnemonic
-        self.ethereumPrivateKeyHex = ethereumPrivateKeyHex
-        self.solanaKeypairBase58 = solanaKeypairBase58
-    }
-
-    /// The secrets redacted.
-    public var description: String {
-        "WalletSecrets(mnemonic: <redacted \(mnemonic.count) words>, ethereumPrivateKeyHex: <redacted>, "
-            + "solanaKeypairBase58: <redacted>)"
-    }
-    /// Same as ``description``.
-    public var debugDescription: String { description }
 }

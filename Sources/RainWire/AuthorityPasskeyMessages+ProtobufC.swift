@@ -3,7 +3,7 @@ internal import CRainProto
 import Foundation
 import RainCore
 
-// Swift ⇄ protobuf-c for the authority hop's passkey messages.
+// Swift ⇄ protobuf-c for the authority hop's passkey messages whose Swift shape differs from the wire's.
 
 extension PasskeyBeginRequest {
     /// Decodes an `AuthorityPasskeyBeginRequest`.
@@ -109,37 +109,4 @@ extension PasskeyFinishResult {
         m.tokens = try cTokens(login?.tokens ?? .empty, arena)
         return packMessage(&m)
     }
-}
-
-extension AuthorityPasskeyCancelRequest {
-    /// Decodes an `AuthorityPasskeyCancelRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelRequest {
-        try unpackMessage(bytes, name: "AuthorityPasskeyCancelRequest", rain__wallet__v1__authority_passkey_cancel_request__init)
-        { (p) throws(RainError) in
-            let m = p.pointee
-            return AuthorityPasskeyCancelRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"))
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyCancelRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_cancel_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        return packMessage(&m)
-    }
-}
-
-extension AuthorityPasskeyCancelResponse {
-    /// Decodes an `AuthorityPasskeyCancelResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelResponse {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyCancelResponse", rain__wallet__v1__authority_passkey_cancel_response__init
-        ) { _ throws(RainError) in AuthorityPasskeyCancelResponse() }
-    }
-    /// Encodes as an empty `AuthorityPasskeyCancelResponse`.
-    public func encode() throws(RainError) -> [UInt8] { [] }
 }

@@ -100,23 +100,3 @@ public struct PasskeyFinishResult: WireMessage, Equatable {
     /// Creates the result.
     public init(login: LoginResult?) { self.login = login }
 }
-
-/// `Authority/CancelPasskeyCeremony` request.
-public struct AuthorityPasskeyCancelRequest: WireMessage, Equatable {
-    public var appID: String
-    public var deviceID: String
-    public var ceremonyID: String
-
-    /// Creates the request.
-    public init(appID: String, deviceID: String, ceremonyID: String) {
-        self.appID = appID
-        self.deviceID = deviceID
-        self.ceremonyID = ceremonyID
-    }
-}
-
-/// `Authority/CancelPasskeyCeremony` response (empty).
-public struct AuthorityPasskeyCancelResponse: WireMessage, Equatable {
-    /// Creates the response.
-    public init() {}
-}
