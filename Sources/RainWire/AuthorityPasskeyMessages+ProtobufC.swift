@@ -32,29 +32,6 @@ extension PasskeyBeginRequest {
     }
 }
 
-extension PasskeyCeremony {
-    /// Decodes an `AuthorityPasskeyBeginResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyCeremony {
-        try unpackMessage(bytes, name: "AuthorityPasskeyBeginResponse", rain__wallet__v1__authority_passkey_begin_response__init)
-        { (p) throws(RainError) in
-            let m = p.pointee
-            return PasskeyCeremony(
-                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
-                optionsJSON: try readString(m.options_json, field: "options_json"),
-                expiresAt: Date(unixMilliseconds: m.expires_at_ms))
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyBeginResponse`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_begin_response__init)
-        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        m.options_json = try arena.string(optionsJSON, field: "options_json")
-        m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(&m)
-    }
-}
-
 extension PasskeyFinishRequest {
     /// Decodes an `AuthorityPasskeyFinishRequest`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishRequest {

@@ -34,24 +34,6 @@ public struct PasskeyBeginRequest: WireMessage, Equatable, CustomStringConvertib
     public var debugDescription: String { description }
 }
 
-/// A begun ceremony: its id and the W3C options JSON for the authenticator (`Authority/Begin…`
-/// response).
-public struct PasskeyCeremony: WireMessage, Equatable {
-    /// Opaque `pkc_…` id; the finish and the cancel name it.
-    public var ceremonyID: String
-    /// `PublicKeyCredentialCreationOptionsJSON` or `PublicKeyCredentialRequestOptionsJSON`.
-    public var optionsJSON: String
-    /// When the challenge stops being accepted.
-    public var expiresAt: Date
-
-    /// Creates the ceremony.
-    public init(ceremonyID: String, optionsJSON: String, expiresAt: Date) {
-        self.ceremonyID = ceremonyID
-        self.optionsJSON = optionsJSON
-        self.expiresAt = expiresAt
-    }
-}
-
 /// `Authority.finishPasskeyRegistration` and `finishPasskeyAuthentication` input
 /// (`Authority/FinishPasskey…` request). Its description hides the response JSON.
 public struct PasskeyFinishRequest: WireMessage, Equatable, CustomStringConvertible, CustomDebugStringConvertible {

@@ -133,12 +133,22 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     AuthorityRefreshSessionResponse(
         tokens: SessionTokens(accessToken: "at", refreshToken: "rt", accessLifetime: .milliseconds(1))),
     AuthorityAccountInfoRequest(appID: "app", accessToken: "at"),
+    AccountInfo(
+        accountID: "acc_1", walletID: "wal_1", createdAtMilliseconds: 1_800_000_000_000,
+        contacts: [.email("a@example.com"), .phone("+15551234567")], needsBackupEmail: true,
+        passkeys: [
+            PasskeyInfo(
+                credentialID: "cred", rpID: "example.com", createdAt: Date(unixMilliseconds: 1_800_000_000_000),
+                lastUsedAt: Date(unixMilliseconds: 1_800_000_000_500))
+        ]),
     AuthorityRevokeSessionRequest(appID: "app", refreshToken: "rt"),
     AuthorityRevokeSessionResponse(),
     AuthorityWalletRequest(appID: "app", accessToken: "at"),
+    WalletInfo(walletID: "wal_1", createdAtMilliseconds: 1_800_000_000_000, ethereumAddress: "0xabc", solanaAddress: "Sol1"),
     WalletSecrets(
         mnemonic: ["abandon", "ability"], ethereumPrivateKeyHex: "0x" + String(repeating: "ab", count: 32),
         solanaKeypairBase58: "Sol1"),
+    PasskeyCeremony(ceremonyID: "pkc_1", optionsJSON: "{}", expiresAtMilliseconds: 1_800_000_000_123),
     AuthorityPasskeyCancelRequest(appID: "app", deviceID: "d1", ceremonyID: "pkc_1"),
     AuthorityPasskeyCancelResponse(),
     AuthoritySendContactVerificationRequest(appID: "app", deviceID: "d1", accessToken: "at", contact: .phone("+15551234567")),

@@ -110,6 +110,37 @@ public struct AuthorityAccountInfoRequest: WireMessage, Hashable, CustomStringCo
     }
 }
 
+/// The `AccountInfo` message.
+public struct AccountInfo: WireMessage, Hashable {
+    public var accountID: String
+    public var walletID: String
+    /// Unix milliseconds.
+    public var createdAtMilliseconds: Int64
+    /// Emails first, each kind in the order attached.
+    public var contacts: [RainWalletContact]
+    /// True when the account has no verified email.
+    public var needsBackupEmail: Bool
+    /// The account's passkeys, oldest first.
+    public var passkeys: [PasskeyInfo]
+
+    /// An `AccountInfo`; an argument left out is its proto3 default.
+    public init(
+        accountID: String = "",
+        walletID: String = "",
+        createdAtMilliseconds: Int64 = 0,
+        contacts: [RainWalletContact] = [],
+        needsBackupEmail: Bool = false,
+        passkeys: [PasskeyInfo] = []
+    ) {
+        self.accountID = accountID
+        self.walletID = walletID
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.contacts = contacts
+        self.needsBackupEmail = needsBackupEmail
+        self.passkeys = passkeys
+    }
+}
+
 /// /rain.wallet.v1.Authority/RevokeSession (unknown or already revoked tokens succeed)
 public struct AuthorityRevokeSessionRequest: WireMessage, Hashable, CustomStringConvertible {
     public var appID: String
@@ -152,6 +183,30 @@ public struct AuthorityWalletRequest: WireMessage, Hashable, CustomStringConvert
     }
 }
 
+/// /rain.wallet.v1.Authority/GetWallet
+public struct WalletInfo: WireMessage, Hashable {
+    public var walletID: String
+    /// Unix milliseconds.
+    public var createdAtMilliseconds: Int64
+    /// EIP-55 checksummed, m/44'/60'/0'/0/0.
+    public var ethereumAddress: String
+    /// Base58, m/44'/501'/0'/0'.
+    public var solanaAddress: String
+
+    /// A `WalletInfo`; an argument left out is its proto3 default.
+    public init(
+        walletID: String = "",
+        createdAtMilliseconds: Int64 = 0,
+        ethereumAddress: String = "",
+        solanaAddress: String = ""
+    ) {
+        self.walletID = walletID
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.ethereumAddress = ethereumAddress
+        self.solanaAddress = solanaAddress
+    }
+}
+
 /// /rain.wallet.v1.Authority/ExportWallet: the wallet's secrets. The device checks that the profile
 /// may export before it calls; the authority never logs the answer.
 public struct WalletSecrets: WireMessage, Hashable, CustomStringConvertible {
@@ -173,6 +228,22 @@ public struct WalletSecrets: WireMessage, Hashable, CustomStringConvertible {
     public var description: String {
         "WalletSecrets(mnemonic: <redacted>, ethereumPrivateKeyHex: <redacted>, "
             + "solanaKeypairBase58: <redacted>)"
+    }
+}
+
+/// The `PasskeyCeremony` message.
+public struct PasskeyCeremony: WireMessage, Hashable {
+    public var ceremonyID: String
+    /// PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON.
+    public var optionsJSON: String
+    /// Unix milliseconds.
+    public var expiresAtMilliseconds: Int64
+
+    /// A `PasskeyCeremony`; an argument left out is its proto3 default.
+    public init(ceremonyID: String = "", optionsJSON: String = "", expiresAtMilliseconds: Int64 = 0) {
+        self.ceremonyID = ceremonyID
+        self.optionsJSON = optionsJSON
+        self.expiresAtMilliseconds = expiresAtMilliseconds
     }
 }
 
@@ -443,6 +514,48 @@ extension AuthorityAccountInfoRequest {
     }
 }
 
+extension AccountInfo {
+    /// Decodes a `AccountInfo`.
+    /// - Throws: RAIN_102 for bytes that are not a `AccountInfo`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AccountInfo {
+        try unpackMessage(
+            bytes, name: "AccountInfo", rain__wallet__v1__authority_account_info_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AccountInfo`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AccountInfo` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityAccountInfoResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            accountID: try readString(m.account_id, field: "account_id"),
+            walletID: try readString(m.wallet_id, field: "wallet_id"),
+            createdAtMilliseconds: m.created_at_ms,
+            contacts: try readList(m.contacts, count: m.n_contacts) { (p) throws(RainError) in try readContact(p) },
+            needsBackupEmail: m.needs_backup_email != 0,
+            passkeys: try readList(m.passkeys, count: m.n_passkeys) { (p) throws(RainError) in try readPasskeyInfo(p) })
+    }
+
+    /// The C `AccountInfo`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityAccountInfoResponse {
+        var m = cMessage(rain__wallet__v1__authority_account_info_response__init)
+        m.account_id = try arena.string(self.accountID, field: "account_id")
+        m.wallet_id = try arena.string(self.walletID, field: "wallet_id")
+        m.created_at_ms = self.createdAtMilliseconds
+        (m.n_contacts, m.contacts) = try arena.list(self.contacts) { (e) throws(RainError) in try cContact(e, arena) }
+        m.needs_backup_email = self.needsBackupEmail ? 1 : 0
+        (m.n_passkeys, m.passkeys) = try arena.list(self.passkeys) { (e) throws(RainError) in try cPasskeyInfo(e, arena) }
+        return m
+    }
+}
+
 extension AuthorityRevokeSessionRequest {
     /// Decodes a `AuthorityRevokeSessionRequest`.
     /// - Throws: RAIN_102 for bytes that are not a `AuthorityRevokeSessionRequest`, or a string with NUL or not UTF-8.
@@ -536,6 +649,43 @@ extension AuthorityWalletRequest {
     }
 }
 
+extension WalletInfo {
+    /// Decodes a `WalletInfo`.
+    /// - Throws: RAIN_102 for bytes that are not a `WalletInfo`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> WalletInfo {
+        try unpackMessage(bytes, name: "WalletInfo", rain__wallet__v1__authority_wallet_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `WalletInfo`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `WalletInfo` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityWalletResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            walletID: try readString(m.wallet_id, field: "wallet_id"),
+            createdAtMilliseconds: m.created_at_ms,
+            ethereumAddress: try readString(m.ethereum_address, field: "ethereum_address"),
+            solanaAddress: try readString(m.solana_address, field: "solana_address"))
+    }
+
+    /// The C `WalletInfo`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityWalletResponse {
+        var m = cMessage(rain__wallet__v1__authority_wallet_response__init)
+        m.wallet_id = try arena.string(self.walletID, field: "wallet_id")
+        m.created_at_ms = self.createdAtMilliseconds
+        m.ethereum_address = try arena.string(self.ethereumAddress, field: "ethereum_address")
+        m.solana_address = try arena.string(self.solanaAddress, field: "solana_address")
+        return m
+    }
+}
+
 extension WalletSecrets {
     /// Decodes a `WalletSecrets`.
     /// - Throws: RAIN_102 for bytes that are not a `WalletSecrets`, or a string with NUL or not UTF-8.
@@ -568,6 +718,42 @@ extension WalletSecrets {
         (m.n_mnemonic, m.mnemonic) = try arena.strings(self.mnemonic, field: "mnemonic")
         m.ethereum_private_key = try arena.string(self.ethereumPrivateKeyHex, field: "ethereum_private_key")
         m.solana_keypair = try arena.string(self.solanaKeypairBase58, field: "solana_keypair")
+        return m
+    }
+}
+
+extension PasskeyCeremony {
+    /// Decodes a `PasskeyCeremony`.
+    /// - Throws: RAIN_102 for bytes that are not a `PasskeyCeremony`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyCeremony {
+        try unpackMessage(
+            bytes, name: "PasskeyCeremony", rain__wallet__v1__authority_passkey_begin_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `PasskeyCeremony`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `PasskeyCeremony` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityPasskeyBeginResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
+            optionsJSON: try readString(m.options_json, field: "options_json"),
+            expiresAtMilliseconds: m.expires_at_ms)
+    }
+
+    /// The C `PasskeyCeremony`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityPasskeyBeginResponse {
+        var m = cMessage(rain__wallet__v1__authority_passkey_begin_response__init)
+        m.ceremony_id = try arena.string(self.ceremonyID, field: "ceremony_id")
+        m.options_json = try arena.string(self.optionsJSON, field: "options_json")
+        m.expires_at_ms = self.expiresAtMilliseconds
         return m
     }
 }
