@@ -32,33 +32,6 @@ extension PasskeyBeginRequest {
     }
 }
 
-extension PasskeyFinishRequest {
-    /// Decodes an `AuthorityPasskeyFinishRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishRequest {
-        try unpackMessage(bytes, name: "AuthorityPasskeyFinishRequest", rain__wallet__v1__authority_passkey_finish_request__init)
-        { (p) throws(RainError) in
-            let m = p.pointee
-            return PasskeyFinishRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
-                responseJSON: try readString(m.response_json, field: "response_json"),
-                devicePublicKey: readBytes(m.device_public_key), idempotencyKey: readBytes(m.idempotency_key))
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyFinishRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_finish_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        m.response_json = try arena.string(responseJSON, field: "response_json")
-        m.device_public_key = arena.bytes(devicePublicKey)
-        m.idempotency_key = arena.bytes(idempotencyKey)
-        return packMessage(&m)
-    }
-}
-
 extension PasskeyFinishResult {
     /// Decodes an `AuthorityPasskeyFinishResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishResult {

@@ -149,6 +149,9 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
         mnemonic: ["abandon", "ability"], ethereumPrivateKeyHex: "0x" + String(repeating: "ab", count: 32),
         solanaKeypairBase58: "Sol1"),
     PasskeyCeremony(ceremonyID: "pkc_1", optionsJSON: "{}", expiresAtMilliseconds: 1_800_000_000_123),
+    PasskeyFinishRequest(
+        appID: "app", deviceID: "d1", ceremonyID: "pkc_1", responseJSON: "{}", devicePublicKey: [1, 2],
+        idempotencyKey: Array(repeating: 3, count: 16)),
     AuthorityPasskeyCancelRequest(appID: "app", deviceID: "d1", ceremonyID: "pkc_1"),
     AuthorityPasskeyCancelResponse(),
     AuthoritySendContactVerificationRequest(appID: "app", deviceID: "d1", accessToken: "at", contact: .phone("+15551234567")),

@@ -247,6 +247,45 @@ public struct PasskeyCeremony: WireMessage, Hashable {
     }
 }
 
+/// /rain.wallet.v1.Authority/FinishPasskeyRegistration and /rain.wallet.v1.Authority/FinishPasskeyAuthentication
+public struct PasskeyFinishRequest: WireMessage, Hashable, CustomStringConvertible {
+    public var appID: String
+    public var deviceID: String
+    public var ceremonyID: String
+    /// RegistrationResponseJSON or AuthenticationResponseJSON: the signed assertion (never logged).
+    public var responseJSON: String
+    /// The device's raw 32-byte Ed25519 public key the new session is bound to.
+    public var devicePublicKey: [UInt8]
+    /// Random, chosen by the device per logical finish and kept across its repeats: a repeat within
+    /// the ceremony's lifetime gets the first outcome (the same tokens), never a second session.
+    public var idempotencyKey: [UInt8]
+
+    /// A `PasskeyFinishRequest`; an argument left out is its proto3 default.
+    public init(
+        appID: String = "",
+        deviceID: String = "",
+        ceremonyID: String = "",
+        responseJSON: String = "",
+        devicePublicKey: [UInt8] = [],
+        idempotencyKey: [UInt8] = []
+    ) {
+        self.appID = appID
+        self.deviceID = deviceID
+        self.ceremonyID = ceremonyID
+        self.responseJSON = responseJSON
+        self.devicePublicKey = devicePublicKey
+        self.idempotencyKey = idempotencyKey
+    }
+
+    /// The message with `responseJSON`, `idempotencyKey` redacted.
+    public var description: String {
+        "PasskeyFinishRequest(appID: \(String(describing: appID)), "
+            + "deviceID: \(String(describing: deviceID)), ceremonyID: \(String(describing: ceremonyID)), "
+            + "responseJSON: <redacted>, devicePublicKey: \(String(describing: devicePublicKey)), "
+            + "idempotencyKey: <redacted>)"
+    }
+}
+
 /// /rain.wallet.v1.Authority/CancelPasskeyCeremony (unknown or finished ceremonies succeed)
 public struct AuthorityPasskeyCancelRequest: WireMessage, Hashable {
     public var appID: String
@@ -754,6 +793,48 @@ extension PasskeyCeremony {
         m.ceremony_id = try arena.string(self.ceremonyID, field: "ceremony_id")
         m.options_json = try arena.string(self.optionsJSON, field: "options_json")
         m.expires_at_ms = self.expiresAtMilliseconds
+        return m
+    }
+}
+
+extension PasskeyFinishRequest {
+    /// Decodes a `PasskeyFinishRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `PasskeyFinishRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishRequest {
+        try unpackMessage(
+            bytes, name: "PasskeyFinishRequest", rain__wallet__v1__authority_passkey_finish_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `PasskeyFinishRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `PasskeyFinishRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityPasskeyFinishRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            appID: try readString(m.app_id, field: "app_id"),
+            deviceID: try readString(m.device_id, field: "device_id"),
+            ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
+            responseJSON: try readString(m.response_json, field: "response_json"),
+            devicePublicKey: readBytes(m.device_public_key),
+            idempotencyKey: readBytes(m.idempotency_key))
+    }
+
+    /// The C `PasskeyFinishRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityPasskeyFinishRequest {
+        var m = cMessage(rain__wallet__v1__authority_passkey_finish_request__init)
+        m.app_id = try arena.string(self.appID, field: "app_id")
+        m.device_id = try arena.string(self.deviceID, field: "device_id")
+        m.ceremony_id = try arena.string(self.ceremonyID, field: "ceremony_id")
+        m.response_json = try arena.string(self.responseJSON, field: "response_json")
+        m.device_public_key = arena.bytes(self.devicePublicKey)
+        m.idempotency_key = arena.bytes(self.idempotencyKey)
         return m
     }
 }
