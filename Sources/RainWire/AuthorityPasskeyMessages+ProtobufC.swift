@@ -5,33 +5,6 @@ import RainCore
 
 // Swift ⇄ protobuf-c for the authority hop's passkey messages whose Swift shape differs from the wire's.
 
-extension PasskeyBeginRequest {
-    /// Decodes an `AuthorityPasskeyBeginRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyBeginRequest {
-        try unpackMessage(bytes, name: "AuthorityPasskeyBeginRequest", rain__wallet__v1__authority_passkey_begin_request__init) {
-            (p) throws(RainError) in
-            let m = p.pointee
-            let origins = try readStrings(m.origins, count: m.n_origins, field: "origins")
-            let accessToken = try readString(m.access_token, field: "access_token")
-            return PasskeyBeginRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                rpID: try readString(m.rp_id, field: "rp_id"), origins: origins,
-                accessToken: accessToken.isEmpty ? nil : accessToken)
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyBeginRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_begin_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.rp_id = try arena.string(rpID, field: "rp_id")
-        (m.n_origins, m.origins) = try arena.strings(origins, field: "origins")
-        m.access_token = try arena.string(accessToken ?? "", field: "access_token")
-        return packMessage(&m)
-    }
-}
-
 extension PasskeyFinishResult {
     /// Decodes an `AuthorityPasskeyFinishResponse`.
     public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishResult {

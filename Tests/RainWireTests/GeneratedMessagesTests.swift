@@ -148,6 +148,8 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     WalletSecrets(
         mnemonic: ["abandon", "ability"], ethereumPrivateKeyHex: "0x" + String(repeating: "ab", count: 32),
         solanaKeypairBase58: "Sol1"),
+    PasskeyBeginRequest(
+        appID: "app", deviceID: "d1", rpID: "example.com", origins: ["https://example.com"], accessToken: "at"),
     PasskeyCeremony(ceremonyID: "pkc_1", optionsJSON: "{}", expiresAtMilliseconds: 1_800_000_000_123),
     PasskeyFinishRequest(
         appID: "app", deviceID: "d1", ceremonyID: "pkc_1", responseJSON: "{}", devicePublicKey: [1, 2],

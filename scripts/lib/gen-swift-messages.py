@@ -82,6 +82,7 @@ SWIFT_NAMES = {
     "rain.wallet.v1.AuthorityWalletResponse": "WalletInfo",
     "rain.wallet.v1.AuthorityPasskeyBeginResponse": "PasskeyCeremony",
     "rain.wallet.v1.AuthorityPasskeyFinishRequest": "PasskeyFinishRequest",
+    "rain.wallet.v1.AuthorityPasskeyBeginRequest": "PasskeyBeginRequest",
     "rain.wallet.v1.AuthorityAccountInfoResponse.needs_backup_email": "needsBackupEmail",
     # `isAccountCreated` would read as a question about the account, not what this login did.
     "rain.wallet.v1.AuthorityConfirmLoginCodeResponse.account_created": "accountCreated",
@@ -124,12 +125,10 @@ HAND_WRITTEN = {
     "rain.wallet.v1.EventType": HandWritten("WatchEvent.Kind", "readEventType", "cEventType", ".authState"),
     # authority.proto's messages whose Swift shape differs from the wire's: a Duration for the
     # lifetime in milliseconds (an absent tokens message reads as `.empty`, refused where it matters);
-    # a contact the decode requires (RAIN_102, field `contact`); an access token that is nil when
-    # empty; a finish that is a login or nothing.
+    # a contact the decode requires (RAIN_102, field `contact`); a finish that is a login or nothing.
     "rain.wallet.v1.AuthoritySessionTokens": HandWritten("SessionTokens", "readTokens", "cTokens", ".empty"),
     "rain.wallet.v1.AuthoritySendLoginCodeRequest": HandWritten("SendCodeRequest"),
     "rain.wallet.v1.AuthoritySendLoginCodeResponse": HandWritten("SendCodeResult"),
-    "rain.wallet.v1.AuthorityPasskeyBeginRequest": HandWritten("PasskeyBeginRequest"),
     "rain.wallet.v1.AuthorityPasskeyFinishResponse": HandWritten("PasskeyFinishResult"),
 }
 

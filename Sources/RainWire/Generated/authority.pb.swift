@@ -231,6 +231,35 @@ public struct WalletSecrets: WireMessage, Hashable, CustomStringConvertible {
     }
 }
 
+/// /rain.wallet.v1.Authority/BeginPasskeyRegistration and /rain.wallet.v1.Authority/BeginPasskeyAuthentication
+public struct PasskeyBeginRequest: WireMessage, Hashable, CustomStringConvertible {
+    public var appID: String
+    public var deviceID: String
+    /// The passkey domain.
+    public var rpID: String
+    /// Accepted client-data origins: https://<rp_id> and android:apk-key-hash:<base64url> entries.
+    public var origins: [String]
+    /// Registration only: the live session's access token to add a passkey to its account; empty
+    /// for a sign-up (a new account and wallet).
+    public var accessToken: String
+
+    /// A `PasskeyBeginRequest`; an argument left out is its proto3 default.
+    public init(appID: String = "", deviceID: String = "", rpID: String = "", origins: [String] = [], accessToken: String = "") {
+        self.appID = appID
+        self.deviceID = deviceID
+        self.rpID = rpID
+        self.origins = origins
+        self.accessToken = accessToken
+    }
+
+    /// The message with `accessToken` redacted.
+    public var description: String {
+        "PasskeyBeginRequest(appID: \(String(describing: appID)), "
+            + "deviceID: \(String(describing: deviceID)), rpID: \(String(describing: rpID)), "
+            + "origins: \(String(describing: origins)), accessToken: <redacted>)"
+    }
+}
+
 /// The `PasskeyCeremony` message.
 public struct PasskeyCeremony: WireMessage, Hashable {
     public var ceremonyID: String
@@ -757,6 +786,46 @@ extension WalletSecrets {
         (m.n_mnemonic, m.mnemonic) = try arena.strings(self.mnemonic, field: "mnemonic")
         m.ethereum_private_key = try arena.string(self.ethereumPrivateKeyHex, field: "ethereum_private_key")
         m.solana_keypair = try arena.string(self.solanaKeypairBase58, field: "solana_keypair")
+        return m
+    }
+}
+
+extension PasskeyBeginRequest {
+    /// Decodes a `PasskeyBeginRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `PasskeyBeginRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyBeginRequest {
+        try unpackMessage(
+            bytes, name: "PasskeyBeginRequest", rain__wallet__v1__authority_passkey_begin_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `PasskeyBeginRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `PasskeyBeginRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityPasskeyBeginRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            appID: try readString(m.app_id, field: "app_id"),
+            deviceID: try readString(m.device_id, field: "device_id"),
+            rpID: try readString(m.rp_id, field: "rp_id"),
+            origins: try readStrings(m.origins, count: m.n_origins, field: "origins"),
+            accessToken: try readString(m.access_token, field: "access_token"))
+    }
+
+    /// The C `PasskeyBeginRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityPasskeyBeginRequest {
+        var m = cMessage(rain__wallet__v1__authority_passkey_begin_request__init)
+        m.app_id = try arena.string(self.appID, field: "app_id")
+        m.device_id = try arena.string(self.deviceID, field: "device_id")
+        m.rp_id = try arena.string(self.rpID, field: "rp_id")
+        (m.n_origins, m.origins) = try arena.strings(self.origins, field: "origins")
+        m.access_token = try arena.string(self.accessToken, field: "access_token")
         return m
     }
 }
