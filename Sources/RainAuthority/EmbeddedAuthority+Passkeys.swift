@@ -28,8 +28,8 @@ extension EmbeddedAuthority {
         var userHandle = try RelyingParty.makeUserHandle()
         var name = "RainWallet account"
         var exclude: [[UInt8]] = []
-        if let token = request.accessToken {
-            let access = try await liveAccess(appID: request.appID, accessToken: token, proof: proof)
+        if !request.accessToken.isEmpty {
+            let access = try await liveAccess(appID: request.appID, accessToken: request.accessToken, proof: proof)
             accountID = access.account.id
             let existing = try await store.passkeyCredentials(accountID: access.account.id)
             // One user handle per account, so an authenticator replaces rather than duplicates.

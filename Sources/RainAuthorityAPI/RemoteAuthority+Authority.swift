@@ -141,7 +141,7 @@ extension RemoteAuthority {
     {
         try await call(
             AuthorityMethod.beginPasskeyRegistration, request, as: PasskeyCeremony.self, kind: .send,
-            isProven: request.accessToken != nil)
+            isProven: !request.accessToken.isEmpty)
     }
 
     /// Finishes a registration (see `Authority.finishPasskeyRegistration`).

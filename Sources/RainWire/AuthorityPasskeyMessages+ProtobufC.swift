@@ -3,84 +3,7 @@ internal import CRainProto
 import Foundation
 import RainCore
 
-// Swift ⇄ protobuf-c for the authority hop's passkey messages.
-
-extension PasskeyBeginRequest {
-    /// Decodes an `AuthorityPasskeyBeginRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyBeginRequest {
-        try unpackMessage(bytes, name: "AuthorityPasskeyBeginRequest", rain__wallet__v1__authority_passkey_begin_request__init) {
-            (p) throws(RainError) in
-            let m = p.pointee
-            let origins = try readStrings(m.origins, count: m.n_origins, field: "origins")
-            let accessToken = try readString(m.access_token, field: "access_token")
-            return PasskeyBeginRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                rpID: try readString(m.rp_id, field: "rp_id"), origins: origins,
-                accessToken: accessToken.isEmpty ? nil : accessToken)
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyBeginRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_begin_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.rp_id = try arena.string(rpID, field: "rp_id")
-        (m.n_origins, m.origins) = try arena.strings(origins, field: "origins")
-        m.access_token = try arena.string(accessToken ?? "", field: "access_token")
-        return packMessage(&m)
-    }
-}
-
-extension PasskeyCeremony {
-    /// Decodes an `AuthorityPasskeyBeginResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyCeremony {
-        try unpackMessage(bytes, name: "AuthorityPasskeyBeginResponse", rain__wallet__v1__authority_passkey_begin_response__init)
-        { (p) throws(RainError) in
-            let m = p.pointee
-            return PasskeyCeremony(
-                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
-                optionsJSON: try readString(m.options_json, field: "options_json"),
-                expiresAt: Date(unixMilliseconds: m.expires_at_ms))
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyBeginResponse`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_begin_response__init)
-        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        m.options_json = try arena.string(optionsJSON, field: "options_json")
-        m.expires_at_ms = expiresAt.unixMilliseconds
-        return packMessage(&m)
-    }
-}
-
-extension PasskeyFinishRequest {
-    /// Decodes an `AuthorityPasskeyFinishRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishRequest {
-        try unpackMessage(bytes, name: "AuthorityPasskeyFinishRequest", rain__wallet__v1__authority_passkey_finish_request__init)
-        { (p) throws(RainError) in
-            let m = p.pointee
-            return PasskeyFinishRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"),
-                responseJSON: try readString(m.response_json, field: "response_json"),
-                devicePublicKey: readBytes(m.device_public_key), idempotencyKey: readBytes(m.idempotency_key))
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyFinishRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_finish_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        m.response_json = try arena.string(responseJSON, field: "response_json")
-        m.device_public_key = arena.bytes(devicePublicKey)
-        m.idempotency_key = arena.bytes(idempotencyKey)
-        return packMessage(&m)
-    }
-}
+// Swift ⇄ protobuf-c for the authority hop's passkey messages whose Swift shape differs from the wire's.
 
 extension PasskeyFinishResult {
     /// Decodes an `AuthorityPasskeyFinishResponse`.
@@ -109,37 +32,4 @@ extension PasskeyFinishResult {
         m.tokens = try cTokens(login?.tokens ?? .empty, arena)
         return packMessage(&m)
     }
-}
-
-extension AuthorityPasskeyCancelRequest {
-    /// Decodes an `AuthorityPasskeyCancelRequest`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelRequest {
-        try unpackMessage(bytes, name: "AuthorityPasskeyCancelRequest", rain__wallet__v1__authority_passkey_cancel_request__init)
-        { (p) throws(RainError) in
-            let m = p.pointee
-            return AuthorityPasskeyCancelRequest(
-                appID: try readString(m.app_id, field: "app_id"), deviceID: try readString(m.device_id, field: "device_id"),
-                ceremonyID: try readString(m.ceremony_id, field: "ceremony_id"))
-        }
-    }
-    /// Encodes as an `AuthorityPasskeyCancelRequest`.
-    public func encode() throws(RainError) -> [UInt8] {
-        let arena = CArena()
-        var m = cMessage(rain__wallet__v1__authority_passkey_cancel_request__init)
-        m.app_id = try arena.string(appID, field: "app_id")
-        m.device_id = try arena.string(deviceID, field: "device_id")
-        m.ceremony_id = try arena.string(ceremonyID, field: "ceremony_id")
-        return packMessage(&m)
-    }
-}
-
-extension AuthorityPasskeyCancelResponse {
-    /// Decodes an `AuthorityPasskeyCancelResponse`.
-    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityPasskeyCancelResponse {
-        try unpackMessage(
-            bytes, name: "AuthorityPasskeyCancelResponse", rain__wallet__v1__authority_passkey_cancel_response__init
-        ) { _ throws(RainError) in AuthorityPasskeyCancelResponse() }
-    }
-    /// Encodes as an empty `AuthorityPasskeyCancelResponse`.
-    public func encode() throws(RainError) -> [UInt8] { [] }
 }

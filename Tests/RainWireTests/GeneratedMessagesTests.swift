@@ -122,6 +122,44 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     CancelPasskeyRequest(ceremonyID: "c1"),
     CancelPasskeyResponse(),
     ConfirmContactVerificationRequest(code: "123456"),
+    // proto/authority.proto (its messages whose Swift shape differs from the wire's are hand-written)
+    ConfirmCodeRequest(
+        appID: "app", deviceID: "d1", challengeID: "chl_1", code: "123456", devicePublicKey: [1, 2, 3],
+        idempotencyKey: Array(repeating: 7, count: 16)),
+    LoginResult(
+        accountID: "acc_1", walletID: "wal_1", accountCreated: true,
+        tokens: SessionTokens(accessToken: "at", refreshToken: "rt", accessLifetime: .milliseconds(900_000))),
+    RefreshRequest(appID: "app", deviceID: "d1", refreshToken: "rt"),
+    AuthorityRefreshSessionResponse(
+        tokens: SessionTokens(accessToken: "at", refreshToken: "rt", accessLifetime: .milliseconds(1))),
+    AuthorityAccountInfoRequest(appID: "app", accessToken: "at"),
+    AccountInfo(
+        accountID: "acc_1", walletID: "wal_1", createdAtMilliseconds: 1_800_000_000_000,
+        contacts: [.email("a@example.com"), .phone("+15551234567")], needsBackupEmail: true,
+        passkeys: [
+            PasskeyInfo(
+                credentialID: "cred", rpID: "example.com", createdAt: Date(unixMilliseconds: 1_800_000_000_000),
+                lastUsedAt: Date(unixMilliseconds: 1_800_000_000_500))
+        ]),
+    AuthorityRevokeSessionRequest(appID: "app", refreshToken: "rt"),
+    AuthorityRevokeSessionResponse(),
+    AuthorityWalletRequest(appID: "app", accessToken: "at"),
+    WalletInfo(walletID: "wal_1", createdAtMilliseconds: 1_800_000_000_000, ethereumAddress: "0xabc", solanaAddress: "Sol1"),
+    WalletSecrets(
+        mnemonic: ["abandon", "ability"], ethereumPrivateKeyHex: "0x" + String(repeating: "ab", count: 32),
+        solanaKeypairBase58: "Sol1"),
+    PasskeyBeginRequest(
+        appID: "app", deviceID: "d1", rpID: "example.com", origins: ["https://example.com"], accessToken: "at"),
+    PasskeyCeremony(ceremonyID: "pkc_1", optionsJSON: "{}", expiresAtMilliseconds: 1_800_000_000_123),
+    PasskeyFinishRequest(
+        appID: "app", deviceID: "d1", ceremonyID: "pkc_1", responseJSON: "{}", devicePublicKey: [1, 2],
+        idempotencyKey: Array(repeating: 3, count: 16)),
+    AuthorityPasskeyCancelRequest(appID: "app", deviceID: "d1", ceremonyID: "pkc_1"),
+    AuthorityPasskeyCancelResponse(),
+    AuthoritySendContactVerificationRequest(appID: "app", deviceID: "d1", accessToken: "at", contact: .phone("+15551234567")),
+    AuthorityConfirmContactVerificationRequest(
+        appID: "app", deviceID: "d1", accessToken: "at", challengeID: "chl_1", code: "123456",
+        idempotencyKey: Array(repeating: 9, count: 16)),
 ]
 
 /// A message of each generated file with a NUL in a string, top-level or nested.
@@ -135,6 +173,7 @@ private let withNUL: [any WireMessage] = [
     AuthorityRevocation(appID: "a\0pp"),
     AccountResponse(passkeys: [PasskeyInfo(credentialID: "c\0", rpID: "example.com", createdAt: Date(), lastUsedAt: nil)]),
     WatchEvent(state: SessionSnapshot(authState: .authenticated, sessionState: .none, accountID: "acc\0")),
+    LoginResult(tokens: SessionTokens(accessToken: "a\0t", refreshToken: "rt", accessLifetime: .zero)),
 ]
 
 /// Encodes `message`, decodes the bytes as the same type.

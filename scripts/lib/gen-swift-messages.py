@@ -72,6 +72,23 @@ SWIFT_NAMES = {
     # RainAccess.AuditVerification is the audit log's own result (a typed problem); the wire's
     # form keeps another name so that code seeing both modules needs no qualification.
     "rain.wallet.v1.AuditVerification": "AuditVerificationMessage",
+    # authority.proto: the Swift names the authority and the device's client were written against
+    # (AuthorityMethod lists them); the proto's are longer and say the hop, which Swift need not.
+    "rain.wallet.v1.AuthorityConfirmLoginCodeRequest": "ConfirmCodeRequest",
+    "rain.wallet.v1.AuthorityConfirmLoginCodeResponse": "LoginResult",
+    "rain.wallet.v1.AuthorityRefreshSessionRequest": "RefreshRequest",
+    "rain.wallet.v1.AuthorityExportWalletResponse": "WalletSecrets",
+    "rain.wallet.v1.AuthorityAccountInfoResponse": "AccountInfo",
+    "rain.wallet.v1.AuthorityWalletResponse": "WalletInfo",
+    "rain.wallet.v1.AuthorityPasskeyBeginResponse": "PasskeyCeremony",
+    "rain.wallet.v1.AuthorityPasskeyFinishRequest": "PasskeyFinishRequest",
+    "rain.wallet.v1.AuthorityPasskeyBeginRequest": "PasskeyBeginRequest",
+    "rain.wallet.v1.AuthorityAccountInfoResponse.needs_backup_email": "needsBackupEmail",
+    # `isAccountCreated` would read as a question about the account, not what this login did.
+    "rain.wallet.v1.AuthorityConfirmLoginCodeResponse.account_created": "accountCreated",
+    # The Swift names say the encoding, which the proto says in comments.
+    "rain.wallet.v1.AuthorityExportWalletResponse.ethereum_private_key": "ethereumPrivateKeyHex",
+    "rain.wallet.v1.AuthorityExportWalletResponse.solana_keypair": "solanaKeypairBase58",
 }
 
 class HandWritten:
@@ -81,9 +98,10 @@ class HandWritten:
     `write(T, CArena) throws(RainError) -> UnsafeMutablePointer<C>`; for an enum,
     `read(C) -> T` and `write(T) -> C`. With `default` None the field is `T?`: `read` returns nil
     for an absent message or an unknown number, and `write` takes the optional; else the field is
-    `T` and `default` is what `read` returns for an absent message or an unknown number."""
+    `T` and `default` is what `read` returns for an absent message or an unknown number. A message
+    no generated message names needs no conversions (`read` and `write` None)."""
 
-    def __init__(self, swift_type, read, write, default=None):
+    def __init__(self, swift_type, read=None, write=None, default=None):
         self.swift_type = swift_type
         self.read = read
         self.write = write
@@ -105,6 +123,13 @@ HAND_WRITTEN = {
     "rain.wallet.v1.Chain": HandWritten("RainChain", "readChain", "cChain"),
     "rain.wallet.v1.ExpiryReason": HandWritten("ExpiryReason", "readExpiryReason", "cExpiryReason"),
     "rain.wallet.v1.EventType": HandWritten("WatchEvent.Kind", "readEventType", "cEventType", ".authState"),
+    # authority.proto's messages whose Swift shape differs from the wire's: a Duration for the
+    # lifetime in milliseconds (an absent tokens message reads as `.empty`, refused where it matters);
+    # a contact the decode requires (RAIN_102, field `contact`); a finish that is a login or nothing.
+    "rain.wallet.v1.AuthoritySessionTokens": HandWritten("SessionTokens", "readTokens", "cTokens", ".empty"),
+    "rain.wallet.v1.AuthoritySendLoginCodeRequest": HandWritten("SendCodeRequest"),
+    "rain.wallet.v1.AuthoritySendLoginCodeResponse": HandWritten("SendCodeResult"),
+    "rain.wallet.v1.AuthorityPasskeyFinishResponse": HandWritten("PasskeyFinishResult"),
 }
 
 SCALARS = {
@@ -217,6 +242,8 @@ class Field:
                 self.kind = "handwritten"
                 self.hand = types[full][1]
                 self.type_name = self.hand.swift_type
+                if self.hand.read is None:
+                    raise Unsupported(f"{msg.full}.{proto.name}: {full} names no hand-written conversions; fields of it")
                 if self.hand_enum and self.repeated:
                     raise Unsupported(f"{msg.full}.{proto.name}: repeated hand-written enums")
         if self.kind == "scalar":

@@ -355,7 +355,7 @@ struct  Rain__Wallet__V1__AuthorityPasskeyFinishRequest
   char *device_id;
   char *ceremony_id;
   /*
-   * RegistrationResponseJSON or AuthenticationResponseJSON.
+   * RegistrationResponseJSON or AuthenticationResponseJSON: the signed assertion (never logged).
    */
   char *response_json;
   /*
