@@ -103,10 +103,11 @@ extension ClientConnection {
     func waitingRefusal() -> RainError? {
         var head = [UInt8](repeating: 0, count: 1024)
         let peeked = head.withUnsafeMutableBytes { try? Syscall.peekNonBlocking(fd, into: $0) }
-        guard case .processed(let n)? = peeked, n >= 4 else { return nil }
-        let length = Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3])
-        guard length <= n - 4, let envelope = try? Envelope.decode(Array(head[4..<(4 + length)])),
-            envelope.requestID == 0, case .response(let response) = envelope.kind
+        guard case .processed(let n)? = peeked, n > 0 else { return nil }
+        var decoder = FrameDecoder(maximumLength: head.count)
+        guard (try? decoder.append(head[0..<n])) != nil, let body = try? decoder.nextFrame(),
+            let envelope = try? Envelope.decode(body), envelope.requestID == 0,
+            case .response(let response) = envelope.kind
         else { return nil }
         return response.status.error
     }
