@@ -4,6 +4,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <errno.h>
@@ -65,6 +68,38 @@ int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     *gid = cred.gid;
     return 0;
 }
+
+int rain_set_pass_credentials(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+}
+
+ssize_t rain_read_with_writer(int fd, void *buf, size_t n, pid_t *pid) {
+    struct iovec iov = {.iov_base = buf, .iov_len = n};
+    union {
+        char bytes[CMSG_SPACE(sizeof(struct ucred))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof(control.bytes);
+    *pid = -1;
+    ssize_t got = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (got < 0) return got;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+            struct ucred cred;
+            memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+            *pid = cred.pid;
+        }
+    }
+    return got;
+}
+
+int rain_socket_queued_input(int fd, int *count) { return ioctl(fd, SIOCINQ, count); }
 
 int rain_socket_kind(int fd, int *domain, int *type, int *accepting) {
     socklen_t len = sizeof(int);

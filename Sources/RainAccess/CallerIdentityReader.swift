@@ -132,6 +132,7 @@ public final class CallerIdentityReader: Sendable {
         let stat = try readStat(directory, base: base, pid: pid)
         try requireRunning(process, pidfd: pidfd)
         try requireSameStart(process, stat)
+        try requireExecutableAtAccept(process, directory, base: base)
 
         // The same process read a moment ago (a client opening many connections), still running the
         // same file with the same environment and command line: that identity, without reading the
@@ -210,6 +211,41 @@ public final class CallerIdentityReader: Sendable {
         return RecentIdentities.Fingerprint(
             executable: file, environment: SHA256.hash(environment.bytes), commandLine: SHA256.hash(commandLine.bytes),
             tracers: checkTracers(directory, base: base))
+    }
+
+    /// The process still runs the file it ran when its connection was accepted: a program that
+    /// connects and then execs an approved one (or wrote its request first) is not that program.
+    /// - Throws: RAIN_202 `caller_changed` when the file differs; `caller_unidentified` when it
+    ///   could not be read at accept (not dumpable then, or gone).
+    private func requireExecutableAtAccept(_ process: ProcessDescriptor, _ directory: Int32, base: String)
+        throws(RainError)
+    {
+        switch process.executableAtAccept {
+        case .notRecorded:
+            return
+        case .unreadable:
+            throw Self.unidentified(
+                "process \(process.pid) could not be read when it connected (not dumpable, or starting another "
+                    + "program): reconnect from a process that can be identified")
+        case .file(let device, let inode):
+            let exe: Int32
+            do throws(RainError) {
+                exe = try Syscall.open(at: directory, "exe", .readOnly, options: [.noControllingTerminal], path: base + "/exe")
+            } catch  where error.errno == ESRCH || error.errno == ENOENT {
+                throw Self.gone(process.pid)
+            } catch  where error.errno == EACCES || error.errno == EPERM {
+                throw Self.unidentified("cannot read \(base)/exe (\(error.message))", underlying: error)
+            }
+            defer { Syscall.closeUnchecked(exe, because: .readOnly) }
+            let now = try FileKey(of: exe, path: base + "/exe")
+            guard now.device == device, now.inode == inode else {
+                throw RainError(
+                    .unauthorized,
+                    "the calling process \(process.pid) runs another program than when it connected: "
+                        + "reconnect from the program itself, and approve it if asked",
+                    details: .init(reason: "caller_changed"))
+            }
+        }
     }
 
     private func requireRunning(_ process: ProcessDescriptor, pidfd: Int32) throws(RainError) {

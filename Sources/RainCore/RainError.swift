@@ -106,6 +106,21 @@ public struct RainError: Error, Sendable, CustomStringConvertible {
     public static let unavailable = RainError(code: .unavailable)
     public static let provider = RainError(code: .provider)
     public static let internalError = RainError(code: .internalError)
+
+    /// RAIN_202's reason for a sensitive request that was queued before the daemon read the
+    /// caller's identity: it may have been written by the program the caller ran before an exec.
+    /// Retryable: the client library sends it again, once, on the same connection.
+    public static let sentBeforeIdentityReason = "sent_before_identity"
+
+    /// The refusal of a sensitive request queued before the caller's identity was read.
+    public static func sentBeforeIdentity() -> RainError {
+        RainError(
+            .unauthorized,
+            """
+            this request reached rainwalletd before it had read which program opened the connection: send it \
+            again on the same connection
+            """, details: .init(reason: sentBeforeIdentityReason, retryAfterMilliseconds: 0))
+    }
 }
 
 extension RainError: Equatable {

@@ -145,6 +145,9 @@ public final class DeviceService: ServerHandler {
             } catch {
                 return .respond(.failure(error))
             }
+            // Its bytes may have been written by the program the caller ran before an exec: the
+            // identity read at accept does not stand for them.
+            if ctx.wasQueuedBeforeIdentity { return .respond(.failure(.sentBeforeIdentity())) }
         }
         // The identity is read (once per connection) and a prompt may be shown: off the loop.
         let routes = routes

@@ -26,6 +26,21 @@ public final class ProcessDescriptor: Sendable {
     /// For `.pid`: the process's start time (field 22 of `/proc/PID/stat`) read right after
     /// `pidfd_open`; nil for `.socketPeer`, whose pidfd needs no such check.
     public let startTime: UInt64?
+    /// The file the process ran when its connection was accepted (`peer(ofSocket:pid:)`), read
+    /// before any byte of the connection: an identity read later must find the same file, or the
+    /// process ran another program since it connected.
+    public let executableAtAccept: ExecutableMark
+
+    /// What `executableAtAccept` found.
+    public enum ExecutableMark: Sendable, Equatable {
+        /// The device and inode of `/proc/PID/exe`.
+        case file(device: UInt64, inode: UInt64)
+        /// `/proc/PID/exe` could not be read (a process that is not dumpable, of another uid, or
+        /// gone): no identity read later can stand for what wrote the connection's first bytes.
+        case unreadable
+        /// Not recorded: a descriptor not taken for a connection (`open(pid:)`).
+        case notRecorded
+    }
 
     private struct State {
         var fd: Int32
@@ -35,10 +50,13 @@ public final class ProcessDescriptor: Sendable {
 
     private let state: Mutex<State>
 
-    init(adopting fd: Int32, pid: Int32, source: Source, startTime: UInt64?) {
+    init(
+        adopting fd: Int32, pid: Int32, source: Source, startTime: UInt64?, executableAtAccept: ExecutableMark = .notRecorded
+    ) {
         self.pid = pid
         self.source = source
         self.startTime = startTime
+        self.executableAtAccept = executableAtAccept
         self.state = Mutex(State(fd: fd))
     }
 
@@ -48,7 +66,8 @@ public final class ProcessDescriptor: Sendable {
     }
 
     /// The process at the other end of the Unix socket `fd`: its `SO_PEERPIDFD` where the kernel has
-    /// it, else `pidfd_open(pid)` with the start time recorded (see `Source.pid`).
+    /// it, else `pidfd_open(pid)` with the start time recorded (see `Source.pid`), and the file it
+    /// runs now (`executableAtAccept`).
     /// - Parameters:
     ///   - fd: a connected Unix socket.
     ///   - pid: the peer's pid from `SO_PEERCRED`.
@@ -57,15 +76,36 @@ public final class ProcessDescriptor: Sendable {
     /// - Throws: RAIN_502 when neither works (`error.errno` is `ESRCH` when the peer is gone).
     public static func peer(ofSocket fd: Int32, pid: Int32, usesPeerPidfd: Bool = true) throws(RainError) -> ProcessDescriptor {
         if usesPeerPidfd, let pidfd = try Syscall.peerProcessDescriptor(fd) {
-            return ProcessDescriptor(adopting: pidfd, pid: pid, source: .socketPeer, startTime: nil)
+            return ProcessDescriptor(
+                adopting: pidfd, pid: pid, source: .socketPeer, startTime: nil,
+                executableAtAccept: executableMark(pid: pid, pidfd: pidfd))
         }
-        return try open(pid: pid)
+        let (pidfd, startTime) = try openChecked(pid: pid)
+        return ProcessDescriptor(
+            adopting: pidfd, pid: pid, source: .pid, startTime: startTime,
+            executableAtAccept: executableMark(pid: pid, pidfd: pidfd))
+    }
+
+    /// The file `/proc/PID/exe` names (followed by `stat`), kept only when the process is found
+    /// alive afterwards: then the pid was still the pidfd's process when it was read.
+    private static func executableMark(pid: Int32, pidfd: Int32) -> ExecutableMark {
+        var status = stat()
+        guard fstatat(AT_FDCWD, "/proc/\(pid)/exe", &status, 0) == 0,
+            (try? Syscall.hasExited(processDescriptor: pidfd)) == false
+        else { return .unreadable }
+        return .file(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
     /// A pidfd of the process `pid` (`pidfd_open`), with its start time recorded.
     /// - Throws: RAIN_502 when the process does not exist (`error.errno` `ESRCH`) or its
     ///   `/proc/PID/stat` cannot be read.
     public static func open(pid: Int32) throws(RainError) -> ProcessDescriptor {
+        let (fd, startTime) = try openChecked(pid: pid)
+        return ProcessDescriptor(adopting: fd, pid: pid, source: .pid, startTime: startTime)
+    }
+
+    /// `pidfd_open(pid)` and the start time read after it.
+    private static func openChecked(pid: Int32) throws(RainError) -> (fd: Int32, startTime: UInt64) {
         let fd = try Syscall.openProcessDescriptor(pid: pid)
         do throws(RainError) {
             // Read after pidfd_open and found alive after the read: the stat read is the pidfd's
@@ -75,7 +115,7 @@ public final class ProcessDescriptor: Sendable {
                 throw RainError(
                     .internalError, "process \(pid) exited while it was being identified", underlying: ErrnoError(code: ESRCH))
             }
-            return ProcessDescriptor(adopting: fd, pid: pid, source: .pid, startTime: stat.startTime)
+            return (fd, stat.startTime)
         } catch {
             Syscall.closeUnchecked(fd, because: .failurePath)
             throw error

@@ -191,6 +191,37 @@ extension Syscall {
         }
     }
 
+    /// Makes the kernel stamp every write on the Unix socket `fd` with its writer's pid
+    /// (`SO_PASSCRED`), read back by `readNonBlockingWithWriter`. On a listening socket, the
+    /// sockets it accepts inherit it, and writes made before the accept are stamped too.
+    /// - Throws: RAIN_502 naming `setsockopt SO_PASSCRED`.
+    public static func setPassCredentials(_ fd: Int32) throws(RainError) {
+        try call("setsockopt SO_PASSCRED") { rain_set_pass_credentials(fd) }
+    }
+
+    /// Reads what is available from a non-blocking Unix socket with `SO_PASSCRED` set, with the
+    /// pid of the process that wrote it: the kernel never joins two writers' bytes in one read.
+    /// - Returns: the count read (0 at end of input) and the writer's pid (in this process's pid
+    ///   namespace; 0 when the writer is outside it, -1 when the kernel attached none).
+    /// - Throws: RAIN_502 naming `recvmsg`.
+    public static func readNonBlockingWithWriter(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer
+    ) throws(RainError) -> IOResult<(count: Int, writer: Int32)> {
+        var writer: pid_t = -1
+        switch try callNonBlocking("recvmsg", { rain_read_with_writer(fd, buffer.baseAddress, buffer.count, &writer) }) {
+        case .processed(let count): return .processed((count, writer))
+        case .wouldBlock: return .wouldBlock
+        }
+    }
+
+    /// The bytes queued for reading on socket `fd`, not read yet (`SIOCINQ`).
+    /// - Throws: RAIN_502 naming `ioctl SIOCINQ`.
+    public static func queuedInput(_ fd: Int32) throws(RainError) -> Int {
+        var count: Int32 = 0
+        try call("ioctl SIOCINQ") { rain_socket_queued_input(fd, &count) }
+        return Int(count)
+    }
+
     /// The credentials of the process at the other end of a Unix socket.
     /// - Throws: RAIN_502 naming `getsockopt SO_PEERCRED`.
     public static func peerCredentials(_ fd: Int32) throws(RainError) -> SocketPeer {

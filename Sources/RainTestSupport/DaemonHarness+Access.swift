@@ -119,7 +119,7 @@ extension DaemonHarness {
     /// A pinentry that answers every GETPIN with the code the description shows (`type the code
     /// XXXX and press Enter`), logging the description. Bash, as Debian has it.
     /// While `cancelFlag` exists, it dismisses each prompt instead (logged all the same).
-    static func autoPinentryScript(log: String, cancelFlag: String) -> String {
+    public static func autoPinentryScript(log: String, cancelFlag: String) -> String {
         """
         #!/bin/bash
         # Test pinentry (integration tests only): confirms each prompt by typing back its code.

@@ -88,7 +88,13 @@ extension EventLoopServer {
         let c = Connection(
             id: ConnectionID(rawValue: id), fd: fd, peer: peer, peerKey: peerKey,
             maximumFrame: options.maximumFrameLength, now: now)
-        if !options.isTCP { c.process = peerProcess(of: fd, peer: peer) }
+        if !options.isTCP {
+            // The executable (read inside peerProcess), then what was written before it was
+            // read: in that order, so no byte written before the read is missed.
+            if checksWriters { c.writer = peer.pid }
+            c.process = peerProcess(of: fd, peer: peer)
+            c.inputQueuedAtAccept = (try? Syscall.queuedInput(fd)) ?? Int.max
+        }
         if let tls = options.tls {
             do {
                 c.tls = try tls.makeServerSession()

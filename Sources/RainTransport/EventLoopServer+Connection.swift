@@ -56,6 +56,15 @@ extension EventLoopServer {
         @exclusivity(unchecked) var channelBinding: [UInt8]?
         /// The peer's pidfd (Unix connections), closed with the connection.
         @exclusivity(unchecked) var process: ProcessDescriptor?
+        /// Unix connections: the pid every read must have been written by (the peer's, held by
+        /// `process`); nil on TCP.
+        @exclusivity(unchecked) var writer: Int32?
+        /// The bytes queued when the peer's executable was read at accept (`SIOCINQ`): a frame
+        /// starting before this offset may have been written by the program the peer ran before
+        /// an exec, so a sensitive call in it is refused (`RequestContext.wasQueuedBeforeIdentity`).
+        @exclusivity(unchecked) var inputQueuedAtAccept = 0
+        /// The stream offset of the next frame's first byte.
+        @exclusivity(unchecked) var nextFrameOffset = 0
         init(
             id: ConnectionID, fd: Int32, peer: PeerCredentials, peerKey: PeerKey?, maximumFrame: Int,
             now: LoopInstant

@@ -8,8 +8,17 @@ extension EventLoopServer {
         while true {
             let n: Int
             do {
-                guard case .processed(let count) = try Syscall.readNonBlocking(c.fd, into: buffer) else { break }
-                n = count
+                if let expected = c.writer {
+                    guard case .processed(let read) = try Syscall.readNonBlockingWithWriter(c.fd, into: buffer) else { break }
+                    n = read.count
+                    if n > 0 && read.writer != expected && !c.closeAfterFlush {
+                        refuseSharedConnection(c, writer: read.writer)
+                        return
+                    }
+                } else {
+                    guard case .processed(let count) = try Syscall.readNonBlocking(c.fd, into: buffer) else { break }
+                    n = count
+                }
             } catch {
                 closeConnection(c)
                 return
@@ -48,6 +57,34 @@ extension EventLoopServer {
             if c.closeAfterFlush { continue }
             if n < buffer.count { break }
         }
+    }
+
+    /// Bytes written by another process than the one that connected (a child it forked, or one it
+    /// passed the socket to): nothing more of the connection is read, its calls in flight are
+    /// dropped, and one refusal with request id 0 says why before the close.
+    func refuseSharedConnection(_ c: Connection, writer: Int32) {
+        if let suppressed = logThrottle.admit("connection.shared", now: now) {
+            logger.warning(
+                "connection.shared",
+                [
+                    "pid": "\(c.peer.pid)", "writer": "\(writer)", "suppressed": "\(suppressed)",
+                    "hint": "another process wrote on this connection; refused and closed",
+                ])
+        }
+        for id in Array(c.calls.keys) {
+            finishCall(id, on: c)
+            handler.cancel(connection: c.id, requestID: id)
+        }
+        fail(
+            0,
+            RainError(
+                .unauthorized,
+                """
+                pid \(writer) wrote on a connection opened by pid \(c.peer.pid): each process must open its own \
+                connection to rainwalletd
+                """, details: .init(reason: "connection_shared")),
+            on: c)
+        c.closeAfterFlush = true
     }
 
     /// The client finished sending: stop watching for input, answer the calls in flight, then close.
@@ -96,6 +133,8 @@ extension EventLoopServer {
     /// Not inlined: `scripts/bench-instructions` counts its calls as the requests served.
     @inline(never)
     func serveFrame(_ body: UnsafeBufferPointer<UInt8>, on c: Connection) {
+        let offset = c.nextFrameOffset
+        c.nextFrameOffset = offset &+ Frame.headerLength &+ body.count
         if c.isAdmitted, let request = QuickRequest(body, shape: &c.quickShape),
             c.calls.count < options.maximumCallsPerConnection,
             c.calls.isEmpty || c.calls[request.requestID] == nil,
@@ -109,10 +148,12 @@ extension EventLoopServer {
                 return
             }
         }
-        process(Result { () throws(RainError) in try Envelope.decode(body) }, on: c)
+        process(
+            Result { () throws(RainError) in try Envelope.decode(body) }, on: c,
+            wasQueuedBeforeIdentity: offset < c.inputQueuedAtAccept)
     }
 
-    func process(_ decoded: Result<Envelope, RainError>, on c: Connection) {
+    func process(_ decoded: Result<Envelope, RainError>, on c: Connection, wasQueuedBeforeIdentity: Bool = false) {
         let envelope: Envelope
         do {
             envelope = try decoded.get()
@@ -158,7 +199,8 @@ extension EventLoopServer {
             let context = RequestContext(
                 connection: c.id, requestID: id, peer: c.peer,
                 responder: Responder(server: self, connection: c.id, requestID: id, token: token),
-                channelBinding: c.channelBinding, peerProcess: c.process)
+                channelBinding: c.channelBinding, peerProcess: c.process,
+                wasQueuedBeforeIdentity: wasQueuedBeforeIdentity)
             // A call is registered only when it outlives `handle`: whatever its responder posts
             // meanwhile is taken by `drainOutbound`, on this thread, after this returns. An answer
             // given at once needs no entry (and no allocation) at all.

@@ -71,6 +71,9 @@ public final class EventLoopServer: @unchecked Sendable {
     let stats = Mutex<(connections: Int, calls: Int)>((0, 0))
     let bufferedInputStat = Mutex(0)
 
+    /// Unix connections must be written only by the process that connected (`SO_PASSCRED`).
+    let checksWriters: Bool
+
     static let listenToken: UInt64 = 0
     private static let wakeToken: UInt64 = 1
 
@@ -85,6 +88,10 @@ public final class EventLoopServer: @unchecked Sendable {
         let shortest = min(options.admissionTimeout, options.frameProgressTimeout, options.tlsHandshakeTimeout)
         self.sweepInterval = max(.milliseconds(5), shortest / 10)
         try Syscall.setNonBlocking(fd, true)
+        // Set on the listener, so every socket it accepts has it from the start (a write between
+        // an accept and a setsockopt on the accepted socket would carry no writer).
+        checksWriters = !options.isTCP && options.refusesSharedConnections
+        if checksWriters { try Syscall.setPassCredentials(fd) }
         epoll = try Epoll(maximumEvents: 128)
         wakeFD = try EventFD()
         try epoll.add(listenFD, events: .input, token: Self.listenToken)

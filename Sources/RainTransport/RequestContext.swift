@@ -15,4 +15,9 @@ public struct RequestContext: Sendable {
     /// `pidfd_open` of its pid); RainAccess reads the caller's identity through it. Closed when the
     /// connection closes. Nil on TCP, or when the peer was gone before it could be taken.
     public var peerProcess: ProcessDescriptor? = nil
+    /// The request's first byte was already queued when the peer's executable was read at accept:
+    /// it may have been written by the program the peer ran before an exec (the pid stays), so it
+    /// cannot stand for the identity read. A handler refuses a sensitive call in it
+    /// (RAIN_202 `sent_before_identity`, retryable: the client sends it again).
+    public var wasQueuedBeforeIdentity = false
 }

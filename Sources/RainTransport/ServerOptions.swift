@@ -64,6 +64,10 @@ public struct ServerOptions: Sendable {
     /// The uid taken as the server's own (tests set another to be a peer that is not the owner);
     /// nil: the process's uid.
     var ownUID: UInt32?
+    /// Unix connections: refuse any bytes written by another process than the peer that connected
+    /// (RAIN_202 `connection_shared`, then close), as the kernel stamps them (`SO_PASSCRED`). False
+    /// only for a test of what the check stops.
+    public var refusesSharedConnections = true
     /// False to take peers' pidfds with `pidfd_open` even where `SO_PEERPIDFD` exists (tests of
     /// the fallback of kernels before 6.5).
     var usesPeerPidfd = true

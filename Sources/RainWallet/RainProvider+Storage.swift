@@ -25,18 +25,36 @@ extension RainProvider {
     /// - Throws: RAIN_101 when no daemon answers.
     public func storageMigrate(to provider: String) throws -> AsyncThrowingStream<String, any Error> {
         let conn = try connection()
-        let (_, messages) = try conn.openStream(
-            method: Method.storageMigrate, payload: try StorageMigrateRequest(to: provider).encode(),
-            metadata: [MetadataEntry(key: profileMetadataKey, value: config.profile)])
+        let payload = try StorageMigrateRequest(to: provider).encode()
+        let metadata = [MetadataEntry(key: profileMetadataKey, value: config.profile)]
+        let (_, first) = try conn.openStream(method: Method.storageMigrate, payload: payload, metadata: metadata)
         return AsyncThrowingStream { continuation in
             let task = Task {
-                do {
-                    for try await bytes in messages {
-                        continuation.yield(try StorageMigrateProgress.decode(bytes).line)
+                var messages = first
+                var isRetried = false
+                while true {
+                    var hasYielded = false
+                    do {
+                        for try await bytes in messages {
+                            hasYielded = true
+                            continuation.yield(try StorageMigrateProgress.decode(bytes).line)
+                        }
+                        continuation.finish()
+                    } catch let error as RainError
+                        where !isRetried && !hasYielded && error.details.reason == RainError.sentBeforeIdentityReason
+                    {
+                        // Sent before the daemon read who connected: sent again, as `call` does.
+                        isRetried = true
+                        do {
+                            messages = try conn.openStream(method: Method.storageMigrate, payload: payload, metadata: metadata).1
+                            continue
+                        } catch {
+                            continuation.finish(throwing: error)
+                        }
+                    } catch {
+                        continuation.finish(throwing: error)
                     }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
+                    return
                 }
             }
             continuation.onTermination = { _ in task.cancel() }

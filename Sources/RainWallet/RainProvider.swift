@@ -119,6 +119,19 @@ public final class RainProvider: Sendable {
         // Checked here, not only inside: an async call that returns at once still costs a frame.
         if hasConfigurationToApply { try await applyConfiguration(conn) }
         let payload = try request.encode()
+        do {
+            return try await send(method, payload, on: conn, timeoutMilliseconds: timeoutMilliseconds)
+        } catch where error.details.reason == RainError.sentBeforeIdentityReason {
+            // The daemon could not tell which program wrote a request that arrived before it read
+            // the caller's identity; now that it has, the same request is judged on its own.
+            return try await send(method, payload, on: conn, timeoutMilliseconds: timeoutMilliseconds)
+        }
+    }
+
+    /// Sends one request on `conn` and awaits its answer.
+    nonisolated(nonsending) private func send(
+        _ method: String, _ payload: [UInt8], on conn: ClientConnection, timeoutMilliseconds: UInt32
+    ) async throws(RainError) -> [UInt8] {
         switch try conn.callInline(method: method, payload: payload, metadata: metadata, timeoutMilliseconds: timeoutMilliseconds)
         {
         case .answered(let bytes)?: return bytes

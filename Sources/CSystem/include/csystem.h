@@ -40,6 +40,15 @@ int rain_eventfd(void);
 int rain_accept4(int fd);
 /// Peer credentials of a Unix socket (SO_PEERCRED). Returns 0 on success.
 int rain_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+/// Asks the kernel to stamp every write on a Unix socket with its writer (`SO_PASSCRED`); set on a
+/// listening socket, the sockets it accepts inherit it.
+int rain_set_pass_credentials(int fd);
+/// `recvmsg` of up to `n` bytes with the writer's pid (`SCM_CREDENTIALS`) in `*pid`; -1 there when
+/// the kernel attached none. With `SO_PASSCRED` set the kernel never joins two writers' bytes in
+/// one read.
+ssize_t rain_read_with_writer(int fd, void *buf, size_t n, pid_t *pid);
+/// The bytes queued for reading on a socket (`SIOCINQ`).
+int rain_socket_queued_input(int fd, int *count);
 /// What a descriptor is, for a socket handed over by a service manager: its address family
 /// (SO_DOMAIN), socket type (SO_TYPE) and whether it listens (SO_ACCEPTCONN, 0 or 1).
 /// Returns 0 on success, or -1 with errno (ENOTSOCK for a descriptor that is not a socket).

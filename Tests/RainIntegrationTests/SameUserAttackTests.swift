@@ -1,0 +1,185 @@
+import Foundation
+import RainCore
+import RainTestSupport
+import RainWire
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Programs of the daemon's own user that try to pass for the app the user approved, through the
+/// socket alone. The daemon, the approved app (a copy of `rainwallet`) and the attacker (a Python
+/// program) all run as one unprivileged uid (`OtherUser`): root reads every process, so a daemon
+/// running as root would identify a caller no user's daemon can.
+@Suite(
+    "Same user: a connection speaks only for the process that opened it",
+    .enabled(if: OtherUser.unavailableReason == nil, "needs a second uid: root and /usr/bin/setpriv (CI runs as root)"))
+struct SameUserAttackTests {
+    /// A daemon of `OtherUser`, with per-app access enforced and the auto-confirming pinentry, in a
+    /// directory of copies of the binaries that uid can run.
+    struct UserDaemon {
+        let bin: AccessibleBinaries
+        let home: String
+        let socket: String
+        let daemon: TestProcess
+        var log: String { DaemonHarness.readFile("\(home)/daemon.log") }
+        var prompts: String { DaemonHarness.readFile("\(home)/prompts.log") }
+        var approvedApp: String { "\(bin.directory)/rainwallet" }
+
+        static func start() async throws -> UserDaemon {
+            let bin = try await AccessibleBinaries.make()
+            let home = "\(bin.directory)/home"
+            try OtherUser.makeDirectory(home, mode: 0o700)
+            let pinentry = "\(bin.directory)/pinentry-auto"
+            #expect(
+                FileManager.default.createFile(
+                    atPath: pinentry,
+                    contents: Data(
+                        DaemonHarness.autoPinentryScript(log: "\(home)/prompts.log", cancelFlag: "\(home)/cancel").utf8),
+                    attributes: [.posixPermissions: 0o755]))
+            let policy = "\(bin.directory)/policy.json"
+            #expect(
+                FileManager.default.createFile(
+                    atPath: policy, contents: Data(#"{"access": {"pinentry": "\#(pinentry)"}}"#.utf8),
+                    attributes: [.posixPermissions: 0o644]))
+            let socket = "\(home)/rainwalletd.sock"
+            let daemon = try bin.launch(
+                as: OtherUser.uid, executable: "\(bin.directory)/rainwalletd",
+                ["--socket", socket, "--state-dir", "\(home)/state", "--policy", policy], home: home,
+                log: "\(home)/daemon.log", environment: ["DISPLAY": ":rainwallet-test"])
+            let d = UserDaemon(bin: bin, home: home, socket: socket, daemon: daemon)
+            let ready = await eventually(timeout: .seconds(20)) { d.log.contains("daemon.ready") || !daemon.isRunning }
+            try #require(ready && daemon.isRunning, "daemon log:\n\(d.log)")
+            return d
+        }
+
+        /// The copy of `rainwallet` becomes the default profile's app: the user confirms it on the
+        /// (auto) prompt.
+        func approveTheApp() async throws {
+            let status = try await bin.runCLI(as: OtherUser.uid, socket: socket, ["status"])
+            #expect(status.status == 0, "\(status)")
+            #expect(prompts.contains("rainwallet"), "prompts: \(prompts)")
+        }
+
+        func stop() {
+            daemon.signal(SIGKILL)
+            _ = daemon.waitForExitBlocking(timeout: .seconds(5))
+            bin.remove()
+        }
+    }
+
+    /// Connects, then (per `mode`) writes `frame`, forks a child that keeps the socket, and execs
+    /// the approved app in the parent, so the connection's pid becomes the approved app's. The
+    /// child waits for `OUT.go`, writes `frame` (unless already written), and saves the answer
+    /// frame in `OUT`.
+    static let attacker = #"""
+        import ctypes, os, socket, sys, time
+        mode, sock_path, frame_path, out_path = sys.argv[1:5]
+        app = sys.argv[5:]
+        frame = open(frame_path, "rb").read()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path)
+        if mode == "write-then-exec":
+            s.sendall(frame)
+        if os.fork() == 0:
+            if mode == "child-not-dumpable":
+                ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: hidden from /proc readers
+            while not os.path.exists(out_path + ".go"):
+                time.sleep(0.01)
+            if mode != "write-then-exec":
+                s.sendall(frame)
+            s.settimeout(20)
+            answer = b""
+            try:
+                while len(answer) < 4 or len(answer) < 4 + int.from_bytes(answer[:4], "big"):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    answer += chunk
+            except OSError:
+                pass
+            with open(out_path + ".tmp", "wb") as f:
+                f.write(answer)
+            os.rename(out_path + ".tmp", out_path)
+            os._exit(0)
+        with open(out_path + ".pid", "w") as f:
+            f.write(str(os.getpid()))
+        os.execv(app[0], app)
+        """#
+
+    /// Runs the attacker with the daemon stopped (`SIGSTOP`) from its connect until the parent runs
+    /// the approved app, so the daemon accepts a connection whose process already is that app;
+    /// then lets the child go and returns the answer it read.
+    static func attack(_ d: UserDaemon, mode: String, method: String, payload: [UInt8] = []) async throws -> WireStatus {
+        let script = "\(d.bin.directory)/attack.py"
+        #expect(
+            FileManager.default.createFile(
+                atPath: script, contents: Data(attacker.utf8), attributes: [.posixPermissions: 0o755]))
+        let frameFile = "\(d.bin.directory)/frame-\(mode)"
+        let envelope = Envelope(requestID: 1, kind: .request(WireRequest(method: method, payload: payload)))
+        #expect(FileManager.default.createFile(atPath: frameFile, contents: Data(Frame.encode(try envelope.encode()))))
+        let out = "\(d.home)/answer-\(mode)"
+        d.daemon.signal(SIGSTOP)
+        var resumed = false
+        defer { if !resumed { d.daemon.signal(SIGCONT) } }
+        let p = try d.bin.launch(
+            as: OtherUser.uid, executable: PythonTools.python,
+            [script, mode, d.socket, frameFile, out, d.approvedApp, "--socket", d.socket, "watch"], home: d.home,
+            log: "\(d.home)/attack-\(mode).log")
+        defer { p.signal(SIGKILL) }
+        // The parent runs the approved app (the exec is done) before the daemon reads anything.
+        let execed = await eventually(timeout: .seconds(20)) {
+            guard let pid = Int32(DaemonHarness.readFile(out + ".pid")) else { return false }
+            return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == d.approvedApp
+        }
+        try #require(execed, "attacker log: \(DaemonHarness.readFile("\(d.home)/attack-\(mode).log"))")
+        d.daemon.signal(SIGCONT)
+        resumed = true
+        #expect(FileManager.default.createFile(atPath: out + ".go", contents: nil))
+        let answered = await eventually(timeout: .seconds(25)) { FileManager.default.fileExists(atPath: out) }
+        try #require(answered, "no answer; daemon log:\n\(d.log)")
+        let bytes = [UInt8](FileManager.default.contents(atPath: out) ?? Data())
+        try #require(bytes.count > Frame.headerLength, "the connection closed without an answer; daemon log:\n\(d.log)")
+        let envelope2 = try Envelope.decode(Array(bytes[Frame.headerLength...]))
+        guard case .response(let response) = envelope2.kind else {
+            Issue.record("not a response: \(envelope2)")
+            return .ok
+        }
+        return response.status
+    }
+
+    @Test(
+        "a program connects, forks, and execs the approved app: the child's calls on the copied socket are refused, RAIN_202 connection_shared",
+        arguments: ["child-dumpable", "child-not-dumpable"])
+    func forkedChildIsRefused(mode: String) async throws {
+        let d = try await UserDaemon.start()
+        defer { d.stop() }
+        try await d.approveTheApp()
+
+        // GetState is served only to the approved app: the child would be served as that app.
+        let status = try await Self.attack(
+            d, mode: mode, method: Method.getSessionState, payload: try GetSessionStateRequest().encode())
+        #expect(status.code == RainError.Code.unauthorized.rawValue, "\(status)")
+        #expect(status.details.reason == "connection_shared", "\(status)")
+        #expect(d.log.contains("connection.shared"), "log:\n\(d.log)")
+    }
+
+    @Test(
+        "a program writes a sensitive request, then execs the approved app: the request is refused as sent before the identity was read (retryable)"
+    )
+    func requestWrittenBeforeExecIsRefused() async throws {
+        let d = try await UserDaemon.start()
+        defer { d.stop() }
+        try await d.approveTheApp()
+        let prompts = d.prompts
+
+        let status = try await Self.attack(
+            d, mode: "write-then-exec", method: Method.storageBackup, payload: try StorageBackupRequest().encode())
+        #expect(status.code == RainError.Code.unauthorized.rawValue, "\(status)")
+        #expect(status.details.reason == RainError.sentBeforeIdentityReason, "\(status)")
+        #expect(status.details.retryAfterMilliseconds == 0, "\(status)")
+        // Nobody was asked.
+        #expect(d.prompts == prompts, "prompts: \(d.prompts)")
+    }
+}
