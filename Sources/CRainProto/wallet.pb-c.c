@@ -1691,7 +1691,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_info_request__descriptor 
   (ProtobufCMessageInit) rain__wallet__v1__get_info_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field_descriptors[6] =
 {
   {
     "daemon_version",
@@ -1753,18 +1753,31 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "ptrace_scope",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetInfoResponse, ptrace_scope),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__get_info_response__field_indices_by_name[] = {
   2,   /* field[2] = capabilities */
   0,   /* field[0] = daemon_version */
   3,   /* field[3] = max_frame_bytes */
   1,   /* field[1] = protocol_version */
+  5,   /* field[5] = ptrace_scope */
   4,   /* field[4] = storage_provider */
 };
 static const ProtobufCIntRange rain__wallet__v1__get_info_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor =
 {
@@ -1774,7 +1787,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor
   "Rain__Wallet__V1__GetInfoResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__GetInfoResponse),
-  5,
+  6,
   rain__wallet__v1__get_info_response__field_descriptors,
   rain__wallet__v1__get_info_response__field_indices_by_name,
   1,  rain__wallet__v1__get_info_response__number_ranges,

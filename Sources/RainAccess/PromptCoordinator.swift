@@ -27,15 +27,19 @@ public actor PromptCoordinator {
         public var refusalLimit: Int
         /// How long a locked-out app gets no new prompt.
         public var lockout: Duration
+        /// A line every prompt shows above its code (`PromptRequest.note`).
+        public var note: String?
 
         /// Settings: 60 s to answer, 3 refusals, 10 minutes of lockout unless told.
         public init(
-            pinentry: Pinentry, timeout: Duration = .seconds(60), refusalLimit: Int = 3, lockout: Duration = .seconds(600)
+            pinentry: Pinentry, timeout: Duration = .seconds(60), refusalLimit: Int = 3, lockout: Duration = .seconds(600),
+            note: String? = nil
         ) {
             self.pinentry = pinentry
             self.timeout = timeout
             self.refusalLimit = max(1, refusalLimit)
             self.lockout = lockout
+            self.note = note
         }
     }
 
@@ -107,6 +111,8 @@ public actor PromptCoordinator {
         try checkLockout(app)
         // A request the prompt cannot show in full is refused before any prompt opens, never cut.
         let code = try PromptCode.random()
+        var request = request
+        request.note = settings.note
         let description = try request.description(code: code)
         guard active == nil else {
             throw RainError(

@@ -18,6 +18,9 @@ public struct PromptRequest: Sendable {
     public var caller: CallerIdentity
     /// The profile the action is for.
     public var profile: String
+    /// One line about the machine shown above the code (`PromptCoordinator.Settings.note`): on a
+    /// kernel where programs of the user can read each other's memory, that the code can be read.
+    public var note: String?
 
     /// A request.
     public init(action: String, caller: CallerIdentity, profile: String, shortAction: String? = nil) {
@@ -60,13 +63,14 @@ public struct PromptRequest: Sendable {
         if let flatpak = caller.flatpakAppID {
             app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
         }
+        let note = note.map { "Note: \(PromptText.displayable($0))\n" } ?? ""
         return """
             RainWallet asks you to confirm: \(PromptText.displayable(action))
             App: \(app)
                  \(caller.hashDescription), pid \(caller.pid)
             Profile: \(PromptText.displayable(profile))
 
-            To allow it, type the code  \(code.text)  and press Enter.
+            \(note)To allow it, type the code  \(code.text)  and press Enter.
             To refuse, cancel (Ctrl-D on a terminal).
             """
     }

@@ -1,6 +1,7 @@
 import Foundation
 import RainCommandLine
 import RainCore
+import RainSystem
 import RainWallet
 
 /// The JSON fields of a session, as `status --json` prints them.
@@ -139,19 +140,33 @@ enum StatusCommand: CLICommand {
         discussion: "Shows the profile's session.",
         json: .init(
             .object,
-            sessionJSONFields + [.init("storageProvider", "the daemon's key provider: tpm2, secret-service or file")]))
+            sessionJSONFields + [
+                .init("storageProvider", "the daemon's key provider: tpm2, secret-service or file"),
+                .init("ptraceScope", Self.ptraceScopeField),
+            ]))
+
+    /// What `ptraceScope` holds in `--json`.
+    static let ptraceScopeField =
+        "whether programs of the user may read each other's memory: none (no Yama LSM), or kernel.yama.ptrace_scope 0 to 3"
+
+    /// The line about what programs of the user may do to each other, as the daemon read it.
+    static func memoryLine(_ info: DaemonInfo) -> String? {
+        info.ptraceScope.isEmpty ? nil : "memory:         " + PtraceScope(wireValue: info.ptraceScope).explanation
+    }
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         // A profile's stored session loads on first use: wait for it (up to 5 s) so status is settled.
         try await context.provider.awaitSessionRestore()
         let s = try await context.provider.currentSession()
+        let info = try await context.provider.daemonInfo()
         if context.output.isJSON {
             var o = s.jsonObject
-            let provider = try await context.provider.daemonInfo().storageProvider
-            o["storageProvider"] = provider.isEmpty ? nil : provider
+            o["storageProvider"] = info.storageProvider.isEmpty ? nil : info.storageProvider
+            o["ptraceScope"] = info.ptraceScope.isEmpty ? nil : info.ptraceScope
             context.output.json(o)
         } else {
             s.humanLines.forEach(context.output.line)
+            if let memory = memoryLine(info) { context.output.line(memory) }
         }
     }
 }
@@ -331,6 +346,7 @@ enum InfoCommand: CLICommand {
                 .init("daemonVersion", "the daemon's version"), .init("protocolVersion", "a number"),
                 .init("capabilities", "an array of names"), .init("maxFrameBytes", "the largest frame the daemon takes"),
                 .init("storageProvider", "the key provider in use: tpm2, secret-service or file"),
+                .init("ptraceScope", StatusCommand.ptraceScopeField),
             ]))
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
@@ -341,11 +357,13 @@ enum InfoCommand: CLICommand {
                 "daemonVersion": info.daemonVersion, "protocolVersion": Int(info.protocolVersion),
                 "capabilities": info.capabilities, "maxFrameBytes": Int(info.maxFrameBytes),
                 "storageProvider": info.storageProvider.isEmpty ? nil : info.storageProvider,
+                "ptraceScope": info.ptraceScope.isEmpty ? nil : info.ptraceScope,
             ])
         } else {
             output.line("rainwalletd \(info.daemonVersion), protocol \(info.protocolVersion)")
             output.line("capabilities: \(info.capabilities.joined(separator: ", "))")
             if !info.storageProvider.isEmpty { output.line("key provider: \(info.storageProvider)") }
+            if let memory = StatusCommand.memoryLine(info) { output.line(memory) }
             // The authority link, as the default profile's daemon sees it.
             if let link = try? await context.provider.currentSession().authorityLinkLine {
                 output.line(link.replacingOccurrences(of: "authority:      ", with: "authority link: "))

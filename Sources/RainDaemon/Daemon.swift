@@ -395,6 +395,14 @@ struct DeviceRole: DaemonRole {
                         "authorityTLS": isAuthorityTLS ? "true" : "false", "keyProvider": providerKind,
                         "keyLocation": providerLocation,
                     ])
+                // Said once: what the kernel lets programs of this user do to each other, which
+                // no setting of the daemon changes.
+                let ptrace = PtraceScope.read()
+                if ptrace.isOpenToSameUser {
+                    logger.warning("kernel.memory_open", ["setting": ptrace.setting, "hint": ptrace.explanation])
+                } else {
+                    logger.info("kernel.memory", ["setting": ptrace.setting])
+                }
                 // The socket listens and the loop is about to wait on it: connections from now on are served.
                 notifier?.ready(status: "serving \(socketAddress)")
             },

@@ -52,7 +52,8 @@ enum DeviceAccessSetup {
         }
         if let program {
             coordinator = PromptCoordinator(
-                settings: PromptCoordinator.Settings(pinentry: try Pinentry(program: program)),
+                settings: PromptCoordinator.Settings(
+                    pinentry: try Pinentry(program: program), note: PtraceScope.read().promptNote),
                 targets: PromptTargets(display: display, terminal: kept?.terminal),
                 clock: clock, logger: logger.child("prompt"))
         }

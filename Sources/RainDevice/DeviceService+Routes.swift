@@ -3,6 +3,7 @@ import RainAuthorityAPI
 import RainConfig
 import RainCore
 import RainKeyStore
+import RainSystem
 import RainTransport
 import RainWire
 
@@ -18,7 +19,8 @@ extension DeviceService {
     ) -> RouteTable<DeviceCall> {
         let info = GetInfoResponse(
             daemonVersion: daemonVersion, protocolVersion: protocolVersion, capabilities: capabilities,
-            maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: storage?.provider ?? "")
+            maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: storage?.provider ?? "",
+            ptraceScope: PtraceScope.read().wireValue)
         let storageControl = storage?.control
         // The authority's direct reads (an embedded authority on SQLite), taken once.
         let directReads = context.authority.directReads

@@ -111,6 +111,11 @@ public struct DaemonInfo: Sendable, Equatable {
     public var maxFrameBytes: UInt32
     /// The key provider in use (`tpm2`, `secret-service`, `file`); empty when the daemon does not say.
     public var storageProvider: String
+    /// Whether programs of the daemon's user may read each other's memory, as the kernel said when
+    /// the daemon started: `none` (no Yama LSM: they may), or `kernel.yama.ptrace_scope` `0` (they
+    /// may), `1` (only their own descendants), `2`, `3`; empty when the daemon does not say. Where
+    /// they may, any of them can read a prompt's code and take over a live connection.
+    public var ptraceScope: String
 
     init(_ wire: GetInfoResponse) {
         daemonVersion = wire.daemonVersion
@@ -118,6 +123,7 @@ public struct DaemonInfo: Sendable, Equatable {
         capabilities = wire.capabilities
         maxFrameBytes = wire.maxFrameBytes
         storageProvider = wire.storageProvider
+        ptraceScope = wire.ptraceScope
     }
 }
 

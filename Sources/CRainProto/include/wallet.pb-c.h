@@ -110,10 +110,17 @@ struct  Rain__Wallet__V1__GetInfoResponse
    * The key provider in use: "tpm2", "secret-service" or "file" (empty from a daemon that does not say).
    */
   char *storage_provider;
+  /*
+   * Whether programs of the daemon's user may read each other's memory, as the kernel said when the
+   * daemon started: "none" (no Yama LSM: they may), or kernel.yama.ptrace_scope "0" (they may), "1"
+   * (only their own descendants), "2" or "3"; empty when unknown or from a daemon that does not say.
+   * Where they may, any of them can read a prompt's code and take over a live connection.
+   */
+  char *ptrace_scope;
 };
 #define RAIN__WALLET__V1__GET_INFO_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_info_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*

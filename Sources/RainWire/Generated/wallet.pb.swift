@@ -20,6 +20,11 @@ public struct GetInfoResponse: WireMessage, Hashable {
     public var maxFrameBytes: UInt32
     /// The key provider in use: "tpm2", "secret-service" or "file" (empty from a daemon that does not say).
     public var storageProvider: String
+    /// Whether programs of the daemon's user may read each other's memory, as the kernel said when the
+    /// daemon started: "none" (no Yama LSM: they may), or kernel.yama.ptrace_scope "0" (they may), "1"
+    /// (only their own descendants), "2" or "3"; empty when unknown or from a daemon that does not say.
+    /// Where they may, any of them can read a prompt's code and take over a live connection.
+    public var ptraceScope: String
 
     /// A `GetInfoResponse`; an argument left out is its proto3 default.
     public init(
@@ -27,13 +32,15 @@ public struct GetInfoResponse: WireMessage, Hashable {
         protocolVersion: UInt32 = 0,
         capabilities: [String] = [],
         maxFrameBytes: UInt32 = 0,
-        storageProvider: String = ""
+        storageProvider: String = "",
+        ptraceScope: String = ""
     ) {
         self.daemonVersion = daemonVersion
         self.protocolVersion = protocolVersion
         self.capabilities = capabilities
         self.maxFrameBytes = maxFrameBytes
         self.storageProvider = storageProvider
+        self.ptraceScope = ptraceScope
     }
 }
 
@@ -561,7 +568,8 @@ extension GetInfoResponse {
             protocolVersion: m.protocol_version,
             capabilities: try readStrings(m.capabilities, count: m.n_capabilities, field: "capabilities"),
             maxFrameBytes: m.max_frame_bytes,
-            storageProvider: try readString(m.storage_provider, field: "storage_provider"))
+            storageProvider: try readString(m.storage_provider, field: "storage_provider"),
+            ptraceScope: try readString(m.ptrace_scope, field: "ptrace_scope"))
     }
 
     /// The C `GetInfoResponse`, its pointers owned by `arena`.
@@ -572,6 +580,7 @@ extension GetInfoResponse {
         (m.n_capabilities, m.capabilities) = try arena.strings(self.capabilities, field: "capabilities")
         m.max_frame_bytes = self.maxFrameBytes
         m.storage_provider = try arena.string(self.storageProvider, field: "storage_provider")
+        m.ptrace_scope = try arena.string(self.ptraceScope, field: "ptrace_scope")
         return m
     }
 }
