@@ -47,7 +47,7 @@ extension RemoteAuthority {
         -> AccountInfo
     {
         try await call(
-            AuthorityMethod.accountInfo, AuthorityAccountInfoRequest(appID: appID, accessToken: accessToken),
+            AuthorityMethod.getAccountInfo, AuthorityAccountInfoRequest(appID: appID, accessToken: accessToken),
             as: AccountInfo.self, kind: .read, isProven: true)
     }
 

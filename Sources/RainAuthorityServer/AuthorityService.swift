@@ -161,7 +161,7 @@ public final class AuthorityService: ServerHandler {
                     AuthorityRefreshSessionResponse(tokens: try await call.authority.refreshSession(r, proof: call.proof))
                 })
             Route(
-                AuthorityMethod.accountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self,
+                AuthorityMethod.getAccountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self,
                 policy: .read(needsSession: true),
                 .actor { (r, call) throws(RainError) in
                     try await call.authority.accountInfo(appID: r.appID, accessToken: r.accessToken, proof: call.proof)

@@ -159,7 +159,7 @@ final class StorageGate: ServerHandler, StorageControl {
         }
         // Most often the user who just unlocked the keyring: try now rather than at the next round.
         retry?.callArrived()
-        if case .loading = route, request.method == Method.storageStatus {
+        if case .loading = route, request.method == Method.storageGetStatus {
             // What `rainwallet storage status` is for: which provider, and why its keys do not open.
             guard context.peer.uid == ownUID else {
                 return .respond(.failure(RoutePolicy.notDaemonOwner(uid: context.peer.uid, method: request.method)))
@@ -174,7 +174,7 @@ final class StorageGate: ServerHandler, StorageControl {
             }
             return .deferred
         }
-        guard request.method == Method.getInfo else { return .respond(.failure(refusal)) }
+        guard request.method == Method.daemonGetInfo else { return .respond(.failure(refusal)) }
         let isMigrating = if case .migrating = route { true } else { false }
         let info = GetInfoResponse(
             daemonVersion: daemonVersion, protocolVersion: protocolVersion,

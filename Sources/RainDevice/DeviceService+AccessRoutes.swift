@@ -57,14 +57,14 @@ extension DeviceService {
         return [
             AnyRoute(
                 Route(
-                    Method.listApps, ListAppsRequest.self, ListAppsResponse.self, policy: .read(isOpenToAnyApp: true),
+                    Method.appsList, ListAppsRequest.self, ListAppsResponse.self, policy: .read(isOpenToAnyApp: true),
                     .actor { (_, call) throws(RainError) in
                         let (access, _) = try required(call)
                         return ListAppsResponse(apps: Self.entries(access.apps.list()))
                     })),
             AnyRoute(
                 Route(
-                    Method.approveApp, ApproveAppRequest.self, ApproveAppResponse.self, policy: .send(isOpenToAnyApp: true),
+                    Method.appsApprove, ApproveAppRequest.self, ApproveAppResponse.self, policy: .send(isOpenToAnyApp: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
                         // Hashing a program may read a large file: not on the concurrency pool.
@@ -80,7 +80,7 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
-                    Method.revokeApp, RevokeAppRequest.self, RevokeAppResponse.self, policy: .send(isOpenToAnyApp: true),
+                    Method.appsRevoke, RevokeAppRequest.self, RevokeAppResponse.self, policy: .send(isOpenToAnyApp: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
                         try await access.apps.revoke(appPath: r.path, profile: call.profile, context: caller)
@@ -88,11 +88,11 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
-                    Method.getSettings, GetSettingsRequest.self, GetSettingsResponse.self, policy: .read(isOpenToAnyApp: true),
+                    Method.settingsGet, GetSettingsRequest.self, GetSettingsResponse.self, policy: .read(isOpenToAnyApp: true),
                     .actor { (_, call) throws(RainError) in try required(call).0.settings.status() })),
             AnyRoute(
                 Route(
-                    Method.confirmSettings, ConfirmSettingsRequest.self, ConfirmSettingsResponse.self,
+                    Method.settingsConfirm, ConfirmSettingsRequest.self, ConfirmSettingsResponse.self,
                     policy: .send(isOpenToAnyApp: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
@@ -118,7 +118,7 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
-                    Method.registerPrompt, RegisterPromptRequest.self, RegisterPromptResponse.self,
+                    Method.promptRegister, RegisterPromptRequest.self, RegisterPromptResponse.self,
                     policy: .send(isOpenToAnyApp: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)

@@ -29,16 +29,16 @@ extension DeviceService {
         let (audit, auditLogger) = (context.audit, context.logger.child("audit"))
         return RouteTable(
             deadlineClock: clock, outcomeLog: .everyCall(logger),
-            unknownMethod: UnknownMethodAnswer(infoMethod: Method.getInfo, serviceName: "daemon")
+            unknownMethod: UnknownMethodAnswer(infoMethod: Method.daemonGetInfo, serviceName: "daemon")
         ) {
             Route(
-                Method.getInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),
+                Method.daemonGetInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),
                 .loop { (_, _) throws(RainError) in info })
             Route(
-                Method.getSessionState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(),
+                Method.sessionGetState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(),
                 .loop { (_, call) throws(RainError) in call.entry.runtime.snapshot() })
             Route(
-                Method.watch, WatchRequest.self, WatchEvent.self, policy: .read(),
+                Method.sessionWatch, WatchRequest.self, WatchEvent.self, policy: .read(),
                 .stream { (_, call, server) throws(RainError) in
                     let responder = server.responder
                     call.entry.runtime.addWatcher(connection: server.connection, requestID: server.requestID) {
@@ -46,7 +46,7 @@ extension DeviceService {
                     }
                 })
             Route(
-                Method.awaitRestore, AwaitRestoreRequest.self, SessionSnapshot.self, policy: .read(),
+                Method.sessionAwaitRestore, AwaitRestoreRequest.self, SessionSnapshot.self, policy: .read(),
                 .actor { (r, call) throws(RainError) in
                     let e = call.entry
                     let policyTimeout = e.runtime.sessionPolicy.restoreTimeout
@@ -54,20 +54,20 @@ extension DeviceService {
                     return await Self.awaitRestore(e, timeout: timeout)
                 })
             Route(
-                Method.refreshSession, RefreshSessionRequest.self, SessionSnapshot.self, policy: .send(needsSession: true),
+                Method.sessionRefresh, RefreshSessionRequest.self, SessionSnapshot.self, policy: .send(needsSession: true),
                 .actor { (_, call) throws(RainError) in try await call.session.refreshSession() })
             Route(
-                Method.sendLoginCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self, policy: .send(),
+                Method.authSendLoginCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in try await call.session.sendLoginCode(r.contact) })
             Route(
-                Method.confirmLoginCode, ConfirmLoginCodeRequest.self, ConfirmLoginCodeResponse.self, policy: .send(),
+                Method.authConfirmLoginCode, ConfirmLoginCodeRequest.self, ConfirmLoginCodeResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in
                     try await Self.audited(audit, auditLogger, call, .login, detail: "code") {
                         () async throws(RainError) in try await call.session.confirmLoginCode(r.code)
                     }
                 })
             Route(
-                Method.logout, LogoutRequest.self, LogoutResponse.self, policy: .send(),
+                Method.authLogout, LogoutRequest.self, LogoutResponse.self, policy: .send(),
                 .actor { (_, call) throws(RainError) in
                     try await Self.audited(
                         audit, auditLogger, call, .logout,
@@ -75,7 +75,7 @@ extension DeviceService {
                     ) { () async throws(RainError) in try await call.session.logout() }
                 })
             Route(
-                Method.configureProfile, ConfigureProfileRequest.self, ConfigureProfileResponse.self, policy: .send(),
+                Method.profileConfigure, ConfigureProfileRequest.self, ConfigureProfileResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in
                     if r.sessionPolicy != nil {
                         try Self.requireProfileOwner(access?.apps, profile: call.profile, caller: call.identity)
@@ -118,7 +118,7 @@ extension DeviceService {
                     }
                 })
             Route(
-                Method.getAccount, GetAccountRequest.self, AccountResponse.self, policy: .read(needsSession: true),
+                Method.accountGet, GetAccountRequest.self, AccountResponse.self, policy: .read(needsSession: true),
                 .direct(
                     { (_, call, done) in
                         Self.startDirectRead(directReads, call) { reads, appID, token in
@@ -129,7 +129,7 @@ extension DeviceService {
                     },
                     fallback: { (_, call) throws(RainError) in try await call.session.account() }))
             Route(
-                Method.getWallet, GetWalletRequest.self, WalletResponse.self, policy: .read(needsSession: true),
+                Method.walletGet, GetWalletRequest.self, WalletResponse.self, policy: .read(needsSession: true),
                 .direct(
                     { (_, call, done) in
                         Self.startDirectRead(directReads, call) { reads, appID, token in
@@ -141,7 +141,7 @@ extension DeviceService {
                     fallback: { (_, call) throws(RainError) in try await call.session.wallet() }))
             // Secrets: the answer goes to the caller only; nothing here logs a payload.
             Route(
-                Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest.self, ExportRecoveryPhraseResponse.self,
+                Method.walletExportRecoveryPhrase, ExportRecoveryPhraseRequest.self, ExportRecoveryPhraseResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmExportPhrase),
                 .actor { (_, call) throws(RainError) in
                     try await Self.audited(
@@ -149,7 +149,7 @@ extension DeviceService {
                     ) { () async throws(RainError) in try await call.session.exportRecoveryPhrase() }
                 })
             Route(
-                Method.exportPrivateKey, ExportPrivateKeyRequest.self, ExportPrivateKeyResponse.self,
+                Method.walletExportPrivateKey, ExportPrivateKeyRequest.self, ExportPrivateKeyResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmExportKey),
                 validate: { (r, _) throws(RainError) in _ = try ProfileSession.named(r.chain) },
                 .actor { (r, call) throws(RainError) in
@@ -159,7 +159,7 @@ extension DeviceService {
                     ) { () async throws(RainError) in try await call.session.exportPrivateKey(chain: r.chain) }
                 })
             Route(
-                Method.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
+                Method.devListOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
                 .actor { (_, call) throws(RainError) in
                     // Only this profile's app, newest `outboxListLimit` entries: a reply stays far below the frame limit.
                     let appID = config.settings(for: call.profile).appID
@@ -175,7 +175,7 @@ extension DeviceService {
             // The daemon's keys (`rainwallet storage …`), the daemon's own uid only. The passphrase
             // and the sealed backup are payloads: never logged.
             Route(
-                Method.storageStatus, StorageStatusRequest.self, StorageStatusResponse.self,
+                Method.storageGetStatus, StorageStatusRequest.self, StorageStatusResponse.self,
                 policy: .read(isOpenToAnyApp: true, isDaemonOwnerOnly: true),
                 .actor { (_, _) throws(RainError) in
                     StorageStatusResponse(status: try await Self.storageControl(storageControl).status())
@@ -209,12 +209,12 @@ extension DeviceService {
                 })
             // The audit log: for the daemon's own uid, whatever the profile.
             Route(
-                Method.readAuditLog, ReadAuditLogRequest.self, ReadAuditLogResponse.self,
+                Method.auditRead, ReadAuditLogRequest.self, ReadAuditLogResponse.self,
                 policy: .read(isOpenToAnyApp: true, isDaemonOwnerOnly: true),
                 .actor { (r, call) throws(RainError) in try await Self.readAuditLog(r, call, audit: audit) })
             if isTestMethodsEnabled {
                 Route(
-                    Method.slowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
+                    Method.testSlowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
                     .actor { (r, _) throws(RainError) in
                         await clock.sleep(for: .milliseconds(Int64(min(r.delayMilliseconds, 60_000))))
                         return SlowEchoResponse(data: r.data)

@@ -127,7 +127,7 @@ public final class DeviceService: ServerHandler {
         let isOpen = route.policy.isOpenToAnyApp || ctx.peer.uid != ownUID
         // An export the profile does not allow is refused by its route: nobody is asked about it.
         let isRefusedAnyway =
-            (request.method == Method.exportRecoveryPhrase || request.method == Method.exportPrivateKey)
+            (request.method == Method.walletExportRecoveryPhrase || request.method == Method.walletExportPrivateKey)
             && !config.settings(for: profile).isExportAllowed
         let confirms = isRefusedAnyway ? nil : route.policy.userConfirms
         if confirms == nil {
@@ -237,7 +237,7 @@ public final class DeviceService: ServerHandler {
         public func answer(
             _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
         ) -> [UInt8]? {
-            guard peer.uid == ownUID, request.isMethod(Method.getSessionState) else { return nil }
+            guard peer.uid == ownUID, request.isMethod(Method.sessionGetState) else { return nil }
             let generation = apps?.generation ?? 0
             if let grant = memo as? QuickGrant, grant.service == serial, grant.generation == generation,
                 grant.isFor(request.profile)

@@ -2,7 +2,7 @@ import RainCore
 import RainKeyStore
 import RainWire
 
-/// The daemon's keys as the storage RPCs (`Method.storageStatus`, `storageBackup`,
+/// The daemon's keys as the storage RPCs (`Method.storageGetStatus`, `storageBackup`,
 /// `storageMigrate`) reach them. The daemon implements it (`StorageGate`): it owns the keys, the
 /// authority and the device service that a migration replaces.
 public protocol StorageControl: Sendable {

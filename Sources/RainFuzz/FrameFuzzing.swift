@@ -65,7 +65,7 @@ enum FrameFuzzing {
     private static let usualShape: QuickShape? = {
         var shape: QuickShape?
         let request = WireRequest(
-            method: Method.getSessionState, payload: [],
+            method: Method.sessionGetState, payload: [],
             metadata: [MetadataEntry(key: profileMetadataKey, value: ProfileName.defaultName)])
         guard let body = try? Envelope(requestID: 1, kind: .request(request)).canonicalBytes(isFramed: false) else {
             return nil
@@ -200,7 +200,7 @@ enum FrameFuzzing {
         // without the profile entry, and two in one read.
         let getState = { (id: UInt64, metadata: [MetadataEntry]) throws(RainError) -> [UInt8] in
             try Envelope(
-                requestID: id, kind: .request(WireRequest(method: Method.getSessionState, payload: [], metadata: metadata))
+                requestID: id, kind: .request(WireRequest(method: Method.sessionGetState, payload: [], metadata: metadata))
             ).encodeFrame()
         }
         let quick = try getState(300, [profile])

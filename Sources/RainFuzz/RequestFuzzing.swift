@@ -8,13 +8,28 @@ import RainWire
 enum RequestFuzzing {
     struct Entry: Sendable {
         let name: String
+        let type: any WireMessage.Type
         let run: @Sendable ([UInt8]) -> FuzzOutcome
         let sample: @Sendable () throws(RainError) -> [UInt8]
     }
 
-    /// Every `WireMessage`, each with a meaningful sample. Appending keeps old seeds' first byte
-    /// pointing at the same type; reordering does not.
+    /// Every `WireMessage` the proto files' methods declare: those with a meaningful sample below,
+    /// then every other declared message (in declaration order, with its proto3 defaults as the
+    /// sample), so a new method's messages are fuzzed without an edit here. Appending keeps old
+    /// seeds' first byte pointing at the same type; reordering does not.
     static let entries: [Entry] = {
+        var entries = samples
+        for declaration in Method.declarations + AuthorityMethod.declarations {
+            for type in [declaration.requestType, declaration.responseType]
+            where !entries.contains(where: { $0.type == type }) {
+                if let entry = defaultEntry(type) { entries.append(entry) }
+            }
+        }
+        return entries
+    }()
+
+    /// The messages with a hand-written, meaningful sample (one with the fields a real one has).
+    private static let samples: [Entry] = {
         let email = RainWalletContact.email("user@example.com")
         let phone = RainWalletContact.phone("+15551234567")
         let date = Date(unixMilliseconds: 1_780_000_000_123)
@@ -133,8 +148,21 @@ enum RequestFuzzing {
     /// An entry named `name` (the seed's file name), by default the Swift type's name.
     private static func entry<M: WireMessage & Equatable>(_ sample: M, as name: String? = nil) -> Entry {
         Entry(
-            name: name ?? "\(M.self)", run: { roundTrip(M.self, $0) },
+            name: name ?? "\(M.self)", type: M.self, run: { roundTrip(M.self, $0) },
             sample: { () throws(RainError) in try sample.encode() })
+    }
+
+    /// An entry whose sample is the message with every field at its proto3 default (no bytes); nil
+    /// for a type that is not `Equatable` (every generated message is).
+    private static func defaultEntry(_ type: any WireMessage.Type) -> Entry? {
+        guard let type = type as? any (WireMessage & Equatable).Type else { return nil }
+        return defaultEntry(of: type)
+    }
+
+    private static func defaultEntry<M: WireMessage & Equatable>(of _: M.Type) -> Entry {
+        Entry(
+            name: "\(M.self)", type: M.self, run: { roundTrip(M.self, $0) },
+            sample: { () throws(RainError) in try M.decode([]).encode() })
     }
 
     /// Decodes; a decoded message must re-encode, and its encoding must decode to the same value.
@@ -162,43 +190,16 @@ enum RequestFuzzing {
         return seeds
     }
 
-    /// A valid request payload for every method of the device protocol and of the authority hop.
+    /// A valid request payload for every method of the device protocol and of the authority hop,
+    /// in declaration order.
     static func methodSamples() throws(RainError) -> [(method: String, payload: [UInt8])] {
-        func sample(_ name: String) throws(RainError) -> [UInt8] {
-            guard let entry = entries.first(where: { $0.name == name }) else {
-                throw RainError(.internalError, "no fuzzing sample for \(name)")
-            }
-            return try entry.sample()
-        }
-        let table: [(String, String)] = [
-            (Method.getInfo, "GetInfoRequest"), (Method.sendLoginCode, "SendLoginCodeRequest"),
-            (Method.confirmLoginCode, "ConfirmLoginCodeRequest"), (Method.logout, "LogoutRequest"),
-            (Method.getSessionState, "GetSessionStateRequest"), (Method.awaitRestore, "AwaitRestoreRequest"),
-            (Method.watch, "WatchRequest"), (Method.refreshSession, "RefreshSessionRequest"),
-            (Method.getAccount, "GetAccountRequest"), (Method.getWallet, "GetWalletRequest"),
-            (Method.exportRecoveryPhrase, "ExportRecoveryPhraseRequest"), (Method.exportPrivateKey, "ExportPrivateKeyRequest"),
-            (Method.configureProfile, "ConfigureProfileRequest"), (Method.passkeyBeginSignUp, "BeginPasskeyRequest"),
-            (Method.passkeyBeginLogin, "BeginPasskeyRequest"), (Method.passkeyBeginAdd, "BeginPasskeyRequest"),
-            (Method.passkeyFinish, "FinishPasskeyRequest"), (Method.passkeyCancel, "CancelPasskeyRequest"),
-            (Method.contactSendVerificationCode, "SendLoginCodeRequest"),
-            (Method.contactConfirmVerification, "ConfirmContactVerificationRequest"),
-            (Method.listOutbox, "ListOutboxRequest"), (Method.slowEcho, "SlowEchoRequest"),
-            (AuthorityMethod.getInfo, "GetInfoRequest"), (AuthorityMethod.sendLoginCode, "AuthoritySendLoginCodeRequest"),
-            (AuthorityMethod.confirmLoginCode, "AuthorityConfirmLoginCodeRequest"),
-            (AuthorityMethod.refreshSession, "AuthorityRefreshSessionRequest"),
-            (AuthorityMethod.accountInfo, "AuthorityAccountInfoRequest"),
-            (AuthorityMethod.revokeSession, "AuthorityRevokeSessionRequest"), (AuthorityMethod.listOutbox, "ListOutboxRequest"),
-            (AuthorityMethod.getWallet, "AuthorityWalletRequest"), (AuthorityMethod.exportWallet, "AuthorityWalletRequest"),
-            (AuthorityMethod.beginPasskeyRegistration, "AuthorityPasskeyBeginRequest"),
-            (AuthorityMethod.finishPasskeyRegistration, "AuthorityPasskeyFinishRequest"),
-            (AuthorityMethod.beginPasskeyAuthentication, "AuthorityPasskeyBeginRequest"),
-            (AuthorityMethod.finishPasskeyAuthentication, "AuthorityPasskeyFinishRequest"),
-            (AuthorityMethod.cancelPasskeyCeremony, "AuthorityPasskeyCancelRequest"),
-            (AuthorityMethod.sendContactVerificationCode, "AuthoritySendContactVerificationRequest"),
-            (AuthorityMethod.confirmContactVerification, "AuthorityConfirmContactVerificationRequest"),
-        ]
         var out: [(method: String, payload: [UInt8])] = []
-        for (method, name) in table { out.append((method: method, payload: try sample(name))) }
+        for declaration in Method.declarations + AuthorityMethod.declarations {
+            guard let entry = entries.first(where: { $0.type == declaration.requestType }) else {
+                throw RainError(.internalError, "no fuzzing sample for \(declaration.requestType)")
+            }
+            out.append((method: declaration.name, payload: try entry.sample()))
+        }
         return out
     }
 }

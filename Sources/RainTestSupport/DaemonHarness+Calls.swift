@@ -28,7 +28,7 @@ extension DaemonHarness {
     /// The development outbox of one profile's app, oldest first (the `ListOutbox` RPC that
     /// `RainProvider.devOutbox()` makes).
     public func outbox(profile: String = ProfileName.defaultName) async throws(RainError) -> [OutboxEntry] {
-        let bytes = try await call(Method.listOutbox, payload: try ListOutboxRequest().encode(), profile: profile)
+        let bytes = try await call(Method.devListOutbox, payload: try ListOutboxRequest().encode(), profile: profile)
         // A profile's app id is its name unless the config says otherwise; keep only that app's codes.
         return try ListOutboxResponse.decode(bytes).entries.filter { $0.appID == profile }
     }
@@ -62,7 +62,7 @@ extension DaemonHarness {
         let metadata = [MetadataEntry(key: profileMetadataKey, value: profile)]
         let request = try ListOutboxRequest().encode()
         while true {
-            let bytes = try await connection.call(method: Method.listOutbox, payload: request, metadata: metadata)
+            let bytes = try await connection.call(method: Method.devListOutbox, payload: request, metadata: metadata)
             let matching = try ListOutboxResponse.decode(bytes).entries.filter {
                 $0.appID == profile && $0.contact?.value == contact
             }

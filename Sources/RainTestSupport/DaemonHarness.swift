@@ -239,7 +239,7 @@ public final class DaemonHarness: Sendable {
             if let status = child.exitStatus {
                 throw HarnessError("rainwalletd exited with status \(status) before it was ready; log:\n\(log)")
             }
-            if let bytes = try? await call(Method.getInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5)),
+            if let bytes = try? await call(Method.daemonGetInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5)),
                 (try? GetInfoResponse.decode(bytes)) != nil
             {
                 return

@@ -130,7 +130,7 @@ public enum RouteHandler<Context: Sendable, Request: WireMessage, Response: Wire
 /// its handler (whose case is its placement). A `RouteTable` decodes, dispatches and answers it.
 ///
 /// ```swift
-/// Route(Method.logout, LogoutRequest.self, LogoutResponse.self, policy: .send(needsSession: true),
+/// Route(Method.authLogout, LogoutRequest.self, LogoutResponse.self, policy: .send(needsSession: true),
 ///       .actor { (_, call) throws(RainError) in try await call.session.logout() })
 /// ```
 public struct Route<Context: Sendable, Request: WireMessage, Response: WireMessage>: Sendable {

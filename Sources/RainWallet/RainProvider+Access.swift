@@ -12,36 +12,36 @@ package typealias RainSettingsStatus = RainWire.GetSettingsResponse
 extension RainProvider {
     /// Every approved app (all profiles) and the pre-approved apps.
     nonisolated(nonsending) package func listApps() async throws(RainError) -> [RainAppEntry] {
-        try await call(Method.listApps, ListAppsRequest(), as: ListAppsResponse.self).apps
+        try await call(Method.appsList, ListAppsRequest(), as: ListAppsResponse.self).apps
     }
 
     /// Approves the program at `path` (its content now; `script` for an interpreter) for this
     /// provider's profile, once the user confirms on the prompt.
     /// - Throws: RAIN_401 when the prompt is dismissed; RAIN_202 `no_prompt` when none can be shown.
     nonisolated(nonsending) package func approveApp(path: String, script: String?) async throws(RainError) -> RainAppEntry? {
-        try await call(Method.approveApp, ApproveAppRequest(path: path, script: script ?? ""), as: ApproveAppResponse.self).app
+        try await call(Method.appsApprove, ApproveAppRequest(path: path, script: script ?? ""), as: ApproveAppResponse.self).app
     }
 
     /// Revokes `path`'s approval of this provider's profile, once the user confirms.
     nonisolated(nonsending) package func revokeApp(path: String) async throws(RainError) {
-        _ = try await call(Method.revokeApp, RevokeAppRequest(path: path), as: RevokeAppResponse.self)
+        _ = try await call(Method.appsRevoke, RevokeAppRequest(path: path), as: RevokeAppResponse.self)
     }
 
     /// The guarded settings: what waits for confirmation, what the policy fixes.
     nonisolated(nonsending) package func settingsStatus() async throws(RainError) -> RainSettingsStatus {
-        try await call(Method.getSettings, GetSettingsRequest(), as: GetSettingsResponse.self)
+        try await call(Method.settingsGet, GetSettingsRequest(), as: GetSettingsResponse.self)
     }
 
     /// Confirms the waiting settings (the ones whose digest `settingsStatus` returned) on the prompt.
     /// - Returns: the digest now confirmed.
     nonisolated(nonsending) package func confirmSettings(requestedDigest: String) async throws(RainError) -> String {
         try await call(
-            Method.confirmSettings, ConfirmSettingsRequest(requestedDigest: requestedDigest), as: ConfirmSettingsResponse.self
+            Method.settingsConfirm, ConfirmSettingsRequest(requestedDigest: requestedDigest), as: ConfirmSettingsResponse.self
         ).confirmedDigest
     }
 
     /// Shows the daemon's prompts on `terminal` from now on (confirmed on the current place).
     nonisolated(nonsending) package func registerPrompt(terminal: String) async throws(RainError) -> String {
-        try await call(Method.registerPrompt, RegisterPromptRequest(terminal: terminal), as: RegisterPromptResponse.self).terminal
+        try await call(Method.promptRegister, RegisterPromptRequest(terminal: terminal), as: RegisterPromptResponse.self).terminal
     }
 }

@@ -16,7 +16,7 @@ extension RainProvider {
     ///   cannot be read; RAIN_101 when the daemon is not running.
     nonisolated(nonsending) package func readAuditLog(since: Date?, verify: Bool) async throws(RainError) -> AuditLogResponse {
         try await call(
-            Method.readAuditLog, ReadAuditLogRequest(since: since, isVerifyRequested: verify),
+            Method.auditRead, ReadAuditLogRequest(since: since, isVerifyRequested: verify),
             as: ReadAuditLogResponse.self)
     }
 }

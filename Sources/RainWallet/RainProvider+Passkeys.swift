@@ -87,7 +87,7 @@ extension RainProvider {
     /// - Throws: RAIN_101 when the daemon is not running.
     nonisolated(nonsending) public func profilePasskeyDomain() async throws -> String? {
         let response = try await call(
-            Method.configureProfile, ConfigureProfileRequest(passkeyDomain: ""), as: ConfigureProfileResponse.self)
+            Method.profileConfigure, ConfigureProfileRequest(passkeyDomain: ""), as: ConfigureProfileResponse.self)
         return response.passkeyDomain.isEmpty ? nil : response.passkeyDomain
     }
 }

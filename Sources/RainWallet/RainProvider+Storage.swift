@@ -6,7 +6,7 @@ extension RainProvider {
     /// - Throws: RAIN_202 when the caller is not the daemon's own user; RAIN_501 while the keys
     ///   do not open or move (reason `storage_loading`, `keyring_locked`, `storage_migrating`, …).
     nonisolated(nonsending) public func storageStatus() async throws -> StorageStatus {
-        try await call(Method.storageStatus, StorageStatusRequest(), as: StorageStatusResponse.self).status
+        try await call(Method.storageGetStatus, StorageStatusRequest(), as: StorageStatusResponse.self).status
     }
 
     /// The embedded authority's master key sealed under `passphrase`: the bytes of a backup file

@@ -187,7 +187,7 @@ extension RainProvider {
     /// Why the profile's session ended, as the daemon's RAIN_201 says; `expired` when it does not say.
     private func reasonOfEndedSession() async -> ExpiryReason {
         do {
-            _ = try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self)
+            _ = try await call(Method.accountGet, GetAccountRequest(), as: AccountResponse.self)
         } catch {
             switch SessionEndReason(reasonOf: error) {
             case .revokedElsewhere: return .revokedElsewhere

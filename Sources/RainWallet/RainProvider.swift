@@ -209,7 +209,7 @@ public final class RainProvider: Sendable {
     nonisolated(nonsending) private func configure(_ conn: ClientConnection, _ request: ConfigureProfileRequest)
         async throws(RainError)
     {
-        let bytes = try await conn.call(method: Method.configureProfile, payload: try request.encode(), metadata: metadata)
+        let bytes = try await conn.call(method: Method.profileConfigure, payload: try request.encode(), metadata: metadata)
         _ = try ConfigureProfileResponse.decode(bytes)
     }
 
@@ -237,7 +237,7 @@ public final class RainProvider: Sendable {
     ///   daemon is not running.
     nonisolated(nonsending) public func sendLoginCode(to contact: RainWalletContact) async throws {
         let normalized = try contact.normalized()
-        _ = try await call(Method.sendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
+        _ = try await call(Method.authSendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
     }
 
     /// Confirms the code the user typed. Success logs the user in; a first login also creates the
@@ -258,7 +258,8 @@ public final class RainProvider: Sendable {
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a login code is 6 digits", field: "code", reason: "malformed_code")
         }
-        let r = try await call(Method.confirmLoginCode, ConfirmLoginCodeRequest(code: trimmed), as: ConfirmLoginCodeResponse.self)
+        let r = try await call(
+            Method.authConfirmLoginCode, ConfirmLoginCodeRequest(code: trimmed), as: ConfirmLoginCodeResponse.self)
         return (r.session, r.isAccountCreated)
     }
 
@@ -270,7 +271,7 @@ public final class RainProvider: Sendable {
     ///   (false when it was unreachable; the local session is wiped either way).
     @discardableResult
     nonisolated(nonsending) public func logout() async throws -> LogoutResult {
-        let r = try await call(Method.logout, LogoutRequest(), as: LogoutResponse.self)
+        let r = try await call(Method.authLogout, LogoutRequest(), as: LogoutResponse.self)
         return LogoutResult(hadSession: r.hadSession, revokedAtAuthority: r.isRevokedAtAuthority)
     }
 
@@ -284,7 +285,7 @@ public final class RainProvider: Sendable {
     ///   this app may use the profile but does not own it, so may not set its session policy;
     ///   RAIN_101 when the daemon is not running.
     nonisolated(nonsending) public func awaitSessionRestore() async throws {
-        _ = try await call(Method.awaitRestore, AwaitRestoreRequest(), as: SessionSnapshot.self)
+        _ = try await call(Method.sessionAwaitRestore, AwaitRestoreRequest(), as: SessionSnapshot.self)
         if let refusal = configurationRefusal() { throw refusal }
     }
 
@@ -300,7 +301,7 @@ public final class RainProvider: Sendable {
     ///   authority stayed unreachable through the retries (the session stays usable until it expires).
     @discardableResult
     nonisolated(nonsending) public func refreshSession() async throws -> SessionSnapshot {
-        try snapshot(try await callBytes(Method.refreshSession, RefreshSessionRequest()))
+        try snapshot(try await callBytes(Method.sessionRefresh, RefreshSessionRequest()))
     }
 
     /// The account behind the session: id, wallet id, creation time and contacts. Retried by the
@@ -308,7 +309,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
     ///   another device); RAIN_301 when the authority could not be reached.
     nonisolated(nonsending) public func account() async throws -> Account {
-        Account(try await call(Method.getAccount, GetAccountRequest(), as: AccountResponse.self))
+        Account(try await call(Method.accountGet, GetAccountRequest(), as: AccountResponse.self))
     }
 
     /// The wallet of the session's account: its id, creation time, Ethereum address (EIP-55) and
@@ -317,7 +318,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet;
     ///   RAIN_301 when the authority could not be reached; RAIN_101 when the daemon is not running.
     nonisolated(nonsending) public func getWallet() async throws -> Wallet {
-        Wallet(try await call(Method.getWallet, GetWalletRequest(), as: WalletResponse.self))
+        Wallet(try await call(Method.walletGet, GetWalletRequest(), as: WalletResponse.self))
     }
 
     /// The wallet's 12-word BIP-39 recovery phrase, for a backup. Show it to the user and keep it
@@ -326,7 +327,7 @@ public final class RainProvider: Sendable {
     ///   (`"allowExport": true`; no client can enable it); RAIN_201 without a live session;
     ///   RAIN_404 when the account has no wallet; RAIN_301 when the authority could not be reached.
     nonisolated(nonsending) public func exportRecoveryPhrase() async throws -> [String] {
-        try await call(Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest(), as: ExportRecoveryPhraseResponse.self)
+        try await call(Method.walletExportRecoveryPhrase, ExportRecoveryPhraseRequest(), as: ExportRecoveryPhraseResponse.self)
             .words
     }
 
@@ -337,24 +338,24 @@ public final class RainProvider: Sendable {
     ///   without a live session; RAIN_404 when the account has no wallet; RAIN_301 when the
     ///   authority could not be reached.
     nonisolated(nonsending) public func exportPrivateKey(chain: RainChain) async throws -> String {
-        try await call(Method.exportPrivateKey, ExportPrivateKeyRequest(chain: chain), as: ExportPrivateKeyResponse.self)
+        try await call(Method.walletExportPrivateKey, ExportPrivateKeyRequest(chain: chain), as: ExportPrivateKeyResponse.self)
             .privateKey
     }
 
     /// The daemon's current view of this profile's session.
     nonisolated(nonsending) public func currentSession() async throws -> SessionSnapshot {
-        try snapshot(try await callBytes(Method.getSessionState, GetSessionStateRequest()))
+        try snapshot(try await callBytes(Method.sessionGetState, GetSessionStateRequest()))
     }
 
     /// What the daemon is and supports.
     nonisolated(nonsending) public func daemonInfo() async throws -> DaemonInfo {
-        DaemonInfo(try await call(Method.getInfo, GetInfoRequest(), as: GetInfoResponse.self))
+        DaemonInfo(try await call(Method.daemonGetInfo, GetInfoRequest(), as: GetInfoResponse.self))
     }
 
     /// The development outbox (deliveries of the embedded authority), oldest first.
     /// - Throws: RAIN_202 when the daemon's authority has no development outbox.
     nonisolated(nonsending) public func devOutbox() async throws -> [DevOutboxEntry] {
-        try await call(Method.listOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries.map(DevOutboxEntry.init)
+        try await call(Method.devListOutbox, ListOutboxRequest(), as: ListOutboxResponse.self).entries.map(DevOutboxEntry.init)
     }
 
     // MARK: observation
@@ -386,7 +387,7 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_101 when no daemon answers.
     func openWatch() throws(RainError) -> AsyncThrowingStream<[UInt8], any Error> {
         let conn = try connection()
-        return try conn.openStream(method: Method.watch, payload: try WatchRequest().encode(), metadata: metadata.entries)
+        return try conn.openStream(method: Method.sessionWatch, payload: try WatchRequest().encode(), metadata: metadata.entries)
             .messages
     }
 }

@@ -55,3 +55,16 @@ extension PasskeyCeremony {
         set { expiresAtMilliseconds = newValue.unixMilliseconds }
     }
 }
+
+extension SendCodeResult {
+    /// The pending challenge `challengeID`, whose code went to `contact` and expires at `expiresAt`.
+    public init(challengeID: String, contact: RainWalletContact, expiresAt: Date) {
+        self.init(challengeID: challengeID, contact: contact, expiresAtMilliseconds: expiresAt.unixMilliseconds)
+    }
+
+    /// When the code expires.
+    public var expiresAt: Date {
+        get { Date(unixMilliseconds: expiresAtMilliseconds) }
+        set { expiresAtMilliseconds = newValue.unixMilliseconds }
+    }
+}

@@ -259,3 +259,12 @@ func readMessages<C, R>(
 ) throws(RainError) -> [R] {
     try readList(list, count: count) { (p) throws(RainError) in try readMessage(p, read) }
 }
+
+/// A field the proto marks required (its comment starts with "Required"): absent, or of a kind this
+/// build does not know, the message does not decode.
+/// - Throws: RAIN_102 naming `field`.
+@inline(__always)
+func required<T>(_ value: T?, field: String) throws(RainError) -> T {
+    guard let value else { throw RainError.invalid("the message has no \(field)", field: field) }
+    return value
+}

@@ -332,7 +332,7 @@ struct RemoteAuthorityTests {
             #expect(unknown?.code == .invalidArgument)
             #expect(unknown?.details.reason == "unknown_method")
             // A device-protocol method is not an authority method.
-            let deviceMethod = await rainError { _ = try await connection.call(method: Method.getInfo, payload: []) }
+            let deviceMethod = await rainError { _ = try await connection.call(method: Method.daemonGetInfo, payload: []) }
             #expect(deviceMethod?.details.reason == "unknown_method")
 
             let garbage = await rainError {

@@ -379,8 +379,10 @@ struct DeviceBindingTests {
                 _ = try await first.call(method: AuthorityMethod.proveDevice, payload: signed)
                 let read = try AuthorityAccountInfoRequest(appID: RemoteFixture.app, accessToken: login.tokens.accessToken)
                     .encode()
-                _ = try await first.call(method: AuthorityMethod.accountInfo, payload: read)
-                let elsewhere = await rainError { _ = try await second.call(method: AuthorityMethod.accountInfo, payload: read) }
+                _ = try await first.call(method: AuthorityMethod.getAccountInfo, payload: read)
+                let elsewhere = await rainError {
+                    _ = try await second.call(method: AuthorityMethod.getAccountInfo, payload: read)
+                }
                 #expect(elsewhere?.details.reason == DeviceBinding.proofRequiredReason)
             }
         }

@@ -69,20 +69,21 @@ final class RecordingAudit: AuditRecorder {
         let c = try ClientConnection(path: served.socketPath)
         defer { c.close() }
         _ = try await call(
-            c, Method.sendLoginCode, SendLoginCodeRequest(contact: .email("a@example.com")), SendLoginCodeResponse.self)
+            c, Method.authSendLoginCode, SendLoginCodeRequest(contact: .email("a@example.com")), SendLoginCodeResponse.self)
         _ = try await call(
-            c, Method.confirmLoginCode, ConfirmLoginCodeRequest(code: try #require(sender.lastCode)),
+            c, Method.authConfirmLoginCode, ConfirmLoginCodeRequest(code: try #require(sender.lastCode)),
             ConfirmLoginCodeResponse.self)
-        _ = try await call(c, Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest(), ExportRecoveryPhraseResponse.self)
+        _ = try await call(c, Method.walletExportRecoveryPhrase, ExportRecoveryPhraseRequest(), ExportRecoveryPhraseResponse.self)
 
         audit.setFailing(true)
         let refused = await auditRainError {
-            _ = try await call(c, Method.exportRecoveryPhrase, ExportRecoveryPhraseRequest(), ExportRecoveryPhraseResponse.self)
+            _ = try await call(
+                c, Method.walletExportRecoveryPhrase, ExportRecoveryPhraseRequest(), ExportRecoveryPhraseResponse.self)
         }
         #expect(refused?.code == .internalError)
         #expect(refused?.details.reason == "audit_not_written")
         // A logout is never refused for its entry.
-        let logout = try await call(c, Method.logout, LogoutRequest(), LogoutResponse.self)
+        let logout = try await call(c, Method.authLogout, LogoutRequest(), LogoutResponse.self)
         #expect(logout.hadSession)
         audit.setFailing(false)
         await served.stop()

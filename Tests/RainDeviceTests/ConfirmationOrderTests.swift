@@ -74,7 +74,7 @@ import Testing
     /// message (a new route whose empty message is invalid shows up here as RAIN_102).
     static func validPayload(_ method: String) throws -> [UInt8] {
         switch method {
-        case Method.exportPrivateKey: try ExportPrivateKeyRequest(chain: .ethereum).encode()
+        case Method.walletExportPrivateKey: try ExportPrivateKeyRequest(chain: .ethereum).encode()
         case Method.contactSendVerificationCode: try SendLoginCodeRequest(contact: .email("backup@example.com")).encode()
         default: []
         }
@@ -99,7 +99,7 @@ import Testing
         let methods = h.confirmingSessionRoutes
         #expect(
             Set(methods).isSuperset(of: [
-                Method.exportRecoveryPhrase, Method.exportPrivateKey, Method.passkeyBeginAdd,
+                Method.walletExportRecoveryPhrase, Method.walletExportPrivateKey, Method.passkeyBeginAdd,
                 Method.contactSendVerificationCode,
             ]))
         try await h.serve { c in
@@ -131,7 +131,8 @@ import Testing
     func validationBeforeTheSession() async throws {
         let h = try await Headless()
         try await h.serve { c in
-            let chain = await Self.refusal(c, Method.exportPrivateKey, payload: try ExportPrivateKeyRequest(chain: nil).encode())
+            let chain = await Self.refusal(
+                c, Method.walletExportPrivateKey, payload: try ExportPrivateKeyRequest(chain: nil).encode())
             #expect(chain?.code == .invalidArgument)
             #expect(chain?.details.field == "chain")
             let contact = await Self.refusal(

@@ -59,11 +59,11 @@ final class ServedHandler: Sendable {
     }
 
     static func account(_ c: ClientConnection) async throws -> AccountResponse {
-        try AccountResponse.decode(try await c.call(method: Method.getAccount, payload: try GetAccountRequest().encode()))
+        try AccountResponse.decode(try await c.call(method: Method.accountGet, payload: try GetAccountRequest().encode()))
     }
 
     static func wallet(_ c: ClientConnection) async throws -> WalletResponse {
-        try WalletResponse.decode(try await c.call(method: Method.getWallet, payload: try GetWalletRequest().encode()))
+        try WalletResponse.decode(try await c.call(method: Method.walletGet, payload: try GetWalletRequest().encode()))
     }
 
     @Test func liveSessionReadsTakeTheDirectPathAndAnswerWhatTheActorAnswers() async throws {

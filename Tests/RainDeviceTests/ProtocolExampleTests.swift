@@ -83,9 +83,9 @@ import Testing
         let f = try await SchedulerFixture()
         var payload: [UInt8] = []
         try await DirectReadPathTests.serve(f) { c in
-            _ = try await c.call(method: Method.getSessionState, payload: [])  // creates the profile
+            _ = try await c.call(method: Method.sessionGetState, payload: [])  // creates the profile
             _ = await f.runtime.awaitRestore(timeout: .seconds(3600))
-            payload = try await c.call(method: Method.getSessionState, payload: [])
+            payload = try await c.call(method: Method.sessionGetState, payload: [])
         }
         let frame = try Envelope(requestID: 2, kind: .response(.ok(payload))).encodeFrame()
         let blocks = Self.codeBlocks(try Self.section("### 2.2 Example: a successful response"))

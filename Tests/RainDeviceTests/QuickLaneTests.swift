@@ -23,7 +23,7 @@ import Testing
 
     /// The quick lane's answer to GetState for `profile` (nil: no profile entry).
     static func quick(
-        _ service: DeviceService, profile: String?, method: String = Method.getSessionState, uid: UInt32 = ownUID,
+        _ service: DeviceService, profile: String?, method: String = Method.sessionGetState, uid: UInt32 = ownUID,
         connection: ConnectionID = ConnectionID(rawValue: 9), memo: Memo = Memo()
     ) throws -> [UInt8]? {
         let metadata = profile.map { [MetadataEntry(key: profileMetadataKey, value: $0)] } ?? []
@@ -45,7 +45,7 @@ import Testing
         #expect(try Self.quick(f.service, profile: nil) != nil)
         #expect(try Self.quick(f.service, profile: "default") != nil)
         #expect(try Self.quick(f.service, profile: nil, uid: Self.ownUID &+ 1) == nil, "another uid: its checks first")
-        #expect(try Self.quick(f.service, profile: nil, method: Method.getInfo) == nil)
+        #expect(try Self.quick(f.service, profile: nil, method: Method.daemonGetInfo) == nil)
         // A profile the config does not name keeps its use count on the ordinary path.
         _ = f.service.entry("unnamed")
         #expect(try Self.quick(f.service, profile: "unnamed") == nil)
@@ -126,8 +126,8 @@ import Testing
         try await DirectReadPathTests.serve(f) { c in
             // A deadline keeps a request off the quick lane: the ordinary path's answer.
             func both() async throws -> (quick: [UInt8], ordinary: [UInt8]) {
-                let quick = try await c.call(method: Method.getSessionState, payload: [])
-                let ordinary = try await c.call(method: Method.getSessionState, payload: [], timeoutMilliseconds: 60_000)
+                let quick = try await c.call(method: Method.sessionGetState, payload: [])
+                let ordinary = try await c.call(method: Method.sessionGetState, payload: [], timeoutMilliseconds: 60_000)
                 return (quick, ordinary)
             }
             _ = try await both()  // the first call of the connection admits it and creates the entry

@@ -11,23 +11,8 @@ import Testing
 
 @testable import RainDevice
 
-/// The method names `Method` declares, read from its source so a method added there without a
-/// route fails `everyMethodHasExactlyOneRoute`.
-func declaredMethods() throws -> [String: String] {
-    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Sources/RainWire/Methods.swift")
-    let text = try String(contentsOf: source, encoding: .utf8)
-    var methods: [String: String] = [:]
-    for line in text.split(separator: "\n") {
-        let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 4)
-        guard words.count == 5, words[0] == "public", words[1] == "static", words[2] == "let", words[4].hasPrefix("=")
-        else { continue }
-        let name = String(words[3])
-        let value = words[4].drop(while: { $0 != "\"" }).dropFirst().prefix(while: { $0 != "\"" })
-        methods[name] = String(value)
-    }
-    return methods
-}
+/// The method names `Method` declares (generated from the service blocks of proto/*.proto).
+func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
 
 /// The device's route table: one declaration per method, with truthful policies.
 @Suite struct DeviceRoutesTests {
@@ -46,32 +31,41 @@ func declaredMethods() throws -> [String: String] {
     }
 
     @Test func everyMethodHasExactlyOneRoute() async throws {
-        let declared = try declaredMethods()
-        #expect(declared.count >= 22, "Methods.swift was read: \(declared.keys.sorted())")
+        let declared = declaredMethods()
         let routes = try await Self.routes(isTestMethodsEnabled: true)
         #expect(routes.duplicateMethods.isEmpty)
         #expect(routes.methods.count == routes.routes.count)
-        #expect(Set(routes.methods) == Set(declared.values))
+        #expect(Set(routes.methods) == declared)
         #expect(routes.methods.count == declared.count)
+    }
+
+    @Test func everyRouteTakesTheMessagesItsRPCDeclares() async throws {
+        let routes = try await Self.routes(isTestMethodsEnabled: true)
+        for declaration in Method.declarations {
+            let route = try #require(routes.route(for: declaration.name), "\(declaration.name)")
+            #expect(ObjectIdentifier(route.requestType) == ObjectIdentifier(declaration.requestType), "\(declaration.name)")
+            #expect(ObjectIdentifier(route.responseType) == ObjectIdentifier(declaration.responseType), "\(declaration.name)")
+            #expect((route.placement == .stream) == declaration.isServerStream, "\(declaration.name)")
+        }
     }
 
     @Test func slowEchoIsRoutedOnlyWithTheTestMethods() async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: false)
-        #expect(routes.route(for: Method.slowEcho) == nil)
-        #expect(routes.route(for: Method.listOutbox) != nil)
-        #expect(Set(routes.methods) == Set(try declaredMethods().values).subtracting([Method.slowEcho]))
+        #expect(routes.route(for: Method.testSlowEcho) == nil)
+        #expect(routes.route(for: Method.devListOutbox) != nil)
+        #expect(Set(routes.methods) == declaredMethods().subtracting([Method.testSlowEcho]))
     }
 
     @Test(
         arguments: [
-            (Method.getInfo, RoutePolicy.read(isOpenToAnyApp: true)),
-            (Method.getSessionState, .read()),
-            (Method.getAccount, .read(needsSession: true)),
-            (Method.getWallet, .read(needsSession: true)),
-            (Method.sendLoginCode, .send()),
-            (Method.confirmLoginCode, .send()),
-            (Method.logout, .send()),
-            (Method.refreshSession, .send(needsSession: true)),
+            (Method.daemonGetInfo, RoutePolicy.read(isOpenToAnyApp: true)),
+            (Method.sessionGetState, .read()),
+            (Method.accountGet, .read(needsSession: true)),
+            (Method.walletGet, .read(needsSession: true)),
+            (Method.authSendLoginCode, .send()),
+            (Method.authConfirmLoginCode, .send()),
+            (Method.authLogout, .send()),
+            (Method.sessionRefresh, .send(needsSession: true)),
             (Method.passkeyFinish, .send()),
             (Method.passkeyBeginAdd, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmAddPasskey)),
             (
@@ -80,10 +74,13 @@ func declaredMethods() throws -> [String: String] {
             ),
             (Method.contactConfirmVerification, .send(needsSession: true)),
             (
-                Method.exportRecoveryPhrase,
+                Method.walletExportRecoveryPhrase,
                 .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportPhrase)
             ),
-            (Method.exportPrivateKey, .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportKey)),
+            (
+                Method.walletExportPrivateKey,
+                .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportKey)
+            ),
         ])
     func declaredPolicy(method: String, policy: RoutePolicy) async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: false)
@@ -92,26 +89,28 @@ func declaredMethods() throws -> [String: String] {
 
     @Test func readsAreRetriedSendsAreNotAndNoRouteHasADefaultDeadlineYet() async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: true)
-        #expect(routes.policy(for: Method.getAccount)?.isRetried == true)
-        #expect(routes.policy(for: Method.sendLoginCode)?.isRetried == false)
+        #expect(routes.policy(for: Method.accountGet)?.isRetried == true)
+        #expect(routes.policy(for: Method.authSendLoginCode)?.isRetried == false)
         #expect(routes.routes.allSatisfy { $0.policy.deadline == nil })
         #expect(routes.policy(for: "/rain.wallet.v1.Nope/Nothing") == nil)
     }
 
     @Test func placements() async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: true)
-        #expect(routes.route(for: Method.getInfo)?.placement == .loop)
-        #expect(routes.route(for: Method.getSessionState)?.placement == .loop)
-        #expect(routes.route(for: Method.watch)?.placement == .stream)
-        #expect(routes.route(for: Method.getAccount)?.placement == .direct)
-        #expect(routes.route(for: Method.getWallet)?.placement == .direct)
+        #expect(routes.route(for: Method.daemonGetInfo)?.placement == .loop)
+        #expect(routes.route(for: Method.sessionGetState)?.placement == .loop)
+        #expect(routes.route(for: Method.sessionWatch)?.placement == .stream)
+        #expect(routes.route(for: Method.accountGet)?.placement == .direct)
+        #expect(routes.route(for: Method.walletGet)?.placement == .direct)
         let onTheActor = Set(routes.routes.filter { $0.placement == .actor }.map(\.method))
         #expect(
             onTheActor.isSuperset(of: [
-                Method.sendLoginCode, Method.confirmLoginCode, Method.logout, Method.awaitRestore, Method.refreshSession,
-                Method.configureProfile, Method.passkeyFinish, Method.exportRecoveryPhrase, Method.listOutbox, Method.slowEcho,
+                Method.authSendLoginCode, Method.authConfirmLoginCode, Method.authLogout, Method.sessionAwaitRestore,
+                Method.sessionRefresh,
+                Method.profileConfigure, Method.passkeyFinish, Method.walletExportRecoveryPhrase, Method.devListOutbox,
+                Method.testSlowEcho,
             ]))
-        let account = try #require(routes.route(for: Method.getAccount))
+        let account = try #require(routes.route(for: Method.accountGet))
         #expect(ObjectIdentifier(account.requestType) == ObjectIdentifier(GetAccountRequest.self))
         #expect(ObjectIdentifier(account.responseType) == ObjectIdentifier(AccountResponse.self))
     }
@@ -131,7 +130,9 @@ func declaredMethods() throws -> [String: String] {
         }
     }
 
-    @Test(arguments: [Method.getSessionState, Method.logout, Method.getAccount, Method.watch, Method.awaitRestore])
+    @Test(arguments: [
+        Method.sessionGetState, Method.authLogout, Method.accountGet, Method.sessionWatch, Method.sessionAwaitRestore,
+    ])
     func anUndecodablePayloadIsRAIN102(method: String) async throws {
         let f = try await SchedulerFixture(directReads: true)
         try await DirectReadPathTests.serve(f) { c in

@@ -147,7 +147,7 @@ struct CopiedStateTests {
         // A clear state, not a crash: GetInfo answers (storage loading), every other call is
         // RAIN_501 with the reason and what to do.
         let info = try GetInfoResponse.decode(
-            try await thief.call(Method.getInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5)))
+            try await thief.call(Method.daemonGetInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5)))
         #expect(info.capabilities.contains("storage-loading"), "\(info.capabilities)")
         let stolen = await Self.tryTheCopy(thief)
         for error in [stolen.read, stolen.export] {

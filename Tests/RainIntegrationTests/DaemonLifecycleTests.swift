@@ -165,8 +165,8 @@ struct DaemonLifecycleTests {
         // is certainly in flight.
         let slow = try SlowEchoRequest(delayMilliseconds: 700, data: Array("drain".utf8)).encode()
         try raw.write(
-            try Envelope.requestFrame(id: 1, method: Method.slowEcho, payload: slow)
-                + Envelope.requestFrame(id: 2, method: Method.getInfo, payload: GetInfoRequest().encode()))
+            try Envelope.requestFrame(id: 1, method: Method.testSlowEcho, payload: slow)
+                + Envelope.requestFrame(id: 2, method: Method.daemonGetInfo, payload: GetInfoRequest().encode()))
         let info = try #require(try await onThread { try raw.readEnvelope() })
         #expect(info.requestID == 2)
 

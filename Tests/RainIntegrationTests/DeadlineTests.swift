@@ -18,7 +18,7 @@ struct DeadlineTests {
         let slow = try SlowEchoRequest(delayMilliseconds: 30_000, data: [7]).encode()
         var failure: RainError?
         do {
-            _ = try await conn.call(method: Method.slowEcho, payload: slow, timeoutMilliseconds: 200)
+            _ = try await conn.call(method: Method.testSlowEcho, payload: slow, timeoutMilliseconds: 200)
         } catch {
             failure = error
         }
@@ -26,7 +26,7 @@ struct DeadlineTests {
         #expect(failure?.details.reason == "deadline_exceeded")
         // Within its deadline the same call succeeds, on the same connection.
         let quick = try await conn.call(
-            method: Method.slowEcho, payload: try SlowEchoRequest(delayMilliseconds: 10, data: [9]).encode(),
+            method: Method.testSlowEcho, payload: try SlowEchoRequest(delayMilliseconds: 10, data: [9]).encode(),
             timeoutMilliseconds: 5000)
         #expect(try SlowEchoResponse.decode(quick).data == [9])
     }

@@ -44,7 +44,7 @@ struct HostileInputTests {
         #expect(answer.response?.status.code == Self.invalidArgument)
         #expect(answer.response?.reason == "undecodable_envelope")
 
-        try raw.write(try Envelope.requestFrame(id: 1, method: Method.getInfo, payload: []))
+        try raw.write(try Envelope.requestFrame(id: 1, method: Method.daemonGetInfo, payload: []))
         let next = try #require(try await raw.nextEnvelope())
         #expect(next.requestID == 1)
         #expect(next.response?.status.isOK == true)
@@ -57,10 +57,11 @@ struct HostileInputTests {
         defer { h.shutdown() }
         let raw = try RawConnection(path: h.socketPath)
         let methods = [
-            Method.getInfo, Method.getSessionState, Method.sendLoginCode, Method.confirmLoginCode, Method.logout,
-            Method.awaitRestore, Method.watch, Method.refreshSession, Method.getAccount, Method.getWallet,
-            Method.exportRecoveryPhrase, Method.exportPrivateKey, Method.passkeyBeginSignUp, Method.passkeyFinish,
-            Method.passkeyCancel, Method.listOutbox, Method.slowEcho,
+            Method.daemonGetInfo, Method.sessionGetState, Method.authSendLoginCode, Method.authConfirmLoginCode,
+            Method.authLogout,
+            Method.sessionAwaitRestore, Method.sessionWatch, Method.sessionRefresh, Method.accountGet, Method.walletGet,
+            Method.walletExportRecoveryPhrase, Method.walletExportPrivateKey, Method.passkeyBeginSignUp, Method.passkeyFinish,
+            Method.passkeyCancel, Method.devListOutbox, Method.testSlowEcho,
         ]
         // 0xFF 0xFF: a tag whose varint never ends. 0x0A 0x7F: a field claiming 127 bytes, none
         // present. 0x08: a varint field with no value.
@@ -97,11 +98,11 @@ struct HostileInputTests {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
         let confirm = try ConfirmLoginCodeRequest(code: "123456").encode()
-        let e1 = try #require(await rainError { _ = try await h.call(Method.sendLoginCode, payload: confirm) })
+        let e1 = try #require(await rainError { _ = try await h.call(Method.authSendLoginCode, payload: confirm) })
         #expect(e1.code == .invalidArgument)
 
         let send = try SendLoginCodeRequest(contact: .email("a@b.co")).encode()
-        let e2 = try #require(await rainError { _ = try await h.call(Method.confirmLoginCode, payload: send) })
+        let e2 = try #require(await rainError { _ = try await h.call(Method.authConfirmLoginCode, payload: send) })
         #expect(e2.code == .invalidArgument)
 
         #expect(try await h.outbox().isEmpty)
@@ -115,7 +116,7 @@ struct HostileInputTests {
         let raw = try await Self.admittedConnection(h)
         let value = Array(repeating: UInt8(ascii: "a"), count: Self.maxFrame - 200) + Array("@b.co".utf8)
         let body = RawProto.requestEnvelope(
-            id: 3, method: Array(Method.sendLoginCode.utf8), payload: RawProto.sendLoginCode(emailBytes: value))
+            id: 3, method: Array(Method.authSendLoginCode.utf8), payload: RawProto.sendLoginCode(emailBytes: value))
         #expect(body.count <= Self.maxFrame)
         try raw.write(Frame.encode(body))
         let answer = try #require(try await raw.nextEnvelope())
@@ -125,7 +126,7 @@ struct HostileInputTests {
         // The message does not echo a megabyte back.
         #expect((answer.response?.status.message.utf8.count ?? 0) < 1024)
 
-        try raw.write(try Envelope.requestFrame(id: 4, method: Method.getInfo, payload: []))
+        try raw.write(try Envelope.requestFrame(id: 4, method: Method.daemonGetInfo, payload: []))
         #expect(try await raw.nextEnvelope()?.response?.status.isOK == true)
         #expect(try await h.outbox().isEmpty)
         try await expectStillServes(h)
@@ -139,7 +140,7 @@ struct HostileInputTests {
         try raw.write(
             Frame.encode(
                 RawProto.requestEnvelope(
-                    id: 1, method: Array(Method.sendLoginCode.utf8),
+                    id: 1, method: Array(Method.authSendLoginCode.utf8),
                     payload: RawProto.sendLoginCode(emailBytes: Array("a\0@b.co".utf8)))))
         let answer = try #require(try await raw.nextEnvelope())
         #expect(answer.requestID == 1)
@@ -160,12 +161,12 @@ struct HostileInputTests {
         try raw.write(
             Frame.encode(
                 RawProto.requestEnvelope(
-                    id: 1, method: Array(Method.sendLoginCode.utf8),
+                    id: 1, method: Array(Method.authSendLoginCode.utf8),
                     payload: RawProto.sendLoginCode(emailBytes: Array("victim@b.co\0@attacker.example".utf8)))))
         let answer = try #require(try await raw.nextEnvelope())
         #expect(answer.requestID == 1)
         // The same cut applies to the method name: GetInfo followed by NUL and junk.
-        try raw.write(Frame.encode(RawProto.requestEnvelope(id: 2, method: Array((Method.getInfo + "\0junk").utf8))))
+        try raw.write(Frame.encode(RawProto.requestEnvelope(id: 2, method: Array((Method.daemonGetInfo + "\0junk").utf8))))
         let method = try #require(try await raw.nextEnvelope())
         let delivered = try await h.outbox().compactMap { $0.contact?.value }
 
@@ -177,7 +178,7 @@ struct HostileInputTests {
         #expect(delivered.isEmpty, "a code was sent to \(delivered), a contact the client never named")
         #expect(
             method.response?.status.code == Self.invalidArgument,
-            "the method \"\(Method.getInfo)\\0junk\" was served as \(Method.getInfo)")
+            "the method \"\(Method.daemonGetInfo)\\0junk\" was served as \(Method.daemonGetInfo)")
         try await expectStillServes(h)
     }
 
@@ -194,7 +195,7 @@ struct HostileInputTests {
         #expect(answer.response?.reason == "invalid_utf8")
         #expect(answer.response?.status.details.field == "method")
 
-        try raw.write(try Envelope.requestFrame(id: 8, method: Method.getInfo, payload: []))
+        try raw.write(try Envelope.requestFrame(id: 8, method: Method.daemonGetInfo, payload: []))
         let next = try #require(try await raw.nextEnvelope())
         #expect(next.requestID == 8)
         #expect(next.response?.status.isOK == true)
@@ -210,7 +211,7 @@ struct HostileInputTests {
         try raw.write(
             Frame.encode(
                 RawProto.requestEnvelope(
-                    id: 5, method: Array(Method.sendLoginCode.utf8), payload: RawProto.sendLoginCode(emailBytes: value))))
+                    id: 5, method: Array(Method.authSendLoginCode.utf8), payload: RawProto.sendLoginCode(emailBytes: value))))
         let answer = try #require(try await raw.nextEnvelope())
         #expect(answer.requestID == 5)
         #expect(answer.response?.status.code == Self.invalidArgument)
@@ -240,7 +241,7 @@ struct HostileInputTests {
         #expect(answer.response?.status.code == Self.invalidArgument)
         #expect(answer.response?.reason == "unknown_method")
         #expect((answer.response?.status.message.utf8.count ?? 0) < 1024)
-        try raw.write(try Envelope.requestFrame(id: 2, method: Method.getInfo, payload: []))
+        try raw.write(try Envelope.requestFrame(id: 2, method: Method.daemonGetInfo, payload: []))
         #expect(try await raw.nextEnvelope()?.response?.status.isOK == true)
 
         // Through the reference client too (its envelope also carries the profile metadata): a
@@ -248,7 +249,7 @@ struct HostileInputTests {
         let hugeMethod = "/x/" + String(repeating: "y", count: Self.maxFrame - 60)
         let client = try ClientConnection(path: h.socketPath)
         defer { client.close() }
-        _ = try await client.call(method: Method.getInfo, payload: [])  // admitted
+        _ = try await client.call(method: Method.daemonGetInfo, payload: [])  // admitted
         let e = try #require(
             await rainError {
                 _ = try await client.call(
@@ -284,7 +285,7 @@ struct HostileInputTests {
     /// of up to 1 MiB (before that, 4 KiB).
     static func admittedConnection(_ h: DaemonHarness) async throws -> RawConnection {
         let raw = try RawConnection(path: h.socketPath)
-        try raw.write(try Envelope.requestFrame(id: 99, method: Method.getInfo, payload: []))
+        try raw.write(try Envelope.requestFrame(id: 99, method: Method.daemonGetInfo, payload: []))
         #expect(try await raw.nextEnvelope()?.response?.status.isOK == true)
         return raw
     }
@@ -295,7 +296,7 @@ struct HostileInputTests {
         defer { h.shutdown() }
         let raw = try RawConnection(path: h.socketPath)
         try raw.write(RawProto.cancelFrame(id: 77) + RawProto.cancelFrame(id: 0) + RawProto.cancelFrame(id: UInt64.max))
-        try raw.write(try Envelope.requestFrame(id: 1, method: Method.getInfo, payload: []))
+        try raw.write(try Envelope.requestFrame(id: 1, method: Method.daemonGetInfo, payload: []))
         // The first frame back is GetInfo's answer: the cancels produced nothing.
         let answer = try #require(try await raw.nextEnvelope())
         #expect(answer.requestID == 1)
@@ -309,7 +310,7 @@ struct HostileInputTests {
         defer { h.shutdown() }
         // Admitted first: a connection with no request yet has 10 s to make one.
         let stalled = try await Self.admittedConnection(h)
-        let frame = try Envelope.requestFrame(id: 1, method: Method.getInfo, payload: [])
+        let frame = try Envelope.requestFrame(id: 1, method: Method.daemonGetInfo, payload: [])
         let half = frame.count / 2
         try stalled.write(Array(frame[..<half]))
         let stalledAt = ContinuousClock.now
@@ -317,7 +318,7 @@ struct HostileInputTests {
         // Others are served while it stalls (several rounds, on fresh connections).
         for _ in 0..<5 { try await expectStillServes(h) }
         let other = try RawConnection(path: h.socketPath)
-        try other.write(try Envelope.requestFrame(id: 9, method: Method.getInfo, payload: []))
+        try other.write(try Envelope.requestFrame(id: 9, method: Method.daemonGetInfo, payload: []))
         #expect(try await other.nextEnvelope()?.requestID == 9)
 
         // The stalled client finishes its frame and is answered normally, if it does so within the
@@ -346,7 +347,7 @@ struct HostileInputTests {
         let data = [UInt8](repeating: 0x5A, count: 900 * 1024)
         let frames = try (1...24).map { id in
             try Envelope.requestFrame(
-                id: UInt64(id), method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: data).encode())
+                id: UInt64(id), method: Method.testSlowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: data).encode())
         }
         let writer = Task.detached { () -> Int in
             var written = 0
@@ -384,7 +385,7 @@ struct HostileInputTests {
                     let c = try RawConnection(path: path)
                     // Every eighth sends a whole request, every other fourth a partial frame.
                     if i % 8 == 0 {
-                        try? c.write(try Envelope.requestFrame(id: 1, method: Method.getInfo, payload: []))
+                        try? c.write(try Envelope.requestFrame(id: 1, method: Method.daemonGetInfo, payload: []))
                     } else if i % 4 == 0 {
                         try? c.write([0, 0, 0, 50, 8])
                     }

@@ -29,7 +29,7 @@ struct LeakTests {
         let payload = try AwaitRestoreRequest(timeoutMilliseconds: 1).encode()
         func calls(_ n: Int) async throws {
             for _ in 0..<n {
-                _ = try await conn.call(method: Method.awaitRestore, payload: payload, timeoutMilliseconds: Self.day)
+                _ = try await conn.call(method: Method.sessionAwaitRestore, payload: payload, timeoutMilliseconds: Self.day)
             }
         }
         try await calls(2_000)  // warm-up: pools, caches, the allocator's arenas
@@ -51,7 +51,7 @@ struct LeakTests {
         func connections(_ n: Int) async throws {
             for _ in 0..<n {
                 let conn = try ClientConnection(path: h.socketPath)
-                _ = try await conn.call(method: Method.awaitRestore, payload: payload)
+                _ = try await conn.call(method: Method.sessionAwaitRestore, payload: payload)
                 conn.close()
             }
         }
@@ -75,7 +75,7 @@ struct LeakTests {
             for i in range {
                 // AwaitRestore waits for the new profile's restore, so each one is idle afterwards.
                 _ = try await conn.call(
-                    method: Method.awaitRestore, payload: payload,
+                    method: Method.sessionAwaitRestore, payload: payload,
                     metadata: [MetadataEntry(key: profileMetadataKey, value: "flood-\(i)")])
             }
         }

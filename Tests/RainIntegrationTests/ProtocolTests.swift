@@ -26,12 +26,12 @@ struct ProtocolTests {
         let slowAnswered = Recorder<String>()
         let slow = Task {
             defer { slowAnswered.append("slow") }
-            return try await connection.call(method: Method.slowEcho, payload: slowPayload)
+            return try await connection.call(method: Method.testSlowEcho, payload: slowPayload)
         }
         // A head start so the slow call is usually on the wire first (ordering only: the assertions
         // below hold whichever goes first, and the raw test below fixes the wire order exactly).
         try await Task.sleep(for: .milliseconds(50))
-        let fast = try await connection.call(method: Method.slowEcho, payload: fastPayload)
+        let fast = try await connection.call(method: Method.testSlowEcho, payload: fastPayload)
         #expect(try SlowEchoResponse.decode(fast).data == Array("fast".utf8))
         #expect(slowAnswered.all.isEmpty, "the fast call was answered only after the slow one")
         slow.cancel()
@@ -49,10 +49,10 @@ struct ProtocolTests {
 
         let frames =
             try Envelope.requestFrame(
-                id: 1, method: Method.slowEcho,
+                id: 1, method: Method.testSlowEcho,
                 payload: SlowEchoRequest(delayMilliseconds: Self.heldMilliseconds, data: [1]).encode())
             + Envelope.requestFrame(
-                id: 2, method: Method.slowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: [2]).encode())
+                id: 2, method: Method.testSlowEcho, payload: SlowEchoRequest(delayMilliseconds: 0, data: [2]).encode())
         try raw.write(frames)
         let first = try await onThread { try raw.readEnvelope() }
         #expect(first?.requestID == 2)
@@ -77,7 +77,7 @@ struct ProtocolTests {
             for _ in 0..<50 {
                 group.addTask {
                     let bytes = try await connection.call(
-                        method: Method.getSessionState, payload: payload, metadata: Self.profile)
+                        method: Method.sessionGetState, payload: payload, metadata: Self.profile)
                     return try SessionSnapshot.decode(bytes).authState
                 }
             }
@@ -103,7 +103,7 @@ struct ProtocolTests {
     func undecodablePayload() async throws {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
-        let e = try #require(await rainError { _ = try await h.call(Method.confirmLoginCode, payload: [0xFF, 0xFF]) })
+        let e = try #require(await rainError { _ = try await h.call(Method.authConfirmLoginCode, payload: [0xFF, 0xFF]) })
         #expect(e.code == .invalidArgument)
     }
 
@@ -136,7 +136,7 @@ struct ProtocolTests {
         #expect(first.requestID == 0)
         #expect(first.response?.status.code == RainError.Code.invalidArgument.rawValue)
 
-        try raw.write(try Envelope.requestFrame(id: 5, method: Method.getInfo, payload: GetInfoRequest().encode()))
+        try raw.write(try Envelope.requestFrame(id: 5, method: Method.daemonGetInfo, payload: GetInfoRequest().encode()))
         let second = try #require(try await onThread { try raw.readEnvelope() })
         #expect(second.requestID == 5)
         let response = try #require(second.response)
@@ -151,7 +151,7 @@ struct ProtocolTests {
         let raw = try RawConnection(path: h.socketPath)
 
         let payload = try SlowEchoRequest(delayMilliseconds: 500, data: Array("first".utf8)).encode()
-        let frame = try Envelope.requestFrame(id: 9, method: Method.slowEcho, payload: payload)
+        let frame = try Envelope.requestFrame(id: 9, method: Method.testSlowEcho, payload: payload)
         try raw.write(frame + frame)
         let answers = try await onThread { [try raw.readEnvelope(), try raw.readEnvelope()] }.compactMap { $0 }
         #expect(answers.count == 2)
@@ -167,7 +167,7 @@ struct ProtocolTests {
         }
 
         // Once answered, the id may be used again.
-        try raw.write(try Envelope.requestFrame(id: 9, method: Method.getInfo, payload: GetInfoRequest().encode()))
+        try raw.write(try Envelope.requestFrame(id: 9, method: Method.daemonGetInfo, payload: GetInfoRequest().encode()))
         let again = try #require(try await onThread { try raw.readEnvelope() })
         #expect(again.requestID == 9)
         #expect(again.response?.status.isOK == true)
@@ -183,7 +183,7 @@ struct ProtocolTests {
                 requestID: id,
                 kind: .request(
                     WireRequest(
-                        method: Method.getSessionState, payload: [],
+                        method: Method.sessionGetState, payload: [],
                         metadata: [MetadataEntry(key: profileMetadataKey, value: "default")]))
             ).encodeFrame()
         }
@@ -194,7 +194,7 @@ struct ProtocolTests {
 
         // A call in flight under id 9: a GetState under the same id is refused, as on the ordinary path.
         let slow = try SlowEchoRequest(delayMilliseconds: 500, data: Array("slow".utf8)).encode()
-        try raw.write(try Envelope.requestFrame(id: 9, method: Method.slowEcho, payload: slow) + (try getState(9)))
+        try raw.write(try Envelope.requestFrame(id: 9, method: Method.testSlowEcho, payload: slow) + (try getState(9)))
         let answers = try await onThread { [try raw.readEnvelope(), try raw.readEnvelope()] }.compactMap { $0 }
         let refusal = try #require(answers.first { $0.response?.status.isOK == false })
         #expect(refusal.requestID == 0)

@@ -35,7 +35,7 @@ struct ReadsDuringChurnTests {
                         do {
                             if isWallet {
                                 let bytes = try await connection.call(
-                                    method: Method.getWallet, payload: try GetWalletRequest().encode(), metadata: metadata)
+                                    method: Method.walletGet, payload: try GetWalletRequest().encode(), metadata: metadata)
                                 let wallet = try WalletResponse.decode(bytes)
                                 guard wallet.walletID == account.walletID else {
                                     outcomes.append("wallet \(wallet.walletID)")
@@ -43,7 +43,7 @@ struct ReadsDuringChurnTests {
                                 }
                             } else {
                                 let bytes = try await connection.call(
-                                    method: Method.getAccount, payload: try GetAccountRequest().encode(), metadata: metadata)
+                                    method: Method.accountGet, payload: try GetAccountRequest().encode(), metadata: metadata)
                                 let answer = try AccountResponse.decode(bytes)
                                 guard answer.accountID == account.accountID, answer.walletID == account.walletID else {
                                     outcomes.append("account \(answer.accountID)")

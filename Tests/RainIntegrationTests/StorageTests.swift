@@ -305,7 +305,7 @@ struct MigrationKillLoopTests {
     }
 
     static func isLoading(_ h: DaemonHarness) async throws -> Bool {
-        let bytes = try await h.call(Method.getInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5))
+        let bytes = try await h.call(Method.daemonGetInfo, payload: try GetInfoRequest().encode(), timeout: .seconds(5))
         return try GetInfoResponse.decode(bytes).capabilities.contains("storage-loading")
     }
 

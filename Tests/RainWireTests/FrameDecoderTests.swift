@@ -120,7 +120,7 @@ import Testing
             requestID: 42,
             kind: .request(
                 WireRequest(
-                    method: Method.sendLoginCode, payload: [1, 2, 3], timeoutMilliseconds: 5000,
+                    method: Method.authSendLoginCode, payload: [1, 2, 3], timeoutMilliseconds: 5000,
                     metadata: [MetadataEntry(key: "profile", value: "myapp")])))
         let decoded = try Envelope.decode(env.encode())
         #expect(decoded == env)
@@ -149,7 +149,7 @@ import Testing
     }
 
     @Test func frameEncodingMatchesFramePlusBody() throws {
-        let env = Envelope(requestID: 1, kind: .request(WireRequest(method: Method.getInfo, payload: [])))
+        let env = Envelope(requestID: 1, kind: .request(WireRequest(method: Method.daemonGetInfo, payload: [])))
         #expect(try env.encodeFrame() == Frame.encode(try env.encode()))
     }
 

@@ -122,7 +122,13 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     CancelPasskeyRequest(ceremonyID: "c1"),
     CancelPasskeyResponse(),
     ConfirmContactVerificationRequest(code: "123456"),
-    // proto/authority.proto (its messages whose Swift shape differs from the wire's are hand-written)
+    // proto/authority.proto
+    SendCodeRequest(appID: "app", deviceID: "d1", contact: .email("a@example.com")),
+    SendCodeResult(challengeID: "chl_1", contact: .phone("+15551234567"), expiresAtMilliseconds: 1_800_000_000_123),
+    SessionTokens(accessToken: "at", refreshToken: "rt", accessLifetimeMilliseconds: 900_000),
+    PasskeyFinishResult(
+        isLoggedIn: true, accountID: "acc_1", walletID: "wal_1", accountCreated: true,
+        tokens: SessionTokens(accessToken: "at", refreshToken: "rt", accessLifetimeMilliseconds: 1)),
     ConfirmCodeRequest(
         appID: "app", deviceID: "d1", challengeID: "chl_1", code: "123456", devicePublicKey: [1, 2, 3],
         idempotencyKey: Array(repeating: 7, count: 16)),
@@ -338,5 +344,29 @@ struct GeneratedMessagesTests {
         }
         let none = StorageStatus(provider: "f", location: "", keys: [], unavailable: nil, migration: nil)
         #expect(StorageStatusResponse(status: none).unavailable == "")
+    }
+
+    @Test("a field the proto marks Required refuses a message without it: RAIN_102 naming the field")
+    func requiredFieldIsRefusedWhenAbsent() throws {
+        // app_id "app" and nothing else: an AuthoritySendLoginCodeRequest or -Response without its contact.
+        let bytes: [UInt8] = [0x0a, 0x03, 0x61, 0x70, 0x70]
+        let request = #expect(throws: RainError.self) { try SendCodeRequest.decode(bytes) }
+        #expect(request?.code == .invalidArgument)
+        #expect(request?.details.field == "contact")
+        let result = #expect(throws: RainError.self) { try SendCodeResult.decode(bytes) }
+        #expect(result?.code == .invalidArgument)
+        #expect(result?.details.field == "contact")
+    }
+
+    @Test("a passkey finish without a login is sent as an empty tokens message and read back as no login")
+    func passkeyFinishWithoutLogin() throws {
+        let none = PasskeyFinishResult(login: nil)
+        // Only field 5 (tokens), empty: what this message has always carried without a login.
+        #expect(try none.encode() == [0x2a, 0x00])
+        #expect(try PasskeyFinishResult.decode([0x2a, 0x00]).login == nil)
+        let login = LoginResult(
+            accountID: "acc_1", walletID: "wal_1", accountCreated: true,
+            tokens: SessionTokens(accessToken: "at", refreshToken: "rt", accessLifetime: .seconds(900)))
+        #expect(try PasskeyFinishResult.decode(PasskeyFinishResult(login: login).encode()).login == login)
     }
 }

@@ -6,7 +6,9 @@ Usage: gen-swift-messages.py DESCRIPTOR_SET OUT_DIR proto/x.proto...
 For each named proto file it writes OUT_DIR/<x>.pb.swift: a public struct per message (fields in
 lowerCamelCase, proto3 defaults, a memberwise init, the .proto comments as doc comments) and its
 conversion to and from protobuf-c's generated C (Sources/CRainProto) through the helpers of
-Sources/RainWire/ProtobufC+Support.swift. Run by scripts/gen-proto; the output is deterministic.
+Sources/RainWire/ProtobufC+Support.swift. It also writes OUT_DIR/services.pb.swift: RainWire's
+`Method` and `AuthorityMethod`, a constant per `rpc` of the files' service blocks with the messages
+it names (generate_methods). Run by scripts/gen-proto; the output is deterministic.
 
 Conventions of this code base the generator follows:
 - A `bool has_x` beside a field `x` of the same message marks presence: Swift has one field
@@ -20,6 +22,11 @@ Conventions of this code base the generator follows:
 - A oneof of one field marks presence (`x: T?`); of more, a Swift enum with a case per field.
 - A message of a file whose Swift side stays hand-written (HAND_WRITTEN) is named by its Swift type
   and converted by its hand-written functions.
+- A message field whose comment starts with "Required" is `T`, not `T?`: a message without it does
+  not decode (RAIN_102 naming the field). A field of a message in EMPTY_WHEN_ABSENT is `T` too, an
+  absent one read as `T()` and one always written.
+- Units stay on the wire's terms (`expires_at_ms` → `expiresAtMilliseconds: Int64`); a Date or
+  Duration view is a small hand-written extension beside the generated type (`…+Date.swift`).
 Anything the generator does not support yet (maps, nested types, proto3 `optional`, types of a
 file that is not generated and not in HAND_WRITTEN) stops it with an error naming the proto element, rather than
 producing Swift that is subtly wrong.
@@ -83,9 +90,14 @@ SWIFT_NAMES = {
     "rain.wallet.v1.AuthorityPasskeyBeginResponse": "PasskeyCeremony",
     "rain.wallet.v1.AuthorityPasskeyFinishRequest": "PasskeyFinishRequest",
     "rain.wallet.v1.AuthorityPasskeyBeginRequest": "PasskeyBeginRequest",
+    "rain.wallet.v1.AuthoritySessionTokens": "SessionTokens",
+    "rain.wallet.v1.AuthoritySendLoginCodeRequest": "SendCodeRequest",
+    "rain.wallet.v1.AuthoritySendLoginCodeResponse": "SendCodeResult",
+    "rain.wallet.v1.AuthorityPasskeyFinishResponse": "PasskeyFinishResult",
     "rain.wallet.v1.AuthorityAccountInfoResponse.needs_backup_email": "needsBackupEmail",
     # `isAccountCreated` would read as a question about the account, not what this login did.
     "rain.wallet.v1.AuthorityConfirmLoginCodeResponse.account_created": "accountCreated",
+    "rain.wallet.v1.AuthorityPasskeyFinishResponse.account_created": "accountCreated",
     # The Swift names say the encoding, which the proto says in comments.
     "rain.wallet.v1.AuthorityExportWalletResponse.ethereum_private_key": "ethereumPrivateKeyHex",
     "rain.wallet.v1.AuthorityExportWalletResponse.solana_keypair": "solanaKeypairBase58",
@@ -123,14 +135,11 @@ HAND_WRITTEN = {
     "rain.wallet.v1.Chain": HandWritten("RainChain", "readChain", "cChain"),
     "rain.wallet.v1.ExpiryReason": HandWritten("ExpiryReason", "readExpiryReason", "cExpiryReason"),
     "rain.wallet.v1.EventType": HandWritten("WatchEvent.Kind", "readEventType", "cEventType", ".authState"),
-    # authority.proto's messages whose Swift shape differs from the wire's: a Duration for the
-    # lifetime in milliseconds (an absent tokens message reads as `.empty`, refused where it matters);
-    # a contact the decode requires (RAIN_102, field `contact`); a finish that is a login or nothing.
-    "rain.wallet.v1.AuthoritySessionTokens": HandWritten("SessionTokens", "readTokens", "cTokens", ".empty"),
-    "rain.wallet.v1.AuthoritySendLoginCodeRequest": HandWritten("SendCodeRequest"),
-    "rain.wallet.v1.AuthoritySendLoginCodeResponse": HandWritten("SendCodeResult"),
-    "rain.wallet.v1.AuthorityPasskeyFinishResponse": HandWritten("PasskeyFinishResult"),
 }
+
+# Messages whose absence means their empty value: a field of one is `T` (absent reads as `T()`, and
+# it is always written). An absent tokens message is empty tokens, refused where it matters.
+EMPTY_WHEN_ABSENT = {"rain.wallet.v1.AuthoritySessionTokens"}
 
 SCALARS = {
     # proto type: (Swift type, Swift default, C → Swift, Swift → C)
@@ -235,6 +244,7 @@ class Field:
             if types[full][0] == "map":
                 raise Unsupported(f"{msg.full}.{proto.name}: maps")
             self.type_info = types[full]
+            self.is_empty_when_absent = full in EMPTY_WHEN_ABSENT
             self.type_name = SWIFT_NAMES.get(full) or full.rsplit(".", 1)[-1]
             self.message_type = self.type_name
             if types[full][0] == "handwritten":
@@ -248,6 +258,10 @@ class Field:
                     raise Unsupported(f"{msg.full}.{proto.name}: repeated hand-written enums")
         if self.kind == "scalar":
             self.scalar = SCALARS[t]
+        self.is_required = comment.lstrip().startswith("Required")
+        if self.is_required and (self.repeated or self.kind not in ("message", "handwritten") or
+                                 (self.kind == "handwritten" and (self.hand_enum or self.hand.default is not None))):
+            raise Unsupported(f"{msg.full}.{proto.name}: \"Required\" on a field that is not a single optional message; such fields")
 
     @property
     def element_type(self):
@@ -257,8 +271,12 @@ class Field:
 
     @property
     def is_optional(self):
+        if self.is_required:
+            return False
         if self.kind == "handwritten":
             return not self.repeated and self.hand.default is None
+        if self.kind == "message" and self.is_empty_when_absent and not self.oneof:
+            return False
         return not self.repeated and (self.kind == "message" or self.presence or self.oneof)
 
     @property
@@ -271,6 +289,9 @@ class Field:
 
     @property
     def default(self):
+        """The init's default for the field; None for a required one, which has none."""
+        if self.is_required:
+            return None
         if self.repeated:
             return "[]"
         if self.is_optional:
@@ -283,6 +304,8 @@ class Field:
             return f".{self.type_info[1]}"
         if self.kind == "handwritten":
             return self.hand.default
+        if self.kind == "message":
+            return f"{self.type_name}()"
         return {"string": '""', "bytes": "[]"}.get(self.kind) or self.scalar[1]
 
     def read_one(self, value):
@@ -327,6 +350,10 @@ class Field:
                 return f"try readList({v}, count: {n}) {{ (p) throws(RainError) in try {self.hand.read}(p) }}"
             return f"try readList({v}, count: {n}) {{ {read} }}"
         read = self.read_one(v)
+        if self.is_required:
+            return f"try required({read}, field: {quote(self.c)})"
+        if self.kind == "message" and not self.is_optional:
+            return f"{read} ?? {self.zero()}"
         if self.presence:
             return f"{m}.{self.presence.c} != 0 ? {read} : nil"
         if self.oneof:
@@ -348,6 +375,8 @@ class Field:
         if self.oneof:
             return [f"if let value = {v} {{", f"    {m}.{self.oneof[0]} = {self.oneof[1]}",
                     f"    {c} = {self.write_one('value')}", "}"]
+        if self.kind == "message" and not self.is_optional:
+            return [f"{c} = {self.write_one(v)}"]
         if self.kind == "message":
             return [f"if let value = {v} {{ {c} = {self.write_one('value')} }}"]
         if self.kind == "handwritten":
@@ -468,7 +497,7 @@ class Message:
         if not self.fields:
             out.append("    public init() {}\n")
         else:
-            params = [f"{f.name}: {f.swift_type} = {f.default}" for f in self.fields]
+            params = [f"{f.name}: {f.swift_type}" + ("" if f.default is None else f" = {f.default}") for f in self.fields]
             line = f"    public init({', '.join(params)}) {{"
             if len(line) <= 130:
                 out.append(line + "\n")
@@ -662,6 +691,75 @@ def generate(file, types):
     return text, messages
 
 
+# The service of the authority hop (PROTOCOL.md §8); every other service is the device protocol's.
+AUTHORITY_SERVICE = "Authority"
+
+
+def swift_type_of(full, types):
+    """The Swift type of a message by proto full name: its hand-written type, its SWIFT_NAMES name or
+    its own."""
+    if full not in types:
+        raise Unsupported(f"{full}: a method's message from a file that is neither generated nor in HAND_WRITTEN")
+    if types[full][0] == "handwritten":
+        return types[full][1].swift_type
+    return SWIFT_NAMES.get(full) or full.rsplit(".", 1)[-1]
+
+
+def generate_methods(files, types):
+    """Swift `Method` (the device protocol) and `AuthorityMethod` (the authority hop) from the service
+    blocks of the proto files: a constant per rpc holding its full name, named lowerCamel(service) +
+    rpc (the service left out where the enum holds one service), and the declarations the route
+    tests compare the routes with. A service `XService` is `X` on the wire: its name would collide
+    with a message `X` of the package otherwise."""
+    enums = {"Method": [], "AuthorityMethod": []}
+    for file in files:
+        comments = comments_of(file)
+        for i, service in enumerate(file.service):
+            wire = service.name.removesuffix("Service") or service.name
+            enum = "AuthorityMethod" if wire == AUTHORITY_SERVICE else "Method"
+            for j, m in enumerate(service.method):
+                if m.client_streaming:
+                    raise Unsupported(f"{file.package}.{service.name}.{m.name}: client streams")
+                request = swift_type_of(m.input_type.lstrip("."), types)
+                response = swift_type_of(m.output_type.lstrip("."), types)
+                comment = clean_comment(comments.get((6, i, 2, j), ""))
+                enums[enum].append((wire, m.name, f"/{file.package}.{wire}/{m.name}", request, response,
+                                    m.server_streaming, comment))
+    summaries = {
+        "Method": ["The device protocol's full method names (gRPC form, `/package.Service/Rpc`): one per `rpc`",
+                   "of the proto files' device services. proto/PROTOCOL.md gives each one's policy and errors."],
+        "AuthorityMethod": ["The authority hop's full method names (`service Authority` of proto/authority.proto): a",
+                            "device daemon calling a remote authority (`rainwalletd authority --listen HOST:PORT`) with",
+                            "the same framing as the device protocol. Requests carry no profile: the app id and device",
+                            "id are request fields."],
+    }
+    # RainCore for the hand-written types a declaration names (SessionSnapshot).
+    out = ["// GENERATED by scripts/gen-proto from the service blocks of proto/*.proto. Do not edit.\n",
+           "import RainCore\n\n"]
+    for enum, methods in enums.items():
+        services = {m[0] for m in methods}
+        out.append("\n" if enum != "Method" else "")
+        out.append(doc(summaries[enum], ""))
+        out.append(f"public enum {enum} {{\n")
+        declarations = []
+        for service, rpc, full, request, response, stream, comment in methods:
+            name = rpc[:1].lower() + rpc[1:] if len(services) == 1 else service[:1].lower() + service[1:] + rpc
+            answer = f"a stream of `{response}`" if stream else f"`{response}`"
+            out.append(doc(comment + ([""] if comment else []) + [f"`{request}` → {answer}."], "    "))
+            out.append(f"    public static let {name} = {quote(full)}\n")
+            stream_arg = ", isServerStream: true" if stream else ""
+            args = f"{name}, {request}.self, {response}.self{stream_arg}"
+            if len(args) + len("        MethodDeclaration(),") > LINE_LENGTH:
+                declarations.append(f"MethodDeclaration(\n            {args})")
+            else:
+                declarations.append(f"MethodDeclaration({args})")
+        out.append("\n    /// Every method with the messages its declaration names, in declaration order.\n")
+        out.append("    public static let declarations = [\n")
+        out.append("".join(f"        {d},\n" for d in declarations))
+        out.append("    ]\n}\n")
+    return "".join(out)
+
+
 def main():
     descriptor_set, out_dir, *names = sys.argv[1:]
     fds = descriptor_pb2.FileDescriptorSet()
@@ -676,6 +774,12 @@ def main():
             sys.exit(f"gen-swift-messages: {e} are not supported yet")
         with open(f"{out_dir}/{base.removesuffix('.proto')}.pb.swift", "w") as out:
             out.write(text)
+    try:
+        text = generate_methods([files[base] for base in bases], types_of(fds, set(bases), c_prefix_of))
+    except Unsupported as e:
+        sys.exit(f"gen-swift-messages: {e} are not supported yet")
+    with open(f"{out_dir}/services.pb.swift", "w") as out:
+        out.write(text)
 
 
 if __name__ == "__main__":

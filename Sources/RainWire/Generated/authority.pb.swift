@@ -6,6 +6,38 @@ import RainCore
 
 // The messages of proto/authority.proto, and their conversion to and from protobuf-c.
 
+/// /rain.wallet.v1.Authority/SendLoginCode
+public struct SendCodeRequest: WireMessage, Hashable {
+    public var appID: String
+    public var deviceID: String
+    /// Required (a request without one is RAIN_102, field contact); already normalized by the device.
+    public var contact: RainWalletContact
+
+    /// A `SendCodeRequest`; an argument left out is its proto3 default.
+    public init(appID: String = "", deviceID: String = "", contact: RainWalletContact) {
+        self.appID = appID
+        self.deviceID = deviceID
+        self.contact = contact
+    }
+}
+
+/// The `SendCodeResult` message.
+public struct SendCodeResult: WireMessage, Hashable {
+    /// Opaque id of the pending challenge; the device presents it to confirm.
+    public var challengeID: String
+    /// Required: the contact the code went to, normalized.
+    public var contact: RainWalletContact
+    /// Unix milliseconds.
+    public var expiresAtMilliseconds: Int64
+
+    /// A `SendCodeResult`; an argument left out is its proto3 default.
+    public init(challengeID: String = "", contact: RainWalletContact, expiresAtMilliseconds: Int64 = 0) {
+        self.challengeID = challengeID
+        self.contact = contact
+        self.expiresAtMilliseconds = expiresAtMilliseconds
+    }
+}
+
 /// /rain.wallet.v1.Authority/ConfirmLoginCode
 public struct ConfirmCodeRequest: WireMessage, Hashable, CustomStringConvertible {
     public var appID: String
@@ -46,6 +78,27 @@ public struct ConfirmCodeRequest: WireMessage, Hashable, CustomStringConvertible
     }
 }
 
+/// The `SessionTokens` message.
+public struct SessionTokens: WireMessage, Hashable, CustomStringConvertible {
+    public var accessToken: String
+    public var refreshToken: String
+    /// How long the access token lives from now, in milliseconds.
+    public var accessLifetimeMilliseconds: Int64
+
+    /// A `SessionTokens`; an argument left out is its proto3 default.
+    public init(accessToken: String = "", refreshToken: String = "", accessLifetimeMilliseconds: Int64 = 0) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.accessLifetimeMilliseconds = accessLifetimeMilliseconds
+    }
+
+    /// The message with `accessToken`, `refreshToken` redacted.
+    public var description: String {
+        "SessionTokens(accessToken: <redacted>, refreshToken: <redacted>, "
+            + "accessLifetimeMilliseconds: \(String(describing: accessLifetimeMilliseconds)))"
+    }
+}
+
 /// The `LoginResult` message.
 public struct LoginResult: WireMessage, Hashable {
     public var accountID: String
@@ -55,7 +108,12 @@ public struct LoginResult: WireMessage, Hashable {
     public var tokens: SessionTokens
 
     /// A `LoginResult`; an argument left out is its proto3 default.
-    public init(accountID: String = "", walletID: String = "", accountCreated: Bool = false, tokens: SessionTokens = .empty) {
+    public init(
+        accountID: String = "",
+        walletID: String = "",
+        accountCreated: Bool = false,
+        tokens: SessionTokens = SessionTokens()
+    ) {
         self.accountID = accountID
         self.walletID = walletID
         self.accountCreated = accountCreated
@@ -88,7 +146,7 @@ public struct AuthorityRefreshSessionResponse: WireMessage, Hashable {
     public var tokens: SessionTokens
 
     /// An `AuthorityRefreshSessionResponse`; an argument left out is its proto3 default.
-    public init(tokens: SessionTokens = .empty) {
+    public init(tokens: SessionTokens = SessionTokens()) {
         self.tokens = tokens
     }
 }
@@ -315,6 +373,31 @@ public struct PasskeyFinishRequest: WireMessage, Hashable, CustomStringConvertib
     }
 }
 
+/// The `PasskeyFinishResult` message.
+public struct PasskeyFinishResult: WireMessage, Hashable {
+    /// False after a passkey was added to an existing account (no new session; the rest is empty).
+    public var isLoggedIn: Bool
+    public var accountID: String
+    public var walletID: String
+    public var accountCreated: Bool
+    public var tokens: SessionTokens
+
+    /// A `PasskeyFinishResult`; an argument left out is its proto3 default.
+    public init(
+        isLoggedIn: Bool = false,
+        accountID: String = "",
+        walletID: String = "",
+        accountCreated: Bool = false,
+        tokens: SessionTokens = SessionTokens()
+    ) {
+        self.isLoggedIn = isLoggedIn
+        self.accountID = accountID
+        self.walletID = walletID
+        self.accountCreated = accountCreated
+        self.tokens = tokens
+    }
+}
+
 /// /rain.wallet.v1.Authority/CancelPasskeyCeremony (unknown or finished ceremonies succeed)
 public struct AuthorityPasskeyCancelRequest: WireMessage, Hashable {
     public var appID: String
@@ -398,6 +481,78 @@ public struct AuthorityConfirmContactVerificationRequest: WireMessage, Hashable,
     }
 }
 
+extension SendCodeRequest {
+    /// Decodes a `SendCodeRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `SendCodeRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeRequest {
+        try unpackMessage(
+            bytes, name: "SendCodeRequest", rain__wallet__v1__authority_send_login_code_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `SendCodeRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `SendCodeRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySendLoginCodeRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            appID: try readString(m.app_id, field: "app_id"),
+            deviceID: try readString(m.device_id, field: "device_id"),
+            contact: try required(try readContact(m.contact), field: "contact"))
+    }
+
+    /// The C `SendCodeRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthoritySendLoginCodeRequest {
+        var m = cMessage(rain__wallet__v1__authority_send_login_code_request__init)
+        m.app_id = try arena.string(self.appID, field: "app_id")
+        m.device_id = try arena.string(self.deviceID, field: "device_id")
+        m.contact = try cContact(self.contact, arena)
+        return m
+    }
+}
+
+extension SendCodeResult {
+    /// Decodes a `SendCodeResult`.
+    /// - Throws: RAIN_102 for bytes that are not a `SendCodeResult`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SendCodeResult {
+        try unpackMessage(
+            bytes, name: "SendCodeResult", rain__wallet__v1__authority_send_login_code_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `SendCodeResult`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `SendCodeResult` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySendLoginCodeResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            challengeID: try readString(m.challenge_id, field: "challenge_id"),
+            contact: try required(try readContact(m.contact), field: "contact"),
+            expiresAtMilliseconds: m.expires_at_ms)
+    }
+
+    /// The C `SendCodeResult`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthoritySendLoginCodeResponse {
+        var m = cMessage(rain__wallet__v1__authority_send_login_code_response__init)
+        m.challenge_id = try arena.string(self.challengeID, field: "challenge_id")
+        m.contact = try cContact(self.contact, arena)
+        m.expires_at_ms = self.expiresAtMilliseconds
+        return m
+    }
+}
+
 extension ConfirmCodeRequest {
     /// Decodes a `ConfirmCodeRequest`.
     /// - Throws: RAIN_102 for bytes that are not a `ConfirmCodeRequest`, or a string with NUL or not UTF-8.
@@ -440,6 +595,41 @@ extension ConfirmCodeRequest {
     }
 }
 
+extension SessionTokens {
+    /// Decodes a `SessionTokens`.
+    /// - Throws: RAIN_102 for bytes that are not a `SessionTokens`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SessionTokens {
+        try unpackMessage(bytes, name: "SessionTokens", rain__wallet__v1__authority_session_tokens__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `SessionTokens`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `SessionTokens` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySessionTokens>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            accessToken: try readString(m.access_token, field: "access_token"),
+            refreshToken: try readString(m.refresh_token, field: "refresh_token"),
+            accessLifetimeMilliseconds: m.access_lifetime_ms)
+    }
+
+    /// The C `SessionTokens`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthoritySessionTokens {
+        var m = cMessage(rain__wallet__v1__authority_session_tokens__init)
+        m.access_token = try arena.string(self.accessToken, field: "access_token")
+        m.refresh_token = try arena.string(self.refreshToken, field: "refresh_token")
+        m.access_lifetime_ms = self.accessLifetimeMilliseconds
+        return m
+    }
+}
+
 extension LoginResult {
     /// Decodes a `LoginResult`.
     /// - Throws: RAIN_102 for bytes that are not a `LoginResult`, or a string with NUL or not UTF-8.
@@ -464,7 +654,7 @@ extension LoginResult {
             accountID: try readString(m.account_id, field: "account_id"),
             walletID: try readString(m.wallet_id, field: "wallet_id"),
             accountCreated: m.account_created != 0,
-            tokens: try readTokens(m.tokens))
+            tokens: try readMessage(m.tokens, SessionTokens.init(c:)) ?? SessionTokens())
     }
 
     /// The C `LoginResult`, its pointers owned by `arena`.
@@ -473,7 +663,7 @@ extension LoginResult {
         m.account_id = try arena.string(self.accountID, field: "account_id")
         m.wallet_id = try arena.string(self.walletID, field: "wallet_id")
         m.account_created = self.accountCreated ? 1 : 0
-        m.tokens = try cTokens(self.tokens, arena)
+        m.tokens = arena.box(try self.tokens.cValue(arena))
         return m
     }
 }
@@ -536,13 +726,13 @@ extension AuthorityRefreshSessionResponse {
     init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityRefreshSessionResponse>) throws(RainError) {
         let m = p.pointee
         self.init(
-            tokens: try readTokens(m.tokens))
+            tokens: try readMessage(m.tokens, SessionTokens.init(c:)) ?? SessionTokens())
     }
 
     /// The C `AuthorityRefreshSessionResponse`, its pointers owned by `arena`.
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityRefreshSessionResponse {
         var m = cMessage(rain__wallet__v1__authority_refresh_session_response__init)
-        m.tokens = try cTokens(self.tokens, arena)
+        m.tokens = arena.box(try self.tokens.cValue(arena))
         return m
     }
 }
@@ -904,6 +1094,46 @@ extension PasskeyFinishRequest {
         m.response_json = try arena.string(self.responseJSON, field: "response_json")
         m.device_public_key = arena.bytes(self.devicePublicKey)
         m.idempotency_key = arena.bytes(self.idempotencyKey)
+        return m
+    }
+}
+
+extension PasskeyFinishResult {
+    /// Decodes a `PasskeyFinishResult`.
+    /// - Throws: RAIN_102 for bytes that are not a `PasskeyFinishResult`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyFinishResult {
+        try unpackMessage(
+            bytes, name: "PasskeyFinishResult", rain__wallet__v1__authority_passkey_finish_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `PasskeyFinishResult`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `PasskeyFinishResult` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityPasskeyFinishResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            isLoggedIn: m.logged_in != 0,
+            accountID: try readString(m.account_id, field: "account_id"),
+            walletID: try readString(m.wallet_id, field: "wallet_id"),
+            accountCreated: m.account_created != 0,
+            tokens: try readMessage(m.tokens, SessionTokens.init(c:)) ?? SessionTokens())
+    }
+
+    /// The C `PasskeyFinishResult`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityPasskeyFinishResponse {
+        var m = cMessage(rain__wallet__v1__authority_passkey_finish_response__init)
+        m.logged_in = self.isLoggedIn ? 1 : 0
+        m.account_id = try arena.string(self.accountID, field: "account_id")
+        m.wallet_id = try arena.string(self.walletID, field: "wallet_id")
+        m.account_created = self.accountCreated ? 1 : 0
+        m.tokens = arena.box(try self.tokens.cValue(arena))
         return m
     }
 }

@@ -393,8 +393,9 @@ struct ProtoReader {
 
     /// The device's method names and the usual metadata, read from every request.
     private static let knownStrings: [String] = [
-        Method.getSessionState, Method.getAccount, Method.getWallet, Method.getInfo, Method.watch, Method.awaitRestore,
-        Method.refreshSession, Method.configureProfile, profileMetadataKey, "default",
+        Method.sessionGetState, Method.accountGet, Method.walletGet, Method.daemonGetInfo, Method.sessionWatch,
+        Method.sessionAwaitRestore,
+        Method.sessionRefresh, Method.profileConfigure, profileMetadataKey, "default",
     ]
 
     private static func knownString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {

@@ -30,45 +30,45 @@ import Testing
             let withProfile = try Self.body(
                 id,
                 WireRequest(
-                    method: Method.getSessionState, payload: [],
+                    method: Method.sessionGetState, payload: [],
                     metadata: [MetadataEntry(key: profileMetadataKey, value: "work-profile")]))
             let q = try #require(Self.quick(withProfile), "id \(id)")
             #expect(q.id == id)
-            #expect(q.method == Method.getSessionState)
+            #expect(q.method == Method.sessionGetState)
             #expect(q.profile == "work-profile")
-            let bare = try #require(Self.quick(try Self.body(id, WireRequest(method: Method.getInfo, payload: []))))
-            #expect(bare.id == id && bare.method == Method.getInfo && bare.profile == nil)
+            let bare = try #require(Self.quick(try Self.body(id, WireRequest(method: Method.daemonGetInfo, payload: []))))
+            #expect(bare.id == id && bare.method == Method.daemonGetInfo && bare.profile == nil)
         }
-        let body = try Self.body(7, WireRequest(method: Method.getSessionState, payload: []))
-        #expect(body.withUnsafeBufferPointer { QuickRequest($0)?.isMethod(Method.getSessionState) } == true)
-        #expect(body.withUnsafeBufferPointer { QuickRequest($0)?.isMethod(Method.getInfo) } == false)
+        let body = try Self.body(7, WireRequest(method: Method.sessionGetState, payload: []))
+        #expect(body.withUnsafeBufferPointer { QuickRequest($0)?.isMethod(Method.sessionGetState) } == true)
+        #expect(body.withUnsafeBufferPointer { QuickRequest($0)?.isMethod(Method.daemonGetInfo) } == false)
     }
 
     @Test("anything else takes the ordinary path: a payload, a deadline, other metadata, id 0, other kinds")
     func declined() throws {
         let profile = MetadataEntry(key: profileMetadataKey, value: "default")
         let others: [(String, [UInt8])] = [
-            ("payload", try Self.body(1, WireRequest(method: Method.getSessionState, payload: [8, 1], metadata: [profile]))),
+            ("payload", try Self.body(1, WireRequest(method: Method.sessionGetState, payload: [8, 1], metadata: [profile]))),
             (
                 "deadline",
                 try Self.body(
-                    1, WireRequest(method: Method.getSessionState, payload: [], timeoutMilliseconds: 5, metadata: [profile]))
+                    1, WireRequest(method: Method.sessionGetState, payload: [], timeoutMilliseconds: 5, metadata: [profile]))
             ),
             (
                 "two entries",
-                try Self.body(1, WireRequest(method: Method.getSessionState, payload: [], metadata: [profile, profile]))
+                try Self.body(1, WireRequest(method: Method.sessionGetState, payload: [], metadata: [profile, profile]))
             ),
             (
                 "another key",
                 try Self.body(
-                    1, WireRequest(method: Method.getSessionState, payload: [], metadata: [MetadataEntry(key: "x", value: "y")]))
+                    1, WireRequest(method: Method.sessionGetState, payload: [], metadata: [MetadataEntry(key: "x", value: "y")]))
             ),
             (
                 "empty profile",
                 try Self.body(
                     1,
                     WireRequest(
-                        method: Method.getSessionState, payload: [], metadata: [MetadataEntry(key: profileMetadataKey, value: "")]
+                        method: Method.sessionGetState, payload: [], metadata: [MetadataEntry(key: profileMetadataKey, value: "")]
                     ))
             ),
             (
@@ -76,10 +76,10 @@ import Testing
                 try Self.body(
                     1,
                     WireRequest(
-                        method: Method.getSessionState, payload: [],
+                        method: Method.sessionGetState, payload: [],
                         metadata: [MetadataEntry(key: profileMetadataKey, value: "a b")]))
             ),
-            ("id 0", try Self.body(0, WireRequest(method: Method.getSessionState, payload: []))),
+            ("id 0", try Self.body(0, WireRequest(method: Method.sessionGetState, payload: []))),
             ("response", try Envelope(requestID: 1, kind: .response(.ok([]))).canonicalBytes(isFramed: false)),
             ("cancel", try Envelope(requestID: 1, kind: .cancel).canonicalBytes(isFramed: false)),
             ("empty", []),
@@ -88,7 +88,7 @@ import Testing
             #expect(Self.quick(body) == nil, "\(what)")
         }
         // Every prefix of a recognised request, and a byte more after it.
-        let whole = try Self.body(9, WireRequest(method: Method.getSessionState, payload: [], metadata: [profile]))
+        let whole = try Self.body(9, WireRequest(method: Method.sessionGetState, payload: [], metadata: [profile]))
         for n in 0..<whole.count {
             #expect(Self.quick(Array(whole[0..<n])) == nil, "prefix of \(n) bytes")
         }
@@ -99,7 +99,7 @@ import Testing
     func agreesWithTheOrdinaryPath() throws {
         var rng = EnvelopeCodecTests.Seeded(state: 0x9E37_79B9_7F4A_7C15)
         let profile = MetadataEntry(key: profileMetadataKey, value: "default")
-        let seed = try Self.body(300, WireRequest(method: Method.getSessionState, payload: [], metadata: [profile]))
+        let seed = try Self.body(300, WireRequest(method: Method.sessionGetState, payload: [], metadata: [profile]))
         var recognised = 0
         for _ in 0..<5_000 {
             var bytes = seed
@@ -139,26 +139,26 @@ import Testing
         let work = MetadataEntry(key: profileMetadataKey, value: "work")
         let home = MetadataEntry(key: profileMetadataKey, value: "home-profile")
         var shape: QuickShape?
-        let first = try Self.body(5, WireRequest(method: Method.getSessionState, payload: [], metadata: [work]))
+        let first = try Self.body(5, WireRequest(method: Method.sessionGetState, payload: [], metadata: [work]))
         #expect(Self.quick(first, shape: &shape)?.profile == "work")
         let learned = try #require(shape)
         // The same request with other ids (other varint lengths): read through the shape, which stays.
         for id: UInt64 in [1, 127, 128, 300, 1 << 40, UInt64(Int64.max)] {
-            let body = try Self.body(id, WireRequest(method: Method.getSessionState, payload: [], metadata: [work]))
+            let body = try Self.body(id, WireRequest(method: Method.sessionGetState, payload: [], metadata: [work]))
             let q = try #require(Self.quick(body, shape: &shape), "id \(id)")
-            #expect(q.id == id && q.method == Method.getSessionState && q.profile == "work")
+            #expect(q.id == id && q.method == Method.sessionGetState && q.profile == "work")
             #expect(shape == learned)
         }
         // Another profile, then no profile, then another method: read afresh, and the shape follows.
-        let other = try Self.body(6, WireRequest(method: Method.getSessionState, payload: [], metadata: [home]))
+        let other = try Self.body(6, WireRequest(method: Method.sessionGetState, payload: [], metadata: [home]))
         #expect(Self.quick(other, shape: &shape)?.profile == "home-profile")
         #expect(shape != learned)
-        let bare = try Self.body(7, WireRequest(method: Method.getInfo, payload: []))
+        let bare = try Self.body(7, WireRequest(method: Method.daemonGetInfo, payload: []))
         let b = try #require(Self.quick(bare, shape: &shape))
-        #expect(b.method == Method.getInfo && b.profile == nil && b.id == 7)
+        #expect(b.method == Method.daemonGetInfo && b.profile == nil && b.id == 7)
         // Something the quick lane declines leaves the shape as it was.
         let kept = shape
-        let declined = try Self.body(8, WireRequest(method: Method.getInfo, payload: [1]))
+        let declined = try Self.body(8, WireRequest(method: Method.daemonGetInfo, payload: [1]))
         #expect(Self.quick(declined, shape: &shape) == nil)
         #expect(shape == kept)
         // Mutated requests, each read through the previous one's shape: as read afresh.
