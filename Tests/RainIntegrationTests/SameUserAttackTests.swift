@@ -159,7 +159,7 @@ struct SameUserAttackTests {
 
         // GetState is served only to the approved app: the child would be served as that app.
         let status = try await Self.attack(
-            d, mode: mode, method: Method.getSessionState, payload: try GetSessionStateRequest().encode())
+            d, mode: mode, method: Method.sessionGetState, payload: try GetSessionStateRequest().encode())
         #expect(status.code == RainError.Code.unauthorized.rawValue, "\(status)")
         #expect(status.details.reason == "connection_shared", "\(status)")
         #expect(d.log.contains("connection.shared"), "log:\n\(d.log)")
