@@ -61,11 +61,9 @@ enum CodeSendCommand: CLICommand {
         let c = try parsed.contact
         try await context.provider.sendLoginCode(to: c)
         let shown = (try? c.normalized().value) ?? c.value
-        if context.output.isJSON {
-            context.output.json(["sent": true, "contact": shown, "kind": c.kindName])
-        } else {
-            context.output.line("Code sent to \(shown). Confirm it with: rainwallet code confirm (it asks for the code)")
-        }
+        context.output.result(
+            json: ["sent": true, "contact": shown, "kind": c.kindName],
+            text: "Code sent to \(shown). Confirm it with: rainwallet code confirm (it asks for the code)")
     }
 }
 
@@ -90,14 +88,9 @@ enum CodeConfirmCommand: CLICommand {
 
     static func confirm(_ code: String, _ provider: RainProvider, _ output: Output) async throws {
         let (session, created) = try await provider.confirmLoginCodeReturningSession(code)
-        if output.isJSON {
-            var o = session.jsonObject
-            o["accountCreated"] = created
-            output.json(o)
-        } else {
-            output.line(created ? "Logged in. A new account and wallet were created." : "Logged in.")
-            session.humanLines.forEach(output.line)
-        }
+        output.session(
+            session, heading: created ? "Logged in. A new account and wallet were created." : "Logged in.",
+            adding: ["accountCreated": created])
     }
 }
 
@@ -145,14 +138,12 @@ enum StatusCommand: CLICommand {
         // A profile's stored session loads on first use: wait for it (up to 5 s) so status is settled.
         try await context.provider.awaitSessionRestore()
         let s = try await context.provider.currentSession()
+        var extra: [String: Any?] = [:]
         if context.output.isJSON {
-            var o = s.jsonObject
             let provider = try await context.provider.daemonInfo().storageProvider
-            o["storageProvider"] = provider.isEmpty ? nil : provider
-            context.output.json(o)
-        } else {
-            s.humanLines.forEach(context.output.line)
+            extra["storageProvider"] = provider.isEmpty ? nil : provider
         }
+        context.output.session(s, adding: extra)
     }
 }
 
@@ -201,12 +192,7 @@ enum RefreshCommand: CLICommand {
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         let s = try await context.provider.refreshSession()
-        if context.output.isJSON {
-            context.output.json(s.jsonObject)
-        } else {
-            context.output.line("Session refreshed.")
-            s.humanLines.forEach(context.output.line)
-        }
+        context.output.session(s, heading: "Session refreshed.")
     }
 }
 

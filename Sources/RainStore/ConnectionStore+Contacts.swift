@@ -18,15 +18,12 @@ extension ConnectionStore {
     {
         try await perform { db throws(RainError) in
             try db.transaction("complete a contact verification") { () throws(RainError) -> ContactVerificationOutcome in
-                try db.lock("contact", v.appID, StoreOperations.contactKey(v.contact))
-                let now = v.now.unixMilliseconds
-                // A repeat that raced its first confirm (here or on another instance) waited for
-                // the lock above: the first one's outcome is committed now.
-                if let key = v.idempotency,
-                    let first = try StoreOperations.idempotentOutcome(db, keyHash: key.keyHash, now: v.now)
+                if let first = try StoreOperations.lockContact(
+                    db, appID: v.appID, contact: v.contact, idempotency: v.idempotency, now: v.now)
                 {
                     return .repeated(first)
                 }
+                let now = v.now.unixMilliseconds
                 let used = try db.execute(
                     """
                     UPDATE challenges SET state = 'used'

@@ -29,15 +29,12 @@ extension ConnectionStore {
             try db.transaction("complete a login") { () throws(RainError) -> LoginCompletionOutcome in
                 // Logins of one contact run one at a time: two first logins would otherwise lock each
                 // other's challenge rows and contact key (a deadlock, not just a retry).
-                try db.lock("contact", login.appID, StoreOperations.contactKey(login.contact))
-                let now = login.now.unixMilliseconds
-                // A repeat that raced its first confirm (here or on another instance) waited for the lock
-                // above: the first one's outcome is committed now.
-                if let key = login.idempotency,
-                    let first = try StoreOperations.idempotentOutcome(db, keyHash: key.keyHash, now: login.now)
+                if let first = try StoreOperations.lockContact(
+                    db, appID: login.appID, contact: login.contact, idempotency: login.idempotency, now: login.now)
                 {
                     return .repeated(first)
                 }
+                let now = login.now.unixMilliseconds
                 let used = try db.execute(
                     """
                     UPDATE challenges SET state = 'used'
