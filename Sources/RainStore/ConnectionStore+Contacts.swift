@@ -23,18 +23,13 @@ extension ConnectionStore {
                 {
                     return .repeated(first)
                 }
-                let now = v.now.unixMilliseconds
-                let used = try db.execute(
-                    """
-                    UPDATE challenges SET state = 'used'
-                    WHERE id = $1 AND app_id = $2 AND device_id = $3 AND purpose = 'verify_contact'
-                      AND target_account_id = $4 AND state = 'pending' AND expires_at > $5
-                    """,
-                    values: [.text(v.challengeID), .text(v.appID), .text(v.deviceID), .text(v.accountID), .integer(now)],
-                    operation: "mark the verification challenge used")
-                guard used == 1 else {
-                    return .challengeUnavailable(try StoreOperations.challenge(db, id: v.challengeID))
+                if case .unavailable(let current) = try StoreOperations.useChallenge(
+                    db, id: v.challengeID, appID: v.appID, deviceID: v.deviceID, purpose: .verifyContact,
+                    targetAccountID: v.accountID, now: v.now)
+                {
+                    return .challengeUnavailable(current)
                 }
+                let now = v.now.unixMilliseconds
                 // Checked again here: another account may have taken the contact since the send.
                 if let owner = try StoreOperations.accountID(db, appID: v.appID, contact: v.contact) {
                     guard owner == v.accountID else {

@@ -34,18 +34,13 @@ extension ConnectionStore {
                 {
                     return .repeated(first)
                 }
-                let now = login.now.unixMilliseconds
-                let used = try db.execute(
-                    """
-                    UPDATE challenges SET state = 'used'
-                    WHERE id = $1 AND app_id = $2 AND device_id = $3 AND purpose = 'login' AND state = 'pending'
-                      AND expires_at > $4
-                    """,
-                    values: [.text(login.challengeID), .text(login.appID), .text(login.deviceID), .integer(now)],
-                    operation: "mark the challenge used")
-                guard used == 1 else {
-                    return .challengeUnavailable(try StoreOperations.challenge(db, id: login.challengeID))
+                if case .unavailable(let current) = try StoreOperations.useChallenge(
+                    db, id: login.challengeID, appID: login.appID, deviceID: login.deviceID, purpose: .login,
+                    now: login.now)
+                {
+                    return .challengeUnavailable(current)
                 }
+                let now = login.now.unixMilliseconds
 
                 let accountID: String
                 let walletID: String
@@ -93,18 +88,10 @@ extension ConnectionStore {
                         operation: "move pending challenges to the new account")
                 }
 
-                let revokedElsewhere = try StoreOperations.storeLoginSession(
-                    db, appID: login.appID, accountID: accountID, deviceID: login.deviceID, session: login.session,
-                    now: login.now)
-                if let key = login.idempotency {
-                    try StoreOperations.recordIdempotentOutcome(
-                        db, key, accountID: accountID, walletID: walletID, accountCreated: created)
-                }
                 return .loggedIn(
-                    LoginRecord(
-                        accountID: accountID, walletID: walletID, accountCreated: created,
-                        revokedElsewhereCount: revokedElsewhere.count, revokedDeviceIDs: revokedElsewhere.deviceIDs,
-                        isReplacedOnDevice: revokedElsewhere.isReplaced))
+                    try StoreOperations.storeLogin(
+                        db, appID: login.appID, accountID: accountID, walletID: walletID, accountCreated: created,
+                        deviceID: login.deviceID, session: login.session, idempotency: login.idempotency, now: login.now))
             }
         }
     }

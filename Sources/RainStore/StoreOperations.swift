@@ -32,6 +32,38 @@ enum StoreOperations {
         return try rows.first?.text(0, op)
     }
 
+    /// What `useChallenge` found.
+    enum ChallengeUse {
+        /// The challenge is now used.
+        case used
+        /// It could not be used: the challenge as it is now, nil when there is none.
+        case unavailable(ChallengeRecord?)
+    }
+
+    /// Marks challenge `id` used if it is pending, unexpired, of this app, device and `purpose`,
+    /// and (a contact verification's) bound to `targetAccountID`.
+    static func useChallenge(
+        _ db: some StoreConnection, id: String, appID: String, deviceID: String, purpose: ChallengePurpose,
+        targetAccountID: String? = nil, now: Date
+    ) throws(RainError) -> ChallengeUse {
+        var values: [StoreValue] = [
+            .text(id), .text(appID), .text(deviceID), .text(purpose.rawValue), .integer(now.unixMilliseconds),
+        ]
+        var target = ""
+        if let targetAccountID {
+            target = " AND target_account_id = $6"
+            values.append(.text(targetAccountID))
+        }
+        let used = try db.execute(
+            """
+            UPDATE challenges SET state = 'used'
+            WHERE id = $1 AND app_id = $2 AND device_id = $3 AND purpose = $4 AND state = 'pending'
+              AND expires_at > $5\(target)
+            """,
+            values: values, operation: "mark the challenge used")
+        return used == 1 ? .used : .unavailable(try challenge(db, id: id))
+    }
+
     /// The challenge with this id, whatever its state.
     static func challenge(_ db: some StoreConnection, id: String) throws(RainError) -> ChallengeRecord? {
         let op = "read a challenge"
