@@ -18,16 +18,11 @@ extension ConnectionStore {
     {
         try await perform { db throws(RainError) in
             try db.transaction("complete a contact verification") { () throws(RainError) -> ContactVerificationOutcome in
-                if let first = try StoreOperations.lockContact(
-                    db, appID: v.appID, contact: v.contact, idempotency: v.idempotency, now: v.now)
+                if let early: ContactVerificationOutcome = try StoreOperations.confirmCode(
+                    db, challengeID: v.challengeID, appID: v.appID, deviceID: v.deviceID, contact: v.contact,
+                    purpose: .verifyContact, targetAccountID: v.accountID, idempotency: v.idempotency, now: v.now)
                 {
-                    return .repeated(first)
-                }
-                if case .unavailable(let current) = try StoreOperations.useChallenge(
-                    db, id: v.challengeID, appID: v.appID, deviceID: v.deviceID, purpose: .verifyContact,
-                    targetAccountID: v.accountID, now: v.now)
-                {
-                    return .challengeUnavailable(current)
+                    return early
                 }
                 let now = v.now.unixMilliseconds
                 // Checked again here: another account may have taken the contact since the send.

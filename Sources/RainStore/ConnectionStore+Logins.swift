@@ -27,18 +27,11 @@ extension ConnectionStore {
     package func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome {
         try await perform { db throws(RainError) in
             try db.transaction("complete a login") { () throws(RainError) -> LoginCompletionOutcome in
-                // Logins of one contact run one at a time: two first logins would otherwise lock each
-                // other's challenge rows and contact key (a deadlock, not just a retry).
-                if let first = try StoreOperations.lockContact(
-                    db, appID: login.appID, contact: login.contact, idempotency: login.idempotency, now: login.now)
+                if let early: LoginCompletionOutcome = try StoreOperations.confirmCode(
+                    db, challengeID: login.challengeID, appID: login.appID, deviceID: login.deviceID,
+                    contact: login.contact, purpose: .login, idempotency: login.idempotency, now: login.now)
                 {
-                    return .repeated(first)
-                }
-                if case .unavailable(let current) = try StoreOperations.useChallenge(
-                    db, id: login.challengeID, appID: login.appID, deviceID: login.deviceID, purpose: .login,
-                    now: login.now)
-                {
-                    return .challengeUnavailable(current)
+                    return early
                 }
                 let now = login.now.unixMilliseconds
 
