@@ -1,6 +1,5 @@
 import Foundation
 import RainCore
-import RainCrypto
 
 /// Which apps may use which profile, as the user approved them on the prompt (or as the machine's
 /// policy pre-approves them).
@@ -9,7 +8,7 @@ import RainCrypto
 /// the hash of its content. A profile's first approved app is its owner. A new binary at an
 /// approved path (an update) is asked about again once: approved, its hash replaces the old one;
 /// refused, it is refused without a new prompt until `rainwallet apps approve`.
-public struct AppApprovals: Codable, Sendable, Equatable {
+public struct AppApprovals: SealedRecordValue, Equatable {
     /// How an app came to be approved.
     public enum Source: String, Codable, Sendable {
         /// The user confirmed it on the prompt.
@@ -84,6 +83,10 @@ public struct AppApprovals: Codable, Sendable, Equatable {
         self.profiles = profiles
     }
 
+    /// `<state>/apps.json`.
+    public static let sealedFile = SealedRecordFile(
+        fileName: "apps.json", purpose: "apps", name: "app approvals", startOver: "remove the file to start over")
+
     /// The owner of `profile`, if any.
     public func owner(of profile: String) -> Approval? { profiles[profile]?.first }
 
@@ -141,37 +144,5 @@ public struct AppApprovals: Codable, Sendable, Equatable {
         var style = Date.ISO8601FormatStyle()
         style.timeZone = TimeZone(identifier: "UTC") ?? style.timeZone
         return time.formatted(style)
-    }
-}
-
-/// The approvals, kept in `<state>/apps.json` as a `SealedRecord`.
-public struct AppApprovalStore: Sendable {
-    let record: SealedRecord
-
-    /// The approvals' file in the state directory.
-    public static let fileName = "apps.json"
-
-    /// The store of the state directory, sealed under a key derived from `storageKey` (a record
-    /// sealed under one of `previousStorageKeys`, before a migration, is sealed again when read).
-    public init(
-        stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = []
-    ) throws(RainError) {
-        record = try SealedRecord(
-            path: "\(stateDirectory)/\(Self.fileName)", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
-            purpose: "apps", name: "app approvals")
-    }
-
-    /// The file.
-    public var path: String { record.path }
-
-    /// The approvals (none when the file does not exist).
-    /// - Throws: RAIN_102 `record_tampered` when the file was changed outside rainwalletd.
-    public func load() throws(RainError) -> AppApprovals {
-        try record.readJSON(AppApprovals.self, startOver: "remove the file to start over") ?? AppApprovals()
-    }
-
-    /// Saves `approvals` atomically.
-    public func save(_ approvals: AppApprovals) throws(RainError) {
-        try record.writeJSON(approvals)
     }
 }

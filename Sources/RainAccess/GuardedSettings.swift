@@ -10,7 +10,7 @@ import RainCrypto
 /// which change waits for the user's confirmation. The last confirmed settings are kept as a
 /// `SealedRecord` (`<state>/confirmed-settings.json`); until the user confirms a change on the
 /// prompt, the daemon runs with the confirmed values.
-public struct GuardedSettings: Codable, Sendable, Equatable {
+public struct GuardedSettings: SealedRecordValue, Equatable {
     /// Setting → its canonical value.
     public var values: [String: String]
 
@@ -18,6 +18,11 @@ public struct GuardedSettings: Codable, Sendable, Equatable {
     public init(_ values: [String: String] = [:]) {
         self.values = values
     }
+
+    /// `<state>/confirmed-settings.json`.
+    public static let sealedFile = SealedRecordFile(
+        fileName: "confirmed-settings.json", purpose: "settings", name: "confirmed settings",
+        startOver: "remove the file to confirm the config again")
 
     /// One setting that differs between the confirmed settings and the config.
     public struct Change: Sendable, Equatable, CustomStringConvertible {
@@ -59,38 +64,5 @@ public struct GuardedSettings: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(settings)).map { Array($0) } ?? []
-    }
-}
-
-/// The last confirmed `GuardedSettings`, in `<state>/confirmed-settings.json`.
-public struct ConfirmedSettingsStore: Sendable {
-    let record: SealedRecord
-
-    /// The confirmed settings' file in the state directory.
-    public static let fileName = "confirmed-settings.json"
-
-    /// The store of the state directory, sealed under a key derived from `storageKey` (a record
-    /// sealed under one of `previousStorageKeys`, before a migration, is sealed again when read).
-    public init(
-        stateDirectory: String, storageKey: SymmetricKey, previousStorageKeys: [SymmetricKey] = []
-    ) throws(RainError) {
-        record = try SealedRecord(
-            path: "\(stateDirectory)/\(Self.fileName)", storageKey: storageKey, previousStorageKeys: previousStorageKeys,
-            purpose: "settings",
-            name: "confirmed settings")
-    }
-
-    /// The file.
-    public var path: String { record.path }
-
-    /// The confirmed settings; nil before the first start recorded them.
-    /// - Throws: RAIN_102 `record_tampered` when the file was changed outside rainwalletd.
-    public func load() throws(RainError) -> GuardedSettings? {
-        try record.readJSON(GuardedSettings.self, startOver: "remove the file to confirm the config again")
-    }
-
-    /// Records `settings` as confirmed.
-    public func save(_ settings: GuardedSettings) throws(RainError) {
-        try record.writeJSON(settings)
     }
 }

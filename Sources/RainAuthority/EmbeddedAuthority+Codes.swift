@@ -194,12 +194,7 @@ extension EmbeddedAuthority {
             return try idempotency.requiredLogin(of: first, now: clock.now)
         case .challengeUnavailable(let current):
             // Another confirm (or a resend) won the race: report the challenge as it is now.
-            guard let current else {
-                throw RainError.invalid(
-                    "no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
-            }
-            try Self.requireUsable(current, now: now)
-            throw RainError(.internalError, "the login could not be completed; try again")
+            throw Self.challengeTaken(current, now: now, code: "code", call: "login")
         case .loggedIn(let record):
             if !record.accountCreated || newWalletKeys == nil {
                 // A returning login completes a wallet that lacks its entropy or a chain. The
@@ -278,6 +273,16 @@ extension EmbeddedAuthority {
     /// Throws RAIN_203 when the challenge can no longer be confirmed.
     static func requireUsable(_ challenge: ChallengeRecord, now: Date) throws(RainError) {
         if let error = unusableError(challenge, now: now) { throw error }
+    }
+
+    /// The error for a confirm whose challenge another call took first (a confirm or a resend): how
+    /// the challenge is now (RAIN_203), RAIN_102 `no_pending_code` when it is gone, else RAIN_502
+    /// naming the `call` that could not be completed.
+    static func challengeTaken(_ current: ChallengeRecord?, now: Date, code: String, call: String) -> RainError {
+        guard let current else {
+            return RainError.invalid("no pending \(code); send a new one", field: "challengeId", reason: noPendingCode)
+        }
+        return unusableError(current, now: now) ?? RainError(.internalError, "the \(call) could not be completed; try again")
     }
 
     /// The RAIN_203 for a challenge that can no longer be confirmed, or nil when it can.

@@ -99,12 +99,7 @@ extension EmbeddedAuthority {
             return try await repeatedVerification(
                 first, idempotency, appID: appID, accessToken: accessToken, accountID: accountID, proof: proof)
         case .challengeUnavailable(let current):
-            guard let current else {
-                throw RainError.invalid(
-                    "no pending verification code; send a new one", field: "challengeId", reason: Self.noPendingCode)
-            }
-            try Self.requireUsable(current, now: now)
-            throw RainError(.internalError, "the verification could not be completed; try again")
+            throw Self.challengeTaken(current, now: now, code: "verification code", call: "verification")
         case .ownedByAnotherAccount:
             logger.info(
                 "contact.refused",

@@ -50,20 +50,10 @@ extension EmbeddedAuthority {
 
     /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
     public func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        let deviceKey = try Self.deviceKey(request.devicePublicKey)
-        let idempotency = try IdempotentCall(request, keys: keys)
-        switch try await takeCeremony(request, kinds: [.signUp, .add], idempotency: idempotency) {
-        case .repeated(let first, let idempotency):
-            logger.info("passkey.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
-            return try idempotency.login(of: first, now: clock.now)
-        case .taken(let ceremony):
-            do {
-                return try await finishRegistration(
-                    request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
-            } catch {
-                await release(idempotency)
-                throw error
-            }
+        try await finishCeremony(request, kinds: [.signUp, .add]) { (first, idempotency, now) throws(RainError) in
+            try idempotency.login(of: first, now: now)
+        } finish: { (ceremony, deviceKey, idempotency) throws(RainError) in
+            try await finishRegistration(request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
         }
     }
 
@@ -125,20 +115,10 @@ extension EmbeddedAuthority {
 
     /// Finishes a login (see `Authority.finishPasskeyAuthentication`).
     public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
-        let deviceKey = try Self.deviceKey(request.devicePublicKey)
-        let idempotency = try IdempotentCall(request, keys: keys)
-        switch try await takeCeremony(request, kinds: [.login], idempotency: idempotency) {
-        case .repeated(let first, let idempotency):
-            logger.info("passkey.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
-            return try idempotency.requiredLogin(of: first, now: clock.now)
-        case .taken(let ceremony):
-            do {
-                return try await finishAuthentication(
-                    request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
-            } catch {
-                await release(idempotency)
-                throw error
-            }
+        try await finishCeremony(request, kinds: [.login]) { (first, idempotency, now) throws(RainError) in
+            try idempotency.requiredLogin(of: first, now: now)
+        } finish: { (ceremony, deviceKey, idempotency) throws(RainError) in
+            try await finishAuthentication(request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
         }
     }
 
@@ -216,6 +196,30 @@ extension EmbeddedAuthority {
     }
 
     /// How a finish's take went: the ceremony is its own, or a finish with its key came first.
+    /// A finish: takes the ceremony (one of `kinds`) and runs `finish` on it, releasing the
+    /// idempotency key's claim when it fails; a repeat of a finished call gets `repeated`'s answer
+    /// from the first outcome.
+    private func finishCeremony<Answer>(
+        _ request: PasskeyFinishRequest, kinds: Set<PasskeyCeremonyKind>,
+        repeated: (IdempotentOutcome, IdempotentCall, Date) throws(RainError) -> Answer,
+        finish: (NewPasskeyCeremony, DevicePublicKey?, IdempotentCall?) async throws(RainError) -> Answer
+    ) async throws(RainError) -> Answer {
+        let deviceKey = try Self.deviceKey(request.devicePublicKey)
+        let idempotency = try IdempotentCall(request, keys: keys)
+        switch try await takeCeremony(request, kinds: kinds, idempotency: idempotency) {
+        case .repeated(let first, let idempotency):
+            logger.info("passkey.repeated", ["app": request.appID, "account": first.accountID, "device": request.deviceID])
+            return try repeated(first, idempotency, clock.now)
+        case .taken(let ceremony):
+            do {
+                return try await finish(ceremony, deviceKey, idempotency)
+            } catch {
+                await release(idempotency)
+                throw error
+            }
+        }
+    }
+
     private enum FinishTake {
         case taken(NewPasskeyCeremony)
         case repeated(IdempotentOutcome, IdempotentCall)

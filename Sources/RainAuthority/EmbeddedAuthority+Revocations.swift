@@ -25,4 +25,17 @@ extension EmbeddedAuthority {
     func publishRevocation(of session: SessionRecord, reason: String) {
         revocations.publish([AuthorityRevocation(appID: session.appID, deviceID: session.deviceID, reason: reason)])
     }
+
+    /// Announces and logs a session family revoked as stolen (a token presented with another
+    /// device's key), and returns the RAIN_201 `refresh_rejected` the call is refused with.
+    func stolenFamilyRevoked(_ session: SessionRecord) -> RainError {
+        publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
+        logger.warning(
+            "session.family_revoked",
+            [
+                "app": session.appID, "session": session.id, "device": session.deviceID,
+                "reason": SessionRevokeReason.stolenToken,
+            ])
+        return Self.sessionError(RefreshRefusal.rejected)
+    }
 }

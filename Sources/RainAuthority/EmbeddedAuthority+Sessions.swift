@@ -65,16 +65,12 @@ extension EmbeddedAuthority {
     public func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError)
         -> AccountInfo
     {
-        try requireServed(appID)
-        guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
-        let now = clock.now
         // One trip to the store: the session and the passkeys together (the hottest authority read).
-        guard let found = try await store.accountAccessWithPasskeys(appID: appID, accessHash: keys.tokenHash(accessToken))
-        else { throw Self.sessionError(RefreshRefusal.invalidToken) }
-        try Self.requireLive(found.access, now: now)
-        try await requireBinding(found.access.session, proof: proof)
-        await markUsed(found.access)
-        return try Self.accountInfo(found.access, passkeys: found.passkeys)
+        let (access, passkeys) = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof) {
+            (hash) throws(RainError) -> (AccountAccess, [PasskeyCredentialRecord])? in
+            try await store.accountAccessWithPasskeys(appID: appID, accessHash: hash)
+        }
+        return try Self.accountInfo(access, passkeys: passkeys)
     }
 
     /// The account of a live session with its contacts, backup status and passkeys.
@@ -106,16 +102,30 @@ extension EmbeddedAuthority {
     ///   `access_expired`, `device_unbound` or `refresh_rejected` (another key: the session is now
     ///   revoked); RAIN_501 `device_proof_required`; RAIN_502 when the store fails.
     func liveAccess(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountAccess {
+        let (access, _) = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof) {
+            (hash) throws(RainError) -> (AccountAccess, Void)? in
+            try await store.accountAccess(appID: appID, accessHash: hash).map { ($0, ()) }
+        }
+        return access
+    }
+
+    /// The live session behind `accessToken`, proven by the device it is bound to and marked used,
+    /// with what `read` fetched alongside it (given the token's hash) in the same trip to the store.
+    /// - Throws: like `liveAccess(appID:accessToken:proof:)`.
+    func liveAccess<Extra>(
+        appID: String, accessToken: String, proof: DeviceProof,
+        read: (_ accessHash: [UInt8]) async throws(RainError) -> (AccountAccess, Extra)?
+    ) async throws(RainError) -> (AccountAccess, Extra) {
         try requireServed(appID)
         guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let now = clock.now
-        guard let access = try await store.accountAccess(appID: appID, accessHash: keys.tokenHash(accessToken)) else {
+        guard let found = try await read(keys.tokenHash(accessToken)) else {
             throw Self.sessionError(RefreshRefusal.invalidToken)
         }
-        try Self.requireLive(access, now: now)
-        try await requireBinding(access.session, proof: proof)
-        await markUsed(access)
-        return access
+        try Self.requireLive(found.0, now: now)
+        try await requireBinding(found.0.session, proof: proof)
+        await markUsed(found.0)
+        return found
     }
 
     /// How a session relates to a caller's proof.
@@ -152,14 +162,7 @@ extension EmbeddedAuthority {
             throw Self.sessionError(RefreshRefusal.deviceUnbound)
         case .otherKey:
             try await store.revokeSession(id: session.id, reason: SessionRevokeReason.stolenToken, now: clock.now)
-            publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
-            logger.warning(
-                "session.family_revoked",
-                [
-                    "app": session.appID, "session": session.id, "device": session.deviceID,
-                    "reason": SessionRevokeReason.stolenToken,
-                ])
-            throw Self.sessionError(RefreshRefusal.rejected)
+            throw stolenFamilyRevoked(session)
         }
     }
 
@@ -207,14 +210,7 @@ extension EmbeddedAuthority {
         case .loggedOut:
             logger.info("session.logout", ["app": appID])
         case .stolen(let session):
-            publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
-            logger.warning(
-                "session.family_revoked",
-                [
-                    "app": session.appID, "session": session.id, "device": session.deviceID,
-                    "reason": SessionRevokeReason.stolenToken,
-                ])
-            throw Self.sessionError(RefreshRefusal.rejected)
+            throw stolenFamilyRevoked(session)
         }
     }
 

@@ -19,16 +19,12 @@ extension EmbeddedAuthority {
     /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt.
     public func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
-        try requireServed(appID)
-        guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
-        let now = clock.now
         // One trip to the store: the session and the wallet together.
-        guard let found = try await store.accountAccessWithWallet(appID: appID, accessHash: keys.tokenHash(accessToken))
-        else { throw Self.sessionError(RefreshRefusal.invalidToken) }
-        try Self.requireLive(found.access, now: now)
-        try await requireBinding(found.access.session, proof: proof)
-        await markUsed(found.access)
-        guard let stored = found.wallet else { throw Self.noWallet() }
+        let (_, wallet) = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof) {
+            (hash) throws(RainError) -> (AccountAccess, WalletRecord?)? in
+            try await store.accountAccessWithWallet(appID: appID, accessHash: hash)
+        }
+        guard let stored = wallet else { throw Self.noWallet() }
         return try Self.walletInfo(stored.hasAllKeys ? stored : try await completeKeys(stored))
     }
 

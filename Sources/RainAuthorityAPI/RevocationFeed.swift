@@ -313,16 +313,21 @@ public final class RevocationFeed: Sendable {
         await wait(delay)
     }
 
+    /// Applies `change` to the state unless the feed was stopped; false when it was (and nothing
+    /// changed), so what `change` would have handed over is the caller's to end.
+    private func whileRunning(_ change: (inout State) -> Void) -> Bool {
+        state.withLock { s in
+            if case .stopped = s.phase { return false }
+            change(&s)
+            return true
+        }
+    }
+
     /// Waits `delay` on the clock, or until `stop`.
     private func wait(_ delay: Duration) async {
         let timer = TimerBox()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let isStopped = state.withLock { s -> Bool in
-                if case .stopped = s.phase { return true }
-                s.wait = c
-                return false
-            }
-            if isStopped {
+            guard whileRunning({ $0.wait = c }) else {
                 c.resume()
                 return
             }
@@ -345,12 +350,7 @@ public final class RevocationFeed: Sendable {
         let connection = try await queue.runBlocking { () throws(RainError) -> ClientConnection in
             try ClientConnection(tcp: address, tls: tls, connectTimeout: timeout)
         }
-        let isStopped = state.withLock { s -> Bool in
-            if case .stopped = s.phase { return true }
-            s.connection = connection
-            return false
-        }
-        if isStopped {
+        guard whileRunning({ $0.connection = connection }) else {
             connection.close()
             throw RainError(.network, "the revocation feed was stopped")
         }

@@ -79,11 +79,9 @@ enum AppsApproveCommand: CLICommand {
         let script = try parsed.argument("SCRIPT").map { try absolute($0, "SCRIPT") }
         context.output.note("Confirm on the rainwalletd prompt (type the code it shows)…")
         let entry = try await context.provider.approveApp(path: path, script: script)
-        if context.output.isJSON {
-            context.output.json(entry.map(AppsCommand.json) ?? [:])
-        } else {
-            context.output.line("Approved \(entry?.path ?? path) for profile \(entry?.profile ?? "").")
-        }
+        context.output.result(
+            json: entry.map(AppsCommand.json) ?? [:],
+            text: "Approved \(entry?.path ?? path) for profile \(entry?.profile ?? "").")
     }
 
     static func absolute(_ path: String, _ word: String) throws -> String {
@@ -105,11 +103,7 @@ enum AppsRevokeCommand: CLICommand {
         let path = parsed.argument("PROGRAM") ?? ""
         context.output.note("Confirm on the rainwalletd prompt (type the code it shows)…")
         try await context.provider.revokeApp(path: path)
-        if context.output.isJSON {
-            context.output.json(["revoked": true])
-        } else {
-            context.output.line("Revoked \(path).")
-        }
+        context.output.result(json: ["revoked": true], text: "Revoked \(path).")
     }
 }
 
@@ -176,11 +170,9 @@ enum SettingsConfirmCommand: CLICommand {
         let status = try await context.provider.settingsStatus()
         context.output.note("Confirm on the rainwalletd prompt (type the code it shows)…")
         let digest = try await context.provider.confirmSettings(requestedDigest: status.requestedDigest)
-        if context.output.isJSON {
-            context.output.json(["confirmedDigest": digest])
-        } else {
-            context.output.line("Confirmed; restart rainwalletd to apply them (systemctl --user restart rainwalletd).")
-        }
+        context.output.result(
+            json: ["confirmedDigest": digest],
+            text: "Confirmed; restart rainwalletd to apply them (systemctl --user restart rainwalletd).")
     }
 }
 
@@ -207,10 +199,6 @@ enum PromptHereCommand: CLICommand {
             throw UsageError("stdin is not a terminal: run `rainwallet prompt here` in the terminal that should show prompts")
         }
         let terminal = try await context.provider.registerPrompt(terminal: String(cString: name))
-        if context.output.isJSON {
-            context.output.json(["terminal": terminal])
-        } else {
-            context.output.line("rainwalletd's prompts appear on \(terminal) from now on.")
-        }
+        context.output.result(json: ["terminal": terminal], text: "rainwalletd's prompts appear on \(terminal) from now on.")
     }
 }

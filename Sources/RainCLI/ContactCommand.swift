@@ -11,11 +11,9 @@ enum ContactCommand: CLICommand {
     static func add(_ contact: RainWalletContact, provider: RainProvider, output: Output) async throws {
         let sent = try await provider.sendContactVerificationCode(to: contact)
         let shown = sent.contact?.value ?? contact.value
-        if output.isJSON {
-            output.json(["sent": true, "contact": shown, "kind": contact.kindName, "expiresAt": sent.expiresAt])
-        } else {
-            output.line("Verification code sent to \(shown). Confirm it with: rainwallet contact confirm (it asks for the code)")
-        }
+        output.result(
+            json: ["sent": true, "contact": shown, "kind": contact.kindName, "expiresAt": sent.expiresAt],
+            text: "Verification code sent to \(shown). Confirm it with: rainwallet contact confirm (it asks for the code)")
     }
 
     static func confirm(_ code: String, provider: RainProvider, output: Output) async throws {

@@ -57,11 +57,7 @@ enum ExportPhraseCommand: CLICommand {
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         try ExportCommand.confirmExport("recovery phrase", isConfirmed: parsed.flag("--yes"))
         let words = try await context.provider.exportRecoveryPhrase()
-        if context.output.isJSON {
-            context.output.json(["words": words])
-        } else {
-            context.output.line(words.joined(separator: " "))
-        }
+        context.output.result(json: ["words": words], text: words.joined(separator: " "))
     }
 }
 
@@ -90,10 +86,6 @@ enum ExportKeyCommand: CLICommand {
         }
         try ExportCommand.confirmExport("private key", isConfirmed: parsed.flag("--yes"))
         let key = try await context.provider.exportPrivateKey(chain: chain)
-        if context.output.isJSON {
-            context.output.json(["chain": chain.rawValue, "privateKey": key])
-        } else {
-            context.output.line(key)
-        }
+        context.output.result(json: ["chain": chain.rawValue, "privateKey": key], text: key)
     }
 }

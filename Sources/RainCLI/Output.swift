@@ -29,6 +29,23 @@ struct Output: Sendable {
         line(Self.render(value))
     }
 
+    /// Prints a command's result: `json` with `--json`, else the line `text`. Each is built only
+    /// when it is printed.
+    func result(json value: @autoclosure () -> Any?, text: @autoclosure () -> String) {
+        if isJSON { json(value()) } else { line(text()) }
+    }
+
+    /// Prints a session: its `status --json` object with `extra`'s members added, or `heading`
+    /// (when given) and its human lines.
+    func session(_ session: SessionSnapshot, heading: String? = nil, adding extra: [String: Any?] = [:]) {
+        if isJSON {
+            json(session.jsonObject.merging(extra) { $1 })
+        } else {
+            if let heading { line(heading) }
+            session.humanLines.forEach(line)
+        }
+    }
+
     static func render(_ value: Any?) -> String {
         let object = normalize(value)
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed]),

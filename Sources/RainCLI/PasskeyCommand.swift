@@ -109,7 +109,7 @@ enum PasskeyCommand: CLICommand {
             session = try await wallet.currentSession()
             if !output.isJSON { output.line("Added a passkey for \(domain) to the account.") }
         }
-        if output.isJSON { output.json(session.jsonObject) } else { session.humanLines.forEach(output.line) }
+        output.session(session)
         if sub == "signup" { await ContactCommand.offerBackupEmail(provider: wallet, output: output) }
     }
 

@@ -62,11 +62,9 @@ enum CodeSendCommand: CLICommand {
         let c = try parsed.contact
         try await context.provider.sendLoginCode(to: c)
         let shown = (try? c.normalized().value) ?? c.value
-        if context.output.isJSON {
-            context.output.json(["sent": true, "contact": shown, "kind": c.kindName])
-        } else {
-            context.output.line("Code sent to \(shown). Confirm it with: rainwallet code confirm (it asks for the code)")
-        }
+        context.output.result(
+            json: ["sent": true, "contact": shown, "kind": c.kindName],
+            text: "Code sent to \(shown). Confirm it with: rainwallet code confirm (it asks for the code)")
     }
 }
 
@@ -91,14 +89,9 @@ enum CodeConfirmCommand: CLICommand {
 
     static func confirm(_ code: String, _ provider: RainProvider, _ output: Output) async throws {
         let (session, created) = try await provider.confirmLoginCodeReturningSession(code)
-        if output.isJSON {
-            var o = session.jsonObject
-            o["accountCreated"] = created
-            output.json(o)
-        } else {
-            output.line(created ? "Logged in. A new account and wallet were created." : "Logged in.")
-            session.humanLines.forEach(output.line)
-        }
+        output.session(
+            session, heading: created ? "Logged in. A new account and wallet were created." : "Logged in.",
+            adding: ["accountCreated": created])
     }
 }
 
@@ -159,15 +152,13 @@ enum StatusCommand: CLICommand {
         try await context.provider.awaitSessionRestore()
         let s = try await context.provider.currentSession()
         let info = try await context.provider.daemonInfo()
-        if context.output.isJSON {
-            var o = s.jsonObject
-            o["storageProvider"] = info.storageProvider.isEmpty ? nil : info.storageProvider
-            o["ptraceScope"] = info.ptraceScope.isEmpty ? nil : info.ptraceScope
-            context.output.json(o)
-        } else {
-            s.humanLines.forEach(context.output.line)
-            if let memory = memoryLine(info) { context.output.line(memory) }
-        }
+        context.output.session(
+            s,
+            adding: [
+                "storageProvider": info.storageProvider.isEmpty ? nil : info.storageProvider,
+                "ptraceScope": info.ptraceScope.isEmpty ? nil : info.ptraceScope,
+            ])
+        if !context.output.isJSON, let memory = memoryLine(info) { context.output.line(memory) }
     }
 }
 
@@ -216,12 +207,7 @@ enum RefreshCommand: CLICommand {
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         let s = try await context.provider.refreshSession()
-        if context.output.isJSON {
-            context.output.json(s.jsonObject)
-        } else {
-            context.output.line("Session refreshed.")
-            s.humanLines.forEach(context.output.line)
-        }
+        context.output.session(s, heading: "Session refreshed.")
     }
 }
 

@@ -84,11 +84,9 @@ enum StorageBackupCommand: CLICommand {
         let passphrase = try PassphraseInput.read(prompt: "Backup passphrase: ", confirm: "Repeat the passphrase: ")
         let (backup, keyID) = try await context.provider.storageBackup(passphrase: passphrase)
         try AtomicFile.write(backup, to: path, mode: 0o600)
-        if context.output.isJSON {
-            context.output.json(["file": path, "keyId": keyID])
-        } else {
-            context.output.line("master key \(keyID) written to \(path) (keep the passphrase apart from the file)")
-        }
+        context.output.result(
+            json: ["file": path, "keyId": keyID],
+            text: "master key \(keyID) written to \(path) (keep the passphrase apart from the file)")
     }
 }
 
@@ -117,7 +115,7 @@ enum StorageMigrateCommand: CLICommand {
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         let target = parsed.value("--to") ?? ""
         for try await line in try context.provider.storageMigrate(to: target) {
-            if context.output.isJSON { context.output.json(["step": line]) } else { context.output.line(line) }
+            context.output.result(json: ["step": line], text: line)
         }
     }
 }

@@ -103,13 +103,27 @@ public struct CodeSenderConfiguration: Sendable, Equatable {
             return out
         }
 
+        /// The keys both gateways take: how to reach them (`caFile`, the timeouts) and the
+        /// messages' wording (`appNames`, `templates`).
+        let gatewayKeys: Set<String> = ["caFile", "connectTimeoutSeconds", "timeoutSeconds", "appNames", "templates"]
+
+        /// Reads each purpose's entry of `dict["templates"]`, if any, with `read` (given the entry,
+        /// its purpose and its path).
+        func templates(
+            _ dict: [String: JSONValue], _ path: String,
+            _ read: (JSONValue, CodeMessagePurpose, String) throws(RainError) -> Void
+        ) throws(RainError) {
+            guard let v = dict["templates"] else { return }
+            let purposes = try object(v, "\(path).templates", allowed: Set(CodeMessagePurpose.allCases.map(\.rawValue)))
+            for purpose in CodeMessagePurpose.allCases {
+                guard let t = purposes[purpose.rawValue] else { continue }
+                try read(t, purpose, "\(path).templates.\(purpose.rawValue)")
+            }
+        }
+
         func smtp(_ value: JSONValue, _ path: String) throws(RainError) -> SMTPSettings {
             let dict = try object(
-                value, path,
-                allowed: [
-                    "host", "port", "security", "credentialsFile", "from", "fromName", "caFile", "connectTimeoutSeconds",
-                    "timeoutSeconds", "appNames", "templates",
-                ])
+                value, path, allowed: gatewayKeys.union(["host", "port", "security", "credentialsFile", "from", "fromName"]))
             let securityText = try optionalString(dict, "security", path) ?? "starttls"
             guard let security = SMTPSettings.Security(rawValue: securityText) else {
                 throw fail("\(path).security", "must be \"starttls\", \"tls\" or \"none\"")
@@ -124,18 +138,13 @@ public struct CodeSenderConfiguration: Sendable, Equatable {
                 connectTimeout: try seconds(dict, "connectTimeoutSeconds", path, default: .seconds(10)),
                 timeout: try seconds(dict, "timeoutSeconds", path, default: .seconds(30)),
                 appNames: try appNames(dict, path))
-            if let v = dict["templates"] {
-                let purposes = try object(v, "\(path).templates", allowed: Set(CodeMessagePurpose.allCases.map(\.rawValue)))
-                for purpose in CodeMessagePurpose.allCases {
-                    guard let t = purposes[purpose.rawValue] else { continue }
-                    let p = "\(path).templates.\(purpose.rawValue)"
-                    let parts = try object(t, p, allowed: ["subject", "text", "html"])
-                    var template = s.templates[purpose] ?? SMTPSettings.defaultTemplates[.login]
-                    if let v = try optionalString(parts, "subject", p) { template?.subject = v }
-                    if let v = try optionalString(parts, "text", p) { template?.text = v }
-                    if let v = try optionalString(parts, "html", p) { template?.html = v }
-                    s.templates[purpose] = template
-                }
+            try templates(dict, path) { (t, purpose, p) throws(RainError) in
+                let parts = try object(t, p, allowed: ["subject", "text", "html"])
+                var template = s.templates[purpose] ?? SMTPSettings.defaultTemplates[.login]
+                if let v = try optionalString(parts, "subject", p) { template?.subject = v }
+                if let v = try optionalString(parts, "text", p) { template?.text = v }
+                if let v = try optionalString(parts, "html", p) { template?.html = v }
+                s.templates[purpose] = template
             }
             try s.validate(path: path)
             return s
@@ -144,10 +153,9 @@ public struct CodeSenderConfiguration: Sendable, Equatable {
         func sms(_ value: JSONValue, _ path: String) throws(RainError) -> SMSSettings {
             let dict = try object(
                 value, path,
-                allowed: [
-                    "url", "api", "secretFile", "accountId", "tokenFile", "from", "caFile", "connectTimeoutSeconds",
-                    "timeoutSeconds", "hourlyBudget", "allowedCountryCodes", "appNames", "templates",
-                ])
+                allowed: gatewayKeys.union([
+                    "url", "api", "secretFile", "accountId", "tokenFile", "from", "hourlyBudget", "allowedCountryCodes",
+                ]))
             let api: SMSSettings.API
             switch try required(dict, "api", path) {
             case "webhook":
@@ -179,14 +187,7 @@ public struct CodeSenderConfiguration: Sendable, Equatable {
                 connectTimeout: try seconds(dict, "connectTimeoutSeconds", path, default: .seconds(10)),
                 timeout: try seconds(dict, "timeoutSeconds", path, default: .seconds(30)),
                 appNames: try appNames(dict, path))
-            if let v = dict["templates"] {
-                let purposes = try object(v, "\(path).templates", allowed: Set(CodeMessagePurpose.allCases.map(\.rawValue)))
-                for purpose in CodeMessagePurpose.allCases {
-                    if let t = purposes[purpose.rawValue] {
-                        s.templates[purpose] = try string(t, "\(path).templates.\(purpose.rawValue)")
-                    }
-                }
-            }
+            try templates(dict, path) { (t, purpose, p) throws(RainError) in s.templates[purpose] = try string(t, p) }
             try s.validate(path: path)
             return s
         }

@@ -77,7 +77,6 @@ public struct CompletionScript: Sendable {
     func bash() -> String {
         let f = "_\(functionName)"
         var spec: [String] = []
-        var values: [String] = []
         for node in nodes {
             let valued = node.options.filter { !$0.isFlag }.flatMap(\.names)
             var line = "        \(Self.quoted(node.key))) subs=\(Self.quoted(node.subcommands.joined(separator: " ")))"
@@ -85,31 +84,13 @@ public struct CompletionScript: Sendable {
             line += "; valued=\(Self.quoted(valued.joined(separator: " ")))"
             line += "; args=\(Self.quoted(Self.argumentKind(node.command).map(bashWords) ?? "")) ;;"
             spec.append(line)
-            for option in node.options where !option.isFlag {
-                let patterns = option.names.map { Self.quoted("\(node.key)|\($0)") }.joined(separator: "|")
-                values.append("        \(patterns)) kind=\(Self.quoted(bashWords(option.kind))) ;;")
-            }
         }
         return """
             # bash completion for \(root.name), generated from its command declarations by
             # `\(root.name) completion bash`: do not edit. Install it as
             # /usr/share/bash-completion/completions/\(root.name), or source it from ~/.bashrc.
 
-            # Sets subs, opts, valued and args for the command path $1 (words joined by spaces).
-            \(f)_spec() {
-                subs='' opts='' valued='' args=''
-                case "$1" in
-            \(spec.joined(separator: "\n"))
-                esac
-            }
-
-            # Sets kind for the value of option $2 of the command path $1.
-            \(f)_kind() {
-                kind=''
-                case "$1|$2" in
-            \(values.joined(separator: "\n"))
-                esac
-            }
+            \(specAndKindFunctions(f, clearing: "subs='' opts='' valued='' args=''", spec: spec))
 
             # Completes a value of kind $1: :file, :directory, or a list of words.
             \(f)_value() {
@@ -156,6 +137,36 @@ public struct CompletionScript: Sendable {
             """
     }
 
+    /// The shell functions `<f>_spec`, which sets subs, opts, valued and args for a command path
+    /// (from `spec`, the case arms, after `clearing` resets them), and `<f>_kind`, which sets the
+    /// kind of an option's value: bash and zsh write them alike.
+    func specAndKindFunctions(_ f: String, clearing: String, spec: [String]) -> String {
+        var kinds: [String] = []
+        for node in nodes {
+            for option in node.options where !option.isFlag {
+                let patterns = option.names.map { Self.quoted("\(node.key)|\($0)") }.joined(separator: "|")
+                kinds.append("        \(patterns)) kind=\(Self.quoted(bashWords(option.kind))) ;;")
+            }
+        }
+        return """
+            # Sets subs, opts, valued and args for the command path $1 (words joined by spaces).
+            \(f)_spec() {
+                \(clearing)
+                case "$1" in
+            \(spec.joined(separator: "\n"))
+                esac
+            }
+
+            # Sets kind for the value of option $2 of the command path $1.
+            \(f)_kind() {
+                kind=''
+                case "$1|$2" in
+            \(kinds.joined(separator: "\n"))
+                esac
+            }
+            """
+    }
+
     /// The bash spelling of a kind: `:file`, `:directory`, the choices, or `:none`.
     func bashWords(_ kind: Command.ValueKind) -> String {
         switch kind {
@@ -171,7 +182,6 @@ public struct CompletionScript: Sendable {
     func zsh() -> String {
         let f = "_\(functionName)"
         var spec: [String] = []
-        var values: [String] = []
         for node in nodes {
             let valued = node.options.filter { !$0.isFlag }.flatMap(\.names)
             let subs = node.subcommands.map { name in
@@ -183,10 +193,6 @@ public struct CompletionScript: Sendable {
             line += "; valued=(\(valued.joined(separator: " ")))"
             line += "; args=\(Self.quoted(Self.argumentKind(node.command).map(bashWords) ?? "")) ;;"
             spec.append(line)
-            for option in node.options where !option.isFlag {
-                let patterns = option.names.map { Self.quoted("\(node.key)|\($0)") }.joined(separator: "|")
-                values.append("        \(patterns)) kind=\(Self.quoted(bashWords(option.kind))) ;;")
-            }
         }
         return """
             #compdef \(root.name)
@@ -194,21 +200,7 @@ public struct CompletionScript: Sendable {
             # `\(root.name) completion zsh`: do not edit. Install it as _\(root.name) in a directory
             # of $fpath (/usr/share/zsh/vendor-completions), or source it after compinit.
 
-            # Sets subs, opts, valued and args for the command path $1 (words joined by spaces).
-            \(f)_spec() {
-                subs=() opts=() valued=() args=''
-                case "$1" in
-            \(spec.joined(separator: "\n"))
-                esac
-            }
-
-            # Sets kind for the value of option $2 of the command path $1.
-            \(f)_kind() {
-                kind=''
-                case "$1|$2" in
-            \(values.joined(separator: "\n"))
-                esac
-            }
+            \(specAndKindFunctions(f, clearing: "subs=() opts=() valued=() args=''", spec: spec))
 
             # Completes a value of kind $1: :file, :directory, or a list of words.
             \(f)_value() {

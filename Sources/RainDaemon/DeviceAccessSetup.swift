@@ -234,7 +234,7 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
     private let coordinator: PromptCoordinator?
     private let hasDisplay: Bool
     /// The registered terminal (restored at start while it is still open, or registered since).
-    private let registered: Mutex<PromptPlaceStore.Place?>
+    private let registered: Mutex<PromptPlace?>
     /// Where the registered terminal is kept across restarts; nil in tests that keep none.
     private let store: PromptPlaceStore?
     /// Set while a registration runs: another one meanwhile is RAIN_302 `prompt_busy` (two
@@ -243,7 +243,7 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
     private let audit: @Sendable (AccessEvent) async -> Void
 
     init(
-        coordinator: PromptCoordinator?, hasDisplay: Bool, registered: PromptPlaceStore.Place? = nil,
+        coordinator: PromptCoordinator?, hasDisplay: Bool, registered: PromptPlace? = nil,
         store: PromptPlaceStore? = nil, audit: @escaping @Sendable (AccessEvent) async -> Void
     ) {
         self.coordinator = coordinator
@@ -289,7 +289,7 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
                     caller: caller, profile: profile))
         }
         guard
-            let place = PromptPlaceStore.Place.current(
+            let place = PromptPlace.current(
                 path: terminal, term: RegisteredTerminal(path: terminal).term,
                 sessionLeader: caller.sessionID > 0 ? caller.sessionID : nil)
         else {

@@ -120,24 +120,12 @@ extension DeviceService {
             Route(
                 Method.accountGet, GetAccountRequest.self, AccountResponse.self, policy: .read(needsSession: true),
                 .direct(
-                    { (_, call, done) in
-                        Self.startDirectRead(directReads, call) { reads, appID, token in
-                            reads.accountInfo(appID: appID, accessToken: token, proof: DeviceProof(holder: context.device)) {
-                                done($0.map(ProfileSession.accountResponse))
-                            }
-                        }
-                    },
+                    Self.directRead(directReads, context.device, { $0.accountInfo }, ProfileSession.accountResponse),
                     fallback: { (_, call) throws(RainError) in try await call.session.account() }))
             Route(
                 Method.walletGet, GetWalletRequest.self, WalletResponse.self, policy: .read(needsSession: true),
                 .direct(
-                    { (_, call, done) in
-                        Self.startDirectRead(directReads, call) { reads, appID, token in
-                            reads.wallet(appID: appID, accessToken: token, proof: DeviceProof(holder: context.device)) {
-                                done($0.map(ProfileSession.walletResponse))
-                            }
-                        }
-                    },
+                    Self.directRead(directReads, context.device, { $0.wallet }, ProfileSession.walletResponse),
                     fallback: { (_, call) throws(RainError) in try await call.session.wallet() }))
             // Secrets: the answer goes to the caller only; nothing here logs a payload.
             Route(
@@ -251,17 +239,26 @@ extension DeviceService {
         return control
     }
 
-    /// Starts a direct read while the authority offers direct reads and the profile has a live
-    /// access token; returns false otherwise (the route's actor fallback then answers).
-    static func startDirectRead(
-        _ directReads: (any DirectAuthorityReads)?, _ call: DeviceCall,
-        _ read: (any DirectAuthorityReads, _ appID: String, _ token: String) -> Void
-    ) -> Bool {
-        guard let reads = directReads else { return false }
-        let runtime = call.entry.runtime
-        guard let token = runtime.liveAccessToken() else { return false }
-        read(reads, runtime.settings.appID, token)
-        return true
+    /// A direct read of the authority's `read` (`accountInfo` or `wallet`) with the profile's live
+    /// access token, its answer made a response by `response`. It starts only while the authority
+    /// offers direct reads and the profile has a live access token, and returns false otherwise
+    /// (the route's actor fallback then answers).
+    static func directRead<Request, Info, Response>(
+        _ directReads: (any DirectAuthorityReads)?, _ device: DeviceIdentity,
+        _ read:
+            @escaping @Sendable (any DirectAuthorityReads) -> (
+                _ appID: String, _ accessToken: String, _ proof: DeviceProof,
+                _ completion: @escaping @Sendable (Result<Info, RainError>) -> Void
+            ) -> Void,
+        _ response: @escaping @Sendable (Info) -> Response
+    ) -> RouteHandler<DeviceCall, Request, Response>.DirectRead {
+        { (_, call, done) in
+            guard let reads = directReads else { return false }
+            let runtime = call.entry.runtime
+            guard let token = runtime.liveAccessToken() else { return false }
+            read(reads)(runtime.settings.appID, token, DeviceProof(holder: device)) { done($0.map(response)) }
+            return true
+        }
     }
 
     /// Only the app that owns the profile (its first approved app, else the first app the policy

@@ -103,27 +103,32 @@ enum WebAuthnFuzzing {
     static func responseJSON(_ bytes: [UInt8]) -> FuzzOutcome {
         var outcomes: [FuzzOutcome] = []
         var refusal: RainError?
-        do {
-            let registration = try RegistrationResponseJSON.decode(jsonBytes: bytes)
-            guard try RegistrationResponseJSON.decode(json: registration.jsonString()) == registration else {
-                return .broken("RegistrationResponseJSON: decode(json(r)) != r")
+        // Decodes the bytes as `Form`, checks the form re-serializes to itself (else returns what
+        // broke), then adds the outcomes of `parts`; the first refusal is kept.
+        func decode<Form: WebAuthnJSONForm & Equatable>(_: Form.Type, _ parts: (Form) -> [FuzzOutcome]) -> String? {
+            do {
+                let form = try Form.decode(jsonBytes: bytes)
+                guard try Form.decode(json: form.jsonString()) == form else { return "\(Form.self): decode(json(x)) != x" }
+                outcomes += parts(form)
+            } catch {
+                refusal = refusal ?? error
             }
-            outcomes.append(attestationObject(registration.response.attestationObject.bytes))
-            outcomes.append(clientData(registration.response.clientDataJSON.bytes))
-            outcomes.append(verify(registration))
-        } catch {
-            refusal = error
+            return nil
         }
-        do {
-            let assertion = try AuthenticationResponseJSON.decode(jsonBytes: bytes)
-            guard try AuthenticationResponseJSON.decode(json: assertion.jsonString()) == assertion else {
-                return .broken("AuthenticationResponseJSON: decode(json(a)) != a")
+        let broken =
+            decode(RegistrationResponseJSON.self) { registration in
+                [
+                    attestationObject(registration.response.attestationObject.bytes),
+                    clientData(registration.response.clientDataJSON.bytes), verify(registration),
+                ]
             }
-            outcomes.append(authenticatorData(assertion.response.authenticatorData.bytes))
-            outcomes.append(clientData(assertion.response.clientDataJSON.bytes))
-        } catch {
-            refusal = refusal ?? error
-        }
+            ?? decode(AuthenticationResponseJSON.self) { assertion in
+                [
+                    authenticatorData(assertion.response.authenticatorData.bytes),
+                    clientData(assertion.response.clientDataJSON.bytes),
+                ]
+            }
+        if let broken { return .broken(broken) }
         if outcomes.isEmpty, let refusal { return .rejected(refusal) }
         return combine(outcomes)
     }

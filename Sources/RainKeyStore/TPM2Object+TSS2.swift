@@ -110,48 +110,58 @@ struct TPM2ObjectBlob {
     /// decryption, AES-128-CFB, no DA, empty unique), so CreatePrimary gives the same key every time
     /// on this TPM until its owner hierarchy is cleared; nothing is persisted in the TPM.
     static func storagePrimaryTemplate() -> TPM2B_PUBLIC {
-        var template = TPM2B_PUBLIC()
-        template.publicArea.type = TPM2Constant.algECC
-        template.publicArea.nameAlg = TPM2Constant.algSHA256
-        template.publicArea.objectAttributes =
-            TPM2Constant.restricted | TPM2Constant.decrypt | TPM2Constant.fixedTPM | TPM2Constant.fixedParent
-            | TPM2Constant.sensitiveDataOrigin | TPM2Constant.userWithAuth | TPM2Constant.noDA
-        template.publicArea.parameters.eccDetail.symmetric.algorithm = TPM2Constant.algAES
-        template.publicArea.parameters.eccDetail.symmetric.keyBits.aes = 128
-        template.publicArea.parameters.eccDetail.symmetric.mode.aes = TPM2Constant.algCFB
-        template.publicArea.parameters.eccDetail.scheme.scheme = TPM2Constant.algNull
-        template.publicArea.parameters.eccDetail.curveID = TPM2Constant.eccNISTP256
-        template.publicArea.parameters.eccDetail.kdf.scheme = TPM2Constant.algNull
-        return template
+        template(
+            type: TPM2Constant.algECC,
+            attributes: TPM2Constant.restricted | TPM2Constant.decrypt | TPM2Constant.fixedTPM | TPM2Constant.fixedParent
+                | TPM2Constant.sensitiveDataOrigin | TPM2Constant.userWithAuth | TPM2Constant.noDA
+        ) { parameters in
+            parameters.eccDetail.symmetric.algorithm = TPM2Constant.algAES
+            parameters.eccDetail.symmetric.keyBits.aes = 128
+            parameters.eccDetail.symmetric.mode.aes = TPM2Constant.algCFB
+            parameters.eccDetail.scheme.scheme = TPM2Constant.algNull
+            parameters.eccDetail.curveID = TPM2Constant.eccNISTP256
+            parameters.eccDetail.kdf.scheme = TPM2Constant.algNull
+        }
     }
 
     /// A sealed data object (keyedhash, no scheme): its data comes from the caller, and it can
     /// only be unsealed on this TPM. No DA: its authorization is empty, and a TPM in lockout must
     /// not lock the key out too.
     static func sealedDataTemplate() -> TPM2B_PUBLIC {
-        var template = TPM2B_PUBLIC()
-        template.publicArea.type = TPM2Constant.algKeyedHash
-        template.publicArea.nameAlg = TPM2Constant.algSHA256
-        template.publicArea.objectAttributes =
-            TPM2Constant.fixedTPM | TPM2Constant.fixedParent | TPM2Constant.userWithAuth | TPM2Constant.noDA
-        template.publicArea.parameters.keyedHashDetail.scheme.scheme = TPM2Constant.algNull
-        return template
+        template(
+            type: TPM2Constant.algKeyedHash,
+            attributes: TPM2Constant.fixedTPM | TPM2Constant.fixedParent | TPM2Constant.userWithAuth | TPM2Constant.noDA
+        ) { parameters in
+            parameters.keyedHashDetail.scheme.scheme = TPM2Constant.algNull
+        }
     }
 
     /// The device key: ECDSA P-256 with SHA-256, generated inside the TPM (sensitiveDataOrigin),
     /// never duplicable (fixedTPM, fixedParent); no DA for the same reason as sealed data.
     static func signingKeyTemplate() -> TPM2B_PUBLIC {
+        template(
+            type: TPM2Constant.algECC,
+            attributes: TPM2Constant.sign | TPM2Constant.fixedTPM | TPM2Constant.fixedParent
+                | TPM2Constant.sensitiveDataOrigin | TPM2Constant.userWithAuth | TPM2Constant.noDA
+        ) { parameters in
+            parameters.eccDetail.symmetric.algorithm = TPM2Constant.algNull
+            parameters.eccDetail.scheme.scheme = TPM2Constant.algECDSA
+            parameters.eccDetail.scheme.details.ecdsa.hashAlg = TPM2Constant.algSHA256
+            parameters.eccDetail.curveID = TPM2Constant.eccNISTP256
+            parameters.eccDetail.kdf.scheme = TPM2Constant.algNull
+        }
+    }
+
+    /// A public template of `type` with `attributes`, named with SHA-256 as every object here
+    /// is; `parameters` sets the type's details.
+    private static func template(
+        type: TPM2_ALG_ID, attributes: TPMA_OBJECT, _ parameters: (inout TPMU_PUBLIC_PARMS) -> Void
+    ) -> TPM2B_PUBLIC {
         var template = TPM2B_PUBLIC()
-        template.publicArea.type = TPM2Constant.algECC
+        template.publicArea.type = type
         template.publicArea.nameAlg = TPM2Constant.algSHA256
-        template.publicArea.objectAttributes =
-            TPM2Constant.sign | TPM2Constant.fixedTPM | TPM2Constant.fixedParent | TPM2Constant.sensitiveDataOrigin
-            | TPM2Constant.userWithAuth | TPM2Constant.noDA
-        template.publicArea.parameters.eccDetail.symmetric.algorithm = TPM2Constant.algNull
-        template.publicArea.parameters.eccDetail.scheme.scheme = TPM2Constant.algECDSA
-        template.publicArea.parameters.eccDetail.scheme.details.ecdsa.hashAlg = TPM2Constant.algSHA256
-        template.publicArea.parameters.eccDetail.curveID = TPM2Constant.eccNISTP256
-        template.publicArea.parameters.eccDetail.kdf.scheme = TPM2Constant.algNull
+        template.publicArea.objectAttributes = attributes
+        parameters(&template.publicArea.parameters)
         return template
     }
 

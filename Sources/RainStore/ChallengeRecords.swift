@@ -72,12 +72,6 @@ package struct ChallengeInsertion: Sendable, Equatable {
     package var accountKey: String
     /// Challenges retired to make room (this device's pending ones, then the account's oldest).
     package var retiredChallengeIDs: [String]
-
-    /// Creates a result.
-    package init(accountKey: String, retiredChallengeIDs: [String]) {
-        self.accountKey = accountKey
-        self.retiredChallengeIDs = retiredChallengeIDs
-    }
 }
 
 /// What `AuthorityStore.insertChallenge` did.
@@ -112,27 +106,7 @@ package struct ChallengeRecord: Sendable, Equatable {
     /// Where it is in its life.
     package var state: ChallengeState
     /// What the code is for (`login` for challenges stored before schema version 5).
-    package var purpose: ChallengePurpose
+    package var purpose: ChallengePurpose = .login
     /// The account a verification attaches the contact to; nil for a login.
     package var targetAccountID: String?
-
-    /// Creates a record.
-    package init(
-        id: String, appID: String, deviceID: String, contact: RainWalletContact, accountKey: String, codeHash: [UInt8],
-        createdAt: Date, expiresAt: Date, wrongAttempts: Int, state: ChallengeState,
-        purpose: ChallengePurpose = .login, targetAccountID: String? = nil
-    ) {
-        self.purpose = purpose
-        self.targetAccountID = targetAccountID
-        self.id = id
-        self.appID = appID
-        self.deviceID = deviceID
-        self.contact = contact
-        self.accountKey = accountKey
-        self.codeHash = codeHash
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.wrongAttempts = wrongAttempts
-        self.state = state
-    }
 }

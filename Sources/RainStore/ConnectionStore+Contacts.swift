@@ -18,26 +18,13 @@ extension ConnectionStore {
     {
         try await perform { db throws(RainError) in
             try db.transaction("complete a contact verification") { () throws(RainError) -> ContactVerificationOutcome in
-                try db.lock("contact", v.appID, StoreOperations.contactKey(v.contact))
-                let now = v.now.unixMilliseconds
-                // A repeat that raced its first confirm (here or on another instance) waited for
-                // the lock above: the first one's outcome is committed now.
-                if let key = v.idempotency,
-                    let first = try StoreOperations.idempotentOutcome(db, keyHash: key.keyHash, now: v.now)
+                if let early: ContactVerificationOutcome = try StoreOperations.confirmCode(
+                    db, challengeID: v.challengeID, appID: v.appID, deviceID: v.deviceID, contact: v.contact,
+                    purpose: .verifyContact, targetAccountID: v.accountID, idempotency: v.idempotency, now: v.now)
                 {
-                    return .repeated(first)
+                    return early
                 }
-                let used = try db.execute(
-                    """
-                    UPDATE challenges SET state = 'used'
-                    WHERE id = $1 AND app_id = $2 AND device_id = $3 AND purpose = 'verify_contact'
-                      AND target_account_id = $4 AND state = 'pending' AND expires_at > $5
-                    """,
-                    values: [.text(v.challengeID), .text(v.appID), .text(v.deviceID), .text(v.accountID), .integer(now)],
-                    operation: "mark the verification challenge used")
-                guard used == 1 else {
-                    return .challengeUnavailable(try StoreOperations.challenge(db, id: v.challengeID))
-                }
+                let now = v.now.unixMilliseconds
                 // Checked again here: another account may have taken the contact since the send.
                 if let owner = try StoreOperations.accountID(db, appID: v.appID, contact: v.contact) {
                     guard owner == v.accountID else {

@@ -27,28 +27,13 @@ extension ConnectionStore {
     package func completeLogin(_ login: LoginCompletion) async throws(RainError) -> LoginCompletionOutcome {
         try await perform { db throws(RainError) in
             try db.transaction("complete a login") { () throws(RainError) -> LoginCompletionOutcome in
-                // Logins of one contact run one at a time: two first logins would otherwise lock each
-                // other's challenge rows and contact key (a deadlock, not just a retry).
-                try db.lock("contact", login.appID, StoreOperations.contactKey(login.contact))
-                let now = login.now.unixMilliseconds
-                // A repeat that raced its first confirm (here or on another instance) waited for the lock
-                // above: the first one's outcome is committed now.
-                if let key = login.idempotency,
-                    let first = try StoreOperations.idempotentOutcome(db, keyHash: key.keyHash, now: login.now)
+                if let early: LoginCompletionOutcome = try StoreOperations.confirmCode(
+                    db, challengeID: login.challengeID, appID: login.appID, deviceID: login.deviceID,
+                    contact: login.contact, purpose: .login, idempotency: login.idempotency, now: login.now)
                 {
-                    return .repeated(first)
+                    return early
                 }
-                let used = try db.execute(
-                    """
-                    UPDATE challenges SET state = 'used'
-                    WHERE id = $1 AND app_id = $2 AND device_id = $3 AND purpose = 'login' AND state = 'pending'
-                      AND expires_at > $4
-                    """,
-                    values: [.text(login.challengeID), .text(login.appID), .text(login.deviceID), .integer(now)],
-                    operation: "mark the challenge used")
-                guard used == 1 else {
-                    return .challengeUnavailable(try StoreOperations.challenge(db, id: login.challengeID))
-                }
+                let now = login.now.unixMilliseconds
 
                 let accountID: String
                 let walletID: String
@@ -96,18 +81,10 @@ extension ConnectionStore {
                         operation: "move pending challenges to the new account")
                 }
 
-                let revokedElsewhere = try StoreOperations.storeLoginSession(
-                    db, appID: login.appID, accountID: accountID, deviceID: login.deviceID, session: login.session,
-                    now: login.now)
-                if let key = login.idempotency {
-                    try StoreOperations.recordIdempotentOutcome(
-                        db, key, accountID: accountID, walletID: walletID, accountCreated: created)
-                }
                 return .loggedIn(
-                    LoginRecord(
-                        accountID: accountID, walletID: walletID, accountCreated: created,
-                        revokedElsewhereCount: revokedElsewhere.count, revokedDeviceIDs: revokedElsewhere.deviceIDs,
-                        isReplacedOnDevice: revokedElsewhere.isReplaced))
+                    try StoreOperations.storeLogin(
+                        db, appID: login.appID, accountID: accountID, walletID: walletID, accountCreated: created,
+                        deviceID: login.deviceID, session: login.session, idempotency: login.idempotency, now: login.now))
             }
         }
     }

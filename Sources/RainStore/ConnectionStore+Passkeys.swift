@@ -106,18 +106,9 @@ extension ConnectionStore {
                 var credential = signUp.credential
                 credential.accountID = signUp.accountID
                 try StoreOperations.insertCredential(db, credential)
-                let revoked = try StoreOperations.storeLoginSession(
-                    db, appID: signUp.appID, accountID: signUp.accountID, deviceID: signUp.deviceID,
-                    session: signUp.session, now: signUp.now)
-                if let key = signUp.idempotency {
-                    try StoreOperations.recordIdempotentOutcome(
-                        db, key, accountID: signUp.accountID, walletID: signUp.walletID,
-                        accountCreated: true)
-                }
-                return LoginRecord(
-                    accountID: signUp.accountID, walletID: signUp.walletID, accountCreated: true,
-                    revokedElsewhereCount: revoked.count, revokedDeviceIDs: revoked.deviceIDs,
-                    isReplacedOnDevice: revoked.isReplaced)
+                return try StoreOperations.storeLogin(
+                    db, appID: signUp.appID, accountID: signUp.accountID, walletID: signUp.walletID, accountCreated: true,
+                    deviceID: signUp.deviceID, session: signUp.session, idempotency: signUp.idempotency, now: signUp.now)
             }
         }
     }
@@ -177,16 +168,9 @@ extension ConnectionStore {
                         .integer(Int64(login.signCount)), .boolean(login.isBackedUp),
                         .integer(login.now.unixMilliseconds), .bytes(login.credentialID),
                     ], operation: "update the passkey's counter")
-                let revoked = try StoreOperations.storeLoginSession(
-                    db, appID: login.appID, accountID: accountID, deviceID: login.deviceID, session: login.session,
-                    now: login.now)
-                if let key = login.idempotency {
-                    try StoreOperations.recordIdempotentOutcome(
-                        db, key, accountID: accountID, walletID: walletID, accountCreated: false)
-                }
-                return LoginRecord(
-                    accountID: accountID, walletID: walletID, accountCreated: false, revokedElsewhereCount: revoked.count,
-                    revokedDeviceIDs: revoked.deviceIDs, isReplacedOnDevice: revoked.isReplaced)
+                return try StoreOperations.storeLogin(
+                    db, appID: login.appID, accountID: accountID, walletID: walletID, accountCreated: false,
+                    deviceID: login.deviceID, session: login.session, idempotency: login.idempotency, now: login.now)
             }
         }
     }

@@ -59,7 +59,7 @@ package struct IdempotentOutcomeInput: Sendable, Equatable {
 /// The first outcome of a call with an idempotency key, returned to its repeats.
 package struct IdempotentOutcome: Sendable, Equatable {
     /// The call.
-    package var kind: IdempotentCallKind
+    package var kind: IdempotentCallKind = .loginCode
     /// The challenge (a confirm, a contact verification) or ceremony (a passkey finish) it used.
     package var challengeID: String
     /// The account it logged in to or changed; empty while a passkey finish is still running.
@@ -70,19 +70,6 @@ package struct IdempotentOutcome: Sendable, Equatable {
     package var accountCreated: Bool
     /// The sealed outcome; empty while a passkey finish that claimed the key is still running.
     package var sealedTokens: [UInt8]
-
-    /// Creates the record.
-    package init(
-        kind: IdempotentCallKind = .loginCode, challengeID: String, accountID: String, walletID: String,
-        accountCreated: Bool, sealedTokens: [UInt8]
-    ) {
-        self.kind = kind
-        self.challengeID = challengeID
-        self.accountID = accountID
-        self.walletID = walletID
-        self.accountCreated = accountCreated
-        self.sealedTokens = sealedTokens
-    }
 
     /// Whether this is a passkey finish's claim with no outcome yet (the finish is still running).
     package var isPending: Bool { sealedTokens.isEmpty }

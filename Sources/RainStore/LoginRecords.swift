@@ -13,14 +13,6 @@ package struct AccountRecord: Sendable, Equatable {
     package var walletID: String
     /// When the account was created.
     package var createdAt: Date
-
-    /// Creates a record.
-    package init(id: String, appID: String, walletID: String, createdAt: Date) {
-        self.id = id
-        self.appID = appID
-        self.walletID = walletID
-        self.createdAt = createdAt
-    }
 }
 
 /// Input of `AuthorityStore.completeLogin`.
@@ -79,23 +71,10 @@ package struct LoginRecord: Sendable, Equatable {
     /// Sessions on other devices revoked by this login.
     package var revokedElsewhereCount: Int
     /// The devices whose sessions this login revoked, each once (pushed to them).
-    package var revokedDeviceIDs: [String]
+    package var revokedDeviceIDs: [String] = []
     /// Whether the login replaced an older session of the same device and app (another profile of
     /// that app on the device, told in-process or by a push).
-    package var isReplacedOnDevice: Bool
-
-    /// Creates a record.
-    package init(
-        accountID: String, walletID: String, accountCreated: Bool, revokedElsewhereCount: Int,
-        revokedDeviceIDs: [String] = [], isReplacedOnDevice: Bool = false
-    ) {
-        self.accountID = accountID
-        self.walletID = walletID
-        self.accountCreated = accountCreated
-        self.revokedElsewhereCount = revokedElsewhereCount
-        self.revokedDeviceIDs = revokedDeviceIDs
-        self.isReplacedOnDevice = isReplacedOnDevice
-    }
+    package var isReplacedOnDevice: Bool = false
 }
 
 /// Output of `AuthorityStore.completeLogin`.

@@ -55,46 +55,21 @@ package struct SessionRecord: Sendable, Equatable {
     /// point); nil for an unbound session (issued without a key, or before schema version 2),
     /// which can never be refreshed nor used.
     package var devicePublicKey: [UInt8]?
-    /// The key a device is moving to (`rebindDevice`), accepted beside `devicePublicKey` until the
-    /// device confirms it (`confirmDeviceKey`); nil otherwise.
-    package var pendingDevicePublicKey: [UInt8]?
     /// Keyed hash of the refresh token rotated out at the last refresh; nil before the first.
     package var previousRefreshHash: [UInt8]?
     /// When the last refresh rotated the tokens (and issued the current refresh token); nil
     /// before the first.
     package var rotatedAt: Date?
     /// How many times the tokens were rotated (0 after the login).
-    package var refreshGeneration: Int
+    package var refreshGeneration: Int = 0
+    /// The key a device is moving to (`rebindDevice`), accepted beside `devicePublicKey` until the
+    /// device confirms it (`confirmDeviceKey`); nil otherwise.
+    package var pendingDevicePublicKey: [UInt8]?
     /// Whether the device has used the current pair: its access token was accepted by a call.
     /// Cleared by each rotation. While it is false, a repeat of the previous refresh token from
     /// the session's device key, even outside the grace window, gets the current pair back (the
     /// device may have lost it before it could save it) instead of revoking the family.
-    package var isPairUsed: Bool
-
-    /// Creates a record.
-    package init(
-        id: String, appID: String, accountID: String, deviceID: String, accessHash: [UInt8], refreshHash: [UInt8],
-        accessExpiresAt: Date, createdAt: Date, revokedAt: Date?, revokeReason: String?,
-        devicePublicKey: [UInt8]? = nil, previousRefreshHash: [UInt8]? = nil, rotatedAt: Date? = nil,
-        refreshGeneration: Int = 0, pendingDevicePublicKey: [UInt8]? = nil, isPairUsed: Bool = false
-    ) {
-        self.pendingDevicePublicKey = pendingDevicePublicKey
-        self.id = id
-        self.appID = appID
-        self.accountID = accountID
-        self.deviceID = deviceID
-        self.accessHash = accessHash
-        self.refreshHash = refreshHash
-        self.accessExpiresAt = accessExpiresAt
-        self.createdAt = createdAt
-        self.revokedAt = revokedAt
-        self.revokeReason = revokeReason
-        self.devicePublicKey = devicePublicKey
-        self.previousRefreshHash = previousRefreshHash
-        self.rotatedAt = rotatedAt
-        self.refreshGeneration = refreshGeneration
-        self.isPairUsed = isPairUsed
-    }
+    package var isPairUsed: Bool = false
 
     /// When the current refresh token was issued: the last rotation, or the login.
     package var refreshIssuedAt: Date { rotatedAt ?? createdAt }
@@ -116,12 +91,6 @@ package struct RefreshCandidate: Sendable, Equatable {
     package var session: SessionRecord
     /// Which of its refresh tokens matched.
     package var generation: RefreshTokenGeneration
-
-    /// Creates a candidate.
-    package init(session: SessionRecord, generation: RefreshTokenGeneration) {
-        self.session = session
-        self.generation = generation
-    }
 }
 
 /// A token rotation to store.
@@ -163,13 +132,6 @@ package struct AccountAccess: Sendable, Equatable {
     package var account: AccountRecord
     /// The account's contacts, emails first, each kind in the order it was attached.
     package var contacts: [RainWalletContact]
-
-    /// Creates a result.
-    package init(session: SessionRecord, account: AccountRecord, contacts: [RainWalletContact]) {
-        self.session = session
-        self.account = account
-        self.contacts = contacts
-    }
 }
 
 /// Session revocation reasons as stored.

@@ -26,6 +26,18 @@ extension StoreOperations {
             walletID: try row.text(3, op), accountCreated: try row.flag(4, op), sealedTokens: try row.bytes(5, op))
     }
 
+    /// Takes the lock of `contact`'s calls (a code confirm, a contact verification), then returns
+    /// the outcome recorded with `idempotency`'s key, if any: a repeat that raced its first call
+    /// (here or on another instance) waited for that lock, so the first one's outcome is committed now.
+    static func lockContact(
+        _ db: some StoreConnection, appID: String, contact: RainWalletContact, idempotency: IdempotentOutcomeInput?,
+        now: Date
+    ) throws(RainError) -> IdempotentOutcome? {
+        try db.lock("contact", appID, contactKey(contact))
+        guard let key = idempotency else { return nil }
+        return try idempotentOutcome(db, keyHash: key.keyHash, now: now)
+    }
+
     /// Records a call's outcome for its repeats; in the transaction that applies its effect. Fills
     /// in the claim a passkey finish took with its ceremony (`claimIdempotencyKey`).
     static func recordIdempotentOutcome(

@@ -5,6 +5,22 @@ import RainCore
 // Completing a login: the challenge used, the account and wallet created or found, the session
 // stored and the account's other sessions revoked.
 extension StoreOperations {
+    /// A login's last steps, in its transaction: stores its session (`storeLoginSession`), records
+    /// its outcome for the repeats of its idempotency key (when it has one), and returns the login.
+    static func storeLogin(
+        _ db: some StoreConnection, appID: String, accountID: String, walletID: String, accountCreated: Bool,
+        deviceID: String, session: NewSession, idempotency: IdempotentOutcomeInput?, now: Date
+    ) throws(RainError) -> LoginRecord {
+        let revoked = try storeLoginSession(
+            db, appID: appID, accountID: accountID, deviceID: deviceID, session: session, now: now)
+        if let key = idempotency {
+            try recordIdempotentOutcome(db, key, accountID: accountID, walletID: walletID, accountCreated: accountCreated)
+        }
+        return LoginRecord(
+            accountID: accountID, walletID: walletID, accountCreated: accountCreated, revokedElsewhereCount: revoked.count,
+            revokedDeviceIDs: revoked.deviceIDs, isReplacedOnDevice: revoked.isReplaced)
+    }
+
     /// A login's session: locks the account (so logins of one account run one at a time and
     /// exactly one device ends up live), revokes the account's sessions on other devices
     /// (`revoked_elsewhere`) and this device's older ones (`replaced`), then stores the new one.

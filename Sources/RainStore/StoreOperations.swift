@@ -32,6 +32,60 @@ enum StoreOperations {
         return try rows.first?.text(0, op)
     }
 
+    /// What `useChallenge` found.
+    enum ChallengeUse {
+        /// The challenge is now used.
+        case used
+        /// It could not be used: the challenge as it is now, nil when there is none.
+        case unavailable(ChallengeRecord?)
+    }
+
+    /// Marks challenge `id` used if it is pending, unexpired, of this app, device and `purpose`,
+    /// and (a contact verification's) bound to `targetAccountID`.
+    static func useChallenge(
+        _ db: some StoreConnection, id: String, appID: String, deviceID: String, purpose: ChallengePurpose,
+        targetAccountID: String? = nil, now: Date
+    ) throws(RainError) -> ChallengeUse {
+        var values: [StoreValue] = [
+            .text(id), .text(appID), .text(deviceID), .text(purpose.rawValue), .integer(now.unixMilliseconds),
+        ]
+        var target = ""
+        if let targetAccountID {
+            target = " AND target_account_id = $6"
+            values.append(.text(targetAccountID))
+        }
+        let used = try db.execute(
+            """
+            UPDATE challenges SET state = 'used'
+            WHERE id = $1 AND app_id = $2 AND device_id = $3 AND purpose = $4 AND state = 'pending'
+              AND expires_at > $5\(target)
+            """,
+            values: values, operation: "mark the challenge used")
+        return used == 1 ? .used : .unavailable(try challenge(db, id: id))
+    }
+
+    /// The first steps of a transaction that confirms a code sent to `contact` (a login, a contact
+    /// verification): lock the contact, so that its confirms run one at a time (two first logins
+    /// would otherwise lock each other's challenge rows and contact key: a deadlock, not just a
+    /// retry); answer a repeated idempotency key with the first outcome; then use the challenge.
+    /// - Returns: the outcome to return at once (`repeated`, `challengeUnavailable`), or nil when
+    ///   the challenge is used and the transaction goes on.
+    static func confirmCode<Outcome: CodeConfirmationOutcome>(
+        _ db: some StoreConnection, challengeID: String, appID: String, deviceID: String, contact: RainWalletContact,
+        purpose: ChallengePurpose, targetAccountID: String? = nil, idempotency: IdempotentOutcomeInput?, now: Date
+    ) throws(RainError) -> Outcome? {
+        if let first = try lockContact(db, appID: appID, contact: contact, idempotency: idempotency, now: now) {
+            return .repeated(first)
+        }
+        if case .unavailable(let current) = try useChallenge(
+            db, id: challengeID, appID: appID, deviceID: deviceID, purpose: purpose, targetAccountID: targetAccountID,
+            now: now)
+        {
+            return .challengeUnavailable(current)
+        }
+        return nil
+    }
+
     /// The challenge with this id, whatever its state.
     static func challenge(_ db: some StoreConnection, id: String) throws(RainError) -> ChallengeRecord? {
         let op = "read a challenge"
@@ -89,3 +143,15 @@ enum StoreOperations {
             passkeyCeremoniesDeleted: ceremonies)
     }
 }
+
+/// An outcome of a transaction that confirms a code (`StoreOperations.confirmCode`).
+protocol CodeConfirmationOutcome {
+    /// A call with the same idempotency key completed first: its outcome.
+    static func repeated(_ first: IdempotentOutcome) -> Self
+    /// The challenge could not be used: as it is now, nil when there is none.
+    static func challengeUnavailable(_ current: ChallengeRecord?) -> Self
+}
+
+extension LoginCompletionOutcome: CodeConfirmationOutcome {}
+
+extension ContactVerificationOutcome: CodeConfirmationOutcome {}

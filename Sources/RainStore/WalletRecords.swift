@@ -42,20 +42,6 @@ package struct WalletRecord: Sendable, Equatable {
     /// The base58 Solana address, once derived.
     package var solanaAddress: String?
 
-    /// Creates a record.
-    package init(
-        id: String, accountID: String, createdAt: Date, entropyCiphertext: [UInt8]? = nil, entropyKeyID: String? = nil,
-        ethereumAddress: String? = nil, solanaAddress: String? = nil
-    ) {
-        self.id = id
-        self.accountID = accountID
-        self.createdAt = createdAt
-        self.entropyCiphertext = entropyCiphertext
-        self.entropyKeyID = entropyKeyID
-        self.ethereumAddress = ethereumAddress
-        self.solanaAddress = solanaAddress
-    }
-
     /// Whether it has its entropy and both addresses.
     package var hasAllKeys: Bool {
         entropyCiphertext != nil && entropyKeyID != nil && ethereumAddress != nil && solanaAddress != nil

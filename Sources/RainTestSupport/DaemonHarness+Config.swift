@@ -27,22 +27,7 @@ extension DaemonHarness {
     /// that is not a JSON object, whose `authority` is not an object, or that sets
     /// `authority.sendLimits` itself is left as it is.
     static func relaxingSendLimits(in config: String?) -> String? {
-        var root: [String: Any] = [:]
-        if let config {
-            guard let parsed = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
-                return config
-            }
-            root = parsed
-        }
-        var authority: [String: Any] = [:]
-        if let existing = root["authority"] {
-            guard let object = existing as? [String: Any], object["sendLimits"] == nil else { return config }
-            authority = object
-        }
-        authority["sendLimits"] = relaxedSendLimits
-        root["authority"] = authority
-        guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]) else { return config }
-        return String(decoding: data, as: UTF8.self)
+        settingDefault(relaxedSendLimits, at: "authority", "sendLimits", in: config)
     }
 
     /// `config` with `storage.provider` set to `file` unless it names a provider itself, so a
@@ -50,6 +35,13 @@ extension DaemonHarness {
     /// TPM, a keyring on the session bus): `auto` would pick those. Tests of the other providers
     /// name them. A config that is not a JSON object is left as it is.
     static func pinningFileProvider(in config: String?) -> String? {
+        settingDefault("file", at: "storage", "provider", in: config)
+    }
+
+    /// `config` (JSON; a new object when nil) with `section.key` set to `value`, creating the
+    /// section when it is missing. A config that is not a JSON object, whose `section` is not an
+    /// object, or that sets `section.key` itself is left as it is.
+    private static func settingDefault(_ value: Any, at section: String, _ key: String, in config: String?) -> String? {
         var root: [String: Any] = [:]
         if let config {
             guard let parsed = try? JSONSerialization.jsonObject(with: Data(config.utf8)) as? [String: Any] else {
@@ -57,13 +49,13 @@ extension DaemonHarness {
             }
             root = parsed
         }
-        var storage: [String: Any] = [:]
-        if let existing = root["storage"] {
-            guard let object = existing as? [String: Any], object["provider"] == nil else { return config }
-            storage = object
+        var object: [String: Any] = [:]
+        if let existing = root[section] {
+            guard let existing = existing as? [String: Any], existing[key] == nil else { return config }
+            object = existing
         }
-        storage["provider"] = "file"
-        root["storage"] = storage
+        object[key] = value
+        root[section] = object
         guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]) else { return config }
         return String(decoding: data, as: UTF8.self)
     }

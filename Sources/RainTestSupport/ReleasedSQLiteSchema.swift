@@ -1,62 +1,26 @@
+import Foundation
+
 /// The authority's SQLite schemas as released, for the tests that open an old database: the store's
-/// migrations and the wallet backfill.
+/// migrations and the wallet backfill. Each is a frozen `.sql` file in `Tests/Fixtures`, kept
+/// apart from the store's migrations so an edit of those cannot hide here.
 package enum ReleasedSQLiteSchema {
-    /// Schema version 1 as released (copied, not taken from the store, so an edit of the store's
-    /// first migration cannot hide here).
-    package static let v1 = [
-        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
-        "CREATE TABLE accounts (id TEXT PRIMARY KEY, app_id TEXT NOT NULL, created_at INTEGER NOT NULL)",
-        """
-        CREATE TABLE contacts (
-            app_id TEXT NOT NULL,
-            kind TEXT NOT NULL CHECK (kind IN ('email', 'phone')),
-            value TEXT NOT NULL,
-            account_id TEXT NOT NULL REFERENCES accounts(id),
-            verified_at INTEGER,
-            PRIMARY KEY (app_id, kind, value)
-        )
-        """,
-        "CREATE INDEX contacts_account ON contacts(account_id)",
-        """
-        CREATE TABLE wallets (
-            id TEXT PRIMARY KEY,
-            account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),
-            created_at INTEGER NOT NULL
-        )
-        """,
-        """
-        CREATE TABLE challenges (
-            id TEXT PRIMARY KEY,
-            app_id TEXT NOT NULL,
-            device_id TEXT NOT NULL,
-            contact_kind TEXT NOT NULL CHECK (contact_kind IN ('email', 'phone')),
-            contact_value TEXT NOT NULL,
-            account_key TEXT NOT NULL,
-            code_hash BLOB NOT NULL,
-            created_at INTEGER NOT NULL,
-            expires_at INTEGER NOT NULL,
-            wrong_attempts INTEGER NOT NULL DEFAULT 0,
-            state TEXT NOT NULL CHECK (state IN ('pending', 'used', 'retired', 'locked'))
-        )
-        """,
-        "CREATE INDEX challenges_device ON challenges(app_id, device_id, state)",
-        "CREATE INDEX challenges_account ON challenges(app_id, account_key, state)",
-        "CREATE INDEX challenges_expiry ON challenges(expires_at)",
-        """
-        CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            app_id TEXT NOT NULL,
-            account_id TEXT NOT NULL REFERENCES accounts(id),
-            device_id TEXT NOT NULL,
-            access_hash BLOB NOT NULL UNIQUE,
-            refresh_hash BLOB NOT NULL UNIQUE,
-            access_expires_at INTEGER NOT NULL,
-            created_at INTEGER NOT NULL,
-            revoked_at INTEGER,
-            revoke_reason TEXT
-        )
-        """,
-        "CREATE INDEX sessions_account ON sessions(account_id, revoked_at)",
-        "INSERT INTO schema_version (version, applied_at) VALUES (1, 0)",
-    ]
+    /// Schema version 1 as released, one statement an element, ending with its `schema_version` row.
+    /// - Throws: when `Tests/Fixtures/released-sqlite-schema-v1.sql` cannot be read.
+    package static func v1() throws -> [String] {
+        try statements(inFixture: "released-sqlite-schema-v1.sql")
+    }
+
+    /// The statements of a fixture: `--` comment lines dropped, split at each `;` (the fixtures
+    /// have none inside a statement).
+    static func statements(inFixture name: String) throws -> [String] {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Tests/Fixtures")
+        let text = try String(contentsOf: fixtures.appendingPathComponent(name), encoding: .utf8)
+        let sql = text.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("--") }
+            .joined(separator: "\n")
+        return sql.split(separator: ";")
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .filter { !$0.isEmpty }
+    }
 }

@@ -67,7 +67,7 @@ struct SealedRecordTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try AppApprovalStore(stateDirectory: directory, storageKey: try SymmetricKey.random())
         try store.save(approvals)
-        #expect(try store.load().profiles["default"]?.first?.flatpakAppID == "org.example.Wallet")
+        #expect(try store.load()?.profiles["default"]?.first?.flatpakAppID == "org.example.Wallet")
     }
 
     @Test("LD_PRELOAD or a tracer is never approved, not even an approved app; policy apps are approved")
@@ -91,7 +91,7 @@ struct SealedRecordTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = try SymmetricKey.random()
         let store = try AppApprovalStore(stateDirectory: directory, storageKey: key)
-        #expect(try store.load() == AppApprovals())
+        #expect(try store.load() == nil)
         var approvals = AppApprovals()
         approvals.approve(profile: "default", caller: Self.caller("/usr/bin/wallet", hash: 1), source: .prompt, at: Date())
         try store.save(approvals)
@@ -128,7 +128,7 @@ struct SealedRecordTests {
         approvals.approve(profile: "default", caller: Self.caller("/usr/bin/wallet", hash: 1), source: .prompt, at: Date())
         try AppApprovalStore(stateDirectory: directory, storageKey: old).save(approvals)
         try ConfirmedSettingsStore(stateDirectory: directory, storageKey: old).save(GuardedSettings(["a": "1"]))
-        let place = PromptPlaceStore.Place(
+        let place = PromptPlace(
             path: "/dev/pts/7", term: "xterm", device: 34823, changedSeconds: 1_700_000_000, changedNanoseconds: 5)
         try PromptPlaceStore(stateDirectory: directory, storageKey: old).save(place)
         // Under the new key alone the records do not open: they were sealed under the old one.
@@ -155,7 +155,7 @@ struct SealedRecordTests {
         let first = try Syscall.openPseudoTerminal()
         var firstOpen = true
         defer { if firstOpen { close(first.master) } }
-        let place = try #require(PromptPlaceStore.Place.current(path: first.path, term: "xterm-256color"))
+        let place = try #require(PromptPlace.current(path: first.path, term: "xterm-256color"))
         #expect(place.isOpen)
         let store = try PromptPlaceStore(stateDirectory: directory, storageKey: try SymmetricKey.random())
         #expect(try store.load() == nil)
@@ -169,8 +169,8 @@ struct SealedRecordTests {
         // (A new terminal given the same number within the kernel's clock tick carries the same
         // stamp: what tells them apart is the session, below.)
         // Not a terminal, or nothing there.
-        #expect(PromptPlaceStore.Place.current(path: "\(directory)/none", term: "xterm") == nil)
-        #expect(PromptPlaceStore.Place.current(path: directory, term: "xterm") == nil)
+        #expect(PromptPlace.current(path: "\(directory)/none", term: "xterm") == nil)
+        #expect(PromptPlace.current(path: directory, term: "xterm") == nil)
         // Edited by another program: refused.
         let text = try String(contentsOfFile: store.path, encoding: .utf8)
         #expect(text.contains("256color"))
@@ -211,17 +211,17 @@ struct SealedRecordTests {
         let leader = try Syscall.sessionOfTerminal(pty.master, path: pty.path)
         let sid = try #require(leader, "setsid -c gave \(pty.path) no session")
 
-        let place = try #require(PromptPlaceStore.Place.current(path: pty.path, term: "xterm", sessionLeader: sid))
+        let place = try #require(PromptPlace.current(path: pty.path, term: "xterm", sessionLeader: sid))
         #expect(place.sessionLeader == sid && place.sessionLeaderStart != nil)
         #expect(place.isOpen && place.outlivesRestart)
         // Registered from outside the terminal's session (this test's own session): open, but not
         // found again after a restart.
-        let outside = try #require(PromptPlaceStore.Place.current(path: pty.path, term: "xterm", sessionLeader: getsid(0)))
+        let outside = try #require(PromptPlace.current(path: pty.path, term: "xterm", sessionLeader: getsid(0)))
         #expect(outside.sessionLeader == nil && outside.isOpen && !outside.outlivesRestart)
         // The shell ends: the node is still there (the master is open), the place is not.
         kill(sid, SIGKILL)
         shell.waitUntilExit()
-        #expect(PromptPlaceStore.Place.current(path: pty.path, term: "xterm") != nil)
+        #expect(PromptPlace.current(path: pty.path, term: "xterm") != nil)
         #expect(!place.isOpen && !place.outlivesRestart)
     }
 

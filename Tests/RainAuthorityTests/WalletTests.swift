@@ -146,7 +146,7 @@ struct WalletTests {
         let now = clock.now.unixMilliseconds
         do {
             let db = try SQLiteConnection(path: directory + "/authority.sqlite3")
-            for statement in ReleasedSQLiteSchema.v1 { try db.execute(statement, operation: "create v1") }
+            for statement in try ReleasedSQLiteSchema.v1() { try db.execute(statement, operation: "create v1") }
             let v2 = try #require(SQLiteAuthorityStore.migrations.first { $0.version == 2 })
             for statement in v2.statements { try db.execute(statement, operation: "create v2") }
             try db.execute("INSERT INTO schema_version (version, applied_at) VALUES (2, 0)", operation: "v2")

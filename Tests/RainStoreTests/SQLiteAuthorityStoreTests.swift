@@ -76,7 +76,7 @@ struct SQLiteAuthorityStoreTests {
         let now = clock.now.unixMilliseconds
         do {
             let db = try SQLiteConnection(path: path)
-            for statement in ReleasedSQLiteSchema.v1 { try db.execute(statement, operation: "create schema v1") }
+            for statement in try ReleasedSQLiteSchema.v1() { try db.execute(statement, operation: "create schema v1") }
             try db.execute(
                 "INSERT INTO accounts (id, app_id, created_at) VALUES ('acct_old', 'app', ?)", [.integer(now)],
                 operation: "insert")
