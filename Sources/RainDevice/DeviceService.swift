@@ -145,9 +145,6 @@ public final class DeviceService: ServerHandler {
             } catch {
                 return .respond(.failure(error))
             }
-            // Its bytes may have been written by the program the caller ran before an exec: the
-            // identity read at accept does not stand for them.
-            if ctx.wasQueuedBeforeIdentity { return .respond(.failure(.sentBeforeIdentity())) }
         }
         // The identity is read (once per connection) and a prompt may be shown: off the loop.
         let routes = routes
@@ -162,12 +159,13 @@ public final class DeviceService: ServerHandler {
                     if let confirms, isOpen {
                         // Not the profile's business (the daemon's keys): any app may ask, the user decides.
                         let caller = try await access.callerIdentity(handle)
-                        try await Self.refuseBeforeAsking(route, request.payload, gated)
+                        try await Self.refuseBeforeAsking(route, request.payload, gated, context: ctx)
                         try await access.ask(action: confirms, caller: caller, profile: profile)
                         call.identity = caller
                     } else if let confirms {
                         call.identity = try await access.confirmSensitive(action: confirms, profile: profile, context: handle) {
-                            () async throws(RainError) in try await Self.refuseBeforeAsking(route, request.payload, gated)
+                            () async throws(RainError) in
+                            try await Self.refuseBeforeAsking(route, request.payload, gated, context: ctx)
                         }
                     } else {
                         call.identity = try await access.authorize(profile: profile, context: handle)
@@ -189,13 +187,16 @@ public final class DeviceService: ServerHandler {
     /// validate → session → confirm: its input and the configuration it needs (the route's
     /// `validate`), then a session for a route that needs one. Nobody is asked about a call that
     /// would be refused anyway, and without a session the answer is RAIN_201 whether or not a
-    /// prompt could be shown. The handler checks both again after the prompt.
-    /// - Throws: the route's RAIN_102; RAIN_201 without a session.
-    static func refuseBeforeAsking(_ route: AnyRoute<DeviceCall>, _ payload: [UInt8], _ call: DeviceCall)
-        async throws(RainError)
-    {
+    /// prompt could be shown. The handler checks both again after the prompt. Last, a request
+    /// whose bytes were queued before the caller's executable was read at accept: the program the
+    /// caller ran before an exec may have written it, so it is refused (the client sends it again).
+    /// - Throws: the route's RAIN_102; RAIN_201 without a session; RAIN_202 `sent_before_identity`.
+    static func refuseBeforeAsking(
+        _ route: AnyRoute<DeviceCall>, _ payload: [UInt8], _ call: DeviceCall, context: RequestContext? = nil
+    ) async throws(RainError) {
         try await route.validate?(payload, call)
         if route.policy.needsSession { try await call.session.requireSession() }
+        if context?.wasQueuedBeforeIdentity == true { throw .sentBeforeIdentity() }
     }
 
     /// The quick lane: Session/GetState answered from the profile's encoded snapshot,

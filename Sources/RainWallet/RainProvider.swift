@@ -121,7 +121,7 @@ public final class RainProvider: Sendable {
         let payload = try request.encode()
         do {
             return try await send(method, payload, on: conn, timeoutMilliseconds: timeoutMilliseconds)
-        } catch where error.details.reason == RainError.sentBeforeIdentityReason {
+        } catch  where error.details.reason == RainError.sentBeforeIdentityReason {
             // The daemon could not tell which program wrote a request that arrived before it read
             // the caller's identity; now that it has, the same request is judged on its own.
             return try await send(method, payload, on: conn, timeoutMilliseconds: timeoutMilliseconds)

@@ -134,6 +134,19 @@ struct PromptLayoutTests {
         }
         #expect(await coordinator.activeProcessID == nil)
     }
+    @Test("the machine's note is shown above the code, and counts against the line like every field")
+    func noteIsShown() throws {
+        var request = PromptRequest(action: "export the recovery phrase", caller: Self.caller(path: "/usr/bin/app"), profile: "p")
+        let without = try request.description(code: Self.code)
+        #expect(!without.contains("Note:"))
+        request.note = "programs of yours can read this code too (no Yama LSM); see rainwallet status"
+        let with = try request.description(code: Self.code)
+        #expect(with.contains("Note: programs of yours can read this code too (no Yama LSM)"), "\(with)")
+        #expect(with.range(of: "Note:")?.lowerBound ?? with.endIndex < with.range(of: "K7QX")?.lowerBound ?? with.startIndex)
+        // A note that leaves no room for the rest refuses the prompt rather than cutting it.
+        request.note = String(repeating: "n", count: PromptRequest.maximumDescriptionLength)
+        #expect(Self.expectShownInFullOrRefused(request) == false)
+    }
 }
 
 /// A small deterministic generator, so the sweep is the same on every run.
@@ -147,4 +160,5 @@ struct SplitMix {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+
 }

@@ -61,6 +61,9 @@ import Testing
             let connection = try ClientConnection(path: served.socketPath)
             defer { connection.close() }
             do {
+                // Answered once the daemon has accepted the connection and read who holds it: the
+                // calls under test are not refused as sent before that.
+                _ = try await connection.call(method: Method.daemonGetInfo, payload: try GetInfoRequest().encode())
                 try await body(connection)
             } catch {
                 await served.stop()

@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainSystem
 import RainTestSupport
 import RainWire
 import Testing
@@ -175,11 +176,39 @@ struct SameUserAttackTests {
         let prompts = d.prompts
 
         let status = try await Self.attack(
-            d, mode: "write-then-exec", method: Method.storageBackup, payload: try StorageBackupRequest().encode())
+            d, mode: "write-then-exec", method: Method.storageBackup,
+            payload: try StorageBackupRequest(passphrase: Array("correct horse battery".utf8)).encode())
         #expect(status.code == RainError.Code.unauthorized.rawValue, "\(status)")
         #expect(status.details.reason == RainError.sentBeforeIdentityReason, "\(status)")
         #expect(status.details.retryAfterMilliseconds == 0, "\(status)")
         // Nobody was asked.
         #expect(d.prompts == prompts, "prompts: \(d.prompts)")
+    }
+
+    @Test(
+        "the kernel's ptrace_scope is said: in GetInfo and `info --json`, a line of `status`, the log once, and a note on each prompt where programs of the user can read each other's memory"
+    )
+    func kernelSettingIsSaid() async throws {
+        let d = try await UserDaemon.start()
+        defer { d.stop() }
+        try await d.approveTheApp()
+        let scope = PtraceScope.read()
+
+        let info = try await d.bin.runCLI(as: OtherUser.uid, socket: d.socket, ["--json", "info"])
+        #expect(info.status == 0, "\(info)")
+        let object = try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [String: Any]
+        #expect(object?["ptraceScope"] as? String == scope.wireValue, "\(info)")
+
+        let status = try await d.bin.runCLI(as: OtherUser.uid, socket: d.socket, ["status"])
+        #expect(status.stdout.contains("memory:") && status.stdout.contains(scope.explanation), "\(status)")
+
+        let logged = d.log.components(separatedBy: scope.isOpenToSameUser ? "kernel.memory_open" : "kernel.memory").count - 1
+        #expect(logged == 1, "log:\n\(d.log)")
+        if scope.isOpenToSameUser {
+            #expect(d.prompts.contains("Note: programs of yours can read this code too"), "prompts: \(d.prompts)")
+            #expect(status.stdout.contains("set kernel.yama.ptrace_scope = 1"), "\(status)")
+        } else {
+            #expect(!d.prompts.contains("Note:"), "prompts: \(d.prompts)")
+        }
     }
 }
