@@ -9,6 +9,8 @@ let package = Package(
     products: [
         .library(name: "RainWallet", targets: ["RainWallet"]),
         .executable(name: "rainwalletd", targets: ["rainwalletd"]),
+        // The tests' daemon: rainwalletd with the test hooks (never packaged).
+        .executable(name: "rainwalletd-test", targets: ["rainwalletd-test"]),
         .executable(name: "rainwallet", targets: ["rainwallet"]),
         .executable(name: "rainwallet-bench", targets: ["rainwallet-bench"]),
         .executable(name: "rainwallet-authority-bench", targets: ["rainwallet-authority-bench"]),
@@ -111,6 +113,10 @@ let package = Package(
         // `--version`: BuildInfoPlugin generates each binary's version, commit, date and compiler version.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         .executableTarget(name: "rainwalletd", dependencies: ["RainDaemon"], plugins: ["BuildInfoPlugin"]),
+        // What only the tests' daemon may do (DaemonHooks.testing); rainwalletd may not import it.
+        .target(name: "RainDaemonTestHooks", dependencies: ["RainDaemon"]),
+        .executableTarget(
+            name: "rainwalletd-test", dependencies: ["RainDaemon", "RainDaemonTestHooks"], plugins: ["BuildInfoPlugin"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"], plugins: ["BuildInfoPlugin"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
         // The seed's Swift snippets as an app writes them (issue 16): built with the package, run
@@ -200,6 +206,7 @@ let package = Package(
             name: "RainIntegrationTests",
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
+                "rainwalletd-test",
                 "rainwallet", "rainwallet-example-login", "RainConfig",
             ]),
     ]

@@ -1,7 +1,7 @@
 import Foundation
 import PackagePlugin
 
-/// Generates `BuildInfo.swift` into the `rainwallet` and `rainwalletd` targets: the version (the
+/// Generates `BuildInfo.swift` into the `rainwallet`, `rainwalletd` and `rainwalletd-test` targets: the version (the
 /// committed VERSION file), the commit of HEAD, its date and the compiler's version, for `--version`.
 ///
 /// A build command with declared inputs, not a prebuild command: it runs only when VERSION, the
@@ -16,7 +16,7 @@ struct BuildInfoPlugin: BuildToolPlugin {
         let version = package.appending(path: "VERSION")
         // A library (RainDevice) gets the version only: it changes with VERSION, never with a
         // commit, so a new commit does not recompile the library and all that depends on it.
-        if target.name != "rainwallet" && target.name != "rainwalletd" {
+        if !["rainwallet", "rainwalletd", "rainwalletd-test"].contains(target.name) {
             let output = context.pluginWorkDirectoryURL.appending(path: "Version.swift")
             return [
                 .buildCommand(

@@ -89,10 +89,11 @@ public enum Daemon {
                 "--policy", value: "FILE",
                 help: """
                     the machine's security policy: owned by root, not writable by others; the
-                    security settings it names need no confirmation and the config cannot change them
+                    security settings it names need no confirmation and the config cannot change them.
+                    Another file only when rainwalletd runs as root
                     """, kind: .file, default: .value(SecurityPolicy.defaultPath)),
             logLevelOption,
-            .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (integration tests only)"),
+            .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (the tests' rainwalletd-test only)"),
         ],
         subcommands: [AuthorityDaemon.declaration, StorageCommand.declaration, DaemonDocumentation.declaration],
         isRunnableWithoutSubcommand: true,
@@ -152,9 +153,10 @@ public enum Daemon {
     ///   - args: the arguments, without the program name.
     ///   - version, commit, date, swiftVersion: what `--version` prints, from the file the
     ///     BuildInfoPlugin generates into the `rainwalletd` target (see `BuildInfo`).
+    ///   - hooks: what the command line may do beyond what users run (`DaemonHooks`).
     public static func main(
         _ args: [String], version: String = daemonVersion, commit: String = "unknown", date: String = "unknown",
-        swiftVersion: String = "unknown"
+        swiftVersion: String = "unknown", hooks: DaemonHooks = .production
     ) -> Int32 {
         ProcessHardening.limitMallocArenas()
         var root = declaration
@@ -174,6 +176,14 @@ public enum Daemon {
         if parsed.isVersionRequested, let build = root.build {
             print(build.text(program: root.name))
             return 0
+        }
+        do {
+            try hooks.check(
+                isPolicyGiven: parsed.source(of: "--policy").map { $0 != .defaultValue } ?? false,
+                isTestMethodsEnabled: parsed.flag("--enable-test-methods"), uid: getuid())
+        } catch {
+            writeStderr("\(root.name): error: \(error.code): \(error.message)\nSee `\(root.name) --help`.\n")
+            return 64
         }
         if parsed.path.count > 1, parsed.path[1].name == StorageCommand.declaration.name {
             return StorageCommand.run(parsed)

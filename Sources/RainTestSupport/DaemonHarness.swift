@@ -60,7 +60,7 @@ public final class DaemonHarness: Sendable {
     private static func locateBinaries() -> Result<URL, HarnessError> {
         let fm = FileManager.default
         func hasBinaries(_ dir: URL) -> Bool {
-            fm.isExecutableFile(atPath: dir.appendingPathComponent("rainwalletd").path)
+            fm.isExecutableFile(atPath: dir.appendingPathComponent("rainwalletd-test").path)
                 && fm.isExecutableFile(atPath: dir.appendingPathComponent("rainwallet").path)
         }
         if let env = ProcessInfo.processInfo.environment["RAINWALLET_BIN_DIR"], !env.isEmpty {
@@ -204,7 +204,7 @@ public final class DaemonHarness: Sendable {
         let environment = daemonEnvironment
         return try ChildProcess.launchLock.withLock { _ in
             try ChildProcess(
-                executable: binaryDirectory.appendingPathComponent("rainwalletd"), arguments: arguments,
+                executable: binaryDirectory.appendingPathComponent("rainwalletd-test"), arguments: arguments,
                 environment: environment, standardInput: devNull, standardOutput: out, standardError: log)
         }
     }

@@ -209,7 +209,7 @@ struct AccessibleBinaries {
         let source = try DaemonHarness.binaryDirectory()
         let directory = bin.directory
         try await onThread {
-            for name in ["rainwallet", "rainwalletd"] {
+            for name in ["rainwallet", "rainwalletd", "rainwalletd-test"] {
                 let to = "\(directory)/\(name)"
                 try FileManager.default.copyItem(atPath: source.appendingPathComponent(name).path, toPath: to)
                 chmod(to, 0o755)

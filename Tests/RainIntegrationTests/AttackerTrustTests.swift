@@ -71,7 +71,7 @@ struct AttackerTrustTests {
         // address, falls back to TMPDIR/rainwallet-UID: it finds the squatted directory and refuses.
         let longStateHome = "\(h.directory)/" + String(repeating: "s", count: 100)
         try h.launch(
-            executable: h.binaryDirectory.appendingPathComponent("rainwalletd"),
+            executable: h.binaryDirectory.appendingPathComponent("rainwalletd-test"),
             arguments: ["--state-dir", h.stateDirectory],
             environment: ["XDG_RUNTIME_DIR": "", "XDG_STATE_HOME": longStateHome, "TMPDIR": tmp])
         #expect(try await h.waitForExit() != 0)

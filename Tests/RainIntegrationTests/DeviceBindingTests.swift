@@ -83,7 +83,7 @@ struct DeviceBindingProcessTests {
         // Only the wall clock is moved: monotonic time (timeouts) stays real.
         try device.launch(
             executable: URL(fileURLWithPath: "/usr/bin/faketime"),
-            arguments: ["-f", offset, device.binaryDirectory.appendingPathComponent("rainwalletd").path]
+            arguments: ["-f", offset, device.binaryDirectory.appendingPathComponent("rainwalletd-test").path]
                 + device.daemonArguments,
             environment: ["DONT_FAKE_MONOTONIC": "1"])
         try await device.waitUntilReady()

@@ -52,7 +52,7 @@ struct FullDiskTests {
     /// Launches the daemon on the test clock and waits until it is ready.
     static func launch(_ h: DaemonHarness, clock: TestClockFile) async throws {
         try h.launch(
-            executable: h.binaryDirectory.appendingPathComponent("rainwalletd"), arguments: h.daemonArguments,
+            executable: h.binaryDirectory.appendingPathComponent("rainwalletd-test"), arguments: h.daemonArguments,
             environment: clock.environment)
         try await h.waitUntilReady()
     }

@@ -159,7 +159,7 @@ final class MultiDevice: Sendable {
         let readyBefore = authorityReadyCount
         // Appended to the first run's log, so its readiness is the count going up.
         let p = try TestProcess(
-            binaries.appendingPathComponent("rainwalletd").path, arguments + Self.relaxedSendLimitFlags,
+            binaries.appendingPathComponent("rainwalletd-test").path, arguments + Self.relaxedSendLimitFlags,
             environment: daemonEnvironment, stderr: .file(authorityLog))
         try "\(p.pid)\n".write(toFile: "\(dir)/authority.pid", atomically: true, encoding: .utf8)
         let ready = await eventually(timeout: .seconds(15)) { self.authorityReadyCount > readyBefore }
@@ -310,7 +310,7 @@ final class EventLog: Sendable {
         // refuse to start, naming them): a thief removes them too.
         for file in ["confirmed-settings.json", "apps.json"] { try? fm.removeItem(atPath: "\(d2)/\(file)") }
         let p = try TestProcess(
-            h.binaries.appendingPathComponent("rainwalletd").path,
+            h.binaries.appendingPathComponent("rainwalletd-test").path,
             ["--authority", h.authority, "--socket", h.devices[1].socket, "--state-dir", d2], environment: h.daemonEnvironment,
             stderr: .file(h.devices[1].log))
         try "\(p.pid)\n".write(toFile: "\(h.dir)/device2.pid", atomically: true, encoding: .utf8)

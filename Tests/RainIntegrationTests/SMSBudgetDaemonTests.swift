@@ -69,7 +69,7 @@ struct SMSBudgetDaemonTests {
              "sms": {"url": "https://localhost:\(https.port)/sms", "api": "webhook", "secretFile": "\(dir)/sms-secret",
                      "caFile": "\(certificates.caPath)", "allowedCountryCodes": ["1"], "hourlyBudget": 1}}
             """, to: "\(dir)/sender.json")
-        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path
 
         /// Starts the authority on the same state directory (its SQLite store) and sends one SMS code.
         func sendThroughNewAuthority(_ run: Int, to number: String) async throws -> RainError? {

@@ -46,7 +46,7 @@ struct SameUserAttackTests {
                     attributes: [.posixPermissions: 0o644]))
             let socket = "\(home)/rainwalletd.sock"
             let daemon = try bin.launch(
-                as: OtherUser.uid, executable: "\(bin.directory)/rainwalletd",
+                as: OtherUser.uid, executable: "\(bin.directory)/rainwalletd-test",
                 ["--socket", socket, "--state-dir", "\(home)/state", "--policy", policy], home: home,
                 log: "\(home)/daemon.log", environment: ["DISPLAY": ":rainwallet-test"])
             let d = UserDaemon(bin: bin, home: home, socket: socket, daemon: daemon)
@@ -210,5 +210,37 @@ struct SameUserAttackTests {
         } else {
             #expect(!d.prompts.contains("Note:"), "prompts: \(d.prompts)")
         }
+    }
+
+    @Test(
+        "rainwalletd run by a user refuses --policy (a missing file too) and --enable-test-methods, exit 64; rainwalletd-test takes them"
+    )
+    func policyIsRoots() async throws {
+        let bin = try await AccessibleBinaries.make()
+        defer { bin.remove() }
+        let home = "\(bin.directory)/home"
+        try OtherUser.makeDirectory(home, mode: 0o700)
+        let policy = "\(bin.directory)/policy.json"
+        #expect(
+            FileManager.default.createFile(atPath: policy, contents: Data("{}".utf8), attributes: [.posixPermissions: 0o644]))
+        let base = ["--socket", "\(home)/d.sock", "--state-dir", "\(home)/state"]
+        for (n, extra) in [["--policy", policy], ["--policy", "/nonexistent"], ["--enable-test-methods"]].enumerated() {
+            let log = "\(home)/refused-\(n).log"
+            let p = try bin.launch(as: OtherUser.uid, "rainwalletd", base + extra, home: home, log: log)
+            let status = await p.waitForExit(timeout: .seconds(20))
+            #expect(status == 64, "\(extra): exit \(String(describing: status)); \(DaemonHarness.readFile(log))")
+            let expected =
+                extra[0] == "--policy" ? "--policy may be given only when rainwalletd runs as root" : "rainwalletd-test"
+            #expect(DaemonHarness.readFile(log).contains(expected), "\(extra): \(DaemonHarness.readFile(log))")
+        }
+        // The tests' daemon takes both as the same user.
+        let log = "\(home)/test-daemon.log"
+        let p = try bin.launch(
+            as: OtherUser.uid, "rainwalletd-test", base + ["--policy", policy, "--enable-test-methods"], home: home, log: log)
+        defer { p.signal(SIGKILL) }
+        let ready = await eventually(timeout: .seconds(20)) {
+            DaemonHarness.readFile(log).contains("daemon.ready") || !p.isRunning
+        }
+        #expect(ready && p.isRunning, "\(DaemonHarness.readFile(log))")
     }
 }

@@ -303,7 +303,7 @@ struct SecretArgumentTests {
         guard FileManager.default.createFile(atPath: log, contents: nil) else { throw HarnessError("cannot create \(log)") }
         let base = ProcessInfo.processInfo.environment
         let p = try TestProcess(
-            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path,
+            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path,
             ["authority", "--listen", "127.0.0.1:0", "--state-dir", dir, "--store", store],
             environment: ["PATH": base["PATH"] ?? "/usr/bin:/bin", "HOME": base["HOME"] ?? "/root"].merging(environment) { $1 },
             stdout: .file(log), stderr: .file(log))

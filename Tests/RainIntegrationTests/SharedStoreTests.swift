@@ -123,7 +123,7 @@ final class SharedStoreCluster: Sendable {
 
     private func launch(_ name: String, _ arguments: [String]) throws {
         let p = try TestProcess(
-            binaries.appendingPathComponent("rainwalletd").path, arguments,
+            binaries.appendingPathComponent("rainwalletd-test").path, arguments,
             environment: ProcessInfo.processInfo.environment.merging(clock.environment) { $1 },
             stderr: .file("\(dir)/\(name).log"))
         processes.withLock { $0[name] = p }
@@ -172,7 +172,7 @@ struct SharedStoreTests {
         "--store that cannot be used (another scheme, a malformed URL, a bad port or sslmode) exits 78 naming the part; an unreachable server exits 1; none prints the password"
     )
     func storeErrors() async throws {
-        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd")
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test")
         let dir = "/tmp/rwse-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let cases: [(url: String, status: Int32, names: String)] = [

@@ -101,7 +101,7 @@ import Testing
         let hold = "\(h.directory)/migration.hold"
         #expect(mkfifo(hold, 0o600) == 0)
         try h.launch(
-            executable: h.binaryDirectory.appendingPathComponent("rainwalletd"), arguments: h.daemonArguments,
+            executable: h.binaryDirectory.appendingPathComponent("rainwalletd-test"), arguments: h.daemonArguments,
             environment: ["RAINWALLETD_TEST_MIGRATION_HOLD": hold])
         try await h.waitUntilReady()
         let provider = h.provider()

@@ -23,7 +23,8 @@ import Testing
         // must not become the `auto` provider of these commands.
         environment["DBUS_SESSION_BUS_ADDRESS"] = nil
         let r = try await TestProcess.run(
-            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path, arguments, environment: environment,
+            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path, arguments,
+            environment: environment,
             input: stdin, timeout: .seconds(30))
         return (r.status, r.stdout + r.stderr)
     }
@@ -201,7 +202,7 @@ struct MigrationKillLoopTests {
         }
         func migrate(to target: String, log: String) throws -> TestProcess {
             try TestProcess(
-                try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path,
+                try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path,
                 ["storage", "migrate", "--to", target, "--state-dir", h.stateDirectory, "--config", configPath],
                 stdout: .file(log), stderr: .file(log))
         }

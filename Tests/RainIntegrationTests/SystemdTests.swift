@@ -142,7 +142,7 @@ extension DaemonHarness {
         if let names { env["LISTEN_FDNAMES"] = names }
         try launch(
             executable: URL(fileURLWithPath: "/bin/sh"),
-            arguments: ["-c", script, binaryDirectory.appendingPathComponent("rainwalletd").path] + activatedArguments,
+            arguments: ["-c", script, binaryDirectory.appendingPathComponent("rainwalletd-test").path] + activatedArguments,
             environment: env, standardInput: handed.handle)
     }
 
@@ -158,7 +158,7 @@ extension DaemonHarness {
         if let notify { args += ["-E", "NOTIFY_SOCKET=\(notify)"] }
         try launch(
             executable: URL(fileURLWithPath: try SystemdTools.path("systemd-socket-activate")),
-            arguments: args + [binaryDirectory.appendingPathComponent("rainwalletd").path] + activatedArguments)
+            arguments: args + [binaryDirectory.appendingPathComponent("rainwalletd-test").path] + activatedArguments)
     }
 }
 
@@ -189,7 +189,7 @@ enum SystemdTools {
 
     /// Renders the units with `scripts/systemd/install --no-start` into `directory`.
     static func install(into directory: String, scratch: String) async throws -> (socket: String, service: String) {
-        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path
         let r = try await run(
             repositoryRoot.appendingPathComponent("scripts/systemd/install").path,
             ["--no-start", "--binary", binary, "--unit-dir", directory], in: scratch)
@@ -220,7 +220,7 @@ struct SystemdTests {
         let r = try await SystemdTools.verify(units, scratch: h.directory)
         #expect(r.status == 0, "\(r.output)")
 
-        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").resolvingSymlinksInPath().path
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").resolvingSymlinksInPath().path
         let lines = Set(service.split(separator: "\n").map(String.init))
         #expect(lines.contains("ExecStart=\(binary)"), "\(service)")
         #expect(lines.contains("Type=notify"))
@@ -422,7 +422,7 @@ struct SystemdTests {
         let h = try DaemonHarness.prepare()
         defer { h.shutdown() }
         try h.launch(
-            executable: h.binaryDirectory.appendingPathComponent("rainwalletd"), arguments: h.daemonArguments,
+            executable: h.binaryDirectory.appendingPathComponent("rainwalletd-test"), arguments: h.daemonArguments,
             environment: ["LISTEN_PID": "1", "LISTEN_FDS": "1"])
         try await h.waitUntilReady()
         #expect(fileMode(h.socketPath)?.permissions == 0o600)

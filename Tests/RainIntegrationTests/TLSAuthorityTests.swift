@@ -27,7 +27,7 @@ final class AuthorityProcess: Sendable {
             throw HarnessError("cannot create \(logPath)")
         }
         let p = try TestProcess(
-            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd").path,
+            try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path,
             ["authority"] + arguments + ["--state-dir", "\(directory)/authority", "--dev-outbox"], stderr: .file(logPath))
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {

@@ -1,0 +1,45 @@
+import Glibc
+import RainConfig
+import RainCore
+
+/// What a daemon binary lets its command line do beyond what users run. `rainwalletd` runs with
+/// `production`: only root may name another policy file than the machine's, and the test methods
+/// are not served. The integration tests and the scripts' daemons run `rainwalletd-test`, whose
+/// hooks (`RainDaemonTestHooks`, a module `rainwalletd` may not import) allow both.
+public struct DaemonHooks: Sendable {
+    /// `--policy FILE` from any uid: a test's own policy.
+    public let allowsPolicyFromAnyUser: Bool
+    /// `--enable-test-methods`: `/rain.wallet.v1.Test/*` and the test-only waits.
+    public let allowsTestMethods: Bool
+
+    /// What users run.
+    public static let production = DaemonHooks(allowsPolicyFromAnyUser: false, allowsTestMethods: false)
+
+    /// What the tests run; reached through `RainDaemonTestHooks` only.
+    @_spi(TestHooks) public static let testing = DaemonHooks(allowsPolicyFromAnyUser: true, allowsTestMethods: true)
+
+    private init(allowsPolicyFromAnyUser: Bool, allowsTestMethods: Bool) {
+        self.allowsPolicyFromAnyUser = allowsPolicyFromAnyUser
+        self.allowsTestMethods = allowsTestMethods
+    }
+
+    /// Refuses what these hooks do not allow, for a process running as `uid`.
+    /// - Parameter isPolicyGiven: `--policy` was on the command line (or in the environment).
+    /// - Throws: RAIN_102 naming the option and what to do instead.
+    func check(isPolicyGiven: Bool, isTestMethodsEnabled: Bool, uid: uid_t) throws(RainError) {
+        if isPolicyGiven && !allowsPolicyFromAnyUser && uid != 0 {
+            // The policy is root's word on the machine: a program of the user that could start the
+            // daemon with a policy of its own would drop it (a missing file is no policy at all).
+            throw RainError.invalid(
+                """
+                --policy may be given only when rainwalletd runs as root (it runs as uid \(uid)): the machine's \
+                policy is root's, at \(SecurityPolicy.defaultPath); leave --policy out
+                """, field: "--policy")
+        }
+        if isTestMethodsEnabled && !allowsTestMethods {
+            throw RainError.invalid(
+                "--enable-test-methods is for the tests' daemon (rainwalletd-test), not rainwalletd: leave it out",
+                field: "--enable-test-methods")
+        }
+    }
+}
