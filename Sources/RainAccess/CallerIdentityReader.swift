@@ -35,6 +35,8 @@ public final class CallerIdentityReader: Sendable {
         public var maximumHashedBytes: Int64 = 1 << 30
         /// Threads whose `TracerPid` is checked; a process with more is unapprovable.
         public var maximumThreads = 4096
+        /// `/proc/PID/maps` read for executable mappings; a larger one makes the caller unapprovable.
+        public var maximumMapsBytes = 16 << 20
 
         public init() {}
     }
@@ -45,14 +47,19 @@ public final class CallerIdentityReader: Sendable {
     let recent = RecentIdentities(capacity: 256)
     /// How much is read.
     public let limits: Limits
+    /// The apps (`CallerIdentity.appPath`) allowed code their user can write (a JIT, a library
+    /// of their own): `access.apps` entries with `allowWritableCode`, a guarded setting.
+    let allowsWritableCode: Set<String>
 
     /// A reader.
     /// - Parameters:
     ///   - limits: how much is read.
     ///   - cacheCapacity: executables and scripts whose hash is kept.
-    public init(limits: Limits = Limits(), cacheCapacity: Int = 256) {
+    ///   - allowsWritableCode: the app paths whose writable code (`WritableCodeScan`) is allowed.
+    public init(limits: Limits = Limits(), cacheCapacity: Int = 256, allowsWritableCode: Set<String> = []) {
         self.limits = limits
         self.hashes = ExecutableHashCache(capacity: cacheCapacity)
+        self.allowsWritableCode = allowsWritableCode
     }
 
     /// Reads who the process behind `process` is.
@@ -169,6 +176,10 @@ public final class CallerIdentityReader: Sendable {
             case .success(let found): script = found
             case .failure(let reason): unapprovable.append("interpreter \(executablePath): \(reason.text)")
             }
+        }
+        let appPath = script.map { "\(executablePath) \($0.path)" } ?? executablePath
+        if !allowsWritableCode.contains(appPath) {
+            unapprovable += scanMaps(directory, base: base, executablePath: executablePath, uid: uid)
         }
         let systemdUnit =
             (try? Syscall.readPrefix(
@@ -320,6 +331,15 @@ public final class CallerIdentityReader: Sendable {
 
     /// `TracerPid` of every thread (`/proc/PID/task/TID/status`): a tracer on any thread can run
     /// code in the process.
+    /// The executable mappings its user could have written (`WritableCodeScan`).
+    private func scanMaps(_ directory: Int32, base: String, executablePath: String, uid: UInt32) -> [String] {
+        guard uid != 0 else { return [] }
+        guard let maps = try? Syscall.readPrefix(at: directory, "maps", path: base + "/maps", limit: limits.maximumMapsBytes)
+        else { return ["a memory map that cannot be read"] }
+        return WritableCodeScan.findings(
+            maps: maps.bytes, isTruncated: maps.isTruncated, executablePath: executablePath, uid: uid)
+    }
+
     private func checkTracers(_ directory: Int32, base: String) -> [String] {
         let threads: [String]
         do throws(RainError) {

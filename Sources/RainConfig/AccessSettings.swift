@@ -11,6 +11,11 @@ import RainSystem
 ///            "apps": {"myapp": [{"path": "/usr/bin/mywallet", "sha256": "…64 hex…"}]}}
 /// ```
 public struct AccessSettings: Sendable, Equatable {
+    /// The apps allowed code their user can write (`PreApprovedApp.allowsWritableCode`), any profile.
+    public var appsAllowingWritableCode: Set<String> {
+        Set(apps.values.joined().filter(\.allowsWritableCode).map(\.path))
+    }
+
     /// The pinentry program (absolute path); nil: the first of pinentry-gnome3, pinentry-qt,
     /// pinentry-curses, pinentry-tty found in /usr/bin.
     public var pinentry: String?
@@ -26,10 +31,14 @@ public struct PreApprovedApp: Sendable, Equatable {
     public var path: String
     /// The SHA-256 of its content (hex); nil approves any content at that path.
     public var sha256: String?
+    /// `allowWritableCode`: the app may run code its user can write (a JIT's anonymous executable
+    /// memory, a memfd, a library the user owns), which makes any other caller unapprovable.
+    public var allowsWritableCode = false
 
-    public init(path: String, sha256: String? = nil) {
+    public init(path: String, sha256: String? = nil, allowsWritableCode: Bool = false) {
         self.path = path
         self.sha256 = sha256
+        self.allowsWritableCode = allowsWritableCode
     }
 
     /// As an approval.
@@ -66,7 +75,7 @@ extension ConfigReader {
         var out: [PreApprovedApp] = []
         for (i, item) in list.enumerated() {
             let itemPath = "\(path)[\(i)]"
-            let dict = try object(item, itemPath, allowed: ["path", "sha256"])
+            let dict = try object(item, itemPath, allowed: ["path", "sha256", "allowWritableCode"])
             guard let p = dict["path"] else { throw fail(join(itemPath, "path"), "is required: the app's absolute path") }
             var app = PreApprovedApp(path: try program(p, join(itemPath, "path")))
             if let h = dict["sha256"] {
@@ -76,6 +85,7 @@ extension ConfigReader {
                 }
                 app.sha256 = hex
             }
+            if let w = dict["allowWritableCode"] { app.allowsWritableCode = try bool(w, join(itemPath, "allowWritableCode")) }
             out.append(app)
         }
         return out
@@ -103,6 +113,7 @@ extension DaemonConfig {
                     apps.map { app in
                         var o: [String: JSONValue] = ["path": .string(app.path)]
                         if let h = app.sha256 { o["sha256"] = .string(h) }
+                        if app.allowsWritableCode { o["allowWritableCode"] = .bool(true) }
                         return .object(o)
                     }))
         }

@@ -128,6 +128,12 @@ public enum ConfigSchema {
                 "64 hex digits: the SHA-256 of the program (sha256sum)", example: .string(String(repeating: "ab", count: 32)),
                 isGuarded: true),
             Key(
+                "access.apps.NAME[].allowWritableCode", "boolean", default: "false",
+                """
+                let the app run code its user can write: a JIT's anonymous executable memory (node, Java, \
+                Electron), a memfd, a library the user owns; any other app doing so is never approved
+                """, example: .bool(true), isGuarded: true),
+            Key(
                 "authority.codeLifetimeSeconds", "number", default: seconds(authority.codeLifetime),
                 "seconds from 1 to 3600 a login code stays valid", example: .number(120)),
             Key(

@@ -37,7 +37,7 @@ enum DeviceAccessSetup {
         previousStorageKeys: [SymmetricKey], audit: any AuditRecorder, clock: any RainClock, logger: Logger
     ) throws(RainError) -> DeviceAccess {
         let recordEvent = auditEvents(audit, logger: logger)
-        let reader = CallerIdentityReader()
+        let reader = CallerIdentityReader(allowsWritableCode: config.access.appsAllowingWritableCode)
         let resolver = ProcessCallerResolver(reader: reader)
         var coordinator: PromptCoordinator?
         let program = pinentryProgram(config.access.pinentry)

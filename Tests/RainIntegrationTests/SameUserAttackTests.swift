@@ -28,7 +28,8 @@ struct SameUserAttackTests {
         var prompts: String { DaemonHarness.readFile("\(home)/prompts.log") }
         var approvedApp: String { "\(bin.directory)/rainwallet" }
 
-        static func start() async throws -> UserDaemon {
+        /// - Parameter apps: `access.apps` of the machine's policy (JSON) for the binaries' directory, if any.
+        static func start(apps: ((String) -> String)? = nil) async throws -> UserDaemon {
             let bin = try await AccessibleBinaries.make()
             let home = "\(bin.directory)/home"
             try OtherUser.makeDirectory(home, mode: 0o700)
@@ -42,7 +43,10 @@ struct SameUserAttackTests {
             let policy = "\(bin.directory)/policy.json"
             #expect(
                 FileManager.default.createFile(
-                    atPath: policy, contents: Data(#"{"access": {"pinentry": "\#(pinentry)"}}"#.utf8),
+                    atPath: policy,
+                    contents: Data(
+                        #"{"access": {"pinentry": "\#(pinentry)"\#(apps.map { ", \"apps\": \($0(bin.directory))" } ?? "")}}"#.utf8
+                    ),
                     attributes: [.posixPermissions: 0o644]))
             let socket = "\(home)/rainwalletd.sock"
             let daemon = try bin.launch(
@@ -242,5 +246,113 @@ struct SameUserAttackTests {
             DaemonHarness.readFile(log).contains("daemon.ready") || !p.isRunning
         }
         #expect(ready && p.isRunning, "\(DaemonHarness.readFile(log))")
+    }
+
+    /// Per `mode`, loads code its user can write (`lib`: a copy of libz it owns, through ctypes;
+    /// `jit`: anonymous executable memory, as a JIT makes) or nothing (`clean`), then sends
+    /// `frame` on a connection of its own and saves the answer frame in `OUT`.
+    static let loader = #"""
+        import ctypes, ctypes.util, mmap, os, shutil, socket, sys
+        mode, sock_path, frame_path, out_path, home = sys.argv[1:6]
+        if mode == "lib":
+            name = ctypes.util.find_library("z")
+            source = next(p for d in ("/lib", "/usr/lib") for p in [os.path.realpath(os.path.join(r, name))
+                for r, _, files in os.walk(d) if name in files])
+            copy = os.path.join(home, "libcopy.so")
+            shutil.copy(source, copy)
+            ctypes.CDLL(copy)
+        elif mode == "jit":
+            code = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path)
+        s.sendall(open(frame_path, "rb").read())
+        s.settimeout(20)
+        answer = b""
+        while len(answer) < 4 or len(answer) < 4 + int.from_bytes(answer[:4], "big"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        with open(out_path + ".tmp", "wb") as f:
+            f.write(answer)
+        os.rename(out_path + ".tmp", out_path)
+        """#
+
+    /// Runs the loader in `mode` on a profile of its own and returns the daemon's answer.
+    static func runLoader(_ d: UserDaemon, mode: String, script: String? = nil) async throws -> WireResponse {
+        let script = script ?? "\(d.bin.directory)/loader.py"
+        if !FileManager.default.fileExists(atPath: script) {
+            #expect(
+                FileManager.default.createFile(
+                    atPath: script, contents: Data(loader.utf8), attributes: [.posixPermissions: 0o644]))
+        }
+        // A profile per run: the first app of a profile becomes its owner.
+        let name = "\(URL(fileURLWithPath: script).deletingPathExtension().lastPathComponent)-\(mode)"
+        let request = WireRequest(
+            method: Method.sessionGetState, payload: try GetSessionStateRequest().encode(),
+            metadata: [MetadataEntry(key: profileMetadataKey, value: name)])
+        let frameFile = "\(d.bin.directory)/frame-\(name)"
+        #expect(
+            FileManager.default.createFile(
+                atPath: frameFile,
+                contents: Data(Frame.encode(try Envelope(requestID: 1, kind: .request(request)).encode()))))
+        let out = "\(d.home)/answer-\(name)"
+        let log = "\(d.home)/\(name).log"
+        let p = try d.bin.launch(
+            as: OtherUser.uid, executable: PythonTools.python, [script, mode, d.socket, frameFile, out, d.home], home: d.home,
+            log: log)
+        _ = await p.waitForExit(timeout: .seconds(30))
+        let bytes = [UInt8](FileManager.default.contents(atPath: out) ?? Data())
+        try #require(bytes.count > Frame.headerLength, "\(mode): no answer; \(DaemonHarness.readFile(log))\n\(d.log)")
+        guard case .response(let response) = try Envelope.decode(Array(bytes[Frame.headerLength...])).kind else {
+            Issue.record("\(mode): not a response")
+            return WireResponse(status: .ok)
+        }
+        return response
+    }
+
+    @Test(
+        "a caller running code its user can write (a library it owns, anonymous executable memory) is never approved, whatever its environment says; the same program without it is"
+    )
+    func writableCodeIsRefused() async throws {
+        let d = try await UserDaemon.start()
+        defer { d.stop() }
+        for mode in ["clean", "lib", "jit"] {
+            let response = try await Self.runLoader(d, mode: mode)
+            switch mode {
+            case "clean":
+                #expect(response.status.isOK, "\(response.status)")
+            case "lib":
+                #expect(response.status.details.reason == "app_not_approved", "\(response.status)")
+                #expect(
+                    response.status.message.contains("libcopy.so, which uid \(OtherUser.uid) can write"), "\(response.status)")
+            default:
+                #expect(response.status.details.reason == "app_not_approved", "\(response.status)")
+                #expect(response.status.message.contains("anonymous executable memory"), "\(response.status)")
+            }
+        }
+    }
+
+    @Test("an app pre-approved with allowWritableCode (a guarded setting) may run a JIT; the setting is for that app only")
+    func writableCodeAllowedBySetting() async throws {
+        let python = try #require(
+            realpath(PythonTools.python, nil).map { p in
+                defer { free(p) }
+                return String(cString: p)
+            })
+        let d = try await UserDaemon.start { directory in
+            #"{"*": [{"path": "\#(python) \#(directory)/loader.py", "allowWritableCode": true}]}"#
+        }
+        defer { d.stop() }
+        let allowed = try await Self.runLoader(d, mode: "jit")
+        #expect(allowed.status.isOK, "\(allowed.status)")
+        // Another program with the same JIT is still refused.
+        let other = "\(d.bin.directory)/other.py"
+        #expect(
+            FileManager.default.createFile(
+                atPath: other, contents: Data(Self.loader.utf8), attributes: [.posixPermissions: 0o644]))
+        let refused = try await Self.runLoader(d, mode: "jit", script: other)
+        #expect(refused.status.details.reason == "app_not_approved", "\(refused.status)")
+        #expect(refused.status.message.contains("anonymous executable memory"), "\(refused.status)")
     }
 }
