@@ -17,6 +17,7 @@ import Testing
         "codeSender.smtp": [("codeSender.type", .string("smtp"))],
         "codeSender.sms": [("codeSender.type", .string("sms"))],
         "access.apps.NAME[].sha256": [("access.apps.NAME[].path", .string("/usr/bin/mywallet"))],
+        "access.apps.NAME[].allowWritableCode": [("access.apps.NAME[].path", .string("/usr/bin/mywallet"))],
     ]
 
     /// Sets `path` (`NAME` → a profile called `app`, `key[]` → the first item of an array) in `root`.

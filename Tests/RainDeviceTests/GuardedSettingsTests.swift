@@ -33,6 +33,20 @@ struct GuardedSettingsTests {
         #expect(applied == config)
     }
 
+    @Test("allowWritableCode is part of the guarded apps: turning it on is a change to confirm, and it survives the round trip")
+    func writableCodeIsGuarded() throws {
+        let plain = try DaemonConfig.parse(Data(#"{"access": {"apps": {"*": [{"path": "/usr/bin/node /opt/w.js"}]}}}"#.utf8))
+        let allowing = try DaemonConfig.parse(
+            Data(#"{"access": {"apps": {"*": [{"path": "/usr/bin/node /opt/w.js", "allowWritableCode": true}]}}}"#.utf8))
+        #expect(plain.access.appsAllowingWritableCode.isEmpty)
+        #expect(allowing.access.appsAllowingWritableCode == ["/usr/bin/node /opt/w.js"])
+        #expect(plain.guarded.changes(to: allowing.guarded).map(\.key) == ["access.apps.*"])
+        #expect(try DaemonConfig().applying(allowing.guarded, source: "t").access == allowing.access)
+        #expect(throws: RainError.self) {
+            try DaemonConfig.parse(Data(#"{"access": {"apps": {"*": [{"path": "/usr/bin/x", "allowWritableCode": 1}]}}}"#.utf8))
+        }
+    }
+
     @Test("running on the confirmed settings undoes an edit of every guarded key, and keeps the rest")
     func confirmedSettingsWin() throws {
         let confirmed = try DaemonConfig.parse(Data(#"{"profiles": {"myapp": {"passkeyDomain": "example.com"}}}"#.utf8))
