@@ -638,7 +638,7 @@ void   rain__wallet__v1__register_prompt_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__register_prompt_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor rain__wallet__v1__app_entry__field_descriptors[6] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__app_entry__field_descriptors[7] =
 {
   {
     "profile",
@@ -712,11 +712,24 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__app_entry__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "is_script",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AppEntry, is_script),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__app_entry__field_indices_by_name[] = {
   3,   /* field[3] = approved_at */
   2,   /* field[2] = content_hash */
   5,   /* field[5] = is_owner */
+  6,   /* field[6] = is_script */
   1,   /* field[1] = path */
   0,   /* field[0] = profile */
   4,   /* field[4] = source */
@@ -724,7 +737,7 @@ static const unsigned rain__wallet__v1__app_entry__field_indices_by_name[] = {
 static const ProtobufCIntRange rain__wallet__v1__app_entry__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__app_entry__descriptor =
 {
@@ -734,7 +747,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__app_entry__descriptor =
   "Rain__Wallet__V1__AppEntry",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AppEntry),
-  6,
+  7,
   rain__wallet__v1__app_entry__field_descriptors,
   rain__wallet__v1__app_entry__field_indices_by_name,
   1,  rain__wallet__v1__app_entry__number_ranges,

@@ -82,3 +82,13 @@ struct InterpreterRule: Sendable {
         return .unknown("no script file on the command line (inline code, a module or standard input)")
     }
 }
+
+extension CallerIdentity {
+    /// Whether an app path (`appPath`, as approvals keep it) names a script: an interpreter's
+    /// executable, a space, the script its command line claimed. Such an identity cannot be
+    /// verified from outside.
+    public static func isScript(appPath: String) -> Bool {
+        guard let space = appPath.firstIndex(of: " ") else { return false }
+        return InterpreterRule.matching(executablePath: String(appPath[..<space])) != nil
+    }
+}

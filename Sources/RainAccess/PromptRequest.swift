@@ -59,7 +59,8 @@ public struct PromptRequest: Sendable {
     }
 
     private func layout(action: String, code: PromptCode) -> String {
-        var app = PromptText.displayable(caller.appPath)
+        // A script is shown for what it is: an interpreter and the path its command line claims.
+        var app = (caller.script == nil ? "" : "script, not verifiable: ") + PromptText.displayable(caller.appPath)
         if let flatpak = caller.flatpakAppID {
             app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
         }

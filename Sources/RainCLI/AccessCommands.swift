@@ -20,12 +20,14 @@ enum AppsCommand: CLICommand {
         .init("sha256", "its content's SHA-256 (hex), or null for any content (policy)"),
         .init("approvedAt", "when (RFC 3339 UTC), or null for a policy entry"),
         .init("source", "prompt, first-use or policy"), .init("owner", "true for the profile's first app"),
+        .init("script", "true for a script: not verifiable, asked on each connection unless the policy names it"),
     ]
 
     static func json(_ e: RainAppEntry) -> [String: Any?] {
         [
             "profile": e.profile, "path": e.path, "sha256": e.contentHash.isEmpty ? nil : e.contentHash,
             "approvedAt": e.approvedAt.isEmpty ? nil : e.approvedAt, "source": e.source, "owner": e.isOwner,
+            "script": e.isScript,
         ]
     }
 
@@ -54,7 +56,8 @@ enum AppsListCommand: CLICommand {
         for e in apps {
             let hash = e.contentHash.isEmpty ? "any content" : "sha256 \(e.contentHash.prefix(12))…"
             let when = e.approvedAt.isEmpty ? "" : ", \(e.approvedAt)"
-            context.output.line("\(e.profile): \(e.path) (\(hash), \(e.source)\(when)\(e.isOwner ? ", owner" : ""))")
+            let kind = e.isScript ? "script, not verifiable: " : ""
+            context.output.line("\(e.profile): \(kind)\(e.path) (\(hash), \(e.source)\(when)\(e.isOwner ? ", owner" : ""))")
         }
     }
 }

@@ -159,6 +159,11 @@ public final class AppAccess: Sendable {
     public func authorize(profile: String, context: CallerHandle) async throws(RainError) -> CallerIdentity {
         let caller = try await identity(of: context)
         let decision = decide(profile: profile, caller: caller)
+        if caller.script != nil, Self.isAskedPerConnection(decision) {
+            try await askForConnection(profile: profile, caller: caller)
+            remember(profile, for: context.connection)
+            return caller
+        }
         switch decision {
         case .approved:
             break
@@ -208,16 +213,63 @@ public final class AppAccess: Sendable {
                 run it without them
                 """, details: RainError.Details(reason: "app_not_approved"))
         }
+        remember(profile, for: context.connection)
+        return caller
+    }
+
+    /// Remembers that `connection` may use `profile`, for a bounded number of profiles per
+    /// connection: a caller inventing names cannot grow the daemon (past the bound, each call
+    /// decides again).
+    private func remember(_ profile: String, for connection: ConnectionID) {
         state.withLock { s in
-            // Remembered for a bounded number of profiles per connection: a caller inventing names
-            // cannot grow the daemon (past the bound, each call decides again).
-            if s.connections[context.connection]?.profiles.count ?? Self.maximumProfilesPerConnection
+            if s.connections[connection]?.profiles.count ?? Self.maximumProfilesPerConnection
                 < Self.maximumProfilesPerConnection
             {
-                s.connections[context.connection]?.profiles.insert(profile)
+                s.connections[connection]?.profiles.insert(profile)
             }
         }
-        return caller
+    }
+
+    /// A script's identity is its interpreter and the path its command line claims, which the
+    /// process can rewrite (a relative name resolved against a directory it chose, a command line
+    /// changed through `/proc/self/mem`): it cannot be proven from outside. Only root's policy
+    /// vouches for one; otherwise the user is asked on each connection, nothing is remembered, and
+    /// where no prompt can be shown it is refused rather than trusted on first use.
+    static func isAskedPerConnection(_ decision: AppApprovals.Decision) -> Bool {
+        switch decision {
+        case .approved(let source): source != .policy
+        case .unowned, .changedBinary: true
+        case .notApproved, .changedBinaryRefused, .unapprovable: false
+        }
+    }
+
+    /// Asks the user to let a script use `profile` on this connection only, auditing the answer.
+    /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
+    private func askForConnection(profile: String, caller: CallerIdentity) async throws(RainError) {
+        let detail = "script, not verifiable: this connection only"
+        guard confirmer.canPrompt else {
+            await audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: "no_prompt", detail: detail))
+            throw RainError(
+                .unauthorized,
+                """
+                \(caller.appPath) is a script: what it runs cannot be verified from outside, so the user is asked on \
+                each connection, and no prompt can be shown: set access.pinentry and run rainwalletd with a display, \
+                or register a terminal with `rainwallet prompt here`, or have root's policy pre-approve it
+                """, details: RainError.Details(reason: "no_prompt"))
+        }
+        do {
+            try await confirmer.confirm(
+                UserQuestion(
+                    action: "let the script \(caller.appPath) use the wallet profile on this connection", caller: caller,
+                    profile: profile))
+        } catch {
+            await audit(
+                AccessEvent(
+                    event: "app_refused", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
+                    detail: detail))
+            throw error
+        }
+        await audit(AccessEvent(event: "app_approved", profile: profile, app: caller, result: "ok", detail: detail))
     }
 
     /// Asks the user to approve `caller` for `profile` (its first app, or a new binary of one), and
@@ -304,6 +356,14 @@ public final class AppAccess: Sendable {
     /// `profile` once the user confirms it on the prompt. The caller needs no approval: the
     /// prompt is the control.
     public func approve(app: CallerIdentity, profile: String, context: CallerHandle) async throws(RainError) {
+        if app.script != nil {
+            // Nothing about a script can be approved ahead: it is asked on each of its connections.
+            throw RainError.invalid(
+                """
+                \(app.appPath) is a script, which cannot be verified from outside: it is not approved ahead, the user \
+                is asked on each of its connections (root's policy may pre-approve it)
+                """, field: "script", reason: "script_not_verifiable")
+        }
         let caller = try await identity(of: context)
         try await ask(
             action: "approve \(app.appPath) (\(app.hashDescription)) for the wallet profile", caller: caller, profile: profile)

@@ -151,7 +151,7 @@ extension DeviceService {
                 out.append(
                     AppEntry(
                         profile: profile, path: a.appPath, contentHash: a.contentHash ?? "", approvedAt: a.approvedAt,
-                        source: a.source.rawValue, isOwner: i == 0))
+                        source: a.source.rawValue, isOwner: i == 0, isScript: CallerIdentity.isScript(appPath: a.appPath)))
             }
         }
         for (profile, approvals) in list.preApproved.sorted(by: { $0.key < $1.key }) {
@@ -159,7 +159,7 @@ extension DeviceService {
                 out.append(
                     AppEntry(
                         profile: profile, path: a.appPath, contentHash: a.contentHash ?? "", approvedAt: "", source: "policy",
-                        isOwner: false))
+                        isOwner: false, isScript: CallerIdentity.isScript(appPath: a.appPath)))
             }
         }
         return out

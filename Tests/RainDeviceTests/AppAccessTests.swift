@@ -315,4 +315,56 @@ struct AppAccessTests {
         try await restarted.access.authorize(profile: "default", context: again)
         #expect(restarted.prompt.asked.isEmpty)
     }
+
+    static func script(pid: Int32 = 30) -> CallerIdentity {
+        CallerIdentity(
+            pid: pid, uid: getuid(), executablePath: "/usr/bin/python3.11",
+            executableSHA256: [UInt8](repeating: 7, count: 32),
+            script: .init(path: "/home/u/pay.py", sha256: [UInt8](repeating: 8, count: 32)))
+    }
+
+    @Test("a script is asked on each connection, owns nothing, and is never remembered in the approvals")
+    func scriptAskedPerConnection() async throws {
+        let w = try Self.world()
+        w.prompt.script([nil, nil])
+        let first = Self.connect(w, 1, Self.script())
+        try await w.access.authorize(profile: "p", context: first)
+        // The connection is approved for the profile (its next calls are not asked again).
+        #expect(w.access.isApproved(connection: first.connection, profile: "p"))
+        #expect(w.prompt.asked.count == 1)
+        #expect(w.prompt.asked.first?.contains("the script /usr/bin/python3.11 /home/u/pay.py") == true, "\(w.prompt.asked)")
+        // A new connection of the same script is asked again.
+        try await w.access.authorize(profile: "p", context: Self.connect(w, 2, Self.script(pid: 31)))
+        #expect(w.prompt.asked.count == 2)
+        #expect(w.access.list().approvals.profiles["p"] == nil)
+        // A binary can still become the profile's owner: the script took nothing.
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "p", context: Self.connect(w, 3, Self.app("/usr/bin/wallet", hash: 1)))
+        #expect(w.access.list().approvals.owner(of: "p")?.appPath == "/usr/bin/wallet")
+    }
+
+    @Test("where no prompt can be shown, a script is refused (no_prompt), never trusted on first use")
+    func scriptWithoutPrompt() async throws {
+        let w = try Self.world(prompt: false)
+        let reason = await Self.reason { () async throws(RainError) in
+            try await w.access.authorize(profile: "p", context: Self.connect(w, 1, Self.script()))
+        }
+        #expect(reason == "no_prompt")
+        #expect(w.access.list().approvals.profiles["p"] == nil)
+        #expect(w.events.withLock { $0.contains { $0.event == "app_refused" && $0.result == "no_prompt" } })
+    }
+
+    @Test("root's policy vouches for a script: it is not asked; `apps approve` of a script is refused")
+    func scriptInPolicy() async throws {
+        let w = try Self.world(preApproved: ["p": [PreApprovedApp(path: "/usr/bin/python3.11 /home/u/pay.py")]])
+        try await w.access.authorize(profile: "p", context: Self.connect(w, 1, Self.script()))
+        #expect(w.prompt.asked.isEmpty)
+        let reason = await Self.reason { () async throws(RainError) in
+            try await w.access.approve(
+                app: Self.script(), profile: "q", context: Self.connect(w, 2, Self.app("/usr/bin/cli", hash: 2)))
+        }
+        #expect(reason == "script_not_verifiable")
+        #expect(CallerIdentity.isScript(appPath: "/usr/bin/python3.11 /home/u/pay.py"))
+        #expect(!CallerIdentity.isScript(appPath: "/usr/bin/wallet"))
+    }
 }

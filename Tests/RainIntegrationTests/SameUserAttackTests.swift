@@ -298,6 +298,7 @@ struct SameUserAttackTests {
                 contents: Data(Frame.encode(try Envelope(requestID: 1, kind: .request(request)).encode()))))
         let out = "\(d.home)/answer-\(name)"
         let log = "\(d.home)/\(name).log"
+        try? FileManager.default.removeItem(atPath: out)
         let p = try d.bin.launch(
             as: OtherUser.uid, executable: PythonTools.python, [script, mode, d.socket, frameFile, out, d.home], home: d.home,
             log: log)
@@ -354,5 +355,19 @@ struct SameUserAttackTests {
         let refused = try await Self.runLoader(d, mode: "jit", script: other)
         #expect(refused.status.details.reason == "app_not_approved", "\(refused.status)")
         #expect(refused.status.message.contains("anonymous executable memory"), "\(refused.status)")
+    }
+
+    @Test("a script is shown as \"script, not verifiable\" and asked on each of its connections")
+    func scriptAskedEachConnection() async throws {
+        let d = try await UserDaemon.start()
+        defer { d.stop() }
+        for run in 1...2 {
+            let answer = try await Self.runLoader(d, mode: "clean")
+            #expect(answer.status.isOK, "run \(run): \(answer.status)")
+            let asked = d.prompts.components(separatedBy: "script, not verifiable").count - 1
+            #expect(asked == run, "run \(run): prompts: \(d.prompts)")
+        }
+        let list = try await d.bin.runCLI(as: OtherUser.uid, socket: d.socket, ["apps", "list"])
+        #expect(!list.stdout.contains("loader.py"), "a script is never remembered: \(list)")
     }
 }

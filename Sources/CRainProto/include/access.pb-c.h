@@ -67,10 +67,15 @@ struct  Rain__Wallet__V1__AppEntry
    * The profile's first approved app.
    */
   protobuf_c_boolean is_owner;
+  /*
+   * An interpreter's script ("script, not verifiable"): its identity is the path its command line
+   * claims; it is asked on each connection unless root's policy pre-approves it.
+   */
+  protobuf_c_boolean is_script;
 };
 #define RAIN__WALLET__V1__APP_ENTRY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__app_entry__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /*

@@ -19,6 +19,9 @@ public struct AppEntry: WireMessage, Hashable {
     public var source: String
     /// The profile's first approved app.
     public var isOwner: Bool
+    /// An interpreter's script ("script, not verifiable"): its identity is the path its command line
+    /// claims; it is asked on each connection unless root's policy pre-approves it.
+    public var isScript: Bool
 
     /// An `AppEntry`; an argument left out is its proto3 default.
     public init(
@@ -27,7 +30,8 @@ public struct AppEntry: WireMessage, Hashable {
         contentHash: String = "",
         approvedAt: String = "",
         source: String = "",
-        isOwner: Bool = false
+        isOwner: Bool = false,
+        isScript: Bool = false
     ) {
         self.profile = profile
         self.path = path
@@ -35,6 +39,7 @@ public struct AppEntry: WireMessage, Hashable {
         self.approvedAt = approvedAt
         self.source = source
         self.isOwner = isOwner
+        self.isScript = isScript
     }
 }
 
@@ -218,7 +223,8 @@ extension AppEntry {
             contentHash: try readString(m.content_hash, field: "content_hash"),
             approvedAt: try readString(m.approved_at, field: "approved_at"),
             source: try readString(m.source, field: "source"),
-            isOwner: m.is_owner != 0)
+            isOwner: m.is_owner != 0,
+            isScript: m.is_script != 0)
     }
 
     /// The C `AppEntry`, its pointers owned by `arena`.
@@ -230,6 +236,7 @@ extension AppEntry {
         m.approved_at = try arena.string(self.approvedAt, field: "approved_at")
         m.source = try arena.string(self.source, field: "source")
         m.is_owner = self.isOwner ? 1 : 0
+        m.is_script = self.isScript ? 1 : 0
         return m
     }
 }
