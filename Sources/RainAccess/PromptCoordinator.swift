@@ -112,15 +112,19 @@ public actor PromptCoordinator {
         // A request the prompt cannot show in full is refused before any prompt opens, never cut.
         let code = try PromptCode.random()
         var request = request
-        request.note = settings.note
-        let description = try request.description(code: code)
+        request.notes = [settings.note].compactMap { $0 }
+        var description = try request.description(code: code)
+        let target = try targets.selected()
+        if case .terminal(let path, _) = target, let multiplexer = TerminalHolders.multiplexer(of: path) {
+            request.notes.append("\(multiplexer.command) (pid \(multiplexer.pid)) holds this terminal and can read the screen")
+            description = try request.description(code: code)
+        }
         guard active == nil else {
             throw RainError(
                 .refused, "another confirmation prompt is open; answer it first, then try again",
                 details: RainError.Details(reason: PromptReason.busy))
         }
         guard !Task.isCancelled else { throw withdrawnError() }
-        let target = try targets.selected()
         let dialog = PinentryDialog(
             title: PromptRequest.title, description: description, prompt: PromptRequest.entryPrompt,
             timeoutSeconds: Int(settings.timeout.components.seconds) + 2)

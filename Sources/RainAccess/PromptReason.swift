@@ -20,6 +20,8 @@ public enum PromptReason {
     public static let callerTerminal = "prompt_target_caller_terminal"
     /// RAIN_202: the prompt terminal belongs to the caller's session.
     public static let callerSession = "prompt_target_caller_session"
+    /// RAIN_202: a process outside the registered shell's session holds the prompt terminal open.
+    public static let terminalShared = "prompt_terminal_shared"
     /// RAIN_102: the registered prompt terminal is not a terminal of this user (or is gone).
     public static let invalidTarget = "prompt_target_invalid"
     /// RAIN_102: the request (the app's path, the action, the profile) does not fit on the prompt

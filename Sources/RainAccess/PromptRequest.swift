@@ -18,9 +18,11 @@ public struct PromptRequest: Sendable {
     public var caller: CallerIdentity
     /// The profile the action is for.
     public var profile: String
-    /// One line about the machine shown above the code (`PromptCoordinator.Settings.note`): on a
-    /// kernel where programs of the user can read each other's memory, that the code can be read.
-    public var note: String?
+    /// Lines about the machine shown above the code, one each: on a kernel where programs of the
+    /// user can read each other's memory, that the code can be read
+    /// (`PromptCoordinator.Settings.note`); on a terminal whose other end a multiplexer holds,
+    /// that it can read the screen.
+    public var notes: [String] = []
 
     /// A request.
     public init(action: String, caller: CallerIdentity, profile: String, shortAction: String? = nil) {
@@ -64,7 +66,7 @@ public struct PromptRequest: Sendable {
         if let flatpak = caller.flatpakAppID {
             app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
         }
-        let note = note.map { "Note: \(PromptText.displayable($0))\n" } ?? ""
+        let note = notes.map { "Note: \(PromptText.displayable($0))\n" }.joined()
         return """
             RainWallet asks you to confirm: \(PromptText.displayable(action))
             App: \(app)

@@ -171,15 +171,32 @@ final class PromptTerminal {
                         + "use the desktop prompt",
                     details: RainError.Details(reason: PromptReason.callerTerminal, field: "prompt.terminal"))
             }
-            if let caller, caller.sessionID > 0,
-                try Self.sessions(of: device, descriptor: fd, path: path).contains(caller.sessionID)
-            {
+            let sessions = try Self.sessions(of: device, descriptor: fd, path: path)
+            if let caller, caller.sessionID > 0, sessions.contains(caller.sessionID) {
                 throw RainError(
                     .unauthorized,
                     "the prompt terminal \(path) belongs to the caller's session (session \(caller.sessionID), pid "
                         + "\(caller.pid)), whose programs could answer its prompt; register a terminal of another "
                         + "session with `rainwallet prompt here`, or use the desktop prompt",
                     details: RainError.Details(reason: PromptReason.callerSession, field: "prompt.terminal"))
+            }
+            // Before a prompt (not when a terminal is only checked for registering): any other
+            // holder outside the registered shell's session could redraw the prompt or read the
+            // code typed. Said on the terminal too: the user sees why nothing was asked.
+            let foreign =
+                caller == nil
+                ? [] : TerminalHolders.holders(of: path, excluding: [getpid()]).filter { !sessions.contains($0.session) }
+            if !foreign.isEmpty {
+                let names = foreign.prefix(3).map(\.description).joined(separator: ", ")
+                let notice = Array(
+                    "\r\nRainWallet: no prompt shown here: \(names) outside this terminal's session holds it open\r\n".utf8)
+                _ = notice.withUnsafeBytes { bytes in try? Syscall.write(fd, bytes, path: path) }
+                throw RainError(
+                    .unauthorized,
+                    """
+                    the prompt terminal \(path) is held open by \(names), outside the session that registered it: it could \
+                    read the code or redraw the prompt; close it, or register another terminal with `rainwallet prompt here`
+                    """, details: RainError.Details(reason: PromptReason.terminalShared, field: "prompt.terminal"))
             }
         } catch {
             Syscall.closeUnchecked(fd, because: .failurePath)

@@ -139,12 +139,12 @@ struct PromptLayoutTests {
         var request = PromptRequest(action: "export the recovery phrase", caller: Self.caller(path: "/usr/bin/app"), profile: "p")
         let without = try request.description(code: Self.code)
         #expect(!without.contains("Note:"))
-        request.note = "programs of yours can read this code too (no Yama LSM); see rainwallet status"
+        request.notes = ["programs of yours can read this code too (no Yama LSM); see rainwallet status"]
         let with = try request.description(code: Self.code)
         #expect(with.contains("Note: programs of yours can read this code too (no Yama LSM)"), "\(with)")
         #expect(with.range(of: "Note:")?.lowerBound ?? with.endIndex < with.range(of: "K7QX")?.lowerBound ?? with.startIndex)
         // A note that leaves no room for the rest refuses the prompt rather than cutting it.
-        request.note = String(repeating: "n", count: PromptRequest.maximumDescriptionLength)
+        request.notes = [String(repeating: "n", count: PromptRequest.maximumDescriptionLength)]
         #expect(Self.expectShownInFullOrRefused(request) == false)
     }
 }
