@@ -116,7 +116,9 @@ struct PromptPlaceTests {
         #expect(await eventually(timeout: .seconds(10)) { TestSupportProc.holds(pid: holder, path: user.path) })
         // `apps approve` asks the user every time.
         let refused = try await h.runCLI(["apps", "approve", "/bin/true"])
-        #expect(refused.status == 5 && refused.stderr.contains("RAIN_202") && refused.stderr.contains("is held open by"), "\(refused)")
+        #expect(
+            refused.status == 5 && refused.stderr.contains("RAIN_202") && refused.stderr.contains("is held open by"), "\(refused)"
+        )
         #expect(await user.waitForText("no prompt shown here") != nil, "\(user.shown)")
         #expect(!user.shown.contains("and press Enter"), "\(user.shown)")
 
