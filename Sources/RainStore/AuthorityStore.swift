@@ -79,7 +79,6 @@ package protocol AuthorityStore: Sendable {
     /// Deletes the guess slot `id`: the code it checked was right, and only wrong codes count.
     func releaseCodeGuess(id: String) async throws(RainError)
 
-
     /// Retires a challenge if it is still pending (a failed delivery).
     func retireChallenge(id: String) async throws(RainError)
 

@@ -93,7 +93,9 @@ struct GuessBudgetTests {
                 f.clock.advance(by: .seconds(1))
             }
             let (challenge, code) = try await f.send(.email("victim@example.com"))
-            let spent = await rainError { _ = try await Self.confirm(f, challenge, code: code, key: guesser, source: Self.office) }
+            let spent = await rainError {
+                _ = try await Self.confirm(f, challenge, code: code, key: guesser, source: Self.office)
+            }
             Self.expectSpent(spent, .deviceKeyGuessWindow, retryAfter: start.adding(.seconds(3600)), now: f.clock.now)
             // Not checked: the challenge neither counted a wrong attempt nor was used.
             let untouched = try #require(try await f.store.challenge(id: challenge.challengeID))
