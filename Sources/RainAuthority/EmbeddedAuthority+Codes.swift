@@ -105,7 +105,6 @@ extension EmbeddedAuthority {
     /// RAIN_302 for a send refused by `limit`: the details carry the limit (`reason` and `limit`),
     /// when to retry (`retryAfter`) and how long that is from `now` (`retryAfterMilliseconds`).
     static func sendLimitError(_ limit: CodeSendLimit, retryAfter: Date, now: Date) -> RainError {
-        let waitMilliseconds = UInt64(max(0, retryAfter.unixMilliseconds - now.unixMilliseconds))
         let what: String
         switch limit {
         case .contactCooldown: what = "a code was just sent to this contact"
@@ -114,6 +113,23 @@ extension EmbeddedAuthority {
         case .contactAllAppsWindow: what = "too many codes were sent to this contact (across every app)"
         case .sourceWindow: what = "too many codes were sent from this device or address (across every app and contact)"
         }
+        return refusal(what, limit: limit.rawValue, retryAfter: retryAfter, now: now)
+    }
+
+    /// RAIN_302 for a code not checked because a wrong-guess budget is spent: the details carry the
+    /// budget (`reason` and `limit`) and when to retry, as for a send limit.
+    static func guessLimitError(_ limit: CodeGuessLimit, retryAfter: Date, now: Date) -> RainError {
+        let what: String
+        switch limit {
+        case .deviceKeyGuessWindow: what = "too many wrong codes were entered on this device (across every account)"
+        case .sourceGuessWindow: what = "too many wrong codes were entered from this address (across every account)"
+        }
+        return refusal(what + "; the code was not checked", limit: limit.rawValue, retryAfter: retryAfter, now: now)
+    }
+
+    /// RAIN_302 saying `what`, with the limit's name and when to retry.
+    private static func refusal(_ what: String, limit: String, retryAfter: Date, now: Date) -> RainError {
+        let waitMilliseconds = UInt64(max(0, retryAfter.unixMilliseconds - now.unixMilliseconds))
         // People read whole seconds: round up, so the time shown is never too early.
         let seconds = (waitMilliseconds + 999) / 1000
         let shown = Date(unixMilliseconds: (retryAfter.unixMilliseconds + 999) / 1000 * 1000)
@@ -121,16 +137,25 @@ extension EmbeddedAuthority {
             .refused,
             "\(what); try again after \(RFC3339.string(from: shown)) (in \(seconds) s)",
             details: RainError.Details(
-                reason: limit.rawValue, retryAfterMilliseconds: waitMilliseconds, limit: limit.rawValue,
-                retryAfter: retryAfter))
+                reason: limit, retryAfterMilliseconds: waitMilliseconds, limit: limit, retryAfter: retryAfter))
     }
 
-    /// Confirms a login code (see `Authority.confirmLoginCode`).
+    /// Confirms a login code (see `Authority.confirmLoginCode`), its wrong guesses counted against
+    /// this daemon's uid as their source.
     ///
     /// - Throws: RAIN_203 with `reason` wrong (and `attemptsRemaining`), locked, expired, used or
     ///   retired; RAIN_102 `no_pending_code` when the challenge never existed for this app and device;
-    ///   RAIN_404 when the account has no wallet record; RAIN_502 when the store fails.
+    ///   RAIN_302 `deviceKeyGuessWindow` or `sourceGuessWindow` (with a retry-after) when a
+    ///   wrong-guess budget is spent, the code unchecked; RAIN_404 when the account has no wallet
+    ///   record; RAIN_502 when the store fails.
     public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
+        try await confirmLoginCode(request, source: localSource)
+    }
+
+    /// Confirms a login code for a caller from `source` (see `Authority.confirmLoginCode(_:source:)`).
+    public func confirmLoginCode(_ request: ConfirmCodeRequest, source: SendSource) async throws(RainError)
+        -> LoginResult
+    {
         try requireServed(request.appID)
         // Checked first, so a malformed key neither counts as a wrong code nor uses the challenge.
         let deviceKey = try Self.deviceKey(request.devicePublicKey)
@@ -148,7 +173,10 @@ extension EmbeddedAuthority {
             throw RainError.invalid("no pending code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
         do {
-            try await checkCode(request.code, against: challenge, now: now)
+            try await checkCode(
+                request.code, against: challenge, now: now,
+                guesser: CodeGuesser(
+                    deviceKey: request.devicePublicKey, appID: request.appID, deviceID: request.deviceID, source: source))
         } catch {
             // The first confirm with this key (on another instance, or another task) committed
             // after the key was looked up above: the challenge is used now, and its outcome answers.
@@ -224,12 +252,55 @@ extension EmbeddedAuthority {
     /// Checks a submitted code against a challenge: RAIN_203 when the challenge can no longer be
     /// confirmed, or when the code is wrong (counted, locking at the limit). Constant time; a
     /// malformed code is hashed too (as the empty code), so it costs the same and counts as wrong.
-    func checkCode(_ code: String, against challenge: ChallengeRecord, now: Date) async throws(RainError) {
+    ///
+    /// Before the code is compared, the guess takes a slot of `guesser`'s wrong-guess budgets
+    /// (per device key and per source, across every account): when either is spent the code is
+    /// not compared at all (RAIN_302 with a retry-after), so even the right code gets nothing. A
+    /// right code gives its slot back; a wrong one keeps it.
+    func checkCode(_ code: String, against challenge: ChallengeRecord, now: Date, guesser: CodeGuesser)
+        async throws(RainError)
+    {
         try Self.requireUsable(challenge, now: now)
+        let slot = try await reserveGuess(guesser, challenge: challenge, now: now)
         let submitted = Self.isWellFormedCode(code) ? code : ""
         let actual = keys.codeHash(challengeID: challenge.id, code: submitted)
         guard constantTimeEquals(actual, challenge.codeHash), !submitted.isEmpty else {
             throw try await wrongCode(challenge, now: now)
+        }
+        if let slot {
+            // Only wrong codes spend the budgets. Should this fail, the slot counts one guess too
+            // many for an hour: the code was right, so the confirm goes on.
+            do {
+                try await store.releaseCodeGuess(id: slot)
+            } catch {
+                logger.warning("code.guess_release_failed", ["app": challenge.appID, "code": error.code.description])
+            }
+        }
+    }
+
+    /// Takes a slot of the wrong-guess budgets for one code check; returns its id (nil when the
+    /// budgets are off).
+    /// - Throws: RAIN_302 `deviceKeyGuessWindow` or `sourceGuessWindow` when a budget is spent.
+    private func reserveGuess(_ guesser: CodeGuesser, challenge: ChallengeRecord, now: Date) async throws(RainError)
+        -> String?
+    {
+        let limits = settings.sendLimits
+        guard limits.hasGuessBudgets else { return nil }
+        let id = try SecureRandom.identifier(prefix: "gss")
+        let outcome = try await store.reserveCodeGuess(
+            NewCodeGuess(id: id, deviceKey: guesser.deviceKey, source: guesser.source.key, guessedAt: now),
+            limits: limits)
+        switch outcome {
+        case .reserved:
+            return id
+        case .limited(let limit, let retryAfter):
+            logger.info(
+                "code.guesses_limited",
+                [
+                    "purpose": challenge.purpose.rawValue, "app": challenge.appID, "challenge": challenge.id,
+                    "device": challenge.deviceID, "limit": limit.rawValue, "source": guesser.source.key,
+                ])
+            throw Self.guessLimitError(limit, retryAfter: retryAfter, now: now)
         }
     }
 

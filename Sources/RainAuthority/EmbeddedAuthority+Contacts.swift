@@ -7,9 +7,12 @@ import RainWire
 /// Backup contacts: a live session attaches a verified email or phone number to its
 /// account with the login-code machinery (a challenge of purpose `verify_contact`, bound to the
 /// account). A contact belongs to at most one account: another account's contact is refused
-/// (RAIN_302 `contact_owned_by_another_account`) at the send and again inside the confirming
-/// transaction, never moved or merged. Verifying a contact already on the account succeeds again
-/// (idempotent); a second contact of a kind is added beside the first.
+/// (RAIN_302 `contact_owned_by_another_account`) inside the confirming transaction, never moved or
+/// merged. The send answers the same whoever owns the contact (it delivers the code and counts
+/// against the send limits), so only someone who reads the contact's codes learns that another
+/// account owns it: a send is no oracle of which addresses have accounts. Verifying a contact
+/// already on the account succeeds again (idempotent); a second contact of a kind is added beside
+/// the first.
 extension EmbeddedAuthority {
     /// The `details.reason` of a contact another account owns.
     public static let contactOwnedReason = "contact_owned_by_another_account"
@@ -35,23 +38,30 @@ extension EmbeddedAuthority {
         try Self.requireIdentifier(deviceID, field: "deviceId")
         let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let accountID = access.account.id
-        if let owner = try await store.contactOwner(appID: appID, contact: contact), owner != accountID {
-            logger.info(
-                "contact.refused",
-                ["app": appID, "account": accountID, "kind": contact.kindName, "reason": Self.contactOwnedReason])
-            throw Self.contactOwned(contact)
-        }
+        // Who owns the contact is not looked at here: the confirm says it, after the right code.
         return try await issueCode(
             appID: appID, deviceID: deviceID, contact: contact, purpose: .verifyContact, targetAccountID: accountID,
             source: source)
     }
 
-    /// Confirms a verification code (see `Authority.confirmContactVerification`). A
-    /// repeat with the first confirm's idempotency key gets its outcome (the account with the
-    /// contact, read again) instead of a used challenge; nothing is applied twice.
+    /// Confirms a verification code (see `Authority.confirmContactVerification`), its wrong guesses
+    /// counted against this daemon's uid as their source. A repeat with the first confirm's
+    /// idempotency key gets its outcome (the account with the contact, read again) instead of a
+    /// used challenge; nothing is applied twice.
     public func confirmContactVerification(
         appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
         idempotencyKey: [UInt8] = []
+    ) async throws(RainError) -> AccountInfo {
+        try await confirmContactVerification(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
+            proof: proof, idempotencyKey: idempotencyKey, source: localSource)
+    }
+
+    /// Confirms a verification code for a caller from `source` (see
+    /// `Authority.confirmContactVerification(appID:deviceID:accessToken:challengeID:code:proof:idempotencyKey:source:)`).
+    public func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8], source: SendSource
     ) async throws(RainError) -> AccountInfo {
         let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let accountID = access.account.id
@@ -72,7 +82,11 @@ extension EmbeddedAuthority {
                 "no pending verification code; send a new one", field: "challengeId", reason: Self.noPendingCode)
         }
         do {
-            try await checkCode(code, against: challenge, now: now)
+            // The session's device key: `liveAccess` checked that the caller proved it.
+            try await checkCode(
+                code, against: challenge, now: now,
+                guesser: CodeGuesser(
+                    deviceKey: access.session.devicePublicKey ?? [], appID: appID, deviceID: deviceID, source: source))
         } catch {
             // The first confirm with this key (on another instance, or another task) committed
             // after the key was looked up above: the challenge is used now, and its outcome answers.

@@ -119,7 +119,8 @@ public final class EmbeddedAuthority: Authority {
     /// `refreshTokenLifetime` ago (beyond the previous generation, which each session keeps;
     /// presenting such an old token is then refused as unknown, `refresh_rejected`, instead of
     /// revoking the session as reuse), and development-outbox deliveries sent more than
-    /// `settings.pruneRetention` ago, and the SMS budget's slots that left its window
+    /// `settings.pruneRetention` ago, wrong guesses made before the challenges' cutoff (it covers
+    /// the guess window), and the SMS budget's slots that left its window
     /// (`SMSCodeSender.budgetWindow`). Logs one `prune` line with the counts (never contents).
     /// - Throws: RAIN_502 when the store or the outbox file fails.
     @discardableResult
@@ -139,6 +140,7 @@ public final class EmbeddedAuthority: Authority {
                 "retiredRefreshTokens": String(result.retiredRefreshTokensDeleted),
                 "passkeyCeremonies": String(result.passkeyCeremoniesDeleted),
                 "outbox": String(result.outboxEntriesDeleted), "smsSlots": String(result.smsSlotsDeleted),
+                "codeGuesses": String(result.codeGuessesDeleted),
             ])
         return result
     }

@@ -20,9 +20,16 @@ public protocol Authority: Sendable {
     /// Confirms a code. On success creates the account and its wallet on a first login, issues a
     /// session bound to the device (its id, and its Ed25519 public key when one is sent), and revokes
     /// the account's sessions on every other device.
+    ///
+    /// Every code check first spends a slot of the wrong-guess budgets
+    /// (`CodeSendLimits.deviceKeyMaxWrongGuesses` per device key, `sourceMaxWrongGuesses` per
+    /// source, over `guessWindow`, across every account); a right code gives it back. Once a budget
+    /// is spent no code is checked, right or wrong.
     /// - Throws: RAIN_203 (details: `reason` wrong|expired|locked|retired, `attemptsRemaining`)
-    ///   keeping the challenge on a wrong code; RAIN_102 for an unknown challenge, or (field
-    ///   `devicePublicKey`) for a device key that is not a raw 32-byte Ed25519 public key.
+    ///   keeping the challenge on a wrong code; RAIN_302 (`reason` and `limit`
+    ///   `deviceKeyGuessWindow` or `sourceGuessWindow`, `retryAfterMs`) when a wrong-guess budget
+    ///   is spent; RAIN_102 for an unknown challenge, or (field `devicePublicKey`) for a device key
+    ///   that is not a raw 32-byte Ed25519 public key.
     func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult
 
     /// Rotates a session's tokens: the device presents its refresh token, on a connection where it
@@ -127,9 +134,13 @@ public protocol Authority: Sendable {
     /// `maxActiveCodesPerAccount` live codes per account). The challenge is a verification
     /// challenge bound to the account: `confirmLoginCode` refuses it, and
     /// `confirmContactVerification` refuses login challenges.
+    ///
+    /// A contact another account owns is sent a code like any other, counted against the send
+    /// limits: only the confirm, after the right code, says that another account owns it, so the
+    /// send tells a caller nothing about which contacts have accounts.
     /// - Throws: RAIN_102 for a contact that is not normalized; RAIN_201 like `accountInfo`;
-    ///   RAIN_302 (`details.reason` `contact_owned_by_another_account`) when another account of the
-    ///   app owns the contact; RAIN_501 when the code sender fails; RAIN_502 when the store fails.
+    ///   RAIN_302 when a send limit refuses it; RAIN_501 when the code sender fails; RAIN_502 when
+    ///   the store fails.
     func sendContactVerificationCode(
         appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
     ) async throws(RainError) -> SendCodeResult
@@ -149,6 +160,19 @@ public protocol Authority: Sendable {
         source: SendSource
     ) async throws(RainError) -> SendCodeResult
 
+    /// `confirmLoginCode` for a caller the server identified: its wrong guesses count against
+    /// `source` (`CodeSendLimits.sourceMaxWrongGuesses`), as `sendLoginCode(_:source:)` counts sends.
+    /// - Throws: as `confirmLoginCode`.
+    func confirmLoginCode(_ request: ConfirmCodeRequest, source: SendSource) async throws(RainError) -> LoginResult
+
+    /// `confirmContactVerification` for a caller the server identified (see
+    /// `confirmLoginCode(_:source:)`).
+    /// - Throws: as `confirmContactVerification`.
+    func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8], source: SendSource
+    ) async throws(RainError) -> AccountInfo
+
     /// Confirms a contact verification: on the right code, attaches the contact to the account,
     /// verified, in one transaction that checks again that no other account took it meanwhile. The
     /// contact then logs in to this account and wallet. A contact already on the account succeeds
@@ -157,12 +181,15 @@ public protocol Authority: Sendable {
     /// `idempotencyKey` (16 to 64 random bytes per logical confirm, kept across its
     /// repeats; empty for none): a repeat within the challenge's lifetime gets the first outcome
     /// (the account with the contact) instead of a used challenge, and nothing is applied twice.
+    /// The code check spends the wrong-guess budgets as `confirmLoginCode`'s does, the device key
+    /// being the session's.
     /// - Returns: the account with the contact.
     /// - Throws: RAIN_203 like `confirmLoginCode` (wrong keeps the challenge, with
     ///   `attemptsRemaining`; expired, locked, used, retired); RAIN_102 `no_pending_code` for an
     ///   unknown challenge, a login challenge, or one of another device or account, and
     ///   `idempotency_key_reused` for a key another call used; RAIN_201 like `accountInfo`;
-    ///   RAIN_302 `contact_owned_by_another_account`; RAIN_502 when the store fails.
+    ///   RAIN_302 `contact_owned_by_another_account` (only after the right code), or a spent
+    ///   wrong-guess budget as `confirmLoginCode`; RAIN_502 when the store fails.
     func confirmContactVerification(
         appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
         idempotencyKey: [UInt8]
@@ -295,6 +322,23 @@ extension Authority {
     ) async throws(RainError) -> SendCodeResult {
         try await sendContactVerificationCode(
             appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
+    }
+
+    /// Forwards without the source: the authority that finally checks the code counts its own caller.
+    public func confirmLoginCode(_ request: ConfirmCodeRequest, source: SendSource) async throws(RainError)
+        -> LoginResult
+    {
+        try await confirmLoginCode(request)
+    }
+
+    /// Forwards without the source: the authority that finally checks the code counts its own caller.
+    public func confirmContactVerification(
+        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
+        idempotencyKey: [UInt8], source: SendSource
+    ) async throws(RainError) -> AccountInfo {
+        try await confirmContactVerification(
+            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
+            proof: proof, idempotencyKey: idempotencyKey)
     }
 }
 

@@ -2,7 +2,8 @@ import Foundation
 import RainCore
 import RainTransport
 
-/// The send limits `insertChallenge` enforces inside its transaction (docs/operations.md "Send limits").
+/// The send limits `insertChallenge` enforces inside its transaction, and the wrong-guess budgets
+/// every code check spends (docs/operations.md "Send limits").
 ///
 /// Every code sent counts (login codes and contact verifications alike, whatever became of them);
 /// a refused send is not stored and so never counts. The per-app limits (per contact and per
@@ -31,13 +32,25 @@ public struct CodeSendLimits: Sendable, Equatable {
     /// The most sends from one source (a daemon's uid, or a caller's address) across every app
     /// and contact within `sourceWindow` (20 by default).
     public var sourceMaxSends: Int
+    /// The window the wrong-guess budgets are counted over (1 hour by default).
+    public var guessWindow: Duration
+    /// The most wrong codes one device key may submit within `guessWindow`, across every app,
+    /// account and challenge (20 by default). The per-code lock stops guessing at one code; this
+    /// stops a device that spreads its guesses over many accounts.
+    public var deviceKeyMaxWrongGuesses: Int
+    /// The most wrong codes from one source (a daemon's uid, or a caller's address, an IPv6 one as
+    /// its /64) within `guessWindow`, whatever the device key (500 by default): a caller can mint
+    /// device keys, not addresses. High enough that an office behind one address is not locked out
+    /// by one typist.
+    public var sourceMaxWrongGuesses: Int
 
     /// Creates limits; the defaults are the ones docs/operations.md "Send limits" documents.
     public init(
         contactCooldown: Duration = .seconds(30), contactWindow: Duration = .seconds(900), contactMaxSends: Int = 5,
         accountWindow: Duration = .seconds(3600), accountMaxSends: Int = 10,
         contactAllAppsWindow: Duration = .seconds(900), contactAllAppsMaxSends: Int = 10,
-        sourceWindow: Duration = .seconds(60), sourceMaxSends: Int = 20
+        sourceWindow: Duration = .seconds(60), sourceMaxSends: Int = 20,
+        guessWindow: Duration = .seconds(3600), deviceKeyMaxWrongGuesses: Int = 20, sourceMaxWrongGuesses: Int = 500
     ) {
         self.contactCooldown = contactCooldown
         self.contactWindow = contactWindow
@@ -48,19 +61,38 @@ public struct CodeSendLimits: Sendable, Equatable {
         self.contactAllAppsMaxSends = contactAllAppsMaxSends
         self.sourceWindow = sourceWindow
         self.sourceMaxSends = sourceMaxSends
+        self.guessWindow = guessWindow
+        self.deviceKeyMaxWrongGuesses = deviceKeyMaxWrongGuesses
+        self.sourceMaxWrongGuesses = sourceMaxWrongGuesses
     }
 
     /// No limit at all (for tests that send many codes quickly).
     public static let unlimited = CodeSendLimits(
         contactCooldown: .zero, contactWindow: .zero, contactMaxSends: .max, accountWindow: .zero,
         accountMaxSends: .max, contactAllAppsWindow: .zero, contactAllAppsMaxSends: .max, sourceWindow: .zero,
-        sourceMaxSends: .max)
+        sourceMaxSends: .max, guessWindow: .zero, deviceKeyMaxWrongGuesses: .max, sourceMaxWrongGuesses: .max)
 
-    /// The longest time a send can still count against a limit: stored challenges must be kept at
-    /// least this long after they were created (pruning keeps them).
+    /// The longest time a send or a wrong guess can still count against a limit: stored challenges
+    /// and wrong guesses must be kept at least this long (pruning keeps them).
     public var longestWindow: Duration {
-        max(contactCooldown, contactWindow, accountWindow, contactAllAppsWindow, sourceWindow)
+        max(contactCooldown, contactWindow, accountWindow, contactAllAppsWindow, sourceWindow, guessWindow)
     }
+
+    /// Whether either wrong-guess budget is on (a zero window, or no maximum, turns one off).
+    public var hasGuessBudgets: Bool {
+        guessWindow > .zero && (deviceKeyMaxWrongGuesses < Int.max || sourceMaxWrongGuesses < Int.max)
+    }
+}
+
+/// Which wrong-guess budget refused to check a code (`CodeSendLimits.deviceKeyMaxWrongGuesses`,
+/// `CodeSendLimits.sourceMaxWrongGuesses`). The raw values are the `reason` and `limit` of the
+/// RAIN_302, named like `CodeSendLimit`'s.
+public enum CodeGuessLimit: String, Sendable, Equatable, CaseIterable {
+    /// Too many wrong codes from the same device key within the guess window.
+    case deviceKeyGuessWindow
+    /// Too many wrong codes from the same source (a daemon's uid, or a caller's address) within
+    /// the guess window.
+    case sourceGuessWindow
 }
 
 /// Which send limit refused a code.

@@ -53,8 +53,8 @@ extension RemoteAuthority {
 
     /// Sends a contact verification code (see `Authority.sendContactVerificationCode`). Never
     /// retried here.
-    /// - Throws: the authority's errors (RAIN_201, RAIN_302 `contact_owned_by_another_account`, …);
-    ///   RAIN_301 when it cannot be reached.
+    /// - Throws: the authority's errors (RAIN_201, RAIN_302 for a send limit, …); RAIN_301 when it
+    ///   cannot be reached.
     public func sendContactVerificationCode(
         appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
     ) async throws(RainError) -> SendCodeResult {

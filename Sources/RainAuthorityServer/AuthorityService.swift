@@ -31,8 +31,9 @@ public final class AuthorityService: ServerHandler {
     public struct Call: Sendable {
         /// The authority served.
         public let authority: any Authority
-        /// The caller's source for the per-source send limit: the connection's source address
-        /// (TCP), or the peer's uid (a Unix socket). Never taken from the request.
+        /// The caller's source for the per-source send limit and wrong-guess budget: the
+        /// connection's source address (TCP), or the peer's uid (a Unix socket). Never taken from
+        /// the request.
         public let source: SendSource
         /// The device keys proven on the caller's connection (none before `ProveDevice`).
         public let proof: DeviceProof
@@ -153,7 +154,7 @@ public final class AuthorityService: ServerHandler {
                 .actor { (r, call) throws(RainError) in try await call.authority.sendLoginCode(r, source: call.source) })
             Route(
                 AuthorityMethod.confirmLoginCode, ConfirmCodeRequest.self, LoginResult.self, policy: .send(),
-                .actor { (r, call) throws(RainError) in try await call.authority.confirmLoginCode(r) })
+                .actor { (r, call) throws(RainError) in try await call.authority.confirmLoginCode(r, source: call.source) })
             Route(
                 AuthorityMethod.refreshSession, RefreshRequest.self, AuthorityRefreshSessionResponse.self,
                 policy: .send(needsSession: true),
@@ -246,7 +247,7 @@ public final class AuthorityService: ServerHandler {
                 .actor { (r, call) throws(RainError) in
                     try await call.authority.confirmContactVerification(
                         appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
-                        code: r.code, proof: call.proof, idempotencyKey: r.idempotencyKey)
+                        code: r.code, proof: call.proof, idempotencyKey: r.idempotencyKey, source: call.source)
                 })
             Route(
                 AuthorityMethod.beginDeviceProof, AuthorityBeginDeviceProofRequest.self,

@@ -11,8 +11,9 @@ extension ProfileSession {
     /// Sends a code that verifies `contact` as a backup contact of the session's account; replaces
     /// this profile's pending verification (not its pending login code).
     /// - Throws: RAIN_102 for a missing or malformed contact (before any request); RAIN_201
-    ///   without a live session; RAIN_302 `contact_owned_by_another_account`; RAIN_301 when the
-    ///   authority could not be reached.
+    ///   without a live session; RAIN_302 when a send limit refuses it; RAIN_301 when the
+    ///   authority could not be reached. A contact another account owns is sent a code like any
+    ///   other: the confirm says it.
     public func sendContactVerificationCode(_ contact: RainWalletContact?) async throws(RainError)
         -> SendLoginCodeResponse
     {
@@ -34,7 +35,8 @@ extension ProfileSession {
     /// - Returns: the account with the contact.
     /// - Throws: RAIN_102 `malformed_code` or `no_pending_code` (before any request); RAIN_203 for
     ///   a wrong, expired or locked code; RAIN_201 without a live session; RAIN_302
-    ///   `contact_owned_by_another_account`.
+    ///   `contact_owned_by_another_account` (after the right code), or `deviceKeyGuessWindow` /
+    ///   `sourceGuessWindow` when too many wrong codes were entered (the code unchecked).
     public func confirmContactVerification(_ code: String) async throws(RainError) -> AccountResponse {
         let trimmed = try Self.sixDigits(code, what: "a verification code")
         await restore()

@@ -66,6 +66,19 @@ package protocol AuthorityStore: Sendable {
     /// The challenge with this id, whatever its state, or nil.
     func challenge(id: String) async throws(RainError) -> ChallengeRecord?
 
+    /// Takes a slot of the wrong-guess budgets for a code about to be checked, in one transaction
+    /// under the source's and the device key's locks (so concurrent checks never both take the last
+    /// slot): counts the stored guesses of `guess.deviceKey` and of `guess.source` within
+    /// `limits.guessWindow` before `guess.guessedAt` (across every app and account); at
+    /// `deviceKeyMaxWrongGuesses` or `sourceMaxWrongGuesses` it stores nothing and returns
+    /// `.limited` with the budget that clears last and when; else it stores the guess. The slot
+    /// stays counted unless `releaseCodeGuess` gives it back (the code was right).
+    func reserveCodeGuess(_ guess: NewCodeGuess, limits: CodeSendLimits) async throws(RainError)
+        -> CodeGuessReservation
+
+    /// Deletes the guess slot `id`: the code it checked was right, and only wrong codes count.
+    func releaseCodeGuess(id: String) async throws(RainError)
+
     /// Retires a challenge if it is still pending (a failed delivery).
     func retireChallenge(id: String) async throws(RainError)
 
@@ -178,8 +191,9 @@ package protocol AuthorityStore: Sendable {
     /// (callers keep challenges at least `CodeSendLimits.longestWindow`, since the send limits
     /// count them), sessions revoked before `sessionsRevokedBefore` (with their rotated-out refresh
     /// hashes), rotated-out refresh hashes older than the previous generation retired before
-    /// `refreshTokensRetiredBefore`, and the SMS budget's slots taken before `smsSlotsTakenBefore`
-    /// (callers keep them at least the budget's window, which counts them).
+    /// `refreshTokensRetiredBefore`, wrong guesses made before `challengesExpiredBefore` (the
+    /// longest window covers the guess window too), and the SMS budget's slots taken before
+    /// `smsSlotsTakenBefore` (callers keep them at least the budget's window, which counts them).
     @discardableResult
     func prune(
         challengesExpiredBefore: Date, sessionsRevokedBefore: Date, refreshTokensRetiredBefore: Date,

@@ -26,6 +26,8 @@ package struct PruneResult: Sendable, Equatable {
     package var outboxEntriesDeleted: Int = 0
     /// SMS budget slots deleted.
     package var smsSlotsDeleted: Int = 0
+    /// Wrong-guess budget slots deleted.
+    package var codeGuessesDeleted: Int = 0
 
     /// Creates a result.
     package init(

@@ -237,6 +237,19 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "CREATE TABLE sms_slots (id TEXT PRIMARY KEY, taken_at BIGINT NOT NULL)",
                 "CREATE INDEX sms_slots_taken_at ON sms_slots(taken_at)",
             ]),
+        // The wrong-guess budgets, shared by every instance (a new table: instances of the
+        // previous version keep working, and check codes without spending them): SQLite's version 13.
+        Migration(
+            version: 8,
+            statements: [
+                """
+                CREATE TABLE code_guesses (
+                    id TEXT PRIMARY KEY, device_key TEXT NOT NULL, source TEXT NOT NULL, guessed_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX code_guesses_device_key ON code_guesses(device_key, guessed_at)",
+                "CREATE INDEX code_guesses_source ON code_guesses(source, guessed_at)",
+                "CREATE INDEX code_guesses_guessed_at ON code_guesses(guessed_at)",
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -299,6 +299,19 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "CREATE TABLE sms_slots (id TEXT PRIMARY KEY, taken_at INTEGER NOT NULL)",
                 "CREATE INDEX sms_slots_taken_at ON sms_slots(taken_at)",
             ]),
+        // The wrong-guess budgets: one row per code checked (given back when it was right),
+        // counted per device key and per source across apps (PostgreSQL's version 8).
+        Migration(
+            version: 13,
+            statements: [
+                """
+                CREATE TABLE code_guesses (
+                    id TEXT PRIMARY KEY, device_key TEXT NOT NULL, source TEXT NOT NULL, guessed_at INTEGER NOT NULL)
+                """,
+                "CREATE INDEX code_guesses_device_key ON code_guesses(device_key, guessed_at)",
+                "CREATE INDEX code_guesses_source ON code_guesses(source, guessed_at)",
+                "CREATE INDEX code_guesses_guessed_at ON code_guesses(guessed_at)",
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

@@ -138,9 +138,15 @@ enum StoreOperations {
         let sessions = try db.execute(
             "DELETE FROM sessions WHERE revoked_at IS NOT NULL AND revoked_at < $1",
             values: [.integer(sessionsRevokedBefore.unixMilliseconds)], operation: "delete revoked sessions")
-        return PruneResult(
+        // Challenges are kept at least the longest limit window, the guess window included.
+        let guesses = try db.execute(
+            "DELETE FROM code_guesses WHERE guessed_at < $1", values: [.integer(challengesExpiredBefore.unixMilliseconds)],
+            operation: "delete old wrong guesses")
+        var result = PruneResult(
             challengesDeleted: challenges, sessionsDeleted: sessions, retiredRefreshTokensDeleted: retired,
             passkeyCeremoniesDeleted: ceremonies)
+        result.codeGuessesDeleted = guesses
+        return result
     }
 }
 

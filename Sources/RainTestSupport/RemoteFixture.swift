@@ -94,7 +94,8 @@ package struct RemoteFixture {
     ///   of the capturing sender.
     package static func with(
         isDevOutboxEnabled: Bool = false, withOutbox: Bool = false, callTimeout: Duration = .seconds(20),
-        serverTLS: TLSContext? = nil, clientTLS: TLSContext? = nil, _ body: (RemoteFixture) async throws -> Void
+        serverTLS: TLSContext? = nil, clientTLS: TLSContext? = nil, sendLimits: CodeSendLimits = .unlimited,
+        _ body: (RemoteFixture) async throws -> Void
     ) async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -106,7 +107,7 @@ package struct RemoteFixture {
         let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 9, count: 32)))
         let outbox = withOutbox ? OutboxCodeSender(stateDirectory: directory, logger: logger.child("outbox")) : nil
         let embedded = EmbeddedAuthority(
-            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true, sendLimits: .unlimited), clock: clock,
+            store: store, keys: keys, settings: AuthoritySettings(isDevOutboxEnabled: true, sendLimits: sendLimits), clock: clock,
             sender: outbox ?? sender, outbox: outbox, logger: logger.child("authority"))
         let service = AuthorityService(
             authority: embedded, isDevOutboxEnabled: isDevOutboxEnabled, version: "test", logger: logger.child("service"),

@@ -12,9 +12,10 @@ extension RainProvider {
     ///
     /// - Returns: the contact as normalized and when the code expires.
     /// - Throws: RAIN_102 for an invalid email or phone number, before any request; RAIN_201
-    ///   without a live session; RAIN_302 (`reason` `contact_owned_by_another_account`) when the
-    ///   contact belongs to another account (accounts are never merged: log in with it instead);
-    ///   RAIN_501 when delivery failed; RAIN_101 when the daemon is not running.
+    ///   without a live session; RAIN_302 when a send limit refuses it (`limit`, `retryAfter`);
+    ///   RAIN_501 when delivery failed; RAIN_101 when the daemon is not running. A contact that
+    ///   belongs to another account is sent a code like any other: `confirmContactVerification`
+    ///   says so once the right code is entered.
     @discardableResult
     nonisolated(nonsending) public func sendContactVerificationCode(to contact: RainWalletContact) async throws -> CodeSent {
         let normalized = try contact.normalized()
@@ -31,7 +32,10 @@ extension RainProvider {
     /// - Throws: RAIN_102 for input that is not 6 digits or when no verification is pending;
     ///   RAIN_203 for a wrong code (details `attemptsRemaining`; the verification stays), an
     ///   expired or locked one (details `reason`); RAIN_201 without a live session; RAIN_302
-    ///   `contact_owned_by_another_account` when another account took the contact meanwhile.
+    ///   `contact_owned_by_another_account` (with the right code) when the contact belongs to
+    ///   another account (accounts are never merged: log in with it instead), or
+    ///   `deviceKeyGuessWindow` / `sourceGuessWindow` when too many wrong codes were entered (the
+    ///   code was not checked; `retryAfter`).
     @discardableResult
     nonisolated(nonsending) public func confirmContactVerification(_ code: String) async throws -> Account {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -1,8 +1,10 @@
 import Foundation
+import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
+import RainWire
 import Testing
 
 @Suite("Backup contacts over the authority hop")
@@ -51,15 +53,55 @@ struct RemoteContactTests {
             #expect(after.passkeys == before.passkeys)
             #expect(after.accountID == created.accountID)
 
-            // Another account asking for the same contact gets RAIN_302 with the reason, across the wire.
+            // Another account asking for the same contact is sent a code like any other; only the
+            // right code gets RAIN_302 with the reason, across the wire.
             let other = try await f.login(.email("other@example.com"), device: "device-b")
+            let probe = try await f.remote.sendContactVerificationCode(
+                appID: RemoteFixture.app, deviceID: "device-b", accessToken: other.tokens.accessToken,
+                contact: Self.backup)
+            #expect(probe.contact == Self.backup)
+            let probeCode = try f.sender.lastCode(to: Self.backup)
             let refused = await rainError {
-                _ = try await f.remote.sendContactVerificationCode(
+                _ = try await f.remote.confirmContactVerification(
                     appID: RemoteFixture.app, deviceID: "device-b", accessToken: other.tokens.accessToken,
-                    contact: Self.backup)
+                    challengeID: probe.challengeID, code: probeCode)
             }
             #expect(refused?.code == .refused)
             #expect(refused?.details.reason == "contact_owned_by_another_account")
+        }
+    }
+
+    @Test("over TCP, wrong codes count against the connection's address, whatever the device key; the refusal travels")
+    func guessBudgetCountsTheAddress() async throws {
+        var limits = CodeSendLimits.unlimited
+        limits.guessWindow = .seconds(3600)
+        limits.sourceMaxWrongGuesses = 2
+        try await RemoteFixture.with(sendLimits: limits) { f in
+            for n in 0..<3 {
+                let contact = RainWalletContact.email("guess\(n)@example.com")
+                let (challenge, code) = try await f.send(contact)
+                let key = try Ed25519PrivateKey(rawRepresentation: Array(repeating: UInt8(n + 1), count: 32))
+                let error = await rainError {
+                    _ = try await f.remote.confirmLoginCode(
+                        ConfirmCodeRequest(
+                            appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
+                            code: code == "000000" ? "111111" : "000000", devicePublicKey: key.publicKey.rawRepresentation))
+                }
+                if n < 2 {
+                    #expect(error?.code == .invalidLoginCode)
+                } else {
+                    #expect(error?.code == .refused)
+                    #expect(error?.details.reason == "sourceGuessWindow")
+                    #expect(error?.details.retryAfterMilliseconds == 3_600_000)
+                }
+            }
+            // The loopback address is spent; the authority's own uid is another source.
+            let (challenge, code) = try await f.send(.email("guess9@example.com"))
+            let login = try await f.embedded.confirmLoginCode(
+                ConfirmCodeRequest(
+                    appID: RemoteFixture.app, deviceID: RemoteFixture.device, challengeID: challenge.challengeID,
+                    code: code, devicePublicKey: FixtureDevice.key.publicKey.rawRepresentation))
+            #expect(login.accountCreated)
         }
     }
 }

@@ -128,20 +128,41 @@ struct ContactVerificationTests {
         }
     }
 
-    @Test("a contact another account owns is refused with RAIN_302 at the send, and nothing is sent")
-    func ownedContactRefusedAtSend() async throws {
-        try await AuthorityFixture.with { f in
+    @Test(
+        "a send to a contact another account owns answers like any other: the code is delivered and counted; only the right code learns the owner"
+    )
+    func ownedContactAnsweredLikeAnyOther() async throws {
+        let limits = CodeSendLimits(
+            contactCooldown: .zero, contactWindow: .zero, contactMaxSends: .max, accountWindow: .seconds(3600),
+            accountMaxSends: 2, contactAllAppsWindow: .zero, contactAllAppsMaxSends: .max, sourceWindow: .zero,
+            sourceMaxSends: .max)
+        try await AuthorityFixture.with(settings: AuthoritySettings(sendLimits: limits)) { f in
             let owner = try await f.login(Self.backup, device: "device-b")
             let other = try await f.login(AuthorityFixture.email)
+            let token = other.tokens.accessToken
             let delivered = f.sender.deliveries.count
-            let error = await rainError { _ = try await Self.send(f, token: other.tokens.accessToken) }
+            // Sent, as to a free contact: the contact's owner receives the code.
+            let (challenge, code) = try await Self.send(f, token: token)
+            #expect(challenge.contact == Self.backup)
+            #expect(f.sender.deliveries.count == delivered + 1)
+            #expect(f.sender.deliveries.last?.contact == Self.backup.value)
+            // A wrong code learns nothing about the owner: RAIN_203 as for any contact.
+            let wrong = await rainError { _ = try await Self.confirm(f, token: token, challenge, code: Self.wrong(code)) }
+            #expect(wrong?.code == .invalidLoginCode)
+            #expect(wrong?.details.reason == "wrong")
+            // Only the right code says another account owns it.
+            let error = await rainError { _ = try await Self.confirm(f, token: token, challenge, code: code) }
             #expect(error?.code == .refused)
             #expect(error?.details.reason == "contact_owned_by_another_account")
-            #expect(f.sender.deliveries.count == delivered)
+            // The send counted against the account's send limit (2 an hour): the next one is refused.
+            _ = try await Self.send(f, token: token, .email("third@example.com"))
+            let limited = await rainError { _ = try await Self.send(f, token: token, .email("fourth@example.com")) }
+            #expect(limited?.code == .refused)
+            #expect(limited?.details.limit == "accountWindow")
             // Never moved: the contact still logs in to its own account.
             let again = try await f.login(Self.backup, device: "device-c")
             #expect(again.accountID == owner.accountID)
-            let info = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: other.tokens.accessToken)
+            let info = try await f.authority.accountInfo(appID: AuthorityFixture.app, accessToken: token)
             #expect(info.contacts == [AuthorityFixture.email])
         }
     }

@@ -62,19 +62,43 @@ struct ContactIntegrationTests {
         #expect(nothingPending?.details.reason == "no_pending_code")
     }
 
-    @Test("a contact another account owns is refused: RAIN_302 in the library, exit 8 in the CLI")
+    @Test(
+        "probing for another account's address gets the answer any address gets: sent, a code in the outbox; only its right code says RAIN_302 (exit 8 in the CLI)"
+    )
     func ownedByAnotherAccount() async throws {
         let h = try await DaemonHarness.start(config: Self.config)
         defer { h.shutdown() }
         let wallet = h.provider()
-        try await h.logIn(wallet, .email("owner@example.com"))
-        _ = try await wallet.logout()
+        for owner in ["owner@example.com", "owner2@example.com"] {
+            try await h.logIn(wallet, .email(owner))
+            _ = try await wallet.logout()
+        }
         let mine = try await h.logIn(wallet, .email("me@example.com")).session
-        let refused = await rainError { try await wallet.sendContactVerificationCode(to: .email("owner@example.com")) }
+
+        // The probe: an owned address and a free one answer alike, and each gets its code.
+        let free = try await wallet.sendContactVerificationCode(to: .email("free@example.com"))
+        #expect(free.contact == .email("free@example.com"))
+        _ = try await h.waitForCode(for: "free@example.com")
+        let owned = try await wallet.sendContactVerificationCode(to: .email("owner@example.com"))
+        #expect(owned.contact == .email("owner@example.com"))
+        #expect(owned.expiresAt.timeIntervalSince(free.expiresAt) >= 0)
+        #expect(owned.expiresAt.timeIntervalSince(free.expiresAt) < 60)
+        let code = try await h.waitForCode(for: "owner@example.com", count: 2)
+
+        // A wrong code is wrong, as for any contact; the right one (only the owner reads it) says
+        // whose the contact is.
+        let wrong = await rainError { try await wallet.confirmContactVerification(wrongCode(for: code)) }
+        #expect(wrong?.code == .invalidLoginCode)
+        #expect(wrong?.details.reason == "wrong")
+        let refused = await rainError { try await wallet.confirmContactVerification(code) }
         #expect(refused?.code == .refused)
         #expect(refused?.details.reason == "contact_owned_by_another_account")
-        let cli = try await h.runCLI(["contact", "add", "--email", "owner@example.com"])
-        #expect(cli.status == 8, "\(cli)")
+
+        let add = try await h.runCLI(["contact", "add", "--email", "owner2@example.com"])
+        #expect(add.status == 0, "\(add)")
+        let cliCode = try await h.waitForCode(for: "owner2@example.com", count: 2)
+        let confirm = try await h.runCLI(["contact", "confirm", cliCode])
+        #expect(confirm.status == 8, "\(confirm)")
         #expect(try await wallet.account().contacts == [.email("me@example.com")])
         #expect(try await wallet.currentSession().accountID == mine.accountID)
     }

@@ -520,6 +520,56 @@ struct StoreConformanceTests {
         }
     }
 
+    // MARK: Wrong-guess budgets
+
+    @Test(
+        "wrong-guess budgets: 500 per source and 20 per device key within the hour, whatever the app; a given-back slot and the hour make room; prune removes old guesses",
+        arguments: kinds)
+    func guessBudgets(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { f in
+            let limits = CodeSendLimits()
+            let start = f.clock.now
+            var next = 0
+            func guess(key: String, source: String, at: Date? = nil) async throws -> (String, CodeGuessReservation) {
+                next += 1
+                let id = "gss_\(next)"
+                let outcome = try await f.store.reserveCodeGuess(
+                    NewCodeGuess(id: id, deviceKey: key, source: source, guessedAt: at ?? f.clock.now), limits: limits)
+                return (id, outcome)
+            }
+            // 500 from one source: 25 device keys of 20 guesses each.
+            for n in 0..<500 {
+                let (_, outcome) = try await guess(key: "key:\(n / 20)", source: "ip:192.0.2.7")
+                #expect(outcome == .reserved, "guess \(n)")
+            }
+            let (_, spent) = try await guess(key: "key:fresh", source: "ip:192.0.2.7")
+            #expect(spent == .limited(.sourceGuessWindow, retryAfter: start.adding(.seconds(3600))))
+            // Another source is not held back; one key's 21st guess is, from any source.
+            #expect(try await guess(key: "key:fresh", source: "ip:198.51.100.1").1 == .reserved)
+            let (_, keySpent) = try await guess(key: "key:0", source: "ip:198.51.100.1")
+            #expect(keySpent == .limited(.deviceKeyGuessWindow, retryAfter: start.adding(.seconds(3600))))
+
+            // A slot given back (a right code) makes room for one more.
+            f.clock.advance(by: .seconds(10))
+            let (freeID, free) = try await guess(key: "key:right", source: "ip:203.0.113.9")
+            #expect(free == .reserved)
+            for n in 0..<19 { #expect(try await guess(key: "key:right", source: "ip:203.0.113.\(n)").1 == .reserved) }
+            #expect(try await guess(key: "key:right", source: "ip:203.0.113.99").1 != .reserved)
+            try await f.store.releaseCodeGuess(id: freeID)
+            #expect(try await guess(key: "key:right", source: "ip:203.0.113.99").1 == .reserved)
+
+            // An hour after the first guesses, the source has room again.
+            f.clock.advance(by: .seconds(3590))
+            #expect(try await guess(key: "key:later", source: "ip:192.0.2.7").1 == .reserved)
+
+            // Pruning with the challenges' cutoff removes the guesses made before it.
+            let result = try await f.store.prune(
+                challengesExpiredBefore: start.adding(.seconds(1)), sessionsRevokedBefore: start,
+                refreshTokensRetiredBefore: start)
+            #expect(result.codeGuessesDeleted == 501)
+        }
+    }
+
     // MARK: Passkeys
 
     @Test("passkey ceremonies are taken once, by their app and device, before they expire", arguments: kinds)
