@@ -237,6 +237,14 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "CREATE TABLE sms_slots (id TEXT PRIMARY KEY, taken_at BIGINT NOT NULL)",
                 "CREATE INDEX sms_slots_taken_at ON sms_slots(taken_at)",
             ]),
+        // Each idempotency key bound to the SHA-256 of its first request. Only grows the table:
+        // instances of the previous version sharing the database write rows with an empty hash,
+        // which the authority accepts as before (SQLite's version 13).
+        Migration(
+            version: 8,
+            statements: [
+                "ALTER TABLE idempotent_logins ADD COLUMN request_hash BYTEA NOT NULL DEFAULT ''::bytea"
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

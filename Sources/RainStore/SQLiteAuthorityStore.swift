@@ -299,6 +299,15 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "CREATE TABLE sms_slots (id TEXT PRIMARY KEY, taken_at INTEGER NOT NULL)",
                 "CREATE INDEX sms_slots_taken_at ON sms_slots(taken_at)",
             ]),
+        // Each idempotency key bound to the SHA-256 of its first request, so a repeat with another
+        // payload (another code) is refused rather than answered. Existing rows get an empty hash,
+        // which the authority accepts as before: they expire with their challenge (PostgreSQL's
+        // version 8).
+        Migration(
+            version: 13,
+            statements: [
+                "ALTER TABLE idempotent_logins ADD COLUMN request_hash BLOB NOT NULL DEFAULT X''"
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

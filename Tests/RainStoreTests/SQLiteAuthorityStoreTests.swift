@@ -99,9 +99,9 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        // 11: idempotent_logins, then its kind column; 12: sms_slots.
-        #expect(try await store.schemaVersion() == 12)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 12)
+        // 11: idempotent_logins, then its kind column; 12: sms_slots; 13: its request hash.
+        #expect(try await store.schemaVersion() == 13)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 13)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)
