@@ -102,6 +102,31 @@ struct AccessAttackTests {
         #expect(Self.has(entries, "app_refused", result: "refused", app: apps.b, reason: "app_not_approved"), "\(entries)")
     }
 
+    @Test("an app whose path holds ESC[2J, a newline and U+202E is refused; the daemon log shows its path escaped, none of them raw")
+    func hostileAppPathIsEscapedInTheLog() async throws {
+        let h = try await DaemonHarness.start(
+            config: PerAppAccessTests.config, access: .enforced(pinentry: DaemonHarness.autoPinentryName))
+        defer { h.shutdown() }
+        let directory = "\(h.directory)/evil\u{1B}[2J\nforged\u{202E}gpj"
+        let program = URL(fileURLWithPath: "\(directory)/wallet-app")
+        let source = h.binaryDirectory.appendingPathComponent("rainwallet")
+        try await onThread {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: source, to: program)
+        }
+        h.autoPinentryDismisses(true)
+        let refused = try await h.runCLI(["account"], program: program)
+        #expect(refused.status == 9 && refused.stderr.contains("RAIN_401"), "\(refused)")
+        #expect(h.answeredPrompts.count == 1, "\(h.answeredPrompts)")
+
+        let log = h.log
+        let escaped = #"evil\u{1B}[2J\nforged\u{202E}gpj/wallet-app"#
+        #expect(log.contains("prompt.refused app=\"\(h.directory)/\(escaped)\""), "\(log)")
+        #expect(!log.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" }, "\(log)")
+        // The newline did not start a line of its own.
+        #expect(!log.split(separator: "\n").contains { $0.hasPrefix("forged") }, "\(log)")
+    }
+
     /// The pids of `parent`'s children whose command name is `name`.
     static func children(of parent: Int32, named name: String) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
