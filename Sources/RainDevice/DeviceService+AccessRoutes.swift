@@ -64,7 +64,7 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
-                    Method.appsApprove, ApproveAppRequest.self, ApproveAppResponse.self, 
+                    Method.appsApprove, ApproveAppRequest.self, ApproveAppResponse.self,
                     policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
@@ -81,7 +81,7 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
-                    Method.appsRevoke, RevokeAppRequest.self, RevokeAppResponse.self, 
+                    Method.appsRevoke, RevokeAppRequest.self, RevokeAppResponse.self,
                     policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)

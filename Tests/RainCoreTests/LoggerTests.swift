@@ -58,8 +58,9 @@ struct LoggerTests {
     func plainTextUnchanged() throws {
         #expect(try Self.line(["path": "/usr/bin/rainwallet", "n": "3"]).hasSuffix("path=/usr/bin/rainwallet n=3"))
         #expect(try Self.line(["profile": "épargne-日本"]).hasSuffix("profile=épargne-日本"))
-        #expect(try Self.line(["a": "x y", "b": "", "c": "k=v", "d": "say \"hi\""]).hasSuffix(
-            #"a="x y" b="" c="k=v" d="say \"hi\"""#))
+        #expect(
+            try Self.line(["a": "x y", "b": "", "c": "k=v", "d": "say \"hi\""]).hasSuffix(
+                #"a="x y" b="" c="k=v" d="say \"hi\"""#))
     }
 
     @Test("an event, key or label built from outside text is escaped too")

@@ -120,7 +120,8 @@ struct AppAccessTests {
         #expect(w.events.withLock { $0.map(\.event) } == ["app_approved", "app_refused"])
     }
 
-    @Test("at most 3 approval prompts a minute per uid for apps not yet approved; the 4th is RAIN_302 prompt_rate_limited, audited")
+    @Test(
+        "at most 3 approval prompts a minute per uid for apps not yet approved; the 4th is RAIN_302 prompt_rate_limited, audited")
     func approvalPromptsAreRateLimitedPerUID() async throws {
         let clock = ManualClock()
         let w = try Self.world(clock: clock)
@@ -129,7 +130,9 @@ struct AppAccessTests {
         w.prompt.script([Self.dismissed, Self.dismissed, Self.dismissed])
         for (n, copy) in copies.prefix(3).enumerated() {
             clock.advance(by: .seconds(10))
-            #expect(await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p\(n)", context: copy) } == "prompt_dismissed")
+            #expect(
+                await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p\(n)", context: copy) }
+                    == "prompt_dismissed")
         }
         #expect(w.prompt.asked.count == 3)
         let limited = try #require(
@@ -150,14 +153,18 @@ struct AppAccessTests {
         w.prompt.script([nil])
         try await w.access.authorize(profile: "theirs", context: other)
 
-        // 40 s on, one slot is free again (the first prompt's); the next call is limited again.
+        // 39 s on the first prompt is still within the minute; 1 s later its slot is free, once.
         clock.advance(by: .seconds(39))
-        #expect(await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p3", context: copies[3]) } == "prompt_rate_limited")
+        #expect(
+            await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p3", context: copies[3]) }
+                == "prompt_rate_limited")
         clock.advance(by: .seconds(1))
         w.prompt.script([nil])
         try await w.access.authorize(profile: "p3", context: copies[3])
         #expect(w.prompt.asked.count == 5)
-        #expect(await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p0", context: copies[0]) } == "prompt_rate_limited")
+        #expect(
+            await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p0", context: copies[0]) }
+                == "prompt_rate_limited")
 
         // An approved app's calls and its exports are not approval prompts: never limited.
         w.prompt.script([nil])

@@ -102,7 +102,9 @@ struct AccessAttackTests {
         #expect(Self.has(entries, "app_refused", result: "refused", app: apps.b, reason: "app_not_approved"), "\(entries)")
     }
 
-    @Test("a client killed while its `apps approve` prompt is on screen withdraws it: pinentry gone, nothing approved, the next prompt shows")
+    @Test(
+        "a client killed while its `apps approve` prompt is on screen withdraws it: pinentry gone, nothing approved, the next prompt shows"
+    )
     func killedClientWithdrawsItsApproveAppPrompt() async throws {
         let pinentry = "/usr/bin/pinentry-tty"
         try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
@@ -155,7 +157,9 @@ struct AccessAttackTests {
         #expect(h.log.contains("prompt.withdrawn"), "\(h.log)")
     }
 
-    @Test("an app whose path holds ESC[2J, a newline and U+202E is refused; the daemon log shows its path escaped, none of them raw")
+    @Test(
+        "an app whose path holds ESC[2J, a newline and U+202E is refused; the daemon log shows its path escaped, none of them raw"
+    )
     func hostileAppPathIsEscapedInTheLog() async throws {
         let h = try await DaemonHarness.start(
             config: PerAppAccessTests.config, access: .enforced(pinentry: DaemonHarness.autoPinentryName))
