@@ -6,6 +6,9 @@ public enum PromptReason {
     /// RAIN_302: this app was refused three times in a row; no new prompt for it until
     /// `details.retryAfterMilliseconds` have passed.
     public static let lockedOut = "prompt_locked"
+    /// RAIN_302: this uid's apps not yet approved had their 3 approval prompts of the last minute;
+    /// no new one until `details.retryAfterMilliseconds` have passed.
+    public static let rateLimited = "prompt_rate_limited"
     /// RAIN_401: the user dismissed the prompt (cancel, Ctrl-D, Escape, closed window).
     public static let dismissed = "prompt_dismissed"
     /// RAIN_401: nobody answered in time.

@@ -67,8 +67,8 @@ extension EmbeddedAuthority {
         let accountID = access.account.id
         let now = clock.now
         let idempotency = try IdempotentCall(
-            .contactVerification, key: idempotencyKey, appID: appID, deviceID: deviceID, challengeID: challengeID,
-            keys: keys)
+            contactVerification: idempotencyKey, appID: appID, deviceID: deviceID, challengeID: challengeID,
+            code: code, keys: keys)
         if let idempotency, let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now) {
             return try await repeatedVerification(
                 first, idempotency, appID: appID, accessToken: accessToken, accountID: accountID, proof: proof)

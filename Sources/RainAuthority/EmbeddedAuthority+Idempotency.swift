@@ -12,9 +12,11 @@ import RainWire
 /// same account, wallet and tokens; the contact verified) instead of a second effect, on any
 /// instance sharing the store.
 ///
-/// What is stored is the key's keyed hash, the call's kind and its outcome sealed (AES-256-GCM)
-/// under a key derived from the idempotency key, bound to the app, device and challenge: the store
-/// alone cannot give the tokens away, and a key reused for another call opens nothing.
+/// What is stored is the key's keyed hash, the call's kind, the SHA-256 of the first request and
+/// its outcome sealed (AES-256-GCM) under a key derived from the idempotency key, bound to the app,
+/// device and challenge: the store alone cannot give the tokens away, a key reused for another call
+/// opens nothing, and a key replayed with another payload (another code, another assertion) is
+/// refused instead of being answered with the first call's outcome.
 struct IdempotentCall {
     /// The shortest and longest key accepted, in bytes.
     static let keyByteCounts = 16...64
@@ -23,16 +25,20 @@ struct IdempotentCall {
 
     let kind: IdempotentCallKind
     let keyHash: [UInt8]
+    /// The SHA-256 of the request's fields (see `requestHash(_:fields:)`).
+    let requestHash: [UInt8]
     /// The challenge (or passkey ceremony) the call uses.
     let challengeID: String
     private let sealKey: SymmetricKey
     private let binding: [UInt8]
 
     /// nil for a request without a key.
+    /// - Parameter request: every field of the request that says what the call does, in a fixed
+    ///   order; hashed, so a repeat must carry the same ones.
     /// - Throws: RAIN_102 (field `idempotencyKey`) for a key of the wrong size.
     init?(
         _ kind: IdempotentCallKind, key: [UInt8], appID: String, deviceID: String, challengeID: String,
-        keys: AuthorityKeys
+        request: [[UInt8]], keys: AuthorityKeys
     ) throws(RainError) {
         guard !key.isEmpty else { return nil }
         guard Self.keyByteCounts.contains(key.count) else {
@@ -42,6 +48,7 @@ struct IdempotentCall {
         }
         self.kind = kind
         keyHash = keys.tokenHash("idempotency:" + Data(key).base64EncodedString())
+        requestHash = Self.requestHash(kind, fields: request)
         // The login code's derivation and binding as they were before the other kinds: a confirm
         // sealed by the previous version still opens.
         sealKey = try HKDFSHA256.deriveKey(from: SymmetricKey(bytes: key), salt: [], info: "rain/idempotent-login/v1")
@@ -49,22 +56,55 @@ struct IdempotentCall {
         self.challengeID = challengeID
     }
 
-    /// A login code confirm's key.
+    /// A login code confirm's key; the whole request is hashed.
     init?(_ request: ConfirmCodeRequest, keys: AuthorityKeys) throws(RainError) {
         try self.init(
             .loginCode, key: request.idempotencyKey, appID: request.appID, deviceID: request.deviceID,
-            challengeID: request.challengeID, keys: keys)
+            challengeID: request.challengeID,
+            request: [
+                Array(request.appID.utf8), Array(request.deviceID.utf8), Array(request.challengeID.utf8),
+                Array(request.code.utf8), request.devicePublicKey, request.idempotencyKey,
+            ], keys: keys)
     }
 
-    /// A passkey finish's key.
+    /// A passkey finish's key; the whole request is hashed.
     init?(_ request: PasskeyFinishRequest, keys: AuthorityKeys) throws(RainError) {
         try self.init(
             .passkeyFinish, key: request.idempotencyKey, appID: request.appID, deviceID: request.deviceID,
-            challengeID: request.ceremonyID, keys: keys)
+            challengeID: request.ceremonyID,
+            request: [
+                Array(request.appID.utf8), Array(request.deviceID.utf8), Array(request.ceremonyID.utf8),
+                Array(request.responseJSON.utf8), request.devicePublicKey, request.idempotencyKey,
+            ], keys: keys)
+    }
+
+    /// A contact verification confirm's key. The access token and the device's proof are not
+    /// hashed: a repeat carries a fresh proof, and a token refreshed meanwhile; the account they
+    /// name is checked against the first call's instead (`repeatedVerification`).
+    init?(
+        contactVerification key: [UInt8], appID: String, deviceID: String, challengeID: String, code: String,
+        keys: AuthorityKeys
+    ) throws(RainError) {
+        try self.init(
+            .contactVerification, key: key, appID: appID, deviceID: deviceID, challengeID: challengeID,
+            request: [Array(appID.utf8), Array(deviceID.utf8), Array(challengeID.utf8), Array(code.utf8), key],
+            keys: keys)
+    }
+
+    /// The SHA-256 of a request: a label and the call's kind, then each field with its length
+    /// (4 bytes, big-endian) first, so no two different lists of fields hash alike.
+    static func requestHash(_ kind: IdempotentCallKind, fields: [[UInt8]]) -> [UInt8] {
+        var bytes = Array("rain/idempotent-request/v1\u{0}\(kind.rawValue)\u{0}".utf8)
+        for field in fields {
+            let count = UInt32(truncatingIfNeeded: field.count)
+            bytes += [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+            bytes += field
+        }
+        return SHA256.hash(bytes)
     }
 
     /// The claim a passkey finish takes on its key with its ceremony.
-    var claim: IdempotentClaim { IdempotentClaim(kind: kind, keyHash: keyHash) }
+    var claim: IdempotentClaim { IdempotentClaim(kind: kind, keyHash: keyHash, requestHash: requestHash) }
 
     /// The outcome of a call without a login (a contact verified, a passkey added), for its repeats.
     func outcome(expiresAt: Date) throws(RainError) -> IdempotentOutcomeInput {
@@ -82,17 +122,22 @@ struct IdempotentCall {
 
     private func input(sealing plaintext: [UInt8], expiresAt: Date) throws(RainError) -> IdempotentOutcomeInput {
         IdempotentOutcomeInput(
-            kind: kind, keyHash: keyHash, challengeID: challengeID,
+            kind: kind, keyHash: keyHash, challengeID: challengeID, requestHash: requestHash,
             sealedTokens: try AESGCM.seal(plaintext, using: sealKey, authenticating: binding).combined,
             expiresAt: expiresAt)
     }
 
     /// The first call's outcome opened: empty for a call without a login.
     /// - Throws: RAIN_102 `idempotency_key_reused` when the key belongs to another call (another
-    ///   kind, challenge, app or device); RAIN_501 `outcome_unknown` while the first call (a
-    ///   passkey finish) still runs.
+    ///   kind, challenge, app or device) or came with another request (another code, another
+    ///   assertion); RAIN_501 `outcome_unknown` while the first call (a passkey finish) still runs.
     func open(_ first: IdempotentOutcome) throws(RainError) -> [UInt8] {
         guard first.kind == kind, first.challengeID == challengeID else { throw Self.reused }
+        // A row without a hash was written by the previous version during an upgrade; it lives only
+        // as long as its challenge and its seal still binds app, device and challenge.
+        guard first.requestHash.isEmpty || constantTimeEquals(first.requestHash, requestHash) else {
+            throw Self.reused
+        }
         if first.isPending {
             throw RainError(
                 .provider, "the first request with this idempotency key is still running; ask again in a moment",

@@ -42,6 +42,14 @@ public struct StandardErrorSink: LogSink {
 ///
 /// Values are written as given: never pass a code, token or key. `LogValue.redacted` exists for
 /// fields that must appear but hide their value.
+///
+/// Text that came from outside (an app's path, a profile name) cannot forge or hide log lines or
+/// drive the terminal of whoever reads the log: in the label, the event, every key and every value,
+/// control characters (C0, DEL, C1, so ESC too), format characters (bidirectional overrides and
+/// isolates, marks, zero-width characters), line and paragraph separators and unassigned scalars are
+/// written as a visible escape, `\u{1B}` (hexadecimal, as Swift writes it; a newline as `\n`), and
+/// a value holding one is quoted with its backslashes doubled, so an escape in a value always means
+/// the character was there. Plain printable ASCII is checked byte by byte and written unchanged.
 public struct Logger: Sendable {
     public var label: String
     public var minimumLevel: LogLevel
@@ -63,9 +71,9 @@ public struct Logger: Sendable {
     /// Logs an event with key-value fields.
     public func log(_ level: LogLevel, _ event: String, _ fields: KeyValuePairs<String, String> = [:]) {
         guard level >= minimumLevel else { return }
-        var line = "\(Logger.timestamp()) \(level) \(label) \(event)"
+        var line = "\(Logger.timestamp()) \(level) \(Logger.escaped(label)) \(Logger.escaped(event))"
         for (k, v) in fields {
-            line += " \(k)=\(Logger.quote(v))"
+            line += " \(Logger.escaped(k))=\(Logger.quote(v))"
         }
         sink.write(line)
     }
@@ -75,12 +83,87 @@ public struct Logger: Sendable {
     public func warning(_ event: String, _ fields: KeyValuePairs<String, String> = [:]) { log(.warning, event, fields) }
     public func error(_ event: String, _ fields: KeyValuePairs<String, String> = [:]) { log(.error, event, fields) }
 
+    /// A field's value as written: unchanged when it is printable ASCII without a space, `"`,
+    /// `=` or a backslash (or printable text beyond ASCII); otherwise quoted, with backslashes and
+    /// `"` escaped and every character `isHidden` calls hidden written as `\n` or `\u{HEX}`.
     static func quote(_ v: String) -> String {
-        let needsQuote = v.isEmpty || v.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline })
-        guard needsQuote else { return v }
-        let escaped = v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
-        return "\"\(escaped)\""
+        if v.isEmpty { return "\"\"" }
+        switch scan(v) {
+        case .plain: return v
+        case .needsQuotes: break
+        case .needsScalarCheck:
+            // Beyond ASCII: printable text (a name in another script) stays as it is.
+            if !v.unicodeScalars.contains(where: { isHidden($0) || isSpecial($0) }) { return v }
+        }
+        var out = "\""
+        out.reserveCapacity(v.utf8.count + 8)
+        for scalar in v.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            default: append(scalar, to: &out)
+            }
+        }
+        out += "\""
+        return out
+    }
+
+    /// A label, event or key as written: unchanged unless it holds a hidden character, which is
+    /// escaped (they are names chosen in code; this keeps one built from outside text honest).
+    static func escaped(_ name: String) -> String {
+        if case .plain = scan(name) { return name }
+        guard name.unicodeScalars.contains(where: isHidden) else { return name }
+        var out = ""
+        out.reserveCapacity(name.utf8.count + 8)
+        for scalar in name.unicodeScalars { append(scalar, to: &out) }
+        return out
+    }
+
+    private enum Scan { case plain, needsQuotes, needsScalarCheck }
+
+    /// The cheap pass over the bytes: printable ASCII is plain; a space, `"`, `=` or a backslash needs
+    /// quotes; anything else (controls, DEL, any byte of a multi-byte character) needs a look at
+    /// its scalars.
+    private static func scan(_ v: String) -> Scan {
+        var result = Scan.plain
+        for byte in v.utf8 {
+            switch byte {
+            case 0x20, 0x22, 0x3D, 0x5C: result = .needsQuotes
+            case 0x21...0x7E: continue
+            default: return .needsScalarCheck
+            }
+        }
+        return result
+    }
+
+    private static func append(_ scalar: Unicode.Scalar, to out: inout String) {
+        if scalar == "\n" {
+            out += "\\n"
+        } else if isHidden(scalar) {
+            out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+
+    /// What makes a value need quotes without being hidden.
+    private static func isSpecial(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\"
+    }
+
+    /// Characters that must never reach the log raw: controls (C0, DEL, C1), format characters
+    /// (bidirectional overrides and isolates U+202A–U+202E and U+2066–U+2069, the marks U+200E,
+    /// U+200F and U+061C, zero-width characters), line and paragraph separators, and scalars with
+    /// no meaning yet (unassigned, private use), the set `PromptText` keeps off the prompt.
+    static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.value < 0x20 || scalar.value == 0x7F { return true }
+        if scalar.value < 0x7F { return false }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse:
+            return true
+        default:
+            return false
+        }
     }
 
     static func timestamp() -> String { RFC3339.string(from: Date(), fractional: true) }

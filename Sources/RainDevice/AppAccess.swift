@@ -109,15 +109,21 @@ public final class AppAccess: Sendable {
     private let audit: @Sendable (AccessEvent) async -> Void
     /// The approval prompts on screen, by profile and app.
     private let flights = ApprovalFlights()
+    /// The approval prompts of apps not yet approved, limited per uid.
+    private let promptLimit: ApprovalPromptLimit
     /// Calls waiting for another call's approval prompt (tests: a call has joined the prompt).
     var approvalWaiters: Int { flights.waiters }
 
     /// Per-app access over `store` (nil: approvals in memory only, for tests).
+    /// - Parameter approvalPrompts: how many approval prompts of apps not yet approved one uid may
+    ///   cause per rolling minute.
     /// - Throws: RAIN_102 `record_tampered` when the stored approvals were changed outside rainwalletd.
     public init(
         store: AppApprovalStore?, resolver: any CallerResolving, confirmer: any UserConfirming,
-        preApproved: [String: [PreApprovedApp]], clock: any RainClock, audit: @escaping @Sendable (AccessEvent) async -> Void
+        preApproved: [String: [PreApprovedApp]], clock: any RainClock, approvalPrompts: Int = 3,
+        audit: @escaping @Sendable (AccessEvent) async -> Void
     ) throws(RainError) {
+        promptLimit = ApprovalPromptLimit(limit: approvalPrompts)
         self.store = store
         self.resolver = resolver
         self.confirmer = confirmer
@@ -280,6 +286,12 @@ public final class AppAccess: Sendable {
             isChange
             ? "let a new version of \(caller.appPath) (the file changed on disk) use the wallet profile"
             : "let \(caller.appPath) use the wallet profile (it becomes the profile's app)"
+        // Counted when the prompt is asked for, whatever its answer: each one holds the only
+        // prompt, for a minute when nobody answers.
+        if let wait = promptLimit.take(uid: caller.uid, now: clock.monotonic) {
+            await audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: PromptReason.rateLimited))
+            throw Self.rateLimited(after: wait, limit: promptLimit, uid: caller.uid)
+        }
         do {
             try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
         } catch {
@@ -293,6 +305,20 @@ public final class AppAccess: Sendable {
         await audit(
             AccessEvent(
                 event: "app_approved", profile: profile, app: caller, result: "ok", detail: isChange ? "changed binary" : nil))
+    }
+
+    /// RAIN_302 `prompt_rate_limited`: the uid's apps not yet approved asked for `limit` approval
+    /// prompts within the window; `retryAfterMilliseconds` says when the oldest leaves it.
+    static func rateLimited(after wait: Duration, limit: ApprovalPromptLimit, uid: UInt32) -> RainError {
+        let milliseconds = UInt64(max(0, wait.milliseconds))
+        return RainError(
+            .refused,
+            """
+            programs of uid \(uid) not yet approved asked for \(limit.limit) approval prompts within \
+            \(limit.window.components.seconds) s; no new one for \((milliseconds + 999) / 1000) s \
+            (approve a program ahead with `rainwallet apps approve`)
+            """,
+            details: RainError.Details(reason: PromptReason.rateLimited, retryAfterMilliseconds: milliseconds))
     }
 
     /// Before a call that moves money or adds a credential: the app is approved, the call passes

@@ -64,7 +64,8 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
-                    Method.appsApprove, ApproveAppRequest.self, ApproveAppResponse.self, policy: .send(isOpenToAnyApp: true),
+                    Method.appsApprove, ApproveAppRequest.self, ApproveAppResponse.self,
+                    policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
                         // Hashing a program may read a large file: not on the concurrency pool.
@@ -80,7 +81,8 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
-                    Method.appsRevoke, RevokeAppRequest.self, RevokeAppResponse.self, policy: .send(isOpenToAnyApp: true),
+                    Method.appsRevoke, RevokeAppRequest.self, RevokeAppResponse.self,
+                    policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
                         try await access.apps.revoke(appPath: r.path, profile: call.profile, context: caller)
@@ -93,7 +95,7 @@ extension DeviceService {
             AnyRoute(
                 Route(
                     Method.settingsConfirm, ConfirmSettingsRequest.self, ConfirmSettingsResponse.self,
-                    policy: .send(isOpenToAnyApp: true),
+                    policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
                         let apps = access.apps
@@ -119,7 +121,7 @@ extension DeviceService {
             AnyRoute(
                 Route(
                     Method.promptRegister, RegisterPromptRequest.self, RegisterPromptResponse.self,
-                    policy: .send(isOpenToAnyApp: true),
+                    policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
                     .actor { (r, call) throws(RainError) in
                         let (access, caller) = try required(call)
                         let identity = try await access.apps.callerIdentity(caller)

@@ -20,11 +20,15 @@ package struct IdempotentClaim: Sendable, Equatable {
     package var kind: IdempotentCallKind
     /// The keyed hash of the device's idempotency key.
     package var keyHash: [UInt8]
+    /// The SHA-256 of the request that claims the key: a repeat that arrives while the finish runs
+    /// must carry the same request.
+    package var requestHash: [UInt8]
 
     /// Creates the claim.
-    package init(kind: IdempotentCallKind, keyHash: [UInt8]) {
+    package init(kind: IdempotentCallKind, keyHash: [UInt8], requestHash: [UInt8]) {
         self.kind = kind
         self.keyHash = keyHash
+        self.requestHash = requestHash
     }
 }
 
@@ -36,6 +40,8 @@ package struct IdempotentOutcomeInput: Sendable, Equatable {
     package var keyHash: [UInt8]
     /// The challenge (a confirm, a contact verification) or ceremony (a passkey finish) it used.
     package var challengeID: String
+    /// The SHA-256 of the request (see `IdempotentOutcome.requestHash`).
+    package var requestHash: [UInt8]
     /// The outcome (a login's tokens, or nothing), sealed under a key derived from the idempotency
     /// key and bound to the app, device and challenge: only the device that holds it can open it.
     /// Never empty (an empty value marks a passkey finish still running).
@@ -45,12 +51,13 @@ package struct IdempotentOutcomeInput: Sendable, Equatable {
 
     /// Creates the input.
     package init(
-        kind: IdempotentCallKind = .loginCode, keyHash: [UInt8], challengeID: String, sealedTokens: [UInt8],
-        expiresAt: Date
+        kind: IdempotentCallKind = .loginCode, keyHash: [UInt8], challengeID: String, requestHash: [UInt8],
+        sealedTokens: [UInt8], expiresAt: Date
     ) {
         self.kind = kind
         self.keyHash = keyHash
         self.challengeID = challengeID
+        self.requestHash = requestHash
         self.sealedTokens = sealedTokens
         self.expiresAt = expiresAt
     }
@@ -62,6 +69,10 @@ package struct IdempotentOutcome: Sendable, Equatable {
     package var kind: IdempotentCallKind = .loginCode
     /// The challenge (a confirm, a contact verification) or ceremony (a passkey finish) it used.
     package var challengeID: String
+    /// The SHA-256 of the first request, which every repeat with its key must match: a key
+    /// replayed with another payload (another code, another assertion) is another call. Empty for
+    /// a row written by a version that did not record it (during a rolling upgrade).
+    package var requestHash: [UInt8] = []
     /// The account it logged in to or changed; empty while a passkey finish is still running.
     package var accountID: String
     /// The account's wallet after a login; empty otherwise.

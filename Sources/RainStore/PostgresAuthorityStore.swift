@@ -250,6 +250,14 @@ package final class PostgresAuthorityStore: ConnectionStore {
                 "CREATE INDEX code_guesses_source ON code_guesses(source, guessed_at)",
                 "CREATE INDEX code_guesses_guessed_at ON code_guesses(guessed_at)",
             ]),
+        // Each idempotency key bound to the SHA-256 of its first request. Only grows the table:
+        // instances of the previous version sharing the database write rows with an empty hash,
+        // which the authority accepts as before (SQLite's version 14).
+        Migration(
+            version: 9,
+            statements: [
+                "ALTER TABLE idempotent_logins ADD COLUMN request_hash BYTEA NOT NULL DEFAULT ''::bytea"
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -312,6 +312,15 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                 "CREATE INDEX code_guesses_source ON code_guesses(source, guessed_at)",
                 "CREATE INDEX code_guesses_guessed_at ON code_guesses(guessed_at)",
             ]),
+        // Each idempotency key bound to the SHA-256 of its first request, so a repeat with another
+        // payload (another code) is refused rather than answered. Existing rows get an empty hash,
+        // which the authority accepts as before: they expire with their challenge (PostgreSQL's
+        // version 9).
+        Migration(
+            version: 14,
+            statements: [
+                "ALTER TABLE idempotent_logins ADD COLUMN request_hash BLOB NOT NULL DEFAULT X''"
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

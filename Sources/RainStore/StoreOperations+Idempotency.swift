@@ -13,7 +13,7 @@ extension StoreOperations {
         let op = "read a call's outcome"
         let rows = try db.query(
             """
-            SELECT kind, challenge_id, account_id, wallet_id, account_created, sealed_tokens
+            SELECT kind, challenge_id, account_id, wallet_id, account_created, sealed_tokens, request_hash
             FROM idempotent_logins WHERE key_hash = $1 AND expires_at > $2
             """,
             values: [.bytes(keyHash), .integer(now.unixMilliseconds)], operation: op)
@@ -22,8 +22,9 @@ extension StoreOperations {
             throw RainError(.internalError, "authority store: an idempotent outcome has an unknown kind")
         }
         return IdempotentOutcome(
-            kind: kind, challengeID: try row.text(1, op), accountID: try row.text(2, op),
-            walletID: try row.text(3, op), accountCreated: try row.flag(4, op), sealedTokens: try row.bytes(5, op))
+            kind: kind, challengeID: try row.text(1, op), requestHash: try row.bytes(6, op),
+            accountID: try row.text(2, op), walletID: try row.text(3, op), accountCreated: try row.flag(4, op),
+            sealedTokens: try row.bytes(5, op))
     }
 
     /// Takes the lock of `contact`'s calls (a code confirm, a contact verification), then returns
@@ -47,15 +48,15 @@ extension StoreOperations {
         try db.execute(
             """
             INSERT INTO idempotent_logins (key_hash, kind, challenge_id, account_id, wallet_id, account_created,
-                                           sealed_tokens, expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                                           sealed_tokens, expires_at, request_hash)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
             ON CONFLICT (key_hash) DO UPDATE SET account_id = excluded.account_id, wallet_id = excluded.wallet_id,
                 account_created = excluded.account_created, sealed_tokens = excluded.sealed_tokens
             """,
             values: [
                 .bytes(input.keyHash), .text(input.kind.rawValue), .text(input.challengeID), .text(accountID),
                 .text(walletID), .boolean(accountCreated), .bytes(input.sealedTokens),
-                .integer(input.expiresAt.unixMilliseconds),
+                .integer(input.expiresAt.unixMilliseconds), .bytes(input.requestHash),
             ], operation: "record the call's outcome for its repeats")
     }
 
@@ -67,12 +68,12 @@ extension StoreOperations {
         try db.execute(
             """
             INSERT INTO idempotent_logins (key_hash, kind, challenge_id, account_id, wallet_id, account_created,
-                                           sealed_tokens, expires_at)
-            VALUES ($1, $2, $3, '', '', $4, $5, $6)
+                                           sealed_tokens, expires_at, request_hash)
+            VALUES ($1, $2, $3, '', '', $4, $5, $6, $7)
             """,
             values: [
                 .bytes(claim.keyHash), .text(claim.kind.rawValue), .text(ceremonyID), .boolean(false), .bytes([]),
-                .integer(expiresAt.unixMilliseconds),
+                .integer(expiresAt.unixMilliseconds), .bytes(claim.requestHash),
             ], operation: "claim the idempotency key")
     }
 

@@ -42,6 +42,11 @@ public struct RoutePolicy: Sendable, Equatable {
     /// Served only to the daemon's own uid, whatever profile another uid may use: its keys and
     /// its audit log are its user's alone.
     public var isDaemonOwnerOnly: Bool
+    /// The call's task is cancelled when its client cancels the call or its connection closes,
+    /// so a prompt it shows is withdrawn (RAIN_401 `prompt_withdrawn`) instead of waiting for
+    /// nobody. For calls that ask the user before they change anything; a call whose effect must
+    /// finish once begun keeps running.
+    public var isCancelledWithCaller: Bool
 
     /// RAIN_202 `not_daemon_owner`: another uid asked for a call served only to the daemon's own.
     public static func notDaemonOwner(uid: UInt32, method: String) -> RainError {
@@ -59,9 +64,11 @@ public struct RoutePolicy: Sendable, Equatable {
     ///   - userConfirms: what the user confirms on the prompt before the call runs.
     ///   - isOpenToAnyApp: served to an app not approved for the profile.
     ///   - isDaemonOwnerOnly: served only to the daemon's own uid.
+    ///   - isCancelledWithCaller: the call's task is cancelled with the call or its connection.
     public init(
         kind: Kind, needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil,
-        userConfirms: String? = nil, isOpenToAnyApp: Bool = false, isDaemonOwnerOnly: Bool = false
+        userConfirms: String? = nil, isOpenToAnyApp: Bool = false, isDaemonOwnerOnly: Bool = false,
+        isCancelledWithCaller: Bool = false
     ) {
         self.kind = kind
         self.needsSession = needsSession
@@ -70,6 +77,7 @@ public struct RoutePolicy: Sendable, Equatable {
         self.userConfirms = userConfirms
         self.isOpenToAnyApp = isOpenToAnyApp
         self.isDaemonOwnerOnly = isDaemonOwnerOnly
+        self.isCancelledWithCaller = isCancelledWithCaller
     }
 
     /// A read (retried).
@@ -85,11 +93,12 @@ public struct RoutePolicy: Sendable, Equatable {
     /// A send or mutation (never retried).
     public static func send(
         needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, userConfirms: String? = nil,
-        isOpenToAnyApp: Bool = false, isDaemonOwnerOnly: Bool = false
+        isOpenToAnyApp: Bool = false, isDaemonOwnerOnly: Bool = false, isCancelledWithCaller: Bool = false
     ) -> RoutePolicy {
         RoutePolicy(
             kind: .send, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, userConfirms: userConfirms,
-            isOpenToAnyApp: isOpenToAnyApp, isDaemonOwnerOnly: isDaemonOwnerOnly)
+            isOpenToAnyApp: isOpenToAnyApp, isDaemonOwnerOnly: isDaemonOwnerOnly,
+            isCancelledWithCaller: isCancelledWithCaller)
     }
 
     /// Whether a failed call may be repeated.

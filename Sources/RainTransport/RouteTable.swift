@@ -173,15 +173,22 @@ public struct RouteTable<Context: Sendable>: Sendable {
     /// The declared policy of `method`, or nil for an unknown method.
     public func policy(for method: String) -> RoutePolicy? { byMethod[method]?.policy }
 
-    /// The client cancelled a call (loop thread): its deadline is dropped with its timer.
+    /// The client cancelled a call (loop thread): its deadline is dropped with its timer, and
+    /// its task is cancelled when its route says so (`RoutePolicy.isCancelledWithCaller`).
     public func callCancelled(connection: ConnectionID, requestID: UInt64) {
         runner.cancelDeadline(connection: connection, requestID: requestID)
+        runner.cancelTask(connection: connection, requestID: requestID)
     }
 
-    /// A connection closed (loop thread): the deadlines of its calls are dropped with their timers.
+    /// A connection closed (loop thread): the deadlines of its calls are dropped with their
+    /// timers, and the tasks of those cancelled with their caller are cancelled.
     public func connectionClosed(_ connection: ConnectionID) {
         runner.cancelDeadlines(connection: connection)
+        runner.cancelTasks(connection: connection)
     }
+
+    /// The number of tasks running calls that end with their caller (tests: none once they ended).
+    package var cancellableTaskCount: Int { runner.cancellableTaskCount }
 
     /// The number of deadlines armed for calls in flight (tests: none once every call ended).
     package var armedDeadlineCount: Int { runner.armedDeadlineCount }
@@ -237,7 +244,9 @@ extension Route {
             return .stream
         case .actor(let body):
             runner.armDeadline(request, policy, context.responder)
-            runner.run(decoded, call, request.method, context.responder, body)
+            runner.run(
+                decoded, call, request.method, context.responder, body,
+                isCancelledWithCaller: policy.isCancelledWithCaller)
             return .deferred
         case .direct(let read, let fallback):
             let responder = context.responder
@@ -354,20 +363,69 @@ final class RouteRunner: Sendable {
     /// The number of deadlines armed for calls in flight.
     var armedDeadlineCount: Int { deadlines.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 
-    /// Runs `body` in a task and answers with its outcome.
+    /// Runs `body` in a task and answers with its outcome. With `isCancelledWithCaller`, the task
+    /// is kept by connection and request id until it ends, for `cancelTask` and `cancelTasks`.
     @usableFromInline
     func run<Context: Sendable, Request: WireMessage, Response: WireMessage>(
         _ request: Request, _ call: Context, _ method: String, _ responder: Responder,
-        _ body: @escaping @Sendable (Request, Context) async throws(RainError) -> Response
+        _ body: @escaping @Sendable (Request, Context) async throws(RainError) -> Response,
+        isCancelledWithCaller: Bool = false
     ) {
-        Task {
-            do throws(RainError) {
-                finish(.success(try await body(request, call)), method, responder)
-            } catch {
-                finish(Result<Response, RainError>.failure(error), method, responder)
+        guard isCancelledWithCaller else {
+            Task {
+                do throws(RainError) {
+                    finish(.success(try await body(request, call)), method, responder)
+                } catch {
+                    finish(Result<Response, RainError>.failure(error), method, responder)
+                }
             }
+            return
+        }
+        let (connection, requestID, token) = (responder.connection, responder.requestID, responder.token)
+        // Made under the lock its end takes, so a task that ends at once is still removed (kept
+        // after its end, it would stay forever).
+        tasks.withLock { tasks in
+            let task = Task {
+                defer { self.forgetTask(connection: connection, requestID: requestID, token: token) }
+                do throws(RainError) {
+                    finish(.success(try await body(request, call)), method, responder)
+                } catch {
+                    finish(Result<Response, RainError>.failure(error), method, responder)
+                }
+            }
+            tasks[connection, default: [:]][requestID] = RunningTask(token: token, task: task)
         }
     }
+
+    /// A task of a call that ends with its caller, and the server's token of the call.
+    struct RunningTask {
+        var token: UInt64
+        var task: Task<Void, Never>
+    }
+
+    /// The running tasks of calls cancelled with their caller, by connection and request id.
+    private let tasks = Mutex<[ConnectionID: [UInt64: RunningTask]]>([:])
+
+    private func forgetTask(connection: ConnectionID, requestID: UInt64, token: UInt64) {
+        tasks.withLock { t in
+            guard t[connection]?[requestID]?.token == token else { return }
+            t[connection]?.removeValue(forKey: requestID)
+            if t[connection]?.isEmpty == true { t.removeValue(forKey: connection) }
+        }
+    }
+
+    /// Cancels the task of a call the client cancelled, if it ends with its caller.
+    func cancelTask(connection: ConnectionID, requestID: UInt64) {
+        tasks.withLock { $0[connection]?[requestID] }?.task.cancel()
+    }
+
+    /// Cancels the tasks of a closed connection's calls that end with their caller.
+    func cancelTasks(connection: ConnectionID) {
+        tasks.withLock { $0.removeValue(forKey: connection) }?.values.forEach { $0.task.cancel() }
+    }
+
+    /// The number of tasks kept for `cancelTask`.
+    var cancellableTaskCount: Int { tasks.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 
     /// Answers a call and logs its outcome.
     @usableFromInline

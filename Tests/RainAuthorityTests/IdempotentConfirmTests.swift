@@ -96,6 +96,51 @@ struct IdempotentConfirmTests {
         }
     }
 
+    @Test(
+        "same key, wrong code: RAIN_102 idempotency_key_reused and no tokens, on either instance",
+        arguments: StoreKind.allCases)
+    func repeatWithAnotherCodeIsRefused(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind, instances: 2) { f in
+            let request = try await Self.pendingConfirm(f, key: try SecureRandom.bytes(count: 32))
+            let first = try await f.authorities[0].confirmLoginCode(request)
+            var wrong = request
+            wrong.code = request.code == "000000" ? "111111" : "000000"
+            for authority in f.authorities {
+                let refused = await rainError { _ = try await authority.confirmLoginCode(wrong) }
+                #expect(refused?.code == .invalidArgument)
+                #expect(refused?.details.reason == "idempotency_key_reused")
+            }
+            // Every other field is the request too: another device key with the same key and code.
+            var rebound = request
+            rebound.devicePublicKey = FixtureDevice.key.publicKey.rawRepresentation
+            let other = await rainError { _ = try await f.authority.confirmLoginCode(rebound) }
+            #expect(other?.details.reason == "idempotency_key_reused")
+            // The request itself still gets its first outcome.
+            #expect(try await f.authorities[1].confirmLoginCode(request).tokens == first.tokens)
+            #expect(try await f.store.sessions(appID: Self.app, accountID: first.accountID).count == 1)
+        }
+    }
+
+    @Test("a repeat with another code that races its first confirm is refused, never answered with its tokens")
+    func racingRepeatWithAnotherCodeIsRefused() async throws {
+        try await StoreFixture.with(.sqlite) { f in
+            // The store's own repeat path: the first outcome committed between the lookup and the
+            // completion (`.repeated` from completeLogin), checked against this request's hash.
+            let request = try await Self.pendingConfirm(f, key: try SecureRandom.bytes(count: 32))
+            let call = try #require(try IdempotentCall(request, keys: f.keys))
+            var wrong = request
+            wrong.code = request.code == "000000" ? "111111" : "000000"
+            let wrongCall = try #require(try IdempotentCall(wrong, keys: f.keys))
+            #expect(call.keyHash == wrongCall.keyHash)
+            #expect(call.requestHash != wrongCall.requestHash)
+            _ = try await f.authority.confirmLoginCode(request)
+            let first = try #require(try await f.store.idempotentOutcome(keyHash: call.keyHash, now: f.clock.now))
+            #expect(first.requestHash == call.requestHash)
+            #expect(throws: RainError.self) { _ = try wrongCall.requiredLogin(of: first, now: f.clock.now) }
+            #expect(try call.requiredLogin(of: first, now: f.clock.now).accountID == first.accountID)
+        }
+    }
+
     @Test("past the challenge's lifetime a repeat is not answered from the record")
     func repeatAfterTheChallengeExpired() async throws {
         try await StoreFixture.with(.sqlite) { f in

@@ -174,6 +174,50 @@ struct IdempotentFinishTests {
         }
     }
 
+    @Test(
+        "a passkey finish repeated with its key and another response is RAIN_102 idempotency_key_reused",
+        arguments: StoreKind.allCases)
+    func passkeyRepeatWithAnotherResponse(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind, instances: 2) { f in
+            try await Self.withAuthenticator { authenticator in
+                let (signUp, created) = try await Self.ceremony(f.authority, authenticator, login: false)
+                let key = try SecureRandom.bytes(count: 32)
+                let first = try #require(
+                    try await f.authorities[0].finishPasskeyRegistration(Self.finish(signUp, created, key: key)))
+                // The same assertion with a byte more (still JSON) is another request.
+                for authority in f.authorities {
+                    let refused = await rainError {
+                        _ = try await authority.finishPasskeyRegistration(Self.finish(signUp, created + " ", key: key))
+                    }
+                    #expect(refused?.code == .invalidArgument)
+                    #expect(refused?.details.reason == "idempotency_key_reused")
+                }
+                #expect(try await f.authority.finishPasskeyRegistration(Self.finish(signUp, created, key: key)) == first)
+            }
+        }
+    }
+
+    @Test("a repeat with another response while the first finish with its key still runs is refused as reused")
+    func passkeyRepeatWithAnotherResponseWhileTheFirstRuns() async throws {
+        try await StoreFixture.with(.sqlite) { f in
+            try await Self.withAuthenticator { authenticator in
+                let (signUp, created) = try await Self.ceremony(f.authority, authenticator, login: false)
+                let request = Self.finish(signUp, created, key: try SecureRandom.bytes(count: 32))
+                let call = try #require(try IdempotentCall(request, keys: f.keys))
+                let take = try await f.store.takePasskeyCeremony(
+                    id: signUp.ceremonyID, appID: Self.app, deviceID: "device-a", now: f.clock.now, claim: call.claim)
+                guard case .taken = take else {
+                    Issue.record("expected the ceremony to be taken, got \(take)")
+                    return
+                }
+                var other = request
+                other.responseJSON = created + " "
+                let refused = await rainError { _ = try await f.authority.finishPasskeyRegistration(other) }
+                #expect(refused?.details.reason == "idempotency_key_reused")
+            }
+        }
+    }
+
     @Test("a finish that fails releases its key: its repeat hears that the ceremony is used")
     func failedFinishReleasesItsKey() async throws {
         try await StoreFixture.with(.sqlite) { f in
@@ -259,6 +303,34 @@ struct IdempotentFinishTests {
                     idempotencyKey: key)
             }
             #expect(otherAccount?.details.reason == "idempotency_key_reused")
+        }
+    }
+
+    @Test(
+        "a contact verification repeated with its key and a wrong code is RAIN_102 idempotency_key_reused",
+        arguments: StoreKind.allCases)
+    func contactRepeatWithAnotherCode(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind, instances: 2) { f in
+            let token = try await Self.login(f).tokens.accessToken
+            let (challengeID, code) = try await Self.verification(f, token: token)
+            let key = try SecureRandom.bytes(count: 32)
+            let first = try await f.authorities[0].confirmContactVerification(
+                appID: Self.app, deviceID: "device-a", accessToken: token, challengeID: challengeID, code: code,
+                idempotencyKey: key)
+            let wrong = code == "000000" ? "111111" : "000000"
+            for authority in f.authorities {
+                let refused = await rainError {
+                    _ = try await authority.confirmContactVerification(
+                        appID: Self.app, deviceID: "device-a", accessToken: token, challengeID: challengeID,
+                        code: wrong, idempotencyKey: key)
+                }
+                #expect(refused?.code == .invalidArgument)
+                #expect(refused?.details.reason == "idempotency_key_reused")
+            }
+            let again = try await f.authority.confirmContactVerification(
+                appID: Self.app, deviceID: "device-a", accessToken: token, challengeID: challengeID, code: code,
+                idempotencyKey: key)
+            #expect(again == first)
         }
     }
 

@@ -65,13 +65,14 @@ struct AppAccessTests {
     }
 
     static func world(
-        prompt available: Bool = true, preApproved: [String: [PreApprovedApp]] = [:], store: AppApprovalStore? = nil
+        prompt available: Bool = true, preApproved: [String: [PreApprovedApp]] = [:], store: AppApprovalStore? = nil,
+        clock: ManualClock = ManualClock()
     ) throws -> World {
         let resolver = Resolver()
         let prompt = Prompt(available: available)
         let events = Events()
         let access = try AppAccess(
-            store: store, resolver: resolver, confirmer: prompt, preApproved: preApproved, clock: ManualClock(),
+            store: store, resolver: resolver, confirmer: prompt, preApproved: preApproved, clock: clock,
             audit: { event in events.append(event) })
         return World(access: access, resolver: resolver, prompt: prompt, events: events, store: store)
     }
@@ -117,6 +118,66 @@ struct AppAccessTests {
         }
         #expect(!w.access.isApproved(connection: other.connection, profile: "default"))
         #expect(w.events.withLock { $0.map(\.event) } == ["app_approved", "app_refused"])
+    }
+
+    @Test(
+        "at most 3 approval prompts a minute per uid for apps not yet approved; the 4th is RAIN_302 prompt_rate_limited, audited")
+    func approvalPromptsAreRateLimitedPerUID() async throws {
+        let clock = ManualClock()
+        let w = try Self.world(clock: clock)
+        // Copies of one program at four paths, each asking for its own profile: three prompts.
+        let copies = (1...4).map { n in Self.connect(w, UInt64(n), Self.app("/tmp/copy-\(n)/app", hash: 1, pid: Int32(n))) }
+        w.prompt.script([Self.dismissed, Self.dismissed, Self.dismissed])
+        for (n, copy) in copies.prefix(3).enumerated() {
+            clock.advance(by: .seconds(10))
+            #expect(
+                await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p\(n)", context: copy) }
+                    == "prompt_dismissed")
+        }
+        #expect(w.prompt.asked.count == 3)
+        let limited = try #require(
+            await Self.error { () throws(RainError) in _ = try await w.access.authorize(profile: "p3", context: copies[3]) })
+        #expect(limited.code == .refused)
+        #expect(limited.details.reason == "prompt_rate_limited")
+        // The first prompt was 20 s ago: it leaves the rolling minute in 40 s.
+        #expect(limited.details.retryAfterMilliseconds == 40_000)
+        #expect(w.prompt.asked.count == 3, "no fourth prompt")
+        #expect(
+            w.events.withLock { $0.last.map { ($0.event, $0.result, $0.app?.appPath) } }
+                ?? ("", "", nil) == ("app_refused", "prompt_rate_limited", "/tmp/copy-4/app"))
+
+        // Another uid has its own budget.
+        var stranger = Self.app("/tmp/other-uid/app", hash: 2, pid: 50)
+        stranger.uid = getuid() &+ 1
+        let other = Self.connect(w, 9, stranger)
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "theirs", context: other)
+
+        // 39 s on the first prompt is still within the minute; 1 s later its slot is free, once.
+        clock.advance(by: .seconds(39))
+        #expect(
+            await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p3", context: copies[3]) }
+                == "prompt_rate_limited")
+        clock.advance(by: .seconds(1))
+        w.prompt.script([nil])
+        try await w.access.authorize(profile: "p3", context: copies[3])
+        #expect(w.prompt.asked.count == 5)
+        #expect(
+            await Self.reason { () throws(RainError) in _ = try await w.access.authorize(profile: "p0", context: copies[0]) }
+                == "prompt_rate_limited")
+
+        // An approved app's calls and its exports are not approval prompts: never limited.
+        w.prompt.script([nil])
+        try await w.access.confirmSensitive(action: "export the wallet's recovery phrase", profile: "p3", context: copies[3])
+    }
+
+    static func error(_ body: () async throws(RainError) -> Void) async -> RainError? {
+        do throws(RainError) {
+            try await body()
+            return nil
+        } catch {
+            return error
+        }
     }
 
     @Test("a dismissed approval prompt approves nothing")

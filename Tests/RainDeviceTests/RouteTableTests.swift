@@ -81,10 +81,21 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
                 Method.walletExportPrivateKey,
                 .send(needsSession: true, isSensitive: true, userConfirms: DeviceService.confirmExportKey)
             ),
+            (Method.appsApprove, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
+            (Method.appsRevoke, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
+            (Method.settingsConfirm, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
+            (Method.promptRegister, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
         ])
     func declaredPolicy(method: String, policy: RoutePolicy) async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: false)
         #expect(routes.policy(for: method) == policy)
+    }
+
+    @Test("the calls whose handler shows a prompt, and only they, are cancelled with their caller (their prompt withdrawn)")
+    func cancelledWithCaller() async throws {
+        let routes = try await Self.routes(isTestMethodsEnabled: true)
+        let cancelled = Set(routes.routes.filter(\.policy.isCancelledWithCaller).map(\.method))
+        #expect(cancelled == [Method.appsApprove, Method.appsRevoke, Method.settingsConfirm, Method.promptRegister])
     }
 
     @Test func readsAreRetriedSendsAreNotAndNoRouteHasADefaultDeadlineYet() async throws {
