@@ -262,6 +262,9 @@ struct PerAppAccessTests {
         let terminal = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let here = try await h.runCLI(["prompt", "here"], program: apps.a, standardInput: terminal)
         #expect(here.status == 0 && here.stdout.contains(pty.path), "\(here)")
+        // Only the terminal's own side stays with the test (as with a terminal emulator): a process
+        // holding the terminal itself outside its session stops every prompt there.
+        try terminal.close()
 
         // A's first call: the prompt appears on the terminal, and the code typed there approves A.
         let first = try h.launchCLI(["status"], program: apps.a)
