@@ -263,19 +263,26 @@ public final class AppAccess: Sendable {
                 or register a terminal with `rainwallet prompt here`, or have root's policy pre-approve it
                 """, details: RainError.Details(reason: "no_prompt"))
         }
+        try await confirmAudited(
+            UserQuestion(
+                action: "let the script \(caller.appPath) use the wallet profile on this connection", caller: caller,
+                profile: profile),
+            refused: { AccessEvent(event: "app_refused", profile: profile, app: caller, result: $0, detail: detail) },
+            confirmed: AccessEvent(event: "app_approved", profile: profile, app: caller, result: "ok", detail: detail))
+    }
+
+    /// Asks `question` on the prompt and audits the answer: `refused(reason)` when the user did not
+    /// confirm (the prompt's reason), `confirmed` when they did.
+    private func confirmAudited(
+        _ question: UserQuestion, refused: (String) -> AccessEvent, confirmed: AccessEvent
+    ) async throws(RainError) {
         do {
-            try await confirmer.confirm(
-                UserQuestion(
-                    action: "let the script \(caller.appPath) use the wallet profile on this connection", caller: caller,
-                    profile: profile))
+            try await confirmer.confirm(question)
         } catch {
-            await audit(
-                AccessEvent(
-                    event: "app_refused", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
-                    detail: detail))
+            await audit(refused(error.details.reason ?? "\(error.code)"))
             throw error
         }
-        await audit(AccessEvent(event: "app_approved", profile: profile, app: caller, result: "ok", detail: detail))
+        await audit(confirmed)
     }
 
     /// Asks the user to approve `caller` for `profile` (its first app, or a new binary of one), and
@@ -360,17 +367,10 @@ public final class AppAccess: Sendable {
                 rainwalletd with a display, or register a terminal with `rainwallet prompt here`
                 """, details: RainError.Details(reason: "no_prompt"))
         }
-        do {
-            try await confirmer.confirm(
-                UserQuestion(action: action, caller: caller, profile: profile, shortAction: shortAction))
-        } catch {
-            await audit(
-                AccessEvent(
-                    event: "prompt_result", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
-                    detail: audited))
-            throw error
-        }
-        await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: audited))
+        try await confirmAudited(
+            UserQuestion(action: action, caller: caller, profile: profile, shortAction: shortAction),
+            refused: { AccessEvent(event: "prompt_result", profile: profile, app: caller, result: $0, detail: audited) },
+            confirmed: AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: audited))
     }
 
     /// The approvals, and the pre-approved apps.

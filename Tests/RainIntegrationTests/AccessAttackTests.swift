@@ -26,6 +26,28 @@ struct AccessAttackTests {
         }
     }
 
+    /// Waits for `client`'s prompt on `pty`, kills the client, and expects the prompt withdrawn:
+    /// its pinentry gone and "withdrawn" said on the terminal.
+    /// - Returns: what the prompt showed.
+    static func killWhilePrompting(
+        _ client: CLIProcess, daemon: Int32, pty: PseudoTerminal, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> String {
+        let asked = try #require(
+            await pty.waitForText("and press Enter"), "no prompt on \(pty.path): \(pty.shown)", sourceLocation: sourceLocation)
+        let shown = children(of: daemon, named: "pinentry-tty")
+        #expect(shown.count == 1, "\(shown)", sourceLocation: sourceLocation)
+        pty.clearShown()
+        #expect(kill(client.pid, SIGKILL) == 0, sourceLocation: sourceLocation)
+        _ = try await client.finish(timeout: .seconds(5))
+        #expect(
+            await eventually(timeout: .seconds(2)) {
+                shown.allSatisfy { !FileManager.default.fileExists(atPath: "/proc/\($0)") }
+            }, "pinentry still there: \(shown)", sourceLocation: sourceLocation)
+        #expect(
+            await pty.waitForText("withdrawn", timeout: .seconds(2)) != nil, "\(pty.shown)", sourceLocation: sourceLocation)
+        return asked
+    }
+
     @Test("an export by an unapproved app on another app's profile: RAIN_202 app_not_approved, no prompt, audited")
     func unapprovedExportIsRefusedWithoutAPrompt() async throws {
         let h = try await DaemonHarness.start(
@@ -124,18 +146,8 @@ struct AccessAttackTests {
         // A asks to approve B (Apps/Approve, open to any app: the prompt decides); A is killed while
         // the prompt waits for the code.
         let first = try h.launchCLI(["apps", "approve", apps.b.path], program: apps.a)
-        _ = try #require(await pty.waitForText("and press Enter"), "no prompt on \(pty.path): \(pty.shown)")
-        #expect(pty.shown.contains("approve \(apps.b.path)"), "\(pty.shown)")
-        let shown = Self.children(of: daemon, named: "pinentry-tty")
-        #expect(shown.count == 1, "\(shown)")
-        pty.clearShown()
-        #expect(kill(first.pid, SIGKILL) == 0)
-        _ = try await first.finish(timeout: .seconds(5))
-        #expect(
-            await eventually(timeout: .seconds(2)) {
-                shown.allSatisfy { !FileManager.default.fileExists(atPath: "/proc/\($0)") }
-            }, "pinentry still there: \(shown)")
-        #expect(await pty.waitForText("withdrawn", timeout: .seconds(2)) != nil, "\(pty.shown)")
+        let asked = try await Self.killWhilePrompting(first, daemon: daemon, pty: pty)
+        #expect(asked.contains("approve \(apps.b.path)"), "\(asked)")
 
         // Nothing was approved, and the next prompt is shown at once (no RAIN_302 prompt_busy):
         // `apps revoke` of an app that is not approved is refused before any prompt, so `apps
@@ -216,17 +228,7 @@ struct AccessAttackTests {
 
         // A's first call asks the user; A is killed while the prompt waits for the code.
         let first = try h.launchCLI(["status"], program: apps.a)
-        _ = try #require(await pty.waitForText("and press Enter"), "no prompt on \(pty.path): \(pty.shown)")
-        let shown = Self.children(of: daemon, named: "pinentry-tty")
-        #expect(shown.count == 1, "\(shown)")
-        pty.clearShown()
-        #expect(kill(first.pid, SIGKILL) == 0)
-        _ = try await first.finish(timeout: .seconds(5))
-        #expect(
-            await eventually(timeout: .seconds(2)) {
-                shown.allSatisfy { !FileManager.default.fileExists(atPath: "/proc/\($0)") }
-            }, "pinentry still there: \(shown)")
-        #expect(await pty.waitForText("withdrawn", timeout: .seconds(2)) != nil, "\(pty.shown)")
+        _ = try await Self.killWhilePrompting(first, daemon: daemon, pty: pty)
 
         // Nothing was approved: the profile still has no app.
         let list = try await h.runCLI(["--json", "apps", "list"], program: apps.b)
