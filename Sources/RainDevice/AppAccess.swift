@@ -263,6 +263,7 @@ public final class AppAccess: Sendable {
                 or register a terminal with `rainwallet prompt here`, or have root's policy pre-approve it
                 """, details: RainError.Details(reason: "no_prompt"))
         }
+        try await takePromptSlot(profile: profile, caller: caller)
         try await confirmAudited(
             UserQuestion(
                 action: "let the script \(caller.appPath) use the wallet profile on this connection", caller: caller,
@@ -293,12 +294,7 @@ public final class AppAccess: Sendable {
             isChange
             ? "let a new version of \(caller.appPath) (the file changed on disk) use the wallet profile"
             : "let \(caller.appPath) use the wallet profile (it becomes the profile's app)"
-        // Counted when the prompt is asked for, whatever its answer: each one holds the only
-        // prompt, for a minute when nobody answers.
-        if let wait = promptLimit.take(uid: caller.uid, now: clock.monotonic) {
-            await audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: PromptReason.rateLimited))
-            throw Self.rateLimited(after: wait, limit: promptLimit, uid: caller.uid)
-        }
+        try await takePromptSlot(profile: profile, caller: caller)
         do {
             try await confirmer.confirm(UserQuestion(action: action, caller: caller, profile: profile))
         } catch {
@@ -316,6 +312,17 @@ public final class AppAccess: Sendable {
 
     /// RAIN_302 `prompt_rate_limited`: the uid's apps not yet approved asked for `limit` approval
     /// prompts within the window; `retryAfterMilliseconds` says when the oldest leaves it.
+    /// Takes one of the prompts a minute that programs of `caller`'s uid not yet approved may ask
+    /// for. Counted when the prompt is asked for, whatever its answer: each one holds the only
+    /// prompt, for a minute when nobody answers.
+    /// - Throws: RAIN_302 `prompt_rate_limited` (audited) when none is left.
+    private func takePromptSlot(profile: String, caller: CallerIdentity) async throws(RainError) {
+        if let wait = promptLimit.take(uid: caller.uid, now: clock.monotonic) {
+            await audit(AccessEvent(event: "app_refused", profile: profile, app: caller, result: PromptReason.rateLimited))
+            throw Self.rateLimited(after: wait, limit: promptLimit, uid: caller.uid)
+        }
+    }
+
     static func rateLimited(after wait: Duration, limit: ApprovalPromptLimit, uid: UInt32) -> RainError {
         let milliseconds = UInt64(max(0, wait.milliseconds))
         return RainError(
@@ -391,6 +398,12 @@ public final class AppAccess: Sendable {
                 """, field: "script", reason: "script_not_verifiable")
         }
         let caller = try await identity(of: context)
+        // An unapproved program asking counts like one asking for itself: copies of it cannot keep
+        // the only prompt busy this way either.
+        if case .approved = decide(profile: profile, caller: caller) {
+        } else {
+            try await takePromptSlot(profile: profile, caller: caller)
+        }
         try await ask(
             action: "approve \(app.appPath) (\(app.hashDescription)) for the wallet profile", caller: caller, profile: profile)
         try update { $0.approve(profile: profile, caller: app, source: .prompt, at: clock.now) }

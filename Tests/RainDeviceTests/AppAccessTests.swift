@@ -171,6 +171,35 @@ struct AppAccessTests {
         try await w.access.confirmSensitive(action: "export the wallet's recovery phrase", profile: "p3", context: copies[3])
     }
 
+    @Test(
+        "a script's prompt on each connection and `apps approve` asked by an unapproved program count toward the 3 a minute; an approved program's `apps approve` does not"
+    )
+    func everyUnapprovedPromptCounts() async throws {
+        let clock = ManualClock()
+        let w = try Self.world(clock: clock)
+        w.prompt.script([nil, Self.dismissed, Self.dismissed])
+        // Approved first (one prompt), an owner asks for another app without limit.
+        let owner = Self.connect(w, 1, Self.app("/usr/bin/wallet", hash: 1))
+        try await w.access.authorize(profile: "p", context: owner)
+        // Two script connections (on profiles of their own: "p" has an owner) and one `apps approve`
+        // by an unapproved program: the 2nd–4th prompts.
+        _ = try? await w.access.authorize(profile: "s1", context: Self.connect(w, 2, Self.script(pid: 31)))
+        _ = try? await w.access.authorize(profile: "s2", context: Self.connect(w, 3, Self.script(pid: 32)))
+        #expect(w.prompt.asked.count == 3)
+        let stranger = Self.connect(w, 4, Self.app("/tmp/stranger", hash: 3, pid: 40))
+        let limited = await Self.reason { () async throws(RainError) in
+            try await w.access.approve(app: Self.app("/tmp/other", hash: 4), profile: "p", context: stranger)
+        }
+        #expect(limited == "prompt_rate_limited")
+        #expect(w.prompt.asked.count == 3)
+        // The owner's `apps approve` is not an unapproved program's prompt.
+        w.prompt.script([Self.dismissed])
+        let owned = await Self.reason { () async throws(RainError) in
+            try await w.access.approve(app: Self.app("/tmp/other", hash: 4), profile: "p", context: owner)
+        }
+        #expect(owned == "prompt_dismissed")
+    }
+
     static func error(_ body: () async throws(RainError) -> Void) async -> RainError? {
         do throws(RainError) {
             try await body()
