@@ -244,6 +244,21 @@ struct AccessibleBinaries {
     func runCLI(
         as uid: UInt32, socket: String, _ arguments: [String], environment: [String: String] = [:]
     ) async throws -> Result {
+        // A child another test spawned while these copies were written holds the copy's write
+        // descriptor between its fork and the close of everything past 2 before its exec: an exec
+        // of the copy in that instant fails with ETXTBSY ("Text file busy", exit 126), and again
+        // an instant later succeeds.
+        for _ in 0..<5 {
+            let result = try await runCLIOnce(as: uid, socket: socket, arguments, environment: environment)
+            guard result.status == 126, result.stderr.contains("Text file busy") else { return result }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await runCLIOnce(as: uid, socket: socket, arguments, environment: environment)
+    }
+
+    private func runCLIOnce(
+        as uid: UInt32, socket: String, _ arguments: [String], environment: [String: String]
+    ) async throws -> Result {
         let n = UUID().uuidString.prefix(8)
         let out = "\(directory)/cli-\(n).out"
         let err = "\(directory)/cli-\(n).err"

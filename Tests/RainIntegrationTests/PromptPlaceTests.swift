@@ -87,10 +87,11 @@ struct PromptPlaceTests {
         defer { user.close() }
         // The user's shell registers the terminal from its own session, then waits.
         let shell = URL(fileURLWithPath: "\(h.directory)/terminal-shell")
+        let output = "\(h.directory)/terminal-shell.out"
         let rainwallet = h.binaryDirectory.appendingPathComponent("rainwallet").path
         try """
         #!/bin/sh
-        exec /usr/bin/setsid -f -c /bin/sh -c '"$0" "$@" >/dev/null 2>&1; exec sleep 60' "\(rainwallet)" "$@"
+        exec /usr/bin/setsid -f -c /bin/sh -c '"$0" "$@" >"\(output).tmp" 2>&1; mv "\(output).tmp" "\(output)"; exec sleep 60' "\(rainwallet)" "$@"
         """.write(to: shell, atomically: true, encoding: .utf8)
         #expect(chmod(shell.path, 0o700) == 0)
         let fd = open(user.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -100,7 +101,9 @@ struct PromptPlaceTests {
             try await h.launchCLI(["prompt", "here"], program: shell, standardInput: input).finish(timeout: .seconds(20)).status
                 == 0)
         try input.close()
-        #expect(await eventually(timeout: .seconds(15)) { (try? await h.runCLI(["info"]))?.status == 0 })
+        // `setsid -f` returns at once: the registration is done when the shell has written its output.
+        #expect(await eventually(timeout: .seconds(15)) { FileManager.default.fileExists(atPath: output) })
+        #expect(DaemonHarness.readFile(output).contains(user.path), "\(DaemonHarness.readFile(output))")
 
         // Another program of the user, in a session of its own, holds the terminal open.
         let pidFile = "\(h.directory)/holder.pid"
