@@ -26,6 +26,29 @@ struct AccessAttackTests {
         }
     }
 
+    /// A daemon with `pinentry-tty` and no display, two copies of the CLI, and a terminal that A
+    /// registered for the prompts (the first place: trusted). The caller closes `pty` and shuts `h` down.
+    static func promptsOnATerminal() async throws -> (DaemonHarness, Int32, Apps, PseudoTerminal) {
+        let pinentry = "/usr/bin/pinentry-tty"
+        try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
+        let h = try await DaemonHarness.start(
+            config: PerAppAccessTests.config, environment: ["DISPLAY": nil], access: .enforced(pinentry: pinentry))
+        do {
+            let daemon = try #require(h.pid)
+            let apps = try await Apps.make(h)
+            let pty = try PseudoTerminal()
+            let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
+            #expect(fd >= 0)
+            let here = try await h.runCLI(
+                ["prompt", "here"], program: apps.a, standardInput: FileHandle(fileDescriptor: fd, closeOnDealloc: true))
+            #expect(here.status == 0, "\(here)")
+            return (h, daemon, apps, pty)
+        } catch {
+            h.shutdown()
+            throw error
+        }
+    }
+
     /// Waits for `client`'s prompt on `pty`, kills the client, and expects the prompt withdrawn:
     /// its pinentry gone and "withdrawn" said on the terminal.
     /// - Returns: what the prompt showed.
@@ -128,20 +151,11 @@ struct AccessAttackTests {
         "a client killed while its `apps approve` prompt is on screen withdraws it: pinentry gone, nothing approved, the next prompt shows"
     )
     func killedClientWithdrawsItsApproveAppPrompt() async throws {
-        let pinentry = "/usr/bin/pinentry-tty"
-        try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
-        let h = try await DaemonHarness.start(
-            config: PerAppAccessTests.config, environment: ["DISPLAY": nil], access: .enforced(pinentry: pinentry))
-        defer { h.shutdown() }
-        let daemon = try #require(h.pid)
-        let apps = try await Apps.make(h)
-        let pty = try PseudoTerminal()
-        defer { pty.close() }
-        let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        #expect(fd >= 0)
-        let here = try await h.runCLI(
-            ["prompt", "here"], program: apps.a, standardInput: FileHandle(fileDescriptor: fd, closeOnDealloc: true))
-        #expect(here.status == 0, "\(here)")
+        let (h, daemon, apps, pty) = try await Self.promptsOnATerminal()
+        defer {
+            pty.close()
+            h.shutdown()
+        }
 
         // A asks to approve B (Apps/Approve, open to any app: the prompt decides); A is killed while
         // the prompt waits for the code.
@@ -211,20 +225,11 @@ struct AccessAttackTests {
 
     @Test("a client killed while its prompt is on screen withdraws it: pinentry gone, nothing approved, the next prompt shows")
     func killedClientWithdrawsItsPrompt() async throws {
-        let pinentry = "/usr/bin/pinentry-tty"
-        try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
-        let h = try await DaemonHarness.start(
-            config: PerAppAccessTests.config, environment: ["DISPLAY": nil], access: .enforced(pinentry: pinentry))
-        defer { h.shutdown() }
-        let daemon = try #require(h.pid)
-        let apps = try await Apps.make(h)
-        let pty = try PseudoTerminal()
-        defer { pty.close() }
-        let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        #expect(fd >= 0)
-        let here = try await h.runCLI(
-            ["prompt", "here"], program: apps.a, standardInput: FileHandle(fileDescriptor: fd, closeOnDealloc: true))
-        #expect(here.status == 0, "\(here)")
+        let (h, daemon, apps, pty) = try await Self.promptsOnATerminal()
+        defer {
+            pty.close()
+            h.shutdown()
+        }
 
         // A's first call asks the user; A is killed while the prompt waits for the code.
         let first = try h.launchCLI(["status"], program: apps.a)
