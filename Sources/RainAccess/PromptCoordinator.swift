@@ -67,8 +67,6 @@ public actor PromptCoordinator {
     private var apps: [String: AppRecord] = [:]
     /// Where the blocking conversation with pinentry runs (never the Swift concurrency pool).
     private let queue = DispatchQueue(label: "rainwallet.prompt")
-    /// Where `/proc` is read before a prompt: not `queue`, which a prompt on screen holds.
-    private let scanQueue = DispatchQueue(label: "rainwallet.prompt.scan")
     /// Where the timeout fires: not `queue`, which is busy with the conversation it must end.
     private let timerQueue = DispatchQueue(label: "rainwallet.prompt.timer")
     /// At most this many apps are remembered with refusals (locked-out apps are always kept).
@@ -96,15 +94,6 @@ public actor PromptCoordinator {
     /// The pid of the pinentry on screen, if any (tests check it is gone after a withdrawal).
     package var activeProcessID: Int32? { active?.control.processID }
 
-    /// The multiplexer holding a terminal's other end, read from `/proc` on `scanQueue`: reading
-    /// every process's descriptors is blocking work, kept off the concurrency pool.
-    private func multiplexer(of path: String) async -> TerminalHolders.Holder? {
-        let queue = scanQueue
-        return await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: TerminalHolders.multiplexer(of: path)) }
-        }
-    }
-
     /// Asks the user to confirm `request`, and returns only when they typed the prompt's code.
     /// - Returns: where the prompt was shown.
     /// - Throws:
@@ -113,9 +102,8 @@ public actor PromptCoordinator {
     ///   - RAIN_401 reason `prompt_dismissed`, `prompt_timeout`, `prompt_wrong_code` (a refusal,
     ///     counted towards the lockout) or `prompt_withdrawn` (the task was cancelled);
     ///   - RAIN_404 `prompt_unavailable` when there is nowhere to ask; RAIN_202
-    ///     `prompt_target_caller_terminal` / `prompt_target_caller_session` /
-    ///     `prompt_terminal_shared` and RAIN_102 `prompt_target_invalid` for a terminal that may
-    ///     not be used;
+    ///     `prompt_target_caller_terminal` / `prompt_target_caller_session` and RAIN_102
+    ///     `prompt_target_invalid` for a terminal that may not be used;
     ///   - RAIN_102 `prompt_too_long` when the request cannot be shown in full (it is never cut);
     ///   - RAIN_501 `prompt_failed` when the pinentry program fails.
     public func confirm(_ request: PromptRequest) async throws(RainError) -> Confirmation {
@@ -127,7 +115,7 @@ public actor PromptCoordinator {
         request.notes = [settings.note].compactMap { $0 }
         var description = try request.description(code: code)
         let target = try targets.selected()
-        if case .terminal(let path, _) = target, let multiplexer = await multiplexer(of: path) {
+        if case .terminal(let path, _) = target, let multiplexer = TerminalHolders.multiplexer(of: path) {
             request.notes.append("\(multiplexer.command) (pid \(multiplexer.pid)) holds this terminal and can read the screen")
             description = try request.description(code: code)
         }
