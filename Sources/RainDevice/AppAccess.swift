@@ -438,6 +438,15 @@ public final class AppAccess: Sendable {
         try await identity(of: context)
     }
 
+    /// The caller's identity when nobody owns `profile` (no approval, no policy entry) and the
+    /// caller could be approved; nil otherwise. A read that claims nothing is answered then
+    /// without making the caller the owner (`RoutePolicy.claimsProfile`).
+    public func unownedReader(profile: String, context: CallerHandle) async throws(RainError) -> CallerIdentity? {
+        let caller = try await identity(of: context)
+        guard case .unowned = decide(profile: profile, caller: caller) else { return nil }
+        return caller
+    }
+
     // MARK: -
 
     private func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity {

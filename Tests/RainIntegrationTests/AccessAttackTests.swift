@@ -234,7 +234,7 @@ struct AccessAttackTests {
         }
 
         // A's first call asks the user; A is killed while the prompt waits for the code.
-        let first = try h.launchCLI(["status"], program: apps.a)
+        let first = try h.launchCLI(["code", "send", "--email", "withdrawn@example.com"], program: apps.a)
         _ = try await Self.killWhilePrompting(first, daemon: daemon, pty: pty)
 
         // Nothing was approved: the profile still has no app.
@@ -243,7 +243,7 @@ struct AccessAttackTests {
 
         // The next prompt is shown at once (no RAIN_302 prompt_busy), and its code approves A.
         pty.clearShown()
-        let second = try h.launchCLI(["status"], program: apps.a)
+        let second = try h.launchCLI(["code", "send", "--email", "withdrawn@example.com"], program: apps.a)
         let again = try #require(await pty.waitForText("and press Enter"), "no second prompt: \(pty.shown)")
         let code = try #require(again.matches(of: /type the code  (\S+)  and press/).last?.output.1)
         try pty.type(String(code) + "\n")

@@ -170,7 +170,7 @@ struct PerAppAccessTests {
         // Still nobody's: B, asking next, is the one asked about and approved.
         let list = try await h.runCLI(["--json", "apps", "list"], program: apps.b)
         #expect(list.status == 0 && !list.stdout.contains(apps.a.path), "\(list)")
-        let second = try await h.runCLI(["status"], program: apps.b)
+        let second = try await h.runCLI(["code", "send", "--email", "dismissed@example.com"], program: apps.b)
         #expect(second.status == 0, "\(second)")
         let owner = try await h.runCLI(["--json", "apps", "list"], program: apps.b)
         #expect(owner.stdout.contains(apps.b.path) && !owner.stdout.contains(apps.a.path), "\(owner)")
@@ -269,7 +269,7 @@ struct PerAppAccessTests {
         try terminal.close()
 
         // A's first call: the prompt appears on the terminal, and the code typed there approves A.
-        let first = try h.launchCLI(["status"], program: apps.a)
+        let first = try h.launchCLI(["code", "send", "--email", "real-pinentry@example.com"], program: apps.a)
         let shown = try #require(await pty.waitForText("and press Enter"), "no prompt on \(pty.path): \(pty.shown)")
         #expect(shown.contains(apps.a.path) && shown.contains("Profile: default"), "\(shown)")
         let code = try #require(shown.matches(of: /type the code  (\S+)  and press/).last?.output.1)

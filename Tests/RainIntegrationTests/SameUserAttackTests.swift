@@ -62,7 +62,9 @@ struct SameUserAttackTests {
         /// The copy of `rainwallet` becomes the default profile's app: the user confirms it on the
         /// (auto) prompt.
         func approveTheApp() async throws {
-            let status = try await bin.runCLI(as: OtherUser.uid, socket: socket, ["status"])
+            // A send uses the profile (status only looks, and claims nothing).
+            let status = try await bin.runCLI(
+                as: OtherUser.uid, socket: socket, ["code", "send", "--email", "same-user@example.com"])
             #expect(status.status == 0, "\(status)")
             #expect(prompts.contains("rainwallet"), "prompts: \(prompts)")
         }
@@ -293,10 +295,11 @@ struct SameUserAttackTests {
                 FileManager.default.createFile(
                     atPath: script, contents: Data(loader.utf8), attributes: [.posixPermissions: 0o644]))
         }
-        // A profile per run: the first app of a profile becomes its owner.
+        // A profile per run: the first app of a profile becomes its owner. A logout uses the
+        // profile (a GetState only looks, and claims nothing), and succeeds without a session.
         let name = "\(URL(fileURLWithPath: script).deletingPathExtension().lastPathComponent)-\(mode)"
         let request = WireRequest(
-            method: Method.sessionGetState, payload: try GetSessionStateRequest().encode(),
+            method: Method.authLogout, payload: try LogoutRequest().encode(),
             metadata: [MetadataEntry(key: profileMetadataKey, value: name)])
         let frameFile = "\(d.bin.directory)/frame-\(name)"
         #expect(
