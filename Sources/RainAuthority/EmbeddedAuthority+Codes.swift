@@ -145,7 +145,7 @@ extension EmbeddedAuthority {
     ///
     /// - Throws: RAIN_203 with `reason` wrong (and `attemptsRemaining`), locked, expired, used or
     ///   retired; RAIN_102 `no_pending_code` when the challenge never existed for this app and device;
-    ///   RAIN_302 `deviceKeyGuessWindow` or `sourceGuessWindow` (with a retry-after) when a
+    ///   RAIN_302 `device_key_guess_window` or `source_guess_window` (with a retry-after) when a
     ///   wrong-guess budget is spent, the code unchecked; RAIN_404 when the account has no wallet
     ///   record; RAIN_502 when the store fails.
     public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
@@ -315,7 +315,7 @@ extension EmbeddedAuthority {
 
     /// Takes a slot of the wrong-guess budgets for one code check; returns its id (nil when the
     /// budgets are off).
-    /// - Throws: RAIN_302 `deviceKeyGuessWindow` or `sourceGuessWindow` when a budget is spent.
+    /// - Throws: RAIN_302 `device_key_guess_window` or `source_guess_window` when a budget is spent.
     private func reserveGuess(_ guesser: CodeGuesser, challenge: ChallengeRecord, now: Date) async throws(RainError)
         -> String?
     {
