@@ -14,6 +14,9 @@ enum TerminalHolders {
         var command: String
 
         var description: String { "pid \(pid) (\(command))" }
+
+        /// What a prompt on a terminal this multiplexer holds says of it.
+        var screenNote: String { "\(command) (pid \(pid)) holds this terminal and can read the screen" }
     }
 
     /// Programs that hold a terminal's other end and keep what it shows: they can read the screen.

@@ -14,6 +14,9 @@ public protocol PromptPlaceRegistry: Sendable {
     /// - Throws: RAIN_102 for a terminal of the caller's own session or not a terminal; the
     ///   prompt's errors.
     func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String
+
+    /// Where the next prompt appears, and a terminal multiplexer that can read it there.
+    func place() async -> PromptPlaceReport
 }
 
 /// Everything per-app access needs in the device service.
@@ -128,6 +131,17 @@ extension DeviceService {
                         let terminal = try await access.prompts.register(
                             terminal: r.terminal, caller: identity, profile: call.profile)
                         return RegisterPromptResponse(terminal: terminal)
+                    })),
+            AnyRoute(
+                Route(
+                    Method.promptGet, GetPromptRequest.self, GetPromptResponse.self, policy: .read(isOpenToAnyApp: true),
+                    .actor { (_, call) throws(RainError) in
+                        let (access, _) = try required(call)
+                        let place = await access.prompts.place()
+                        return GetPromptResponse(
+                            terminal: place.terminal ?? "", hasDisplay: place.hasDisplay,
+                            multiplexer: place.multiplexer?.command ?? "",
+                            multiplexerPID: place.multiplexer.map { UInt32(clamping: $0.pid) } ?? 0)
                     })),
         ]
     }
