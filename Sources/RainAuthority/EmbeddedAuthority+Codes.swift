@@ -265,8 +265,43 @@ extension EmbeddedAuthority {
         let submitted = Self.isWellFormedCode(code) ? code : ""
         let actual = keys.codeHash(challengeID: challenge.id, code: submitted)
         guard constantTimeEquals(actual, challenge.codeHash), !submitted.isEmpty else {
+            if !submitted.isEmpty, try await isRetiredCode(submitted, replacedBy: challenge, now: now) {
+                await giveBack(slot, challenge)
+                throw retiredCode(challenge)
+            }
             throw try await wrongCode(challenge, now: now)
         }
+        await giveBack(slot, challenge)
+    }
+
+    /// How many of the codes a Resend replaced are compared before a code counts as wrong.
+    static let retiredCodesChecked = 3
+
+    /// Whether `code` is one a Resend replaced by `challenge` (same app, device and purpose, not
+    /// expired): the user typed the code of an earlier message. It is told so, and the pending
+    /// code loses no attempt. Only a code that was really sent matches, so a guess gains nothing.
+    private func isRetiredCode(_ code: String, replacedBy challenge: ChallengeRecord, now: Date) async throws(RainError)
+        -> Bool
+    {
+        let retired = try await store.retiredChallenges(
+            appID: challenge.appID, deviceID: challenge.deviceID, purpose: challenge.purpose, now: now,
+            limit: Self.retiredCodesChecked)
+        return retired.contains { constantTimeEquals(keys.codeHash(challengeID: $0.id, code: code), $0.codeHash) }
+    }
+
+    /// RAIN_203 `retired`: the code typed is one a newer code replaced; `attemptsRemaining` is
+    /// the pending code's, untouched.
+    func retiredCode(_ challenge: ChallengeRecord) -> RainError {
+        RainError(
+            .invalidLoginCode,
+            "that code was replaced by a newer one: use the code of the latest message (no attempt was used)",
+            details: RainError.Details(
+                attemptsRemaining: UInt32(max(0, max(1, settings.maxWrongAttempts) - challenge.wrongAttempts)),
+                reason: "retired"))
+    }
+
+    /// Gives a guess slot back: only wrong codes spend the budgets.
+    private func giveBack(_ slot: String?, _ challenge: ChallengeRecord) async {
         if let slot {
             // Only wrong codes spend the budgets. Should this fail, the slot counts one guess too
             // many for an hour: the code was right, so the confirm goes on.

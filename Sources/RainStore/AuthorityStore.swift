@@ -66,6 +66,11 @@ package protocol AuthorityStore: Sendable {
     /// The challenge with this id, whatever its state, or nil.
     func challenge(id: String) async throws(RainError) -> ChallengeRecord?
 
+    /// The retired challenges of `purpose` for one app on one device that have not expired at
+    /// `now`, newest first, at most `limit` (the codes a Resend replaced).
+    func retiredChallenges(appID: String, deviceID: String, purpose: ChallengePurpose, now: Date, limit: Int)
+        async throws(RainError) -> [ChallengeRecord]
+
     /// Takes a slot of the wrong-guess budgets for a code about to be checked, in one transaction
     /// under the source's and the device key's locks (so concurrent checks never both take the last
     /// slot): counts the stored guesses of `guess.deviceKey` and of `guess.source` within

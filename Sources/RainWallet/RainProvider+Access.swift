@@ -42,9 +42,15 @@ extension RainProvider {
         ).confirmedDigest
     }
 
-    /// Shows the daemon's prompts on `terminal` from now on (confirmed on the current place).
-    nonisolated(nonsending) package func registerPrompt(terminal: String) async throws(RainError) -> String {
-        try await call(Method.promptRegister, RegisterPromptRequest(terminal: terminal), as: RegisterPromptResponse.self).terminal
+    /// Shows the daemon's prompts on `terminal` from now on (confirmed on the current place or the
+    /// display, else by the place `secret`).
+    nonisolated(nonsending) package func registerPrompt(terminal: String, secret: String? = nil) async throws(RainError)
+        -> String
+    {
+        try await call(
+            Method.promptRegister, RegisterPromptRequest(terminal: terminal, secret: secret ?? ""),
+            as: RegisterPromptResponse.self
+        ).terminal
     }
 
     /// Where the next prompt appears (the registered terminal, else the display), and a terminal

@@ -27,7 +27,7 @@ struct AccessAttackTests {
     }
 
     /// A daemon with `pinentry-tty` and no display, two copies of the CLI, and a terminal that A
-    /// registered for the prompts (the first place: trusted). The caller closes `pty` and shuts `h` down.
+    /// registered for the prompts (the first place: trusted, with a place secret chosen). The caller closes `pty` and shuts `h` down.
     static func promptsOnATerminal() async throws -> (DaemonHarness, Int32, Apps, PseudoTerminal) {
         let pinentry = "/usr/bin/pinentry-tty"
         try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
@@ -39,8 +39,10 @@ struct AccessAttackTests {
             let pty = try PseudoTerminal()
             let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
             #expect(fd >= 0)
-            let here = try await h.runCLI(
+            let registering = try h.launchCLI(
                 ["prompt", "here"], program: apps.a, standardInput: FileHandle(fileDescriptor: fd, closeOnDealloc: true))
+            #expect(try await pty.choosePlaceSecret(), "\(pty.shown)")
+            let here = try await registering.finish(timeout: .seconds(20))
             #expect(here.status == 0, "\(here)")
             return (h, daemon, apps, pty)
         } catch {

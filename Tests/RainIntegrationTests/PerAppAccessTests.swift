@@ -256,11 +256,13 @@ struct PerAppAccessTests {
         let pty = try PseudoTerminal()
         defer { pty.close() }
 
-        // `prompt here` from the terminal (the first place: trusted, audited).
+        // `prompt here` from the terminal (the first place: trusted, audited; a place secret chosen).
         let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         #expect(fd >= 0)
         let terminal = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        let here = try await h.runCLI(["prompt", "here"], program: apps.a, standardInput: terminal)
+        let registering = try h.launchCLI(["prompt", "here"], program: apps.a, standardInput: terminal)
+        #expect(try await pty.choosePlaceSecret(), "\(pty.shown)")
+        let here = try await registering.finish(timeout: .seconds(20))
         #expect(here.status == 0 && here.stdout.contains(pty.path), "\(here)")
         // Only the terminal's own side stays with the test (as with a terminal emulator): a process
         // holding the terminal itself outside its session stops every prompt there.

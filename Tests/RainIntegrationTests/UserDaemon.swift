@@ -214,6 +214,9 @@ struct UserPromptTerminal {
                 as: OtherUser.uid, executable: script, [pty.path, out, pidFile, d.approvedApp, d.socket], home: d.home,
                 log: "\(d.home)/prompt-shell-\(n).log")
             _ = await starter.waitForExit(timeout: .seconds(20))
+            // The first place: the user chooses the place secret on it.
+            let chosen = try await pty.choosePlaceSecret()
+            try #require(chosen, "no place secret asked: \(pty.shown)\n\(DaemonHarness.readFile(out))")
             // `setsid -f` returns at once: the registration is done when the shell has moved its output.
             let registered = await eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: out) }
             try #require(
