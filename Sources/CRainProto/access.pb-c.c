@@ -638,6 +638,96 @@ void   rain__wallet__v1__register_prompt_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__register_prompt_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__get_prompt_request__init
+                     (Rain__Wallet__V1__GetPromptRequest         *message)
+{
+  static const Rain__Wallet__V1__GetPromptRequest init_value = RAIN__WALLET__V1__GET_PROMPT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__get_prompt_request__get_packed_size
+                     (const Rain__Wallet__V1__GetPromptRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__get_prompt_request__pack
+                     (const Rain__Wallet__V1__GetPromptRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__get_prompt_request__pack_to_buffer
+                     (const Rain__Wallet__V1__GetPromptRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__GetPromptRequest *
+       rain__wallet__v1__get_prompt_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__GetPromptRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__get_prompt_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__get_prompt_request__free_unpacked
+                     (Rain__Wallet__V1__GetPromptRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__get_prompt_response__init
+                     (Rain__Wallet__V1__GetPromptResponse         *message)
+{
+  static const Rain__Wallet__V1__GetPromptResponse init_value = RAIN__WALLET__V1__GET_PROMPT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__get_prompt_response__get_packed_size
+                     (const Rain__Wallet__V1__GetPromptResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__get_prompt_response__pack
+                     (const Rain__Wallet__V1__GetPromptResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__get_prompt_response__pack_to_buffer
+                     (const Rain__Wallet__V1__GetPromptResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__GetPromptResponse *
+       rain__wallet__v1__get_prompt_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__GetPromptResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__get_prompt_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__get_prompt_response__free_unpacked
+                     (Rain__Wallet__V1__GetPromptResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__get_prompt_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__app_entry__field_descriptors[7] =
 {
   {
@@ -1303,5 +1393,100 @@ const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_response__des
   rain__wallet__v1__register_prompt_response__field_indices_by_name,
   1,  rain__wallet__v1__register_prompt_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__register_prompt_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__get_prompt_request__field_descriptors NULL
+#define rain__wallet__v1__get_prompt_request__field_indices_by_name NULL
+#define rain__wallet__v1__get_prompt_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.GetPromptRequest",
+  "GetPromptRequest",
+  "Rain__Wallet__V1__GetPromptRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__GetPromptRequest),
+  0,
+  rain__wallet__v1__get_prompt_request__field_descriptors,
+  rain__wallet__v1__get_prompt_request__field_indices_by_name,
+  0,  rain__wallet__v1__get_prompt_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__get_prompt_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__get_prompt_response__field_descriptors[4] =
+{
+  {
+    "terminal",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetPromptResponse, terminal),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "has_display",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetPromptResponse, has_display),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "multiplexer",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetPromptResponse, multiplexer),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "multiplexer_pid",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetPromptResponse, multiplexer_pid),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__get_prompt_response__field_indices_by_name[] = {
+  1,   /* field[1] = has_display */
+  2,   /* field[2] = multiplexer */
+  3,   /* field[3] = multiplexer_pid */
+  0,   /* field[0] = terminal */
+};
+static const ProtobufCIntRange rain__wallet__v1__get_prompt_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.GetPromptResponse",
+  "GetPromptResponse",
+  "Rain__Wallet__V1__GetPromptResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__GetPromptResponse),
+  4,
+  rain__wallet__v1__get_prompt_response__field_descriptors,
+  rain__wallet__v1__get_prompt_response__field_indices_by_name,
+  1,  rain__wallet__v1__get_prompt_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__get_prompt_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -116,7 +116,7 @@ public actor PromptCoordinator {
         var description = try request.description(code: code)
         let target = try targets.selected()
         if case .terminal(let path, _) = target, let multiplexer = TerminalHolders.multiplexer(of: path) {
-            request.notes.append("\(multiplexer.command) (pid \(multiplexer.pid)) holds this terminal and can read the screen")
+            request.notes.append(multiplexer.screenNote)
             description = try request.description(code: code)
         }
         guard active == nil else {

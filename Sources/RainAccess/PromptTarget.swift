@@ -182,7 +182,8 @@ final class PromptTerminal {
             }
             // Before a prompt (not when a terminal is only checked for registering): any other
             // holder outside the registered shell's session could redraw the prompt or read the
-            // code typed. Said on the terminal too: the user sees why nothing was asked.
+            // code typed. Said on the terminal too: the user sees why nothing was asked. This
+            // process's children are its own (see `TerminalHolders.holders`).
             let foreign =
                 caller == nil
                 ? [] : TerminalHolders.holders(of: path, excluding: [getpid()]).filter { !sessions.contains($0.session) }
@@ -222,15 +223,15 @@ final class PromptTerminal {
             throw RainError(.internalError, "cannot list /proc to find the sessions of \(path)")
         }
         for entry in entries where entry.first?.isNumber == true {
-            guard let (session, terminal) = processTerminal("/proc/\(entry)/stat"), terminal != 0 else { continue }
-            if DeviceNumber(encoded: terminal) == device { sessions.insert(session) }
+            guard let stat = processTerminal("/proc/\(entry)/stat"), stat.terminal != 0 else { continue }
+            if DeviceNumber(encoded: stat.terminal) == device { sessions.insert(stat.session) }
         }
         return sessions
     }
 
-    /// The session id and `tty_nr` of `/proc/PID/stat`, or nil when it cannot be read (the
-    /// process is gone or not ours to read).
-    static func processTerminal(_ statPath: String) -> (session: Int32, terminal: UInt64)? {
+    /// The session id, `tty_nr` and parent's pid of `/proc/PID/stat`, or nil when it cannot be
+    /// read (the process is gone or not ours to read).
+    static func processTerminal(_ statPath: String) -> (session: Int32, terminal: UInt64, parent: Int32)? {
         guard let fd = try? Syscall.open(statPath, .readOnly) else { return nil }
         defer { Syscall.closeUnchecked(fd, because: .readOnly) }
         var bytes = [UInt8](repeating: 0, count: 1024)
@@ -242,8 +243,10 @@ final class PromptTerminal {
         guard let close = text.range(of: ")", options: .backwards) else { return nil }
         let fields = text[close.upperBound...].split(separator: " ")
         // state, ppid, pgrp, session, tty_nr
-        guard fields.count > 4, let session = Int32(fields[3]), let terminal = UInt64(fields[4]) else { return nil }
-        return (session, terminal)
+        guard fields.count > 4, let parent = Int32(fields[1]), let session = Int32(fields[3]),
+            let terminal = UInt64(fields[4])
+        else { return nil }
+        return (session, terminal, parent)
     }
 
     /// After a killed pinentry: puts the terminal's settings back (echo on) and tells the user why

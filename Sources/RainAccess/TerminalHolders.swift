@@ -14,19 +14,26 @@ enum TerminalHolders {
         var command: String
 
         var description: String { "pid \(pid) (\(command))" }
+
+        /// What a prompt on a terminal this multiplexer holds says of it.
+        var screenNote: String { "\(command) (pid \(pid)) holds this terminal and can read the screen" }
     }
 
     /// Programs that hold a terminal's other end and keep what it shows: they can read the screen.
     static let multiplexers: Set<String> = ["tmux", "tmux: server", "screen", "SCREEN", "zellij", "abduco", "dtach"]
 
-    /// The processes with a descriptor open on `path`, except those in `excluding`.
+    /// The processes with a descriptor open on `path`, except those in `excluding` and their
+    /// children. A child of the daemon is the daemon's own: a pinentry it started (the one of the
+    /// prompt before may still be exiting), or a child between its fork and its exec, which holds a
+    /// copy of every descriptor of the daemon, the prompt terminal's among them. No other process
+    /// can make itself the daemon's child.
     static func holders(of path: String, excluding: Set<Int32>) -> [Holder] {
         var found: [Holder] = []
         for pid in processes() where !excluding.contains(pid) {
             guard descriptors(of: pid).contains(where: { $0.target == path }),
-                let (session, _) = PromptTerminal.processTerminal("/proc/\(pid)/stat")
+                let stat = PromptTerminal.processTerminal("/proc/\(pid)/stat"), !excluding.contains(stat.parent)
             else { continue }
-            found.append(Holder(pid: pid, session: session, command: command(of: pid)))
+            found.append(Holder(pid: pid, session: stat.session, command: command(of: pid)))
         }
         return found
     }
@@ -40,9 +47,9 @@ enum TerminalHolders {
             guard multiplexers.contains(command) else { continue }
             for d in descriptors(of: pid) where d.target == "/dev/ptmx" || d.target == "/dev/pts/ptmx" {
                 guard ptyIndex(pid: pid, descriptor: d.number) == index,
-                    let (session, _) = PromptTerminal.processTerminal("/proc/\(pid)/stat")
+                    let stat = PromptTerminal.processTerminal("/proc/\(pid)/stat")
                 else { continue }
-                return Holder(pid: pid, session: session, command: command)
+                return Holder(pid: pid, session: stat.session, command: command)
             }
         }
         return nil

@@ -136,6 +136,16 @@ enum StatusCommand: CLICommand {
             sessionJSONFields + [
                 .init("storageProvider", "the daemon's key provider: tpm2, secret-service or file"),
                 .init("ptraceScope", Self.ptraceScopeField),
+                .init(
+                    "prompt", "where the next confirmation prompt appears, or null from a daemon that does not say",
+                    fields: [
+                        .init("terminal", "the registered terminal (rainwallet prompt here), or null"),
+                        .init("hasDisplay", "true when the daemon has a display (used when no terminal is registered)"),
+                        .init(
+                            "multiplexer",
+                            "a terminal multiplexer holding the terminal's other end, which can read the screen, or null",
+                            fields: [.init("command", "tmux, screen, …"), .init("pid", "its pid")]),
+                    ]),
             ]))
 
     /// What `ptraceScope` holds in `--json`.
@@ -147,18 +157,44 @@ enum StatusCommand: CLICommand {
         info.ptraceScope.isEmpty ? nil : "memory:         " + PtraceScope(wireValue: info.ptraceScope).explanation
     }
 
+    /// The `prompt` object of `--json`.
+    static func promptObject(_ place: RainPromptPlace) -> [String: Any?] {
+        [
+            "terminal": place.terminal.isEmpty ? nil : place.terminal, "hasDisplay": place.hasDisplay,
+            "multiplexer": place.multiplexer.isEmpty
+                ? nil : ["command": place.multiplexer, "pid": Int(place.multiplexerPID)] as [String: Any?],
+        ]
+    }
+
+    /// The line about where the next prompt appears, and who else can read it there.
+    static func promptLine(_ place: RainPromptPlace) -> String {
+        let label = "prompts:        "
+        guard !place.terminal.isEmpty else {
+            return label
+                + (place.hasDisplay ? "the display" : "none: run `rainwallet prompt here` in a terminal kept for prompts")
+        }
+        guard !place.multiplexer.isEmpty else { return label + "terminal \(place.terminal)" }
+        return label + "terminal \(place.terminal); \(place.multiplexer) (pid \(place.multiplexerPID)) holds its other end "
+            + "and can read the screen, the prompt's code included"
+    }
+
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         // A profile's stored session loads on first use: wait for it (up to 5 s) so status is settled.
         try await context.provider.awaitSessionRestore()
         let s = try await context.provider.currentSession()
         let info = try await context.provider.daemonInfo()
+        // A daemon without per-app access, or older than Prompt/Get, says nothing of its prompt.
+        let place = try? await context.provider.promptPlace()
         context.output.session(
             s,
             adding: [
                 "storageProvider": info.storageProvider.isEmpty ? nil : info.storageProvider,
                 "ptraceScope": info.ptraceScope.isEmpty ? nil : info.ptraceScope,
+                "prompt": place.map(promptObject),
             ])
-        if !context.output.isJSON, let memory = memoryLine(info) { context.output.line(memory) }
+        guard !context.output.isJSON else { return }
+        if let memory = memoryLine(info) { context.output.line(memory) }
+        if let place { context.output.line(promptLine(place)) }
     }
 }
 

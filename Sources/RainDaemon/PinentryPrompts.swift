@@ -197,6 +197,12 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
             details: RainError.Details(reason: PromptReason.secretToChoose, field: "secret"))
     }
 
+    func place() async -> PromptPlaceReport {
+        // Without a pinentry no prompt appears anywhere.
+        guard let coordinator else { return PromptPlaceReport() }
+        return await PromptPlaceReport.read(coordinator.currentTargets)
+    }
+
     static func noPinentry() -> RainError {
         RainError(
             .unavailable,

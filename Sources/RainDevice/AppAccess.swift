@@ -166,6 +166,10 @@ public final class AppAccess: Sendable {
         let caller = try await identity(of: context)
         let decision = decide(profile: profile, caller: caller)
         if caller.script != nil, Self.isAskedPerConnection(decision) {
+            // Once per connection: a call the user confirms comes through here again before its
+            // own prompt, and must not ask about the connection (nor take a prompt of the uid's
+            // few a minute) a second time.
+            if isApproved(connection: context.connection, profile: profile) { return caller }
             try await askForConnection(profile: profile, caller: caller)
             remember(profile, for: context.connection)
             return caller

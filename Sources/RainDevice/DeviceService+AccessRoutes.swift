@@ -17,6 +17,9 @@ public protocol PromptPlaceRegistry: Sendable {
     ///   prompt's errors.
     func register(terminal: String, secret: String?, caller: CallerIdentity, profile: String) async throws(RainError)
         -> String
+
+    /// Where the next prompt appears, and a terminal multiplexer that can read it there.
+    func place() async -> PromptPlaceReport
 }
 
 /// Everything per-app access needs in the device service.
@@ -132,6 +135,17 @@ extension DeviceService {
                             terminal: r.terminal, secret: r.secret.isEmpty ? nil : r.secret, caller: identity,
                             profile: call.profile)
                         return RegisterPromptResponse(terminal: terminal)
+                    })),
+            AnyRoute(
+                Route(
+                    Method.promptGet, GetPromptRequest.self, GetPromptResponse.self, policy: .read(isOpenToAnyApp: true),
+                    .actor { (_, call) throws(RainError) in
+                        let (access, _) = try required(call)
+                        let place = await access.prompts.place()
+                        return GetPromptResponse(
+                            terminal: place.terminal ?? "", hasDisplay: place.hasDisplay,
+                            multiplexer: place.multiplexer?.command ?? "",
+                            multiplexerPID: place.multiplexer.map { UInt32(clamping: $0.pid) } ?? 0)
                     })),
         ]
     }

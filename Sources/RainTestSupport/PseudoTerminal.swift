@@ -23,6 +23,10 @@ public final class PseudoTerminal: Sendable {
 
     deinit { close() }
 
+    /// The master's descriptor, for a test that hands a copy to a program (one that stands in for a
+    /// terminal multiplexer holding this terminal's other end). Valid until `close`.
+    package var masterDescriptor: Int32 { master }
+
     /// Closes the master (the program on the terminal side then reads end of file or gets `EIO`).
     public func close() {
         let wasClosed = state.withLock { s in

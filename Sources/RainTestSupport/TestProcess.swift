@@ -21,6 +21,9 @@ public final class TestProcess: Sendable {
         case text(String)
         /// A pipe: `TestProcess.input` is its write end, for the test to write to and close.
         case pipe
+        /// A copy of this open descriptor, which the caller keeps and closes (a pseudo-terminal's
+        /// master for a program that stands in for a terminal multiplexer).
+        case descriptor(Int32)
     }
 
     /// Where standard output or standard error goes.
@@ -79,6 +82,11 @@ public final class TestProcess: Sendable {
                     throw error
                 }
             }
+        case .descriptor(let fd):
+            child = try ChildProcess(
+                spawning: url, arguments: arguments, environment: environment, standardInput: fd, standardOutput: out,
+                standardError: err)
+            input = nil
         case .null, .file, .text:
             let path: String
             switch stdin {

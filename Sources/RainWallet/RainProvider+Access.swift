@@ -6,6 +6,8 @@ package import RainWire
 package typealias RainAppEntry = RainWire.AppEntry
 /// The guarded security settings: the confirmed digest and the changes waiting.
 package typealias RainSettingsStatus = RainWire.GetSettingsResponse
+/// Where the next prompt appears, and a terminal multiplexer that can read it there.
+package typealias RainPromptPlace = RainWire.GetPromptResponse
 
 /// Per-app access, for `rainwallet apps`, `settings` and `prompt`. Every change is
 /// confirmed by the user on the daemon's prompt, never by the caller.
@@ -49,5 +51,13 @@ extension RainProvider {
             Method.promptRegister, RegisterPromptRequest(terminal: terminal, secret: secret ?? ""),
             as: RegisterPromptResponse.self
         ).terminal
+    }
+
+    /// Where the next prompt appears (the registered terminal, else the display), and a terminal
+    /// multiplexer holding that terminal's other end, which can read the screen.
+    /// - Throws: RAIN_102 `per_app_access_off` from a daemon without per-app access, or the
+    ///   unknown-method error from one older than `Prompt/Get`.
+    nonisolated(nonsending) package func promptPlace() async throws(RainError) -> RainPromptPlace {
+        try await call(Method.promptGet, GetPromptRequest(), as: GetPromptResponse.self)
     }
 }

@@ -54,6 +54,59 @@ struct PromptTargetTests {
         #expect(throws: RainError.unauthorized) { try PromptTarget.terminal(path: pty.path, term: "vt100").prepare(for: own) }
     }
 
+    @Test(
+        "a process outside the terminal's session holding it refuses the prompt (RAIN_202 prompt_terminal_shared), unless it is this process's child: its pinentry, or a child between its fork and its exec"
+    )
+    func foreignHoldersButNotOwnChildren() async throws {
+        let pty = try PseudoTerminal()
+        func holds(_ pid: Int32) -> Bool { TerminalHolders.descriptors(of: pid).contains { $0.target == pty.path } }
+        // The terminal's session, as its shell holds it.
+        let shell = try SessionLeader(terminal: pty.path)
+        defer { shell.stop() }
+        _ = try #require(await shell.waitForTerminal())
+        let stranger = PromptFixture.caller(pid: 1, controllingTerminal: 0, sessionID: shell.pid + 100_000)
+        let target = PromptTarget.terminal(path: pty.path, term: "vt100")
+        _ = try target.prepare(for: stranger)
+
+        // A child of this process, in a session of its own (the terminal is the shell's already).
+        let child = try SessionLeader(terminal: pty.path)
+        defer { child.stop() }
+        #expect(await Self.waitUntil { holds(child.pid) })
+        _ = try target.prepare(for: stranger)
+
+        // The same, orphaned (its parent exits at once): another process's.
+        let pidFile = NSTemporaryDirectory() + "holder-\(UUID().uuidString.prefix(8))"
+        defer { unlink(pidFile) }
+        let null = try Syscall.open("/dev/null", .readWrite)
+        defer { Syscall.closeUnchecked(null, because: .readOnly) }
+        let parent = try Syscall.spawn(
+            "/bin/sh", arguments: ["-c", "/bin/sleep 30 < \(pty.path) & echo $! > \(pidFile)"], environment: [:],
+            standardInput: null, standardOutput: null)
+        _ = try Syscall.waitForExit(parent)
+        let written = (try? String(contentsOfFile: pidFile, encoding: .utf8)) ?? ""
+        let orphan = try #require(Int32(written.trimmingCharacters(in: .whitespacesAndNewlines)), "pid file: \(written)")
+        defer { kill(orphan, SIGKILL) }
+        #expect(await Self.waitUntil { holds(orphan) })
+        do {
+            _ = try target.prepare(for: stranger)
+            Issue.record("a prompt was prepared on a terminal another process holds")
+        } catch {
+            #expect(error.code == .unauthorized)
+            #expect(error.details.reason == PromptReason.terminalShared)
+            #expect(error.message.contains("pid \(orphan) (sleep)"), "\(error.message)")
+        }
+    }
+
+    /// Polls `condition` until it holds, for up to 20 s.
+    static func waitUntil(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !condition() {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
     @Test("a terminal of another uid, /dev/tty, /dev/null and paths outside /dev are refused (RAIN_102)")
     func invalidTerminals() throws {
         let caller = PromptFixture.caller()

@@ -433,6 +433,29 @@ struct AppAccessTests {
         #expect(w.access.list().approvals.owner(of: "p")?.appPath == "/usr/bin/wallet")
     }
 
+    @Test(
+        "a script's connection is asked about once: a call the user confirms on it asks only its action, and takes none of the uid's approval prompts"
+    )
+    func scriptConnectionAskedOnceBeforeConfirmedCalls() async throws {
+        let w = try Self.world()
+        w.prompt.script([nil, nil, nil, nil])
+        let script = Self.connect(w, 1, Self.script())
+        try await w.access.authorize(profile: "p", context: script)
+        // Three calls the user confirms: without the connection's answer kept, each would ask about
+        // the connection again, and the third such question would be the uid's 4th in a minute.
+        for _ in 0..<3 {
+            try await w.access.confirmSensitive(action: "add a backup contact to the account", profile: "p", context: script)
+        }
+        #expect(w.prompt.asked.count == 4, "\(w.prompt.asked)")
+        #expect(w.prompt.asked.dropFirst().allSatisfy { $0 == "add a backup contact to the account" }, "\(w.prompt.asked)")
+        // The other two approval prompts of the minute are still there.
+        w.prompt.script([nil, nil])
+        for n in 2...3 {
+            try await w.access.authorize(profile: "p", context: Self.connect(w, UInt64(n), Self.script(pid: Int32(30 + n))))
+        }
+        #expect(w.prompt.asked.count == 6, "\(w.prompt.asked)")
+    }
+
     @Test("where no prompt can be shown, a script is refused (no_prompt), never trusted on first use")
     func scriptWithoutPrompt() async throws {
         let w = try Self.world(prompt: false)

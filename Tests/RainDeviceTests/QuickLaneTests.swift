@@ -72,6 +72,8 @@ import Testing
         {
             throw RainError(.unauthorized, "no prompt places in this test")
         }
+
+        func place() async -> PromptPlaceReport { PromptPlaceReport() }
     }
 
     @Test("with per-app access, only a connection whose app is approved for the profile, and no longer once revoked")

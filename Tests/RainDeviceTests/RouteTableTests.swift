@@ -88,6 +88,7 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
             (Method.appsRevoke, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.settingsConfirm, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.promptRegister, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
+            (Method.promptGet, .read(isOpenToAnyApp: true)),
         ])
     func declaredPolicy(method: String, policy: RoutePolicy) async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: false)

@@ -149,69 +149,6 @@ struct AccessAttackTests {
         #expect(Self.has(entries, "app_refused", result: "refused", app: apps.b, reason: "app_not_approved"), "\(entries)")
     }
 
-    @Test(
-        "a client killed while its `apps approve` prompt is on screen withdraws it: pinentry gone, nothing approved, the next prompt shows"
-    )
-    func killedClientWithdrawsItsApproveAppPrompt() async throws {
-        let (h, daemon, apps, pty) = try await Self.promptsOnATerminal()
-        defer {
-            pty.close()
-            h.shutdown()
-        }
-
-        // A asks to approve B (Apps/Approve, open to any app: the prompt decides); A is killed while
-        // the prompt waits for the code.
-        let first = try h.launchCLI(["apps", "approve", apps.b.path], program: apps.a)
-        let asked = try await Self.killWhilePrompting(first, daemon: daemon, pty: pty)
-        #expect(asked.contains("approve \(apps.b.path)"), "\(asked)")
-
-        // Nothing was approved, and the next prompt is shown at once (no RAIN_302 prompt_busy):
-        // `apps revoke` of an app that is not approved is refused before any prompt, so `apps
-        // approve` again, answered with its code.
-        let list = try await h.runCLI(["--json", "apps", "list"], program: apps.a)
-        #expect(list.status == 0 && !list.stdout.contains(apps.b.path), "\(list)")
-        pty.clearShown()
-        let second = try h.launchCLI(["apps", "approve", apps.b.path], program: apps.a)
-        let again = try #require(await pty.waitForText("and press Enter"), "no second prompt: \(pty.shown)")
-        let code = try #require(again.matches(of: /type the code  (\S+)  and press/).last?.output.1)
-        try pty.type(String(code) + "\n")
-        let approved = try await second.finish(timeout: .seconds(20))
-        #expect(approved.status == 0 && !approved.stderr.contains("RAIN_302"), "\(approved)")
-
-        let entries = try await PerAppAccessTests.audit(h, apps.b)
-        #expect(
-            Self.has(entries, "prompt_result", result: "refused", app: apps.a, reason: "prompt_withdrawn", detail: "approve"),
-            "\(entries)")
-        #expect(h.log.contains("prompt.withdrawn"), "\(h.log)")
-    }
-
-    @Test(
-        "an app whose path holds ESC[2J, a newline and U+202E is refused; the daemon log shows its path escaped, none of them raw"
-    )
-    func hostileAppPathIsEscapedInTheLog() async throws {
-        let h = try await DaemonHarness.start(
-            config: PerAppAccessTests.config, access: .enforced(pinentry: DaemonHarness.autoPinentryName))
-        defer { h.shutdown() }
-        let directory = "\(h.directory)/evil\u{1B}[2J\nforged\u{202E}gpj"
-        let program = URL(fileURLWithPath: "\(directory)/wallet-app")
-        let source = h.binaryDirectory.appendingPathComponent("rainwallet")
-        try await onThread {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: source, to: program)
-        }
-        h.autoPinentryDismisses(true)
-        let refused = try await h.runCLI(["account"], program: program)
-        #expect(refused.status == 9 && refused.stderr.contains("RAIN_401"), "\(refused)")
-        #expect(h.answeredPrompts.count == 1, "\(h.answeredPrompts)")
-
-        let log = h.log
-        let escaped = #"evil\u{1B}[2J\nforged\u{202E}gpj/wallet-app"#
-        #expect(log.contains("prompt.refused app=\"\(h.directory)/\(escaped)\""), "\(log)")
-        #expect(!log.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" }, "\(log)")
-        // The newline did not start a line of its own.
-        #expect(!log.split(separator: "\n").contains { $0.hasPrefix("forged") }, "\(log)")
-    }
-
     /// The pids of `parent`'s children whose command name is `name`.
     static func children(of parent: Int32, named name: String) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []

@@ -227,7 +227,7 @@ struct AccessibleBinaries {
 
     func launch(
         as uid: UInt32, executable: String, _ arguments: [String], home: String, log: String, stdout: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], stdin: TestProcess.Input = .null
     ) throws -> TestProcess {
         let environment = [
             "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": "\(home)/xdg-config", "XDG_STATE_HOME": "\(home)/xdg-state",
@@ -237,7 +237,7 @@ struct AccessibleBinaries {
         if let stdout { _ = FileManager.default.createFile(atPath: stdout, contents: nil) }
         return try TestProcess(
             AccessTests.setprivPath, ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments,
-            environment: environment, stdout: .file(stdout ?? log), stderr: .file(log))
+            environment: environment, stdin: stdin, stdout: .file(stdout ?? log), stderr: .file(log))
     }
 
     /// Runs `rainwallet --socket SOCKET ARGS…` as `uid` and waits for it (at most 30 s).

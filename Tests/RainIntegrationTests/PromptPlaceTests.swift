@@ -110,67 +110,6 @@ struct PromptPlaceTests {
         #expect(wrong.count == 1 && wrong.first?.contains(#""count":3"#) == true, "\(audit.stdout)")
         #expect(lines.filter { $0.contains("prompt_move_requested") }.count == 1, "\(audit.stdout)")
     }
-
-    @Test(
-        "a process outside the registered shell's session that holds the prompt terminal open stops the prompt (RAIN_202 prompt_terminal_shared, said on the terminal); once it is gone the prompt shows"
-    )
-    func foreignHolderStopsThePrompt() async throws {
-        let pinentry = "/usr/bin/pinentry-tty"
-        try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
-        let h = try await DaemonHarness.start(environment: ["DISPLAY": nil], access: .enforced(pinentry: pinentry))
-        defer { h.shutdown() }
-        let user = try PseudoTerminal()
-        defer { user.close() }
-        // The user's shell registers the terminal from its own session, then waits.
-        let shell = URL(fileURLWithPath: "\(h.directory)/terminal-shell")
-        let output = "\(h.directory)/terminal-shell.out"
-        let rainwallet = h.binaryDirectory.appendingPathComponent("rainwallet").path
-        try """
-        #!/bin/sh
-        exec /usr/bin/setsid -f -c /bin/sh -c '"$0" "$@" >"\(output).tmp" 2>&1; mv "\(output).tmp" "\(output)"; exec sleep 60' "\(rainwallet)" "$@"
-        """.write(to: shell, atomically: true, encoding: .utf8)
-        #expect(chmod(shell.path, 0o700) == 0)
-        let fd = open(user.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        #expect(fd >= 0)
-        let input = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        #expect(
-            try await h.launchCLI(["prompt", "here"], program: shell, standardInput: input).finish(timeout: .seconds(20)).status
-                == 0)
-        try input.close()
-        #expect(try await user.choosePlaceSecret(), "\(user.shown)")
-        // `setsid -f` returns at once: the registration is done when the shell has written its output.
-        #expect(await eventually(timeout: .seconds(15)) { FileManager.default.fileExists(atPath: output) })
-        #expect(DaemonHarness.readFile(output).contains(user.path), "\(DaemonHarness.readFile(output))")
-
-        // Another program of the user, in a session of its own, holds the terminal open.
-        let pidFile = "\(h.directory)/holder.pid"
-        let starter = try TestProcess(
-            "/usr/bin/setsid", ["-f", "/bin/sh", "-c", "echo $$ > \(pidFile); exec sleep 60 < \(user.path)"])
-        _ = await starter.waitForExit(timeout: .seconds(10))
-        #expect(
-            await eventually(timeout: .seconds(10)) {
-                Int32(DaemonHarness.readFile(pidFile).trimmingCharacters(in: .whitespacesAndNewlines)) != nil
-            })
-        let holder = Int32(DaemonHarness.readFile(pidFile).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-        defer { if holder > 0 { kill(holder, SIGKILL) } }
-        #expect(await eventually(timeout: .seconds(10)) { TestSupportProc.holds(pid: holder, path: user.path) })
-        // `apps approve` asks the user every time.
-        let refused = try await h.runCLI(["apps", "approve", "/bin/true"])
-        #expect(
-            refused.status == 5 && refused.stderr.contains("RAIN_202") && refused.stderr.contains("is held open by"), "\(refused)"
-        )
-        #expect(await user.waitForText("no prompt shown here") != nil, "\(user.shown)")
-        #expect(!user.shown.contains("and press Enter"), "\(user.shown)")
-
-        // Once it is gone, the prompt shows (and the user dismisses it).
-        kill(holder, SIGKILL)
-        #expect(await eventually(timeout: .seconds(10)) { !TestSupportProc.holds(pid: holder, path: user.path) })
-        let asking = try h.launchCLI(["apps", "approve", "/bin/true"])
-        #expect(await user.waitForText("and press Enter") != nil, "\(user.shown)")
-        try user.type([4])
-        let dismissed = try await asking.finish(timeout: .seconds(20))
-        #expect(dismissed.status == 9, "\(dismissed)")
-    }
 }
 
 /// What `/proc` says about a test's own child processes.

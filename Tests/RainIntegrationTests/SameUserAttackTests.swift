@@ -17,65 +17,6 @@ import Testing
     "Same user: a connection speaks only for the process that opened it",
     .enabled(if: OtherUser.unavailableReason == nil, "needs a second uid: root and /usr/bin/setpriv (CI runs as root)"))
 struct SameUserAttackTests {
-    /// A daemon of `OtherUser`, with per-app access enforced and the auto-confirming pinentry, in a
-    /// directory of copies of the binaries that uid can run.
-    struct UserDaemon {
-        let bin: AccessibleBinaries
-        let home: String
-        let socket: String
-        let daemon: TestProcess
-        var log: String { DaemonHarness.readFile("\(home)/daemon.log") }
-        var prompts: String { DaemonHarness.readFile("\(home)/prompts.log") }
-        var approvedApp: String { "\(bin.directory)/rainwallet" }
-
-        /// - Parameter apps: `access.apps` of the machine's policy (JSON) for the binaries' directory, if any.
-        static func start(apps: ((String) -> String)? = nil) async throws -> UserDaemon {
-            let bin = try await AccessibleBinaries.make()
-            let home = "\(bin.directory)/home"
-            try OtherUser.makeDirectory(home, mode: 0o700)
-            let pinentry = "\(bin.directory)/pinentry-auto"
-            #expect(
-                FileManager.default.createFile(
-                    atPath: pinentry,
-                    contents: Data(
-                        DaemonHarness.autoPinentryScript(log: "\(home)/prompts.log", cancelFlag: "\(home)/cancel").utf8),
-                    attributes: [.posixPermissions: 0o755]))
-            let policy = "\(bin.directory)/policy.json"
-            #expect(
-                FileManager.default.createFile(
-                    atPath: policy,
-                    contents: Data(
-                        #"{"access": {"pinentry": "\#(pinentry)"\#(apps.map { ", \"apps\": \($0(bin.directory))" } ?? "")}}"#.utf8
-                    ),
-                    attributes: [.posixPermissions: 0o644]))
-            let socket = "\(home)/rainwalletd.sock"
-            let daemon = try bin.launch(
-                as: OtherUser.uid, executable: "\(bin.directory)/rainwalletd-test",
-                ["--socket", socket, "--state-dir", "\(home)/state", "--policy", policy], home: home,
-                log: "\(home)/daemon.log", environment: ["DISPLAY": ":rainwallet-test"])
-            let d = UserDaemon(bin: bin, home: home, socket: socket, daemon: daemon)
-            let ready = await eventually(timeout: .seconds(20)) { d.log.contains("daemon.ready") || !daemon.isRunning }
-            try #require(ready && daemon.isRunning, "daemon log:\n\(d.log)")
-            return d
-        }
-
-        /// The copy of `rainwallet` becomes the default profile's app: the user confirms it on the
-        /// (auto) prompt.
-        func approveTheApp() async throws {
-            // A send uses the profile (status only looks, and claims nothing).
-            let status = try await bin.runCLI(
-                as: OtherUser.uid, socket: socket, ["code", "send", "--email", "same-user@example.com"])
-            #expect(status.status == 0, "\(status)")
-            #expect(prompts.contains("rainwallet"), "prompts: \(prompts)")
-        }
-
-        func stop() {
-            daemon.signal(SIGKILL)
-            _ = daemon.waitForExitBlocking(timeout: .seconds(5))
-            bin.remove()
-        }
-    }
-
     /// Connects, then (per `mode`) writes `frame`, forks a child that keeps the socket, and execs
     /// the approved app in the parent, so the connection's pid becomes the approved app's. The
     /// child waits for `OUT.go`, writes `frame` (unless already written), and saves the answer

@@ -55,6 +55,8 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     ConfirmSettingsResponse(confirmedDigest: "cd"),
     RegisterPromptRequest(terminal: "/dev/pts/3"),
     RegisterPromptResponse(terminal: "/dev/pts/3"),
+    GetPromptRequest(),
+    GetPromptResponse(terminal: "/dev/pts/3", hasDisplay: true, multiplexer: "tmux", multiplexerPID: 4242),
     // proto/audit.proto
     ReadAuditLogRequest(sinceMilliseconds: 1_800_000_000_123, isVerifyRequested: true),
     ReadAuditLogResponse(

@@ -49,7 +49,7 @@ SECRET_SUFFIXES = ("_token", "_private_key", "_private_key_hex", "_secret", "_ke
 # Words spelled in capitals when they are not the first word of a name, and abbreviations spelled out.
 INITIALISMS = {
     "id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "json": "JSON", "http": "HTTP", "tls": "TLS",
-    "ms": "Milliseconds",
+    "pid": "PID", "ms": "Milliseconds",
 }
 
 # .swift-format's lineLength.

@@ -30,6 +30,8 @@ typedef struct Rain__Wallet__V1__ConfirmSettingsRequest Rain__Wallet__V1__Confir
 typedef struct Rain__Wallet__V1__ConfirmSettingsResponse Rain__Wallet__V1__ConfirmSettingsResponse;
 typedef struct Rain__Wallet__V1__RegisterPromptRequest Rain__Wallet__V1__RegisterPromptRequest;
 typedef struct Rain__Wallet__V1__RegisterPromptResponse Rain__Wallet__V1__RegisterPromptResponse;
+typedef struct Rain__Wallet__V1__GetPromptRequest Rain__Wallet__V1__GetPromptRequest;
+typedef struct Rain__Wallet__V1__GetPromptResponse Rain__Wallet__V1__GetPromptResponse;
 
 
 /* --- enums --- */
@@ -292,6 +294,45 @@ struct  Rain__Wallet__V1__RegisterPromptResponse
 #define RAIN__WALLET__V1__REGISTER_PROMPT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__register_prompt_response__descriptor) \
     , (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Prompt/Get: where the next prompt appears, and a program that can read it there.
+ */
+struct  Rain__Wallet__V1__GetPromptRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__GET_PROMPT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_prompt_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__GetPromptResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The registered terminal the next prompt appears on ("/dev/pts/3"); empty when none is registered.
+   */
+  char *terminal;
+  /*
+   * Whether the daemon has a display; prompts appear there when no terminal is registered.
+   */
+  protobuf_c_boolean has_display;
+  /*
+   * The terminal multiplexer holding the registered terminal's other end ("tmux"): it keeps what
+   * the terminal shows, so it can read the screen, a prompt's code included. Empty when the daemon
+   * sees none (one of another uid, or one that is not dumpable, is not seen).
+   */
+  char *multiplexer;
+  /*
+   * The multiplexer's pid; 0 when `multiplexer` is empty.
+   */
+  uint32_t multiplexer_pid;
+};
+#define RAIN__WALLET__V1__GET_PROMPT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_prompt_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 /* Rain__Wallet__V1__AppEntry methods */
@@ -560,6 +601,44 @@ Rain__Wallet__V1__RegisterPromptResponse *
 void   rain__wallet__v1__register_prompt_response__free_unpacked
                      (Rain__Wallet__V1__RegisterPromptResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__GetPromptRequest methods */
+void   rain__wallet__v1__get_prompt_request__init
+                     (Rain__Wallet__V1__GetPromptRequest         *message);
+size_t rain__wallet__v1__get_prompt_request__get_packed_size
+                     (const Rain__Wallet__V1__GetPromptRequest   *message);
+size_t rain__wallet__v1__get_prompt_request__pack
+                     (const Rain__Wallet__V1__GetPromptRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__get_prompt_request__pack_to_buffer
+                     (const Rain__Wallet__V1__GetPromptRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__GetPromptRequest *
+       rain__wallet__v1__get_prompt_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__get_prompt_request__free_unpacked
+                     (Rain__Wallet__V1__GetPromptRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__GetPromptResponse methods */
+void   rain__wallet__v1__get_prompt_response__init
+                     (Rain__Wallet__V1__GetPromptResponse         *message);
+size_t rain__wallet__v1__get_prompt_response__get_packed_size
+                     (const Rain__Wallet__V1__GetPromptResponse   *message);
+size_t rain__wallet__v1__get_prompt_response__pack
+                     (const Rain__Wallet__V1__GetPromptResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__get_prompt_response__pack_to_buffer
+                     (const Rain__Wallet__V1__GetPromptResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__GetPromptResponse *
+       rain__wallet__v1__get_prompt_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__get_prompt_response__free_unpacked
+                     (Rain__Wallet__V1__GetPromptResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AppEntry_Closure)
@@ -604,6 +683,12 @@ typedef void (*Rain__Wallet__V1__RegisterPromptRequest_Closure)
 typedef void (*Rain__Wallet__V1__RegisterPromptResponse_Closure)
                  (const Rain__Wallet__V1__RegisterPromptResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__GetPromptRequest_Closure)
+                 (const Rain__Wallet__V1__GetPromptRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__GetPromptResponse_Closure)
+                 (const Rain__Wallet__V1__GetPromptResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -624,6 +709,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_settings_reque
 extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_settings_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -207,6 +207,34 @@ public struct RegisterPromptResponse: WireMessage, Hashable {
     }
 }
 
+/// /rain.wallet.v1.Prompt/Get: where the next prompt appears, and a program that can read it there.
+public struct GetPromptRequest: WireMessage, Hashable {
+    /// A `GetPromptRequest`; an argument left out is its proto3 default.
+    public init() {}
+}
+
+/// The `GetPromptResponse` message.
+public struct GetPromptResponse: WireMessage, Hashable {
+    /// The registered terminal the next prompt appears on ("/dev/pts/3"); empty when none is registered.
+    public var terminal: String
+    /// Whether the daemon has a display; prompts appear there when no terminal is registered.
+    public var hasDisplay: Bool
+    /// The terminal multiplexer holding the registered terminal's other end ("tmux"): it keeps what
+    /// the terminal shows, so it can read the screen, a prompt's code included. Empty when the daemon
+    /// sees none (one of another uid, or one that is not dumpable, is not seen).
+    public var multiplexer: String
+    /// The multiplexer's pid; 0 when `multiplexer` is empty.
+    public var multiplexerPID: UInt32
+
+    /// A `GetPromptResponse`; an argument left out is its proto3 default.
+    public init(terminal: String = "", hasDisplay: Bool = false, multiplexer: String = "", multiplexerPID: UInt32 = 0) {
+        self.terminal = terminal
+        self.hasDisplay = hasDisplay
+        self.multiplexer = multiplexer
+        self.multiplexerPID = multiplexerPID
+    }
+}
+
 extension AppEntry {
     /// Decodes a `AppEntry`.
     /// - Throws: RAIN_102 for bytes that are not a `AppEntry`, or a string with NUL or not UTF-8.
@@ -642,6 +670,65 @@ extension RegisterPromptResponse {
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RegisterPromptResponse {
         var m = cMessage(rain__wallet__v1__register_prompt_response__init)
         m.terminal = try arena.string(self.terminal, field: "terminal")
+        return m
+    }
+}
+
+extension GetPromptRequest {
+    /// Decodes a `GetPromptRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `GetPromptRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetPromptRequest {
+        try unpackMessage(bytes, name: "GetPromptRequest", rain__wallet__v1__get_prompt_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `GetPromptRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        []  // no fields: no bytes
+    }
+
+    /// Copies a C `GetPromptRequest` (its strings checked).
+    init(c _: UnsafeMutablePointer<Rain__Wallet__V1__GetPromptRequest>) throws(RainError) { self.init() }
+
+    /// The C `GetPromptRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__GetPromptRequest {
+        cMessage(rain__wallet__v1__get_prompt_request__init)
+    }
+}
+
+extension GetPromptResponse {
+    /// Decodes a `GetPromptResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `GetPromptResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> GetPromptResponse {
+        try unpackMessage(bytes, name: "GetPromptResponse", rain__wallet__v1__get_prompt_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `GetPromptResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `GetPromptResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__GetPromptResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            terminal: try readString(m.terminal, field: "terminal"),
+            hasDisplay: m.has_display != 0,
+            multiplexer: try readString(m.multiplexer, field: "multiplexer"),
+            multiplexerPID: m.multiplexer_pid)
+    }
+
+    /// The C `GetPromptResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__GetPromptResponse {
+        var m = cMessage(rain__wallet__v1__get_prompt_response__init)
+        m.terminal = try arena.string(self.terminal, field: "terminal")
+        m.has_display = self.hasDisplay ? 1 : 0
+        m.multiplexer = try arena.string(self.multiplexer, field: "multiplexer")
+        m.multiplexer_pid = self.multiplexerPID
         return m
     }
 }

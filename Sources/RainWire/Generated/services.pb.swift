@@ -117,6 +117,10 @@ public enum Method {
     ///
     /// `RegisterPromptRequest` → `RegisterPromptResponse`.
     public static let promptRegister = "/rain.wallet.v1.Prompt/Register"
+    /// Where the next prompt appears, and a terminal multiplexer that can read it there.
+    ///
+    /// `GetPromptRequest` → `GetPromptResponse`.
+    public static let promptGet = "/rain.wallet.v1.Prompt/Get"
     /// The daemon's audit log of sensitive operations, and its hash-chain check (the daemon's own uid
     /// only; open to any app).
     ///
@@ -166,6 +170,7 @@ public enum Method {
         MethodDeclaration(settingsGet, GetSettingsRequest.self, GetSettingsResponse.self),
         MethodDeclaration(settingsConfirm, ConfirmSettingsRequest.self, ConfirmSettingsResponse.self),
         MethodDeclaration(promptRegister, RegisterPromptRequest.self, RegisterPromptResponse.self),
+        MethodDeclaration(promptGet, GetPromptRequest.self, GetPromptResponse.self),
         MethodDeclaration(auditRead, ReadAuditLogRequest.self, ReadAuditLogResponse.self),
         MethodDeclaration(storageGetStatus, StorageStatusRequest.self, StorageStatusResponse.self),
         MethodDeclaration(storageBackup, StorageBackupRequest.self, StorageBackupResponse.self),
