@@ -232,12 +232,17 @@ public final class RainProvider: Sendable {
 
     /// Sends a 6-digit login code to `contact`. Calling again replaces the pending code (Resend).
     ///
+    /// - Returns: the contact as the daemon normalized it and when the code expires (the mobile
+    ///   SDK returns nothing: ignore it and the call reads the same).
     /// - Throws: RAIN_102 for an invalid email or phone number (E.164; `(0)` refused), before any
     ///   request; RAIN_302 when rate limited; RAIN_501 when delivery failed; RAIN_101 when the
     ///   daemon is not running.
-    nonisolated(nonsending) public func sendLoginCode(to contact: RainWalletContact) async throws {
+    @discardableResult
+    nonisolated(nonsending) public func sendLoginCode(to contact: RainWalletContact) async throws -> CodeSent {
         let normalized = try contact.normalized()
-        _ = try await call(Method.authSendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
+        let sent = try await call(
+            Method.authSendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
+        return CodeSent(contact: sent.contact, expiresAt: sent.expiresAt)
     }
 
     /// Confirms the code the user typed. Success logs the user in; a first login also creates the
