@@ -33,7 +33,8 @@ public enum UnixSocket {
 
     /// Connects a blocking client socket, whoever listens there (clients of the daemon use
     /// `connect(path:daemonUID:)`, which checks who that is).
-    /// - Throws: RAIN_101 when nothing listens at `path` (missing file, refused).
+    /// - Throws: RAIN_101 `daemon_not_running` when nothing listens at `path` (missing file,
+    ///   refused), saying how to start the daemon where this program was installed.
     public static func connect(path: String) throws(RainError) -> Int32 {
         let fd = try makeSocket(blocking: true)
         let connected: Result<Void, RainError>
@@ -50,11 +51,15 @@ public enum UnixSocket {
             let r = ErrnoError(code: error.errno ?? 0)
             throw RainError(
                 .notInitialized,
-                "cannot reach rainwalletd at \(path): \(r); is the daemon running? (start it with scripts/run or rainwalletd)",
-                underlying: r)
+                "cannot reach rainwalletd at \(path): \(r); the wallet service is not running: "
+                    + DaemonInstallation.current.startAdvice,
+                details: .init(reason: daemonNotRunningReason), underlying: r)
         }
         return fd
     }
+
+    /// RAIN_101's reason when nothing listens at the socket: no daemon runs there.
+    public static let daemonNotRunningReason = "daemon_not_running"
 
     /// Connects to the daemon at `path` and makes sure it is the one the caller means:
     /// the socket's directory must be a real directory owned by `daemonUID` (or root) that group

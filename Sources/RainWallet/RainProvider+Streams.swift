@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import RainCore
 internal import RainWire
+import Synchronization
 
 /// How the library's streams wait before reconnecting to a daemon that went away (restarted,
 /// upgraded, or not started yet): `initial`, doubling up to `maximum`, each delay jittered (a
@@ -35,12 +36,34 @@ package struct ReconnectBackoff: Sendable, Equatable {
     }
 }
 
-/// What a watcher that reconnects sees: an event of the daemon, or the loss of the daemon.
+/// What a watcher that reconnects sees: an event of the daemon, the loss of the daemon, or a
+/// failed attempt to reach it.
 enum WatchUpdate: Sendable {
     /// An event; `isFirst` for the current state the daemon sends first on each new stream.
     case event(WatchEvent, isFirst: Bool)
-    /// The daemon went away (or never answered): the watcher is waiting to reconnect.
+    /// The stream the daemon served ended (it went away): the watcher is waiting to reconnect.
     case disconnected
+    /// The watch could not be opened, or was refused before its first event: RAIN_101 when no
+    /// daemon answers (or one of another uid), another code when the daemon refuses this app. The
+    /// watcher tries again.
+    case unreachable(RainError)
+
+    /// The snapshot the state streams show for this update: the event's, or `loading` while the
+    /// daemon is away.
+    var snapshot: SessionSnapshot {
+        if case .event(let event, _) = self { return event.state }
+        return .loading
+    }
+
+    /// What `serviceState` shows for this update; nil for the loss of a stream, which says nothing
+    /// yet about the daemon (a restart reconnects at once: the next attempt tells).
+    var serviceState: ServiceState? {
+        switch self {
+        case .event: return .running
+        case .disconnected: return nil
+        case .unreachable(let error): return error.code == .notInitialized ? .notRunning(error) : .refused(error)
+        }
+    }
 }
 
 /// One profile's `Session/Watch`, reopened with backoff whenever the daemon goes away, until the
@@ -50,25 +73,29 @@ struct ProfileWatcher: Sendable {
     let open: @Sendable () throws(RainError) -> AsyncThrowingStream<[UInt8], any Error>?
     let backoff: ReconnectBackoff
 
-    /// Calls `handle` with every event and every loss of the daemon, in order, until cancelled.
+    /// Calls `handle` with every event, every loss of the daemon and every failed attempt, in
+    /// order, until cancelled.
     func run(_ handle: (WatchUpdate) async -> Void) async {
         var attempt = 0
         while !Task.isCancelled {
+            var hasEvents = false
+            let ending: WatchUpdate
             do {
                 guard let messages = try open() else { return }
-                var isFirst = true
                 for try await bytes in messages {
                     let event = try WatchEvent.decode(bytes)
                     attempt = 0
-                    await handle(.event(event, isFirst: isFirst))
-                    isFirst = false
+                    await handle(.event(event, isFirst: !hasEvents))
+                    hasEvents = true
                 }
+                ending = .disconnected
             } catch {
-                // The daemon is away, went away, or refused the stream: all the same to a watcher,
-                // which shows `loading` and tries again.
+                // Away, gone or refused: the watcher shows `loading` and tries again either way.
+                let error = error as? RainError ?? RainError(.notInitialized, "the daemon's watch stream failed: \(error)")
+                ending = hasEvents ? .disconnected : .unreachable(error)
             }
             if Task.isCancelled { return }
-            await handle(.disconnected)
+            await handle(ending)
             try? await Task.sleep(for: backoff.delay(attempt: attempt))
             attempt += 1
         }
@@ -132,18 +159,36 @@ extension RainProvider {
     /// `loading`, `authenticated` or `unauthenticated`: the current value first, then every change.
     /// Bind the login gate to it. The stream survives the daemon: while it is away (restarting,
     /// not started yet) the value is `loading`, and the stream reconnects (with backoff, 50 ms
-    /// doubling up to 2 s) and shows the current value again. It ends only when the task iterating
-    /// it is cancelled (or at once for an invalid `RainWalletConfig.profile`). Values arrive on a
-    /// background task: hop to your UI's actor before touching UI.
+    /// doubling up to 2 s) and shows the current value again; `serviceState` tells a daemon that
+    /// is not running from one that is still restoring. It ends only when the task iterating it is
+    /// cancelled (or at once for an invalid `RainWalletConfig.profile`, or after `close()`).
+    ///
+    /// It agrees with `sessionState`: both follow one subscription of the provider, so they
+    /// reconnect together and pass through the same states in the same order (`authenticated`
+    /// exactly while the session is `active`, `unauthenticated` while it is `none` or `expired`);
+    /// neither delivers the same value twice in a row. Values arrive on a background task: hop to
+    /// your UI's actor before touching UI.
     public var authState: AsyncStream<AuthState> {
-        stateStream(loading: .loading) { $0.authState }
+        follow { $0.snapshot.authState }
     }
 
     /// The finer session state (`active(expiresAt)`, `expired`, `none`, `loading`): the current
-    /// value first, then every change. Survives the daemon like `authState`: `loading` while it is
-    /// away, then the current value again.
+    /// value first, then every change. Survives the daemon like `authState` and agrees with it:
+    /// `loading` while the daemon is away, then the current value again.
     public var sessionState: AsyncStream<SessionState> {
-        stateStream(loading: .loading) { $0.sessionState }
+        follow { $0.snapshot.sessionState }
+    }
+
+    /// Whether the daemon is there: `running` once it serves this profile's state, `notRunning`
+    /// with the RAIN_101 a call would throw now (no daemon answers at the socket: not started,
+    /// stopped; its message says how to start it) while the provider keeps trying, `refused` when
+    /// the daemon answers but will not serve this app (RAIN_202: the app is not approved for the
+    /// profile). While it is not `running`, `authState` and `sessionState` show `loading`: this
+    /// stream tells "the wallet service is missing" from "the session is still being restored".
+    /// Its value comes first once the provider has tried to reach the daemon, then every change;
+    /// a restart that the provider reconnects across at once stays `running`.
+    public var serviceState: AsyncStream<ServiceState> {
+        follow { $0.serviceState }
     }
 
     /// Sets the hook called when the session ends without `logout()`: it could not be refreshed,
@@ -151,13 +196,22 @@ extension RainProvider {
     /// active, on a serial background queue (switch to your UI thread before touching UI), also
     /// when the session ended while the daemon was away (reported once the provider reconnects
     /// and finds it gone); a daemon restart alone is not an expiry. The provider keeps the hook for
-    /// its whole life: don't capture short-lived objects in it. Setting a new hook replaces the old.
+    /// its whole life (until `close()`): don't capture short-lived objects in it. Setting a new hook
+    /// replaces the old.
     public func onSessionExpired(_ hook: @escaping @Sendable (ExpiryReason) -> Void) {
-        guard let watcher = profileWatcher(retainingProvider: false) else { return }
+        guard profileRefusal == nil, let feed = sessionFeed() else { return }
+        // The hook may ask the daemon why the session ended, which takes a call: the feed's updates
+        // queue here, in order, for a task of their own.
+        let (updates, continuation) = AsyncStream<WatchUpdate>.makeStream()
+        let subscriber = SessionFeed.Subscriber(
+            deliver: { continuation.yield($0) }, finish: { continuation.finish() })
+        guard let id = feed.subscribe(subscriber) else { return }
+        // The feed, not the provider: the provider owns this watch and ends it when it goes away.
+        continuation.onTermination = { _ in feed.unsubscribe(id) }
         let queue = expiryQueue
         let task = Task { [weak self] in
             var tracker = ExpiryTracker()
-            await watcher.run { update in
+            for await update in updates {
                 let verdict = tracker.observe(update)
                 let hasSeenActive = tracker.hasSeenActiveSession
                 self?.expiryWatchState.withLock { s in
@@ -166,7 +220,7 @@ extension RainProvider {
                 }
                 switch verdict {
                 case nil:
-                    return
+                    continue
                 case .fire(let reason):
                     queue.async { hook(reason) }
                 case .fireWithReasonFromDaemon:
@@ -198,44 +252,40 @@ extension RainProvider {
         return .expired
     }
 
-    /// A watcher of this provider's profile; nil when the profile name is invalid. A stream's
-    /// watcher keeps the provider alive while it runs (it ends with the stream); the expiry hook's
-    /// does not (the provider owns that task and cancels it when it goes away).
-    private func profileWatcher(retainingProvider: Bool) -> ProfileWatcher? {
-        guard (try? ProfileName.validate(config.profile)) != nil else { return nil }
-        if retainingProvider {
-            return ProfileWatcher(open: { () throws(RainError) in try self.openWatch() }, backoff: reconnectBackoff)
-        }
-        return ProfileWatcher(
-            open: { [weak self] () throws(RainError) in try self?.openWatch() }, backoff: reconnectBackoff)
+    /// A watcher of this provider's profile. It does not keep the provider alive: the provider
+    /// owns the feed that runs it, and a stream keeps the provider alive on its own.
+    func profileWatcher() -> ProfileWatcher {
+        ProfileWatcher(open: { [weak self] () throws(RainError) in try self?.openWatch() }, backoff: reconnectBackoff)
     }
 
-    /// A stream of one value taken from each state the daemon reports (repeats dropped), with
-    /// `loading` while the daemon is away.
-    private func stateStream<T: Equatable & Sendable>(
-        loading: T, _ transform: @escaping @Sendable (SessionSnapshot) -> T
-    ) -> AsyncStream<T> {
-        let (stream, continuation) = AsyncStream<T>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        guard let watcher = profileWatcher(retainingProvider: true) else {
+    /// A stream of one value taken from each update of the provider's feed, repeats dropped
+    /// (`value` returns nil for an update that says nothing to this stream). It keeps the provider
+    /// alive while it runs, so `for await s in RainProvider(…).authState` works.
+    private func follow<T: Equatable & Sendable>(_ value: @escaping @Sendable (WatchUpdate) -> T?) -> AsyncStream<T> {
+        // Unbounded: dropping values under a slow reader could leave two equal values side by side.
+        let (stream, continuation) = AsyncStream<T>.makeStream()
+        guard profileRefusal == nil, let feed = sessionFeed() else {
             continuation.finish()
             return stream
         }
-        let task = Task {
-            var last: T?
-            await watcher.run { update in
-                let value: T
-                switch update {
-                case .disconnected: value = loading
-                case .event(let event, _): value = transform(event.state)
+        let last = Mutex<T?>(nil)
+        let subscriber = SessionFeed.Subscriber(
+            deliver: { update in
+                guard let new = value(update) else { return }
+                let isChange = last.withLock { kept -> Bool in
+                    defer { kept = new }
+                    return kept != new
                 }
-                if value != last {
-                    last = value
-                    continuation.yield(value)
-                }
-            }
+                if isChange { continuation.yield(new) }
+            },
+            finish: { continuation.finish() })
+        guard let id = feed.subscribe(subscriber) else {
             continuation.finish()
+            return stream
         }
-        continuation.onTermination = { _ in task.cancel() }
+        continuation.onTermination = { _ in
+            withExtendedLifetime(self) { feed.unsubscribe(id) }
+        }
         return stream
     }
 }

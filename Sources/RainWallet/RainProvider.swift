@@ -30,6 +30,11 @@ public final class RainProvider: Sendable {
     /// The connection this provider's configuration was applied on (again after a reconnect: a
     /// restarted daemon forgot the session policy), and what the daemon refused of it.
     private let configured = Mutex<(connection: ObjectIdentifier?, refusals: [RainError])>((nil, []))
+    /// The one watch of the profile that the streams and the expiry hook follow, made on first use
+    /// (it needs `self`).
+    private let feedState = Mutex<SessionFeed?>(nil)
+    /// Set by `close()`. An atomic, not a lock: every call reads it.
+    private let closedFlag = Atomic<Bool>(false)
 
     /// Creates a provider. It connects to the daemon on first use.
     public init(_ config: RainWalletConfig = RainWalletConfig()) {
@@ -49,7 +54,44 @@ public final class RainProvider: Sendable {
 
     deinit {
         expiryWatch.withLock { $0?.cancel() }
+        feedState.withLock { $0 }?.close()
         connectionState.withLock { $0?.close() }
+    }
+
+    /// Makes the provider inert, as the mobile SDK's `close()` does: the watch of the profile
+    /// stops, `authState`, `sessionState` and `serviceState` end, the `onSessionExpired` hook never
+    /// fires again, and every later call throws RAIN_102 `provider_closed`. Call it when you discard
+    /// a provider that something may still hold (a stream, a task); a provider that nothing holds
+    /// does the same as it goes away. Idempotent. The daemon's session is untouched (that is
+    /// `logout()`).
+    public func close() {
+        closedFlag.store(true, ordering: .releasing)
+        let feed = feedState.withLock { $0 }
+        expiryWatch.withLock {
+            $0?.cancel()
+            $0 = nil
+        }
+        feed?.close()
+        connectionState.withLock {
+            $0?.close()
+            $0 = nil
+        }
+    }
+
+    /// Whether `close()` was called.
+    public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+    /// The provider's feed of the profile's state; nil after `close()`.
+    func sessionFeed() -> SessionFeed? {
+        feedState.withLock { kept -> SessionFeed? in
+            // Checked under the lock that `close()` takes after setting the flag: a feed made here
+            // is one `close()` sees and closes.
+            guard !isClosed else { return nil }
+            if let kept { return kept }
+            let feed = SessionFeed(watcher: profileWatcher())
+            kept = feed
+            return feed
+        }
     }
 
     // MARK: connection
@@ -57,9 +99,12 @@ public final class RainProvider: Sendable {
     /// The shared connection, opened (or reopened after the daemon restarted) on demand. Every
     /// connect checks the daemon's uid and its socket directory (`RainWalletConfig.daemonUID`).
     /// - Throws: RAIN_101 when no daemon answers, or when the one that answers is not of the
-    ///   expected uid.
+    ///   expected uid; RAIN_102 `provider_closed` after `close()`.
     package func connection() throws(RainError) -> ClientConnection {
         try connectionState.withLock { c throws(RainError) -> ClientConnection in
+            // Checked under this lock: `close()` marks the provider closed before it takes the lock
+            // to close the connection, so no connection opened here outlives it.
+            if isClosed { throw Self.closedRefusal }
             if let c, !c.isClosed { return c }
             let new = try ClientConnection(
                 path: config.resolvedSocketPath, daemonUID: try config.daemonUIDToUse(),
@@ -95,10 +140,15 @@ public final class RainProvider: Sendable {
         }
     }
 
-    /// Throws RAIN_102 when the configured profile name is invalid (`ProfileName.validate`).
+    /// Throws RAIN_102 when the configured profile name is invalid (`ProfileName.validate`), or
+    /// `provider_closed` after `close()`.
     func validateProfile() throws(RainError) {
         if let profileRefusal { throw profileRefusal }
+        if isClosed { throw Self.closedRefusal }
     }
+
+    /// What every call throws after `close()`.
+    static let closedRefusal = RainError.invalid("this RainProvider was closed; create a new one", reason: "provider_closed")
 
     /// One unary call with this provider's profile. It runs on the caller's executor (the public
     /// methods' own, the generic executor's or a preferred one): a hop per async function of the
@@ -232,12 +282,17 @@ public final class RainProvider: Sendable {
 
     /// Sends a 6-digit login code to `contact`. Calling again replaces the pending code (Resend).
     ///
+    /// - Returns: the contact as the daemon normalized it and when the code expires (the mobile
+    ///   SDK returns nothing: ignore it and the call reads the same).
     /// - Throws: RAIN_102 for an invalid email or phone number (E.164; `(0)` refused), before any
     ///   request; RAIN_302 when rate limited; RAIN_501 when delivery failed; RAIN_101 when the
     ///   daemon is not running.
-    nonisolated(nonsending) public func sendLoginCode(to contact: RainWalletContact) async throws {
+    @discardableResult
+    nonisolated(nonsending) public func sendLoginCode(to contact: RainWalletContact) async throws -> CodeSent {
         let normalized = try contact.normalized()
-        _ = try await call(Method.authSendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
+        let sent = try await call(
+            Method.authSendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
+        return CodeSent(contact: sent.contact, expiresAt: sent.expiresAt)
     }
 
     /// Confirms the code the user typed. Success logs the user in; a first login also creates the
