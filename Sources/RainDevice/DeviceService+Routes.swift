@@ -151,7 +151,8 @@ extension DeviceService {
                 .actor { (_, call) throws(RainError) in
                     // Only this profile's app, newest `outboxListLimit` entries: a reply stays far below the frame limit.
                     let appID = config.settings(for: call.profile).appID
-                    let deliveries = try await authority.listOutbox().filter { $0.appID == appID }.suffix(Self.outboxListLimit)
+                    let outbox = try await authority.listOutbox(ListOutboxRequest(), caller: .anonymous)
+                    let deliveries = outbox.deliveries.filter { $0.appID == appID }.suffix(Self.outboxListLimit)
                     return ListOutboxResponse(
                         entries: deliveries.map {
                             OutboxEntry(
