@@ -252,7 +252,8 @@ extension EmbeddedAuthority {
     }
 
     /// Step 1 of a device key move (see `Authority.rebindDevice`): the device's live sessions bound
-    /// to a proven key also accept the new key. Idempotent.
+    /// to a proven key also accept the new key, and the new key gets the audit anchor of the
+    /// current one. Idempotent.
     /// - Throws: RAIN_102 for a malformed key; RAIN_501 `device_proof_required` when the caller's
     ///   proof lacks the new key or holds no other key, or is another device's; RAIN_502 when the
     ///   store fails.
@@ -268,6 +269,7 @@ extension EmbeddedAuthority {
         }
         let changed = try await store.rebindDevice(
             deviceID: deviceID, currentKeys: current.map(\.wireBytes), newKey: newKey.wireBytes)
+        try await carryAuditAnchor(from: current, to: newKey)
         logger.info("device.rebind", ["device": deviceID, "key": newKey.keyID, "sessions": String(changed)])
         return AuthorityRebindDeviceResponse()
     }

@@ -166,6 +166,11 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     AuthorityConfirmContactVerificationRequest(
         appID: "app", deviceID: "d1", accessToken: "at", challengeID: "chl_1", code: "123456",
         idempotencyKey: Array(repeating: 9, count: 16)),
+    AuthorityAuditAnchor(entries: UInt64.max, headHash: String(repeating: "ab", count: 32)),
+    AuthorityAnchorAuditHeadRequest(deviceID: "d1", head: AuthorityAuditAnchor(entries: 7, headHash: "cd")),
+    AuthorityAnchorAuditHeadResponse(),
+    AuthorityGetAuditAnchorRequest(deviceID: "d1"),
+    AuthorityGetAuditAnchorResponse(anchor: AuthorityAuditAnchor(entries: 1, headHash: "ef")),
 ]
 
 /// A message of each generated file with a NUL in a string, top-level or nested.

@@ -195,6 +195,22 @@ public protocol AuthorityCalls: Sendable {
     ///   the key; RAIN_502 when the store fails.
     func confirmDeviceKey(_ request: AuthorityConfirmDeviceKeyRequest, caller: AuthorityCaller) async throws(RainError)
         -> AuthorityConfirmDeviceKeyResponse
+
+    /// Moves the proven device key's audit anchor forward to the request's head: a head with more
+    /// entries replaces it, the same head again succeeds and changes nothing.
+    /// - Throws: RAIN_102 for no head, a head with no entries or a hash that is not 64 lowercase hex digits;
+    ///   RAIN_501 `device_proof_required` without a proof of the device's key; RAIN_302
+    ///   `audit_anchor_behind` for fewer entries than anchored, `audit_anchor_conflict` for as many
+    ///   with another hash (nothing changes); RAIN_502 when the store fails.
+    func anchorAuditHead(_ request: AuthorityAnchorAuditHeadRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityAnchorAuditHeadResponse
+
+    /// The head last anchored for the proven device key (none: no anchor), which the device checks
+    /// its chain against at start.
+    /// - Throws: RAIN_501 `device_proof_required` without a proof of the device's key; RAIN_502 when
+    ///   the store fails.
+    func getAuditAnchor(_ request: AuthorityGetAuditAnchorRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityGetAuditAnchorResponse
 }
 
 // `RemoteAuthority`'s call of each requirement: the request as it is (the caller is not sent: what
@@ -348,5 +364,25 @@ extension RemoteAuthority {
     {
         try await call(
             AuthorityMethod.confirmDeviceKey, request, as: AuthorityConfirmDeviceKeyResponse.self, kind: .send, isProven: true)
+    }
+
+    /// `AnchorAuditHead` at the remote authority (see `AuthorityCalls.anchorAuditHead`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached; RAIN_501 `outcome_unknown`
+    ///   when the request left and no answer came.
+    public func anchorAuditHead(_ request: AuthorityAnchorAuditHeadRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityAnchorAuditHeadResponse
+    {
+        try await call(
+            AuthorityMethod.anchorAuditHead, request, as: AuthorityAnchorAuditHeadResponse.self, kind: .send, isProven: true)
+    }
+
+    /// `GetAuditAnchor` at the remote authority (see `AuthorityCalls.getAuditAnchor`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached or does not answer within the
+    ///   read's bound.
+    public func getAuditAnchor(_ request: AuthorityGetAuditAnchorRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityGetAuditAnchorResponse
+    {
+        try await call(
+            AuthorityMethod.getAuditAnchor, request, as: AuthorityGetAuditAnchorResponse.self, kind: .read, isProven: true)
     }
 }

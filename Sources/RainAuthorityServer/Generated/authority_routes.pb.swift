@@ -106,5 +106,13 @@ extension AuthorityService {
         Route(
             AuthorityMethod.watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self, policy: .read(),
             own.watchRevocations)
+        Route(
+            AuthorityMethod.anchorAuditHead, AuthorityAnchorAuditHeadRequest.self, AuthorityAnchorAuditHeadResponse.self,
+            policy: .send(),
+            .actor { (r, call) throws(RainError) in try await call.authority.anchorAuditHead(r, caller: call.caller) })
+        Route(
+            AuthorityMethod.getAuditAnchor, AuthorityGetAuditAnchorRequest.self, AuthorityGetAuditAnchorResponse.self,
+            policy: .read(),
+            .actor { (r, call) throws(RainError) in try await call.authority.getAuditAnchor(r, caller: call.caller) })
     }
 }

@@ -168,4 +168,22 @@ extension ForwardingAuthority {
             try await forwarded.confirmDeviceKey(request, caller: caller)
         }
     }
+
+    /// Forwards `AnchorAuditHead` through `intercept`.
+    package func anchorAuditHead(_ request: AuthorityAnchorAuditHeadRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityAnchorAuditHeadResponse
+    {
+        try await intercept(AuthorityMethod.anchorAuditHead) { () async throws(RainError) in
+            try await forwarded.anchorAuditHead(request, caller: caller)
+        }
+    }
+
+    /// Forwards `GetAuditAnchor` through `intercept`.
+    package func getAuditAnchor(_ request: AuthorityGetAuditAnchorRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityGetAuditAnchorResponse
+    {
+        try await intercept(AuthorityMethod.getAuditAnchor) { () async throws(RainError) in
+            try await forwarded.getAuditAnchor(request, caller: caller)
+        }
+    }
 }

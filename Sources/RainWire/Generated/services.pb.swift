@@ -387,6 +387,22 @@ public enum AuthorityMethod {
     ///
     /// `AuthorityWatchRevocationsRequest` → a stream of `AuthorityRevocation`.
     public static let watchRevocations = "/rain.wallet.v1.Authority/WatchRevocations"
+    /// Moves the proven device key's audit anchor forward to the request's head: a head with more
+    /// entries replaces it, the same head again succeeds and changes nothing.
+    /// - Throws: RAIN_102 for no head, a head with no entries or a hash that is not 64 lowercase hex digits;
+    ///   RAIN_501 `device_proof_required` without a proof of the device's key; RAIN_302
+    ///   `audit_anchor_behind` for fewer entries than anchored, `audit_anchor_conflict` for as many
+    ///   with another hash (nothing changes); RAIN_502 when the store fails.
+    ///
+    /// `AuthorityAnchorAuditHeadRequest` → `AuthorityAnchorAuditHeadResponse`.
+    public static let anchorAuditHead = "/rain.wallet.v1.Authority/AnchorAuditHead"
+    /// The head last anchored for the proven device key (none: no anchor), which the device checks
+    /// its chain against at start.
+    /// - Throws: RAIN_501 `device_proof_required` without a proof of the device's key; RAIN_502 when
+    ///   the store fails.
+    ///
+    /// `AuthorityGetAuditAnchorRequest` → `AuthorityGetAuditAnchorResponse`.
+    public static let getAuditAnchor = "/rain.wallet.v1.Authority/GetAuditAnchor"
 
     /// Every method with the messages its declaration names, in declaration order.
     public static let declarations = [
@@ -412,5 +428,7 @@ public enum AuthorityMethod {
         MethodDeclaration(confirmDeviceKey, AuthorityConfirmDeviceKeyRequest.self, AuthorityConfirmDeviceKeyResponse.self),
         MethodDeclaration(
             watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self, isServerStream: true),
+        MethodDeclaration(anchorAuditHead, AuthorityAnchorAuditHeadRequest.self, AuthorityAnchorAuditHeadResponse.self),
+        MethodDeclaration(getAuditAnchor, AuthorityGetAuditAnchorRequest.self, AuthorityGetAuditAnchorResponse.self),
     ]
 }
