@@ -136,7 +136,27 @@ enum StatusCommand: CLICommand {
             sessionJSONFields + [
                 .init("storageProvider", "the daemon's key provider: tpm2, secret-service or file"),
                 .init("ptraceScope", Self.ptraceScopeField),
+                .init("auditAnchor", Self.auditAnchorField),
             ]))
+
+    /// What `auditAnchor` holds in `--json`.
+    static let auditAnchorField =
+        "with a remote authority, the daemon's own uid only: matched, mismatch (see audit --verify) or unchecked"
+
+    /// The line about the audit log against its anchor at the remote authority.
+    static func auditLine(_ info: DaemonInfo) -> String? {
+        let prefix = "audit:          "
+        switch info.auditAnchor {
+        case "": return nil
+        case "matched": return prefix + "the log held its anchor at the authority when the daemon started"
+        case "mismatch":
+            return prefix
+                + "the log does NOT hold its anchor at the authority: it was cut or rewritten (rainwallet audit --verify)"
+        case "unchecked":
+            return prefix + "not checked against its anchor yet: the authority has not answered since the daemon started"
+        default: return prefix + info.auditAnchor
+        }
+    }
 
     /// What `ptraceScope` holds in `--json`.
     static let ptraceScopeField =
@@ -157,8 +177,10 @@ enum StatusCommand: CLICommand {
             adding: [
                 "storageProvider": info.storageProvider.isEmpty ? nil : info.storageProvider,
                 "ptraceScope": info.ptraceScope.isEmpty ? nil : info.ptraceScope,
+                "auditAnchor": info.auditAnchor.isEmpty ? nil : info.auditAnchor,
             ])
         if !context.output.isJSON, let memory = memoryLine(info) { context.output.line(memory) }
+        if !context.output.isJSON, let audit = auditLine(info) { context.output.line(audit) }
     }
 }
 

@@ -1,3 +1,4 @@
+import Glibc
 import RainAccess
 import RainAuthorityAPI
 import RainConfig
@@ -27,13 +28,20 @@ extension DeviceService {
         let authority = context.authority
         let clock = context.clock
         let (audit, auditLogger) = (context.audit, context.logger.child("audit"))
+        let (anchoring, ownUID) = (context.auditAnchoring, getuid())
         return RouteTable(
             deadlineClock: clock, outcomeLog: .everyCall(logger),
             unknownMethod: UnknownMethodAnswer(infoMethod: Method.daemonGetInfo, serviceName: "daemon")
         ) {
             Route(
                 Method.daemonGetInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),
-                .loop { (_, _) throws(RainError) in info })
+                .loop { (_, call) throws(RainError) in
+                    // The audit log's state is its user's alone, as the log is.
+                    guard let anchoring, call.peer.uid == ownUID else { return info }
+                    var answer = info
+                    answer.auditAnchor = anchoring.status.word
+                    return answer
+                })
             Route(
                 Method.sessionGetState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(),
                 .loop { (_, call) throws(RainError) in call.entry.runtime.snapshot() })
@@ -200,7 +208,9 @@ extension DeviceService {
             Route(
                 Method.auditRead, ReadAuditLogRequest.self, ReadAuditLogResponse.self,
                 policy: .read(isOpenToAnyApp: true, isDaemonOwnerOnly: true),
-                .actor { (r, call) throws(RainError) in try await Self.readAuditLog(r, call, audit: audit) })
+                .actor { (r, call) throws(RainError) in
+                    try await Self.readAuditLog(r, call, audit: audit, anchoring: anchoring)
+                })
             if isTestMethodsEnabled {
                 Route(
                     Method.testSlowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),

@@ -60,7 +60,8 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     ReadAuditLogResponse(
         lines: [#"{"seq":1}"#, #"{"seq":2}"#], isTruncated: true,
         verification: AuditVerificationMessage(entries: 7, problem: "edited", file: "audit.jsonl.1", line: 3, message: "edited")),
-    AuditVerificationMessage(entries: UInt64.max, problem: "torn", file: "audit.jsonl", line: UInt32.max, message: "torn"),
+    AuditVerificationMessage(
+        entries: UInt64.max, problem: "torn", file: "audit.jsonl", line: UInt32.max, message: "torn", anchor: "matched"),
     // proto/authority_device.proto
     AuthorityBeginDeviceProofRequest(),
     AuthorityBeginDeviceProofResponse(challenge: Array(repeating: 0xA5, count: 32)),
@@ -76,7 +77,7 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     GetInfoRequest(),
     GetInfoResponse(
         daemonVersion: "1.2.3", protocolVersion: 1, capabilities: ["dev-outbox", "passkeys"], maxFrameBytes: 1 << 20,
-        storageProvider: "tpm2"),
+        storageProvider: "tpm2", ptraceScope: "1", auditAnchor: "mismatch"),
     SendLoginCodeRequest(contact: .email("a@example.com")),
     SendLoginCodeResponse(contact: .phone("+15551234567"), expiresAtMilliseconds: 1_800_000_000_123),
     ConfirmLoginCodeRequest(code: "123456"),
