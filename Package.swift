@@ -189,7 +189,8 @@ let package = Package(
         .testTarget(
             name: "RainDaemonTests",
             dependencies: [
-                "RainDaemon", "RainAccess", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport", "RainWire",
+                "RainDaemon", "RainAccess", "RainDevice", "RainAuthorityAPI", "RainAuthority", "RainCore", "RainTransport",
+                "RainWire",
                 "RainTestSupport", "RainConfig",
             ]),
         .testTarget(

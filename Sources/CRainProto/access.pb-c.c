@@ -1216,7 +1216,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__confirm_settings_response__de
   (ProtobufCMessageInit) rain__wallet__v1__confirm_settings_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__register_prompt_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__register_prompt_request__field_descriptors[2] =
 {
   {
     "terminal",
@@ -1230,14 +1230,27 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__register_prompt_request_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "secret",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__RegisterPromptRequest, secret),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__register_prompt_request__field_indices_by_name[] = {
+  1,   /* field[1] = secret */
   0,   /* field[0] = terminal */
 };
 static const ProtobufCIntRange rain__wallet__v1__register_prompt_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_request__descriptor =
 {
@@ -1247,7 +1260,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_request__desc
   "Rain__Wallet__V1__RegisterPromptRequest",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__RegisterPromptRequest),
-  1,
+  2,
   rain__wallet__v1__register_prompt_request__field_descriptors,
   rain__wallet__v1__register_prompt_request__field_indices_by_name,
   1,  rain__wallet__v1__register_prompt_request__number_ranges,

@@ -78,6 +78,11 @@ public struct AppApprovals: SealedRecordValue, Equatable {
     /// Approvals by profile; the first of each list is the owner.
     public var profiles: [String: [Approval]]
 
+    /// The prompt places registered so far; nil until the first (`PromptPlaceHistory`). Kept
+    /// here, not in the place's own file, so that removing that file cannot make the next place a
+    /// first one again without also losing every approval.
+    public var promptPlaces: PromptPlaceHistory?
+
     /// No approvals.
     public init(profiles: [String: [Approval]] = [:]) {
         self.profiles = profiles

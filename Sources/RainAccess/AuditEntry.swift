@@ -44,6 +44,10 @@ public struct AuditEvent: RawRepresentable, Sendable, Hashable, Codable, CustomS
     public static let settingsWaiting = AuditEvent("settings_waiting")
     /// A terminal was registered for prompts (`rainwallet prompt here`).
     public static let promptRegistered = AuditEvent("prompt_registered")
+    /// A new prompt place was confirmed by the place secret; it takes over after the wait.
+    public static let promptMoveRequested = AuditEvent("prompt_move_requested")
+    /// A wrong place secret was given for a new prompt place.
+    public static let promptSecretWrong = AuditEvent("prompt_secret_wrong")
     /// Entries that could not be written (a full disk): `count` of them, written as soon as the
     /// log could be written again.
     public static let auditGap = AuditEvent("audit_gap")

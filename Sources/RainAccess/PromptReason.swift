@@ -25,6 +25,24 @@ public enum PromptReason {
     public static let callerSession = "prompt_target_caller_session"
     /// RAIN_202: a process outside the registered shell's session holds the prompt terminal open.
     public static let terminalShared = "prompt_terminal_shared"
+    /// RAIN_102: this registration must choose the place secret (a machine without a display,
+    /// none chosen yet): `rainwallet prompt here` asks for it on the terminal.
+    public static let secretToChoose = "prompt_secret_to_choose"
+    /// RAIN_102: the place secret chosen is shorter than 8 characters.
+    public static let secretTooShort = "prompt_secret_too_short"
+    /// RAIN_102: no place and no display are left to confirm a new place on: the place secret
+    /// confirms it; `rainwallet prompt here` asks for it.
+    public static let secretRequired = "prompt_secret_required"
+    /// RAIN_401: the place secret given is wrong (`attemptsRemaining`: tries before the lock).
+    public static let secretWrong = "prompt_secret_wrong"
+    /// RAIN_302: five wrong place secrets in a row: none is checked for 10 minutes (retry-after).
+    public static let secretLocked = "prompt_secret_locked"
+    /// RAIN_302: the move to a new place was confirmed by the secret and takes over after its
+    /// wait (retry-after); the same terminal registering again then completes it.
+    public static let moveWaiting = "prompt_move_waiting"
+    /// RAIN_404: a place existed and is gone, there is no display, and no place secret was chosen:
+    /// nothing can confirm a new place.
+    public static let placeUnconfirmable = "prompt_place_unconfirmable"
     /// RAIN_102: the registered prompt terminal is not a terminal of this user (or is gone).
     public static let invalidTarget = "prompt_target_invalid"
     /// RAIN_102: the request (the app's path, the action, the profile) does not fit on the prompt

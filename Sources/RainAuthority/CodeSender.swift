@@ -62,9 +62,9 @@ public struct CodeMessage: Sendable, Equatable {
 /// The errors a sender reports, classified by whether the provider can have accepted the message.
 public enum CodeDeliveryFailure {
     /// `details.reason` of a refusal before acceptance.
-    public static let refusedReason = "deliveryRefused"
+    public static let refusedReason = "delivery_refused"
     /// `details.reason` of a failure after the hand-off.
-    public static let uncertainReason = "deliveryUncertain"
+    public static let uncertainReason = "delivery_uncertain"
 
     /// RAIN_301: the provider refused for now (a 4xx SMTP reply, HTTP 429 or 5xx, no connection);
     /// nobody received the code, the send-limit slot is given back.

@@ -140,7 +140,7 @@ extension EmbeddedAuthority {
     ///
     /// - Throws: RAIN_203 with `reason` wrong (and `attemptsRemaining`), locked, expired, used or
     ///   retired; RAIN_102 `no_pending_code` when the challenge never existed for this app and device;
-    ///   RAIN_302 `deviceKeyGuessWindow` or `sourceGuessWindow` (with a retry-after) when a
+    ///   RAIN_302 `device_key_guess_window` or `source_guess_window` (with a retry-after) when a
     ///   wrong-guess budget is spent, the code unchecked; RAIN_404 when the account has no wallet
     ///   record; RAIN_502 when the store fails.
     public func confirmLoginCode(_ request: ConfirmCodeRequest, caller: AuthorityCaller) async throws(RainError)
@@ -256,8 +256,43 @@ extension EmbeddedAuthority {
         let submitted = Self.isWellFormedCode(code) ? code : ""
         let actual = keys.codeHash(challengeID: challenge.id, code: submitted)
         guard constantTimeEquals(actual, challenge.codeHash), !submitted.isEmpty else {
+            if !submitted.isEmpty, try await isRetiredCode(submitted, replacedBy: challenge, now: now) {
+                await giveBack(slot, challenge)
+                throw retiredCode(challenge)
+            }
             throw try await wrongCode(challenge, now: now)
         }
+        await giveBack(slot, challenge)
+    }
+
+    /// How many of the codes a Resend replaced are compared before a code counts as wrong.
+    static let retiredCodesChecked = 3
+
+    /// Whether `code` is one a Resend replaced by `challenge` (same app, device and purpose, not
+    /// expired): the user typed the code of an earlier message. It is told so, and the pending
+    /// code loses no attempt. Only a code that was really sent matches, so a guess gains nothing.
+    private func isRetiredCode(_ code: String, replacedBy challenge: ChallengeRecord, now: Date) async throws(RainError)
+        -> Bool
+    {
+        let retired = try await store.retiredChallenges(
+            appID: challenge.appID, deviceID: challenge.deviceID, purpose: challenge.purpose, now: now,
+            limit: Self.retiredCodesChecked)
+        return retired.contains { constantTimeEquals(keys.codeHash(challengeID: $0.id, code: code), $0.codeHash) }
+    }
+
+    /// RAIN_203 `retired`: the code typed is one a newer code replaced; `attemptsRemaining` is
+    /// the pending code's, untouched.
+    func retiredCode(_ challenge: ChallengeRecord) -> RainError {
+        RainError(
+            .invalidLoginCode,
+            "that code was replaced by a newer one: use the code of the latest message (no attempt was used)",
+            details: RainError.Details(
+                attemptsRemaining: UInt32(max(0, max(1, settings.maxWrongAttempts) - challenge.wrongAttempts)),
+                reason: "retired"))
+    }
+
+    /// Gives a guess slot back: only wrong codes spend the budgets.
+    private func giveBack(_ slot: String?, _ challenge: ChallengeRecord) async {
         if let slot {
             // Only wrong codes spend the budgets. Should this fail, the slot counts one guess too
             // many for an hour: the code was right, so the confirm goes on.
@@ -271,7 +306,7 @@ extension EmbeddedAuthority {
 
     /// Takes a slot of the wrong-guess budgets for one code check; returns its id (nil when the
     /// budgets are off).
-    /// - Throws: RAIN_302 `deviceKeyGuessWindow` or `sourceGuessWindow` when a budget is spent.
+    /// - Throws: RAIN_302 `device_key_guess_window` or `source_guess_window` when a budget is spent.
     private func reserveGuess(_ guesser: CodeGuesser, challenge: ChallengeRecord, now: Date) async throws(RainError)
         -> String?
     {

@@ -9,8 +9,8 @@ import RainCrypto
 /// form-encoded API of most providers (see `SMSSettings.API`).
 ///
 /// Before the request: the number's country calling code must be allowed (else RAIN_102,
-/// reason `countryNotAllowed`) and the hourly budget must have room (else RAIN_302, reason
-/// `smsBudget`, with when to retry); both refusals give the send-limit slot back. A 2xx answer is
+/// reason `country_not_allowed`) and the hourly budget must have room (else RAIN_302, reason
+/// `sms_budget`, with when to retry); both refusals give the send-limit slot back. A 2xx answer is
 /// acceptance; 401/403 and other 4xx are RAIN_501 refusals, 408/429/5xx RAIN_301 refusals (the
 /// budget's slot is given back too); a timeout or a dropped connection once the request was sent
 /// is RAIN_501 saying it may have arrived, and keeps its budget slot. Requests run on the sender's
@@ -153,7 +153,7 @@ public final class SMSCodeSender: CodeSender {
     }
 
     /// Refuses a number whose country calling code is not in `allowedCountryCodes`.
-    /// - Throws: RAIN_102 (field `contact`, reason `countryNotAllowed`).
+    /// - Throws: RAIN_102 (field `contact`, reason `country_not_allowed`).
     func requireAllowedCountry(_ number: String) throws(RainError) {
         let digits = number.hasPrefix("+") ? number.dropFirst() : Substring(number)
         // Calling codes are prefix-free (ITU-T E.164), so at most one matches.
@@ -162,13 +162,13 @@ public final class SMSCodeSender: CodeSender {
             "this authority does not send SMS to this country's numbers (allowed calling codes: "
                 + "\(settings.allowedCountryCodes.map { "+\($0)" }.joined(separator: ", "))); use an email address "
                 + "or ask the operator to add it to codeSender.allowedCountryCodes", field: "contact")
-        error.details.reason = "countryNotAllowed"
+        error.details.reason = "country_not_allowed"
         throw error
     }
 
     /// Counts one message against the hourly budget.
     /// - Returns: the slot, for `giveBack`.
-    /// - Throws: RAIN_302 (reason and limit `smsBudget`) with when a slot frees; RAIN_301
+    /// - Throws: RAIN_302 (reason and limit `sms_budget`) with when a slot frees; RAIN_301
     ///   (`CodeDeliveryFailure.refusedTemporarily`: nothing was sent) when the store fails.
     func takeBudgetSlot() async throws(RainError) -> SMSBudgetSlot {
         let now = clock.now
@@ -192,7 +192,7 @@ public final class SMSCodeSender: CodeSender {
             "this authority's hourly SMS budget (\(limit)) is used up; try again in \((wait + 999) / 1000) s or use an "
                 + "email address",
             details: RainError.Details(
-                reason: "smsBudget", retryAfterMilliseconds: wait, limit: "smsBudget",
+                reason: "sms_budget", retryAfterMilliseconds: wait, limit: "sms_budget",
                 retryAfter: Date(unixMilliseconds: clears.unixMilliseconds)))
     }
 

@@ -15,22 +15,22 @@ public struct CodeSendLimits: Sendable, Equatable {
     public var contactCooldown: Duration
     /// The window `contactMaxSends` is counted over (15 minutes by default).
     public var contactWindow: Duration
-    /// The most sends to one contact in one app within `contactWindow` (5 by default).
+    /// The most sends to one contact in one app within `contact_window` (5 by default).
     public var contactMaxSends: Int
     /// The window `accountMaxSends` is counted over (1 hour by default).
     public var accountWindow: Duration
-    /// The most sends for one account key (across its contacts) within `accountWindow` (10 by
+    /// The most sends for one account key (across its contacts) within `account_window` (10 by
     /// default).
     public var accountMaxSends: Int
     /// The window `contactAllAppsMaxSends` is counted over (15 minutes by default).
     public var contactAllAppsWindow: Duration
-    /// The most sends to one contact across every app within `contactAllAppsWindow` (10 by
+    /// The most sends to one contact across every app within `contact_all_apps_window` (10 by
     /// default).
     public var contactAllAppsMaxSends: Int
     /// The window `sourceMaxSends` is counted over (1 minute by default).
     public var sourceWindow: Duration
     /// The most sends from one source (a daemon's uid, or a caller's address) across every app
-    /// and contact within `sourceWindow` (20 by default).
+    /// and contact within `source_window` (20 by default).
     public var sourceMaxSends: Int
     /// The window the wrong-guess budgets are counted over (1 hour by default).
     public var guessWindow: Duration
@@ -86,28 +86,28 @@ public struct CodeSendLimits: Sendable, Equatable {
 
 /// Which wrong-guess budget refused to check a code (`CodeSendLimits.deviceKeyMaxWrongGuesses`,
 /// `CodeSendLimits.sourceMaxWrongGuesses`). The raw values are the `reason` and `limit` of the
-/// RAIN_302, named like `CodeSendLimit`'s.
+/// RAIN_302 (snake_case, as every reason), named like `CodeSendLimit`'s.
 public enum CodeGuessLimit: String, Sendable, Equatable, CaseIterable {
     /// Too many wrong codes from the same device key within the guess window.
-    case deviceKeyGuessWindow
+    case deviceKeyGuessWindow = "device_key_guess_window"
     /// Too many wrong codes from the same source (a daemon's uid, or a caller's address) within
     /// the guess window.
-    case sourceGuessWindow
+    case sourceGuessWindow = "source_guess_window"
 }
 
-/// Which send limit refused a code.
+/// Which send limit refused a code. The raw values are the `reason` and `limit` of the RAIN_302.
 public enum CodeSendLimit: String, Sendable, Equatable, CaseIterable {
     /// Too soon after the last send to the same contact in the same app.
-    case contactCooldown
+    case contactCooldown = "contact_cooldown"
     /// Too many sends to the same contact in the same app within the contact window.
-    case contactWindow
+    case contactWindow = "contact_window"
     /// Too many sends for the same account (across its contacts) within the account window.
-    case accountWindow
+    case accountWindow = "account_window"
     /// Too many sends to the same contact across every app within its window.
-    case contactAllAppsWindow
+    case contactAllAppsWindow = "contact_all_apps_window"
     /// Too many sends from the same source (a daemon's uid, or a caller's address) within the
     /// source window.
-    case sourceWindow
+    case sourceWindow = "source_window"
 }
 
 /// Where a code send comes from, for `CodeSendLimits.sourceMaxSends`: the uid of the device daemon

@@ -1,6 +1,7 @@
 import Foundation
 import RainCommandLine
 import RainCore
+import RainSystem
 import RainWallet
 
 /// `rainwallet apps list|approve|revoke`: which programs may use which profile.
@@ -191,17 +192,76 @@ enum PromptHereCommand: CLICommand {
         name: "here", abstract: "show the daemon's prompts on this terminal from now on",
         discussion: """
             For a machine without a display: run it in a terminal you keep for that (a tmux pane).
-            It is confirmed on the current prompt place; the first registration, with none yet, is
-            trusted and audited. A prompt is never shown on the terminal of the app that asks.
+            It is confirmed on the current prompt place, or on the display. With neither, the very
+            first registration is trusted and audited, and asks you to choose a place secret (at
+            least 8 characters); once a place has existed, a new one is confirmed by that secret
+            (5 wrong tries lock it for 10 minutes) and takes over after a 10-minute wait, which
+            this command waits out. A prompt is never shown on the terminal of the app that asks.
             """,
         json: .init(.object, [.init("terminal", "the terminal registered")]),
         exitStatuses: AppsCommand.exitStatuses + [.init(64, "stdin is not a terminal")])
+
+    /// Secrets asked for before giving up (a typo, two entries that differ).
+    static let secretAttempts = 3
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
         guard isatty(0) == 1, let name = ttyname(0) else {
             throw UsageError("stdin is not a terminal: run `rainwallet prompt here` in the terminal that should show prompts")
         }
-        let terminal = try await context.provider.registerPrompt(terminal: String(cString: name))
-        context.output.result(json: ["terminal": terminal], text: "rainwalletd's prompts appear on \(terminal) from now on.")
+        let path = String(cString: name)
+        var secret: String?
+        var attempts = 0
+        while true {
+            do throws(RainError) {
+                let terminal = try await context.provider.registerPrompt(terminal: path, secret: secret)
+                context.output.result(
+                    json: ["terminal": terminal], text: "rainwalletd's prompts appear on \(terminal) from now on.")
+                return
+            } catch {
+                let reason = error.details.reason
+                attempts += 1
+                let mayAskAgain = attempts <= secretAttempts
+                switch reason {
+                case "prompt_secret_to_choose" where mayAskAgain, "prompt_secret_too_short" where mayAskAgain:
+                    if reason == "prompt_secret_too_short" { context.output.note(error.message) }
+                    secret = try chooseSecret()
+                case "prompt_secret_required" where mayAskAgain, "prompt_secret_wrong" where mayAskAgain:
+                    if reason == "prompt_secret_wrong" { context.output.note(error.message) }
+                    secret = try enterSecret()
+                case "prompt_move_waiting":
+                    let wait = Duration.milliseconds(Int64(error.details.retryAfterMilliseconds ?? 1000))
+                    let at = Date().addingTimeInterval(TimeInterval(wait.components.seconds) + 1)
+                    context.output.note(
+                        "The place secret is right. The prompts move here after a wait (until \(at.formatted(date: .omitted, time: .standard))), "
+                            + "so that a stolen secret leaves time to notice in `rainwallet audit`; keep this running.")
+                    try await Task.sleep(for: wait + .milliseconds(500))
+                    attempts = 0
+                default:
+                    throw error
+                }
+            }
+        }
+    }
+
+    static func chooseSecret() throws -> String {
+        let prompt = "Choose a place secret (at least 8 characters; it confirms a new prompt place if this one is ever gone): "
+        guard let first = PassphraseInput.hiddenTerminalLine(prompt: prompt), !first.isEmpty else {
+            throw UsageError("no place secret was entered", help: "")
+        }
+        guard PassphraseInput.hiddenTerminalLine(prompt: "The same place secret again: ") == first else {
+            throw UsageError("the two place secrets differ: run `rainwallet prompt here` again", help: "")
+        }
+        return first
+    }
+
+    static func enterSecret() throws -> String {
+        guard
+            let secret = PassphraseInput.hiddenTerminalLine(
+                prompt: "The prompt place registered before is gone. Enter the place secret: "),
+            !secret.isEmpty
+        else {
+            throw UsageError("no place secret was entered", help: "")
+        }
+        return secret
     }
 }

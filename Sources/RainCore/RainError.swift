@@ -50,8 +50,8 @@ public struct RainError: Error, Sendable, CustomStringConvertible {
         public var field: String?
         /// Logout: the authority could not be reached (the local session was wiped anyway).
         public var isAuthorityUnreachable: Bool
-        /// RAIN_302 from a code send limit: which one (`contactCooldown`, `contactWindow`,
-        /// `accountWindow`).
+        /// RAIN_302 from a code send limit: which one (`contact_cooldown`, `contact_window`,
+        /// `account_window`).
         public var limit: String?
         /// RAIN_302: when the call may be retried, on the authority's clock (millisecond precision).
         public var retryAfter: Date?

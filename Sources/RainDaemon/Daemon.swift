@@ -180,7 +180,9 @@ public enum Daemon {
         do {
             try hooks.check(
                 isPolicyGiven: parsed.source(of: "--policy").map { $0 != .defaultValue } ?? false,
-                isTestMethodsEnabled: parsed.flag("--enable-test-methods"), uid: getuid())
+                isTestMethodsEnabled: parsed.flag("--enable-test-methods"),
+                isTestClockGiven: ProcessInfo.processInfo.environment[TestClockEnvironment.variable].map { !$0.isEmpty } ?? false,
+                uid: getuid())
         } catch {
             writeStderr("\(root.name): error: \(error.code): \(error.message)\nSee `\(root.name) --help`.\n")
             return 64

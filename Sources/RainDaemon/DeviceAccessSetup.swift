@@ -58,7 +58,8 @@ enum DeviceAccessSetup {
                 clock: clock, logger: logger.child("prompt"))
         }
         let prompts = PinentryPrompts(
-            coordinator: coordinator, hasDisplay: display != nil, registered: kept, store: placeStore, audit: recordEvent)
+            coordinator: coordinator, hasDisplay: display != nil, registered: kept, store: placeStore, clock: clock,
+            audit: recordEvent)
         let place =
             if let kept { "terminal \(kept.path) (registered before this start)" } else if display != nil { "display" } else {
                 "none (rainwallet prompt here)"
@@ -68,6 +69,11 @@ enum DeviceAccessSetup {
             store: AppApprovalStore(
                 stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys),
             resolver: resolver, confirmer: prompts, preApproved: config.access.apps, clock: clock, audit: recordEvent)
+        // A place recorded by a daemon that kept no history still counts as a place that existed.
+        if recorded != nil, apps.promptPlaceHistory == nil {
+            try apps.recordPromptPlaceHistory(PromptPlaceHistory(firstRegisteredAt: clock.now))
+        }
+        prompts.keepHistory(in: apps)
         return DeviceAccess(
             apps: apps, settings: settings, prompts: prompts,
             hashFile: { (path) throws(RainError) in try hashProgram(path, reader: reader) })
@@ -110,6 +116,8 @@ enum DeviceAccessSetup {
             kind = .appApproved
             detail = "first use trusted: " + (event.detail ?? "no prompt can be shown")
         case "prompt_registered": kind = .promptRegistered
+        case "prompt_move_requested": kind = .promptMoveRequested
+        case "prompt_secret_wrong": kind = .promptSecretWrong
         default: kind = .promptResult
         }
         let result: AuditResult =
@@ -224,97 +232,5 @@ final class ProcessCallerResolver: CallerResolving {
                 details: RainError.Details(reason: "caller_unidentified"))
         }
         return process
-    }
-}
-
-/// The user's confirmation through pinentry (`PromptCoordinator`), and where it appears: the
-/// daemon's display, or the terminal `rainwallet prompt here` registered (kept until the daemon
-/// stops).
-final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
-    private let coordinator: PromptCoordinator?
-    private let hasDisplay: Bool
-    /// The registered terminal (restored at start while it is still open, or registered since).
-    private let registered: Mutex<PromptPlace?>
-    /// Where the registered terminal is kept across restarts; nil in tests that keep none.
-    private let store: PromptPlaceStore?
-    /// Set while a registration runs: another one meanwhile is RAIN_302 `prompt_busy` (two
-    /// "first" registrations at once must not both be trusted).
-    private let isRegistering = Mutex(false)
-    private let audit: @Sendable (AccessEvent) async -> Void
-
-    init(
-        coordinator: PromptCoordinator?, hasDisplay: Bool, registered: PromptPlace? = nil,
-        store: PromptPlaceStore? = nil, audit: @escaping @Sendable (AccessEvent) async -> Void
-    ) {
-        self.coordinator = coordinator
-        self.hasDisplay = hasDisplay
-        self.registered = Mutex(registered)
-        self.store = store
-        self.audit = audit
-    }
-
-    var canPrompt: Bool { coordinator != nil && (hasDisplay || registered.withLock { $0 != nil }) }
-
-    func confirm(_ question: UserQuestion) async throws(RainError) {
-        guard let coordinator else { throw Self.noPinentry() }
-        _ = try await coordinator.confirm(question)
-    }
-
-    func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String {
-        guard let coordinator else { throw Self.noPinentry() }
-        try RegisteredTerminal.check(path: terminal)
-        let isFree = isRegistering.withLock { busy in
-            defer { busy = true }
-            return !busy
-        }
-        guard isFree else {
-            throw RainError(
-                .refused, "another prompt place is being registered; try again when it is done",
-                details: RainError.Details(reason: PromptReason.busy))
-        }
-        defer { isRegistering.withLock { $0 = false } }
-        // A registered terminal that was closed since (its node gone, or made anew for another
-        // terminal) is no place to confirm on: the display is, if there is one.
-        if let previous = registered.withLock({ $0 }), !previous.isOpen {
-            registered.withLock { $0 = nil }
-            var targets = await coordinator.currentTargets
-            targets.terminal = nil
-            await coordinator.setTargets(targets)
-        }
-        let isFirst = !canPrompt
-        if !isFirst {
-            try await confirm(
-                UserQuestion(
-                    action: "show RainWallet's confirmation prompts on the terminal \(terminal) from now on",
-                    caller: caller, profile: profile))
-        }
-        guard
-            let place = PromptPlace.current(
-                path: terminal, term: RegisteredTerminal(path: terminal).term,
-                sessionLeader: caller.sessionID > 0 ? caller.sessionID : nil)
-        else {
-            throw RainError(
-                .invalidArgument, "the prompt terminal \(terminal) is gone; run `rainwallet prompt here` again",
-                details: RainError.Details(reason: PromptReason.invalidTarget, field: "prompt.terminal"))
-        }
-        // Kept before it is used: a restart finds it again, and a later registration is confirmed on it.
-        try store?.save(place)
-        var targets = await coordinator.currentTargets
-        targets.terminal = place.terminal
-        await coordinator.setTargets(targets)
-        registered.withLock { $0 = place }
-        await audit(
-            AccessEvent(
-                event: "prompt_registered", profile: profile, app: caller, result: "ok",
-                detail: isFirst ? "\(terminal) (first place, trusted: nothing to confirm it on)" : terminal))
-        return terminal
-    }
-
-    static func noPinentry() -> RainError {
-        RainError(
-            .unavailable,
-            "no pinentry program is installed: install pinentry-tty (or pinentry-gnome3 on a desktop), or set "
-                + "access.pinentry, then restart rainwalletd",
-            details: RainError.Details(reason: PromptReason.unavailable))
     }
 }

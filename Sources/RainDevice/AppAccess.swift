@@ -97,7 +97,7 @@ public final class AppAccess: Sendable {
         init(approvals: AppApprovals) { self.approvals = approvals }
     }
 
-    private let state: Mutex<State>
+    let state: Mutex<State>
     /// Held while the approvals change and are written (never taken on the loop thread).
     private let writer = Mutex(())
     private let store: AppApprovalStore?
@@ -438,6 +438,15 @@ public final class AppAccess: Sendable {
         try await identity(of: context)
     }
 
+    /// The caller's identity when nobody owns `profile` (no approval, no policy entry) and the
+    /// caller could be approved; nil otherwise. A read that claims nothing is answered then
+    /// without making the caller the owner (`RoutePolicy.claimsProfile`).
+    public func unownedReader(profile: String, context: CallerHandle) async throws(RainError) -> CallerIdentity? {
+        let caller = try await identity(of: context)
+        guard case .unowned = decide(profile: profile, caller: caller) else { return nil }
+        return caller
+    }
+
     // MARK: -
 
     private func identity(of context: CallerHandle) async throws(RainError) -> CallerIdentity {
@@ -480,7 +489,7 @@ public final class AppAccess: Sendable {
     /// Changes the approvals and saves them; nothing changes when the save fails. Changes are
     /// serialized by `writer`, and the file is written outside `state`'s lock, which the loop
     /// thread takes on every call (`isApproved`): no fsync under it.
-    private func update(_ change: (inout AppApprovals) throws(RainError) -> Void) throws(RainError) {
+    func update(_ change: (inout AppApprovals) throws(RainError) -> Void) throws(RainError) {
         try writer.withLock { _ throws(RainError) in
             var next = state.withLock { $0.approvals }
             try change(&next)

@@ -8,12 +8,15 @@ import Synchronization
 
 /// Where prompts appear (RainAccess's prompt place in the daemon, a fake in tests).
 public protocol PromptPlaceRegistry: Sendable {
-    /// Shows prompts on `terminal` from now on, once confirmed on the current place (the first
-    /// registration, with no place yet, is trusted and audited).
+    /// Shows prompts on `terminal` from now on, once confirmed on the current place or the
+    /// display; with neither, the very first place is trusted and audited, and a later one is
+    /// confirmed by the place secret (`secret`) and waits before it takes over.
     /// - Returns: the terminal registered.
-    /// - Throws: RAIN_102 for a terminal of the caller's own session or not a terminal; the
+    /// - Throws: RAIN_102 for a terminal of the caller's own session or not a terminal, or a place
+    ///   secret to choose or give; RAIN_401/RAIN_302 for a wrong secret, the lock or the wait; the
     ///   prompt's errors.
-    func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String
+    func register(terminal: String, secret: String?, caller: CallerIdentity, profile: String) async throws(RainError)
+        -> String
 }
 
 /// Everything per-app access needs in the device service.
@@ -126,7 +129,8 @@ extension DeviceService {
                         let (access, caller) = try required(call)
                         let identity = try await access.apps.callerIdentity(caller)
                         let terminal = try await access.prompts.register(
-                            terminal: r.terminal, caller: identity, profile: call.profile)
+                            terminal: r.terminal, secret: r.secret.isEmpty ? nil : r.secret, caller: identity,
+                            profile: call.profile)
                         return RegisterPromptResponse(terminal: terminal)
                     })),
         ]

@@ -43,7 +43,7 @@ extension DeviceService {
                     return answer
                 })
             Route(
-                Method.sessionGetState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(),
+                Method.sessionGetState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(claimsProfile: false),
                 .loop { (_, call) throws(RainError) in call.entry.runtime.snapshot() })
             Route(
                 Method.sessionWatch, WatchRequest.self, WatchEvent.self, policy: .read(),
@@ -54,7 +54,8 @@ extension DeviceService {
                     }
                 })
             Route(
-                Method.sessionAwaitRestore, AwaitRestoreRequest.self, SessionSnapshot.self, policy: .read(),
+                Method.sessionAwaitRestore, AwaitRestoreRequest.self, SessionSnapshot.self,
+                policy: .read(claimsProfile: false),
                 .actor { (r, call) throws(RainError) in
                     let e = call.entry
                     let policyTimeout = e.runtime.sessionPolicy.restoreTimeout
@@ -155,7 +156,7 @@ extension DeviceService {
                     ) { () async throws(RainError) in try await call.session.exportPrivateKey(chain: r.chain) }
                 })
             Route(
-                Method.devListOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
+                Method.devListOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(claimsProfile: false),
                 .actor { (_, call) throws(RainError) in
                     // Only this profile's app, newest `outboxListLimit` entries: a reply stays far below the frame limit.
                     let appID = config.settings(for: call.profile).appID

@@ -167,6 +167,12 @@ public final class DeviceService: ServerHandler {
                             () async throws(RainError) in
                             try await Self.refuseBeforeAsking(route, request.payload, gated, context: ctx)
                         }
+                    } else if !route.policy.claimsProfile,
+                        let reader = try await access.unownedReader(profile: profile, context: handle),
+                        await !gated.session.hasSession()
+                    {
+                        // Status and the dev outbox of a profile nobody owns: answered, no owner made.
+                        call.identity = reader
                     } else {
                         call.identity = try await access.authorize(profile: profile, context: handle)
                     }

@@ -37,8 +37,8 @@ extension ProfileSession {
     /// - Returns: the account with the contact.
     /// - Throws: RAIN_102 `malformed_code` or `no_pending_code` (before any request); RAIN_203 for
     ///   a wrong, expired or locked code; RAIN_201 without a live session; RAIN_302
-    ///   `contact_owned_by_another_account` (after the right code), or `deviceKeyGuessWindow` /
-    ///   `sourceGuessWindow` when too many wrong codes were entered (the code unchecked).
+    ///   `contact_owned_by_another_account` (after the right code), or `device_key_guess_window` /
+    ///   `source_guess_window` when too many wrong codes were entered (the code unchecked).
     public func confirmContactVerification(_ code: String) async throws(RainError) -> AccountResponse {
         let trimmed = try Self.sixDigits(code, what: "a verification code")
         await restore()

@@ -30,6 +30,12 @@ extension ProfileSession {
         guard session != nil else { throw noSessionError() }
     }
 
+    /// Whether a session is stored, once the stored one (if any) has loaded.
+    func hasSession() async -> Bool {
+        await restore()
+        return session != nil
+    }
+
     /// RAIN_201 saying why there is no session.
     func noSessionError() -> RainError {
         if let reason = runtime.endedReason ?? endingReason { return Self.endedError(reason) }

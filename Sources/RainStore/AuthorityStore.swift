@@ -24,16 +24,16 @@ package protocol AuthorityStore: Sendable {
     /// else the account id when the contact belongs to an account, else `contact:<kind>:<value>`),
     /// then checks `limits` against the challenges already stored in the challenge's app, of every
     /// purpose and state, counted by `created_at` up to `challenge.createdAt`:
-    /// - `contactCooldown`: the contact's last send is less than `limits.contactCooldown` old
+    /// - `contact_cooldown`: the contact's last send is less than `limits.contactCooldown` old
     ///   (retry at that send + the cooldown);
-    /// - `contactWindow`: the contact already has `limits.contactMaxSends` sends within
+    /// - `contact_window`: the contact already has `limits.contactMaxSends` sends within
     ///   `limits.contactWindow` (retry when the oldest counted one leaves the window);
-    /// - `accountWindow`: the account key already has `limits.accountMaxSends` sends within
+    /// - `account_window`: the account key already has `limits.accountMaxSends` sends within
     ///   `limits.accountWindow` (same);
     /// and against the challenges of every app:
-    /// - `contactAllAppsWindow`: the contact already has `limits.contactAllAppsMaxSends` sends
+    /// - `contact_all_apps_window`: the contact already has `limits.contactAllAppsMaxSends` sends
     ///   within `limits.contactAllAppsWindow`, whatever their app (same);
-    /// - `sourceWindow`: the challenge's source already has `limits.sourceMaxSends` sends within
+    /// - `source_window`: the challenge's source already has `limits.sourceMaxSends` sends within
     ///   `limits.sourceWindow` (same; not checked when the challenge has no source).
     /// When several apply, the one with the latest retry time is returned; nothing is then changed.
     /// Otherwise it retires every pending challenge of the app, device and purpose (resend
@@ -65,6 +65,11 @@ package protocol AuthorityStore: Sendable {
 
     /// The challenge with this id, whatever its state, or nil.
     func challenge(id: String) async throws(RainError) -> ChallengeRecord?
+
+    /// The retired challenges of `purpose` for one app on one device that have not expired at
+    /// `now`, newest first, at most `limit` (the codes a Resend replaced).
+    func retiredChallenges(appID: String, deviceID: String, purpose: ChallengePurpose, now: Date, limit: Int)
+        async throws(RainError) -> [ChallengeRecord]
 
     /// Takes a slot of the wrong-guess budgets for a code about to be checked, in one transaction
     /// under the source's and the device key's locks (so concurrent checks never both take the last

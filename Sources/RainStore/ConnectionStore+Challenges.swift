@@ -59,6 +59,16 @@ extension ConnectionStore {
         try await perform { db throws(RainError) in try StoreOperations.challenge(db, id: id) }
     }
 
+    /// The retired, unexpired challenges of one app on one device (`AuthorityStore.retiredChallenges`).
+    package func retiredChallenges(
+        appID: String, deviceID: String, purpose: ChallengePurpose, now: Date, limit: Int
+    ) async throws(RainError) -> [ChallengeRecord] {
+        try await perform { db throws(RainError) in
+            try StoreOperations.retiredChallenges(
+                db, appID: appID, deviceID: deviceID, purpose: purpose, now: now, limit: limit)
+        }
+    }
+
     /// Retires a challenge if it is still pending.
     package func retireChallenge(id: String) async throws(RainError) {
         try await perform { db throws(RainError) -> Void in

@@ -97,6 +97,33 @@ enum StoreOperations {
             """,
             values: [.text(id)], operation: op)
         guard let row = rows.first else { return nil }
+        return try challengeRecord(row, op)
+    }
+
+    /// The retired challenges of `purpose` for one app on one device that have not expired at
+    /// `now`, newest first, at most `limit`: the codes a Resend replaced, which a user may still
+    /// type from the first message.
+    static func retiredChallenges(
+        _ db: some StoreConnection, appID: String, deviceID: String, purpose: ChallengePurpose, now: Date, limit: Int
+    ) throws(RainError) -> [ChallengeRecord] {
+        let op = "read retired challenges"
+        let rows = try db.query(
+            """
+            SELECT id, app_id, device_id, contact_kind, contact_value, account_key, code_hash, created_at, expires_at,
+                   wrong_attempts, state, purpose, target_account_id
+            FROM challenges
+            WHERE app_id = $1 AND device_id = $2 AND state = 'retired' AND purpose = $3 AND expires_at > $4
+            ORDER BY created_at DESC LIMIT $5
+            """,
+            values: [
+                .text(appID), .text(deviceID), .text(purpose.rawValue), .integer(now.unixMilliseconds), .integer(Int64(limit)),
+            ], operation: op)
+        var records: [ChallengeRecord] = []
+        for row in rows { records.append(try challengeRecord(row, op)) }
+        return records
+    }
+
+    private static func challengeRecord(_ row: some StoreRow, _ op: String) throws(RainError) -> ChallengeRecord {
         let contact = try contact(kind: try row.text(3, op), value: try row.text(4, op), op)
         guard let state = ChallengeState(rawValue: try row.text(10, op)) else {
             throw RainError(.internalError, "authority store: cannot \(op): unknown challenge state")

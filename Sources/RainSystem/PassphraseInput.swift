@@ -36,4 +36,39 @@ package enum PassphraseInput {
         }
         return readLine(strippingNewline: true)
     }
+
+    /// One line typed on the terminal at fd 0, not echoed; the prompt is written on that terminal
+    /// (stderr when it cannot be written), after echo is off, so nothing typed once the prompt
+    /// shows is flushed away or echoed. Nil when fd 0 is not a terminal or at end of input.
+    package static func hiddenTerminalLine(prompt: String) -> String? {
+        guard isatty(0) == 1 else { return nil }
+        var saved = termios()
+        let hasSaved = tcgetattr(0, &saved) == 0
+        if hasSaved {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            _ = tcsetattr(0, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if hasSaved { _ = tcsetattr(0, TCSADRAIN, &saved) }
+            writeToTerminal("\n")
+        }
+        writeToTerminal(prompt)
+        return readLine(strippingNewline: true)
+    }
+
+    /// Writes on the terminal at fd 0: through fd 0 itself, else (opened read-only, as `< tty`
+    /// does) through its device opened for writing, else on stderr.
+    private static func writeToTerminal(_ text: String) {
+        let bytes = Array(text.utf8)
+        if bytes.withUnsafeBytes({ write(0, $0.baseAddress, $0.count) }) == bytes.count { return }
+        if let name = ttyname(0) {
+            let fd = open(name, O_WRONLY | O_NOCTTY | O_CLOEXEC)
+            if fd >= 0 {
+                defer { close(fd) }
+                if bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count { return }
+            }
+        }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
 }

@@ -64,6 +64,36 @@ public final class PseudoTerminal: Sendable {
         return nil
     }
 
+    /// The place secret the tests choose with a daemon's first prompt place.
+    public static let placeSecret = "a place secret for tests"
+
+    /// Answers `rainwallet prompt here`'s questions for a new place secret on this terminal (the
+    /// first place of a daemon without a display): the secret, then the same again. Each is
+    /// typed once its question shows: the command turns echo off (flushing what was typed) first.
+    /// - Returns: whether both questions showed and were answered.
+    public func choosePlaceSecret(_ secret: String = placeSecret, timeout: Duration = .seconds(20)) async throws(RainError)
+        -> Bool
+    {
+        guard await waitForText("Choose a place secret", timeout: timeout) != nil else { return false }
+        clearShown()
+        try type(secret + "\n")
+        guard await waitForText("The same place secret again", timeout: timeout) != nil else { return false }
+        clearShown()
+        try type(secret + "\n")
+        return true
+    }
+
+    /// Answers `rainwallet prompt here`'s question for the place secret once it shows.
+    /// - Returns: whether the question showed and was answered.
+    public func enterPlaceSecret(_ secret: String = placeSecret, timeout: Duration = .seconds(20)) async throws(RainError)
+        -> Bool
+    {
+        guard await waitForText("Enter the place secret", timeout: timeout) != nil else { return false }
+        clearShown()
+        try type(secret + "\n")
+        return true
+    }
+
     /// Types `text` on the terminal's keyboard (writes it to the master).
     public func type(_ text: String) throws(RainError) {
         try type(Array(text.utf8))

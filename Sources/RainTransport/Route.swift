@@ -47,6 +47,11 @@ public struct RoutePolicy: Sendable, Equatable {
     /// nobody. For calls that ask the user before they change anything; a call whose effect must
     /// finish once begun keeps running.
     public var isCancelledWithCaller: Bool
+    /// The first approved app of a profile owns it. A read that only shows what any program of the
+    /// user may see of a profile nobody owns and that has no session (status, the dev outbox) does
+    /// not make its caller the owner: false here. With an owner, or a session, it is approved as
+    /// any call.
+    public var claimsProfile: Bool
 
     /// RAIN_202 `not_daemon_owner`: another uid asked for a call served only to the daemon's own.
     public static func notDaemonOwner(uid: UInt32, method: String) -> RainError {
@@ -65,11 +70,13 @@ public struct RoutePolicy: Sendable, Equatable {
     ///   - isOpenToAnyApp: served to an app not approved for the profile.
     ///   - isDaemonOwnerOnly: served only to the daemon's own uid.
     ///   - isCancelledWithCaller: the call's task is cancelled with the call or its connection.
+    ///   - claimsProfile: the call makes its caller the owner of a profile nobody owns.
     public init(
         kind: Kind, needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil,
         userConfirms: String? = nil, isOpenToAnyApp: Bool = false, isDaemonOwnerOnly: Bool = false,
-        isCancelledWithCaller: Bool = false
+        isCancelledWithCaller: Bool = false, claimsProfile: Bool = true
     ) {
+        self.claimsProfile = claimsProfile
         self.kind = kind
         self.needsSession = needsSession
         self.isSensitive = isSensitive
@@ -83,11 +90,11 @@ public struct RoutePolicy: Sendable, Equatable {
     /// A read (retried).
     public static func read(
         needsSession: Bool = false, isSensitive: Bool = false, deadline: Duration? = nil, isOpenToAnyApp: Bool = false,
-        isDaemonOwnerOnly: Bool = false
+        isDaemonOwnerOnly: Bool = false, claimsProfile: Bool = true
     ) -> RoutePolicy {
         RoutePolicy(
             kind: .read, needsSession: needsSession, isSensitive: isSensitive, deadline: deadline, isOpenToAnyApp: isOpenToAnyApp,
-            isDaemonOwnerOnly: isDaemonOwnerOnly)
+            isDaemonOwnerOnly: isDaemonOwnerOnly, claimsProfile: claimsProfile)
     }
 
     /// A send or mutation (never retried).

@@ -40,8 +40,14 @@ extension RainProvider {
         ).confirmedDigest
     }
 
-    /// Shows the daemon's prompts on `terminal` from now on (confirmed on the current place).
-    nonisolated(nonsending) package func registerPrompt(terminal: String) async throws(RainError) -> String {
-        try await call(Method.promptRegister, RegisterPromptRequest(terminal: terminal), as: RegisterPromptResponse.self).terminal
+    /// Shows the daemon's prompts on `terminal` from now on (confirmed on the current place or the
+    /// display, else by the place `secret`).
+    nonisolated(nonsending) package func registerPrompt(terminal: String, secret: String? = nil) async throws(RainError)
+        -> String
+    {
+        try await call(
+            Method.promptRegister, RegisterPromptRequest(terminal: terminal, secret: secret ?? ""),
+            as: RegisterPromptResponse.self
+        ).terminal
     }
 }

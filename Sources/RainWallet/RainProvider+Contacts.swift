@@ -34,7 +34,7 @@ extension RainProvider {
     ///   expired or locked one (details `reason`); RAIN_201 without a live session; RAIN_302
     ///   `contact_owned_by_another_account` (with the right code) when the contact belongs to
     ///   another account (accounts are never merged: log in with it instead), or
-    ///   `deviceKeyGuessWindow` / `sourceGuessWindow` when too many wrong codes were entered (the
+    ///   `device_key_guess_window` / `source_guess_window` when too many wrong codes were entered (the
     ///   code was not checked; `retryAfter`).
     @discardableResult
     nonisolated(nonsending) public func confirmContactVerification(_ code: String) async throws -> Account {

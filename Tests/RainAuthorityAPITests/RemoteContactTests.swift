@@ -91,7 +91,7 @@ struct RemoteContactTests {
                     #expect(error?.code == .invalidLoginCode)
                 } else {
                     #expect(error?.code == .refused)
-                    #expect(error?.details.reason == "sourceGuessWindow")
+                    #expect(error?.details.reason == "source_guess_window")
                     #expect(error?.details.retryAfterMilliseconds == 3_600_000)
                 }
             }

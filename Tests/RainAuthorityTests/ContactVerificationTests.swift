@@ -158,7 +158,7 @@ struct ContactVerificationTests {
             _ = try await Self.send(f, token: token, .email("third@example.com"))
             let limited = await rainError { _ = try await Self.send(f, token: token, .email("fourth@example.com")) }
             #expect(limited?.code == .refused)
-            #expect(limited?.details.limit == "accountWindow")
+            #expect(limited?.details.limit == "account_window")
             // Never moved: the contact still logs in to its own account.
             let again = try await f.login(Self.backup, device: "device-c")
             #expect(again.accountID == owner.accountID)

@@ -195,7 +195,7 @@ struct CrossAppSendLimitTests {
             #expect(f.sender.deliveries.count == 10)
             // The log names the limit and the source, and only the redacted contact.
             let lines = f.logSink.captured.joined(separator: "\n")
-            #expect(lines.contains("contactAllAppsWindow"))
+            #expect(lines.contains("contact_all_apps_window"))
             #expect(!lines.contains("user@example.com"))
         }
     }

@@ -124,6 +124,23 @@ struct GuessBudgetTests {
         }
     }
 
+    @Test("the code of a message a resend replaced spends no guess: it is answered retired, never RAIN_302")
+    func replacedCodeSpendsNothing() async throws {
+        try await AuthorityFixture.with(settings: Self.budgets(deviceKey: 2)) { f in
+            let key = try Self.key(7)
+            let (_, oldCode) = try await f.send()
+            let (new, newCode) = try await f.send()
+            try #require(oldCode != newCode, "two random codes were equal; run again")
+            for _ in 0..<4 {
+                let error = await rainError {
+                    _ = try await Self.confirm(f, new, code: oldCode, key: key, source: Self.localSource)
+                }
+                #expect(error?.code == .invalidLoginCode && error?.details.reason == "retired", "\(String(describing: error))")
+            }
+            _ = try await Self.confirm(f, new, code: newCode, key: key, source: Self.localSource)
+        }
+    }
+
     @Test("a right code spends nothing: only wrong codes count against the budgets")
     func rightCodesAreFree() async throws {
         try await AuthorityFixture.with(settings: Self.budgets(deviceKey: 2)) { f in

@@ -179,6 +179,31 @@ struct LoginCodeTests {
         }
     }
 
+    @Test(
+        "the code of a message a resend replaced, typed for the new challenge, is RAIN_203 retired and costs the pending code no attempt"
+    )
+    func replacedCodeTypedForTheNewChallenge() async throws {
+        try await AuthorityFixture.with { f in
+            let (_, oldCode) = try await f.send()
+            let (new, newCode) = try await f.send()
+            try #require(oldCode != newCode, "two random codes were equal; run again")
+            for _ in 0..<4 {
+                let error = try #require(await rainError { _ = try await f.confirm(new, code: oldCode) })
+                #expect(error.code == .invalidLoginCode)
+                #expect(error.details.reason == "retired")
+                #expect(error.details.attemptsRemaining == 3)
+            }
+            let record = try #require(try await f.store.challenge(id: new.challengeID))
+            #expect(record.state == .pending && record.wrongAttempts == 0)
+            // A code that was never sent is wrong, as before.
+            let wrong = try #require(await rainError { _ = try await f.confirm(new, code: wrongCode(for: newCode)) })
+            if wrongCode(for: newCode) != oldCode {
+                #expect(wrong.details.reason == "wrong" && wrong.details.attemptsRemaining == 2)
+            }
+            _ = try await f.confirm(new, code: newCode)
+        }
+    }
+
     @Test("sending to another contact on the same device retires the first challenge")
     func switchingContactRetires() async throws {
         try await AuthorityFixture.with { f in

@@ -37,8 +37,8 @@ struct SMSBudgetTests {
                 try await second.deliver(Self.message())
                 let error = await rainError { try await first.deliver(Self.message()) }
                 #expect(error?.code == .refused)
-                #expect(error?.details.reason == "smsBudget")
-                #expect(error?.details.limit == "smsBudget")
+                #expect(error?.details.reason == "sms_budget")
+                #expect(error?.details.limit == "sms_budget")
                 // The first slot leaves the window an hour after it was taken: 50 min from now.
                 #expect(error?.details.retryAfterMilliseconds == 3_000_000)
                 #expect(try server.requests().count == 2)
@@ -74,7 +74,7 @@ struct SMSBudgetTests {
             try await s.server { server in
                 let sender = try Self.sender(s, server, budget: 1, store: store, clock: clock)
                 try await sender.deliver(Self.message())
-                #expect(await rainError { try await sender.deliver(Self.message()) }?.details.reason == "smsBudget")
+                #expect(await rainError { try await sender.deliver(Self.message()) }?.details.reason == "sms_budget")
                 #expect(try server.requests().count == 1)
             }
             await store.close()
@@ -85,7 +85,7 @@ struct SMSBudgetTests {
                     settings: s.webhook(server, budget: 1, timeout: .seconds(2)), budget: StoreSMSBudget(store: other),
                     clock: clock, logger: s.logger)
                 #expect(await rainError { try await sender.deliver(Self.message()) }?.code == .provider)
-                #expect(await rainError { try await sender.deliver(Self.message()) }?.details.reason == "smsBudget")
+                #expect(await rainError { try await sender.deliver(Self.message()) }?.details.reason == "sms_budget")
             }
             await other.close()
         }
@@ -174,7 +174,7 @@ struct SMSBudgetTests {
                     try await first.deliver(Self.message())
                     let error = await rainError { try await second.deliver(Self.message()) }
                     #expect(error?.code == .refused)
-                    #expect(error?.details.reason == "smsBudget")
+                    #expect(error?.details.reason == "sms_budget")
                     #expect(error?.details.retryAfterMilliseconds == 3_600_000)
                     #expect(try server.requests().count == 1)
                 }

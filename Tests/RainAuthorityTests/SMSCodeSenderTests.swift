@@ -186,7 +186,7 @@ struct SMSCodeSenderTests {
         }
     }
 
-    @Test("the hourly budget: sends beyond it are RAIN_302 (smsBudget) until an hour passes; refusals give their slot back")
+    @Test("the hourly budget: sends beyond it are RAIN_302 (sms_budget) until an hour passes; refusals give their slot back")
     func hourlyBudget() async throws {
         try await Setup.with { s in
             try await s.server { server in
@@ -197,7 +197,7 @@ struct SMSCodeSenderTests {
                 try await sender.deliver(Self.message())
                 let error = await rainError { try await sender.deliver(Self.message()) }
                 #expect(error?.code == .refused)
-                #expect(error?.details.limit == "smsBudget")
+                #expect(error?.details.limit == "sms_budget")
                 #expect(error?.details.retryAfterMilliseconds == 3_000_000)
                 #expect(try server.requests().count == 2)
                 clock.advance(by: .seconds(3000))
@@ -228,7 +228,7 @@ struct SMSCodeSenderTests {
                 for number in ["+882345678901", "+2125551234", "+33612345678"] {
                     let error = await rainError { try await sender.deliver(Self.message(to: number)) }
                     #expect(error?.code == .invalidArgument, "\(number)")
-                    #expect(error?.details.reason == "countryNotAllowed")
+                    #expect(error?.details.reason == "country_not_allowed")
                 }
                 try await sender.deliver(Self.message(to: "+447911123456"))
                 #expect(try server.requests().count == 1)

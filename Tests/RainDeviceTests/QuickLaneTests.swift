@@ -67,7 +67,9 @@ import Testing
     }
 
     struct NoPlaces: PromptPlaceRegistry {
-        func register(terminal: String, caller: CallerIdentity, profile: String) async throws(RainError) -> String {
+        func register(terminal: String, secret: String?, caller: CallerIdentity, profile: String) async throws(RainError)
+            -> String
+        {
             throw RainError(.unauthorized, "no prompt places in this test")
         }
     }

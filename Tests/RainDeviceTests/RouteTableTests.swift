@@ -59,7 +59,10 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
     @Test(
         arguments: [
             (Method.daemonGetInfo, RoutePolicy.read(isOpenToAnyApp: true)),
-            (Method.sessionGetState, .read()),
+            (Method.sessionGetState, .read(claimsProfile: false)),
+            (Method.sessionAwaitRestore, .read(claimsProfile: false)),
+            (Method.devListOutbox, .read(claimsProfile: false)),
+            (Method.sessionWatch, .read()),
             (Method.accountGet, .read(needsSession: true)),
             (Method.walletGet, .read(needsSession: true)),
             (Method.authSendLoginCode, .send()),

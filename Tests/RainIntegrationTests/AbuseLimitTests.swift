@@ -39,13 +39,13 @@ struct AbuseLimitIntegrationTests {
         #expect(again.stderr.contains("try again after 20"), "\(again.stderr)")  // an RFC 3339 time
         #expect(again.stderr.contains("Z (in "), "\(again.stderr)")
         let json = try await h.runCLI(["--json", "code", "send", "--email", "limit@example.com"])
-        let shown = try Self.expectJSONRefusal(json, limit: "contactCooldown")
+        let shown = try Self.expectJSONRefusal(json, limit: "contact_cooldown")
 
         // The client library: a RainError with typed details.
         let error = await rainError { try await h.provider().sendLoginCode(to: .email("limit@example.com")) }
         #expect(error?.code == .refused)
-        #expect(error?.details.limit == "contactCooldown")
-        #expect(error?.details.reason == "contactCooldown")
+        #expect(error?.details.limit == "contact_cooldown")
+        #expect(error?.details.reason == "contact_cooldown")
         let retryAfter = try #require(error?.details.retryAfter)
         #expect(abs(retryAfter.timeIntervalSince(shown)) < 0.001)
         let wait = try #require(error?.details.retryAfterMilliseconds)
@@ -69,7 +69,7 @@ struct AbuseLimitIntegrationTests {
             #expect(sent.status == 0, "\(sent)")
         }
         let refused = try await h.runCLI(["--json", "contact", "add", "--email", "backup@example.com"])
-        _ = try Self.expectJSONRefusal(refused, limit: "contactWindow", within: 900)
+        _ = try Self.expectJSONRefusal(refused, limit: "contact_window", within: 900)
         #expect(refused.stderr.contains("too many codes were sent to this contact"), "\(refused.stderr)")
     }
 
@@ -86,7 +86,7 @@ struct AbuseLimitIntegrationTests {
         // The limit is the authority's, per contact: another device daemon is refused too.
         let error = await rainError { try await h.provider(1).sendLoginCode(to: .email("remote-limit@example.com")) }
         #expect(error?.code == .refused)
-        #expect(error?.details.limit == "contactCooldown")
+        #expect(error?.details.limit == "contact_cooldown")
         let retryAfter = try #require(error?.details.retryAfter)
         #expect(retryAfter > Date().addingTimeInterval(-5) && retryAfter <= Date().addingTimeInterval(31))
         #expect((1...30_000).contains(error?.details.retryAfterMilliseconds ?? 0))

@@ -27,7 +27,7 @@ struct AccessAttackTests {
     }
 
     /// A daemon with `pinentry-tty` and no display, two copies of the CLI, and a terminal that A
-    /// registered for the prompts (the first place: trusted). The caller closes `pty` and shuts `h` down.
+    /// registered for the prompts (the first place: trusted, with a place secret chosen). The caller closes `pty` and shuts `h` down.
     static func promptsOnATerminal() async throws -> (DaemonHarness, Int32, Apps, PseudoTerminal) {
         let pinentry = "/usr/bin/pinentry-tty"
         try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
@@ -39,8 +39,10 @@ struct AccessAttackTests {
             let pty = try PseudoTerminal()
             let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
             #expect(fd >= 0)
-            let here = try await h.runCLI(
+            let registering = try h.launchCLI(
                 ["prompt", "here"], program: apps.a, standardInput: FileHandle(fileDescriptor: fd, closeOnDealloc: true))
+            #expect(try await pty.choosePlaceSecret(), "\(pty.shown)")
+            let here = try await registering.finish(timeout: .seconds(20))
             #expect(here.status == 0, "\(here)")
             return (h, daemon, apps, pty)
         } catch {
@@ -232,7 +234,7 @@ struct AccessAttackTests {
         }
 
         // A's first call asks the user; A is killed while the prompt waits for the code.
-        let first = try h.launchCLI(["status"], program: apps.a)
+        let first = try h.launchCLI(["code", "send", "--email", "withdrawn@example.com"], program: apps.a)
         _ = try await Self.killWhilePrompting(first, daemon: daemon, pty: pty)
 
         // Nothing was approved: the profile still has no app.
@@ -241,7 +243,7 @@ struct AccessAttackTests {
 
         // The next prompt is shown at once (no RAIN_302 prompt_busy), and its code approves A.
         pty.clearShown()
-        let second = try h.launchCLI(["status"], program: apps.a)
+        let second = try h.launchCLI(["code", "send", "--email", "withdrawn@example.com"], program: apps.a)
         let again = try #require(await pty.waitForText("and press Enter"), "no second prompt: \(pty.shown)")
         let code = try #require(again.matches(of: /type the code  (\S+)  and press/).last?.output.1)
         try pty.type(String(code) + "\n")

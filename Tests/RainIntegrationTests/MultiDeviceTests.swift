@@ -140,8 +140,19 @@ final class MultiDevice: Sendable {
     func killAuthority() throws {
         let authorityPID = try #require(pid("authority"))
         kill(authorityPID, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(authorityPID, &status, WNOHANG)
+        // The kill is delivered later: until the process is gone (reaped, or a zombie) it still
+        // holds its listening socket and its state directory's lock, and a new authority started
+        // meanwhile cannot bind or lock, and exits.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            var status: Int32 = 0
+            if waitpid(authorityPID, &status, WNOHANG) == authorityPID { return }
+            let stat = (try? String(contentsOfFile: "/proc/\(authorityPID)/stat", encoding: .utf8)) ?? ""
+            if stat.isEmpty || stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") == true {
+                return
+            }
+            usleep(5_000)
+        }
     }
 
     /// The send limits `scripts/harness up` relaxes (these tests log in again and again).
@@ -163,7 +174,10 @@ final class MultiDevice: Sendable {
             environment: daemonEnvironment, stderr: .file(authorityLog))
         try "\(p.pid)\n".write(toFile: "\(dir)/authority.pid", atomically: true, encoding: .utf8)
         let ready = await eventually(timeout: .seconds(15)) { self.authorityReadyCount > readyBefore }
-        guard ready else { throw HarnessError("the restarted authority did not get ready") }
+        guard ready else {
+            let log = (try? String(contentsOfFile: authorityLog, encoding: .utf8)) ?? ""
+            throw HarnessError("the restarted authority did not get ready; its log ends:\n\(log.suffix(2000))")
+        }
     }
 
     private var authorityReadyCount: Int {

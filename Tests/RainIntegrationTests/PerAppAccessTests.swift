@@ -170,7 +170,7 @@ struct PerAppAccessTests {
         // Still nobody's: B, asking next, is the one asked about and approved.
         let list = try await h.runCLI(["--json", "apps", "list"], program: apps.b)
         #expect(list.status == 0 && !list.stdout.contains(apps.a.path), "\(list)")
-        let second = try await h.runCLI(["status"], program: apps.b)
+        let second = try await h.runCLI(["code", "send", "--email", "dismissed@example.com"], program: apps.b)
         #expect(second.status == 0, "\(second)")
         let owner = try await h.runCLI(["--json", "apps", "list"], program: apps.b)
         #expect(owner.stdout.contains(apps.b.path) && !owner.stdout.contains(apps.a.path), "\(owner)")
@@ -256,18 +256,20 @@ struct PerAppAccessTests {
         let pty = try PseudoTerminal()
         defer { pty.close() }
 
-        // `prompt here` from the terminal (the first place: trusted, audited).
+        // `prompt here` from the terminal (the first place: trusted, audited; a place secret chosen).
         let fd = open(pty.path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         #expect(fd >= 0)
         let terminal = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        let here = try await h.runCLI(["prompt", "here"], program: apps.a, standardInput: terminal)
+        let registering = try h.launchCLI(["prompt", "here"], program: apps.a, standardInput: terminal)
+        #expect(try await pty.choosePlaceSecret(), "\(pty.shown)")
+        let here = try await registering.finish(timeout: .seconds(20))
         #expect(here.status == 0 && here.stdout.contains(pty.path), "\(here)")
         // Only the terminal's own side stays with the test (as with a terminal emulator): a process
         // holding the terminal itself outside its session stops every prompt there.
         try terminal.close()
 
         // A's first call: the prompt appears on the terminal, and the code typed there approves A.
-        let first = try h.launchCLI(["status"], program: apps.a)
+        let first = try h.launchCLI(["code", "send", "--email", "real-pinentry@example.com"], program: apps.a)
         let shown = try #require(await pty.waitForText("and press Enter"), "no prompt on \(pty.path): \(pty.shown)")
         #expect(shown.contains(apps.a.path) && shown.contains("Profile: default"), "\(shown)")
         let code = try #require(shown.matches(of: /type the code  (\S+)  and press/).last?.output.1)

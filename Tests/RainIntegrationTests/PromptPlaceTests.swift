@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RainCore
 import RainTestSupport
 import Testing
 
@@ -9,11 +10,16 @@ import Testing
 /// trusted: any program that restarted rainwalletd could register a terminal it holds and answer the prompts.
 @Suite("Prompt place across restarts", .serialized)
 struct PromptPlaceTests {
-    @Test("after a restart, registering another terminal is confirmed on the one registered before, until that one is closed")
+    @Test(
+        "after a restart, registering another terminal is confirmed on the one registered before; once that one is closed, a new one takes the place secret and a 10-minute wait"
+    )
     func registeredTerminalOutlivesARestart() async throws {
         let pinentry = "/usr/bin/pinentry-tty"
         try #require(FileManager.default.isExecutableFile(atPath: pinentry), "pinentry-tty is installed by scripts/lib/deps.sh")
-        let h = try await DaemonHarness.start(environment: ["DISPLAY": nil], access: .enforced(pinentry: pinentry))
+        let clock = try TestClockFile(path: "/tmp/rwclock-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(atPath: clock.path) }
+        let h = try await DaemonHarness.start(
+            environment: ["DISPLAY": nil, TestClockEnvironment.variable: clock.path], access: .enforced(pinentry: pinentry))
         defer { h.shutdown() }
         let user = try PseudoTerminal()
         var userOpen = true
@@ -42,6 +48,7 @@ struct PromptPlaceTests {
         let (first, firstInput) = try promptHere(user, program: shell)
         #expect(try await first.finish(timeout: .seconds(20)).status == 0)
         try firstInput.close()
+        #expect(try await user.choosePlaceSecret(), "\(user.shown)")
         #expect(await eventually(timeout: .seconds(15)) { FileManager.default.fileExists(atPath: output) })
         let registered = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(registered.contains(user.path), "\(registered)")
@@ -61,18 +68,47 @@ struct PromptPlaceTests {
         #expect(refused.status == 9 && refused.stderr.contains("RAIN_401"), "\(refused)")
 
         // Once the user's terminal is closed (its shell hung up, its node gone), a new place is
-        // trusted again.
+        // no first place: it takes the place secret, and a wrong one takes nothing.
         user.close()
         userOpen = false
+        attacker.clearShown()
         let (third, thirdInput) = try promptHere(attacker)
         defer { try? thirdInput.close() }
-        let moved = try await third.finish(timeout: .seconds(20))
-        #expect(moved.status == 0 && moved.stdout.contains(attacker.path), "\(moved)")
+        for _ in 0..<3 { #expect(try await attacker.enterPlaceSecret("a guess at it"), "\(attacker.shown)") }
+        let guessed = try await third.finish(timeout: .seconds(20))
+        #expect(guessed.status == 9, "\(guessed)")
+        #expect(guessed.stderr.contains("RAIN_401") && guessed.stderr.contains("not the place secret"), "\(guessed)")
+        let nowhere = try await h.runCLI(["apps", "approve", "/bin/true"])
+        #expect(nowhere.status == 5 && nowhere.stderr.contains("no prompt can be shown"), "\(nowhere)")
+
+        // The right secret moves the place, after a wait of 10 minutes on the daemon's clock.
+        let mine = try PseudoTerminal()
+        defer { mine.close() }
+        let (fourth, fourthInput) = try promptHere(mine)
+        defer { try? fourthInput.close() }
+        #expect(try await mine.enterPlaceSecret(), "\(mine.shown)")
+        #expect(
+            await eventually(timeout: .seconds(20)) { fourth.stderrSoFar.contains("keep this running") }, "\(fourth.stderrSoFar)")
+        kill(fourth.pid, SIGKILL)
+        _ = try await fourth.finish(timeout: .seconds(10))
+        try clock.advance(by: .seconds(601))
+        #expect(await eventually(timeout: .seconds(10)) { h.log.contains("clock.advanced offsetMilliseconds=601000") })
+        let (fifth, fifthInput) = try promptHere(mine)
+        defer { try? fifthInput.close() }
+        #expect(try await mine.enterPlaceSecret(), "\(mine.shown)")
+        let moved = try await fifth.finish(timeout: .seconds(20))
+        #expect(moved.status == 0 && moved.stdout.contains(mine.path), "\(moved)")
         let audit = try await h.runCLI(["audit", "--json"])
         #expect(audit.status == 0, "\(audit)")
-        let registrations = audit.stdout.split(separator: "\n").filter { $0.contains("prompt_registered") }
+        let lines = audit.stdout.split(separator: "\n")
+        let registrations = lines.filter { $0.contains("prompt_registered") }
         #expect(registrations.count == 2, "\(audit.stdout)")
-        #expect(registrations.allSatisfy { $0.contains("first place") }, "\(registrations)")
+        #expect(registrations.first?.contains("first place") == true, "\(registrations)")
+        #expect(registrations.last?.contains("confirmed by the place secret") == true, "\(registrations)")
+        // Repeats of one entry are written once, with their count.
+        let wrong = lines.filter { $0.contains("prompt_secret_wrong") }
+        #expect(wrong.count == 1 && wrong.first?.contains(#""count":3"#) == true, "\(audit.stdout)")
+        #expect(lines.filter { $0.contains("prompt_move_requested") }.count == 1, "\(audit.stdout)")
     }
 
     @Test(
@@ -101,6 +137,7 @@ struct PromptPlaceTests {
             try await h.launchCLI(["prompt", "here"], program: shell, standardInput: input).finish(timeout: .seconds(20)).status
                 == 0)
         try input.close()
+        #expect(try await user.choosePlaceSecret(), "\(user.shown)")
         // `setsid -f` returns at once: the registration is done when the shell has written its output.
         #expect(await eventually(timeout: .seconds(15)) { FileManager.default.fileExists(atPath: output) })
         #expect(DaemonHarness.readFile(output).contains(user.path), "\(DaemonHarness.readFile(output))")

@@ -51,7 +51,7 @@ struct SMSBudgetDaemonTests {
         try await h.restart()
         let error = await rainError { try await h.provider().sendLoginCode(to: .phone("+1 555 987 6543")) }
         #expect(error?.code == .refused)
-        #expect(error?.details.reason == "smsBudget")
+        #expect(error?.details.reason == "sms_budget")
         #expect(error?.details.retryAfter != nil)
         #expect(try https.requests().count == 1)
         await https.stop()
@@ -110,7 +110,7 @@ struct SMSBudgetDaemonTests {
         #expect(try https.requests().count == 1)
         let error = try await sendThroughNewAuthority(1, to: "+15559876543")
         #expect(error?.code == .refused)
-        #expect(error?.details.reason == "smsBudget")
+        #expect(error?.details.reason == "sms_budget")
         #expect(try https.requests().count == 1)
     }
 }

@@ -62,7 +62,9 @@ struct SameUserAttackTests {
         /// The copy of `rainwallet` becomes the default profile's app: the user confirms it on the
         /// (auto) prompt.
         func approveTheApp() async throws {
-            let status = try await bin.runCLI(as: OtherUser.uid, socket: socket, ["status"])
+            // A send uses the profile (status only looks, and claims nothing).
+            let status = try await bin.runCLI(
+                as: OtherUser.uid, socket: socket, ["code", "send", "--email", "same-user@example.com"])
             #expect(status.status == 0, "\(status)")
             #expect(prompts.contains("rainwallet"), "prompts: \(prompts)")
         }
@@ -217,7 +219,7 @@ struct SameUserAttackTests {
     }
 
     @Test(
-        "rainwalletd run by a user refuses --policy (a missing file too) and --enable-test-methods, exit 64; rainwalletd-test takes them"
+        "rainwalletd run by a user refuses --policy (a missing file too), --enable-test-methods and the test clock, exit 64; rainwalletd-test takes them"
     )
     func policyIsRoots() async throws {
         let bin = try await AccessibleBinaries.make()
@@ -228,13 +230,20 @@ struct SameUserAttackTests {
         #expect(
             FileManager.default.createFile(atPath: policy, contents: Data("{}".utf8), attributes: [.posixPermissions: 0o644]))
         let base = ["--socket", "\(home)/d.sock", "--state-dir", "\(home)/state"]
-        for (n, extra) in [["--policy", policy], ["--policy", "/nonexistent"], ["--enable-test-methods"]].enumerated() {
+        // The test clock too: a clock moved from a file would skip every wait the daemon keeps.
+        let clock = ["RAINWALLET_TEST_CLOCK_FILE": "\(home)/clock"]
+        let cases: [([String], [String: String])] = [
+            (["--policy", policy], [:]), (["--policy", "/nonexistent"], [:]), (["--enable-test-methods"], [:]), ([], clock),
+        ]
+        for (n, (extra, environment)) in cases.enumerated() {
             let log = "\(home)/refused-\(n).log"
-            let p = try bin.launch(as: OtherUser.uid, "rainwalletd", base + extra, home: home, log: log)
+            let p = try bin.launch(
+                as: OtherUser.uid, executable: "\(bin.directory)/rainwalletd", base + extra, home: home, log: log,
+                environment: environment)
             let status = await p.waitForExit(timeout: .seconds(20))
             #expect(status == 64, "\(extra): exit \(String(describing: status)); \(DaemonHarness.readFile(log))")
             let expected =
-                extra[0] == "--policy" ? "--policy may be given only when rainwalletd runs as root" : "rainwalletd-test"
+                extra.first == "--policy" ? "--policy may be given only when rainwalletd runs as root" : "rainwalletd-test"
             #expect(DaemonHarness.readFile(log).contains(expected), "\(extra): \(DaemonHarness.readFile(log))")
         }
         // The tests' daemon takes both as the same user.
@@ -286,10 +295,11 @@ struct SameUserAttackTests {
                 FileManager.default.createFile(
                     atPath: script, contents: Data(loader.utf8), attributes: [.posixPermissions: 0o644]))
         }
-        // A profile per run: the first app of a profile becomes its owner.
+        // A profile per run: the first app of a profile becomes its owner. A logout uses the
+        // profile (a GetState only looks, and claims nothing), and succeeds without a session.
         let name = "\(URL(fileURLWithPath: script).deletingPathExtension().lastPathComponent)-\(mode)"
         let request = WireRequest(
-            method: Method.sessionGetState, payload: try GetSessionStateRequest().encode(),
+            method: Method.authLogout, payload: try LogoutRequest().encode(),
             metadata: [MetadataEntry(key: profileMetadataKey, value: name)])
         let frameFile = "\(d.bin.directory)/frame-\(name)"
         #expect(

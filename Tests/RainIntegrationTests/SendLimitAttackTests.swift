@@ -44,7 +44,7 @@ struct SendLimitAttackTests {
             let error = await rainError {
                 try await device.provider(profile: "rotate-10").sendLoginCode(to: .email(Self.victim))
             }
-            Self.expectLimited(error, limit: "contactAllAppsWindow")
+            Self.expectLimited(error, limit: "contact_all_apps_window")
             #expect(error?.details.retryAfterMilliseconds.map { $0 > 800_000 && $0 <= 900_000 } == true)
             // Exactly 10 codes reached the inbox.
             var delivered = 0
@@ -53,7 +53,7 @@ struct SendLimitAttackTests {
             }
             #expect(delivered == 10)
             // The authority's log names the limit, never the victim's address.
-            #expect(await eventually { authority.log.contains("limit=contactAllAppsWindow") })
+            #expect(await eventually { authority.log.contains("limit=contact_all_apps_window") })
             #expect(!authority.log.contains(Self.victim))
         }
     }
@@ -66,7 +66,7 @@ struct SendLimitAttackTests {
             try await h.provider(profile: "p\(i)").sendLoginCode(to: .email(Self.victim))
         }
         let toVictim = await rainError { try await h.provider(profile: "p10").sendLoginCode(to: .email(Self.victim)) }
-        Self.expectLimited(toVictim, limit: "contactAllAppsWindow")
+        Self.expectLimited(toVictim, limit: "contact_all_apps_window")
         // Other inboxes: the daemon's uid is one source, 20 codes per minute in all.
         for i in 0..<10 {
             try await h.provider(profile: "q\(i)").sendLoginCode(to: .email("other\(i)@example.com"))
@@ -74,7 +74,7 @@ struct SendLimitAttackTests {
         let fromDaemon = await rainError {
             try await h.provider(profile: "q10").sendLoginCode(to: .email("other10@example.com"))
         }
-        Self.expectLimited(fromDaemon, limit: "sourceWindow")
+        Self.expectLimited(fromDaemon, limit: "source_window")
         #expect(fromDaemon?.details.retryAfterMilliseconds.map { $0 > 0 && $0 <= 60_000 } == true)
         // The CLI says the same: exit 8, RAIN_302, which limit.
         let cli = try await h.runCLI(["--profile", "q11", "code", "send", "--email", "other11@example.com"])
@@ -100,7 +100,7 @@ struct SendLimitAttackTests {
                 let error = await rainError {
                     try await device.provider(profile: profile).sendLoginCode(to: .email(Self.victim))
                 }
-                Self.expectLimited(error, limit: "contactAllAppsWindow")
+                Self.expectLimited(error, limit: "contact_all_apps_window")
             }
         }
     }
@@ -165,7 +165,7 @@ struct SendLimitAttackTests {
             let passed = answers.prefix(20).filter(\.isOK).count
             #expect(passed == 20, "\(answers.prefix(20).map(\.message))")
             #expect(answers[20].error?.code == .refused)
-            #expect(answers[20].details.limit == "sourceWindow")
+            #expect(answers[20].details.limit == "source_window")
             // Another app id is refused whatever the limits.
             #expect(answers[21].error?.code == .invalidArgument)
             #expect(answers[21].details.reason == "app_not_served")

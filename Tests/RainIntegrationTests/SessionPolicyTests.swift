@@ -102,8 +102,9 @@ struct SessionPolicyIntegrationTests {
         let h = try await DaemonHarness.start(
             config: Self.config, access: .enforced(pinentry: DaemonHarness.autoPinentryName))
         defer { h.shutdown() }
-        // The CLI's first profile call makes it the owner; it then approves the test runner.
-        let status = try await h.runCLI(["status"])
+        // The CLI's first profile call (a send: status only looks) makes it the owner; it then
+        // approves the test runner.
+        let status = try await h.runCLI(["code", "send", "--email", "owner@example.com"])
         #expect(status.status == 0, "\(status)")
         let approve = try await h.runCLI(["apps", "approve", DaemonHarness.testRunnerPath])
         #expect(approve.status == 0, "\(approve)")

@@ -270,10 +270,15 @@ struct  Rain__Wallet__V1__RegisterPromptRequest
    * A terminal's path ("/dev/pts/3").
    */
   char *terminal;
+  /*
+   * The place secret, on a machine without a display: chosen with the first place (at least 8
+   * characters), then what confirms a new place once no place is left. Empty when not asked for.
+   */
+  char *secret;
 };
 #define RAIN__WALLET__V1__REGISTER_PROMPT_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__register_prompt_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Rain__Wallet__V1__RegisterPromptResponse

@@ -195,8 +195,8 @@ struct  Rain__Wallet__V1__ErrorDetails
    */
   protobuf_c_boolean authority_unreachable;
   /*
-   * RAIN_302 from a code send limit: "contactCooldown", "contactWindow", "accountWindow",
-   * "contactAllAppsWindow" or "sourceWindow".
+   * RAIN_302 from a code send limit: "contact_cooldown", "contact_window", "account_window",
+   * "contact_all_apps_window" or "source_window".
    */
   char *limit;
   /*

@@ -29,7 +29,7 @@ public protocol AuthorityCalls: Sendable {
     /// is spent no code is checked, right or wrong.
     /// - Throws: RAIN_203 (details: `reason` wrong|expired|locked|retired, `attemptsRemaining`)
     ///   keeping the challenge on a wrong code; RAIN_302 (`reason` and `limit`
-    ///   `deviceKeyGuessWindow` or `sourceGuessWindow`, `retryAfterMs`) when a wrong-guess budget
+    ///   `device_key_guess_window` or `source_guess_window`, `retryAfterMs`) when a wrong-guess budget
     ///   is spent; RAIN_102 for an unknown challenge, or (field `devicePublicKey`) for a device key
     ///   that is not a raw 32-byte Ed25519 public key.
     func confirmLoginCode(_ request: ConfirmCodeRequest, caller: AuthorityCaller) async throws(RainError) -> LoginResult

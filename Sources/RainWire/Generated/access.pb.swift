@@ -177,13 +177,22 @@ public struct ConfirmSettingsResponse: WireMessage, Hashable {
 
 /// /rain.wallet.v1.Prompt/Register: show prompts on `terminal` (a /dev/pts/N path). Confirmed on the
 /// current prompt place; the first registration, with no place yet, is trusted and audited.
-public struct RegisterPromptRequest: WireMessage, Hashable {
+public struct RegisterPromptRequest: WireMessage, Hashable, CustomStringConvertible {
     /// A terminal's path ("/dev/pts/3").
     public var terminal: String
+    /// The place secret, on a machine without a display: chosen with the first place (at least 8
+    /// characters), then what confirms a new place once no place is left. Empty when not asked for.
+    public var secret: String
 
     /// A `RegisterPromptRequest`; an argument left out is its proto3 default.
-    public init(terminal: String = "") {
+    public init(terminal: String = "", secret: String = "") {
         self.terminal = terminal
+        self.secret = secret
+    }
+
+    /// The message with `secret` redacted.
+    public var description: String {
+        "RegisterPromptRequest(terminal: \(String(describing: terminal)), secret: <redacted>)"
     }
 }
 
@@ -592,13 +601,15 @@ extension RegisterPromptRequest {
     init(c p: UnsafeMutablePointer<Rain__Wallet__V1__RegisterPromptRequest>) throws(RainError) {
         let m = p.pointee
         self.init(
-            terminal: try readString(m.terminal, field: "terminal"))
+            terminal: try readString(m.terminal, field: "terminal"),
+            secret: try readString(m.secret, field: "secret"))
     }
 
     /// The C `RegisterPromptRequest`, its pointers owned by `arena`.
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RegisterPromptRequest {
         var m = cMessage(rain__wallet__v1__register_prompt_request__init)
         m.terminal = try arena.string(self.terminal, field: "terminal")
+        m.secret = try arena.string(self.secret, field: "secret")
         return m
     }
 }

@@ -1,0 +1,207 @@
+import Dispatch
+import Foundation
+import RainAccess
+import RainCore
+import RainDevice
+import Synchronization
+
+/// The user's confirmation through pinentry (`PromptCoordinator`), and where it appears: the
+/// daemon's display, or the terminal `rainwallet prompt here` registered (kept across restarts
+/// while it is open).
+///
+/// A new place is confirmed where the user already is: on the place still open, else on the
+/// display. With neither, only the very first place is trusted (and audited); once a place has
+/// existed (`PromptPlaceHistory`), a new one is confirmed by the place secret chosen with the first,
+/// then waits `PromptPlaceHistory.moveWait` before it takes over.
+final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
+    private let coordinator: PromptCoordinator?
+    private let hasDisplay: Bool
+    /// The registered terminal (restored at start while it is still open, or registered since).
+    private let registered: Mutex<PromptPlace?>
+    /// Where the registered terminal is kept across restarts; nil in tests that keep none.
+    private let store: PromptPlaceStore?
+    /// Where the places' history is kept (the approvals record); set once per-app access exists.
+    private let history = Mutex<(any PromptPlaceHistoryKeeping)?>(nil)
+    /// Set while a registration runs: another one meanwhile is RAIN_302 `prompt_busy` (two
+    /// "first" registrations at once must not both be trusted).
+    private let isRegistering = Mutex(false)
+    private let clock: any RainClock
+    /// PBKDF2 iterations of a new place secret.
+    private let secretIterations: Int
+    private let audit: @Sendable (AccessEvent) async -> Void
+    /// PBKDF2 takes a good part of a second: never on the event loop or the concurrency pool.
+    private let derivations = DispatchQueue(label: "rainwalletd.place-secret")
+
+    init(
+        coordinator: PromptCoordinator?, hasDisplay: Bool, registered: PromptPlace? = nil,
+        store: PromptPlaceStore? = nil, clock: any RainClock = SystemClock(),
+        secretIterations: Int = PromptPlaceHistory.iterations, audit: @escaping @Sendable (AccessEvent) async -> Void
+    ) {
+        self.coordinator = coordinator
+        self.hasDisplay = hasDisplay
+        self.registered = Mutex(registered)
+        self.store = store
+        self.clock = clock
+        self.secretIterations = secretIterations
+        self.audit = audit
+    }
+
+    /// Keeps the places' history in `keeper` from now on.
+    func keepHistory(in keeper: any PromptPlaceHistoryKeeping) { history.withLock { $0 = keeper } }
+
+    var canPrompt: Bool { coordinator != nil && (hasDisplay || registered.withLock { $0 != nil }) }
+
+    func confirm(_ question: UserQuestion) async throws(RainError) {
+        guard let coordinator else { throw Self.noPinentry() }
+        _ = try await coordinator.confirm(question)
+    }
+
+    func register(terminal: String, secret: String?, caller: CallerIdentity, profile: String) async throws(RainError)
+        -> String
+    {
+        guard let coordinator else { throw Self.noPinentry() }
+        try RegisteredTerminal.check(path: terminal)
+        let isFree = isRegistering.withLock { busy in
+            defer { busy = true }
+            return !busy
+        }
+        guard isFree else {
+            throw RainError(
+                .refused, "another prompt place is being registered; try again when it is done",
+                details: RainError.Details(reason: PromptReason.busy))
+        }
+        defer { isRegistering.withLock { $0 = false } }
+        // A registered terminal that was closed since (its node gone, or made anew for another
+        // terminal) is no place to confirm on: the display is, if there is one.
+        if let previous = registered.withLock({ $0 }), !previous.isOpen {
+            registered.withLock { $0 = nil }
+            var targets = await coordinator.currentTargets
+            targets.terminal = nil
+            await coordinator.setTargets(targets)
+        }
+        guard
+            let place = PromptPlace.current(
+                path: terminal, term: RegisteredTerminal(path: terminal).term,
+                sessionLeader: caller.sessionID > 0 ? caller.sessionID : nil)
+        else {
+            throw RainError(
+                .invalidArgument, "the prompt terminal \(terminal) is gone; run `rainwallet prompt here` again",
+                details: RainError.Details(reason: PromptReason.invalidTarget, field: "prompt.terminal"))
+        }
+        let keeper = history.withLock { $0 }
+        let before = keeper?.promptPlaceHistory
+        var next = before ?? PromptPlaceHistory(firstRegisteredAt: clock.now)
+        // Without a display, the secret is what will confirm a place once none is left: chosen
+        // with the first place, or with the next one confirmed on an open place when none was.
+        if !hasDisplay, next.secret == nil, before == nil || canPrompt {
+            guard let secret else { throw Self.secretToChoose() }
+            next.secret = try await derive { [secretIterations] () throws(RainError) in
+                try PromptPlaceHistory.makeSecret(secret, iterations: secretIterations)
+            }
+        }
+        let how: String
+        if canPrompt {
+            try await confirm(
+                UserQuestion(
+                    action: "show RainWallet's confirmation prompts on the terminal \(terminal) from now on",
+                    caller: caller, profile: profile))
+            how = terminal
+        } else if before == nil {
+            how = "\(terminal) (first place, trusted: nothing to confirm it on)"
+        } else {
+            try await confirmBySecret(secret, place: place, history: &next, keeper: keeper, caller: caller, profile: profile)
+            how =
+                "\(terminal) (confirmed by the place secret after a \(PromptPlaceHistory.minutes(PromptPlaceHistory.moveWait)) wait)"
+        }
+        next.pendingMove = nil
+        // Kept before it is used: a restart finds it again, a later registration is confirmed on
+        // it, and the history says a place existed even if the place's own file goes.
+        if next != before { try keeper?.recordPromptPlaceHistory(next) }
+        try store?.save(place)
+        var targets = await coordinator.currentTargets
+        targets.terminal = place.terminal
+        await coordinator.setTargets(targets)
+        registered.withLock { $0 = place }
+        await audit(
+            AccessEvent(event: "prompt_registered", profile: profile, app: caller, result: "ok", detail: how))
+        return terminal
+    }
+
+    /// Confirms a new place by the place secret, on a machine where no place and no display are
+    /// left: a wrong secret counts toward the lock; a right one starts the wait, and the same
+    /// terminal registering again after it takes over.
+    private func confirmBySecret(
+        _ secret: String?, place: PromptPlace, history: inout PromptPlaceHistory,
+        keeper: (any PromptPlaceHistoryKeeping)?, caller: CallerIdentity, profile: String
+    ) async throws(RainError) {
+        guard let recorded = history.secret, let keeper else {
+            throw RainError(
+                .unavailable,
+                "the prompt place registered before is gone, this machine has no display to confirm a new one on, and "
+                    + "no place secret was chosen: start rainwalletd where it has a display (DISPLAY or WAYLAND_DISPLAY) "
+                    + "and register the terminal from there",
+                details: RainError.Details(reason: PromptReason.placeUnconfirmable))
+        }
+        let now = clock.now
+        if let remaining = history.lockRemaining(at: now) { throw PromptPlaceHistory.locked(remaining) }
+        guard let secret else {
+            throw RainError(
+                .invalidArgument,
+                "the prompt place registered before is gone and this machine has no display: the place secret chosen "
+                    + "with the first place confirms a new one; `rainwallet prompt here` asks for it",
+                details: RainError.Details(reason: PromptReason.secretRequired, field: "secret"))
+        }
+        let isRight = try await derive { () throws(RainError) in try PromptPlaceHistory.matches(secret, recorded) }
+        guard isRight else {
+            let error = history.recordWrongSecret(at: now)
+            try keeper.recordPromptPlaceHistory(history)
+            await audit(
+                AccessEvent(
+                    event: "prompt_secret_wrong", profile: profile, app: caller, result: error.details.reason ?? "refused",
+                    detail: place.path))
+            throw error
+        }
+        history.failedTries = 0
+        let nowMilliseconds = PromptPlaceHistory.milliseconds(now)
+        if let pending = history.pendingMove, pending.place == place {
+            if nowMilliseconds >= pending.movesAtMilliseconds { return }
+            try keeper.recordPromptPlaceHistory(history)
+            throw PromptPlaceHistory.waiting(place.path, .milliseconds(pending.movesAtMilliseconds - nowMilliseconds))
+        }
+        history.pendingMove = PromptPlaceHistory.PendingMove(
+            place: place, movesAtMilliseconds: nowMilliseconds + PromptPlaceHistory.moveWait.milliseconds)
+        try keeper.recordPromptPlaceHistory(history)
+        await audit(
+            AccessEvent(
+                event: "prompt_move_requested", profile: profile, app: caller, result: "ok",
+                detail:
+                    "\(place.path) (place secret right; takes over after a \(PromptPlaceHistory.minutes(PromptPlaceHistory.moveWait)) wait)"
+            ))
+        throw PromptPlaceHistory.waiting(place.path, PromptPlaceHistory.moveWait)
+    }
+
+    /// Runs a key derivation on `derivations`.
+    private func derive<T: Sendable>(_ work: @escaping @Sendable () throws(RainError) -> T) async throws(RainError) -> T {
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<T, RainError>, Never>) in
+            derivations.async { c.resume(returning: Result { () throws(RainError) in try work() }) }
+        }
+        return try result.get()
+    }
+
+    static func secretToChoose() -> RainError {
+        RainError(
+            .invalidArgument,
+            "this machine has no display: choose a place secret (at least \(PromptPlaceHistory.minimumSecretLength) "
+                + "characters) with this place; it confirms a new place if this one is ever gone. `rainwallet prompt "
+                + "here` asks for it",
+            details: RainError.Details(reason: PromptReason.secretToChoose, field: "secret"))
+    }
+
+    static func noPinentry() -> RainError {
+        RainError(
+            .unavailable,
+            "no pinentry program is installed: install pinentry-tty (or pinentry-gnome3 on a desktop), or set "
+                + "access.pinentry, then restart rainwalletd",
+            details: RainError.Details(reason: PromptReason.unavailable))
+    }
+}
