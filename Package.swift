@@ -122,6 +122,8 @@ let package = Package(
         // The seed's Swift snippets as an app writes them (issue 16): built with the package, run
         // against a harness daemon. It depends on the RainWallet product's module only.
         .executableTarget(name: "rainwallet-example-login", dependencies: ["RainWallet"], path: "Examples/LoginExample"),
+        // README's first example, as it is there (`ExampleAppTests` checks both are the same).
+        .executableTarget(name: "rainwallet-example-first-steps", dependencies: ["RainWallet"], path: "Examples/FirstSteps"),
         .executableTarget(
             name: "rainwallet-authority-bench",
             dependencies: ["RainAuthorityAPI", "RainStore", "RainAuthority", "RainCrypto", "RainCore", "RainWire"]),
@@ -208,7 +210,7 @@ let package = Package(
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
                 "rainwalletd-test",
-                "rainwallet", "rainwallet-example-login", "RainConfig",
+                "rainwallet", "rainwallet-example-login", "rainwallet-example-first-steps", "RainConfig",
             ]),
     ]
 )

@@ -146,6 +146,10 @@ public enum ConfigSchema {
                 "authority.accessTokenLifetimeSeconds", "number", default: seconds(authority.accessTokenLifetime),
                 "seconds from 2 to 86400 an access token lives", example: .number(600)),
             Key(
+                "authority.refreshTokenLifetimeSeconds", "number", default: seconds(authority.refreshTokenLifetime),
+                "seconds from 10 to 31536000 a session lives from its last refresh (the refresh token's lifetime)",
+                example: .number(2_592_000)),
+            Key(
                 "authority.devOutbox", "boolean", default: "\(authority.isDevOutboxEnabled)",
                 "serve the development outbox (codes in clear: development only)", example: .bool(true)),
             Key(
@@ -162,6 +166,12 @@ public enum ConfigSchema {
             window("contactAllAppsWindowSeconds", limits.contactAllAppsWindow, "the contact-all-apps window"),
             sends("sourceMaxSends", limits.sourceMaxSends, "codes per source address per source window"),
             window("sourceWindowSeconds", limits.sourceWindow, "the source window"),
+            sends(
+                "deviceKeyMaxWrongGuesses", limits.deviceKeyMaxWrongGuesses,
+                "wrong codes per device key per guess window, across every account"),
+            sends(
+                "sourceMaxWrongGuesses", limits.sourceMaxWrongGuesses, "wrong codes per source per guess window (the uid here)"),
+            window("guessWindowSeconds", limits.guessWindow, "the guess window"),
             Key(
                 "authority.pruneIntervalSeconds", "number", default: seconds(authority.pruneInterval),
                 "seconds from 1 to 86400 between two prunings of old codes, sessions and outbox lines", example: .number(600)),

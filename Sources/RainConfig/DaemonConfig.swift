@@ -315,7 +315,8 @@ struct ConfigReader {
             value, path,
             allowed: [
                 "codeLifetimeSeconds", "maxWrongAttempts", "maxActiveCodesPerAccount", "accessTokenLifetimeSeconds",
-                "devOutbox", "passkeyCeremonyLifetimeSeconds", "sendLimits", "pruneIntervalSeconds",
+                "refreshTokenLifetimeSeconds", "devOutbox", "passkeyCeremonyLifetimeSeconds", "sendLimits",
+                "pruneIntervalSeconds",
                 "pruneRetentionSeconds",
             ])
         var s = AuthoritySettings()
@@ -330,6 +331,9 @@ struct ConfigReader {
         }
         if let v = dict["accessTokenLifetimeSeconds"] {
             s.accessTokenLifetime = try seconds(v, join(path, "accessTokenLifetimeSeconds"), min: 2, max: 86400)
+        }
+        if let v = dict["refreshTokenLifetimeSeconds"] {
+            s.refreshTokenLifetime = try seconds(v, join(path, "refreshTokenLifetimeSeconds"), min: 10, max: 31_536_000)
         }
         if let v = dict["devOutbox"] { s.isDevOutboxEnabled = try bool(v, join(path, "devOutbox")) }
         if let v = dict["passkeyCeremonyLifetimeSeconds"] {
@@ -352,7 +356,7 @@ struct ConfigReader {
             allowed: [
                 "contactCooldownSeconds", "contactMaxSends", "contactWindowSeconds", "accountMaxSends",
                 "accountWindowSeconds", "contactAllAppsMaxSends", "contactAllAppsWindowSeconds", "sourceMaxSends",
-                "sourceWindowSeconds",
+                "sourceWindowSeconds", "deviceKeyMaxWrongGuesses", "sourceMaxWrongGuesses", "guessWindowSeconds",
             ])
         var l = CodeSendLimits()
         if let v = dict["contactCooldownSeconds"] {
@@ -379,6 +383,15 @@ struct ConfigReader {
         if let v = dict["sourceMaxSends"] { l.sourceMaxSends = try count(v, join(path, "sourceMaxSends"), max: 1_000_000) }
         if let v = dict["sourceWindowSeconds"] {
             l.sourceWindow = try seconds(v, join(path, "sourceWindowSeconds"), min: 1, max: 86400)
+        }
+        if let v = dict["deviceKeyMaxWrongGuesses"] {
+            l.deviceKeyMaxWrongGuesses = try count(v, join(path, "deviceKeyMaxWrongGuesses"), max: 1_000_000)
+        }
+        if let v = dict["sourceMaxWrongGuesses"] {
+            l.sourceMaxWrongGuesses = try count(v, join(path, "sourceMaxWrongGuesses"), max: 1_000_000)
+        }
+        if let v = dict["guessWindowSeconds"] {
+            l.guessWindow = try seconds(v, join(path, "guessWindowSeconds"), min: 1, max: 86400)
         }
         return l
     }

@@ -57,6 +57,10 @@ public enum AuthorityDaemon {
                     "--access-token-lifetime", value: "SECONDS", help: "access token lifetime", kind: .seconds(2...86400),
                     default: seconds(defaults.accessTokenLifetime)),
                 Command.Option(
+                    "--refresh-token-lifetime", value: "SECONDS",
+                    help: "how long a session lives from its last refresh (the refresh token's lifetime)",
+                    kind: .seconds(10...31_536_000), default: seconds(defaults.refreshTokenLifetime)),
+                Command.Option(
                     "--code-lifetime", value: "SECONDS", help: "login code lifetime", kind: .seconds(1...3600),
                     default: seconds(defaults.codeLifetime)),
                 Command.Option(
@@ -162,6 +166,9 @@ public enum AuthorityDaemon {
             o.settings.accessTokenLifetime = v
         }
         if given("--code-lifetime"), let v = parsed.seconds("--code-lifetime") { o.settings.codeLifetime = v }
+        if given("--refresh-token-lifetime"), let v = parsed.seconds("--refresh-token-lifetime") {
+            o.settings.refreshTokenLifetime = v
+        }
         if given("--refresh-grace"), let v = parsed.seconds("--refresh-grace") { o.settings.refreshGraceWindow = v }
         if given("--send-cooldown"), let v = parsed.seconds("--send-cooldown") { o.settings.sendLimits.contactCooldown = v }
         if given("--contact-max-sends"), let v = parsed.integer("--contact-max-sends") {

@@ -26,9 +26,10 @@ import Testing
         let o = try #require(
             try AuthorityDaemon.parse([
                 "--listen", "127.0.0.1:0", "--state-dir", "/a", "--access-token-lifetime", "6", "--refresh-grace", "0.5",
-                "--dev-outbox",
+                "--dev-outbox", "--refresh-token-lifetime", "60",
             ]))
         #expect(o.settings.accessTokenLifetime == .seconds(6))
+        #expect(o.settings.refreshTokenLifetime == .seconds(60))
         #expect(o.settings.refreshGraceWindow == .milliseconds(500))
         #expect(o.settings.isDevOutboxEnabled)
         let tooShort = #expect(throws: RainError.self) {

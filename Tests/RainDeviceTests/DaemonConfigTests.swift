@@ -30,7 +30,8 @@ import Testing
             """
             {"allowedUIDs": [1001],
              "codeSender": {"type": "command", "command": ["/usr/bin/send", "--x"], "timeoutSeconds": 5},
-             "authority": {"codeLifetimeSeconds": 60, "accessTokenLifetimeSeconds": 30, "maxWrongAttempts": 3,
+             "authority": {"codeLifetimeSeconds": 60, "accessTokenLifetimeSeconds": 30, "refreshTokenLifetimeSeconds": 120,
+                           "maxWrongAttempts": 3,
                            "maxActiveCodesPerAccount": 3, "devOutbox": false},
              "profiles": {"my-app": {"appID": "com.example", "passkeyDomain": "example.com", "allowExport": true,
                                      "allowedUIDs": [1002],
@@ -43,7 +44,15 @@ import Testing
         #expect(c.codeSender == .command(arguments: ["/usr/bin/send", "--x"], timeout: .seconds(5)))
         #expect(c.authority.codeLifetime == .seconds(60))
         #expect(c.authority.accessTokenLifetime == .seconds(30))
+        #expect(c.authority.refreshTokenLifetime == .seconds(120))
+        let guesses = try parse(
+            #"{"authority": {"sendLimits": {"deviceKeyMaxWrongGuesses": 7, "sourceMaxWrongGuesses": 9, "guessWindowSeconds": 60}}}"#
+        )
+        #expect(guesses.authority.sendLimits.deviceKeyMaxWrongGuesses == 7)
+        #expect(guesses.authority.sendLimits.sourceMaxWrongGuesses == 9)
+        #expect(guesses.authority.sendLimits.guessWindow == .seconds(60))
         #expect(!c.authority.isDevOutboxEnabled)
+        #expect(throws: RainError.self) { try parse(#"{"authority": {"refreshTokenLifetimeSeconds": 9}}"#) }
         let p = c.settings(for: "my-app")
         #expect(p.appID == "com.example")
         #expect(p.passkeyDomain == "example.com")

@@ -42,6 +42,56 @@ import Testing
         #expect(!restored.stdout.contains("inline error:"), "\(restored.stdout)")
     }
 
+    /// The README's first example: the file it is built from.
+    static func firstSteps() throws -> String {
+        try String(
+            contentsOf: MultiDevice.repositoryRoot.appendingPathComponent("Examples/FirstSteps/main.swift"), encoding: .utf8)
+    }
+
+    @Test("README's and swift-library.md's first example is Examples/FirstSteps/main.swift, word for word")
+    func firstExampleIsTheBuiltOne() throws {
+        let example = try Self.firstSteps()
+        for doc in ["README.md", "docs/swift-library.md"] {
+            let text = try String(contentsOf: MultiDevice.repositoryRoot.appendingPathComponent(doc), encoding: .utf8)
+            #expect(
+                text.contains("```swift\n" + example + "```\n"), "\(doc) does not show Examples/FirstSteps/main.swift as it is")
+        }
+    }
+
+    @Test(
+        "the first example logs in against a real daemon: the code is read after the send, a wrong code is answered inline and asked again, then account, wallet and logout"
+    )
+    func firstExampleLogsIn() async throws {
+        let h = try await DaemonHarness.start()
+        defer { h.shutdown() }
+        let email = "first-steps@example.com"
+        let output = "\(h.directory)/first-steps.out"
+        let app = try TestProcess(
+            h.binaryDirectory.appendingPathComponent("rainwallet-example-first-steps").path, [email],
+            environment: h.daemonEnvironment.merging(["RAINWALLET_SOCKET": h.socketPath]) { $1 }, stdin: .pipe,
+            stdout: .file(output), stderr: .file(output))
+        defer { app.signal(SIGKILL) }
+        func shown() -> String { DaemonHarness.readFile(output) }
+        #expect(await eventually(timeout: .seconds(30)) { shown().contains("Code: ") }, "\(shown())")
+        let code = try await h.waitForCode(for: email, profile: "my-wallet-app")
+        let wrong = code == "000000" ? "000001" : "000000"
+        try app.input?.write(contentsOf: Data("\(wrong)\n".utf8))
+        #expect(await eventually(timeout: .seconds(30)) { shown().contains("That code didn't work") }, "\(shown())")
+        try app.input?.write(contentsOf: Data("\(code)\n".utf8))
+        let status = await app.waitForExit(timeout: .seconds(60))
+        #expect(status == 0, "\(shown())")
+        #expect(shown().contains("We sent a code to \(email)."), "\(shown())")
+        #expect(shown().contains("Logged in: account acct_") && shown().contains("Ethereum 0x"), "\(shown())")
+        #expect(shown().contains("Logged out."), "\(shown())")
+        #expect(shown().components(separatedBy: "That code didn't work").count - 1 == 1, "\(shown())")
+
+        // With no code on its input, it says so and exits 1, never "Error raised at top level".
+        let empty = try await TestProcess.run(
+            h.binaryDirectory.appendingPathComponent("rainwallet-example-first-steps").path, [email],
+            environment: h.daemonEnvironment.merging(["RAINWALLET_SOCKET": h.socketPath]) { $1 }, timeout: .seconds(60))
+        #expect(empty.status == 1 && empty.stdout.contains("error: RAIN_102: no code was entered"), "\(empty)")
+    }
+
     @Test("an app that links RainWallet links no OpenSSL, SQLite, libpq, libpsl or libcbor")
     func exampleLinksNoServerLibraries() async throws {
         let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwallet-example-login")
