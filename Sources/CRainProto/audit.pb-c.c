@@ -258,7 +258,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__read_audit_log_response__desc
   (ProtobufCMessageInit) rain__wallet__v1__read_audit_log_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__audit_verification__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__audit_verification__field_descriptors[6] =
 {
   {
     "entries",
@@ -320,8 +320,21 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__audit_verification__fiel
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "anchor",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuditVerification, anchor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__audit_verification__field_indices_by_name[] = {
+  5,   /* field[5] = anchor */
   0,   /* field[0] = entries */
   2,   /* field[2] = file */
   3,   /* field[3] = line */
@@ -331,7 +344,7 @@ static const unsigned rain__wallet__v1__audit_verification__field_indices_by_nam
 static const ProtobufCIntRange rain__wallet__v1__audit_verification__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__audit_verification__descriptor =
 {
@@ -341,7 +354,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__audit_verification__descripto
   "Rain__Wallet__V1__AuditVerification",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuditVerification),
-  5,
+  6,
   rain__wallet__v1__audit_verification__field_descriptors,
   rain__wallet__v1__audit_verification__field_indices_by_name,
   1,  rain__wallet__v1__audit_verification__number_ranges,

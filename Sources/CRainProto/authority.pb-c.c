@@ -998,6 +998,231 @@ void   rain__wallet__v1__authority_confirm_contact_verification_request__free_un
   assert(message->base.descriptor == &rain__wallet__v1__authority_confirm_contact_verification_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_audit_anchor__init
+                     (Rain__Wallet__V1__AuthorityAuditAnchor         *message)
+{
+  static const Rain__Wallet__V1__AuthorityAuditAnchor init_value = RAIN__WALLET__V1__AUTHORITY_AUDIT_ANCHOR__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_audit_anchor__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityAuditAnchor *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_audit_anchor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_audit_anchor__pack
+                     (const Rain__Wallet__V1__AuthorityAuditAnchor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_audit_anchor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_audit_anchor__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityAuditAnchor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_audit_anchor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityAuditAnchor *
+       rain__wallet__v1__authority_audit_anchor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityAuditAnchor *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_audit_anchor__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_audit_anchor__free_unpacked
+                     (Rain__Wallet__V1__AuthorityAuditAnchor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_audit_anchor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_anchor_audit_head_request__init
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest init_value = RAIN__WALLET__V1__AUTHORITY_ANCHOR_AUDIT_HEAD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_anchor_audit_head_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_anchor_audit_head_request__pack
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_anchor_audit_head_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *
+       rain__wallet__v1__authority_anchor_audit_head_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_anchor_audit_head_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_anchor_audit_head_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_anchor_audit_head_response__init
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse init_value = RAIN__WALLET__V1__AUTHORITY_ANCHOR_AUDIT_HEAD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_anchor_audit_head_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_anchor_audit_head_response__pack
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_anchor_audit_head_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *
+       rain__wallet__v1__authority_anchor_audit_head_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_anchor_audit_head_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_anchor_audit_head_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_anchor_audit_head_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_get_audit_anchor_request__init
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest init_value = RAIN__WALLET__V1__AUTHORITY_GET_AUDIT_ANCHOR_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_get_audit_anchor_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_get_audit_anchor_request__pack
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_get_audit_anchor_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *
+       rain__wallet__v1__authority_get_audit_anchor_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_get_audit_anchor_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_get_audit_anchor_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_get_audit_anchor_response__init
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse init_value = RAIN__WALLET__V1__AUTHORITY_GET_AUDIT_ANCHOR_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_get_audit_anchor_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_get_audit_anchor_response__pack
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_get_audit_anchor_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *
+       rain__wallet__v1__authority_get_audit_anchor_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_get_audit_anchor_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_get_audit_anchor_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_get_audit_anchor_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_request__field_descriptors[3] =
 {
   {
@@ -2494,5 +2719,201 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_ver
   rain__wallet__v1__authority_confirm_contact_verification_request__field_indices_by_name,
   1,  rain__wallet__v1__authority_confirm_contact_verification_request__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_confirm_contact_verification_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_audit_anchor__field_descriptors[2] =
+{
+  {
+    "entries",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityAuditAnchor, entries),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "head_hash",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityAuditAnchor, head_hash),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_audit_anchor__field_indices_by_name[] = {
+  0,   /* field[0] = entries */
+  1,   /* field[1] = head_hash */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_audit_anchor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_audit_anchor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityAuditAnchor",
+  "AuthorityAuditAnchor",
+  "Rain__Wallet__V1__AuthorityAuditAnchor",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityAuditAnchor),
+  2,
+  rain__wallet__v1__authority_audit_anchor__field_descriptors,
+  rain__wallet__v1__authority_audit_anchor__field_indices_by_name,
+  1,  rain__wallet__v1__authority_audit_anchor__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_audit_anchor__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_anchor_audit_head_request__field_descriptors[2] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "head",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest, head),
+    &rain__wallet__v1__authority_audit_anchor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_anchor_audit_head_request__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+  1,   /* field[1] = head */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_anchor_audit_head_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_anchor_audit_head_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityAnchorAuditHeadRequest",
+  "AuthorityAnchorAuditHeadRequest",
+  "Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest),
+  2,
+  rain__wallet__v1__authority_anchor_audit_head_request__field_descriptors,
+  rain__wallet__v1__authority_anchor_audit_head_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_anchor_audit_head_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_anchor_audit_head_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__authority_anchor_audit_head_response__field_descriptors NULL
+#define rain__wallet__v1__authority_anchor_audit_head_response__field_indices_by_name NULL
+#define rain__wallet__v1__authority_anchor_audit_head_response__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_anchor_audit_head_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityAnchorAuditHeadResponse",
+  "AuthorityAnchorAuditHeadResponse",
+  "Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse),
+  0,
+  rain__wallet__v1__authority_anchor_audit_head_response__field_descriptors,
+  rain__wallet__v1__authority_anchor_audit_head_response__field_indices_by_name,
+  0,  rain__wallet__v1__authority_anchor_audit_head_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_anchor_audit_head_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_get_audit_anchor_request__field_descriptors[1] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityGetAuditAnchorRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_get_audit_anchor_request__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_get_audit_anchor_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_get_audit_anchor_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityGetAuditAnchorRequest",
+  "AuthorityGetAuditAnchorRequest",
+  "Rain__Wallet__V1__AuthorityGetAuditAnchorRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityGetAuditAnchorRequest),
+  1,
+  rain__wallet__v1__authority_get_audit_anchor_request__field_descriptors,
+  rain__wallet__v1__authority_get_audit_anchor_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_get_audit_anchor_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_get_audit_anchor_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_get_audit_anchor_response__field_descriptors[1] =
+{
+  {
+    "anchor",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityGetAuditAnchorResponse, anchor),
+    &rain__wallet__v1__authority_audit_anchor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_get_audit_anchor_response__field_indices_by_name[] = {
+  0,   /* field[0] = anchor */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_get_audit_anchor_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_get_audit_anchor_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityGetAuditAnchorResponse",
+  "AuthorityGetAuditAnchorResponse",
+  "Rain__Wallet__V1__AuthorityGetAuditAnchorResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityGetAuditAnchorResponse),
+  1,
+  rain__wallet__v1__authority_get_audit_anchor_response__field_descriptors,
+  rain__wallet__v1__authority_get_audit_anchor_response__field_indices_by_name,
+  1,  rain__wallet__v1__authority_get_audit_anchor_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_get_audit_anchor_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -1691,7 +1691,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_info_request__descriptor 
   (ProtobufCMessageInit) rain__wallet__v1__get_info_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field_descriptors[7] =
 {
   {
     "daemon_version",
@@ -1765,8 +1765,21 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "audit_anchor",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetInfoResponse, audit_anchor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__get_info_response__field_indices_by_name[] = {
+  6,   /* field[6] = audit_anchor */
   2,   /* field[2] = capabilities */
   0,   /* field[0] = daemon_version */
   3,   /* field[3] = max_frame_bytes */
@@ -1777,7 +1790,7 @@ static const unsigned rain__wallet__v1__get_info_response__field_indices_by_name
 static const ProtobufCIntRange rain__wallet__v1__get_info_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor =
 {
@@ -1787,7 +1800,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor
   "Rain__Wallet__V1__GetInfoResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__GetInfoResponse),
-  6,
+  7,
   rain__wallet__v1__get_info_response__field_descriptors,
   rain__wallet__v1__get_info_response__field_indices_by_name,
   1,  rain__wallet__v1__get_info_response__number_ranges,

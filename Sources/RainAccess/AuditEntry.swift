@@ -53,6 +53,10 @@ public struct AuditEvent: RawRepresentable, Sendable, Hashable, Codable, CustomS
     public static let auditGap = AuditEvent("audit_gap")
     /// The log was repaired at open: a torn last line (a crash mid-write) was removed.
     public static let auditRecovered = AuditEvent("audit_recovered")
+    /// The log does not hold the head anchored at the remote authority (found at a start), or the
+    /// authority refused its head: the log was cut or rewritten while the daemon was stopped, or
+    /// another chain anchors there (`detail`: what was found).
+    public static let auditAnchorMismatch = AuditEvent("audit_anchor_mismatch")
 }
 
 /// The app an entry is about: from a `CallerIdentity` when one was read, else the peer's pid and

@@ -118,6 +118,8 @@ public final class AuditLog: AuditRecorder {
     let queue = DispatchQueue(label: "rainwallet.audit")
     /// Touched only on `queue` (the mutex makes that checkable, and is never contended).
     let state: Mutex<State>
+    /// Told of each new head (`observeHeads`); set and called on `queue`.
+    let headObserver = Mutex<(@Sendable (AuditHead) -> Void)?>(nil)
 
     /// Opens (or creates) `<directory>/audit.jsonl`, reads where its chain stands and cuts off a
     /// torn last line (recording that it did). Blocking: call it from a dispatch queue.
@@ -305,6 +307,7 @@ public final class AuditLog: AuditRecorder {
         }
         s.size += line.count
         s.head = Head(seq: entry.seq, hash: Self.hash(body))
+        headObserver.withLock { $0 }?(AuditHead(entries: s.head.seq, hash: s.head.hash))
     }
 
     /// `audit.jsonl` → `audit.jsonl.1` → … → `audit.jsonl.<rotatedFiles>` (the oldest dropped),

@@ -8,18 +8,13 @@ import RainWire
 // Login codes: sending one (limits, retiring the device's pending code) and confirming it (the
 // attempts, the login that creates the account or revokes the other devices' sessions).
 extension EmbeddedAuthority {
-    /// Sends a login code (see `Authority.sendLoginCode`), counted against this daemon's uid as
-    /// its source.
+    /// Sends a login code (see `Authority.sendLoginCode`), counted against the caller's source, or
+    /// this daemon's uid for a caller in-process.
     ///
     /// - Throws: RAIN_102 for a contact that is not normalized, an empty app/device id or an app
     ///   this authority does not serve, RAIN_302 when a send limit refuses it, RAIN_501 when
     ///   delivery fails (the challenge is retired), RAIN_502 when the store fails.
-    public func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
-        try await sendLoginCode(request, source: localSource)
-    }
-
-    /// Sends a login code for a caller from `source` (see `Authority.sendLoginCode(_:source:)`).
-    public func sendLoginCode(_ request: SendCodeRequest, source: SendSource) async throws(RainError)
+    public func sendLoginCode(_ request: SendCodeRequest, caller: AuthorityCaller) async throws(RainError)
         -> SendCodeResult
     {
         try Self.requireNormalized(request.contact)
@@ -27,7 +22,7 @@ extension EmbeddedAuthority {
         try Self.requireIdentifier(request.deviceID, field: "deviceId")
         return try await issueCode(
             appID: request.appID, deviceID: request.deviceID, contact: request.contact, purpose: .login,
-            targetAccountID: nil, source: source)
+            targetAccountID: nil, source: caller.source ?? localSource)
     }
 
     /// Stores a new challenge of `purpose` and delivers its code: the shared path of login codes
@@ -141,21 +136,17 @@ extension EmbeddedAuthority {
     }
 
     /// Confirms a login code (see `Authority.confirmLoginCode`), its wrong guesses counted against
-    /// this daemon's uid as their source.
+    /// the caller's source, or this daemon's uid for a caller in-process.
     ///
     /// - Throws: RAIN_203 with `reason` wrong (and `attemptsRemaining`), locked, expired, used or
     ///   retired; RAIN_102 `no_pending_code` when the challenge never existed for this app and device;
     ///   RAIN_302 `device_key_guess_window` or `source_guess_window` (with a retry-after) when a
     ///   wrong-guess budget is spent, the code unchecked; RAIN_404 when the account has no wallet
     ///   record; RAIN_502 when the store fails.
-    public func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
-        try await confirmLoginCode(request, source: localSource)
-    }
-
-    /// Confirms a login code for a caller from `source` (see `Authority.confirmLoginCode(_:source:)`).
-    public func confirmLoginCode(_ request: ConfirmCodeRequest, source: SendSource) async throws(RainError)
+    public func confirmLoginCode(_ request: ConfirmCodeRequest, caller: AuthorityCaller) async throws(RainError)
         -> LoginResult
     {
+        let source = caller.source ?? localSource
         try requireServed(request.appID)
         // Checked first, so a malformed key neither counts as a wrong code nor uses the challenge.
         let deviceKey = try Self.deviceKey(request.devicePublicKey)

@@ -18,51 +18,34 @@ extension EmbeddedAuthority {
     public static let contactOwnedReason = "contact_owned_by_another_account"
 
     /// Sends a verification code (see `Authority.sendContactVerificationCode`), counted against
-    /// this daemon's uid as its source.
-    public func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
-    ) async throws(RainError) -> SendCodeResult {
-        try await sendContactVerificationCode(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof,
-            source: localSource)
-    }
-
-    /// Sends a verification code for a caller from `source` (see
-    /// `Authority.sendContactVerificationCode(appID:deviceID:accessToken:contact:proof:source:)`).
-    public func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof,
-        source: SendSource
-    ) async throws(RainError) -> SendCodeResult {
+    /// the caller's source, or this daemon's uid for a caller in-process.
+    public func sendContactVerificationCode(_ request: AuthoritySendContactVerificationRequest, caller: AuthorityCaller)
+        async throws(RainError) -> SendCodeResult
+    {
+        guard let contact = request.contact else {
+            throw RainError.invalid("the request names no contact", field: "contact")
+        }
         try Self.requireNormalized(contact)
-        try requireServed(appID)
-        try Self.requireIdentifier(deviceID, field: "deviceId")
-        let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
+        try requireServed(request.appID)
+        try Self.requireIdentifier(request.deviceID, field: "deviceId")
+        let access = try await liveAccess(appID: request.appID, accessToken: request.accessToken, proof: caller.proof)
         let accountID = access.account.id
         // Who owns the contact is not looked at here: the confirm says it, after the right code.
         return try await issueCode(
-            appID: appID, deviceID: deviceID, contact: contact, purpose: .verifyContact, targetAccountID: accountID,
-            source: source)
+            appID: request.appID, deviceID: request.deviceID, contact: contact, purpose: .verifyContact,
+            targetAccountID: accountID, source: caller.source ?? localSource)
     }
 
     /// Confirms a verification code (see `Authority.confirmContactVerification`), its wrong guesses
-    /// counted against this daemon's uid as their source. A repeat with the first confirm's
-    /// idempotency key gets its outcome (the account with the contact, read again) instead of a
-    /// used challenge; nothing is applied twice.
+    /// counted against the caller's source, or this daemon's uid for a caller in-process. A repeat
+    /// with the first confirm's idempotency key gets its outcome (the account with the contact,
+    /// read again) instead of a used challenge; nothing is applied twice.
     public func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
-        idempotencyKey: [UInt8] = []
+        _ request: AuthorityConfirmContactVerificationRequest, caller: AuthorityCaller
     ) async throws(RainError) -> AccountInfo {
-        try await confirmContactVerification(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
-            proof: proof, idempotencyKey: idempotencyKey, source: localSource)
-    }
-
-    /// Confirms a verification code for a caller from `source` (see
-    /// `Authority.confirmContactVerification(appID:deviceID:accessToken:challengeID:code:proof:idempotencyKey:source:)`).
-    public func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
-        idempotencyKey: [UInt8], source: SendSource
-    ) async throws(RainError) -> AccountInfo {
+        let (appID, deviceID, accessToken) = (request.appID, request.deviceID, request.accessToken)
+        let (challengeID, code, idempotencyKey) = (request.challengeID, request.code, request.idempotencyKey)
+        let (proof, source) = (caller.proof, caller.source ?? localSource)
         let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let accountID = access.account.id
         let now = clock.now

@@ -17,7 +17,7 @@ extension EmbeddedAuthority {
     }
 }
 
-/// `EmbeddedAuthority.accountInfo` and `wallet` on a `DirectStoreReader`: the same lookups and the
+/// `EmbeddedAuthority.getAccountInfo` and `getWallet` on a `DirectStoreReader`: the same lookups and the
 /// same checks (a live, unrevoked session; an account with its wallet), with the answer delivered on
 /// the reader's thread. A wallet whose keys still need completing (a write) is reported as a
 /// failure, which sends the caller to the async API.

@@ -19,9 +19,10 @@ import RainWire
 /// `outcome_unknown` while the first finish still runs. A finish that fails releases its claim.
 extension EmbeddedAuthority {
     /// Starts a registration (see `Authority.beginPasskeyRegistration`).
-    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
+    public func beginPasskeyRegistration(_ request: PasskeyBeginRequest, caller: AuthorityCaller) async throws(RainError)
         -> PasskeyCeremony
     {
+        let proof = caller.proof
         try requireServed(request.appID)
         try Self.requireCeremonyInput(request)
         var accountID: String?
@@ -49,12 +50,16 @@ extension EmbeddedAuthority {
     }
 
     /// Finishes a registration (see `Authority.finishPasskeyRegistration`).
-    public func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        try await finishCeremony(request, kinds: [.signUp, .add]) { (first, idempotency, now) throws(RainError) in
+    public func finishPasskeyRegistration(_ request: PasskeyFinishRequest, caller: AuthorityCaller)
+        async throws(RainError) -> PasskeyFinishResult
+    {
+        let login = try await finishCeremony(request, kinds: [.signUp, .add]) {
+            (first, idempotency, now) throws(RainError) in
             try idempotency.login(of: first, now: now)
         } finish: { (ceremony, deviceKey, idempotency) throws(RainError) in
             try await finishRegistration(request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
         }
+        return PasskeyFinishResult(login: login)
     }
 
     private func finishRegistration(
@@ -103,7 +108,9 @@ extension EmbeddedAuthority {
     }
 
     /// Starts a login (see `Authority.beginPasskeyAuthentication`).
-    public func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
+    public func beginPasskeyAuthentication(_ request: PasskeyBeginRequest, caller: AuthorityCaller)
+        async throws(RainError) -> PasskeyCeremony
+    {
         try requireServed(request.appID)
         try Self.requireCeremonyInput(request)
         let challenge = try RelyingParty.makeChallenge(byteCount: 32)
@@ -114,12 +121,15 @@ extension EmbeddedAuthority {
     }
 
     /// Finishes a login (see `Authority.finishPasskeyAuthentication`).
-    public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
-        try await finishCeremony(request, kinds: [.login]) { (first, idempotency, now) throws(RainError) in
+    public func finishPasskeyAuthentication(_ request: PasskeyFinishRequest, caller: AuthorityCaller)
+        async throws(RainError) -> PasskeyFinishResult
+    {
+        let login = try await finishCeremony(request, kinds: [.login]) { (first, idempotency, now) throws(RainError) in
             try idempotency.requiredLogin(of: first, now: now)
         } finish: { (ceremony, deviceKey, idempotency) throws(RainError) in
             try await finishAuthentication(request, ceremony: ceremony, deviceKey: deviceKey, idempotency: idempotency)
         }
+        return PasskeyFinishResult(login: login)
     }
 
     private func finishAuthentication(
@@ -159,11 +169,15 @@ extension EmbeddedAuthority {
     }
 
     /// Cancels a ceremony (see `Authority.cancelPasskeyCeremony`).
-    public func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
+    public func cancelPasskeyCeremony(_ request: AuthorityPasskeyCancelRequest, caller: AuthorityCaller)
+        async throws(RainError) -> AuthorityPasskeyCancelResponse
+    {
+        let (appID, deviceID, ceremonyID) = (request.appID, request.deviceID, request.ceremonyID)
         let take = try await store.takePasskeyCeremony(id: ceremonyID, appID: appID, deviceID: deviceID, now: clock.now)
         if case .taken = take {
             logger.info("passkey.cancelled", ["app": appID, "ceremony": ceremonyID, "device": deviceID])
         }
+        return AuthorityPasskeyCancelResponse()
     }
 
     // MARK: - Helpers

@@ -16,7 +16,14 @@ extension EmbeddedAuthority {
     /// - Throws: RAIN_201 with `details.reason` `refresh_rejected`, `refresh_token_reused`,
     ///   `device_unbound`, `revoked_elsewhere`, `revoked` or `refresh_expired`; RAIN_502 when the
     ///   store fails.
-    public func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
+    public func refreshSession(_ request: RefreshRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityRefreshSessionResponse
+    {
+        AuthorityRefreshSessionResponse(tokens: try await rotateTokens(request, proof: caller.proof))
+    }
+
+    /// The refresh's rotation (see `refreshSession`), its tokens alone.
+    private func rotateTokens(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
         try requireServed(request.appID)
         // No proof changes nothing: the device could not prove (a TPM, a keyring), which is no theft.
         guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
@@ -58,13 +65,14 @@ extension EmbeddedAuthority {
         }
     }
 
-    /// The account behind a live access token (see `Authority.accountInfo`).
+    /// The account behind a live access token (see `Authority.getAccountInfo`).
     /// - Throws: RAIN_201 with `details.reason` `invalid_token`, `revoked_elsewhere`, `revoked` or
     ///   `access_expired` (a revoked session reports its revocation even once the token expired);
     ///   RAIN_502 when the store fails.
-    public func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError)
+    public func getAccountInfo(_ request: AuthorityAccountInfoRequest, caller: AuthorityCaller) async throws(RainError)
         -> AccountInfo
     {
+        let (appID, accessToken, proof) = (request.appID, request.accessToken, caller.proof)
         // One trip to the store: the session and the passkeys together (the hottest authority read).
         let (access, passkeys) = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof) {
             (hash) throws(RainError) -> (AccountAccess, [PasskeyCredentialRecord])? in
@@ -196,7 +204,10 @@ extension EmbeddedAuthority {
     /// The lookup, the check and the revocation run in one store transaction.
     /// - Throws: RAIN_501 `device_proof_required` without a proof; RAIN_201 `refresh_rejected`
     ///   for a proof by another key; RAIN_502 when the store fails.
-    public func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
+    public func revokeSession(_ request: AuthorityRevokeSessionRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityRevokeSessionResponse
+    {
+        let (appID, refreshToken, proof) = (request.appID, request.refreshToken, caller.proof)
         try requireServed(appID)
         guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let verdict = try await store.refreshSession(
@@ -206,9 +217,10 @@ extension EmbeddedAuthority {
         }
         switch verdict {
         case .nothing:
-            return
+            return AuthorityRevokeSessionResponse()
         case .loggedOut:
             logger.info("session.logout", ["app": appID])
+            return AuthorityRevokeSessionResponse()
         case .stolen(let session):
             throw stolenFamilyRevoked(session)
         }
@@ -240,10 +252,16 @@ extension EmbeddedAuthority {
     }
 
     /// Step 1 of a device key move (see `Authority.rebindDevice`): the device's live sessions bound
-    /// to a proven key also accept `newKey`. Idempotent.
-    /// - Throws: RAIN_501 `device_proof_required` when `proof` lacks `newKey` or holds no other
-    ///   key, or is another device's; RAIN_502 when the store fails.
-    public func rebindDevice(deviceID: String, newKey: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+    /// to a proven key also accept the new key, and the new key gets the audit anchor of the
+    /// current one. Idempotent.
+    /// - Throws: RAIN_102 for a malformed key; RAIN_501 `device_proof_required` when the caller's
+    ///   proof lacks the new key or holds no other key, or is another device's; RAIN_502 when the
+    ///   store fails.
+    public func rebindDevice(_ request: AuthorityRebindDeviceRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityRebindDeviceResponse
+    {
+        let newKey = try DevicePublicKey(wireBytes: request.newPublicKey)
+        let (deviceID, proof) = (request.deviceID, caller.proof)
         try Self.requireIdentifier(deviceID, field: "deviceId")
         let current = proof.keys.filter { $0 != newKey }
         guard proof.deviceID == deviceID, proof.contains(newKey), !current.isEmpty else {
@@ -251,17 +269,24 @@ extension EmbeddedAuthority {
         }
         let changed = try await store.rebindDevice(
             deviceID: deviceID, currentKeys: current.map(\.wireBytes), newKey: newKey.wireBytes)
+        try await carryAuditAnchor(from: current, to: newKey)
         logger.info("device.rebind", ["device": deviceID, "key": newKey.keyID, "sessions": String(changed)])
+        return AuthorityRebindDeviceResponse()
     }
 
-    /// Step 2 (see `Authority.confirmDeviceKey`): the device's sessions pending `key` are bound to
-    /// it alone. Idempotent.
-    /// - Throws: RAIN_501 `device_proof_required` when `proof` lacks `key` or is another device's;
-    ///   RAIN_502 when the store fails.
-    public func confirmDeviceKey(deviceID: String, key: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+    /// Step 2 (see `Authority.confirmDeviceKey`): the device's sessions pending the key are bound
+    /// to it alone. Idempotent.
+    /// - Throws: RAIN_102 for a malformed key; RAIN_501 `device_proof_required` when the caller's
+    ///   proof lacks the key or is another device's; RAIN_502 when the store fails.
+    public func confirmDeviceKey(_ request: AuthorityConfirmDeviceKeyRequest, caller: AuthorityCaller)
+        async throws(RainError) -> AuthorityConfirmDeviceKeyResponse
+    {
+        let key = try DevicePublicKey(wireBytes: request.devicePublicKey)
+        let (deviceID, proof) = (request.deviceID, caller.proof)
         try Self.requireIdentifier(deviceID, field: "deviceId")
         guard proof.deviceID == deviceID, proof.contains(key) else { throw DeviceBinding.proofRequired() }
         let changed = try await store.confirmDeviceKey(deviceID: deviceID, key: key.wireBytes)
         logger.info("device.key_confirmed", ["device": deviceID, "key": key.keyID, "sessions": String(changed)])
+        return AuthorityConfirmDeviceKeyResponse()
     }
 }

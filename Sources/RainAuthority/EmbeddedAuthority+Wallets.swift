@@ -15,10 +15,11 @@ extension EmbeddedAuthority {
     /// ciphertext moved to another wallet's row does not decrypt.
     static func walletAssociatedData(walletID: String) -> [UInt8] { Array("rain.wallet.v1:\(walletID)".utf8) }
 
-    /// The wallet behind a live access token (see `Authority.wallet`).
-    /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
+    /// The wallet behind a live access token (see `Authority.getWallet`).
+    /// - Throws: RAIN_201 like `getAccountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt.
-    public func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
+    public func getWallet(_ request: AuthorityWalletRequest, caller: AuthorityCaller) async throws(RainError) -> WalletInfo {
+        let (appID, accessToken, proof) = (request.appID, request.accessToken, caller.proof)
         // One trip to the store: the session and the wallet together.
         let (_, wallet) = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof) {
             (hash) throws(RainError) -> (AccountAccess, WalletRecord?)? in
@@ -39,11 +40,12 @@ extension EmbeddedAuthority {
 
     /// The wallet's recovery phrase and private keys (see `Authority.exportWallet`). Logs that an
     /// export happened, never what it returned.
-    /// - Throws: RAIN_201 like `accountInfo`; RAIN_404 when the account has no wallet; RAIN_502
+    /// - Throws: RAIN_201 like `getAccountInfo`; RAIN_404 when the account has no wallet; RAIN_502
     ///   when the store fails or the entropy does not decrypt (another master key).
-    public func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError)
+    public func exportWallet(_ request: AuthorityWalletRequest, caller: AuthorityCaller) async throws(RainError)
         -> WalletSecrets
     {
+        let (appID, accessToken, proof) = (request.appID, request.accessToken, caller.proof)
         let access = try await liveAccess(appID: appID, accessToken: accessToken, proof: proof)
         let wallet = try await completedWallet(accountID: access.account.id)
         let derived = try WalletKeys.derive(entropy: try openEntropy(wallet))

@@ -64,7 +64,7 @@ public final class EmbeddedAuthority: Authority {
     /// migrated, every wallet still missing its keys is backfilled (`backfillWallets()`).
     /// - Parameters:
     ///   - sender: delivers codes; nil means the outbox in the state directory. An
-    ///     `OutboxCodeSender` passed here is also the one `listOutbox()` reads.
+    ///     `OutboxCodeSender` passed here is also the one `listOutbox` reads.
     ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
     ///     `authority.sqlite3` in the state directory.
     ///   - masterKey: the master key from the device's key provider; nil means `authority.key` in
@@ -103,13 +103,15 @@ public final class EmbeddedAuthority: Authority {
         try await backfillWallets()
     }
 
-    /// The development outbox.
+    /// The development outbox (see `Authority.listOutbox`).
     /// - Throws: RAIN_202 unless `settings.isDevOutboxEnabled` and an outbox sender is configured.
-    public func listOutbox() async throws(RainError) -> [OutboxDelivery] {
+    public func listOutbox(_ request: ListOutboxRequest, caller: AuthorityCaller) async throws(RainError)
+        -> ListOutboxResponse
+    {
         guard settings.isDevOutboxEnabled, let outbox else {
             throw RainError(.unauthorized, "the development outbox is disabled")
         }
-        return try await outbox.entries()
+        return ListOutboxResponse(deliveries: try await outbox.entries())
     }
 
     /// Deletes, in one pass: challenges and passkey ceremonies that expired more than

@@ -1,28 +1,18 @@
 import RainCore
 import RainWire
 
-/// An answer `RemoteAuthority` accepts: it decodes, and `isComplete` says whether it carries what
-/// the caller needs (an id, tokens, …); an incomplete one is refused with RAIN_501.
+/// An answer with a rule for when it is complete: `RemoteAuthority` refuses an answer that decodes
+/// but lacks what the caller needs (an id, tokens, …) with RAIN_501. An answer of any other type
+/// is complete once it decodes, so a new rpc's response needs nothing here unless it has such a
+/// rule.
 protocol AuthorityAnswer: WireMessage {
     /// Whether the answer carries every field the caller relies on.
     var isComplete: Bool { get }
 }
 
-extension AuthorityAnswer {
-    /// Complete unless the type says otherwise.
-    var isComplete: Bool { true }
-}
-
-extension GetInfoResponse: AuthorityAnswer {}
 extension AuthorityBeginDeviceProofResponse: AuthorityAnswer {
     var isComplete: Bool { challenge.count == DeviceBinding.challengeByteCount }
 }
-extension AuthorityProveDeviceResponse: AuthorityAnswer {}
-extension AuthorityRebindDeviceResponse: AuthorityAnswer {}
-extension AuthorityConfirmDeviceKeyResponse: AuthorityAnswer {}
-extension AuthorityRevokeSessionResponse: AuthorityAnswer {}
-extension AuthorityPasskeyCancelResponse: AuthorityAnswer {}
-extension ListOutboxResponse: AuthorityAnswer {}
 
 extension SendCodeResult: AuthorityAnswer {
     var isComplete: Bool { !challengeID.isEmpty }

@@ -23,3 +23,12 @@ public enum RemoteAuthorityFailure: String, Sendable, Equatable, CaseIterable {
     /// No answer within the call timeout (the call may still have taken effect).
     case deadlineExceeded = "deadline_exceeded"
 }
+
+/// Why the authority refused an audit head (`Authority.anchorAuditHead`): the `details.reason` of
+/// its RAIN_302. Either way the anchor stays as it was.
+public enum AuditAnchorRefusal: String, Sendable, Equatable, CaseIterable {
+    /// The anchor has more entries than the head: the chain was cut, or is another one.
+    case behind = "audit_anchor_behind"
+    /// The anchor has as many entries and another last entry: the chain was rewritten, or is another one.
+    case conflict = "audit_anchor_conflict"
+}

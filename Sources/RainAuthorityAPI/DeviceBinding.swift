@@ -95,19 +95,3 @@ public struct ConnectionDeviceProof: Sendable {
         proof = DeviceProof(deviceID: request.deviceID, keys: proof.keys + [key])
     }
 }
-
-extension Authority {
-    /// `rebindDevice` for a wire request: reads the new key first.
-    /// - Throws: RAIN_102 for a malformed key; as `rebindDevice`.
-    public func rebindDevice(_ request: AuthorityRebindDeviceRequest, proof: DeviceProof) async throws(RainError) {
-        try await rebindDevice(
-            deviceID: request.deviceID, newKey: try DevicePublicKey(wireBytes: request.newPublicKey), proof: proof)
-    }
-
-    /// `confirmDeviceKey` for a wire request: reads the key first.
-    /// - Throws: RAIN_102 for a malformed key; as `confirmDeviceKey`.
-    public func confirmDeviceKey(_ request: AuthorityConfirmDeviceKeyRequest, proof: DeviceProof) async throws(RainError) {
-        try await confirmDeviceKey(
-            deviceID: request.deviceID, key: try DevicePublicKey(wireBytes: request.devicePublicKey), proof: proof)
-    }
-}

@@ -19,12 +19,12 @@ extension RemoteAuthority {
 
     /// One call of `kind`: encode, send on the (re)opened connection (with `isProven`, one on which
     /// the device proved its keys), await the answer, decode, and refuse an answer that lacks what
-    /// its type needs (RAIN_501). The whole call (connecting and proving included) is bounded by the
+    /// its type needs (RAIN_501, `AuthorityAnswer`). The whole call (connecting and proving included) is bounded by the
     /// kind's deadline and by the operation's (`AuthorityDeadlines.operationDeadline`), on `clock`.
     /// Past it: a send whose request left is RAIN_501 `outcome_unknown`, anything else RAIN_301
     /// `deadline_exceeded`; a connection on which nothing answered during the call is hung and is
     /// closed (the next call opens a fresh one).
-    func call<Response: AuthorityAnswer>(
+    func call<Response: WireMessage>(
         _ method: String, _ request: some WireMessage, as: Response.Type, kind: AuthorityCallKind,
         isProven: Bool = false
     ) async throws(RainError) -> Response {
@@ -127,7 +127,7 @@ extension RemoteAuthority {
 
     /// Sends one request on `connection` and decodes its answer (see `call`); `sent` runs just
     /// before the request is handed to the connection.
-    func exchange<Response: AuthorityAnswer>(
+    func exchange<Response: WireMessage>(
         _ method: String, _ payload: [UInt8], on connection: ClientConnection, as: Response.Type,
         sent: () -> Void = {}
     ) async throws(RainError) -> Response {
@@ -163,7 +163,8 @@ extension RemoteAuthority {
                 .provider, "the authority at \(address) sent an answer to \(Self.name(method)) that does not decode",
                 underlying: SendableErrorDescription(error))
         }
-        guard response.isComplete else { throw incompleteAnswer(method) }
+        // Only the answers with a rule for completeness conform: any other is complete once decoded.
+        if let answer = response as? any AuthorityAnswer, !answer.isComplete { throw incompleteAnswer(method) }
         return response
     }
 

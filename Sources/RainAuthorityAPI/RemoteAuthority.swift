@@ -38,8 +38,8 @@ import Synchronization
 /// holder's keys (`Authority/BeginDeviceProof`, then `Authority/ProveDevice` per key, signed on
 /// `connectQueue`, never on the concurrency pool: a TPM signature blocks) before its
 /// first call that carries a token; calls on that connection then need no signature. A key added
-/// later (a key move) is proven on the open connection before the next such call. The `proof`
-/// arguments of the `Authority` methods are not sent: what counts is what the connection proved.
+/// later (a key move) is proven on the open connection before the next such call. The
+/// `AuthorityCaller` of a call is not sent: what counts is what the connection proved.
 /// A proof the device cannot make (TPM, keyring) is RAIN_501 `device_proof_failed`, never an end
 /// of the session.
 ///

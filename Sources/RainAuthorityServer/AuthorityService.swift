@@ -37,6 +37,8 @@ public final class AuthorityService: ServerHandler {
         public let source: SendSource
         /// The device keys proven on the caller's connection (none before `ProveDevice`).
         public let proof: DeviceProof
+        /// Who calls, as the `Authority` protocol takes it: the connection's proof and source.
+        public var caller: AuthorityCaller { AuthorityCaller(proof: proof, source: source) }
         /// The caller's connection.
         let connection: ConnectionID
         /// The connection's TLS channel binding; nil on plain TCP.
@@ -135,161 +137,47 @@ public final class AuthorityService: ServerHandler {
         revocationStreams?.connectionClosed(connection)
     }
 
-    /// The authority hop's RPCs, one declaration per method of `AuthorityMethod`. Every call but
-    /// `GetInfo` runs on the authority in a task. Reads are retried by the device, sends never;
-    /// `needsSession` marks the calls that present a session's token; sensitive calls export a
-    /// secret or add a credential or contact to an account (to be confirmed and audited). Every call
-    /// with a token gets the keys its connection proved (`Call.proof`); the two proof calls run on
-    /// the loop, so a proof is in place before the next request on the connection is dispatched.
+    /// The authority hop's RPCs, one declaration per method of `AuthorityMethod`, generated from
+    /// `service Authority` with each rpc's policy (`declaredRoutes`): every call but those the
+    /// service answers itself runs on the authority in a task, with its `Call.caller`. Reads are
+    /// retried by the device, sends never; `needsSession` marks the calls that present a session's
+    /// token; sensitive calls export a secret or add a credential or contact to an account (to be
+    /// confirmed and audited). The two proof calls run on the loop, so a proof is in place before
+    /// the next request on the connection is dispatched.
     static func routes(info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger) -> RouteTable<Call> {
         RouteTable(
             deadlineClock: nil, outcomeLog: .failures(logger),
-            unknownMethod: UnknownMethodAnswer(infoMethod: AuthorityMethod.getInfo, serviceName: "authority")
-        ) {
-            Route(
-                AuthorityMethod.getInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(),
-                .loop { (_, _) throws(RainError) in info })
-            Route(
-                AuthorityMethod.sendLoginCode, SendCodeRequest.self, SendCodeResult.self, policy: .send(),
-                .actor { (r, call) throws(RainError) in try await call.authority.sendLoginCode(r, source: call.source) })
-            Route(
-                AuthorityMethod.confirmLoginCode, ConfirmCodeRequest.self, LoginResult.self, policy: .send(),
-                .actor { (r, call) throws(RainError) in try await call.authority.confirmLoginCode(r, source: call.source) })
-            Route(
-                AuthorityMethod.refreshSession, RefreshRequest.self, AuthorityRefreshSessionResponse.self,
-                policy: .send(needsSession: true),
-                .actor { (r, call) throws(RainError) in
-                    AuthorityRefreshSessionResponse(tokens: try await call.authority.refreshSession(r, proof: call.proof))
-                })
-            Route(
-                AuthorityMethod.getAccountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self,
-                policy: .read(needsSession: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.accountInfo(appID: r.appID, accessToken: r.accessToken, proof: call.proof)
-                })
-            Route(
-                AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest.self, AuthorityRevokeSessionResponse.self,
-                policy: .send(needsSession: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.revokeSession(appID: r.appID, refreshToken: r.refreshToken, proof: call.proof)
-                    return AuthorityRevokeSessionResponse()
-                })
-            if isDevOutboxEnabled {
-                Route(
-                    AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
-                    .actor { (_, call) throws(RainError) in
-                        ListOutboxResponse(deliveries: try await call.authority.listOutbox())
-                    })
-            } else {
-                Route(
-                    AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
-                    .loop { (_, _) throws(RainError) in
-                        throw RainError(
-                            .unauthorized,
-                            "the development outbox is disabled; start the authority with --dev-outbox to enable it")
-                    })
-            }
-            Route(
-                AuthorityMethod.getWallet, AuthorityWalletRequest.self, WalletInfo.self, policy: .read(needsSession: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.wallet(appID: r.appID, accessToken: r.accessToken, proof: call.proof)
-                })
-            Route(
-                AuthorityMethod.exportWallet, AuthorityWalletRequest.self, WalletSecrets.self,
-                policy: .send(needsSession: true, isSensitive: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.exportWallet(appID: r.appID, accessToken: r.accessToken, proof: call.proof)
-                })
-            Route(
-                AuthorityMethod.beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self,
-                policy: .send(isSensitive: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.beginPasskeyRegistration(r, proof: call.proof)
-                })
-            Route(
-                AuthorityMethod.finishPasskeyRegistration, PasskeyFinishRequest.self, PasskeyFinishResult.self,
-                policy: .send(isSensitive: true),
-                .actor { (r, call) throws(RainError) in
-                    PasskeyFinishResult(login: try await call.authority.finishPasskeyRegistration(r))
-                })
-            Route(
-                AuthorityMethod.beginPasskeyAuthentication, PasskeyBeginRequest.self, PasskeyCeremony.self,
-                policy: .send(),
-                .actor { (r, call) throws(RainError) in try await call.authority.beginPasskeyAuthentication(r) })
-            Route(
-                AuthorityMethod.finishPasskeyAuthentication, PasskeyFinishRequest.self, PasskeyFinishResult.self,
-                policy: .send(),
-                .actor { (r, call) throws(RainError) in
-                    PasskeyFinishResult(login: try await call.authority.finishPasskeyAuthentication(r))
-                })
-            Route(
-                AuthorityMethod.cancelPasskeyCeremony, AuthorityPasskeyCancelRequest.self,
-                AuthorityPasskeyCancelResponse.self, policy: .send(),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.cancelPasskeyCeremony(
-                        appID: r.appID, deviceID: r.deviceID, ceremonyID: r.ceremonyID)
-                    return AuthorityPasskeyCancelResponse()
-                })
-            Route(
-                AuthorityMethod.sendContactVerificationCode, AuthoritySendContactVerificationRequest.self,
-                SendCodeResult.self, policy: .send(needsSession: true, isSensitive: true),
-                .actor { (r, call) throws(RainError) in
-                    guard let contact = r.contact else {
-                        throw RainError.invalid("the request names no contact", field: "contact")
-                    }
-                    return try await call.authority.sendContactVerificationCode(
-                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, contact: contact,
-                        proof: call.proof, source: call.source)
-                })
-            Route(
-                AuthorityMethod.confirmContactVerification, AuthorityConfirmContactVerificationRequest.self,
-                AccountInfo.self, policy: .send(needsSession: true, isSensitive: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.confirmContactVerification(
-                        appID: r.appID, deviceID: r.deviceID, accessToken: r.accessToken, challengeID: r.challengeID,
-                        code: r.code, proof: call.proof, idempotencyKey: r.idempotencyKey, source: call.source)
-                })
-            Route(
-                AuthorityMethod.beginDeviceProof, AuthorityBeginDeviceProofRequest.self,
-                AuthorityBeginDeviceProofResponse.self, policy: .read(),
-                .loop { (_, call) throws(RainError) in
-                    AuthorityBeginDeviceProofResponse(challenge: try call.proofs.challenge(for: call.connection))
-                })
-            Route(
-                AuthorityMethod.proveDevice, AuthorityProveDeviceRequest.self, AuthorityProveDeviceResponse.self,
-                policy: .send(),
-                .loop { (r, call) throws(RainError) in
-                    // One signature check (tens of microseconds) on the loop: the next request on the
-                    // connection then sees the proven key.
-                    try call.proofs.prove(r, on: call.connection, channelBinding: call.channelBinding)
-                    return AuthorityProveDeviceResponse()
-                })
-            Route(
-                AuthorityMethod.rebindDevice, AuthorityRebindDeviceRequest.self, AuthorityRebindDeviceResponse.self,
-                policy: .send(isSensitive: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.rebindDevice(r, proof: call.proof)
-                    return AuthorityRebindDeviceResponse()
-                })
-            Route(
-                AuthorityMethod.confirmDeviceKey, AuthorityConfirmDeviceKeyRequest.self,
-                AuthorityConfirmDeviceKeyResponse.self, policy: .send(isSensitive: true),
-                .actor { (r, call) throws(RainError) in
-                    try await call.authority.confirmDeviceKey(r, proof: call.proof)
-                    return AuthorityConfirmDeviceKeyResponse()
-                })
+            unknownMethod: UnknownMethodAnswer(infoMethod: AuthorityMethod.getInfo, serviceName: "authority"),
+            routes: declaredRoutes(ownHandlers(info: info, isDevOutboxEnabled: isDevOutboxEnabled)))
+    }
+
+    /// The handlers of the rpcs the service answers from the connection or its own state.
+    private static func ownHandlers(info: GetInfoResponse, isDevOutboxEnabled: Bool) -> OwnHandlers {
+        OwnHandlers(
+            getInfo: .loop { (_, _) throws(RainError) in info },
+            listOutbox: isDevOutboxEnabled
+                ? .actor { (r, call) throws(RainError) in try await call.authority.listOutbox(r, caller: call.caller) }
+                : .loop { (_, _) throws(RainError) in
+                    throw RainError(
+                        .unauthorized, "the development outbox is disabled; start the authority with --dev-outbox to enable it")
+                },
+            beginDeviceProof: .loop { (_, call) throws(RainError) in
+                AuthorityBeginDeviceProofResponse(challenge: try call.proofs.challenge(for: call.connection))
+            },
+            proveDevice: .loop { (r, call) throws(RainError) in
+                // One signature check (tens of microseconds) on the loop: the next request on the
+                // connection then sees the proven key.
+                try call.proofs.prove(r, on: call.connection, channelBinding: call.channelBinding)
+                return AuthorityProveDeviceResponse()
+            },
             // Pushed revocations, only to a connection that proved its device key.
-            Route(
-                AuthorityMethod.watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self,
-                policy: .read(),
-                .stream { (_, call, server) throws(RainError) in
-                    guard let streams = call.revocations else {
-                        throw RainError(
-                            .unauthorized, "this authority pushes no revocations; the device learns of them at its next call",
-                            details: .init(reason: "revocations_unavailable"))
-                    }
-                    try streams.watch(proof: call.proofs.proof(for: call.connection), server: server)
-                })
-        }
+            watchRevocations: .stream { (_, call, server) throws(RainError) in
+                guard let streams = call.revocations else {
+                    throw RainError(
+                        .unauthorized, "this authority pushes no revocations; the device learns of them at its next call",
+                        details: .init(reason: "revocations_unavailable"))
+                }
+                try streams.watch(proof: call.proofs.proof(for: call.connection), server: server)
+            })
     }
 }

@@ -16,7 +16,10 @@ enum AuditCommand: CLICommand {
             Each entry carries the SHA-256 of the one before it. --verify checks that chain
             through every file kept and exits 1 naming the first broken line (edited, deleted,
             reordered, truncated); a torn last line (a crash mid-write) is reported but is not
-            tampering (exit 0). Only the daemon's own uid may read the log.
+            tampering (exit 0). With a remote authority it also says whether, when the daemon
+            started, the log held the head it keeps at the authority, and exits 1 when it did not
+            (anchor_mismatch: the log was cut or rewritten while the daemon was stopped). Only the
+            daemon's own uid may read the log.
             """,
         options: [
             Command.Option(
@@ -47,10 +50,10 @@ enum AuditCommand: CLICommand {
                 .init("prev", "SHA-256 of the previous line"),
             ],
             note: "one entry per line, exactly as written; with --verify one object: "
-                + "{intact, problem, file, line, entries, message}"),
+                + "{intact, problem, file, line, entries, message, anchor}"),
         exitStatuses: [
             .init(0, "listed, or the chain is intact (a torn last line included)"),
-            .init(1, "--verify found a broken line (RAIN_502, reason audit_log_broken)"),
+            .init(1, "--verify found a broken line, or a log that does not hold its anchor (RAIN_502, reason audit_log_broken)"),
             .init(5, "not the daemon's uid (RAIN_202)"),
             .init(64, "a --since that is not a time"),
         ])
@@ -83,6 +86,7 @@ enum AuditCommand: CLICommand {
                 "intact": isIntact, "problem": found.problem.isEmpty ? nil : found.problem,
                 "file": found.file.isEmpty ? nil : found.file, "line": found.line == 0 ? nil : Int(found.line),
                 "entries": Int(found.entries), "message": found.message,
+                "anchor": found.anchor.isEmpty ? nil : found.anchor,
             ])
         } else if isIntact {
             output.line(found.message)

@@ -146,7 +146,27 @@ enum StatusCommand: CLICommand {
                             "a terminal multiplexer holding the terminal's other end, which can read the screen, or null",
                             fields: [.init("command", "tmux, screen, …"), .init("pid", "its pid")]),
                     ]),
+                .init("auditAnchor", Self.auditAnchorField),
             ]))
+
+    /// What `auditAnchor` holds in `--json`.
+    static let auditAnchorField =
+        "with a remote authority, the daemon's own uid only: matched, mismatch (see audit --verify) or unchecked"
+
+    /// The line about the audit log against its anchor at the remote authority.
+    static func auditLine(_ info: DaemonInfo) -> String? {
+        let prefix = "audit:          "
+        switch info.auditAnchor {
+        case "": return nil
+        case "matched": return prefix + "the log held its anchor at the authority when the daemon started"
+        case "mismatch":
+            return prefix
+                + "the log does NOT hold its anchor at the authority: it was cut or rewritten (rainwallet audit --verify)"
+        case "unchecked":
+            return prefix + "not checked against its anchor yet: the authority has not answered since the daemon started"
+        default: return prefix + info.auditAnchor
+        }
+    }
 
     /// What `ptraceScope` holds in `--json`.
     static let ptraceScopeField =
@@ -191,10 +211,12 @@ enum StatusCommand: CLICommand {
                 "storageProvider": info.storageProvider.isEmpty ? nil : info.storageProvider,
                 "ptraceScope": info.ptraceScope.isEmpty ? nil : info.ptraceScope,
                 "prompt": place.map(promptObject),
+                "auditAnchor": info.auditAnchor.isEmpty ? nil : info.auditAnchor,
             ])
         guard !context.output.isJSON else { return }
         if let memory = memoryLine(info) { context.output.line(memory) }
         if let place { context.output.line(promptLine(place)) }
+        if let audit = auditLine(info) { context.output.line(audit) }
     }
 }
 

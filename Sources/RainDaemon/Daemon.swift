@@ -395,6 +395,7 @@ struct DeviceRole: DaemonRole {
                     Task { await opened.service.restoreStoredProfiles() }
                     opened.pruning?.start()
                     opened.revocations?.start()
+                    opened.auditAnchoring?.start()
                 } else {
                     gate.retry(clock: clock, logger: logger)
                 }

@@ -41,6 +41,9 @@ struct DeviceSetup: Sendable {
         var embedded: EmbeddedAuthority?
         /// Brings pushed revocations to the service; started and stopped with it.
         var revocations: RevocationDelivery?
+        /// Anchors the audit log at the remote authority (nil with the embedded one); started and
+        /// stopped with the service.
+        var auditAnchoring: AuditAnchoring?
 
         /// Whether the embedded authority runs (its master key moves with the keys).
         var isEmbedded: Bool { embedded != nil }
@@ -116,9 +119,15 @@ struct DeviceSetup: Sendable {
         } else {
             audit = try AuditLog(directory: stateDirectory, clock: clock, logger: logger.child("audit"))
         }
+        // The embedded authority's database sits beside the log: only a remote one can anchor it.
+        let anchoring =
+            isEmbedded
+            ? nil
+            : AuditAnchoring(log: audit, authority: authority, deviceID: keys.device.id, logger: logger.child("audit"))
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
-            profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit)
+            profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit,
+            auditAnchoring: anchoring)
         let access = try DeviceAccessSetup.make(
             config: config, settings: settings, stateDirectory: stateDirectory, storageKey: keys.storageKey,
             previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"))
@@ -130,7 +139,7 @@ struct DeviceSetup: Sendable {
             authority: authority, device: keys.device, service: service, clock: clock, logger: logger.child("revocations"))
         return Opened(
             keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority,
-            revocations: revocations, audit: audit)
+            revocations: revocations, auditAnchoring: anchoring, audit: audit)
     }
 
     /// The settings' guard over the confirmed record, sealed under the storage key; the config

@@ -239,19 +239,21 @@ final class StorageGate: ServerHandler, StorageControl {
         guard !isStopped else { return }
         opened.pruning?.start()
         opened.revocations?.start()
+        opened.auditAnchoring?.start()
         logger.info("storage.ready", ["provider": opened.keys.provider.kind.rawValue, "device": opened.keys.device.id])
         await opened.service.restoreStoredProfiles()
     }
 
     /// Stops retrying and the pruning it started (the daemon stops).
     func stop() {
-        let (retry, pruning, revocations) = state.withLock { s in
+        let (retry, pruning, revocations, anchoring) = state.withLock { s in
             s.isStopped = true
-            return (s.retry, s.opened?.pruning, s.opened?.revocations)
+            return (s.retry, s.opened?.pruning, s.opened?.revocations, s.opened?.auditAnchoring)
         }
         retry?.stop()
         pruning?.stop()
         revocations?.stop()
+        anchoring?.stop()
         // Refusals still being gathered are written before the process ends.
         auditLog.withLock { $0 }?.flushNow()
     }
@@ -319,6 +321,7 @@ final class StorageGate: ServerHandler, StorageControl {
         await opened.service.retire()
         opened.pruning?.stop()
         opened.revocations?.stop()
+        opened.auditAnchoring?.stop()
         if let hold = migrationHold {
             // Its own queue: the storage queue stays free for the calls the test makes meanwhile.
             _ = try? await DispatchQueue(label: "rainwalletd.test-hold").runBlocking { () throws(RainError) in

@@ -14,10 +14,13 @@ public struct DeviceContext: Sendable {
     public var profileState: ProfileStateStore
     /// The audit log of sensitive operations (the daemon's `AuditLog`; nil records nothing).
     public var audit: (any AuditRecorder)?
+    /// The audit log's anchor at a remote authority (nil with the embedded one, or no log).
+    public var auditAnchoring: AuditAnchoring?
 
     public init(
         authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,
-        profileState: ProfileStateStore = ProfileStateStore(directory: nil), audit: (any AuditRecorder)? = nil
+        profileState: ProfileStateStore = ProfileStateStore(directory: nil), audit: (any AuditRecorder)? = nil,
+        auditAnchoring: AuditAnchoring? = nil
     ) {
         self.authority = authority
         self.storage = storage
@@ -26,6 +29,7 @@ public struct DeviceContext: Sendable {
         self.logger = logger
         self.profileState = profileState
         self.audit = audit
+        self.auditAnchoring = auditAnchoring
     }
 
     /// The device id.

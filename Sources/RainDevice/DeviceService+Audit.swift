@@ -64,21 +64,47 @@ extension DeviceService {
     }
 
     /// `Audit/Read`: the entries since a time, and the chain check when asked (the daemon's own
-    /// uid only: its route's policy).
+    /// uid only: its route's policy), with what `anchoring` found against the remote authority.
     /// - Throws: RAIN_404 when this daemon keeps no audit log.
     static func readAuditLog(
-        _ request: ReadAuditLogRequest, _ call: DeviceCall, audit: (any AuditRecorder)?
+        _ request: ReadAuditLogRequest, _ call: DeviceCall, audit: (any AuditRecorder)?, anchoring: AuditAnchoring? = nil
     ) async throws(RainError) -> ReadAuditLogResponse {
         guard let audit else { throw RainError(.unavailable, "this daemon keeps no audit log") }
         let readout = try await audit.read(since: request.since, maximumBytes: auditReadLimit)
         var verification: AuditVerificationMessage?
         if request.isVerifyRequested {
-            let found = try await audit.verify()
-            verification = AuditVerificationMessage(
-                entries: UInt64(found.entryCount), problem: found.problem?.rawValue ?? "", file: found.file ?? "",
-                line: UInt32(found.line ?? 0), message: found.message)
+            verification = verificationMessage(try await audit.verify(), anchor: anchoring?.status)
         }
         return ReadAuditLogResponse(lines: readout.lines, isTruncated: readout.isTruncated, verification: verification)
+    }
+
+    /// The chain check as `Audit/Read` answers it: the local check, and the anchor's. A chain intact
+    /// in itself that does not hold its anchor is `anchor_mismatch`; a broken line is named first.
+    static func verificationMessage(_ found: AuditVerification, anchor: AuditAnchoring.Status?)
+        -> AuditVerificationMessage
+    {
+        var message = AuditVerificationMessage(
+            entries: UInt64(found.entryCount), problem: found.problem?.rawValue ?? "", file: found.file ?? "",
+            line: UInt32(found.line ?? 0), message: found.message, anchor: anchor?.word ?? "")
+        switch anchor {
+        case nil:
+            break
+        case .unchecked:
+            message.message +=
+                "; its anchor at the authority is not checked yet (the authority has not answered since the daemon started)"
+        case .matched(let entries) where entries > 0:
+            message.message += "; at the last start it held the head anchored at the authority (\(entries) entries)"
+        case .matched:
+            message.message += "; nothing was anchored at the authority before the last start"
+        case .mismatch(let what) where found.isIntact:
+            message.problem = "anchor_mismatch"
+            message.file = ""
+            message.line = 0
+            message.message = "the audit log does not hold its anchor at the authority: \(what)"
+        case .mismatch(let what):
+            message.message += "; nor does it hold its anchor at the authority: \(what)"
+        }
+        return message
     }
 
     /// What a passkey Finish records, from the kind of the ceremony it finishes.

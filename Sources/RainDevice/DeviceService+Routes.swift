@@ -1,3 +1,4 @@
+import Glibc
 import RainAccess
 import RainAuthorityAPI
 import RainConfig
@@ -27,13 +28,20 @@ extension DeviceService {
         let authority = context.authority
         let clock = context.clock
         let (audit, auditLogger) = (context.audit, context.logger.child("audit"))
+        let (anchoring, ownUID) = (context.auditAnchoring, getuid())
         return RouteTable(
             deadlineClock: clock, outcomeLog: .everyCall(logger),
             unknownMethod: UnknownMethodAnswer(infoMethod: Method.daemonGetInfo, serviceName: "daemon")
         ) {
             Route(
                 Method.daemonGetInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),
-                .loop { (_, _) throws(RainError) in info })
+                .loop { (_, call) throws(RainError) in
+                    // The audit log's state is its user's alone, as the log is.
+                    guard let anchoring, call.peer.uid == ownUID else { return info }
+                    var answer = info
+                    answer.auditAnchor = anchoring.status.word
+                    return answer
+                })
             Route(
                 Method.sessionGetState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(claimsProfile: false),
                 .loop { (_, call) throws(RainError) in call.entry.runtime.snapshot() })
@@ -152,7 +160,8 @@ extension DeviceService {
                 .actor { (_, call) throws(RainError) in
                     // Only this profile's app, newest `outboxListLimit` entries: a reply stays far below the frame limit.
                     let appID = config.settings(for: call.profile).appID
-                    let deliveries = try await authority.listOutbox().filter { $0.appID == appID }.suffix(Self.outboxListLimit)
+                    let outbox = try await authority.listOutbox(ListOutboxRequest(), caller: .anonymous)
+                    let deliveries = outbox.deliveries.filter { $0.appID == appID }.suffix(Self.outboxListLimit)
                     return ListOutboxResponse(
                         entries: deliveries.map {
                             OutboxEntry(
@@ -200,7 +209,9 @@ extension DeviceService {
             Route(
                 Method.auditRead, ReadAuditLogRequest.self, ReadAuditLogResponse.self,
                 policy: .read(isOpenToAnyApp: true, isDaemonOwnerOnly: true),
-                .actor { (r, call) throws(RainError) in try await Self.readAuditLog(r, call, audit: audit) })
+                .actor { (r, call) throws(RainError) in
+                    try await Self.readAuditLog(r, call, audit: audit, anchoring: anchoring)
+                })
             if isTestMethodsEnabled {
                 Route(
                     Method.testSlowEcho, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),

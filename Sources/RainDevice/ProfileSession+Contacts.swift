@@ -22,7 +22,9 @@ extension ProfileSession {
         let result = try await withSession(what: "send a verification code", transientRetries: 0) {
             (authority, appID, token, proof) async throws(RainError) in
             try await authority.sendContactVerificationCode(
-                appID: appID, deviceID: deviceID, accessToken: token, contact: normalized, proof: proof)
+                AuthoritySendContactVerificationRequest(
+                    appID: appID, deviceID: deviceID, accessToken: token, contact: normalized),
+                caller: AuthorityCaller(proof: proof))
         }
         challenges.verification = result
         return Self.codeSent(result)
@@ -52,8 +54,10 @@ extension ProfileSession {
             info = try await withSession(what: "confirm the verification", transientRetries: 0) {
                 (authority, appID, token, proof) async throws(RainError) in
                 try await authority.confirmContactVerification(
-                    appID: appID, deviceID: deviceID, accessToken: token, challengeID: challenge.challengeID,
-                    code: trimmed, proof: proof, idempotencyKey: key)
+                    AuthorityConfirmContactVerificationRequest(
+                        appID: appID, deviceID: deviceID, accessToken: token, challengeID: challenge.challengeID,
+                        code: trimmed, idempotencyKey: key),
+                    caller: AuthorityCaller(proof: proof))
             }
         } catch {
             settle(.contactVerification, key: key, after: error)

@@ -14,7 +14,7 @@ extension ProfileSession {
         let normalized = try Self.normalized(contact)
         await restore()
         let result = try await context.authority.sendLoginCode(
-            SendCodeRequest(appID: appID, deviceID: context.deviceID, contact: normalized))
+            SendCodeRequest(appID: appID, deviceID: context.deviceID, contact: normalized), caller: .anonymous)
         challenges.login = result
         return Self.codeSent(result)
     }
@@ -50,7 +50,8 @@ extension ProfileSession {
             result = try await context.authority.confirmLoginCode(
                 ConfirmCodeRequest(
                     appID: appID, deviceID: context.deviceID, challengeID: challenge.challengeID, code: trimmed,
-                    devicePublicKey: context.device.signer.publicKey.wireBytes, idempotencyKey: key))
+                    devicePublicKey: context.device.signer.publicKey.wireBytes, idempotencyKey: key),
+                caller: .anonymous)
         } catch {
             settle(.loginCode, key: key, after: error)
             throw error

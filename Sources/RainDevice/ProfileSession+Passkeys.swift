@@ -24,7 +24,7 @@ extension ProfileSession {
         let domain = try await requirePasskeyDomain()
         try requireNoSession()
         let ceremony = try await context.authority.beginPasskeyRegistration(
-            beginRequest(domain: domain), proof: DeviceProof(holder: context.device))
+            beginRequest(domain: domain), caller: AuthorityCaller(holder: context.device))
         return remember(ceremony, kind: .signUp, domain: domain)
     }
 
@@ -36,7 +36,8 @@ extension ProfileSession {
     public func beginPasskeyLogin() async throws(RainError) -> BeginPasskeyResponse {
         let domain = try await requirePasskeyDomain()
         try requireNoPasskeySession()
-        let ceremony = try await context.authority.beginPasskeyAuthentication(beginRequest(domain: domain))
+        let ceremony = try await context.authority.beginPasskeyAuthentication(
+            beginRequest(domain: domain), caller: .anonymous)
         return remember(ceremony, kind: .login, domain: domain)
     }
 
@@ -49,7 +50,7 @@ extension ProfileSession {
             (authority, _, token, proof) async throws(RainError) in
             var withToken = request
             withToken.accessToken = token
-            return try await authority.beginPasskeyRegistration(withToken, proof: proof)
+            return try await authority.beginPasskeyRegistration(withToken, caller: AuthorityCaller(proof: proof))
         }
         return remember(ceremony, kind: .add, domain: domain)
     }
@@ -97,7 +98,7 @@ extension ProfileSession {
         switch ceremony.kind {
         case .signUp:
             try requireNoSession()
-            guard let result = try await context.authority.finishPasskeyRegistration(request) else {
+            guard let result = try await context.authority.finishPasskeyRegistration(request, caller: .anonymous).login else {
                 throw RainError(.internalError, "the passkey sign-up returned no session")
             }
             endCeremony(request.ceremonyID)
@@ -106,15 +107,20 @@ extension ProfileSession {
         case .login:
             try requireNoPasskeySession()
             let replaced = session
-            let result = try await context.authority.finishPasskeyAuthentication(request)
+            // A login's answer must carry the login (an added passkey's carries none).
+            guard let result = try await context.authority.finishPasskeyAuthentication(request, caller: .anonymous).login
+            else {
+                throw RainError(.provider, "the authority answered the passkey login without a session")
+            }
             endCeremony(request.ceremonyID)
             try await adopt(result, contact: nil, method: StoredSession.passkeyMethod)
             if let replaced, replaced.refreshToken != result.tokens.refreshToken {
                 // The code session this login replaced ends at the authority too (best effort;
                 // the authority already replaced it when both belong to the same account).
                 do {
-                    try await context.authority.revokeSession(
-                        appID: appID, refreshToken: replaced.refreshToken, proof: DeviceProof(holder: context.device))
+                    _ = try await context.authority.revokeSession(
+                        AuthorityRevokeSessionRequest(appID: appID, refreshToken: replaced.refreshToken),
+                        caller: AuthorityCaller(holder: context.device))
                 } catch {
                     logger.warning("passkey.replace_revoke_failed", ["profile": runtime.name, "error": error.code.description])
                 }
@@ -122,7 +128,7 @@ extension ProfileSession {
             return FinishPasskeyResponse(session: runtime.snapshot(), isAccountCreated: false)
         case .add:
             guard session != nil else { throw noSessionError() }
-            _ = try await context.authority.finishPasskeyRegistration(request)
+            _ = try await context.authority.finishPasskeyRegistration(request, caller: .anonymous)
             endCeremony(request.ceremonyID)
             logger.info("passkey.added", ["profile": runtime.name])
             return FinishPasskeyResponse(session: runtime.snapshot(), isAccountCreated: false)
@@ -136,8 +142,9 @@ extension ProfileSession {
         // Like every passkey call: without a domain there is nothing it could cancel.
         _ = try await requirePasskeyDomain()
         if challenges.passkey?.id == ceremonyID { challenges.passkey = nil }
-        try await context.authority.cancelPasskeyCeremony(
-            appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID)
+        _ = try await context.authority.cancelPasskeyCeremony(
+            AuthorityPasskeyCancelRequest(appID: appID, deviceID: context.deviceID, ceremonyID: ceremonyID),
+            caller: .anonymous)
         logger.info("passkey.cancelled", ["profile": runtime.name])
         return CancelPasskeyResponse()
     }

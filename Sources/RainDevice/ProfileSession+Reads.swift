@@ -16,7 +16,8 @@ extension ProfileSession {
     /// - Throws: RAIN_201 without a live session; RAIN_301 when the authority stayed unreachable.
     public func account() async throws(RainError) -> AccountResponse {
         let info = try await read("read the account") { (authority, appID, token, proof) async throws(RainError) in
-            try await authority.accountInfo(appID: appID, accessToken: token, proof: proof)
+            try await authority.getAccountInfo(
+                AuthorityAccountInfoRequest(appID: appID, accessToken: token), caller: AuthorityCaller(proof: proof))
         }
         return Self.accountResponse(info)
     }
@@ -52,7 +53,8 @@ extension ProfileSession {
     ///   when the authority stayed unreachable.
     public func wallet() async throws(RainError) -> WalletResponse {
         let info = try await read("read the wallet") { (authority, appID, token, proof) async throws(RainError) in
-            try await authority.wallet(appID: appID, accessToken: token, proof: proof)
+            try await authority.getWallet(
+                AuthorityWalletRequest(appID: appID, accessToken: token), caller: AuthorityCaller(proof: proof))
         }
         return Self.walletResponse(info)
     }
@@ -105,7 +107,8 @@ extension ProfileSession {
         try requireExportAllowed()
         let secrets = try await withSession(what: "export the wallet", transientRetries: 0) {
             (authority, appID, token, proof) async throws(RainError) in
-            try await authority.exportWallet(appID: appID, accessToken: token, proof: proof)
+            try await authority.exportWallet(
+                AuthorityWalletRequest(appID: appID, accessToken: token), caller: AuthorityCaller(proof: proof))
         }
         logger.info("wallet.exported", ["profile": runtime.name])
         return secrets

@@ -70,7 +70,8 @@ extension ProfileSession {
             outcome = .success(
                 try await context.authority.refreshSession(
                     RefreshRequest(appID: appID, deviceID: context.deviceID, refreshToken: current.refreshToken),
-                    proof: DeviceProof(holder: context.device)))
+                    caller: AuthorityCaller(holder: context.device)
+                ).tokens)
         } catch {
             outcome = .failure(error)
         }

@@ -1,5 +1,6 @@
 import RainAuthorityAPI
 import RainCore
+import RainWire
 
 extension ProfileSession {
     /// Asks the authority whether the session is still live: after a pushed revocation
@@ -16,7 +17,8 @@ extension ProfileSession {
         do {
             _ = try await withSession(what: "check the session", transientRetries: 0) {
                 (authority, appID, token, proof) async throws(RainError) in
-                try await authority.accountInfo(appID: appID, accessToken: token, proof: proof)
+                try await authority.getAccountInfo(
+                    AuthorityAccountInfoRequest(appID: appID, accessToken: token), caller: AuthorityCaller(proof: proof))
             }
             return false
         } catch {

@@ -257,8 +257,9 @@ public actor ProfileSession {
         runtime.publish(session: nil)
         var revoked = true
         do {
-            try await context.authority.revokeSession(
-                appID: appID, refreshToken: ending.refreshToken, proof: DeviceProof(holder: context.device))
+            _ = try await context.authority.revokeSession(
+                AuthorityRevokeSessionRequest(appID: appID, refreshToken: ending.refreshToken),
+                caller: AuthorityCaller(holder: context.device))
         } catch {
             revoked = false
             logger.warning("logout.revoke_failed", ["profile": runtime.name, "error": error.code.description])

@@ -5,6 +5,7 @@ import RainCore
 import RainCrypto
 import RainKeyStore
 import RainSystem
+import RainWire
 
 /// Moves a state directory's keys from one provider to another (`rainwalletd storage migrate`),
 /// resumable after a kill at any point.
@@ -177,9 +178,9 @@ public struct StorageMigration: Sendable {
             // A remote authority rebinds only over a connection proving both keys: the holder
             // offers the new one too, the old one still current (the only one it knows so far).
             if let oldSigner { device?.replace(current: oldSigner, keeping: newSigner) }
-            try await authority.rebindDevice(
-                deviceID: deviceID, newKey: newSigner.publicKey,
-                proof: DeviceProof(deviceID: deviceID, keys: [newSigner.publicKey] + old))
+            _ = try await authority.rebindDevice(
+                AuthorityRebindDeviceRequest(deviceID: deviceID, newPublicKey: newSigner.publicKey.wireBytes),
+                caller: AuthorityCaller(proof: DeviceProof(deviceID: deviceID, keys: [newSigner.publicKey] + old)))
             device?.replace(current: newSigner, keeping: oldSigner)
             try advance(.rebound, "the authority accepts the old and the new device key")
         }
@@ -203,8 +204,9 @@ public struct StorageMigration: Sendable {
             try advance(.recorded, "the state directory now uses \(journal.to.rawValue)")
         }
         if journal.step < .confirmed {
-            try await authority.confirmDeviceKey(
-                deviceID: deviceID, key: newSigner.publicKey, proof: DeviceProof(deviceID: deviceID, keys: [newSigner.publicKey]))
+            _ = try await authority.confirmDeviceKey(
+                AuthorityConfirmDeviceKeyRequest(deviceID: deviceID, devicePublicKey: newSigner.publicKey.wireBytes),
+                caller: AuthorityCaller(proof: DeviceProof(deviceID: deviceID, keys: [newSigner.publicKey])))
             device?.dropPrevious()
             try advance(.confirmed, "the authority confirmed the new device key")
         }

@@ -274,6 +274,15 @@ package protocol AuthorityStore: Sendable {
     func completePasskeyLogin(_ login: PasskeyLoginCompletion) async throws(RainError) -> LoginRecord
 
     /// Closes the store; later calls throw RAIN_502.
+    /// The audit anchor with the most entries among `deviceKeys` (their stored forms), or nil when
+    /// none has one.
+    func auditAnchor(deviceKeys: [String]) async throws(RainError) -> AuditAnchorRecord?
+
+    /// Moves the anchor of `anchor.deviceKey` forward to `anchor`, in one transaction: stored when
+    /// the key has none or one with fewer entries; refused, changing nothing, when it has more
+    /// (`behind`) or as many with another hash (`conflict`).
+    func anchorAuditHead(_ anchor: AuditAnchorRecord) async throws(RainError) -> AuditAnchorOutcome
+
     func close() async
 
     /// The store's direct reader, when it has one (nil by default): the hottest session reads

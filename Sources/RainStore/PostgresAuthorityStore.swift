@@ -258,6 +258,17 @@ package final class PostgresAuthorityStore: ConnectionStore {
             statements: [
                 "ALTER TABLE idempotent_logins ADD COLUMN request_hash BYTEA NOT NULL DEFAULT ''::bytea"
             ]),
+        // Each device key's audit-chain head, moved only forward. A new table: instances of the
+        // previous version sharing the database never touch it (SQLite's version 15).
+        Migration(
+            version: 10,
+            statements: [
+                """
+                CREATE TABLE audit_anchors (
+                    device_key TEXT PRIMARY KEY, device_id TEXT NOT NULL, entries BIGINT NOT NULL,
+                    head_hash TEXT NOT NULL, updated_at BIGINT NOT NULL)
+                """
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -321,6 +321,16 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
             statements: [
                 "ALTER TABLE idempotent_logins ADD COLUMN request_hash BLOB NOT NULL DEFAULT X''"
             ]),
+        // Each device key's audit-chain head, moved only forward (PostgreSQL's version 10).
+        Migration(
+            version: 15,
+            statements: [
+                """
+                CREATE TABLE audit_anchors (
+                    device_key TEXT PRIMARY KEY, device_id TEXT NOT NULL, entries INTEGER NOT NULL,
+                    head_hash TEXT NOT NULL, updated_at INTEGER NOT NULL)
+                """
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

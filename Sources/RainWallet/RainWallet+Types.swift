@@ -116,6 +116,11 @@ public struct DaemonInfo: Sendable, Equatable {
     /// may), `1` (only their own descendants), `2`, `3`; empty when the daemon does not say. Where
     /// they may, any of them can read a prompt's code and take over a live connection.
     public var ptraceScope: String
+    /// The audit log against its anchor at a remote authority, told only to the daemon's own uid:
+    /// `matched` (the log held the anchored head when the daemon started), `mismatch` (it did not,
+    /// or the authority refused its head: `rainwallet audit --verify` says what was found),
+    /// `unchecked` (the authority has not answered since); empty with the embedded authority.
+    public var auditAnchor: String
 
     init(_ wire: GetInfoResponse) {
         daemonVersion = wire.daemonVersion
@@ -124,6 +129,7 @@ public struct DaemonInfo: Sendable, Equatable {
         maxFrameBytes = wire.maxFrameBytes
         storageProvider = wire.storageProvider
         ptraceScope = wire.ptraceScope
+        auditAnchor = wire.auditAnchor
     }
 }
 

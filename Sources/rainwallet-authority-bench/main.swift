@@ -223,7 +223,7 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
                     let contact = "b\(run)-\(i)@example.com"
                     let device = "bench-\(run)-\(i)"
                     let sent = try await clients[w][a].sendLoginCode(
-                        SendCodeRequest(appID: app, deviceID: device, contact: .email(contact)))
+                        SendCodeRequest(appID: app, deviceID: device, contact: .email(contact)), caller: .anonymous)
                     out.append(Pending(authority: a, deviceID: device, challengeID: sent.challengeID, contact: contact, code: ""))
                 }
                 return out
@@ -233,7 +233,10 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
     }
     var codes: [String: String] = [:]
     for a in addresses.indices {
-        for entry in try await clients[0][a].listOutbox() where entry.appID == app { codes[entry.contact] = entry.code }
+        for entry in try await clients[0][a].listOutbox(ListOutboxRequest(), caller: .anonymous).deliveries
+        where entry.appID == app {
+            codes[entry.contact] = entry.code
+        }
     }
     for i in pending.indices {
         guard let code = codes[pending[i].contact] else { fail("no code in the outbox for \(pending[i].contact)") }
@@ -254,7 +257,7 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
                     let result = try await clients[w][p.authority].confirmLoginCode(
                         ConfirmCodeRequest(
                             appID: app, deviceID: p.deviceID, challengeID: p.challengeID, code: p.code,
-                            devicePublicKey: devices[w].signer.publicKey.wireBytes))
+                            devicePublicKey: devices[w].signer.publicKey.wireBytes), caller: .anonymous)
                     out.append(
                         Live(
                             authority: p.authority, deviceID: p.deviceID, refreshToken: result.tokens.refreshToken,
@@ -283,10 +286,11 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
                 var next = 0
                 while clock.now < end, !mine.isEmpty {
                     let s = mine[next]
-                    // The proof argument is not sent: the client's connection proved the worker's key.
+                    // The caller is not sent: the client's connection proved the worker's key.
                     let tokens = try await clients[w][s.authority].refreshSession(
                         RefreshRequest(appID: app, deviceID: s.deviceID, refreshToken: s.refreshToken),
-                        proof: .none())
+                        caller: .anonymous
+                    ).tokens
                     mine[next].refreshToken = tokens.refreshToken
                     next = (next + 1) % mine.count
                     count += 1
@@ -318,17 +322,19 @@ func benchmark(addresses: [String], logins: Int, workers: Int, seconds: Double) 
         let probe = try RemoteAuthority(address: addresses[first.authority], device: devices[0], logger: logger)
         let access = try await probe.refreshSession(
             RefreshRequest(appID: app, deviceID: first.deviceID, refreshToken: first.refreshToken),
-            proof: .none()
-        ).accessToken
+            caller: .anonymous
+        ).tokens.accessToken
         probe.close()
         for _ in 0..<32 {
             let client = try RemoteAuthority(address: addresses[first.authority], device: devices[0], logger: logger)
             let t0 = clock.now
             _ = try await client.getInfo()
             let t1 = clock.now
-            _ = try await client.accountInfo(appID: app, accessToken: access, proof: .none())
+            _ = try await client.getAccountInfo(
+                AuthorityAccountInfoRequest(appID: app, accessToken: access), caller: .anonymous)
             let t2 = clock.now
-            _ = try await client.accountInfo(appID: app, accessToken: access, proof: .none())
+            _ = try await client.getAccountInfo(
+                AuthorityAccountInfoRequest(appID: app, accessToken: access), caller: .anonymous)
             let t3 = clock.now
             client.close()
             connectMs.append(milliseconds(t1 - t0))

@@ -21,7 +21,7 @@ final class Counter: Sendable {
     func increment() { count.withLock { $0 += 1 } }
 }
 
-struct SlowAuthority: Authority {
+struct SlowAuthority: ForwardingAuthority {
     var delay: Duration
     /// Counts the calls that reached it (a test moves its clock once the request arrived).
     var arrivals: Counter?
@@ -31,53 +31,16 @@ struct SlowAuthority: Authority {
         self.arrivals = arrivals
     }
 
-    private func wait() async throws(RainError) -> Never {
+    /// Never reached: every call waits and fails in `intercept`.
+    var forwarded: any Authority { self }
+
+    func intercept<Response>(_ method: String, _ call: () async throws(RainError) -> Response) async throws(RainError)
+        -> Response
+    {
         arrivals?.increment()
         try? await Task.sleep(for: delay)
         throw RainError(.internalError, "too late")
     }
-    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult { try await wait() }
-    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult { try await wait() }
-    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
-        try await wait()
-    }
-    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
-        try await wait()
-    }
-    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
-        try await wait()
-    }
-    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
-        try await wait()
-    }
-    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
-        try await wait()
-    }
-    func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await wait() }
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
-        -> PasskeyCeremony
-    {
-        try await wait()
-    }
-    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        try await wait()
-    }
-    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await wait()
-    }
-    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
-        try await wait()
-    }
-    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
-        try await wait()
-    }
-    func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
-    ) async throws(RainError) -> SendCodeResult { try await wait() }
-    func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
-        idempotencyKey: [UInt8]
-    ) async throws(RainError) -> AccountInfo { try await wait() }
 }
 
 @Suite("Remote authority over TCP")

@@ -220,17 +220,19 @@ struct IdempotentConfirmTests {
 
 /// An authority whose first confirm runs to its end and whose answer is then never sent (it waits
 /// until cancelled): the answer lost on the way back.
-final class AnswerDroppingAuthority: Authority {
+final class AnswerDroppingAuthority: ForwardingAuthority {
     private let inner: EmbeddedAuthority
     private let count = Mutex(0)
 
     init(_ inner: EmbeddedAuthority) { self.inner = inner }
 
+    var forwarded: any Authority { inner }
+
     /// How many answers were dropped.
     var dropped: Int { count.withLock { $0 } }
 
-    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
-        let result = try await inner.confirmLoginCode(request)
+    func confirmLoginCode(_ request: ConfirmCodeRequest, caller: AuthorityCaller) async throws(RainError) -> LoginResult {
+        let result = try await inner.confirmLoginCode(request, caller: caller)
         let isFirst = count.withLock { n in
             defer { n += 1 }
             return n == 0
@@ -241,56 +243,5 @@ final class AnswerDroppingAuthority: Authority {
         }
         try? await Task.sleep(for: .seconds(3600))
         throw RainError(.internalError, "dropped")
-    }
-
-    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
-        try await inner.sendLoginCode(request)
-    }
-    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
-        try await inner.refreshSession(request, proof: proof)
-    }
-    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
-        try await inner.accountInfo(appID: appID, accessToken: accessToken, proof: proof)
-    }
-    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
-        try await inner.wallet(appID: appID, accessToken: accessToken, proof: proof)
-    }
-    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
-        try await inner.exportWallet(appID: appID, accessToken: accessToken, proof: proof)
-    }
-    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
-        try await inner.revokeSession(appID: appID, refreshToken: refreshToken, proof: proof)
-    }
-    func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await inner.listOutbox() }
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
-        -> PasskeyCeremony
-    {
-        try await inner.beginPasskeyRegistration(request, proof: proof)
-    }
-    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        try await inner.finishPasskeyRegistration(request)
-    }
-    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await inner.beginPasskeyAuthentication(request)
-    }
-    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
-        try await inner.finishPasskeyAuthentication(request)
-    }
-    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
-        try await inner.cancelPasskeyCeremony(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID)
-    }
-    func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
-    ) async throws(RainError) -> SendCodeResult {
-        try await inner.sendContactVerificationCode(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
-    }
-    func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
-        idempotencyKey: [UInt8]
-    ) async throws(RainError) -> AccountInfo {
-        try await inner.confirmContactVerification(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
-            proof: proof, idempotencyKey: idempotencyKey)
     }
 }

@@ -13,8 +13,9 @@ import Testing
 @testable import RainDevice
 
 /// Forwards to a real authority; refreshes can be made to fail transiently or wait at a gate.
-final class ControlledAuthority: Authority {
+final class ControlledAuthority: ForwardingAuthority {
     let inner: any Authority
+    var forwarded: any Authority { inner }
     struct State {
         var refreshCalls = 0
         var transientFailuresLeft = 0
@@ -85,7 +86,9 @@ final class ControlledAuthority: Authority {
     func closeGate() { state.withLock { $0.isGateClosed = true } }
     func openGate() { state.withLock { $0.isGateClosed = false } }
 
-    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
+    func refreshSession(_ request: RefreshRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityRefreshSessionResponse
+    {
         let fail = state.withLock { s -> Bool in
             s.refreshCalls += 1
             if s.transientFailuresLeft > 0 {
@@ -96,45 +99,50 @@ final class ControlledAuthority: Authority {
         }
         if fail { throw RainError(.network, "authority unreachable (test)") }
         while state.withLock({ $0.isGateClosed }) { try? await Task.sleep(for: .milliseconds(2)) }
-        return try await inner.refreshSession(request, proof: proof)
+        return try await inner.refreshSession(request, caller: caller)
     }
 
-    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult {
-        let fail = state.withLock { s -> Bool in
+    /// Counts a send in `sendCalls`; true when it must fail.
+    private func takeSend() -> Bool {
+        state.withLock { s -> Bool in
             s.sendCalls += 1
             guard s.sendFailuresLeft > 0 else { return false }
             s.sendFailuresLeft -= 1
             return true
         }
-        if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.sendLoginCode(request)
     }
-    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult {
-        try await keyed(request.idempotencyKey) { () throws(RainError) in try await inner.confirmLoginCode(request) }
+
+    func sendLoginCode(_ request: SendCodeRequest, caller: AuthorityCaller) async throws(RainError) -> SendCodeResult {
+        if takeSend() { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.sendLoginCode(request, caller: caller)
     }
-    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
-        let fail = state.withLock { s -> Bool in
+    func confirmLoginCode(_ request: ConfirmCodeRequest, caller: AuthorityCaller) async throws(RainError) -> LoginResult {
+        try await keyed(request.idempotencyKey) { () throws(RainError) in
+            try await inner.confirmLoginCode(request, caller: caller)
+        }
+    }
+    /// Counts a read in `readCalls`; true when it must fail.
+    private func takeRead(isWallet: Bool = false) -> Bool {
+        state.withLock { s -> Bool in
             s.readCalls += 1
+            if isWallet { s.walletCalls += 1 }
             guard s.readFailuresLeft > 0 else { return false }
             s.readFailuresLeft -= 1
             return true
         }
-        if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.accountInfo(appID: appID, accessToken: accessToken, proof: proof)
     }
-    /// A read like `accountInfo`: counted in `walletCalls` and `readCalls`, failed by `failNextReads`.
-    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
-        let fail = state.withLock { s -> Bool in
-            s.readCalls += 1
-            s.walletCalls += 1
-            guard s.readFailuresLeft > 0 else { return false }
-            s.readFailuresLeft -= 1
-            return true
-        }
-        if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.wallet(appID: appID, accessToken: accessToken, proof: proof)
+    func getAccountInfo(_ request: AuthorityAccountInfoRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AccountInfo
+    {
+        if takeRead() { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.getAccountInfo(request, caller: caller)
     }
-    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
+    /// A read like `getAccountInfo`: counted in `walletCalls` and `readCalls`, failed by `failNextReads`.
+    func getWallet(_ request: AuthorityWalletRequest, caller: AuthorityCaller) async throws(RainError) -> WalletInfo {
+        if takeRead(isWallet: true) { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.getWallet(request, caller: caller)
+    }
+    func exportWallet(_ request: AuthorityWalletRequest, caller: AuthorityCaller) async throws(RainError) -> WalletSecrets {
         let fail = state.withLock { s -> Bool in
             s.exportCalls += 1
             guard s.exportFailuresLeft > 0 else { return false }
@@ -142,53 +150,34 @@ final class ControlledAuthority: Authority {
             return true
         }
         if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.exportWallet(appID: appID, accessToken: accessToken, proof: proof)
+        return try await inner.exportWallet(request, caller: caller)
     }
-    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
-        try await inner.revokeSession(appID: appID, refreshToken: refreshToken, proof: proof)
-    }
-    func listOutbox() async throws(RainError) -> [OutboxDelivery] { try await inner.listOutbox() }
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError) -> PasskeyCeremony {
-        try await inner.beginPasskeyRegistration(request, proof: proof)
-    }
-    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
+    func finishPasskeyRegistration(_ request: PasskeyFinishRequest, caller: AuthorityCaller) async throws(RainError)
+        -> PasskeyFinishResult
+    {
         try await keyed(request.idempotencyKey) { () throws(RainError) in
-            try await inner.finishPasskeyRegistration(request)
+            try await inner.finishPasskeyRegistration(request, caller: caller)
         }
     }
-    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        try await inner.beginPasskeyAuthentication(request)
-    }
-    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
+    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest, caller: AuthorityCaller) async throws(RainError)
+        -> PasskeyFinishResult
+    {
         try await keyed(request.idempotencyKey) { () throws(RainError) in
-            try await inner.finishPasskeyAuthentication(request)
+            try await inner.finishPasskeyAuthentication(request, caller: caller)
         }
-    }
-    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
-        try await inner.cancelPasskeyCeremony(appID: appID, deviceID: deviceID, ceremonyID: ceremonyID)
     }
     /// A send like `sendLoginCode`: counted in `sendCalls`, failed by the send failures.
-    func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
-    ) async throws(RainError) -> SendCodeResult {
-        let fail = state.withLock { s -> Bool in
-            s.sendCalls += 1
-            guard s.sendFailuresLeft > 0 else { return false }
-            s.sendFailuresLeft -= 1
-            return true
-        }
-        if fail { throw RainError(.network, "authority unreachable (test)") }
-        return try await inner.sendContactVerificationCode(
-            appID: appID, deviceID: deviceID, accessToken: accessToken, contact: contact, proof: proof)
+    func sendContactVerificationCode(_ request: AuthoritySendContactVerificationRequest, caller: AuthorityCaller)
+        async throws(RainError) -> SendCodeResult
+    {
+        if takeSend() { throw RainError(.network, "authority unreachable (test)") }
+        return try await inner.sendContactVerificationCode(request, caller: caller)
     }
-    func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
-        idempotencyKey: [UInt8]
-    ) async throws(RainError) -> AccountInfo {
-        try await keyed(idempotencyKey) { () throws(RainError) in
-            try await inner.confirmContactVerification(
-                appID: appID, deviceID: deviceID, accessToken: accessToken, challengeID: challengeID, code: code,
-                proof: proof, idempotencyKey: idempotencyKey)
+    func confirmContactVerification(_ request: AuthorityConfirmContactVerificationRequest, caller: AuthorityCaller)
+        async throws(RainError) -> AccountInfo
+    {
+        try await keyed(request.idempotencyKey) { () throws(RainError) in
+            try await inner.confirmContactVerification(request, caller: caller)
         }
     }
 }

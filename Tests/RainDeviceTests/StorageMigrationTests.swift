@@ -3,6 +3,7 @@ import RainAuthorityAPI
 import RainCore
 import RainCrypto
 import RainKeyStore
+import RainTestSupport
 import RainWire
 import Synchronization
 import Testing
@@ -47,7 +48,7 @@ struct MemoryKeyProvider: KeyProvider {
 
 /// An authority that only binds device keys: it keeps the keys it accepts for the device, as the
 /// two-step rebind says (old and new after `rebindDevice`, the new one alone after `confirmDeviceKey`).
-final class KeyBindingAuthority: Authority {
+final class KeyBindingAuthority: ForwardingAuthority {
     struct State {
         var accepted: [DevicePublicKey] = []
         var calls: [String] = []
@@ -70,74 +71,44 @@ final class KeyBindingAuthority: Authority {
         if fail { throw RainError(.network, "authority unreachable (test)") }
     }
 
-    func rebindDevice(deviceID: String, newKey: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+    func rebindDevice(_ request: AuthorityRebindDeviceRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityRebindDeviceResponse
+    {
         try take("rebind")
+        let newKey = try DevicePublicKey(wireBytes: request.newPublicKey)
+        let proof = caller.proof
         let ok = state.withLock { s -> Bool in
             guard proof.contains(newKey), s.accepted.contains(where: proof.contains) else { return false }
             if !s.accepted.contains(newKey) { s.accepted.append(newKey) }
             return true
         }
         if !ok { throw RainError(.provider, "proof lacks a key", details: RainError.Details(reason: "device_proof_required")) }
+        return AuthorityRebindDeviceResponse()
     }
 
-    func confirmDeviceKey(deviceID: String, key: DevicePublicKey, proof: DeviceProof) async throws(RainError) {
+    func confirmDeviceKey(_ request: AuthorityConfirmDeviceKeyRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AuthorityConfirmDeviceKeyResponse
+    {
         try take("confirm")
+        let key = try DevicePublicKey(wireBytes: request.devicePublicKey)
+        let proof = caller.proof
         let ok = state.withLock { s -> Bool in
             guard proof.contains(key), s.accepted.contains(key) else { return false }
             s.accepted = [key]
             return true
         }
         if !ok { throw RainError(.provider, "proof lacks the key", details: RainError.Details(reason: "device_proof_required")) }
+        return AuthorityConfirmDeviceKeyResponse()
     }
 
-    static func unused() -> RainError { RainError(.provider, "not used by these tests") }
-    func sendLoginCode(_ request: SendCodeRequest) async throws(RainError) -> SendCodeResult { throw Self.unused() }
-    func sendLoginCode(_ request: SendCodeRequest, source: SendSource) async throws(RainError) -> SendCodeResult {
-        throw Self.unused()
+    /// Never reached: every other call is refused in `intercept`.
+    var forwarded: any Authority { self }
+
+    func intercept<Response>(_ method: String, _ call: () async throws(RainError) -> Response) async throws(RainError)
+        -> Response
+    {
+        throw RainError(.provider, "not used by these tests")
     }
-    func confirmLoginCode(_ request: ConfirmCodeRequest) async throws(RainError) -> LoginResult { throw Self.unused() }
-    func refreshSession(_ request: RefreshRequest, proof: DeviceProof) async throws(RainError) -> SessionTokens {
-        throw Self.unused()
-    }
-    func accountInfo(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> AccountInfo {
-        throw Self.unused()
-    }
-    func wallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletInfo {
-        throw Self.unused()
-    }
-    func exportWallet(appID: String, accessToken: String, proof: DeviceProof) async throws(RainError) -> WalletSecrets {
-        throw Self.unused()
-    }
-    func revokeSession(appID: String, refreshToken: String, proof: DeviceProof) async throws(RainError) {
-        throw Self.unused()
-    }
-    func beginPasskeyRegistration(_ request: PasskeyBeginRequest, proof: DeviceProof) async throws(RainError)
-        -> PasskeyCeremony
-    { throw Self.unused() }
-    func finishPasskeyRegistration(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult? {
-        throw Self.unused()
-    }
-    func beginPasskeyAuthentication(_ request: PasskeyBeginRequest) async throws(RainError) -> PasskeyCeremony {
-        throw Self.unused()
-    }
-    func finishPasskeyAuthentication(_ request: PasskeyFinishRequest) async throws(RainError) -> LoginResult {
-        throw Self.unused()
-    }
-    func cancelPasskeyCeremony(appID: String, deviceID: String, ceremonyID: String) async throws(RainError) {
-        throw Self.unused()
-    }
-    func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof
-    ) async throws(RainError) -> SendCodeResult { throw Self.unused() }
-    func sendContactVerificationCode(
-        appID: String, deviceID: String, accessToken: String, contact: RainWalletContact, proof: DeviceProof,
-        source: SendSource
-    ) async throws(RainError) -> SendCodeResult { throw Self.unused() }
-    func confirmContactVerification(
-        appID: String, deviceID: String, accessToken: String, challengeID: String, code: String, proof: DeviceProof,
-        idempotencyKey: [UInt8]
-    ) async throws(RainError) -> AccountInfo { throw Self.unused() }
-    func listOutbox() async throws(RainError) -> [OutboxDelivery] { throw Self.unused() }
 }
 
 @Suite struct StorageMigrationTests {

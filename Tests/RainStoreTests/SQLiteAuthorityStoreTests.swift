@@ -99,9 +99,10 @@ struct SQLiteAuthorityStoreTests {
         }
 
         let store = try await SQLiteAuthorityStore.open(path: path)
-        // 11: idempotent_logins, then its kind column; 12: sms_slots; 13: code_guesses; 14: the request hash.
-        #expect(try await store.schemaVersion() == 14)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 14)
+        // 11: idempotent_logins, then its kind column; 12: sms_slots; 13: code_guesses; 14: the request hash;
+        // 15: audit_anchors.
+        #expect(try await store.schemaVersion() == 15)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 15)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)

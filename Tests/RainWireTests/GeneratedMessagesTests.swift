@@ -62,7 +62,8 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     ReadAuditLogResponse(
         lines: [#"{"seq":1}"#, #"{"seq":2}"#], isTruncated: true,
         verification: AuditVerificationMessage(entries: 7, problem: "edited", file: "audit.jsonl.1", line: 3, message: "edited")),
-    AuditVerificationMessage(entries: UInt64.max, problem: "torn", file: "audit.jsonl", line: UInt32.max, message: "torn"),
+    AuditVerificationMessage(
+        entries: UInt64.max, problem: "torn", file: "audit.jsonl", line: UInt32.max, message: "torn", anchor: "matched"),
     // proto/authority_device.proto
     AuthorityBeginDeviceProofRequest(),
     AuthorityBeginDeviceProofResponse(challenge: Array(repeating: 0xA5, count: 32)),
@@ -78,7 +79,7 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     GetInfoRequest(),
     GetInfoResponse(
         daemonVersion: "1.2.3", protocolVersion: 1, capabilities: ["dev-outbox", "passkeys"], maxFrameBytes: 1 << 20,
-        storageProvider: "tpm2"),
+        storageProvider: "tpm2", ptraceScope: "1", auditAnchor: "mismatch"),
     SendLoginCodeRequest(contact: .email("a@example.com")),
     SendLoginCodeResponse(contact: .phone("+15551234567"), expiresAtMilliseconds: 1_800_000_000_123),
     ConfirmLoginCodeRequest(code: "123456"),
@@ -168,6 +169,11 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     AuthorityConfirmContactVerificationRequest(
         appID: "app", deviceID: "d1", accessToken: "at", challengeID: "chl_1", code: "123456",
         idempotencyKey: Array(repeating: 9, count: 16)),
+    AuthorityAuditAnchor(entries: UInt64.max, headHash: String(repeating: "ab", count: 32)),
+    AuthorityAnchorAuditHeadRequest(deviceID: "d1", head: AuthorityAuditAnchor(entries: 7, headHash: "cd")),
+    AuthorityAnchorAuditHeadResponse(),
+    AuthorityGetAuditAnchorRequest(deviceID: "d1"),
+    AuthorityGetAuditAnchorResponse(anchor: AuthorityAuditAnchor(entries: 1, headHash: "ef")),
 ]
 
 /// A message of each generated file with a NUL in a string, top-level or nested.

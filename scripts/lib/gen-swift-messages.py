@@ -3,12 +3,14 @@
 
 Usage: gen-swift-messages.py DESCRIPTOR_SET OUT_DIR proto/x.proto...
 
-For each named proto file it writes OUT_DIR/<x>.pb.swift: a public struct per message (fields in
+For each named proto file it writes OUT_DIR/RainWire/<x>.pb.swift: a public struct per message (fields in
 lowerCamelCase, proto3 defaults, a memberwise init, the .proto comments as doc comments) and its
 conversion to and from protobuf-c's generated C (Sources/CRainProto) through the helpers of
-Sources/RainWire/ProtobufC+Support.swift. It also writes OUT_DIR/services.pb.swift: RainWire's
+Sources/RainWire/ProtobufC+Support.swift. It also writes services.pb.swift: RainWire's
 `Method` and `AuthorityMethod`, a constant per `rpc` of the files' service blocks with the messages
-it names (generate_methods). Run by scripts/gen-proto; the output is deterministic.
+it names (generate_methods), and from `service Authority` the `Authority` protocol's requirements,
+`RemoteAuthority`'s calls and `AuthorityService`'s routes (gen_authority_calls.py). Each file goes in
+OUT_DIR/<module>/. Run by scripts/gen-proto; the output is deterministic.
 
 Conventions of this code base the generator follows:
 - A `bool has_x` beside a field `x` of the same message marks presence: Swift has one field
@@ -32,8 +34,13 @@ file that is not generated and not in HAND_WRITTEN) stops it with an error namin
 producing Swift that is subtly wrong.
 """
 
+import os
 import re
 import sys
+
+# No __pycache__ beside the scripts.
+sys.dont_write_bytecode = True
+import gen_authority_calls  # noqa: E402
 
 from google.protobuf import descriptor_pb2
 
@@ -760,6 +767,13 @@ def generate_methods(files, types):
     return "".join(out)
 
 
+# Where each generated file goes: OUT_DIR/<module>/, copied by scripts/gen-proto into
+# Sources/<module>/Generated/.
+AUTHORITY_FILES = (("RainAuthorityAPI", "authority_calls.pb.swift"),
+                   ("RainAuthorityServer", "authority_routes.pb.swift"),
+                   ("RainTestSupport", "forwarding_authority.pb.swift"))
+
+
 def main():
     descriptor_set, out_dir, *names = sys.argv[1:]
     fds = descriptor_pb2.FileDescriptorSet()
@@ -767,19 +781,21 @@ def main():
         fds.ParseFromString(f.read())
     files = {f.name: f for f in fds.file}
     bases = [name.removeprefix("proto/") for name in names]
-    for base in bases:
-        try:
-            text, _ = generate(files[base], types_of(fds, set(bases), c_prefix_of))
-        except Unsupported as e:
-            sys.exit(f"gen-swift-messages: {e} are not supported yet")
-        with open(f"{out_dir}/{base.removesuffix('.proto')}.pb.swift", "w") as out:
-            out.write(text)
+    types = types_of(fds, set(bases), c_prefix_of)
+    outputs = {}
     try:
-        text = generate_methods([files[base] for base in bases], types_of(fds, set(bases), c_prefix_of))
+        for base in bases:
+            text, _ = generate(files[base], types)
+            outputs[("RainWire", f"{base.removesuffix('.proto')}.pb.swift")] = text
+        outputs[("RainWire", "services.pb.swift")] = generate_methods([files[base] for base in bases], types)
+        texts = gen_authority_calls.generate(fds, [files[base] for base in bases], types, sys.modules[__name__])
+        outputs.update(zip(AUTHORITY_FILES, texts))
     except Unsupported as e:
         sys.exit(f"gen-swift-messages: {e} are not supported yet")
-    with open(f"{out_dir}/services.pb.swift", "w") as out:
-        out.write(text)
+    for (module, name), text in outputs.items():
+        os.makedirs(f"{out_dir}/{module}", exist_ok=True)
+        with open(f"{out_dir}/{module}/{name}", "w") as out:
+            out.write(text)
 
 
 if __name__ == "__main__":

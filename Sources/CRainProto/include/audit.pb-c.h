@@ -77,7 +77,8 @@ struct  Rain__Wallet__V1__AuditVerification
    */
   uint64_t entries;
   /*
-   * Empty when intact; else edited, deleted, reordered, torn or truncated.
+   * Empty when intact; else edited, deleted, reordered, torn, truncated, or anchor_mismatch (the
+   * chain does not hold the head anchored at the remote authority; file and line empty).
    */
   char *problem;
   /*
@@ -89,10 +90,15 @@ struct  Rain__Wallet__V1__AuditVerification
    * What was found, for people.
    */
   char *message;
+  /*
+   * The chain against its anchor at the remote authority: matched, mismatch or unchecked (as
+   * GetInfoResponse.audit_anchor); empty with the embedded authority.
+   */
+  char *anchor;
 };
 #define RAIN__WALLET__V1__AUDIT_VERIFICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__audit_verification__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /* Rain__Wallet__V1__ReadAuditLogRequest methods */

@@ -40,6 +40,11 @@ typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelRequest Rain__Wallet__V1_
 typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelResponse Rain__Wallet__V1__AuthorityPasskeyCancelResponse;
 typedef struct Rain__Wallet__V1__AuthoritySendContactVerificationRequest Rain__Wallet__V1__AuthoritySendContactVerificationRequest;
 typedef struct Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest;
+typedef struct Rain__Wallet__V1__AuthorityAuditAnchor Rain__Wallet__V1__AuthorityAuditAnchor;
+typedef struct Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest;
+typedef struct Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse;
+typedef struct Rain__Wallet__V1__AuthorityGetAuditAnchorRequest Rain__Wallet__V1__AuthorityGetAuditAnchorRequest;
+typedef struct Rain__Wallet__V1__AuthorityGetAuditAnchorResponse Rain__Wallet__V1__AuthorityGetAuditAnchorResponse;
 
 
 /* --- enums --- */
@@ -463,6 +468,87 @@ struct  Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, {0,NULL} }
 
 
+/*
+ * The audit chain's head a device keeps at the authority, so that a chain rewritten while the
+ * device daemon was stopped is found at its next start (docs/security.md "The audit log"). Kept per
+ * device key (the first key the connection proved; a key move carries it to the new key), and only
+ * ever moving forward. Only a device daemon with a remote authority anchors.
+ */
+struct  Rain__Wallet__V1__AuthorityAuditAnchor
+{
+  ProtobufCMessage base;
+  /*
+   * The entries of the chain up to its head: the head entry's seq. 0: nothing anchored.
+   */
+  uint64_t entries;
+  /*
+   * The lowercase hex SHA-256 of the head entry's line (without its newline).
+   */
+  char *head_hash;
+};
+#define RAIN__WALLET__V1__AUTHORITY_AUDIT_ANCHOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_audit_anchor__descriptor) \
+    , 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Authority/AnchorAuditHead
+ */
+struct  Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The device whose chain it is: the proven one.
+   */
+  char *device_id;
+  /*
+   * The chain's head now (a request without one is refused: RAIN_102, field head).
+   */
+  Rain__Wallet__V1__AuthorityAuditAnchor *head;
+};
+#define RAIN__WALLET__V1__AUTHORITY_ANCHOR_AUDIT_HEAD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_anchor_audit_head_request__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+struct  Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__AUTHORITY_ANCHOR_AUDIT_HEAD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_anchor_audit_head_response__descriptor) \
+     }
+
+
+/*
+ * /rain.wallet.v1.Authority/GetAuditAnchor
+ */
+struct  Rain__Wallet__V1__AuthorityGetAuditAnchorRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The device whose chain it is: the proven one.
+   */
+  char *device_id;
+};
+#define RAIN__WALLET__V1__AUTHORITY_GET_AUDIT_ANCHOR_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_get_audit_anchor_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rain__Wallet__V1__AuthorityGetAuditAnchorResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The head last anchored; absent when none was.
+   */
+  Rain__Wallet__V1__AuthorityAuditAnchor *anchor;
+};
+#define RAIN__WALLET__V1__AUTHORITY_GET_AUDIT_ANCHOR_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_get_audit_anchor_response__descriptor) \
+    , NULL }
+
+
 /* Rain__Wallet__V1__AuthoritySendLoginCodeRequest methods */
 void   rain__wallet__v1__authority_send_login_code_request__init
                      (Rain__Wallet__V1__AuthoritySendLoginCodeRequest         *message);
@@ -881,6 +967,101 @@ Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *
 void   rain__wallet__v1__authority_confirm_contact_verification_request__free_unpacked
                      (Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityAuditAnchor methods */
+void   rain__wallet__v1__authority_audit_anchor__init
+                     (Rain__Wallet__V1__AuthorityAuditAnchor         *message);
+size_t rain__wallet__v1__authority_audit_anchor__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityAuditAnchor   *message);
+size_t rain__wallet__v1__authority_audit_anchor__pack
+                     (const Rain__Wallet__V1__AuthorityAuditAnchor   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_audit_anchor__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityAuditAnchor   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityAuditAnchor *
+       rain__wallet__v1__authority_audit_anchor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_audit_anchor__free_unpacked
+                     (Rain__Wallet__V1__AuthorityAuditAnchor *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest methods */
+void   rain__wallet__v1__authority_anchor_audit_head_request__init
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest         *message);
+size_t rain__wallet__v1__authority_anchor_audit_head_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest   *message);
+size_t rain__wallet__v1__authority_anchor_audit_head_request__pack
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_anchor_audit_head_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *
+       rain__wallet__v1__authority_anchor_audit_head_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_anchor_audit_head_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse methods */
+void   rain__wallet__v1__authority_anchor_audit_head_response__init
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse         *message);
+size_t rain__wallet__v1__authority_anchor_audit_head_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse   *message);
+size_t rain__wallet__v1__authority_anchor_audit_head_response__pack
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_anchor_audit_head_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *
+       rain__wallet__v1__authority_anchor_audit_head_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_anchor_audit_head_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityGetAuditAnchorRequest methods */
+void   rain__wallet__v1__authority_get_audit_anchor_request__init
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorRequest         *message);
+size_t rain__wallet__v1__authority_get_audit_anchor_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest   *message);
+size_t rain__wallet__v1__authority_get_audit_anchor_request__pack
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_get_audit_anchor_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *
+       rain__wallet__v1__authority_get_audit_anchor_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_get_audit_anchor_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityGetAuditAnchorResponse methods */
+void   rain__wallet__v1__authority_get_audit_anchor_response__init
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorResponse         *message);
+size_t rain__wallet__v1__authority_get_audit_anchor_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse   *message);
+size_t rain__wallet__v1__authority_get_audit_anchor_response__pack
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_get_audit_anchor_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *
+       rain__wallet__v1__authority_get_audit_anchor_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_get_audit_anchor_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AuthoritySendLoginCodeRequest_Closure)
@@ -949,6 +1130,21 @@ typedef void (*Rain__Wallet__V1__AuthoritySendContactVerificationRequest_Closure
 typedef void (*Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest_Closure)
                  (const Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityAuditAnchor_Closure)
+                 (const Rain__Wallet__V1__AuthorityAuditAnchor *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityGetAuditAnchorRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityGetAuditAnchorRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityGetAuditAnchorResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityGetAuditAnchorResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -977,6 +1173,11 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_canc
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_contact_verification_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_audit_anchor__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_anchor_audit_head_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_anchor_audit_head_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_get_audit_anchor_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_get_audit_anchor_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

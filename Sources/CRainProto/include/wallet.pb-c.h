@@ -117,10 +117,18 @@ struct  Rain__Wallet__V1__GetInfoResponse
    * Where they may, any of them can read a prompt's code and take over a live connection.
    */
   char *ptrace_scope;
+  /*
+   * The audit log against its anchor at the remote authority, for the daemon's own uid only:
+   * "matched" (the log held the anchored head when the daemon started), "mismatch" (it did not, or
+   * the authority refused its head: `rainwallet audit --verify` says what was found), "unchecked"
+   * (the authority has not answered since the daemon started); empty with the embedded authority,
+   * for another uid, or from a daemon that does not say.
+   */
+  char *audit_anchor;
 };
 #define RAIN__WALLET__V1__GET_INFO_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_info_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*

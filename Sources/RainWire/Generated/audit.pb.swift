@@ -41,21 +41,33 @@ public struct ReadAuditLogResponse: WireMessage, Hashable {
 public struct AuditVerificationMessage: WireMessage, Hashable {
     /// The entries checked.
     public var entries: UInt64
-    /// Empty when intact; else edited, deleted, reordered, torn or truncated.
+    /// Empty when intact; else edited, deleted, reordered, torn, truncated, or anchor_mismatch (the
+    /// chain does not hold the head anchored at the remote authority; file and line empty).
     public var problem: String
     /// The file of the first broken line (audit.jsonl, audit.jsonl.1, ...) and its line number from 1.
     public var file: String
     public var line: UInt32
     /// What was found, for people.
     public var message: String
+    /// The chain against its anchor at the remote authority: matched, mismatch or unchecked (as
+    /// GetInfoResponse.audit_anchor); empty with the embedded authority.
+    public var anchor: String
 
     /// An `AuditVerificationMessage`; an argument left out is its proto3 default.
-    public init(entries: UInt64 = 0, problem: String = "", file: String = "", line: UInt32 = 0, message: String = "") {
+    public init(
+        entries: UInt64 = 0,
+        problem: String = "",
+        file: String = "",
+        line: UInt32 = 0,
+        message: String = "",
+        anchor: String = ""
+    ) {
         self.entries = entries
         self.problem = problem
         self.file = file
         self.line = line
         self.message = message
+        self.anchor = anchor
     }
 }
 
@@ -153,7 +165,8 @@ extension AuditVerificationMessage {
             problem: try readString(m.problem, field: "problem"),
             file: try readString(m.file, field: "file"),
             line: m.line,
-            message: try readString(m.message, field: "message"))
+            message: try readString(m.message, field: "message"),
+            anchor: try readString(m.anchor, field: "anchor"))
     }
 
     /// The C `AuditVerificationMessage`, its pointers owned by `arena`.
@@ -164,6 +177,7 @@ extension AuditVerificationMessage {
         m.file = try arena.string(self.file, field: "file")
         m.line = self.line
         m.message = try arena.string(self.message, field: "message")
+        m.anchor = try arena.string(self.anchor, field: "anchor")
         return m
     }
 }

@@ -481,6 +481,65 @@ public struct AuthorityConfirmContactVerificationRequest: WireMessage, Hashable,
     }
 }
 
+/// The audit chain's head a device keeps at the authority, so that a chain rewritten while the
+/// device daemon was stopped is found at its next start (docs/security.md "The audit log"). Kept per
+/// device key (the first key the connection proved; a key move carries it to the new key), and only
+/// ever moving forward. Only a device daemon with a remote authority anchors.
+public struct AuthorityAuditAnchor: WireMessage, Hashable {
+    /// The entries of the chain up to its head: the head entry's seq. 0: nothing anchored.
+    public var entries: UInt64
+    /// The lowercase hex SHA-256 of the head entry's line (without its newline).
+    public var headHash: String
+
+    /// An `AuthorityAuditAnchor`; an argument left out is its proto3 default.
+    public init(entries: UInt64 = 0, headHash: String = "") {
+        self.entries = entries
+        self.headHash = headHash
+    }
+}
+
+/// /rain.wallet.v1.Authority/AnchorAuditHead
+public struct AuthorityAnchorAuditHeadRequest: WireMessage, Hashable {
+    /// The device whose chain it is: the proven one.
+    public var deviceID: String
+    /// The chain's head now (a request without one is refused: RAIN_102, field head).
+    public var head: AuthorityAuditAnchor?
+
+    /// An `AuthorityAnchorAuditHeadRequest`; an argument left out is its proto3 default.
+    public init(deviceID: String = "", head: AuthorityAuditAnchor? = nil) {
+        self.deviceID = deviceID
+        self.head = head
+    }
+}
+
+/// The `AuthorityAnchorAuditHeadResponse` message.
+public struct AuthorityAnchorAuditHeadResponse: WireMessage, Hashable {
+    /// An `AuthorityAnchorAuditHeadResponse`; an argument left out is its proto3 default.
+    public init() {}
+}
+
+/// /rain.wallet.v1.Authority/GetAuditAnchor
+public struct AuthorityGetAuditAnchorRequest: WireMessage, Hashable {
+    /// The device whose chain it is: the proven one.
+    public var deviceID: String
+
+    /// An `AuthorityGetAuditAnchorRequest`; an argument left out is its proto3 default.
+    public init(deviceID: String = "") {
+        self.deviceID = deviceID
+    }
+}
+
+/// The `AuthorityGetAuditAnchorResponse` message.
+public struct AuthorityGetAuditAnchorResponse: WireMessage, Hashable {
+    /// The head last anchored; absent when none was.
+    public var anchor: AuthorityAuditAnchor?
+
+    /// An `AuthorityGetAuditAnchorResponse`; an argument left out is its proto3 default.
+    public init(anchor: AuthorityAuditAnchor? = nil) {
+        self.anchor = anchor
+    }
+}
+
 extension SendCodeRequest {
     /// Decodes a `SendCodeRequest`.
     /// - Throws: RAIN_102 for bytes that are not a `SendCodeRequest`, or a string with NUL or not UTF-8.
@@ -1277,6 +1336,165 @@ extension AuthorityConfirmContactVerificationRequest {
         m.challenge_id = try arena.string(self.challengeID, field: "challenge_id")
         m.code = try arena.string(self.code, field: "code")
         m.idempotency_key = arena.bytes(self.idempotencyKey)
+        return m
+    }
+}
+
+extension AuthorityAuditAnchor {
+    /// Decodes a `AuthorityAuditAnchor`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityAuditAnchor`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAuditAnchor {
+        try unpackMessage(
+            bytes, name: "AuthorityAuditAnchor", rain__wallet__v1__authority_audit_anchor__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityAuditAnchor`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthorityAuditAnchor` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityAuditAnchor>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            entries: m.entries,
+            headHash: try readString(m.head_hash, field: "head_hash"))
+    }
+
+    /// The C `AuthorityAuditAnchor`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityAuditAnchor {
+        var m = cMessage(rain__wallet__v1__authority_audit_anchor__init)
+        m.entries = self.entries
+        m.head_hash = try arena.string(self.headHash, field: "head_hash")
+        return m
+    }
+}
+
+extension AuthorityAnchorAuditHeadRequest {
+    /// Decodes a `AuthorityAnchorAuditHeadRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityAnchorAuditHeadRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAnchorAuditHeadRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityAnchorAuditHeadRequest", rain__wallet__v1__authority_anchor_audit_head_request__init,
+            read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityAnchorAuditHeadRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthorityAnchorAuditHeadRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            deviceID: try readString(m.device_id, field: "device_id"),
+            head: try readMessage(m.head, AuthorityAuditAnchor.init(c:)))
+    }
+
+    /// The C `AuthorityAnchorAuditHeadRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityAnchorAuditHeadRequest {
+        var m = cMessage(rain__wallet__v1__authority_anchor_audit_head_request__init)
+        m.device_id = try arena.string(self.deviceID, field: "device_id")
+        if let value = self.head { m.head = arena.box(try value.cValue(arena)) }
+        return m
+    }
+}
+
+extension AuthorityAnchorAuditHeadResponse {
+    /// Decodes a `AuthorityAnchorAuditHeadResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityAnchorAuditHeadResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityAnchorAuditHeadResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityAnchorAuditHeadResponse", rain__wallet__v1__authority_anchor_audit_head_response__init,
+            read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityAnchorAuditHeadResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        []  // no fields: no bytes
+    }
+
+    /// Copies a C `AuthorityAnchorAuditHeadResponse` (its strings checked).
+    init(c _: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse>) throws(RainError) { self.init() }
+
+    /// The C `AuthorityAnchorAuditHeadResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityAnchorAuditHeadResponse {
+        cMessage(rain__wallet__v1__authority_anchor_audit_head_response__init)
+    }
+}
+
+extension AuthorityGetAuditAnchorRequest {
+    /// Decodes a `AuthorityGetAuditAnchorRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityGetAuditAnchorRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityGetAuditAnchorRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityGetAuditAnchorRequest", rain__wallet__v1__authority_get_audit_anchor_request__init,
+            read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityGetAuditAnchorRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthorityGetAuditAnchorRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityGetAuditAnchorRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            deviceID: try readString(m.device_id, field: "device_id"))
+    }
+
+    /// The C `AuthorityGetAuditAnchorRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityGetAuditAnchorRequest {
+        var m = cMessage(rain__wallet__v1__authority_get_audit_anchor_request__init)
+        m.device_id = try arena.string(self.deviceID, field: "device_id")
+        return m
+    }
+}
+
+extension AuthorityGetAuditAnchorResponse {
+    /// Decodes a `AuthorityGetAuditAnchorResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityGetAuditAnchorResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityGetAuditAnchorResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityGetAuditAnchorResponse", rain__wallet__v1__authority_get_audit_anchor_response__init,
+            read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityGetAuditAnchorResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthorityGetAuditAnchorResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityGetAuditAnchorResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            anchor: try readMessage(m.anchor, AuthorityAuditAnchor.init(c:)))
+    }
+
+    /// The C `AuthorityGetAuditAnchorResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityGetAuditAnchorResponse {
+        var m = cMessage(rain__wallet__v1__authority_get_audit_anchor_response__init)
+        if let value = self.anchor { m.anchor = arena.box(try value.cValue(arena)) }
         return m
     }
 }

@@ -187,63 +187,180 @@ public enum AuthorityMethod {
     ///
     /// `GetInfoRequest` → `GetInfoResponse`.
     public static let getInfo = "/rain.wallet.v1.Authority/GetInfo"
-    /// Sends a login code to a contact: the pending challenge.
+    /// Sends a 6-digit login code to the request's contact (already normalized) and returns the
+    /// pending challenge.
+    ///
+    /// Retires this device's pending challenges in the app (resend replaces; switching contact
+    /// retires), then, if the account (or the contact, before an account exists) already has
+    /// `maxActiveCodesPerAccount` active challenges, retires the oldest. The send counts against the
+    /// caller's source (`CodeSendLimits.sourceMaxSends`): the connection's address at a server, this
+    /// daemon's uid in-process.
+    /// - Throws: RAIN_102 for a contact that is not normalized, RAIN_302 when rate limited,
+    ///   RAIN_501 when the code sender fails.
     ///
     /// `SendCodeRequest` → `SendCodeResult`.
     public static let sendLoginCode = "/rain.wallet.v1.Authority/SendLoginCode"
-    /// Exchanges the code for a session (creates the account on first login).
+    /// Confirms a code. On success creates the account and its wallet on a first login, issues a
+    /// session bound to the device (its id, and its public key when one is sent), and revokes the
+    /// account's sessions on every other device.
+    ///
+    /// Every code check first spends a slot of the wrong-guess budgets
+    /// (`CodeSendLimits.deviceKeyMaxWrongGuesses` per device key, `sourceMaxWrongGuesses` per
+    /// source, over `guessWindow`, across every account); a right code gives it back. Once a budget
+    /// is spent no code is checked, right or wrong.
+    /// - Throws: RAIN_203 (details: `reason` wrong|expired|locked|retired, `attemptsRemaining`)
+    ///   keeping the challenge on a wrong code; RAIN_302 (`reason` and `limit`
+    ///   `device_key_guess_window` or `source_guess_window`, `retryAfterMs`) when a wrong-guess budget
+    ///   is spent; RAIN_102 for an unknown challenge, or (field `devicePublicKey`) for a device key
+    ///   that is not a raw 32-byte Ed25519 public key.
     ///
     /// `ConfirmCodeRequest` → `LoginResult`.
     public static let confirmLoginCode = "/rain.wallet.v1.Authority/ConfirmLoginCode"
-    /// A new token pair for a refresh token.
+    /// Rotates a session's tokens: the device presents its refresh token, on a connection where it
+    /// proved the device key the session is bound to (the caller's proof), and gets a new access
+    /// token and a new single-use refresh token. No device clock is involved.
+    ///
+    /// Rules (docs/errors.md and docs/security.md):
+    /// - The device binding of every call with a token (see `getAccountInfo`): no proof is RAIN_501
+    ///   `device_proof_required` and changes nothing; a proof by another key than the session's
+    ///   (or its pending one) revokes the session family: a refresh token copied without the device
+    ///   key is useless and burns the session.
+    /// - Refresh tokens are single use. Presenting the token rotated out at the last refresh again
+    ///   within `AuthoritySettings.refreshGraceWindow` (a retry after a lost reply, or a concurrent
+    ///   duplicate) returns the same new pair and rotates nothing; any other reuse revokes the family.
+    /// - A session lives `AuthoritySettings.refreshTokenLifetime` from its last rotation (from the
+    ///   login when it was never rotated).
+    /// - Throws: RAIN_201 with `details.reason`: `refresh_rejected` (unknown token, another device
+    ///   id, a proof by another key), `refresh_token_reused`, `device_unbound` (a session issued
+    ///   without a device key), `revoked_elsewhere` (the account logged in on another device),
+    ///   `revoked` (logout, or a newer login on this device), `refresh_expired`. RAIN_501
+    ///   `device_proof_required` without a proof. RAIN_502 when the store fails.
     ///
     /// `RefreshRequest` → `AuthorityRefreshSessionResponse`.
     public static let refreshSession = "/rain.wallet.v1.Authority/RefreshSession"
-    /// The account behind an access token.
+    /// The account behind a live access token, with its wallet id and contacts.
+    ///
+    /// Device binding, the same for every call that carries an access or refresh token: the
+    /// token's session must be bound to a key of the caller's proof (its device key, or the pending
+    /// key of a key move). An empty proof is RAIN_501 `device_proof_required` and never ends the
+    /// session (the device failed to prove: a TPM, a keyring, a network fault). A proof by other keys
+    /// only is theft: the session family is revoked (`stolen_token`) and the call is RAIN_201
+    /// `refresh_rejected`. A session without a device key is RAIN_201 `device_unbound`.
+    /// - Throws: RAIN_201 with `details.reason`: `invalid_token` (unknown, or rotated away by a
+    ///   refresh), `access_expired`, `revoked_elsewhere`, `revoked`, `refresh_rejected`,
+    ///   `device_unbound`; RAIN_501 `device_proof_required`. RAIN_502 when the store fails.
     ///
     /// `AuthorityAccountInfoRequest` → `AccountInfo`.
     public static let getAccountInfo = "/rain.wallet.v1.Authority/GetAccountInfo"
-    /// Revokes a session (unknown or already revoked tokens succeed).
+    /// Revokes the session that holds the refresh token (logout). Unknown or already revoked tokens
+    /// succeed silently. The device binding is that of `getAccountInfo`: a proof by another key than
+    /// the session's is theft, the family is revoked (`stolen_token`) and the call refused.
+    /// - Throws: RAIN_501 `device_proof_required` without a proof; RAIN_201 `refresh_rejected` for
+    ///   a proof by another key. RAIN_502 when the store fails.
     ///
     /// `AuthorityRevokeSessionRequest` → `AuthorityRevokeSessionResponse`.
     public static let revokeSession = "/rain.wallet.v1.Authority/RevokeSession"
-    /// Development: the codes the outbox "delivered" (only with `--dev-outbox`).
+    /// Development: the code deliveries of the outbox, oldest first (only with `--dev-outbox`).
+    /// - Throws: RAIN_202 when the development outbox is disabled.
     ///
     /// `ListOutboxRequest` → `ListOutboxResponse`.
     public static let listOutbox = "/rain.wallet.v1.Authority/ListOutbox"
-    /// The account's wallet: id and both addresses.
+    /// The wallet of the account behind a live access token: its id, creation time and addresses.
+    /// A wallet still missing a key is completed first.
+    /// - Throws: RAIN_201 like `getAccountInfo` for a bad, expired or revoked token; RAIN_404 when
+    ///   the account has no wallet; RAIN_502 when the store fails or the entropy does not decrypt.
     ///
     /// `AuthorityWalletRequest` → `WalletInfo`.
     public static let getWallet = "/rain.wallet.v1.Authority/GetWallet"
-    /// The wallet's secrets (never logged).
+    /// The wallet's secrets (never logged): decrypts its entropy and derives the recovery phrase and
+    /// both private keys. The device decides whether the profile may export (docs/user-guide.md
+    /// "Wallets").
+    /// - Throws: RAIN_201 like `getAccountInfo`; RAIN_404 when the account has no wallet; RAIN_502
+    ///   when the store fails or the entropy does not decrypt (another master key).
     ///
     /// `AuthorityWalletRequest` → `WalletSecrets`.
     public static let exportWallet = "/rain.wallet.v1.Authority/ExportWallet"
-    /// Starts a passkey registration (a sign-up, or a passkey added to a live session's account).
+    /// Starts a passkey registration: a sign-up (no access token: a new account on finish) or an
+    /// added passkey (the live session's account). The challenge (32 random bytes) is stored,
+    /// single use, bound to the app, device, kind and rpId, and expires after
+    /// `AuthoritySettings.passkeyCeremonyLifetime`.
+    /// - Returns: the ceremony id and a W3C `PublicKeyCredentialCreationOptionsJSON`.
+    /// - Throws: RAIN_102 for an empty rpId or no origin; RAIN_201 like `getAccountInfo` for a bad
+    ///   access token, and the device binding of `getAccountInfo` with one; RAIN_502 when the store
+    ///   fails.
     ///
     /// `PasskeyBeginRequest` → `PasskeyCeremony`.
     public static let beginPasskeyRegistration = "/rain.wallet.v1.Authority/BeginPasskeyRegistration"
-    /// Finishes it.
+    /// Finishes a registration: verifies the `RegistrationResponseJSON` (WebAuthn §7.1) and stores
+    /// the credential with its rpId. A sign-up creates a new account and wallet and a session bound
+    /// to the device key (as a code login does); an added passkey answers `logged_in` false.
+    ///
+    /// A request with an idempotency key repeated within the ceremony's lifetime gets the first
+    /// finish's outcome (the same account, wallet and tokens; no login after an add) instead of a
+    /// used ceremony, never a second account or session.
+    /// - Throws: RAIN_102 `challenge_expired` for an unknown, used, cancelled or expired ceremony
+    ///   (or one of the other kind), `credential_already_registered` for a credential id any
+    ///   account holds, `idempotency_key_reused` for a key another call used, or the failed check's
+    ///   reason; RAIN_501 `outcome_unknown` while the first finish with the key still runs;
+    ///   RAIN_502 when the store fails.
     ///
     /// `PasskeyFinishRequest` → `PasskeyFinishResult`.
     public static let finishPasskeyRegistration = "/rain.wallet.v1.Authority/FinishPasskeyRegistration"
-    /// Starts a passkey login.
+    /// Starts a passkey login (discoverable: no allow list).
+    /// - Returns: the ceremony id and a W3C `PublicKeyCredentialRequestOptionsJSON`.
+    /// - Throws: RAIN_102 for an empty rpId or no origin; RAIN_502 when the store fails.
     ///
     /// `PasskeyBeginRequest` → `PasskeyCeremony`.
     public static let beginPasskeyAuthentication = "/rain.wallet.v1.Authority/BeginPasskeyAuthentication"
-    /// Finishes it.
+    /// Finishes a login: finds the credential by id and rpId, verifies the
+    /// `AuthenticationResponseJSON` (WebAuthn §7.2), moves its sign count forward (a regression is
+    /// refused) and logs in like a code login (`logged_in` true): the device's session is bound to
+    /// its key and the account's sessions on other devices are revoked. A repeat with the first
+    /// finish's idempotency key gets its outcome, as for a registration.
+    /// - Throws: RAIN_102 `challenge_expired`, `credential_unknown`, `sign_count_regression`,
+    ///   `idempotency_key_reused` or the failed check's reason; RAIN_501 `outcome_unknown` while the
+    ///   first finish with the key still runs; RAIN_502 when the store fails.
     ///
     /// `PasskeyFinishRequest` → `PasskeyFinishResult`.
     public static let finishPasskeyAuthentication = "/rain.wallet.v1.Authority/FinishPasskeyAuthentication"
-    /// Consumes a pending ceremony.
+    /// Cancels a pending ceremony (the user dismissed the authenticator): it can no longer be
+    /// finished. Unknown or already finished ceremonies succeed silently.
     ///
     /// `AuthorityPasskeyCancelRequest` → `AuthorityPasskeyCancelResponse`.
     public static let cancelPasskeyCeremony = "/rain.wallet.v1.Authority/CancelPasskeyCeremony"
-    /// Sends a code that verifies a backup contact for the session's account.
+    /// Sends a 6-digit code that verifies the request's contact (already normalized) as a backup
+    /// contact of the account behind a live access token. Same code rules as login codes (keyed
+    /// hash, 5-minute expiry, 3 wrong attempts lock it, a resend from the device replaces it, at most
+    /// `maxActiveCodesPerAccount` live codes per account), counted against the caller's source as
+    /// `sendLoginCode` is. The challenge is a verification challenge bound to the account:
+    /// `confirmLoginCode` refuses it, and `confirmContactVerification` refuses login challenges.
+    ///
+    /// A contact another account owns is sent a code like any other, counted against the send
+    /// limits: only the confirm, after the right code, says that another account owns it, so the
+    /// send tells a caller nothing about which contacts have accounts.
+    /// - Throws: RAIN_102 for a missing contact or one that is not normalized; RAIN_201 like
+    ///   `getAccountInfo`; RAIN_302 when a send limit refuses it; RAIN_501 when the code sender
+    ///   fails; RAIN_502 when the store fails.
     ///
     /// `AuthoritySendContactVerificationRequest` → `SendCodeResult`.
     public static let sendContactVerificationCode = "/rain.wallet.v1.Authority/SendContactVerificationCode"
-    /// Confirms it: the contact joins the account.
+    /// Confirms a contact verification: on the right code, attaches the contact to the account,
+    /// verified, in one transaction that checks again that no other account took it meanwhile. The
+    /// contact then logs in to this account and wallet. A contact already on the account succeeds
+    /// again (idempotent); a second contact of a kind is added, never replacing the first.
+    ///
+    /// The idempotency key (16 to 64 random bytes per logical confirm, kept across its repeats;
+    /// empty for none): a repeat within the challenge's lifetime gets the first outcome (the account
+    /// with the contact) instead of a used challenge, and nothing is applied twice. The code check
+    /// spends the wrong-guess budgets as `confirmLoginCode`'s does, the device key being the
+    /// session's and the source the caller's.
+    /// - Returns: the account with the contact.
+    /// - Throws: RAIN_203 like `confirmLoginCode` (wrong keeps the challenge, with
+    ///   `attemptsRemaining`; expired, locked, used, retired); RAIN_102 `no_pending_code` for an
+    ///   unknown challenge, a login challenge, or one of another device or account, and
+    ///   `idempotency_key_reused` for a key another call used; RAIN_201 like `getAccountInfo`;
+    ///   RAIN_302 `contact_owned_by_another_account` (only after the right code), or a spent
+    ///   wrong-guess budget as `confirmLoginCode`; RAIN_502 when the store fails.
     ///
     /// `AuthorityConfirmContactVerificationRequest` → `AccountInfo`.
     public static let confirmContactVerification = "/rain.wallet.v1.Authority/ConfirmContactVerification"
@@ -255,11 +372,19 @@ public enum AuthorityMethod {
     ///
     /// `AuthorityProveDeviceRequest` → `AuthorityProveDeviceResponse`.
     public static let proveDevice = "/rain.wallet.v1.Authority/ProveDevice"
-    /// Step 1 of a device key move.
+    /// Step 1 of moving a device to a new key (`storage migrate`): every live session of the device
+    /// bound to a key of the caller's proof also accepts the new key from now on, until
+    /// `confirmDeviceKey`. The proof must hold both the current key and the new one. Repeating it is
+    /// harmless, so a migration killed at any point can run it again.
+    /// - Throws: RAIN_102 for a malformed key; RAIN_501 `device_proof_required` when the proof lacks
+    ///   either key; RAIN_502 when the store fails.
     ///
     /// `AuthorityRebindDeviceRequest` → `AuthorityRebindDeviceResponse`.
     public static let rebindDevice = "/rain.wallet.v1.Authority/RebindDevice"
-    /// Step 2 of a device key move.
+    /// Step 2: the device confirms its key (proven by the caller): its sessions accept only that key
+    /// from now on. Repeating it is harmless.
+    /// - Throws: RAIN_102 for a malformed key; RAIN_501 `device_proof_required` when the proof lacks
+    ///   the key; RAIN_502 when the store fails.
     ///
     /// `AuthorityConfirmDeviceKeyRequest` → `AuthorityConfirmDeviceKeyResponse`.
     public static let confirmDeviceKey = "/rain.wallet.v1.Authority/ConfirmDeviceKey"
@@ -267,6 +392,22 @@ public enum AuthorityMethod {
     ///
     /// `AuthorityWatchRevocationsRequest` → a stream of `AuthorityRevocation`.
     public static let watchRevocations = "/rain.wallet.v1.Authority/WatchRevocations"
+    /// Moves the proven device key's audit anchor forward to the request's head: a head with more
+    /// entries replaces it, the same head again succeeds and changes nothing.
+    /// - Throws: RAIN_102 for no head, a head with no entries or a hash that is not 64 lowercase hex digits;
+    ///   RAIN_501 `device_proof_required` without a proof of the device's key; RAIN_302
+    ///   `audit_anchor_behind` for fewer entries than anchored, `audit_anchor_conflict` for as many
+    ///   with another hash (nothing changes); RAIN_502 when the store fails.
+    ///
+    /// `AuthorityAnchorAuditHeadRequest` → `AuthorityAnchorAuditHeadResponse`.
+    public static let anchorAuditHead = "/rain.wallet.v1.Authority/AnchorAuditHead"
+    /// The head last anchored for the proven device key (none: no anchor), which the device checks
+    /// its chain against at start.
+    /// - Throws: RAIN_501 `device_proof_required` without a proof of the device's key; RAIN_502 when
+    ///   the store fails.
+    ///
+    /// `AuthorityGetAuditAnchorRequest` → `AuthorityGetAuditAnchorResponse`.
+    public static let getAuditAnchor = "/rain.wallet.v1.Authority/GetAuditAnchor"
 
     /// Every method with the messages its declaration names, in declaration order.
     public static let declarations = [
@@ -292,5 +433,7 @@ public enum AuthorityMethod {
         MethodDeclaration(confirmDeviceKey, AuthorityConfirmDeviceKeyRequest.self, AuthorityConfirmDeviceKeyResponse.self),
         MethodDeclaration(
             watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self, isServerStream: true),
+        MethodDeclaration(anchorAuditHead, AuthorityAnchorAuditHeadRequest.self, AuthorityAnchorAuditHeadResponse.self),
+        MethodDeclaration(getAuditAnchor, AuthorityGetAuditAnchorRequest.self, AuthorityGetAuditAnchorResponse.self),
     ]
 }

@@ -25,6 +25,12 @@ public struct GetInfoResponse: WireMessage, Hashable {
     /// (only their own descendants), "2" or "3"; empty when unknown or from a daemon that does not say.
     /// Where they may, any of them can read a prompt's code and take over a live connection.
     public var ptraceScope: String
+    /// The audit log against its anchor at the remote authority, for the daemon's own uid only:
+    /// "matched" (the log held the anchored head when the daemon started), "mismatch" (it did not, or
+    /// the authority refused its head: `rainwallet audit --verify` says what was found), "unchecked"
+    /// (the authority has not answered since the daemon started); empty with the embedded authority,
+    /// for another uid, or from a daemon that does not say.
+    public var auditAnchor: String
 
     /// A `GetInfoResponse`; an argument left out is its proto3 default.
     public init(
@@ -33,7 +39,8 @@ public struct GetInfoResponse: WireMessage, Hashable {
         capabilities: [String] = [],
         maxFrameBytes: UInt32 = 0,
         storageProvider: String = "",
-        ptraceScope: String = ""
+        ptraceScope: String = "",
+        auditAnchor: String = ""
     ) {
         self.daemonVersion = daemonVersion
         self.protocolVersion = protocolVersion
@@ -41,6 +48,7 @@ public struct GetInfoResponse: WireMessage, Hashable {
         self.maxFrameBytes = maxFrameBytes
         self.storageProvider = storageProvider
         self.ptraceScope = ptraceScope
+        self.auditAnchor = auditAnchor
     }
 }
 
@@ -569,7 +577,8 @@ extension GetInfoResponse {
             capabilities: try readStrings(m.capabilities, count: m.n_capabilities, field: "capabilities"),
             maxFrameBytes: m.max_frame_bytes,
             storageProvider: try readString(m.storage_provider, field: "storage_provider"),
-            ptraceScope: try readString(m.ptrace_scope, field: "ptrace_scope"))
+            ptraceScope: try readString(m.ptrace_scope, field: "ptrace_scope"),
+            auditAnchor: try readString(m.audit_anchor, field: "audit_anchor"))
     }
 
     /// The C `GetInfoResponse`, its pointers owned by `arena`.
@@ -581,6 +590,7 @@ extension GetInfoResponse {
         m.max_frame_bytes = self.maxFrameBytes
         m.storage_provider = try arena.string(self.storageProvider, field: "storage_provider")
         m.ptrace_scope = try arena.string(self.ptraceScope, field: "ptrace_scope")
+        m.audit_anchor = try arena.string(self.auditAnchor, field: "audit_anchor")
         return m
     }
 }
