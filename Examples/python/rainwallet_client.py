@@ -11,15 +11,21 @@ committed and the client always speaks the schema of the checkout it runs from.
     rainwallet_client.py [--socket PATH] [--profile NAME] info
     rainwallet_client.py [--socket PATH] [--profile NAME] login --email ADDRESS [--code CODE] [--watch]
     rainwallet_client.py [--socket PATH] [--profile NAME] send-code --email ADDRESS
-    rainwallet_client.py [--socket PATH] [--profile NAME] confirm --code CODE
+    rainwallet_client.py [--socket PATH] [--profile NAME] confirm
+    rainwallet_client.py [--socket PATH] [--profile NAME] demo --email ADDRESS
+    rainwallet_client.py [--socket PATH] [--profile NAME] account
+    rainwallet_client.py [--socket PATH] [--profile NAME] wallet
     rainwallet_client.py [--socket PATH] [--profile NAME] state
     rainwallet_client.py [--socket PATH] [--profile NAME] watch [--events N]
     rainwallet_client.py [--socket PATH] [--profile NAME] logout
 
 `login` sends a code, then confirms the code given with `--code`, else the one in the daemon's
 development outbox when it advertises the `dev-outbox` capability (PROTOCOL.md §5.9), else the
-one typed on standard input. `send-code` and `confirm` are its two halves (the pending code belongs
-to the profile, not to the connection, so they can run as two processes). `login --watch` keeps a
+one typed on the terminal (or one line of standard input). `send-code` and `confirm` are its two
+halves (the pending code belongs to the profile, not to the connection, so they can run as two
+processes); `confirm` reads the code the same way, and after a wrong one asks again while attempts
+remain. `demo` is the whole flow on one connection: send, read the code (a wrong one is answered
+inline and asked again), the account, the wallet, logout. `watch --events N` prints N events. `login --watch` keeps a
 `Watch` stream open on the same connection and prints its events as they arrive. A refusal is
 printed as `RAIN_<code>: <message> (reason: …, …)` on standard error, and the client exits with
 status 1 (2 for a usage error).
@@ -49,6 +55,7 @@ MAX_FRAME_BYTES = 1048576  # PROTOCOL.md §2
 MAX_SOCKET_PATH = 107  # PROTOCOL.md §1
 NOT_INITIALIZED = 101  # PROTOCOL.md §6: no daemon, or the connection was lost (never on the wire)
 INVALID_ARGUMENT = 102
+INVALID_LOGIN_CODE = 203
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,13 +371,66 @@ def command_send_code(conn, w, args):
     send_code(conn, w, args.email)
 
 
+def read_code(prompt="code: "):
+    """One code typed on the terminal, else one line of stdin: never the command line, which every
+    user of the machine can read (ps, /proc/PID/cmdline). None at the end of input."""
+    if sys.stdin.isatty():
+        print(prompt, end="", flush=True)
+    line = sys.stdin.readline()
+    return line.strip() if line else None
+
+
+def confirm_until_right(conn, w, code):
+    """ConfirmLoginCode, asking again after a wrong code while attempts remain (RAIN_203 with
+    `attempts_remaining`), as Rain's guide shows: an inline error, then another try."""
+    while True:
+        if code is None:
+            raise RainError(INVALID_ARGUMENT, "no code was entered")
+        try:
+            confirm_code(conn, w, code)
+            return
+        except RainError as e:
+            left = e.attempts_remaining or 0
+            if e.code != INVALID_LOGIN_CODE or left == 0:
+                raise
+            print(f"That code didn't work. Check it and try again ({left} left).", flush=True)
+            code = read_code()
+
+
 def command_confirm(conn, w, args):
-    confirm_code(conn, w, args.code)
+    if args.code is not None:
+        print("warning: a code on the command line can be read by every user of this machine; "
+              "leave --code out to type it, or give it on stdin", file=sys.stderr)
+    confirm_until_right(conn, w, args.code if args.code is not None else read_code())
 
 
-def event_printer(w, seen):
-    """A `Watch` handler (§5.8): prints each Event and appends it to `seen`."""
+def command_account(conn, w, _args):
+    account = conn.call("/rain.wallet.v1.Account/Get", w.GetAccountRequest(), w.AccountResponse)
+    contacts = ", ".join(c.value for c in account.contacts) or "none"
+    print(f"account {account.account_id} (wallet {account.wallet_id}; contacts: {contacts})")
+
+
+def command_wallet(conn, w, _args):
+    wallet = conn.call("/rain.wallet.v1.Wallet/Get", w.GetWalletRequest(), w.WalletResponse)
+    print(f"wallet {wallet.wallet_id}: Ethereum {wallet.ethereum_address}, Solana {wallet.solana_address}")
+
+
+def command_demo(conn, w, args):
+    """The whole flow on one connection (one approval prompt for a script): send a code, read it,
+    a wrong code answered inline and asked again, then the account, the wallet and the logout."""
+    send_code(conn, w, args.email)
+    confirm_until_right(conn, w, read_code())
+    command_account(conn, w, args)
+    command_wallet(conn, w, args)
+    command_logout(conn, w, args)
+
+
+def event_printer(w, seen, limit=None):
+    """A `Watch` handler (§5.8): prints each Event and appends it to `seen`, up to `limit` events
+    (one read can bring several: those past the limit are not shown)."""
     def handle(payload):
+        if limit is not None and len(seen) >= limit:
+            return
         event = w.Event.FromString(payload)
         seen.append(event)
         text = (f"event {event.sequence}: {enum_name(w.EventType, event.type)} "
@@ -384,7 +444,7 @@ def event_printer(w, seen):
 
 def command_watch(conn, w, args):
     seen = []
-    rid = conn.open_stream("/rain.wallet.v1.Session/Watch", w.WatchRequest(), event_printer(w, seen))
+    rid = conn.open_stream("/rain.wallet.v1.Session/Watch", w.WatchRequest(), event_printer(w, seen, args.events))
     while len(seen) < args.events and rid in conn.streams:
         conn.pump()
     conn.cancel(rid)
@@ -427,9 +487,8 @@ def command_login(conn, w, args):
                 time.sleep(0.05)
         print("code read from the development outbox")
     else:
-        print("code: ", end="", flush=True)
-        code = sys.stdin.readline().strip()
-    confirm_code(conn, w, code)
+        code = read_code()
+    confirm_until_right(conn, w, code)
     if watch is not None:
         conn.cancel(watch)
 
@@ -470,8 +529,12 @@ def main(argv=None):
     watch.add_argument("--events", type=int, default=1, help="how many events to wait for (default: 1)")
     send = commands.add_parser("send-code", help="only send a login code (the profile's pending code)")
     send.add_argument("--email", required=True)
-    confirm = commands.add_parser("confirm", help="only confirm the profile's pending code")
-    confirm.add_argument("--code", required=True)
+    confirm = commands.add_parser("confirm", help="only confirm the profile's pending code (typed, or one line of stdin)")
+    confirm.add_argument("--code", help="the code (discouraged: every user can read a command line)")
+    demo = commands.add_parser("demo", help="send, read the code, confirm, account, wallet, logout")
+    demo.add_argument("--email", required=True)
+    commands.add_parser("account", help="the account")
+    commands.add_parser("wallet", help="the wallet's addresses")
     commands.add_parser("state", help="the profile's session state")
     commands.add_parser("logout", help="log out")
     args = parser.parse_args(argv)
@@ -481,7 +544,8 @@ def main(argv=None):
     if uid is None:
         uid = int(os.environ["RAINWALLET_DAEMON_UID"]) if os.environ.get("RAINWALLET_DAEMON_UID") else os.getuid()
     run = {"info": command_info, "login": command_login, "send-code": command_send_code, "confirm": command_confirm,
-           "watch": command_watch, "state": command_state, "logout": command_logout}
+           "watch": command_watch, "state": command_state, "logout": command_logout, "demo": command_demo,
+           "account": command_account, "wallet": command_wallet}
     with tempfile.TemporaryDirectory(prefix="rainwallet-py-") as out_dir:
         env, w = load_messages(os.path.abspath(args.proto_dir), out_dir)
         try:

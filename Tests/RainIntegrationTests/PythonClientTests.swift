@@ -114,23 +114,61 @@ struct PythonClientTests {
         #expect(after.stdout.contains("auth state: unauthenticated"), "\(after.stdout)")
     }
 
-    @Test("a wrong code is RAIN_203 with its reason and attempts remaining; the right one then logs in")
-    func wrongCodeShowsRainError() async throws {
+    @Test(
+        "confirm reads the code from stdin, never needs the command line, and after a wrong code (RAIN_203, attempts left) asks again"
+    )
+    func wrongCodeIsAskedAgain() async throws {
         let h = try await Self.startDaemon()
         defer { h.shutdown() }
         let sent = try await Self.runClient(h, ["send-code", "--email", "wrong@example.com"])
         #expect(sent.status == 0, "\(sent)")
         let code = try await h.waitForCode(for: "wrong@example.com")
 
-        let wrong = try await Self.runClient(h, ["confirm", "--code", wrongCode(for: code)])
+        // Only a wrong code: answered inline, then the end of input ends it.
+        let wrong = try await Self.runClient(h, ["confirm"], input: "\(wrongCode(for: code))\n")
         #expect(wrong.status == 1, "\(wrong)")
-        #expect(
-            wrong.stderr.contains("error: RAIN_203: ") && wrong.stderr.contains("(reason: wrong, attempts remaining: 2)"),
-            "\(wrong.stderr)")
+        #expect(wrong.stdout.contains("That code didn't work. Check it and try again (2 left)."), "\(wrong)")
+        #expect(wrong.stderr.contains("error: RAIN_102: no code was entered"), "\(wrong.stderr)")
 
-        let right = try await Self.runClient(h, ["confirm", "--code", code])
+        let right = try await Self.runClient(h, ["confirm"], input: "\(wrongCode(for: code))\n\(code)\n")
         #expect(right.status == 0, "\(right)")
-        #expect(right.stdout.contains("auth state: authenticated"), "\(right.stdout)")
+        #expect(right.stdout.contains("(1 left)") && right.stdout.contains("auth state: authenticated"), "\(right.stdout)")
+        #expect(right.stderr.isEmpty, "\(right.stderr)")
+    }
+
+    @Test(
+        "the whole example as an unapproved script: the user answers its real pinentry-tty prompt (script, not verifiable), then it sends, handles a wrong code, confirms, reads the account and wallet, logs out"
+    )
+    func demoAnswersARealPrompt() async throws {
+        let (h, _, _, pty) = try await AccessAttackTests.promptsOnATerminal()
+        defer {
+            pty.close()
+            h.shutdown()
+        }
+        let email = "python-demo@example.com"
+        let output = "\(h.directory)/demo.out"
+        let environment = h.daemonEnvironment.filter { !$0.key.hasPrefix("PYTHON") }
+        let demo = try TestProcess(
+            Self.python, [Self.client, "--socket", h.socketPath, "demo", "--email", email], environment: environment,
+            stdin: .pipe, stdout: .file(output), stderr: .file(output))
+        defer { demo.signal(SIGKILL) }
+        // Asked on the registered terminal: a script is asked about on each connection.
+        let shown = try #require(await pty.waitForText("and press Enter", timeout: .seconds(30)), "\(pty.shown)")
+        #expect(shown.contains("script, not verifiable") && shown.contains("rainwallet_client.py"), "\(shown)")
+        let confirmation = try #require(shown.matches(of: /type the code  (\S+)  and press/).last?.output.1)
+        try pty.type(String(confirmation) + "\n")
+        let code = try await h.waitForCode(for: email)
+        try demo.input?.write(contentsOf: Data("\(wrongCode(for: code))\n".utf8))
+        #expect(
+            await eventually(timeout: .seconds(30)) { DaemonHarness.readFile(output).contains("That code didn't work") },
+            "\(DaemonHarness.readFile(output))")
+        try demo.input?.write(contentsOf: Data("\(code)\n".utf8))
+        let status = await demo.waitForExit(timeout: .seconds(60))
+        let text = DaemonHarness.readFile(output)
+        #expect(status == 0, "\(text)")
+        for line in ["code sent to \(email)", "logged in (new account)", "account acct_", "Ethereum 0x", "logged out"] {
+            #expect(text.contains(line), "missing \(line) in:\n\(text)")
+        }
     }
 
     @Test(
