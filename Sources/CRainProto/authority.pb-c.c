@@ -1287,7 +1287,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_login_code_req
   (ProtobufCMessageInit) rain__wallet__v1__authority_send_login_code_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_code_response__field_descriptors[4] =
 {
   {
     "challenge_id",
@@ -1325,16 +1325,29 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_login_cod
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "resend_after_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySendLoginCodeResponse, resend_after_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_send_login_code_response__field_indices_by_name[] = {
   0,   /* field[0] = challenge_id */
   1,   /* field[1] = contact */
   2,   /* field[2] = expires_at_ms */
+  3,   /* field[3] = resend_after_ms */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_send_login_code_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_login_code_response__descriptor =
 {
@@ -1344,7 +1357,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_login_code_res
   "Rain__Wallet__V1__AuthoritySendLoginCodeResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthoritySendLoginCodeResponse),
-  3,
+  4,
   rain__wallet__v1__authority_send_login_code_response__field_descriptors,
   rain__wallet__v1__authority_send_login_code_response__field_indices_by_name,
   1,  rain__wallet__v1__authority_send_login_code_response__number_ranges,

@@ -1845,7 +1845,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__send_login_code_request__desc
   (ProtobufCMessageInit) rain__wallet__v1__send_login_code_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__send_login_code_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__send_login_code_response__field_descriptors[3] =
 {
   {
     "contact",
@@ -1871,15 +1871,28 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__send_login_code_response
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "resend_after_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SendLoginCodeResponse, resend_after_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__send_login_code_response__field_indices_by_name[] = {
   0,   /* field[0] = contact */
   1,   /* field[1] = expires_at_ms */
+  2,   /* field[2] = resend_after_ms */
 };
 static const ProtobufCIntRange rain__wallet__v1__send_login_code_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__send_login_code_response__descriptor =
 {
@@ -1889,7 +1902,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__send_login_code_response__des
   "Rain__Wallet__V1__SendLoginCodeResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__SendLoginCodeResponse),
-  2,
+  3,
   rain__wallet__v1__send_login_code_response__field_descriptors,
   rain__wallet__v1__send_login_code_response__field_indices_by_name,
   1,  rain__wallet__v1__send_login_code_response__number_ranges,

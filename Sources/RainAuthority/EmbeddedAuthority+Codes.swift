@@ -94,7 +94,9 @@ extension EmbeddedAuthority {
                 "contact": ContactRedaction.redacted(request.contact), "challenge": challengeID,
                 "device": request.deviceID, "retired": String(retired.count),
             ])
-        return SendCodeResult(challengeID: challengeID, contact: request.contact, expiresAt: expiresAt)
+        return SendCodeResult(
+            challengeID: challengeID, contact: request.contact, expiresAt: expiresAt,
+            resendAfter: Date(unixMilliseconds: now.adding(settings.sendLimits.contactCooldown).unixMilliseconds))
     }
 
     /// RAIN_302 for a send refused by `limit`: the details carry the limit (`reason` and `limit`),

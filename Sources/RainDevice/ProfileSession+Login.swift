@@ -29,7 +29,7 @@ extension ProfileSession {
 
     /// What a code send answers: where the code went and until when it is valid.
     static func codeSent(_ result: SendCodeResult) -> SendLoginCodeResponse {
-        SendLoginCodeResponse(contact: result.contact, expiresAt: result.expiresAt)
+        SendLoginCodeResponse(contact: result.contact, expiresAt: result.expiresAt, resendAfter: result.resendAfter)
     }
 
     /// Confirms the pending code; on success stores the session before answering.

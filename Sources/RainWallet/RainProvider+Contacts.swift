@@ -22,7 +22,7 @@ extension RainProvider {
         let sent = try await call(
             Method.contactSendVerificationCode, SendLoginCodeRequest(contact: normalized),
             as: SendLoginCodeResponse.self)
-        return CodeSent(contact: sent.contact, expiresAt: sent.expiresAt)
+        return CodeSent(contact: sent.contact, expiresAt: sent.expiresAt, resendAfter: sent.resendAfter)
     }
 
     /// Confirms the code of the pending verification: the contact is attached to the account,

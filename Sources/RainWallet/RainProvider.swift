@@ -292,7 +292,7 @@ public final class RainProvider: Sendable {
         let normalized = try contact.normalized()
         let sent = try await call(
             Method.authSendLoginCode, SendLoginCodeRequest(contact: normalized), as: SendLoginCodeResponse.self)
-        return CodeSent(contact: sent.contact, expiresAt: sent.expiresAt)
+        return CodeSent(contact: sent.contact, expiresAt: sent.expiresAt, resendAfter: sent.resendAfter)
     }
 
     /// Confirms the code the user typed. Success logs the user in; a first login also creates the

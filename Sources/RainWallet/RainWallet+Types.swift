@@ -91,11 +91,15 @@ public struct CodeSent: Sendable, Equatable {
     public var contact: RainWalletContact?
     /// When the code expires.
     public var expiresAt: Date
+    /// The earliest a Resend to this contact is accepted (before it, RAIN_302 `contact_cooldown`):
+    /// enable the app's Resend button then. Nil when the daemon does not say.
+    public var resendAfter: Date?
 
     /// Creates a value.
-    public init(contact: RainWalletContact?, expiresAt: Date) {
+    public init(contact: RainWalletContact?, expiresAt: Date, resendAfter: Date? = nil) {
         self.contact = contact
         self.expiresAt = expiresAt
+        self.resendAfter = resendAfter
     }
 }
 

@@ -58,9 +58,14 @@ extension PasskeyCeremony {
 
 extension SendCodeResult {
     /// The pending challenge `challengeID`, whose code went to `contact` and expires at `expiresAt`.
-    public init(challengeID: String, contact: RainWalletContact, expiresAt: Date) {
-        self.init(challengeID: challengeID, contact: contact, expiresAtMilliseconds: expiresAt.unixMilliseconds)
+    public init(challengeID: String, contact: RainWalletContact, expiresAt: Date, resendAfter: Date? = nil) {
+        self.init(
+            challengeID: challengeID, contact: contact, expiresAtMilliseconds: expiresAt.unixMilliseconds,
+            resendAfterMilliseconds: resendAfter?.unixMilliseconds ?? 0)
     }
+
+    /// The earliest another code to this contact can be sent; nil when the authority does not say.
+    public var resendAfter: Date? { resendAfterMilliseconds > 0 ? Date(unixMilliseconds: resendAfterMilliseconds) : nil }
 
     /// When the code expires.
     public var expiresAt: Date {

@@ -4,10 +4,16 @@ import RainCore
 // The wire counts Unix milliseconds; callers think in dates. The two meet here.
 
 extension SendLoginCodeResponse {
-    /// The response for a code sent to `contact` that expires at `expiresAt`.
-    public init(contact: RainWalletContact?, expiresAt: Date) {
-        self.init(contact: contact, expiresAtMilliseconds: expiresAt.unixMilliseconds)
+    /// The response for a code sent to `contact` that expires at `expiresAt`, resent no sooner than
+    /// `resendAfter`.
+    public init(contact: RainWalletContact?, expiresAt: Date, resendAfter: Date? = nil) {
+        self.init(
+            contact: contact, expiresAtMilliseconds: expiresAt.unixMilliseconds,
+            resendAfterMilliseconds: resendAfter?.unixMilliseconds ?? 0)
     }
+
+    /// The earliest a Resend to this contact is accepted; nil when the authority does not say.
+    public var resendAfter: Date? { resendAfterMilliseconds > 0 ? Date(unixMilliseconds: resendAfterMilliseconds) : nil }
 
     /// When the code expires.
     public var expiresAt: Date {

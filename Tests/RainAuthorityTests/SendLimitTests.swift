@@ -41,11 +41,14 @@ struct SendLimitTests {
             sourceLocation: sourceLocation)
     }
 
-    @Test("a second send within 30 s is refused with the time the cooldown ends; at 30 s it goes")
+    @Test(
+        "a send says when a resend will be accepted; a second send within 30 s is refused with the time the cooldown ends; at 30 s it goes"
+    )
     func cooldown() async throws {
         try await AuthorityFixture.with(settings: Self.limited) { f in
             let start = f.clock.now
-            _ = try await f.send()
+            let (sent, _) = try await f.send()
+            #expect(sent.resendAfter == Date(unixMilliseconds: start.adding(.seconds(30)).unixMilliseconds))
             f.clock.advance(by: .milliseconds(29_999))
             let error = await Self.refusal { _ = try await f.send() }
             Self.expect(error, limit: .contactCooldown, retryAfter: start.adding(.seconds(30)), now: f.clock.now)

@@ -24,6 +24,20 @@ struct AbuseLimitIntegrationTests {
         return retryAfter
     }
 
+    @Test("a sent code says when a resend is accepted (30 s later by default); a resend before is refused until exactly then")
+    func sendSaysWhenToResend() async throws {
+        let h = try await DaemonHarness.start(sendLimits: .defaults)
+        defer { h.shutdown() }
+        let p = h.provider()
+        let before = Date()
+        let sent = try await p.sendLoginCode(to: .email("resend@example.com"))
+        let resendAfter = try #require(sent.resendAfter, "\(sent)")
+        #expect(resendAfter >= before.addingTimeInterval(29) && resendAfter <= Date().addingTimeInterval(31), "\(resendAfter)")
+        let error = await rainError { try await p.sendLoginCode(to: .email("resend@example.com")) }
+        #expect(error?.details.reason == "contact_cooldown", "\(String(describing: error))")
+        #expect(error?.details.retryAfter == resendAfter, "\(String(describing: error?.details.retryAfter)) vs \(resendAfter)")
+    }
+
     @Test("with the default limits, a quick resend is RAIN_302 with when to retry: CLI exit 8 and the library's details")
     func defaultCooldown() async throws {
         let h = try await DaemonHarness.start(sendLimits: .defaults)

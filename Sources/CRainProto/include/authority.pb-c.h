@@ -85,10 +85,15 @@ struct  Rain__Wallet__V1__AuthoritySendLoginCodeResponse
    * Unix milliseconds.
    */
   int64_t expires_at_ms;
+  /*
+   * Unix milliseconds: the earliest another code to this contact can be sent (the contact
+   * cooldown); 0 from an authority that does not say.
+   */
+  int64_t resend_after_ms;
 };
 #define RAIN__WALLET__V1__AUTHORITY_SEND_LOGIN_CODE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_send_login_code_response__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, 0 }
+    , (char *)protobuf_c_empty_string, NULL, 0, 0 }
 
 
 /*

@@ -155,10 +155,15 @@ struct  Rain__Wallet__V1__SendLoginCodeResponse
    * Unix milliseconds.
    */
   int64_t expires_at_ms;
+  /*
+   * Unix milliseconds: the earliest a Resend to this contact is accepted (the contact cooldown;
+   * before it, RAIN_302 contact_cooldown); 0 when the authority does not say.
+   */
+  int64_t resend_after_ms;
 };
 #define RAIN__WALLET__V1__SEND_LOGIN_CODE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__send_login_code_response__descriptor) \
-    , NULL, 0 }
+    , NULL, 0, 0 }
 
 
 /*

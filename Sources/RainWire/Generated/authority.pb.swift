@@ -29,12 +29,21 @@ public struct SendCodeResult: WireMessage, Hashable {
     public var contact: RainWalletContact
     /// Unix milliseconds.
     public var expiresAtMilliseconds: Int64
+    /// Unix milliseconds: the earliest another code to this contact can be sent (the contact
+    /// cooldown); 0 from an authority that does not say.
+    public var resendAfterMilliseconds: Int64
 
     /// A `SendCodeResult`; an argument left out is its proto3 default.
-    public init(challengeID: String = "", contact: RainWalletContact, expiresAtMilliseconds: Int64 = 0) {
+    public init(
+        challengeID: String = "",
+        contact: RainWalletContact,
+        expiresAtMilliseconds: Int64 = 0,
+        resendAfterMilliseconds: Int64 = 0
+    ) {
         self.challengeID = challengeID
         self.contact = contact
         self.expiresAtMilliseconds = expiresAtMilliseconds
+        self.resendAfterMilliseconds = resendAfterMilliseconds
     }
 }
 
@@ -599,7 +608,8 @@ extension SendCodeResult {
         self.init(
             challengeID: try readString(m.challenge_id, field: "challenge_id"),
             contact: try required(try readContact(m.contact), field: "contact"),
-            expiresAtMilliseconds: m.expires_at_ms)
+            expiresAtMilliseconds: m.expires_at_ms,
+            resendAfterMilliseconds: m.resend_after_ms)
     }
 
     /// The C `SendCodeResult`, its pointers owned by `arena`.
@@ -608,6 +618,7 @@ extension SendCodeResult {
         m.challenge_id = try arena.string(self.challengeID, field: "challenge_id")
         m.contact = try cContact(self.contact, arena)
         m.expires_at_ms = self.expiresAtMilliseconds
+        m.resend_after_ms = self.resendAfterMilliseconds
         return m
     }
 }

@@ -68,11 +68,15 @@ public struct SendLoginCodeResponse: WireMessage, Hashable {
     public var contact: RainWalletContact?
     /// Unix milliseconds.
     public var expiresAtMilliseconds: Int64
+    /// Unix milliseconds: the earliest a Resend to this contact is accepted (the contact cooldown;
+    /// before it, RAIN_302 contact_cooldown); 0 when the authority does not say.
+    public var resendAfterMilliseconds: Int64
 
     /// A `SendLoginCodeResponse`; an argument left out is its proto3 default.
-    public init(contact: RainWalletContact? = nil, expiresAtMilliseconds: Int64 = 0) {
+    public init(contact: RainWalletContact? = nil, expiresAtMilliseconds: Int64 = 0, resendAfterMilliseconds: Int64 = 0) {
         self.contact = contact
         self.expiresAtMilliseconds = expiresAtMilliseconds
+        self.resendAfterMilliseconds = resendAfterMilliseconds
     }
 }
 
@@ -649,7 +653,8 @@ extension SendLoginCodeResponse {
         let m = p.pointee
         self.init(
             contact: try readContact(m.contact),
-            expiresAtMilliseconds: m.expires_at_ms)
+            expiresAtMilliseconds: m.expires_at_ms,
+            resendAfterMilliseconds: m.resend_after_ms)
     }
 
     /// The C `SendLoginCodeResponse`, its pointers owned by `arena`.
@@ -657,6 +662,7 @@ extension SendLoginCodeResponse {
         var m = cMessage(rain__wallet__v1__send_login_code_response__init)
         m.contact = try cContact(self.contact, arena)
         m.expires_at_ms = self.expiresAtMilliseconds
+        m.resend_after_ms = self.resendAfterMilliseconds
         return m
     }
 }
