@@ -38,7 +38,8 @@ public enum ErrorPresentation {
             if let help = usage.help, !help.isEmpty { text += "\n\n\(help)" }
             return (text, UsageError.exitStatus)
         case let rain as RainError:
-            var text = "error: \(rain.code): \(rain.message)"
+            // The message may quote an app's path, which any program of the user chooses.
+            var text = "error: \(rain.code): \(Logger.escapingHiddenCharacters(rain.message))"
             var extras: [String] = []
             if let a = rain.details.attemptsRemaining { extras.append("attempts remaining: \(a)") }
             // A send-limit refusal's message already says when to try again (`retryAfter`).

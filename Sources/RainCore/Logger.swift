@@ -108,6 +108,11 @@ public struct Logger: Sendable {
         return out
     }
 
+    /// `text` for a terminal: unchanged unless it holds a hidden character (a control such as ESC,
+    /// a newline, a bidirectional override), which is written escaped (`\u{1B}`, `\n`). A message
+    /// that quotes an app's path must not redraw or reorder the user's screen.
+    public static func escapingHiddenCharacters(_ text: String) -> String { escaped(text) }
+
     /// A label, event or key as written: unchanged unless it holds a hidden character, which is
     /// escaped (they are names chosen in code; this keeps one built from outside text honest).
     static func escaped(_ name: String) -> String {

@@ -1,6 +1,7 @@
 import Foundation
 import RainAccess
 import RainCommandLine
+import RainCore
 import Testing
 
 @testable import RainCLI
@@ -76,5 +77,20 @@ struct CLIDeclarationTests {
         #expect(try #require(encoded as? [String: Any])["scriptHash"] as? String == "cdcdcdcdcdcd")
         let app = try #require(AuditCommand.declaration.json?.fields.first { $0.name == "app" })
         #expect(app.fields.map(\.name).sorted() == keys)
+    }
+}
+
+/// What the CLI prints of a refusal: a message quoting an app's path (which any program of the
+/// user chooses) must not redraw or reorder the user's screen.
+@Suite("Error presentation")
+struct ErrorPresentationTests {
+    @Test("a daemon's message with ESC, a newline and U+202E is printed with them escaped, none of them raw")
+    func hiddenCharactersAreEscaped() {
+        let message = "app /tmp/evil\u{1B}[2J\nforged\u{202E}gpj.sh is not approved"
+        let (text, status) = ErrorPresentation.present(RainError(.unauthorized, message))
+        #expect(status == 5)
+        #expect(!text.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" || $0 == "\n" }, "\(text)")
+        #expect(text == #"error: RAIN_202: app /tmp/evil\u{1B}[2J\nforged\u{202E}gpj.sh is not approved"#, "\(text)")
+        #expect(ErrorPresentation.present(RainError(.unauthorized, "plain text")).text == "error: RAIN_202: plain text")
     }
 }
