@@ -39,12 +39,13 @@ struct UserDaemon {
     ///   - prompter: what answers the prompts.
     ///   - config: the daemon's config (JSON), if any, in a file of its uid.
     ///   - apps: `access.apps` of the machine's policy (JSON) for the binaries' directory, if any.
+    ///   - arguments: more `rainwalletd` arguments (`--authority HOST:PORT`).
     static func start(
-        prompter: Prompter = .auto, config: String? = nil, apps: ((String) -> String)? = nil
+        prompter: Prompter = .auto, config: String? = nil, apps: ((String) -> String)? = nil, arguments: [String] = []
     ) async throws -> UserDaemon {
         let bin = try await AccessibleBinaries.make()
         do {
-            return try await start(bin, prompter: prompter, config: config, apps: apps)
+            return try await start(bin, prompter: prompter, config: config, apps: apps, arguments: arguments)
         } catch {
             bin.remove()
             throw error
@@ -59,8 +60,14 @@ struct UserDaemon {
         return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
+    /// The same daemon started again on its state directory (after `stop(keepingFiles:)`), as a
+    /// program of its uid would start it.
+    func restarted(prompter: Prompter = .auto, arguments: [String] = []) async throws -> UserDaemon {
+        try await Self.start(bin, prompter: prompter, config: nil, apps: nil, arguments: arguments)
+    }
+
     private static func start(
-        _ bin: AccessibleBinaries, prompter: Prompter, config: String?, apps: ((String) -> String)?
+        _ bin: AccessibleBinaries, prompter: Prompter, config: String?, apps: ((String) -> String)?, arguments: [String]
     ) async throws -> UserDaemon {
         let home = "\(bin.directory)/home"
         try OtherUser.makeDirectory(home, mode: 0o700)
@@ -99,7 +106,7 @@ struct UserDaemon {
         let socket = "\(home)/rainwalletd.sock"
         let daemon = try bin.launch(
             as: OtherUser.uid, executable: "\(bin.directory)/rainwalletd-test",
-            ["--socket", socket, "--state-dir", "\(home)/state", "--policy", policy] + configArguments, home: home,
+            ["--socket", socket, "--state-dir", "\(home)/state", "--policy", policy] + configArguments + arguments, home: home,
             log: "\(home)/daemon.log", environment: prompter == .auto ? ["DISPLAY": ":rainwallet-test"] : [:])
         let d = UserDaemon(bin: bin, home: home, socket: socket, daemon: daemon)
         let ready = await eventually(timeout: .seconds(20)) { d.log.contains("daemon.ready") || !daemon.isRunning }
