@@ -23,18 +23,8 @@ package enum PassphraseInput {
     static func line(prompt: String, isTerminal: Bool) -> String? {
         guard isTerminal else { return readLine(strippingNewline: true) }
         FileHandle.standardError.write(Data(prompt.utf8))
-        var saved = termios()
-        let hasSaved = tcgetattr(0, &saved) == 0
-        if hasSaved {
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            _ = tcsetattr(0, TCSAFLUSH, &quiet)
-        }
-        defer {
-            if hasSaved { _ = tcsetattr(0, TCSAFLUSH, &saved) }
-            FileHandle.standardError.write(Data("\n".utf8))
-        }
-        return readLine(strippingNewline: true)
+        defer { FileHandle.standardError.write(Data("\n".utf8)) }
+        return withoutEcho { readLine(strippingNewline: true) }
     }
 
     /// One line typed on the terminal at fd 0, not echoed; the prompt is written on that terminal
@@ -42,6 +32,16 @@ package enum PassphraseInput {
     /// shows is flushed away or echoed. Nil when fd 0 is not a terminal or at end of input.
     package static func hiddenTerminalLine(prompt: String) -> String? {
         guard isatty(0) == 1 else { return nil }
+        defer { writeToTerminal("\n") }
+        return withoutEcho {
+            writeToTerminal(prompt)
+            return readLine(strippingNewline: true)
+        }
+    }
+
+    /// Runs `body` with the echo of the terminal at fd 0 off (what was typed before is flushed),
+    /// then turns it back on.
+    private static func withoutEcho<T>(_ body: () -> T) -> T {
         var saved = termios()
         let hasSaved = tcgetattr(0, &saved) == 0
         if hasSaved {
@@ -49,12 +49,8 @@ package enum PassphraseInput {
             quiet.c_lflag &= ~tcflag_t(ECHO)
             _ = tcsetattr(0, TCSAFLUSH, &quiet)
         }
-        defer {
-            if hasSaved { _ = tcsetattr(0, TCSADRAIN, &saved) }
-            writeToTerminal("\n")
-        }
-        writeToTerminal(prompt)
-        return readLine(strippingNewline: true)
+        defer { if hasSaved { _ = tcsetattr(0, TCSADRAIN, &saved) } }
+        return body()
     }
 
     /// Writes on the terminal at fd 0: through fd 0 itself, else (opened read-only, as `< tty`
