@@ -201,20 +201,17 @@ struct AccessibleBinaries {
         chmod(directory, 0o755)
     }
 
-    /// A directory with copies of the binaries, made on a thread of their own (copying them on
-    /// the concurrency pool stalled other tests). No lock is needed against "Text file busy":
-    /// every child the tests start inherits only descriptors 0 to 2, never a copy open for writing.
+    /// A directory with copies of the binaries, made by `cp`, a process of its own: a copy written
+    /// by this process is open for writing here, and a child another test forks in that moment
+    /// holds that descriptor until its exec, so an exec of the copy meets ETXTBSY ("Text file busy").
     static func make() async throws -> AccessibleBinaries {
         let bin = try AccessibleBinaries()
         let source = try DaemonHarness.binaryDirectory()
-        let directory = bin.directory
-        try await onThread {
-            for name in ["rainwallet", "rainwalletd", "rainwalletd-test"] {
-                let to = "\(directory)/\(name)"
-                try FileManager.default.copyItem(atPath: source.appendingPathComponent(name).path, toPath: to)
-                chmod(to, 0o755)
-            }
-        }
+        let names = ["rainwallet", "rainwalletd", "rainwalletd-test"]
+        let copied = try await TestProcess.run(
+            "/bin/cp", names.map { source.appendingPathComponent($0).path } + [bin.directory], timeout: .seconds(60))
+        guard copied.status == 0 else { throw HarnessError("cp of the binaries failed: \(copied)") }
+        for name in names { chmod("\(bin.directory)/\(name)", 0o755) }
         return bin
     }
 
