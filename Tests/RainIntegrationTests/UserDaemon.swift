@@ -229,8 +229,10 @@ struct UserPromptTerminal {
             }
             let n = UUID().uuidString.prefix(8)
             let (out, pidFile) = ("\(d.home)/prompt-here-\(n).out", "\(d.home)/prompt-here-\(n).pid")
+            // Read by `sh`, not executed: a file this process just wrote can meet ETXTBSY at exec
+            // (a child another test forks meanwhile holds its write descriptor until its own exec).
             let starter = try d.bin.launch(
-                as: OtherUser.uid, executable: script, [pty.path, out, pidFile, d.approvedApp, d.socket], home: d.home,
+                as: OtherUser.uid, executable: "/bin/sh", [script, pty.path, out, pidFile, d.approvedApp, d.socket], home: d.home,
                 log: "\(d.home)/prompt-shell-\(n).log")
             _ = await starter.waitForExit(timeout: .seconds(20))
             // The first place: the user chooses the place secret on it.
