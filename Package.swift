@@ -28,6 +28,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCBOR", pkgConfig: "libcbor", providers: [.apt(["libcbor-dev"])]),
         .systemLibrary(name: "CPSL", providers: [.apt(["libpsl-dev"])]),
+        // libsecp256k1 with its recovery module: the wallet's Ethereum signatures (RFC 6979, low-s).
+        .systemLibrary(name: "CSecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
         // libcurl (OpenSSL flavour): the SMTP and SMS code senders (issue 19), blocking easy API on a queue.
         .target(name: "CCurl"),
         // Key providers (issue 14): tpm2-tss's ESYS API and libsecret (the Secret Service over D-Bus).
@@ -46,7 +48,10 @@ let package = Package(
         .target(name: "RainWire", dependencies: ["RainCore", "CRainProto", "CProtobufC"]),
         // Every system call through one wrapper (EINTR, EAGAIN, errno → RainError); no OpenSSL.
         .target(name: "RainSystem", dependencies: ["RainCore", "CSystem"]),
-        .target(name: "RainCrypto", dependencies: ["RainCore", "RainSystem", "COpenSSL"]),
+        .target(name: "RainCrypto", dependencies: ["RainCore", "RainSystem", "COpenSSL", "CSecp256k1"]),
+        // What a signature request is and what the user sees of it: EVM transactions (RLP),
+        // EIP-191, EIP-712, Solana messages, the supported chains and tokens. No keys.
+        .target(name: "RainSigning", dependencies: ["RainCore", "RainCrypto"]),
         // The client side of the transport (the connection, Unix sockets): no OpenSSL, so an app
         // that links RainWallet does not link it; RainTransport adds TLS and re-exports it.
         .target(name: "RainClientTransport", dependencies: ["RainCore", "RainSystem", "RainWire"]),
@@ -83,7 +88,7 @@ let package = Package(
             name: "RainAuthority",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore",
-                "RainCodeSenderSettings", "CCurl",
+                "RainCodeSenderSettings", "RainSigning", "CCurl",
             ]),
         .target(
             name: "RainAuthorityServer", dependencies: ["RainCore", "RainWire", "RainTransport", "RainAuthorityAPI"]),
@@ -91,7 +96,7 @@ let package = Package(
             name: "RainDevice",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainConfig",
-                "RainKeyStore", "RainAccess", "RainPasskeyDomain",
+                "RainKeyStore", "RainAccess", "RainPasskeyDomain", "RainSigning",
             ],
             // `daemonVersion` (GetInfo, the logs) from the VERSION file, the same as --version.
             plugins: ["BuildInfoPlugin"]),
@@ -132,7 +137,7 @@ let package = Package(
             name: "RainFuzz",
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainWebAuthn", "RainAuthorityAPI", "RainStore",
-                "RainAuthority", "RainDevice", "RainSoftAuthenticator", "RainConfig",
+                "RainAuthority", "RainDevice", "RainSoftAuthenticator", "RainConfig", "RainSigning",
             ]),
         .executableTarget(name: "FuzzFrame", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzRequests", dependencies: ["RainFuzz"]),
@@ -154,6 +159,7 @@ let package = Package(
             dependencies: ["RainTransport", "RainCore", "RainWire", "RainCrypto", "RainSystem", "RainTestSupport"]),
         .testTarget(name: "RainClientTransportTests", dependencies: ["RainClientTransport", "RainCore", "RainWire"]),
         .testTarget(name: "RainCryptoTests", dependencies: ["RainCrypto", "RainTestSupport"]),
+        .testTarget(name: "RainSigningTests", dependencies: ["RainSigning", "RainCrypto", "RainCore"]),
         .testTarget(
             name: "RainWebAuthnTests", dependencies: ["RainWebAuthn", "RainSoftAuthenticator", "RainCrypto", "RainSystem"]),
         .testTarget(

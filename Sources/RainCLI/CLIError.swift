@@ -8,6 +8,7 @@ public enum ErrorPresentation {
     static let table: [(code: RainError.Code, status: Int32, meaning: String)] = [
         (.notInitialized, 2, "daemon not reachable"),
         (.invalidArgument, 3, "invalid argument"),
+        (.chainNotSupported, 12, "chain not supported"),
         (.sessionExpired, 4, "no session"),
         (.unauthorized, 5, "unauthorized"),
         (.invalidLoginCode, 6, "invalid code"),
@@ -15,6 +16,7 @@ public enum ErrorPresentation {
         (.refused, 8, "refused"),
         (.userCancelled, 9, "cancelled"),
         (.unavailable, 10, "unavailable"),
+        (.invalidAmount, 13, "invalid amount"),
         (.provider, 11, "provider"),
         (.internalError, 1, "internal"),
     ]

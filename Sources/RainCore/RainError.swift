@@ -18,6 +18,8 @@ public struct RainError: Error, Sendable, CustomStringConvertible {
         /// RAIN_102: invalid configuration or argument, unknown method, undecodable payload, or a call
         /// not allowed in the current state.
         public static let invalidArgument = Code(102)
+        /// RAIN_104: the chain a signature names is not one the wallet supports.
+        public static let chainNotSupported = Code(104)
         /// RAIN_201: no session, or the session expired or was revoked.
         public static let sessionExpired = Code(201)
         /// RAIN_202: the caller may not do this.
@@ -32,6 +34,9 @@ public struct RainError: Error, Sendable, CustomStringConvertible {
         public static let userCancelled = Code(401)
         /// RAIN_404: wallet or account unavailable.
         public static let unavailable = Code(404)
+        /// RAIN_406: an amount outside its type's range (a uint256 above 2^256 - 1, a negative
+        /// unsigned value).
+        public static let invalidAmount = Code(406)
         /// RAIN_501: provider error: the authority or the code sender failed.
         public static let provider = Code(501)
         /// RAIN_502: internal error.
