@@ -66,24 +66,42 @@ extension AESGCM {
     static func decrypt(
         _ box: SealedBox, using key: SymmetricKey, authenticating aad: [UInt8]
     ) throws(RainError) -> [UInt8] {
+        var plaintext = [UInt8](repeating: 0, count: box.ciphertext.count)
+        let result = plaintext.withUnsafeMutableBytes { output in
+            Result { () throws(RainError) in try decrypt(box, using: key, authenticating: aad, into: output) }
+        }
+        try result.get()
+        return plaintext
+    }
+
+    /// Checks the tag and decrypts into `output`, which must be exactly as long as the ciphertext
+    /// (a slot of locked memory, for a secret that must not pass through an ordinary array). The
+    /// sizes of key, nonce and tag are already checked. On any failure `output` is zeroed: GCM
+    /// writes the plaintext before the tag is checked.
+    /// - Throws: ``authenticationFailed`` (RAIN_502) when the tag does not match; RAIN_502 when
+    ///   `output` has the wrong size or OpenSSL fails.
+    static func decrypt(
+        _ box: SealedBox, using key: SymmetricKey, authenticating aad: [UInt8], into output: UnsafeMutableRawBufferPointer
+    ) throws(RainError) {
         guard box.ciphertext.count <= maximumInputByteCount, aad.count <= maximumInputByteCount else {
             throw authenticationFailed
         }
+        guard output.count == box.ciphertext.count else {
+            throw RainError(.internalError, "AES-256-GCM needs \(box.ciphertext.count) bytes of output, not \(output.count)")
+        }
+        var isAuthenticated = false
+        defer { if !isAuthenticated { SecureMemory.cleanse(output) } }
         let context = try gcmContext(key: key, nonce: box.nonce, authenticating: aad, encrypting: false)
         let ctx = context.pointer
 
-        var plaintext = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
         var written: Int32 = 0
-        let decrypted = plaintext.withUnsafeMutableBufferPointer { output -> Bool in
-            guard let outputBase = output.baseAddress, !box.ciphertext.isEmpty else { return true }
+        if let outputBase = output.baseAddress, !box.ciphertext.isEmpty {
             let status = withNonNullBytes(box.ciphertext) { pointer, count in
-                EVP_DecryptUpdate(ctx, outputBase, &written, pointer, Int32(count))
+                EVP_DecryptUpdate(ctx, outputBase.assumingMemoryBound(to: UInt8.self), &written, pointer, Int32(count))
             }
-            return status == 1 && written >= 0
-        }
-        guard decrypted else {
-            SecureMemory.cleanse(&plaintext)
-            throw RainError.openSSL("EVP_DecryptUpdate")
+            guard status == 1, written >= 0, Int(written) <= output.count else {
+                throw RainError.openSSL("EVP_DecryptUpdate")
+            }
         }
 
         // SET_TAG takes a mutable pointer; it only reads from it.
@@ -91,30 +109,26 @@ extension AESGCM {
         let tagSet = expectedTag.withUnsafeMutableBytes { buffer in
             EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), buffer.baseAddress)
         }
-        guard tagSet == 1 else {
-            SecureMemory.cleanse(&plaintext)
-            throw RainError.openSSL("EVP_CTRL_GCM_SET_TAG")
-        }
+        guard tagSet == 1 else { throw RainError.openSSL("EVP_CTRL_GCM_SET_TAG") }
 
+        // GCM is a stream mode: the final call only checks the tag and writes nothing, so it gets
+        // a block of room of its own rather than the end of `output`, which may be full.
         var finalWritten: Int32 = 0
-        let verified = plaintext.withUnsafeMutableBufferPointer { output -> Int32 in
-            guard let outputBase = output.baseAddress else { return 0 }
-            return EVP_DecryptFinal_ex(ctx, outputBase + Int(written), &finalWritten)
+        var finalBlock: (UInt64, UInt64) = (0, 0)
+        let verified = withUnsafeMutableBytes(of: &finalBlock) { block in
+            EVP_DecryptFinal_ex(ctx, block.baseAddress?.assumingMemoryBound(to: UInt8.self), &finalWritten)
         }
         guard verified > 0 else {
             // A tag mismatch is reported through the return value and may leave an entry in the
-            // error queue: clear it, and zero the unauthenticated plaintext.
+            // error queue: clear it (the deferred cleanse zeroes the unauthenticated plaintext).
             ERR_clear_error()
-            SecureMemory.cleanse(&plaintext)
             throw authenticationFailed
         }
-        let total = Int(written) + Int(finalWritten)
-        guard total == box.ciphertext.count else {
-            SecureMemory.cleanse(&plaintext)
-            throw RainError(.internalError, "AES-256-GCM produced \(total) bytes for \(box.ciphertext.count)")
+        guard Int(written) == box.ciphertext.count, finalWritten == 0 else {
+            throw RainError(
+                .internalError, "AES-256-GCM produced \(Int(written) + Int(finalWritten)) bytes for \(box.ciphertext.count)")
         }
-        plaintext.removeLast(plaintext.count - total)
-        return plaintext
+        isAuthenticated = true
     }
 
     /// A cipher context keyed for AES-256-GCM with `key` and the 12-byte `nonce`, in the given

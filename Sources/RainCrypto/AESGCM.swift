@@ -87,6 +87,21 @@ public enum AESGCM {
         return try decrypt(box, using: key, authenticating: aad)
     }
 
+    /// ``open(_:using:authenticating:)`` into `output`, so that the plaintext never passes through
+    /// an ordinary array (a slot of locked memory). `output` is zeroed on any failure.
+    /// - Parameter output: exactly as long as the ciphertext.
+    /// - Throws: as ``open(_:using:authenticating:)``, and RAIN_502 when `output` has another length.
+    static func open(
+        _ box: SealedBox, using key: SymmetricKey, authenticating aad: [UInt8], into output: UnsafeMutableRawBufferPointer
+    ) throws(RainError) {
+        try checkKey(key)
+        guard box.nonce.count == nonceByteCount, box.tag.count == tagByteCount else {
+            SecureMemory.cleanse(output)
+            throw authenticationFailed
+        }
+        try decrypt(box, using: key, authenticating: aad, into: output)
+    }
+
     /// The error for a box that does not authenticate. Says nothing about which part was wrong.
     static var authenticationFailed: RainError {
         RainError(.internalError, "authentication failed", details: RainError.Details(reason: "authentication_failed"))
