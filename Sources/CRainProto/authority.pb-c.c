@@ -638,6 +638,51 @@ void   rain__wallet__v1__authority_export_wallet_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_export_wallet_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_sign_request__init
+                     (Rain__Wallet__V1__AuthoritySignRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthoritySignRequest init_value = RAIN__WALLET__V1__AUTHORITY_SIGN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_sign_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthoritySignRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_sign_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_sign_request__pack
+                     (const Rain__Wallet__V1__AuthoritySignRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_sign_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_sign_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthoritySignRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_sign_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthoritySignRequest *
+       rain__wallet__v1__authority_sign_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthoritySignRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_sign_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_sign_request__free_unpacked
+                     (Rain__Wallet__V1__AuthoritySignRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_sign_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__authority_passkey_begin_request__init
                      (Rain__Wallet__V1__AuthorityPasskeyBeginRequest         *message)
 {
@@ -2123,6 +2168,96 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_export_wallet_respo
   rain__wallet__v1__authority_export_wallet_response__field_indices_by_name,
   1,  rain__wallet__v1__authority_export_wallet_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_export_wallet_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_sign_request__field_descriptors[5] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySignRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySignRequest, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySignRequest, kind),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySignRequest, request),
+    &rain__wallet__v1__sign_request__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confirmed_sha256",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthoritySignRequest, confirmed_sha256),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_sign_request__field_indices_by_name[] = {
+  1,   /* field[1] = access_token */
+  0,   /* field[0] = app_id */
+  4,   /* field[4] = confirmed_sha256 */
+  2,   /* field[2] = kind */
+  3,   /* field[3] = request */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_sign_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_sign_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthoritySignRequest",
+  "AuthoritySignRequest",
+  "Rain__Wallet__V1__AuthoritySignRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthoritySignRequest),
+  5,
+  rain__wallet__v1__authority_sign_request__field_descriptors,
+  rain__wallet__v1__authority_sign_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_sign_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_sign_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_passkey_begin_request__field_descriptors[5] =

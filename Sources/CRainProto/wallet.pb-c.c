@@ -1358,6 +1358,96 @@ void   rain__wallet__v1__export_private_key_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__export_private_key_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__sign_request__init
+                     (Rain__Wallet__V1__SignRequest         *message)
+{
+  static const Rain__Wallet__V1__SignRequest init_value = RAIN__WALLET__V1__SIGN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__sign_request__get_packed_size
+                     (const Rain__Wallet__V1__SignRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__sign_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__sign_request__pack
+                     (const Rain__Wallet__V1__SignRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__sign_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__sign_request__pack_to_buffer
+                     (const Rain__Wallet__V1__SignRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__sign_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__SignRequest *
+       rain__wallet__v1__sign_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__SignRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__sign_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__sign_request__free_unpacked
+                     (Rain__Wallet__V1__SignRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__sign_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__sign_response__init
+                     (Rain__Wallet__V1__SignResponse         *message)
+{
+  static const Rain__Wallet__V1__SignResponse init_value = RAIN__WALLET__V1__SIGN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__sign_response__get_packed_size
+                     (const Rain__Wallet__V1__SignResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__sign_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__sign_response__pack
+                     (const Rain__Wallet__V1__SignResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__sign_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__sign_response__pack_to_buffer
+                     (const Rain__Wallet__V1__SignResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__sign_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__SignResponse *
+       rain__wallet__v1__sign_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__SignResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__sign_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__sign_response__free_unpacked
+                     (Rain__Wallet__V1__SignResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__sign_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__passkey_begin_request__init
                      (Rain__Wallet__V1__PasskeyBeginRequest         *message)
 {
@@ -3125,6 +3215,212 @@ const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_response__
   rain__wallet__v1__export_private_key_response__field_indices_by_name,
   1,  rain__wallet__v1__export_private_key_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__export_private_key_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__sign_request__field_descriptors[6] =
+{
+  {
+    "chain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignRequest, chain),
+    &rain__wallet__v1__chain__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "chain_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignRequest, chain_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cluster",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignRequest, cluster),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "payload",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignRequest, payload),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "from",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignRequest, from),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "idempotency_key",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignRequest, idempotency_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__sign_request__field_indices_by_name[] = {
+  0,   /* field[0] = chain */
+  1,   /* field[1] = chain_id */
+  2,   /* field[2] = cluster */
+  4,   /* field[4] = from */
+  5,   /* field[5] = idempotency_key */
+  3,   /* field[3] = payload */
+};
+static const ProtobufCIntRange rain__wallet__v1__sign_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__sign_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.SignRequest",
+  "SignRequest",
+  "Rain__Wallet__V1__SignRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__SignRequest),
+  6,
+  rain__wallet__v1__sign_request__field_descriptors,
+  rain__wallet__v1__sign_request__field_indices_by_name,
+  1,  rain__wallet__v1__sign_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__sign_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__sign_response__field_descriptors[6] =
+{
+  {
+    "chain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignResponse, chain),
+    &rain__wallet__v1__chain__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "address",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignResponse, address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signature",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignResponse, signature),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signed_transaction",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignResponse, signed_transaction),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "transaction_hash",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignResponse, transaction_hash),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signed_bytes_sha256",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SignResponse, signed_bytes_sha256),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__sign_response__field_indices_by_name[] = {
+  1,   /* field[1] = address */
+  0,   /* field[0] = chain */
+  2,   /* field[2] = signature */
+  5,   /* field[5] = signed_bytes_sha256 */
+  3,   /* field[3] = signed_transaction */
+  4,   /* field[4] = transaction_hash */
+};
+static const ProtobufCIntRange rain__wallet__v1__sign_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__sign_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.SignResponse",
+  "SignResponse",
+  "Rain__Wallet__V1__SignResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__SignResponse),
+  6,
+  rain__wallet__v1__sign_response__field_descriptors,
+  rain__wallet__v1__sign_response__field_indices_by_name,
+  1,  rain__wallet__v1__sign_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__sign_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define rain__wallet__v1__passkey_begin_request__field_descriptors NULL

@@ -118,6 +118,12 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     ExportRecoveryPhraseResponse(words: ["abandon", "ability"]),
     ExportPrivateKeyRequest(chain: .solana),
     ExportPrivateKeyResponse(chain: .ethereum, privateKey: "0x" + String(repeating: "ab", count: 32)),
+    SignRequest(
+        chain: .solana, chainID: 8453, cluster: "devnet", payload: [1, 2, 3], from: "0xabc",
+        idempotencyKey: [UInt8](repeating: 7, count: 16)),
+    SignResponse(
+        chain: .ethereum, address: "0xabc", signature: [UInt8](repeating: 1, count: 65), signedTransaction: [2, 3],
+        transactionHash: [UInt8](repeating: 4, count: 32), signedBytesSha256: [UInt8](repeating: 5, count: 32)),
     BeginPasskeyRequest(),
     BeginPasskeyResponse(ceremonyID: "c1", optionsJSON: "{}", origin: "https://example.com", expiresAtMilliseconds: 5),
     FinishPasskeyRequest(ceremonyID: "c1", responseJSON: "{}"),
@@ -153,6 +159,9 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     AuthorityRevokeSessionRequest(appID: "app", refreshToken: "rt"),
     AuthorityRevokeSessionResponse(),
     AuthorityWalletRequest(appID: "app", accessToken: "at"),
+    AuthoritySignRequest(
+        appID: "app", accessToken: "at", kind: "transaction", request: SignRequest(chain: .ethereum, payload: [9]),
+        confirmedSha256: [UInt8](repeating: 6, count: 32)),
     WalletInfo(walletID: "wal_1", createdAtMilliseconds: 1_800_000_000_000, ethereumAddress: "0xabc", solanaAddress: "Sol1"),
     WalletSecrets(
         mnemonic: ["abandon", "ability"], ethereumPrivateKeyHex: "0x" + String(repeating: "ab", count: 32),

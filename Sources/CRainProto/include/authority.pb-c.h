@@ -32,6 +32,7 @@ typedef struct Rain__Wallet__V1__AuthorityRevokeSessionResponse Rain__Wallet__V1
 typedef struct Rain__Wallet__V1__AuthorityWalletRequest Rain__Wallet__V1__AuthorityWalletRequest;
 typedef struct Rain__Wallet__V1__AuthorityWalletResponse Rain__Wallet__V1__AuthorityWalletResponse;
 typedef struct Rain__Wallet__V1__AuthorityExportWalletResponse Rain__Wallet__V1__AuthorityExportWalletResponse;
+typedef struct Rain__Wallet__V1__AuthoritySignRequest Rain__Wallet__V1__AuthoritySignRequest;
 typedef struct Rain__Wallet__V1__AuthorityPasskeyBeginRequest Rain__Wallet__V1__AuthorityPasskeyBeginRequest;
 typedef struct Rain__Wallet__V1__AuthorityPasskeyBeginResponse Rain__Wallet__V1__AuthorityPasskeyBeginResponse;
 typedef struct Rain__Wallet__V1__AuthorityPasskeyFinishRequest Rain__Wallet__V1__AuthorityPasskeyFinishRequest;
@@ -311,6 +312,34 @@ struct  Rain__Wallet__V1__AuthorityExportWalletResponse
 #define RAIN__WALLET__V1__AUTHORITY_EXPORT_WALLET_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_export_wallet_response__descriptor) \
     , 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Authority/SignWithWallet: the wallet signs what the device's user confirmed.
+ */
+struct  Rain__Wallet__V1__AuthoritySignRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *access_token;
+  /*
+   * "message", "typed_data" or "transaction".
+   */
+  char *kind;
+  /*
+   * Required: the app's request as the device received it.
+   */
+  Rain__Wallet__V1__SignRequest *request;
+  /*
+   * SHA-256 of the bytes the device's prompt showed as signed: the authority refuses (RAIN_102
+   * `confirmation_mismatch`) when its own decoding of the request signs other bytes. Empty: the
+   * device confirmed nothing (a device of a version that did not show it); refused.
+   */
+  ProtobufCBinaryData confirmed_sha256;
+};
+#define RAIN__WALLET__V1__AUTHORITY_SIGN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_sign_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, {0,NULL} }
 
 
 /*
@@ -820,6 +849,25 @@ Rain__Wallet__V1__AuthorityExportWalletResponse *
 void   rain__wallet__v1__authority_export_wallet_response__free_unpacked
                      (Rain__Wallet__V1__AuthorityExportWalletResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthoritySignRequest methods */
+void   rain__wallet__v1__authority_sign_request__init
+                     (Rain__Wallet__V1__AuthoritySignRequest         *message);
+size_t rain__wallet__v1__authority_sign_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthoritySignRequest   *message);
+size_t rain__wallet__v1__authority_sign_request__pack
+                     (const Rain__Wallet__V1__AuthoritySignRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_sign_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthoritySignRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthoritySignRequest *
+       rain__wallet__v1__authority_sign_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_sign_request__free_unpacked
+                     (Rain__Wallet__V1__AuthoritySignRequest *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__AuthorityPasskeyBeginRequest methods */
 void   rain__wallet__v1__authority_passkey_begin_request__init
                      (Rain__Wallet__V1__AuthorityPasskeyBeginRequest         *message);
@@ -1111,6 +1159,9 @@ typedef void (*Rain__Wallet__V1__AuthorityWalletResponse_Closure)
 typedef void (*Rain__Wallet__V1__AuthorityExportWalletResponse_Closure)
                  (const Rain__Wallet__V1__AuthorityExportWalletResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthoritySignRequest_Closure)
+                 (const Rain__Wallet__V1__AuthoritySignRequest *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__AuthorityPasskeyBeginRequest_Closure)
                  (const Rain__Wallet__V1__AuthorityPasskeyBeginRequest *message,
                   void *closure_data);
@@ -1170,6 +1221,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_revoke_sessi
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_wallet_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_export_wallet_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_sign_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_begin_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_begin_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_request__descriptor;

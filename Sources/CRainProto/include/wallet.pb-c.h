@@ -48,6 +48,8 @@ typedef struct Rain__Wallet__V1__ExportRecoveryPhraseRequest Rain__Wallet__V1__E
 typedef struct Rain__Wallet__V1__ExportRecoveryPhraseResponse Rain__Wallet__V1__ExportRecoveryPhraseResponse;
 typedef struct Rain__Wallet__V1__ExportPrivateKeyRequest Rain__Wallet__V1__ExportPrivateKeyRequest;
 typedef struct Rain__Wallet__V1__ExportPrivateKeyResponse Rain__Wallet__V1__ExportPrivateKeyResponse;
+typedef struct Rain__Wallet__V1__SignRequest Rain__Wallet__V1__SignRequest;
+typedef struct Rain__Wallet__V1__SignResponse Rain__Wallet__V1__SignResponse;
 typedef struct Rain__Wallet__V1__PasskeyBeginRequest Rain__Wallet__V1__PasskeyBeginRequest;
 typedef struct Rain__Wallet__V1__PasskeyBeginResponse Rain__Wallet__V1__PasskeyBeginResponse;
 typedef struct Rain__Wallet__V1__PasskeyFinishRequest Rain__Wallet__V1__PasskeyFinishRequest;
@@ -647,6 +649,89 @@ struct  Rain__Wallet__V1__ExportPrivateKeyResponse
 #define RAIN__WALLET__V1__EXPORT_PRIVATE_KEY_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__export_private_key_response__descriptor) \
     , RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Signatures: the wallet signs for the app, the key never leaves the authority, and the user
+ * reads what is signed on the daemon's prompt first (docs/signing.md).
+ * /rain.wallet.v1.Wallet/SignMessage (EVM personal_sign, EIP-191 version 0x45; a Solana off-chain
+ * message), /rain.wallet.v1.Wallet/SignTypedData (EIP-712, eth_signTypedData_v4 JSON) and
+ * /rain.wallet.v1.Wallet/SignTransaction (an unsigned EVM transaction of type 2, type 1 or legacy
+ * with EIP-155; a Solana legacy or v0 message) take SignRequest and answer SignResponse. Sends,
+ * never retried: a request that left without an answer is RAIN_501 `outcome_unknown`; the same
+ * idempotency key with the same request answers the same signature, with another request RAIN_102
+ * `idempotency_key_reused`. RAIN_201 without a live session; RAIN_104 for a chain not supported;
+ * RAIN_406 for an amount outside its type's range; RAIN_102 for malformed input (`field` names it)
+ * or a request longer than the prompt's 8 pages (`prompt_too_long`); RAIN_401 when the user
+ * refuses. Nothing is broadcast: the app sends the signed transaction.
+ */
+struct  Rain__Wallet__V1__SignRequest
+{
+  ProtobufCMessage base;
+  /*
+   * CHAIN_ETHEREUM for every EVM chain, CHAIN_SOLANA.
+   */
+  Rain__Wallet__V1__Chain chain;
+  /*
+   * EVM: the chain id (EIP-155). Required for a transaction; typed data names its own in the
+   * domain (which must then equal this one when set); 0 for a message (personal_sign names none).
+   */
+  uint64_t chain_id;
+  /*
+   * Solana: the cluster the app claims ("mainnet-beta", "devnet"), shown as claimed: a transaction
+   * does not name its cluster.
+   */
+  char *cluster;
+  /*
+   * The message; the typed data's JSON (UTF-8); the unsigned EVM transaction; the Solana message
+   * (without signatures). At most 64 KiB.
+   */
+  ProtobufCBinaryData payload;
+  /*
+   * The address the app expects to sign with (EVM hex, Solana base58); empty: not checked.
+   */
+  char *from;
+  /*
+   * 16 to 64 random bytes chosen by the app per logical signature and kept across its repeats;
+   * empty: none (a repeat is then a new request).
+   */
+  ProtobufCBinaryData idempotency_key;
+};
+#define RAIN__WALLET__V1__SIGN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__sign_request__descriptor) \
+    , RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, {0,NULL}, (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+struct  Rain__Wallet__V1__SignResponse
+{
+  ProtobufCMessage base;
+  Rain__Wallet__V1__Chain chain;
+  /*
+   * The address that signed (EIP-55 hex, or base58).
+   */
+  char *address;
+  /*
+   * EVM: 65 bytes r || s || v, v = 27 + recovery id. Solana: 64 bytes of Ed25519.
+   */
+  ProtobufCBinaryData signature;
+  /*
+   * Transactions: the signed raw EVM transaction, or the signed serialized Solana transaction.
+   */
+  ProtobufCBinaryData signed_transaction;
+  /*
+   * Transactions: EVM, Keccak-256 of the signed raw transaction; Solana, the first signature (the
+   * transaction id) when the wallet pays the fee.
+   */
+  ProtobufCBinaryData transaction_hash;
+  /*
+   * SHA-256 of the exact bytes signed (the EIP-191 or EIP-712 preimage, the unsigned transaction,
+   * the Solana message or off-chain envelope): the value the prompt's last page showed.
+   */
+  ProtobufCBinaryData signed_bytes_sha256;
+};
+#define RAIN__WALLET__V1__SIGN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__sign_response__descriptor) \
+    , RAIN__WALLET__V1__CHAIN__CHAIN_UNSPECIFIED, (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL} }
 
 
 /*
@@ -1331,6 +1416,44 @@ Rain__Wallet__V1__ExportPrivateKeyResponse *
 void   rain__wallet__v1__export_private_key_response__free_unpacked
                      (Rain__Wallet__V1__ExportPrivateKeyResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__SignRequest methods */
+void   rain__wallet__v1__sign_request__init
+                     (Rain__Wallet__V1__SignRequest         *message);
+size_t rain__wallet__v1__sign_request__get_packed_size
+                     (const Rain__Wallet__V1__SignRequest   *message);
+size_t rain__wallet__v1__sign_request__pack
+                     (const Rain__Wallet__V1__SignRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__sign_request__pack_to_buffer
+                     (const Rain__Wallet__V1__SignRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__SignRequest *
+       rain__wallet__v1__sign_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__sign_request__free_unpacked
+                     (Rain__Wallet__V1__SignRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__SignResponse methods */
+void   rain__wallet__v1__sign_response__init
+                     (Rain__Wallet__V1__SignResponse         *message);
+size_t rain__wallet__v1__sign_response__get_packed_size
+                     (const Rain__Wallet__V1__SignResponse   *message);
+size_t rain__wallet__v1__sign_response__pack
+                     (const Rain__Wallet__V1__SignResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__sign_response__pack_to_buffer
+                     (const Rain__Wallet__V1__SignResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__SignResponse *
+       rain__wallet__v1__sign_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__sign_response__free_unpacked
+                     (Rain__Wallet__V1__SignResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__PasskeyBeginRequest methods */
 void   rain__wallet__v1__passkey_begin_request__init
                      (Rain__Wallet__V1__PasskeyBeginRequest         *message);
@@ -1556,6 +1679,12 @@ typedef void (*Rain__Wallet__V1__ExportPrivateKeyRequest_Closure)
 typedef void (*Rain__Wallet__V1__ExportPrivateKeyResponse_Closure)
                  (const Rain__Wallet__V1__ExportPrivateKeyResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__SignRequest_Closure)
+                 (const Rain__Wallet__V1__SignRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__SignResponse_Closure)
+                 (const Rain__Wallet__V1__SignResponse *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__PasskeyBeginRequest_Closure)
                  (const Rain__Wallet__V1__PasskeyBeginRequest *message,
                   void *closure_data);
@@ -1616,6 +1745,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase
 extern const ProtobufCMessageDescriptor rain__wallet__v1__export_recovery_phrase_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__export_private_key_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__sign_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__sign_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_begin_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_begin_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_request__descriptor;

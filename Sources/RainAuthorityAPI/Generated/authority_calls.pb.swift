@@ -94,6 +94,16 @@ public protocol AuthorityCalls: Sendable {
     ///   when the store fails or the entropy does not decrypt (another master key).
     func exportWallet(_ request: AuthorityWalletRequest, caller: AuthorityCaller) async throws(RainError) -> WalletSecrets
 
+    /// Signs with the wallet of the account behind a live access token: decodes the request as the
+    /// device did, checks it names what the device's user confirmed, and signs inside locked memory
+    /// (the keys are derived from the sealed entropy for this one signature and wiped after). A
+    /// repeat with the same idempotency key and the same request answers the first signature.
+    /// - Throws: RAIN_201 like `getAccountInfo`; RAIN_404 when the account has no wallet; RAIN_102
+    ///   for malformed input (with its field), `confirmation_mismatch`, `idempotency_key_reused`;
+    ///   RAIN_104 for a chain not supported; RAIN_406 for an amount out of range; RAIN_502 when the
+    ///   store fails or the entropy does not decrypt.
+    func signWithWallet(_ request: AuthoritySignRequest, caller: AuthorityCaller) async throws(RainError) -> SignResponse
+
     /// Starts a passkey registration: a sign-up (no access token: a new account on finish) or an
     /// added passkey (the live session's account). The challenge (32 random bytes) is stored,
     /// single use, bound to the app, device, kind and rpId, and expires after
@@ -280,6 +290,13 @@ extension RemoteAuthority {
         -> WalletSecrets
     {
         try await call(AuthorityMethod.exportWallet, request, as: WalletSecrets.self, kind: .read, isProven: true)
+    }
+
+    /// `SignWithWallet` at the remote authority (see `AuthorityCalls.signWithWallet`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached; RAIN_501 `outcome_unknown`
+    ///   when the request left and no answer came.
+    public func signWithWallet(_ request: AuthoritySignRequest, caller: AuthorityCaller) async throws(RainError) -> SignResponse {
+        try await call(AuthorityMethod.signWithWallet, request, as: SignResponse.self, kind: .send, isProven: true)
     }
 
     /// `BeginPasskeyRegistration` at the remote authority (see `AuthorityCalls.beginPasskeyRegistration`).

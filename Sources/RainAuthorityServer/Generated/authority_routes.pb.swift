@@ -59,6 +59,10 @@ extension AuthorityService {
             policy: .send(needsSession: true, isSensitive: true),
             .actor { (r, call) throws(RainError) in try await call.authority.exportWallet(r, caller: call.caller) })
         Route(
+            AuthorityMethod.signWithWallet, AuthoritySignRequest.self, SignResponse.self,
+            policy: .send(needsSession: true, isSensitive: true),
+            .actor { (r, call) throws(RainError) in try await call.authority.signWithWallet(r, caller: call.caller) })
+        Route(
             AuthorityMethod.beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self,
             policy: .send(isSensitive: true),
             .actor { (r, call) throws(RainError) in try await call.authority.beginPasskeyRegistration(r, caller: call.caller) })

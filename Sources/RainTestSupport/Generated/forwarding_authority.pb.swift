@@ -88,6 +88,15 @@ extension ForwardingAuthority {
         }
     }
 
+    /// Forwards `SignWithWallet` through `intercept`.
+    package func signWithWallet(_ request: AuthoritySignRequest, caller: AuthorityCaller) async throws(RainError)
+        -> SignResponse
+    {
+        try await intercept(AuthorityMethod.signWithWallet) { () async throws(RainError) in
+            try await forwarded.signWithWallet(request, caller: caller)
+        }
+    }
+
     /// Forwards `BeginPasskeyRegistration` through `intercept`.
     package func beginPasskeyRegistration(_ request: PasskeyBeginRequest, caller: AuthorityCaller) async throws(RainError)
         -> PasskeyCeremony

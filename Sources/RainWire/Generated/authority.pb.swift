@@ -298,6 +298,42 @@ public struct WalletSecrets: WireMessage, Hashable, CustomStringConvertible {
     }
 }
 
+/// /rain.wallet.v1.Authority/SignWithWallet: the wallet signs what the device's user confirmed.
+public struct AuthoritySignRequest: WireMessage, Hashable, CustomStringConvertible {
+    public var appID: String
+    public var accessToken: String
+    /// "message", "typed_data" or "transaction".
+    public var kind: String
+    /// Required: the app's request as the device received it.
+    public var request: SignRequest
+    /// SHA-256 of the bytes the device's prompt showed as signed: the authority refuses (RAIN_102
+    /// `confirmation_mismatch`) when its own decoding of the request signs other bytes. Empty: the
+    /// device confirmed nothing (a device of a version that did not show it); refused.
+    public var confirmedSha256: [UInt8]
+
+    /// An `AuthoritySignRequest`; an argument left out is its proto3 default.
+    public init(
+        appID: String = "",
+        accessToken: String = "",
+        kind: String = "",
+        request: SignRequest,
+        confirmedSha256: [UInt8] = []
+    ) {
+        self.appID = appID
+        self.accessToken = accessToken
+        self.kind = kind
+        self.request = request
+        self.confirmedSha256 = confirmedSha256
+    }
+
+    /// The message with `accessToken` redacted.
+    public var description: String {
+        "AuthoritySignRequest(appID: \(String(describing: appID)), accessToken: <redacted>, "
+            + "kind: \(String(describing: kind)), request: \(String(describing: request)), "
+            + "confirmedSha256: \(String(describing: confirmedSha256)))"
+    }
+}
+
 /// /rain.wallet.v1.Authority/BeginPasskeyRegistration and /rain.wallet.v1.Authority/BeginPasskeyAuthentication
 public struct PasskeyBeginRequest: WireMessage, Hashable, CustomStringConvertible {
     public var appID: String
@@ -1046,6 +1082,46 @@ extension WalletSecrets {
         (m.n_mnemonic, m.mnemonic) = try arena.strings(self.mnemonic, field: "mnemonic")
         m.ethereum_private_key = try arena.string(self.ethereumPrivateKeyHex, field: "ethereum_private_key")
         m.solana_keypair = try arena.string(self.solanaKeypairBase58, field: "solana_keypair")
+        return m
+    }
+}
+
+extension AuthoritySignRequest {
+    /// Decodes a `AuthoritySignRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthoritySignRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthoritySignRequest {
+        try unpackMessage(
+            bytes, name: "AuthoritySignRequest", rain__wallet__v1__authority_sign_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthoritySignRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthoritySignRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthoritySignRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            appID: try readString(m.app_id, field: "app_id"),
+            accessToken: try readString(m.access_token, field: "access_token"),
+            kind: try readString(m.kind, field: "kind"),
+            request: try required(try readMessage(m.request, SignRequest.init(c:)), field: "request"),
+            confirmedSha256: readBytes(m.confirmed_sha256))
+    }
+
+    /// The C `AuthoritySignRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthoritySignRequest {
+        var m = cMessage(rain__wallet__v1__authority_sign_request__init)
+        m.app_id = try arena.string(self.appID, field: "app_id")
+        m.access_token = try arena.string(self.accessToken, field: "access_token")
+        m.kind = try arena.string(self.kind, field: "kind")
+        m.request = arena.box(try self.request.cValue(arena))
+        m.confirmed_sha256 = arena.bytes(self.confirmedSha256)
         return m
     }
 }

@@ -52,6 +52,18 @@ public enum Method {
     ///
     /// `ExportPrivateKeyRequest` → `ExportPrivateKeyResponse`.
     public static let walletExportPrivateKey = "/rain.wallet.v1.Wallet/ExportPrivateKey"
+    /// Signs a message (EVM personal_sign, a Solana off-chain message) once the user confirmed it.
+    ///
+    /// `SignRequest` → `SignResponse`.
+    public static let walletSignMessage = "/rain.wallet.v1.Wallet/SignMessage"
+    /// Signs EIP-712 typed data once the user confirmed every field.
+    ///
+    /// `SignRequest` → `SignResponse`.
+    public static let walletSignTypedData = "/rain.wallet.v1.Wallet/SignTypedData"
+    /// Signs a transaction (EVM, Solana) once the user confirmed what it does; never broadcast.
+    ///
+    /// `SignRequest` → `SignResponse`.
+    public static let walletSignTransaction = "/rain.wallet.v1.Wallet/SignTransaction"
     /// Applies a client's configuration to its profile: passkey domain, session policy.
     ///
     /// `ConfigureProfileRequest` → `ConfigureProfileResponse`.
@@ -154,6 +166,9 @@ public enum Method {
         MethodDeclaration(walletGet, GetWalletRequest.self, WalletResponse.self),
         MethodDeclaration(walletExportRecoveryPhrase, ExportRecoveryPhraseRequest.self, ExportRecoveryPhraseResponse.self),
         MethodDeclaration(walletExportPrivateKey, ExportPrivateKeyRequest.self, ExportPrivateKeyResponse.self),
+        MethodDeclaration(walletSignMessage, SignRequest.self, SignResponse.self),
+        MethodDeclaration(walletSignTypedData, SignRequest.self, SignResponse.self),
+        MethodDeclaration(walletSignTransaction, SignRequest.self, SignResponse.self),
         MethodDeclaration(profileConfigure, ConfigureProfileRequest.self, ConfigureProfileResponse.self),
         MethodDeclaration(passkeyBeginSignUp, BeginPasskeyRequest.self, BeginPasskeyResponse.self),
         MethodDeclaration(passkeyBeginLogin, BeginPasskeyRequest.self, BeginPasskeyResponse.self),
@@ -280,6 +295,17 @@ public enum AuthorityMethod {
     ///
     /// `AuthorityWalletRequest` → `WalletSecrets`.
     public static let exportWallet = "/rain.wallet.v1.Authority/ExportWallet"
+    /// Signs with the wallet of the account behind a live access token: decodes the request as the
+    /// device did, checks it names what the device's user confirmed, and signs inside locked memory
+    /// (the keys are derived from the sealed entropy for this one signature and wiped after). A
+    /// repeat with the same idempotency key and the same request answers the first signature.
+    /// - Throws: RAIN_201 like `getAccountInfo`; RAIN_404 when the account has no wallet; RAIN_102
+    ///   for malformed input (with its field), `confirmation_mismatch`, `idempotency_key_reused`;
+    ///   RAIN_104 for a chain not supported; RAIN_406 for an amount out of range; RAIN_502 when the
+    ///   store fails or the entropy does not decrypt.
+    ///
+    /// `AuthoritySignRequest` → `SignResponse`.
+    public static let signWithWallet = "/rain.wallet.v1.Authority/SignWithWallet"
     /// Starts a passkey registration: a sign-up (no access token: a new account on finish) or an
     /// added passkey (the live session's account). The challenge (32 random bytes) is stored,
     /// single use, bound to the app, device, kind and rpId, and expires after
@@ -420,6 +446,7 @@ public enum AuthorityMethod {
         MethodDeclaration(listOutbox, ListOutboxRequest.self, ListOutboxResponse.self),
         MethodDeclaration(getWallet, AuthorityWalletRequest.self, WalletInfo.self),
         MethodDeclaration(exportWallet, AuthorityWalletRequest.self, WalletSecrets.self),
+        MethodDeclaration(signWithWallet, AuthoritySignRequest.self, SignResponse.self),
         MethodDeclaration(beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self),
         MethodDeclaration(finishPasskeyRegistration, PasskeyFinishRequest.self, PasskeyFinishResult.self),
         MethodDeclaration(beginPasskeyAuthentication, PasskeyBeginRequest.self, PasskeyCeremony.self),

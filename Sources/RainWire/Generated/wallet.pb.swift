@@ -446,6 +446,96 @@ public struct ExportPrivateKeyResponse: WireMessage, Hashable, CustomStringConve
     }
 }
 
+/// Signatures: the wallet signs for the app, the key never leaves the authority, and the user
+/// reads what is signed on the daemon's prompt first (docs/signing.md).
+///
+/// /rain.wallet.v1.Wallet/SignMessage (EVM personal_sign, EIP-191 version 0x45; a Solana off-chain
+/// message), /rain.wallet.v1.Wallet/SignTypedData (EIP-712, eth_signTypedData_v4 JSON) and
+/// /rain.wallet.v1.Wallet/SignTransaction (an unsigned EVM transaction of type 2, type 1 or legacy
+/// with EIP-155; a Solana legacy or v0 message) take SignRequest and answer SignResponse. Sends,
+/// never retried: a request that left without an answer is RAIN_501 `outcome_unknown`; the same
+/// idempotency key with the same request answers the same signature, with another request RAIN_102
+/// `idempotency_key_reused`. RAIN_201 without a live session; RAIN_104 for a chain not supported;
+/// RAIN_406 for an amount outside its type's range; RAIN_102 for malformed input (`field` names it)
+/// or a request longer than the prompt's 8 pages (`prompt_too_long`); RAIN_401 when the user
+/// refuses. Nothing is broadcast: the app sends the signed transaction.
+public struct SignRequest: WireMessage, Hashable, CustomStringConvertible {
+    /// CHAIN_ETHEREUM for every EVM chain, CHAIN_SOLANA.
+    public var chain: RainChain?
+    /// EVM: the chain id (EIP-155). Required for a transaction; typed data names its own in the
+    /// domain (which must then equal this one when set); 0 for a message (personal_sign names none).
+    public var chainID: UInt64
+    /// Solana: the cluster the app claims ("mainnet-beta", "devnet"), shown as claimed: a transaction
+    /// does not name its cluster.
+    public var cluster: String
+    /// The message; the typed data's JSON (UTF-8); the unsigned EVM transaction; the Solana message
+    /// (without signatures). At most 64 KiB.
+    public var payload: [UInt8]
+    /// The address the app expects to sign with (EVM hex, Solana base58); empty: not checked.
+    public var from: String
+    /// 16 to 64 random bytes chosen by the app per logical signature and kept across its repeats;
+    /// empty: none (a repeat is then a new request).
+    public var idempotencyKey: [UInt8]
+
+    /// A `SignRequest`; an argument left out is its proto3 default.
+    public init(
+        chain: RainChain? = nil,
+        chainID: UInt64 = 0,
+        cluster: String = "",
+        payload: [UInt8] = [],
+        from: String = "",
+        idempotencyKey: [UInt8] = []
+    ) {
+        self.chain = chain
+        self.chainID = chainID
+        self.cluster = cluster
+        self.payload = payload
+        self.from = from
+        self.idempotencyKey = idempotencyKey
+    }
+
+    /// The message with `idempotencyKey` redacted.
+    public var description: String {
+        "SignRequest(chain: \(String(describing: chain)), chainID: \(String(describing: chainID)), "
+            + "cluster: \(String(describing: cluster)), payload: \(String(describing: payload)), "
+            + "from: \(String(describing: from)), idempotencyKey: <redacted>)"
+    }
+}
+
+/// The `SignResponse` message.
+public struct SignResponse: WireMessage, Hashable {
+    public var chain: RainChain?
+    /// The address that signed (EIP-55 hex, or base58).
+    public var address: String
+    /// EVM: 65 bytes r || s || v, v = 27 + recovery id. Solana: 64 bytes of Ed25519.
+    public var signature: [UInt8]
+    /// Transactions: the signed raw EVM transaction, or the signed serialized Solana transaction.
+    public var signedTransaction: [UInt8]
+    /// Transactions: EVM, Keccak-256 of the signed raw transaction; Solana, the first signature (the
+    /// transaction id) when the wallet pays the fee.
+    public var transactionHash: [UInt8]
+    /// SHA-256 of the exact bytes signed (the EIP-191 or EIP-712 preimage, the unsigned transaction,
+    /// the Solana message or off-chain envelope): the value the prompt's last page showed.
+    public var signedBytesSha256: [UInt8]
+
+    /// A `SignResponse`; an argument left out is its proto3 default.
+    public init(
+        chain: RainChain? = nil,
+        address: String = "",
+        signature: [UInt8] = [],
+        signedTransaction: [UInt8] = [],
+        transactionHash: [UInt8] = [],
+        signedBytesSha256: [UInt8] = []
+    ) {
+        self.chain = chain
+        self.address = address
+        self.signature = signature
+        self.signedTransaction = signedTransaction
+        self.transactionHash = transactionHash
+        self.signedBytesSha256 = signedBytesSha256
+    }
+}
+
 /// /rain.wallet.v1.Passkey/BeginSignUp, /rain.wallet.v1.Passkey/BeginLogin, /rain.wallet.v1.Passkey/BeginAdd
 public struct BeginPasskeyRequest: WireMessage, Hashable {
     /// A `BeginPasskeyRequest`; an argument left out is its proto3 default.
@@ -1453,6 +1543,88 @@ extension ExportPrivateKeyResponse {
         var m = cMessage(rain__wallet__v1__export_private_key_response__init)
         m.chain = cChain(self.chain)
         m.private_key = try arena.string(self.privateKey, field: "private_key")
+        return m
+    }
+}
+
+extension SignRequest {
+    /// Decodes a `SignRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `SignRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SignRequest {
+        try unpackMessage(bytes, name: "SignRequest", rain__wallet__v1__sign_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `SignRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `SignRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__SignRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            chain: readChain(m.chain),
+            chainID: m.chain_id,
+            cluster: try readString(m.cluster, field: "cluster"),
+            payload: readBytes(m.payload),
+            from: try readString(m.from, field: "from"),
+            idempotencyKey: readBytes(m.idempotency_key))
+    }
+
+    /// The C `SignRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__SignRequest {
+        var m = cMessage(rain__wallet__v1__sign_request__init)
+        m.chain = cChain(self.chain)
+        m.chain_id = self.chainID
+        m.cluster = try arena.string(self.cluster, field: "cluster")
+        m.payload = arena.bytes(self.payload)
+        m.from = try arena.string(self.from, field: "from")
+        m.idempotency_key = arena.bytes(self.idempotencyKey)
+        return m
+    }
+}
+
+extension SignResponse {
+    /// Decodes a `SignResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `SignResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> SignResponse {
+        try unpackMessage(bytes, name: "SignResponse", rain__wallet__v1__sign_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `SignResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `SignResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__SignResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            chain: readChain(m.chain),
+            address: try readString(m.address, field: "address"),
+            signature: readBytes(m.signature),
+            signedTransaction: readBytes(m.signed_transaction),
+            transactionHash: readBytes(m.transaction_hash),
+            signedBytesSha256: readBytes(m.signed_bytes_sha256))
+    }
+
+    /// The C `SignResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__SignResponse {
+        var m = cMessage(rain__wallet__v1__sign_response__init)
+        m.chain = cChain(self.chain)
+        m.address = try arena.string(self.address, field: "address")
+        m.signature = arena.bytes(self.signature)
+        m.signed_transaction = arena.bytes(self.signedTransaction)
+        m.transaction_hash = arena.bytes(self.transactionHash)
+        m.signed_bytes_sha256 = arena.bytes(self.signedBytesSha256)
         return m
     }
 }
