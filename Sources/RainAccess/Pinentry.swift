@@ -59,8 +59,13 @@ struct PinentryDialog: Sendable {
     var title: String
     var description: String
     var prompt: String
+    /// The pages shown before `description` (the last page, with the code), each confirmed with
+    /// Next (`CONFIRM`); empty for a one-page prompt.
+    var pages: [String] = []
+    /// The button that shows the next page (`_N` marks its key on a terminal).
+    var nextLabel = "_Next"
     var okLabel = "Allow"
-    var cancelLabel = "Refuse"
+    var cancelLabel = "_Refuse"
     /// The pinentry's own timeout in seconds (SETTIMEOUT), a second line of defence behind the
     /// coordinator's timer; 0 for none.
     var timeoutSeconds: Int

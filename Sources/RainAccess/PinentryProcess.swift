@@ -71,12 +71,48 @@ final class PinentryProcess {
         }
         var commands: [[UInt8]] = [
             try Assuan.command("SETTITLE", dialog.title),
-            try Assuan.command("SETDESC", dialog.description),
             try Assuan.command("SETPROMPT", dialog.prompt),
-            try Assuan.command("SETOK", dialog.okLabel),
-            try Assuan.command("SETCANCEL", dialog.cancelLabel),
         ]
         if dialog.timeoutSeconds > 0 { commands.append(try Assuan.command("SETTIMEOUT", String(dialog.timeoutSeconds))) }
+        if try run(commands) == .withdrawn { return .withdrawn }
+        // Each page before the last is its own CONFIRM: Next goes on, anything else refuses. The
+        // code is on the last page only, so reaching it means passing every page.
+        for page in dialog.pages {
+            let setup = [
+                try Assuan.command("SETDESC", page), try Assuan.command("SETOK", dialog.nextLabel),
+                try Assuan.command("SETCANCEL", dialog.cancelLabel),
+            ]
+            if try run(setup) == .withdrawn { return .withdrawn }
+            try send(try Assuan.command("CONFIRM"))
+            switch try reply() {
+            case .ok: continue
+            case .error(let code, let text):
+                if let outcome = PinentryOutcome.forError(code) { return outcome }
+                throw failure("failed to show a page: ERR \(code) \(text)")
+            case .endOfFile: return .cancelled
+            case .withdrawn: return .withdrawn
+            }
+        }
+        let last = [
+            try Assuan.command("SETDESC", dialog.description), try Assuan.command("SETOK", dialog.okLabel),
+            try Assuan.command("SETCANCEL", dialog.cancelLabel),
+        ]
+        if try run(last) == .withdrawn { return .withdrawn }
+        try send(try Assuan.command("GETPIN"))
+        switch try reply() {
+        case .ok(let data): return .entered(data)
+        case .error(let code, let text):
+            if let outcome = PinentryOutcome.forError(code) { return outcome }
+            throw failure("failed to ask: ERR \(code) \(text)")
+        case .endOfFile: return .cancelled  // its terminal or window went away
+        case .withdrawn: return .withdrawn
+        }
+    }
+
+    /// Sends each command and reads its `OK`.
+    /// - Returns: `.withdrawn` when the dialog was withdrawn meanwhile, else nil.
+    /// - Throws: RAIN_501 `prompt_failed` when the program refuses a command or exits.
+    private func run(_ commands: [[UInt8]]) throws(RainError) -> PinentryOutcome? {
         for command in commands {
             try send(command)
             switch try reply() {
@@ -87,15 +123,7 @@ final class PinentryProcess {
             case .withdrawn: return .withdrawn
             }
         }
-        try send(try Assuan.command("GETPIN"))
-        switch try reply() {
-        case .ok(let data): return .entered(data)
-        case .error(let code, let text):
-            if let outcome = PinentryOutcome.forError(code) { return outcome }
-            throw failure("failed to ask: ERR \(code) \(text)")
-        case .endOfFile: return .cancelled  // its terminal or window went away
-        case .withdrawn: return .withdrawn
-        }
+        return nil
     }
 
     /// Ends the program: politely (`BYE`, a short grace) after a finished dialog, at once

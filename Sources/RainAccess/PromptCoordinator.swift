@@ -113,11 +113,11 @@ public actor PromptCoordinator {
         let code = try PromptCode.random()
         var request = request
         request.notes = [settings.note].compactMap { $0 }
-        var description = try request.description(code: code)
+        var pages = try request.pages(code: code)
         let target = try targets.selected()
         if case .terminal(let path, _) = target, let multiplexer = TerminalHolders.multiplexer(of: path) {
             request.notes.append(multiplexer.screenNote)
-            description = try request.description(code: code)
+            pages = try request.pages(code: code)
         }
         guard active == nil else {
             throw RainError(
@@ -126,16 +126,20 @@ public actor PromptCoordinator {
         }
         guard !Task.isCancelled else { throw withdrawnError() }
         let dialog = PinentryDialog(
-            title: PromptRequest.title, description: description, prompt: PromptRequest.entryPrompt,
-            timeoutSeconds: Int(settings.timeout.components.seconds) + 2)
+            title: PromptRequest.title, description: pages.last ?? "", prompt: PromptRequest.entryPrompt,
+            pages: Array(pages.dropLast()), timeoutSeconds: Int(settings.timeout.components.seconds) + 2)
         let control = try PinentryControl()
         active = Active(app: app, control: control)
         defer { active = nil }
 
         logger.info(
             "prompt.shown",
-            ["app": app, "pid": String(request.caller.pid), "profile": request.profile, "target": target.description])
-        let timer = clock.schedule(after: settings.timeout, on: timerQueue) { control.withdraw(.timedOut) }
+            [
+                "app": app, "pid": String(request.caller.pid), "profile": request.profile, "target": target.description,
+                "pages": String(pages.count),
+            ])
+        // Each page has the whole timeout: a long request is read, not rushed.
+        let timer = clock.schedule(after: settings.timeout * pages.count, on: timerQueue) { control.withdraw(.timedOut) }
         let pinentry = settings.pinentry
         let caller = request.caller
         let queue = self.queue

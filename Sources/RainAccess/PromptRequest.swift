@@ -23,13 +23,19 @@ public struct PromptRequest: Sendable {
     /// (`PromptCoordinator.Settings.note`); on a terminal whose other end a multiplexer holds,
     /// that it can read the screen.
     public var notes: [String] = []
+    /// What the request asks in detail (a signature's decoded fields), shown in pages before the
+    /// code; nil for a request its action says all of.
+    public var details: PromptDetails?
 
     /// A request.
-    public init(action: String, caller: CallerIdentity, profile: String, shortAction: String? = nil) {
+    public init(
+        action: String, caller: CallerIdentity, profile: String, shortAction: String? = nil, details: PromptDetails? = nil
+    ) {
         self.action = action
         self.caller = caller
         self.profile = profile
         self.shortAction = shortAction
+        self.details = details
     }
 
     /// The prompt's title (a desktop pinentry shows it; `pinentry-tty` does not).

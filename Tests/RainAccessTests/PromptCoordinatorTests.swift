@@ -290,3 +290,70 @@ struct PromptCoordinatorTests {
         }
     }
 }
+
+@Suite("Prompt pages on a real pinentry-tty")
+struct PromptPagesOnTerminalTests {
+    static func pagedRequest() -> PromptRequest {
+        var request = PromptFixture.request(action: "Sign typed data on Base (8453)")
+        request.details = PromptDetails(
+            lines: (1...45).map { "Field message.items[\($0)]: the value of item \($0)" },
+            closing: "SHA-256 of what is signed: " + String(repeating: "cd", count: 32))
+        return request
+    }
+
+    @Test("each page waits for Next; the code shows on the last page only, and typing it confirms")
+    func walkThrough() async throws {
+        let pty = try PseudoTerminal()
+        let coordinator = try PromptFixture.coordinator(on: pty)
+        let request = Self.pagedRequest()
+        let count = try request.pages(code: PromptCode(text: "XXXX")).count
+        #expect(count >= 3)
+        let task = PromptFixture.start(coordinator, request)
+        for page in 1..<count {
+            let shown = try #require(await pty.waitForText("Page \(page) of \(count)"), "page \(page) not shown")
+            #expect(!shown.contains("type the code"), "the code showed before the last page")
+            _ = try #require(await pty.waitForText("]? "), "page \(page) does not ask Next or Refuse")
+            pty.clearShown()
+            try pty.type("n")
+        }
+        let code = try await PromptFixture.waitForCode(on: pty)
+        #expect(pty.shown.contains("Page \(count) of \(count)"))
+        #expect(pty.shown.contains("SHA-256 of what is signed: cdcd"))
+        try pty.type(code + "\n")
+        _ = try await task.value
+    }
+
+    @Test("Refuse on a middle page ends it: RAIN_401 prompt_dismissed, and no code was shown")
+    func refuseOnAPage() async throws {
+        let pty = try PseudoTerminal()
+        let coordinator = try PromptFixture.coordinator(on: pty)
+        let task = PromptFixture.start(coordinator, Self.pagedRequest())
+        _ = try #require(await pty.waitForText("]? "))
+        pty.clearShown()
+        try pty.type("n")
+        _ = try #require(await pty.waitForText("Page 2 of"))
+        _ = try #require(await pty.waitForText("]? "))
+        try pty.type("r")
+        let error = await PromptFixture.error(of: task)
+        #expect(error?.code == .userCancelled)
+        #expect(error?.details.reason == PromptReason.dismissed)
+        #expect(!pty.shown.contains("type the code"))
+    }
+
+    @Test("keys typed ahead of a page are discarded: a page cannot be skipped by typing early")
+    func typeAheadDiscarded() async throws {
+        let pty = try PseudoTerminal()
+        let coordinator = try PromptFixture.coordinator(on: pty)
+        let request = Self.pagedRequest()
+        let count = try request.pages(code: PromptCode(text: "XXXX")).count
+        // Keys typed before the prompt opens: pinentry-tty flushes them when it sets up the terminal.
+        try pty.type(String(repeating: "n", count: count))
+        let task = PromptFixture.start(coordinator, request)
+        _ = try #require(await pty.waitForText("Page 1 of \(count)"))
+        _ = try #require(await pty.waitForText("]? "))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!pty.shown.contains("Page 2 of"), "a key typed before the page showed turned it")
+        task.cancel()
+        _ = await PromptFixture.error(of: task, within: .seconds(5))
+    }
+}
