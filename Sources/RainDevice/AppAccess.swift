@@ -360,15 +360,42 @@ public final class AppAccess: Sendable {
         return caller
     }
 
+    /// As `confirmSensitive`, for a request whose prompt depends on what it asks (a signature):
+    /// after the checks, `describe` says what the prompt shows, in pages, and the audit log
+    /// records its `auditDetail` with the user's answer.
+    /// - Returns: the caller and what the user confirmed.
+    /// - Throws: as `confirmSensitive`; what `describe` throws.
+    public func confirmDescribed(
+        action: String, profile: String, context: CallerHandle,
+        describe: () async throws(RainError) -> ConfirmationDetails
+    ) async throws(RainError) -> (CallerIdentity, ConfirmationDetails) {
+        let caller = try await authorize(profile: profile, context: context)
+        let details = try await describe()
+        try await resolver.recheck(caller, of: context)
+        try await ask(details, caller: caller, profile: profile)
+        try await resolver.recheck(caller, of: context)
+        return (caller, details)
+    }
+
+    /// Asks the user to confirm a described request (`ConfirmationDetails`) by `caller`, auditing
+    /// the answer with its `auditDetail`.
+    /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
+    public func ask(_ details: ConfirmationDetails, caller: CallerIdentity, profile: String) async throws(RainError) {
+        try await ask(
+            action: details.action, caller: caller, profile: profile, auditDetail: details.auditDetail,
+            details: PromptDetails(lines: details.lines, closing: details.closing))
+    }
+
     /// Asks the user to confirm `action` by `caller`, auditing the result (with `shortAction` when
     /// there is one: the settings prompt's long form holds the settings' values).
     /// - Parameter shortAction: the same action phrased shorter, shown when `action` does not fit
     ///   on the prompt (`PromptRequest.shortAction`).
     /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
-    public func ask(action: String, shortAction: String? = nil, caller: CallerIdentity, profile: String)
-        async throws(RainError)
-    {
-        let audited = shortAction ?? action
+    public func ask(
+        action: String, shortAction: String? = nil, caller: CallerIdentity, profile: String, auditDetail: String? = nil,
+        details: PromptDetails? = nil
+    ) async throws(RainError) {
+        let audited = auditDetail ?? shortAction ?? action
         guard confirmer.canPrompt else {
             await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: audited))
             throw RainError(
@@ -379,7 +406,7 @@ public final class AppAccess: Sendable {
                 """, details: RainError.Details(reason: "no_prompt"))
         }
         try await confirmAudited(
-            UserQuestion(action: action, caller: caller, profile: profile, shortAction: shortAction),
+            UserQuestion(action: action, caller: caller, profile: profile, shortAction: shortAction, details: details),
             refused: { AccessEvent(event: "prompt_result", profile: profile, app: caller, result: $0, detail: audited) },
             confirmed: AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: audited))
     }

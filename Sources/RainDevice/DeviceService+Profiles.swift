@@ -20,6 +20,9 @@ struct DeviceCall: Sendable {
     let caller: CallerHandle?
     /// The caller's identity when per-app access read it (the audit log records its path and hash).
     var identity: CallerIdentity?
+    /// What the user confirmed of this request, for a route that describes its prompt (a
+    /// signature): its handler carries out only what matches `fingerprint`.
+    var confirmation: ConfirmationDetails?
 
     init(
         profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil, peer: PeerCredentials,

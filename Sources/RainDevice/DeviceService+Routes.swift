@@ -155,6 +155,7 @@ extension DeviceService {
                         isEntryRequired: true
                     ) { () async throws(RainError) in try await call.session.exportPrivateKey(chain: r.chain) }
                 })
+            Self.signingRoutes(audit: audit, auditLogger: auditLogger)
             Route(
                 Method.devListOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(claimsProfile: false),
                 .actor { (_, call) throws(RainError) in

@@ -85,6 +85,7 @@ public final class DeviceService: ServerHandler {
         var c = [
             "login-code", "session-state", "watch", "logout", "await-restore", "refresh", "account", "wallet", "export",
             "passkeys", "contacts",
+            "sign",
         ]
         // Only where ListOutbox answers: the outbox is on and it is the code sender.
         if config.authority.isDevOutboxEnabled, config.codeSender == .outbox { c.append("dev-outbox") }
@@ -157,11 +158,27 @@ public final class DeviceService: ServerHandler {
                 var call = gated
                 do throws(RainError) {
                     if let confirms, isOpen {
-                        // Not the profile's business (the daemon's keys): any app may ask, the user decides.
+                        // Not the profile's business (the daemon's keys), or another uid the config
+                        // admits: any app may ask, the user decides.
                         let caller = try await access.callerIdentity(handle)
                         try await Self.refuseBeforeAsking(route, request.payload, gated, context: ctx)
-                        try await access.ask(action: confirms, caller: caller, profile: profile)
+                        if let describe = route.describe {
+                            let details = try await describe(request.payload, gated)
+                            try await access.ask(details, caller: caller, profile: profile)
+                            call.confirmation = details
+                        } else {
+                            try await access.ask(action: confirms, caller: caller, profile: profile)
+                        }
                         call.identity = caller
+                    } else if confirms != nil, let describe = route.describe {
+                        let (caller, details) = try await access.confirmDescribed(
+                            action: confirms ?? "", profile: profile, context: handle
+                        ) { () async throws(RainError) in
+                            try await Self.refuseBeforeAsking(route, request.payload, gated, context: ctx)
+                            return try await describe(request.payload, gated)
+                        }
+                        call.identity = caller
+                        call.confirmation = details
                     } else if let confirms {
                         call.identity = try await access.confirmSensitive(action: confirms, profile: profile, context: handle) {
                             () async throws(RainError) in

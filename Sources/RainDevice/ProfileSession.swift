@@ -95,6 +95,10 @@ public actor ProfileSession {
     enum PendingCallKind: Hashable {
         case loginCode, passkeyFinish, contactVerification
     }
+    /// The idempotency keys of this profile's recent signatures (their SHA-256) and the SHA-256 of
+    /// the request each came with: a key sent again with another request is refused before anyone
+    /// is asked. In memory, at most `SigningKeys.limit`; the authority keeps every key durably.
+    var signingKeys = SigningKeys()
     /// The timer of the next save retry (held until it fires) and how many retries ran.
     var saveRetry: (timer: (any RainTimer)?, count: Int) = (nil, 0)
 

@@ -158,6 +158,10 @@ public struct Route<Context: Sendable, Request: WireMessage, Response: WireMessa
     /// its input and the configuration it needs. Nil: decoding is the only check. The handler
     /// still checks the same: this only moves the refusal ahead of the prompt.
     public let validate: (@Sendable (Request, Context) async throws(RainError) -> Void)?
+    /// What the user reads about this request before confirming it, for a route whose prompt
+    /// depends on what the request asks (a signature shows what is signed); run after `validate`,
+    /// before the prompt. Nil: the prompt shows `RoutePolicy.userConfirms` alone.
+    public let describe: (@Sendable (Request, Context) async throws(RainError) -> ConfirmationDetails)?
     /// What answers the call.
     public let handler: RouteHandler<Context, Request, Response>
 
@@ -168,18 +172,48 @@ public struct Route<Context: Sendable, Request: WireMessage, Response: WireMessa
     ///   - response: the response message.
     ///   - policy: the route's policy.
     ///   - validate: what refuses a request before the user is asked to confirm it.
+    ///   - describe: what the user reads about this request on the prompt, when it depends on the
+    ///     request.
     ///   - handler: the handler; its case is the placement.
     public init(
         _ method: String, _ request: Request.Type, _ response: Response.Type, policy: RoutePolicy,
         validate: (@Sendable (Request, Context) async throws(RainError) -> Void)? = nil,
+        describe: (@Sendable (Request, Context) async throws(RainError) -> ConfirmationDetails)? = nil,
         _ handler: RouteHandler<Context, Request, Response>
     ) {
         self.method = method
         self.policy = policy
         self.validate = validate
+        self.describe = describe
         self.handler = handler
     }
 
     /// Where the handler runs.
     public var placement: RoutePlacement { handler.placement }
+}
+
+/// What the prompt shows about one request whose confirmation depends on what it asks: its own
+/// action, the lines decoded from it (shown in pages), and a closing line with a fingerprint of
+/// what runs once confirmed. The handler gets it back (`fingerprint`) so that what it carries out
+/// is what the user confirmed.
+public struct ConfirmationDetails: Sendable, Equatable {
+    /// The action, replacing the route's `userConfirms`: "sign a transaction on Base (8453)".
+    public var action: String
+    /// The lines, in order (already labelled; warnings marked by the route).
+    public var lines: [String]
+    /// The last line before the code: "SHA-256 of what is signed: …".
+    public var closing: String
+    /// What the audit log records of the request (never a secret): a kind and the fingerprint.
+    public var auditDetail: String
+    /// The bytes the handler must find again in what it carries out (a SHA-256).
+    public var fingerprint: [UInt8]
+
+    /// Details.
+    public init(action: String, lines: [String], closing: String, auditDetail: String, fingerprint: [UInt8]) {
+        self.action = action
+        self.lines = lines
+        self.closing = closing
+        self.auditDetail = auditDetail
+        self.fingerprint = fingerprint
+    }
 }

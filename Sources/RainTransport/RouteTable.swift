@@ -18,6 +18,8 @@ public final class AnyRoute<Context: Sendable>: Sendable {
     /// The route's `validate` over an encoded request (decoded first: RAIN_102 when it does not
     /// decode); nil when the route declares none.
     public let validate: (@Sendable ([UInt8], Context) async throws(RainError) -> Void)?
+    /// The route's `describe` over an encoded request; nil when the route declares none.
+    public let describe: (@Sendable ([UInt8], Context) async throws(RainError) -> ConfirmationDetails)?
     @usableFromInline let dispatch: @Sendable (WireRequest, RequestContext, Context, RouteRunner) -> HandlerDecision
 
     /// Erases a route's message types.
@@ -34,6 +36,11 @@ public final class AnyRoute<Context: Sendable>: Sendable {
             validate = { (payload, call) async throws(RainError) in try await check(try Request.decode(payload), call) }
         } else {
             validate = nil
+        }
+        if let details = route.describe {
+            describe = { (payload, call) async throws(RainError) in try await details(try Request.decode(payload), call) }
+        } else {
+            describe = nil
         }
         dispatch = { request, context, call, runner in route.dispatch(request, context, call, runner) }
     }

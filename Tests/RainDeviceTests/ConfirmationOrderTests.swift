@@ -79,6 +79,9 @@ import Testing
         switch method {
         case Method.walletExportPrivateKey: try ExportPrivateKeyRequest(chain: .ethereum).encode()
         case Method.contactSendVerificationCode: try SendLoginCodeRequest(contact: .email("backup@example.com")).encode()
+        case Method.walletSignMessage: try SignRequest(chain: .ethereum, payload: Array("hello".utf8)).encode()
+        case Method.walletSignTypedData: try SignRequest(chain: .ethereum, payload: Array("{}".utf8)).encode()
+        case Method.walletSignTransaction: try SignRequest(chain: .ethereum, chainID: 1, payload: [0xc0]).encode()
         default: []
         }
     }
@@ -103,7 +106,8 @@ import Testing
         #expect(
             Set(methods).isSuperset(of: [
                 Method.walletExportRecoveryPhrase, Method.walletExportPrivateKey, Method.passkeyBeginAdd,
-                Method.contactSendVerificationCode,
+                Method.contactSendVerificationCode, Method.walletSignMessage, Method.walletSignTypedData,
+                Method.walletSignTransaction,
             ]))
         try await h.serve { c in
             for method in methods {
@@ -122,7 +126,11 @@ import Testing
         _ = try await session.sendLoginCode(.email("user@example.com"))
         _ = try await session.confirmLoginCode(try #require(h.fixture.sender.lastCode))
         try await h.serve { c in
-            for method in h.confirmingSessionRoutes {
+            // The signatures are decoded before the prompt: a request that decodes is asked about.
+            let signature = try SignRequest(chain: .ethereum, payload: Array("hello".utf8)).encode()
+            let signed = await Self.refusal(c, Method.walletSignMessage, payload: signature)
+            #expect(signed?.details.reason == "no_prompt", "\(String(describing: signed))")
+            for method in h.confirmingSessionRoutes where !method.hasPrefix("/rain.wallet.v1.Wallet/Sign") {
                 let error = await Self.refusal(c, method, payload: try Self.validPayload(method))
                 #expect(error?.code == .unauthorized, "\(method): \(String(describing: error))")
                 #expect(error?.details.reason == "no_prompt", "\(method)")
@@ -146,6 +154,9 @@ import Testing
             let domain = await Self.refusal(c, Method.passkeyBeginAdd, payload: [], profile: "plain")
             #expect(domain?.code == .invalidArgument)
             #expect(domain?.details.reason == "no_passkey_domain")
+            // A signature without a chain, and one whose bytes do not decode.
+            let noChain = await Self.refusal(c, Method.walletSignMessage, payload: try SignRequest(payload: [1]).encode())
+            #expect(noChain?.details.field == "chain")
             // A confirming call that needs no session is validated before the prompt too.
             let provider = await Self.refusal(c, Method.storageMigrate, payload: try StorageMigrateRequest(to: "floppy").encode())
             #expect(provider?.code == .invalidArgument)
