@@ -91,6 +91,16 @@ struct IdempotentCall {
             keys: keys)
     }
 
+    /// A signature's key: the call's kind and the whole request are hashed; the seal is bound to
+    /// the app, the device and the wallet.
+    init?(signature request: AuthoritySignRequest, deviceID: String, walletID: String, keys: AuthorityKeys)
+        throws(RainError)
+    {
+        try self.init(
+            .signature, key: request.request.idempotencyKey, appID: request.appID, deviceID: deviceID,
+            challengeID: walletID, request: [Array(request.kind.utf8), request.request.encode()], keys: keys)
+    }
+
     /// The SHA-256 of a request: a label and the call's kind, then each field with its length
     /// (4 bytes, big-endian) first, so no two different lists of fields hash alike.
     static func requestHash(_ kind: IdempotentCallKind, fields: [[UInt8]]) -> [UInt8] {
@@ -109,6 +119,11 @@ struct IdempotentCall {
     /// The outcome of a call without a login (a contact verified, a passkey added), for its repeats.
     func outcome(expiresAt: Date) throws(RainError) -> IdempotentOutcomeInput {
         try input(sealing: [], expiresAt: expiresAt)
+    }
+
+    /// An answer sealed for the call's repeats (a signature's response).
+    func outcome(sealing answer: [UInt8], expiresAt: Date) throws(RainError) -> IdempotentOutcomeInput {
+        try input(sealing: answer, expiresAt: expiresAt)
     }
 
     /// A login's outcome, its tokens sealed for its repeats; `issuedAt` lets a repeat hand back the

@@ -125,6 +125,20 @@ extension EmbeddedAuthority {
     /// - Throws: RAIN_502 when it has none, it was sealed under another master key, or it does not
     ///   authenticate.
     private func openEntropy(_ wallet: WalletRecord) throws(RainError) -> [UInt8] {
+        let ciphertext = try sealedEntropy(wallet)
+        do {
+            return try AESGCM.open(
+                AESGCM.SealedBox(combined: ciphertext), using: keys.walletKey,
+                authenticating: Self.walletAssociatedData(walletID: wallet.id))
+        } catch {
+            throw RainError(
+                .internalError, "wallet \(wallet.id): its entropy does not decrypt", underlying: SendableErrorDescription(error))
+        }
+    }
+
+    /// A wallet's sealed entropy, once it is known to be sealed under this authority's key.
+    /// - Throws: RAIN_502 when it has none, or it was sealed under another master key.
+    func sealedEntropy(_ wallet: WalletRecord) throws(RainError) -> [UInt8] {
         guard let ciphertext = wallet.entropyCiphertext else {
             throw RainError(.internalError, "the wallet has no entropy")
         }
@@ -134,14 +148,7 @@ extension EmbeddedAuthority {
                 .internalError,
                 "wallet \(wallet.id) is encrypted under master key \(keyID), not this authority's (\(keys.masterKeyID))")
         }
-        do {
-            return try AESGCM.open(
-                AESGCM.SealedBox(combined: ciphertext), using: keys.walletKey,
-                authenticating: Self.walletAssociatedData(walletID: wallet.id))
-        } catch {
-            throw RainError(
-                .internalError, "wallet \(wallet.id): its entropy does not decrypt", underlying: SendableErrorDescription(error))
-        }
+        return ciphertext
     }
 
     /// RAIN_404 for an account without a wallet.

@@ -107,6 +107,13 @@ package protocol AuthorityStore: Sendable {
     /// its challenge's or ceremony's lifetime lasts; nil when there is none.
     func idempotentOutcome(keyHash: [UInt8], now: Date) async throws(RainError) -> IdempotentOutcome?
 
+    /// Records the outcome of a call whose effect is outside the store (a signature), unless its
+    /// key has one already: the first outcome stays.
+    /// - Returns: the outcome the key holds now (this one, or the first if another call with the
+    ///   same key got there before).
+    func recordIdempotentOutcome(_ input: IdempotentOutcomeInput, accountID: String, walletID: String, now: Date)
+        async throws(RainError) -> IdempotentOutcome
+
     /// Forgets the claim a passkey finish took on its idempotency key with its ceremony
     /// (`takePasskeyCeremony`) when the finish failed before recording an outcome, so a repeat is
     /// told the ceremony is used instead of "still running". A recorded outcome is kept.

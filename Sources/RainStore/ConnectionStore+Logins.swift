@@ -96,6 +96,20 @@ extension ConnectionStore {
         }
     }
 
+    /// Records a call's outcome unless its key has one (see `AuthorityStore.recordIdempotentOutcome`).
+    package func recordIdempotentOutcome(
+        _ input: IdempotentOutcomeInput, accountID: String, walletID: String, now: Date
+    ) async throws(RainError) -> IdempotentOutcome {
+        try await perform { db throws(RainError) -> IdempotentOutcome in
+            if let first = try StoreOperations.idempotentOutcome(db, keyHash: input.keyHash, now: now) { return first }
+            try StoreOperations.recordIdempotentOutcome(
+                db, input, accountID: accountID, walletID: walletID, accountCreated: false)
+            return IdempotentOutcome(
+                kind: input.kind, challengeID: input.challengeID, requestHash: input.requestHash, accountID: accountID,
+                walletID: walletID, accountCreated: false, sealedTokens: input.sealedTokens)
+        }
+    }
+
     /// Forgets a claim that got no outcome (see `AuthorityStore.releaseIdempotentClaim`).
     package func releaseIdempotentClaim(keyHash: [UInt8]) async throws(RainError) {
         try await perform { db throws(RainError) -> Void in

@@ -12,6 +12,8 @@ package enum IdempotentCallKind: String, Sendable, Equatable {
     case passkeyFinish = "passkey_finish"
     /// `Authority/ConfirmContactVerification`.
     case contactVerification = "contact_verification"
+    /// `Authority/SignWithWallet`.
+    case signature
 }
 
 /// A passkey finish's idempotency key, claimed with its ceremony.
