@@ -38,7 +38,7 @@ public enum CLI: CLICommand {
     static var subcommands: [any CLICommand.Type] {
         [
             CodeCommand.self, LoginCommand.self, StatusCommand.self, WatchCommand.self, RefreshCommand.self,
-            AccountCommand.self, ExportCommand.self, LogoutCommand.self, InfoCommand.self, DevCommand.self,
+            AccountCommand.self, ExportCommand.self, SignCommand.self, LogoutCommand.self, InfoCommand.self, DevCommand.self,
             DomainCommand.self, PasskeyCommand.self, ContactCommand.self, AppsCommand.self, SettingsCommand.self,
             PromptCommand.self, StorageCommand.self, AuditCommand.self, CompletionCommand.self, HelpCommand.self,
             ManCommand.self,
