@@ -16,6 +16,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     /// What the daemon reads from its state directory: session files, profile state, the outbox,
     /// the device id, key files, and the software authenticator's key file.
     case storage = "FuzzStorage"
+    /// What a signature request is (EVM messages, typed-data JSON, RLP transactions, Solana
+    /// messages and off-chain messages) through `SigningPreparation.prepare` and `finish`.
+    case signing = "FuzzSigning"
 
     /// Runs one input.
     /// - Parameters:
@@ -29,6 +32,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .webAuthn: return WebAuthnFuzzing.run(input)
         case .config: return ConfigFuzzing.run(input, scratch: scratch)
         case .storage: return StorageFuzzing.run(input, scratch: scratch)
+        case .signing: return SigningFuzzing.run(input)
         }
     }
 
@@ -42,6 +46,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .webAuthn: return try WebAuthnFuzzing.seeds(scratch: scratch)
         case .config: return ConfigFuzzing.seeds()
         case .storage: return try StorageFuzzing.seeds(scratch: scratch)
+        case .signing: return SigningFuzzing.seeds()
         }
     }
 }

@@ -77,6 +77,15 @@ enum RequestFuzzing {
             entry(ExportRecoveryPhraseResponse(words: ["abandon", "ability", "able"])),
             entry(ExportPrivateKeyRequest(chain: .solana)),
             entry(ExportPrivateKeyResponse(chain: .ethereum, privateKey: "0x" + String(repeating: "ab", count: 32))),
+            entry(
+                SignRequest(
+                    chain: .ethereum, chainID: 8453, payload: Array("Sign in to example.com".utf8),
+                    from: "0x52908400098527886E0F7030069857D2E4169EE7", idempotencyKey: [UInt8](repeating: 7, count: 16))),
+            entry(
+                SignResponse(
+                    chain: .ethereum, address: "0x52908400098527886E0F7030069857D2E4169EE7",
+                    signature: [UInt8](repeating: 1, count: 65), signedTransaction: [2, 3],
+                    transactionHash: [UInt8](repeating: 4, count: 32), signedBytesSha256: [UInt8](repeating: 5, count: 32))),
             entry(BeginPasskeyRequest()),
             entry(
                 BeginPasskeyResponse(
@@ -116,6 +125,11 @@ enum RequestFuzzing {
             entry(AuthorityRevokeSessionRequest(appID: "default", refreshToken: "rt_def")),
             entry(AuthorityRevokeSessionResponse()),
             entry(AuthorityWalletRequest(appID: "default", accessToken: "at_abc")),
+            entry(
+                AuthoritySignRequest(
+                    appID: "default", accessToken: "at_abc", kind: "message",
+                    request: SignRequest(chain: .solana, payload: Array("gm".utf8)),
+                    confirmedSha256: [UInt8](repeating: 6, count: 32))),
             entry(
                 WalletInfo(
                     walletID: "wal_1", createdAt: date, ethereumAddress: "0x52908400098527886E0F7030069857D2E4169EE7",
