@@ -24,6 +24,9 @@ public struct DaemonOptions: Sendable {
     /// `/etc/rainwallet/policy.json`.
     public var policy: String?
     public var isTestMethodsEnabled = false
+    /// `--test-confirm-instantly` (the tests' daemon only): every confirmation is given at once,
+    /// without a prompt, so a benchmark measures the signing path and nothing of a person.
+    public var confirmsInstantly = false
     public var logLevel = LogLevel.info
     public var drainTimeout: Duration = .seconds(10)
     /// `--authority-read-deadline`, `--authority-send-deadline`, `--authority-refresh-deadline`
@@ -94,6 +97,9 @@ public enum Daemon {
                     """, kind: .file, default: .value(SecurityPolicy.defaultPath)),
             logLevelOption,
             .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (the tests' rainwalletd-test only)"),
+            .flag(
+                "--test-confirm-instantly",
+                help: "confirm every prompt at once, showing nothing (the benchmarks' rainwalletd-test only)"),
         ],
         subcommands: [AuthorityDaemon.declaration, StorageCommand.declaration, DaemonDocumentation.declaration],
         isRunnableWithoutSubcommand: true,
@@ -144,6 +150,7 @@ public enum Daemon {
         if let send = milliseconds("--authority-send-deadline") { o.authorityDeadlines.send = send }
         if let refresh = milliseconds("--authority-refresh-deadline") { o.authorityDeadlines.refresh = refresh }
         o.isTestMethodsEnabled = parsed.flag("--enable-test-methods")
+        o.confirmsInstantly = parsed.flag("--test-confirm-instantly")
         o.logLevel = logLevel(parsed)
         return o
     }
@@ -182,7 +189,7 @@ public enum Daemon {
                 isPolicyGiven: parsed.source(of: "--policy").map { $0 != .defaultValue } ?? false,
                 isTestMethodsEnabled: parsed.flag("--enable-test-methods"),
                 isTestClockGiven: ProcessInfo.processInfo.environment[TestClockEnvironment.variable].map { !$0.isEmpty } ?? false,
-                uid: getuid())
+                isInstantConfirmGiven: parsed.flag("--test-confirm-instantly"), uid: getuid())
         } catch {
             writeStderr("\(root.name): error: \(error.code): \(error.message)\nSee `\(root.name) --help`.\n")
             return 64

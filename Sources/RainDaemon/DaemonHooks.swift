@@ -26,7 +26,10 @@ public struct DaemonHooks: Sendable {
     /// Refuses what these hooks do not allow, for a process running as `uid`.
     /// - Parameter isPolicyGiven: `--policy` was on the command line (or in the environment).
     /// - Throws: RAIN_102 naming the option and what to do instead.
-    func check(isPolicyGiven: Bool, isTestMethodsEnabled: Bool, isTestClockGiven: Bool = false, uid: uid_t) throws(RainError) {
+    func check(
+        isPolicyGiven: Bool, isTestMethodsEnabled: Bool, isTestClockGiven: Bool = false, isInstantConfirmGiven: Bool = false,
+        uid: uid_t
+    ) throws(RainError) {
         if isPolicyGiven && !allowsPolicyFromAnyUser && uid != 0 {
             // The policy is root's word on the machine: a program of the user that could start the
             // daemon with a policy of its own would drop it (a missing file is no policy at all).
@@ -40,6 +43,12 @@ public struct DaemonHooks: Sendable {
             throw RainError.invalid(
                 "--enable-test-methods is for the tests' daemon (rainwalletd-test), not rainwalletd: leave it out",
                 field: "--enable-test-methods")
+        }
+        if isInstantConfirmGiven && !allowsTestMethods {
+            // Confirming without asking would sign without the user: only the benchmarks' daemon may.
+            throw RainError.invalid(
+                "--test-confirm-instantly is for the benchmarks' daemon (rainwalletd-test), not rainwalletd: leave it out",
+                field: "--test-confirm-instantly")
         }
         if isTestClockGiven && !allowsTestMethods {
             // A clock moved from a file would let any program of the user that starts the daemon

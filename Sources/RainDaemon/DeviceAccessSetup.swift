@@ -34,7 +34,8 @@ enum DeviceAccessSetup {
     /// - Throws: RAIN_102 `record_tampered` when `apps.json` was changed outside rainwalletd.
     static func make(
         config: DaemonConfig, settings: SettingsGuard, stateDirectory: String, storageKey: SymmetricKey,
-        previousStorageKeys: [SymmetricKey], audit: any AuditRecorder, clock: any RainClock, logger: Logger
+        previousStorageKeys: [SymmetricKey], audit: any AuditRecorder, clock: any RainClock, logger: Logger,
+        confirmsInstantly: Bool = false
     ) throws(RainError) -> DeviceAccess {
         let recordEvent = auditEvents(audit, logger: logger)
         let reader = CallerIdentityReader(allowsWritableCode: config.access.appsAllowingWritableCode)
@@ -68,7 +69,8 @@ enum DeviceAccessSetup {
         let apps = try AppAccess(
             store: AppApprovalStore(
                 stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys),
-            resolver: resolver, confirmer: prompts, preApproved: config.access.apps, clock: clock, audit: recordEvent)
+            resolver: resolver, confirmer: confirmsInstantly ? InstantConfirmer() : prompts, preApproved: config.access.apps,
+            clock: clock, audit: recordEvent)
         // A place recorded by a daemon that kept no history still counts as a place that existed.
         if recorded != nil, apps.promptPlaceHistory == nil {
             try apps.recordPromptPlaceHistory(PromptPlaceHistory(firstRegisteredAt: clock.now))
@@ -77,6 +79,16 @@ enum DeviceAccessSetup {
         return DeviceAccess(
             apps: apps, settings: settings, prompts: prompts,
             hashFile: { (path) throws(RainError) in try hashProgram(path, reader: reader) })
+    }
+
+    /// The benchmarks' confirmer (`--test-confirm-instantly`, refused by `rainwalletd`): every
+    /// question is confirmed at once, nothing shown, so what is measured is the path around it.
+    struct InstantConfirmer: UserConfirming {
+        var canPrompt: Bool { true }
+        func confirm(_ question: UserQuestion) async throws(RainError) {
+            // What a prompt would refuse is refused all the same: the pages must fit.
+            _ = try question.pages(code: PromptCode(text: "BNCH"))
+        }
     }
 
     /// A program's real path and content hash, as a running copy of it would be identified.

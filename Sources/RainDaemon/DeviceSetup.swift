@@ -130,7 +130,8 @@ struct DeviceSetup: Sendable {
             auditAnchoring: anchoring)
         let access = try DeviceAccessSetup.make(
             config: config, settings: settings, stateDirectory: stateDirectory, storageKey: keys.storageKey,
-            previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"))
+            previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"),
+            confirmsInstantly: options.confirmsInstantly)
         recordSettingsStart(settings.start, audit: audit)
         let service = DeviceService(
             config: config, context: context, access: access, isTestMethodsEnabled: options.isTestMethodsEnabled,

@@ -1,5 +1,7 @@
-// rainwallet-bench: closed-loop round trips of a cheap call (Session/GetState) through the
-// RainWallet client library, one RainProvider (one connection) per task; `--reader-scheduling
+// rainwallet-bench: closed-loop round trips of a cheap call (Session/GetState), or with
+// `--call sign-message` of a signature (Wallet/SignMessage, EVM personal_sign; the daemon must run
+// with --test-confirm-instantly and a session), through the RainWallet client library, one
+// RainProvider (one connection) per task; `--reader-scheduling
 // normal` keeps the connection threads off SCHED_BATCH (RainWalletConfig.readerScheduling). Prints one JSON line:
 // {"calls":…,"seconds":…,"callsPerSecond":…,"p50Micros":…,"p99Micros":…,"connections":…}
 // Used by scripts/bench beside the C floor; it reports figures and asserts nothing.
@@ -15,7 +17,9 @@ var socket: String?
 var connections = 1
 var seconds = 3.0
 var readerScheduling = RainWalletConfig.ReaderScheduling.batch
-let usage = "usage: --socket PATH --connections N --seconds S [--reader-scheduling batch|normal]"
+var signs = false
+let usage =
+    "usage: --socket PATH --connections N --seconds S [--reader-scheduling batch|normal] [--call get-state|sign-message]"
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let flag = args.removeFirst()
@@ -25,6 +29,12 @@ while !args.isEmpty {
     case "--socket": socket = value
     case "--connections": connections = Int(value) ?? 0
     case "--seconds": seconds = Double(value) ?? 0
+    case "--call":
+        switch value {
+        case "get-state": signs = false
+        case "sign-message": signs = true
+        default: fail("--call takes get-state or sign-message, got '\(value)'")
+        }
     case "--reader-scheduling":
         switch value {
         case "batch": readerScheduling = .batch
@@ -36,6 +46,7 @@ while !args.isEmpty {
 }
 guard let socket, connections > 0, seconds > 0 else { fail(usage) }
 let scheduling = readerScheduling
+let isSigning = signs
 
 /// The monotonic clock in nanoseconds, read as the C floor client reads it (`clock_gettime`): the
 /// standard library's `ContinuousClock` and `Duration` arithmetic is heavy enough to show in the
@@ -70,7 +81,11 @@ do {
                     while true {
                         let t0 = nowNanos()
                         if t0 >= end { break }
-                        _ = try await provider.currentSession()
+                        if isSigning {
+                            _ = try await provider.signMessage("rainwallet-bench \(t0)")
+                        } else {
+                            _ = try await provider.currentSession()
+                        }
                         let t1 = nowNanos()
                         if t0 >= measureFrom {
                             sample.latencies.append(t1 - t0)

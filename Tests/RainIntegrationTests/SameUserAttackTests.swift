@@ -160,7 +160,7 @@ struct SameUserAttackTests {
     }
 
     @Test(
-        "rainwalletd run by a user refuses --policy (a missing file too), --enable-test-methods and the test clock, exit 64; rainwalletd-test takes them"
+        "rainwalletd run by a user refuses --policy (a missing file too), --enable-test-methods, --test-confirm-instantly and the test clock, exit 64; rainwalletd-test takes them"
     )
     func policyIsRoots() async throws {
         let bin = try await AccessibleBinaries.make()
@@ -175,6 +175,8 @@ struct SameUserAttackTests {
         let clock = ["RAINWALLET_TEST_CLOCK_FILE": "\(home)/clock"]
         let cases: [([String], [String: String])] = [
             (["--policy", policy], [:]), (["--policy", "/nonexistent"], [:]), (["--enable-test-methods"], [:]), ([], clock),
+            // Confirming without asking would sign without the user.
+            (["--test-confirm-instantly"], [:]),
         ]
         for (n, (extra, environment)) in cases.enumerated() {
             let log = "\(home)/refused-\(n).log"
