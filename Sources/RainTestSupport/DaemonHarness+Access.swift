@@ -51,6 +51,29 @@ extension DaemonHarness {
         ((try? String(contentsOfFile: promptLogPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
+    /// The pages before the last of the paged prompts the auto pinentry went through (each one's
+    /// description, Assuan-escaped), in order; the last pages are in `answeredPrompts`.
+    public var answeredPages: [String] {
+        ((try? String(contentsOfFile: promptLogPath + ".pages", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// An Assuan-escaped description as the user reads it (`%0A` a newline, `%25` a percent sign).
+    public static func unescaped(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        var utf8 = Array(text.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "%"), utf8.count >= 2,
+                let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The test runner's own executable (what the daemon sees on connections from the test process).
     public static var testRunnerPath: String {
         guard let real = realpath("/proc/self/exe", nil) else { return CommandLine.arguments.first ?? "" }
@@ -128,6 +151,10 @@ extension DaemonHarness {
         while IFS= read -r line; do
           case "$line" in
             SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
+            CONFIRM*)
+              printf '%s\\n' "$desc" >> '\(log).pages'
+              if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+              echo OK ;;
             GETPIN*)
               printf '%s\\n' "$desc" >> '\(log)'
               if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
