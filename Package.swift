@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "FuzzWebAuthn", targets: ["FuzzWebAuthn"]),
         .executable(name: "FuzzConfig", targets: ["FuzzConfig"]),
         .executable(name: "FuzzStorage", targets: ["FuzzStorage"]),
+        .executable(name: "FuzzSigning", targets: ["FuzzSigning"]),
     ],
     targets: [
         // System libraries: module map + one-line shim header each.
@@ -144,6 +145,7 @@ let package = Package(
         .executableTarget(name: "FuzzWebAuthn", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzConfig", dependencies: ["RainFuzz"]),
         .executableTarget(name: "FuzzStorage", dependencies: ["RainFuzz"]),
+        .executableTarget(name: "FuzzSigning", dependencies: ["RainFuzz"]),
         .target(
             name: "RainTestSupport",
             dependencies: [
@@ -166,7 +168,7 @@ let package = Package(
             name: "RainAuthorityTests",
             dependencies: [
                 "RainAuthorityAPI", "RainStore", "RainAuthority", "RainAuthorityServer", "RainTestSupport", "RainWebAuthn",
-                "RainSoftAuthenticator", "RainSystem", "RainCodeSenderSettings",
+                "RainSoftAuthenticator", "RainSystem", "RainCodeSenderSettings", "RainSigning",
             ]),
         // The stores (SQLite, PostgreSQL), often through the authority that drives them.
         .testTarget(
