@@ -54,6 +54,17 @@ extension EmbeddedAuthority {
                 }
             }
         }
+        if case .secp256k1Digest(let digest) = input {
+            // The keys came from the sealed entropy; the address from the wallet's record. A
+            // signature that does not recover to the address the app knows is never answered.
+            let recovered = try Secp256k1Recovery.recoverAddress(
+                digest: digest, r: signature.r, s: signature.s, recoveryID: signature.recoveryID)
+            guard "0x" + Hex.encode(recovered) == wallet.ethereumAddress?.lowercased() else {
+                throw RainError(
+                    .internalError,
+                    "wallet \(wallet.id): its keys do not match its recorded address; nothing was answered")
+            }
+        }
         let result = try prepared.finish(signature)
         let chain = request.request.chain ?? .ethereum
         let response = SignResponse(

@@ -1,3 +1,4 @@
+import Foundation
 import RainCore
 import RainCrypto
 import Testing
@@ -46,5 +47,24 @@ import Testing
                 "115792089237316195423570985008687907853269984665640564039457584007913129639935", decimals: 18)
                 == "115792089237316195423570985008687907853269984665640564039457.584007913129639935")
         #expect(AmountText.decimal("42", decimals: 0) == "42")
+    }
+}
+
+@Suite struct SupportedChainsDocumentationTests {
+    @Test func theTableInDocsSigningIsTheTableInCode() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/signing.md"), encoding: .utf8)
+        let rows = text.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.dropFirst(2).first?.isNumber == true }
+        let documented = rows.compactMap { row -> (UInt64, String, String)? in
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 3, let id = UInt64(cells[0]) else { return nil }
+            return (id, cells[1].replacingOccurrences(of: " (test network)", with: ""), cells[2])
+        }
+        #expect(documented.map(\.0) == SupportedChains.evm.map(\.id))
+        for (chain, row) in zip(SupportedChains.evm, documented) {
+            #expect(row.1 == chain.name)
+            #expect(row.2 == chain.nativeSymbol)
+        }
     }
 }
