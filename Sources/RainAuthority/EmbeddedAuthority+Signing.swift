@@ -33,11 +33,13 @@ extension EmbeddedAuthority {
         let wallet = try await completedWallet(accountID: access.account.id)
         let idempotency = try IdempotentCall(
             signature: request, deviceID: access.session.deviceID, walletID: wallet.id, keys: keys)
+        // Checked before a repeat is answered too: a first signature goes only to a request whose
+        // bytes the device's user confirmed.
+        let prepared = try Self.prepare(kind, request, wallet: wallet)
         let now = clock.now
         if let idempotency, let first = try await store.idempotentOutcome(keyHash: idempotency.keyHash, now: now) {
             return try Self.repeated(first, idempotency)
         }
-        let prepared = try Self.prepare(kind, request, wallet: wallet)
         let (sealed, walletKey) = (try sealedEntropy(wallet), keys.walletKey)
         let associatedData = Self.walletAssociatedData(walletID: wallet.id)
         let input = prepared.input
