@@ -373,6 +373,7 @@ struct AuthorityRole: DaemonRole {
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
         let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
         let isTLS = tls != nil
+        let masterKeyID = authority.keys.masterKeyID
         return PreparedServer(
             server: server, drainTimeout: .seconds(10), notifier: nil,
             ready: {
@@ -387,7 +388,8 @@ struct AuthorityRole: DaemonRole {
                     [
                         "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)",
                         "state": stateDirectory,
-                        "store": storeName, "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
+                        "store": storeName, "masterKey": masterKeyID, "pid": "\(getpid())",
+                        "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                         "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
                         "apps": settings.servedAppIDs.map { $0.sorted().joined(separator: ",") } ?? "*",
                     ])

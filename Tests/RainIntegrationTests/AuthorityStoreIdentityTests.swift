@@ -89,6 +89,7 @@ struct AuthorityStoreIdentityTests {
             let other = try KeyFile.loadOrCreate(at: "\(base)/b/authority/authority.key")
             let storeKey = try Self.keyID("\(base)/a/authority")
             #expect(other.keyID != storeKey)
+            #expect(first.log.contains("masterKey=\(storeKey)"), "each instance logs its key id when ready")
 
             let refused = try await Self.refusedStart(
                 stateDirectory: "\(base)/b/authority", log: "\(base)/b.log", ["--store", url])
