@@ -21,6 +21,8 @@ public struct AuthorityKeys: Sendable {
     public static let tokenRotationLabel = "rain.authority.token-rotation.v1"
     /// HKDF info label of the wallet-encryption key.
     public static let walletEncryptionLabel = "rain.authority.wallet-encryption.v1"
+    /// The label of the store's master-key check (`storeKeyCheck`).
+    public static let storeKeyCheckLabel = "rain/store-key-check/v1"
     /// HKDF salt: fixed, so the derived keys depend on the master key and the label only.
     static let salt = Array("rain.authority.master.v1".utf8)
 
@@ -35,6 +37,10 @@ public struct AuthorityKeys: Sendable {
     /// The master key's id (16 hex characters), stored beside every ciphertext so a new master
     /// key can be rolled in while old ones still decrypt.
     public let masterKeyID: String
+    /// HMAC-SHA256 of `storeKeyCheckLabel` under the master key: what the store records to tell
+    /// whether a starting instance holds the key its data is protected by. It reveals nothing
+    /// of the key.
+    public let storeKeyCheck: [UInt8]
 
     /// Derives the keys from a master key.
     /// - Throws: RAIN_502 when derivation fails.
@@ -44,6 +50,7 @@ public struct AuthorityKeys: Sendable {
         tokenRotationKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.tokenRotationLabel)
         walletKey = try HKDFSHA256.deriveKey(from: masterKey, salt: Self.salt, info: Self.walletEncryptionLabel)
         masterKeyID = masterKey.keyID
+        storeKeyCheck = HMACSHA256.authenticate(Array(Self.storeKeyCheckLabel.utf8), key: masterKey)
     }
 
     /// Loads the master key from `path`, creating it (32 random bytes, mode 0600) when missing, and
@@ -71,6 +78,19 @@ public struct AuthorityKeys: Sendable {
             try OwnedPath.makeOrCheckDirectory(
                 stateDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")
             return try AuthorityKeys(masterKey: masterKey)
+        }
+    }
+
+    /// Loads `authority.key` from `stateDirectory` (created 0700 if missing) on a dedicated queue
+    /// and derives the keys; nil when there is no key file, which is then not created.
+    /// - Throws: RAIN_102 when the file's mode is looser than 0600, its owner is another user or its
+    ///   size is wrong; RAIN_502 when it cannot be read.
+    public static func loadExisting(stateDirectory: String) async throws(RainError) -> AuthorityKeys? {
+        let path = (stateDirectory as NSString).appendingPathComponent(masterKeyFileName)
+        return try await DispatchQueue(label: "rain.authority.keys").runBlocking { () throws(RainError) -> AuthorityKeys? in
+            try OwnedPath.makeOrCheckDirectory(
+                stateDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")
+            return try KeyFile.load(at: path).map { (key) throws(RainError) in try AuthorityKeys(masterKey: key) }
         }
     }
 

@@ -68,27 +68,38 @@ public final class EmbeddedAuthority: Authority {
     ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
     ///     `authority.sqlite3` in the state directory.
     ///   - masterKey: the master key from the device's key provider; nil means `authority.key` in
-    ///     the state directory (created when missing).
+    ///     the state directory, checked against the store (`StoreKeyBinding`): created only while the
+    ///     store holds no data.
     ///   - senderOnStore: makes the sender once the store is open, when the sender keeps state in
     ///     it (the SMS sender's hourly budget); what it returns replaces `sender`, nil
     ///     leaves `sender`.
-    /// - Throws: RAIN_502 when the key file or the database cannot be opened, or a backfill fails;
-    ///   what `senderOnStore` throws.
+    /// - Throws: RAIN_102 `master_key_mismatch` or `master_key_missing` when `authority.key` is not
+    ///   the store's master key or is missing beside data; RAIN_502 when the key file or the
+    ///   database cannot be opened, or a backfill fails; what `senderOnStore` throws.
     package convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
         sender: (any CodeSender)? = nil, store: (any AuthorityStore)? = nil, masterKey: SymmetricKey? = nil,
         logger: Logger, senderOnStore: ((any AuthorityStore) throws(RainError) -> (any CodeSender)?)? = nil
     ) async throws(RainError) {
-        let keys =
-            if let masterKey {
-                try await AuthorityKeys.load(stateDirectory: stateDirectory, masterKey: masterKey)
-            } else {
-                try await AuthorityKeys.load(stateDirectory: stateDirectory)
+        let provided =
+            if let masterKey { try await AuthorityKeys.load(stateDirectory: stateDirectory, masterKey: masterKey) } else {
+                AuthorityKeys?.none
             }
+        if provided == nil {
+            // Checks the state directory before the store's file is made in it.
+            _ = try await AuthorityKeys.loadExisting(stateDirectory: stateDirectory)
+        }
         let opened: any AuthorityStore =
             if let store { store } else { try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory) }
+        let keys: AuthorityKeys
         let storeSender: (any CodeSender)?
         do {
+            // The key file's key must be the store's; a key provider's key (the device daemon's
+            // embedded authority) is that daemon's own and guarded by it (`DaemonKeys`).
+            keys =
+                if let provided { provided } else {
+                    try await StoreKeyBinding.keys(stateDirectory: stateDirectory, store: opened, logger: logger)
+                }
             storeSender = try senderOnStore?(opened)
         } catch {
             if store == nil { await opened.close() }

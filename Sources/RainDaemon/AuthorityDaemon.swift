@@ -36,7 +36,8 @@ public enum AuthorityDaemon {
                         localhost:7420), or with TLS any IP address (0.0.0.0:7420)
                         """, isRequired: true),
                 Command.Option(
-                    "--state-dir", value: "DIR", help: "authority.key, authority.sqlite3, outbox.jsonl", kind: .directory,
+                    "--state-dir", value: "DIR", help: "authority.key, authority.store, authority.sqlite3, outbox.jsonl",
+                    kind: .directory,
                     isRequired: true),
                 Command.Option(
                     "--apps", value: "APP,APP",
@@ -120,7 +121,16 @@ public enum AuthorityDaemon {
                         PostgreSQL URL shared by several authority instances (they must
                         share authority.key too): postgres://USER@HOST:PORT/DATABASE; no
                         password in it (ps shows it): PGPASSFILE (~/.pgpass) or PGPASSWORD,
-                        and PGHOST, PGUSER, PGDATABASE, PGSSLMODE… fill what it leaves out
+                        and PGHOST, PGUSER, PGDATABASE, PGSSLMODE… fill what it leaves out.
+                        The state directory records its store (authority.store): a start on
+                        another one is refused (exit 78) without --store-change
+                        """),
+                .flag(
+                    "--store-change",
+                    help: """
+                        let this start move the state directory to the store --store names (its
+                        authority.key must be the new store's); without it a start on another
+                        store than the recorded one is refused
                         """),
             ],
             exitStatuses: [
@@ -142,6 +152,8 @@ public enum AuthorityDaemon {
         var codeSenderFile: String?
         /// `--revocation-heartbeat`: the `WatchRevocations` heartbeat interval.
         var revocationHeartbeat = AuthorityService.defaultRevocationHeartbeat
+        /// `--store-change`: the state directory may move to the store `--store` names.
+        var isStoreChangeAllowed = false
     }
 
     /// Parses the arguments after `authority`; nil when help was asked for.
@@ -161,6 +173,7 @@ public enum AuthorityDaemon {
         o.tlsKey = parsed.value("--tls-key")
         o.store = parsed.value("--store")
         o.codeSenderFile = parsed.value("--code-sender")
+        o.isStoreChangeAllowed = parsed.flag("--store-change")
         func given(_ name: String) -> Bool { parsed.source(of: name) == .commandLine }
         if given("--access-token-lifetime"), let v = parsed.seconds("--access-token-lifetime") {
             o.settings.accessTokenLifetime = v
@@ -309,11 +322,20 @@ struct AuthorityRole: DaemonRole {
                 throw error
             }
         }
-        let stateLock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd authority")
-        let settings = options.settings
         let storeURL = options.store.flatMap { $0 == "sqlite" ? nil : $0 }
         if let storeURL { PostgresURL.warnAboutPassword(in: storeURL, logger: logger.child("store")) }
+        let storeIdentity = try StateDirectoryStore.identity(of: options.store)
         let senderFile = options.codeSenderFile
+        if let senderFile {
+            // Read and parsed now, so a mistake in it leaves the state directory untouched; made
+            // again below on the opened store, whose SMS budget it shares.
+            _ = try AuthorityDaemon.codeSender(file: senderFile, logger: logger.child("sender"))
+        }
+        // Every option is valid: only now is the state directory created, locked and used.
+        let stateLock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd authority")
+        let recordsStore = try StateDirectoryStore.check(
+            stateDirectory: stateDirectory, identity: storeIdentity, isChangeAllowed: options.isStoreChangeAllowed)
+        let settings = options.settings
         let authority = try Daemon.blockingAwait { () async throws(RainError) -> EmbeddedAuthority in
             let store: (any AuthorityStore)? =
                 if let storeURL { try await PostgresAuthorityStore.open(url: storeURL) } else { nil }
@@ -329,6 +351,8 @@ struct AuthorityRole: DaemonRole {
                 }
             }
         }
+        // The store and its master key are this directory's now: a later start must name them again.
+        if recordsStore { try StateDirectoryStore.record(storeIdentity, stateDirectory: stateDirectory) }
         // Revocations pushed to the devices; on PostgreSQL, also those of the other instances.
         let revocationChannel = try storeURL.map { (url) throws(RainError) in
             try PostgresRevocationChannel(url: url, hub: authority.revocations, logger: logger.child("revocations"))
@@ -349,6 +373,7 @@ struct AuthorityRole: DaemonRole {
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
         let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
         let isTLS = tls != nil
+        let masterKeyID = authority.keys.masterKeyID
         return PreparedServer(
             server: server, drainTimeout: .seconds(10), notifier: nil,
             ready: {
@@ -363,7 +388,8 @@ struct AuthorityRole: DaemonRole {
                     [
                         "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)",
                         "state": stateDirectory,
-                        "store": storeName, "pid": "\(getpid())", "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
+                        "store": storeName, "masterKey": masterKeyID, "pid": "\(getpid())",
+                        "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                         "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
                         "apps": settings.servedAppIDs.map { $0.sorted().joined(separator: ",") } ?? "*",
                     ])

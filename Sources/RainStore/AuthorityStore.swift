@@ -290,6 +290,18 @@ package protocol AuthorityStore: Sendable {
     /// (`behind`) or as many with another hash (`conflict`).
     func anchorAuditHead(_ anchor: AuditAnchorRecord) async throws(RainError) -> AuditAnchorOutcome
 
+    /// Records `check` as the store's master-key check unless it holds one, in one transaction
+    /// that instances starting together take one after the other: `.recorded` on a store without
+    /// accounts, `.adopted` on one with accounts (written by a build without the check), or
+    /// `.existing` with the check already stored (compared by the caller; never replaced).
+    func recordKeyCheck(_ check: StoreKeyCheck, at date: Date) async throws(RainError) -> StoreKeyCheckOutcome
+
+    /// The store's master-key check, or nil when none is recorded yet.
+    func keyCheck() async throws(RainError) -> StoreKeyCheck?
+
+    /// Whether the store holds data a master key protects: an account, or a recorded key check.
+    func holdsKeyedData() async throws(RainError) -> Bool
+
     func close() async
 
     /// The store's direct reader, when it has one (nil by default): the hottest session reads

@@ -269,6 +269,19 @@ package final class PostgresAuthorityStore: ConnectionStore {
                     head_hash TEXT NOT NULL, updated_at BIGINT NOT NULL)
                 """
             ]),
+        // The master key's check value and id, one row written by the first start and compared by
+        // every later one. A new table: instances of the previous version sharing the database never
+        // touch it; a database with data gets the check of the key of the first start of this
+        // version, the key its instances already run with (SQLite's version 16).
+        Migration(
+            version: 11,
+            statements: [
+                """
+                CREATE TABLE store_key_check (
+                    id INTEGER PRIMARY KEY CHECK (id = 1), key_id TEXT NOT NULL, key_check BYTEA NOT NULL,
+                    recorded_at BIGINT NOT NULL)
+                """
+            ]),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

@@ -138,6 +138,23 @@ final class PostgresConnection {
     static func describe(url: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(RainError) -> String
     {
+        let parts = try target(url: url, environment: environment)
+        return "\(parts.user.map { "\($0)@" } ?? "")\(parts.database)"
+    }
+
+    /// `postgres://host:port/database` from a URL (see `describe`): which database it names,
+    /// whoever connects to it. Never the user or the password.
+    /// - Throws: RAIN_102 when libpq cannot parse it or it is not a `postgres://` URL.
+    static func databaseIdentity(
+        url: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(RainError) -> String {
+        "postgres://\(try target(url: url, environment: environment).database)"
+    }
+
+    /// The user, and `host:port/database`, a URL names (see `describe`).
+    private static func target(url: String, environment: [String: String]) throws(RainError)
+        -> (user: String?, database: String)
+    {
         guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
             throw RainError.invalid(
                 "the store URL must look like postgres://USER@HOST:PORT/DATABASE", field: "--store")
@@ -165,12 +182,11 @@ final class PostgresConnection {
         }
         try checkSettings(fields, environment: environment)
         let userName = value("user", "PGUSER")
-        let user = userName.map { "\($0)@" } ?? ""
         // Without a host libpq uses its Unix socket directory.
         let host = value("host", "PGHOST") ?? value("hostaddr", "PGHOSTADDR") ?? "local socket"
         let port = value("port", "PGPORT") ?? "5432"
         let database = value("dbname", "PGDATABASE") ?? userName ?? ""
-        return "\(user)\(host):\(port)/\(database)"
+        return (userName, "\(host):\(port)/\(database)")
     }
 
     /// The libpq settings that decide how to connect and that libpq itself only rejects when it

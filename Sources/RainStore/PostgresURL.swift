@@ -41,6 +41,14 @@ package enum PostgresURL {
         return ranges
     }
 
+    /// `postgres://HOST:PORT/DATABASE`: the database `url` names, validated by libpq's parser,
+    /// with what it leaves out from the environment libpq reads; never the user or the password.
+    /// - Throws: RAIN_102 (field `--store`) when it is not a valid PostgreSQL URL; RAIN_502 when
+    ///   the PostgreSQL client library cannot be loaded.
+    package static func databaseIdentity(_ url: String) throws(RainError) -> String {
+        try PostgresConnection.databaseIdentity(url: url)
+    }
+
     /// Whether `url` holds a password (which then shows in `ps` to every user of the machine).
     package static func hasPassword(_ url: String) -> Bool {
         !passwordRanges(in: Array(url.utf8)).isEmpty

@@ -331,6 +331,18 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                     head_hash TEXT NOT NULL, updated_at INTEGER NOT NULL)
                 """
             ]),
+        // The master key's check value and id, one row written by the first start and compared by
+        // every later one (PostgreSQL's version 11). A store migrated here with data gets the check
+        // of the key of its first start, the key its instances already run with.
+        Migration(
+            version: 16,
+            statements: [
+                """
+                CREATE TABLE store_key_check (
+                    id INTEGER PRIMARY KEY CHECK (id = 1), key_id TEXT NOT NULL, key_check BLOB NOT NULL,
+                    recorded_at INTEGER NOT NULL)
+                """
+            ]),
     ]
 
     static func migrate(_ db: SQLiteConnection) throws(RainError) {

@@ -161,6 +161,9 @@ struct WalletTests {
                 operation: "insert")
         }
 
+        // The master key its sessions were hashed with: a store with data never gets a new one.
+        _ = try KeyFile.loadOrCreate(at: directory + "/authority.key")
+
         let sender = CapturingCodeSender()
         let authority = try await EmbeddedAuthority(
             stateDirectory: directory, clock: clock, sender: sender, logger: Logger(label: "test", sink: CapturingLogSink()))

@@ -159,7 +159,11 @@ struct SecretArgumentTests {
         #expect(fromEnvironment.log.contains("store=postgres:\(role)@127.0.0.1:\(port)/\(database)"), "\(fromEnvironment.log)")
         #expect(!fromEnvironment.log.contains("password_in_url"))
         #expect(!fromEnvironment.log.contains(password))
-        // The database name in the URL, the rest from the environment.
+        // The database name in the URL, the rest from the environment; a second instance on the
+        // database, so with the first one's master key.
+        try FileManager.default.createDirectory(
+            atPath: "\(dir)/b", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.copyItem(atPath: "\(dir)/a/authority.key", toPath: "\(dir)/b/authority.key")
         var withoutDatabase = environment
         withoutDatabase["PGDATABASE"] = nil
         let dbOnly = try await Self.startAuthority(

@@ -100,9 +100,9 @@ struct SQLiteAuthorityStoreTests {
 
         let store = try await SQLiteAuthorityStore.open(path: path)
         // 11: idempotent_logins, then its kind column; 12: sms_slots; 13: code_guesses; 14: the request hash;
-        // 15: audit_anchors.
-        #expect(try await store.schemaVersion() == 15)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 15)
+        // 15: audit_anchors; 16: store_key_check.
+        #expect(try await store.schemaVersion() == 16)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 16)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)
