@@ -406,6 +406,33 @@ struct SMTPCodeSenderTests {
         }
     }
 
+    @Test(
+        "past its limit a transfer answers at once, as a timeout handed over or not as the body was, whatever libcurl's own timeouts"
+    )
+    func transferAnswersAtItsLimit() async throws {
+        try await Setup.with { s in
+            for (mode, isHandedOver) in [(GatewayTestServer.SMTPMode.hangAfterData, true), (.hangGreeting, false)] {
+                try await s.server(mode: mode) { server in
+                    let email = try SMTPCodeSender(settings: s.settings(server), logger: s.logger).compose(Self.message())
+                    // libcurl alone: 30 s in all, and up to 15 s more for the reply to the data.
+                    var transfer = CurlTransfer(
+                        url: "smtp://localhost:\(server.port)", protocols: "smtp,smtps", caFile: s.certificates.caPath,
+                        body: email.bytes, connectTimeout: .seconds(30), totalTimeout: .seconds(30))
+                    transfer.requiresStartTLS = true
+                    transfer.mailFrom = "codes@rain.test"
+                    transfer.recipients = ["user@example.com"]
+                    transfer.username = Self.user
+                    transfer.password = Self.password
+                    let queue = DispatchQueue(label: "test.transfer", attributes: .concurrent)
+                    let result = try await transfer.perform(on: queue, within: .milliseconds(500))
+                    #expect(result.isTimeout, "\(mode)")
+                    #expect(result.description.contains("the call's deadline"), "\(mode): \(result.description)")
+                    #expect(result.isBodyHandedOver == isHandedOver, "\(mode)")
+                }
+            }
+        }
+    }
+
     @Test("a caller without a deadline leaves the sender's own timeouts; one whose deadline passed sends nothing")
     func timeLimitFromTheCaller() async throws {
         try await Setup.with { s in
