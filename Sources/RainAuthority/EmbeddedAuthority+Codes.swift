@@ -29,9 +29,16 @@ extension EmbeddedAuthority {
     /// long before the caller's deadline (docs/operations.md "Sending codes").
     static let answerMargin: Duration = .seconds(1)
 
+    /// How long a delivery may take when `left` remains of the caller's deadline: `left` less
+    /// `answerMargin`, or less a quarter of `left` when that is shorter, so that a deadline of a
+    /// second or less still delivers.
+    static func deliveryLimit(left: Duration) -> Duration {
+        left - min(answerMargin, left / 4)
+    }
+
     /// Stores a new challenge of `purpose` and delivers its code: the shared path of login codes
     /// and contact verifications. A failed delivery retires the challenge. With a `deadline` (the
-    /// caller's), the delivery ends `answerMargin` before it.
+    /// caller's), the delivery ends in time to answer before it (`deliveryLimit(left:)`).
     /// - Throws: RAIN_301 / RAIN_501 when delivery fails, RAIN_502 when the store fails.
     func issueCode(
         appID: String, deviceID: String, contact: RainWalletContact, purpose: ChallengePurpose,
@@ -69,7 +76,7 @@ extension EmbeddedAuthority {
             sentAt: now)
         let message = CodeMessage(
             delivery: delivery, purpose: purpose == .login ? .login : .contactVerification, expiresAt: expiresAt,
-            timeLimit: deadline.map { ContinuousClock.now.duration(to: $0) - Self.answerMargin })
+            timeLimit: deadline.map { Self.deliveryLimit(left: ContinuousClock.now.duration(to: $0)) })
         do {
             if let limit = message.timeLimit, limit <= .zero {
                 throw CodeDeliveryFailure.refusedTemporarily(

@@ -456,11 +456,14 @@ struct SMTPCodeSenderTests {
             let late = await rainError {
                 _ = try await authority.sendLoginCode(
                     SendCodeRequest(appID: AuthorityFixture.app, deviceID: "device-b", contact: AuthorityFixture.phone),
-                    caller: AuthorityCaller(deadline: .now + .milliseconds(500)))
+                    caller: AuthorityCaller(deadline: .now - .milliseconds(1)))
             }
             #expect(late?.code == .network)
             #expect(late?.details.reason == CodeDeliveryFailure.unavailableReason)
             #expect(recorder.messages.count == 1, "nothing handed to the sender")
+            // Up to 1 s is kept for the answer; a quarter of a shorter deadline.
+            #expect(EmbeddedAuthority.deliveryLimit(left: .seconds(9)) == .seconds(8))
+            #expect(EmbeddedAuthority.deliveryLimit(left: .milliseconds(800)) == .milliseconds(600))
             await store.close()
         }
     }
