@@ -10,10 +10,15 @@ import RainCore
 /// error message.
 ///
 /// How a failure is reported decides who pays for it (honest delivery): throw
-/// `CodeDeliveryFailure.refusedTemporarily` (RAIN_301) or `.refusedPermanently` (RAIN_501) when the
-/// provider refused before accepting the message, so the send-limit slot is given back;
-/// `.uncertain` (RAIN_501) when the message was handed off and no answer came (it may have
-/// arrived: the slot stays counted). Any other error counts as uncertain.
+/// `CodeDeliveryFailure.refusedTemporarily` (RAIN_301 `delivery_unavailable`) or
+/// `.refusedPermanently` (RAIN_501 `delivery_refused`) when the provider refused before accepting
+/// the message, so the send-limit slot is given back; `.uncertain` (RAIN_501 `delivery_uncertain`)
+/// when the message was handed off and no answer came (it may have arrived: the slot stays
+/// counted). Any other error counts as uncertain. A sender that talks to a server attaches a
+/// `CodeDeliveryDiagnosis` (`RainError.underlying`) for the authority's log.
+///
+/// A delivery ends within `CodeMessage.timeLimit` when it is set (the caller's deadline less the
+/// time to answer), as well as within the sender's own timeouts.
 public protocol CodeSender: Sendable {
     /// Delivers one code.
     /// - Throws: see the protocol's discussion.
@@ -42,12 +47,17 @@ public struct CodeMessage: Sendable, Equatable {
     public var purpose: Purpose
     /// When the code stops working.
     public var expiresAt: Date
+    /// How long the delivery may take from when it is handed to the sender: what is left of the
+    /// caller's deadline once the authority keeps time to answer. Nil: only the sender's own
+    /// timeouts bound it (a caller without a deadline).
+    public var timeLimit: Duration?
 
-    /// A message for `delivery`.
-    public init(delivery: OutboxDelivery, purpose: Purpose, expiresAt: Date) {
+    /// A message for `delivery`, bounded by `timeLimit` when it is set.
+    public init(delivery: OutboxDelivery, purpose: Purpose, expiresAt: Date, timeLimit: Duration? = nil) {
         self.delivery = delivery
         self.purpose = purpose
         self.expiresAt = expiresAt
+        self.timeLimit = timeLimit
     }
 
     /// A login code handed over without its message (`CodeSender.deliver(_ delivery:)`): it
@@ -61,34 +71,38 @@ public struct CodeMessage: Sendable, Equatable {
 
 /// The errors a sender reports, classified by whether the provider can have accepted the message.
 public enum CodeDeliveryFailure {
-    /// `details.reason` of a refusal before acceptance.
+    /// `details.reason` of a permanent refusal before acceptance (RAIN_501).
     public static let refusedReason = "delivery_refused"
+    /// `details.reason` of a temporary refusal before acceptance (RAIN_301): trying again later
+    /// may work.
+    public static let unavailableReason = "delivery_unavailable"
     /// `details.reason` of a failure after the hand-off.
     public static let uncertainReason = "delivery_uncertain"
 
-    /// RAIN_301: the provider refused for now (a 4xx SMTP reply, HTTP 429 or 5xx, no connection);
-    /// nobody received the code, the send-limit slot is given back.
-    public static func refusedTemporarily(_ what: String) -> RainError {
+    /// RAIN_301 `delivery_unavailable`: the provider refused for now (a 4xx SMTP reply, HTTP 408,
+    /// 429 or 5xx, no connection, no greeting); nobody received the code, the send-limit slot is
+    /// given back.
+    public static func refusedTemporarily(_ what: String, diagnosis: CodeDeliveryDiagnosis? = nil) -> RainError {
         RainError(
             .network, "\(what); the code was not sent, try again in a moment",
-            details: RainError.Details(reason: refusedReason))
+            details: RainError.Details(reason: unavailableReason), underlying: diagnosis)
     }
 
-    /// RAIN_501: the provider refused for good (bad credentials, a refused recipient, an
-    /// untrusted certificate); nobody received the code, the slot is given back.
-    public static func refusedPermanently(_ what: String) -> RainError {
+    /// RAIN_501 `delivery_refused`: the provider refused for good (bad credentials, a refused
+    /// recipient, an untrusted certificate); nobody received the code, the slot is given back.
+    public static func refusedPermanently(_ what: String, diagnosis: CodeDeliveryDiagnosis? = nil) -> RainError {
         RainError(
             .provider, "\(what); the code was not sent (the operator must fix the sender's settings or the contact)",
-            details: RainError.Details(reason: refusedReason))
+            details: RainError.Details(reason: refusedReason), underlying: diagnosis)
     }
 
-    /// RAIN_501: the message was handed off and no acceptance came back (a timeout, a dropped
-    /// connection): it may have arrived, so it counts against the send limits.
-    public static func uncertain(_ what: String) -> RainError {
+    /// RAIN_501 `delivery_uncertain`: the message was handed off and no acceptance came back (a
+    /// timeout, a dropped connection): it may have arrived, so it counts against the send limits.
+    public static func uncertain(_ what: String, diagnosis: CodeDeliveryDiagnosis? = nil) -> RainError {
         RainError(
             .provider,
             "\(what) after the message was handed over: it may have arrived; check before asking for another code",
-            details: RainError.Details(reason: uncertainReason))
+            details: RainError.Details(reason: uncertainReason), underlying: diagnosis)
     }
 
     /// True when `error` says nobody can have received the code: a refusal before acceptance, a
@@ -100,5 +114,27 @@ public enum CodeDeliveryFailure {
         case .provider: return rain.details.reason == refusedReason
         default: return false
         }
+    }
+}
+
+/// What a failed delivery looked like on the network, for the operator's log: which server, how
+/// the transfer ended and what the server last answered. Never the code, the contact or a
+/// credential. Carried in the failure's `RainError.underlying` (never sent over the wire).
+public struct CodeDeliveryDiagnosis: Error, Sendable, Equatable {
+    /// `host:port` of the SMTP server, or the SMS gateway's origin (no user information, path or
+    /// query).
+    public var server: String
+    /// How the transfer ended: libcurl's result as `number (text)`, e.g. `28 (Timeout was
+    /// reached)`; nil when it ended normally.
+    public var transferError: String?
+    /// The server's last SMTP reply code (`smtp 451`) or HTTP status (`http 503`); nil when none
+    /// came.
+    public var reply: String?
+
+    /// A diagnosis of a delivery through `server`.
+    public init(server: String, transferError: String? = nil, reply: String? = nil) {
+        self.server = server
+        self.transferError = transferError
+        self.reply = reply
     }
 }

@@ -47,9 +47,19 @@ public final class CommandCodeSender: CodeSender {
     /// - Throws: RAIN_501 naming the program when it cannot start, exits with a non-zero status,
     ///   dies from a signal or runs past the timeout. The code is never in the message.
     public func deliver(_ delivery: OutboxDelivery) async throws(RainError) {
+        try await run(delivery, timeout: timeout)
+    }
+
+    /// Runs the program with the message's delivery on its standard input, killed at the timeout
+    /// or the message's `timeLimit`, whichever comes first.
+    /// - Throws: as `deliver(_ delivery:)`.
+    public func deliver(_ message: CodeMessage) async throws(RainError) {
+        try await run(message.delivery, timeout: min(timeout, message.timeLimit ?? timeout))
+    }
+
+    private func run(_ delivery: OutboxDelivery, timeout: Duration) async throws(RainError) {
         let input = try Self.payload(delivery)
         let command = self.command
-        let timeout = self.timeout
         let logger = self.logger
         try await queue.runBlocking { () throws(RainError) in
             try Self.run(command: command, input: input, timeout: timeout, logger: logger)

@@ -1,6 +1,8 @@
 internal import CCurl
+import Dispatch
 import Foundation
 import RainCore
+import Synchronization
 
 /// One blocking libcurl transfer: an SMTP conversation or an HTTPS POST. Built and performed on a
 /// sender's own queue (libcurl's easy API blocks), never on the Swift pool or the event loop.
@@ -34,6 +36,9 @@ struct CurlTransfer: Sendable {
         var code: Int32
         /// libcurl's description of `code` (never holds the body).
         var description: String
+        /// `code` as `number (libcurl's fixed text for it)`: nothing the server said, so it is
+        /// safe to log.
+        var codeName: String
         /// The last SMTP reply code or the HTTP status (0 when none came).
         var responseCode: Int
         /// True once libcurl took the whole body to send: from here on, a failure may come after
@@ -61,10 +66,58 @@ struct CurlTransfer: Sendable {
     /// nil when ready, else why it could not be loaded.
     private static let loadFailure: String? = rain_curl_load().map { String(cString: $0) }
 
-    /// Performs the transfer (blocking).
+    /// Where the deadline timers of `perform(on:within:)` fire (they only post an answer).
+    private static let deadlineQueue = DispatchQueue(label: "rain.authority.curl.deadlines")
+
+    /// Performs the transfer on `queue`, answering within `limit` when it is set: past it, the
+    /// answer is a timeout (`CURLE_OPERATION_TIMEDOUT`), handed over or not as the body was at
+    /// that moment, and the transfer is abandoned: a body not yet handed over never will be
+    /// (libcurl's own timeouts then end the conversation in the background). libcurl's SMTP
+    /// cleanup can wait past its total timeout, so its own timeouts alone cannot keep a caller's
+    /// deadline.
+    /// - Throws: as `perform(gate:)`.
+    func perform(on queue: DispatchQueue, within limit: Duration?) async throws(RainError) -> Result {
+        let gate = TransferGate()
+        guard let limit else {
+            return try await queue.runBlocking { () throws(RainError) in try perform(gate: gate) }
+        }
+        let outcome = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Swift.Result<Result, RainError>, Never>) in
+            let answer = FirstAnswer(continuation)
+            @Sendable func finish(_ result: Swift.Result<Result, RainError>) { answer.resume(result) }
+            let timer = SystemClock().schedule(after: limit, on: Self.deadlineQueue) {
+                let isHandedOver = gate.abandon()
+                let code = Int32(CURLE_OPERATION_TIMEDOUT.rawValue)
+                finish(
+                    .success(
+                        Result(
+                            code: code, description: "no answer within the call's deadline (\(limit.milliseconds) ms)",
+                            codeName: Self.codeName(CURLE_OPERATION_TIMEDOUT), responseCode: 0,
+                            isBodyHandedOver: isHandedOver, responseBody: [])))
+            }
+            queue.async {
+                let result: Swift.Result<Result, RainError>
+                do throws(RainError) {
+                    result = .success(try perform(gate: gate))
+                } catch {
+                    result = .failure(error)
+                }
+                timer.cancel()
+                finish(result)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// `number (text)` of a libcurl result.
+    private static func codeName(_ code: CURLcode) -> String {
+        "\(code.rawValue) (\(String(cString: rain_curl_easy_strerror(code))))"
+    }
+
+    /// Performs the transfer (blocking); `gate` can abandon it before the body is handed over.
     /// - Throws: RAIN_502 when libcurl cannot be initialized or an option is refused (a libcurl
     ///   without SMTP or TLS support).
-    func perform() throws(RainError) -> Result {
+    func perform(gate: TransferGate = TransferGate()) throws(RainError) -> Result {
         if let why = Self.loadFailure {
             throw RainError(
                 .internalError, "libcurl could not be loaded (\(why)); install libcurl4 to send codes by SMTP or SMS")
@@ -73,7 +126,7 @@ struct CurlTransfer: Sendable {
             throw RainError(.internalError, "libcurl could not be initialized")
         }
         defer { rain_curl_easy_cleanup(curl) }
-        let io = TransferIO(body: body)
+        let io = TransferIO(body: body, gate: gate)
         var lists: [UnsafeMutablePointer<curl_slist>] = []
         defer { for list in lists { rain_curl_slist_free_all(list) } }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -157,36 +210,87 @@ struct CurlTransfer: Sendable {
         }
         let text = String(cString: rain_curl_easy_strerror(rc))
         return Result(
-            code: Int32(rc.rawValue), description: detail.isEmpty ? text : "\(text): \(detail)", responseCode: response,
-            isBodyHandedOver: io.isBodyHandedOver, responseBody: io.response)
+            code: Int32(rc.rawValue), description: detail.isEmpty ? text : "\(text): \(detail)",
+            codeName: Self.codeName(rc), responseCode: response, isBodyHandedOver: gate.isBodyHandedOver,
+            responseBody: io.response)
+    }
+}
+
+/// Resumes a continuation with the first of several answers (the transfer's, the deadline's).
+private final class FirstAnswer: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Swift.Result<CurlTransfer.Result, RainError>, Never>?>
+
+    init(_ continuation: CheckedContinuation<Swift.Result<CurlTransfer.Result, RainError>, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(_ result: Swift.Result<CurlTransfer.Result, RainError>) {
+        continuation.withLock { $0.take() }?.resume(returning: result)
+    }
+}
+
+/// Whether a transfer's body was handed over, and whether its caller stopped waiting: one lock,
+/// so that a transfer abandoned before the hand-off never hands the rest over.
+final class TransferGate: Sendable {
+    private struct State {
+        var isBodyHandedOver = false
+        var isAbandoned = false
+    }
+    private let state = Mutex(State())
+
+    /// True once libcurl took the whole body.
+    var isBodyHandedOver: Bool { state.withLock { $0.isBodyHandedOver } }
+
+    /// Stops handing the body over; returns whether it already was (wholly).
+    func abandon() -> Bool {
+        state.withLock {
+            $0.isAbandoned = true
+            return $0.isBodyHandedOver
+        }
+    }
+
+    /// Runs `hand` (which returns whether the body is now wholly handed over) unless the transfer
+    /// was abandoned; returns false when it was.
+    func handOver(_ hand: () -> Bool) -> Bool {
+        state.withLock {
+            guard !$0.isAbandoned else { return false }
+            if hand() { $0.isBodyHandedOver = true }
+            return true
+        }
     }
 }
 
 /// The body being sent and the response being read, for libcurl's callbacks. Touched only by the
-/// thread running `curl_easy_perform`, so it needs no lock.
+/// thread running `curl_easy_perform` (the hand-over state lives in the locked `TransferGate`).
 private final class TransferIO {
     let body: [UInt8]
+    let gate: TransferGate
     var offset = 0
-    var isBodyHandedOver = false
     var response: [UInt8] = []
     static let responseLimit = 16 << 10
 
-    init(body: [UInt8]) { self.body = body }
+    init(body: [UInt8], gate: TransferGate) {
+        self.body = body
+        self.gate = gate
+    }
 
     static let read: rain_curl_io_callback = { buffer, size, count, context in
         guard let buffer, let context else { return 0 }
         let io = Unmanaged<TransferIO>.fromOpaque(context).takeUnretainedValue()
-        let room = size * count
-        let n = min(room, io.body.count - io.offset)
-        if n > 0 {
-            io.body.withUnsafeBytes { bytes in
-                guard let base = bytes.baseAddress else { return }
-                UnsafeMutableRawPointer(buffer).copyMemory(from: base + io.offset, byteCount: n)
+        var n = 0
+        let isGoingOn = io.gate.handOver {
+            n = min(size * count, io.body.count - io.offset)
+            if n > 0 {
+                io.body.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress else { return }
+                    UnsafeMutableRawPointer(buffer).copyMemory(from: base + io.offset, byteCount: n)
+                }
+                io.offset += n
             }
-            io.offset += n
+            return io.offset == io.body.count
         }
-        if io.offset == io.body.count { io.isBodyHandedOver = true }
-        return n
+        // Abandoned: libcurl ends the transfer without the rest of the body.
+        return isGoingOn ? n : Int(CURL_READFUNC_ABORT)
     }
 
     static let write: rain_curl_io_callback = { buffer, size, count, context in

@@ -22,15 +22,27 @@ extension EmbeddedAuthority {
         try Self.requireIdentifier(request.deviceID, field: "deviceId")
         return try await issueCode(
             appID: request.appID, deviceID: request.deviceID, contact: request.contact, purpose: .login,
-            targetAccountID: nil, source: caller.source ?? localSource)
+            targetAccountID: nil, source: caller.source ?? localSource, deadline: caller.deadline)
+    }
+
+    /// The time an answer needs to reach the caller once a delivery ended: a delivery stops this
+    /// long before the caller's deadline (docs/operations.md "Sending codes").
+    static let answerMargin: Duration = .seconds(1)
+
+    /// How long a delivery may take when `left` remains of the caller's deadline: `left` less
+    /// `answerMargin`, or less a quarter of `left` when that is shorter, so that a deadline of a
+    /// second or less still delivers.
+    static func deliveryLimit(left: Duration) -> Duration {
+        left - min(answerMargin, left / 4)
     }
 
     /// Stores a new challenge of `purpose` and delivers its code: the shared path of login codes
-    /// and contact verifications. A failed delivery retires the challenge.
-    /// - Throws: RAIN_501 when delivery fails, RAIN_502 when the store fails.
+    /// and contact verifications. A failed delivery retires the challenge. With a `deadline` (the
+    /// caller's), the delivery ends in time to answer before it (`deliveryLimit(left:)`).
+    /// - Throws: RAIN_301 / RAIN_501 when delivery fails, RAIN_502 when the store fails.
     func issueCode(
         appID: String, deviceID: String, contact: RainWalletContact, purpose: ChallengePurpose,
-        targetAccountID: String?, source: SendSource
+        targetAccountID: String?, source: SendSource, deadline: ContinuousClock.Instant?
     ) async throws(RainError) -> SendCodeResult {
         let request = SendCodeRequest(appID: appID, deviceID: deviceID, contact: contact)
         let now = clock.now
@@ -63,23 +75,40 @@ extension EmbeddedAuthority {
             appID: request.appID, kind: request.contact.kindName, contact: request.contact.value, code: code,
             sentAt: now)
         let message = CodeMessage(
-            delivery: delivery, purpose: purpose == .login ? .login : .contactVerification, expiresAt: expiresAt)
+            delivery: delivery, purpose: purpose == .login ? .login : .contactVerification, expiresAt: expiresAt,
+            timeLimit: deadline.map { Self.deliveryLimit(left: ContinuousClock.now.duration(to: $0)) })
         do {
+            if let limit = message.timeLimit, limit <= .zero {
+                throw CodeDeliveryFailure.refusedTemporarily(
+                    "the call's deadline left no time to deliver the code (\(limit.milliseconds) ms)")
+            }
             try await sender.deliver(message)
         } catch {
             let refused = CodeDeliveryFailure.isRefusedBeforeAcceptance(error)
             // Refused before acceptance: nobody got the code, the slot is given back. Otherwise the
             // reservation stays (retired): it counts against the limits and cannot be confirmed.
-            if refused { try? await store.releaseChallenge(id: challengeID) }
+            var slot = refused ? "given back" : "counted"
+            if refused {
+                do {
+                    try await store.releaseChallenge(id: challengeID)
+                } catch {
+                    slot = "not given back (\(error.code))"
+                }
+            }
+            let rain = error as? RainError
+            let diagnosis = rain?.underlying as? CodeDeliveryDiagnosis
             logger.warning(
                 "code.delivery_failed",
                 [
-                    "app": request.appID, "kind": request.contact.kindName, "challenge": challengeID,
-                    "slot": refused ? "given back" : "counted",
+                    "purpose": purpose.rawValue, "app": request.appID, "kind": request.contact.kindName,
+                    "contact": ContactRedaction.redacted(request.contact), "challenge": challengeID,
+                    "error": rain?.code.description ?? "unexpected",
+                    "reason": rain?.details.reason ?? CodeDeliveryFailure.uncertainReason,
+                    "server": diagnosis?.server ?? "none", "transfer": diagnosis?.transferError ?? "none",
+                    "reply": diagnosis?.reply ?? "none", "slot": slot,
+                    "timeLimitMs": message.timeLimit.map { String($0.milliseconds) } ?? "none",
                 ])
-            if let rain = error as? RainError,
-                refused || rain.code == .provider
-            {
+            if let rain, refused || rain.code == .provider {
                 throw rain
             }
             throw CodeDeliveryFailure.uncertain("the code sender failed")

@@ -33,7 +33,7 @@ extension EmbeddedAuthority {
         // Who owns the contact is not looked at here: the confirm says it, after the right code.
         return try await issueCode(
             appID: request.appID, deviceID: request.deviceID, contact: contact, purpose: .verifyContact,
-            targetAccountID: accountID, source: caller.source ?? localSource)
+            targetAccountID: accountID, source: caller.source ?? localSource, deadline: caller.deadline)
     }
 
     /// Confirms a verification code (see `Authority.confirmContactVerification`), its wrong guesses

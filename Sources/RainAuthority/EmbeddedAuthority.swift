@@ -61,7 +61,9 @@ public final class EmbeddedAuthority: Authority {
 
     /// An authority on `stateDirectory` (created 0700 if missing): `authority.key`,
     /// `authority.sqlite3` and, with the default sender, `outbox.jsonl`. Once the store is
-    /// migrated, every wallet still missing its keys is backfilled (`backfillWallets()`).
+    /// migrated, every wallet still missing its keys is backfilled (`backfillWallets()`). With the
+    /// development outbox off (`settings.isDevOutboxEnabled`), an `outbox.jsonl` left from when it
+    /// was on is removed: its codes are in clear and nobody may read them any more.
     /// - Parameters:
     ///   - sender: delivers codes; nil means the outbox in the state directory. An
     ///     `OutboxCodeSender` passed here is also the one `listOutbox` reads.
@@ -104,6 +106,18 @@ public final class EmbeddedAuthority: Authority {
         } catch {
             if store == nil { await opened.close() }
             throw error
+        }
+        if !settings.isDevOutboxEnabled {
+            do {
+                if try await OutboxCodeSender.removeFile(stateDirectory: stateDirectory) {
+                    logger.warning(
+                        "outbox.removed",
+                        ["file": OutboxCodeSender.fileName, "why": "the development outbox is off; its codes were in clear"])
+                }
+            } catch {
+                if store == nil { await opened.close() }
+                throw error
+            }
         }
         let chosen =
             storeSender ?? sender ?? OutboxCodeSender(stateDirectory: stateDirectory, logger: logger.child("outbox"))

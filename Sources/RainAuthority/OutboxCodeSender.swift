@@ -29,6 +29,23 @@ public final class OutboxCodeSender: CodeSender {
         self.logger = logger
     }
 
+    /// Removes the outbox file of `stateDirectory` with the codes it holds, if there is one: with
+    /// the development outbox off nobody may read them, so none stays on disk in clear.
+    /// - Returns: whether a file was removed.
+    /// - Throws: RAIN_502 when it exists and cannot be removed.
+    @discardableResult
+    public static func removeFile(stateDirectory: String) async throws(RainError) -> Bool {
+        let path = (stateDirectory as NSString).appendingPathComponent(fileName)
+        return try await DispatchQueue(label: "rain.authority.outbox.remove").runBlocking { () throws(RainError) -> Bool in
+            if unlink(path) == 0 {
+                try AtomicFile.syncDirectory(stateDirectory)
+                return true
+            }
+            if errno == ENOENT { return false }
+            throw AtomicFile.ioError("remove", path)
+        }
+    }
+
     /// Appends the delivery and fsyncs the file.
     /// - Throws: RAIN_502 when the file cannot be written.
     public func deliver(_ delivery: OutboxDelivery) async throws(RainError) {

@@ -11,9 +11,11 @@ import RainCrypto
 /// Before the request: the number's country calling code must be allowed (else RAIN_102,
 /// reason `country_not_allowed`) and the hourly budget must have room (else RAIN_302, reason
 /// `sms_budget`, with when to retry); both refusals give the send-limit slot back. A 2xx answer is
-/// acceptance; 401/403 and other 4xx are RAIN_501 refusals, 408/429/5xx RAIN_301 refusals (the
-/// budget's slot is given back too); a timeout or a dropped connection once the request was sent
-/// is RAIN_501 saying it may have arrived, and keeps its budget slot. Requests run on the sender's
+/// acceptance; 401/403 and other 4xx are RAIN_501 `delivery_refused`, 408/429/5xx and no
+/// connection RAIN_301 `delivery_unavailable` (the budget's slot is given back too); a timeout or a
+/// dropped connection once the request was sent is RAIN_501 `delivery_uncertain`, saying it may
+/// have arrived, and keeps its budget slot. A request ends within the settings' connect and total
+/// timeouts and within the message's `timeLimit`, whichever is shortest. Requests run on the sender's
 /// own concurrent queue. The code is never logged; the message only masked, at debug.
 ///
 /// The budget is counted in an `SMSBudget`: the authority's store in the daemons (shared by every
@@ -78,7 +80,7 @@ public final class SMSCodeSender: CodeSender {
             "sms.message", ["app": delivery.appID, "text": CodeMessageText.masked(text, code: delivery.code)])
         let result: CurlTransfer.Result
         do {
-            result = try await queue.runBlocking { () throws(RainError) in try transfer.perform() }
+            result = try await transfer.perform(on: queue, within: message.timeLimit)
             try Self.check(result, gateway: Self.origin(of: settings.url))
         } catch {
             if CodeDeliveryFailure.isRefusedBeforeAcceptance(error) { await giveBack(slot) }
@@ -89,9 +91,10 @@ public final class SMSCodeSender: CodeSender {
 
     /// The gateway request for `message`.
     func request(_ message: CodeMessage, text: String) throws(RainError) -> CurlTransfer {
+        let total = min(settings.timeout, message.timeLimit ?? settings.timeout)
         var transfer = CurlTransfer(
             url: settings.url, protocols: settings.url.hasPrefix("https://") ? "https" : "http",
-            caFile: settings.caFile, body: [], connectTimeout: settings.connectTimeout, totalTimeout: settings.timeout)
+            caFile: settings.caFile, body: [], connectTimeout: min(settings.connectTimeout, total), totalTimeout: total)
         switch settings.api {
         case .webhook:
             struct Payload: Encodable {
@@ -209,33 +212,43 @@ public final class SMSCodeSender: CodeSender {
     /// Turns a finished request into success or a classified failure.
     static func check(_ result: CurlTransfer.Result, gateway: String) throws(RainError) {
         let what = "the SMS gateway \(gateway)"
+        let status = result.responseCode
+        let diagnosis = CodeDeliveryDiagnosis(
+            server: gateway, transferError: result.isSuccess ? nil : result.codeName,
+            reply: status > 0 ? "http \(status)" : nil)
         if result.isSuccess {
-            let status = result.responseCode
             switch status {
             case 200...299: return
             case 401, 403:
-                throw CodeDeliveryFailure.refusedPermanently("\(what) refused the credentials (HTTP \(status))")
+                throw CodeDeliveryFailure.refusedPermanently(
+                    "\(what) refused the credentials (HTTP \(status))", diagnosis: diagnosis)
             case 408, 429, 500...599:
-                throw CodeDeliveryFailure.refusedTemporarily("\(what) refused the message for now (HTTP \(status))")
+                throw CodeDeliveryFailure.refusedTemporarily(
+                    "\(what) refused the message for now (HTTP \(status))", diagnosis: diagnosis)
             default:
-                throw CodeDeliveryFailure.refusedPermanently("\(what) refused the message (HTTP \(status))")
+                throw CodeDeliveryFailure.refusedPermanently(
+                    "\(what) refused the message (HTTP \(status))", diagnosis: diagnosis)
             }
         }
         if result.isCertificateFailure {
             throw CodeDeliveryFailure.refusedPermanently(
-                "\(what)'s TLS certificate is not trusted (\(result.description)); set codeSender.caFile")
+                "\(what)'s TLS certificate is not trusted (\(result.description)); set codeSender.caFile",
+                diagnosis: diagnosis)
         }
         if result.isBodyHandedOver {
             throw CodeDeliveryFailure.uncertain(
-                "\(what) did not answer (\(result.isTimeout ? "timed out" : result.description))")
+                "\(what) did not answer (\(result.isTimeout ? "timed out" : result.description))", diagnosis: diagnosis)
         }
-        throw CodeDeliveryFailure.refusedTemporarily("\(what) could not be reached (\(result.description))")
+        throw CodeDeliveryFailure.refusedTemporarily(
+            "\(what) could not be reached (\(result.description))", diagnosis: diagnosis)
     }
 
-    /// `https://host:port` of a URL, for messages (never its path or query).
+    /// `https://host:port` of a URL, for messages and logs (never its user information, path or
+    /// query).
     static func origin(of url: String) -> String {
-        guard let range = url.range(of: "://") else { return url }
-        let rest = url[range.upperBound...]
-        return String(url[..<range.upperBound]) + String(rest.prefix { $0 != "/" && $0 != "?" })
+        guard let range = url.range(of: "://") else { return "<url>" }
+        let authority = url[range.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let host = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        return String(url[..<range.upperBound]) + String(host)
     }
 }

@@ -9,10 +9,12 @@ import RainCrypto
 /// authentication), as a multipart/alternative message with a plain-text and an HTML part.
 ///
 /// A delivery is answered only once the server accepted the message (its reply to the end of
-/// the data). A refusal before that is RAIN_301 (4xx, no connection) or RAIN_501 (5xx: a refused
-/// recipient; bad credentials; an untrusted certificate), and the send-limit slot is given back; a
-/// timeout or a dropped connection after the message was handed over is RAIN_501 saying it may
-/// have arrived (see `CodeDeliveryFailure`). Conversations run on the sender's own concurrent
+/// the data). A refusal before that is RAIN_301 `delivery_unavailable` (4xx, no connection, no
+/// greeting) or RAIN_501 `delivery_refused` (5xx: a refused recipient; bad credentials; an
+/// untrusted certificate), and the send-limit slot is given back; a timeout or a dropped
+/// connection after the message was handed over is RAIN_501 `delivery_uncertain`, saying it may
+/// have arrived (see `CodeDeliveryFailure`). A conversation ends within the settings' connect and
+/// total timeouts and within the message's `timeLimit`, whichever is shortest. Conversations run on the sender's own concurrent
 /// queue, never on the Swift pool. The code is never logged; the text body only masked, at debug.
 public final class SMTPCodeSender: CodeSender {
     /// The settings.
@@ -58,9 +60,10 @@ public final class SMTPCodeSender: CodeSender {
     ///   RAIN_301 / RAIN_501 as the type's discussion says.
     public func deliver(_ message: CodeMessage) async throws(RainError) {
         let email = try compose(message)
+        let total = min(settings.timeout, message.timeLimit ?? settings.timeout)
         var transfer = CurlTransfer(
             url: url, protocols: "smtp,smtps", caFile: settings.caFile, body: email.bytes,
-            connectTimeout: settings.connectTimeout, totalTimeout: settings.timeout)
+            connectTimeout: min(settings.connectTimeout, total), totalTimeout: total)
         transfer.requiresStartTLS = settings.security == .startTLS
         transfer.mailFrom = settings.from
         transfer.recipients = [message.delivery.contact]
@@ -70,7 +73,7 @@ public final class SMTPCodeSender: CodeSender {
         logger.debug(
             "smtp.message",
             ["app": message.delivery.appID, "text": CodeMessageText.masked(email.text, code: message.delivery.code)])
-        let result = try await queue.runBlocking { () throws(RainError) in try prepared.perform() }
+        let result = try await prepared.perform(on: queue, within: message.timeLimit)
         try Self.check(result, server: "\(settings.host):\(settings.port)")
         logger.info("smtp.accepted", ["app": message.delivery.appID, "server": "\(settings.host):\(settings.port)"])
     }
@@ -85,25 +88,33 @@ public final class SMTPCodeSender: CodeSender {
         if result.isSuccess { return }
         let what = "the SMTP server \(server)"
         let reply = result.responseCode
+        let diagnosis = CodeDeliveryDiagnosis(
+            server: server, transferError: result.codeName, reply: reply > 0 ? "smtp \(reply)" : nil)
         if result.isLoginDenied {
-            throw CodeDeliveryFailure.refusedPermanently("\(what) refused the credentials (reply \(reply))")
+            throw CodeDeliveryFailure.refusedPermanently(
+                "\(what) refused the credentials (reply \(reply))", diagnosis: diagnosis)
         }
         if result.isCertificateFailure {
             throw CodeDeliveryFailure.refusedPermanently(
-                "\(what)'s TLS certificate is not trusted (\(result.description)); set codeSender.caFile")
+                "\(what)'s TLS certificate is not trusted (\(result.description)); set codeSender.caFile",
+                diagnosis: diagnosis)
         }
         // An explicit refusal, at any step (the end of the data included): not accepted.
         if (500...599).contains(reply) {
-            throw CodeDeliveryFailure.refusedPermanently("\(what) refused the message (reply \(reply))")
+            throw CodeDeliveryFailure.refusedPermanently(
+                "\(what) refused the message (reply \(reply))", diagnosis: diagnosis)
         }
         if (400...499).contains(reply) {
-            throw CodeDeliveryFailure.refusedTemporarily("\(what) refused the message for now (reply \(reply))")
+            throw CodeDeliveryFailure.refusedTemporarily(
+                "\(what) refused the message for now (reply \(reply))", diagnosis: diagnosis)
         }
         if result.isBodyHandedOver {
             throw CodeDeliveryFailure.uncertain(
-                "\(what) did not confirm the message (\(result.isTimeout ? "timed out" : result.description))")
+                "\(what) did not confirm the message (\(result.isTimeout ? "timed out" : result.description))",
+                diagnosis: diagnosis)
         }
-        throw CodeDeliveryFailure.refusedTemporarily("\(what) could not be reached (\(result.description))")
+        throw CodeDeliveryFailure.refusedTemporarily(
+            "\(what) could not be reached (\(result.description))", diagnosis: diagnosis)
     }
 
     /// The whole message (CRLF line ends) and its plain-text body (for the masked log).

@@ -40,11 +40,18 @@ public struct AuthorityCaller: Sendable, Equatable {
     /// uid); an authority that forwards the call (`RemoteAuthority`) sends nothing of the caller,
     /// since its server counts the connection it sees.
     public var source: SendSource?
+    /// When the caller stops waiting for the answer, on this machine's monotonic clock: set by the
+    /// server from the request's `timeout_ms` as it arrived. A call whose work waits on the network
+    /// (a code's delivery) ends before it, so the caller gets the outcome rather than its own
+    /// timeout. Nil: the caller set none (in-process, or `timeout_ms` 0); the work's own bounds
+    /// apply. Real time, not the injected clock: what it bounds (a mail server's answer) runs on it.
+    public var deadline: ContinuousClock.Instant?
 
     /// A caller.
-    public init(proof: DeviceProof = .none(), source: SendSource? = nil) {
+    public init(proof: DeviceProof = .none(), source: SendSource? = nil, deadline: ContinuousClock.Instant? = nil) {
         self.proof = proof
         self.source = source
+        self.deadline = deadline
     }
 
     /// A caller in-process that proves the keys `holder` holds.

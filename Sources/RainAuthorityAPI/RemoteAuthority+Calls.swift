@@ -23,13 +23,16 @@ extension RemoteAuthority {
     /// kind's deadline and by the operation's (`AuthorityDeadlines.operationDeadline`), on `clock`.
     /// Past it: a send whose request left is RAIN_501 `outcome_unknown`, anything else RAIN_301
     /// `deadline_exceeded`; a connection on which nothing answered during the call is hung and is
-    /// closed (the next call opens a fresh one).
+    /// closed (the next call opens a fresh one). The request carries what is left of the bound as
+    /// its `timeout_ms`, so the authority can end its own waits (a code's delivery) in time to
+    /// answer.
     func call<Response: WireMessage>(
         _ method: String, _ request: some WireMessage, as: Response.Type, kind: AuthorityCallKind,
         isProven: Bool = false
     ) async throws(RainError) -> Response {
         let payload = try request.encode()
         let bound = bound(of: kind)
+        let start = clock.monotonic
         let progress = Mutex(CallProgress(answersAtStart: state.withLock { $0.answerCount }))
         let result: Result<Response, CallFailure>
         if bound <= .zero {
@@ -38,7 +41,11 @@ extension RemoteAuthority {
             result = await withDeadline(bound) { [self] () async throws(RainError) -> Response in
                 let connection = isProven ? try await provenConnection() : try await openConnection()
                 progress.withLock { $0.connection = connection }
-                return try await exchange(method, payload, on: connection, as: Response.self) {
+                let left = bound - (clock.monotonic - start)
+                return try await exchange(
+                    method, payload, on: connection, as: Response.self,
+                    timeoutMilliseconds: UInt32(clamping: max(1, left.milliseconds))
+                ) {
                     progress.withLock { $0.isSent = true }
                 }
             }
@@ -126,15 +133,17 @@ extension RemoteAuthority {
     }
 
     /// Sends one request on `connection` and decodes its answer (see `call`); `sent` runs just
-    /// before the request is handed to the connection.
+    /// before the request is handed to the connection. `timeoutMilliseconds` is the request's
+    /// `timeout_ms` (0: none).
     func exchange<Response: WireMessage>(
         _ method: String, _ payload: [UInt8], on connection: ClientConnection, as: Response.Type,
-        sent: () -> Void = {}
+        timeoutMilliseconds: UInt32 = 0, sent: () -> Void = {}
     ) async throws(RainError) -> Response {
         let bytes: [UInt8]
         do {
             sent()
-            bytes = try await connection.call(method: method, payload: payload)
+            bytes = try await connection.call(
+                method: method, payload: payload, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             guard error.isConnectionFailure else {
                 // The authority answered (with a refusal): the link is up. Not so for the answer

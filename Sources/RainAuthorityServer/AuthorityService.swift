@@ -37,8 +37,12 @@ public final class AuthorityService: ServerHandler {
         public let source: SendSource
         /// The device keys proven on the caller's connection (none before `ProveDevice`).
         public let proof: DeviceProof
-        /// Who calls, as the `Authority` protocol takes it: the connection's proof and source.
-        public var caller: AuthorityCaller { AuthorityCaller(proof: proof, source: source) }
+        /// When the caller stops waiting: the request's `timeout_ms` from when it arrived; nil
+        /// without one.
+        public let deadline: ContinuousClock.Instant?
+        /// Who calls, as the `Authority` protocol takes it: the connection's proof and source, and
+        /// the request's deadline.
+        public var caller: AuthorityCaller { AuthorityCaller(proof: proof, source: source, deadline: deadline) }
         /// The caller's connection.
         let connection: ConnectionID
         /// The connection's TLS channel binding; nil on plain TCP.
@@ -113,7 +117,10 @@ public final class AuthorityService: ServerHandler {
             request, context: context,
             call: Call(
                 authority: authority, source: Self.source(of: context.peer),
-                proof: proofs.proof(for: context.connection), connection: context.connection,
+                proof: proofs.proof(for: context.connection),
+                deadline: request.timeoutMilliseconds > 0
+                    ? .now + .milliseconds(Int64(request.timeoutMilliseconds)) : nil,
+                connection: context.connection,
                 channelBinding: context.channelBinding, proofs: proofs, revocations: revocationStreams))
     }
 

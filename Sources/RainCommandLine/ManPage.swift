@@ -57,7 +57,7 @@ public struct ManPage: Sendable {
         let build = program.build
         self.init(
             name: program.name, section: section, date: build?.day ?? "", source: "\(program.name) \(build?.version ?? "")",
-            manual: manual, summary: Self.firstLine(program.abstract).trimmingSuffix("."))
+            manual: manual, summary: Self.firstParagraph(program.abstract).filter { $0 != "`" }.trimmingSuffix("."))
         let formatter = HelpFormatter(root: program)
         var synopsis: [Block] = [.paragraph(Self.synopsis(formatter, [program]))]
         for sub in program.visibleSubcommands where program.isRunnableWithoutSubcommand {
@@ -125,6 +125,15 @@ public struct ManPage: Sendable {
     }
 
     static func firstLine(_ s: String) -> String { s.split(separator: "\n").first.map(String.init) ?? "" }
+
+    /// The text up to the first blank line, its lines joined: an abstract wrapped in the source is
+    /// one sentence on the NAME line, never cut at the wrap (its backquotes are dropped there: the
+    /// NAME line is plain text for whatis and apropos).
+    static func firstParagraph(_ s: String) -> String {
+        (s.split(separator: "\n\n").first ?? "").split(separator: "\n").map { line in
+            String(line.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        }.joined(separator: " ")
+    }
 
     // MARK: roff
 

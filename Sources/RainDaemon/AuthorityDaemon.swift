@@ -215,6 +215,8 @@ public enum AuthorityDaemon {
 
 extension AuthorityDaemon {
     /// The sender `--code-sender FILE` describes (nil: the outbox), with its secret files read.
+    /// The file holds the codeSender object itself, or that object under a `codeSender` key (the
+    /// form config.json uses), so one snippet serves both.
     /// - Throws: RAIN_102 (field `--code-sender` or the key path) for a file that is linked,
     ///   another user's or writable by others, invalid JSON, or an invalid codeSender object.
     /// - Parameter smsBudget: where an SMS sender counts its hourly budget (the authority's store).
@@ -227,15 +229,19 @@ extension AuthorityDaemon {
         else {
             throw RainError.invalid("--code-sender: \(file) does not exist", field: "--code-sender")
         }
-        let value: JSONValue
+        var value: JSONValue
         do {
             value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
         } catch {
             throw RainError.invalid("--code-sender: \(file) is not valid JSON", field: "--code-sender")
         }
+        if case .object(let outer) = value, outer.count == 1, let inner = outer["codeSender"] {
+            value = inner
+        }
         guard case .object(let dict) = value, case .string(let type)? = dict["type"] else {
             throw RainError.invalid(
-                "--code-sender: \(file) must hold an object with a \"type\": outbox, command, smtp or sms",
+                "--code-sender: \(file) must hold an object with a \"type\": outbox, command, smtp or sms "
+                    + "(alone, or as the value of \"codeSender\")",
                 field: "codeSender.type")
         }
         switch type {

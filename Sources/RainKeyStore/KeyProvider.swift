@@ -48,7 +48,7 @@ public enum KeySlot: String, Sendable, CaseIterable, Codable {
     public var protects: String {
         switch self {
         case .storage: "the session files (sessions/*.session)"
-        case .authorityMaster: "the embedded authority's wallets, token and code hashes (authority.db)"
+        case .authorityMaster: "the embedded authority's wallets, token and code hashes (authority.sqlite3)"
         }
     }
 }

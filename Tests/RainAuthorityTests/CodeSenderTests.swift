@@ -160,4 +160,23 @@ struct CodeSenderTests {
         #expect(states == ["retired"])
         await store.close()
     }
+
+    @Test("codes a development outbox left in outbox.jsonl are removed once the outbox is off, kept while it is on")
+    func outboxLeftoversRemovedWhenOff() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sink = CapturingLogSink()
+        let logger = Logger(label: "t", sink: sink)
+        let outbox = OutboxCodeSender(stateDirectory: directory, logger: logger)
+        try await outbox.deliver(Self.delivery)
+        for isOn in [true, false] {
+            let authority = try await EmbeddedAuthority(
+                stateDirectory: directory, settings: AuthoritySettings(isDevOutboxEnabled: isOn), clock: ManualClock(),
+                logger: logger)
+            await authority.store.close()
+            #expect(FileManager.default.fileExists(atPath: outbox.path) == isOn, "dev outbox on: \(isOn)")
+        }
+        #expect(sink.captured.contains { $0.contains("outbox.removed") })
+        #expect(!sink.captured.joined().contains(Self.delivery.code))
+    }
 }

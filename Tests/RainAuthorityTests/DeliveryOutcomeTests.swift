@@ -42,6 +42,7 @@ struct DeliveryOutcomeTests {
             f.sender.fail(with: CodeDeliveryFailure.refusedTemporarily("the server said 450"))
             let temporary = try #require(await rainError { _ = try await Self.send(f) })
             #expect(temporary.code == .network)
+            #expect(temporary.details.reason == CodeDeliveryFailure.unavailableReason)
             f.sender.fail(with: CodeDeliveryFailure.refusedPermanently("the server said 550"))
             let permanent = try #require(await rainError { _ = try await Self.send(f) })
             #expect(permanent.code == .provider)

@@ -100,7 +100,7 @@ struct SMSBudgetTests {
                 let sender = try Self.sender(s, server, budget: 5, store: store, clock: ManualClock())
                 let error = await rainError { try await sender.deliver(Self.message()) }
                 #expect(error?.code == .network)
-                #expect(error?.details.reason == CodeDeliveryFailure.refusedReason)
+                #expect(error?.details.reason == CodeDeliveryFailure.unavailableReason)
                 #expect(try server.requests().isEmpty)
             }
         }

@@ -146,11 +146,11 @@ struct SMSCodeSenderTests {
     }
 
     @Test(
-        "gateway answers: 4xx is a RAIN_501 refusal, 429 and 5xx RAIN_301, no answer or a drop after the request RAIN_501 uncertain",
+        "gateway answers: 4xx is a RAIN_501 refusal, 429 and 5xx RAIN_301 delivery_unavailable, no answer or a drop after the request RAIN_501 uncertain",
         arguments: [
             ("status-400", RainError.Code.provider, CodeDeliveryFailure.refusedReason),
-            ("status-429", .network, CodeDeliveryFailure.refusedReason),
-            ("status-503", .network, CodeDeliveryFailure.refusedReason),
+            ("status-429", .network, CodeDeliveryFailure.unavailableReason),
+            ("status-503", .network, CodeDeliveryFailure.unavailableReason),
             ("hang", .provider, CodeDeliveryFailure.uncertainReason),
             ("drop", .provider, CodeDeliveryFailure.uncertainReason),
         ])

@@ -2,6 +2,7 @@ import Foundation
 import RainCodeSenderSettings
 import RainCrypto
 import RainAuthorityAPI
+import RainAuthorityServer
 import RainCore
 import RainTestSupport
 import RainWire
@@ -167,18 +168,22 @@ struct SMTPCodeSenderTests {
         }
     }
 
-    @Test("refusals before acceptance: 550 recipient and 554 data are RAIN_501, 450 is RAIN_301, bad credentials RAIN_501")
+    @Test(
+        "refusals before acceptance: 550 recipient and 554 data are RAIN_501 delivery_refused, 450 and a drop RAIN_301 delivery_unavailable, bad credentials RAIN_501"
+    )
     func refusals() async throws {
         try await Setup.with { s in
-            for (mode, code) in [
-                (GatewayTestServer.SMTPMode.refuseRecipient, RainError.Code.provider), (.deferRecipient, .network),
-                (.refuseData, .provider), (.dropBeforeData, .network),
+            for (mode, code, reason) in [
+                (GatewayTestServer.SMTPMode.refuseRecipient, RainError.Code.provider, CodeDeliveryFailure.refusedReason),
+                (.deferRecipient, .network, CodeDeliveryFailure.unavailableReason),
+                (.refuseData, .provider, CodeDeliveryFailure.refusedReason),
+                (.dropBeforeData, .network, CodeDeliveryFailure.unavailableReason),
             ] {
                 try await s.server(mode: mode) { server in
                     let sender = try SMTPCodeSender(settings: s.settings(server), logger: s.logger)
                     let error = await rainError { try await sender.deliver(Self.message()) }
                     #expect(error?.code == code, "\(mode)")
-                    #expect(error?.details.reason == CodeDeliveryFailure.refusedReason, "\(mode)")
+                    #expect(error?.details.reason == reason, "\(mode)")
                     #expect(try server.mails().isEmpty)
                 }
             }
@@ -193,14 +198,14 @@ struct SMTPCodeSenderTests {
         }
     }
 
-    @Test("a server that never greets is a RAIN_301 refusal within the timeout (nothing handed over)")
+    @Test("a server that never greets is a RAIN_301 delivery_unavailable within the timeout (nothing handed over)")
     func hangBeforeHandOff() async throws {
         try await Setup.with { s in
             try await s.server(mode: .hangGreeting) { server in
                 let sender = try SMTPCodeSender(settings: s.settings(server, timeout: .seconds(1)), logger: s.logger)
                 let (error, elapsed) = await Self.timedError { try await sender.deliver(Self.message()) }
                 #expect(error?.code == .network)
-                #expect(error?.details.reason == CodeDeliveryFailure.refusedReason)
+                #expect(error?.details.reason == CodeDeliveryFailure.unavailableReason)
                 #expect(
                     elapsed < .seconds(20),
                     "the wait is bounded by the timeout, not libcurl's own 120 s (the margin is for a loaded machine)")
@@ -340,6 +345,175 @@ struct SMTPCodeSenderTests {
             #expect(!s.sink.captured.joined().contains(code))
             await store.close()
         }
+    }
+    /// An authority on a fresh SQLite store that delivers through `sender`.
+    static func authority(_ s: Setup, sender: any CodeSender) async throws -> (EmbeddedAuthority, SQLiteAuthorityStore) {
+        let store = try await SQLiteAuthorityStore.open(stateDirectory: "\(s.directory)/authority-\(UUID().uuidString.prefix(8))")
+        let keys = try AuthorityKeys(masterKey: SymmetricKey(bytes: Array(repeating: 7, count: 32)))
+        let authority = EmbeddedAuthority(
+            store: store, keys: keys, settings: AuthoritySettings(), clock: ManualClock(), sender: sender, outbox: nil,
+            logger: s.logger)
+        return (authority, store)
+    }
+
+    @Test(
+        "a device whose send deadline is shorter than the sender's timeout gets delivery_uncertain from a server silent after the data, never outcome_unknown"
+    )
+    func deviceDeadlineBoundsDelivery() async throws {
+        try await Setup.with { s in
+            try await s.server(mode: .hangAfterData) { server in
+                // libcurl alone would wait up to 1.5 times the 30 s timeout for the reply to the data.
+                let router = SwitchingSender()
+                let recorder = RecordingSender(router)
+                let (authority, store) = try await Self.authority(s, sender: recorder)
+                let tcp = try RunningTCPServer(
+                    handler: AuthorityService(authority: authority, logger: s.logger), logger: s.logger)
+                let remote = try RemoteAuthority(
+                    address: tcp.address,
+                    // Short beside the sender's 30 s, long enough for the conversation to reach the
+                    // data on a loaded machine (every suite of the target runs beside it).
+                    deadlines: AuthorityDeadlines(read: .seconds(4), send: .seconds(8), refresh: .seconds(5)),
+                    logger: s.logger)
+                // A first code, accepted at once, opens the connection and the store: the call that
+                // hangs then spends its deadline on the mail server alone.
+                router.set(RecordingSender(nil))
+                _ = try await remote.sendLoginCode(
+                    SendCodeRequest(appID: AuthorityFixture.app, deviceID: "device-b", contact: AuthorityFixture.phone))
+                router.set(try SMTPCodeSender(settings: s.settings(server, timeout: .seconds(30)), logger: s.logger))
+                let error = await rainError {
+                    _ = try await remote.sendLoginCode(
+                        SendCodeRequest(appID: AuthorityFixture.app, deviceID: "device-a", contact: AuthorityFixture.email))
+                }
+                #expect(error?.code == .provider)
+                #expect(error?.details.reason == CodeDeliveryFailure.uncertainReason, "\(String(describing: error))")
+                let limit = try #require(recorder.messages.last?.timeLimit)
+                #expect(limit > .zero && limit <= .seconds(7), "the device's 8 s less the second kept for the answer")
+                let line = try #require(s.sink.captured.last { $0.contains("code.delivery_failed") })
+                #expect(line.contains("localhost:\(server.port)"))
+                #expect(line.contains("28 (Timeout was reached)"))
+                #expect(line.contains("counted"))
+                remote.close()
+                try await tcp.stop()
+                await store.close()
+            }
+        }
+    }
+
+    @Test("a message's time limit ends a silent greeting before the sender's timeout: RAIN_301 delivery_unavailable")
+    func timeLimitBeforeHandOff() async throws {
+        try await Setup.with { s in
+            try await s.server(mode: .hangGreeting) { server in
+                let sender = try SMTPCodeSender(settings: s.settings(server, timeout: .seconds(30)), logger: s.logger)
+                var message = Self.message()
+                message.timeLimit = .milliseconds(500)
+                let (error, elapsed) = await Self.timedError { try await sender.deliver(message) }
+                #expect(error?.code == .network)
+                #expect(error?.details.reason == CodeDeliveryFailure.unavailableReason)
+                #expect(elapsed < .seconds(20), "bounded by the limit, not the 30 s timeout (margin for a loaded machine)")
+            }
+        }
+    }
+
+    @Test(
+        "past its limit a transfer answers at once, as a timeout handed over or not as the body was, whatever libcurl's own timeouts"
+    )
+    func transferAnswersAtItsLimit() async throws {
+        try await Setup.with { s in
+            // The limit leaves a loaded machine time to reach the data; libcurl alone would take 45 s.
+            for (mode, limit, isHandedOver) in [
+                (GatewayTestServer.SMTPMode.hangAfterData, Duration.seconds(5), true), (.hangGreeting, .milliseconds(500), false),
+            ] {
+                try await s.server(mode: mode) { server in
+                    let email = try SMTPCodeSender(settings: s.settings(server), logger: s.logger).compose(Self.message())
+                    // libcurl alone: 30 s in all, and up to 15 s more for the reply to the data.
+                    var transfer = CurlTransfer(
+                        url: "smtp://localhost:\(server.port)", protocols: "smtp,smtps", caFile: s.certificates.caPath,
+                        body: email.bytes, connectTimeout: .seconds(30), totalTimeout: .seconds(30))
+                    transfer.requiresStartTLS = true
+                    transfer.mailFrom = "codes@rain.test"
+                    transfer.recipients = ["user@example.com"]
+                    transfer.username = Self.user
+                    transfer.password = Self.password
+                    let queue = DispatchQueue(label: "test.transfer", attributes: .concurrent)
+                    let result = try await transfer.perform(on: queue, within: limit)
+                    #expect(result.isTimeout, "\(mode)")
+                    #expect(result.description.contains("the call's deadline"), "\(mode): \(result.description)")
+                    #expect(result.isBodyHandedOver == isHandedOver, "\(mode)")
+                }
+            }
+        }
+    }
+
+    @Test("a caller without a deadline leaves the sender's own timeouts; one whose deadline passed sends nothing")
+    func timeLimitFromTheCaller() async throws {
+        try await Setup.with { s in
+            let recorder = RecordingSender(nil)
+            let (authority, store) = try await Self.authority(s, sender: recorder)
+            let request = SendCodeRequest(appID: AuthorityFixture.app, deviceID: "device-a", contact: AuthorityFixture.email)
+            _ = try await authority.sendLoginCode(request)
+            #expect(recorder.messages.count == 1)
+            #expect(recorder.messages.last?.timeLimit == nil)
+            let late = await rainError {
+                _ = try await authority.sendLoginCode(
+                    SendCodeRequest(appID: AuthorityFixture.app, deviceID: "device-b", contact: AuthorityFixture.phone),
+                    caller: AuthorityCaller(deadline: .now - .milliseconds(1)))
+            }
+            #expect(late?.code == .network)
+            #expect(late?.details.reason == CodeDeliveryFailure.unavailableReason)
+            #expect(recorder.messages.count == 1, "nothing handed to the sender")
+            // Up to 1 s is kept for the answer; a quarter of a shorter deadline.
+            #expect(EmbeddedAuthority.deliveryLimit(left: .seconds(9)) == .seconds(8))
+            #expect(EmbeddedAuthority.deliveryLimit(left: .milliseconds(800)) == .milliseconds(600))
+            await store.close()
+        }
+    }
+
+    @Test(
+        "the authority's log of a failed delivery names the server, the reply and the slot; never the code, the address or the password"
+    )
+    func deliveryFailureLog() async throws {
+        try await Setup.with { s in
+            try await s.server(mode: .deferRecipient) { server in
+                let recorder = RecordingSender(try SMTPCodeSender(settings: s.settings(server), logger: s.logger))
+                let (authority, store) = try await Self.authority(s, sender: recorder)
+                let error = await rainError {
+                    _ = try await authority.sendLoginCode(
+                        SendCodeRequest(appID: AuthorityFixture.app, deviceID: "device-a", contact: AuthorityFixture.email))
+                }
+                #expect(error?.code == .network)
+                #expect(error?.details.reason == CodeDeliveryFailure.unavailableReason)
+                let line = try #require(s.sink.captured.last { $0.contains("code.delivery_failed") })
+                #expect(line.contains("localhost:\(server.port)"))
+                #expect(line.contains("smtp 450"))
+                #expect(line.contains("given back"))
+                #expect(line.contains(ContactRedaction.redacted(AuthorityFixture.email)))
+                var scanner = SecretScanner()
+                scanner.addCode(try #require(recorder.messages.last?.delivery.code))
+                scanner.addText(Self.password, label: "SMTP password")
+                scanner.addText(AuthorityFixture.email.value, label: "contact")
+                #expect(scanner.findings(in: s.sink.captured) == [])
+                await store.close()
+            }
+        }
+    }
+}
+
+/// Records each message, then hands it to `inner` (nil: accepts it).
+final class RecordingSender: CodeSender {
+    private let inner: (any CodeSender)?
+    private let recorded = Mutex<[CodeMessage]>([])
+
+    init(_ inner: (any CodeSender)?) { self.inner = inner }
+
+    var messages: [CodeMessage] { recorded.withLock { $0 } }
+
+    func deliver(_ delivery: OutboxDelivery) async throws {
+        try await deliver(CodeMessage.login(delivery))
+    }
+
+    func deliver(_ message: CodeMessage) async throws {
+        recorded.withLock { $0.append(message) }
+        try await inner?.deliver(message)
     }
 }
 

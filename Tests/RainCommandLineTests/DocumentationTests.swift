@@ -69,6 +69,16 @@ let documentedTool: Command = {
         #expect(fish.contains("-l version"))
     }
 
+    @Test("an abstract wrapped over several lines is whole on the NAME line")
+    func manPageNameLineIsWhole() {
+        var root = documentedTool
+        root.abstract = "Runs the tool, with its helper unless --remote names\nanother one (see `tool help`).\n\nMore."
+        let roff = ManPage(program: root, section: 8, manual: "Tool Manual").roff
+        #expect(
+            roff.contains(
+                ".SH NAME\ntool \\- Runs the tool, with its helper unless \\-\\-remote names another one (see tool help)\n"))
+    }
+
     @Test func manPageIsEscapedRoff() {
         var root = documentedTool
         root.discussion = "Runs `tool status`.\n\n.dangerous line,\nback\\slash and a-dash."

@@ -26,6 +26,26 @@ import Testing
         #expect(o.codeSenderFile == "/etc/rw/sender.json")
     }
 
+    @Test("the file holds the codeSender object alone or under a codeSender key, as docs/operations.md shows it")
+    func bothForms() throws {
+        try Self.withDirectory { dir in
+            let logger = Logger(label: "test", sink: CapturingLogSink())
+            let command = #"{"type": "command", "command": ["/bin/true"], "timeoutSeconds": 2}"#
+            try Self.write(command, to: "\(dir)/inner.json")
+            #expect(try AuthorityDaemon.codeSender(file: "\(dir)/inner.json", logger: logger) is CommandCodeSender)
+            try Self.write(#"{"codeSender": \#(command)}"#, to: "\(dir)/wrapped.json")
+            #expect(try AuthorityDaemon.codeSender(file: "\(dir)/wrapped.json", logger: logger) is CommandCodeSender)
+            try Self.write(#"{"codeSender": {"type": "outbox"}}"#, to: "\(dir)/outbox.json")
+            #expect(try AuthorityDaemon.codeSender(file: "\(dir)/outbox.json", logger: logger) == nil)
+            // Anything beside the codeSender key: not the wrapped form, and no type of its own.
+            try Self.write(#"{"codeSender": {"type": "outbox"}, "other": 1}"#, to: "\(dir)/mixed.json")
+            let mixed = #expect(throws: RainError.self) {
+                try AuthorityDaemon.codeSender(file: "\(dir)/mixed.json", logger: logger)
+            }
+            #expect(mixed?.details.field == "codeSender.type")
+        }
+    }
+
     @Test("outbox is nil (the default), command and smtp make their senders; secrets are checked at start")
     func senders() throws {
         try Self.withDirectory { dir in
