@@ -150,7 +150,7 @@ let package = Package(
             name: "RainTestSupport",
             dependencies: [
                 "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore", "RainAuthority",
-                "RainAuthorityServer", "RainDevice", "RainKeyStore",
+                "RainAuthorityServer", "RainDevice", "RainKeyStore", "RainAccess",
             ]),
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),

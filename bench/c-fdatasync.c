@@ -1,6 +1,8 @@
 /* The durability floor of scripts/bench-signing: appends of one audit-sized record (256 bytes),
  * each followed by fdatasync, per second, on the file system of the directory given (the daemon's
- * state directory). Prints one JSON line: {"syncs":N,"seconds":S,"perSecond":R}. Asserts nothing. */
+ * state directory). Prints one JSON line: {"syncs":N,"seconds":S,"perSecond":R}. Asserts nothing.
+ * Not rainwallet-authority-bench's floor: that one rewrites one block in place, as SQLite's pages
+ * are, which syncs no metadata; the audit log appends, and every append grows the file. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

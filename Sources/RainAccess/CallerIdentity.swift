@@ -1,3 +1,4 @@
+import RainCore
 import RainCrypto
 
 /// Who is on the other end of a connection: read once per connection from the peer's pidfd, and

@@ -94,17 +94,14 @@ extension EmbeddedAuthority {
         throws(RainError) -> PreparedSigning
     {
         let app = request.request
-        guard let chain = app.chain else {
-            throw RainError.invalid("name the chain: ethereum (any EVM chain) or solana", field: "chain")
+        guard let ethereum = wallet.ethereumAddress, let solana = wallet.solanaAddress else {
+            throw RainError(.internalError, "the wallet's addresses are missing")
         }
-        guard let ethereum = wallet.ethereumAddress.flatMap({ Hex.decode(String($0.dropFirst(2))) }),
-            let solana = wallet.solanaAddress.flatMap(Base58.decode)
-        else { throw RainError(.internalError, "the wallet's addresses are missing") }
         let prepared = try SigningPreparation.prepare(
             SigningRequest(
-                kind: kind, chain: chain, chainID: app.chainID, claimedCluster: app.cluster, payload: app.payload,
-                from: app.from),
-            wallet: SigningWallet(ethereumAddress: ethereum, solanaPublicKey: solana))
+                kind: kind, chain: try SigningRequest.named(app.chain), chainID: app.chainID, claimedCluster: app.cluster,
+                payload: app.payload, from: app.from),
+            wallet: try SigningWallet(ethereumAddress: ethereum, solanaAddress: solana))
         guard !request.confirmedSha256.isEmpty, constantTimeEquals(prepared.signedBytesHash, request.confirmedSha256)
         else {
             throw RainError.invalid(

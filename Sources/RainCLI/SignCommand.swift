@@ -63,26 +63,15 @@ enum SignCommand: CLICommand {
     /// Hex text (with or without 0x, surrounding white space ignored) as bytes.
     /// - Throws: RAIN_102 naming `field` when it is not hex.
     static func hexBytes(_ text: String, field: String) throws -> Data {
-        var digits = Substring(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits = digits.dropFirst(2) }
-        guard digits.count % 2 == 0 else { throw RainError.invalid("\(field) is not hex: an odd number of digits", field: field) }
-        var bytes = Data(capacity: digits.count / 2)
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else {
-                throw RainError.invalid("\(field) is not hex: \(digits[index..<next]) is not a byte", field: field)
-            }
-            bytes.append(byte)
-            index = next
+        var digits = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits.removeFirst(2) }
+        guard let bytes = Hex.decode(digits) else {
+            throw RainError.invalid("\(field) is not hex: give an even number of hex digits, 0x optional", field: field)
         }
-        return bytes
+        return Data(bytes)
     }
 
-    static func hex(_ data: Data) -> String {
-        let digits = Array("0123456789abcdef")
-        return "0x" + String(data.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
-    }
+    static func hex(_ data: Data) -> String { "0x" + Hex.encode(Array(data)) }
 
     static func key(_ parsed: ParsedCommand) throws -> Data? {
         try parsed.value("--idempotency-key").map { try hexBytes($0, field: "idempotencyKey") }

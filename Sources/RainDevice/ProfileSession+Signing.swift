@@ -12,9 +12,7 @@ extension ProfileSession {
     /// - Throws: RAIN_102 for no chain, a payload over 64 KiB, an idempotency key of the wrong
     ///   length.
     static func signingRequest(_ kind: SigningRequest.Kind, _ request: SignRequest) throws(RainError) -> SigningRequest {
-        guard let chain = request.chain else {
-            throw RainError.invalid("name the chain: ethereum (any EVM chain) or solana", field: "chain")
-        }
+        let chain = try SigningRequest.named(request.chain)
         let key = request.idempotencyKey.count
         guard key == 0 || (16...64).contains(key) else {
             throw RainError.invalid(
@@ -34,12 +32,7 @@ extension ProfileSession {
     /// The wallet's public side, as the authority reports it.
     func signingWallet() async throws(RainError) -> SigningWallet {
         let wallet = try await wallet()
-        guard let ethereum = Hex.decode(String(wallet.ethereumAddress.dropFirst(2))), ethereum.count == 20,
-            let solana = Base58.decode(wallet.solanaAddress), solana.count == 32
-        else {
-            throw RainError(.internalError, "the authority answered a wallet whose addresses do not decode")
-        }
-        return SigningWallet(ethereumAddress: ethereum, solanaPublicKey: solana)
+        return try SigningWallet(ethereumAddress: wallet.ethereumAddress, solanaAddress: wallet.solanaAddress)
     }
 
     /// What the prompt shows for a signature request: its decoded lines and the SHA-256 of the

@@ -30,6 +30,15 @@ public struct SigningRequest: Sendable, Equatable {
     /// The address the app expects to sign with (EIP-55 hex or base58); empty: not checked.
     public var from: String
 
+    /// The chain a request names.
+    /// - Throws: RAIN_102 (`field: "chain"`) when it names none.
+    public static func named(_ chain: RainChain?) throws(RainError) -> RainChain {
+        guard let chain else {
+            throw RainError.invalid("name the chain: ethereum (any EVM chain) or solana", field: "chain")
+        }
+        return chain
+    }
+
     /// A request.
     public init(
         kind: Kind, chain: RainChain, chainID: UInt64 = 0, claimedCluster: String = "", payload: [UInt8],
@@ -56,6 +65,18 @@ public struct SigningWallet: Sendable, Equatable {
     public init(ethereumAddress: [UInt8], solanaPublicKey: [UInt8]) {
         self.ethereumAddress = ethereumAddress
         self.solanaPublicKey = solanaPublicKey
+    }
+
+    /// The wallet from its addresses as they are shown and stored: `0x` and 40 hex digits, and
+    /// the base58 public key.
+    /// - Throws: RAIN_502 when either does not decode (a wallet record or an answer is damaged).
+    public init(ethereumAddress: String, solanaAddress: String) throws(RainError) {
+        guard ethereumAddress.hasPrefix("0x"), let ethereum = Hex.decode(String(ethereumAddress.dropFirst(2))),
+            ethereum.count == 20, let solana = Base58.decode(solanaAddress), solana.count == 32
+        else {
+            throw RainError(.internalError, "the wallet's addresses do not decode")
+        }
+        self.init(ethereumAddress: ethereum, solanaPublicKey: solana)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RainAccess
 
 /// Per-app access in a harness daemon. Every harness daemon gets `--policy DIR/policy.json`
 /// (written here, owned by root as a managed machine's would be; tests run as root), so the machine's
@@ -59,19 +60,7 @@ extension DaemonHarness {
 
     /// An Assuan-escaped description as the user reads it (`%0A` a newline, `%25` a percent sign).
     public static func unescaped(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "%"), utf8.count >= 2,
-                let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-                utf8 = utf8.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        String(decoding: Assuan.unescape(Array(text.utf8)[...]), as: UTF8.self)
     }
 
     /// The test runner's own executable (what the daemon sees on connections from the test process).

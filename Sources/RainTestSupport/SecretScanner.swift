@@ -1,4 +1,5 @@
 import Foundation
+import RainCore
 import RainCrypto
 
 /// Finds secrets in text (logs, CLI output, error messages), in every encoding they could leak

@@ -25,10 +25,7 @@ public struct WalletSignature: Sendable, Equatable {
     public var signedBytesSHA256: Data
 
     /// EVM: `0x` and the signature's 130 hex digits, as `personal_sign` returns it.
-    public var signatureHex: String {
-        let digits = Array("0123456789abcdef")
-        return "0x" + String(signature.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
-    }
+    public var signatureHex: String { "0x" + Hex.encode(Array(signature)) }
 }
 
 /// A signed transaction, ready for the app to send (nothing is broadcast here).

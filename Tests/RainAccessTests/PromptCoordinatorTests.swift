@@ -323,6 +323,24 @@ struct PromptPagesOnTerminalTests {
         _ = try await task.value
     }
 
+    @Test("a paged prompt has the timeout once per page in all: it stays up one second short of that, then times out")
+    func timeoutPerPage() async throws {
+        let pty = try PseudoTerminal()
+        let clock = ManualClock()
+        let coordinator = try PromptFixture.coordinator(on: pty, clock: clock)
+        let request = Self.pagedRequest()
+        let count = try request.pages(code: PromptCode(text: "XXXX")).count
+        let task = PromptFixture.start(coordinator, request)
+        _ = try #require(await pty.waitForText("Page 1 of \(count)"))
+        let pid = try #require(await coordinator.activeProcessID)
+        clock.advance(by: .seconds(60 * count - 1))
+        #expect(await coordinator.activeProcessID == pid)
+        clock.advance(by: .seconds(1))
+        let error = await PromptFixture.error(of: task, within: .seconds(2))
+        #expect(error?.details.reason == PromptReason.timedOut)
+        #expect(PromptFixture.isGone(pid))
+    }
+
     @Test("Refuse on a middle page ends it: RAIN_401 prompt_dismissed, and no code was shown")
     func refuseOnAPage() async throws {
         let pty = try PseudoTerminal()

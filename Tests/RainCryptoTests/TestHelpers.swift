@@ -1,3 +1,4 @@
+import RainCore
 import RainCrypto
 import Testing
 

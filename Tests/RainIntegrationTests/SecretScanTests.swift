@@ -1,4 +1,5 @@
 import Foundation
+import RainCore
 import RainCrypto
 import RainTestSupport
 import RainWallet

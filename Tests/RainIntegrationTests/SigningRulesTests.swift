@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RainCore
 import RainCrypto
 import RainTestSupport
 import RainWallet

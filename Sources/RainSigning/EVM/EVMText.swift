@@ -1,3 +1,4 @@
+import RainCore
 import RainCrypto
 
 /// How EVM values read in a summary: addresses in EIP-55, amounts with every digit, times in UTC.
