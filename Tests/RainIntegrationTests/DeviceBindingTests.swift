@@ -61,12 +61,18 @@ struct DeviceBindingProcessTests {
             let device = try DaemonHarness.prepare(
                 config: Self.config, extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
             // `faketime` runs the daemon as its child: stopping the wrapper leaves the daemon
-            // running (and, under libfaketime, spinning on its timers), so end it by its state
-            // directory, which only it names. Waited for asynchronously, never in a `defer`: the two
+            // running (and, under libfaketime, spinning on its timers), so the daemon is killed
+            // itself. Waited for asynchronously, never in a `defer`: the two
             // cases run at once, and two blocked waits held both threads of the concurrency pool
             // for 10 s, stalling every other test.
+            // Only the daemon is killed, never the wrapper: a wrapper that sees its child end removes
+            // its named semaphore, while a killed one leaves it in /dev/shm, and a later wrapper
+            // given the same pid then cannot start ("sem_open: File exists").
             func stopDevice() async {
-                _ = try? await TestProcess.run("/usr/bin/pkill", ["-KILL", "-f", device.stateDirectory], timeout: .seconds(10))
+                if let wrapper = device.pid {
+                    _ = try? await TestProcess.run("/usr/bin/pkill", ["-KILL", "-P", String(wrapper)], timeout: .seconds(10))
+                    _ = try? await device.waitForExit(timeout: .seconds(10))
+                }
                 await device.shutdownAsync()
             }
             do {
