@@ -16,12 +16,17 @@ public struct DeviceContext: Sendable {
     public var audit: (any AuditRecorder)?
     /// The audit log's anchor at a remote authority (nil with the embedded one, or no log).
     public var auditAnchoring: AuditAnchoring?
+    /// How the link, the revocation stream and the daemon's keys stand.
+    public var health: DeviceHealth
 
     public init(
         authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,
         profileState: ProfileStateStore = ProfileStateStore(directory: nil), audit: (any AuditRecorder)? = nil,
         auditAnchoring: AuditAnchoring? = nil
     ) {
+        // An embedded authority is always connected.
+        self.health = DeviceHealth(
+            now: clock.now, link: authority.linkState ?? AuthorityLinkState(phase: .connected, since: clock.now))
         self.authority = authority
         self.storage = storage
         self.clock = clock
