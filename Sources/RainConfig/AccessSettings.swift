@@ -102,6 +102,7 @@ extension DaemonConfig {
         values["codeSender"] = Self.canonical(Self.json(codeSender))
         values["storage.provider"] = Self.canonical(.string(storage.provider.configValue))
         values["storage.tcti"] = Self.canonical(.string(storage.tcti))
+        values["remoteAuthority"] = Self.canonical(Self.json(remoteAuthority))
         for (name, p) in profiles {
             values["profiles.\(name).allowExport"] = Self.canonical(.bool(p.isExportAllowed))
             values["profiles.\(name).allowedUIDs"] = Self.canonical(Self.json(p.allowedUIDs))
@@ -131,6 +132,7 @@ extension DaemonConfig {
         config.codeSender = defaults.codeSender
         config.storage = defaults.storage
         config.access = defaults.access
+        config.remoteAuthority = defaults.remoteAuthority
         for name in config.profiles.keys {
             config.profiles[name]?.isExportAllowed = false
             config.profiles[name]?.allowedUIDs = []
@@ -141,6 +143,7 @@ extension DaemonConfig {
             switch (parts.first ?? "", parts.count) {
             case ("allowedUIDs", 1): config.allowedUIDs = try reader.uids(value, key)
             case ("codeSender", 1): config.codeSender = try reader.codeSender(value, key)
+            case ("remoteAuthority", 1): config.remoteAuthority = try reader.remoteAuthority(value, key)
             case ("storage", 2) where parts[1] == "provider":
                 do {
                     config.storage.provider = try KeyProviderChoice(parsing: try reader.string(value, key))
@@ -198,8 +201,8 @@ extension DaemonConfig {
 
 /// `/etc/rainwallet/policy.json`: the security settings of a managed machine (or a CI job), fixed by
 /// root. Its keys are the config's guarded keys (`allowedUIDs`, `codeSender`, `storage`,
-/// `profiles.NAME.allowExport|allowedUIDs`, `access`); what it sets, the user's config cannot
-/// change, and needs no confirmation.
+/// `profiles.NAME.allowExport|allowedUIDs`, `access`, `remoteAuthority`); what it sets, the user's
+/// config and the daemon's flags cannot change, and needs no confirmation.
 public enum SecurityPolicy {
     /// Where the policy is read from.
     public static let defaultPath = "/etc/rainwallet/policy.json"
@@ -223,8 +226,13 @@ public enum SecurityPolicy {
             throw RainError.invalid("\(source): not valid JSON: \(error.localizedDescription)", field: "policy")
         }
         let reader = ConfigReader(source: source)
-        let dict = try reader.object(root, "", allowed: ["allowedUIDs", "codeSender", "storage", "profiles", "access"])
+        let dict = try reader.object(
+            root, "", allowed: ["allowedUIDs", "codeSender", "storage", "profiles", "access", "remoteAuthority"])
         var values: [String: String] = [:]
+        if let v = dict["remoteAuthority"] {
+            values["remoteAuthority"] = DaemonConfig.canonical(
+                DaemonConfig.json(try reader.remoteAuthority(v, "remoteAuthority")))
+        }
         if let v = dict["allowedUIDs"] {
             values["allowedUIDs"] = DaemonConfig.canonical(DaemonConfig.json(try reader.uids(v, "allowedUIDs")))
         }

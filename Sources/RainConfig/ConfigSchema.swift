@@ -111,6 +111,24 @@ public enum ConfigSchema {
                     + "at most 256 bytes, one line",
                 example: .string("swtpm:path=/run/swtpm.sock"), isGuarded: true),
             Key(
+                "remoteAuthority", "object or \"embedded\"", default: "\"embedded\"",
+                "the remote authority the device uses (--authority and --authority-ca win over it): a start that names "
+                    + "another one than the confirmed setting exits 78",
+                example: .object(["address": .string("authority.example.com:7420")]), isGuarded: true),
+            Key(
+                "remoteAuthority.address", "string", default: "none",
+                "HOST:PORT of `rainwalletd authority` (loopback only without ca); required in a remoteAuthority object",
+                example: .string("authority.example.com:7420"), isGuarded: true),
+            Key(
+                "remoteAuthority.ca", "string", default: "none (plain TCP)",
+                "the absolute path of the PEM file of the CA that issued the authority's certificate (TLS 1.3); its "
+                    + "bytes are part of the confirmed setting",
+                example: .string("/etc/rainwallet/authority-ca.pem"), isGuarded: true),
+            Key(
+                "remoteAuthority.caSHA256", "string", default: "the CA file's, read at start",
+                "64 hex digits pinning the CA file's SHA-256 (root's policy sets it to fix the CA's content), with ca",
+                example: .string(String(repeating: "ab", count: 32)), isGuarded: true),
+            Key(
                 "access.pinentry", "string",
                 default: "the first of pinentry-gnome3, pinentry-qt, pinentry-curses, pinentry-tty in /usr/bin",
                 "the absolute path of the pinentry program that asks the user to confirm",

@@ -110,6 +110,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var storage = StorageSettings()
     /// The pinentry program and the apps approved in advance.
     public var access = AccessSettings()
+    /// The remote authority (`remoteAuthority`, or the flags `--authority` and `--authority-ca`);
+    /// nil: the embedded one.
+    public var remoteAuthority: RemoteAuthoritySetting?
 
     public init() {}
 
@@ -229,8 +232,10 @@ struct ConfigReader {
     }
 
     mutating func config(_ root: JSONValue) throws(RainError) -> DaemonConfig {
-        let dict = try object(root, "", allowed: ["allowedUIDs", "codeSender", "authority", "profiles", "storage", "access"])
+        let dict = try object(
+            root, "", allowed: ["allowedUIDs", "codeSender", "authority", "profiles", "storage", "access", "remoteAuthority"])
         var config = DaemonConfig()
+        if let v = dict["remoteAuthority"] { config.remoteAuthority = try remoteAuthority(v, "remoteAuthority") }
         if let v = dict["storage"] { config.storage = try storage(v, "storage") }
         if let v = dict["access"] { config.access = try access(v, "access") }
         if let v = dict["allowedUIDs"] { config.allowedUIDs = try uids(v, "allowedUIDs") }

@@ -112,6 +112,40 @@ public final class TLSContext: @unchecked Sendable {
         return context
     }
 
+    /// A client context that trusts only the CA certificates in `pem` (one or more PEM
+    /// certificates, as a CA file holds them): the bytes the caller read and checked, never the
+    /// file again.
+    /// - Throws: RAIN_102 (`details.field` `trustedCertificates`) when `pem` holds no certificate;
+    ///   RAIN_502 when OpenSSL fails otherwise.
+    public static func client(trustedCertificatesPEM pem: [UInt8]) throws(RainError) -> TLSContext {
+        let context = try TLSContext(role: .client)
+        guard let store = SSL_CTX_get_cert_store(context.pointer) else { throw RainError.openSSL("SSL_CTX_get_cert_store") }
+        // Counted, or nil when OpenSSL could not make a memory BIO or keep a certificate.
+        let added: Int? = pem.withUnsafeBytes { raw -> Int? in
+            guard let base = raw.baseAddress, let bio = BIO_new_mem_buf(base, Int32(clamping: raw.count)) else {
+                return nil
+            }
+            defer { BIO_free(bio) }
+            var count = 0
+            while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                defer { X509_free(certificate) }
+                guard X509_STORE_add_cert(store, certificate) == 1 else { return nil }
+                count += 1
+            }
+            // The loop ends at the end of the input, which leaves a "no start line" error behind.
+            ERR_clear_error()
+            return count
+        }
+        guard let added else { throw RainError.openSSL("loading the trusted CA certificates") }
+        guard added > 0 else {
+            throw RainError.invalid(
+                "the trusted CA file holds no PEM certificate; give the certificate of the CA that issued the server's "
+                    + "certificate", field: "trustedCertificates", reason: "ca_unreadable")
+        }
+        SSL_CTX_set_verify(context.pointer, SSL_VERIFY_PEER, nil)
+        return context
+    }
+
     /// A new server-side session (one per accepted connection).
     /// - Throws: RAIN_102 when this is a client context; RAIN_502 when OpenSSL fails.
     public func makeServerSession() throws(RainError) -> TLSSession {

@@ -65,7 +65,10 @@ public enum Daemon {
                 "--authority", value: "HOST:PORT",
                 help: """
                     use the authority served by `rainwalletd authority` there (loopback only
-                    without --authority-ca); the config's "authority" section is then unused
+                    without --authority-ca); the config's "authority" section is then unused.
+                    A security setting: a start naming another authority or CA than the
+                    confirmed one (config.json's remoteAuthority, confirmed with `rainwallet
+                    settings confirm`) is refused (exit 78)
                     """),
             Command.Option(
                 "--authority-ca", value: "PEM",
@@ -333,8 +336,10 @@ struct DeviceRole: DaemonRole {
         // the others, which take effect once the user confirms them (`SettingsGuard`).
         let policyPath = options.policy ?? SecurityPolicy.defaultPath
         let policy = try SecurityPolicy.load(path: policyPath)
-        let fileConfig = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
+        let fileConfig = try DeviceSetup.requested(
+            DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit), options: options)
         let config = try fileConfig.applying(fileConfig.guarded.overridden(by: policy), source: policyPath)
+        try DeviceSetup.refuseAuthorityOtherThanPolicy(requested: fileConfig, policy: config, policyPath: policyPath)
         let stateLock = try Daemon.openStateDirectory(paths.stateDirectory, role: "rainwalletd")
 
         let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
@@ -390,8 +395,8 @@ struct DeviceRole: DaemonRole {
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
 
         let drainTimeout = options.drainTimeout
-        let authorityName = options.authority ?? "embedded"
-        let isAuthorityTLS = options.authorityCA != nil
+        let authorityName = config.remoteAuthority?.address ?? "embedded"
+        let isAuthorityTLS = config.remoteAuthority?.ca != nil
         let stateDirectory = paths.stateDirectory
         let socketPath = paths.socket
         let (providerKind, providerLocation) = (provider.kind.rawValue, provider.location)

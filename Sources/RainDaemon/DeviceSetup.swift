@@ -59,13 +59,18 @@ struct DeviceSetup: Sendable {
     ///   writer per file, or its hash chain would fork.
     func open(control: (any StorageControl)? = nil, audit existing: AuditLog? = nil) throws(RainError) -> Opened {
         let (options, clock, logger) = (options, clock, logger)
-        let isEmbedded = options.authority == nil
+        let isEmbedded = config.remoteAuthority == nil
         var keys = try DaemonKeys.open(
             stateDirectory: stateDirectory, storage: self.config.storage, isEmbedded: isEmbedded,
             logger: logger.child("storage"))
         // The security settings: the confirmed ones run, a config edit waits for the user.
         let settings = try settingsGuard(keys: keys)
         var running = try self.config.applying(settings.running, source: "the confirmed settings")
+        // Whoever starts the daemon chooses its flags: an authority other than the confirmed one
+        // would receive the device's tokens and proofs before the user said yes.
+        if running.remoteAuthority != self.config.remoteAuthority {
+            throw Self.unconfirmedAuthority(confirmed: running.remoteAuthority, requested: self.config.remoteAuthority)
+        }
         // The keys are open: the provider and the TCTI they opened with are the ones this run uses
         // (the provider is bound to the state directory; a TPM other than the one that sealed the
         // keys cannot open them).
@@ -74,12 +79,20 @@ struct DeviceSetup: Sendable {
         let authority: any Authority
         var pruning: PeriodicPruning?
         var embeddedAuthority: EmbeddedAuthority?
-        if let remote = options.authority {
-            let tls = try options.authorityCA.map { (ca) throws(RainError) in
-                try Daemon.renamingField(of: TLSContext.client(trustedCertificatesFile: ca), to: "--authority-ca")
+        if let remote = config.remoteAuthority {
+            // The CA's bytes are read once, and must be the ones confirmed: a file swapped after the
+            // check would otherwise choose whom the device trusts.
+            let tls = try remote.readCA().map { (pem) throws(RainError) -> TLSContext in
+                // (Root's policy may fix the file without its digest: then whatever it holds.)
+                if let expected = remote.caSHA256, Hex.encode(SHA256.hash(pem)) != expected {
+                    throw RainError.invalid(
+                        "the authority's CA file \(remote.ca ?? "") changed while the daemon started: start it again",
+                        field: "remoteAuthority.ca", reason: "settings_not_confirmed")
+                }
+                return try Daemon.renamingField(of: TLSContext.client(trustedCertificatesPEM: pem), to: "--authority-ca")
             }
             authority = try RemoteAuthority(
-                address: remote, tls: tls, device: keys.device, deadlines: options.authorityDeadlines, clock: clock,
+                address: remote.address, tls: tls, device: keys.device, deadlines: options.authorityDeadlines, clock: clock,
                 logger: logger.child("authority"))
         } else {
             let masterKey = keys.masterKey
@@ -144,16 +157,63 @@ struct DeviceSetup: Sendable {
     }
 
     /// The settings' guard over the confirmed record, sealed under the storage key; the config
-    /// file is re-read each time the status is asked, so an edit shows without a restart.
+    /// file is re-read each time the status is asked, so an edit shows without a restart (the
+    /// flags this run was started with stay what they were).
     func settingsGuard(keys: DaemonKeys) throws(RainError) -> SettingsGuard {
-        let (policy, file, started) = (policy, configFile, config)
+        let (policy, file, started, options) = (policy, configFile, config, options)
         let store = try ConfirmedSettingsStore(
             stateDirectory: stateDirectory, storageKey: keys.storageKey, previousStorageKeys: keys.previousStorageKeys)
         return try SettingsGuard(store: store, policy: policy, isNewState: keys.isStorageKeyNew) {
             () throws(RainError) -> GuardedSettings in
-            let current = try file.map { (f) throws(RainError) in try DaemonConfig.load(path: f.path, isRequired: f.isRequired) }
-            return (current ?? started).guarded.overridden(by: policy)
+            guard let file else { return started.guarded.overridden(by: policy) }
+            let current = try Self.requested(
+                DaemonConfig.load(path: file.path, isRequired: file.isRequired), options: options)
+            return current.guarded.overridden(by: policy)
         }
+    }
+
+    /// The config a start asks for: the file's, with `--authority` and `--authority-ca` in place of
+    /// its `remoteAuthority`, and the CA file read into its digest.
+    /// - Throws: RAIN_102 for a CA file that is missing, another user's or writable by others.
+    static func requested(_ file: DaemonConfig, options: DaemonOptions) throws(RainError) -> DaemonConfig {
+        var config = file
+        if let address = options.authority {
+            config.remoteAuthority = RemoteAuthoritySetting(address: address, ca: options.authorityCA)
+        }
+        return try config.withAuthorityCADigest()
+    }
+
+    /// Refuses a start whose flags or config name another remote authority than root's policy.
+    /// - Throws: RAIN_102 `settings_fixed_by_policy` naming both.
+    static func refuseAuthorityOtherThanPolicy(
+        requested: DaemonConfig, policy: DaemonConfig, policyPath: String
+    ) throws(RainError) {
+        guard let fixed = policy.remoteAuthority, fixed != requested.remoteAuthority else { return }
+        // A policy that names the CA file without its digest fixes the file, whatever it holds.
+        if fixed.caSHA256 == nil, fixed.address == requested.remoteAuthority?.address,
+            fixed.ca == requested.remoteAuthority?.ca
+        {
+            return
+        }
+        throw RainError.invalid(
+            "\(policyPath) fixes the remote authority at \(fixed.description); this start names "
+                + "\(requested.remoteAuthority?.description ?? "the embedded one"): leave --authority, --authority-ca and "
+                + "config.json's remoteAuthority out, or ask root to change the policy",
+            field: "remoteAuthority", reason: "settings_fixed_by_policy")
+    }
+
+    /// RAIN_102 `settings_not_confirmed`: a start that names another authority than the confirmed one.
+    static func unconfirmedAuthority(
+        confirmed: RemoteAuthoritySetting?, requested: RemoteAuthoritySetting?
+    ) -> RainError {
+        RainError.invalid(
+            """
+            the remote authority is a security setting: this start names \
+            \(requested?.description ?? "the embedded one"), but the confirmed one is \
+            \(confirmed?.description ?? "the embedded one"). Start rainwalletd as before, put the new one in \
+            config.json's remoteAuthority, run `rainwallet settings confirm` (it asks on the prompt), then restart; \
+            or have root set remoteAuthority in /etc/rainwallet/policy.json
+            """, field: "remoteAuthority", reason: "settings_not_confirmed")
     }
 
     /// Logs and audits what the settings' guard found: the first start's record, or the changes

@@ -57,7 +57,15 @@ public final class SettingsGuard: Sendable {
         policyKeys = policy.values.keys.sorted()
         let now = try requested()
         var confirmed: GuardedSettings
-        if let stored = try store?.load() {
+        if var stored = try store?.load() {
+            // Keys guarded since a later version: a record made before holds none of them, and what
+            // the daemon ran with then is not known. The start that finds one missing records what
+            // it runs with (trust on first sight, as a new state directory does).
+            let unrecorded = Self.guardedSinceLater.filter { stored.values[$0] == nil }
+            if !unrecorded.isEmpty {
+                for key in unrecorded { stored.values[key] = now.values[key] }
+                try store?.save(stored)
+            }
             // The policy's keys hold whatever was confirmed before.
             confirmed = stored.overridden(by: policy)
             let changes = confirmed.changes(to: now)
@@ -75,6 +83,9 @@ public final class SettingsGuard: Sendable {
         running = confirmed
         self.confirmed = Mutex(confirmed)
     }
+
+    /// The keys a record made by an older version lacks: `remoteAuthority`.
+    static let guardedSinceLater = ["remoteAuthority"]
 
     /// An audit detail naming `keys` (never their values: a code sender's command or URL may hold
     /// a credential), within `AuditLog.maximumDetailLength`: as many keys as fit, then how many

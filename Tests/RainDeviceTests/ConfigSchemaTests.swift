@@ -18,6 +18,11 @@ import Testing
         "codeSender.sms": [("codeSender.type", .string("sms"))],
         "access.apps.NAME[].sha256": [("access.apps.NAME[].path", .string("/usr/bin/mywallet"))],
         "access.apps.NAME[].allowWritableCode": [("access.apps.NAME[].path", .string("/usr/bin/mywallet"))],
+        "remoteAuthority.ca": [("remoteAuthority.address", .string("authority.example.com:7420"))],
+        "remoteAuthority.caSHA256": [
+            ("remoteAuthority.address", .string("authority.example.com:7420")),
+            ("remoteAuthority.ca", .string("/etc/rainwallet/authority-ca.pem")),
+        ],
     ]
 
     /// Sets `path` (`NAME` → a profile called `app`, `key[]` → the first item of an array) in `root`.

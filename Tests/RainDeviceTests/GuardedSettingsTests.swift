@@ -24,8 +24,9 @@ struct GuardedSettingsTests {
         #expect(
             guarded.values.keys.sorted() == [
                 "access.apps.myapp", "access.pinentry", "allowedUIDs", "codeSender", "profiles.myapp.allowExport",
-                "profiles.myapp.allowedUIDs", "storage.provider", "storage.tcti",
+                "profiles.myapp.allowedUIDs", "remoteAuthority", "storage.provider", "storage.tcti",
             ])
+        #expect(guarded.values["remoteAuthority"] == #""embedded""#)
         #expect(guarded.values["allowedUIDs"] == "[1001,1002]")
         #expect(guarded.values["access.apps.myapp"]?.contains(String(repeating: "ab", count: 32)) == true)
         #expect(try DaemonConfig().applying(guarded, source: "t").guarded == guarded)

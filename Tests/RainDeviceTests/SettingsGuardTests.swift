@@ -68,6 +68,29 @@ struct SettingsGuardTests {
         #expect(third.running.values["profiles.a.allowExport"] == "true")
     }
 
+    @Test("a record made before remoteAuthority was guarded takes the authority it runs with once; after that a change waits")
+    func remoteAuthorityIsRecordedOnFirstSight() async throws {
+        let (store, directory) = try Self.store()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A record from an older version: no remoteAuthority key.
+        try store.save(GuardedSettings(["profiles.a.allowExport": "false"]))
+        let config = Config()
+        config.set("remoteAuthority", #"{"address":"a.example:7420"}"#)
+        let upgraded = try SettingsGuard(store: store, policy: GuardedSettings(), requested: config.requested)
+        #expect(upgraded.start == .unchanged)
+        #expect(try store.load()?.values["remoteAuthority"] == #"{"address":"a.example:7420"}"#)
+        config.set("remoteAuthority", #"{"address":"evil.example:7420"}"#)
+        let moved = try SettingsGuard(store: store, policy: GuardedSettings(), requested: config.requested)
+        #expect(
+            moved.start
+                == .waiting([
+                    .init(
+                        key: "remoteAuthority", confirmed: #"{"address":"a.example:7420"}"#,
+                        requested: #"{"address":"evil.example:7420"}"#)
+                ]))
+        #expect(moved.running.values["remoteAuthority"] == #"{"address":"a.example:7420"}"#)
+    }
+
     @Test("a record missing from a state directory that existed is not a first start: the defaults run until confirmed")
     func removedRecordIsNotAFirstStart() async throws {
         let (store, directory) = try Self.store()
