@@ -22,14 +22,15 @@ struct DeviceBindingProcessTests {
             let account = try await provider.account()
             #expect(!account.accountID.isEmpty)
 
-            // The attacker's daemon: its own device key, the victim's session file and storage key.
+            // The attacker's daemon: its own device key, the victim's session file and storage key,
+            // and the victim's confirmed settings (sealed under that key: they name the authority).
             let thief = try DaemonHarness.prepare(config: Self.config, extraArguments: flags)
             defer { thief.shutdown() }
             let fm = FileManager.default
             try fm.createDirectory(
                 atPath: "\(thief.stateDirectory)/sessions", withIntermediateDirectories: true,
                 attributes: [.posixPermissions: 0o700])
-            for file in ["storage.key", "sessions/default.session"] {
+            for file in ["storage.key", "sessions/default.session", "confirmed-settings.json"] {
                 try fm.copyItem(atPath: "\(owner.stateDirectory)/\(file)", toPath: "\(thief.stateDirectory)/\(file)")
             }
             try await thief.start()

@@ -316,13 +316,15 @@ final class EventLog: Sendable {
         let fm = FileManager.default
         let d1 = h.devices[0].stateDir
         let d2 = h.devices[1].stateDir
-        for file in ["storage.key", "sessions/default.session"] {
+        // With device 1's confirmed settings, sealed under the same storage key (they name the
+        // authority, which a start must match).
+        for file in ["storage.key", "sessions/default.session", "confirmed-settings.json"] {
             try? fm.removeItem(atPath: "\(d2)/\(file)")
             try fm.copyItem(atPath: "\(d1)/\(file)", toPath: "\(d2)/\(file)")
         }
         // The records sealed under device 2's own storage key no longer open (rainwalletd would
         // refuse to start, naming them): a thief removes them too.
-        for file in ["confirmed-settings.json", "apps.json"] { try? fm.removeItem(atPath: "\(d2)/\(file)") }
+        for file in ["apps.json"] { try? fm.removeItem(atPath: "\(d2)/\(file)") }
         let p = try TestProcess(
             h.binaries.appendingPathComponent("rainwalletd-test").path,
             ["--authority", h.authority, "--socket", h.devices[1].socket, "--state-dir", d2], environment: h.daemonEnvironment,

@@ -99,9 +99,12 @@ struct SecretServiceDaemonTests {
             try FileManager.default.createDirectory(
                 atPath: "\(thief.stateDirectory)/sessions", withIntermediateDirectories: true,
                 attributes: [.posixPermissions: 0o700])
-            try FileManager.default.copyItem(
-                atPath: "\(owner.stateDirectory)/sessions/default.session",
-                toPath: "\(thief.stateDirectory)/sessions/default.session")
+            // The session, and the confirmed settings sealed under the same key (they name the
+            // authority, which a start must match).
+            for file in ["sessions/default.session", "confirmed-settings.json"] {
+                try FileManager.default.copyItem(
+                    atPath: "\(owner.stateDirectory)/\(file)", toPath: "\(thief.stateDirectory)/\(file)")
+            }
             let storageKey = try #require(
                 try ownerKeyring.lookupItem(attributes: Self.item("storage", stateDirectory: owner.stateDirectory)))
             try thiefKeyring.storeItem(
