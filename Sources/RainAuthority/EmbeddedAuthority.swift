@@ -76,7 +76,8 @@ public final class EmbeddedAuthority: Authority {
     ///     it (the SMS sender's hourly budget); what it returns replaces `sender`, nil
     ///     leaves `sender`.
     /// - Throws: RAIN_102 `master_key_mismatch` or `master_key_missing` when `authority.key` is not
-    ///   the store's master key or is missing beside data; RAIN_502 when the key file or the
+    ///   the store's master key or is missing beside data; RAIN_102 `schema_too_new` when a newer
+    ///   build migrated the store past what this one may share; RAIN_502 when the key file or the
     ///   database cannot be opened, or a backfill fails; what `senderOnStore` throws.
     package convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
@@ -93,6 +94,16 @@ public final class EmbeddedAuthority: Authority {
         }
         let opened: any AuthorityStore =
             if let store { store } else { try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory) }
+        if let schema = opened.schemaCompatibility, schema.isStoreNewer {
+            // Allowed (the store says this build may share it), but an operator mid-upgrade should see it.
+            logger.warning(
+                "store.schema_newer",
+                [
+                    "storeVersion": String(schema.storeVersion), "buildVersion": String(schema.buildVersion),
+                    "readableFrom": String(schema.readableFrom),
+                    "hint": "a newer instance migrated the store; this one may share it: upgrade it soon",
+                ])
+        }
         let keys: AuthorityKeys
         let storeSender: (any CodeSender)?
         do {
