@@ -71,8 +71,7 @@ struct AuthorityStorage {
 
     /// Writes the master key to `path` under `passphrase` (mode 0600).
     /// - Throws: RAIN_102 when `path` exists and not `isForced`, or the passphrase is too short.
-    func backup(to path: String, isForced: Bool, passphrase: () throws(RainError) -> [UInt8]) throws(RainError) -> String
-    {
+    func backup(to path: String, isForced: Bool, passphrase: () throws(RainError) -> [UInt8]) throws(RainError) -> String {
         let master = try masterKey()
         if !isForced, FileManager.default.fileExists(atPath: path) {
             throw RainError.invalid("\(path) exists; give --force to replace it", field: "--out")
