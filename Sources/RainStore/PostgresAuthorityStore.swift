@@ -369,12 +369,17 @@ package final class PostgresAuthorityStore: ConnectionStore {
         }
     }
 
-    /// The recorded schema version and the oldest version that may share it.
+    /// The recorded schema version and the oldest version that may share it. A row without a
+    /// reader version (0: written by something that does not know the column) counts as readable
+    /// from its own version only, the safe guess.
     static func currentVersions(_ db: PostgresConnection) throws(RainError) -> (version: Int, readableFrom: Int) {
         let op = "read the schema version"
         let rows = try db.query(
-            "SELECT COALESCE(MAX(version), 0)::bigint, COALESCE(MAX(min_reader_version), 0)::bigint FROM schema_version",
-            operation: op)
+            """
+            SELECT COALESCE(MAX(version), 0)::bigint,
+                COALESCE(MAX(CASE WHEN min_reader_version > 0 THEN min_reader_version ELSE version END), 0)::bigint
+            FROM schema_version
+            """, operation: op)
         guard let row = rows.first else { return (0, 0) }
         return (Int(try row.integer(0, op)), Int(try row.integer(1, op)))
     }

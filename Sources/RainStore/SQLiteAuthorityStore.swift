@@ -419,11 +419,17 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
         }
     }
 
-    /// The recorded schema version and the oldest version that may share it.
+    /// The recorded schema version and the oldest version that may share it. A row without a
+    /// reader version (0: written by something that does not know the column) counts as readable
+    /// from its own version only, the safe guess.
     private static func currentVersions(_ db: SQLiteConnection) throws(RainError) -> (version: Int, readableFrom: Int) {
         let op = "read the schema version"
         let rows = try db.query(
-            "SELECT COALESCE(MAX(version), 0), COALESCE(MAX(min_reader_version), 0) FROM schema_version", operation: op)
+            """
+            SELECT COALESCE(MAX(version), 0),
+                COALESCE(MAX(CASE WHEN min_reader_version > 0 THEN min_reader_version ELSE version END), 0)
+            FROM schema_version
+            """, operation: op)
         guard let row = rows.first else { return (0, 0) }
         return (Int(try row.integer(0, op)), Int(try row.integer(1, op)))
     }

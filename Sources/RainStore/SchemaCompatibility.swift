@@ -7,7 +7,7 @@ import RainCore
 /// beside (a new table, a new column with a default, which they never touch) keeps the previous
 /// value; one that changes what older builds read or write raises it to its own version. The store
 /// records it with each version in `schema_version.min_reader_version`, and its value is the
-/// largest recorded. A build whose newest version is below the store's may run on it only when
+/// largest recorded (a version recorded without one counts as readable from itself only). A build whose newest version is below the store's may run on it only when
 /// its newest version is at least that value; it then migrates nothing and records nothing, so the
 /// recorded version never goes down.
 package struct SchemaCompatibility: Sendable, Equatable {

@@ -59,6 +59,7 @@ struct RollingUpgradeTests {
             let warning = authority.log.split(separator: "\n").first { $0.contains("store.schema_newer") } ?? ""
             #expect(
                 warning.contains("storeVersion=\(latest + 1)") && warning.contains("buildVersion=\(latest)"), "\(authority.log)")
+            #expect(authority.log.contains("schemaVersion=\(latest + 1)"), "the schema is never recorded down")
             _ = try await AuthorityStoreIdentityTests.refresh(authority, tokens, device: device)
             _ = try await AuthorityStoreIdentityTests.logIn(authority, email: "after@example.com")
         }
