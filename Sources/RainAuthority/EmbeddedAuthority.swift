@@ -69,9 +69,9 @@ public final class EmbeddedAuthority: Authority {
     ///     `OutboxCodeSender` passed here is also the one `listOutbox` reads.
     ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
     ///     `authority.sqlite3` in the state directory.
-    ///   - masterKey: the master key from the device's key provider; nil means `authority.key` in
-    ///     the state directory, checked against the store (`StoreKeyBinding`): created only while the
-    ///     store holds no data.
+    ///   - masterKey: the master key from the device's key provider, checked against the store
+    ///     (`StoreKeyBinding`) like a key file's; nil means `authority.key` in the state directory,
+    ///     created only while the store holds no data.
     ///   - senderOnStore: makes the sender once the store is open, when the sender keeps state in
     ///     it (the SMS sender's hourly budget); what it returns replaces `sender`, nil
     ///     leaves `sender`.
@@ -107,12 +107,19 @@ public final class EmbeddedAuthority: Authority {
         let keys: AuthorityKeys
         let storeSender: (any CodeSender)?
         do {
-            // The key file's key must be the store's; a key provider's key (the device daemon's
-            // embedded authority) is that daemon's own and guarded by it (`DaemonKeys`).
-            keys =
-                if let provided { provided } else {
-                    try await StoreKeyBinding.keys(stateDirectory: stateDirectory, store: opened, logger: logger)
-                }
+            // The key must be the store's, whoever holds it: a key file, or the device daemon's key
+            // provider (which `DaemonKeys` creates only beside no database). A provider's key that
+            // is not the store's (a backup of another state directory restored) would open no
+            // wallet and check no token.
+            if let provided {
+                try await StoreKeyBinding.check(
+                    provided, store: opened, holder: "the master key of the daemon's key provider",
+                    fix: "Restore this state directory's master key from its backup (rainwalletd storage restore "
+                        + "FILE, daemon stopped)", logger: logger)
+                keys = provided
+            } else {
+                keys = try await StoreKeyBinding.keys(stateDirectory: stateDirectory, store: opened, logger: logger)
+            }
             storeSender = try senderOnStore?(opened)
         } catch {
             if store == nil { await opened.close() }
