@@ -168,6 +168,12 @@ enum StorageCommand {
             AuthorityStorage.isAuthorityStateDirectory(stateDirectory)
             || (name == "restore" && parsed.flag("--authority-server"))
         guard isAuthority else { return nil }
+        if FileManager.default.fileExists(atPath: KeyProviderRecord.path(stateDirectory: stateDirectory)) {
+            // --authority-server on a device daemon's directory: its master key lives in its provider.
+            throw RainError.invalid(
+                "\(stateDirectory) is a device daemon's state directory (it has a key-provider record): drop "
+                    + "--authority-server", field: "--authority-server")
+        }
         let storage = AuthorityStorage(stateDirectory: stateDirectory)
         let file = parsed.value("--passphrase-file")
         switch name {

@@ -153,4 +153,18 @@ struct AuthorityBackupTests {
         #expect(refused.output.contains("chmod 600"), "\(refused.output)")
         #expect(!FileManager.default.fileExists(atPath: backup))
     }
+
+    @Test("--authority-server on a device daemon's state directory is refused and writes no authority.key there")
+    func authorityServerFlagOnADeviceDirectoryIsRefused() async throws {
+        let (base, cleanup) = try AuthorityStoreIdentityTests.directories(["device"])
+        defer { cleanup() }
+        try Self.privateFile("\(base)/device/key-provider", "file\n")
+        try Self.privateFile("\(base)/any.rwkb", "RWKB")
+        let refused = try await Self.rainwalletd(
+            ["storage", "restore", "\(base)/any.rwkb", "--state-dir", "\(base)/device", "--authority-server"],
+            stdin: Self.passphrase + "\n")
+        #expect(refused.status == 1, "\(refused.output)")
+        #expect(refused.output.contains("--authority-server"), "\(refused.output)")
+        #expect(!FileManager.default.fileExists(atPath: "\(base)/device/authority.key"))
+    }
 }
