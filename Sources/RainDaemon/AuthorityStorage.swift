@@ -43,28 +43,26 @@ struct AuthorityStorage {
         return key
     }
 
-    /// The lines of `storage status`, or its JSON.
+    /// The lines of `storage status`, or its JSON: the device's fields (`provider` is `file`, the
+    /// key's `location` is `authority.key`) and `role` `authority` and the recorded `store`.
     func status(isJSON: Bool) throws(RainError) -> [String] {
         let key = try masterKey()
         let store = try StateDirectoryStore.recorded(in: stateDirectory)
+        let status = StorageStatus(
+            provider: KeyProviderKind.file.rawValue, location: keyPath,
+            keys: [
+                StorageStatus.Key(
+                    slot: KeySlot.authorityMaster.rawValue, keyID: key.keyID, algorithm: "hkdf-sha256 master",
+                    protects: Self.protects)
+            ], unavailable: nil, migration: nil)
         if isJSON {
-            var object: [String: JSONValue] = [
-                "role": .string("authority"), "stateDirectory": .string(stateDirectory),
-                "keys": .array([
-                    .object([
-                        "slot": .string("authority-master"), "keyId": .string(key.keyID), "algorithm": .string("hkdf-sha256"),
-                        "file": .string(keyPath), "protects": .string(Self.protects),
-                    ])
-                ]),
-            ]
+            guard case .object(var object) = status.jsonValue else { return [status.jsonText] }
+            object["role"] = .string("authority")
             if let store { object["store"] = .string(store) }
             return [JSONValue.object(object).compactText]
         }
-        return [
-            "role: authority server (\(stateDirectory))",
-            "authority-master: key \(key.keyID) in \(keyPath) protects \(Self.protects)",
-            "store: \(store ?? "not recorded yet (recorded at the next start)")",
-        ]
+        return ["role: authority server (\(stateDirectory))"] + status.humanLines(command: "rainwalletd storage migrate")
+            + ["store: \(store ?? "not recorded yet (recorded at the next start)")"]
     }
 
     static let protects = "every wallet, token hash and code hash in the authority's store"

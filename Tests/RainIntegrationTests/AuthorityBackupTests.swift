@@ -64,6 +64,7 @@ struct AuthorityBackupTests {
         let status = try await Self.rainwalletd(["storage", "status", "--json", "--state-dir", state])
         #expect(status.status == 0, "\(status.output)")
         #expect(status.output.contains("\"role\":\"authority\"") && status.output.contains(keyID), "\(status.output)")
+        #expect(status.output.contains("\"provider\":\"file\"") && status.output.contains("\"slot\":\"authority-master\""))
 
         // The database's own backup (a copy of the stopped SQLite file; PostgreSQL keeps its
         // database), then the state directory is lost.
