@@ -69,14 +69,15 @@ public final class EmbeddedAuthority: Authority {
     ///     `OutboxCodeSender` passed here is also the one `listOutbox` reads.
     ///   - store: an opened store (a shared `PostgresAuthorityStore`); nil means
     ///     `authority.sqlite3` in the state directory.
-    ///   - masterKey: the master key from the device's key provider; nil means `authority.key` in
-    ///     the state directory, checked against the store (`StoreKeyBinding`): created only while the
-    ///     store holds no data.
+    ///   - masterKey: the master key from the device's key provider, checked against the store
+    ///     (`StoreKeyBinding`) like a key file's; nil means `authority.key` in the state directory,
+    ///     created only while the store holds no data.
     ///   - senderOnStore: makes the sender once the store is open, when the sender keeps state in
     ///     it (the SMS sender's hourly budget); what it returns replaces `sender`, nil
     ///     leaves `sender`.
     /// - Throws: RAIN_102 `master_key_mismatch` or `master_key_missing` when `authority.key` is not
-    ///   the store's master key or is missing beside data; RAIN_502 when the key file or the
+    ///   the store's master key or is missing beside data; RAIN_102 `schema_too_new` when a newer
+    ///   build migrated the store past what this one may share; RAIN_502 when the key file or the
     ///   database cannot be opened, or a backfill fails; what `senderOnStore` throws.
     package convenience init(
         stateDirectory: String, settings: AuthoritySettings = AuthoritySettings(), clock: any RainClock = SystemClock(),
@@ -93,15 +94,32 @@ public final class EmbeddedAuthority: Authority {
         }
         let opened: any AuthorityStore =
             if let store { store } else { try await SQLiteAuthorityStore.open(stateDirectory: stateDirectory) }
+        if let schema = opened.schemaCompatibility, schema.isStoreNewer {
+            // Allowed (the store says this build may share it), but an operator mid-upgrade should see it.
+            logger.warning(
+                "store.schema_newer",
+                [
+                    "storeVersion": String(schema.storeVersion), "buildVersion": String(schema.buildVersion),
+                    "readableFrom": String(schema.readableFrom),
+                    "hint": "a newer instance migrated the store; this one may share it: upgrade it soon",
+                ])
+        }
         let keys: AuthorityKeys
         let storeSender: (any CodeSender)?
         do {
-            // The key file's key must be the store's; a key provider's key (the device daemon's
-            // embedded authority) is that daemon's own and guarded by it (`DaemonKeys`).
-            keys =
-                if let provided { provided } else {
-                    try await StoreKeyBinding.keys(stateDirectory: stateDirectory, store: opened, logger: logger)
-                }
+            // The key must be the store's, whoever holds it: a key file, or the device daemon's key
+            // provider (which `DaemonKeys` creates only beside no database). A provider's key that
+            // is not the store's (a backup of another state directory restored) would open no
+            // wallet and check no token.
+            if let provided {
+                try await StoreKeyBinding.check(
+                    provided, store: opened, holder: "the master key of the daemon's key provider",
+                    fix: "Restore this state directory's master key from its backup (rainwalletd storage restore "
+                        + "FILE, daemon stopped)", logger: logger)
+                keys = provided
+            } else {
+                keys = try await StoreKeyBinding.keys(stateDirectory: stateDirectory, store: opened, logger: logger)
+            }
             storeSender = try senderOnStore?(opened)
         } catch {
             if store == nil { await opened.close() }

@@ -52,6 +52,17 @@ package enum StoreKeyBinding {
     package static func check(_ keys: AuthorityKeys, store: any AuthorityStore, keyFile: String, logger: Logger)
         async throws(RainError)
     {
+        try await check(
+            keys, store: store, holder: "this instance's \(AuthorityKeys.masterKeyFileName) (in \(keyFile))",
+            fix: "Copy the \(AuthorityKeys.masterKeyFileName) of the instances that share this store into \(keyFile) "
+                + "(mode 0600), or restore it from its backup", logger: logger)
+    }
+
+    /// `check(_:store:keyFile:logger:)` for a master key held elsewhere (a device daemon's key
+    /// provider), whose refusal names `holder` and says `fix`.
+    package static func check(
+        _ keys: AuthorityKeys, store: any AuthorityStore, holder: String, fix: String, logger: Logger
+    ) async throws(RainError) {
         let proposed = StoreKeyCheck(keyID: keys.masterKeyID, value: keys.storeKeyCheck)
         switch try await store.recordKeyCheck(proposed, at: Date()) {
         case .recorded:
@@ -63,10 +74,8 @@ package enum StoreKeyBinding {
         case .existing(let stored):
             guard !constantTimeEquals(stored.value, proposed.value) else { return }
             throw RainError.invalid(
-                "the store's data is protected by master key \(stored.keyID), but this instance's "
-                    + "\(AuthorityKeys.masterKeyFileName) (in \(keyFile)) is master key \(keys.masterKeyID); it would log "
-                    + "every device out. Copy the \(AuthorityKeys.masterKeyFileName) of the instances that share this "
-                    + "store into \(keyFile) (mode 0600), or restore it from its backup",
+                "the store's data is protected by master key \(stored.keyID), but \(holder) is master key "
+                    + "\(keys.masterKeyID); it would log every device out and open no wallet. \(fix)",
                 field: AuthorityKeys.masterKeyFileName, reason: mismatchReason)
         }
     }

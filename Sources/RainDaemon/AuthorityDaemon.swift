@@ -380,6 +380,8 @@ struct AuthorityRole: DaemonRole {
         let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
         let isTLS = tls != nil
         let masterKeyID = authority.keys.masterKeyID
+        // What an operator checks during a rolling upgrade: the schema the store is at now.
+        let schemaVersion = authority.store.schemaCompatibility.map { String($0.storeVersion) } ?? ""
         return PreparedServer(
             server: server, drainTimeout: .seconds(10), notifier: nil,
             ready: {
@@ -394,7 +396,8 @@ struct AuthorityRole: DaemonRole {
                     [
                         "version": daemonVersion, "listen": "\(address.withPort(port))", "port": "\(port)",
                         "state": stateDirectory,
-                        "store": storeName, "masterKey": masterKeyID, "pid": "\(getpid())",
+                        "store": storeName, "schemaVersion": schemaVersion, "masterKey": masterKeyID,
+                        "pid": "\(getpid())",
                         "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                         "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
                         "apps": settings.servedAppIDs.map { $0.sorted().joined(separator: ",") } ?? "*",

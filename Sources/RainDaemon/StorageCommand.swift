@@ -19,6 +19,10 @@ enum StorageCommand {
     static let stateDirectoryOption = Command.Option(
         "--state-dir", value: "DIR", help: "the daemon's state directory", kind: .directory,
         default: .computed("$XDG_STATE_HOME/rainwallet or ~/.local/state/rainwallet"))
+    static let passphraseFileOption = Command.Option(
+        "--passphrase-file", value: "FILE",
+        help: "read the passphrase from the first line of FILE (this user's, mode 0600) instead of the terminal or stdin",
+        kind: .file)
     static let configOption = Command.Option(
         "--config", value: "FILE", help: "the daemon's JSON config (storage.provider, storage.tcti)", kind: .file,
         default: .computed("$XDG_CONFIG_HOME/rainwallet/config.json; optional there"))
@@ -31,7 +35,8 @@ enum StorageCommand {
             (the user's keyring) or file (0600 files in the state directory). The first start records
             the choice (storage.provider, auto by default) in <state>/key-provider; only `migrate`
             changes it. After a lost or cleared TPM (the daemon answers RAIN_501 tpm_key_lost), `reset`
-            moves the keys it cannot open aside so that you can log in again.
+            moves the keys it cannot open aside so that you can log in again. On the state directory
+            of `rainwalletd authority`, status, backup and restore work on its authority.key.
             """,
         subcommands: [
             Command(
@@ -39,15 +44,16 @@ enum StorageCommand {
                 options: [stateDirectoryOption, configOption, .flag("--json", help: "machine-readable output")]),
             Command(
                 name: "backup",
-                abstract: "write the embedded authority's master key, encrypted under a passphrase",
+                abstract: "write the authority's master key, encrypted under a passphrase",
                 discussion: """
-                    The passphrase is read from the terminal (twice, not echoed) or as one line of stdin,
-                    never from the command line. The file is PBKDF2-HMAC-SHA256 (600,000 iterations) and
-                    AES-256-GCM, mode 0600. Without a backup, a lost TPM loses every wallet of an
-                    embedded authority.
+                    The passphrase is read from the terminal (twice, not echoed), as one line of stdin,
+                    or from --passphrase-file, never from the command line. The file is
+                    PBKDF2-HMAC-SHA256 (600,000 iterations) and AES-256-GCM, mode 0600. Without a
+                    backup, a lost TPM loses every wallet of an embedded authority, and a lost
+                    authority.key every wallet of an authority server.
                     """,
                 options: [
-                    stateDirectoryOption, configOption,
+                    stateDirectoryOption, configOption, passphraseFileOption,
                     Command.Option("--out", value: "FILE", help: "the backup file to write", kind: .file, isRequired: true),
                     .flag("--force", help: "replace FILE when it exists"),
                 ]),
@@ -56,10 +62,21 @@ enum StorageCommand {
                 abstract: "put a backed-up master key into the provider (daemon stopped)",
                 discussion: """
                     For a state directory whose master key is gone (a lost TPM, a new machine with the
-                    database copied over). Refused when another master key is there.
+                    database copied over). Refused when another master key is there. Nothing is written
+                    unless the passphrase opens the backup. An authority server's state directory gets
+                    the key as its authority.key (mode 0600); give --authority-server when the
+                    directory holds nothing yet.
                     """,
                 arguments: [Command.Argument("FILE", help: "a file written by `rainwalletd storage backup`", kind: .file)],
-                options: [stateDirectoryOption, configOption]),
+                options: [
+                    stateDirectoryOption, configOption, passphraseFileOption,
+                    .flag(
+                        "--authority-server",
+                        help: "the state directory is (or will be) a `rainwalletd authority`'s, even while it is empty"),
+                    .flag(
+                        "--force",
+                        help: "an authority server's: replace another authority.key (moved aside to authority.key.replaced-TIME)"),
+                ]),
             Command(
                 name: "migrate",
                 abstract: "move the keys to another provider (daemon stopped)",
@@ -108,12 +125,24 @@ enum StorageCommand {
         let logger = Logger(label: "rainwalletd-storage", minimumLevel: .warning)
         let paths = DaemonPaths.resolve(stateDirectory: parsed.value("--state-dir"), config: parsed.value("--config"))
         do throws(RainError) {
+            if let lines = try runOnAuthorityServer(parsed, stateDirectory: paths.stateDirectory) {
+                lines.forEach { print($0) }
+                return 0
+            }
+            if parsed.flag("--force"), parsed.command.name == "restore" {
+                throw RainError.invalid(
+                    "--force applies to an authority server's state directory only", field: "--force")
+            }
             let config = try DaemonConfig.load(path: paths.config, isRequired: paths.isConfigExplicit)
             let context = Context(stateDirectory: paths.stateDirectory, storage: config.storage, logger: logger)
             switch parsed.command.name {
             case "status": try context.status(isJSON: parsed.flag("--json"))
-            case "backup": try context.backup(to: parsed.value("--out") ?? "", isForced: parsed.flag("--force"))
-            case "restore": try context.restore(from: parsed.argument("FILE") ?? "")
+            case "backup":
+                try context.backup(
+                    to: parsed.value("--out") ?? "", isForced: parsed.flag("--force"),
+                    passphraseFile: parsed.value("--passphrase-file"))
+            case "restore":
+                try context.restore(from: parsed.argument("FILE") ?? "", passphraseFile: parsed.value("--passphrase-file"))
             case "reset": try context.reset(loseWallets: parsed.flag("--lose-wallets"), isJSON: parsed.flag("--json"))
             case "migrate":
                 let target = try KeyProviderChoice(parsing: parsed.value("--to") ?? "")
@@ -131,6 +160,52 @@ enum StorageCommand {
         }
     }
 
+    /// Runs `status`, `backup` and `restore` on an authority server's state directory; nil when the
+    /// directory is a device daemon's (or the subcommand is not one of those).
+    static func runOnAuthorityServer(_ parsed: ParsedCommand, stateDirectory: String) throws(RainError) -> [String]? {
+        let name = parsed.command.name
+        let isAuthority =
+            AuthorityStorage.isAuthorityStateDirectory(stateDirectory)
+            || (name == "restore" && parsed.flag("--authority-server"))
+        guard isAuthority else { return nil }
+        if FileManager.default.fileExists(atPath: KeyProviderRecord.path(stateDirectory: stateDirectory)) {
+            // --authority-server on a device daemon's directory: its master key lives in its provider.
+            throw RainError.invalid(
+                "\(stateDirectory) is a device daemon's state directory (it has a key-provider record): drop "
+                    + "--authority-server", field: "--authority-server")
+        }
+        let storage = AuthorityStorage(stateDirectory: stateDirectory)
+        let file = parsed.value("--passphrase-file")
+        switch name {
+        case "status":
+            return try storage.status(isJSON: parsed.flag("--json"))
+        case "backup":
+            let line = try storage.backup(to: parsed.value("--out") ?? "", isForced: parsed.flag("--force")) {
+                () throws(RainError) in try passphrase(file: file, isNew: true)
+            }
+            return [line]
+        case "restore":
+            let path = parsed.argument("FILE") ?? ""
+            guard let bytes = try AtomicFile.read(path, limit: 4096, options: [.noFollow]) else {
+                throw RainError.invalid("\(path) does not exist", field: "FILE")
+            }
+            return try storage.restore(backup: bytes, isForced: parsed.flag("--force")) { () throws(RainError) in
+                try passphrase(file: file, isNew: false)
+            }
+        default:
+            throw RainError.invalid(
+                "\(stateDirectory) is the state directory of `rainwalletd authority`: `storage \(name)` is for a "
+                    + "device daemon's; status, backup and restore work here", field: "state-dir")
+        }
+    }
+
+    /// The backup's passphrase: from `file` when given, else the terminal (asked twice for a new
+    /// backup) or one line of stdin. Never from the command line, which every user can read.
+    static func passphrase(file: String?, isNew: Bool) throws(RainError) -> [UInt8] {
+        if let file { return try PassphraseInput.read(file: file) }
+        return try PassphraseInput.read(prompt: "Backup passphrase: ", confirm: isNew ? "Repeat the passphrase: " : nil)
+    }
+
     /// What every subcommand works on.
     struct Context {
         let stateDirectory: String
@@ -144,7 +219,9 @@ enum StorageCommand {
         func recordedProvider() throws(RainError) -> any KeyProvider {
             guard let kind = try KeyProviderRecord.read(stateDirectory: stateDirectory) else {
                 throw RainError.invalid(
-                    "\(stateDirectory) has no key-provider record: start rainwalletd once first", field: "state-dir")
+                    "\(stateDirectory) has no key-provider record: start rainwalletd once first (for the state "
+                        + "directory of `rainwalletd authority`, give the directory that holds its authority.key)",
+                    field: "state-dir")
             }
             return try make(kind)
         }
@@ -159,7 +236,7 @@ enum StorageCommand {
             }
         }
 
-        func backup(to path: String, isForced: Bool) throws(RainError) {
+        func backup(to path: String, isForced: Bool, passphraseFile: String?) throws(RainError) {
             let provider = try recordedProvider()
             try provider.checkAvailable()
             guard let master = try provider.loadSecret(.authorityMaster) else {
@@ -173,13 +250,13 @@ enum StorageCommand {
             if !isForced, FileManager.default.fileExists(atPath: path) {
                 throw RainError.invalid("\(path) exists; give --force to replace it", field: "--out")
             }
-            let passphrase = try PassphraseInput.read(prompt: "Backup passphrase: ", confirm: "Repeat the passphrase: ")
+            let passphrase = try StorageCommand.passphrase(file: passphraseFile, isNew: true)
             let bytes = try MasterKeyBackup.seal(master, passphrase: passphrase)
             try AtomicFile.write(bytes, to: path, mode: 0o600)
             print("master key \(master.keyID) written to \(path) (keep the passphrase apart from the file)")
         }
 
-        func restore(from path: String) throws(RainError) {
+        func restore(from path: String, passphraseFile: String?) throws(RainError) {
             let lock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd storage restore")
             defer { withExtendedLifetime(lock) {} }
             guard let bytes = try AtomicFile.read(path, limit: 4096, options: [.noFollow]) else {
@@ -187,7 +264,7 @@ enum StorageCommand {
             }
             let provider = try DaemonKeys.selectProvider(stateDirectory: stateDirectory, storage: storage, logger: logger)
             try provider.checkAvailable()
-            let passphrase = try PassphraseInput.read(prompt: "Backup passphrase: ", confirm: nil)
+            let passphrase = try StorageCommand.passphrase(file: passphraseFile, isNew: false)
             let master = try MasterKeyBackup.open(bytes, passphrase: passphrase)
             let present: SymmetricKey?
             do {

@@ -307,6 +307,10 @@ package protocol AuthorityStore: Sendable {
     /// The store's direct reader, when it has one (nil by default): the hottest session reads
     /// answered on a thread of the store's own, without the Swift concurrency pool.
     var directReader: (any DirectStoreReader)? { get }
+
+    /// The schema versions found when the store opened, when it has a schema (nil by default):
+    /// the authority warns when a newer build migrated it (`SchemaCompatibility.isStoreNewer`).
+    var schemaCompatibility: SchemaCompatibility? { get }
 }
 
 extension AuthorityStore {
@@ -334,6 +338,9 @@ extension AuthorityStore {
 
     /// No direct reader: every read goes through the async API.
     package var directReader: (any DirectStoreReader)? { nil }
+
+    /// No schema of its own to check.
+    package var schemaCompatibility: SchemaCompatibility? { nil }
 
     /// Two calls: `accountAccess`, then `passkeyCredentials`.
     package func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)

@@ -25,6 +25,8 @@ import RainCore
 /// so two instances starting together never both migrate.
 package final class PostgresAuthorityStore: ConnectionStore {
     let pool: PostgresConnectionPool
+    /// The schema versions found at open (`SchemaCompatibility`).
+    package let schemaCompatibility: SchemaCompatibility?
 
     /// `user@host:port/database` (never the password).
     package var target: String { pool.target }
@@ -32,28 +34,32 @@ package final class PostgresAuthorityStore: ConnectionStore {
     /// The newest schema version this build knows.
     package static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
 
-    private init(pool: PostgresConnectionPool) {
+    private init(pool: PostgresConnectionPool, schema: SchemaCompatibility) {
         self.pool = pool
+        self.schemaCompatibility = schema
     }
 
     /// Connects `connections` sessions to `url` and migrates the schema to the latest version.
     /// - Parameter url: `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE` (libpq's URI form).
-    /// - Throws: RAIN_102 when the URL is malformed; RAIN_502 when the server cannot be reached, the
-    ///   migration fails, or the database was migrated by a newer build.
+    /// - Throws: RAIN_102 when the URL is malformed, or (`schema_too_new`) when a newer build migrated
+    ///   the database past what this one may share (`SchemaCompatibility`); RAIN_502 when the server
+    ///   cannot be reached or the migration fails.
     package static func open(url: String, connections: Int = 4) async throws(RainError) -> PostgresAuthorityStore {
         _ = try PostgresConnection.describe(url: url)
-        let pool = try await DispatchQueue(label: "rain.authority.postgres.open").runBlocking {
-            () throws(RainError) -> PostgresConnectionPool in
+        let (pool, schema) = try await DispatchQueue(label: "rain.authority.postgres.open").runBlocking {
+            () throws(RainError) -> (PostgresConnectionPool, SchemaCompatibility) in
             var opened: [PostgresConnection] = []
+            var schema: SchemaCompatibility?
             for index in 0..<max(1, connections) {
                 let connection = try PostgresConnection(url: url)
-                if index == 0 { try migrate(connection) }
+                if index == 0 { schema = try migrate(connection) }
                 opened.append(connection)
             }
+            guard let schema else { throw RainError(.internalError, "authority store: the schema was not read") }
             // Each connection is handed to its own queue here and used only there from now on.
-            return PostgresConnectionPool(connections: opened)
+            return (PostgresConnectionPool(connections: opened), schema)
         }
-        return PostgresAuthorityStore(pool: pool)
+        return PostgresAuthorityStore(pool: pool, schema: schema)
     }
 
     // MARK: - Migrations
@@ -61,9 +67,22 @@ package final class PostgresAuthorityStore: ConnectionStore {
     struct Migration {
         var version: Int
         var statements: [String]
+        /// The oldest schema version a build must know to share the store once this migration is
+        /// applied (`SchemaCompatibility`). By default the migration's own: an older build would
+        /// not understand it. A migration older builds can live beside (a new table or a column
+        /// with a default, which they never touch) names the previous migration's value instead.
+        var readableFrom: Int
+
+        init(version: Int, statements: [String], readableFrom: Int? = nil) {
+            self.version = version
+            self.statements = statements
+            self.readableFrom = readableFrom ?? version
+        }
     }
 
-    /// Numbered migrations, applied in order, each exactly once. Never edit a released one: add
+    /// Numbered migrations, applied in order, each exactly once. Those before the reader record
+    /// keep their own version as `readableFrom`: the builds of their time refused any newer schema.
+    /// Never edit a released one: add
     /// the next number. Version 1 is the schema of SQLite version 6, with `seq`
     /// identity columns standing in for SQLite's rowid order.
     static let migrations: [Migration] = [
@@ -287,40 +306,86 @@ package final class PostgresAuthorityStore: ConnectionStore {
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").
     static let migrationLockKey: Int64 = 0x7261_696E_6D69_6772
 
-    static func migrate(_ db: PostgresConnection) throws(RainError) {
-        try db.transaction("migrate the schema", attempts: 1) { () throws(RainError) in
+    /// Migrates the schema to this build's newest version, or, on a database a newer build migrated
+    /// further, checks that this build may share it and changes nothing.
+    /// - Returns: the versions found and reached.
+    /// - Throws: RAIN_102 `schema_too_new` for a database this build may not share; RAIN_502 when a
+    ///   statement fails.
+    @discardableResult
+    static func migrate(_ db: PostgresConnection) throws(RainError) -> SchemaCompatibility {
+        try db.transaction("migrate the schema", attempts: 1) { () throws(RainError) -> SchemaCompatibility in
             // Held until COMMIT: a second instance starting now waits here, then finds the
             // migrations recorded and applies nothing.
             _ = try db.query(
                 "SELECT pg_advisory_xact_lock($1)", [.integer(migrationLockKey)], operation: "lock the schema")
             try db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                """
+                CREATE TABLE IF NOT EXISTS schema_version (
+                    version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL,
+                    min_reader_version BIGINT NOT NULL DEFAULT 0)
+                """,
                 operation: "create the schema_version table")
-            let current = try currentVersion(db)
-            if current > latestSchemaVersion {
-                throw RainError(
-                    .internalError,
-                    "authority store: the PostgreSQL database \(db.target) has schema version \(current), newer than "
-                        + "this build supports (\(latestSchemaVersion)); run a newer rainwalletd")
-            }
+            try addReaderColumn(db)
+            let (current, floor) = try currentVersions(db)
+            let found = SchemaCompatibility(storeVersion: current, readableFrom: floor, buildVersion: latestSchemaVersion)
+            try found.check(store: "the PostgreSQL database \(db.target)")
+            if found.isStoreNewer { return found }
             let now = Date().unixMilliseconds
+            var reached = found
             for migration in migrations where migration.version > current {
                 for statement in migration.statements {
                     try db.execute(statement, operation: "apply schema migration \(migration.version)")
                 }
                 try db.execute(
-                    "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)",
-                    [.integer(Int64(migration.version)), .integer(now)],
+                    "INSERT INTO schema_version (version, applied_at, min_reader_version) VALUES ($1, $2, $3)",
+                    [.integer(Int64(migration.version)), .integer(now), .integer(Int64(migration.readableFrom))],
                     operation: "record schema migration \(migration.version)")
+                reached.storeVersion = migration.version
+                reached.readableFrom = max(reached.readableFrom, migration.readableFrom)
             }
+            return reached
         }
     }
 
-    static func currentVersion(_ db: PostgresConnection) throws(RainError) -> Int {
+    /// Adds `schema_version.min_reader_version` to a database made before it existed, and fills it
+    /// in for the migrations recorded there, which this build knows. Looked up first: an ALTER
+    /// TABLE at every start would lock the table against the other instances' reads each time.
+    private static func addReaderColumn(_ db: PostgresConnection) throws(RainError) {
+        let op = "look for schema_version.min_reader_version"
+        let rows = try db.query(
+            """
+            SELECT COUNT(*)::bigint FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = 'schema_version' AND column_name = 'min_reader_version'
+            """, operation: op)
+        guard let row = rows.first, try row.integer(0, op) == 0 else { return }
+        try db.execute(
+            "ALTER TABLE schema_version ADD COLUMN min_reader_version BIGINT NOT NULL DEFAULT 0",
+            operation: "add schema_version.min_reader_version")
+        for migration in migrations {
+            try db.execute(
+                "UPDATE schema_version SET min_reader_version = $1 WHERE version = $2",
+                [.integer(Int64(migration.readableFrom)), .integer(Int64(migration.version))],
+                operation: "record the reader version of migration \(migration.version)")
+        }
+    }
+
+    /// The recorded schema version and the oldest version that may share it. A row without a
+    /// reader version (0: written by something that does not know the column) counts as readable
+    /// from its own version only, the safe guess.
+    static func currentVersions(_ db: PostgresConnection) throws(RainError) -> (version: Int, readableFrom: Int) {
         let op = "read the schema version"
-        let rows = try db.query("SELECT COALESCE(MAX(version), 0)::bigint FROM schema_version", operation: op)
-        guard let row = rows.first else { return 0 }
-        return Int(try row.integer(0, op))
+        let rows = try db.query(
+            """
+            SELECT COALESCE(MAX(version), 0)::bigint,
+                COALESCE(MAX(CASE WHEN min_reader_version > 0 THEN min_reader_version ELSE version END), 0)::bigint
+            FROM schema_version
+            """, operation: op)
+        guard let row = rows.first else { return (0, 0) }
+        return (Int(try row.integer(0, op)), Int(try row.integer(1, op)))
+    }
+
+    static func currentVersion(_ db: PostgresConnection) throws(RainError) -> Int {
+        try currentVersions(db).version
     }
 
     // MARK: - Running on a connection

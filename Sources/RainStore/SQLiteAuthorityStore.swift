@@ -18,6 +18,8 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     private let reader: SQLiteDirectReader
     /// The database file.
     package let path: String
+    /// The schema versions found at open (`SchemaCompatibility`).
+    package let schemaCompatibility: SchemaCompatibility?
 
     /// The file name inside the state directory.
     package static let fileName = "authority.sqlite3"
@@ -25,9 +27,10 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     /// The newest schema version this build knows.
     package static var latestSchemaVersion: Int { migrations.last?.version ?? 0 }
 
-    private init(path: String) {
+    private init(path: String, writer: SQLiteGroupCommitWriter, schema: SchemaCompatibility) {
         self.path = path
-        self.writer = SQLiteGroupCommitWriter(label: "rain.authority.sqlite")
+        self.schemaCompatibility = schema
+        self.writer = writer
         self.reader = SQLiteDirectReader(path: path)
     }
 
@@ -37,31 +40,34 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
 
     /// Opens (creating if needed) `authority.sqlite3` in `stateDirectory` (created 0700 if missing)
     /// and migrates it to the latest schema.
-    /// - Throws: RAIN_502 when the file cannot be opened or migrated, or was written by a newer build.
+    /// - Throws: RAIN_102 `schema_too_new` when a newer build migrated it past what this one may share
+    ///   (`SchemaCompatibility`); RAIN_502 when the file cannot be opened or migrated.
     package static func open(stateDirectory: String) async throws(RainError) -> SQLiteAuthorityStore {
         try await open(path: (stateDirectory as NSString).appendingPathComponent(fileName), createDirectory: true)
     }
 
     /// Opens (creating if needed, mode 0600) the database at `path` and migrates it.
-    /// - Throws: RAIN_502 when the file cannot be opened or migrated, or was written by a newer build.
+    /// - Throws: RAIN_102 `schema_too_new` when a newer build migrated it past what this one may share
+    ///   (`SchemaCompatibility`); RAIN_502 when the file cannot be opened or migrated.
     package static func open(path: String) async throws(RainError) -> SQLiteAuthorityStore {
         try await open(path: path, createDirectory: false)
     }
 
     private static func open(path: String, createDirectory: Bool) async throws(RainError) -> SQLiteAuthorityStore {
-        let store = SQLiteAuthorityStore(path: path)
-        try await store.writer.runAlone { () throws(RainError) in
+        let writer = SQLiteGroupCommitWriter(label: "rain.authority.sqlite")
+        let schema = try await writer.runAlone { () throws(RainError) -> SchemaCompatibility in
             if createDirectory {
                 try AtomicFile.makeDirectory((path as NSString).deletingLastPathComponent)
             }
             try createPrivateFile(path)
             let connection = try SQLiteConnection(path: path)
             try configure(connection)
-            try migrate(connection)
+            let schema = try migrate(connection)
             connection.clearStatementCache()
-            store.writer.install(connection)
+            writer.install(connection)
+            return schema
         }
-        return store
+        return SQLiteAuthorityStore(path: path, writer: writer, schema: schema)
     }
 
     private static func configure(_ db: SQLiteConnection) throws(RainError) {
@@ -82,9 +88,22 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     struct Migration {
         var version: Int
         var statements: [String]
+        /// The oldest schema version a build must know to share the store once this migration is
+        /// applied (`SchemaCompatibility`). By default the migration's own: an older build would
+        /// not understand it. A migration older builds can live beside (a new table or a column
+        /// with a default, which they never touch) names the previous migration's value instead.
+        var readableFrom: Int
+
+        init(version: Int, statements: [String], readableFrom: Int? = nil) {
+            self.version = version
+            self.statements = statements
+            self.readableFrom = readableFrom ?? version
+        }
     }
 
-    /// Numbered migrations, applied in order, each exactly once. Never edit a released one: add
+    /// Numbered migrations, applied in order, each exactly once. Those before the reader record
+    /// keep their own version as `readableFrom`: the builds of their time refused any newer schema.
+    /// Never edit a released one: add
     /// the next number.
     static let migrations: [Migration] = [
         Migration(
@@ -345,36 +364,78 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
             ]),
     ]
 
-    static func migrate(_ db: SQLiteConnection) throws(RainError) {
-        try db.transaction("migrate the schema") { () throws(RainError) in
+    /// Migrates the schema to this build's newest version, or, on a store a newer build migrated
+    /// further, checks that this build may share it and changes nothing.
+    /// - Returns: the versions found and reached.
+    /// - Throws: RAIN_102 `schema_too_new` for a store this build may not share; RAIN_502 when a
+    ///   statement fails.
+    @discardableResult
+    static func migrate(_ db: SQLiteConnection) throws(RainError) -> SchemaCompatibility {
+        try db.transaction("migrate the schema") { () throws(RainError) -> SchemaCompatibility in
             try db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+                """
+                CREATE TABLE IF NOT EXISTS schema_version (
+                    version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL,
+                    min_reader_version INTEGER NOT NULL DEFAULT 0)
+                """,
                 operation: "create the schema_version table")
-            let current = try currentVersion(db)
-            if current > latestSchemaVersion {
-                throw RainError(
-                    .internalError,
-                    "authority store: \(db.path) has schema version \(current), newer than this build supports "
-                        + "(\(latestSchemaVersion)); run a newer rainwalletd")
-            }
+            try addReaderColumn(db)
+            let (current, floor) = try currentVersions(db)
+            let found = SchemaCompatibility(storeVersion: current, readableFrom: floor, buildVersion: latestSchemaVersion)
+            try found.check(store: db.path)
+            if found.isStoreNewer { return found }
             let now = Date().unixMilliseconds
+            var reached = found
             for migration in migrations where migration.version > current {
                 for statement in migration.statements {
                     try db.execute(statement, operation: "apply schema migration \(migration.version)")
                 }
                 try db.execute(
-                    "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
-                    [.integer(Int64(migration.version)), .integer(now)],
+                    "INSERT INTO schema_version (version, applied_at, min_reader_version) VALUES (?, ?, ?)",
+                    [.integer(Int64(migration.version)), .integer(now), .integer(Int64(migration.readableFrom))],
                     operation: "record schema migration \(migration.version)")
+                reached.storeVersion = migration.version
+                reached.readableFrom = max(reached.readableFrom, migration.readableFrom)
             }
+            return reached
         }
     }
 
-    private static func currentVersion(_ db: SQLiteConnection) throws(RainError) -> Int {
+    /// Adds `schema_version.min_reader_version` to a store made before it existed, and fills it in
+    /// for the migrations recorded there, which this build knows.
+    private static func addReaderColumn(_ db: SQLiteConnection) throws(RainError) {
+        let op = "look for schema_version.min_reader_version"
+        let rows = try db.query(
+            "SELECT COUNT(*) FROM pragma_table_info('schema_version') WHERE name = 'min_reader_version'", operation: op)
+        guard let row = rows.first, try row.integer(0, op) == 0 else { return }
+        try db.execute(
+            "ALTER TABLE schema_version ADD COLUMN min_reader_version INTEGER NOT NULL DEFAULT 0",
+            operation: "add schema_version.min_reader_version")
+        for migration in migrations {
+            try db.execute(
+                "UPDATE schema_version SET min_reader_version = ? WHERE version = ?",
+                [.integer(Int64(migration.readableFrom)), .integer(Int64(migration.version))],
+                operation: "record the reader version of migration \(migration.version)")
+        }
+    }
+
+    /// The recorded schema version and the oldest version that may share it. A row without a
+    /// reader version (0: written by something that does not know the column) counts as readable
+    /// from its own version only, the safe guess.
+    private static func currentVersions(_ db: SQLiteConnection) throws(RainError) -> (version: Int, readableFrom: Int) {
         let op = "read the schema version"
-        let rows = try db.query("SELECT COALESCE(MAX(version), 0) FROM schema_version", operation: op)
-        guard let row = rows.first else { return 0 }
-        return Int(try row.integer(0, op))
+        let rows = try db.query(
+            """
+            SELECT COALESCE(MAX(version), 0),
+                COALESCE(MAX(CASE WHEN min_reader_version > 0 THEN min_reader_version ELSE version END), 0)
+            FROM schema_version
+            """, operation: op)
+        guard let row = rows.first else { return (0, 0) }
+        return (Int(try row.integer(0, op)), Int(try row.integer(1, op)))
+    }
+
+    private static func currentVersion(_ db: SQLiteConnection) throws(RainError) -> Int {
+        try currentVersions(db).version
     }
 
     // MARK: - Running on the queue

@@ -20,6 +20,38 @@ package enum PassphraseInput {
         return Array(first.utf8)
     }
 
+    /// The longest passphrase file read: a passphrase is one line, this only bounds a mistake.
+    static let maximumFileByteCount = 4096
+
+    /// Reads the passphrase from the first line of `path`, for servers with no one at a terminal:
+    /// a regular file of this user's that neither group nor others may access (mode 0600), never
+    /// followed through a symbolic link. The line ends at the first newline (a trailing carriage
+    /// return is dropped too).
+    /// - Throws: RAIN_102 (field `--passphrase-file`) for a missing, linked, another user's or
+    ///   group- or other-accessible file, or an empty first line; RAIN_502 when it cannot be read.
+    package static func read(file path: String) throws(RainError) -> [UInt8] {
+        let fd: Int32
+        do throws(RainError) {
+            fd = try Syscall.openOwnFile(
+                path, .readOnly, options: [.nonBlocking, .noControllingTerminal], mode: 0, isPrivate: true,
+                name: "the passphrase file", field: "--passphrase-file", fix: "chmod 600 \(path) as its owner")
+        } catch {
+            if error.errno == ENOENT {
+                throw RainError.invalid("the passphrase file \(path) does not exist", field: "--passphrase-file")
+            }
+            throw error
+        }
+        defer { Syscall.closeUnchecked(fd, because: .readOnly) }
+        let bytes = try AtomicFile.readAll(fd: fd, path: path, limit: maximumFileByteCount)
+        var line = Array(bytes.prefix { $0 != UInt8(ascii: "\n") })
+        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        guard !line.isEmpty else {
+            throw RainError.invalid(
+                "the passphrase file \(path) is empty: put the passphrase on its first line", field: "--passphrase-file")
+        }
+        return line
+    }
+
     static func line(prompt: String, isTerminal: Bool) -> String? {
         guard isTerminal else { return readLine(strippingNewline: true) }
         FileHandle.standardError.write(Data(prompt.utf8))

@@ -90,7 +90,7 @@ struct PostgresAuthorityStoreTests {
         #expect(try db.query("SELECT COUNT(*) FROM t", operation: "count").first?.values == [.integer(2)])
     }
 
-    @Test("a database migrated by a newer build is refused with RAIN_502")
+    @Test("a database migrated by a newer build that records no reader version is refused with RAIN_102 schema_too_new")
     func newerSchemaRefused() async throws {
         let url = try await PostgresTestCluster.freshDatabaseURL(label: "newer")
         let store = try await PostgresAuthorityStore.open(url: url, connections: 1)
@@ -99,7 +99,8 @@ struct PostgresAuthorityStoreTests {
         let db = try PostgresConnection(url: url)
         try db.execute("INSERT INTO schema_version (version, applied_at) VALUES (999, 0)", operation: "plant")
         let error = try #require(await rainError { _ = try await PostgresAuthorityStore.open(url: url) })
-        #expect(error.code == .internalError)
-        #expect(error.message.contains("newer"))
+        #expect(error.code == .invalidArgument)
+        #expect(error.details.reason == SchemaCompatibility.tooNewReason)
+        #expect(error.message.contains("999"))
     }
 }

@@ -30,7 +30,7 @@ struct SQLiteAuthorityStoreTests {
         await store.close()
     }
 
-    @Test("a database from a newer build is refused with RAIN_502")
+    @Test("a database from a newer build that records no reader version is refused with RAIN_102 schema_too_new")
     func newerSchemaRefused() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -43,7 +43,8 @@ struct SQLiteAuthorityStoreTests {
                 operation: "plant a future version")
         }
         let error = try #require(await rainError { _ = try await SQLiteAuthorityStore.open(stateDirectory: directory) })
-        #expect(error.code == .internalError)
+        #expect(error.code == .invalidArgument)
+        #expect(error.details.reason == SchemaCompatibility.tooNewReason)
     }
 
     @Test("a damaged or foreign database file is refused with RAIN_502 naming the file and what to do")
