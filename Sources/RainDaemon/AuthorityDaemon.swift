@@ -337,6 +337,10 @@ struct AuthorityRole: DaemonRole {
             // again below on the opened store, whose SMS budget it shares.
             _ = try AuthorityDaemon.codeSender(file: senderFile, logger: logger.child("sender"))
         }
+        // The port too is checked before anything is touched: one already in use stops the start
+        // with the state directory and the store as they were (connections wait in the backlog
+        // until the store is open).
+        let fd = try TCPSocket.listen(address)
         // Every option is valid: only now is the state directory created, locked and used.
         let stateLock = try Daemon.openStateDirectory(stateDirectory, role: "rainwalletd authority")
         let recordsStore = try StateDirectoryStore.check(
@@ -367,7 +371,6 @@ struct AuthorityRole: DaemonRole {
             authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
             logger: logger.child("service"), revocations: authority.revocations,
             revocationHeartbeat: options.revocationHeartbeat)
-        let fd = try TCPSocket.listen(address)
         let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
         var serverOptions = ServerOptions()
         serverOptions.isTCP = true

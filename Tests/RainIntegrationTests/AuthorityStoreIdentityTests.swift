@@ -183,4 +183,25 @@ struct AuthorityStoreIdentityTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: empty).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: "\(empty)/authority.sqlite3"))
     }
+
+    @Test("a port already in use stops the start before the state directory or the store is touched")
+    func portInUseTouchesNothing() async throws {
+        let (base, cleanup) = try Self.directories(["holder"])
+        defer { cleanup() }
+        try await AuthorityProcess.with(in: "\(base)/holder", ["--listen", "127.0.0.1:0"]) { holder in
+            let absent = "\(base)/absent"
+            let log = "\(base)/busy.log"
+            let p = try TestProcess(
+                try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path,
+                ["authority", "--listen", "127.0.0.1:\(holder.port)", "--state-dir", absent], stderr: .file(log))
+            guard let status = await p.waitForExit(timeout: .seconds(30)) else {
+                await p.stop(grace: .seconds(5))
+                throw HarnessError("the authority did not exit on a port in use")
+            }
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(status != 0, "\(text)")
+            #expect(text.contains("\(holder.port)"), "\(text)")
+            #expect(!FileManager.default.fileExists(atPath: absent), "\(text)")
+        }
+    }
 }
