@@ -189,10 +189,12 @@ extension RemoteAuthority {
     }
 
     /// Records an answer on `connection`: the link is connected.
-    func answered(on connection: ClientConnection) {
+    func answered(on connection: ClientConnection?) {
         let (changed, observers) = state.withLock { s in
-            s.answered = ObjectIdentifier(connection)
-            s.answerCount += 1
+            if let connection {
+                s.answered = ObjectIdentifier(connection)
+                s.answerCount += 1
+            }
             let changed = s.link.answered(now: clock.now)
             if changed != nil, let timer = s.probe?.timer {
                 timer.cancel()

@@ -34,6 +34,13 @@ extension RemoteAuthority {
         linkFailed(error, couldNotConnect: true)
     }
 
+    /// Records that another connection of the device's to this authority (the revocation stream's)
+    /// was made and proven: the authority answers, and the link is connected without waiting for
+    /// the probe's next, possibly distant, try.
+    public func noteConnectionAnswered() {
+        answered(on: nil)
+    }
+
     /// The longest wait between two probes.
     static let maximumProbeInterval: Duration = .seconds(30)
 

@@ -31,6 +31,7 @@ extension DeviceService {
             }
         case .connected:
             health.streamUp(now: now)
+            (context.authority as? RemoteAuthority)?.noteConnectionAnswered()
             // The stream's connection was proven: the keys sign.
             health.keys(RainError?.none, now: now)
             // Every stored session, loaded first: the stream may come up before the start's restore

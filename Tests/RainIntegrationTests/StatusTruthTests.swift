@@ -160,5 +160,21 @@ struct StatusTruthTests {
                 (try? await Self.stream(Self.status(good)))?["state"] as? String == "down"
             })
         #expect(await eventually { streams.all.contains(false) }, "\(kinds.all) \(streams.all) \(good.log.suffix(2500))")
+        // Its reconnects fail: the link is unreachable without any call.
+        #expect(
+            await eventually(timeout: .seconds(10)) {
+                (try? await Self.link(Self.status(good)))?["state"] as? String == "unreachable"
+            })
+        // Back on the same port: the stream's reconnect brings the link back too, without waiting
+        // for the probe's next try.
+        try await AuthorityProcess.with(in: setup.directory, ["--listen", "127.0.0.1:\(port)"] + serve) { _ in
+            #expect(
+                await eventually(timeout: .seconds(15)) {
+                    guard let status = try? await Self.status(good) else { return false }
+                    return Self.link(status)?["state"] as? String == "connected"
+                        && Self.stream(status)?["state"] as? String == "up"
+                })
+            #expect(await eventually { streams.all.last == true })
+        }
     }
 }
