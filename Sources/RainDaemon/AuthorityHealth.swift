@@ -23,6 +23,20 @@ final class AuthorityHealth: Sendable {
 
         var isHealthy: Bool { status == "ok" }
 
+        /// A device daemon's report: ready or not; it has no store of its own to check.
+        init(serving: Bool) {
+            self.init(
+                status: serving ? "ok" : "failing", ready: serving ? "ok" : "not serving (starting or draining)",
+                store: "not checked", masterKey: "not checked")
+        }
+
+        init(status: String, ready: String, store: String, masterKey: String) {
+            self.status = status
+            self.ready = ready
+            self.store = store
+            self.masterKey = masterKey
+        }
+
         /// One JSON object, keys sorted, with a final newline.
         var json: String {
             let encoder = JSONEncoder()
@@ -146,4 +160,16 @@ final class AuthorityWatchdog: @unchecked Sendable {
         if let pid, Int32(pid) != getpid() { return nil }
         return .microseconds(Int64(clamping: value))
     }
+}
+
+/// Whether a daemon serves (ready and not draining), shared by its lifecycle's closures and
+/// its health check.
+final class ServingFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    /// Whether the daemon serves now.
+    var isServing: Bool { value.load(ordering: .acquiring) }
+
+    /// Records that the daemon serves (ready) or no longer does (draining).
+    func set(_ serving: Bool) { value.store(serving, ordering: .releasing) }
 }

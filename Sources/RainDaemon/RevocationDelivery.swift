@@ -35,6 +35,15 @@ final class RevocationDelivery: Sendable {
         self.service = service
     }
 
+    /// Whether revocations arrive now: the feed's stream is connected, or the hub subscription
+    /// is in place.
+    var isUp: Bool {
+        switch source {
+        case .remote(let feed): feed.isConnected
+        case .embedded: subscription.withLock { $0 != nil }
+        }
+    }
+
     /// Starts delivering.
     func start() {
         switch source {

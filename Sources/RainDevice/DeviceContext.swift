@@ -16,12 +16,15 @@ public struct DeviceContext: Sendable {
     public var audit: (any AuditRecorder)?
     /// The audit log's anchor at a remote authority (nil with the embedded one, or no log).
     public var auditAnchoring: AuditAnchoring?
+    /// What is counted for `rainwalletd --metrics`; nil counts nothing.
+    public var metrics: DeviceMetrics?
 
     public init(
         authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,
         profileState: ProfileStateStore = ProfileStateStore(directory: nil), audit: (any AuditRecorder)? = nil,
-        auditAnchoring: AuditAnchoring? = nil
+        auditAnchoring: AuditAnchoring? = nil, metrics: DeviceMetrics? = nil
     ) {
+        self.metrics = metrics
         self.authority = authority
         self.storage = storage
         self.clock = clock

@@ -93,6 +93,7 @@ extension ProfileSession {
                 return .finished(.failure(keepUnsaved(renewed, cause: error)))
             }
             runtime.publish(session: renewed)
+            context.metrics?.refreshed("ok")
             logger.info("session.refreshed", ["profile": runtime.name])
             // A pair handed back long after its rotation (the device could not save it) may have no
             // access lifetime left: rotate on at once with its refresh token.
@@ -100,11 +101,13 @@ extension ProfileSession {
             return .finished(.success(()))
         case .failure(let error) where Self.isDefinitive(error):
             let reason = SessionEndReason(reasonOf: error)?.deviceExpiry ?? .refreshFailed
+            context.metrics?.refreshed("refused")
             logger.warning(
                 "refresh.refused", ["profile": runtime.name, "reason": error.details.reason ?? error.code.description])
             await end(reason, cause: error.details.reason)
             return .finished(.failure(Self.endedError(reason)))
         case .failure(let error):
+            context.metrics?.refreshed("failed")
             logger.warning(
                 "refresh.transient_failure", ["profile": runtime.name, "attempt": "\(number)", "error": error.code.description])
             return .transient(error)
