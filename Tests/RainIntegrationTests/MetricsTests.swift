@@ -252,6 +252,26 @@ struct MetricsTests {
         }
     }
 
+    @Test("under a service manager the authority sends READY=1, feeds the watchdog while healthy, and STOPPING=1 on SIGTERM")
+    func authorityNotifiesAndFeedsWatchdog() async throws {
+        let setup = try DaemonHarness.prepare()
+        defer { setup.shutdown() }
+        let notify = try NotifyReceiver(address: "\(setup.directory)/notify.sock")
+        let binary = try DaemonHarness.binaryDirectory().appendingPathComponent("rainwalletd-test").path
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = notify.address
+        environment["WATCHDOG_USEC"] = "400000"  // fed every 0.2 s
+        let process = try TestProcess(
+            binary, ["authority", "--listen", "127.0.0.1:0", "--state-dir", "\(setup.directory)/authority"],
+            environment: environment, stderr: .file("\(setup.directory)/authority.log"))
+        let ready = try #require(await notify.waitFor("READY=1"), "no READY=1")
+        #expect(ready["MAINPID"] == "\(process.pid)")
+        #expect(try await notify.waitFor("WATCHDOG=1") != nil, "the watchdog was not fed")
+        process.signal(SIGTERM)
+        #expect(try await notify.waitFor("STOPPING=1") != nil, "no STOPPING=1")
+        await process.stop(grace: .seconds(20))
+    }
+
     @Test("rainwalletd --metrics serves metrics.sock (0600) beside its socket, counting its calls; without it there is no socket")
     func deviceMetricsOnUnixSocket() async throws {
         let plain = try await DaemonHarness.start()
