@@ -426,7 +426,6 @@ struct DeviceRole: DaemonRole {
                     Task { await opened.service.restoreStoredProfiles() }
                     opened.pruning?.start()
                     opened.revocations?.start()
-                    if let revocations = opened.revocations { deviceMetrics?.setRevocationProbe { revocations.isUp } }
                     opened.auditAnchoring?.start()
                 } else {
                     gate.retry(clock: clock, logger: logger)

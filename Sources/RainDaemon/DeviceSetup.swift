@@ -139,7 +139,8 @@ struct DeviceSetup: Sendable {
             config: config, context: context, access: access, isTestMethodsEnabled: options.isTestMethodsEnabled,
             storage: control.map { (keys.provider.kind.rawValue, $0) })
         let revocations = RevocationDelivery(
-            authority: authority, device: keys.device, service: service, clock: clock, logger: logger.child("revocations"))
+            authority: authority, device: keys.device, service: service, clock: clock, logger: logger.child("revocations"),
+            metrics: metrics)
         return Opened(
             keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority,
             revocations: revocations, auditAnchoring: anchoring, audit: audit)

@@ -18,14 +18,21 @@ public final class DeviceMetrics: Sendable {
         help: "Session refreshes at the authority by outcome: ok, refused (the session ended), failed (retried).",
         labelNames: ["outcome"], initial: DeviceMetrics.refreshOutcomes.map { MetricLabels($0) })
 
-    /// Whether the revocation stream is up now; nil when nothing delivers revocations.
-    private let revocationProbe = Mutex<(@Sendable () -> Bool)?>(nil)
+    /// Whether the revocation stream is up now, and who said so; nil when nothing delivers
+    /// revocations.
+    private let revocationProbe = Mutex<(owner: ObjectIdentifier, isUp: @Sendable () -> Bool)?>(nil)
 
     public init() {}
 
-    /// Says how to read whether the revocation stream is up (nil: no stream).
-    public func setRevocationProbe(_ probe: (@Sendable () -> Bool)?) {
-        revocationProbe.withLock { $0 = probe }
+    /// Says how to read whether the revocation stream is up; `owner` is what delivers them.
+    public func setRevocationProbe(owner: AnyObject, _ isUp: @escaping @Sendable () -> Bool) {
+        revocationProbe.withLock { $0 = (ObjectIdentifier(owner), isUp) }
+    }
+
+    /// Forgets the probe `owner` set; one set since by another (a live migration's new
+    /// delivery) stays.
+    public func clearRevocationProbe(owner: AnyObject) {
+        revocationProbe.withLock { if $0?.owner == ObjectIdentifier(owner) { $0 = nil } }
     }
 
     /// Counts one refresh attempt's outcome (one of `refreshOutcomes`).
@@ -41,7 +48,7 @@ public final class DeviceMetrics: Sendable {
                 "rainwallet_device_revocation_stream_up",
                 help: "1 while the authority's revocation stream (or the embedded authority's subscription) is up, else 0."
             ) { [weak self] in
-                let probe = self?.revocationProbe.withLock { $0 }
+                let probe = self?.revocationProbe.withLock { $0?.isUp }
                 return probe?() == true ? 1 : 0
             },
         ]
