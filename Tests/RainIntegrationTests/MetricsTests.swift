@@ -272,7 +272,9 @@ struct MetricsTests {
         await process.stop(grace: .seconds(20))
     }
 
-    @Test("rainwalletd --metrics serves metrics.sock (0600) beside its socket, counting its calls; without it there is no socket")
+    @Test(
+        "rainwalletd --metrics serves metrics.sock (0600) beside its socket, counting its calls (quick lane too); without it there is no socket"
+    )
     func deviceMetricsOnUnixSocket() async throws {
         let plain = try await DaemonHarness.start()
         defer { plain.shutdown() }
@@ -298,6 +300,15 @@ struct MetricsTests {
             after.value("rainwallet_device_call_duration_seconds_count", ["method": Method.authSendLoginCode])
                 - before.value("rainwallet_device_call_duration_seconds_count", ["method": Method.authSendLoginCode]) == 1)
         #expect(after.value("rainwallet_device_revocation_stream_up") == 1)
+        // Session/GetState is counted whether the quick lane or the route table answers it.
+        let state = ["method": Method.sessionGetState, "code": "ok"]
+        let provider = h.provider()
+        let beforeState = try ParsedMetrics(try HTTPGet.unix(socket, "/metrics").body)
+        for _ in 0..<3 { _ = try await provider.currentSession() }
+        let afterState = try ParsedMetrics(try HTTPGet.unix(socket, "/metrics").body)
+        #expect(
+            afterState.value("rainwallet_device_calls_total", state) - beforeState.value("rainwallet_device_calls_total", state)
+                == 3)
         #expect(try HTTPGet.unix(socket, "/healthz").status == 200)
         await h.shutdownAsync()
         #expect(!FileManager.default.fileExists(atPath: socket))
