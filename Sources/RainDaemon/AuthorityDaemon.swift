@@ -419,6 +419,7 @@ struct AuthorityRole: DaemonRole {
         serverOptions.maximumUnadmittedConnections = 1024  // TLS before admission holds buffers for each one
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+        health.watch(server)
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
         let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
         let isTLS = tls != nil

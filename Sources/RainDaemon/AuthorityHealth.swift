@@ -18,6 +18,7 @@ final class AuthorityHealth: Sendable {
     struct Report: Sendable, Encodable {
         var status: String
         var ready: String
+        var loop: String = "not checked"
         var store: String
         var masterKey: String
 
@@ -47,6 +48,8 @@ final class AuthorityHealth: Sendable {
     }
 
     private let authority: EmbeddedAuthority
+    /// The event loop, once built: a loop that does not answer a wake-up is wedged.
+    private let server = Mutex<EventLoopServer?>(nil)
     private let timeout: Duration
     private let isServing = Atomic<Bool>(false)
     private let isChecking = Atomic<Bool>(false)
@@ -57,6 +60,9 @@ final class AuthorityHealth: Sendable {
         self.timeout = timeout
     }
 
+    /// The event loop whose liveness is checked.
+    func watch(_ loop: EventLoopServer) { server.withLock { $0 = loop } }
+
     /// Marks the authority serving (ready) or not (starting, draining).
     func setServing(_ serving: Bool) { isServing.store(serving, ordering: .releasing) }
 
@@ -66,14 +72,21 @@ final class AuthorityHealth: Sendable {
             return Report(
                 status: "failing", ready: "not serving (starting or draining)", store: "not checked", masterKey: "not checked")
         }
+        // The loop answers a wake-up within a second unless a handler holds it.
+        let loop = server.withLock { $0 }
+        let isLoopAlive = loop?.isResponsive(within: .seconds(1)) ?? true
+        var report: Report
         switch storeHealth() {
         case .healthy:
-            return Report(status: "ok", ready: "ok", store: "ok", masterKey: "ok")
+            report = Report(status: "ok", ready: "ok", store: "ok", masterKey: "ok")
         case .unreachable(let why):
-            return Report(status: "failing", ready: "ok", store: "unreachable: \(why)", masterKey: "not checked")
+            report = Report(status: "failing", ready: "ok", store: "unreachable: \(why)", masterKey: "not checked")
         case .keyMismatch(let why):
-            return Report(status: "failing", ready: "ok", store: "ok", masterKey: "mismatch: \(why)")
+            report = Report(status: "failing", ready: "ok", store: "ok", masterKey: "mismatch: \(why)")
         }
+        if loop != nil { report.loop = isLoopAlive ? "ok" : "not answering: the event loop is held" }
+        if !isLoopAlive { report.status = "failing" }
+        return report
     }
 
     /// Holds one check's result for the waiting thread.

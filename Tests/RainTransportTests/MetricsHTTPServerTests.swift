@@ -1,6 +1,8 @@
+import Dispatch
 import Foundation
 import RainCore
 import RainSystem
+import RainWire
 import Testing
 
 @testable import RainTransport
@@ -58,5 +60,34 @@ struct MetricsHTTPServerTests {
             answer += buffer[0..<n]
         }
         return String(decoding: answer, as: UTF8.self)
+    }
+}
+
+/// The health check's view of the event loop.
+@Suite("Event loop liveness")
+struct EventLoopLivenessTests {
+    /// Holds the loop thread in its handler until released.
+    final class HoldingHandler: ServerHandler {
+        let release = DispatchSemaphore(value: 0)
+        func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
+            release.wait()
+            return .respond(.ok([]))
+        }
+        func cancel(connection: ConnectionID, requestID: UInt64) {}
+        func connectionClosed(_ connection: ConnectionID) {}
+    }
+
+    @Test("a running loop answers a wake-up; one held in a handler does not, and answers again once let go")
+    func heldLoopIsNotResponsive() async throws {
+        let handler = HoldingHandler()
+        let loop = try LoopUnderTest(ServerOptions(), handler: handler)
+        #expect(try await onThread { loop.server.isResponsive(within: .seconds(2)) })
+        let peer = try loop.connect()
+        #expect(peer.send(try requestFrame(id: 1)))
+        #expect(try await onThread { !loop.server.isResponsive(within: .milliseconds(300)) })
+        handler.release.signal()
+        #expect(try await onThread { loop.server.isResponsive(within: .seconds(2)) })
+        await loop.stop()
+        #expect(try await onThread { !loop.server.isResponsive(within: .milliseconds(100)) })
     }
 }
