@@ -397,13 +397,15 @@ struct DeviceRole: DaemonRole {
             fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
             socketAddress = paths.socket
         }
-        // Beside the socket, mode 0600 whatever the socket's: the metrics are this user's alone.
+        // Beside the socket, mode 0600 whatever the socket's: the metrics are this user's alone. A
+        // handed socket with an abstract address has no directory: the default socket's is used.
+        let metricsBeside = socketAddress.hasPrefix("/") ? socketAddress : paths.socket
         let serving = ServingFlag()
         let metrics = try deviceMetrics.map { (deviceMetrics) throws(RainError) in
             let registry = MetricsRegistry()
             registry.register(deviceMetrics.families)
             return try MetricsEndpoint.listen(
-                unixPath: "\(OwnedPath.parent(of: socketAddress))/\(Daemon.metricsSocketName)", registry: registry,
+                unixPath: "\(OwnedPath.parent(of: metricsBeside))/\(Daemon.metricsSocketName)", registry: registry,
                 health: { AuthorityHealth.Report(serving: serving.isServing) }, logger: logger.child("metrics"))
         }
         var serverOptions = ServerOptions()

@@ -41,6 +41,7 @@ public final class MetricsHTTPServer: Sendable {
     private let maximumRequestBytes: Int
     private let maximumConnections: Int
     private let isStopping = Atomic<Bool>(false)
+    private let isStarted = Atomic<Bool>(false)
     /// Connections being answered on `answering` (the loop thread counts them with its own).
     private let answeringCount = Atomic<Int>(0)
     private let loop = DispatchQueue(label: "rain.metrics.http")
@@ -69,6 +70,7 @@ public final class MetricsHTTPServer: Sendable {
 
     /// Starts serving on the server's own thread.
     public func start() {
+        guard !isStarted.exchange(true, ordering: .acquiringAndReleasing) else { return }
         loop.async { self.serve() }
     }
 
@@ -76,6 +78,11 @@ public final class MetricsHTTPServer: Sendable {
     /// a second) for the loop to return. Answers being written finish on their own.
     public func stop() {
         guard !isStopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Never started (the daemon stopped while starting): only the socket is left to close.
+        if !isStarted.exchange(true, ordering: .acquiringAndReleasing) {
+            Syscall.closeUnchecked(listener, because: .socket)
+            return
+        }
         _ = stopped.wait(timeout: .now() + 1)
     }
 
