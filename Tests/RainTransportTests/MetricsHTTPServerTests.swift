@@ -69,7 +69,9 @@ struct EventLoopLivenessTests {
     /// Holds the loop thread in its handler until released.
     final class HoldingHandler: ServerHandler {
         let release = DispatchSemaphore(value: 0)
+        let entered = DispatchSemaphore(value: 0)
         func handle(_ request: WireRequest, context: RequestContext) -> HandlerDecision {
+            entered.signal()
             release.wait()
             return .respond(.ok([]))
         }
@@ -81,12 +83,14 @@ struct EventLoopLivenessTests {
     func heldLoopIsNotResponsive() async throws {
         let handler = HoldingHandler()
         let loop = try LoopUnderTest(ServerOptions(), handler: handler)
-        #expect(try await onThread { loop.server.isResponsive(within: .seconds(2)) })
+        #expect(try await onThread { loop.server.isResponsive(within: .seconds(10)) })
         let peer = try loop.connect()
         #expect(peer.send(try requestFrame(id: 1)))
+        // Only once the loop is inside the handler is it held.
+        #expect(try await onThread { handler.entered.wait(timeout: .now() + 10) == .success })
         #expect(try await onThread { !loop.server.isResponsive(within: .milliseconds(300)) })
         handler.release.signal()
-        #expect(try await onThread { loop.server.isResponsive(within: .seconds(2)) })
+        #expect(try await onThread { loop.server.isResponsive(within: .seconds(10)) })
         await loop.stop()
         #expect(try await onThread { !loop.server.isResponsive(within: .milliseconds(100)) })
     }
