@@ -98,7 +98,52 @@ void   rain__wallet__v1__authority_link__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_link__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_descriptors[9] =
+void   rain__wallet__v1__storage_health__init
+                     (Rain__Wallet__V1__StorageHealth         *message)
+{
+  static const Rain__Wallet__V1__StorageHealth init_value = RAIN__WALLET__V1__STORAGE_HEALTH__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__storage_health__get_packed_size
+                     (const Rain__Wallet__V1__StorageHealth *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__storage_health__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__storage_health__pack
+                     (const Rain__Wallet__V1__StorageHealth *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__storage_health__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__storage_health__pack_to_buffer
+                     (const Rain__Wallet__V1__StorageHealth *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__storage_health__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__StorageHealth *
+       rain__wallet__v1__storage_health__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__StorageHealth *)
+     protobuf_c_message_unpack (&rain__wallet__v1__storage_health__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__storage_health__free_unpacked
+                     (Rain__Wallet__V1__StorageHealth *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__storage_health__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_descriptors[10] =
 {
   {
     "auth_state",
@@ -208,6 +253,18 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__session_state__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "storage",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__SessionState, storage),
+    &rain__wallet__v1__storage_health__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__session_state__field_indices_by_name[] = {
   3,   /* field[3] = account_id */
@@ -217,13 +274,14 @@ static const unsigned rain__wallet__v1__session_state__field_indices_by_name[] =
   2,   /* field[2] = expires_at_ms */
   5,   /* field[5] = has_active_session */
   1,   /* field[1] = session_status */
+  9,   /* field[9] = storage */
   7,   /* field[7] = storage_warning */
   4,   /* field[4] = wallet_id */
 };
 static const ProtobufCIntRange rain__wallet__v1__session_state__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__session_state__descriptor =
 {
@@ -233,14 +291,14 @@ const ProtobufCMessageDescriptor rain__wallet__v1__session_state__descriptor =
   "Rain__Wallet__V1__SessionState",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__SessionState),
-  9,
+  10,
   rain__wallet__v1__session_state__field_descriptors,
   rain__wallet__v1__session_state__field_indices_by_name,
   1,  rain__wallet__v1__session_state__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__session_state__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_link__field_descriptors[3] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_link__field_descriptors[6] =
 {
   {
     "state",
@@ -278,16 +336,55 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_link__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revocation_stream",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityLink, revocation_stream),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revocation_error",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityLink, revocation_error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revocation_since_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityLink, revocation_since_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_link__field_indices_by_name[] = {
   1,   /* field[1] = last_error */
+  4,   /* field[4] = revocation_error */
+  5,   /* field[5] = revocation_since_ms */
+  3,   /* field[3] = revocation_stream */
   2,   /* field[2] = since_ms */
   0,   /* field[0] = state */
 };
 static const ProtobufCIntRange rain__wallet__v1__authority_link__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_link__descriptor =
 {
@@ -297,11 +394,75 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_link__descriptor =
   "Rain__Wallet__V1__AuthorityLink",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityLink),
-  3,
+  6,
   rain__wallet__v1__authority_link__field_descriptors,
   rain__wallet__v1__authority_link__field_indices_by_name,
   1,  rain__wallet__v1__authority_link__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_link__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__storage_health__field_descriptors[3] =
+{
+  {
+    "state",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__StorageHealth, state),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_error",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__StorageHealth, last_error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "since_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__StorageHealth, since_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__storage_health__field_indices_by_name[] = {
+  1,   /* field[1] = last_error */
+  2,   /* field[2] = since_ms */
+  0,   /* field[0] = state */
+};
+static const ProtobufCIntRange rain__wallet__v1__storage_health__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__storage_health__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.StorageHealth",
+  "StorageHealth",
+  "Rain__Wallet__V1__StorageHealth",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__StorageHealth),
+  3,
+  rain__wallet__v1__storage_health__field_descriptors,
+  rain__wallet__v1__storage_health__field_indices_by_name,
+  1,  rain__wallet__v1__storage_health__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__storage_health__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue rain__wallet__v1__auth_state__enum_values_by_number[4] =

@@ -1781,7 +1781,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_info_request__descriptor 
   (ProtobufCMessageInit) rain__wallet__v1__get_info_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field_descriptors[9] =
 {
   {
     "daemon_version",
@@ -1867,20 +1867,46 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__get_info_response__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "authority_link",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetInfoResponse, authority_link),
+    &rain__wallet__v1__authority_link__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "storage",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__GetInfoResponse, storage),
+    &rain__wallet__v1__storage_health__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__get_info_response__field_indices_by_name[] = {
   6,   /* field[6] = audit_anchor */
+  7,   /* field[7] = authority_link */
   2,   /* field[2] = capabilities */
   0,   /* field[0] = daemon_version */
   3,   /* field[3] = max_frame_bytes */
   1,   /* field[1] = protocol_version */
   5,   /* field[5] = ptrace_scope */
+  8,   /* field[8] = storage */
   4,   /* field[4] = storage_provider */
 };
 static const ProtobufCIntRange rain__wallet__v1__get_info_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor =
 {
@@ -1890,7 +1916,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor
   "Rain__Wallet__V1__GetInfoResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__GetInfoResponse),
-  7,
+  9,
   rain__wallet__v1__get_info_response__field_descriptors,
   rain__wallet__v1__get_info_response__field_indices_by_name,
   1,  rain__wallet__v1__get_info_response__number_ranges,
@@ -3714,23 +3740,25 @@ const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verification_
   (ProtobufCMessageInit) rain__wallet__v1__confirm_contact_verification_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue rain__wallet__v1__event_type__enum_values_by_number[5] =
+static const ProtobufCEnumValue rain__wallet__v1__event_type__enum_values_by_number[6] =
 {
   { "EVENT_TYPE_UNSPECIFIED", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_UNSPECIFIED", 0 },
   { "EVENT_TYPE_AUTH_STATE", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTH_STATE", 1 },
   { "EVENT_TYPE_SESSION_STATE", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE", 2 },
   { "EVENT_TYPE_SESSION_EXPIRED", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED", 3 },
   { "EVENT_TYPE_AUTHORITY_LINK", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK", 4 },
+  { "EVENT_TYPE_STORAGE", "RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_STORAGE", 5 },
 };
 static const ProtobufCIntRange rain__wallet__v1__event_type__value_ranges[] = {
-{0, 0},{0, 5}
+{0, 0},{0, 6}
 };
-static const ProtobufCEnumValueIndex rain__wallet__v1__event_type__enum_values_by_name[5] =
+static const ProtobufCEnumValueIndex rain__wallet__v1__event_type__enum_values_by_name[6] =
 {
   { "EVENT_TYPE_AUTHORITY_LINK", 4 },
   { "EVENT_TYPE_AUTH_STATE", 1 },
   { "EVENT_TYPE_SESSION_EXPIRED", 3 },
   { "EVENT_TYPE_SESSION_STATE", 2 },
+  { "EVENT_TYPE_STORAGE", 5 },
   { "EVENT_TYPE_UNSPECIFIED", 0 },
 };
 const ProtobufCEnumDescriptor rain__wallet__v1__event_type__descriptor =
@@ -3740,9 +3768,9 @@ const ProtobufCEnumDescriptor rain__wallet__v1__event_type__descriptor =
   "EventType",
   "Rain__Wallet__V1__EventType",
   "rain.wallet.v1",
-  5,
+  6,
   rain__wallet__v1__event_type__enum_values_by_number,
-  5,
+  6,
   rain__wallet__v1__event_type__enum_values_by_name,
   1,
   rain__wallet__v1__event_type__value_ranges,

@@ -47,6 +47,23 @@ public enum DeviceBinding {
     public static func proofFailed(_ why: String) -> RainError {
         RainError(.provider, "the device key proof failed: \(why)", details: .init(reason: proofFailedReason))
     }
+
+    /// RAIN_501 for a proof the device's own keys could not sign (the TPM cannot be reached, the
+    /// keyring is locked), with the key provider's reason (`tpm_unavailable`…): the device's
+    /// failure, never the authority's. `isLocalKeyFailure` recognizes it.
+    public static func localKeyFailure(_ error: RainError) -> RainError {
+        RainError(
+            .provider, "this device's key could not sign its proof to the authority: \(error.message)",
+            details: .init(reason: error.details.reason ?? proofFailedReason), underlying: LocalKeyFailure())
+    }
+
+    /// Whether `error` is the device's own keys failing (`localKeyFailure`), not the authority.
+    public static func isLocalKeyFailure(_ error: RainError) -> Bool { error.underlying is LocalKeyFailure }
+
+    /// Marks an error as the device's keys' own.
+    struct LocalKeyFailure: Error, Sendable, CustomStringConvertible {
+        var description: String { "the device's key provider failed" }
+    }
 }
 
 /// What one connection to the authority proved: its challenge, drawn when the device

@@ -67,6 +67,10 @@ extension RemoteAuthority {
             }
             if Self.isUnanswered(error) {
                 linkFailed(error, couldNotConnect: progress.connection == nil && failure.isError)
+            } else if Self.isRefusedConnection(error) {
+                // No call can be made over a handshake that fails or a proof the authority refuses:
+                // the link is down as surely as when nothing answers.
+                linkFailed(error, couldNotConnect: true)
             }
             throw error
         }
@@ -90,6 +94,13 @@ extension RemoteAuthority {
         default:
             return false
         }
+    }
+
+    /// Whether `error` says the connection could not be used: its TLS handshake failed, or the
+    /// authority refused the device's proof (never the device's own keys failing to sign one).
+    static func isRefusedConnection(_ error: RainError) -> Bool {
+        guard !DeviceBinding.isLocalKeyFailure(error), let reason = error.details.reason else { return false }
+        return reason.hasPrefix("tls_") || reason == DeviceBinding.proofFailedReason
     }
 
     /// Closes the call's connection when nothing answered on it since the call began: the

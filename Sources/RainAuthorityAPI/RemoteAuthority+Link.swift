@@ -17,6 +17,23 @@ extension RemoteAuthority {
         state.withLock { $0.linkObservers.append(observer) }
     }
 
+    /// Calls `observer` each time the device's keys signed a proof (nil) or failed to (their
+    /// error), on the thread that saw it; it must not block. A failure here is the device's own.
+    public func observeDeviceKeys(_ observer: @escaping @Sendable (RainError?) -> Void) {
+        state.withLock { $0.keyObservers.append(observer) }
+    }
+
+    func tellKeyObservers(_ error: RainError?) {
+        for observer in state.withLock({ $0.keyObservers }) { observer(error) }
+    }
+
+    /// Records that another connection of the device's to this authority (the revocation stream's)
+    /// could not be made, or its proof was refused: the link is unreachable, with that error, until
+    /// a call or the probe gets an answer.
+    public func noteConnectionFailed(_ error: RainError) {
+        linkFailed(error, couldNotConnect: true)
+    }
+
     /// The longest wait between two probes.
     static let maximumProbeInterval: Duration = .seconds(30)
 

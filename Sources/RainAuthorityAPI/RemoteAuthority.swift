@@ -80,6 +80,8 @@ public final class RemoteAuthority: Authority {
         var link: AuthorityLinkTracker
         /// Who hears of link changes.
         var linkObservers: [@Sendable (AuthorityLinkState) -> Void] = []
+        /// Who hears whether the device's keys could sign a proof (nil: they did; else their error).
+        var keyObservers: [@Sendable (RainError?) -> Void] = []
         /// The probe that brings the link back to `connected` once the authority answers again.
         var probe: (timer: (any RainTimer)?, interval: Duration)?
     }
@@ -251,21 +253,26 @@ public final class RemoteAuthority: Authority {
         ).challenge
         let message = DeviceBinding.signedMessage(
             deviceID: deviceID, challenge: challenge, channelBinding: connection.channelBinding ?? [])
-        let signatures = try await connectQueue.runBlocking { () throws(RainError) -> [[UInt8]] in
-            var out: [[UInt8]] = []
-            for signer in signers {
-                do throws(RainError) {
-                    out.append(try signer.sign(message))
-                } catch {
-                    // A TPM or keyring that cannot sign now: RAIN_501, never an end of the session.
-                    throw RainError(
-                        .provider, "the device key could not sign its proof: \(error.message)",
-                        details: .init(reason: error.details.reason ?? DeviceBinding.proofFailedReason),
-                        underlying: error.underlying)
+        let signatures: [[UInt8]]
+        do throws(RainError) {
+            signatures = try await connectQueue.runBlocking { () throws(RainError) -> [[UInt8]] in
+                var out: [[UInt8]] = []
+                for signer in signers {
+                    do throws(RainError) {
+                        out.append(try signer.sign(message))
+                    } catch {
+                        // A TPM or keyring that cannot sign now: RAIN_501, never an end of the
+                        // session, and the device's failure, never the authority's.
+                        throw DeviceBinding.localKeyFailure(error)
+                    }
                 }
+                return out
             }
-            return out
+        } catch {
+            tellKeyObservers(error)
+            throw error
         }
+        tellKeyObservers(nil)
         for (signer, signature) in zip(signers, signatures) {
             _ = try await exchange(
                 AuthorityMethod.proveDevice,
@@ -327,7 +334,11 @@ public final class RemoteAuthority: Authority {
     }
 
     /// RAIN_501 for a failed TLS handshake: the cause, and what to do about it.
-    private func tlsFailure(_ error: RainError) -> RainError {
+    private func tlsFailure(_ error: RainError) -> RainError { Self.tlsFailure(error, address: address) }
+
+    /// RAIN_501 for a failed TLS handshake with the authority at `address`: the cause, and what to
+    /// do about it (the revocation stream's connection says the same as the calls').
+    static func tlsFailure(_ error: RainError, address: TCPAddress) -> RainError {
         let fix: String
         switch error.details.reason {
         case TLSSession.FailureReason.unknownCA:

@@ -47,6 +47,9 @@ public final class RevocationFeed: Sendable {
         case revoked(AuthorityRevocation)
         /// The authority may have missed revocations: check every session once.
         case recheck
+        /// The stream closed, or could not be opened, at `stage` (`connect`, `open` or `stream`):
+        /// until `connected`, revocations reach this device only at its next call.
+        case lost(RainError, stage: String)
     }
 
     /// How long a stream may stay silent once the authority announced heartbeats every
@@ -298,6 +301,7 @@ public final class RevocationFeed: Sendable {
             s.failures += 1
             return s.failures
         }
+        onEvent(.lost(error, stage: stage))
         let delay = backoff.jitteredDelay(afterFailures: failures)
         let fields: KeyValuePairs<String, String> = [
             "address": address.description, "stage": stage, "code": error.code.description,
@@ -351,7 +355,12 @@ public final class RevocationFeed: Sendable {
         let (address, tls, timeout) = (address, tls, connectTimeout)
         state.withLock { $0.attempts += 1 }
         let connection = try await queue.runBlocking { () throws(RainError) -> ClientConnection in
-            try ClientConnection(tcp: address, tls: tls, connectTimeout: timeout)
+            do throws(RainError) {
+                return try ClientConnection(tcp: address, tls: tls, connectTimeout: timeout)
+            } catch {
+                guard let reason = error.details.reason, reason.hasPrefix("tls_") else { throw error }
+                throw RemoteAuthority.tlsFailure(error, address: address)
+            }
         }
         guard whileRunning({ $0.connection = connection }) else {
             connection.close()
@@ -371,7 +380,13 @@ public final class RevocationFeed: Sendable {
             deviceID: device.deviceID, challenge: try AuthorityBeginDeviceProofResponse.decode(challenge).challenge,
             channelBinding: connection.channelBinding ?? [])
         let signatures = try await queue.runBlocking { () throws(RainError) -> [[UInt8]] in
-            try signers.map { (signer) throws(RainError) in try signer.sign(message) }
+            try signers.map { (signer) throws(RainError) in
+                do throws(RainError) {
+                    return try signer.sign(message)
+                } catch {
+                    throw DeviceBinding.localKeyFailure(error)
+                }
+            }
         }
         for (signer, signature) in zip(signers, signatures) {
             let request = AuthorityProveDeviceRequest(

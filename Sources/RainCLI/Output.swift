@@ -78,27 +78,14 @@ extension SessionSnapshot {
             "authState": authState.rawValue, "sessionState": state, "expiresAt": expiresAt, "accountId": accountID,
             "walletId": walletID, "hasActiveSession": hasActiveSession, "contact": contact?.value,
             "storageWarning": storageWarning,
-            "authorityLink": authorityLink.map { link -> [String: Any?] in
-                ["state": link.phase.rawValue, "lastError": link.lastError, "since": link.since]
-            },
+            "authorityLink": authorityLink.map(\.jsonObject),
+            "storage": storage.map(\.jsonObject),
         ]
     }
 
     /// The link to the authority in words, for `status` and `info`; nil from a daemon that does
     /// not report it.
-    var authorityLinkLine: String? {
-        guard let link = authorityLink else { return nil }
-        let since = RFC3339.string(from: link.since)
-        switch link.phase {
-        case .connected:
-            return "authority:      connected"
-        case .degraded:
-            return "authority:      degraded since \(since): \(link.lastError ?? "no answer"); calls may fail until it answers"
-        case .unreachable:
-            return "authority:      unreachable since \(since): \(link.lastError ?? "no answer"); "
-                + "calls that need it fail (RAIN_301) until it is back"
-        }
-    }
+    var authorityLinkLine: String? { authorityLink?.line }
 
     /// Human lines for `status`.
     var humanLines: [String] {
@@ -120,7 +107,57 @@ extension SessionSnapshot {
         } else if let storageWarning {
             lines.append("storage:        \(storageWarning)")
         }
-        if let link = authorityLinkLine { lines.append(link) }
+        lines += authorityLink?.lines ?? []
+        if let storage { lines.append(storage.line) }
         return lines
+    }
+}
+
+extension AuthorityLinkState {
+    /// The `authorityLink` object of `--json`.
+    var jsonObject: [String: Any?] {
+        [
+            "state": phase.rawValue, "lastError": lastError, "since": since,
+            "revocationStream": revocationStream.map { stream -> [String: Any?] in
+                ["state": stream.word, "lastError": stream.lastError, "since": stream.since]
+            },
+        ]
+    }
+
+    /// The link in words.
+    var line: String {
+        let since = RFC3339.string(from: since)
+        switch phase {
+        case .connected:
+            return "authority:      connected"
+        case .degraded:
+            return "authority:      degraded since \(since): \(lastError ?? "no answer"); calls may fail until it answers"
+        case .unreachable:
+            return "authority:      unreachable since \(since): \(lastError ?? "no answer"); "
+                + "calls that need it fail until it is back"
+        }
+    }
+
+    /// The link and its revocation stream in words.
+    var lines: [String] {
+        guard let stream = revocationStream else { return [line] }
+        let streamLine =
+            stream.isUp
+            ? "revocations:    stream up"
+            : "revocations:    stream down since \(RFC3339.string(from: stream.since)): \(stream.lastError ?? "closed"); "
+                + "a login elsewhere reaches this device at its next call"
+        return [line, streamLine]
+    }
+}
+
+extension StorageHealthState {
+    /// The `storage` object of `--json`.
+    var jsonObject: [String: Any?] { ["state": word, "lastError": lastError, "since": since] }
+
+    /// The keys in words.
+    var line: String {
+        guard !isAvailable else { return "keys:           available" }
+        return "keys:           UNAVAILABLE since \(RFC3339.string(from: since)): \(lastError ?? "the key provider failed"); "
+            + "this device's failure, not the authority's"
     }
 }

@@ -18,8 +18,15 @@ let sessionJSONFields: [Command.JSONField] = [
         "\"session_not_persisted\" while the refreshed session could not be saved (free disk space), else null"),
     .init(
         "authorityLink",
-        "the link to the authority: {\"state\": \"connected\", \"degraded\" or \"unreachable\", \"lastError\": the "
-            + "failure's message or null, \"since\": RFC 3339}; null from a daemon that does not report it"),
+        "the link to the authority: {\"state\": \"connected\", \"degraded\" (no answer, or refreshes fail) or "
+            + "\"unreachable\" (no connection, a failed TLS handshake or device proof), \"lastError\": the failure's "
+            + "message or null, \"since\": RFC 3339, \"revocationStream\": {\"state\": \"up\" or \"down\", "
+            + "\"lastError\", \"since\"} or null (an embedded authority)}; null from a daemon that does not report it"),
+    .init(
+        "storage",
+        "the daemon's keys: {\"state\": \"available\" or \"unavailable\" (the TPM cannot be reached, the keyring is "
+            + "locked: the device's failure, not the authority's), \"lastError\", \"since\"}; null from a daemon "
+            + "that does not report it"),
 ]
 
 /// `--email ADDR` and `--phone NUMBER`, one of them required.
@@ -391,6 +398,8 @@ enum InfoCommand: CLICommand {
                 .init("capabilities", "an array of names"), .init("maxFrameBytes", "the largest frame the daemon takes"),
                 .init("storageProvider", "the key provider in use: tpm2, secret-service or file"),
                 .init("ptraceScope", StatusCommand.ptraceScopeField),
+                .init("authorityLink", "the link to the authority, as status --json has it, or null"),
+                .init("storage", "the daemon's keys, as status --json has it, or null"),
             ]))
 
     static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
@@ -402,16 +411,14 @@ enum InfoCommand: CLICommand {
                 "capabilities": info.capabilities, "maxFrameBytes": Int(info.maxFrameBytes),
                 "storageProvider": info.storageProvider.isEmpty ? nil : info.storageProvider,
                 "ptraceScope": info.ptraceScope.isEmpty ? nil : info.ptraceScope,
+                "authorityLink": info.authorityLink.map(\.jsonObject), "storage": info.storage.map(\.jsonObject),
             ])
         } else {
             output.line("rainwalletd \(info.daemonVersion), protocol \(info.protocolVersion)")
             output.line("capabilities: \(info.capabilities.joined(separator: ", "))")
             if !info.storageProvider.isEmpty { output.line("key provider: \(info.storageProvider)") }
             if let memory = StatusCommand.memoryLine(info) { output.line(memory) }
-            // The authority link, as the default profile's daemon sees it.
-            if let link = try? await context.provider.currentSession().authorityLinkLine {
-                output.line(link.replacingOccurrences(of: "authority:      ", with: "authority link: "))
-            }
+            for line in (info.authorityLink?.lines ?? []) + (info.storage.map { [$0.line] } ?? []) { output.line(line) }
         }
     }
 }

@@ -50,13 +50,16 @@ public struct SessionSnapshot: Sendable, Hashable {
     public var storageWarning: String?
     /// The daemon's link to its authority; nil from a daemon that does not say.
     public var authorityLink: AuthorityLinkState?
+    /// Whether the daemon's keys can be used now; nil from a daemon that does not say.
+    public var storage: StorageHealthState?
 
     public init(
         authState: AuthState, sessionState: SessionState, accountID: String? = nil, walletID: String? = nil,
         contact: RainWalletContact? = nil, hasActiveSession: Bool = false, storageWarning: String? = nil,
-        authorityLink: AuthorityLinkState? = nil
+        authorityLink: AuthorityLinkState? = nil, storage: StorageHealthState? = nil
     ) {
         self.authorityLink = authorityLink
+        self.storage = storage
         self.authState = authState
         self.sessionState = sessionState
         self.accountID = accountID

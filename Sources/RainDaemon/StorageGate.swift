@@ -33,6 +33,8 @@ final class StorageGate: ServerHandler, StorageControl {
             didSet { updateServing() }
         }
         var reason: RainError?
+        /// Since when the keys do not open (for GetInfo's storage health).
+        var waitingSince = Date()
         /// The provider the state directory records (changes with a migration).
         var provider: any KeyProvider
         /// The target of the live migration running now, if one is.
@@ -104,7 +106,12 @@ final class StorageGate: ServerHandler, StorageControl {
     }
 
     /// Records why the keys do not open.
-    func wait(_ reason: RainError) { state.withLock { $0.reason = reason } }
+    func wait(_ reason: RainError) {
+        state.withLock { s in
+            if s.reason == nil { s.waitingSince = Date() }
+            s.reason = reason
+        }
+    }
 
     /// The refusal of a call made while the keys do not open.
     func refusal() -> RainError {
@@ -175,11 +182,13 @@ final class StorageGate: ServerHandler, StorageControl {
             return .deferred
         }
         guard request.method == Method.daemonGetInfo else { return .respond(.failure(refusal)) }
+        let waitingSince = state.withLock { $0.waitingSince }
         let isMigrating = if case .migrating = route { true } else { false }
         let info = GetInfoResponse(
             daemonVersion: daemonVersion, protocolVersion: protocolVersion,
             capabilities: [isMigrating ? "storage-migrating" : "storage-loading"],
-            maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: provider.rawValue)
+            maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: provider.rawValue,
+            storage: StorageHealthState(isAvailable: false, lastError: refusal.message, since: waitingSince))
         do {
             return .respond(.ok(try info.encode()))
         } catch {

@@ -16,6 +16,8 @@ public struct DeviceContext: Sendable {
     public var audit: (any AuditRecorder)?
     /// The audit log's anchor at a remote authority (nil with the embedded one, or no log).
     public var auditAnchoring: AuditAnchoring?
+    /// How the link, the revocation stream and the daemon's keys stand.
+    public var health: DeviceHealth
     /// What is counted for `rainwalletd --metrics`; nil counts nothing.
     public var metrics: DeviceMetrics?
 
@@ -25,6 +27,9 @@ public struct DeviceContext: Sendable {
         auditAnchoring: AuditAnchoring? = nil, metrics: DeviceMetrics? = nil
     ) {
         self.metrics = metrics
+        // An embedded authority is always connected.
+        self.health = DeviceHealth(
+            now: clock.now, link: authority.linkState ?? AuthorityLinkState(phase: .connected, since: clock.now))
         self.authority = authority
         self.storage = storage
         self.clock = clock

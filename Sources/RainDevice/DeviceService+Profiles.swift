@@ -84,14 +84,11 @@ final class ProfileEntries: Sendable {
 
     private let config: DaemonConfig
     private let context: DeviceContext
-    /// Since when an in-process authority is `connected`: it always is.
-    private let startedAt: Date
     private let state = Mutex(State())
 
     init(config: DaemonConfig, context: DeviceContext) {
         self.config = config
         self.context = context
-        self.startedAt = context.clock.now
     }
 
     /// Whether the config names the profile (or it is `default`): never evicted, never counted.
@@ -186,7 +183,8 @@ final class ProfileEntries: Sendable {
 
     private func makeEntry(_ name: String) -> DeviceService.Entry {
         let runtime = ProfileRuntime(name: name, settings: config.settings(for: name), clock: context.clock)
-        runtime.publish(link: context.authority.linkState ?? AuthorityLinkState(phase: .connected, since: startedAt))
+        if let link = context.health.authorityLink { runtime.publish(link: link) }
+        runtime.publish(storage: context.health.storage)
         return DeviceService.Entry(runtime: runtime, session: ProfileSession(runtime: runtime, context: context))
     }
 

@@ -18,8 +18,21 @@ extension DeviceService {
 
     /// What `RevocationFeed` or the embedded authority's `RevocationHub` reports, turned into checks.
     public func handle(_ event: RevocationFeed.Event) {
+        let (health, now) = (context.health, context.clock.now)
         switch event {
+        case .lost(let error, let stage):
+            health.streamDown(error.message, now: now)
+            if DeviceBinding.isLocalKeyFailure(error) {
+                health.keys(error, now: now)
+            } else if stage != "stream", let remote = context.authority as? RemoteAuthority {
+                // The stream's connection could not be made or proven: the authority cannot be
+                // reached, whether or not a call has tried since.
+                remote.noteConnectionFailed(error)
+            }
         case .connected:
+            health.streamUp(now: now)
+            // The stream's connection was proven: the keys sign.
+            health.keys(RainError?.none, now: now)
             // Every stored session, loaded first: the stream may come up before the start's restore
             // reached a profile, and a session revoked while the daemon was down is caught here.
             Task {

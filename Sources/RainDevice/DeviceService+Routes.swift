@@ -27,6 +27,7 @@ extension DeviceService {
         let directReads = context.authority.directReads
         let authority = context.authority
         let clock = context.clock
+        let health = context.health
         let (audit, auditLogger) = (context.audit, context.logger.child("audit"))
         let (anchoring, ownUID) = (context.auditAnchoring, getuid())
         return RouteTable(
@@ -37,10 +38,11 @@ extension DeviceService {
             Route(
                 Method.daemonGetInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),
                 .loop { (_, call) throws(RainError) in
-                    // The audit log's state is its user's alone, as the log is.
-                    guard let anchoring, call.peer.uid == ownUID else { return info }
                     var answer = info
-                    answer.auditAnchor = anchoring.status.word
+                    answer.authorityLink = health.authorityLink
+                    answer.storage = health.storage
+                    // The audit log's state is its user's alone, as the log is.
+                    if let anchoring, call.peer.uid == ownUID { answer.auditAnchor = anchoring.status.word }
                     return answer
                 })
             Route(

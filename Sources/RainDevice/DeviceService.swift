@@ -21,7 +21,7 @@ public final class DeviceService: ServerHandler {
     }
 
     private let config: DaemonConfig
-    private let context: DeviceContext
+    let context: DeviceContext
     /// The profiles in use (internal for tests of eviction).
     let profiles: ProfileEntries
     private let ownUID = getuid()
@@ -53,9 +53,18 @@ public final class DeviceService: ServerHandler {
         self.context = context
         self.access = access
         self.profiles = ProfileEntries(config: config, context: context)
-        // A remote authority's link changes reach every profile's snapshot and watchers.
-        context.authority.observeLink { [weak profiles] link in
-            for runtime in profiles?.runtimes() ?? [] { runtime.publish(link: link) }
+        // A remote authority's link changes, its revocation stream's and the keys' reach every
+        // profile's snapshot and watchers.
+        let (health, clock) = (context.health, context.clock)
+        context.authority.observeLink { link in health.linkChanged(link) }
+        (context.authority as? RemoteAuthority)?.observeDeviceKeys { error in health.keys(error, now: clock.now) }
+        health.observe { [weak profiles] change in
+            for runtime in profiles?.runtimes() ?? [] {
+                switch change {
+                case .link(let link): runtime.publish(link: link)
+                case .storage(let storage): runtime.publish(storage: storage)
+                }
+            }
         }
         self.quickLane = QuickLane(
             ownUID: ownUID, profiles: profiles, apps: access?.apps, serial: serial, callMetrics: context.metrics?.calls)

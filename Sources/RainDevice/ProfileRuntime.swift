@@ -68,6 +68,8 @@ public final class ProfileRuntime: Sendable {
         var sessionPolicy: RainWalletSessionPolicy { didSet { encoded = nil } }
         /// The link to the authority, carried by every snapshot.
         var link: AuthorityLinkState? { didSet { encoded = nil } }
+        /// Whether the daemon's keys work, carried by every snapshot.
+        var storage: StorageHealthState? { didSet { encoded = nil } }
         /// The snapshot's bytes for `encodedSnapshot()`; nil until asked for, and after any change.
         var encoded: EncodedSnapshot?
 
@@ -127,6 +129,7 @@ public final class ProfileRuntime: Sendable {
     private func compute(_ s: State, now: Date? = nil) -> SessionSnapshot {
         var snapshot = computeSession(s, now: now)
         snapshot.authorityLink = s.link
+        snapshot.storage = s.storage
         return snapshot
     }
 
@@ -254,6 +257,17 @@ public final class ProfileRuntime: Sendable {
             let now = compute(s)
             s.lastPublished = now
             broadcast(&s, kind: .authorityLink, state: now, reason: nil)
+        }
+    }
+
+    /// Records whether the daemon's keys work and tells watchers (a `storage` event) when it changed.
+    func publish(storage: StorageHealthState) {
+        state.withLock { s in
+            guard s.storage != storage else { return }
+            s.storage = storage
+            let now = compute(s)
+            s.lastPublished = now
+            broadcast(&s, kind: .storage, state: now, reason: nil)
         }
     }
 

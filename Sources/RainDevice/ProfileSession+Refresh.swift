@@ -93,6 +93,7 @@ extension ProfileSession {
                 return .finished(.failure(keepUnsaved(renewed, cause: error)))
             }
             runtime.publish(session: renewed)
+            context.health.refreshWorked()
             context.metrics?.refreshed("ok")
             logger.info("session.refreshed", ["profile": runtime.name])
             // A pair handed back long after its rotation (the device could not save it) may have no
@@ -110,6 +111,9 @@ extension ProfileSession {
             context.metrics?.refreshed("failed")
             logger.warning(
                 "refresh.transient_failure", ["profile": runtime.name, "attempt": "\(number)", "error": error.code.description])
+            // No answer is the link's to tell (its client saw it); an answer that failed, or keys
+            // that could not sign, would otherwise leave the link looking connected.
+            if error.code != .network { context.health.refreshFailed(error.message, now: clock.now) }
             return .transient(error)
         }
     }

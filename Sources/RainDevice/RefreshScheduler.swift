@@ -183,6 +183,14 @@ final class RefreshScheduler: Sendable {
             let maxDelay = policy.retryMaxDelay
             let next = clock.now.adding(maxDelay)
             state.withLock { $0.phase = .retryingAtCap(next: next) }
+            guard error.code == .network else {
+                // Not the link (the device's own keys, an authority that answered with a failure):
+                // its own code and reason, so a TPM that went away never reads as the authority.
+                var kept = error
+                kept.message = "the session could not be refreshed (it stays usable until it expires): \(error.message)"
+                kept.details.retryAfterMilliseconds = UInt64(maxDelay.milliseconds)
+                return kept
+            }
             return RainError(
                 .network, "the authority could not be reached to refresh the session; it stays usable until it expires",
                 details: .init(retryAfterMilliseconds: UInt64(maxDelay.milliseconds)),

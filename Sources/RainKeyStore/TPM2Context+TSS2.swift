@@ -400,10 +400,30 @@ enum TPM2Failure {
     static func unavailable(tcti: String, rc: TSS2_RC) -> RainError {
         RainError(
             .provider,
-            "the TPM at \(tcti) cannot be reached (\(decode(rc))): start the TPM resource manager (the kernel's "
-                + "/dev/tpmrm0, or tpm2-abrmd), check that this user may open /dev/tpmrm0 (usually the tss group), "
-                + "or choose another storage.provider",
+            "the TPM at \(tcti) cannot be reached (\(decode(rc))): \(reachHint(tcti: tcti)), or choose another "
+                + "storage.provider",
             details: RainError.Details(reason: "tpm_unavailable"))
+    }
+
+    /// What to check for the TCTI in use: the device node, the simulator's socket, the broker.
+    static func reachHint(tcti: String) -> String {
+        let (name, conf) =
+            tcti.firstIndex(of: ":").map { (String(tcti[..<$0]), String(tcti[tcti.index(after: $0)...])) }
+            ?? (tcti, "")
+        switch name {
+        case "device":
+            let path = conf.isEmpty ? "/dev/tpmrm0" : conf
+            return "check that \(path) exists (the kernel's TPM resource manager) and that this user may open it "
+                + "(usually the tss group)"
+        case "swtpm", "mssim":
+            let target = conf.isEmpty ? "its default port on localhost" : conf
+            return "start the software TPM (\(name)) listening at \(target), and check that this user may reach it"
+        case "tabrmd":
+            return "start the tpm2-abrmd broker (systemctl start tpm2-abrmd) and check that this user may reach it "
+                + "on D-Bus"
+        default:
+            return "check that the TPM storage.tcti names (\(tcti)) is running and that this user may reach it"
+        }
     }
 
     /// RAIN_501 `tpm_key_lost` for the blob in `path`.

@@ -125,8 +125,15 @@ public struct DaemonInfo: Sendable, Equatable {
     /// or the authority refused its head: `rainwallet audit --verify` says what was found),
     /// `unchecked` (the authority has not answered since); empty with the embedded authority.
     public var auditAnchor: String
+    /// The link to the authority, its revocation stream included; nil while the daemon's keys do
+    /// not open, or from a daemon that does not say.
+    public var authorityLink: AuthorityLinkState?
+    /// Whether the daemon's keys can be used now; nil from a daemon that does not say.
+    public var storage: StorageHealthState?
 
     init(_ wire: GetInfoResponse) {
+        authorityLink = wire.authorityLink
+        storage = wire.storage
         daemonVersion = wire.daemonVersion
         protocolVersion = wire.protocolVersion
         capabilities = wire.capabilities
@@ -168,9 +175,12 @@ public struct SessionEvent: Sendable, Equatable {
         /// The session ended without logout (see `expiryReason`).
         case sessionExpired
         /// The daemon's link to its authority changed: `state.authorityLink` says how
-        /// it stands (`connected`, `degraded` with the last error, `unreachable` since when), so an
-        /// app can show "offline" instead of spinning.
+        /// it stands (`connected`, `degraded` with the last error, `unreachable` since when, and
+        /// whether its revocation stream is up), so an app can show "offline" instead of spinning.
         case authorityLink
+        /// The daemon's keys became usable or unusable (the TPM went away, the keyring locked):
+        /// `state.storage` says how they stand. A failure of the device's own, not the authority's.
+        case storage
     }
 
     /// 1 for a stream's first event, then +1 per event.
@@ -189,6 +199,7 @@ public struct SessionEvent: Sendable, Equatable {
         case .sessionState: kind = .sessionState
         case .sessionExpired: kind = .sessionExpired
         case .authorityLink: kind = .authorityLink
+        case .storage: kind = .storage
         }
         state = wire.state
         expiryReason = wire.expiryReason

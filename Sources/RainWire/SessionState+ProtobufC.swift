@@ -29,14 +29,55 @@ func cSessionState(_ s: SessionSnapshot, _ arena: CArena) throws(RainError) -> U
     c.has_active_session = s.hasActiveSession ? 1 : 0
     c.contact = try cContact(s.contact, arena)
     c.storage_warning = try arena.string(s.storageWarning ?? "", field: "storage warning")
-    if let link = s.authorityLink {
-        var l = cMessage(rain__wallet__v1__authority_link__init)
-        l.state = try arena.string(link.phase.rawValue, field: "authority link")
-        l.last_error = try arena.string(link.lastError ?? "", field: "authority link error")
-        l.since_ms = link.since.unixMilliseconds
-        c.authority_link = arena.box(l)
-    }
+    c.authority_link = try cAuthorityLink(s.authorityLink, arena)
+    c.storage = try cStorageHealth(s.storage, arena)
     return arena.box(c)
+}
+
+/// An `AuthorityLink` message; nil for no link.
+func cAuthorityLink(_ link: AuthorityLinkState?, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
+    Rain__Wallet__V1__AuthorityLink
+>? {
+    guard let link else { return nil }
+    var l = cMessage(rain__wallet__v1__authority_link__init)
+    l.state = try arena.string(link.phase.rawValue, field: "authority link")
+    l.last_error = try arena.string(link.lastError ?? "", field: "authority link error")
+    l.since_ms = link.since.unixMilliseconds
+    if let stream = link.revocationStream {
+        l.revocation_stream = try arena.string(stream.word, field: "revocation stream")
+        l.revocation_error = try arena.string(stream.lastError ?? "", field: "revocation stream error")
+        l.revocation_since_ms = stream.since.unixMilliseconds
+    }
+    return arena.box(l)
+}
+
+/// A `StorageHealth` message; nil for none.
+func cStorageHealth(_ health: StorageHealthState?, _ arena: CArena) throws(RainError) -> UnsafeMutablePointer<
+    Rain__Wallet__V1__StorageHealth
+>? {
+    guard let health else { return nil }
+    var h = cMessage(rain__wallet__v1__storage_health__init)
+    h.state = try arena.string(health.word, field: "storage health")
+    h.last_error = try arena.string(health.lastError ?? "", field: "storage health error")
+    h.since_ms = health.since.unixMilliseconds
+    return arena.box(h)
+}
+
+/// The storage health of a `SessionState` or `GetInfoResponse`; nil when absent or its state is
+/// not one this build knows.
+func readStorageHealth(_ p: UnsafeMutablePointer<Rain__Wallet__V1__StorageHealth>?) throws(RainError)
+    -> StorageHealthState?
+{
+    guard let h = p?.pointee else { return nil }
+    let isAvailable: Bool
+    switch try readString(h.state, field: "storage health") {
+    case "available": isAvailable = true
+    case "unavailable": isAvailable = false
+    default: return nil
+    }
+    let error = try readString(h.last_error, field: "storage health error")
+    return StorageHealthState(
+        isAvailable: isAvailable, lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: h.since_ms))
 }
 
 /// The authority link of a `SessionState`; nil when absent or its state is not one this build knows.
@@ -48,8 +89,19 @@ func readAuthorityLink(_ p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityLink
         return nil
     }
     let error = try readString(l.last_error, field: "authority link error")
+    let streamError = try readString(l.revocation_error, field: "revocation stream error")
+    let stream: RevocationStreamState? =
+        switch try readString(l.revocation_stream, field: "revocation stream") {
+        case "up": RevocationStreamState(isUp: true, since: Date(unixMilliseconds: l.revocation_since_ms))
+        case "down":
+            RevocationStreamState(
+                isUp: false, lastError: streamError.isEmpty ? nil : streamError,
+                since: Date(unixMilliseconds: l.revocation_since_ms))
+        default: nil
+        }
     return AuthorityLinkState(
-        phase: phase, lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: l.since_ms))
+        phase: phase, lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: l.since_ms),
+        revocationStream: stream)
 }
 
 func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?) throws(RainError)
@@ -76,7 +128,7 @@ func readSessionState(_ p: UnsafeMutablePointer<Rain__Wallet__V1__SessionState>?
         authState: auth, sessionState: session, accountID: account.isEmpty ? nil : account,
         walletID: wallet.isEmpty ? nil : wallet, contact: try readContact(c.contact),
         hasActiveSession: c.has_active_session != 0, storageWarning: warning.isEmpty ? nil : warning,
-        authorityLink: try readAuthorityLink(c.authority_link))
+        authorityLink: try readAuthorityLink(c.authority_link), storage: try readStorageHealth(c.storage))
 }
 
 extension SessionSnapshot: WireMessage {

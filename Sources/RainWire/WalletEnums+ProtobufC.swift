@@ -46,6 +46,7 @@ func cEventType(_ kind: WatchEvent.Kind) -> Rain__Wallet__V1__EventType {
     case .sessionState: RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE
     case .sessionExpired: RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED
     case .authorityLink: RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK
+    case .storage: RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_STORAGE
     }
 }
 
@@ -54,6 +55,7 @@ func readEventType(_ type: Rain__Wallet__V1__EventType) -> WatchEvent.Kind {
     case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE: .sessionState
     case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED: .sessionExpired
     case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK: .authorityLink
+    case RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_STORAGE: .storage
     default: .authState
     }
 }

@@ -4,7 +4,9 @@ extension WatchEvent {
     /// What changed.
     public enum Kind: String, Sendable, Hashable {
         case authState, sessionState, sessionExpired
-        /// The link to the authority changed (`state.authorityLink`).
+        /// The link to the authority changed, its revocation stream included (`state.authorityLink`).
         case authorityLink
+        /// The daemon's keys became usable or unusable (`state.storage`).
+        case storage
     }
 }

@@ -190,6 +190,22 @@ private func session(expiringIn lifetime: Duration, on clock: ManualClock) -> St
         #expect(scheduler.phase == .onSchedule)
     }
 
+    @Test func exhaustedRetriesKeepALocalFailureAsItIsNeverTheAuthoritys() async throws {
+        let clock = ManualClock()
+        let scheduler = RefreshScheduler(profile: "default", clock: clock, policy: .default)
+        let tpm = RainError(
+            .provider, "this device's key could not sign its proof", details: .init(reason: "tpm_unavailable"))
+        let result = await scheduler.refresh(isScheduledRetry: true) { _ in .transient(tpm) }
+        guard case .failure(let error) = result else {
+            Issue.record("expected the TPM's failure")
+            return
+        }
+        #expect(error.code == .provider)
+        #expect(error.details.reason == "tpm_unavailable")
+        #expect(error.message.contains("could not sign its proof") && !error.message.contains("authority could not be reached"))
+        #expect(error.details.retryAfterMilliseconds == 4000)
+    }
+
     @Test func stopDisarmsAndResetsThePhase() async throws {
         let clock = ManualClock()
         let scheduler = RefreshScheduler(profile: "default", clock: clock, policy: .default)

@@ -100,7 +100,8 @@ struct AuthorityStopTests {
         }
     }
 
-    @Test("an embedded authority's link is always connected; info says so in words")
+    @Test(
+        "an embedded authority's link is always connected, with no revocation stream; its keys available; info says so in words")
     func embeddedIsConnected() async throws {
         let h = try await DaemonHarness.start()
         defer { h.shutdown() }
@@ -108,7 +109,12 @@ struct AuthorityStopTests {
         #expect(status.status == 0, "\(status)")
         let link = try jsonObject(status.stdout)["authorityLink"] as? [String: Any]
         #expect(link?["state"] as? String == "connected")
+        #expect(link?["revocationStream"] is NSNull, "\(status)")
+        let storage = try jsonObject(status.stdout)["storage"] as? [String: Any]
+        #expect(storage?["state"] as? String == "available", "\(status)")
         let info = try await h.runCLI(["info"])
-        #expect(info.stdout.contains("authority link: connected"), "\(info)")
+        #expect(info.stdout.contains("authority:      connected"), "\(info)")
+        #expect(info.stdout.contains("keys:           available"), "\(info)")
+        #expect(!info.stdout.contains("revocations:"), "\(info)")
     }
 }

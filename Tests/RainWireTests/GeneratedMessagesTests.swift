@@ -9,7 +9,10 @@ private let everySessionField = SessionSnapshot(
     authState: .authenticated, sessionState: .active(expiresAt: Date(unixMilliseconds: 1_800_000_000_000)),
     accountID: "acc_1", walletID: "wal_1", contact: .email("a@example.com"), hasActiveSession: true,
     storageWarning: "disk full",
-    authorityLink: AuthorityLinkState(phase: .degraded, lastError: "timeout", since: Date(unixMilliseconds: 5)))
+    authorityLink: AuthorityLinkState(
+        phase: .degraded, lastError: "timeout", since: Date(unixMilliseconds: 5),
+        revocationStream: RevocationStreamState(isUp: false, lastError: "tls_unknown_ca", since: Date(unixMilliseconds: 6))),
+    storage: StorageHealthState(isAvailable: false, lastError: "the TPM cannot be reached", since: Date(unixMilliseconds: 7)))
 
 /// A session policy with every field set.
 private let everyPolicyField = SessionPolicy(
@@ -79,7 +82,11 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     GetInfoRequest(),
     GetInfoResponse(
         daemonVersion: "1.2.3", protocolVersion: 1, capabilities: ["dev-outbox", "passkeys"], maxFrameBytes: 1 << 20,
-        storageProvider: "tpm2", ptraceScope: "1", auditAnchor: "mismatch"),
+        storageProvider: "tpm2", ptraceScope: "1", auditAnchor: "mismatch",
+        authorityLink: AuthorityLinkState(
+            phase: .unreachable, lastError: "unknown CA", since: Date(unixMilliseconds: 8),
+            revocationStream: RevocationStreamState(isUp: true, since: Date(unixMilliseconds: 9))),
+        storage: StorageHealthState(isAvailable: true, since: Date(unixMilliseconds: 10))),
     SendLoginCodeRequest(contact: .email("a@example.com")),
     SendLoginCodeResponse(contact: .phone("+15551234567"), expiresAtMilliseconds: 1_800_000_000_123),
     ConfirmLoginCodeRequest(code: "123456"),

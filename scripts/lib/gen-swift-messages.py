@@ -136,6 +136,9 @@ HAND_WRITTEN = {
     # contact.proto: RainWalletContact (an enum of email and phone) is RainWallet's public type; a
     # contact of a kind this build does not know reads as nil.
     "rain.wallet.v1.Contact": HandWritten("RainWalletContact", "readContact", "cContact"),
+    # RainCore's link and key states, which SessionState carries too.
+    "rain.wallet.v1.AuthorityLink": HandWritten("AuthorityLinkState", "readAuthorityLink", "cAuthorityLink"),
+    "rain.wallet.v1.StorageHealth": HandWritten("StorageHealthState", "readStorageHealth", "cStorageHealth"),
     # RainCore's passkey summary, which the authority's AccountInfo carries too (with dates).
     "rain.wallet.v1.PasskeyInfo": HandWritten("PasskeyInfo", "readPasskeyInfo", "cPasskeyInfo"),
     # Closed Swift enums that RainWallet's API and the CLI's output name (by their raw strings).

@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Rain__Wallet__V1__SessionState Rain__Wallet__V1__SessionState;
 typedef struct Rain__Wallet__V1__AuthorityLink Rain__Wallet__V1__AuthorityLink;
+typedef struct Rain__Wallet__V1__StorageHealth Rain__Wallet__V1__StorageHealth;
 
 
 /* --- enums --- */
@@ -70,16 +71,21 @@ struct  Rain__Wallet__V1__SessionState
    * The link to the authority; absent from a daemon that does not say.
    */
   Rain__Wallet__V1__AuthorityLink *authority_link;
+  /*
+   * Whether the daemon's keys (its key provider: the TPM, the keyring, the key file) can be used
+   * now; absent from a daemon that does not say.
+   */
+  Rain__Wallet__V1__StorageHealth *storage;
 };
 #define RAIN__WALLET__V1__SESSION_STATE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__session_state__descriptor) \
-    , RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_UNSPECIFIED, RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_NONE, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, (char *)protobuf_c_empty_string, NULL }
+    , RAIN__WALLET__V1__AUTH_STATE__AUTH_STATE_UNSPECIFIED, RAIN__WALLET__V1__SESSION_STATUS__SESSION_STATUS_NONE, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, (char *)protobuf_c_empty_string, NULL, NULL }
 
 
 /*
- * The device's link to its authority: "connected", "degraded" (the last call got no answer) or
- * "unreachable" (no connection, or calls unanswered twice in a row). An embedded authority is
- * always connected.
+ * The device's link to its authority: "connected", "degraded" (the last call got no answer, or
+ * refreshes fail) or "unreachable" (no connection: refused, a failed TLS handshake, a refused
+ * device proof; or calls unanswered twice in a row). An embedded authority is always connected.
  */
 struct  Rain__Wallet__V1__AuthorityLink
 {
@@ -93,9 +99,44 @@ struct  Rain__Wallet__V1__AuthorityLink
    * Unix milliseconds: when the link entered this state.
    */
   int64_t since_ms;
+  /*
+   * The revocation stream the authority pushes sign-outs on: "up", "down", or empty (an embedded
+   * authority, or a daemon that does not say).
+   */
+  char *revocation_stream;
+  /*
+   * Why the stream is down; empty when it is up.
+   */
+  char *revocation_error;
+  /*
+   * Unix milliseconds: when the stream went up or down.
+   */
+  int64_t revocation_since_ms;
 };
 #define RAIN__WALLET__V1__AUTHORITY_LINK__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_link__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * The daemon's keys: "available", or "unavailable" (the TPM cannot be reached, the keyring is
+ * locked). A failure here is the device's own, never the authority's.
+ */
+struct  Rain__Wallet__V1__StorageHealth
+{
+  ProtobufCMessage base;
+  char *state;
+  /*
+   * The key provider's error while unavailable; empty when available.
+   */
+  char *last_error;
+  /*
+   * Unix milliseconds: when the keys became available or unavailable.
+   */
+  int64_t since_ms;
+};
+#define RAIN__WALLET__V1__STORAGE_HEALTH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__storage_health__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
@@ -137,6 +178,25 @@ Rain__Wallet__V1__AuthorityLink *
 void   rain__wallet__v1__authority_link__free_unpacked
                      (Rain__Wallet__V1__AuthorityLink *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__StorageHealth methods */
+void   rain__wallet__v1__storage_health__init
+                     (Rain__Wallet__V1__StorageHealth         *message);
+size_t rain__wallet__v1__storage_health__get_packed_size
+                     (const Rain__Wallet__V1__StorageHealth   *message);
+size_t rain__wallet__v1__storage_health__pack
+                     (const Rain__Wallet__V1__StorageHealth   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__storage_health__pack_to_buffer
+                     (const Rain__Wallet__V1__StorageHealth   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__StorageHealth *
+       rain__wallet__v1__storage_health__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__storage_health__free_unpacked
+                     (Rain__Wallet__V1__StorageHealth *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__SessionState_Closure)
@@ -144,6 +204,9 @@ typedef void (*Rain__Wallet__V1__SessionState_Closure)
                   void *closure_data);
 typedef void (*Rain__Wallet__V1__AuthorityLink_Closure)
                  (const Rain__Wallet__V1__AuthorityLink *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__StorageHealth_Closure)
+                 (const Rain__Wallet__V1__StorageHealth *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -155,6 +218,7 @@ extern const ProtobufCEnumDescriptor    rain__wallet__v1__auth_state__descriptor
 extern const ProtobufCEnumDescriptor    rain__wallet__v1__session_status__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__session_state__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_link__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__storage_health__descriptor;
 
 PROTOBUF_C__END_DECLS
 

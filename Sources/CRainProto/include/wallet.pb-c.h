@@ -67,9 +67,14 @@ typedef enum _Rain__Wallet__V1__EventType {
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_STATE = 2,
   RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_SESSION_EXPIRED = 3,
   /*
-   * The link to the authority changed (state.authority_link says how it stands).
+   * The link to the authority changed, its revocation stream included (state.authority_link says
+   * how it stands).
    */
-  RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK = 4
+  RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_AUTHORITY_LINK = 4,
+  /*
+   * The daemon's keys became usable or unusable (state.storage says how they stand).
+   */
+  RAIN__WALLET__V1__EVENT_TYPE__EVENT_TYPE_STORAGE = 5
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__EVENT_TYPE)
 } Rain__Wallet__V1__EventType;
 typedef enum _Rain__Wallet__V1__ExpiryReason {
@@ -127,10 +132,19 @@ struct  Rain__Wallet__V1__GetInfoResponse
    * for another uid, or from a daemon that does not say.
    */
   char *audit_anchor;
+  /*
+   * The link to the authority, its revocation stream included, as SessionState has it; absent while
+   * the daemon's keys do not open, and from a daemon that does not say.
+   */
+  Rain__Wallet__V1__AuthorityLink *authority_link;
+  /*
+   * Whether the daemon's keys can be used now (absent from a daemon that does not say).
+   */
+  Rain__Wallet__V1__StorageHealth *storage;
 };
 #define RAIN__WALLET__V1__GET_INFO_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_info_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL }
 
 
 /*

@@ -31,6 +31,11 @@ public struct GetInfoResponse: WireMessage, Hashable {
     /// (the authority has not answered since the daemon started); empty with the embedded authority,
     /// for another uid, or from a daemon that does not say.
     public var auditAnchor: String
+    /// The link to the authority, its revocation stream included, as SessionState has it; absent while
+    /// the daemon's keys do not open, and from a daemon that does not say.
+    public var authorityLink: AuthorityLinkState?
+    /// Whether the daemon's keys can be used now (absent from a daemon that does not say).
+    public var storage: StorageHealthState?
 
     /// A `GetInfoResponse`; an argument left out is its proto3 default.
     public init(
@@ -40,7 +45,9 @@ public struct GetInfoResponse: WireMessage, Hashable {
         maxFrameBytes: UInt32 = 0,
         storageProvider: String = "",
         ptraceScope: String = "",
-        auditAnchor: String = ""
+        auditAnchor: String = "",
+        authorityLink: AuthorityLinkState? = nil,
+        storage: StorageHealthState? = nil
     ) {
         self.daemonVersion = daemonVersion
         self.protocolVersion = protocolVersion
@@ -49,6 +56,8 @@ public struct GetInfoResponse: WireMessage, Hashable {
         self.storageProvider = storageProvider
         self.ptraceScope = ptraceScope
         self.auditAnchor = auditAnchor
+        self.authorityLink = authorityLink
+        self.storage = storage
     }
 }
 
@@ -672,7 +681,9 @@ extension GetInfoResponse {
             maxFrameBytes: m.max_frame_bytes,
             storageProvider: try readString(m.storage_provider, field: "storage_provider"),
             ptraceScope: try readString(m.ptrace_scope, field: "ptrace_scope"),
-            auditAnchor: try readString(m.audit_anchor, field: "audit_anchor"))
+            auditAnchor: try readString(m.audit_anchor, field: "audit_anchor"),
+            authorityLink: try readAuthorityLink(m.authority_link),
+            storage: try readStorageHealth(m.storage))
     }
 
     /// The C `GetInfoResponse`, its pointers owned by `arena`.
@@ -685,6 +696,8 @@ extension GetInfoResponse {
         m.storage_provider = try arena.string(self.storageProvider, field: "storage_provider")
         m.ptrace_scope = try arena.string(self.ptraceScope, field: "ptrace_scope")
         m.audit_anchor = try arena.string(self.auditAnchor, field: "audit_anchor")
+        m.authority_link = try cAuthorityLink(self.authorityLink, arena)
+        m.storage = try cStorageHealth(self.storage, arena)
         return m
     }
 }

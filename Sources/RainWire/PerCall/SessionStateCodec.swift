@@ -48,16 +48,30 @@ extension SessionSnapshot {
         let linkState = authorityLink?.phase.rawValue ?? ""
         let linkError = authorityLink?.lastError ?? ""
         let linkSince = authorityLink?.since.unixMilliseconds ?? 0
+        let stream = authorityLink?.revocationStream
+        let streamWord = stream?.word ?? ""
+        let streamError = stream?.lastError ?? ""
+        let streamSince = stream?.since.unixMilliseconds ?? 0
         try EnvelopeSize.refuseNUL(linkError, field: "authority link error")
+        try EnvelopeSize.refuseNUL(streamError, field: "revocation stream error")
         let linkLength =
             EnvelopeSize.string(1, linkState) + EnvelopeSize.string(2, linkError)
-            + EnvelopeSize.varintField(3, UInt64(bitPattern: linkSince))
+            + EnvelopeSize.varintField(3, UInt64(bitPattern: linkSince)) + EnvelopeSize.string(4, streamWord)
+            + EnvelopeSize.string(5, streamError) + EnvelopeSize.varintField(6, UInt64(bitPattern: streamSince))
+        let storageWord = storage?.word ?? ""
+        let storageError = storage?.lastError ?? ""
+        let storageSince = storage?.since.unixMilliseconds ?? 0
+        try EnvelopeSize.refuseNUL(storageError, field: "storage health error")
+        let storageLength =
+            EnvelopeSize.string(1, storageWord) + EnvelopeSize.string(2, storageError)
+            + EnvelopeSize.varintField(3, UInt64(bitPattern: storageSince))
         let size =
             EnvelopeSize.varintField(1, authValue) + EnvelopeSize.varintField(2, statusValue)
             + EnvelopeSize.varintField(3, UInt64(bitPattern: expiresAt)) + EnvelopeSize.string(4, account)
             + EnvelopeSize.string(5, wallet) + EnvelopeSize.varintField(6, hasActiveSession ? 1 : 0)
             + (contact == nil ? 0 : EnvelopeSize.message(7, contactLength)) + EnvelopeSize.string(8, warning)
             + (authorityLink == nil ? 0 : EnvelopeSize.message(9, linkLength))
+            + (storage == nil ? 0 : EnvelopeSize.message(10, storageLength))
         return ProtoWriter.bytes(exactly: size) { w in
             w.varintField(1, authValue)
             w.varintField(2, statusValue)
@@ -78,6 +92,16 @@ extension SessionSnapshot {
                 w.stringField(1, linkState)
                 w.stringField(2, linkError)
                 w.varintField(3, UInt64(bitPattern: linkSince))
+                w.stringField(4, streamWord)
+                w.stringField(5, streamError)
+                w.varintField(6, UInt64(bitPattern: streamSince))
+            }
+            if storage != nil {
+                w.tag(10, .lengthDelimited)
+                w.varint(UInt64(storageLength))
+                w.stringField(1, storageWord)
+                w.stringField(2, storageError)
+                w.varintField(3, UInt64(bitPattern: storageSince))
             }
         }
     }
@@ -108,6 +132,7 @@ extension ProtoReader {
         var contact: RainWalletContact?
         var warning = ""
         var link: AuthorityLinkState?
+        var storage: StorageHealthState?
         let isRead = eachField { p, number, type in
             switch (number, type) {
             case (1, Self.varintType): p.enumValue().map { auth = $0 } != nil
@@ -122,6 +147,7 @@ extension ProtoReader {
                 } != nil
             case (8, Self.delimitedType): p.string().map { warning = $0 } != nil
             case (9, Self.delimitedType): p.message { $0.authorityLink() }.map { link = $0 } != nil
+            case (10, Self.delimitedType): p.message { $0.storageHealth() }.map { storage = $0 } != nil
             default: false
             }
         }
@@ -134,7 +160,7 @@ extension ProtoReader {
         return SessionSnapshot(
             authState: authState, sessionState: session, accountID: account.isEmpty ? nil : account,
             walletID: wallet.isEmpty ? nil : wallet, contact: contact, hasActiveSession: hasActive,
-            storageWarning: warning.isEmpty ? nil : warning, authorityLink: link)
+            storageWarning: warning.isEmpty ? nil : warning, authorityLink: link, storage: storage)
     }
 
     /// An `AuthorityLink`; nil (protobuf-c decides) for a state this build does not know.
@@ -142,16 +168,51 @@ extension ProtoReader {
         var phase: AuthorityLinkState.Phase?
         var error = ""
         var since: Int64 = 0
+        var stream = ""
+        var streamError = ""
+        var streamSince: Int64 = 0
         let isRead = eachField { p, number, type in
             switch (number, type) {
             case (1, Self.delimitedType): p.linkPhase().map { phase = $0 } != nil
             case (2, Self.delimitedType): p.string().map { error = $0 } != nil
             case (3, Self.varintType): p.varint().map { since = Int64(bitPattern: $0) } != nil
+            case (4, Self.delimitedType): p.string().map { stream = $0 } != nil
+            case (5, Self.delimitedType): p.string().map { streamError = $0 } != nil
+            case (6, Self.varintType): p.varint().map { streamSince = Int64(bitPattern: $0) } != nil
             default: false
             }
         }
         guard isRead, let phase else { return nil }
-        return AuthorityLinkState(phase: phase, lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: since))
+        let revocationStream: RevocationStreamState?
+        switch stream {
+        case "": revocationStream = nil
+        case "up", "down":
+            revocationStream = RevocationStreamState(
+                isUp: stream == "up", lastError: streamError.isEmpty ? nil : streamError,
+                since: Date(unixMilliseconds: streamSince))
+        default: return nil
+        }
+        return AuthorityLinkState(
+            phase: phase, lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: since),
+            revocationStream: revocationStream)
+    }
+
+    /// A `StorageHealth`; nil (protobuf-c decides) for a state this build does not know.
+    private mutating func storageHealth() -> StorageHealthState? {
+        var word = ""
+        var error = ""
+        var since: Int64 = 0
+        let isRead = eachField { p, number, type in
+            switch (number, type) {
+            case (1, Self.delimitedType): p.string().map { word = $0 } != nil
+            case (2, Self.delimitedType): p.string().map { error = $0 } != nil
+            case (3, Self.varintType): p.varint().map { since = Int64(bitPattern: $0) } != nil
+            default: false
+            }
+        }
+        guard isRead, word == "available" || word == "unavailable" else { return nil }
+        return StorageHealthState(
+            isAvailable: word == "available", lastError: error.isEmpty ? nil : error, since: Date(unixMilliseconds: since))
     }
 
     /// A link state's name matched against the phases' names, packed into integers (every answer

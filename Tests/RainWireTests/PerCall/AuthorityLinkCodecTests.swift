@@ -22,6 +22,42 @@ import Testing
         }
     }
 
+    @Test func theRevocationStreamAndTheKeysAreReadAsProtobufCReadsThem() throws {
+        let streams: [RevocationStreamState?] = [
+            nil, RevocationStreamState(isUp: true, since: Date(unixMilliseconds: 1)),
+            RevocationStreamState(isUp: false, lastError: "the authority closed the stream", since: Date(unixMilliseconds: 2)),
+            RevocationStreamState(isUp: false, since: Date(unixMilliseconds: 0)),
+        ]
+        let keys: [StorageHealthState?] = [
+            nil, StorageHealthState(isAvailable: true, since: Date(unixMilliseconds: 3)),
+            StorageHealthState(
+                isAvailable: false, lastError: "the TPM at swtpm:path=/x cannot be reached", since: Date(unixMilliseconds: 5)),
+        ]
+        for stream in streams {
+            for storage in keys {
+                let link = AuthorityLinkState(
+                    phase: .connected, since: Date(unixMilliseconds: 4), revocationStream: stream)
+                let s = SessionSnapshot(
+                    authState: .authenticated, sessionState: .none, authorityLink: link,
+                    storage: storage)
+                let bytes = try s.encode()
+                let reference = try SessionSnapshot.decodeReference(bytes)
+                #expect(reference == s, "\(String(describing: stream)) \(String(describing: storage))")
+                #expect(SessionSnapshot.decodeCanonical(bytes) == reference)
+                #expect(bytes == (try s.encodeReference()))
+            }
+        }
+        // A stream or key state this build does not know is left to protobuf-c, which drops it.
+        let unknownStream: [UInt8] = [0x4A, 0x0F, 0x0A, 0x09] + Array("connected".utf8) + [0x22, 0x02] + Array("up".utf8)
+        #expect(SessionSnapshot.decodeCanonical(unknownStream)?.authorityLink?.revocationStream?.isUp == true)
+        let sideways: [UInt8] = [0x4A, 0x13, 0x0A, 0x09] + Array("connected".utf8) + [0x22, 0x06] + Array("middle".utf8)
+        #expect(SessionSnapshot.decodeCanonical(sideways) == nil)
+        #expect(try SessionSnapshot.decodeReference(sideways).authorityLink?.revocationStream == nil)
+        let oddKeys: [UInt8] = [0x52, 0x06, 0x0A, 0x04] + Array("soso".utf8)
+        #expect(SessionSnapshot.decodeCanonical(oddKeys) == nil)
+        #expect(try SessionSnapshot.decodeReference(oddKeys).storage == nil)
+    }
+
     /// A `SessionState` holding only `authority_link { state: name }`.
     static func linkNamed(_ name: [UInt8]) -> [UInt8] {
         [0x4A, UInt8(name.count + 2), 0x0A, UInt8(name.count)] + name
