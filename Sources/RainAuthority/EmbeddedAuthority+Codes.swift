@@ -61,6 +61,7 @@ extension EmbeddedAuthority {
         case .inserted:
             break
         case .limited(let limit, let retryAfter):
+            metrics.sendLimitRefusals.increment(MetricLabels(limit.rawValue))
             logger.info(
                 "code.limited",
                 [
@@ -97,6 +98,10 @@ extension EmbeddedAuthority {
             }
             let rain = error as? RainError
             let diagnosis = rain?.underlying as? CodeDeliveryDiagnosis
+            // A failure without one of the delivery reasons is answered as uncertain below.
+            metrics.delivery(
+                rain?.details.reason.flatMap { AuthorityMetrics.deliveryOutcomes.contains($0) ? $0 : nil }
+                    ?? CodeDeliveryFailure.uncertainReason)
             logger.warning(
                 "code.delivery_failed",
                 [
@@ -113,6 +118,7 @@ extension EmbeddedAuthority {
             }
             throw CodeDeliveryFailure.uncertain("the code sender failed")
         }
+        metrics.delivery("delivered")
         let retired = try await store.activateChallenge(
             id: challengeID, maxActivePerAccount: settings.maxActiveCodesPerAccount)
         logger.info(

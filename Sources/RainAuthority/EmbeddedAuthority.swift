@@ -40,6 +40,8 @@ public final class EmbeddedAuthority: Authority {
     /// Where this authority announces the sessions it revoked: its server pushes them to
     /// the devices' streams; an embedded authority's device daemon ends its own sessions from it.
     public let revocations = RevocationHub()
+    /// Code deliveries and send-limit refusals, counted always (`metricFamilies`).
+    public let metrics = AuthorityMetrics()
 
     /// An authority on an explicit store and keys.
     /// - Parameters:

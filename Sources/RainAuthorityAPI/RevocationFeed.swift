@@ -317,6 +317,9 @@ public final class RevocationFeed: Sendable {
         await wait(delay)
     }
 
+    /// Whether the stream's connection is open now (for the device's metrics).
+    public var isConnected: Bool { state.withLock { $0.connection != nil } }
+
     /// Applies `change` to the state unless the feed was stopped; false when it was (and nothing
     /// changed), so what `change` would have handed over is the caller's to end.
     private func whileRunning(_ change: (inout State) -> Void) -> Bool {

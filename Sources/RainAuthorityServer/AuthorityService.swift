@@ -81,10 +81,12 @@ public final class AuthorityService: ServerHandler {
     ///   - revocationHeartbeat: how often each stream gets a heartbeat (and one when it opens), so a
     ///     device can tell a dead link from a quiet one; nil sends none (what an older authority does).
     ///   - clock: times the heartbeats.
+    ///   - callMetrics: counts and times every call by method and outcome; nil counts nothing.
     public init(
         authority: any Authority, isDevOutboxEnabled: Bool = false, version: String = "unknown",
         maximumFrameBytes: Int = Frame.defaultMaximumLength, logger: Logger, revocations: RevocationHub? = nil,
-        revocationHeartbeat: Duration? = AuthorityService.defaultRevocationHeartbeat, clock: any RainClock = SystemClock()
+        revocationHeartbeat: Duration? = AuthorityService.defaultRevocationHeartbeat, clock: any RainClock = SystemClock(),
+        callMetrics: CallMetrics? = nil
     ) {
         self.authority = authority
         self.revocationStreams = revocations.map {
@@ -96,7 +98,17 @@ public final class AuthorityService: ServerHandler {
             daemonVersion: version, protocolVersion: protocolVersion,
             capabilities: Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled, sendsHeartbeats: sendsHeartbeats),
             maxFrameBytes: UInt32(clamping: maximumFrameBytes))
-        self.routes = Self.routes(info: info, isDevOutboxEnabled: isDevOutboxEnabled, logger: logger)
+        self.callMetrics = callMetrics
+        self.routes = Self.routes(
+            info: info, isDevOutboxEnabled: isDevOutboxEnabled, logger: logger, callMetrics: callMetrics)
+    }
+
+    /// Counts and times the calls; nil when not counted.
+    public let callMetrics: CallMetrics?
+
+    /// The service's metric families: its calls (when counted) and its revocation streams.
+    public var metricFamilies: [any MetricFamily] {
+        (callMetrics?.families ?? []) + (revocationStreams?.metricFamilies ?? [])
     }
 
     /// The capabilities `GetInfo` reports.
@@ -151,11 +163,13 @@ public final class AuthorityService: ServerHandler {
     /// token; sensitive calls export a secret or add a credential or contact to an account (to be
     /// confirmed and audited). The two proof calls run on the loop, so a proof is in place before
     /// the next request on the connection is dispatched.
-    static func routes(info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger) -> RouteTable<Call> {
+    static func routes(
+        info: GetInfoResponse, isDevOutboxEnabled: Bool, logger: Logger, callMetrics: CallMetrics? = nil
+    ) -> RouteTable<Call> {
         RouteTable(
             deadlineClock: nil, outcomeLog: .failures(logger),
             unknownMethod: UnknownMethodAnswer(infoMethod: AuthorityMethod.getInfo, serviceName: "authority"),
-            routes: declaredRoutes(ownHandlers(info: info, isDevOutboxEnabled: isDevOutboxEnabled)))
+            callMetrics: callMetrics, routes: declaredRoutes(ownHandlers(info: info, isDevOutboxEnabled: isDevOutboxEnabled)))
     }
 
     /// The handlers of the rpcs the service answers from the connection or its own state.

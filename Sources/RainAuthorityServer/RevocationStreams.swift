@@ -31,6 +31,10 @@ final class RevocationStreams: Sendable {
     private let clock: any RainClock
     private let state = Mutex(State())
     private let queue = DispatchQueue(label: "rain.authority.revocation-heartbeat")
+    /// Revocations pushed on the streams (heartbeats not counted).
+    let pushed = MetricCounter(
+        "rainwallet_authority_revocations_pushed_total",
+        help: "Revocations pushed to devices on their WatchRevocations streams (heartbeats not counted).")
 
     init(hub: RevocationHub, heartbeat: Duration?, clock: any RainClock) {
         self.hub = hub
@@ -43,7 +47,9 @@ final class RevocationStreams: Sendable {
     func watch(proof: DeviceProof, server: RequestContext) throws(RainError) {
         guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
         let responder = server.responder
+        let pushed = pushed
         let id = hub.subscribe(deviceID: proof.deviceID) { revocation in
+            pushed.increment()
             // Encoding three short strings cannot fail; a push that could not be encoded is
             // caught by the device's check at its next reconnect.
             if let bytes = try? revocation.encode() { responder.send(streamPayload: bytes) }
@@ -78,7 +84,18 @@ final class RevocationStreams: Sendable {
         ids.forEach(hub.unsubscribe)
     }
 
-    /// How many streams are open (tests).
+    /// The stream metrics: pushes, and the streams open when scraped.
+    var metricFamilies: [any MetricFamily] {
+        [
+            MetricGauge(
+                "rainwallet_authority_revocation_streams_open",
+                help: "WatchRevocations streams open now (one per connected device daemon)."
+            ) { [weak self] in Double(self?.count ?? 0) },
+            pushed,
+        ]
+    }
+
+    /// How many streams are open (tests, metrics).
     var count: Int { state.withLock { $0.open.count } }
 
     // MARK: heartbeats

@@ -115,6 +115,13 @@ public enum AuthorityDaemon {
                         "how often each device's revocation stream gets a heartbeat (a device drops a stream silent for 2.5 of them)",
                     kind: .seconds(0.05...3600), default: seconds(AuthorityService.defaultRevocationHeartbeat)),
                 Command.Option(
+                    "--metrics-listen", value: "HOST:PORT",
+                    help: """
+                        serve GET /metrics (Prometheus text) and GET /healthz over HTTP on this
+                        loopback address (127.0.0.1:9420; port 0 picks one, logged as metricsPort);
+                        any other address is refused (RAIN_102)
+                        """),
+                Command.Option(
                     "--store", value: "STORE",
                     help: """
                         sqlite (default: authority.sqlite3 in the state directory) or a
@@ -154,6 +161,8 @@ public enum AuthorityDaemon {
         var revocationHeartbeat = AuthorityService.defaultRevocationHeartbeat
         /// `--store-change`: the state directory may move to the store `--store` names.
         var isStoreChangeAllowed = false
+        /// `--metrics-listen`: the loopback address of the metrics and health server; nil: none.
+        var metricsListen: TCPAddress?
     }
 
     /// Parses the arguments after `authority`; nil when help was asked for.
@@ -206,6 +215,7 @@ public enum AuthorityDaemon {
         if given("--prune-interval"), let v = parsed.seconds("--prune-interval") { o.settings.pruneInterval = v }
         if given("--prune-retention"), let v = parsed.seconds("--prune-retention") { o.settings.pruneRetention = v }
         if given("--revocation-heartbeat"), let v = parsed.seconds("--revocation-heartbeat") { o.revocationHeartbeat = v }
+        if let text = parsed.value("--metrics-listen") { o.metricsListen = try metricsAddress(text) }
         if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
             throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
         }
@@ -273,6 +283,21 @@ extension AuthorityDaemon {
         }
     }
 
+    /// `--metrics-listen HOST:PORT`: a loopback address only, TLS or not: the metrics and the
+    /// health check are for the machine's own scraper, and a reverse proxy or a tunnel reaches
+    /// them from elsewhere.
+    /// - Throws: RAIN_102 (field `--metrics-listen`, reason `non_loopback` or `malformed_address`).
+    static func metricsAddress(_ text: String) throws(RainError) -> TCPAddress {
+        do {
+            return try TCPAddress(parsing: text, field: "--metrics-listen", allowsNonLoopback: false)
+        } catch  where error.details.reason == TCPAddress.nonLoopbackReason {
+            throw RainError.invalid(
+                "--metrics-listen \(text): metrics are served on loopback only (127.0.0.1:PORT or [::1]:PORT); "
+                    + "scrape them from this machine, or through a tunnel",
+                field: "--metrics-listen", reason: TCPAddress.nonLoopbackReason)
+        }
+    }
+
     /// `--apps a,b`: the app ids, each 1 to 128 bytes.
     /// - Throws: RAIN_102 (field `--apps`) for an empty list or app id.
     static func servedApps(_ text: String) throws(RainError) -> Set<String> {
@@ -297,18 +322,24 @@ struct AuthorityRole: DaemonRole {
     var logLevel: LogLevel { options.logLevel }
 
     func takeEnvironment(logger: Logger) throws(RainError) -> RoleEnvironment {
-        RoleEnvironment(notifier: nil, activated: nil)
+        // Read (and unset) the service manager's variables before any other thread reads the
+        // environment, and before a code sender's command could inherit them.
+        let notifier = ServiceNotifier.fromEnvironment(logger: logger.child("notify"))
+        let watchdog = AuthorityWatchdog.intervalFromEnvironment()
+        return RoleEnvironment(notifier: notifier, activated: nil, watchdogInterval: notifier == nil ? nil : watchdog)
     }
 
     func prepare(_ environment: RoleEnvironment, logger: Logger) async throws(RainError) -> PreparedServer {
         // Files, sockets and the store's opening block: never on the Swift pool.
         let options = options
         return try await DispatchQueue(label: "rainwalletd.setup").runBlocking { () throws(RainError) in
-            try Self.prepareBlocking(options, logger: logger)
+            try Self.prepareBlocking(options, environment: environment, logger: logger)
         }
     }
 
-    static func prepareBlocking(_ options: AuthorityDaemon.Options, logger: Logger) throws(RainError) -> PreparedServer {
+    static func prepareBlocking(
+        _ options: AuthorityDaemon.Options, environment: RoleEnvironment = RoleEnvironment(), logger: Logger
+    ) throws(RainError) -> PreparedServer {
         guard let listen = options.listen, let stateDirectory = options.stateDirectory else {
             throw RainError.invalid("--listen and --state-dir are required")
         }
@@ -370,8 +401,20 @@ struct AuthorityRole: DaemonRole {
         let service = AuthorityService(
             authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
             logger: logger.child("service"), revocations: authority.revocations,
-            revocationHeartbeat: options.revocationHeartbeat)
+            revocationHeartbeat: options.revocationHeartbeat,
+            callMetrics: options.metricsListen == nil ? nil : CallMetrics(prefix: "rainwallet_authority"))
         let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
+        let health = AuthorityHealth(authority: authority)
+        let metrics = try options.metricsListen.map { (metricsAddress) throws(RainError) in
+            let registry = MetricsRegistry()
+            registry.register(service.metricFamilies + authority.metricFamilies)
+            return try MetricsEndpoint.listen(
+                metricsAddress, registry: registry, health: { health.check() }, logger: logger.child("metrics"))
+        }
+        let notifier = environment.notifier
+        let watchdog = environment.watchdogInterval.flatMap { interval in
+            notifier.map { AuthorityWatchdog(interval: interval, health: health, notifier: $0, logger: logger.child("watchdog")) }
+        }
         var serverOptions = ServerOptions()
         serverOptions.isTCP = true
         serverOptions.tls = tls
@@ -379,6 +422,7 @@ struct AuthorityRole: DaemonRole {
         serverOptions.maximumUnadmittedConnections = 1024  // TLS before admission holds buffers for each one
         let server = try EventLoopServer(
             listeningSocket: fd, options: serverOptions, handler: service, logger: logger.child("loop"))
+        health.watch(server)
         let pruning = PeriodicPruning(authority: authority, interval: settings.pruneInterval)
         let storeName = (authority.store as? PostgresAuthorityStore).map { "postgres:\($0.target)" } ?? "sqlite"
         let isTLS = tls != nil
@@ -386,9 +430,17 @@ struct AuthorityRole: DaemonRole {
         // What an operator checks during a rolling upgrade: the schema the store is at now.
         let schemaVersion = authority.store.schemaCompatibility.map { String($0.storeVersion) } ?? ""
         return PreparedServer(
-            server: server, drainTimeout: .seconds(10), notifier: nil,
+            server: server, drainTimeout: .seconds(10), notifier: notifier,
+            stopping: {
+                // Draining: /healthz fails and the watchdog is no longer fed.
+                health.setServing(false)
+                watchdog?.stop()
+            },
             ready: {
                 pruning.start()
+                health.setServing(true)
+                metrics?.server.start()
+                watchdog?.start()
                 if settings.servedAppIDs == nil {
                     logger.warning(
                         "authority.all_apps",
@@ -404,9 +456,15 @@ struct AuthorityRole: DaemonRole {
                         "devOutbox": settings.isDevOutboxEnabled ? "true" : "false",
                         "accessTokenLifetime": "\(settings.accessTokenLifetime.timeInterval)", "tls": isTLS ? "true" : "false",
                         "apps": settings.servedAppIDs.map { $0.sorted().joined(separator: ",") } ?? "*",
+                        "metricsListen": metrics.map { "\($0.address)" } ?? "none",
+                        "metricsPort": metrics?.port.map { "\($0)" } ?? "none",
                     ])
+                notifier?.ready(status: "serving \(address.withPort(port))")
             },
             finish: {
+                health.setServing(false)
+                watchdog?.stop()
+                metrics?.server.stop()
                 withExtendedLifetime(stateLock) {}  // the state directory stays locked while serving
                 pruning.stop()
                 revocationChannel?.stop()

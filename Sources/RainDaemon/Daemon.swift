@@ -10,6 +10,7 @@ import RainCore
 import RainCrypto
 import RainSystem
 import RainTransport
+import Synchronization
 
 /// Options of `rainwalletd` (device role).
 public struct DaemonOptions: Sendable {
@@ -32,6 +33,8 @@ public struct DaemonOptions: Sendable {
     /// `--authority-read-deadline`, `--authority-send-deadline`, `--authority-refresh-deadline`
     /// (milliseconds): how long each kind of call to a remote authority may wait.
     public var authorityDeadlines = AuthorityDeadlines.standard
+    /// `--metrics`: serve `/metrics` and `/healthz` on `metrics.sock` beside the socket.
+    public var isMetricsEnabled = false
     public init() {}
 }
 
@@ -99,6 +102,12 @@ public enum Daemon {
                     Another file only when rainwalletd runs as root
                     """, kind: .file, default: .value(SecurityPolicy.defaultPath)),
             logLevelOption,
+            .flag(
+                "--metrics",
+                help: """
+                    serve GET /metrics (Prometheus text) and GET /healthz over HTTP on the Unix
+                    socket metrics.sock beside --socket, mode 0600 (this user's only)
+                    """),
             .flag("--enable-test-methods", help: "serve /rain.wallet.v1.Test/* (the tests' rainwalletd-test only)"),
             .flag(
                 "--test-confirm-instantly",
@@ -110,6 +119,9 @@ public enum Daemon {
             .init(0, "stopped by SIGTERM or SIGINT"), .init(1, "failed"), .init(64, "a usage mistake"),
             .init(78, "an invalid configuration (RAIN_102)"),
         ])
+
+    /// The device daemon's metrics socket, in its socket's directory (`--metrics`).
+    static let metricsSocketName = "metrics.sock"
 
     /// `--log-level LEVEL`, shared by both roles.
     static let logLevelOption = Command.Option(
@@ -154,6 +166,7 @@ public enum Daemon {
         if let refresh = milliseconds("--authority-refresh-deadline") { o.authorityDeadlines.refresh = refresh }
         o.isTestMethodsEnabled = parsed.flag("--enable-test-methods")
         o.confirmsInstantly = parsed.flag("--test-confirm-instantly")
+        o.isMetricsEnabled = parsed.flag("--metrics")
         o.logLevel = logLevel(parsed)
         return o
     }
@@ -345,9 +358,10 @@ struct DeviceRole: DaemonRole {
         let clock: any RainClock = TestClockEnvironment.clock(logger: logger) ?? SystemClock()
         let provider = try DaemonKeys.selectProvider(
             stateDirectory: paths.stateDirectory, storage: config.storage, logger: logger.child("storage"), isStart: true)
+        let deviceMetrics = options.isMetricsEnabled ? DeviceMetrics() : nil
         let setup = DeviceSetup(
             options: options, config: config, policy: policy, configFile: (paths.config, paths.isConfigExplicit),
-            stateDirectory: paths.stateDirectory, clock: clock, logger: logger)
+            stateDirectory: paths.stateDirectory, clock: clock, logger: logger, metrics: deviceMetrics)
         // A provider that cannot be used now (a locked keyring, no D-Bus, the TPM unreachable) is a
         // state, not a failure: the daemon serves, calls answer RAIN_501 with the reason, and it
         // retries until the keys open (`StorageGate`).
@@ -388,6 +402,17 @@ struct DeviceRole: DaemonRole {
             fd = try UnixSocket.listen(path: paths.socket, mode: extraUIDs.isEmpty ? 0o600 : 0o666)
             socketAddress = paths.socket
         }
+        // Beside the socket, mode 0600 whatever the socket's: the metrics are this user's alone. A
+        // handed socket with an abstract address has no directory: the default socket's is used.
+        let metricsBeside = socketAddress.hasPrefix("/") ? socketAddress : paths.socket
+        let serving = ServingFlag()
+        let metrics = try deviceMetrics.map { (deviceMetrics) throws(RainError) in
+            let registry = MetricsRegistry()
+            registry.register(deviceMetrics.families)
+            return try MetricsEndpoint.listen(
+                unixPath: "\(OwnedPath.parent(of: metricsBeside))/\(Daemon.metricsSocketName)", registry: registry,
+                health: { AuthorityHealth.Report(serving: serving.isServing) }, logger: logger.child("metrics"))
+        }
         var serverOptions = ServerOptions()
         serverOptions.allowedUIDs = extraUIDs
         serverOptions.maximumBufferedInput = 64 << 20  // a device daemon holds at most 64 MiB of partial frames
@@ -402,6 +427,7 @@ struct DeviceRole: DaemonRole {
         let (providerKind, providerLocation) = (provider.kind.rawValue, provider.location)
         return PreparedServer(
             server: server, drainTimeout: drainTimeout, notifier: notifier,
+            stopping: { serving.set(false) },
             ready: {
                 if let opened {
                     Task { await opened.service.restoreStoredProfiles() }
@@ -418,8 +444,10 @@ struct DeviceRole: DaemonRole {
                         "uid": "\(getuid())", "device": opened?.keys.device.id ?? "", "nofile": "\(fileLimit)",
                         "authority": authorityName, "activation": activated == nil ? "none" : "systemd",
                         "authorityTLS": isAuthorityTLS ? "true" : "false", "keyProvider": providerKind,
-                        "keyLocation": providerLocation,
+                        "keyLocation": providerLocation, "metrics": metrics?.address ?? "none",
                     ])
+                serving.set(true)
+                metrics?.server.start()
                 // Said once: what the kernel lets programs of this user do to each other, which
                 // no setting of the daemon changes.
                 let ptrace = PtraceScope.read()
@@ -435,6 +463,10 @@ struct DeviceRole: DaemonRole {
                 // The state directory stays locked until the process ends (or this closure goes).
                 withExtendedLifetime(stateLock) {}
                 gate.stop()
+                if let metrics {
+                    metrics.server.stop()
+                    _ = try? Syscall.removeFile(metrics.address)
+                }
                 // Never a socket the service manager handed over. A socket file left behind is stale
                 // and the next start removes it, so a failure here changes nothing.
                 if activated == nil { _ = try? Syscall.removeFile(socketPath) }

@@ -84,6 +84,7 @@ actor DaemonLifecycle {
             // A second signal while draining is logged and passed on as before; the loop ignores it.
             logger.info("daemon.stopping", ["signal": signal])
             prepared.notifier?.stopping(status: "draining calls in flight")
+            prepared.stopping()
             prepared.server.stop(drainTimeout: prepared.drainTimeout)
             state = .draining(prepared)
         case .stopped:

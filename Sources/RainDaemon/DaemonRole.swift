@@ -28,6 +28,8 @@ protocol DaemonRole: Sendable {
 struct RoleEnvironment: Sendable {
     var notifier: ServiceNotifier?
     var activated: ActivatedSocket?
+    /// `WATCHDOG_USEC` when the service manager expects `WATCHDOG=1` from this process.
+    var watchdogInterval: Duration?
 }
 
 /// A role's server, ready to run, with what to do around the run.
@@ -38,6 +40,8 @@ struct PreparedServer: Sendable {
     var drainTimeout: Duration
     /// Told when the daemon is ready and when it stops.
     var notifier: ServiceNotifier?
+    /// Called when a stop signal starts the drain (before the loop stops listening).
+    var stopping: @Sendable () -> Void = {}
     /// Starts background work, logs readiness and tells the service manager; called once the
     /// state is running, just before the loop runs.
     var ready: @Sendable () -> Void

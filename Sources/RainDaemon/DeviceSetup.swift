@@ -29,6 +29,8 @@ struct DeviceSetup: Sendable {
     let stateDirectory: String
     let clock: any RainClock
     let logger: Logger
+    /// What `--metrics` counts; nil counts nothing.
+    var metrics: DeviceMetrics? = nil
 
     /// What the keys open.
     struct Opened: Sendable {
@@ -140,7 +142,7 @@ struct DeviceSetup: Sendable {
         let context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
             profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit,
-            auditAnchoring: anchoring)
+            auditAnchoring: anchoring, metrics: metrics)
         let access = try DeviceAccessSetup.make(
             config: config, settings: settings, stateDirectory: stateDirectory, storageKey: keys.storageKey,
             previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"),
@@ -150,7 +152,8 @@ struct DeviceSetup: Sendable {
             config: config, context: context, access: access, isTestMethodsEnabled: options.isTestMethodsEnabled,
             storage: control.map { (keys.provider.kind.rawValue, $0) })
         let revocations = RevocationDelivery(
-            authority: authority, device: keys.device, service: service, clock: clock, logger: logger.child("revocations"))
+            authority: authority, device: keys.device, service: service, clock: clock, logger: logger.child("revocations"),
+            metrics: metrics)
         return Opened(
             keys: keys, service: service, pruning: pruning, authority: authority, embedded: embeddedAuthority,
             revocations: revocations, auditAnchoring: anchoring, audit: audit)

@@ -18,10 +18,15 @@ final class RevocationDelivery: Sendable {
     private let source: Source
     private let service: DeviceService
     private let subscription = Mutex<UInt64?>(nil)
+    /// Told whether revocations arrive (`rainwallet_device_revocation_stream_up`), while started.
+    private let metrics: DeviceMetrics?
 
     /// The delivery for `authority`: a feed for a `RemoteAuthority`, a hub subscription for an
     /// `EmbeddedAuthority`; nil for any other.
-    init?(authority: any Authority, device: any DeviceKeyHolder, service: DeviceService, clock: any RainClock, logger: Logger) {
+    init?(
+        authority: any Authority, device: any DeviceKeyHolder, service: DeviceService, clock: any RainClock, logger: Logger,
+        metrics: DeviceMetrics? = nil
+    ) {
         if let remote = authority as? RemoteAuthority {
             source = .remote(
                 RevocationFeed(address: remote.address, tls: remote.tls, device: device, clock: clock, logger: logger) {
@@ -33,10 +38,21 @@ final class RevocationDelivery: Sendable {
             return nil
         }
         self.service = service
+        self.metrics = metrics
+    }
+
+    /// Whether revocations arrive now: the feed's stream is connected, or the hub subscription
+    /// is in place.
+    var isUp: Bool {
+        switch source {
+        case .remote(let feed): feed.isConnected
+        case .embedded: subscription.withLock { $0 != nil }
+        }
     }
 
     /// Starts delivering.
     func start() {
+        metrics?.setRevocationProbe(owner: self) { [weak self] in self?.isUp ?? false }
         switch source {
         case .remote(let feed):
             feed.start()
@@ -55,6 +71,7 @@ final class RevocationDelivery: Sendable {
 
     /// Stops delivering (the daemon stops, or a live migration retires the service).
     func stop() {
+        metrics?.clearRevocationProbe(owner: self)
         switch source {
         case .remote(let feed):
             feed.stop()

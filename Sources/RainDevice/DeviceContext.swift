@@ -18,12 +18,15 @@ public struct DeviceContext: Sendable {
     public var auditAnchoring: AuditAnchoring?
     /// How the link, the revocation stream and the daemon's keys stand.
     public var health: DeviceHealth
+    /// What is counted for `rainwalletd --metrics`; nil counts nothing.
+    public var metrics: DeviceMetrics?
 
     public init(
         authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,
         profileState: ProfileStateStore = ProfileStateStore(directory: nil), audit: (any AuditRecorder)? = nil,
-        auditAnchoring: AuditAnchoring? = nil
+        auditAnchoring: AuditAnchoring? = nil, metrics: DeviceMetrics? = nil
     ) {
+        self.metrics = metrics
         // An embedded authority is always connected.
         self.health = DeviceHealth(
             now: clock.now, link: authority.linkState ?? AuthorityLinkState(phase: .connected, since: clock.now))

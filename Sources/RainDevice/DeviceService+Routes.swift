@@ -32,7 +32,8 @@ extension DeviceService {
         let (anchoring, ownUID) = (context.auditAnchoring, getuid())
         return RouteTable(
             deadlineClock: clock, outcomeLog: .everyCall(logger),
-            unknownMethod: UnknownMethodAnswer(infoMethod: Method.daemonGetInfo, serviceName: "daemon")
+            unknownMethod: UnknownMethodAnswer(infoMethod: Method.daemonGetInfo, serviceName: "daemon"),
+            callMetrics: context.metrics?.calls
         ) {
             Route(
                 Method.daemonGetInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),

@@ -66,7 +66,8 @@ public final class DeviceService: ServerHandler {
                 }
             }
         }
-        self.quickLane = QuickLane(ownUID: ownUID, profiles: profiles, apps: access?.apps, serial: serial)
+        self.quickLane = QuickLane(
+            ownUID: ownUID, profiles: profiles, apps: access?.apps, serial: serial, callMetrics: context.metrics?.calls)
         self.routes = Self.routes(
             config: config, context: context, access: access,
             capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
@@ -252,12 +253,27 @@ public final class DeviceService: ServerHandler {
         /// `DeviceAccess` would copy and destroy all of it on every call.
         let apps: AppAccess?
         let serial: UInt64
+        /// Counts the calls the lane answers, as the route table counts the others; nil counts
+        /// nothing (and reads no clock).
+        let callMetrics: CallMetrics?
 
-        init(ownUID: UInt32, profiles: ProfileEntries, apps: AppAccess?, serial: UInt64) {
+        init(ownUID: UInt32, profiles: ProfileEntries, apps: AppAccess?, serial: UInt64, callMetrics: CallMetrics? = nil) {
             self.ownUID = ownUID
             self.profiles = profiles
             self.apps = apps
             self.serial = serial
+            self.callMetrics = callMetrics
+        }
+
+        /// `lookUp`, counted in `callMetrics` when it answers.
+        public func answer(
+            _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
+        ) -> [UInt8]? {
+            guard let callMetrics else { return lookUp(request, connection: connection, peer: peer, memo: &memo) }
+            let started = ContinuousClock.now
+            let answer = lookUp(request, connection: connection, peer: peer, memo: &memo)
+            if answer != nil { callMetrics.record(method: Method.sessionGetState, code: 0, duration: .now - started) }
+            return answer
         }
 
         /// Session/GetState answered from the profile's encoded snapshot, when the ordinary path
@@ -267,7 +283,7 @@ public final class DeviceService: ServerHandler {
         /// this connection for the profile. Anything else returns nil. What was found is kept in
         /// the connection's `memo` while the per-app decisions stay the same (their generation),
         /// so the next call looks nothing up. `QuickLaneTests` checks both paths answer the same.
-        public func answer(
+        func lookUp(
             _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
         ) -> [UInt8]? {
             guard peer.uid == ownUID, request.isMethod(Method.sessionGetState) else { return nil }

@@ -94,6 +94,7 @@ extension ProfileSession {
             }
             runtime.publish(session: renewed)
             context.health.refreshWorked()
+            context.metrics?.refreshed("ok")
             logger.info("session.refreshed", ["profile": runtime.name])
             // A pair handed back long after its rotation (the device could not save it) may have no
             // access lifetime left: rotate on at once with its refresh token.
@@ -101,11 +102,13 @@ extension ProfileSession {
             return .finished(.success(()))
         case .failure(let error) where Self.isDefinitive(error):
             let reason = SessionEndReason(reasonOf: error)?.deviceExpiry ?? .refreshFailed
+            context.metrics?.refreshed("refused")
             logger.warning(
                 "refresh.refused", ["profile": runtime.name, "reason": error.details.reason ?? error.code.description])
             await end(reason, cause: error.details.reason)
             return .finished(.failure(Self.endedError(reason)))
         case .failure(let error):
+            context.metrics?.refreshed("failed")
             logger.warning(
                 "refresh.transient_failure", ["profile": runtime.name, "attempt": "\(number)", "error": error.code.description])
             // No answer is the link's to tell (its client saw it); an answer that failed, or keys

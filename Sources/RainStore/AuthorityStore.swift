@@ -12,6 +12,10 @@ import RainWire
 ///
 /// Every method throws `RainError` only: RAIN_502 when the store fails.
 package protocol AuthorityStore: Sendable {
+    /// How many of the store's operations failed (threw RAIN_502) since it opened: what the
+    /// authority's `store_errors_total` metric reports.
+    var failedOperationCount: Int { get }
+
     /// The schema version the store is at after its migrations ran.
     func schemaVersion() async throws(RainError) -> Int
 
@@ -376,4 +380,9 @@ package protocol DirectStoreReader: Sendable {
     func accountAccessWithWallet(
         appID: String, accessHash: [UInt8],
         completion: @escaping @Sendable (Result<(access: AccountAccess, wallet: WalletRecord?)?, RainError>) -> Void)
+}
+
+extension AuthorityStore {
+    /// A store that keeps no count (a test's fake) reports none.
+    package var failedOperationCount: Int { 0 }
 }

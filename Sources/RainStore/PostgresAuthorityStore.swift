@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import Synchronization
 
 /// The shared authority store: one PostgreSQL database that several `rainwalletd authority`
 /// processes use at once (`--store postgres://USER@HOST:PORT/DATABASE`).
@@ -394,8 +395,19 @@ package final class PostgresAuthorityStore: ConnectionStore {
     func perform<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws(RainError) -> T
     ) async throws(RainError) -> T {
-        try await pool.withConnection(body)
+        do {
+            return try await pool.withConnection(body)
+        } catch {
+            if error.code == .internalError { failedOperations.add(1, ordering: .relaxed) }
+            throw error
+        }
     }
+
+    /// Operations that threw RAIN_502 (`AuthorityStore.failedOperationCount`).
+    private let failedOperations = Atomic<Int>(0)
+
+    /// How many operations failed since the store opened.
+    package var failedOperationCount: Int { failedOperations.load(ordering: .relaxed) }
 
     // MARK: - AuthorityStore
 

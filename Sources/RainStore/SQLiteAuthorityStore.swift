@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RainCore
+import Synchronization
 import RainSystem
 
 /// The embedded authority store: one SQLite file (`authority.sqlite3`) in the state directory.
@@ -445,8 +446,19 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     func perform<T: Sendable>(
         _ body: @escaping @Sendable (SQLiteConnection) throws(RainError) -> T
     ) async throws(RainError) -> T {
-        try await writer.perform(body)
+        do {
+            return try await writer.perform(body)
+        } catch {
+            if error.code == .internalError { failedOperations.add(1, ordering: .relaxed) }
+            throw error
+        }
     }
+
+    /// Operations that threw RAIN_502 (`AuthorityStore.failedOperationCount`).
+    private let failedOperations = Atomic<Int>(0)
+
+    /// How many operations failed since the store opened.
+    package var failedOperationCount: Int { failedOperations.load(ordering: .relaxed) }
 
     // MARK: - AuthorityStore
 

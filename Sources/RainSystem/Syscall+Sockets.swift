@@ -191,6 +191,16 @@ extension Syscall {
         }
     }
 
+    /// Bounds how long a send on the blocking socket `fd` waits for room (`SO_SNDTIMEO`): a peer
+    /// that stops reading then fails the send with `EAGAIN` instead of holding the thread.
+    /// - Throws: RAIN_502 naming `setsockopt SO_SNDTIMEO`.
+    public static func setSendTimeout(_ fd: Int32, milliseconds: Int32) throws(RainError) {
+        var timeout = timeval(tv_sec: Int(milliseconds / 1000), tv_usec: Int(milliseconds % 1000) * 1000)
+        try call("setsockopt SO_SNDTIMEO") {
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
+
     /// Makes the kernel stamp every write on the Unix socket `fd` with its writer's pid
     /// (`SO_PASSCRED`), read back by `readNonBlockingWithWriter`. On a listening socket, the
     /// sockets it accepts inherit it, and writes made before the accept are stamped too.

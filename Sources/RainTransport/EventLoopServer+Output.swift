@@ -60,6 +60,7 @@ extension EventLoopServer {
     func drainOutbound() {
         // The eventfd first, then the queue (see `enqueue`): an answer queued in between is taken now.
         wakeFD.drain()
+        handledWakes.add(1, ordering: .releasing)
         let items = outbound.withLock { q -> [Outbound] in
             let items = q
             q.removeAll(keepingCapacity: true)

@@ -68,6 +68,8 @@ public final class EventLoopServer: @unchecked Sendable {
     @exclusivity(unchecked) private var releaseMemoryWhenIdle = false
     let outbound = Mutex<[Outbound]>([])
     private let stopRequest = Mutex<Duration?>(nil)
+    /// Wake-ups the loop has handled: `isResponsive(within:)` waits for this to move.
+    let handledWakes = Atomic<UInt64>(0)
     let stats = Mutex<(connections: Int, calls: Int)>((0, 0))
     let bufferedInputStat = Mutex(0)
 
@@ -118,6 +120,20 @@ public final class EventLoopServer: @unchecked Sendable {
     }
 
     private func wake() { wakeFD.signal() }
+
+    /// Whether the loop thread handles a wake-up within `timeout`: false when it is wedged in a
+    /// handler, or not running (before `run()`, after it returned). Blocks the calling thread (never
+    /// call it on the loop's) for up to `timeout`, looking every millisecond.
+    public func isResponsive(within timeout: Duration) -> Bool {
+        let before = handledWakes.load(ordering: .acquiring)
+        wake()
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if handledWakes.load(ordering: .acquiring) != before { return true }
+            usleep(1000)
+        }
+        return false
+    }
 
     /// The frame of an answer, or of RAIN_502 when the answer would exceed the frame limit (a
     /// client must refuse such a frame, so it would lose the connection instead of the call).

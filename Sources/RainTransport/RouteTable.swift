@@ -129,18 +129,22 @@ public struct RouteTable<Context: Sendable>: Sendable {
     ///     arms none (a service whose clients keep their own deadlines).
     ///   - outcomeLog: how outcomes are logged and internal errors answered.
     ///   - unknownMethod: the answer to a method without a route.
+    ///   - callMetrics: counts each answered call by method and outcome and times it; nil counts
+    ///     nothing (and reads no clock).
     ///   - routes: the declarations.
     public init(
         deadlineClock: (any RainClock)?, outcomeLog: RouteOutcomeLog, unknownMethod: UnknownMethodAnswer,
-        @RouteTableBuilder<Context> routes: () -> [AnyRoute<Context>]
+        callMetrics: CallMetrics? = nil, @RouteTableBuilder<Context> routes: () -> [AnyRoute<Context>]
     ) {
-        self.init(deadlineClock: deadlineClock, outcomeLog: outcomeLog, unknownMethod: unknownMethod, routes: routes())
+        self.init(
+            deadlineClock: deadlineClock, outcomeLog: outcomeLog, unknownMethod: unknownMethod, callMetrics: callMetrics,
+            routes: routes())
     }
 
     /// Builds a table from erased routes.
     public init(
         deadlineClock: (any RainClock)?, outcomeLog: RouteOutcomeLog, unknownMethod: UnknownMethodAnswer,
-        routes declared: [AnyRoute<Context>]
+        callMetrics: CallMetrics? = nil, routes declared: [AnyRoute<Context>]
     ) {
         var byMethod: [String: AnyRoute<Context>] = [:]
         var routes: [AnyRoute<Context>] = []
@@ -159,7 +163,7 @@ public struct RouteTable<Context: Sendable>: Sendable {
         self.byLength = byLength
         self.routes = routes
         self.duplicateMethods = duplicates
-        self.runner = RouteRunner(clock: deadlineClock, outcomeLog: outcomeLog)
+        self.runner = RouteRunner(clock: deadlineClock, outcomeLog: outcomeLog, callMetrics: callMetrics)
         self.unknownMethod = unknownMethod
     }
 
@@ -213,6 +217,8 @@ public struct RouteTable<Context: Sendable>: Sendable {
                 return route.dispatch(request, context, call, runner)
             }
         }
+        // Counted under one name: the methods a caller makes up must not grow the metrics.
+        runner.callMetrics?.record(method: "unknown", code: RainError.Code.invalidArgument.rawValue, duration: .zero)
         return .respond(.failure(unknownMethod.error(for: request.method)))
     }
 
@@ -229,6 +235,28 @@ extension Route {
     /// Decodes the payload and runs the handler where its placement says.
     @inlinable
     func dispatch(_ request: WireRequest, _ context: RequestContext, _ call: Context, _ runner: RouteRunner) -> HandlerDecision {
+        // Read only when counted: a table without metrics reads no clock per call.
+        let started: ContinuousClock.Instant? = runner.callMetrics == nil ? nil : .now
+        let decision = decide(request, context, call, runner, started)
+        if let started, let metrics = runner.callMetrics {
+            switch decision {
+            case .respond(let response):
+                metrics.record(method: request.method, code: response.status.code, duration: .now - started)
+            case .stream:
+                // A stream is counted when it opens: it may stay open for the connection's life.
+                metrics.record(method: request.method, code: 0, duration: .now - started)
+            case .deferred:
+                break  // counted by `RouteRunner.finish`
+            }
+        }
+        return decision
+    }
+
+    @inlinable
+    func decide(
+        _ request: WireRequest, _ context: RequestContext, _ call: Context, _ runner: RouteRunner,
+        _ started: ContinuousClock.Instant?
+    ) -> HandlerDecision {
         let decoded: Request
         do {
             decoded = try Request.decode(request.payload)
@@ -253,7 +281,7 @@ extension Route {
             runner.armDeadline(request, policy, context.responder)
             runner.run(
                 decoded, call, request.method, context.responder, body,
-                isCancelledWithCaller: policy.isCancelledWithCaller)
+                isCancelledWithCaller: policy.isCancelledWithCaller, started: started)
             return .deferred
         case .direct(let read, let fallback):
             let responder = context.responder
@@ -261,11 +289,11 @@ extension Route {
             runner.armDeadline(request, policy, responder)
             let isStarted = read(decoded, call) { result in
                 switch result {
-                case .success(let response): runner.finish(.success(response), method, responder)
-                case .failure: runner.run(decoded, call, method, responder, fallback)
+                case .success(let response): runner.finish(.success(response), method, responder, started: started)
+                case .failure: runner.run(decoded, call, method, responder, fallback, started: started)
                 }
             }
-            if !isStarted { runner.run(decoded, call, method, responder, fallback) }
+            if !isStarted { runner.run(decoded, call, method, responder, fallback, started: started) }
             return .deferred
         }
     }
@@ -277,6 +305,8 @@ extension Route {
 final class RouteRunner: Sendable {
     let clock: (any RainClock)?
     let outcomeLog: RouteOutcomeLog
+    /// Counts and times each answered call; nil counts nothing.
+    @usableFromInline let callMetrics: CallMetrics?
 
     /// A deadline armed for one call: its timer, and the server's token of the call (a client may
     /// reuse a request id once the call ended).
@@ -294,9 +324,10 @@ final class RouteRunner: Sendable {
     /// Where deadline timers fire (they only post an answer).
     private static let deadlineQueue = DispatchQueue(label: "rain.route.deadlines")
 
-    init(clock: (any RainClock)?, outcomeLog: RouteOutcomeLog) {
+    init(clock: (any RainClock)?, outcomeLog: RouteOutcomeLog, callMetrics: CallMetrics?) {
         self.clock = clock
         self.outcomeLog = outcomeLog
+        self.callMetrics = callMetrics
     }
 
     /// With a `timeout_ms` (else the route's default deadline), answers RAIN_501 `deadline_exceeded`
@@ -376,14 +407,14 @@ final class RouteRunner: Sendable {
     func run<Context: Sendable, Request: WireMessage, Response: WireMessage>(
         _ request: Request, _ call: Context, _ method: String, _ responder: Responder,
         _ body: @escaping @Sendable (Request, Context) async throws(RainError) -> Response,
-        isCancelledWithCaller: Bool = false
+        isCancelledWithCaller: Bool = false, started: ContinuousClock.Instant? = nil
     ) {
         guard isCancelledWithCaller else {
             Task {
                 do throws(RainError) {
-                    finish(.success(try await body(request, call)), method, responder)
+                    finish(.success(try await body(request, call)), method, responder, started: started)
                 } catch {
-                    finish(Result<Response, RainError>.failure(error), method, responder)
+                    finish(Result<Response, RainError>.failure(error), method, responder, started: started)
                 }
             }
             return
@@ -395,9 +426,9 @@ final class RouteRunner: Sendable {
             let task = Task {
                 defer { self.forgetTask(connection: connection, requestID: requestID, token: token) }
                 do throws(RainError) {
-                    finish(.success(try await body(request, call)), method, responder)
+                    finish(.success(try await body(request, call)), method, responder, started: started)
                 } catch {
-                    finish(Result<Response, RainError>.failure(error), method, responder)
+                    finish(Result<Response, RainError>.failure(error), method, responder, started: started)
                 }
             }
             tasks[connection, default: [:]][requestID] = RunningTask(token: token, task: task)
@@ -436,8 +467,19 @@ final class RouteRunner: Sendable {
 
     /// Answers a call and logs its outcome.
     @usableFromInline
-    func finish<Response: WireMessage>(_ result: Result<Response, RainError>, _ method: String, _ responder: Responder) {
+    func finish<Response: WireMessage>(
+        _ result: Result<Response, RainError>, _ method: String, _ responder: Responder,
+        started: ContinuousClock.Instant? = nil
+    ) {
         disarm(responder)
+        if let started, let callMetrics {
+            let code: UInt32
+            switch result {
+            case .success: code = 0
+            case .failure(let error): code = error.code.rawValue
+            }
+            callMetrics.record(method: method, code: code, duration: .now - started)
+        }
         do throws(RainError) {
             let response = try result.get()
             responder.respond(.ok(try response.encode()))
