@@ -169,7 +169,8 @@ struct PasskeyDomainChangeTests {
         let set = try await h.runCLI(["domain", "set", "other.com"], program: apps.a)
         #expect(set.status == 0, "\(set)")
         #expect(
-            set.stderr.contains("Moving profile default from passkey domain example.com to other.com: confirm on the rainwalletd prompt"),
+            set.stderr.contains(
+                "Moving profile default from passkey domain example.com to other.com: confirm on the rainwalletd prompt"),
             "\(set)")
         #expect(set.stdout.contains("Profile default now uses passkey domain other.com (was example.com)"), "\(set)")
         let status = try await h.runCLI(["--json", "status"], program: apps.a)
