@@ -1043,6 +1043,96 @@ void   rain__wallet__v1__configure_profile_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__configure_profile_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__change_passkey_domain_request__init
+                     (Rain__Wallet__V1__ChangePasskeyDomainRequest         *message)
+{
+  static const Rain__Wallet__V1__ChangePasskeyDomainRequest init_value = RAIN__WALLET__V1__CHANGE_PASSKEY_DOMAIN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__change_passkey_domain_request__get_packed_size
+                     (const Rain__Wallet__V1__ChangePasskeyDomainRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__change_passkey_domain_request__pack
+                     (const Rain__Wallet__V1__ChangePasskeyDomainRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__change_passkey_domain_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ChangePasskeyDomainRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ChangePasskeyDomainRequest *
+       rain__wallet__v1__change_passkey_domain_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ChangePasskeyDomainRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__change_passkey_domain_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__change_passkey_domain_request__free_unpacked
+                     (Rain__Wallet__V1__ChangePasskeyDomainRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__change_passkey_domain_response__init
+                     (Rain__Wallet__V1__ChangePasskeyDomainResponse         *message)
+{
+  static const Rain__Wallet__V1__ChangePasskeyDomainResponse init_value = RAIN__WALLET__V1__CHANGE_PASSKEY_DOMAIN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__change_passkey_domain_response__get_packed_size
+                     (const Rain__Wallet__V1__ChangePasskeyDomainResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__change_passkey_domain_response__pack
+                     (const Rain__Wallet__V1__ChangePasskeyDomainResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__change_passkey_domain_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ChangePasskeyDomainResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__ChangePasskeyDomainResponse *
+       rain__wallet__v1__change_passkey_domain_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__ChangePasskeyDomainResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__change_passkey_domain_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__change_passkey_domain_response__free_unpacked
+                     (Rain__Wallet__V1__ChangePasskeyDomainResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__change_passkey_domain_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__session_policy__init
                      (Rain__Wallet__V1__SessionPolicy         *message)
 {
@@ -2885,6 +2975,95 @@ const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__d
   rain__wallet__v1__configure_profile_response__field_indices_by_name,
   1,  rain__wallet__v1__configure_profile_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__configure_profile_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__change_passkey_domain_request__field_descriptors[1] =
+{
+  {
+    "passkey_domain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ChangePasskeyDomainRequest, passkey_domain),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__change_passkey_domain_request__field_indices_by_name[] = {
+  0,   /* field[0] = passkey_domain */
+};
+static const ProtobufCIntRange rain__wallet__v1__change_passkey_domain_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__change_passkey_domain_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ChangePasskeyDomainRequest",
+  "ChangePasskeyDomainRequest",
+  "Rain__Wallet__V1__ChangePasskeyDomainRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ChangePasskeyDomainRequest),
+  1,
+  rain__wallet__v1__change_passkey_domain_request__field_descriptors,
+  rain__wallet__v1__change_passkey_domain_request__field_indices_by_name,
+  1,  rain__wallet__v1__change_passkey_domain_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__change_passkey_domain_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__change_passkey_domain_response__field_descriptors[2] =
+{
+  {
+    "passkey_domain",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ChangePasskeyDomainResponse, passkey_domain),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "previous_domain",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__ChangePasskeyDomainResponse, previous_domain),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__change_passkey_domain_response__field_indices_by_name[] = {
+  0,   /* field[0] = passkey_domain */
+  1,   /* field[1] = previous_domain */
+};
+static const ProtobufCIntRange rain__wallet__v1__change_passkey_domain_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__change_passkey_domain_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.ChangePasskeyDomainResponse",
+  "ChangePasskeyDomainResponse",
+  "Rain__Wallet__V1__ChangePasskeyDomainResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__ChangePasskeyDomainResponse),
+  2,
+  rain__wallet__v1__change_passkey_domain_response__field_descriptors,
+  rain__wallet__v1__change_passkey_domain_response__field_indices_by_name,
+  1,  rain__wallet__v1__change_passkey_domain_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__change_passkey_domain_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rain__wallet__v1__session_policy__field_descriptors[7] =

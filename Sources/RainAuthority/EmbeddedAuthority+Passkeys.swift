@@ -141,6 +141,14 @@ extension EmbeddedAuthority {
             let stored = try await store.passkeyCredential(
                 id: response.rawId.bytes, appID: request.appID, rpID: ceremony.rpID)
         else {
+            // A passkey of the domain the app used before it moved is on the account still; the
+            // user needs to hear which domain it belongs to, not that it is unknown.
+            if let other = try await store.passkeyCredentialDomains(id: response.rawId.bytes, appID: request.appID).first {
+                throw RainError.webAuthn(
+                    .credentialOtherDomain,
+                    "this passkey was registered for \(other); the profile now uses \(ceremony.rpID): log in with a "
+                        + "code, or with a passkey added for \(ceremony.rpID)", field: "rawId")
+            }
             throw RainError.webAuthn(
                 .credentialUnknown, "no passkey with this id is registered for \(ceremony.rpID)", field: "rawId")
         }

@@ -3,13 +3,72 @@ import RainCommandLine
 import RainCore
 import RainSystem
 
+/// `rainwallet domain set`: the profile's passkey domain, moved once the user confirms it.
 /// `rainwallet domain files` and `rainwallet domain check`: the association files a passkey domain
-/// hosts. Needs no daemon.
+/// hosts (these two need no daemon).
 enum DomainCommand: CLICommand {
     static let declaration = Command(
-        name: "domain", abstract: "write or check the passkey domain's association files",
+        name: "domain", abstract: "move a profile's passkey domain, or write or check its association files",
         listsSubcommandsTogether: true)
-    static var subcommands: [any CLICommand.Type] { [Files.self, Check.self] }
+    static var subcommands: [any CLICommand.Type] { [SetDomain.self, Files.self, Check.self] }
+
+    enum SetDomain: CLICommand {
+        static let declaration = Command(
+            name: "set", abstract: "move the profile to another passkey domain (asks the user on the prompt)",
+            discussion: """
+                Moves the profile to the passkey domain DOMAIN, for an app whose passkeys move to a new
+                domain; a profile without a domain gets it at once. A move is asked on the daemon's
+                prompt (type the code it shows) and is audited (passkey_domain_changed). Only the app
+                that owns the profile may ask: run it as that app, or call
+                RainProvider.changePasskeyDomain(to:) from it. The session stays. The account keeps
+                the passkeys made for the old domain, but they no longer log in on this profile
+                (RAIN_102 passkey_other_domain): log in with a code, or add a passkey for DOMAIN with
+                `rainwallet passkey add`. A domain set in the daemon's config
+                (profiles.NAME.passkeyDomain) is moved there instead.
+                """,
+            arguments: [
+                .init("DOMAIN", help: "the new passkey domain: a host name like example.com (no scheme, port or path)")
+            ],
+            json: .init(
+                .object,
+                [
+                    .init("profile", "the profile"), .init("passkeyDomain", "its passkey domain now"),
+                    .init("previousDomain", "the one before, or null when it had none"),
+                ]),
+            exitStatuses: [
+                .init(3, "an invalid domain, or one the daemon's config sets (RAIN_102)"),
+                .init(5, "this app does not own the profile, or no prompt can be shown (RAIN_202)"),
+                .init(8, "another prompt is open, or the app is locked out after refusals (RAIN_302)"),
+                .init(9, "the prompt was dismissed, timed out or answered wrong (RAIN_401): nothing changed"),
+            ])
+
+        static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+            let (provider, output) = (context.provider, context.output)
+            let domain = parsed.argument("DOMAIN") ?? ""
+            let profile = provider.config.profile
+            let current = try await provider.profilePasskeyDomain()
+            if let current, current != domain {
+                output.note(
+                    "Moving profile \(profile) from passkey domain \(current) to \(domain): confirm on the rainwalletd "
+                        + "prompt (type the code it shows)…")
+            }
+            let previous = try await provider.changePasskeyDomain(to: domain)
+            let text: String
+            if let previous, previous != domain {
+                text = """
+                    Profile \(profile) now uses passkey domain \(domain) (was \(previous)). The session stays; passkeys \
+                    made for \(previous) stay on the account but no longer log in here: add one for \(domain) with \
+                    `rainwallet passkey add`.
+                    """
+            } else if previous == nil {
+                text = "Profile \(profile) now uses passkey domain \(domain)."
+            } else {
+                text = "Profile \(profile) already uses passkey domain \(domain)."
+            }
+            let json: [String: Any?] = ["profile": profile, "passkeyDomain": domain, "previousDomain": previous]
+            output.result(json: json, text: text)
+        }
+    }
 
     enum Files: CLICommand {
         static let declaration = Command(

@@ -203,7 +203,8 @@ public enum ConfigSchema {
                 example: .string("myapp")),
             Key(
                 "profiles.NAME.passkeyDomain", "string", default: "none (no passkeys)",
-                "the passkey relying-party domain: a registrable domain name, not a public suffix",
+                "the passkey relying-party domain: a registrable domain name, not a public suffix; set here, it "
+                    + "is moved only here (edit and restart), never by an app",
                 example: .string("example.com")),
             Key(
                 "profiles.NAME.androidCertificateFingerprints", "array of strings", default: "[]",

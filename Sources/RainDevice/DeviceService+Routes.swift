@@ -95,6 +95,12 @@ extension DeviceService {
                     return try await call.session.configure(passkeyDomain: r.passkeyDomain, sessionPolicy: r.sessionPolicy)
                 })
             Route(
+                Method.profileChangePasskeyDomain, ChangePasskeyDomainRequest.self, ChangePasskeyDomainResponse.self,
+                policy: .send(isCancelledWithCaller: true),
+                .actor { (r, call) throws(RainError) in
+                    try await Self.changePasskeyDomain(r, call, apps: access?.apps, audit: audit, auditLogger: auditLogger)
+                })
+            Route(
                 Method.passkeyBeginSignUp, BeginPasskeyRequest.self, BeginPasskeyResponse.self, policy: .send(),
                 .actor { (_, call) throws(RainError) in try await call.session.beginPasskeySignUp() })
             Route(
@@ -278,11 +284,16 @@ extension DeviceService {
     }
 
     /// Only the app that owns the profile (its first approved app, else the first app the policy
-    /// names for it) may set its session policy; an app approved through `*` owns nothing. Without
-    /// per-app access (`access == nil`) every caller may.
+    /// names for it) may set its session policy or move its passkey domain; an app approved
+    /// through `*` owns nothing. Without per-app access (`access == nil`) every caller may.
+    /// - Parameters:
+    ///   - field: what is set (`sessionPolicy`, `passkeyDomain`), the refusal's field.
+    ///   - what: the action, as the refusal says it ("set its session policy").
+    ///   - instead: what the refused app can do instead.
     /// - Throws: RAIN_202 `not_profile_owner`.
     static func requireProfileOwner(
-        _ apps: AppAccess?, profile: String, caller identity: CallerIdentity?
+        _ apps: AppAccess?, profile: String, caller identity: CallerIdentity?, field: String = "sessionPolicy",
+        what: String = "set its session policy", instead: String? = nil
     ) throws(RainError) {
         guard let apps else { return }
         let (approvals, preApproved) = apps.list()
@@ -290,11 +301,49 @@ extension DeviceService {
         if let owner, let identity, owner.matches(identity) { return }
         let who = identity.map { "\($0.appPath) (pid \($0.pid))" } ?? "this app"
         let ownerText = owner.map { "its owner \($0.appPath)" } ?? "its owner (it has none yet)"
+        let hint =
+            instead
+            ?? "drop sessionPolicy from this app's RainWalletConfig, or set it in the daemon's config "
+            + "(profiles.\(profile).sessionPolicy)"
         throw RainError(
-            .unauthorized,
-            "\(who) may use profile \(profile) but not set its session policy: only \(ownerText) may; "
-                + "drop sessionPolicy from this app's RainWalletConfig, or set it in the daemon's config "
-                + "(profiles.\(profile).sessionPolicy)",
-            details: RainError.Details(reason: "not_profile_owner", field: "sessionPolicy"))
+            .unauthorized, "\(who) may use profile \(profile) but not \(what): only \(ownerText) may; \(hint)",
+            details: RainError.Details(reason: "not_profile_owner", field: field))
+    }
+
+    /// `Profile/ChangePasskeyDomain`: checks the change, then, for a move from one domain to
+    /// another, requires the profile's owner and the user's confirmation on the prompt before it
+    /// is recorded. A move is audited (`passkey_domain_changed`, `old → new`) whatever its
+    /// outcome; the same domain again, or a first domain, is answered without a prompt, as
+    /// `Profile/Configure` would.
+    /// - Throws: the checks' RAIN_102; RAIN_202 `not_profile_owner` for another app; RAIN_202
+    ///   `no_prompt` and the prompt's RAIN_401/RAIN_302 (nothing changes).
+    static func changePasskeyDomain(
+        _ r: ChangePasskeyDomainRequest, _ call: DeviceCall, apps: AppAccess?, audit: (any AuditRecorder)?,
+        auditLogger: Logger
+    ) async throws(RainError) -> ChangePasskeyDomainResponse {
+        let change = try await call.session.passkeyDomainChange(to: r.passkeyDomain)
+        guard change.isMove, let old = change.from else { return try await call.session.changePasskeyDomain(change) }
+        return try await Self.audited(audit, auditLogger, call, .passkeyDomainChanged, detail: "\(old) → \(change.to)") {
+            () async throws(RainError) in
+            try Self.requireProfileOwner(
+                apps, profile: call.profile, caller: call.identity, field: "passkeyDomain",
+                what: "move its passkey domain",
+                instead: "the app that owns the profile asks for the new domain (`rainwallet domain set` run as that app)")
+            if let apps {
+                // An approved caller was identified before the route ran; without an identity
+                // the owner check above has refused already.
+                guard let identity = call.identity else { throw RainError(.unauthorized, "the caller is not identified") }
+                try await apps.ask(
+                    action: Self.confirmPasskeyDomainMove(profile: call.profile, from: old, to: change.to),
+                    caller: identity, profile: call.profile)
+            }
+            return try await call.session.changePasskeyDomain(change)
+        }
+    }
+
+    /// What the user confirms to move a profile's passkey domain: both domains and what it does.
+    static func confirmPasskeyDomainMove(profile: String, from old: String, to new: String) -> String {
+        "move profile \(profile) from passkey domain \(old) to \(new) (passkeys made for \(old) stay on the account "
+            + "but no longer log in here; the session stays)"
     }
 }

@@ -230,8 +230,15 @@ public actor ProfileSession {
         let domain = try PasskeyDomain.validate(requested)
         if let current = passkeyDomain {
             guard current == domain else {
+                // Applying a provider's config never moves the domain: a change is asked for on
+                // its own, by the profile's app, and confirmed by the user.
+                let how =
+                    runtime.settings.passkeyDomain != nil
+                    ? "the daemon's config sets it (profiles.\(runtime.name).passkeyDomain)"
+                    : "its app moves it with RainProvider.changePasskeyDomain(to:) or `rainwallet domain set \(domain)`, "
+                        + "which the user confirms"
                 throw RainError.invalid(
-                    "profile \(runtime.name) is bound to passkey domain \(current), not \(domain): passkeys are bound to their domain, so it cannot change",
+                    "profile \(runtime.name) uses passkey domain \(current), not \(domain): \(how)",
                     field: "passkeyDomain", reason: "passkey_domain_mismatch")
             }
             return ConfigureProfileResponse(passkeyDomain: current)

@@ -262,6 +262,9 @@ package protocol AuthorityStore: Sendable {
     /// The credential with this id and rpId in `appID`, or nil.
     func passkeyCredential(id: [UInt8], appID: String, rpID: String) async throws(RainError) -> PasskeyCredentialRecord?
 
+    /// The rpIds the credential with this id is registered for in `appID` (none when it is unknown).
+    func passkeyCredentialDomains(id: [UInt8], appID: String) async throws(RainError) -> [String]
+
     /// The account's credentials, oldest first (all rpIds).
     func passkeyCredentials(accountID: String) async throws(RainError) -> [PasskeyCredentialRecord]
 

@@ -86,6 +86,19 @@ extension ConnectionStore {
         }
     }
 
+    /// The rpIds the credential with this id is registered for in `appID`, sorted.
+    package func passkeyCredentialDomains(id: [UInt8], appID: String) async throws(RainError) -> [String] {
+        try await perform { db throws(RainError) in
+            let op = "read a passkey credential's domains"
+            let rows = try db.query(
+                "SELECT rp_id FROM passkey_credentials WHERE credential_id = $1 AND app_id = $2 ORDER BY rp_id",
+                values: [.bytes(id), .text(appID)], operation: op)
+            var domains: [String] = []
+            for row in rows { domains.append(try row.text(0, op)) }
+            return domains
+        }
+    }
+
     /// The account's credentials, oldest first.
     package func passkeyCredentials(accountID: String) async throws(RainError) -> [PasskeyCredentialRecord] {
         try await perform { db throws(RainError) in try StoreOperations.passkeyCredentials(db, accountID: accountID) }

@@ -82,6 +82,42 @@ extension RainProvider {
         return RainError(.provider, "the passkey authenticator failed: \(error)")
     }
 
+    /// Moves this app's profile to another passkey domain, for an app whose passkeys move to a new
+    /// domain. The daemon asks the user to confirm it on its prompt (the call waits for the
+    /// answer, up to a minute). The session stays; the account keeps the old domain's passkeys,
+    /// which no longer log in on this profile (RAIN_102 `passkey_other_domain`): the user logs in
+    /// with a code or adds a passkey for the new domain (`addPasskey(anchor:)`).
+    ///
+    /// Only the app that owns the profile may ask. Once the profile uses `domain`, a refusal of
+    /// `RainWalletConfig.passkeyDomain` (the same domain) is forgotten, so the passkey calls work
+    /// at once. The profile's domain again is answered without a prompt.
+    ///
+    /// ```swift
+    /// let wallet = RainProvider(RainWalletConfig(passkeyDomain: "new.example"))
+    /// do {
+    ///     try await wallet.awaitSessionRestore()
+    /// } catch let error as RainError where error.details.reason == "passkey_domain_mismatch" {
+    ///     try await wallet.changePasskeyDomain(to: "new.example")
+    /// }
+    /// ```
+    /// - Parameter domain: the new domain, as `RainWalletConfig.passkeyDomain` takes it.
+    /// - Returns: the domain the profile had before (nil when it had none).
+    /// - Throws: RAIN_102 for an invalid domain (before any request), for a domain the daemon's
+    ///   config sets (`passkey_domain_from_config`: edit the config instead), or when another change
+    ///   was made meanwhile (`passkey_domain_mismatch`); RAIN_202 `not_profile_owner` from an app
+    ///   that may use the profile but does not own it, `no_prompt` when no prompt can be shown;
+    ///   RAIN_401 when the user refused or let the prompt time out (nothing changes); RAIN_302 while
+    ///   another prompt is open; RAIN_101 when the daemon is not running.
+    @discardableResult
+    nonisolated(nonsending) public func changePasskeyDomain(to domain: String) async throws -> String? {
+        try RainWalletConfig(passkeyDomain: domain).validatePasskeyDomain()
+        let response = try await call(
+            Method.profileChangePasskeyDomain, ChangePasskeyDomainRequest(passkeyDomain: domain),
+            as: ChangePasskeyDomainResponse.self)
+        if config.passkeyDomain == response.passkeyDomain { forgetPasskeyDomainRefusal() }
+        return response.previousDomain.isEmpty ? nil : response.previousDomain
+    }
+
     /// The passkey domain of this provider's profile in the daemon (from its config, or set by an
     /// earlier client), or nil when it has none. Sets nothing.
     /// - Throws: RAIN_101 when the daemon is not running.

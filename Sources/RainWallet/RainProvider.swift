@@ -270,6 +270,12 @@ public final class RainProvider: Sendable {
         return field == "passkeyDomain" || field.hasPrefix("sessionPolicy")
     }
 
+    /// Forgets the refusal of `RainWalletConfig.passkeyDomain` on the current connection: the
+    /// profile was moved to that domain since.
+    func forgetPasskeyDomainRefusal() {
+        configured.withLock { state in state.refusals.removeAll { $0.details.field == "passkeyDomain" } }
+    }
+
     /// The first thing the daemon refused of this provider's configuration on the current
     /// connection (nil when all of it applied), or only the refusal of a field starting with `field`.
     func configurationRefusal(field: String? = nil) -> RainError? {

@@ -90,6 +90,9 @@ public enum WebAuthnFailure: String, Sendable, Hashable, CaseIterable {
     case credentialAlreadyRegistered = "credential_already_registered"
     /// Authentication: no stored credential has this ID for this RP ID.
     case credentialUnknown = "credential_unknown"
+    /// Authentication: the credential is registered for another RP ID than the ceremony's (a
+    /// passkey of the domain an app used before it moved).
+    case credentialOtherDomain = "passkey_other_domain"
     /// The challenge is unknown, already used or expired.
     case challengeExpired = "challenge_expired"
 }

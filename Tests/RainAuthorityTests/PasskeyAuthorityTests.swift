@@ -196,6 +196,22 @@ struct PasskeyAuthorityTests {
         }
     }
 
+    @Test("a passkey of the app's other domain is refused naming both domains, not as unknown")
+    func otherDomainCredential() async throws {
+        try await Self.with { f, authenticator in
+            _ = try await Self.signUp(f, authenticator)
+            let ceremony = try await f.authority.beginPasskeyAuthentication(Self.begin("other.com"))
+            // An authenticator that answers with the example.com passkey all the same.
+            let options = ceremony.optionsJSON.replacingOccurrences(of: #""other.com""#, with: #""example.com""#)
+            let response = try await authenticator.getAssertion(optionsJSON: options, origin: Self.origin)
+            let error = try #require(
+                await rainError { _ = try await f.authority.finishPasskeyAuthentication(Self.finish(ceremony, response)) })
+            #expect(error.webAuthnFailure == .credentialOtherDomain)
+            // Naming both domains is the rule itself, so the message is checked here.
+            #expect(error.message.contains("registered for example.com") && error.message.contains("now uses other.com"))
+        }
+    }
+
     @Test("a duplicate credential id is refused through the store, and nothing is created")
     func duplicateCredential() async throws {
         try await Self.with { f, authenticator in

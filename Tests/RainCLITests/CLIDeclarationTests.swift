@@ -59,7 +59,7 @@ struct CLIDeclarationTests {
     @Test func mainHelpListsTheCommandsAndTheExitTable() {
         let help = formatter.help(for: [CLI.commandTree])
         #expect(help.contains("\n  code send --email ADDR | --phone NUMBER"))
-        #expect(help.contains("\n  domain files|check"))
+        #expect(help.contains("\n  domain set|files|check"))
         #expect(help.contains("\n  passkey signup|login|add"))
         #expect(help.contains("also $RAINWALLET_SOCKET"))
         #expect(help.contains("  64  usage"))

@@ -87,6 +87,7 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
             (Method.appsApprove, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.appsRevoke, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.settingsConfirm, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
+            (Method.profileChangePasskeyDomain, .send(isCancelledWithCaller: true)),
             (Method.promptRegister, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.promptGet, .read(isOpenToAnyApp: true)),
         ])
@@ -99,7 +100,11 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
     func cancelledWithCaller() async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: true)
         let cancelled = Set(routes.routes.filter(\.policy.isCancelledWithCaller).map(\.method))
-        #expect(cancelled == [Method.appsApprove, Method.appsRevoke, Method.settingsConfirm, Method.promptRegister])
+        #expect(
+            cancelled == [
+                Method.appsApprove, Method.appsRevoke, Method.settingsConfirm, Method.promptRegister,
+                Method.profileChangePasskeyDomain,
+            ])
     }
 
     @Test func readsAreRetriedSendsAreNotAndNoRouteHasADefaultDeadlineYet() async throws {

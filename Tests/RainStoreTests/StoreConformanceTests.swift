@@ -613,6 +613,11 @@ struct StoreConformanceTests {
             expected.accountID = "acct_pk"
             #expect(try await f.store.passkeyCredential(id: [1, 2, 3], appID: Self.app, rpID: "example.com") == expected)
             #expect(try await f.store.passkeyCredential(id: [1, 2, 3], appID: Self.app, rpID: "other.com") == nil)
+            // The domains a credential is registered for, whatever the ceremony's: how a passkey of the
+            // domain an app moved away from is told from an unknown one.
+            #expect(try await f.store.passkeyCredentialDomains(id: [1, 2, 3], appID: Self.app) == ["example.com"])
+            #expect(try await f.store.passkeyCredentialDomains(id: [1, 2, 3], appID: "another-app").isEmpty)
+            #expect(try await f.store.passkeyCredentialDomains(id: [4, 5, 6], appID: Self.app).isEmpty)
 
             var again = signUp
             again.accountID = "acct_pk2"

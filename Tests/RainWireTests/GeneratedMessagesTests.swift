@@ -117,6 +117,8 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
         ]),
     ConfigureProfileRequest(passkeyDomain: "example.com", sessionPolicy: everyPolicyField),
     ConfigureProfileResponse(passkeyDomain: "example.com", sessionPolicy: everyPolicyField, configKeys: ["autoRefresh"]),
+    ChangePasskeyDomainRequest(passkeyDomain: "other.com"),
+    ChangePasskeyDomainResponse(passkeyDomain: "other.com", previousDomain: "example.com"),
     everyPolicyField,
     GetWalletRequest(),
     WalletResponse(

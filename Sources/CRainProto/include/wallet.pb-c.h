@@ -41,6 +41,8 @@ typedef struct Rain__Wallet__V1__AccountResponse Rain__Wallet__V1__AccountRespon
 typedef struct Rain__Wallet__V1__PasskeyInfo Rain__Wallet__V1__PasskeyInfo;
 typedef struct Rain__Wallet__V1__ConfigureProfileRequest Rain__Wallet__V1__ConfigureProfileRequest;
 typedef struct Rain__Wallet__V1__ConfigureProfileResponse Rain__Wallet__V1__ConfigureProfileResponse;
+typedef struct Rain__Wallet__V1__ChangePasskeyDomainRequest Rain__Wallet__V1__ChangePasskeyDomainRequest;
+typedef struct Rain__Wallet__V1__ChangePasskeyDomainResponse Rain__Wallet__V1__ChangePasskeyDomainResponse;
 typedef struct Rain__Wallet__V1__SessionPolicy Rain__Wallet__V1__SessionPolicy;
 typedef struct Rain__Wallet__V1__GetWalletRequest Rain__Wallet__V1__GetWalletRequest;
 typedef struct Rain__Wallet__V1__WalletResponse Rain__Wallet__V1__WalletResponse;
@@ -445,7 +447,8 @@ struct  Rain__Wallet__V1__PasskeyInfo
  * /rain.wallet.v1.Profile/Configure: what a client's RainWalletConfig asks of its profile (sent
  * once per provider, before its first call). If the daemon's config leaves the profile's passkey
  * domain unset, the first client's domain is validated (RAIN_102 if it is not a registrable domain)
- * and persisted; a different domain later is RAIN_102 (passkeys are bound to their domain).
+ * and persisted; a different domain later is RAIN_102 `passkey_domain_mismatch` (the profile's own app
+ * moves it with ChangePasskeyDomain).
  * A session policy, when present, is validated like the config file's `sessionPolicy` keys (RAIN_102
  * naming `sessionPolicy.<key>`) and applied to the profile while the daemon runs; only the app that
  * owns the profile may set it (RAIN_202 `not_profile_owner`), and the config file's keys win. The
@@ -486,6 +489,42 @@ struct  Rain__Wallet__V1__ConfigureProfileResponse
 #define RAIN__WALLET__V1__CONFIGURE_PROFILE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__configure_profile_response__descriptor) \
     , (char *)protobuf_c_empty_string, NULL, 0,NULL }
+
+
+/*
+ * /rain.wallet.v1.Profile/ChangePasskeyDomain: moves the profile to another passkey domain, for an app
+ * whose passkeys move to a new domain. Only the app that owns the profile may ask (RAIN_202
+ * `not_profile_owner`), never for a domain the daemon's config sets (RAIN_102
+ * `passkey_domain_from_config`: edit the config instead), and only once the user confirmed it on the
+ * prompt (RAIN_401 when dismissed: nothing changes). The session stays; the old domain's passkeys
+ * stay on the account but no longer log in here (RAIN_102 `passkey_other_domain`). Audited as
+ * `passkey_domain_changed`. The same domain again is answered at once, without a prompt.
+ */
+struct  Rain__Wallet__V1__ChangePasskeyDomainRequest
+{
+  ProtobufCMessage base;
+  char *passkey_domain;
+};
+#define RAIN__WALLET__V1__CHANGE_PASSKEY_DOMAIN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__change_passkey_domain_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Rain__Wallet__V1__ChangePasskeyDomainResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The profile's passkey domain after the call.
+   */
+  char *passkey_domain;
+  /*
+   * The domain it had before ("" when it had none); equal to passkey_domain when nothing changed.
+   */
+  char *previous_domain;
+};
+#define RAIN__WALLET__V1__CHANGE_PASSKEY_DOMAIN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__change_passkey_domain_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 typedef enum {
@@ -1297,6 +1336,44 @@ Rain__Wallet__V1__ConfigureProfileResponse *
 void   rain__wallet__v1__configure_profile_response__free_unpacked
                      (Rain__Wallet__V1__ConfigureProfileResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ChangePasskeyDomainRequest methods */
+void   rain__wallet__v1__change_passkey_domain_request__init
+                     (Rain__Wallet__V1__ChangePasskeyDomainRequest         *message);
+size_t rain__wallet__v1__change_passkey_domain_request__get_packed_size
+                     (const Rain__Wallet__V1__ChangePasskeyDomainRequest   *message);
+size_t rain__wallet__v1__change_passkey_domain_request__pack
+                     (const Rain__Wallet__V1__ChangePasskeyDomainRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__change_passkey_domain_request__pack_to_buffer
+                     (const Rain__Wallet__V1__ChangePasskeyDomainRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ChangePasskeyDomainRequest *
+       rain__wallet__v1__change_passkey_domain_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__change_passkey_domain_request__free_unpacked
+                     (Rain__Wallet__V1__ChangePasskeyDomainRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__ChangePasskeyDomainResponse methods */
+void   rain__wallet__v1__change_passkey_domain_response__init
+                     (Rain__Wallet__V1__ChangePasskeyDomainResponse         *message);
+size_t rain__wallet__v1__change_passkey_domain_response__get_packed_size
+                     (const Rain__Wallet__V1__ChangePasskeyDomainResponse   *message);
+size_t rain__wallet__v1__change_passkey_domain_response__pack
+                     (const Rain__Wallet__V1__ChangePasskeyDomainResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__change_passkey_domain_response__pack_to_buffer
+                     (const Rain__Wallet__V1__ChangePasskeyDomainResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__ChangePasskeyDomainResponse *
+       rain__wallet__v1__change_passkey_domain_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__change_passkey_domain_response__free_unpacked
+                     (Rain__Wallet__V1__ChangePasskeyDomainResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__SessionPolicy methods */
 void   rain__wallet__v1__session_policy__init
                      (Rain__Wallet__V1__SessionPolicy         *message);
@@ -1672,6 +1749,12 @@ typedef void (*Rain__Wallet__V1__ConfigureProfileRequest_Closure)
 typedef void (*Rain__Wallet__V1__ConfigureProfileResponse_Closure)
                  (const Rain__Wallet__V1__ConfigureProfileResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__ChangePasskeyDomainRequest_Closure)
+                 (const Rain__Wallet__V1__ChangePasskeyDomainRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__ChangePasskeyDomainResponse_Closure)
+                 (const Rain__Wallet__V1__ChangePasskeyDomainResponse *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__SessionPolicy_Closure)
                  (const Rain__Wallet__V1__SessionPolicy *message,
                   void *closure_data);
@@ -1752,6 +1835,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__account_response__desc
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_info__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__configure_profile_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__change_passkey_domain_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__change_passkey_domain_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__session_policy__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_wallet_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__wallet_response__descriptor;

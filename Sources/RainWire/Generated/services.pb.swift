@@ -68,6 +68,10 @@ public enum Method {
     ///
     /// `ConfigureProfileRequest` → `ConfigureProfileResponse`.
     public static let profileConfigure = "/rain.wallet.v1.Profile/Configure"
+    /// Moves the profile to another passkey domain once the user confirmed it (the profile's own app only).
+    ///
+    /// `ChangePasskeyDomainRequest` → `ChangePasskeyDomainResponse`.
+    public static let profileChangePasskeyDomain = "/rain.wallet.v1.Profile/ChangePasskeyDomain"
     /// Starts a passkey sign-up (a new account and wallet).
     ///
     /// `BeginPasskeyRequest` → `BeginPasskeyResponse`.
@@ -170,6 +174,7 @@ public enum Method {
         MethodDeclaration(walletSignTypedData, SignRequest.self, SignResponse.self),
         MethodDeclaration(walletSignTransaction, SignRequest.self, SignResponse.self),
         MethodDeclaration(profileConfigure, ConfigureProfileRequest.self, ConfigureProfileResponse.self),
+        MethodDeclaration(profileChangePasskeyDomain, ChangePasskeyDomainRequest.self, ChangePasskeyDomainResponse.self),
         MethodDeclaration(passkeyBeginSignUp, BeginPasskeyRequest.self, BeginPasskeyResponse.self),
         MethodDeclaration(passkeyBeginLogin, BeginPasskeyRequest.self, BeginPasskeyResponse.self),
         MethodDeclaration(passkeyBeginAdd, BeginPasskeyRequest.self, BeginPasskeyResponse.self),

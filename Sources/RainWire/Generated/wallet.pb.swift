@@ -295,7 +295,8 @@ public struct AccountResponse: WireMessage, Hashable {
 /// /rain.wallet.v1.Profile/Configure: what a client's RainWalletConfig asks of its profile (sent
 /// once per provider, before its first call). If the daemon's config leaves the profile's passkey
 /// domain unset, the first client's domain is validated (RAIN_102 if it is not a registrable domain)
-/// and persisted; a different domain later is RAIN_102 (passkeys are bound to their domain).
+/// and persisted; a different domain later is RAIN_102 `passkey_domain_mismatch` (the profile's own app
+/// moves it with ChangePasskeyDomain).
 /// A session policy, when present, is validated like the config file's `sessionPolicy` keys (RAIN_102
 /// naming `sessionPolicy.<key>`) and applied to the profile while the daemon runs; only the app that
 /// owns the profile may set it (RAIN_202 `not_profile_owner`), and the config file's keys win. The
@@ -327,6 +328,36 @@ public struct ConfigureProfileResponse: WireMessage, Hashable {
         self.passkeyDomain = passkeyDomain
         self.sessionPolicy = sessionPolicy
         self.configKeys = configKeys
+    }
+}
+
+/// /rain.wallet.v1.Profile/ChangePasskeyDomain: moves the profile to another passkey domain, for an app
+/// whose passkeys move to a new domain. Only the app that owns the profile may ask (RAIN_202
+/// `not_profile_owner`), never for a domain the daemon's config sets (RAIN_102
+/// `passkey_domain_from_config`: edit the config instead), and only once the user confirmed it on the
+/// prompt (RAIN_401 when dismissed: nothing changes). The session stays; the old domain's passkeys
+/// stay on the account but no longer log in here (RAIN_102 `passkey_other_domain`). Audited as
+/// `passkey_domain_changed`. The same domain again is answered at once, without a prompt.
+public struct ChangePasskeyDomainRequest: WireMessage, Hashable {
+    public var passkeyDomain: String
+
+    /// A `ChangePasskeyDomainRequest`; an argument left out is its proto3 default.
+    public init(passkeyDomain: String = "") {
+        self.passkeyDomain = passkeyDomain
+    }
+}
+
+/// The `ChangePasskeyDomainResponse` message.
+public struct ChangePasskeyDomainResponse: WireMessage, Hashable {
+    /// The profile's passkey domain after the call.
+    public var passkeyDomain: String
+    /// The domain it had before ("" when it had none); equal to passkey_domain when nothing changed.
+    public var previousDomain: String
+
+    /// A `ChangePasskeyDomainResponse`; an argument left out is its proto3 default.
+    public init(passkeyDomain: String = "", previousDomain: String = "") {
+        self.passkeyDomain = passkeyDomain
+        self.previousDomain = previousDomain
     }
 }
 
@@ -1310,6 +1341,73 @@ extension ConfigureProfileResponse {
         m.passkey_domain = try arena.string(self.passkeyDomain, field: "passkey_domain")
         if let value = self.sessionPolicy { m.session_policy = arena.box(try value.cValue(arena)) }
         (m.n_config_keys, m.config_keys) = try arena.strings(self.configKeys, field: "config_keys")
+        return m
+    }
+}
+
+extension ChangePasskeyDomainRequest {
+    /// Decodes a `ChangePasskeyDomainRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `ChangePasskeyDomainRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ChangePasskeyDomainRequest {
+        try unpackMessage(
+            bytes, name: "ChangePasskeyDomainRequest", rain__wallet__v1__change_passkey_domain_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `ChangePasskeyDomainRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `ChangePasskeyDomainRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__ChangePasskeyDomainRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            passkeyDomain: try readString(m.passkey_domain, field: "passkey_domain"))
+    }
+
+    /// The C `ChangePasskeyDomainRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__ChangePasskeyDomainRequest {
+        var m = cMessage(rain__wallet__v1__change_passkey_domain_request__init)
+        m.passkey_domain = try arena.string(self.passkeyDomain, field: "passkey_domain")
+        return m
+    }
+}
+
+extension ChangePasskeyDomainResponse {
+    /// Decodes a `ChangePasskeyDomainResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `ChangePasskeyDomainResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> ChangePasskeyDomainResponse {
+        try unpackMessage(
+            bytes, name: "ChangePasskeyDomainResponse", rain__wallet__v1__change_passkey_domain_response__init,
+            read: Self.init(c:))
+    }
+
+    /// Encodes a `ChangePasskeyDomainResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `ChangePasskeyDomainResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__ChangePasskeyDomainResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            passkeyDomain: try readString(m.passkey_domain, field: "passkey_domain"),
+            previousDomain: try readString(m.previous_domain, field: "previous_domain"))
+    }
+
+    /// The C `ChangePasskeyDomainResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__ChangePasskeyDomainResponse {
+        var m = cMessage(rain__wallet__v1__change_passkey_domain_response__init)
+        m.passkey_domain = try arena.string(self.passkeyDomain, field: "passkey_domain")
+        m.previous_domain = try arena.string(self.previousDomain, field: "previous_domain")
         return m
     }
 }
