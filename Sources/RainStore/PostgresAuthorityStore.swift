@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// The shared authority store: one PostgreSQL database that several `rainwalletd authority`
