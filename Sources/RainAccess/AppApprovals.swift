@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// Which apps may use which profile, as the user approved them on the prompt (or as the machine's

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// What an audit entry records. A struct over the name rather than an enum, so each part of the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// A point of the audit chain: how many entries it holds up to its head, and the head's hash.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import RainCore
 import RainSystem
@@ -89,7 +89,7 @@ extension AuditLog {
                 let bytes = try OwnedPath.readTrustedFile(
                     file, owners: [geteuid()], name: "audit log", field: "audit", limit: Self.readLimit)
             else { continue }
-            files.append(((file as NSString).lastPathComponent, bytes))
+            files.append((PathText.lastComponent(file), bytes))
         }
         return files
     }

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// Asks the user to confirm what an app wants to do, one prompt at a time, through pinentry.

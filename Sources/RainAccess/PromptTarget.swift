@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import RainCore
 import RainSystem
@@ -240,8 +240,8 @@ final class PromptTerminal {
         }
         let text = String(decoding: bytes[..<count], as: UTF8.self)
         // The command (in parentheses) may hold spaces and parentheses: fields follow the last ")".
-        guard let close = text.range(of: ")", options: .backwards) else { return nil }
-        let fields = text[close.upperBound...].split(separator: " ")
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
         // state, ppid, pgrp, session, tty_nr
         guard fields.count > 4, let parent = Int32(fields[1]), let session = Int32(fields[3]),
             let terminal = UInt64(fields[4])

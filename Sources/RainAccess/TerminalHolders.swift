@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import RainSystem
 
@@ -75,14 +75,14 @@ enum TerminalHolders {
     /// `/proc/PID/comm`, or `?`.
     static func command(of pid: Int32) -> String {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/comm") else { return "?" }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+        return String(decoding: data, as: UTF8.self).trimmingNewlines()
     }
 
     /// The `tty-index` of a `/dev/ptmx` descriptor (`/proc/PID/fdinfo/FD`): the N of `/dev/pts/N`.
     static func ptyIndex(pid: Int32, descriptor: Int) -> Int? {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/fdinfo/\(descriptor)") else { return nil }
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("tty-index:") {
-            return Int(line.dropFirst("tty-index:".count).trimmingCharacters(in: .whitespaces))
+            return Int(line.dropFirst("tty-index:".count).trimmingWhitespace())
         }
         return nil
     }

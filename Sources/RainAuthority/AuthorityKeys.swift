@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import RainCore
 import RainCrypto
 import RainSystem
@@ -66,7 +67,7 @@ public struct AuthorityKeys: Sendable {
     /// - Throws: RAIN_102 when the file's mode is looser than 0600, its owner is another user or its
     ///   size is wrong; RAIN_502 when it cannot be read or created.
     public static func load(stateDirectory: String) async throws(RainError) -> AuthorityKeys {
-        let path = (stateDirectory as NSString).appendingPathComponent(masterKeyFileName)
+        let path = PathText.joined(stateDirectory, masterKeyFileName)
         return try await load(keyFile: path, createDirectory: stateDirectory)
     }
 
@@ -86,7 +87,7 @@ public struct AuthorityKeys: Sendable {
     /// - Throws: RAIN_102 when the file's mode is looser than 0600, its owner is another user or its
     ///   size is wrong; RAIN_502 when it cannot be read.
     public static func loadExisting(stateDirectory: String) async throws(RainError) -> AuthorityKeys? {
-        let path = (stateDirectory as NSString).appendingPathComponent(masterKeyFileName)
+        let path = PathText.joined(stateDirectory, masterKeyFileName)
         return try await DispatchQueue(label: "rain.authority.keys").runBlocking { () throws(RainError) -> AuthorityKeys? in
             try OwnedPath.makeOrCheckDirectory(
                 stateDirectory, mode: 0o700, name: "authority state directory", field: "state-dir")

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainAuthorityAPI
 
 /// Who submits a code, for the wrong-guess budgets: the device key it comes with and its source.

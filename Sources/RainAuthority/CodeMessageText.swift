@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAuthorityAPI
 import RainCodeSenderSettings
 import RainCore
@@ -19,13 +20,13 @@ extension CodeMessageText {
             ("{{expires}}", RFC3339.string(from: message.expiresAt)),
         ]
         var out = template
-        for (key, value) in values { out = out.replacingOccurrences(of: key, with: value) }
+        for (key, value) in values { out = out.replacing(key, with: value) }
         return out
     }
 
     /// Replaces the code with `******`: the only form of a message body a log may hold.
     static func masked(_ text: String, code: String) -> String {
-        code.isEmpty ? text : text.replacingOccurrences(of: code, with: String(repeating: "*", count: code.count))
+        code.isEmpty ? text : text.replacing(code, with: String(repeating: "*", count: code.count))
     }
 
     /// `&`, `<`, `>`, `"` and `'` as HTML entities.

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAuthorityAPI
 import RainCore
 import RainSystem
@@ -88,59 +89,69 @@ public final class CommandCodeSender: CodeSender {
     /// Blocking: runs on `queue`.
     private static func run(command: [String], input: [UInt8], timeout: Duration, logger: Logger) throws(RainError) {
         let program = command[0]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = Array(command.dropFirst())
-        let stdin = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        do {
-            try process.run()
+        let stdin = try Syscall.makePipe()
+        let nullOutput = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { if nullOutput >= 0 { Syscall.closeUnchecked(nullOutput, because: .readOnly) } }
+        let pid: Int32
+        do throws(RainError) {
+            // As Foundation's Process ran it: the daemon's environment, output and errors dropped.
+            pid = try Syscall.spawn(
+                program, arguments: Array(command.dropFirst()), environment: ProcessInfo.processInfo.environment,
+                standardInput: stdin.read, standardOutput: nullOutput >= 0 ? nullOutput : stdin.read)
         } catch {
+            Syscall.closeUnchecked(stdin.read, because: .failurePath)
+            Syscall.closeUnchecked(stdin.write, because: .failurePath)
             throw RainError(
-                .provider, "the code sender \(program) could not be started",
-                underlying: SendableErrorDescription(error))
+                .provider, "the code sender \(program) could not be started", underlying: SendableErrorDescription(error))
         }
+        // The child has its copy; ours would keep the pipe open after it exits.
+        Syscall.closeUnchecked(stdin.read, because: .readOnly)
 
         var inputError: (any Error)?
-        do {
-            try stdin.fileHandleForWriting.write(contentsOf: Data(input))
-        } catch {
-            inputError = error
+        let written = input.withUnsafeBytes { bytes in
+            Result { () throws(RainError) in try Syscall.writeAll(stdin.write, bytes) }
         }
-        try? stdin.fileHandleForWriting.close()
+        if case .failure(let error) = written { inputError = error }
+        Syscall.closeUnchecked(stdin.write, because: .readOnly)
 
-        let nanoseconds = max(0, Int(clamping: timeout.milliseconds)) * 1_000_000
-        if exited.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
-            if process.isRunning {
-                do {
-                    try Syscall.sendSignal(SIGKILL, to: process.processIdentifier)
-                } catch {
-                    logger.warning("code_sender.kill_failed", ["program": program, "errno": "\(error.errno ?? 0)"])
-                }
+        guard let status = try waitForExit(pid, within: timeout) else {
+            do {
+                try Syscall.sendSignal(SIGKILL, to: pid)
+            } catch {
+                logger.warning("code_sender.kill_failed", ["program": program, "errno": "\(error.errno ?? 0)"])
             }
-            _ = exited.wait(timeout: .now() + .seconds(5))
+            _ = try? waitForExit(pid, within: .seconds(5))
             logger.warning("code_sender.timeout", ["program": program, "timeoutMs": String(timeout.milliseconds)])
             throw RainError(
                 .provider, "the code sender \(program) did not finish within \(timeout.milliseconds) ms and was killed")
         }
 
-        // Break the handler's hold on the process object once it has run.
-        process.terminationHandler = nil
-        let status = process.terminationStatus
-        if process.terminationReason == .uncaughtSignal {
-            throw RainError(.provider, "the code sender \(program) was killed by signal \(status)")
+        // The wait status: the low 7 bits are the signal that ended the child (0: it exited), the
+        // next byte its exit status (glibc's WIFSIGNALED and WEXITSTATUS, macros Swift cannot call).
+        let signal = status & 0x7F
+        if signal != 0 {
+            throw RainError(.provider, "the code sender \(program) was killed by signal \(signal)")
         }
-        guard status == 0 else {
-            throw RainError(.provider, "the code sender \(program) exited with status \(status)")
+        let exitStatus = (status >> 8) & 0xFF
+        guard exitStatus == 0 else {
+            throw RainError(.provider, "the code sender \(program) exited with status \(exitStatus)")
         }
         if let inputError {
             throw RainError(
                 .provider, "the code sender \(program) exited before reading the code from its standard input",
                 underlying: SendableErrorDescription(inputError))
+        }
+    }
+
+    /// Reaps the child `pid` once it exits, checking every few milliseconds (this runs on the
+    /// blocking queue, never on the Swift pool).
+    /// - Returns: its wait status, or nil when it still runs after `timeout`.
+    private static func waitForExit(_ pid: Int32, within timeout: Duration) throws(RainError) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let status = try Syscall.exitStatusIfExited(pid) { return status }
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(2_000)
         }
     }
 }

@@ -1,6 +1,6 @@
 internal import CCurl
 import Dispatch
-import Foundation
+import FoundationEssentials
 import RainCore
 import Synchronization
 

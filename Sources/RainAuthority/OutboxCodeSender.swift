@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAuthorityAPI
 import RainCore
 import RainSystem
@@ -20,7 +21,7 @@ public final class OutboxCodeSender: CodeSender {
 
     /// An outbox at `outbox.jsonl` in `stateDirectory`.
     public convenience init(stateDirectory: String, logger: Logger) {
-        self.init(path: (stateDirectory as NSString).appendingPathComponent(Self.fileName), logger: logger)
+        self.init(path: PathText.joined(stateDirectory, Self.fileName), logger: logger)
     }
 
     /// An outbox at `path`.
@@ -35,7 +36,7 @@ public final class OutboxCodeSender: CodeSender {
     /// - Throws: RAIN_502 when it exists and cannot be removed.
     @discardableResult
     public static func removeFile(stateDirectory: String) async throws(RainError) -> Bool {
-        let path = (stateDirectory as NSString).appendingPathComponent(fileName)
+        let path = PathText.joined(stateDirectory, fileName)
         return try await DispatchQueue(label: "rain.authority.outbox.remove").runBlocking { () throws(RainError) -> Bool in
             if unlink(path) == 0 {
                 try AtomicFile.syncDirectory(stateDirectory)

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import RainAuthorityAPI
 import RainCodeSenderSettings
 import RainCore
@@ -122,7 +122,7 @@ public final class SMSCodeSender: CodeSender {
                 "X-Rain-Signature: v1=\(Self.signature(timestamp: timestamp, body: body, secret: secret))",
             ]
         case .form(let accountID, _, let from):
-            transfer.url = settings.url.replacingOccurrences(of: "{{account}}", with: Self.formEncoded(accountID))
+            transfer.url = settings.url.replacing("{{account}}", with: Self.formEncoded(accountID))
             transfer.username = accountID
             transfer.password = secret
             transfer.headers = ["Content-Type: application/x-www-form-urlencoded"]
@@ -136,7 +136,7 @@ public final class SMSCodeSender: CodeSender {
     public static func signature(timestamp: String, body: [UInt8], secret: String) -> String {
         let mac = HMACSHA256.authenticate(
             Array(timestamp.utf8) + [UInt8(ascii: ".")] + body, key: SymmetricKey(bytes: Array(secret.utf8)))
-        return mac.map { String(format: "%02x", $0) }.joined()
+        return mac.map { CFormat.string("%02x", UInt32($0)) }.joined()
     }
 
     /// `application/x-www-form-urlencoded` escaping (RFC 3986 unreserved characters kept).
@@ -149,7 +149,7 @@ public final class SMSCodeSender: CodeSender {
                 UInt8(ascii: "~"):
                 out.append(Character(Unicode.Scalar(byte)))
             default:
-                out += String(format: "%%%02X", byte)
+                out += CFormat.string("%%%02X", UInt32(byte))
             }
         }
         return out
@@ -246,7 +246,7 @@ public final class SMSCodeSender: CodeSender {
     /// `https://host:port` of a URL, for messages and logs (never its user information, path or
     /// query).
     static func origin(of url: String) -> String {
-        guard let range = url.range(of: "://") else { return "<url>" }
+        guard let range = url.firstRange(of: "://") else { return "<url>" }
         let authority = url[range.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let host = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
         return String(url[..<range.upperBound]) + String(host)

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import RainAuthorityAPI
 import RainCodeSenderSettings
 import RainCore
@@ -166,7 +166,7 @@ public final class SMTPCodeSender: CodeSender {
 
     /// LF (or CRLF) line ends as CRLF.
     static func crlf(_ text: String) -> String {
-        text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
+        text.replacing("\r\n", with: "\n").replacing("\n", with: "\r\n")
     }
 
     /// Base64 in lines of 76 characters.
@@ -190,10 +190,6 @@ public final class SMTPCodeSender: CodeSender {
 
     /// `Wed, 02 Dec 2026 11:41:37 +0000`.
     static func rfc5322Date(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
-        return formatter.string(from: date)
+        DateText.rfc5322(date)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// The kind of a call to a remote authority: it decides the call's bound, whether it may be

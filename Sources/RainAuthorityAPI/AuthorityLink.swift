@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// Follows the link from the outcomes of calls: an answer (any answer, a refusal too) means

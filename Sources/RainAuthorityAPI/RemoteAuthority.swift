@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 import RainCrypto
 import RainTransport
@@ -283,7 +284,7 @@ public final class RemoteAuthority: Authority {
         let milliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
         logger.info(
             "authority.device_proven",
-            ["address": address.description, "keys": String(signers.count), "proofMs": String(format: "%.2f", milliseconds)])
+            ["address": address.description, "keys": String(signers.count), "proofMs": CFormat.string("%.2f", milliseconds)])
     }
 
     /// The open connection, or a new one.
@@ -319,7 +320,7 @@ public final class RemoteAuthority: Authority {
                 "authority.connected",
                 [
                     "address": address.description, "reconnect": String(old != nil), "tls": String(tls != nil),
-                    "connectMs": String(format: "%.2f", connectMilliseconds),
+                    "connectMs": CFormat.string("%.2f", connectMilliseconds),
                 ])
             return fresh
         }

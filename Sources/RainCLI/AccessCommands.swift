@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainSystem
@@ -232,7 +233,7 @@ enum PromptHereCommand: CLICommand {
                     let wait = Duration.milliseconds(Int64(error.details.retryAfterMilliseconds ?? 1000))
                     let at = Date().addingTimeInterval(TimeInterval(wait.components.seconds) + 1)
                     context.output.note(
-                        "The place secret is right. The prompts move here after a wait (until \(at.formatted(date: .omitted, time: .standard))), "
+                        "The place secret is right. The prompts move here after a wait (until \(DateText.localClockTime(at))), "
                             + "so that a stolen secret leaves time to notice in `rainwallet audit`; keep this running.")
                     try await Task.sleep(for: wait + .milliseconds(500))
                     attempts = 0

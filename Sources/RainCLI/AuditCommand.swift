@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainWallet
@@ -102,7 +103,7 @@ enum AuditCommand: CLICommand {
     /// (`90s`, `30m`, `1h`, `2d`, `1w`).
     /// - Throws: a usage error for anything else.
     static func parseSince(_ text: String, now: Date) throws -> Date {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
         if let unit = trimmed.last, let seconds = units[unit], let count = Int(trimmed.dropLast()), count >= 0 {
             return now.addingTimeInterval(-Double(count) * seconds)
@@ -119,7 +120,8 @@ enum AuditCommand: CLICommand {
     static func table(_ lines: [String]) -> [String] {
         var rows = [["TIME", "EVENT", "PROFILE", "RESULT", "APP", "DETAIL"]]
         for line in lines {
-            guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] else {
+            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)), let object = value.plainObject
+            else {
                 rows.append(["?", "(not an entry)", "", "", "", String(line.prefix(60))])
                 continue
             }
@@ -146,8 +148,35 @@ enum AuditCommand: CLICommand {
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
         return rows.map { row in
             row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+                i == row.count - 1 ? cell : paddedUTF16(cell, toLength: widths[i])
+            }.joined(separator: "  ").trimmingWhitespace()
+        }
+    }
+
+    /// `cell` cut or padded with spaces to `length` UTF-16 units, as `NSString.padding(toLength:)`.
+    static func paddedUTF16(_ cell: String, toLength length: Int) -> String {
+        let units = cell.utf16.count
+        if units < length { return cell + String(repeating: " ", count: length - units) }
+        return String(decoding: Array(cell.utf16.prefix(length)), as: UTF16.self)
+    }
+}
+
+extension JSONValue {
+    /// The object as `JSONSerialization` gives it: strings, whole numbers as `Int`, other numbers
+    /// as `Double`, booleans, nested objects and arrays; nil when this is not an object.
+    fileprivate var plainObject: [String: Any]? {
+        guard case .object(let members) = self else { return nil }
+        return members.mapValues { $0.plainValue }
+    }
+
+    private var plainValue: Any {
+        switch self {
+        case .null: return Optional<Any>.none as Any
+        case .bool(let flag): return flag
+        case .number(let number): return Int(exactly: number).map { $0 as Any } ?? number
+        case .string(let text): return text
+        case .array(let elements): return elements.map { $0.plainValue }
+        case .object(let members): return members.mapValues { $0.plainValue }
         }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainSystem
@@ -38,7 +39,7 @@ enum CodeInput {
             return argument
         }
         let isTerminal = isatty(0) == 1
-        guard let line = typedLine(prompt: "Enter the \(kind): ")?.trimmingCharacters(in: .whitespaces), !line.isEmpty else {
+        guard let line = typedLine(prompt: "Enter the \(kind): ")?.trimmingWhitespace(), !line.isEmpty else {
             if isTerminal {
                 throw UsageError("no code was entered", help: "")
             }
@@ -51,7 +52,7 @@ enum CodeInput {
 
     /// One line from stdin, after `prompt` on stderr when stdin is a terminal; nil at end of input.
     static func typedLine(prompt: String) -> String? {
-        if isatty(0) == 1 { FileHandle.standardError.write(Data(prompt.utf8)) }
+        if isatty(0) == 1 { StandardError.write(prompt) }
         return readLine(strippingNewline: true)
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainWallet
@@ -35,7 +36,7 @@ enum ContactCommand: CLICommand {
             return
         }
         while true {
-            guard let typed = CodeInput.typedLine(prompt: "Backup email (empty to skip): ")?.trimmingCharacters(in: .whitespaces),
+            guard let typed = CodeInput.typedLine(prompt: "Backup email (empty to skip): ")?.trimmingWhitespace(),
                 !typed.isEmpty
             else {
                 output.note(hint)

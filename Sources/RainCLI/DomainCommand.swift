@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainSystem
@@ -240,12 +241,12 @@ enum DomainCommand: CLICommand {
                     + "--android-fingerprint")
         }
 
-        let directory = (out as NSString).appendingPathComponent(".well-known")
+        let directory = PathText.joined(out, ".well-known")
         try AtomicFile.makeDirectory(directory, mode: 0o755)
         var written: [(kind: DomainFiles.Kind, path: String, url: String, summary: String)] = []
         if !apple.isEmpty {
             let kind = DomainFiles.Kind.appleAppSiteAssociation
-            let path = (directory as NSString).appendingPathComponent(kind.rawValue)
+            let path = PathText.joined(directory, kind.rawValue)
             try AtomicFile.write(DomainFiles.appleAppSiteAssociation(apps: apple), to: path, mode: 0o644)
             written.append(
                 (
@@ -255,7 +256,7 @@ enum DomainCommand: CLICommand {
         }
         if !merged.isEmpty {
             let kind = DomainFiles.Kind.assetLinks
-            let path = (directory as NSString).appendingPathComponent(kind.rawValue)
+            let path = PathText.joined(directory, kind.rawValue)
             try AtomicFile.write(DomainFiles.assetLinks(domain: domain, apps: merged), to: path, mode: 0o644)
             let apps = merged.map {
                 "\($0.packageName) (\($0.fingerprints.count) fingerprint\($0.fingerprints.count == 1 ? "" : "s"))"

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// Builds and checks the two association files a passkey domain hosts (seed "Set up your domain"):
@@ -213,7 +213,7 @@ enum DomainFiles {
     /// The kind of file at `path`: by its name, else by its content (an array is `assetlinks.json`,
     /// an object with `webcredentials`, `applinks` or `appclips` is `apple-app-site-association`).
     static func kind(path: String, bytes: [UInt8]) -> Kind {
-        let name = (path as NSString).lastPathComponent
+        let name = PathText.lastComponent(path)
         if name == "apple-app-site-association" || name == "apple-app-site-association.json" {
             return .appleAppSiteAssociation
         }
@@ -239,15 +239,8 @@ enum DomainFiles {
         do {
             return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
         } catch {
-            // JSONDecoder gives no reason; JSONSerialization says where it stopped.
-            var reason = ""
-            do {
-                _ = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
-            } catch let parseError {
-                if let text = (parseError as NSError).userInfo[NSDebugDescriptionErrorKey] as? String {
-                    reason = ": \(text)"
-                }
-            }
+            // JSONDecoder gives no reason: say where the text stops being JSON.
+            let reason = JSONSyntax.firstError(in: bytes).map { ": \($0)" } ?? ""
             throw InputProblem("not valid JSON\(reason)")
         }
     }
@@ -441,7 +434,7 @@ enum DomainFiles {
     static func siteProblem(_ site: String, domain: String?) -> String? {
         let expected = domain.map { "https://\($0)" }
         let hint = expected.map { "; use \($0)" } ?? ""
-        guard let schemeEnd = site.range(of: "://") else { return "site \"\(site)\" is not a URL like https://example.com" }
+        guard let schemeEnd = site.firstRange(of: "://") else { return "site \"\(site)\" is not a URL like https://example.com" }
         let scheme = site[..<schemeEnd.lowerBound].lowercased()
         if scheme != "https" { return "site \"\(site)\" must use https\(hint)" }
         let rest = site[schemeEnd.upperBound...]

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainWallet
@@ -34,8 +35,8 @@ enum ExportCommand: CLICommand {
         guard isatty(0) == 1 else {
             throw UsageError("confirming needs a terminal on stdin; pass --yes to skip the question", word: "--yes")
         }
-        FileHandle.standardError.write(Data("Type YES to print your \(what): ".utf8))
-        guard readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces) == "YES" else {
+        StandardError.write("Type YES to print your \(what): ")
+        guard readLine(strippingNewline: true)?.trimmingWhitespace() == "YES" else {
             throw RainError(.userCancelled, "nothing was printed: the answer was not YES")
         }
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// Writes results: human text by default, JSON with `--json` (camelCase keys, RFC 3339 UTC times).
@@ -11,7 +12,7 @@ struct Output: Sendable {
         bytes.withUnsafeBytes { buf in
             var offset = 0
             while offset < buf.count, let base = buf.baseAddress {
-                let n = Foundation.write(1, base + offset, buf.count - offset)
+                let n = Glibc.write(1, base + offset, buf.count - offset)
                 if n <= 0 { return }
                 offset += n
             }
@@ -47,16 +48,12 @@ struct Output: Sendable {
     }
 
     static func render(_ value: Any?) -> String {
-        let object = normalize(value)
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed]),
-            let text = String(data: data, encoding: .utf8)
-        else { return "null" }
-        return text.replacingOccurrences(of: "\\/", with: "/")
+        JSONText.text(normalize(value)) ?? "null"
     }
 
     private static func normalize(_ value: Any?) -> Any {
         switch value {
-        case nil: return NSNull()
+        case nil: return Optional<Any>.none as Any
         case let d as [String: Any?]: return d.mapValues { normalize($0) }
         case let a as [Any?]: return a.map { normalize($0) }
         case let date as Date: return RFC3339.string(from: date)

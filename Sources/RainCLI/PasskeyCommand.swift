@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainSoftAuthenticator
@@ -89,7 +90,7 @@ enum PasskeyCommand: CLICommand {
                 "profile \(provider.config.profile) has no passkey domain: pass --domain or set \"passkeyDomain\" in the daemon's config",
                 field: "passkeyDomain", reason: "no_passkey_domain")
         }
-        try AtomicFile.makeDirectory((file as NSString).deletingLastPathComponent)
+        try AtomicFile.makeDirectory(PathText.deletingLastComponent(file))
         let authenticator = SoftAuthenticator(path: file)
         let wallet = RainProvider(
             RainWalletConfig(
@@ -120,7 +121,7 @@ enum PasskeyCommand: CLICommand {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
             return "\(state)/rainwallet/authenticator.json"
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         return "\(home)/.local/state/rainwallet/authenticator.json"
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCommandLine
 import RainCore
 import RainWallet
@@ -53,7 +54,7 @@ enum SignCommand: CLICommand {
     /// - Throws: a usage error when the file cannot be read.
     static func read(_ parsed: ParsedCommand) throws -> Data {
         let path = parsed.argument("FILE") ?? "-"
-        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        if path == "-" { return readStandardInput() }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("cannot read \(path): no such file, or not readable", word: path)
         }
@@ -63,7 +64,7 @@ enum SignCommand: CLICommand {
     /// Hex text (with or without 0x, surrounding white space ignored) as bytes.
     /// - Throws: RAIN_102 naming `field` when it is not hex.
     static func hexBytes(_ text: String, field: String) throws -> Data {
-        var digits = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var digits = text.trimmingWhitespaceAndNewlines()
         if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits.removeFirst(2) }
         guard let bytes = Hex.decode(digits) else {
             throw RainError.invalid("\(field) is not hex: give an even number of hex digits, 0x optional", field: field)
@@ -92,6 +93,22 @@ enum SignCommand: CLICommand {
                 "signedBytesSha256": hex(signature.signedBytesSHA256),
             ],
             text: "Signed by \(signature.address)\nSignature: \(hex(signature.signature))")
+    }
+
+    /// Everything on standard input, up to its end (what `FileHandle.standardInput` read).
+    private static func readStandardInput() -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+            if count > 0 {
+                data.append(contentsOf: buffer[..<count])
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else {
+                return data
+            }
+        }
     }
 }
 
@@ -176,7 +193,7 @@ enum SignTxCommand: CLICommand {
         let chain = try SignCommand.chain(parsed, message: false)
         let unsigned: Data
         if case .solana = chain {
-            guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            guard let bytes = Data(base64Encoded: text.trimmingWhitespaceAndNewlines()) else {
                 throw RainError.invalid("the Solana message is not base64", field: "transaction")
             }
             unsigned = bytes

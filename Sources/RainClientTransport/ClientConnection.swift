@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 import RainSystem
 import RainWire
@@ -231,15 +232,13 @@ public final class ClientConnection: TaskExecutor, Sendable {
         self.reader = ReaderState(
             maximumFrameLength: maximumFrameLength, isTLS: isTLS, fd: fd, wakeFD: wakeFD?.descriptor,
             failure: RainError(lostCode, "\(peerName) closed the connection at \(path)", underlying: ConnectionFailure()))
-        let thread = Thread { [self] in
+        Syscall.startThread { [self] in
             Syscall.setCurrentThreadName(Self.readerThreadName)
             // An optimisation only: where the policy cannot be set (a seccomp filter), the thread
             // keeps the normal one.
             if batchScheduledReader { try? Syscall.setCurrentThreadBatchScheduling(true) }
             self.readLoop()
         }
-        thread.name = ClientConnection.readerThreadName  // Foundation's own name (Thread.current.name)
-        thread.start()
     }
 
     /// The name of every connection's reader thread, as `top -H` and `ps -L` show it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How `rainwalletd` was installed where this program runs, as far as a client can tell: what to
 /// run to start the daemon when it does not answer (the RAIN_101 of `UnixSocket.connect`).

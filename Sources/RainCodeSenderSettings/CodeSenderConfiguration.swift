@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// The `smtp` and `sms` objects of a `codeSender` setting (the device daemon's `config.json`,

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAccess
 import RainCore
 import RainKeyStore
@@ -223,7 +224,7 @@ public enum SecurityPolicy {
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
-            throw RainError.invalid("\(source): not valid JSON: \(error.localizedDescription)", field: "policy")
+            throw RainError.invalid("\(source): not valid JSON: \(ErrorText.describe(error))", field: "policy")
         }
         let reader = ConfigReader(source: source)
         let dict = try reader.object(

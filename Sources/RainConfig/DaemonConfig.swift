@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAuthorityAPI
 import RainCodeSenderSettings
 import RainCore
@@ -147,7 +148,7 @@ public struct DaemonConfig: Sendable, Equatable {
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
-            throw RainError.invalid("\(source): not valid JSON: \(error.localizedDescription)", field: "config")
+            throw RainError.invalid("\(source): not valid JSON: \(ErrorText.describe(error))", field: "config")
         }
         var reader = ConfigReader(source: source)
         return try reader.config(root)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the device's link to its authority stands: what `rainwallet status --json`
 /// shows as `authorityLink` (`state`, `lastError`, `since`), what `SessionSnapshot.authorityLink`

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Any JSON value, keeping booleans and numbers apart: for members passed through without
 /// interpretation (WebAuthn `extensions`) and for precise config errors.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Severity of a log event.
@@ -24,12 +25,13 @@ public protocol LogSink: Sendable {
 /// Writes each event as one line to standard error.
 public struct StandardErrorSink: LogSink {
     public init() {}
-    public func write(_ line: String) {
-        let data = Array((line + "\n").utf8)
+    public func write(_ line: String) { Self.writeAll(Array((line + "\n").utf8)) }
+
+    static func writeAll(_ data: [UInt8]) {
         data.withUnsafeBytes { buf in
             var offset = 0
             while offset < buf.count {
-                let n = Foundation.write(2, buf.baseAddress.map { $0 + offset }, buf.count - offset)
+                let n = Glibc.write(2, buf.baseAddress.map { $0 + offset }, buf.count - offset)
                 if n <= 0 { return }
                 offset += n
             }
@@ -193,9 +195,9 @@ public enum RFC3339 {
         var t = time_t(secs)
         var tmv = tm()
         gmtime_r(&t, &tmv)
-        let base = String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(tmv.tm_year) + 1900, Int(tmv.tm_mon) + 1, Int(tmv.tm_mday),
-            Int(tmv.tm_hour), Int(tmv.tm_min), Int(tmv.tm_sec))
-        return fractional ? base + String(format: ".%03dZ", millis) : base + "Z"
+        let base = CFormat.string(
+            "%04d-%02d-%02dT%02d:%02d:%02d", tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour, tmv.tm_min,
+            tmv.tm_sec)
+        return fractional ? base + CFormat.string(".%03d", Int32(millis)) + "Z" : base + "Z"
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A clock for tests of real processes: the system's wall and monotonic time plus an offset that
@@ -100,7 +101,7 @@ public final class OffsetClock: RainClock {
             return
         }
         guard let data = FileManager.default.contents(atPath: path) else { return }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: data, as: UTF8.self).trimmingWhitespaceAndNewlines()
         guard let milliseconds = Int64(text), milliseconds.multipliedReportingOverflow(by: 1_000_000).overflow == false else {
             refuse(text, reason: "not a decimal number of milliseconds")
             return

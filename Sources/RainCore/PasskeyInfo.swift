@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One passkey of an account, as the account is shown: which domain it belongs to and when it was
 /// created and last used. Carries no key material.

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// A handle to a scheduled timer; cancelling it is idempotent.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The one error type of RainWallet: a Rain error code, a message for people, typed details and,
 /// for debugging only, an underlying cause.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Paths shared by the daemon, the client library and the CLI.
 public enum RainPaths {
@@ -34,7 +35,7 @@ public enum RainPaths {
     public static func defaultStateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         func nonEmpty(_ key: String) -> String? { environment[key].flatMap { $0.isEmpty ? nil : $0 } }
         if let state = nonEmpty("XDG_STATE_HOME") { return "\(state)/rainwallet" }
-        let home = nonEmpty("HOME") ?? NSHomeDirectory()
+        let home = nonEmpty("HOME") ?? FileManager.default.homeDirectoryForCurrentUser.path
         return "\(home)/.local/state/rainwallet"
     }
 
@@ -50,7 +51,7 @@ public enum RainPaths {
     /// Parses a uid given by a person (`--daemon-uid`, `RAINWALLET_DAEMON_UID`): decimal digits.
     /// - Throws: RAIN_102 naming `source`.
     public static func parseUID(_ text: String, source: String) throws(RainError) -> UInt32 {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let uid = UInt32(trimmed) else {
             throw RainError.invalid("\(source): \"\(text)\" is not a uid (a decimal number like 1000)", field: source)
         }

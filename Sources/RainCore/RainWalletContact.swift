@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A contact that identifies an account: an email address or an E.164 phone number.
 public enum RainWalletContact: Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Whether a profile has a usable login: the value apps bind their login gate to.
 public enum AuthState: String, Sendable, Hashable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a daemon's keys are (`storage status` of `rainwalletd` and of `rainwallet`): the key
 /// provider, the keys it holds and what each protects, a migration under way, and why the provider

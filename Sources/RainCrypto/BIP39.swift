@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// BIP-39 mnemonic sentences with the English wordlist: entropy ⇄ words, and words → seed.
@@ -114,8 +114,8 @@ public enum BIP39 {
     static func seedKey(fromMnemonic words: [String], passphrase: String) throws(RainError) -> SymmetricKey {
         var entropy = try entropy(fromMnemonic: words)
         SecureMemory.cleanse(&entropy)
-        var password = Array(words.joined(separator: " ").decomposedStringWithCompatibilityMapping.utf8)
-        var salt = Array(("mnemonic" + passphrase).decomposedStringWithCompatibilityMapping.utf8)
+        var password = Array(NFKD.normalize(words.joined(separator: " ")).utf8)
+        var salt = Array(NFKD.normalize("mnemonic" + passphrase).utf8)
         defer {
             SecureMemory.cleanse(&password)
             SecureMemory.cleanse(&salt)

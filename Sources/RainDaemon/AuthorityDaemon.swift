@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAuthority
 import RainAuthorityAPI
 import RainAuthorityServer
@@ -302,7 +303,7 @@ extension AuthorityDaemon {
     /// - Throws: RAIN_102 (field `--apps`) for an empty list or app id.
     static func servedApps(_ text: String) throws(RainError) -> Set<String> {
         let apps = text.split(separator: ",", omittingEmptySubsequences: false).map {
-            $0.trimmingCharacters(in: .whitespaces)
+            $0.trimmingWhitespace()
         }
         guard !apps.isEmpty, apps.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 128 }) else {
             throw RainError.invalid(

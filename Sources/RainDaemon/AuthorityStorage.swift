@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAuthority
 import RainCore
 import RainCrypto
@@ -16,7 +17,7 @@ struct AuthorityStorage {
 
     let stateDirectory: String
 
-    var keyPath: String { (stateDirectory as NSString).appendingPathComponent(AuthorityKeys.masterKeyFileName) }
+    var keyPath: String { PathText.joined(stateDirectory, AuthorityKeys.masterKeyFileName) }
 
     /// Whether `stateDirectory` is an authority server's: it holds what `rainwalletd authority`
     /// writes at the top (its key, its store record, its SQLite database) and no key-provider
@@ -25,10 +26,10 @@ struct AuthorityStorage {
         let manager = FileManager.default
         let top = [AuthorityKeys.masterKeyFileName, StateDirectoryStore.fileName, "authority.sqlite3"]
         let hasAuthorityFile = top.contains {
-            manager.fileExists(atPath: (stateDirectory as NSString).appendingPathComponent($0))
+            manager.fileExists(atPath: PathText.joined(stateDirectory, $0))
         }
         let hasProviderRecord = manager.fileExists(
-            atPath: (stateDirectory as NSString).appendingPathComponent(KeyProviderRecord.fileName))
+            atPath: PathText.joined(stateDirectory, KeyProviderRecord.fileName))
         return hasAuthorityFile && !hasProviderRecord
     }
 
@@ -119,6 +120,6 @@ struct AuthorityStorage {
 
     /// A time for a file name: `20261206T221633Z`.
     static func timestamp(_ date: Date) -> String {
-        RFC3339.string(from: date).replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
+        RFC3339.string(from: date).replacing("-", with: "").replacing(":", with: "")
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAuthority
 import RainAuthorityAPI
 import RainConfig

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// Where the daemon keeps its socket, state and config (docs/operations.md "Files and paths").
@@ -22,7 +23,7 @@ public struct DaemonPaths: Sendable, Equatable {
         environment: [String: String] = ProcessInfo.processInfo.environment, socket: String? = nil,
         stateDirectory: String? = nil, config: String? = nil
     ) -> DaemonPaths {
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         func nonEmpty(_ key: String) -> String? { environment[key].flatMap { $0.isEmpty ? nil : $0 } }
         return DaemonPaths(
             socket: socket ?? RainPaths.defaultSocket(environment: environment),

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 import RainStore
 import RainSystem
@@ -24,12 +25,12 @@ enum StateDirectoryStore {
     /// build without the record).
     /// - Throws: RAIN_102 when the record is linked, another user's or not this user's only.
     static func recorded(in stateDirectory: String) throws(RainError) -> String? {
-        let path = (stateDirectory as NSString).appendingPathComponent(fileName)
+        let path = PathText.joined(stateDirectory, fileName)
         guard
             let bytes = try OwnedPath.readTrustedFile(
                 path, owners: [geteuid()], name: "the state directory's store record", field: "state-dir", limit: 4096)
         else { return nil }
-        return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(decoding: bytes, as: UTF8.self).trimmingWhitespaceAndNewlines()
     }
 
     /// Refuses a start on `identity` when `stateDirectory` records another store, unless
@@ -52,6 +53,6 @@ enum StateDirectoryStore {
     /// - Throws: RAIN_502 when the file cannot be written.
     static func record(_ identity: String, stateDirectory: String) throws(RainError) {
         try AtomicFile.write(
-            Array("\(identity)\n".utf8), to: (stateDirectory as NSString).appendingPathComponent(fileName), mode: 0o600)
+            Array("\(identity)\n".utf8), to: PathText.joined(stateDirectory, fileName), mode: 0o600)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAccess
 import RainAuthority
 import RainAuthorityAPI
@@ -388,6 +389,10 @@ final class StorageGate: ServerHandler, StorageControl {
     /// Blocks until the test's FIFO at `path` has been opened for writing and closed.
     private static func waitForHold(_ path: String) {
         // Opening a FIFO for reading blocks until a writer opens it; reading ends when it closes.
-        _ = FileHandle(forReadingAtPath: path)?.readDataToEndOfFile()
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { Syscall.closeUnchecked(fd, because: .readOnly) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ Glibc.read(fd, $0.baseAddress, $0.count) }) > 0 {}
     }
 }

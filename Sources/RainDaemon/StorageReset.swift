@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainAccess
 import RainCore
 import RainCrypto
@@ -160,8 +161,8 @@ struct StorageReset {
 
     /// Creates `lost-YYYYMMDDTHHMMSSZ` (with `-2`, `-3`… when taken), 0700.
     private func makeLostDirectory() throws(RainError) -> String {
-        let stamp = RFC3339.string(from: clock()).replacingOccurrences(of: "-", with: "")
-            .replacingOccurrences(of: ":", with: "")
+        let stamp = RFC3339.string(from: clock()).replacing("-", with: "")
+            .replacing(":", with: "")
         for n in 1...100 {
             let name = n == 1 ? "lost-\(stamp)" : "lost-\(stamp)-\(n)"
             if mkdir("\(stateDirectory)/\(name)", 0o700) == 0 { return name }
@@ -173,7 +174,7 @@ struct StorageReset {
     /// Renames `path` (relative) to the same relative path under `directory`.
     private func move(_ path: String, into directory: String) throws(RainError) {
         let target = "\(stateDirectory)/\(directory)/\(path)"
-        let parent = (target as NSString).deletingLastPathComponent
+        let parent = PathText.deletingLastComponent(target)
         if parent != "\(stateDirectory)/\(directory)" {
             _ = try OwnedPath.makeOrCheckDirectory(parent, mode: 0o700, name: "lost keys directory", field: "state-dir")
         }

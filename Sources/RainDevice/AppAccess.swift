@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainAccess
 import RainConfig
 import RainCore

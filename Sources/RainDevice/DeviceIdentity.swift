@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 import RainCrypto
 import RainKeyStore
@@ -62,7 +63,7 @@ public final class DeviceIdentity: DeviceKeyHolder {
     package static func loadOrCreateID(stateDirectory: String) throws(RainError) -> String {
         let path = "\(stateDirectory)/device-id"
         if let bytes = try AtomicFile.read(path, limit: 256, options: [.noFollow]) {
-            let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let id = String(decoding: bytes, as: UTF8.self).trimmingWhitespaceAndNewlines()
             if id.hasPrefix("dev_"), id.count > 8, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) { return id }
             throw RainError.invalid("\(path) is not a device id; remove it to make a new one", field: "device-id")
         }

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import RainAccess
 import RainAuthorityAPI
 import RainCore
@@ -88,7 +88,7 @@ extension ProfileSession {
 
     /// A code as typed, trimmed; RAIN_102 `malformed_code` unless it is 6 digits.
     static func sixDigits(_ code: String, what: String) throws(RainError) -> String {
-        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = code.trimmingWhitespaceAndNewlines()
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("\(what) is 6 digits", field: "code", reason: "malformed_code")
         }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// A session as the device keeps it: tokens and what the snapshot shows.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 import RainCrypto
 import RainSystem
@@ -46,7 +47,7 @@ public enum KeyProviderRecord {
     public static func read(stateDirectory: String) throws(RainError) -> KeyProviderKind? {
         let file = path(stateDirectory: stateDirectory)
         guard let bytes = try AtomicFile.read(file, limit: 64, options: [.noFollow]) else { return nil }
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespaceAndNewlines()
         guard let kind = KeyProviderKind(rawValue: text) else {
             throw RainError.invalid(
                 "\(file) does not name a key provider (tpm2, secret-service or file); restore it or remove it with the keys",

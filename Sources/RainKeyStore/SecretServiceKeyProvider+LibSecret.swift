@@ -1,6 +1,6 @@
 internal import CLibSecret
 import Dispatch
-import Foundation
+import FoundationEssentials
 import RainCore
 import RainCrypto
 import Synchronization

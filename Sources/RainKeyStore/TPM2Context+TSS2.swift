@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 internal import CTSS2
 import RainCore
@@ -55,12 +55,12 @@ final class TPM2Context {
     static let quietLibraryLog: Void = { _ = setenv("TSS2_LOG", "all+NONE", 0) }()
 
     /// One lock per TCTI: serializes operations on it in this process (see the type's comment).
-    private static let gates = Mutex<[String: NSLock]>([:])
+    private static let gates = Mutex<[String: Gate]>([:])
 
-    private static func gate(for tcti: String) -> NSLock {
+    private static func gate(for tcti: String) -> Gate {
         gates.withLock { gates in
             if let gate = gates[tcti] { return gate }
-            let gate = NSLock()
+            let gate = Gate()
             gates[tcti] = gate
             return gate
         }
@@ -359,7 +359,7 @@ enum TPM2Failure {
 
     /// `Tss2_RC_Decode`'s text for `rc` (a layer, a parameter number and the meaning; never data).
     static func decode(_ rc: TSS2_RC) -> String {
-        guard let text = Tss2_RC_Decode(rc) else { return String(format: "0x%06x", rc) }
+        guard let text = Tss2_RC_Decode(rc) else { return CFormat.string("0x%06x", rc) }
         return String(cString: text)
     }
 
@@ -472,4 +472,25 @@ enum TPM2Failure {
             .provider, "TPM2_\(command) failed on the TPM at \(tcti): \(decode(rc))",
             details: RainError.Details(reason: "tpm_error"))
     }
+}
+
+/// A lock held around a call that returns any value (`Mutex.withLock` wants a `sending` result).
+private final class Gate: @unchecked Sendable {
+    // @unchecked: the mutex is reached only through pthread_mutex_lock and _unlock, which are
+    // safe from any thread; the pointer itself never changes.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
 }

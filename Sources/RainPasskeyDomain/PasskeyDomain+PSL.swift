@@ -1,5 +1,5 @@
 internal import CPSL
-import Foundation
+import FoundationEssentials
 import RainCore
 import Synchronization
 
@@ -40,7 +40,7 @@ public enum PasskeyDomain {
             RainError.invalid(
                 "invalid passkey domain \"\(raw)\": \(why)", field: "passkeyDomain", reason: "invalid_passkey_domain")
         }
-        let domain = raw.trimmingCharacters(in: .whitespaces).lowercased()
+        let domain = raw.trimmingWhitespace().lowercased()
         if domain.isEmpty { throw fail("it is empty") }
         if domain.contains("://") { throw fail("give the domain only, without a scheme like https://") }
         if domain.contains("/") { throw fail("give the domain only, without a path") }
@@ -54,7 +54,9 @@ public enum PasskeyDomain {
         if labels.allSatisfy({ $0.allSatisfy(\.isNumber) }) { throw fail("an IP address cannot hold passkeys") }
         for label in labels {
             guard label.utf8.count <= 63,
-                label.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") }),
+                label.unicodeScalars.allSatisfy({
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-")
+                }),
                 label.first != "-", label.last != "-"
             else {
                 throw fail("label \"\(label)\" is not a valid DNS label (letters, digits and inner hyphens; punycode for IDNs)")

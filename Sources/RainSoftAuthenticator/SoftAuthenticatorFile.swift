@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 import RainCrypto
 import RainSystem
@@ -60,7 +61,7 @@ package struct SoftAuthenticatorFile: Codable, Sendable {
     /// Replaces the file atomically with mode 0600, creating its directory (0700) when missing.
     /// - Throws: RAIN_502 when it cannot be written.
     func save(to path: String) throws(RainError) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.deletingLastComponent(path)
         if !directory.isEmpty { try AtomicFile.makeDirectory(directory) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

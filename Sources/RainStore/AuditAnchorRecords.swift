@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// The audit chain's head a device keeps at the authority (`AuthorityStore.anchorAuditHead`): one

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 // The master-key check: one row, written once by the first instance, read by every later start.

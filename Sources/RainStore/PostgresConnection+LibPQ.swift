@@ -1,5 +1,6 @@
 internal import CPostgres
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// A value bound to, or read from, a PostgreSQL statement (binary format both ways).
@@ -412,8 +413,8 @@ final class PostgresConnection {
     private static func firstLine(_ message: UnsafePointer<CChar>?, hiding url: String?) -> String {
         guard let message else { return "unknown error" }
         var line = String(cString: message).split(separator: "\n").first.map(String.init) ?? "unknown error"
-        if let url, !url.isEmpty { line = line.replacingOccurrences(of: url, with: "<url>") }
-        return line.trimmingCharacters(in: .whitespaces)
+        if let url, !url.isEmpty { line = line.replacing(url, with: "<url>") }
+        return line.trimmingWhitespace()
     }
 }
 

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import RainAuthorityAPI
 import RainCore
@@ -65,12 +65,10 @@ package final class PostgresRevocationChannel: Sendable {
         self.wake = try EventFD()
         self.instanceID = UUID().uuidString
         hub.setRelay { [weak self] revocation in self?.send(revocation) }
-        let thread = Thread { [self] in
+        Syscall.startThread { [self] in
             Syscall.setCurrentThreadName(Self.listenThreadName)
             listen()
         }
-        thread.name = Self.listenThreadName
-        thread.start()
     }
 
     /// The LISTEN thread's name, as `top -H` and `ps -L` show it (at most 15 bytes).

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 import Synchronization
 import RainSystem
@@ -44,7 +45,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     /// - Throws: RAIN_102 `schema_too_new` when a newer build migrated it past what this one may share
     ///   (`SchemaCompatibility`); RAIN_502 when the file cannot be opened or migrated.
     package static func open(stateDirectory: String) async throws(RainError) -> SQLiteAuthorityStore {
-        try await open(path: (stateDirectory as NSString).appendingPathComponent(fileName), createDirectory: true)
+        try await open(path: PathText.joined(stateDirectory, fileName), createDirectory: true)
     }
 
     /// Opens (creating if needed, mode 0600) the database at `path` and migrates it.
@@ -58,7 +59,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
         let writer = SQLiteGroupCommitWriter(label: "rain.authority.sqlite")
         let schema = try await writer.runAlone { () throws(RainError) -> SchemaCompatibility in
             if createDirectory {
-                try AtomicFile.makeDirectory((path as NSString).deletingLastPathComponent)
+                try AtomicFile.makeDirectory(PathText.deletingLastComponent(path))
             }
             try createPrivateFile(path)
             let connection = try SQLiteConnection(path: path)

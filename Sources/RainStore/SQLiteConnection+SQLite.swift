@@ -1,5 +1,5 @@
 internal import CSQLite
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// A value bound to, or read from, a SQLite statement.

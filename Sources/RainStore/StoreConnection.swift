@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// A value bound to a statement of either store. Each connection maps it to its own binding:

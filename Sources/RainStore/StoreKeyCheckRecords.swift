@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// The store's record of the master key its data is protected by: a check value derived from the

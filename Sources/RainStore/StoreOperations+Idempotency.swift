@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// The first outcome of a call with an idempotency key (a login code confirm, a passkey

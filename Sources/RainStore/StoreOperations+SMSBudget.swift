@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 /// The authority's hourly SMS budget (toll fraud), kept in the store so every instance

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// A column value of either store's rows, read by type (nil when it is of another type).

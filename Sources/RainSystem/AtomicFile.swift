@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import RainCore
 
@@ -18,7 +18,7 @@ public enum AtomicFile {
     /// through an ordinary array), creating it with `mode`.
     /// - Throws: RAIN_502 naming the path and the failing step.
     public static func write(_ buffer: UnsafeRawBufferPointer, to path: String, mode: mode_t = 0o600) throws(RainError) {
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = PathText.deletingLastComponent(path)
         let tmp = "\(path).tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let fd = try Syscall.open(tmp, .writeOnly, options: [.create, .exclusive, .noControllingTerminal], mode: mode)
         do throws(RainError) {
@@ -62,7 +62,7 @@ public enum AtomicFile {
             throw error
         }
         Syscall.closeUnchecked(fd, because: .synced)
-        if !existed { try syncDirectory((path as NSString).deletingLastPathComponent) }
+        if !existed { try syncDirectory(PathText.deletingLastComponent(path)) }
     }
 
     /// Reads a whole file; nil when it does not exist.
@@ -97,16 +97,16 @@ public enum AtomicFile {
 
     /// Creates a directory (and parents) with `mode` if missing.
     public static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws(RainError) {
-        var isDir: ObjCBool = false
+        var isDir = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
-            if !isDir.boolValue { throw RainError(.invalidArgument, "\(path) exists and is not a directory") }
+            if !isDir { throw RainError(.invalidArgument, "\(path) exists and is not a directory") }
             return
         }
         do {
             try FileManager.default.createDirectory(
                 atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: Int(mode)])
         } catch {
-            throw RainError(.internalError, "cannot create directory \(path): \(error.localizedDescription)")
+            throw RainError(.internalError, "cannot create directory \(path): \(ErrorText.describe(error))")
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import RainCore
 
@@ -47,7 +47,7 @@ public final class DirectoryLock: Sendable {
         var buffer = [UInt8](repeating: 0, count: 32)
         let n = buffer.withUnsafeMutableBytes { b in Syscall.retrying { pread(fd, b.baseAddress, b.count, 0) } }
         guard case .success(let count) = n else { return nil }
-        let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespaceAndNewlines()
         return Int32(text)
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// A passphrase from the terminal (not echoed) or one line of stdin: never the command line, which
@@ -54,8 +55,8 @@ package enum PassphraseInput {
 
     static func line(prompt: String, isTerminal: Bool) -> String? {
         guard isTerminal else { return readLine(strippingNewline: true) }
-        FileHandle.standardError.write(Data(prompt.utf8))
-        defer { FileHandle.standardError.write(Data("\n".utf8)) }
+        StandardError.write(prompt)
+        defer { StandardError.write("\n") }
         return withoutEcho { readLine(strippingNewline: true) }
     }
 
@@ -97,6 +98,6 @@ package enum PassphraseInput {
                 if bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count { return }
             }
         }
-        FileHandle.standardError.write(Data(text.utf8))
+        StandardError.write(text)
     }
 }

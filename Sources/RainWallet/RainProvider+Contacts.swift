@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 internal import RainWire
 
@@ -38,7 +38,7 @@ extension RainProvider {
     ///   code was not checked; `retryAfter`).
     @discardableResult
     nonisolated(nonsending) public func confirmContactVerification(_ code: String) async throws -> Account {
-        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = code.trimmingWhitespaceAndNewlines()
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a verification code is 6 digits", field: "code", reason: "malformed_code")
         }

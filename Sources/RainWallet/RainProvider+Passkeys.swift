@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 internal import RainWire
 
 /// Passkeys: each call begins a ceremony in the daemon, runs the `anchor` authenticator in this

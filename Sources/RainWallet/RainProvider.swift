@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 package import RainClientTransport
 package import RainWire
 import Synchronization
@@ -315,7 +316,7 @@ public final class RainProvider: Sendable {
     nonisolated(nonsending) public func confirmLoginCodeReturningSession(_ code: String) async throws -> (
         session: SessionSnapshot, accountCreated: Bool
     ) {
-        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = code.trimmingWhitespaceAndNewlines()
         guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw RainError.invalid("a login code is 6 digits", field: "code", reason: "malformed_code")
         }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 @_exported import RainCore
 
 /// How a `RainProvider` reaches its daemon and which profile (app) it acts for.

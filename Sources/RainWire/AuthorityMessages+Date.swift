@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 // The authority hop's wire counts Unix milliseconds; the authority and the device think in dates.

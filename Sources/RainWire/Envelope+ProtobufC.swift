@@ -1,6 +1,6 @@
 internal import CProtobufC
 internal import CRainProto
-import Foundation
+import FoundationEssentials
 import RainCore
 
 extension Envelope {

@@ -1,6 +1,6 @@
 internal import CProtobufC
 internal import CRainProto
-import Foundation
+import FoundationEssentials
 import RainCore
 
 // Swift ⇄ protobuf-c for wallet.proto's PasskeyInfo, whose Swift type is RainCore's (the

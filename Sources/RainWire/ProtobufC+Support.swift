@@ -1,5 +1,6 @@
 internal import CProtobufC
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 /// Owns every C allocation made while building a message to pack; frees them all on deinit.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 // The wire counts Unix milliseconds with 0 for "from the start"; callers think in dates.

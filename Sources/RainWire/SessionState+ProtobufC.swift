@@ -1,6 +1,6 @@
 internal import CProtobufC
 internal import CRainProto
-import Foundation
+import FoundationEssentials
 import RainCore
 
 // Swift ⇄ protobuf-c for session.proto, whose Swift side stays hand-written: SessionSnapshot is

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 // The wire counts Unix milliseconds; callers think in dates. The two meet here.

@@ -31,7 +31,7 @@ import RainStore
 import RainWire
 
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("rainwallet-authority-bench: \(message)\n".utf8))
+    StandardError.write("rainwallet-authority-bench: \(message)\n")
     exit(64)
 }
 

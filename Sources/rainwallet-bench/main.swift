@@ -9,7 +9,7 @@ import Foundation
 import RainWallet
 
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("rainwallet-bench: \(message)\n".utf8))
+    StandardError.write("rainwallet-bench: \(message)\n")
     exit(64)
 }
 
@@ -101,7 +101,7 @@ do {
         return all
     }
 } catch let e as RainError {
-    FileHandle.standardError.write(Data("rainwallet-bench: \(e.code): \(e.message)\n".utf8))
+    StandardError.write("rainwallet-bench: \(e.code): \(e.message)\n")
     exit(1)
 }
 

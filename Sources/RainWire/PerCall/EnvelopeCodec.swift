@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 // The envelope (proto/envelope.proto) is read and written on every call, by the daemon and by the

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RainCore
 
 // The server's quick lane: a request in the exact shape the client library sends for a

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RainCore
 
 // `SessionState` (proto/session.proto) answers the cheapest and most frequent calls (GetState,
