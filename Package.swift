@@ -155,7 +155,7 @@ let package = Package(
             name: "RainTestSupport",
             dependencies: [
                 "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore", "RainAuthority",
-                "RainAuthorityServer", "RainDevice", "RainKeyStore", "RainAccess",
+                "RainAuthorityServer", "RainDevice", "RainKeyStore", "RainAccess", "RainWebAuthn", "RainSecurityKey",
             ]),
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
@@ -193,6 +193,10 @@ let package = Package(
             dependencies: [
                 "RainAuthorityServer", "RainAuthorityAPI", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
             ]),
+        // Real libfido2 against the software CTAP2 authenticator of RainTestSupport (injected io).
+        .testTarget(
+            name: "RainSecurityKeyTests",
+            dependencies: ["RainSecurityKey", "RainWebAuthn", "RainCrypto", "RainCore", "RainTestSupport"]),
         .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(
