@@ -245,6 +245,8 @@ public final class SecurityKeyDevice: @unchecked Sendable {
         }
         // libfido2 reports its own deadline as a failed read: tell that apart from an unplugged key.
         let timedOut = timeoutMilliseconds.map { ContinuousClock.now - start >= .milliseconds($0) } ?? false
+        // The key would otherwise go on blinking for a ceremony nobody waits for.
+        if timedOut { _ = fido_dev_cancel(device) }
         throw RainError.securityKey(status, operation, retriesLeft: retries, timedOut: timedOut)
     }
 

@@ -62,4 +62,42 @@ import Testing
         #expect(error?.code == .userCancelled)
         #expect(error?.details.reason == SecurityKeyFailure.timeout.rawValue)
     }
+
+    @Test func theHostsOwnTimeoutEndsWithRAIN401AndStopsTheBlinking() async throws {
+        let fixture = try SecurityKeyFixture(touch: .never)
+        defer { fixture.key.detach() }
+        let listing = fixture.key.listing
+        let device = try await SecurityKeyFixture.blocking { () throws(RainError) in
+            guard let info = try SecurityKeys.injected([listing]).first else { throw RainError(.internalError, "not listed") }
+            return try SecurityKeyDevice(info, timeoutMilliseconds: 200)
+        }
+        // libfido2 reports its own deadline as a failed read, like an unplugged key: the device
+        // tells the two apart by the time spent.
+        let error = await rainError { _ = try await fixture.register(on: device, userID: [1], residentKey: false) }
+        #expect(error?.code == .userCancelled)
+        #expect(error?.details.reason == SecurityKeyFailure.timeout.rawValue)
+        let key = fixture.key
+        let stopped = try await SecurityKeyFixture.blocking { () throws(RainError) in key.waitUntilNotBlinking() }
+        #expect(stopped)
+    }
+
+    @Test func twoKeysBlinkTheFirstTouchWinsAndTheOtherIsCancelled() async throws {
+        let first = try SecurityKeyFixture(touch: .manual)
+        let second = try SecurityKeyFixture(touch: .manual)
+        defer {
+            first.key.detach()
+            second.key.detach()
+        }
+        let firstDevice = try await first.open()
+        let secondDevice = try await second.open()
+        let firstTask = try await startCeremony(first, firstDevice)
+        let secondTask = try await startCeremony(second, secondDevice)
+        second.key.touch()
+        #expect(await secondTask.value == nil)
+        // What the daemon's coordinator will do: cancel every key but the one touched.
+        firstDevice.cancel()
+        #expect(await firstTask.value?.details.reason == SecurityKeyFailure.cancelled.rawValue)
+        #expect(first.key.credentialCount == 0)
+        #expect(second.key.credentialCount == 1)
+    }
 }

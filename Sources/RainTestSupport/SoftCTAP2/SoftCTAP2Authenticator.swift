@@ -112,6 +112,17 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
         return true
     }
 
+    /// Waits until it stops blinking, or `seconds` pass. Returns whether it stopped.
+    public func waitUntilNotBlinking(seconds: Double = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while isWaitingForTouch {
+            if !condition.wait(until: deadline) { return !isWaitingForTouch }
+        }
+        return true
+    }
+
     /// The key is pulled out: reads and writes fail from now on, as on a vanished hidraw node.
     public func unplug() {
         condition.withLock {
