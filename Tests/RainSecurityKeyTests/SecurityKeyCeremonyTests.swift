@@ -27,6 +27,13 @@ import Testing
         #expect(capabilities.maximumMessageSize == 1200)
     }
 
+    /// hidraw enumeration itself needs a real key; this only shows the manifest call and its
+    /// list are used and freed without error on a machine with or without keys.
+    @Test func listingTheSystemsKeysSucceedsWithOrWithoutKeys() async throws {
+        let listed = try await SecurityKeyFixture.blocking { () throws(RainError) in try SecurityKeys.list() }
+        #expect(listed.allSatisfy { !$0.path.hasPrefix(InjectedSecurityKeys.pathPrefix) })
+    }
+
     @Test(arguments: [false, true])
     func aCredentialMadeWithoutAPINRegistersAndSignsIn(residentKey: Bool) async throws {
         let fixture = try SecurityKeyFixture()
