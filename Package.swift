@@ -29,6 +29,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCBOR", pkgConfig: "libcbor", providers: [.apt(["libcbor-dev"])]),
         .systemLibrary(name: "CPSL", providers: [.apt(["libpsl-dev"])]),
+        // libfido2: FIDO2 security keys over USB HID (CTAPHID), with its own CTAP2 and PIN crypto.
+        .systemLibrary(name: "CFido2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
         // libsecp256k1 with its recovery module: the wallet's Ethereum signatures (RFC 6979, low-s).
         .systemLibrary(name: "CSecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
         // libcurl (OpenSSL flavour): the SMTP and SMS code senders (issue 19), blocking easy API on a queue.
@@ -111,6 +113,9 @@ let package = Package(
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
+        // FIDO2 security keys through libfido2 (the only owner of CFido2): list, make credential,
+        // get assertion, PIN retries, cancel; every libfido2 status as a RainError.
+        .target(name: "RainSecurityKey", dependencies: ["RainCore", "RainWebAuthn", "CFido2"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainClientTransport"]),
         // Commands declared once: parsing, usage errors and help come from the declarations.
         .target(name: "RainCommandLine"),
@@ -150,7 +155,7 @@ let package = Package(
             name: "RainTestSupport",
             dependencies: [
                 "RainCore", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore", "RainAuthority",
-                "RainAuthorityServer", "RainDevice", "RainKeyStore", "RainAccess",
+                "RainAuthorityServer", "RainDevice", "RainKeyStore", "RainAccess", "RainWebAuthn", "RainSecurityKey",
             ]),
 
         .testTarget(name: "RainCoreTests", dependencies: ["RainCore", "RainTestSupport"]),
@@ -188,6 +193,10 @@ let package = Package(
             dependencies: [
                 "RainAuthorityServer", "RainAuthorityAPI", "RainCore", "RainTransport", "RainWire", "RainTestSupport",
             ]),
+        // Real libfido2 against the software CTAP2 authenticator of RainTestSupport (injected io).
+        .testTarget(
+            name: "RainSecurityKeyTests",
+            dependencies: ["RainSecurityKey", "RainWebAuthn", "RainCrypto", "RainCore", "RainTestSupport"]),
         .testTarget(name: "RainPasskeyDomainTests", dependencies: ["RainPasskeyDomain", "RainCore"]),
         .testTarget(name: "RainCommandLineTests", dependencies: ["RainCommandLine"]),
         .testTarget(

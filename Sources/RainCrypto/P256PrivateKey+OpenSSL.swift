@@ -9,7 +9,8 @@ public struct P256PrivateKey: Sendable {
     static let byteCount = 32
 
     private let scalar: SymmetricKey
-    private let key: EVPKey
+    /// The OpenSSL key, for key agreement (`sharedSecret(with:)`) as well as signing.
+    let key: EVPKey
     private let derivedPublicKey: P256PublicKey
 
     /// Generates a new key (`EVP_PKEY_CTX_new_from_name("EC")`, group `prime256v1`).

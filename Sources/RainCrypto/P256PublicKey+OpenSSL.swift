@@ -16,7 +16,8 @@ public struct P256PublicKey: Sendable, Equatable {
     ]
 
     private let point: [UInt8]
-    private let key: EVPKey
+    /// The OpenSSL key, for key agreement (`P256KeyAgreement`) as well as verification.
+    let key: EVPKey
 
     /// Creates a key from its affine coordinates, as a COSE EC2 key carries them.
     /// - Parameters:

@@ -3,6 +3,7 @@ RAIN_APT_PACKAGES=(libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-d
   libtss2-dev swtpm swtpm-tools tpm2-tools libsecret-1-dev gnome-keyring dbus libglib2.0-bin libsecret-tools faketime
   pinentry-tty
   libsecp256k1-dev  # the wallet's Ethereum signatures (RFC 6979, low-s, recoverable)
+  libfido2-dev  # FIDO2 security keys (RainSecurityKey)
   iproute2  # scripts/netfault: network namespaces (ip netns) and veth pairs (ip link)
   debootstrap  # scripts/check-package: the fresh Debian root the package is installed into
   # The SMTP and SMS code senders (libcurl) and the SMTP server their tests start.
