@@ -79,7 +79,12 @@ struct SameUserAttackTests {
         // The parent runs the approved app (the exec is done) before the daemon reads anything.
         let execed = await eventually(timeout: .seconds(20)) {
             guard let pid = Int32(DaemonHarness.readFile(out + ".pid")) else { return false }
+            // The exe link moves early in execve, before the new program's arguments and environment
+            // are laid out: wait for its command line too, so the daemon meets a finished exec and
+            // not one in progress (which it refuses differently, as caller_unidentified).
+            let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") ?? Data()
             return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == d.approvedApp
+                && commandLine.split(separator: 0).last.map { String(decoding: $0, as: UTF8.self) } == "watch"
         }
         try #require(execed, "attacker log: \(DaemonHarness.readFile("\(d.home)/attack-\(mode).log"))")
         d.daemon.signal(SIGCONT)
