@@ -1,0 +1,122 @@
+import Foundation
+import RainCore
+import RainCrypto
+import RainSoftAuthenticator
+import RainTestSupport
+import RainWebAuthn
+import Testing
+
+/// An outside relying party (python-fido2's `Fido2Server`, pinned in tests/judges) verifies what
+/// each of our authenticators produces, beside our own relying party: a registration, then
+/// assertions. Both must accept the genuine ones and both must refuse a forged one, so the
+/// judge's verdict can fail.
+enum PasskeyJudge {
+    static let rpID = "example.com"
+    static let origin = "https://example.com"
+    static let relyingParty = RelyingParty(
+        rpID: rpID, rpName: "Example", allowedOrigins: RelyingParty.origins(domain: rpID, androidCertificateSHA256: []))
+
+    /// One registration and `assertions` assertions through `authenticator`, each verified by our
+    /// relying party; then the lot handed to the judge.
+    /// - Returns: the judge's findings (`attestation`, `registration` and `assertions` flags) and
+    ///   the request it was given, for tests that tamper with it.
+    static func ceremonies(
+        _ authenticator: any PasskeyAuthenticator, assertions: Int = 2,
+        userVerification: UserVerificationRequirement = .preferred
+    ) async throws -> (found: [String: Any], request: [String: Any]) {
+        let party = RelyingParty(
+            rpID: rpID, rpName: "Example", allowedOrigins: relyingParty.allowedOrigins, userVerification: userVerification)
+        let challenge = try RelyingParty.makeChallenge()
+        let user = PublicKeyCredentialUserEntityJSON(id: Array(repeating: 9, count: 32), name: "judge", displayName: "Judge")
+        let registrationJSON = try await authenticator.createCredential(
+            optionsJSON: try party.creationOptions(challenge: challenge, user: user).jsonString(), origin: origin)
+        let credential = try party.verifyRegistration(
+            try RegistrationResponseJSON.decode(json: registrationJSON), expectedChallenge: challenge)
+        var request: [String: Any] = [
+            "rpId": rpID,
+            "registration": [
+                "challenge": Base64URL.encode(challenge), "userVerification": userVerification.rawValue,
+                "response": try jsonObject(registrationJSON),
+            ],
+        ]
+        var authentications: [[String: Any]] = []
+        var signCount: UInt32 = 0
+        for _ in 0..<assertions {
+            let assertionChallenge = try RelyingParty.makeChallenge()
+            let assertionJSON = try await authenticator.getAssertion(
+                optionsJSON: try party.requestOptions(challenge: assertionChallenge).jsonString(), origin: origin)
+            let verified = try party.verifyAuthentication(
+                try AuthenticationResponseJSON.decode(json: assertionJSON), expectedChallenge: assertionChallenge,
+                credential: StoredCredential(
+                    id: credential.credentialID, publicKey: credential.publicKey.encoded, signCount: signCount,
+                    isBackupEligible: false))
+            signCount = verified.signCount
+            authentications.append([
+                "challenge": Base64URL.encode(assertionChallenge), "userVerification": userVerification.rawValue,
+                "response": try jsonObject(assertionJSON),
+            ])
+        }
+        request["authentications"] = authentications
+        let input = String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self)
+        return (try Judge.json("webauthn.py", [], input: input), request)
+    }
+
+    /// The judge's verdict on `request`: nil when it accepts, its refusal otherwise.
+    static func refusal(_ request: [String: Any]) throws -> String? {
+        let input = String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self)
+        let result = try Judge.run("webauthn.py", [], input: input)
+        return result.status == 0 ? nil : result.stderr
+    }
+
+    /// `request` with the first assertion's signature changed in its last byte.
+    static func withForgedSignature(_ request: [String: Any]) throws -> [String: Any] {
+        var request = request
+        var authentications = try #require(request["authentications"] as? [[String: Any]])
+        var first = try #require(authentications.first)
+        var response = try #require(first["response"] as? [String: Any])
+        var inner = try #require(response["response"] as? [String: Any])
+        let encoded = try #require(inner["signature"] as? String)
+        var signature = try #require(Base64URL.decode(encoded))
+        signature[signature.count - 1] ^= 0x01
+        inner["signature"] = Base64URL.encode(signature)
+        response["response"] = inner
+        first["response"] = response
+        authentications[0] = first
+        request["authentications"] = authentications
+        return request
+    }
+
+    /// `request` with the first assertion answering another challenge than the one issued.
+    static func withOtherChallenge(_ request: [String: Any]) throws -> [String: Any] {
+        var request = request
+        var authentications = try #require(request["authentications"] as? [[String: Any]])
+        authentications[0]["challenge"] = Base64URL.encode(try RelyingParty.makeChallenge())
+        request["authentications"] = authentications
+        return request
+    }
+}
+
+@Suite("Passkeys judged by python-fido2's Fido2Server")
+struct PasskeyJudgeTests {
+    @Test(
+        "the file authenticator's registration and assertions pass the outside relying party; a forged signature or another challenge does not"
+    )
+    func fileAuthenticator() async throws {
+        let directory = NSTemporaryDirectory() + "rain-judge-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let authenticator = SoftAuthenticator(path: directory + "/keys.json")
+        let (found, request) = try await PasskeyJudge.ceremonies(authenticator)
+
+        #expect(found["attestation"] as? String == "none", "\(found)")
+        let assertions = try #require(found["assertions"] as? [[String: Any]])
+        #expect(assertions.count == 2)
+        #expect(assertions.allSatisfy { $0["userPresent"] as? Bool == true }, "\(assertions)")
+        // The counter moves on each assertion, as our relying party checked too.
+        #expect(assertions.compactMap { $0["signCount"] as? Int } == [1, 2], "\(assertions)")
+
+        let forged = try PasskeyJudge.refusal(try PasskeyJudge.withForgedSignature(request))
+        #expect(forged?.contains("Invalid signature") == true, "\(forged ?? "accepted")")
+        let replayed = try PasskeyJudge.refusal(try PasskeyJudge.withOtherChallenge(request))
+        #expect(replayed?.contains("Wrong challenge") == true, "\(replayed ?? "accepted")")
+    }
+}
