@@ -2,7 +2,14 @@
 // frames: 4-byte big-endian length N, then N bytes; one reply frame per request frame).
 //
 //   c-floor-client --socket PATH --connections N --seconds S [--payload BYTES]
+//   c-floor-client --socket PATH --connections N --seconds S --method METHOD [--profile NAME]
 //   c-floor-client --socket PATH --probe      (connect, close, exit 0 if the server accepts)
+//
+// With --method it is a client of rainwalletd written from proto/PROTOCOL.md alone: each frame is an
+// Envelope {request_id, Request {method, metadata profile}} with an empty request message, encoded
+// by hand, and each answer must be that call's Response with status code 0 (otherwise the status
+// is printed and the client fails), so a figure is never the rate of refusals. One call at a time
+// per connection, so one request id per connection is unique among its calls in flight.
 //
 // N threads, each with its own connection, write one frame and read the full reply frame, in a loop,
 // for 0.5 s of warm-up (not counted) and then S seconds. Each round trip is timed with
@@ -35,6 +42,9 @@ typedef struct {
     int64_t warm_end_ns;  // samples are recorded for calls starting at or after this
     int64_t end_ns;       // no call starts at or after this
     size_t payload;
+    const uint8_t *request;  // the frame to send (HEADER + payload bytes); NULL: the floor's filler
+    uint64_t request_id;     // with request: the id each answer must carry
+    char why[512];           // a refusal's status, which error then points at
     uint32_t *samples;  // round-trip nanoseconds (saturating at ~4.29 s)
     size_t count, cap;
     int64_t last_reply_ns;
@@ -115,6 +125,121 @@ static int read_frame(int fd, uint8_t *buf) {
     return 0;
 }
 
+// ---- the protocol (proto/envelope.proto), by hand: varints and length-delimited fields only.
+
+static size_t put_varint(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+// A length-delimited field: tag, length, bytes.
+static size_t put_bytes(uint8_t *p, unsigned field, const void *bytes, size_t len) {
+    size_t n = put_varint(p, (uint64_t)field << 3 | 2);
+    n += put_varint(p + n, len);
+    memcpy(p + n, bytes, len);
+    return n + len;
+}
+
+// Reads a varint at *p (< end); returns -1 when it runs past end or is longer than 10 bytes.
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 70 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return 0;
+    }
+    return -1;
+}
+
+// Finds field `want` (varint or length-delimited) among the fields in [p, end). For a
+// length-delimited one, *start and *len give its bytes; for a varint, *value. Returns 1 when found,
+// 0 when absent, -1 for bytes that do not parse.
+static int find_field(const uint8_t *p, const uint8_t *end, unsigned want, const uint8_t **start, size_t *len,
+                      uint64_t *value) {
+    while (p < end) {
+        uint64_t tag, v;
+        if (get_varint(&p, end, &tag) < 0) return -1;
+        switch (tag & 7) {
+        case 0:
+            if (get_varint(&p, end, &v) < 0) return -1;
+            if ((tag >> 3) == want) {
+                *value = v;
+                return 1;
+            }
+            break;
+        case 1:
+            if (end - p < 8) return -1;
+            p += 8;
+            break;
+        case 2:
+            if (get_varint(&p, end, &v) < 0 || v > (uint64_t)(end - p)) return -1;
+            if ((tag >> 3) == want) {
+                *start = p;
+                *len = (size_t)v;
+                return 1;
+            }
+            p += v;
+            break;
+        case 5:
+            if (end - p < 4) return -1;
+            p += 4;
+            break;
+        default: return -1;
+        }
+    }
+    return 0;
+}
+
+// Encodes the frame of a call to `method` for `profile` (NULL: none) with id `id` into buf
+// (capacity at least 64 + the two names); returns its length with the header.
+static size_t encode_call(uint8_t *buf, const char *method, const char *profile, uint64_t id) {
+    uint8_t request[1024], entry[512];
+    size_t r = put_bytes(request, 1, method, strlen(method));
+    if (profile) {
+        size_t e = put_bytes(entry, 1, "profile", 7);
+        e += put_bytes(entry + e, 2, profile, strlen(profile));
+        r += put_bytes(request + r, 4, entry, e);
+    }
+    size_t n = HEADER;
+    n += put_varint(buf + n, 1 << 3 | 0);
+    n += put_varint(buf + n, id);
+    n += put_bytes(buf + n, 2, request, r);
+    uint32_t body = (uint32_t)(n - HEADER);
+    buf[0] = (uint8_t)(body >> 24);
+    buf[1] = (uint8_t)(body >> 16);
+    buf[2] = (uint8_t)(body >> 8);
+    buf[3] = (uint8_t)body;
+    return n;
+}
+
+// Checks an answer frame: the call's own Response, status code 0. Returns NULL when it is, or
+// what is wrong (the status message for a refusal, copied into `why`).
+static const char *check_answer(const uint8_t *frame, uint64_t id, char *why, size_t why_len) {
+    uint32_t n = ((uint32_t)frame[0] << 24) | ((uint32_t)frame[1] << 16) | ((uint32_t)frame[2] << 8) | frame[3];
+    const uint8_t *p = frame + HEADER, *end = p + n, *response, *status, *message, *unused;
+    size_t response_len, status_len, message_len, unused_len;
+    uint64_t got_id = 0, code = 0;
+    if (find_field(p, end, 1, &unused, &unused_len, &got_id) < 0 || got_id != id)
+        return "an answer with another request id";
+    if (find_field(p, end, 3, &response, &response_len, &code) != 1) return "an answer that is not a Response";
+    int found = find_field(response, response + response_len, 1, &status, &status_len, &code);
+    if (found < 0) return "a Response that does not parse";
+    if (found == 0) return NULL;  // no Status: code 0
+    code = 0;
+    if (find_field(status, status + status_len, 1, &unused, &unused_len, &code) < 0)
+        return "a Status that does not parse";
+    if (code == 0) return NULL;
+    if (find_field(status, status + status_len, 2, &message, &message_len, &code) != 1) message_len = 0;
+    snprintf(why, why_len, "RAIN_%03llu %.*s", (unsigned long long)code, (int)message_len,
+             message_len ? (const char *)message : "");
+    return why;
+}
+
 static void *run(void *arg) {
     worker_t *w = arg;
     uint8_t *req = malloc(HEADER + w->payload);
@@ -123,12 +248,16 @@ static void *run(void *arg) {
         w->error = "out of memory";
         goto out;
     }
-    uint32_t n = (uint32_t)w->payload;
-    req[0] = (uint8_t)(n >> 24);
-    req[1] = (uint8_t)(n >> 16);
-    req[2] = (uint8_t)(n >> 8);
-    req[3] = (uint8_t)n;
-    for (size_t i = 0; i < w->payload; i++) req[HEADER + i] = (uint8_t)('a' + i % 26);
+    if (w->request) {
+        memcpy(req, w->request, HEADER + w->payload);
+    } else {
+        uint32_t n = (uint32_t)w->payload;
+        req[0] = (uint8_t)(n >> 24);
+        req[1] = (uint8_t)(n >> 16);
+        req[2] = (uint8_t)(n >> 8);
+        req[3] = (uint8_t)n;
+        for (size_t i = 0; i < w->payload; i++) req[HEADER + i] = (uint8_t)('a' + i % 26);
+    }
 
     for (;;) {
         int64_t t0 = now_ns();
@@ -144,6 +273,7 @@ static void *run(void *arg) {
             break;
         }
         int64_t t1 = now_ns();
+        if (w->request && (w->error = check_answer(rsp, w->request_id, w->why, sizeof w->why))) break;
         if (t0 < w->warm_end_ns) continue;
         if (w->count == w->cap) {
             size_t cap = w->cap ? w->cap * 2 : 65536;
@@ -181,12 +311,13 @@ static double percentile_us(const uint32_t *s, size_t n, double p) {
 static void usage(void) {
     fprintf(stderr,
             "usage: c-floor-client --socket PATH --connections N --seconds S [--payload BYTES]\n"
+            "       c-floor-client --socket PATH --connections N --seconds S --method METHOD [--profile NAME]\n"
             "       c-floor-client --socket PATH --probe\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *method = NULL, *profile = NULL;
     long conns = 1, payload = 64;
     double seconds = 2.0;
     int probe = 0;
@@ -207,6 +338,12 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--seconds")) {
             seconds = strtod(v, &end);
             if (*end || !(seconds > 0) || seconds > 86400) usage();
+        } else if (!strcmp(a, "--method")) {
+            method = v;
+            if (strlen(method) > 256) usage();
+        } else if (!strcmp(a, "--profile")) {
+            profile = v;
+            if (strlen(profile) > 128) usage();
         } else if (!strcmp(a, "--payload")) {
             payload = strtol(v, &end, 10);
             if (*end || payload < 0 || payload > (long)MAX_FRAME) usage();
@@ -214,8 +351,10 @@ int main(int argc, char **argv) {
             usage();
         }
     }
-    if (!path) usage();
+    if (!path || (profile && !method)) usage();
     signal(SIGPIPE, SIG_IGN);
+    uint8_t call[1024];
+    if (method) payload = (long)(encode_call(call, method, profile, 1) - HEADER);
 
     if (probe) {
         int fd = connect_unix(path);
@@ -245,6 +384,8 @@ int main(int argc, char **argv) {
         ws[i].warm_end_ns = warm_end;
         ws[i].end_ns = end;
         ws[i].payload = (size_t)payload;
+        ws[i].request = method ? call : NULL;
+        ws[i].request_id = 1;
         int rc = pthread_create(&ts[i], NULL, run, &ws[i]);
         if (rc != 0) {
             fprintf(stderr, "c-floor-client: pthread_create: %s\n", strerror(rc));

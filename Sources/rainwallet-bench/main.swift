@@ -1,5 +1,6 @@
-// rainwallet-bench: closed-loop round trips of a cheap call (Session/GetState), or with
-// `--call sign-message` of a signature (Wallet/SignMessage, EVM personal_sign; the daemon must run
+// rainwallet-bench: closed-loop round trips of a cheap call (Session/GetState; `--call get-info`,
+// `get-account` and `get-wallet` for Daemon/GetInfo, Account/Get and Wallet/Get, which need a
+// session), or with `--call sign-message` of a signature (Wallet/SignMessage, EVM personal_sign; the daemon must run
 // with --test-confirm-instantly and a session), through the RainWallet client library, one
 // RainProvider (one connection) per task; `--reader-scheduling
 // normal` keeps the connection threads off SCHED_BATCH (RainWalletConfig.readerScheduling). Prints one JSON line:
@@ -17,9 +18,14 @@ var socket: String?
 var connections = 1
 var seconds = 3.0
 var readerScheduling = RainWalletConfig.ReaderScheduling.batch
-var signs = false
+/// The call each loop makes.
+enum Call {
+    case getState, getInfo, getAccount, getWallet, signMessage
+}
+var call = Call.getState
 let usage =
-    "usage: --socket PATH --connections N --seconds S [--reader-scheduling batch|normal] [--call get-state|sign-message]"
+    "usage: --socket PATH --connections N --seconds S [--reader-scheduling batch|normal] "
+    + "[--call get-state|get-info|get-account|get-wallet|sign-message]"
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let flag = args.removeFirst()
@@ -31,9 +37,12 @@ while !args.isEmpty {
     case "--seconds": seconds = Double(value) ?? 0
     case "--call":
         switch value {
-        case "get-state": signs = false
-        case "sign-message": signs = true
-        default: fail("--call takes get-state or sign-message, got '\(value)'")
+        case "get-state": call = .getState
+        case "get-info": call = .getInfo
+        case "get-account": call = .getAccount
+        case "get-wallet": call = .getWallet
+        case "sign-message": call = .signMessage
+        default: fail("--call takes get-state, get-info, get-account, get-wallet or sign-message, got '\(value)'")
         }
     case "--reader-scheduling":
         switch value {
@@ -46,7 +55,7 @@ while !args.isEmpty {
 }
 guard let socket, connections > 0, seconds > 0 else { fail(usage) }
 let scheduling = readerScheduling
-let isSigning = signs
+let measured = call
 
 /// The monotonic clock in nanoseconds, read as the C floor client reads it (`clock_gettime`): the
 /// standard library's `ContinuousClock` and `Duration` arithmetic is heavy enough to show in the
@@ -81,10 +90,12 @@ do {
                     while true {
                         let t0 = nowNanos()
                         if t0 >= end { break }
-                        if isSigning {
-                            _ = try await provider.signMessage("rainwallet-bench \(t0)")
-                        } else {
-                            _ = try await provider.currentSession()
+                        switch measured {
+                        case .getState: _ = try await provider.currentSession()
+                        case .getInfo: _ = try await provider.daemonInfo()
+                        case .getAccount: _ = try await provider.account()
+                        case .getWallet: _ = try await provider.getWallet()
+                        case .signMessage: _ = try await provider.signMessage("rainwallet-bench \(t0)")
                         }
                         let t1 = nowNanos()
                         if t0 >= measureFrom {
