@@ -953,6 +953,51 @@ void   rain__wallet__v1__authority_passkey_cancel_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_passkey_cancel_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_remove_passkey_request__init
+                     (Rain__Wallet__V1__AuthorityRemovePasskeyRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityRemovePasskeyRequest init_value = RAIN__WALLET__V1__AUTHORITY_REMOVE_PASSKEY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_remove_passkey_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRemovePasskeyRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_remove_passkey_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_remove_passkey_request__pack
+                     (const Rain__Wallet__V1__AuthorityRemovePasskeyRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_remove_passkey_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_remove_passkey_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRemovePasskeyRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_remove_passkey_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityRemovePasskeyRequest *
+       rain__wallet__v1__authority_remove_passkey_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityRemovePasskeyRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_remove_passkey_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_remove_passkey_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRemovePasskeyRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_remove_passkey_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__authority_send_contact_verification_request__init
                      (Rain__Wallet__V1__AuthoritySendContactVerificationRequest         *message)
 {
@@ -2687,6 +2732,70 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_resp
   rain__wallet__v1__authority_passkey_cancel_response__field_indices_by_name,
   0,  rain__wallet__v1__authority_passkey_cancel_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_passkey_cancel_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_remove_passkey_request__field_descriptors[3] =
+{
+  {
+    "app_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRemovePasskeyRequest, app_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRemovePasskeyRequest, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "credential_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRemovePasskeyRequest, credential_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_remove_passkey_request__field_indices_by_name[] = {
+  1,   /* field[1] = access_token */
+  0,   /* field[0] = app_id */
+  2,   /* field[2] = credential_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_remove_passkey_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_remove_passkey_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityRemovePasskeyRequest",
+  "AuthorityRemovePasskeyRequest",
+  "Rain__Wallet__V1__AuthorityRemovePasskeyRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityRemovePasskeyRequest),
+  3,
+  rain__wallet__v1__authority_remove_passkey_request__field_descriptors,
+  rain__wallet__v1__authority_remove_passkey_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_remove_passkey_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_remove_passkey_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rain__wallet__v1__authority_send_contact_verification_request__field_descriptors[4] =

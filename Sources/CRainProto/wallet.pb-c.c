@@ -1808,6 +1808,51 @@ void   rain__wallet__v1__passkey_cancel_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__passkey_cancel_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__passkey_remove_request__init
+                     (Rain__Wallet__V1__PasskeyRemoveRequest         *message)
+{
+  static const Rain__Wallet__V1__PasskeyRemoveRequest init_value = RAIN__WALLET__V1__PASSKEY_REMOVE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_remove_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyRemoveRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_remove_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_remove_request__pack
+                     (const Rain__Wallet__V1__PasskeyRemoveRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_remove_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_remove_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyRemoveRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_remove_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyRemoveRequest *
+       rain__wallet__v1__passkey_remove_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyRemoveRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_remove_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_remove_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyRemoveRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_remove_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__confirm_contact_verification_request__init
                      (Rain__Wallet__V1__ConfirmContactVerificationRequest         *message)
 {
@@ -2785,7 +2830,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__account_response__descriptor 
   (ProtobufCMessageInit) rain__wallet__v1__account_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_info__field_descriptors[4] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_info__field_descriptors[5] =
 {
   {
     "credential_id",
@@ -2835,17 +2880,30 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_info__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "kind",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyInfo, kind),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__passkey_info__field_indices_by_name[] = {
   2,   /* field[2] = created_at_ms */
   0,   /* field[0] = credential_id */
+  4,   /* field[4] = kind */
   3,   /* field[3] = last_used_at_ms */
   1,   /* field[1] = rp_id */
 };
 static const ProtobufCIntRange rain__wallet__v1__passkey_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__passkey_info__descriptor =
 {
@@ -2855,7 +2913,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__passkey_info__descriptor =
   "Rain__Wallet__V1__PasskeyInfo",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__PasskeyInfo),
-  4,
+  5,
   rain__wallet__v1__passkey_info__field_descriptors,
   rain__wallet__v1__passkey_info__field_indices_by_name,
   1,  rain__wallet__v1__passkey_info__number_ranges,
@@ -3879,6 +3937,44 @@ const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__desc
   rain__wallet__v1__passkey_cancel_response__field_indices_by_name,
   0,  rain__wallet__v1__passkey_cancel_response__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__passkey_cancel_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_remove_request__field_descriptors[1] =
+{
+  {
+    "credential_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyRemoveRequest, credential_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__passkey_remove_request__field_indices_by_name[] = {
+  0,   /* field[0] = credential_id */
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_remove_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_remove_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyRemoveRequest",
+  "PasskeyRemoveRequest",
+  "Rain__Wallet__V1__PasskeyRemoveRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyRemoveRequest),
+  1,
+  rain__wallet__v1__passkey_remove_request__field_descriptors,
+  rain__wallet__v1__passkey_remove_request__field_indices_by_name,
+  1,  rain__wallet__v1__passkey_remove_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_remove_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor rain__wallet__v1__confirm_contact_verification_request__field_descriptors[1] =

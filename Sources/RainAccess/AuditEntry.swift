@@ -25,6 +25,8 @@ public struct AuditEvent: RawRepresentable, Sendable, Hashable, Codable, CustomS
     public static let export = AuditEvent("export")
     /// A passkey added to the account.
     public static let passkeyAdded = AuditEvent("passkey_added")
+    /// A passkey removed from the account (`detail`: its domain and kind, never its id's key).
+    public static let passkeyRemoved = AuditEvent("passkey_removed")
     /// The profile moved to another passkey domain (`detail`: `old → new`), whatever the user answered.
     public static let passkeyDomainChanged = AuditEvent("passkey_domain_changed")
     /// A backup contact added to the account (`detail`: its kind, never the address).

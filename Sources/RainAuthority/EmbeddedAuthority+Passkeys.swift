@@ -77,7 +77,10 @@ extension EmbeddedAuthority {
             credentialID: verified.credentialID, accountID: ceremony.accountID ?? "", appID: request.appID,
             rpID: ceremony.rpID, publicKey: verified.publicKey.encoded, algorithm: verified.publicKey.algorithm.rawValue,
             signCount: verified.signCount, isBackupEligible: verified.isBackupEligible, isBackedUp: verified.isBackedUp,
-            userHandle: userHandle, createdAt: now, lastUsedAt: nil)
+            userHandle: userHandle, createdAt: now, lastUsedAt: nil,
+            kind: PasskeyKind.classify(
+                aaguid: verified.aaguid, attachment: response.authenticatorAttachment, transports: verified.transports
+            ).rawValue)
 
         if ceremony.kind == .add, let accountID = ceremony.accountID {
             try await store.addPasskeyCredential(
@@ -186,6 +189,24 @@ extension EmbeddedAuthority {
             logger.info("passkey.cancelled", ["app": appID, "ceremony": ceremonyID, "device": deviceID])
         }
         return AuthorityPasskeyCancelResponse()
+    }
+
+    /// Removes one of the account's passkeys (see `Authority.removePasskey`).
+    public func removePasskey(_ request: AuthorityRemovePasskeyRequest, caller: AuthorityCaller)
+        async throws(RainError) -> AccountInfo
+    {
+        let access = try await liveAccess(appID: request.appID, accessToken: request.accessToken, proof: caller.proof)
+        let unknown = RainError.unknownPasskey()
+        guard let id = Base64URL.decode(request.credentialID), !id.isEmpty else { throw unknown }
+        switch try await store.removePasskeyCredential(id: id, accountID: access.account.id) {
+        case .removed:
+            logger.info("passkey.removed", ["app": request.appID, "account": access.account.id])
+        case .unknown:
+            throw unknown
+        case .lastLoginMethod:
+            throw RainError.lastLoginMethod()
+        }
+        return try await accountInfo(access)
     }
 
     // MARK: - Helpers

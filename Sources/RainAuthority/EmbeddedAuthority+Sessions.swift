@@ -97,7 +97,7 @@ extension EmbeddedAuthority {
         let passkeys = records.map {
             PasskeyInfo(
                 credentialID: Base64URL.encode($0.credentialID), rpID: $0.rpID, createdAt: $0.createdAt,
-                lastUsedAt: $0.lastUsedAt)
+                lastUsedAt: $0.lastUsedAt, kind: PasskeyKind(rawValue: $0.kind) ?? .unknown)
         }
         // Every stored contact is verified (attached only by a confirmed code).
         return AccountInfo(

@@ -128,12 +128,7 @@ extension CLI {
             "accountId": a.accountID, "walletId": a.walletID, "createdAt": a.createdAt,
             "contacts": a.contacts.map { ["kind": $0.kindName, "value": $0.value] as [String: Any?] },
             "needsBackupEmail": a.needsBackupEmail,
-            "passkeys": a.passkeys.map {
-                [
-                    "credentialId": $0.credentialID, "domain": $0.rpID, "createdAt": $0.createdAt,
-                    "lastUsedAt": $0.lastUsedAt,
-                ] as [String: Any?]
-            },
+            "passkeys": a.passkeys.map(PasskeyCommand.object),
         ]
     }
 
@@ -143,7 +138,8 @@ extension CLI {
         for c in a.contacts { lines.append("contact:  \(c.kindName) \(c.value)") }
         for p in a.passkeys {
             let used = p.lastUsedAt.map { RFC3339.string(from: $0) } ?? "never"
-            lines.append("passkey:  \(p.rpID), created \(RFC3339.string(from: p.createdAt)), last used \(used)")
+            lines.append(
+                "passkey:  \(p.rpID) (\(p.kind.displayName)), created \(RFC3339.string(from: p.createdAt)), last used \(used)")
         }
         if a.needsBackupEmail {
             lines.append("backup email: none — add one with rainwallet contact add --email ADDR")

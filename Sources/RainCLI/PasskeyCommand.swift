@@ -10,13 +10,13 @@ import RainWallet
 /// (development use; its keys lie in a 0600 file in clear).
 enum PasskeyCommand: CLICommand {
     static let declaration = Command(
-        name: "passkey", abstract: "sign up, log in or add a passkey (software authenticator)",
+        name: "passkey", abstract: "sign up, log in, add, list or remove passkeys",
         discussion: """
             Runs a passkey ceremony with the software authenticator (development only: its keys are
             kept in clear in FILE, mode 0600).
             """,
         listsSubcommandsTogether: true)
-    static var subcommands: [any CLICommand.Type] { [Signup.self, Login.self, Add.self] }
+    static var subcommands: [any CLICommand.Type] { [Signup.self, Login.self, Add.self, List.self, Remove.self] }
 
     static let options: [Command.Option] = [
         Command.Option(

@@ -284,12 +284,7 @@ let accountJSONFields: [Command.JSONField] = [
     .init("createdAt", "RFC 3339"),
     .init("contacts", "its verified contacts", fields: [.init("kind", "\"email\" or \"phone\""), .init("value", "the contact")]),
     .init("needsBackupEmail", "true when no verified email backs up its passkeys"),
-    .init(
-        "passkeys", "its passkeys",
-        fields: [
-            .init("credentialId", "base64url"), .init("domain", "the passkey domain"), .init("createdAt", "RFC 3339"),
-            .init("lastUsedAt", "RFC 3339, or null"),
-        ]),
+    .init("passkeys", "its passkeys", fields: PasskeyCommand.passkeyJSONFields),
 ]
 
 /// `rainwallet account`.

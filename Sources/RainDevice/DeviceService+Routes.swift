@@ -123,6 +123,19 @@ extension DeviceService {
                 Method.passkeyCancel, CancelPasskeyRequest.self, CancelPasskeyResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in try await call.session.cancelPasskey(ceremonyID: r.ceremonyID) })
             Route(
+                Method.passkeyRemove, PasskeyRemoveRequest.self, AccountResponse.self,
+                policy: .send(
+                    needsSession: true, isSensitive: true, userConfirms: Self.confirmRemovePasskey,
+                    isCancelledWithCaller: true),
+                describe: { (r, call) throws(RainError) in try await call.session.describePasskeyRemoval(r.credentialID) },
+                .actor { (r, call) throws(RainError) in
+                    try await Self.audited(
+                        audit, auditLogger, call, .passkeyRemoved, detail: call.confirmation?.auditDetail ?? "passkey"
+                    ) { () async throws(RainError) in
+                        try await call.session.removePasskey(r.credentialID, confirmed: call.confirmation)
+                    }
+                })
+            Route(
                 Method.contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmAddContact),
                 validate: { (r, _) throws(RainError) in _ = try ProfileSession.normalized(r.contact) },
@@ -237,6 +250,7 @@ extension DeviceService {
     static let confirmExportPhrase = "export the wallet's recovery phrase (whoever sees it controls the wallet)"
     static let confirmExportKey = "export a private key of the wallet (whoever sees it controls those funds)"
     static let confirmAddPasskey = "add a passkey to the account (it can log in as you)"
+    static let confirmRemovePasskey = "remove a passkey from the account (it will no longer log in)"
     static let confirmAddContact = "add a backup contact to the account (codes sent to it log in as you)"
     static let confirmBackup = "write a passphrase backup of the embedded authority's master key (it opens every wallet)"
     static let confirmMigrate = "move the daemon's keys to another key provider"

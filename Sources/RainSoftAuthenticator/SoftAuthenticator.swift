@@ -34,14 +34,16 @@ public final class SoftAuthenticator: PasskeyAuthenticator {
         /// Whether it keeps a signature counter; when false every counter is 0, as with many
         /// platform passkeys. True by default.
         public var usesSignCounter: Bool
-        /// The AAGUID written into attested credential data; zeros by default.
+        /// The AAGUID written into attested credential data; by default the development
+        /// authenticator's own (`PasskeyKind.fileAAGUID`), so an account's list shows these
+        /// passkeys as kept in a file.
         public var aaguid: [UInt8]
 
         /// Creates a configuration.
         public init(
             attestation: Attestation = .none, supportedAlgorithms: [COSEAlgorithm] = [.es256, .edDSA],
             isUserVerifying: Bool = true, createsSyncedCredentials: Bool = false, usesSignCounter: Bool = true,
-            aaguid: [UInt8] = [UInt8](repeating: 0, count: 16)
+            aaguid: [UInt8] = PasskeyKind.fileAAGUID
         ) {
             self.attestation = attestation
             self.supportedAlgorithms = supportedAlgorithms

@@ -280,6 +280,10 @@ package protocol AuthorityStore: Sendable {
     func addPasskeyCredential(_ credential: PasskeyCredentialRecord, idempotency: IdempotentOutcomeInput?)
         async throws(RainError)
 
+    /// Removes the account's credential `id` in one transaction, unless it is the account's last way
+    /// to log in (no other passkey of any domain, no contact): then nothing changes.
+    func removePasskeyCredential(id: [UInt8], accountID: String) async throws(RainError) -> PasskeyRemoval
+
     /// Records a passkey login in one transaction: the sign count moves forward (a counter that
     /// does not increase while either side is non-zero is refused), `last_used_at` and the backup
     /// state are updated, the account's sessions on other devices are revoked and the device's

@@ -104,6 +104,16 @@ extension ConnectionStore {
         try await perform { db throws(RainError) in try StoreOperations.passkeyCredentials(db, accountID: accountID) }
     }
 
+    /// Removes a passkey unless it is the account's last login method (see
+    /// `AuthorityStore.removePasskeyCredential`); in one transaction.
+    package func removePasskeyCredential(id: [UInt8], accountID: String) async throws(RainError) -> PasskeyRemoval {
+        try await perform { db throws(RainError) in
+            try db.transaction("remove a passkey") { () throws(RainError) -> PasskeyRemoval in
+                try StoreOperations.removeCredential(db, id: id, accountID: accountID)
+            }
+        }
+    }
+
     /// Creates an account from a passkey (see `AuthorityStore.completePasskeySignUp`); in
     /// one transaction.
     package func completePasskeySignUp(_ signUp: PasskeySignUpCompletion) async throws(RainError) -> LoginRecord {

@@ -70,12 +70,15 @@ package struct PasskeyCredentialRecord: Sendable, Equatable {
     package var userHandle: [UInt8]
     package var createdAt: Date
     package var lastUsedAt: Date?
+    /// What holds it (`PasskeyKind`'s raw value; "" when unknown, as in rows older than the column).
+    package var kind: String
 
     package init(
         credentialID: [UInt8], accountID: String, appID: String, rpID: String, publicKey: [UInt8], algorithm: Int,
         signCount: UInt32, isBackupEligible: Bool, isBackedUp: Bool, userHandle: [UInt8], createdAt: Date,
-        lastUsedAt: Date?
+        lastUsedAt: Date?, kind: String = ""
     ) {
+        self.kind = kind
         self.credentialID = credentialID
         self.accountID = accountID
         self.appID = appID
@@ -89,6 +92,16 @@ package struct PasskeyCredentialRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
     }
+}
+
+/// How removing a passkey went.
+package enum PasskeyRemoval: Sendable, Equatable {
+    /// It was the account's, and is gone.
+    case removed
+    /// The account holds no credential of that id (another account's is unknown too).
+    case unknown
+    /// It is the account's last way to log in (no other passkey, no contact): kept.
+    case lastLoginMethod
 }
 
 /// A passkey sign-up to complete in one transaction: the account, its wallet, its first

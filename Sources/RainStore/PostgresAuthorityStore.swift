@@ -304,6 +304,13 @@ package final class PostgresAuthorityStore: ConnectionStore {
                     recorded_at BIGINT NOT NULL)
                 """
             ]),
+        // What holds each passkey, for the account's list. A column with a default: instances of
+        // the previous version sharing the database write rows without it, shown as unknown
+        // (SQLite's version 17).
+        Migration(
+            version: 12,
+            statements: ["ALTER TABLE passkey_credentials ADD COLUMN kind TEXT NOT NULL DEFAULT ''"],
+            readableFrom: 11),
     ]
 
     /// The advisory lock key every migration runs under (any fixed number; "rainmigr").

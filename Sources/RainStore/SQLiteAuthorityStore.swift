@@ -364,6 +364,13 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
                     recorded_at INTEGER NOT NULL)
                 """
             ]),
+        // What holds each passkey, for the account's list. A column with a default: instances of
+        // the previous version sharing the store write rows without it, shown as unknown
+        // (PostgreSQL's version 12).
+        Migration(
+            version: 17,
+            statements: ["ALTER TABLE passkey_credentials ADD COLUMN kind TEXT NOT NULL DEFAULT ''"],
+            readableFrom: 16),
     ]
 
     /// Migrates the schema to this build's newest version, or, on a store a newer build migrated

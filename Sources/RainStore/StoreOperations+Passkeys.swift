@@ -56,14 +56,37 @@ extension StoreOperations {
             """
             INSERT INTO passkey_credentials (credential_id, account_id, app_id, rp_id, public_key, algorithm,
                                              sign_count, backup_eligible, backed_up, user_handle, created_at,
-                                             last_used_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                             last_used_at, kind)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
             """,
             values: [
                 .bytes(c.credentialID), .text(c.accountID), .text(c.appID), .text(c.rpID), .bytes(c.publicKey),
                 .integer(Int64(c.algorithm)), .integer(Int64(c.signCount)), .boolean(c.isBackupEligible),
                 .boolean(c.isBackedUp), .bytes(c.userHandle), .integer(c.createdAt.unixMilliseconds),
-                c.lastUsedAt.map { .integer($0.unixMilliseconds) } ?? .null,
+                c.lastUsedAt.map { .integer($0.unixMilliseconds) } ?? .null, .text(c.kind),
             ], operation: "store the passkey")
+    }
+
+    /// Removes the account's credential `id`, unless it is the account's last way to log in
+    /// (no other passkey, of any domain, and no contact).
+    static func removeCredential(_ db: some StoreConnection, id: [UInt8], accountID: String) throws(RainError)
+        -> PasskeyRemoval
+    {
+        let op = "remove the passkey"
+        let found = try db.query(
+            "SELECT 1 FROM passkey_credentials WHERE credential_id = $1 AND account_id = $2",
+            values: [.bytes(id), .text(accountID)], operation: op)
+        guard !found.isEmpty else { return .unknown }
+        let others = try db.query(
+            """
+            SELECT (SELECT COUNT(*) FROM passkey_credentials WHERE account_id = $1 AND credential_id <> $2)
+                 + (SELECT COUNT(*) FROM contacts WHERE account_id = $1)
+            """,
+            values: [.text(accountID), .bytes(id)], operation: op)
+        guard let count = others.first, try count.integer(0, op) > 0 else { return .lastLoginMethod }
+        try db.execute(
+            "DELETE FROM passkey_credentials WHERE credential_id = $1 AND account_id = $2",
+            values: [.bytes(id), .text(accountID)], operation: op)
+        return .removed
     }
 }

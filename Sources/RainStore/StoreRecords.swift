@@ -126,7 +126,7 @@ enum StoreRecords {
     /// The columns `credential` reads, in order.
     static let credentialColumns = """
         credential_id, account_id, app_id, rp_id, public_key, algorithm, sign_count, backup_eligible, backed_up,
-        user_handle, created_at, last_used_at
+        user_handle, created_at, last_used_at, kind
         """
 
     static func credential(_ row: some StoreRow, _ op: String) throws(RainError) -> PasskeyCredentialRecord {
@@ -136,6 +136,6 @@ enum StoreRecords {
             signCount: UInt32(clamping: try row.integer(6, op)), isBackupEligible: try row.flag(7, op),
             isBackedUp: try row.flag(8, op), userHandle: try row.bytes(9, op),
             createdAt: Date(unixMilliseconds: try row.integer(10, op)),
-            lastUsedAt: try row.optionalInteger(11, op).map { Date(unixMilliseconds: $0) })
+            lastUsedAt: try row.optionalInteger(11, op).map { Date(unixMilliseconds: $0) }, kind: try row.text(12, op))
     }
 }

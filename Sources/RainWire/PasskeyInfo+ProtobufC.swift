@@ -15,6 +15,7 @@ func cPasskeyInfo(_ passkey: PasskeyInfo, _ arena: CArena) throws(RainError) -> 
     c.rp_id = try arena.string(passkey.rpID, field: "rp_id")
     c.created_at_ms = passkey.createdAt.unixMilliseconds
     c.last_used_at_ms = passkey.lastUsedAt?.unixMilliseconds ?? 0
+    c.kind = try arena.string(passkey.kind.rawValue, field: "kind")
     return arena.box(c)
 }
 
@@ -23,5 +24,7 @@ func readPasskeyInfo(_ p: UnsafeMutablePointer<Rain__Wallet__V1__PasskeyInfo>?) 
     return PasskeyInfo(
         credentialID: try readString(c.credential_id, field: "credential_id"),
         rpID: try readString(c.rp_id, field: "rp_id"), createdAt: Date(unixMilliseconds: c.created_at_ms),
-        lastUsedAt: c.last_used_at_ms == 0 ? nil : Date(unixMilliseconds: c.last_used_at_ms))
+        lastUsedAt: c.last_used_at_ms == 0 ? nil : Date(unixMilliseconds: c.last_used_at_ms),
+        // A kind this build does not know (a newer authority's) is shown as unknown.
+        kind: PasskeyKind(rawValue: try readString(c.kind, field: "kind")) ?? .unknown)
 }

@@ -101,9 +101,9 @@ struct SQLiteAuthorityStoreTests {
 
         let store = try await SQLiteAuthorityStore.open(path: path)
         // 11: idempotent_logins, then its kind column; 12: sms_slots; 13: code_guesses; 14: the request hash;
-        // 15: audit_anchors; 16: store_key_check.
-        #expect(try await store.schemaVersion() == 16)
-        #expect(SQLiteAuthorityStore.latestSchemaVersion == 16)
+        // 15: audit_anchors; 16: store_key_check; 17: the passkeys' kind.
+        #expect(try await store.schemaVersion() == 17)
+        #expect(SQLiteAuthorityStore.latestSchemaVersion == 17)
         let session = try #require(try await store.sessions(appID: "app", accountID: "acct_old").first)
         #expect(session.id == "ses_old")
         #expect(session.devicePublicKey == nil)

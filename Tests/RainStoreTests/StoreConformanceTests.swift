@@ -662,6 +662,51 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test(
+        "a passkey keeps its kind; removal takes the account's own only, never its last way to log in, and a contact counts",
+        arguments: kinds)
+    func passkeyRemoval(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { f in
+            let credential = PasskeyCredentialRecord(
+                credentialID: [7, 7], accountID: "", appID: Self.app, rpID: "example.com", publicKey: [4, 5], algorithm: -7,
+                signCount: 0, isBackupEligible: false, isBackedUp: false, userHandle: [6], createdAt: f.clock.now,
+                lastUsedAt: nil, kind: "security-key")
+            let keys = WalletKeyMaterial(entropyCiphertext: [1], entropyKeyID: "k", ethereumAddress: "0x", solanaAddress: "S")
+            _ = try await f.store.completePasskeySignUp(
+                PasskeySignUpCompletion(
+                    appID: Self.app, deviceID: "d", accountID: "acct_only", walletID: "wal_only", walletKeys: keys,
+                    credential: credential, session: try f.newSession(), now: f.clock.now))
+            #expect(try await f.store.passkeyCredentials(accountID: "acct_only").map(\.kind) == ["security-key"])
+
+            // A passkey-only account's one passkey stays.
+            #expect(try await f.store.removePasskeyCredential(id: [7, 7], accountID: "acct_only") == .lastLoginMethod)
+            #expect(try await f.store.passkeyCredentials(accountID: "acct_only").count == 1)
+            // Another account cannot remove it, nor an id nobody holds.
+            let (other, _) = try await f.storeLogin()
+            #expect(try await f.store.removePasskeyCredential(id: [7, 7], accountID: other.accountID) == .unknown)
+            #expect(try await f.store.removePasskeyCredential(id: [0], accountID: "acct_only") == .unknown)
+
+            // With a second passkey (another domain), the first goes; the second is then the last.
+            var second = credential
+            second.credentialID = [8]
+            second.accountID = "acct_only"
+            second.rpID = "example.org"
+            second.kind = ""
+            try await f.store.addPasskeyCredential(second)
+            #expect(try await f.store.removePasskeyCredential(id: [7, 7], accountID: "acct_only") == .removed)
+            #expect(try await f.store.passkeyCredentials(accountID: "acct_only").map(\.credentialID) == [[8]])
+            #expect(try await f.store.removePasskeyCredential(id: [8], accountID: "acct_only") == .lastLoginMethod)
+
+            // An account with a contact may remove its only passkey.
+            var withContact = credential
+            withContact.credentialID = [9]
+            withContact.accountID = other.accountID
+            try await f.store.addPasskeyCredential(withContact)
+            #expect(try await f.store.removePasskeyCredential(id: [9], accountID: other.accountID) == .removed)
+            #expect(try await f.store.passkeyCredentials(accountID: other.accountID).isEmpty)
+        }
+    }
+
     // MARK: Races (two store instances on one database, as two authority processes)
 
     @Test(

@@ -45,7 +45,7 @@ import Testing
         #expect(credential.publicKey.algorithm == algorithm.cose)
         #expect(credential.attestationFormat == (attestation == .none ? "none" : "packed"))
         #expect(credential.signCount == 0)
-        #expect(credential.aaguid == Array(repeating: 0, count: 16))
+        #expect(credential.aaguid == PasskeyKind.fileAAGUID)
         #expect(credential.isUserVerified)
 
         let first = try authenticate(authenticator, stored: stored)

@@ -113,7 +113,7 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
         passkeys: [
             PasskeyInfo(
                 credentialID: "cred", rpID: "example.com", createdAt: Date(unixMilliseconds: 1_800_000_000_000),
-                lastUsedAt: Date(unixMilliseconds: 1_800_000_000_500))
+                lastUsedAt: Date(unixMilliseconds: 1_800_000_000_500), kind: .securityKey)
         ]),
     ConfigureProfileRequest(passkeyDomain: "example.com", sessionPolicy: everyPolicyField),
     ConfigureProfileResponse(passkeyDomain: "example.com", sessionPolicy: everyPolicyField, configKeys: ["autoRefresh"]),
@@ -138,6 +138,7 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     FinishPasskeyRequest(ceremonyID: "c1", responseJSON: "{}"),
     FinishPasskeyResponse(session: everySessionField, isAccountCreated: true),
     CancelPasskeyRequest(ceremonyID: "c1"),
+    PasskeyRemoveRequest(credentialID: "Y3JlZA"),
     CancelPasskeyResponse(),
     ConfirmContactVerificationRequest(code: "123456"),
     // proto/authority.proto
@@ -182,6 +183,7 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
         appID: "app", deviceID: "d1", ceremonyID: "pkc_1", responseJSON: "{}", devicePublicKey: [1, 2],
         idempotencyKey: Array(repeating: 3, count: 16)),
     AuthorityPasskeyCancelRequest(appID: "app", deviceID: "d1", ceremonyID: "pkc_1"),
+    AuthorityRemovePasskeyRequest(appID: "app", accessToken: "rwa_x", credentialID: "Y3JlZA"),
     AuthorityPasskeyCancelResponse(),
     AuthoritySendContactVerificationRequest(appID: "app", deviceID: "d1", accessToken: "at", contact: .phone("+15551234567")),
     AuthorityConfirmContactVerificationRequest(

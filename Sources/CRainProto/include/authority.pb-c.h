@@ -39,6 +39,7 @@ typedef struct Rain__Wallet__V1__AuthorityPasskeyFinishRequest Rain__Wallet__V1_
 typedef struct Rain__Wallet__V1__AuthorityPasskeyFinishResponse Rain__Wallet__V1__AuthorityPasskeyFinishResponse;
 typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelRequest Rain__Wallet__V1__AuthorityPasskeyCancelRequest;
 typedef struct Rain__Wallet__V1__AuthorityPasskeyCancelResponse Rain__Wallet__V1__AuthorityPasskeyCancelResponse;
+typedef struct Rain__Wallet__V1__AuthorityRemovePasskeyRequest Rain__Wallet__V1__AuthorityRemovePasskeyRequest;
 typedef struct Rain__Wallet__V1__AuthoritySendContactVerificationRequest Rain__Wallet__V1__AuthoritySendContactVerificationRequest;
 typedef struct Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest Rain__Wallet__V1__AuthorityConfirmContactVerificationRequest;
 typedef struct Rain__Wallet__V1__AuthorityAuditAnchor Rain__Wallet__V1__AuthorityAuditAnchor;
@@ -455,6 +456,24 @@ struct  Rain__Wallet__V1__AuthorityPasskeyCancelResponse
 #define RAIN__WALLET__V1__AUTHORITY_PASSKEY_CANCEL_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_passkey_cancel_response__descriptor) \
      }
+
+
+/*
+ * /rain.wallet.v1.Authority/RemovePasskey
+ */
+struct  Rain__Wallet__V1__AuthorityRemovePasskeyRequest
+{
+  ProtobufCMessage base;
+  char *app_id;
+  char *access_token;
+  /*
+   * The credential id, base64url without padding, as PasskeyInfo lists it.
+   */
+  char *credential_id;
+};
+#define RAIN__WALLET__V1__AUTHORITY_REMOVE_PASSKEY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_remove_passkey_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -982,6 +1001,25 @@ Rain__Wallet__V1__AuthorityPasskeyCancelResponse *
 void   rain__wallet__v1__authority_passkey_cancel_response__free_unpacked
                      (Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityRemovePasskeyRequest methods */
+void   rain__wallet__v1__authority_remove_passkey_request__init
+                     (Rain__Wallet__V1__AuthorityRemovePasskeyRequest         *message);
+size_t rain__wallet__v1__authority_remove_passkey_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRemovePasskeyRequest   *message);
+size_t rain__wallet__v1__authority_remove_passkey_request__pack
+                     (const Rain__Wallet__V1__AuthorityRemovePasskeyRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_remove_passkey_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRemovePasskeyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityRemovePasskeyRequest *
+       rain__wallet__v1__authority_remove_passkey_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_remove_passkey_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRemovePasskeyRequest *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__AuthoritySendContactVerificationRequest methods */
 void   rain__wallet__v1__authority_send_contact_verification_request__init
                      (Rain__Wallet__V1__AuthoritySendContactVerificationRequest         *message);
@@ -1180,6 +1218,9 @@ typedef void (*Rain__Wallet__V1__AuthorityPasskeyCancelRequest_Closure)
 typedef void (*Rain__Wallet__V1__AuthorityPasskeyCancelResponse_Closure)
                  (const Rain__Wallet__V1__AuthorityPasskeyCancelResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityRemovePasskeyRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityRemovePasskeyRequest *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__AuthoritySendContactVerificationRequest_Closure)
                  (const Rain__Wallet__V1__AuthoritySendContactVerificationRequest *message,
                   void *closure_data);
@@ -1228,6 +1269,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_fini
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_finish_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_passkey_cancel_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_remove_passkey_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_send_contact_verification_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_contact_verification_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_audit_anchor__descriptor;

@@ -58,6 +58,7 @@ typedef struct Rain__Wallet__V1__PasskeyFinishRequest Rain__Wallet__V1__PasskeyF
 typedef struct Rain__Wallet__V1__PasskeyFinishResponse Rain__Wallet__V1__PasskeyFinishResponse;
 typedef struct Rain__Wallet__V1__PasskeyCancelRequest Rain__Wallet__V1__PasskeyCancelRequest;
 typedef struct Rain__Wallet__V1__PasskeyCancelResponse Rain__Wallet__V1__PasskeyCancelResponse;
+typedef struct Rain__Wallet__V1__PasskeyRemoveRequest Rain__Wallet__V1__PasskeyRemoveRequest;
 typedef struct Rain__Wallet__V1__ConfirmContactVerificationRequest Rain__Wallet__V1__ConfirmContactVerificationRequest;
 
 
@@ -437,10 +438,16 @@ struct  Rain__Wallet__V1__PasskeyInfo
    * Unix milliseconds of its last login; 0 when it was never used to log in.
    */
   int64_t last_used_at_ms;
+  /*
+   * What holds it, as the authority classified its registration: "platform", "security-key",
+   * "file" (the development authenticator), or "" when unknown (registered before kinds were
+   * recorded, or nothing told). For display only: a client reports its attachment itself.
+   */
+  char *kind;
 };
 #define RAIN__WALLET__V1__PASSKEY_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -878,6 +885,27 @@ struct  Rain__Wallet__V1__PasskeyCancelResponse
 #define RAIN__WALLET__V1__PASSKEY_CANCEL_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_cancel_response__descriptor) \
      }
+
+
+/*
+ * /rain.wallet.v1.Passkey/Remove: removes one of the account's passkeys (any domain) once the user
+ * confirmed it on the prompt, which names its domain, kind and creation (RAIN_401 when dismissed:
+ * nothing changes); audited as passkey_removed. Needs a live session (RAIN_201). RAIN_102
+ * `credential_unknown` for an id the account does not hold (another account's included),
+ * `last_login_method` when it is the account's only way to log in (add a backup contact or another
+ * passkey first). Answers the account after the removal.
+ */
+struct  Rain__Wallet__V1__PasskeyRemoveRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The credential id as PasskeyInfo lists it (base64url without padding).
+   */
+  char *credential_id;
+};
+#define RAIN__WALLET__V1__PASSKEY_REMOVE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_remove_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
 
 
 /*
@@ -1659,6 +1687,25 @@ Rain__Wallet__V1__PasskeyCancelResponse *
 void   rain__wallet__v1__passkey_cancel_response__free_unpacked
                      (Rain__Wallet__V1__PasskeyCancelResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyRemoveRequest methods */
+void   rain__wallet__v1__passkey_remove_request__init
+                     (Rain__Wallet__V1__PasskeyRemoveRequest         *message);
+size_t rain__wallet__v1__passkey_remove_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyRemoveRequest   *message);
+size_t rain__wallet__v1__passkey_remove_request__pack
+                     (const Rain__Wallet__V1__PasskeyRemoveRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_remove_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyRemoveRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyRemoveRequest *
+       rain__wallet__v1__passkey_remove_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_remove_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyRemoveRequest *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__ConfirmContactVerificationRequest methods */
 void   rain__wallet__v1__confirm_contact_verification_request__init
                      (Rain__Wallet__V1__ConfirmContactVerificationRequest         *message);
@@ -1800,6 +1847,9 @@ typedef void (*Rain__Wallet__V1__PasskeyCancelRequest_Closure)
 typedef void (*Rain__Wallet__V1__PasskeyCancelResponse_Closure)
                  (const Rain__Wallet__V1__PasskeyCancelResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyRemoveRequest_Closure)
+                 (const Rain__Wallet__V1__PasskeyRemoveRequest *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__ConfirmContactVerificationRequest_Closure)
                  (const Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
                   void *closure_data);
@@ -1852,6 +1902,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_request
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_remove_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verification_request__descriptor;
 
 PROTOBUF_C__END_DECLS

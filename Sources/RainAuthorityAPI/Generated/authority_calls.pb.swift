@@ -152,6 +152,14 @@ public protocol AuthorityCalls: Sendable {
     func cancelPasskeyCeremony(_ request: AuthorityPasskeyCancelRequest, caller: AuthorityCaller) async throws(RainError)
         -> AuthorityPasskeyCancelResponse
 
+    /// Removes one of the account's passkeys (any domain), unless it is the account's last way to
+    /// log in: another passkey or a contact must remain. The device asks its user first.
+    /// - Returns: the account after the removal.
+    /// - Throws: RAIN_201 like `getAccountInfo`; RAIN_102 `credential_unknown` for an id the account
+    ///   does not hold (another account's included), `last_login_method` when nothing else would
+    ///   log in; RAIN_502 when the store fails.
+    func removePasskey(_ request: AuthorityRemovePasskeyRequest, caller: AuthorityCaller) async throws(RainError) -> AccountInfo
+
     /// Sends a 6-digit code that verifies the request's contact (already normalized) as a backup
     /// contact of the account behind a live access token. Same code rules as login codes (keyed
     /// hash, 5-minute expiry, 3 wrong attempts lock it, a resend from the device replaces it, at most
@@ -344,6 +352,15 @@ extension RemoteAuthority {
         -> AuthorityPasskeyCancelResponse
     {
         try await call(AuthorityMethod.cancelPasskeyCeremony, request, as: AuthorityPasskeyCancelResponse.self, kind: .send)
+    }
+
+    /// `RemovePasskey` at the remote authority (see `AuthorityCalls.removePasskey`).
+    /// - Throws: the authority's errors; RAIN_301 when it cannot be reached; RAIN_501 `outcome_unknown`
+    ///   when the request left and no answer came.
+    public func removePasskey(_ request: AuthorityRemovePasskeyRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AccountInfo
+    {
+        try await call(AuthorityMethod.removePasskey, request, as: AccountInfo.self, kind: .send, isProven: true)
     }
 
     /// `SendContactVerificationCode` at the remote authority (see `AuthorityCalls.sendContactVerificationCode`).

@@ -83,6 +83,10 @@ extension AuthorityService {
             policy: .send(),
             .actor { (r, call) throws(RainError) in try await call.authority.cancelPasskeyCeremony(r, caller: call.caller) })
         Route(
+            AuthorityMethod.removePasskey, AuthorityRemovePasskeyRequest.self, AccountInfo.self,
+            policy: .send(needsSession: true, isSensitive: true),
+            .actor { (r, call) throws(RainError) in try await call.authority.removePasskey(r, caller: call.caller) })
+        Route(
             AuthorityMethod.sendContactVerificationCode, AuthoritySendContactVerificationRequest.self, SendCodeResult.self,
             policy: .send(needsSession: true, isSensitive: true),
             .actor { (r, call) throws(RainError) in

@@ -142,6 +142,15 @@ extension ForwardingAuthority {
         }
     }
 
+    /// Forwards `RemovePasskey` through `intercept`.
+    package func removePasskey(_ request: AuthorityRemovePasskeyRequest, caller: AuthorityCaller) async throws(RainError)
+        -> AccountInfo
+    {
+        try await intercept(AuthorityMethod.removePasskey) { () async throws(RainError) in
+            try await forwarded.removePasskey(request, caller: caller)
+        }
+    }
+
     /// Forwards `SendContactVerificationCode` through `intercept`.
     package func sendContactVerificationCode(
         _ request: AuthoritySendContactVerificationRequest, caller: AuthorityCaller

@@ -463,6 +463,27 @@ public struct AuthorityPasskeyCancelResponse: WireMessage, Hashable {
     public init() {}
 }
 
+/// /rain.wallet.v1.Authority/RemovePasskey
+public struct AuthorityRemovePasskeyRequest: WireMessage, Hashable, CustomStringConvertible {
+    public var appID: String
+    public var accessToken: String
+    /// The credential id, base64url without padding, as PasskeyInfo lists it.
+    public var credentialID: String
+
+    /// An `AuthorityRemovePasskeyRequest`; an argument left out is its proto3 default.
+    public init(appID: String = "", accessToken: String = "", credentialID: String = "") {
+        self.appID = appID
+        self.accessToken = accessToken
+        self.credentialID = credentialID
+    }
+
+    /// The message with `accessToken` redacted.
+    public var description: String {
+        "AuthorityRemovePasskeyRequest(appID: \(String(describing: appID)), "
+            + "accessToken: <redacted>, credentialID: \(String(describing: credentialID)))"
+    }
+}
+
 /// /rain.wallet.v1.Authority/SendContactVerificationCode answers AuthoritySendLoginCodeResponse.
 public struct AuthoritySendContactVerificationRequest: WireMessage, Hashable, CustomStringConvertible {
     public var appID: String
@@ -1342,6 +1363,43 @@ extension AuthorityPasskeyCancelResponse {
     /// The C `AuthorityPasskeyCancelResponse`, its pointers owned by `arena`.
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityPasskeyCancelResponse {
         cMessage(rain__wallet__v1__authority_passkey_cancel_response__init)
+    }
+}
+
+extension AuthorityRemovePasskeyRequest {
+    /// Decodes a `AuthorityRemovePasskeyRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityRemovePasskeyRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRemovePasskeyRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityRemovePasskeyRequest", rain__wallet__v1__authority_remove_passkey_request__init,
+            read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityRemovePasskeyRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthorityRemovePasskeyRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityRemovePasskeyRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            appID: try readString(m.app_id, field: "app_id"),
+            accessToken: try readString(m.access_token, field: "access_token"),
+            credentialID: try readString(m.credential_id, field: "credential_id"))
+    }
+
+    /// The C `AuthorityRemovePasskeyRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityRemovePasskeyRequest {
+        var m = cMessage(rain__wallet__v1__authority_remove_passkey_request__init)
+        m.app_id = try arena.string(self.appID, field: "app_id")
+        m.access_token = try arena.string(self.accessToken, field: "access_token")
+        m.credential_id = try arena.string(self.credentialID, field: "credential_id")
+        return m
     }
 }
 

@@ -92,6 +92,10 @@ public enum Method {
     ///
     /// `CancelPasskeyRequest` → `CancelPasskeyResponse`.
     public static let passkeyCancel = "/rain.wallet.v1.Passkey/Cancel"
+    /// Removes one of the account's passkeys (confirmed by the user; never the last login method).
+    ///
+    /// `PasskeyRemoveRequest` → `AccountResponse`.
+    public static let passkeyRemove = "/rain.wallet.v1.Passkey/Remove"
     /// Sends a code that verifies a backup contact for the session's account (confirmed by the user;
     /// never retried).
     ///
@@ -180,6 +184,7 @@ public enum Method {
         MethodDeclaration(passkeyBeginAdd, BeginPasskeyRequest.self, BeginPasskeyResponse.self),
         MethodDeclaration(passkeyFinish, FinishPasskeyRequest.self, FinishPasskeyResponse.self),
         MethodDeclaration(passkeyCancel, CancelPasskeyRequest.self, CancelPasskeyResponse.self),
+        MethodDeclaration(passkeyRemove, PasskeyRemoveRequest.self, AccountResponse.self),
         MethodDeclaration(contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self),
         MethodDeclaration(contactConfirmVerification, ConfirmContactVerificationRequest.self, AccountResponse.self),
         MethodDeclaration(devListOutbox, ListOutboxRequest.self, ListOutboxResponse.self),
@@ -359,6 +364,15 @@ public enum AuthorityMethod {
     ///
     /// `AuthorityPasskeyCancelRequest` → `AuthorityPasskeyCancelResponse`.
     public static let cancelPasskeyCeremony = "/rain.wallet.v1.Authority/CancelPasskeyCeremony"
+    /// Removes one of the account's passkeys (any domain), unless it is the account's last way to
+    /// log in: another passkey or a contact must remain. The device asks its user first.
+    /// - Returns: the account after the removal.
+    /// - Throws: RAIN_201 like `getAccountInfo`; RAIN_102 `credential_unknown` for an id the account
+    ///   does not hold (another account's included), `last_login_method` when nothing else would
+    ///   log in; RAIN_502 when the store fails.
+    ///
+    /// `AuthorityRemovePasskeyRequest` → `AccountInfo`.
+    public static let removePasskey = "/rain.wallet.v1.Authority/RemovePasskey"
     /// Sends a 6-digit code that verifies the request's contact (already normalized) as a backup
     /// contact of the account behind a live access token. Same code rules as login codes (keyed
     /// hash, 5-minute expiry, 3 wrong attempts lock it, a resend from the device replaces it, at most
@@ -457,6 +471,7 @@ public enum AuthorityMethod {
         MethodDeclaration(beginPasskeyAuthentication, PasskeyBeginRequest.self, PasskeyCeremony.self),
         MethodDeclaration(finishPasskeyAuthentication, PasskeyFinishRequest.self, PasskeyFinishResult.self),
         MethodDeclaration(cancelPasskeyCeremony, AuthorityPasskeyCancelRequest.self, AuthorityPasskeyCancelResponse.self),
+        MethodDeclaration(removePasskey, AuthorityRemovePasskeyRequest.self, AccountInfo.self),
         MethodDeclaration(sendContactVerificationCode, AuthoritySendContactVerificationRequest.self, SendCodeResult.self),
         MethodDeclaration(confirmContactVerification, AuthorityConfirmContactVerificationRequest.self, AccountInfo.self),
         MethodDeclaration(beginDeviceProof, AuthorityBeginDeviceProofRequest.self, AuthorityBeginDeviceProofResponse.self),

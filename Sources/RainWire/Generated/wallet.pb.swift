@@ -645,6 +645,22 @@ public struct CancelPasskeyResponse: WireMessage, Hashable {
     public init() {}
 }
 
+/// /rain.wallet.v1.Passkey/Remove: removes one of the account's passkeys (any domain) once the user
+/// confirmed it on the prompt, which names its domain, kind and creation (RAIN_401 when dismissed:
+/// nothing changes); audited as passkey_removed. Needs a live session (RAIN_201). RAIN_102
+/// `credential_unknown` for an id the account does not hold (another account's included),
+/// `last_login_method` when it is the account's only way to log in (add a backup contact or another
+/// passkey first). Answers the account after the removal.
+public struct PasskeyRemoveRequest: WireMessage, Hashable {
+    /// The credential id as PasskeyInfo lists it (base64url without padding).
+    public var credentialID: String
+
+    /// A `PasskeyRemoveRequest`; an argument left out is its proto3 default.
+    public init(credentialID: String = "") {
+        self.credentialID = credentialID
+    }
+}
+
 /// /rain.wallet.v1.Contact/SendVerificationCode takes SendLoginCodeRequest {contact} and answers
 /// SendLoginCodeResponse {contact, expires_at_ms} (the same messages as Auth/SendLoginCode).
 /// /rain.wallet.v1.Contact/ConfirmVerification takes ConfirmContactVerificationRequest and answers
@@ -1920,6 +1936,38 @@ extension CancelPasskeyResponse {
     /// The C `CancelPasskeyResponse`, its pointers owned by `arena`.
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__PasskeyCancelResponse {
         cMessage(rain__wallet__v1__passkey_cancel_response__init)
+    }
+}
+
+extension PasskeyRemoveRequest {
+    /// Decodes a `PasskeyRemoveRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `PasskeyRemoveRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> PasskeyRemoveRequest {
+        try unpackMessage(
+            bytes, name: "PasskeyRemoveRequest", rain__wallet__v1__passkey_remove_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `PasskeyRemoveRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `PasskeyRemoveRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__PasskeyRemoveRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            credentialID: try readString(m.credential_id, field: "credential_id"))
+    }
+
+    /// The C `PasskeyRemoveRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__PasskeyRemoveRequest {
+        var m = cMessage(rain__wallet__v1__passkey_remove_request__init)
+        m.credential_id = try arena.string(self.credentialID, field: "credential_id")
+        return m
     }
 }
 
