@@ -124,9 +124,7 @@ extension DeviceService {
                 .actor { (r, call) throws(RainError) in try await call.session.cancelPasskey(ceremonyID: r.ceremonyID) })
             Route(
                 Method.passkeyRemove, PasskeyRemoveRequest.self, AccountResponse.self,
-                policy: .send(
-                    needsSession: true, isSensitive: true, userConfirms: Self.confirmRemovePasskey,
-                    isCancelledWithCaller: true),
+                policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmRemovePasskey),
                 describe: { (r, call) throws(RainError) in try await call.session.describePasskeyRemoval(r.credentialID) },
                 .actor { (r, call) throws(RainError) in
                     try await Self.audited(

@@ -130,7 +130,12 @@ import Testing
             let signature = try SignRequest(chain: .ethereum, payload: Array("hello".utf8)).encode()
             let signed = await Self.refusal(c, Method.walletSignMessage, payload: signature)
             #expect(signed?.details.reason == "no_prompt", "\(String(describing: signed))")
-            for method in h.confirmingSessionRoutes where !method.hasPrefix("/rain.wallet.v1.Wallet/Sign") {
+            // A removal names its passkey on the prompt: one the account does not hold is refused
+            // before anybody is asked.
+            let removal = await Self.refusal(c, Method.passkeyRemove, payload: try Self.validPayload(Method.passkeyRemove))
+            #expect(removal?.details.reason == "credential_unknown", "\(String(describing: removal))")
+            for method in h.confirmingSessionRoutes
+            where !method.hasPrefix("/rain.wallet.v1.Wallet/Sign") && method != Method.passkeyRemove {
                 let error = await Self.refusal(c, method, payload: try Self.validPayload(method))
                 #expect(error?.code == .unauthorized, "\(method): \(String(describing: error))")
                 #expect(error?.details.reason == "no_prompt", "\(method)")
