@@ -124,6 +124,7 @@ extension TPM2KeyProvider {
                     (loaded) throws(RainError) -> (r: [UInt8], s: [UInt8]) in
                     guard let authorization else { return try tpm.sign(digest: digest, key: loaded) }
                     try tpm.setAuthorization(authorization, of: loaded)
+                    defer { tpm.clearAuthorization(of: loaded) }
                     return try tpm.withEncryptedSession(salt: parent, attributes: 0) {
                         (session) throws(RainError) -> (r: [UInt8], s: [UInt8]) in
                         try tpm.sign(digest: digest, key: loaded, session: session)
@@ -183,6 +184,13 @@ extension TPM2Context {
         }
         try TPM2ObjectBlob.writeAuthorization(value, into: UnsafeMutableRawPointer(auth), capacity: 32)
         try check(Esys_TR_SetAuth(handle, object, auth), "TR_SetAuth")
+    }
+
+    /// Overwrites the copy of an authorization value ESYS keeps for `object` with an empty one:
+    /// ESYS frees its objects without zeroing them.
+    func clearAuthorization(of object: ESYS_TR) {
+        var empty = TPM2B_AUTH()
+        _ = Esys_TR_SetAuth(handle, object, &empty)
     }
 
     /// Reads `TPM_PT_PERMANENT` through `TPM_PT_LOCKOUT_RECOVERY`.

@@ -116,6 +116,26 @@ public final class TPM2PlatformAuthenticator: PasskeyAuthenticator {
         return try await queue.runBlocking { () throws(RainError) in try store.load().pinCheckKey != nil }
     }
 
+    /// Forgets a passkey: its entry leaves the sealed file, and with it the only copy of its key
+    /// blob, so the TPM can never load the key again (the TPM itself holds nothing to remove).
+    /// - Parameters:
+    ///   - id: the credential ID.
+    ///   - rpID: the relying party it must belong to; a passkey of another one is not removed.
+    /// - Returns: whether a passkey was removed.
+    /// - Throws: RAIN_102 `platform_store_damaged`; RAIN_502 on I/O.
+    @discardableResult
+    public func removeCredential(id: [UInt8], rpID: String) async throws(RainError) -> Bool {
+        let store = self.store
+        return try await queue.runBlocking { () throws(RainError) -> Bool in
+            var contents = try store.load()
+            let before = contents.credentials.count
+            contents.credentials.removeAll { $0.id.bytes == id && $0.rpId == rpID }
+            guard contents.credentials.count != before else { return false }
+            try store.save(contents)
+            return true
+        }
+    }
+
     // MARK: - Registration
 
     /// Creates a passkey (`navigator.credentials.create()`).

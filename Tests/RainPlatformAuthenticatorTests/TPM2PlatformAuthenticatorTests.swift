@@ -291,6 +291,43 @@ import Testing
         _ = try await fixture.assertion(authenticator, credential: ours, userHandle: alice, allow: [ours.credentialID])
     }
 
+    /// The PIN never crosses the TCTI in clear: the tpm2-tss pcap TCTI records every byte exchanged
+    /// with the TPM while a PIN is chosen, checked and used to sign, and the digits are not among them.
+    @Test func thePINNeverCrossesTheTCTIInClear() async throws {
+        let fixture = try PlatformFixture(lockout: true)
+        let capture = "\(fixture.state.path)/tcti.pcap"
+        // Read by the pcap TCTI when it opens; no other test of this process uses that TCTI.
+        setenv("TCTI_PCAP_FILE", capture, 1)
+        let recorded = TPM2KeyProvider(stateDirectory: fixture.state.path, tcti: "pcap:\(fixture.tpm.tcti)")
+        let authenticator = try TPM2PlatformAuthenticator(
+            provider: recorded, storageKey: fixture.storageKey, directory: fixture.passkeyDirectory,
+            hooks: fixture.user.hooks)
+        fixture.user.willAnswerPINs("582047", "582047", "582047")
+        let credential = try await fixture.register(authenticator, userHandle: alice)
+        _ = try await fixture.register(authenticator, userHandle: bob)
+        #expect(
+            try await fixture.assertion(
+                authenticator, credential: credential, userHandle: alice, allow: [credential.credentialID]
+            ).isUserVerified)
+        let bytes = try #require(FileManager.default.contents(atPath: capture))
+        #expect(bytes.count > 2000)
+        #expect(bytes.range(of: Data("582047".utf8)) == nil)
+    }
+
+    @Test func aRemovedPasskeyCanNeverSignAgain() async throws {
+        let fixture = try PlatformFixture()
+        fixture.user.willAnswerPINs(nil)
+        let authenticator = try fixture.authenticator()
+        let credential = try await fixture.register(authenticator, userHandle: alice)
+        #expect(try await !authenticator.removeCredential(id: credential.credentialID, rpID: "other.com"))
+        #expect(try await authenticator.removeCredential(id: credential.credentialID, rpID: "example.com"))
+        #expect(try await authenticator.credentials().isEmpty)
+        let error = await #expect(throws: RainError.self) {
+            _ = try await fixture.assertion(authenticator, credential: credential, userHandle: alice)
+        }
+        #expect(codeAndReason(error) == "RAIN_401 platform_no_credentials")
+    }
+
     @Test func userVerificationRequiredWithoutAPINIsRefused() async throws {
         let fixture = try PlatformFixture()
         fixture.user.willAnswerPINs(nil)
