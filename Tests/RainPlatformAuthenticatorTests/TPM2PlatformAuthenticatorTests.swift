@@ -292,26 +292,29 @@ import Testing
     }
 
     /// The PIN never crosses the TCTI in clear: the tpm2-tss pcap TCTI records every byte exchanged
-    /// with the TPM while a PIN is chosen, checked and used to sign, and the digits are not among them.
-    @Test func thePINNeverCrossesTheTCTIInClear() async throws {
+    /// with the TPM while a PIN key is made, signs with the PIN and is refused a wrong one, and the
+    /// digits are not among them (the authenticator hands the PIN to these calls and nothing else).
+    @Test func thePINNeverCrossesTheTCTIInClear() throws {
         let fixture = try PlatformFixture(lockout: true)
         let capture = "\(fixture.state.path)/tcti.pcap"
-        // Read by the pcap TCTI when it opens; no other test of this process uses that TCTI.
-        setenv("TCTI_PCAP_FILE", capture, 1)
         let recorded = TPM2KeyProvider(stateDirectory: fixture.state.path, tcti: "pcap:\(fixture.tpm.tcti)")
-        let authenticator = try TPM2PlatformAuthenticator(
-            provider: recorded, storageKey: fixture.storageKey, directory: fixture.passkeyDirectory,
-            hooks: fixture.user.hooks)
-        fixture.user.willAnswerPINs("582047", "582047", "582047")
-        let credential = try await fixture.register(authenticator, userHandle: alice)
-        _ = try await fixture.register(authenticator, userHandle: bob)
-        #expect(
-            try await fixture.assertion(
-                authenticator, credential: credential, userHandle: alice, allow: [credential.credentialID]
-            ).isUserVerified)
-        let bytes = try #require(FileManager.default.contents(atPath: capture))
-        #expect(bytes.count > 2000)
+        let pin = SymmetricKey(bytes: Array("582047".utf8))
+        let message = Array("recorded".utf8)
+        let bytes = try SoftwareTPM.recordingTCTI(into: capture) { () throws -> Data in
+            let key = try recorded.createPasskeyKey(authorization: pin)
+            let signature = try recorded.signWithPasskeyKey(
+                digest: SHA256.hash(message), key: key, authorization: pin, path: "recorded")
+            #expect(key.publicKey.isValidSignature(derSignature: signature, for: message))
+            #expect(throws: RainError.self) {
+                _ = try recorded.signWithPasskeyKey(
+                    digest: SHA256.hash(message), key: key, authorization: SymmetricKey(bytes: Array("316497".utf8)),
+                    path: "recorded")
+            }
+            return try #require(FileManager.default.contents(atPath: capture))
+        }
+        #expect(bytes.count > 1000)
         #expect(bytes.range(of: Data("582047".utf8)) == nil)
+        #expect(bytes.range(of: Data("316497".utf8)) == nil)
     }
 
     @Test func aRemovedPasskeyCanNeverSignAgain() async throws {
