@@ -113,6 +113,11 @@ let package = Package(
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
+        // The platform authenticator: passkeys whose ES256 keys the TPM makes and uses (the tpm2
+        // provider's), a PIN that is the keys' TPM authorization value, credentials in a sealed file.
+        .target(
+            name: "RainPlatformAuthenticator",
+            dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainKeyStore", "RainWebAuthn"]),
         // FIDO2 security keys through libfido2 (the only owner of CFido2): list, make credential,
         // get assertion, PIN retries, cancel; every libfido2 status as a RainError.
         .target(name: "RainSecurityKey", dependencies: ["RainCore", "RainWebAuthn", "CFido2"]),
@@ -202,6 +207,13 @@ let package = Package(
         .testTarget(
             name: "RainKeyStoreTests",
             dependencies: ["RainKeyStore", "RainCrypto", "RainCore", "RainSystem", "RainTestSupport"]),
+        // The platform authenticator against real software TPMs (swtpm), one per test.
+        .testTarget(
+            name: "RainPlatformAuthenticatorTests",
+            dependencies: [
+                "RainPlatformAuthenticator", "RainKeyStore", "RainWebAuthn", "RainCrypto", "RainCore", "RainSystem",
+                "RainTestSupport",
+            ]),
         .testTarget(
             name: "RainAccessTests",
             dependencies: ["RainAccess", "RainCrypto", "RainCore", "RainSystem", "RainTestSupport"]),

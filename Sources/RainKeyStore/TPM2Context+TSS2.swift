@@ -113,7 +113,7 @@ final class TPM2Context {
         }
     }
 
-    private var handle: OpaquePointer? { esys }
+    var handle: OpaquePointer? { esys }
 
     // MARK: - Operations
 
@@ -186,20 +186,20 @@ final class TPM2Context {
     // MARK: - Commands
 
     /// Runs `body` with `object` loaded, then flushes it, whatever `body` does.
-    private func withTransient<R>(_ object: ESYS_TR, _ body: (ESYS_TR) throws(RainError) -> R) throws(RainError) -> R {
+    func withTransient<R>(_ object: ESYS_TR, _ body: (ESYS_TR) throws(RainError) -> R) throws(RainError) -> R {
         defer { flush(object) }
         return try body(object)
     }
 
     /// Flushes a transient object. A failure is not reported: it means the TPM went away or
     /// restarted, and either way the object is gone with it.
-    private func flush(_ object: ESYS_TR) {
+    func flush(_ object: ESYS_TR) {
         _ = Esys_FlushContext(handle, object)
     }
 
     /// The owner hierarchy's storage primary key, recreated from its template (the same key every
     /// time on this TPM until the owner hierarchy is cleared), given to `body` and flushed after.
-    private func withPrimary<R>(_ body: (ESYS_TR) throws(RainError) -> R) throws(RainError) -> R {
+    func withPrimary<R>(_ body: (ESYS_TR) throws(RainError) -> R) throws(RainError) -> R {
         var template = TPM2ObjectBlob.storagePrimaryTemplate()
         var sensitive = TPM2B_SENSITIVE_CREATE()
         var outsideInfo = TPM2B_DATA()
@@ -219,7 +219,7 @@ final class TPM2Context {
     /// encryption, given to `body` and flushed after: the secret crosses the TCTI and the bus to the
     /// TPM encrypted (`sessionDecrypt`: the command's first parameter; `sessionEncrypt`: the
     /// response's), so a sniffer on the bus or the socket sees no key.
-    private func withEncryptedSession<R>(
+    func withEncryptedSession<R>(
         salt: ESYS_TR, attributes: TPMA_SESSION, _ body: (ESYS_TR) throws(RainError) -> R
     ) throws(RainError) -> R {
         var symmetric = TPMT_SYM_DEF()
@@ -243,7 +243,7 @@ final class TPM2Context {
     }
 
     /// Creates an object under `parent` and returns its public and (TPM-encrypted) private parts.
-    private func create(
+    func create(
         parent: ESYS_TR, session: ESYS_TR, sensitive: UnsafePointer<TPM2B_SENSITIVE_CREATE>, template: TPM2B_PUBLIC
     ) throws(RainError) -> TPM2ObjectBlob {
         var template = template
@@ -268,7 +268,7 @@ final class TPM2Context {
     /// Loads `blob` under `parent`, runs `body` with it and flushes it.
     /// - Throws: RAIN_501 `tpm_key_lost` naming `path` when the TPM refuses the blob's integrity
     ///   (sealed by another TPM, or this TPM's owner hierarchy was cleared).
-    private func withLoaded<R>(
+    func withLoaded<R>(
         _ blob: TPM2ObjectBlob, parent: ESYS_TR, path: String, _ body: (ESYS_TR) throws(RainError) -> R
     ) throws(RainError) -> R {
         var privatePart = blob.privatePart
@@ -311,8 +311,11 @@ final class TPM2Context {
     }
 
     /// Signs `digest` (32 bytes) with ECDSA-SHA256; the TPM gets a NULL-hierarchy hash-check ticket,
-    /// which an unrestricted signing key accepts.
-    private func sign(digest: [UInt8], key: ESYS_TR) throws(RainError) -> (r: [UInt8], s: [UInt8]) {
+    /// which an unrestricted signing key accepts. `session` authorizes the key: the empty password
+    /// by default, an HMAC session for a key with an authorization value.
+    func sign(
+        digest: [UInt8], key: ESYS_TR, session: ESYS_TR = ESYS_TR_PASSWORD
+    ) throws(RainError) -> (r: [UInt8], s: [UInt8]) {
         var message = TPM2B_DIGEST()
         guard digest.count == 32 else { throw RainError(.internalError, "a SHA-256 digest is 32 bytes") }
         message.size = UInt16(digest.count)
@@ -326,7 +329,7 @@ final class TPM2Context {
         validation.tag = TPM2Constant.stHashcheck
         validation.hierarchy = TPM2Constant.rhNull
         var signature: UnsafeMutablePointer<TPMT_SIGNATURE>?
-        let rc = Esys_Sign(handle, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &message, &scheme, &validation, &signature)
+        let rc = Esys_Sign(handle, key, session, ESYS_TR_NONE, ESYS_TR_NONE, &message, &scheme, &validation, &signature)
         defer { Esys_Free(signature) }
         try check(rc, "Sign")
         guard let signature, signature.pointee.sigAlg == TPM2Constant.algECDSA else {
@@ -339,7 +342,7 @@ final class TPM2Context {
         )
     }
 
-    private func check(_ rc: TSS2_RC, _ command: String) throws(RainError) {
+    func check(_ rc: TSS2_RC, _ command: String) throws(RainError) {
         if rc != TSS2_RC_SUCCESS { throw TPM2Failure.error(rc, command: command, tcti: tcti) }
     }
 }
@@ -376,6 +379,9 @@ enum TPM2Failure {
         let base = baseCode(rc)
         return base == integrity || base == binding
     }
+
+    /// `details.reason` of a key whose authorization value was wrong (RAIN_202).
+    static let authorizationFailedReason = "tpm_authorization_failed"
 
     /// `details.reason` of a TPM out of object or session slots.
     static let outOfMemoryReason = "tpm_out_of_memory"
@@ -458,6 +464,12 @@ enum TPM2Failure {
                         + "authorization value, and rainwallet uses it without one; remove it (tpm2_changeauth -c owner) "
                         + "or choose another storage.provider",
                     details: RainError.Details(reason: "tpm_owner_auth"))
+            case authFail where command == "Sign", badAuth where command == "Sign":
+                // Only a key with an authorization value of its own can fail here: the caller
+                // turns this into what a wrong PIN means for it.
+                return RainError(
+                    .unauthorized, "the TPM at \(tcti) refused the key's authorization value (\(decode(rc)))",
+                    details: RainError.Details(reason: authorizationFailedReason))
             case lockout:
                 return RainError(
                     .provider,

@@ -154,7 +154,7 @@ struct TPM2ObjectBlob {
 
     /// A public template of `type` with `attributes`, named with SHA-256 as every object here
     /// is; `parameters` sets the type's details.
-    private static func template(
+    static func template(
         type: TPM2_ALG_ID, attributes: TPMA_OBJECT, _ parameters: (inout TPMU_PUBLIC_PARMS) -> Void
     ) -> TPM2B_PUBLIC {
         var template = TPM2B_PUBLIC()

@@ -34,6 +34,19 @@ public final class SoftwareTPM: Sendable {
 
     private static let sharedInstance = Mutex<SoftwareTPM?>(nil)
 
+    /// Runs `body` while the tpm2-tss pcap TCTI (a TCTI of `pcap:<child>`) records every byte it
+    /// exchanges with the TPM into `path`. The TCTI reads `TCTI_PCAP_FILE` each time it opens, and
+    /// every test target runs in one process: the tests that record take turns here.
+    public static func recordingTCTI<R>(into path: String, _ body: () throws -> R) rethrows -> R {
+        try captureLock.withLock {
+            setenv("TCTI_PCAP_FILE", path, 1)
+            defer { unsetenv("TCTI_PCAP_FILE") }
+            return try body()
+        }
+    }
+
+    private static let captureLock = NSLock()
+
     /// Starts a TPM of its own and waits (at most 2 s) until both its sockets accept connections.
     /// - Throws: `HarnessError` naming what failed (swtpm missing, exited, never listened).
     public init() throws {

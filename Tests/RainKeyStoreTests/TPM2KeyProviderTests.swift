@@ -58,20 +58,20 @@ import Testing
         defer { tpm.stop() }
         let directory = try KeyStoreDirectory()
         let capture = "\(directory.path)/tcti.pcap"
-        // Read by the pcap TCTI when it opens; no other test uses that TCTI.
-        setenv("TCTI_PCAP_FILE", capture, 1)
         let provider = TPM2KeyProvider(stateDirectory: directory.path, tcti: "pcap:\(tpm.tcti)")
-        let key = try SymmetricKey.random()
-        let secret = key.withUnsafeBytes { Data($0) }
-        try provider.storeSecret(key, slot: .storage)
-        let sealing = try #require(FileManager.default.contents(atPath: capture))
-        #expect(sealing.count > 200)
-        #expect(sealing.range(of: secret) == nil)
-        try FileManager.default.removeItem(atPath: capture)
-        #expect(try provider.loadSecret(.storage)?.keyID == key.keyID)
-        let unsealing = try #require(FileManager.default.contents(atPath: capture))
-        #expect(unsealing.count > 200)
-        #expect(unsealing.range(of: secret) == nil)
+        try SoftwareTPM.recordingTCTI(into: capture) {
+            let key = try SymmetricKey.random()
+            let secret = key.withUnsafeBytes { Data($0) }
+            try provider.storeSecret(key, slot: .storage)
+            let sealing = try #require(FileManager.default.contents(atPath: capture))
+            #expect(sealing.count > 200)
+            #expect(sealing.range(of: secret) == nil)
+            try FileManager.default.removeItem(atPath: capture)
+            #expect(try provider.loadSecret(.storage)?.keyID == key.keyID)
+            let unsealing = try #require(FileManager.default.contents(atPath: capture))
+            #expect(unsealing.count > 200)
+            #expect(unsealing.range(of: secret) == nil)
+        }
     }
 
     @Test func theDeviceKeySignsInsideTheTPMAndSurvivesAReload() throws {
