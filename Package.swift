@@ -237,8 +237,8 @@ let package = Package(
         .testTarget(
             name: "RainIntegrationTests",
             dependencies: [
-                "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainCLI", "RainDaemon", "rainwalletd",
-                "rainwalletd-test",
+                "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainPlatformAuthenticator",
+                "RainKeyStore", "RainCLI", "RainDaemon", "rainwalletd", "rainwalletd-test",
                 "rainwallet", "rainwallet-example-login", "rainwallet-example-first-steps", "RainConfig",
             ]),
     ]

@@ -17,7 +17,7 @@ import RainWebAuthn
 ///   later passkey gets it too. PIN keys are subject to the TPM's dictionary-attack lockout; before
 ///   each PIN is asked the TPM's counter is read, and no PIN is asked once a wrong one would leave
 ///   the TPM fewer than one try short of its lockout (see docs/security.md).
-/// - Attestation `none` (AAGUID zero), BE and BS clear: the key cannot leave this TPM.
+/// - Attestation `none` (its own AAGUID, `PasskeyKind.platformAAGUID`), BE and BS clear: the key cannot leave this TPM.
 /// - The signature counter is always 0, which WebAuthn reads as "no counter": the key cannot be
 ///   cloned (`fixedTPM`), so a counter would detect nothing, and one written back on every
 ///   sign-in would turn a state directory restored from a backup into a "cloned authenticator"
@@ -216,7 +216,9 @@ public final class TPM2PlatformAuthenticator: PasskeyAuthenticator {
         let authData = AuthenticatorData(
             rpIDHash: SHA256.hash(Array(rpID.utf8)), flags: flags, signCount: 0,
             attestedCredentialData: AuthenticatorData.AttestedCredentialData(
-                aaguid: [UInt8](repeating: 0, count: 16), credentialID: credentialID, publicKeyBytes: publicKey.encoded))
+                // Its own AAGUID (no attestation statement vouches for it): how the account's list
+                // tells these passkeys from a security key's.
+                aaguid: PasskeyKind.platformAAGUID, credentialID: credentialID, publicKeyBytes: publicKey.encoded))
         let clientDataJSON = CollectedClientData(
             type: CollectedClientData.createType, challenge: options.challenge.bytes, origin: origin
         ).serialized

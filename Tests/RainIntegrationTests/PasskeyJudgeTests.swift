@@ -1,6 +1,8 @@
 import Foundation
 import RainCore
 import RainCrypto
+import RainKeyStore
+import RainPlatformAuthenticator
 import RainSoftAuthenticator
 import RainTestSupport
 import RainWebAuthn
@@ -118,5 +120,42 @@ struct PasskeyJudgeTests {
         #expect(forged?.contains("Invalid signature") == true, "\(forged ?? "accepted")")
         let replayed = try PasskeyJudge.refusal(try PasskeyJudge.withOtherChallenge(request))
         #expect(replayed?.contains("Wrong challenge") == true, "\(replayed ?? "accepted")")
+    }
+
+    @Test(
+        "the TPM platform authenticator's registration and assertions, with a PIN (UV), pass the outside relying party, device-bound; a forged signature does not"
+    )
+    func platformAuthenticator() async throws {
+        let tpm = try SoftwareTPM()
+        defer { tpm.stop() }
+        let directory = "/tmp/rain-judge-\(UUID().uuidString.prefix(8).lowercased())"
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let provider = TPM2KeyProvider(stateDirectory: directory, tcti: tpm.tcti)
+        let hooks = PlatformAuthenticatorHooks(
+            confirmPresence: { _ throws(RainError) in },
+            askPIN: { _ throws(RainError) -> PlatformPIN? in
+                var digits = Array("246810".utf8)
+                return try PlatformPIN(digits: &digits)
+            })
+        let authenticator = try TPM2PlatformAuthenticator.make(
+            provider: provider, storageKey: try provider.loadOrCreateSecret(.storage),
+            directory: directory + "/platform", hooks: hooks)
+        let (found, request) = try await PasskeyJudge.ceremonies(authenticator, userVerification: .required)
+
+        #expect(found["attestation"] as? String == "none", "\(found)")
+        let registration = try #require(found["registration"] as? [String: Any])
+        #expect(registration["backupEligible"] as? Bool == false && registration["backedUp"] as? Bool == false)
+        let assertions = try #require(found["assertions"] as? [[String: Any]])
+        #expect(assertions.count == 2)
+        #expect(
+            assertions.allSatisfy { $0["userPresent"] as? Bool == true && $0["userVerified"] as? Bool == true },
+            "\(assertions)")
+        // No counter: the key cannot leave the TPM, so none is kept (WebAuthn reads 0 as none).
+        #expect(assertions.compactMap { $0["signCount"] as? Int } == [0, 0], "\(assertions)")
+
+        let forged = try PasskeyJudge.refusal(try PasskeyJudge.withForgedSignature(request))
+        #expect(forged?.contains("Invalid signature") == true, "\(forged ?? "accepted")")
     }
 }
