@@ -123,6 +123,14 @@ extension DeviceService {
                 Method.passkeyCancel, CancelPasskeyRequest.self, CancelPasskeyResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in try await call.session.cancelPasskey(ceremonyID: r.ceremonyID) })
             Route(
+                Method.passkeyRun, RunPasskeyRequest.self, FinishPasskeyResponse.self,
+                policy: .send(isCancelledWithCaller: true),
+                .actor { (r, call) throws(RainError) in
+                    try await Self.runPasskey(
+                        r, call, apps: access?.apps, authenticators: context.authenticators, audit: audit,
+                        auditLogger: auditLogger, logger: logger)
+                })
+            Route(
                 Method.contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmAddContact),
                 validate: { (r, _) throws(RainError) in _ = try ProfileSession.normalized(r.contact) },

@@ -92,6 +92,10 @@ public enum Method {
     ///
     /// `CancelPasskeyRequest` → `CancelPasskeyResponse`.
     public static let passkeyCancel = "/rain.wallet.v1.Passkey/Cancel"
+    /// Runs a whole ceremony with an authenticator of the daemon (security keys, platform).
+    ///
+    /// `RunPasskeyRequest` → `FinishPasskeyResponse`.
+    public static let passkeyRun = "/rain.wallet.v1.Passkey/Run"
     /// Sends a code that verifies a backup contact for the session's account (confirmed by the user;
     /// never retried).
     ///
@@ -180,6 +184,7 @@ public enum Method {
         MethodDeclaration(passkeyBeginAdd, BeginPasskeyRequest.self, BeginPasskeyResponse.self),
         MethodDeclaration(passkeyFinish, FinishPasskeyRequest.self, FinishPasskeyResponse.self),
         MethodDeclaration(passkeyCancel, CancelPasskeyRequest.self, CancelPasskeyResponse.self),
+        MethodDeclaration(passkeyRun, RunPasskeyRequest.self, FinishPasskeyResponse.self),
         MethodDeclaration(contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self),
         MethodDeclaration(contactConfirmVerification, ConfirmContactVerificationRequest.self, AccountResponse.self),
         MethodDeclaration(devListOutbox, ListOutboxRequest.self, ListOutboxResponse.self),
