@@ -190,7 +190,9 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
                     // key's call has ended.
                     while !state.isFinished {
                         if state.isOver { state.cancelLosers() }
-                        try? await Task.sleep(for: .milliseconds(100))
+                        // Not Task.sleep: in a cancelled call it returns at once, and this loop
+                        // would spin on one of the pool's threads until the keys answer.
+                        await queue.pause(milliseconds: 100)
                     }
                     return .failure(RainError.securityKey(cancelled: "ask the security key"))
                 }
@@ -261,6 +263,13 @@ private final class RaceState: Sendable {
 }
 
 extension DispatchQueue {
+    /// Waits `milliseconds`, whether or not the task is cancelled.
+    fileprivate func pause(milliseconds: Int) async {
+        await withCheckedContinuation { continuation in
+            asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { continuation.resume() }
+        }
+    }
+
     /// `runBlocking`, its outcome as a value.
     fileprivate func runBlockingResult<T: Sendable>(
         _ body: @escaping @Sendable () throws(RainError) -> T
