@@ -99,9 +99,10 @@ public struct PromptRequest: Sendable {
                 app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
             }
             let note = notes.map { "Note: \(PromptText.displayable($0))\n" }.joined()
-            let retries = question.attemptsRemaining.map {
-                "That PIN was wrong: \($0) \($0 == 1 ? "try" : "tries") left before the key blocks it.\n"
-            } ?? ""
+            let retries =
+                question.attemptsRemaining.map {
+                    "That PIN was wrong: \($0) \($0 == 1 ? "try" : "tries") left before the key blocks it.\n"
+                } ?? ""
             return """
                 RainWallet needs \(PromptText.displayable(question.what)) to \(PromptText.displayable(action))
                 App: \(app)

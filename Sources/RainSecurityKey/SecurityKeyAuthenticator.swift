@@ -48,10 +48,12 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
                 rpID: rpID, rpName: rpName, clientDataHash: hash, user: user, residentKey: residentKey,
                 excludeCredentialIDs: excluded, secretPIN: pin)
         }
+        let attested =
+            options.attestation == nil || options.attestation == "none" ? Self.anonymized(registration) : registration
         return try RegistrationResponseJSON(
-            rawId: registration.credentialID,
+            rawId: attested.credentialID,
             response: AuthenticatorAttestationResponseJSON(
-                clientDataJSON: clientData, attestationObject: try registration.attestationObject(), transports: ["usb"]),
+                clientDataJSON: clientData, attestationObject: try attested.attestationObject(), transports: ["usb"]),
             authenticatorAttachment: "cross-platform"
         ).jsonString()
     }
@@ -79,6 +81,21 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
                 userHandle: assertion.userHandle),
             authenticatorAttachment: "cross-platform"
         ).jsonString()
+    }
+
+    /// What a browser sends for attestation conveyance `none` (WebAuthn §5.1.3): format `none`, an
+    /// empty statement and a zero AAGUID, so the key's model and its batch certificate stay with
+    /// the user (and a relying party that takes no certificates takes the credential).
+    static func anonymized(_ registration: SecurityKeyRegistration) -> SecurityKeyRegistration {
+        var anonymous = registration
+        anonymous.attestationFormat = "none"
+        anonymous.attestationStatement = .map([])
+        // rpIdHash (32), flags (1), signCount (4), then the attested credential data's AAGUID (16).
+        let aaguid = 37..<53
+        if anonymous.authenticatorData.count >= aaguid.upperBound {
+            anonymous.authenticatorData.replaceSubrange(aaguid, with: [UInt8](repeating: 0, count: aaguid.count))
+        }
+        return anonymous
     }
 
     /// The host of an `https://host` origin.
@@ -155,8 +172,11 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
                 SecretQuestion(what: "the PIN of your security key\(name)", attemptsRemaining: attemptsRemaining))
             await context.prompt.show(status: Self.touchStatus)
             do throws(RainError) {
-                return try await race([device]) { (device) throws(RainError) -> R in try ceremony(device, pin) } select: { (_, _) throws(RainError) in }
-            } catch where error.details.reason == SecurityKeyFailure.pinInvalid.rawValue {
+                return try await race([device]) { (device) throws(RainError) -> R in
+                    try ceremony(device, pin)
+                } select: { (_, _) throws(RainError) in
+                }
+            } catch  where error.details.reason == SecurityKeyFailure.pinInvalid.rawValue {
                 attemptsRemaining = error.details.attemptsRemaining.map(Int.init)
             }
         }

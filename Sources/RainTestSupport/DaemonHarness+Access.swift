@@ -150,33 +150,33 @@ extension DaemonHarness {
     public static func autoPinentryScript(log: String, cancelFlag: String, secrets: String? = nil) -> String {
         let secretsPath = secrets ?? "\(log).secrets"
         return """
-        #!/bin/bash
-        # Test pinentry (integration tests only): confirms each prompt by typing back its code.
-        echo "OK Pleased to meet you"
-        desc=""
-        while IFS= read -r line; do
-          case "$line" in
-            SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
-            CONFIRM*)
-              printf '%s\\n' "$desc" >> '\(log).pages'
-              if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
-              echo OK ;;
-            GETPIN*)
-              printf '%s\\n' "$desc" >> '\(log)'
-              if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
-              case "$desc" in *"type the PIN and press"*)
-                secret=$(head -n 1 '\(secretsPath)' 2>/dev/null)
-                if [ -z "$secret" ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
-                sed -i 1d '\(secretsPath)'
-                echo "D $secret"; echo OK; continue ;;
+            #!/bin/bash
+            # Test pinentry (integration tests only): confirms each prompt by typing back its code.
+            echo "OK Pleased to meet you"
+            desc=""
+            while IFS= read -r line; do
+              case "$line" in
+                SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
+                CONFIRM*)
+                  printf '%s\\n' "$desc" >> '\(log).pages'
+                  if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+                  echo OK ;;
+                GETPIN*)
+                  printf '%s\\n' "$desc" >> '\(log)'
+                  if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+                  case "$desc" in *"type the PIN and press"*)
+                    secret=$(head -n 1 '\(secretsPath)' 2>/dev/null)
+                    if [ -z "$secret" ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+                    sed -i 1d '\(secretsPath)'
+                    echo "D $secret"; echo OK; continue ;;
+                  esac
+                  code=$(printf '%s' "$desc" | sed -n 's/.*type the code  \\([^ ]*\\)  and press.*/\\1/p')
+                  echo "D $code"; echo OK ;;
+                BYE*) echo OK; exit 0 ;;
+                *) echo OK ;;
               esac
-              code=$(printf '%s' "$desc" | sed -n 's/.*type the code  \\([^ ]*\\)  and press.*/\\1/p')
-              echo "D $code"; echo OK ;;
-            BYE*) echo OK; exit 0 ;;
-            *) echo OK ;;
-          esac
-        done
+            done
 
-        """
+            """
     }
 }

@@ -207,7 +207,10 @@ extension RainProvider {
         }
         try await applyConfiguration(try connection())
         if let refusal = configurationRefusal(field: "passkeyDomain") { throw refusal }
-        let milliseconds = timeout.map { UInt32(clamping: max(1, $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)) } ?? 0
+        let milliseconds =
+            timeout.map {
+                UInt32(clamping: max(1, $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000))
+            } ?? 0
         let finished = try await call(
             Method.passkeyRun,
             RunPasskeyRequest(ceremony: ceremony, authenticator: authenticator.wire, timeoutMilliseconds: milliseconds),

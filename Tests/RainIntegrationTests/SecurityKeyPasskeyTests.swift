@@ -109,11 +109,31 @@ struct SecurityKeyPasskeyTests {
         #expect(await Self.stopsBlinking(w.keys[0]))
     }
 
+    @Test("with two keys, one with a PIN, a touch chooses it, then its PIN is asked and it is touched again")
+    func touchChoosesTheKeyWithAPIN() async throws {
+        let w = try await Self.start([(.manual, nil), (.manual, "1234")])
+        defer { w.stop() }
+        w.harness.autoPinentryTypes(secrets: ["1234"])
+        let wallet = w.wallet
+        let signUp = Task { try await wallet.signUpWithPasskey(authenticator: .securityKey) }
+        #expect(await Self.blinking(w.keys[0]))
+        #expect(await Self.blinking(w.keys[1]))
+        w.keys[1].touch()
+        // Chosen: the other key stops, the PIN is typed on the prompt, and the chosen key blinks
+        // again for the ceremony itself.
+        #expect(await Self.stopsBlinking(w.keys[0]))
+        #expect(await eventually(timeout: .seconds(20)) { w.keys[1].isBlinking && w.harness.answeredPrompts.count == 1 })
+        w.keys[1].touch()
+        #expect(try await signUp.value.authState == .authenticated)
+        #expect(w.keys[0].credentialCount == 0)
+        #expect(w.keys[1].credentialCount == 1)
+    }
+
     @Test("a wrong PIN is asked again with the tries left, and the right one signs up")
     func wrongPINShowsTriesLeft() async throws {
-        let w = try await Self.start([(.immediately, "1234")])
+        let w = try await Self.start([(.immediately, "zq7319xk")])
         defer { w.stop() }
-        w.harness.autoPinentryTypes(secrets: ["0000", "1234"])
+        w.harness.autoPinentryTypes(secrets: ["wrong-pin-4831", "zq7319xk"])
         let created = try await w.wallet.signUpWithPasskey(authenticator: .securityKey)
         #expect(created.authState == .authenticated)
         let asked = w.harness.answeredPrompts.filter { $0.contains("type the PIN") }.map(DaemonHarness.unescaped)
@@ -121,6 +141,9 @@ struct SecurityKeyPasskeyTests {
         #expect(asked.first?.contains("tries left") == false, "\(asked)")
         #expect(asked.last?.contains("That PIN was wrong: 7 tries left") == true, "\(asked)")
         #expect(w.keys[0].pinRetries == 8)
+        // Neither PIN reached the daemon's log.
+        #expect(!w.harness.log.contains("zq7319xk"))
+        #expect(!w.harness.log.contains("wrong-pin-4831"))
     }
 
     @Test("a blocked PIN ends the ceremony with RAIN_202 and the session untouched")
