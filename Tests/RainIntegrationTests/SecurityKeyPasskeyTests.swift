@@ -139,6 +139,9 @@ struct SecurityKeyPasskeyTests {
         let asked = w.harness.answeredPrompts.filter { $0.contains("type the PIN") }.map(DaemonHarness.unescaped)
         #expect(asked.count == 2, "\(asked)")
         #expect(asked.first?.contains("tries left") == false, "\(asked)")
+        // The PIN prompt names what it is for, the app and the profile, as a confirmation does.
+        #expect(asked.first?.contains("to sign up with a passkey") == true, "\(asked)")
+        #expect(asked.first?.contains("Profile: default") == true, "\(asked)")
         #expect(asked.last?.contains("That PIN was wrong: 7 tries left") == true, "\(asked)")
         #expect(w.keys[0].pinRetries == 8)
         // Neither PIN reached the daemon's log.
