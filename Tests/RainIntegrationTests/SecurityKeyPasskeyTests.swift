@@ -173,6 +173,7 @@ struct SecurityKeyPasskeyTests {
         let error = await rainError { _ = try await signUp.value }
         #expect(error?.code == .unavailable)
         #expect(error?.details.reason == "security_key_removed")
+        #expect(await eventually { !w.keys[0].isOpen })
         #expect(try await wallet.currentSession().authState != .authenticated)
         // With no key left, the next ceremony says so at once.
         let none = await rainError { try await wallet.signUpWithPasskey(authenticator: .securityKey) }
