@@ -221,6 +221,8 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
                     results.append(result)
                     if results.count == devices.count { state.finish() }
                 }
+                // The re-cancel loop ends only after every key's result came (`finish`): its own
+                // result is the last, and no key's.
                 return Array(results.dropLast())
             }
         } onCancel: {
