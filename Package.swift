@@ -109,7 +109,7 @@ let package = Package(
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
                 "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore", "RainAccess",
-                "RainConfig", "RainCodeSenderSettings",
+                "RainConfig", "RainCodeSenderSettings", "RainSecurityKey",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),
@@ -120,7 +120,7 @@ let package = Package(
             dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainKeyStore", "RainWebAuthn"]),
         // FIDO2 security keys through libfido2 (the only owner of CFido2): list, make credential,
         // get assertion, PIN retries, cancel; every libfido2 status as a RainError.
-        .target(name: "RainSecurityKey", dependencies: ["RainCore", "RainWebAuthn", "CFido2"]),
+        .target(name: "RainSecurityKey", dependencies: ["RainCore", "RainCrypto", "RainWebAuthn", "CFido2"]),
         .target(name: "RainWallet", dependencies: ["RainCore", "RainWire", "RainClientTransport"]),
         // Commands declared once: parsing, usage errors and help come from the declarations.
         .target(name: "RainCommandLine"),

@@ -1853,6 +1853,51 @@ void   rain__wallet__v1__passkey_remove_request__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__passkey_remove_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__passkey_run_request__init
+                     (Rain__Wallet__V1__PasskeyRunRequest         *message)
+{
+  static const Rain__Wallet__V1__PasskeyRunRequest init_value = RAIN__WALLET__V1__PASSKEY_RUN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__passkey_run_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyRunRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_run_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__passkey_run_request__pack
+                     (const Rain__Wallet__V1__PasskeyRunRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_run_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__passkey_run_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyRunRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_run_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__PasskeyRunRequest *
+       rain__wallet__v1__passkey_run_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__PasskeyRunRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__passkey_run_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__passkey_run_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyRunRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__passkey_run_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__confirm_contact_verification_request__init
                      (Rain__Wallet__V1__ConfirmContactVerificationRequest         *message)
 {
@@ -3977,6 +4022,70 @@ const ProtobufCMessageDescriptor rain__wallet__v1__passkey_remove_request__descr
   (ProtobufCMessageInit) rain__wallet__v1__passkey_remove_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor rain__wallet__v1__passkey_run_request__field_descriptors[3] =
+{
+  {
+    "ceremony",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyRunRequest, ceremony),
+    &rain__wallet__v1__passkey_ceremony_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "authenticator",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyRunRequest, authenticator),
+    &rain__wallet__v1__passkey_authenticator_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "timeout_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__PasskeyRunRequest, timeout_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__passkey_run_request__field_indices_by_name[] = {
+  1,   /* field[1] = authenticator */
+  0,   /* field[0] = ceremony */
+  2,   /* field[2] = timeout_ms */
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_run_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__passkey_run_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyRunRequest",
+  "PasskeyRunRequest",
+  "Rain__Wallet__V1__PasskeyRunRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__PasskeyRunRequest),
+  3,
+  rain__wallet__v1__passkey_run_request__field_descriptors,
+  rain__wallet__v1__passkey_run_request__field_indices_by_name,
+  1,  rain__wallet__v1__passkey_run_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__passkey_run_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor rain__wallet__v1__confirm_contact_verification_request__field_descriptors[1] =
 {
   {
@@ -4111,5 +4220,67 @@ const ProtobufCEnumDescriptor rain__wallet__v1__chain__descriptor =
   rain__wallet__v1__chain__enum_values_by_name,
   1,
   rain__wallet__v1__chain__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue rain__wallet__v1__passkey_authenticator_kind__enum_values_by_number[3] =
+{
+  { "PASSKEY_AUTHENTICATOR_KIND_UNSPECIFIED", "RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND__PASSKEY_AUTHENTICATOR_KIND_UNSPECIFIED", 0 },
+  { "PASSKEY_AUTHENTICATOR_KIND_SECURITY_KEY", "RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND__PASSKEY_AUTHENTICATOR_KIND_SECURITY_KEY", 1 },
+  { "PASSKEY_AUTHENTICATOR_KIND_PLATFORM", "RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND__PASSKEY_AUTHENTICATOR_KIND_PLATFORM", 2 },
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_authenticator_kind__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex rain__wallet__v1__passkey_authenticator_kind__enum_values_by_name[3] =
+{
+  { "PASSKEY_AUTHENTICATOR_KIND_PLATFORM", 2 },
+  { "PASSKEY_AUTHENTICATOR_KIND_SECURITY_KEY", 1 },
+  { "PASSKEY_AUTHENTICATOR_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rain__wallet__v1__passkey_authenticator_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyAuthenticatorKind",
+  "PasskeyAuthenticatorKind",
+  "Rain__Wallet__V1__PasskeyAuthenticatorKind",
+  "rain.wallet.v1",
+  3,
+  rain__wallet__v1__passkey_authenticator_kind__enum_values_by_number,
+  3,
+  rain__wallet__v1__passkey_authenticator_kind__enum_values_by_name,
+  1,
+  rain__wallet__v1__passkey_authenticator_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue rain__wallet__v1__passkey_ceremony_type__enum_values_by_number[4] =
+{
+  { "PASSKEY_CEREMONY_TYPE_UNSPECIFIED", "RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_UNSPECIFIED", 0 },
+  { "PASSKEY_CEREMONY_TYPE_SIGN_UP", "RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_SIGN_UP", 1 },
+  { "PASSKEY_CEREMONY_TYPE_LOGIN", "RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_LOGIN", 2 },
+  { "PASSKEY_CEREMONY_TYPE_ADD", "RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_ADD", 3 },
+};
+static const ProtobufCIntRange rain__wallet__v1__passkey_ceremony_type__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex rain__wallet__v1__passkey_ceremony_type__enum_values_by_name[4] =
+{
+  { "PASSKEY_CEREMONY_TYPE_ADD", 3 },
+  { "PASSKEY_CEREMONY_TYPE_LOGIN", 2 },
+  { "PASSKEY_CEREMONY_TYPE_SIGN_UP", 1 },
+  { "PASSKEY_CEREMONY_TYPE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor rain__wallet__v1__passkey_ceremony_type__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.PasskeyCeremonyType",
+  "PasskeyCeremonyType",
+  "Rain__Wallet__V1__PasskeyCeremonyType",
+  "rain.wallet.v1",
+  4,
+  rain__wallet__v1__passkey_ceremony_type__enum_values_by_number,
+  4,
+  rain__wallet__v1__passkey_ceremony_type__enum_values_by_name,
+  1,
+  rain__wallet__v1__passkey_ceremony_type__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

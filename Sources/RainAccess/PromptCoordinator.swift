@@ -119,15 +119,98 @@ public actor PromptCoordinator {
             request.notes.append(multiplexer.screenNote)
             pages = try request.pages(code: code)
         }
+        let dialog = PinentryDialog(
+            title: PromptRequest.title, description: pages.last ?? "", prompt: PromptRequest.entryPrompt,
+            pages: Array(pages.dropLast()), timeoutSeconds: Int(settings.timeout.components.seconds) + 2)
+        let (outcome, control) = try await show(dialog, request: request, target: target, pageCount: pages.count)
+        switch outcome {
+        case .entered(let typed) where code.matches(typed):
+            if Task.isCancelled { throw withdrawnError() }
+            apps[app] = nil
+            logger.info("prompt.confirmed", ["app": app, "pid": String(request.caller.pid), "profile": request.profile])
+            return Confirmation(target: target)
+        case .entered:
+            throw refuse(app, reason: PromptReason.wrongCode, "the code typed on the prompt was not the one it showed")
+        default:
+            throw refusal(outcome, control: control, app: app, request: request)
+        }
+    }
+
+    /// Asks the user for a secret (a security key's PIN) on the prompt, which shows the request
+    /// (the action, the app, the profile) above what is asked. Only the daemon reaches it: no call
+    /// of the socket takes a secret to show or returns one.
+    ///
+    /// The typed bytes are moved into `SecretBytes` (zeroed when released) and the copies the
+    /// conversation made are zeroed; nothing of them is logged.
+    /// - Parameters:
+    ///   - request: the call that needs the secret.
+    ///   - question: what to type, and the tries left after a wrong one.
+    /// - Returns: the secret.
+    /// - Throws: as ``confirm(_:)`` (RAIN_401 `prompt_dismissed`, `prompt_timeout`,
+    ///   `prompt_withdrawn`; RAIN_302 `prompt_busy`, `prompt_locked`; RAIN_102 `prompt_too_long`;
+    ///   RAIN_404 `prompt_unavailable`); RAIN_401 `prompt_dismissed` for an empty entry.
+    public func askSecret(_ request: PromptRequest, question: SecretQuestion) async throws(RainError) -> SecretBytes {
+        let app = request.caller.appPath
+        try checkLockout(app)
+        var request = request
+        request.notes = [settings.note].compactMap { $0 }
+        let target = try targets.selected()
+        if case .terminal(let path, _) = target, let multiplexer = TerminalHolders.multiplexer(of: path) {
+            request.notes.append(multiplexer.screenNote)
+        }
+        let dialog = PinentryDialog(
+            title: PromptRequest.secretTitle, description: try request.secretDescription(question),
+            prompt: PromptRequest.secretEntryPrompt, okLabel: "OK",
+            timeoutSeconds: Int(settings.timeout.components.seconds) + 2)
+        let (outcome, control) = try await show(dialog, request: request, target: target, pageCount: 1)
+        switch outcome {
+        case .entered(var typed) where !typed.isEmpty:
+            if Task.isCancelled {
+                SecretBytes.wipe(&typed)
+                throw withdrawnError()
+            }
+            guard let secret = SecretBytes(taking: &typed) else {
+                throw RainError.invalid("what was typed holds a NUL character; type it again", field: "secret")
+            }
+            apps[app] = nil
+            logger.info("prompt.secret_entered", ["app": app, "pid": String(request.caller.pid), "profile": request.profile])
+            return secret
+        case .entered:
+            throw refuse(app, reason: PromptReason.dismissed, "nothing was typed on the prompt")
+        default:
+            throw refusal(outcome, control: control, app: app, request: request)
+        }
+    }
+
+    /// The error for an outcome that is neither a confirmation nor an entry.
+    private func refusal(_ outcome: PinentryOutcome, control: PinentryControl, app: String, request: PromptRequest) -> RainError {
+        switch outcome {
+        case .entered, .cancelled:
+            return refuse(app, reason: PromptReason.dismissed, "the prompt was dismissed")
+        case .timedOut:
+            return refuse(app, reason: PromptReason.timedOut, "nobody answered the prompt in time")
+        case .withdrawn where control.withdrawal == .timedOut:
+            return refuse(
+                app, reason: PromptReason.timedOut,
+                "nobody answered the prompt within \(settings.timeout.components.seconds) s")
+        case .withdrawn:
+            logger.info("prompt.withdrawn", ["app": app, "pid": String(request.caller.pid)])
+            return withdrawnError()
+        }
+    }
+
+    /// Shows `dialog` where `target` is, one prompt at a time, with the timeout and the withdrawal
+    /// of a cancelled task.
+    private func show(
+        _ dialog: PinentryDialog, request: PromptRequest, target: PromptTarget, pageCount: Int
+    ) async throws(RainError) -> (PinentryOutcome, PinentryControl) {
+        let app = request.caller.appPath
         guard active == nil else {
             throw RainError(
                 .refused, "another confirmation prompt is open; answer it first, then try again",
                 details: RainError.Details(reason: PromptReason.busy))
         }
         guard !Task.isCancelled else { throw withdrawnError() }
-        let dialog = PinentryDialog(
-            title: PromptRequest.title, description: pages.last ?? "", prompt: PromptRequest.entryPrompt,
-            pages: Array(pages.dropLast()), timeoutSeconds: Int(settings.timeout.components.seconds) + 2)
         let control = try PinentryControl()
         active = Active(app: app, control: control)
         defer { active = nil }
@@ -136,10 +219,10 @@ public actor PromptCoordinator {
             "prompt.shown",
             [
                 "app": app, "pid": String(request.caller.pid), "profile": request.profile, "target": target.description,
-                "pages": String(pages.count),
+                "pages": String(pageCount),
             ])
         // Each page has the whole timeout: a long request is read, not rushed.
-        let timer = clock.schedule(after: settings.timeout * pages.count, on: timerQueue) { control.withdraw(.timedOut) }
+        let timer = clock.schedule(after: settings.timeout * pageCount, on: timerQueue) { control.withdraw(.timedOut) }
         let pinentry = settings.pinentry
         let caller = request.caller
         let queue = self.queue
@@ -158,32 +241,11 @@ public actor PromptCoordinator {
         }
         timer.cancel()
 
-        let outcome: PinentryOutcome
         switch result {
-        case .success(let value): outcome = value
+        case .success(let value): return (value, control)
         case .failure(let error):
             logger.warning("prompt.failed", ["app": app, "reason": error.details.reason ?? "", "error": error.message])
             throw error
-        }
-        switch outcome {
-        case .entered(let typed) where code.matches(typed):
-            if Task.isCancelled { throw withdrawnError() }
-            apps[app] = nil
-            logger.info("prompt.confirmed", ["app": app, "pid": String(request.caller.pid), "profile": request.profile])
-            return Confirmation(target: target)
-        case .entered:
-            throw refuse(app, reason: PromptReason.wrongCode, "the code typed on the prompt was not the one it showed")
-        case .cancelled:
-            throw refuse(app, reason: PromptReason.dismissed, "the prompt was dismissed")
-        case .timedOut:
-            throw refuse(app, reason: PromptReason.timedOut, "nobody answered the prompt in time")
-        case .withdrawn where control.withdrawal == .timedOut:
-            throw refuse(
-                app, reason: PromptReason.timedOut,
-                "nobody answered the prompt within \(settings.timeout.components.seconds) s")
-        case .withdrawn:
-            logger.info("prompt.withdrawn", ["app": app, "pid": String(request.caller.pid)])
-            throw withdrawnError()
         }
     }
 

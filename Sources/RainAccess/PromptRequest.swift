@@ -84,6 +84,43 @@ public struct PromptRequest: Sendable {
             """
     }
 
+    /// The title of a prompt that asks for a secret.
+    static let secretTitle = "RainWallet: enter a PIN"
+    /// The label of a secret's entry field.
+    static let secretEntryPrompt = "PIN:"
+
+    /// The text of a prompt that asks for a secret: the action, the app, the profile (each in
+    /// full, as a confirmation shows them), what to type, and after a wrong entry the tries left.
+    /// - Throws: RAIN_102 `prompt_too_long` when it does not fit one Assuan line.
+    package func secretDescription(_ question: SecretQuestion) throws(RainError) -> String {
+        func layout(_ action: String) -> String {
+            var app = (caller.script == nil ? "" : "script, not verifiable: ") + PromptText.displayable(caller.appPath)
+            if let flatpak = caller.flatpakAppID {
+                app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
+            }
+            let note = notes.map { "Note: \(PromptText.displayable($0))\n" }.joined()
+            let retries =
+                question.attemptsRemaining.map {
+                    "That PIN was wrong: \($0) \($0 == 1 ? "try" : "tries") left before the key blocks it.\n"
+                } ?? ""
+            return """
+                RainWallet needs \(PromptText.displayable(question.what)) to \(PromptText.displayable(action))
+                App: \(app)
+                     \(caller.hashDescription), pid \(caller.pid)
+                Profile: \(PromptText.displayable(profile))
+
+                \(note)\(retries)To allow it, type the PIN and press Enter, then touch the key when it blinks.
+                To refuse, cancel (Ctrl-D on a terminal).
+                """
+        }
+        let full = layout(action)
+        if Self.fits(full) { return full }
+        if let shortAction, Self.fits(layout(shortAction)) { return layout(shortAction) }
+        throw RainError.invalid(
+            "the prompt cannot show this request in full, and a request is never shown cut: move the program to a "
+                + "shorter path, or use a shorter profile name, and try again", field: "prompt", reason: PromptReason.tooLong)
+    }
+
     /// What to say when the request cannot be shown in full: how long each part is, and what the
     /// user can do.
     private func tooLong(code: PromptCode) -> RainError {

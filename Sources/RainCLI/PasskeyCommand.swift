@@ -6,21 +6,34 @@ import RainSoftAuthenticator
 import RainSystem
 import RainWallet
 
-/// `rainwallet passkey signup|login|add`: passkey ceremonies with the software authenticator
-/// (development use; its keys lie in a 0600 file in clear).
+/// `rainwallet passkey signup|login|add`: passkey ceremonies with a security key or the platform
+/// authenticator (both run by the daemon), or with the software authenticator (development use;
+/// its keys lie in a 0600 file in clear).
 enum PasskeyCommand: CLICommand {
     static let declaration = Command(
         name: "passkey", abstract: "sign up, log in, add, list or remove passkeys",
         discussion: """
-            Runs a passkey ceremony with the software authenticator (development only: its keys are
-            kept in clear in FILE, mode 0600).
+            Runs a passkey ceremony. With --authenticator security-key or platform the daemon runs
+            the authenticator itself: a security key blinks until touched (every plugged key blinks;
+            the first touched is used) and its PIN, when it has one, is typed on the daemon's prompt.
+            With file (the default) the software authenticator runs here (development only: its keys
+            are kept in clear in the --key-file, mode 0600).
             """,
         listsSubcommandsTogether: true)
     static var subcommands: [any CLICommand.Type] { [Signup.self, Login.self, Add.self, List.self, Remove.self] }
 
+    /// The authenticators `--authenticator` names.
+    static let authenticators = ["security-key", "platform", "file"]
+
     static let options: [Command.Option] = [
         Command.Option(
-            "--authenticator", value: "FILE", help: "the software authenticator's key file", kind: .file,
+            "--authenticator", value: "KIND",
+            help: """
+                security-key, platform (both run by the daemon) or file (the software
+                authenticator); a path is taken as --key-file, with file
+                """, default: .value("file")),
+        Command.Option(
+            "--key-file", value: "FILE", help: "the software authenticator's key file (--authenticator file)", kind: .file,
             default: .computed(
                 "$XDG_STATE_HOME/rainwallet/authenticator.json, else ~/.local/state/rainwallet/authenticator.json")),
         Command.Option(
@@ -35,7 +48,9 @@ enum PasskeyCommand: CLICommand {
         .object, sessionJSONFields, note: "the session after the ceremony, as `rainwallet status --json` prints it")
     static let exitStatuses: [Command.ExitStatus] = [
         .init(3, "no passkey domain given or configured (RAIN_102)"),
-        .init(9, "the authenticator has no passkey for the domain or was dismissed (RAIN_401)"),
+        .init(
+            9,
+            "the authenticator has no passkey for the domain, was dismissed, or no security key was touched in time (RAIN_401)"),
     ]
 
     static func declaration(_ name: String, _ abstract: String, _ discussion: String) -> Command {
@@ -77,7 +92,10 @@ enum PasskeyCommand: CLICommand {
 
     static func run(_ sub: String, _ parsed: ParsedCommand, _ context: CLIContext) async throws {
         let (provider, output) = (context.provider, context.output)
-        let file = parsed.value("--authenticator") ?? defaultAuthenticatorPath()
+        let kind = parsed.value("--authenticator") ?? "file"
+        // Before --key-file, --authenticator named the key file: a path still does.
+        let isFile = kind == "file" || !authenticators.contains(kind)
+        let file = parsed.value("--key-file") ?? (authenticators.contains(kind) ? nil : kind) ?? defaultAuthenticatorPath()
         let requestedDomain = parsed.value("--domain")
 
         let domain: String
@@ -90,13 +108,49 @@ enum PasskeyCommand: CLICommand {
                 "profile \(provider.config.profile) has no passkey domain: pass --domain or set \"passkeyDomain\" in the daemon's config",
                 field: "passkeyDomain", reason: "no_passkey_domain")
         }
-        try AtomicFile.makeDirectory(PathText.deletingLastComponent(file))
-        let authenticator = SoftAuthenticator(path: file)
         let wallet = RainProvider(
             RainWalletConfig(
                 passkeyDomain: domain, profile: provider.config.profile, socketPath: provider.config.socketPath,
                 daemonUID: provider.config.daemonUID))
+        let session: SessionSnapshot
+        if !isFile {
+            let builtIn: BuiltInAuthenticator = kind == "platform" ? .platform : .securityKey
+            if builtIn == .securityKey, !output.isJSON {
+                output.line("Touch your security key when it blinks (a PIN, if it has one, is asked on the wallet's prompt).")
+            }
+            session = try await runBuiltIn(sub, builtIn, wallet: wallet, domain: domain, output: output)
+        } else {
+            try AtomicFile.makeDirectory(PathText.deletingLastComponent(file))
+            session = try await runFile(sub, SoftAuthenticator(path: file), wallet: wallet, domain: domain, output: output)
+        }
+        output.session(session)
+        if sub == "signup" { await ContactCommand.offerBackupEmail(provider: wallet, output: output) }
+    }
 
+    /// A ceremony the daemon runs with its own authenticator.
+    static func runBuiltIn(
+        _ sub: String, _ authenticator: BuiltInAuthenticator, wallet: RainProvider, domain: String, output: Output
+    ) async throws -> SessionSnapshot {
+        switch sub {
+        case "signup":
+            let session = try await wallet.signUpWithPasskey(authenticator: authenticator)
+            if !output.isJSON { output.line("Signed up with a new passkey for \(domain): new account and wallet.") }
+            return session
+        case "login":
+            let session = try await wallet.loginWithPasskey(authenticator: authenticator)
+            if !output.isJSON { output.line("Logged in with a passkey for \(domain).") }
+            return session
+        default:
+            try await wallet.addPasskey(authenticator: authenticator)
+            if !output.isJSON { output.line("Added a passkey for \(domain) to the account.") }
+            return try await wallet.currentSession()
+        }
+    }
+
+    /// A ceremony with the software authenticator, run here.
+    static func runFile(
+        _ sub: String, _ authenticator: SoftAuthenticator, wallet: RainProvider, domain: String, output: Output
+    ) async throws -> SessionSnapshot {
         let session: SessionSnapshot
         switch sub {
         case "signup":
@@ -110,8 +164,7 @@ enum PasskeyCommand: CLICommand {
             session = try await wallet.currentSession()
             if !output.isJSON { output.line("Added a passkey for \(domain) to the account.") }
         }
-        output.session(session)
-        if sub == "signup" { await ContactCommand.offerBackupEmail(provider: wallet, output: output) }
+        return session
     }
 
     /// `$XDG_STATE_HOME/rainwallet/authenticator.json`, else `~/.local/state/rainwallet/authenticator.json`.

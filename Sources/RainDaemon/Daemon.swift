@@ -36,6 +36,9 @@ public struct DaemonOptions: Sendable {
     public var authorityDeadlines = AuthorityDeadlines.standard
     /// `--metrics`: serve `/metrics` and `/healthz` on `metrics.sock` beside the socket.
     public var isMetricsEnabled = false
+    /// `RAINWALLET_TEST_SECURITY_KEYS=DIR` (the tests' daemon only): the security keys are the
+    /// Unix sockets in `DIR`, served by the tests' software keys, instead of the machine's hidraw keys.
+    public var testSecurityKeys: String?
     public init() {}
 }
 
@@ -168,6 +171,9 @@ public enum Daemon {
         o.isTestMethodsEnabled = parsed.flag("--enable-test-methods")
         o.confirmsInstantly = parsed.flag("--test-confirm-instantly")
         o.isMetricsEnabled = parsed.flag("--metrics")
+        o.testSecurityKeys = ProcessInfo.processInfo.environment[TestSecurityKeysEnvironment.variable].flatMap {
+            $0.isEmpty ? nil : $0
+        }
         o.logLevel = logLevel(parsed)
         return o
     }
@@ -206,7 +212,10 @@ public enum Daemon {
                 isPolicyGiven: parsed.source(of: "--policy").map { $0 != .defaultValue } ?? false,
                 isTestMethodsEnabled: parsed.flag("--enable-test-methods"),
                 isTestClockGiven: ProcessInfo.processInfo.environment[TestClockEnvironment.variable].map { !$0.isEmpty } ?? false,
-                isInstantConfirmGiven: parsed.flag("--test-confirm-instantly"), uid: getuid())
+                isInstantConfirmGiven: parsed.flag("--test-confirm-instantly"),
+                isTestSecurityKeysGiven: ProcessInfo.processInfo.environment[TestSecurityKeysEnvironment.variable].map {
+                    !$0.isEmpty
+                } ?? false, uid: getuid())
         } catch {
             writeStderr("\(root.name): error: \(error.code): \(error.message)\nSee `\(root.name) --help`.\n")
             return 64

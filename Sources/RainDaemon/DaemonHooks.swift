@@ -28,7 +28,7 @@ public struct DaemonHooks: Sendable {
     /// - Throws: RAIN_102 naming the option and what to do instead.
     func check(
         isPolicyGiven: Bool, isTestMethodsEnabled: Bool, isTestClockGiven: Bool = false, isInstantConfirmGiven: Bool = false,
-        uid: uid_t
+        isTestSecurityKeysGiven: Bool = false, uid: uid_t
     ) throws(RainError) {
         if isPolicyGiven && !allowsPolicyFromAnyUser && uid != 0 {
             // The policy is root's word on the machine: a program of the user that could start the
@@ -49,6 +49,13 @@ public struct DaemonHooks: Sendable {
             throw RainError.invalid(
                 "--test-confirm-instantly is for the benchmarks' daemon (rainwalletd-test), not rainwalletd: leave it out",
                 field: "--test-confirm-instantly")
+        }
+        if isTestSecurityKeysGiven && !allowsTestMethods {
+            // Keys served on sockets by any program of the user would answer for the user: their
+            // "touch" and their PIN would be that program's.
+            throw RainError.invalid(
+                "\(TestSecurityKeysEnvironment.variable) is for the tests' daemon (rainwalletd-test), not rainwalletd: unset it",
+                field: TestSecurityKeysEnvironment.variable)
         }
         if isTestClockGiven && !allowsTestMethods {
             // A clock moved from a file would let any program of the user that starts the daemon

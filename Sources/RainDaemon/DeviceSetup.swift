@@ -9,6 +9,7 @@ import RainCore
 import RainCrypto
 import RainDevice
 import RainKeyStore
+import RainSecurityKey
 import RainTransport
 import RainWire
 import Synchronization
@@ -140,10 +141,17 @@ struct DeviceSetup: Sendable {
             isEmbedded
             ? nil
             : AuditAnchoring(log: audit, authority: authority, deviceID: keys.device.id, logger: logger.child("audit"))
-        let context = DeviceContext(
+        var context = DeviceContext(
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
             profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit,
             auditAnchoring: anchoring, metrics: metrics)
+        if let directory = options.testSecurityKeys {
+            context.authenticators.securityKey = SecurityKeyAuthenticator(list: { () throws(RainError) in
+                try SocketSecurityKeys.list(directory: directory)
+            })
+        } else {
+            context.authenticators.securityKey = SecurityKeyAuthenticator()
+        }
         let access = try DeviceAccessSetup.make(
             config: config, settings: settings, stateDirectory: stateDirectory, storageKey: keys.storageKey,
             previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"),

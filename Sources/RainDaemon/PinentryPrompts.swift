@@ -57,6 +57,11 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
         _ = try await coordinator.confirm(question)
     }
 
+    func askSecret(_ question: UserQuestion, secret: SecretQuestion) async throws(RainError) -> SecretBytes {
+        guard let coordinator else { throw Self.noPinentry() }
+        return try await coordinator.askSecret(question, question: secret)
+    }
+
     func register(terminal: String, secret: String?, caller: CallerIdentity, profile: String) async throws(RainError)
         -> String
     {

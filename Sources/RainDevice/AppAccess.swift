@@ -47,6 +47,21 @@ public protocol UserConfirming: Sendable {
     /// - Throws: RAIN_401 when dismissed, timed out or answered with a wrong code; RAIN_302 when
     ///   another prompt is showing or the app is locked out after refusals.
     func confirm(_ question: UserQuestion) async throws(RainError)
+    /// Asks the user for a secret (a security key's PIN) with `question`'s request on show.
+    /// - Returns: the secret, zeroed when released.
+    /// - Throws: RAIN_401 when dismissed or timed out; RAIN_302 when another prompt is showing.
+    func askSecret(_ question: UserQuestion, secret: SecretQuestion) async throws(RainError) -> SecretBytes
+}
+
+extension UserConfirming {
+    /// Asks the user for a secret (a security key's PIN) on the prompt, which shows the request.
+    /// A confirmer without a pinentry (the benchmarks', the tests' fakes) has no secret to give.
+    /// - Throws: RAIN_202 `no_prompt`; the prompt's RAIN_401/RAIN_302.
+    public func askSecret(_ question: UserQuestion, secret: SecretQuestion) async throws(RainError) -> SecretBytes {
+        throw RainError(
+            .unauthorized, "\(secret.what) can only be typed on the prompt, and none can be shown here",
+            details: RainError.Details(reason: "no_prompt"))
+    }
 }
 
 /// What a prompt asks: RainAccess's prompt request (the action, the app, the profile).
@@ -409,6 +424,36 @@ public final class AppAccess: Sendable {
             UserQuestion(action: action, caller: caller, profile: profile, shortAction: shortAction, details: details),
             refused: { AccessEvent(event: "prompt_result", profile: profile, app: caller, result: $0, detail: audited) },
             confirmed: AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "confirmed", detail: audited))
+    }
+
+    /// Asks the user for a secret (a security key's PIN) for `action` by `caller`, auditing
+    /// whether it was given (never what was typed).
+    /// - Throws: RAIN_202 `no_prompt` when no prompt can be shown; the prompt's errors.
+    public func askSecret(
+        action: String, caller: CallerIdentity, profile: String, question: SecretQuestion
+    ) async throws(RainError) -> SecretBytes {
+        let detail = "\(question.what) to \(action)"
+        guard confirmer.canPrompt else {
+            await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "no_prompt", detail: detail))
+            throw RainError(
+                .unauthorized,
+                """
+                to \(action) the user must type \(question.what), and no prompt can be shown: set access.pinentry and \
+                run rainwalletd with a display, or register a terminal with `rainwallet prompt here`
+                """, details: RainError.Details(reason: "no_prompt"))
+        }
+        do {
+            let secret = try await confirmer.askSecret(
+                UserQuestion(action: action, caller: caller, profile: profile), secret: question)
+            await audit(AccessEvent(event: "prompt_result", profile: profile, app: caller, result: "entered", detail: detail))
+            return secret
+        } catch {
+            await audit(
+                AccessEvent(
+                    event: "prompt_result", profile: profile, app: caller, result: error.details.reason ?? "\(error.code)",
+                    detail: detail))
+            throw error
+        }
     }
 
     /// The approvals, and the pre-approved apps.

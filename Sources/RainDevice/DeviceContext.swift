@@ -20,6 +20,8 @@ public struct DeviceContext: Sendable {
     public var health: DeviceHealth
     /// What is counted for `rainwalletd --metrics`; nil counts nothing.
     public var metrics: DeviceMetrics?
+    /// The authenticators the daemon runs itself (`Passkey/Run`).
+    public var authenticators = DaemonAuthenticators()
 
     public init(
         authority: any Authority, storage: any SecureStorage, clock: any RainClock, device: DeviceIdentity, logger: Logger,

@@ -134,6 +134,14 @@ extension DeviceService {
                     }
                 })
             Route(
+                Method.passkeyRun, RunPasskeyRequest.self, FinishPasskeyResponse.self,
+                policy: .send(isCancelledWithCaller: true),
+                .actor { (r, call) throws(RainError) in
+                    try await Self.runPasskey(
+                        r, call, apps: access?.apps, authenticators: context.authenticators, audit: audit,
+                        auditLogger: auditLogger, logger: logger)
+                })
+            Route(
                 Method.contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self,
                 policy: .send(needsSession: true, isSensitive: true, userConfirms: Self.confirmAddContact),
                 validate: { (r, _) throws(RainError) in _ = try ProfileSession.normalized(r.contact) },

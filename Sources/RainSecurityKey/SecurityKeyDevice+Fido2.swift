@@ -110,6 +110,17 @@ public final class SecurityKeyDevice: @unchecked Sendable {
         rpID: String, rpName: String, clientDataHash: [UInt8], user: SecurityKeyUser, residentKey: Bool,
         excludeCredentialIDs: [[UInt8]] = [], pin: String? = nil
     ) throws(RainError) -> SecurityKeyRegistration {
+        try makeCredential(
+            rpID: rpID, rpName: rpName, clientDataHash: clientDataHash, user: user, residentKey: residentKey,
+            excludeCredentialIDs: excludeCredentialIDs, secretPIN: Self.secret(pin))
+    }
+
+    /// ``makeCredential(rpID:rpName:clientDataHash:user:residentKey:excludeCredentialIDs:pin:)`` with
+    /// the PIN in memory that is zeroed when released (as the prompt returns it).
+    public func makeCredential(
+        rpID: String, rpName: String, clientDataHash: [UInt8], user: SecurityKeyUser, residentKey: Bool,
+        excludeCredentialIDs: [[UInt8]] = [], secretPIN pin: SecretBytes?
+    ) throws(RainError) -> SecurityKeyRegistration {
         let operation = "make a credential on the security key"
         return try ceremony(operation) { () throws(RainError) in
             guard let credential = fido_cred_new() else { throw RainError.securityKey(FIDO_ERR_INTERNAL, operation) }
@@ -130,7 +141,7 @@ public final class SecurityKeyDevice: @unchecked Sendable {
             for id in excludeCredentialIDs {
                 try check(id.withUnsafeBufferPointer { fido_cred_exclude(credential, $0.baseAddress, $0.count) }, operation)
             }
-            try run(operation) { fido_dev_make_cred(device, credential, pin) }
+            try withPIN(pin) { (pin) throws(RainError) in try run(operation) { fido_dev_make_cred(device, credential, pin) } }
             let statementBytes = fidoBytes(fido_cred_attstmt_ptr(credential), fido_cred_attstmt_len(credential))
             let statement = statementBytes.isEmpty ? CBORValue.map([]) : try CBORDecoder.decode(statementBytes)
             return SecurityKeyRegistration(
@@ -154,6 +165,15 @@ public final class SecurityKeyDevice: @unchecked Sendable {
     public func getAssertion(
         rpID: String, clientDataHash: [UInt8], allowCredentialIDs: [[UInt8]] = [], pin: String? = nil
     ) throws(RainError) -> [SecurityKeyAssertion] {
+        try getAssertion(
+            rpID: rpID, clientDataHash: clientDataHash, allowCredentialIDs: allowCredentialIDs, secretPIN: Self.secret(pin))
+    }
+
+    /// ``getAssertion(rpID:clientDataHash:allowCredentialIDs:pin:)`` with the PIN in memory that is
+    /// zeroed when released.
+    public func getAssertion(
+        rpID: String, clientDataHash: [UInt8], allowCredentialIDs: [[UInt8]] = [], secretPIN pin: SecretBytes?
+    ) throws(RainError) -> [SecurityKeyAssertion] {
         let operation = "sign in with the security key"
         return try ceremony(operation) { () throws(RainError) in
             guard let assertion = fido_assert_new() else { throw RainError.securityKey(FIDO_ERR_INTERNAL, operation) }
@@ -168,7 +188,7 @@ public final class SecurityKeyDevice: @unchecked Sendable {
             for id in allowCredentialIDs {
                 try check(id.withUnsafeBufferPointer { fido_assert_allow_cred(assertion, $0.baseAddress, $0.count) }, operation)
             }
-            try run(operation) { fido_dev_get_assert(device, assertion, pin) }
+            try withPIN(pin) { (pin) throws(RainError) in try run(operation) { fido_dev_get_assert(device, assertion, pin) } }
             var results: [SecurityKeyAssertion] = []
             for index in 0..<fido_assert_count(assertion) {
                 // libfido2 keeps an assertion's authenticator data CBOR-encoded (a byte string).
@@ -209,6 +229,48 @@ public final class SecurityKeyDevice: @unchecked Sendable {
         }
     }
 
+    /// Blinks until the key is touched, so the user can choose it among several (libfido2's
+    /// `fido_dev_get_touch_begin`: a make credential for a dummy relying party that the key
+    /// answers only when touched, and that creates nothing when it has a PIN).
+    /// - Parameters:
+    ///   - timeout: how long to wait for the touch.
+    ///   - isCancelled: polled between reads; true stops the wait with `security_key_cancelled`.
+    /// - Throws: RAIN_401 `security_key_timeout` or `security_key_cancelled`; RAIN_404
+    ///   `security_key_removed` when the key stops answering.
+    public func waitForTouch(timeout: Duration, isCancelled: @Sendable () -> Bool) throws(RainError) {
+        let operation = "wait for a touch of the security key"
+        try ceremony(operation) { () throws(RainError) in
+            try check(fido_dev_get_touch_begin(device), operation)
+            let deadline = ContinuousClock.now + timeout
+            var quickFailures = 0
+            while true {
+                var touched: Int32 = 0
+                let started = ContinuousClock.now
+                let status = fido_dev_get_touch_status(device, &touched, Int32(Self.touchPollMilliseconds))
+                guard status == FIDO_ERR_SUCCESS else { throw RainError.securityKey(status, operation) }
+                if touched != 0 { return }
+                // libfido2 takes a failed read for "not touched yet"; a key that is still there
+                // makes the read wait the whole poll, a removed one fails it at once.
+                let quick = ContinuousClock.now - started < .milliseconds(Self.touchPollMilliseconds / 4)
+                quickFailures = quick ? quickFailures + 1 : 0
+                if quickFailures >= 5 {
+                    throw RainError.securityKey(FIDO_ERR_RX, operation)
+                }
+                if isCancelled() {
+                    _ = fido_dev_cancel(device)
+                    throw RainError.securityKey(FIDO_ERR_KEEPALIVE_CANCEL, operation)
+                }
+                if ContinuousClock.now >= deadline {
+                    _ = fido_dev_cancel(device)
+                    throw RainError.securityKey(FIDO_ERR_RX, operation, timedOut: true)
+                }
+            }
+        }
+    }
+
+    /// How long one read of `waitForTouch` waits before checking for a cancel and the deadline.
+    static let touchPollMilliseconds = 200
+
     /// Asks the key to stop the running ceremony (CTAPHID CANCEL): it stops blinking and the
     /// ceremony ends with RAIN_401 `security_key_cancelled`. Safe from any thread; does nothing
     /// when no ceremony runs.
@@ -248,6 +310,24 @@ public final class SecurityKeyDevice: @unchecked Sendable {
         // The key would otherwise go on blinking for a ceremony nobody waits for.
         if timedOut { _ = fido_dev_cancel(device) }
         throw RainError.securityKey(status, operation, retriesLeft: retries, timedOut: timedOut)
+    }
+
+    /// Runs `body` with the PIN as a C string (nil without one), for the body's duration only.
+    private func withPIN<R>(
+        _ pin: SecretBytes?, _ body: (UnsafePointer<CChar>?) throws(RainError) -> R
+    ) throws(RainError) -> R {
+        guard let pin else { return try body(nil) }
+        let result: Result<R, RainError> = pin.withCString { (pointer) in
+            Result { () throws(RainError) in try body(pointer) }
+        }
+        return try result.get()
+    }
+
+    /// A PIN given as a string, moved into zeroed-on-release memory (nil for none).
+    private static func secret(_ pin: String?) -> SecretBytes? {
+        guard let pin else { return nil }
+        var bytes = Array(pin.utf8)
+        return SecretBytes(taking: &bytes)
     }
 
     private func check(_ status: Int32, _ operation: String) throws(RainError) {

@@ -50,4 +50,10 @@ extension RainError {
             return error(.provider, .failed, "the security key failed")
         }
     }
+
+    /// RAIN_401 `security_key_cancelled` for `operation`.
+    static func securityKey(cancelled operation: String) -> RainError { securityKey(FIDO_ERR_KEEPALIVE_CANCEL, operation) }
+
+    /// RAIN_404 `security_key_no_credentials` for `operation`.
+    static func securityKey(noCredentials operation: String) -> RainError { securityKey(FIDO_ERR_NO_CREDENTIALS, operation) }
 }

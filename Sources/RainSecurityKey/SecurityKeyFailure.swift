@@ -20,6 +20,8 @@ public enum SecurityKeyFailure: String, Sendable, CaseIterable {
     case timeout = "security_key_timeout"
     /// The operation was cancelled, by the user or because another key was touched first (RAIN_401).
     case cancelled = "security_key_cancelled"
+    /// No security key is plugged in (RAIN_404).
+    case notFound = "security_key_not_found"
     /// The key was unplugged, or stopped answering (RAIN_404).
     case removed = "security_key_removed"
     /// The key holds no credential for this relying party (or none of the allowed ones) (RAIN_404).

@@ -47,6 +47,17 @@ extension DaemonHarness {
         }
     }
 
+    /// The file of PINs the auto pinentry types on prompts that ask for one, one a line.
+    static let autoPinentrySecretsName = "pinentry-secrets"
+
+    /// Makes the auto pinentry type `secrets` on the next prompts that ask for a PIN, one each in
+    /// order; once they are used up (or with none), such a prompt is dismissed.
+    public func autoPinentryTypes(secrets: [String]) {
+        let path = "\(directory)/\(Self.autoPinentrySecretsName)"
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data(secrets.map { $0 + "\n" }.joined().utf8), attributes: [.posixPermissions: 0o600])
+    }
+
     /// The prompts the auto pinentry answered so far (their descriptions, Assuan-escaped).
     public var answeredPrompts: [String] {
         ((try? String(contentsOfFile: promptLogPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
@@ -76,7 +87,10 @@ extension DaemonHarness {
     ) throws {
         let pinentry = "\(directory)/\(autoPinentryName)"
         try writeFile(
-            pinentry, autoPinentryScript(log: "\(directory)/prompts.log", cancelFlag: "\(directory)/pinentry-cancels"),
+            pinentry,
+            autoPinentryScript(
+                log: "\(directory)/prompts.log", cancelFlag: "\(directory)/pinentry-cancels",
+                secrets: "\(directory)/\(autoPinentrySecretsName)"),
             mode: 0o755)
         let policy: String
         switch access {
@@ -131,29 +145,38 @@ extension DaemonHarness {
     /// A pinentry that answers every GETPIN with the code the description shows (`type the code
     /// XXXX and press Enter`), logging the description. Bash, as Debian has it.
     /// While `cancelFlag` exists, it dismisses each prompt instead (logged all the same).
-    public static func autoPinentryScript(log: String, cancelFlag: String) -> String {
-        """
-        #!/bin/bash
-        # Test pinentry (integration tests only): confirms each prompt by typing back its code.
-        echo "OK Pleased to meet you"
-        desc=""
-        while IFS= read -r line; do
-          case "$line" in
-            SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
-            CONFIRM*)
-              printf '%s\\n' "$desc" >> '\(log).pages'
-              if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
-              echo OK ;;
-            GETPIN*)
-              printf '%s\\n' "$desc" >> '\(log)'
-              if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
-              code=$(printf '%s' "$desc" | sed -n 's/.*type the code  \\([^ ]*\\)  and press.*/\\1/p')
-              echo "D $code"; echo OK ;;
-            BYE*) echo OK; exit 0 ;;
-            *) echo OK ;;
-          esac
-        done
+    /// A prompt that asks for a PIN (`type the PIN and press Enter`) gets the first line of
+    /// `secrets`, which is then removed; with none left it is dismissed.
+    public static func autoPinentryScript(log: String, cancelFlag: String, secrets: String? = nil) -> String {
+        let secretsPath = secrets ?? "\(log).secrets"
+        return """
+            #!/bin/bash
+            # Test pinentry (integration tests only): confirms each prompt by typing back its code.
+            echo "OK Pleased to meet you"
+            desc=""
+            while IFS= read -r line; do
+              case "$line" in
+                SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
+                CONFIRM*)
+                  printf '%s\\n' "$desc" >> '\(log).pages'
+                  if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+                  echo OK ;;
+                GETPIN*)
+                  printf '%s\\n' "$desc" >> '\(log)'
+                  if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+                  case "$desc" in *"type the PIN and press"*)
+                    secret=$(head -n 1 '\(secretsPath)' 2>/dev/null)
+                    if [ -z "$secret" ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+                    sed -i 1d '\(secretsPath)'
+                    echo "D $secret"; echo OK; continue ;;
+                  esac
+                  code=$(printf '%s' "$desc" | sed -n 's/.*type the code  \\([^ ]*\\)  and press.*/\\1/p')
+                  echo "D $code"; echo OK ;;
+                BYE*) echo OK; exit 0 ;;
+                *) echo OK ;;
+              esac
+            done
 
-        """
+            """
     }
 }

@@ -1,8 +1,9 @@
 import FoundationEssentials
 internal import RainWire
 
-/// Passkeys: each call begins a ceremony in the daemon, runs the `anchor` authenticator in this
-/// process, then finishes it (or cancels it when the authenticator was dismissed).
+/// Passkeys with the app's own authenticator: each call begins a ceremony in the daemon, runs the
+/// `anchor` authenticator in this process, then finishes it (or cancels it when the authenticator
+/// was dismissed). The `authenticator:` variants below run the whole ceremony in the daemon.
 extension RainProvider {
     /// Creates a brand-new account and wallet with a new passkey, and logs in.
     ///
@@ -125,5 +126,95 @@ extension RainProvider {
         let response = try await call(
             Method.profileConfigure, ConfigureProfileRequest(passkeyDomain: ""), as: ConfigureProfileResponse.self)
         return response.passkeyDomain.isEmpty ? nil : response.passkeyDomain
+    }
+}
+
+/// An authenticator the daemon runs itself: the ceremony happens inside `rainwalletd`, so this
+/// process never holds the assertion (it could not replay one).
+public enum BuiltInAuthenticator: String, Sendable, Hashable, CaseIterable {
+    /// A FIDO2 security key plugged into this machine (USB). Every plugged key blinks; the first
+    /// touched is used. A key with a PIN is chosen by a touch, then its PIN is typed on the
+    /// daemon's prompt (never in the app), then it is touched again.
+    case securityKey = "security-key"
+    /// The daemon's platform authenticator (keys in the TPM). Until the daemon has one, every call
+    /// is RAIN_404 `platform_authenticator_unavailable`, naming what to configure.
+    case platform
+
+    var wire: PasskeyAuthenticatorKind { self == .platform ? .platform : .securityKey }
+}
+
+/// Passkeys whose authenticator runs in the daemon (`Passkey/Run`): one call each.
+extension RainProvider {
+    /// Creates a brand-new account and wallet with a new passkey made by an authenticator of the
+    /// daemon, and logs in.
+    ///
+    /// ```swift
+    /// let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com"))
+    /// let session = try await wallet.signUpWithPasskey(authenticator: .securityKey)
+    /// ```
+    /// - Parameters:
+    ///   - authenticator: which of the daemon's authenticators makes the passkey.
+    ///   - timeout: how long the authenticator may wait for the user (touch, PIN); 60 s when nil,
+    ///     at most 10 minutes.
+    /// - Returns: the new session.
+    /// - Throws: as ``signUpWithPasskey(anchor:)``, and RAIN_401 when nobody touched a key in time
+    ///   (`security_key_timeout`), the PIN prompt was dismissed (`prompt_dismissed`) or the call was
+    ///   cancelled; RAIN_202 for a wrong PIN (`security_key_pin_invalid`, with
+    ///   `attemptsRemaining`) or a blocked one; RAIN_404 without a key (`security_key_not_found`),
+    ///   for a key removed meanwhile (`security_key_removed`) and for
+    ///   `platform_authenticator_unavailable`. The session is untouched by every failure.
+    @discardableResult
+    nonisolated(nonsending) public func signUpWithPasskey(authenticator: BuiltInAuthenticator, timeout: Duration? = nil)
+        async throws -> SessionSnapshot
+    {
+        try await runPasskey(.signUp, authenticator, timeout)
+    }
+
+    /// Logs in with a passkey held by an authenticator of the daemon.
+    /// - Parameters:
+    ///   - authenticator: which of the daemon's authenticators holds the passkey.
+    ///   - timeout: as for ``signUpWithPasskey(authenticator:timeout:)``.
+    /// - Returns: the new session.
+    /// - Throws: as ``loginWithPasskey(anchor:)`` and ``signUpWithPasskey(authenticator:timeout:)``;
+    ///   RAIN_404 `security_key_no_credentials` when the touched key has no passkey for the domain.
+    @discardableResult
+    nonisolated(nonsending) public func loginWithPasskey(authenticator: BuiltInAuthenticator, timeout: Duration? = nil)
+        async throws -> SessionSnapshot
+    {
+        try await runPasskey(.login, authenticator, timeout)
+    }
+
+    /// Adds a passkey made by an authenticator of the daemon to the logged-in account, once the
+    /// user confirmed it on the daemon's prompt.
+    /// - Parameters:
+    ///   - authenticator: which of the daemon's authenticators makes the passkey.
+    ///   - timeout: as for ``signUpWithPasskey(authenticator:timeout:)``.
+    /// - Throws: as ``addPasskey(anchor:)`` and ``signUpWithPasskey(authenticator:timeout:)``;
+    ///   RAIN_302 `security_key_credential_excluded` when the key already holds a passkey of the account.
+    nonisolated(nonsending) public func addPasskey(authenticator: BuiltInAuthenticator, timeout: Duration? = nil)
+        async throws
+    {
+        _ = try await runPasskey(.add, authenticator, timeout)
+    }
+
+    nonisolated(nonsending) private func runPasskey(
+        _ ceremony: PasskeyCeremonyType, _ authenticator: BuiltInAuthenticator, _ timeout: Duration?
+    ) async throws(RainError) -> SessionSnapshot {
+        guard let domain = config.passkeyDomain, !domain.isEmpty else {
+            throw RainError.invalid(
+                "passkeys need a domain: create the provider with RainWalletConfig(passkeyDomain:)",
+                field: "passkeyDomain", reason: "no_passkey_domain")
+        }
+        try await applyConfiguration(try connection())
+        if let refusal = configurationRefusal(field: "passkeyDomain") { throw refusal }
+        let milliseconds =
+            timeout.map {
+                UInt32(clamping: max(1, $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000))
+            } ?? 0
+        let finished = try await call(
+            Method.passkeyRun,
+            RunPasskeyRequest(ceremony: ceremony, authenticator: authenticator.wire, timeoutMilliseconds: milliseconds),
+            as: FinishPasskeyResponse.self)
+        return finished.session
     }
 }

@@ -88,6 +88,8 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
             (Method.appsRevoke, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.settingsConfirm, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.profileChangePasskeyDomain, .send(isCancelledWithCaller: true)),
+            // A security key's ceremony stops (the keys are cancelled) with the app's call.
+            (Method.passkeyRun, .send(isCancelledWithCaller: true)),
             (Method.promptRegister, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.promptGet, .read(isOpenToAnyApp: true)),
         ])
@@ -103,7 +105,7 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
         #expect(
             cancelled == [
                 Method.appsApprove, Method.appsRevoke, Method.settingsConfirm, Method.promptRegister,
-                Method.profileChangePasskeyDomain,
+                Method.profileChangePasskeyDomain, Method.passkeyRun,
             ])
     }
 

@@ -226,7 +226,8 @@ struct PasskeyIntegrationTests {
         #expect(empty.status == 9, "\(empty)")
         let help = try await h.runCLI(["passkey", "add", "--help"])
         #expect(help.status == 0)
-        #expect(help.stdout.contains("--authenticator FILE"))
+        #expect(help.stdout.contains("--authenticator KIND"))
+        #expect(help.stdout.contains("--key-file FILE"))
     }
 }
 

@@ -165,7 +165,7 @@ struct SameUserAttackTests {
     }
 
     @Test(
-        "rainwalletd run by a user refuses --policy (a missing file too), --enable-test-methods, --test-confirm-instantly and the test clock, exit 64; rainwalletd-test takes them"
+        "rainwalletd run by a user refuses --policy (a missing file too), --enable-test-methods, --test-confirm-instantly, the test clock and the test security keys, exit 64; rainwalletd-test takes them"
     )
     func policyIsRoots() async throws {
         let bin = try await AccessibleBinaries.make()
@@ -182,6 +182,8 @@ struct SameUserAttackTests {
             (["--policy", policy], [:]), (["--policy", "/nonexistent"], [:]), (["--enable-test-methods"], [:]), ([], clock),
             // Confirming without asking would sign without the user.
             (["--test-confirm-instantly"], [:]),
+            // Keys served on sockets by a program of the user would touch and type PINs for the user.
+            ([], ["RAINWALLET_TEST_SECURITY_KEYS": "\(home)/keys"]),
         ]
         for (n, (extra, environment)) in cases.enumerated() {
             let log = "\(home)/refused-\(n).log"

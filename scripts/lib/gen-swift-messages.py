@@ -78,6 +78,7 @@ SWIFT_NAMES = {
     "rain.wallet.v1.PasskeyFinishResponse": "FinishPasskeyResponse",
     "rain.wallet.v1.PasskeyCancelRequest": "CancelPasskeyRequest",
     "rain.wallet.v1.PasskeyCancelResponse": "CancelPasskeyResponse",
+    "rain.wallet.v1.PasskeyRunRequest": "RunPasskeyRequest",
     # `Event` alone says little beside RainAuthorityAPI's revocation events.
     "rain.wallet.v1.Event": "WatchEvent",
     "rain.wallet.v1.Event.type": "kind",

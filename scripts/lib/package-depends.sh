@@ -6,7 +6,7 @@
 # with them while the build runs (--prepare-root: most of it waiting on the mirror);
 # scripts/check-package then finds that root cached when the .deb's Depends are these, and when
 # they are not, says so and makes the right one.
-RAIN_ROOT_PACKAGES="libc6,libcbor0.8,libcurl4,libgcc-s1,libpq5,libprotobuf-c1,libpsl5,libsecp256k1-1,libsecret-1-0,libsqlite3-0,libssl3,libstdc++6,libtss2-esys-3.0.2-0,libtss2-mu0,libtss2-rc0,libtss2-tcti-device0,libtss2-tctildr0,publicsuffix"
+RAIN_ROOT_PACKAGES="libc6,libcbor0.8,libcurl4,libfido2-1,libgcc-s1,libpq5,libprotobuf-c1,libpsl5,libsecp256k1-1,libsecret-1-0,libsqlite3-0,libssl3,libstdc++6,libtss2-esys-3.0.2-0,libtss2-mu0,libtss2-rc0,libtss2-tcti-device0,libtss2-tctildr0,publicsuffix"
 
 # raise_libc_for_relr SHLIBS BINARY...: prints SHLIBS (a Depends list from dpkg-shlibdeps) with
 # libc6 raised to (>= 2.36) when one of the binaries needs packed relative relocations (symbol

@@ -59,6 +59,7 @@ typedef struct Rain__Wallet__V1__PasskeyFinishResponse Rain__Wallet__V1__Passkey
 typedef struct Rain__Wallet__V1__PasskeyCancelRequest Rain__Wallet__V1__PasskeyCancelRequest;
 typedef struct Rain__Wallet__V1__PasskeyCancelResponse Rain__Wallet__V1__PasskeyCancelResponse;
 typedef struct Rain__Wallet__V1__PasskeyRemoveRequest Rain__Wallet__V1__PasskeyRemoveRequest;
+typedef struct Rain__Wallet__V1__PasskeyRunRequest Rain__Wallet__V1__PasskeyRunRequest;
 typedef struct Rain__Wallet__V1__ConfirmContactVerificationRequest Rain__Wallet__V1__ConfirmContactVerificationRequest;
 
 
@@ -93,6 +94,35 @@ typedef enum _Rain__Wallet__V1__Chain {
   RAIN__WALLET__V1__CHAIN__CHAIN_SOLANA = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__CHAIN)
 } Rain__Wallet__V1__Chain;
+/*
+ * /rain.wallet.v1.Passkey/Run: the whole ceremony in the daemon, which runs the authenticator itself
+ * (begin at the authority, the authenticator, finish), so the app never holds an assertion it could
+ * replay. The same rules as the two-call flow: RAIN_102 no_passkey_domain, session_live (sign-up),
+ * passkey_session_live (login), RAIN_201 without a session (add, which the user confirms first).
+ * A refusal on the prompt (PIN dismissed), a cancelled call or a timeout is RAIN_401: the ceremony is
+ * cancelled at the authority and the session untouched. PASSKEY_AUTHENTICATOR_PLATFORM is RAIN_404
+ * platform_authenticator_unavailable until a platform authenticator is configured; security keys
+ * fail with the security_key_* reasons of docs/errors.md.
+ */
+typedef enum _Rain__Wallet__V1__PasskeyAuthenticatorKind {
+  RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND__PASSKEY_AUTHENTICATOR_KIND_UNSPECIFIED = 0,
+  /*
+   * FIDO2 security keys plugged into this machine (USB HID), through libfido2.
+   */
+  RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND__PASSKEY_AUTHENTICATOR_KIND_SECURITY_KEY = 1,
+  /*
+   * The daemon's own platform authenticator (keys in the TPM).
+   */
+  RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND__PASSKEY_AUTHENTICATOR_KIND_PLATFORM = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND)
+} Rain__Wallet__V1__PasskeyAuthenticatorKind;
+typedef enum _Rain__Wallet__V1__PasskeyCeremonyType {
+  RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_UNSPECIFIED = 0,
+  RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_SIGN_UP = 1,
+  RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_LOGIN = 2,
+  RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_ADD = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE)
+} Rain__Wallet__V1__PasskeyCeremonyType;
 
 /* --- messages --- */
 
@@ -908,6 +938,21 @@ struct  Rain__Wallet__V1__PasskeyRemoveRequest
     , (char *)protobuf_c_empty_string }
 
 
+struct  Rain__Wallet__V1__PasskeyRunRequest
+{
+  ProtobufCMessage base;
+  Rain__Wallet__V1__PasskeyCeremonyType ceremony;
+  Rain__Wallet__V1__PasskeyAuthenticatorKind authenticator;
+  /*
+   * How long the authenticator may wait for the user (touch, PIN), in milliseconds; 0: 60 s.
+   */
+  uint32_t timeout_ms;
+};
+#define RAIN__WALLET__V1__PASSKEY_RUN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__passkey_run_request__descriptor) \
+    , RAIN__WALLET__V1__PASSKEY_CEREMONY_TYPE__PASSKEY_CEREMONY_TYPE_UNSPECIFIED, RAIN__WALLET__V1__PASSKEY_AUTHENTICATOR_KIND__PASSKEY_AUTHENTICATOR_KIND_UNSPECIFIED, 0 }
+
+
 /*
  * /rain.wallet.v1.Contact/SendVerificationCode takes SendLoginCodeRequest {contact} and answers
  * SendLoginCodeResponse {contact, expires_at_ms} (the same messages as Auth/SendLoginCode).
@@ -1706,6 +1751,25 @@ Rain__Wallet__V1__PasskeyRemoveRequest *
 void   rain__wallet__v1__passkey_remove_request__free_unpacked
                      (Rain__Wallet__V1__PasskeyRemoveRequest *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__PasskeyRunRequest methods */
+void   rain__wallet__v1__passkey_run_request__init
+                     (Rain__Wallet__V1__PasskeyRunRequest         *message);
+size_t rain__wallet__v1__passkey_run_request__get_packed_size
+                     (const Rain__Wallet__V1__PasskeyRunRequest   *message);
+size_t rain__wallet__v1__passkey_run_request__pack
+                     (const Rain__Wallet__V1__PasskeyRunRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__passkey_run_request__pack_to_buffer
+                     (const Rain__Wallet__V1__PasskeyRunRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__PasskeyRunRequest *
+       rain__wallet__v1__passkey_run_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__passkey_run_request__free_unpacked
+                     (Rain__Wallet__V1__PasskeyRunRequest *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__ConfirmContactVerificationRequest methods */
 void   rain__wallet__v1__confirm_contact_verification_request__init
                      (Rain__Wallet__V1__ConfirmContactVerificationRequest         *message);
@@ -1850,6 +1914,9 @@ typedef void (*Rain__Wallet__V1__PasskeyCancelResponse_Closure)
 typedef void (*Rain__Wallet__V1__PasskeyRemoveRequest_Closure)
                  (const Rain__Wallet__V1__PasskeyRemoveRequest *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__PasskeyRunRequest_Closure)
+                 (const Rain__Wallet__V1__PasskeyRunRequest *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__ConfirmContactVerificationRequest_Closure)
                  (const Rain__Wallet__V1__ConfirmContactVerificationRequest *message,
                   void *closure_data);
@@ -1862,6 +1929,8 @@ typedef void (*Rain__Wallet__V1__ConfirmContactVerificationRequest_Closure)
 extern const ProtobufCEnumDescriptor    rain__wallet__v1__event_type__descriptor;
 extern const ProtobufCEnumDescriptor    rain__wallet__v1__expiry_reason__descriptor;
 extern const ProtobufCEnumDescriptor    rain__wallet__v1__chain__descriptor;
+extern const ProtobufCEnumDescriptor    rain__wallet__v1__passkey_authenticator_kind__descriptor;
+extern const ProtobufCEnumDescriptor    rain__wallet__v1__passkey_ceremony_type__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_info_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_info_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__send_login_code_request__descriptor;
@@ -1903,6 +1972,7 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_finish_respons
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_cancel_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_remove_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__passkey_run_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_contact_verification_request__descriptor;
 
 PROTOBUF_C__END_DECLS

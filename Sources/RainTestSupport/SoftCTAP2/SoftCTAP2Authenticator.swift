@@ -48,7 +48,7 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
     private var isCancelRequested = false
     private var isWaitingForTouch = false
     private var pendingTouch = false
-    private var isUnplugged = false
+    private var unplugged = false
     private var openCount = 0
 
     /// Creates the key and registers it for libfido2's injected io.
@@ -126,20 +126,29 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
     /// The key is pulled out: reads and writes fail from now on, as on a vanished hidraw node.
     public func unplug() {
         condition.withLock {
-            isUnplugged = true
+            unplugged = true
             condition.broadcast()
         }
     }
 
+    /// Whether a host has it open (libfido2 opened and has not closed it).
+    public var isOpen: Bool { condition.withLock { openCount > 0 } }
+
+    /// Whether it is unplugged (``unplug()``, until ``powerCycle()``).
+    public var isUnplugged: Bool { condition.withLock { unplugged } }
+
     /// Unplugged and plugged in again (the PIN may be tried again after three wrong ones).
     public func powerCycle() throws {
         condition.withLock {
-            isUnplugged = false
+            unplugged = false
             outbound.removeAll()
             assembly = nil
         }
         try worker.sync { try commands.powerCycle() }
     }
+
+    /// Sets the PIN tries left directly (a key that has been given wrong PINs before).
+    public func setPINRetries(_ retries: Int) { worker.sync { commands.pinRetries = retries } }
 
     /// PIN tries left (read directly, not through CTAP).
     public var pinRetries: Int { worker.sync { commands.pinRetries } }
@@ -151,7 +160,7 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
 
     package func open() -> Bool {
         condition.withLock {
-            guard !isUnplugged else { return false }
+            guard !unplugged else { return false }
             openCount += 1
             return true
         }
@@ -167,14 +176,14 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
         let deadline = timeoutMilliseconds < 0 ? nil : Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)
         condition.lock()
         defer { condition.unlock() }
-        while outbound.isEmpty && !isUnplugged {
+        while outbound.isEmpty && !unplugged {
             if let deadline {
                 if !condition.wait(until: deadline) { break }
             } else {
                 condition.wait()
             }
         }
-        guard !isUnplugged, !outbound.isEmpty else { return nil }
+        guard !unplugged, !outbound.isEmpty else { return nil }
         return outbound.removeFirst()
     }
 
@@ -182,7 +191,7 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
         guard report.count == Self.reportByteCount else { return false }
         condition.lock()
         defer { condition.unlock() }
-        guard !isUnplugged else { return false }
+        guard !unplugged else { return false }
         receive(report)
         return true
     }
@@ -259,7 +268,7 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
                 let response = commands.handle(payload) { waitForTouch(channel: channel) }
                 condition.withLock {
                     busyChannel = nil
-                    if !isUnplugged { send(.cbor, response, channel: channel) }
+                    if !unplugged { send(.cbor, response, channel: channel) }
                 }
             }
         default:
@@ -281,7 +290,7 @@ public final class SoftCTAP2Authenticator: SecurityKeyHIDTransport, @unchecked S
         isWaitingForTouch = true
         condition.broadcast()
         while true {
-            if isCancelRequested || isUnplugged { return .keepaliveCancel }
+            if isCancelRequested || unplugged { return .keepaliveCancel }
             if touchPolicy == .immediately || pendingTouch { return nil }
             if Date() >= deadline { return .userActionTimeout }
             send(.keepalive, [0x02], channel: channel)

@@ -37,7 +37,7 @@ final class SoftCTAP2Commands {
     var attestation: Attestation
     private(set) var credentials: [Credential] = []
     private var pinHash: [UInt8]?
-    private(set) var pinRetries = maximumPINRetries
+    var pinRetries = maximumPINRetries
     private var consecutiveFailures = 0
     private var pinProtocol: SoftCTAP2PINProtocol
     private var token: Token?
@@ -123,6 +123,12 @@ final class SoftCTAP2Commands {
         if case .bool(true) = options?["uv"] { throw CTAPStatus.invalidOption }
         let isResident: Bool
         if case .bool(true) = options?["rk"] { isResident = true } else { isResident = false }
+        if let param = parameters[8]?.bytesValue, param.isEmpty {
+            // A zero-length pinUvAuthParam asks for a touch only (CTAP 2.1 §6.1.2 step 1): how a
+            // client lets the user choose one of several keys (libfido2's fido_dev_get_touch_begin).
+            if let status = userPresence() { throw status }
+            throw hasPIN ? CTAPStatus.pinInvalid : CTAPStatus.pinNotSet
+        }
         let isVerified = try checkPINUVAuth(
             parameters[8], protocolNumber: parameters[9], clientDataHash: clientDataHash,
             permission: Self.permissionMakeCredential, rpID: rpID)

@@ -96,6 +96,10 @@ public enum Method {
     ///
     /// `PasskeyRemoveRequest` → `AccountResponse`.
     public static let passkeyRemove = "/rain.wallet.v1.Passkey/Remove"
+    /// Runs a whole ceremony with an authenticator of the daemon (security keys, platform).
+    ///
+    /// `RunPasskeyRequest` → `FinishPasskeyResponse`.
+    public static let passkeyRun = "/rain.wallet.v1.Passkey/Run"
     /// Sends a code that verifies a backup contact for the session's account (confirmed by the user;
     /// never retried).
     ///
@@ -185,6 +189,7 @@ public enum Method {
         MethodDeclaration(passkeyFinish, FinishPasskeyRequest.self, FinishPasskeyResponse.self),
         MethodDeclaration(passkeyCancel, CancelPasskeyRequest.self, CancelPasskeyResponse.self),
         MethodDeclaration(passkeyRemove, PasskeyRemoveRequest.self, AccountResponse.self),
+        MethodDeclaration(passkeyRun, RunPasskeyRequest.self, FinishPasskeyResponse.self),
         MethodDeclaration(contactSendVerificationCode, SendLoginCodeRequest.self, SendLoginCodeResponse.self),
         MethodDeclaration(contactConfirmVerification, ConfirmContactVerificationRequest.self, AccountResponse.self),
         MethodDeclaration(devListOutbox, ListOutboxRequest.self, ListOutboxResponse.self),

@@ -6,6 +6,65 @@ import RainCore
 
 // The messages of proto/wallet.proto, and their conversion to and from protobuf-c.
 
+/// /rain.wallet.v1.Passkey/Run: the whole ceremony in the daemon, which runs the authenticator itself
+/// (begin at the authority, the authenticator, finish), so the app never holds an assertion it could
+/// replay. The same rules as the two-call flow: RAIN_102 no_passkey_domain, session_live (sign-up),
+/// passkey_session_live (login), RAIN_201 without a session (add, which the user confirms first).
+/// A refusal on the prompt (PIN dismissed), a cancelled call or a timeout is RAIN_401: the ceremony is
+/// cancelled at the authority and the session untouched. PASSKEY_AUTHENTICATOR_PLATFORM is RAIN_404
+/// platform_authenticator_unavailable until a platform authenticator is configured; security keys
+/// fail with the security_key_* reasons of docs/errors.md.
+/// Open, as proto3 enums are: a number this build does not know is kept, and printed as it is.
+public struct PasskeyAuthenticatorKind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public static let unspecified = PasskeyAuthenticatorKind(rawValue: 0)
+    /// FIDO2 security keys plugged into this machine (USB HID), through libfido2.
+    public static let securityKey = PasskeyAuthenticatorKind(rawValue: 1)
+    /// The daemon's own platform authenticator (keys in the TPM).
+    public static let platform = PasskeyAuthenticatorKind(rawValue: 2)
+
+    /// The number on the wire.
+    public var rawValue: Int32
+
+    /// The value of `rawValue`, known or not.
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The proto name of a known value, else the number.
+    public var description: String {
+        switch rawValue {
+        case 0: "PASSKEY_AUTHENTICATOR_KIND_UNSPECIFIED"
+        case 1: "PASSKEY_AUTHENTICATOR_KIND_SECURITY_KEY"
+        case 2: "PASSKEY_AUTHENTICATOR_KIND_PLATFORM"
+        default: String(rawValue)
+        }
+    }
+}
+
+/// The `PasskeyCeremonyType` enum.
+/// Open, as proto3 enums are: a number this build does not know is kept, and printed as it is.
+public struct PasskeyCeremonyType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public static let unspecified = PasskeyCeremonyType(rawValue: 0)
+    public static let signUp = PasskeyCeremonyType(rawValue: 1)
+    public static let login = PasskeyCeremonyType(rawValue: 2)
+    public static let add = PasskeyCeremonyType(rawValue: 3)
+
+    /// The number on the wire.
+    public var rawValue: Int32
+
+    /// The value of `rawValue`, known or not.
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The proto name of a known value, else the number.
+    public var description: String {
+        switch rawValue {
+        case 0: "PASSKEY_CEREMONY_TYPE_UNSPECIFIED"
+        case 1: "PASSKEY_CEREMONY_TYPE_SIGN_UP"
+        case 2: "PASSKEY_CEREMONY_TYPE_LOGIN"
+        case 3: "PASSKEY_CEREMONY_TYPE_ADD"
+        default: String(rawValue)
+        }
+    }
+}
+
 /// /rain.wallet.v1.Daemon/GetInfo
 public struct GetInfoRequest: WireMessage, Hashable {
     /// A `GetInfoRequest`; an argument left out is its proto3 default.
@@ -658,6 +717,25 @@ public struct PasskeyRemoveRequest: WireMessage, Hashable {
     /// A `PasskeyRemoveRequest`; an argument left out is its proto3 default.
     public init(credentialID: String = "") {
         self.credentialID = credentialID
+    }
+}
+
+/// The `RunPasskeyRequest` message.
+public struct RunPasskeyRequest: WireMessage, Hashable {
+    public var ceremony: PasskeyCeremonyType
+    public var authenticator: PasskeyAuthenticatorKind
+    /// How long the authenticator may wait for the user (touch, PIN), in milliseconds; 0: 60 s.
+    public var timeoutMilliseconds: UInt32
+
+    /// A `RunPasskeyRequest`; an argument left out is its proto3 default.
+    public init(
+        ceremony: PasskeyCeremonyType = .unspecified,
+        authenticator: PasskeyAuthenticatorKind = .unspecified,
+        timeoutMilliseconds: UInt32 = 0
+    ) {
+        self.ceremony = ceremony
+        self.authenticator = authenticator
+        self.timeoutMilliseconds = timeoutMilliseconds
     }
 }
 
@@ -1967,6 +2045,41 @@ extension PasskeyRemoveRequest {
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__PasskeyRemoveRequest {
         var m = cMessage(rain__wallet__v1__passkey_remove_request__init)
         m.credential_id = try arena.string(self.credentialID, field: "credential_id")
+        return m
+    }
+}
+
+extension RunPasskeyRequest {
+    /// Decodes a `RunPasskeyRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `RunPasskeyRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RunPasskeyRequest {
+        try unpackMessage(bytes, name: "RunPasskeyRequest", rain__wallet__v1__passkey_run_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `RunPasskeyRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `RunPasskeyRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__PasskeyRunRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            ceremony: PasskeyCeremonyType(rawValue: Int32(bitPattern: m.ceremony.rawValue)),
+            authenticator: PasskeyAuthenticatorKind(rawValue: Int32(bitPattern: m.authenticator.rawValue)),
+            timeoutMilliseconds: m.timeout_ms)
+    }
+
+    /// The C `RunPasskeyRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__PasskeyRunRequest {
+        var m = cMessage(rain__wallet__v1__passkey_run_request__init)
+        m.ceremony = Rain__Wallet__V1__PasskeyCeremonyType(rawValue: UInt32(bitPattern: self.ceremony.rawValue))
+        m.authenticator = Rain__Wallet__V1__PasskeyAuthenticatorKind(rawValue: UInt32(bitPattern: self.authenticator.rawValue))
+        m.timeout_ms = self.timeoutMilliseconds
         return m
     }
 }
