@@ -139,6 +139,7 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     FinishPasskeyResponse(session: everySessionField, isAccountCreated: true),
     CancelPasskeyRequest(ceremonyID: "c1"),
     PasskeyRemoveRequest(credentialID: "Y3JlZA"),
+    RunPasskeyRequest(ceremony: .login, authenticator: .platform, timeoutMilliseconds: 30_000),
     CancelPasskeyResponse(),
     ConfirmContactVerificationRequest(code: "123456"),
     // proto/authority.proto
