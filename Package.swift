@@ -109,7 +109,7 @@ let package = Package(
             dependencies: [
                 "RainCore", "RainSystem", "RainWire", "RainCrypto", "RainTransport", "RainAuthorityAPI", "RainStore",
                 "RainAuthority", "RainAuthorityServer", "RainDevice", "RainCommandLine", "RainKeyStore", "RainAccess",
-                "RainConfig", "RainCodeSenderSettings", "RainSecurityKey",
+                "RainConfig", "RainCodeSenderSettings", "RainSecurityKey", "RainPlatformAuthenticator",
             ]),
         .target(name: "RainWebAuthn", dependencies: ["RainCore", "RainCrypto", "CCBOR"]),
         .target(name: "RainSoftAuthenticator", dependencies: ["RainCore", "RainSystem", "RainCrypto", "RainWebAuthn"]),

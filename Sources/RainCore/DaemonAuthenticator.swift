@@ -53,6 +53,12 @@ public protocol DaemonAuthenticatorPrompt: Sendable {
     ///   `no_prompt` when no prompt can be shown.
     func askSecret(_ question: SecretQuestion) async throws(RainError) -> SecretBytes
 
+    /// Asks the user to confirm, on the trusted prompt, that they are there and mean this
+    /// ceremony (they type the code the prompt shows): a platform authenticator's user presence.
+    /// - Parameter what: what the authenticator is about to do, as the prompt says it.
+    /// - Throws: as ``askSecret(_:)``.
+    func confirm(_ what: String) async throws(RainError)
+
     /// Tells the user what the authenticator waits for ("touch your security key"), until the
     /// next call or the end of the ceremony. Never a secret.
     func show(status: String) async

@@ -9,6 +9,7 @@ import RainCore
 import RainCrypto
 import RainDevice
 import RainKeyStore
+import RainPlatformAuthenticator
 import RainSecurityKey
 import RainTransport
 import RainWire
@@ -152,6 +153,9 @@ struct DeviceSetup: Sendable {
         } else {
             context.authenticators.securityKey = SecurityKeyAuthenticator()
         }
+        // Always present: with keys outside a TPM it says, per ceremony, what to configure.
+        context.authenticators.platform = PlatformDaemonAuthenticator(
+            provider: keys.provider, storageKey: keys.storageKey, directory: "\(stateDirectory)/platform", clock: clock)
         let access = try DeviceAccessSetup.make(
             config: config, settings: settings, stateDirectory: stateDirectory, storageKey: keys.storageKey,
             previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"),

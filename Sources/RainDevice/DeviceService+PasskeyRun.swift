@@ -73,7 +73,7 @@ extension DeviceService {
             guard let platform = authenticators.platform else {
                 throw RainError(
                     .unavailable,
-                    "no platform authenticator: it keeps its keys in the TPM, so set \"keyProvider\": \"tpm2\" in the "
+                    "no platform authenticator: it keeps its keys in the TPM, so set storage.provider: tpm2 in the "
                         + "daemon's config (or run `rainwallet storage migrate --to tpm2`) and restart rainwalletd; "
                         + "or use --authenticator security-key",
                     details: RainError.Details(reason: "platform_authenticator_unavailable", field: "authenticator"))
@@ -120,6 +120,17 @@ struct CallPrompt: DaemonAuthenticatorPrompt {
                 details: RainError.Details(reason: "no_prompt"))
         }
         return try await apps.askSecret(action: action, caller: identity, profile: profile, question: question)
+    }
+
+    func confirm(_ what: String) async throws(RainError) {
+        guard let apps, let identity else {
+            throw RainError(
+                .unauthorized,
+                "\(what) needs the user's confirmation on the daemon's prompt, and this daemon shows none: set "
+                    + "access.pinentry in its config",
+                details: RainError.Details(reason: "no_prompt"))
+        }
+        try await apps.ask(action: what, caller: identity, profile: profile)
     }
 
     func show(status: String) async {

@@ -1,0 +1,107 @@
+import Foundation
+import RainKeyStore
+import RainTestSupport
+import RainWallet
+import Testing
+
+/// `Passkey/Run` with the platform authenticator of a real `rainwalletd-test` whose keys are in a
+/// software TPM (swtpm, one per test): each ceremony is confirmed on the prompt (user presence),
+/// then the PIN is typed (the keys' TPM authorization value: user verification).
+@Suite("The TPM platform authenticator run by the daemon")
+struct PlatformPasskeyTests {
+    static let pin = "135790"
+
+    /// A daemon on its own swtpm, whose dictionary-attack parameters are set first (5 tries, one
+    /// forgotten every 60 s): never the reference defaults on a TPM another test could share.
+    static func start() async throws -> (SoftwareTPM, DaemonHarness) {
+        let tpm = try SoftwareTPM()
+        let scratch = "/tmp/rain-da-\(UUID().uuidString.prefix(8).lowercased())"
+        try FileManager.default.createDirectory(
+            atPath: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try TPM2KeyProvider(stateDirectory: scratch, tcti: tpm.tcti)
+            .setDictionaryAttackParameters(maximumTries: 5, recoveryInterval: 60, lockoutRecovery: 10)
+        do {
+            let harness = try await DaemonHarness.start(
+                config: #"""
+                    {"storage": {"provider": "tpm2", "tcti": "\#(tpm.tcti)"},
+                     "profiles": {"default": {"passkeyDomain": "example.com"}}}
+                    """#)
+            return (tpm, harness)
+        } catch {
+            tpm.stop()
+            throw error
+        }
+    }
+
+    @Test(
+        "sign up (the PIN chosen, typed twice), log out, log in, restart and log in again: one account, its passkey listed as platform, each ceremony confirmed then verified by the PIN"
+    )
+    func signUpLogInRestart() async throws {
+        let (tpm, h) = try await Self.start()
+        defer {
+            h.shutdown()
+            tpm.stop()
+        }
+        let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com", socketPath: h.socketPath))
+        h.autoPinentryTypes(secrets: [Self.pin, Self.pin, Self.pin, Self.pin])
+
+        let created = try await wallet.signUpWithPasskey(authenticator: .platform)
+        #expect(created.authState == .authenticated)
+        let prompts = h.answeredPrompts.map(DaemonHarness.unescaped)
+        #expect(
+            prompts.contains { $0.contains("create a passkey for example.com in this device's TPM") }, "\(prompts)")
+        let account = try await wallet.account()
+        #expect(account.passkeys.map(\.kind) == [.platform], "\(account.passkeys)")
+
+        _ = try await wallet.logout()
+        let again = try await wallet.loginWithPasskey(authenticator: .platform)
+        #expect(again.accountID == created.accountID)
+        #expect(
+            h.answeredPrompts.map(DaemonHarness.unescaped).contains { $0.contains("use this device's passkey for example.com") })
+
+        try await h.restart()
+        _ = try await wallet.logout()
+        let afterRestart = try await wallet.loginWithPasskey(authenticator: .platform)
+        #expect(afterRestart.accountID == created.accountID)
+        // No PIN reaches the daemon's log.
+        #expect(!h.log.contains(Self.pin))
+    }
+
+    @Test(
+        "a wrong PIN ends the login with RAIN_202 platform_pin_invalid and the tries left, counted by the TPM; the session stays out; the right PIN then logs in; two different new PINs make nothing"
+    )
+    func wrongPINThenRight() async throws {
+        let (tpm, h) = try await Self.start()
+        defer {
+            h.shutdown()
+            tpm.stop()
+        }
+        let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com", socketPath: h.socketPath))
+        h.autoPinentryTypes(secrets: [Self.pin, "246802"])
+        let mismatch = await rainError { try await wallet.signUpWithPasskey(authenticator: .platform) }
+        #expect(mismatch?.details.reason == "platform_pin_mismatch", "\(String(describing: mismatch))")
+        #expect(try await wallet.currentSession().authState == .unauthenticated)
+
+        h.autoPinentryTypes(secrets: [Self.pin, Self.pin])
+        let created = try await wallet.signUpWithPasskey(authenticator: .platform)
+        _ = try await wallet.logout()
+
+        h.autoPinentryTypes(secrets: ["000000"])
+        let wrong = await rainError { try await wallet.loginWithPasskey(authenticator: .platform) }
+        #expect(wrong?.code == .unauthorized && wrong?.details.reason == "platform_pin_invalid", "\(String(describing: wrong))")
+        // 5 tries, one spent: the daemon keeps one back, so 3 are left.
+        #expect(wrong?.details.attemptsRemaining == 3, "\(String(describing: wrong))")
+        #expect(try await wallet.currentSession().authState == .unauthenticated)
+
+        h.autoPinentryTypes(secrets: [Self.pin])
+        let prompt = h.answeredPrompts.count
+        let loggedIn = try await wallet.loginWithPasskey(authenticator: .platform)
+        #expect(loggedIn.accountID == created.accountID)
+        // The PIN prompt said how many tries were left.
+        let asked = h.answeredPrompts.dropFirst(prompt).map(DaemonHarness.unescaped)
+        #expect(
+            asked.contains { $0.contains("the PIN of this device's passkeys (3 tries left before the TPM locks)") },
+            "\(asked)")
+    }
+}
