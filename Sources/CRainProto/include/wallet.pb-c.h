@@ -101,7 +101,7 @@ typedef enum _Rain__Wallet__V1__Chain {
  * passkey_session_live (login), RAIN_201 without a session (add, which the user confirms first).
  * A refusal on the prompt (PIN dismissed), a cancelled call or a timeout is RAIN_401: the ceremony is
  * cancelled at the authority and the session untouched. PASSKEY_AUTHENTICATOR_PLATFORM is RAIN_404
- * platform_authenticator_unavailable until a platform authenticator is configured; security keys
+ * platform_authenticator_unavailable on a daemon whose keys are not in a TPM; security keys
  * fail with the security_key_* reasons of docs/errors.md.
  */
 typedef enum _Rain__Wallet__V1__PasskeyAuthenticatorKind {

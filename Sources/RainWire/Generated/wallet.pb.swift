@@ -12,7 +12,7 @@ import RainCore
 /// passkey_session_live (login), RAIN_201 without a session (add, which the user confirms first).
 /// A refusal on the prompt (PIN dismissed), a cancelled call or a timeout is RAIN_401: the ceremony is
 /// cancelled at the authority and the session untouched. PASSKEY_AUTHENTICATOR_PLATFORM is RAIN_404
-/// platform_authenticator_unavailable until a platform authenticator is configured; security keys
+/// platform_authenticator_unavailable on a daemon whose keys are not in a TPM; security keys
 /// fail with the security_key_* reasons of docs/errors.md.
 /// Open, as proto3 enums are: a number this build does not know is kept, and printed as it is.
 public struct PasskeyAuthenticatorKind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
