@@ -238,7 +238,7 @@ let package = Package(
             name: "RainIntegrationTests",
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainPlatformAuthenticator",
-                "RainKeyStore", "RainCLI", "RainDaemon", "rainwalletd", "rainwalletd-test",
+                "RainKeyStore", "RainSecurityKey", "RainCLI", "RainDaemon", "rainwalletd", "rainwalletd-test",
                 "rainwallet", "rainwallet-example-login", "rainwallet-example-first-steps", "RainConfig",
             ]),
     ]

@@ -3,6 +3,7 @@ import RainCore
 import RainCrypto
 import RainKeyStore
 import RainPlatformAuthenticator
+import RainSecurityKey
 import RainSoftAuthenticator
 import RainTestSupport
 import RainWebAuthn
@@ -98,6 +99,29 @@ enum PasskeyJudge {
     }
 }
 
+/// A daemon authenticator as the judge's ceremonies drive it: the prompt confirms and asks nothing.
+struct DaemonRun: PasskeyAuthenticator {
+    struct QuietPrompt: DaemonAuthenticatorPrompt {
+        func askSecret(_ question: SecretQuestion) async throws(RainError) -> SecretBytes {
+            throw RainError(.userCancelled, "no PIN in this test")
+        }
+        func confirm(_ what: String) async throws(RainError) {}
+        func show(status: String) async {}
+    }
+
+    let authenticator: any DaemonAuthenticator
+
+    func context(_ origin: String) -> DaemonAuthenticatorContext {
+        DaemonAuthenticatorContext(origin: origin, timeout: .seconds(20), prompt: QuietPrompt())
+    }
+    func createCredential(optionsJSON: String, origin: String) async throws -> String {
+        try await authenticator.register(optionsJSON: optionsJSON, context: context(origin))
+    }
+    func getAssertion(optionsJSON: String, origin: String) async throws -> String {
+        try await authenticator.authenticate(optionsJSON: optionsJSON, context: context(origin))
+    }
+}
+
 @Suite("Passkeys judged by python-fido2's Fido2Server")
 struct PasskeyJudgeTests {
     @Test(
@@ -154,6 +178,26 @@ struct PasskeyJudgeTests {
             "\(assertions)")
         // No counter: the key cannot leave the TPM, so none is kept (WebAuthn reads 0 as none).
         #expect(assertions.compactMap { $0["signCount"] as? Int } == [0, 0], "\(assertions)")
+
+        let forged = try PasskeyJudge.refusal(try PasskeyJudge.withForgedSignature(request))
+        #expect(forged?.contains("Invalid signature") == true, "\(forged ?? "accepted")")
+    }
+
+    @Test(
+        "a security key's registration and assertions, run as the daemon runs them (real libfido2, a software CTAP2 key), pass the outside relying party; a forged signature does not"
+    )
+    func securityKey() async throws {
+        let key = try SoftCTAP2Authenticator(name: "judge", touch: .immediately)
+        let listing = key.listing
+        let authenticator = SecurityKeyAuthenticator(list: { () throws(RainError) in try SecurityKeys.injected([listing]) })
+        let (found, request) = try await PasskeyJudge.ceremonies(DaemonRun(authenticator: authenticator))
+
+        // Sent as attestation none, as a browser does unless the site asks for more.
+        #expect(found["attestation"] as? String == "none", "\(found)")
+        let assertions = try #require(found["assertions"] as? [[String: Any]])
+        #expect(assertions.count == 2 && assertions.allSatisfy { $0["userPresent"] as? Bool == true }, "\(assertions)")
+        let counts = assertions.compactMap { $0["signCount"] as? Int }
+        #expect(counts.count == 2 && counts[1] > counts[0], "the key's counter moves: \(counts)")
 
         let forged = try PasskeyJudge.refusal(try PasskeyJudge.withForgedSignature(request))
         #expect(forged?.contains("Invalid signature") == true, "\(forged ?? "accepted")")
