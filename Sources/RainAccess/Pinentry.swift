@@ -66,6 +66,9 @@ struct PinentryDialog: Sendable {
     var nextLabel = "_Next"
     var okLabel = "Allow"
     var cancelLabel = "_Refuse"
+    /// A status, not a question: the last page is a CONFIRM whose every answer means "stop"
+    /// (`.cancelled`); the dialog is withdrawn once what it waits for has happened.
+    var isStatus = false
     /// The pinentry's own timeout in seconds (SETTIMEOUT), a second line of defence behind the
     /// coordinator's timer; 0 for none.
     var timeoutSeconds: Int

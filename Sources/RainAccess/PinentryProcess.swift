@@ -98,6 +98,16 @@ final class PinentryProcess {
             try Assuan.command("SETCANCEL", dialog.cancelLabel),
         ]
         if try run(last) == .withdrawn { return .withdrawn }
+        if dialog.isStatus {
+            try send(try Assuan.command("CONFIRM"))
+            switch try reply() {
+            case .ok, .endOfFile: return .cancelled  // its one button stops what it waits for
+            case .error(let code, let text):
+                if let outcome = PinentryOutcome.forError(code) { return outcome }
+                throw failure("failed to show a status: ERR \(code) \(text)")
+            case .withdrawn: return .withdrawn
+            }
+        }
         try send(try Assuan.command("GETPIN"))
         switch try reply() {
         case .ok(let data): return .entered(data)

@@ -182,6 +182,62 @@ public actor PromptCoordinator {
         }
     }
 
+    /// Runs `body` while the prompt shows `status` with the request and one button, Cancel, which
+    /// stops `body` (its task is cancelled); the status is withdrawn as soon as `body` ends. A
+    /// status is help, not a question: when it cannot be shown (another prompt is open, nowhere to
+    /// show it, too long) `body` runs without it; its timeout is `body`'s own, and it never counts
+    /// toward the app's lockout.
+    /// - Throws: `body`'s errors; RAIN_401 `prompt_dismissed` when the user chose Cancel.
+    public func showWhile<T: Sendable>(
+        _ request: PromptRequest, status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+    ) async throws(RainError) -> T {
+        var request = request
+        request.notes = [settings.note].compactMap { $0 }
+        guard active == nil, let description = try? request.statusDescription(status),
+            let target = try? targets.selected()
+        else { return try await body() }
+        let dialog = PinentryDialog(
+            title: PromptRequest.statusTitle, description: description, prompt: PromptRequest.entryPrompt,
+            okLabel: "_Cancel", cancelLabel: "_Cancel", isStatus: true, timeoutSeconds: 0)
+        let (result, isStopped) = await withTaskGroup(of: StatusRace<T>.self) { group in
+            group.addTask {
+                do throws(RainError) { return .body(.success(try await body())) } catch { return .body(.failure(error)) }
+            }
+            let shown = request
+            group.addTask { [self] in
+                .status(try? await self.show(dialog, request: shown, target: target, pageCount: 1).0)
+            }
+            var result: Result<T, RainError>?
+            var isStopped = false
+            while let next = await group.next() {
+                switch next {
+                case .body(let outcome):
+                    result = outcome
+                    group.cancelAll()  // withdraws the status
+                case .status(let outcome):
+                    if result == nil, outcome == .cancelled {
+                        isStopped = true
+                        group.cancelAll()  // stops what it waited for
+                    }
+                }
+            }
+            return (result, isStopped)
+        }
+        if isStopped {
+            logger.info("prompt.status_cancelled", ["app": request.caller.appPath, "profile": request.profile])
+            throw RainError(
+                .userCancelled, "it was cancelled on the prompt", details: RainError.Details(reason: PromptReason.dismissed))
+        }
+        guard let result else { throw withdrawnError() }
+        return try result.get()
+    }
+
+    /// What ended first in `showWhile`: the work, or the status (the user's Cancel, or a withdrawal).
+    private enum StatusRace<T: Sendable>: Sendable {
+        case body(Result<T, RainError>)
+        case status(PinentryOutcome?)
+    }
+
     /// The error for an outcome that is neither a confirmation nor an entry.
     private func refusal(_ outcome: PinentryOutcome, control: PinentryControl, app: String, request: PromptRequest) -> RainError {
         switch outcome {

@@ -86,6 +86,7 @@ public struct PromptRequest: Sendable {
 
     /// The title of a prompt that asks for a secret.
     static let secretTitle = "RainWallet: enter a PIN"
+    static let statusTitle = "RainWallet: waiting for you"
     /// The label of a secret's entry field.
     static let secretEntryPrompt = "PIN:"
 
@@ -99,6 +100,7 @@ public struct PromptRequest: Sendable {
                 app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
             }
             let note = notes.map { "Note: \(PromptText.displayable($0))\n" }.joined()
+            let then = question.then.map { ", then " + PromptText.displayable($0) } ?? ""
             let retries =
                 question.attemptsRemaining.map {
                     "That PIN was wrong: \($0) \($0 == 1 ? "try" : "tries") left before the key blocks it.\n"
@@ -109,7 +111,7 @@ public struct PromptRequest: Sendable {
                      \(caller.hashDescription), pid \(caller.pid)
                 Profile: \(PromptText.displayable(profile))
 
-                \(note)\(retries)To allow it, type the PIN and press Enter, then touch the key when it blinks.
+                \(note)\(retries)To allow it, type the PIN and press Enter\(then).
                 To refuse, cancel (Ctrl-D on a terminal).
                 """
         }
@@ -119,6 +121,32 @@ public struct PromptRequest: Sendable {
         throw RainError.invalid(
             "the prompt cannot show this request in full, and a request is never shown cut: move the program to a "
                 + "shorter path, or use a shorter profile name, and try again", field: "prompt", reason: PromptReason.tooLong)
+    }
+
+    /// The text of a status shown while an authenticator waits for the user: what it waits for,
+    /// then the action, the app and the profile as a confirmation shows them.
+    /// - Throws: RAIN_102 `prompt_too_long` when it does not fit one Assuan line.
+    package func statusDescription(_ status: String) throws(RainError) -> String {
+        func layout(_ action: String) -> String {
+            var app = (caller.script == nil ? "" : "script, not verifiable: ") + PromptText.displayable(caller.appPath)
+            if let flatpak = caller.flatpakAppID {
+                app += " (Flatpak app " + PromptText.displayable(flatpak) + ")"
+            }
+            return """
+                RainWallet waits: \(PromptText.displayable(status)), to \(PromptText.displayable(action))
+                App: \(app)
+                     \(caller.hashDescription), pid \(caller.pid)
+                Profile: \(PromptText.displayable(profile))
+
+                This closes by itself once done. To stop, choose Cancel (Ctrl-D on a terminal).
+                """
+        }
+        let full = layout(action)
+        if Self.fits(full) { return full }
+        if let shortAction, Self.fits(layout(shortAction)) { return layout(shortAction) }
+        throw RainError.invalid(
+            "the prompt cannot show this request in full: move the program to a shorter path, or use a shorter "
+                + "profile name, and try again", field: "prompt", reason: PromptReason.tooLong)
     }
 
     /// What to say when the request cannot be shown in full: how long each part is, and what the

@@ -59,9 +59,13 @@ public protocol DaemonAuthenticatorPrompt: Sendable {
     /// - Throws: as ``askSecret(_:)``.
     func confirm(_ what: String) async throws(RainError)
 
-    /// Tells the user what the authenticator waits for ("touch your security key"), until the
-    /// next call or the end of the ceremony. Never a secret.
-    func show(status: String) async
+    /// Runs `body` while the prompt tells the user what it waits for ("touch your security key
+    /// when it blinks"), with the request, and a Cancel that stops it (`body`'s task is
+    /// cancelled). The status closes as soon as `body` ends. Never a secret.
+    /// - Throws: `body`'s errors; RAIN_401 `prompt_dismissed` when the user chose Cancel.
+    func whileWaiting<T: Sendable>(
+        _ status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+    ) async throws(RainError) -> T
 }
 
 /// A secret the prompt asks for.
@@ -70,11 +74,14 @@ public struct SecretQuestion: Sendable, Equatable {
     public var what: String
     /// Tries left before the secret is blocked, after a wrong one; nil on the first ask.
     public var attemptsRemaining: Int?
+    /// What the user does once it is typed ("touch the key when it blinks"); nil for nothing.
+    public var then: String?
 
     /// A question.
-    public init(what: String, attemptsRemaining: Int? = nil) {
+    public init(what: String, attemptsRemaining: Int? = nil, then: String? = "touch the key when it blinks") {
         self.what = what
         self.attemptsRemaining = attemptsRemaining
+        self.then = then
     }
 }
 

@@ -62,6 +62,13 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
         return try await coordinator.askSecret(question, question: secret)
     }
 
+    func showWhile<T: Sendable>(
+        _ question: UserQuestion, status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+    ) async throws(RainError) -> T {
+        guard let coordinator else { return try await body() }
+        return try await coordinator.showWhile(question, status: status, body)
+    }
+
     func register(terminal: String, secret: String?, caller: CallerIdentity, profile: String) async throws(RainError)
         -> String
     {

@@ -51,9 +51,22 @@ public protocol UserConfirming: Sendable {
     /// - Returns: the secret, zeroed when released.
     /// - Throws: RAIN_401 when dismissed or timed out; RAIN_302 when another prompt is showing.
     func askSecret(_ question: UserQuestion, secret: SecretQuestion) async throws(RainError) -> SecretBytes
+    /// Runs `body` while the prompt shows `status` with `question`'s request, with a Cancel that
+    /// stops `body`.
+    /// - Throws: `body`'s errors; RAIN_401 when the user chose Cancel.
+    func showWhile<T: Sendable>(
+        _ question: UserQuestion, status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+    ) async throws(RainError) -> T
 }
 
 extension UserConfirming {
+    /// A confirmer without a pinentry shows no status: `body` just runs.
+    public func showWhile<T: Sendable>(
+        _ question: UserQuestion, status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+    ) async throws(RainError) -> T {
+        try await body()
+    }
+
     /// Asks the user for a secret (a security key's PIN) on the prompt, which shows the request.
     /// A confirmer without a pinentry (the benchmarks', the tests' fakes) has no secret to give.
     /// - Throws: RAIN_202 `no_prompt`; the prompt's RAIN_401/RAIN_302.
@@ -454,6 +467,18 @@ public final class AppAccess: Sendable {
                     detail: detail))
             throw error
         }
+    }
+
+    /// Runs `body` while the prompt shows `status` (what an authenticator waits for) with the
+    /// request of `caller`; without a prompt, `body` just runs.
+    /// - Throws: `body`'s errors; RAIN_401 when the user chose Cancel on the status.
+    public func showWhile<T: Sendable>(
+        status: String, action: String, caller: CallerIdentity, profile: String,
+        _ body: @escaping @Sendable () async throws(RainError) -> T
+    ) async throws(RainError) -> T {
+        guard confirmer.canPrompt else { return try await body() }
+        return try await confirmer.showWhile(
+            UserQuestion(action: action, caller: caller, profile: profile), status: status, body)
     }
 
     /// The approvals, and the pre-approved apps.

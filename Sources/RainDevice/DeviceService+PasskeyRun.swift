@@ -133,7 +133,11 @@ struct CallPrompt: DaemonAuthenticatorPrompt {
         try await apps.ask(action: what, caller: identity, profile: profile)
     }
 
-    func show(status: String) async {
+    func whileWaiting<T: Sendable>(
+        _ status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+    ) async throws(RainError) -> T {
         logger.info("passkey.authenticator_waits", ["profile": profile, "status": status])
+        guard let apps, let identity else { return try await body() }
+        return try await apps.showWhile(status: status, action: action, caller: identity, profile: profile, body)
     }
 }

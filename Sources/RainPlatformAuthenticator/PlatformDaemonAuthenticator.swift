@@ -57,8 +57,8 @@ public struct PlatformDaemonAuthenticator: DaemonAuthenticator {
                     let first = try await prompt.askSecret(
                         SecretQuestion(
                             what: "a new PIN of 6 to 32 digits for this device's passkeys (it guards all of them; "
-                                + "too many wrong ones lock the TPM for a while)"))
-                    let second = try await prompt.askSecret(SecretQuestion(what: "the same new PIN again"))
+                                + "too many wrong ones lock the TPM for a while)", then: nil))
+                    let second = try await prompt.askSecret(SecretQuestion(what: "the same new PIN again", then: nil))
                     guard same(first, second) else {
                         throw RainError.invalid(
                             "the two PINs typed differ: no passkey was made; try again", field: "pin",
@@ -69,7 +69,8 @@ public struct PlatformDaemonAuthenticator: DaemonAuthenticator {
                     // The tries left are said on every ask (the TPM counts wrong PINs of any
                     // program), not as the count after a wrong one that `attemptsRemaining` is.
                     let left = triesLeft.map { " (\($0) \($0 == 1 ? "try" : "tries") left before the TPM locks)" } ?? ""
-                    let typed = try await prompt.askSecret(SecretQuestion(what: "the PIN of this device's passkeys" + left))
+                    let typed = try await prompt.askSecret(
+                        SecretQuestion(what: "the PIN of this device's passkeys" + left, then: nil))
                     return try pin(typed)
                 }
             })

@@ -140,17 +140,19 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
             }
             return opened
         }
-        await context.prompt.show(status: Self.touchStatus)
         let isAlone = keys.count == 1
-        let outcome = try await race(keys.map(\.0)) { (device) throws(RainError) -> Outcome<R> in
-            guard let hasPIN = keys.first(where: { $0.0 === device })?.1, hasPIN else {
-                return .finished(try ceremony(device, nil))
+        let timeout = context.timeout
+        let outcome = try await context.prompt.whileWaiting(Self.touchStatus) { () async throws(RainError) -> Outcome<R> in
+            try await race(keys.map(\.0)) { (device) throws(RainError) -> Outcome<R> in
+                guard let hasPIN = keys.first(where: { $0.0 === device })?.1, hasPIN else {
+                    return .finished(try ceremony(device, nil))
+                }
+                return .needsPIN(device)
+            } select: { (device, isCancelled) throws(RainError) in
+                // A key with a PIN is chosen by a touch when there are others to choose from.
+                guard !isAlone, keys.first(where: { $0.0 === device })?.1 == true else { return }
+                try device.waitForTouch(timeout: timeout, isCancelled: isCancelled)
             }
-            return .needsPIN(device)
-        } select: { (device, isCancelled) throws(RainError) in
-            // A key with a PIN is chosen by a touch when there are others to choose from.
-            guard !isAlone, keys.first(where: { $0.0 === device })?.1 == true else { return }
-            try device.waitForTouch(timeout: context.timeout, isCancelled: isCancelled)
         }
         switch outcome {
         case .finished(let result):
@@ -170,11 +172,12 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
         while true {
             let pin = try await context.prompt.askSecret(
                 SecretQuestion(what: "the PIN of your security key\(name)", attemptsRemaining: attemptsRemaining))
-            await context.prompt.show(status: Self.touchStatus)
             do throws(RainError) {
-                return try await race([device]) { (device) throws(RainError) -> R in
-                    try ceremony(device, pin)
-                } select: { (_, _) throws(RainError) in
+                return try await context.prompt.whileWaiting(Self.touchStatus) { () async throws(RainError) -> R in
+                    try await race([device]) { (device) throws(RainError) -> R in
+                        try ceremony(device, pin)
+                    } select: { (_, _) throws(RainError) in
+                    }
                 }
             } catch  where error.details.reason == SecurityKeyFailure.pinInvalid.rawValue {
                 attemptsRemaining = error.details.attemptsRemaining.map(Int.init)

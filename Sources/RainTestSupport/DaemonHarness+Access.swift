@@ -63,6 +63,12 @@ extension DaemonHarness {
         ((try? String(contentsOfFile: promptLogPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
+    /// The statuses the auto pinentry showed until the daemon withdrew them ("RainWallet waits:
+    /// touch your security key…"), Assuan-escaped, in order.
+    public var shownStatuses: [String] {
+        ((try? String(contentsOfFile: promptLogPath + ".status", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
     /// The pages before the last of the paged prompts the auto pinentry went through (each one's
     /// description, Assuan-escaped), in order; the last pages are in `answeredPrompts`.
     public var answeredPages: [String] {
@@ -158,6 +164,13 @@ extension DaemonHarness {
               case "$line" in
                 SETDESC\\ *) desc=${line#SETDESC }; echo OK ;;
                 CONFIRM*)
+                  # A status (what an authenticator waits for) stays until the daemon withdraws it,
+                  # unless the test dismisses prompts: then its Cancel is chosen.
+                  case "$desc" in "RainWallet waits:"*)
+                    printf '%s\\n' "$desc" >> '\(log).status'
+                    if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
+                    while IFS= read -r _; do :; done; exit 0 ;;
+                  esac
                   printf '%s\\n' "$desc" >> '\(log).pages'
                   if [ -e '\(cancelFlag)' ]; then echo "ERR 83886179 Operation cancelled <Pinentry>"; continue; fi
                   echo OK ;;

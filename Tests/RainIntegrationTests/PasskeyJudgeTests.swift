@@ -106,7 +106,9 @@ struct DaemonRun: PasskeyAuthenticator {
             throw RainError(.userCancelled, "no PIN in this test")
         }
         func confirm(_ what: String) async throws(RainError) {}
-        func show(status: String) async {}
+        func whileWaiting<T: Sendable>(
+            _ status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+        ) async throws(RainError) -> T { try await body() }
     }
 
     let authenticator: any DaemonAuthenticator

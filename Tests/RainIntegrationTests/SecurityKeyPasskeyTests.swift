@@ -211,6 +211,36 @@ struct SecurityKeyPasskeyTests {
         #expect(await eventually { !w.keys[0].isOpen })
     }
 
+    @Test(
+        "while the key blinks the prompt says so with the request, and the status goes once the key is touched; Cancel on it ends the ceremony with RAIN_401"
+    )
+    func statusOnThePrompt() async throws {
+        let w = try await Self.start([(.manual, nil)])
+        defer { w.stop() }
+        let wallet = w.wallet
+        let signUp = Task { try await wallet.signUpWithPasskey(authenticator: .securityKey) }
+        #expect(await Self.blinking(w.keys[0]))
+        #expect(await eventually(timeout: .seconds(20)) { !w.harness.shownStatuses.isEmpty })
+        let status = DaemonHarness.unescaped(w.harness.shownStatuses.first ?? "")
+        #expect(
+            status.hasPrefix("RainWallet waits: touch your security key when it blinks, to sign up with a passkey")
+                && status.contains("Profile: default"), "\(status)")
+        w.keys[0].touch()
+        // The call returns only once the status was withdrawn.
+        #expect(try await signUp.value.authState == .authenticated)
+        #expect(w.harness.shownStatuses.count == 1)
+
+        // Cancel chosen on the status: the key stops blinking, nothing is made, the session stays.
+        _ = try await wallet.logout()
+        w.harness.autoPinentryDismisses(true)
+        let stopped = await rainError { try await wallet.loginWithPasskey(authenticator: .securityKey) }
+        #expect(
+            stopped?.code == .userCancelled && stopped?.details.reason == "prompt_dismissed", "\(String(describing: stopped))")
+        #expect(await Self.stopsBlinking(w.keys[0]))
+        #expect(try await wallet.currentSession().authState == .unauthenticated)
+        w.harness.autoPinentryDismisses(false)
+    }
+
     @Test("cancelling the app's call stops the key blinking and leaves no session")
     func cancelledCall() async throws {
         let w = try await Self.start([(.manual, nil)])
