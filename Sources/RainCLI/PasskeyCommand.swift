@@ -117,6 +117,9 @@ enum PasskeyCommand: CLICommand {
             let builtIn: BuiltInAuthenticator = kind == "platform" ? .platform : .securityKey
             if builtIn == .securityKey, !output.isJSON {
                 output.line("Touch your security key when it blinks (a PIN, if it has one, is asked on the wallet's prompt).")
+            } else if !output.isJSON {
+                output.line(
+                    "Confirm on the wallet's prompt (type the code it shows), then type the PIN of this device's passkeys there.")
             }
             session = try await runBuiltIn(sub, builtIn, wallet: wallet, domain: domain, output: output)
         } else {

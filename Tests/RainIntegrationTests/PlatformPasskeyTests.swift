@@ -44,7 +44,7 @@ struct PlatformPasskeyTests {
             tpm.stop()
         }
         let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com", socketPath: h.socketPath))
-        h.autoPinentryTypes(secrets: [Self.pin, Self.pin, Self.pin, Self.pin])
+        h.autoPinentryTypes(secrets: [Self.pin, Self.pin, Self.pin, Self.pin, Self.pin])
 
         let created = try await wallet.signUpWithPasskey(authenticator: .platform)
         #expect(created.authState == .authenticated)
@@ -59,6 +59,12 @@ struct PlatformPasskeyTests {
         #expect(again.accountID == created.accountID)
         #expect(
             h.answeredPrompts.map(DaemonHarness.unescaped).contains { $0.contains("use this device's passkey for example.com") })
+
+        // Through the CLI too, which says what the prompt will ask.
+        _ = try await wallet.logout()
+        let cli = try await h.runCLI(["passkey", "login", "--authenticator", "platform"])
+        #expect(cli.status == 0 && cli.stdout.contains("type the PIN of this device's passkeys"), "\(cli)")
+        #expect(try await wallet.currentSession().accountID == created.accountID)
 
         try await h.restart()
         _ = try await wallet.logout()
