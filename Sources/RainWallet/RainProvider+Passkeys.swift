@@ -42,10 +42,10 @@ extension RainProvider {
         _ = try await passkeyCeremony(Method.passkeyBeginAdd, anchor: anchor, isRegistration: true)
     }
 
-    /// Begin, authenticator, finish; a dismissed authenticator cancels the ceremony and rethrows.
-    nonisolated(nonsending) private func passkeyCeremony(_ begin: String, anchor: any PasskeyAuthenticator, isRegistration: Bool)
-        async throws(RainError) -> SessionSnapshot
-    {
+    /// Checks the provider has a passkey domain and the daemon's profile was configured with it.
+    /// - Throws: RAIN_102 `no_passkey_domain` without one (before any request); the profile's
+    ///   refusal of it (`passkey_domain_mismatch`, …).
+    nonisolated(nonsending) private func requirePasskeyDomain() async throws(RainError) {
         guard let domain = config.passkeyDomain, !domain.isEmpty else {
             throw RainError.invalid(
                 "passkeys need a domain: create the provider with RainWalletConfig(passkeyDomain:)",
@@ -53,6 +53,13 @@ extension RainProvider {
         }
         try await applyConfiguration(try connection())
         if let refusal = configurationRefusal(field: "passkeyDomain") { throw refusal }
+    }
+
+    /// Begin, authenticator, finish; a dismissed authenticator cancels the ceremony and rethrows.
+    nonisolated(nonsending) private func passkeyCeremony(_ begin: String, anchor: any PasskeyAuthenticator, isRegistration: Bool)
+        async throws(RainError) -> SessionSnapshot
+    {
+        try await requirePasskeyDomain()
         let ceremony = try await call(begin, BeginPasskeyRequest(), as: BeginPasskeyResponse.self)
         let responseJSON: String
         do {
@@ -200,13 +207,7 @@ extension RainProvider {
     nonisolated(nonsending) private func runPasskey(
         _ ceremony: PasskeyCeremonyType, _ authenticator: BuiltInAuthenticator, _ timeout: Duration?
     ) async throws(RainError) -> SessionSnapshot {
-        guard let domain = config.passkeyDomain, !domain.isEmpty else {
-            throw RainError.invalid(
-                "passkeys need a domain: create the provider with RainWalletConfig(passkeyDomain:)",
-                field: "passkeyDomain", reason: "no_passkey_domain")
-        }
-        try await applyConfiguration(try connection())
-        if let refusal = configurationRefusal(field: "passkeyDomain") { throw refusal }
+        try await requirePasskeyDomain()
         let milliseconds =
             timeout.map {
                 UInt32(clamping: max(1, $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000))
