@@ -110,4 +110,37 @@ struct PlatformPasskeyTests {
             asked.contains { $0.contains("the PIN of this device's passkeys (3 tries left before the TPM locks)") },
             "\(asked)")
     }
+
+    @Test(
+        "the seed's rules with the platform and the security-key authenticators: sign-up creates the wallet and is refused over a live session, a login over a passkey session is refused, a dismissed prompt is RAIN_401 with the session untouched"
+    )
+    func seedRules() async throws {
+        let (tpm, h) = try await Self.start()
+        defer {
+            h.shutdown()
+            tpm.stop()
+        }
+        let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com", socketPath: h.socketPath))
+        h.autoPinentryTypes(secrets: [Self.pin, Self.pin])
+        let created = try await wallet.signUpWithPasskey(authenticator: .platform)
+        #expect(created.authState == .authenticated, "\(created)")
+        #expect(try await wallet.getWallet().ethereumAddress.hasPrefix("0x"))
+
+        for authenticator in [BuiltInAuthenticator.platform, .securityKey] {
+            let again = await rainError { try await wallet.signUpWithPasskey(authenticator: authenticator) }
+            #expect(again?.details.reason == "session_live", "\(authenticator): \(String(describing: again))")
+            let login = await rainError { try await wallet.loginWithPasskey(authenticator: authenticator) }
+            #expect(login?.details.reason == "passkey_session_live", "\(authenticator): \(String(describing: login))")
+        }
+
+        // Logged in by code instead, a passkey login dismissed on the prompt leaves that session.
+        _ = try await wallet.logout()
+        let code = try await h.logIn(wallet, .email("platform-rules@example.com")).session
+        h.autoPinentryDismisses(true)
+        let dismissed = await rainError { try await wallet.loginWithPasskey(authenticator: .platform) }
+        h.autoPinentryDismisses(false)
+        #expect(dismissed?.code == .userCancelled, "\(String(describing: dismissed))")
+        let after = try await wallet.currentSession()
+        #expect(after.authState == .authenticated && after.accountID == code.accountID, "\(after)")
+    }
 }
