@@ -1,5 +1,6 @@
 import Foundation
 import RainCore
+import RainAuthorityAPI
 import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
@@ -13,7 +14,7 @@ import Testing
 struct RemotePasskeyTests {
     static let origin = "https://example.com"
 
-    @Test("sign up, add, log in and cancel across the wire; refusals keep their WebAuthn reason")
+    @Test("sign up, add, log in, list, remove and cancel across the wire; refusals keep their reason")
     func ceremonies() async throws {
         try await RemoteFixture.with { f in
             let anchor = SoftAuthenticator(path: f.directory + "/authenticator.json")
@@ -50,6 +51,27 @@ struct RemotePasskeyTests {
                     _ = try await f.remote.finishPasskeyAuthentication(RemoteFixture.passkeyFinish(login, assertion, key: key))
                 })
             #expect(replay.webAuthnFailure == .challengeExpired)
+
+            // Listed with their kind and removed across the wire; the last one stays.
+            let caller = AuthorityCaller(proof: FixtureDevice.proof)
+            let access = loggedIn.tokens.accessToken
+            let listed = try await f.remote.getAccountInfo(
+                AuthorityAccountInfoRequest(appID: RemoteFixture.app, accessToken: access), caller: caller)
+            #expect(listed.passkeys.map(\.kind) == [.file, .file], "\(listed.passkeys)")
+            let first = try #require(listed.passkeys.first?.credentialID)
+            let after = try await f.remote.removePasskey(
+                AuthorityRemovePasskeyRequest(appID: RemoteFixture.app, accessToken: access, credentialID: first),
+                caller: caller)
+            #expect(after.passkeys.count == 1 && after.passkeys.first?.credentialID != first)
+            let last = try #require(
+                await rainError {
+                    _ = try await f.remote.removePasskey(
+                        AuthorityRemovePasskeyRequest(
+                            appID: RemoteFixture.app, accessToken: access,
+                            credentialID: after.passkeys.first?.credentialID ?? ""),
+                        caller: caller)
+                })
+            #expect(last.details.reason == "last_login_method", "\(last)")
 
             let cancelled = try await f.remote.beginPasskeyAuthentication(RemoteFixture.passkeyBegin())
             try await f.remote.cancelPasskeyCeremony(
