@@ -1,6 +1,6 @@
 import Foundation
-import RainCore
 import RainAuthorityAPI
+import RainCore
 import RainCrypto
 import RainSoftAuthenticator
 import RainTestSupport
