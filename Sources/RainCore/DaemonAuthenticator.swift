@@ -24,6 +24,17 @@ public protocol DaemonAuthenticator: Sendable {
     /// - Returns: a W3C `AuthenticationResponseJSON`.
     /// - Throws: as ``register(optionsJSON:context:)``.
     func authenticate(optionsJSON: String, context: DaemonAuthenticatorContext) async throws(RainError) -> String
+
+    /// Forgets a credential the account no longer holds (removed with `Passkey/Remove`), so a
+    /// discoverable login does not offer it. Best effort: an authenticator that keeps nothing
+    /// (a security key keeps its own) does nothing.
+    /// - Parameter credentialID: the credential id, base64url without padding.
+    func forget(credentialID: String) async
+}
+
+extension DaemonAuthenticator {
+    /// Nothing kept here: nothing to forget.
+    public func forget(credentialID: String) async {}
 }
 
 /// What a ``DaemonAuthenticator`` is given besides the options.

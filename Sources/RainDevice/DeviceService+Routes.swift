@@ -130,7 +130,9 @@ extension DeviceService {
                     try await Self.audited(
                         audit, auditLogger, call, .passkeyRemoved, detail: call.confirmation?.auditDetail ?? "passkey"
                     ) { () async throws(RainError) in
-                        try await call.session.removePasskey(r.credentialID, confirmed: call.confirmation)
+                        let account = try await call.session.removePasskey(r.credentialID, confirmed: call.confirmation)
+                        await context.authenticators.platform?.forget(credentialID: r.credentialID)
+                        return account
                     }
                 })
             Route(

@@ -39,6 +39,29 @@ public struct PlatformDaemonAuthenticator: DaemonAuthenticator {
         try await authenticator(context.prompt).getAssertion(optionsJSON: optionsJSON, origin: context.origin)
     }
 
+    /// Removes the passkey from this device's file when it is one of its own: a discoverable
+    /// login offers the newest passkey of the relying party, which must not be one the account
+    /// no longer holds.
+    public func forget(credentialID: String) async {
+        guard let id = Base64URL.decode(credentialID), let core = try? authenticator(Unattended()),
+            let held = try? await core.credentials().first(where: { $0.id == id })
+        else { return }
+        _ = try? await core.removeCredential(id: id, rpID: held.rpID)
+    }
+
+    /// The prompt of work that asks nothing: removing a passkey needs neither presence nor PIN.
+    struct Unattended: DaemonAuthenticatorPrompt {
+        func askSecret(_ question: SecretQuestion) async throws(RainError) -> SecretBytes {
+            throw RainError(.internalError, "nothing is asked while a passkey is forgotten")
+        }
+        func confirm(_ what: String) async throws(RainError) {
+            throw RainError(.internalError, "nothing is asked while a passkey is forgotten")
+        }
+        func whileWaiting<T: Sendable>(
+            _ status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+        ) async throws(RainError) -> T { try await body() }
+    }
+
     /// The core authenticator with this ceremony's prompt as its hooks.
     func authenticator(_ prompt: any DaemonAuthenticatorPrompt) throws(RainError) -> TPM2PlatformAuthenticator {
         try TPM2PlatformAuthenticator.make(

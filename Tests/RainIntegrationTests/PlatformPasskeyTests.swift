@@ -143,4 +143,34 @@ struct PlatformPasskeyTests {
         let after = try await wallet.currentSession()
         #expect(after.authState == .authenticated && after.accountID == code.accountID, "\(after)")
     }
+
+    @Test(
+        "a platform passkey removed from the account is forgotten by this device too: it offers none at the next login, and a new one can be made for the account"
+    )
+    func removedPasskeyIsForgotten() async throws {
+        let (tpm, h) = try await Self.start()
+        defer {
+            h.shutdown()
+            tpm.stop()
+        }
+        let wallet = RainProvider(RainWalletConfig(passkeyDomain: "example.com", socketPath: h.socketPath))
+        // Sign up (the PIN twice), then a backup email, so the passkey is not the last way in.
+        h.autoPinentryTypes(secrets: [Self.pin, Self.pin, Self.pin, Self.pin])
+        let created = try await wallet.signUpWithPasskey(authenticator: .platform)
+        try await wallet.sendContactVerificationCode(to: .email("forget@example.com"))
+        try await wallet.confirmContactVerification(try await h.waitForCode(for: "forget@example.com"))
+        let passkey = try #require(try await wallet.account().passkeys.first?.credentialID)
+        #expect(try await wallet.removePasskey(id: passkey).passkeys.isEmpty)
+
+        // This device offers nothing (not a passkey the authority no longer knows).
+        _ = try await wallet.logout()
+        let none = await rainError { try await wallet.loginWithPasskey(authenticator: .platform) }
+        #expect(none?.details.reason == "platform_no_credentials", "\(String(describing: none))")
+
+        // In by code, and a new platform passkey for the same account: the old one is not in the way.
+        try await h.logIn(wallet, .email("forget@example.com"))
+        try await wallet.addPasskey(authenticator: .platform)
+        _ = try await wallet.logout()
+        #expect(try await wallet.loginWithPasskey(authenticator: .platform).accountID == created.accountID)
+    }
 }
