@@ -32,7 +32,8 @@ extension SecurityKeyAuthenticator {
     /// one can answer. No PIN is asked: the touch (UP) is the confirmation, in addition to the
     /// code the user typed.
     /// - Parameters:
-    ///   - keys: the registered confirmation keys (at least one).
+    ///   - keys: the registered confirmation keys; none is `confirmation_key_missing`, and no
+    ///     key is asked.
     ///   - challenge: ``TouchConfirmation/challenge(promptText:code:request:)`` of this action.
     ///   - context: the prompt's time limit and the prompt, which shows "touch your confirmation key".
     /// - Throws: RAIN_401 `confirmation_key_timeout` when nobody touched a key in time;
@@ -42,6 +43,9 @@ extension SecurityKeyAuthenticator {
     public func confirmTouch(
         keys: [ConfirmationKey], challenge: [UInt8], context: DaemonAuthenticatorContext
     ) async throws(RainError) {
+        // With no credential to allow, the keys would look for discoverable ones: a credential any
+        // program of the user could have made for the same relying party.
+        guard !keys.isEmpty else { throw Self.confirmationError(.securityKey(noCredentials: "confirm")) }
         let allowed = keys.map(\.credentialID)
         let assertions: [SecurityKeyAssertion]
         do throws(RainError) {

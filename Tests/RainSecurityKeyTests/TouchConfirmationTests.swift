@@ -130,6 +130,16 @@ import Testing
         #expect(none?.code == .unavailable)
         #expect(none?.details.reason == TouchConfirmationFailure.missing.rawValue)
 
+        // No registered key: no key is asked at all (it would look for discoverable credentials).
+        // Asked, this key would blink until the call's time limit: it would end as a timeout.
+        key.setTouchPolicy(.never)
+        let unregistered = await rainError {
+            try await authenticator([key]).confirmTouch(
+                keys: [], challenge: challenge, context: context(RecordingPrompt(), timeout: .seconds(2)))
+        }
+        #expect(unregistered?.details.reason == TouchConfirmationFailure.missing.rawValue)
+        key.setTouchPolicy(.immediately)
+
         let other = try SoftCTAP2Authenticator(name: "other", touch: .immediately)
         defer { other.detach() }
         let wrongKey = await rainError {
