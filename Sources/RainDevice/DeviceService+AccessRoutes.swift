@@ -21,6 +21,25 @@ public protocol PromptPlaceRegistry: Sendable {
 
     /// Where the next prompt appears, and a terminal multiplexer that can read it there.
     func place() async -> PromptPlaceReport
+
+    /// Registers the security key touched next as a confirmation key, once the user confirmed it
+    /// on the prompt (typed code), and audits it. From then on every confirmation also asks a
+    /// touch of a registered key.
+    /// - Returns: the key's product name and how many keys are registered now.
+    /// - Throws: the prompt's errors; RAIN_404 `security_key_not_found` when no key is plugged in;
+    ///   RAIN_401 `security_key_timeout` when none was touched in time.
+    func addConfirmationKey(caller: CallerIdentity, profile: String) async throws(RainError) -> (name: String, keyCount: Int)
+}
+
+extension PromptPlaceRegistry {
+    /// A registry without security keys (the tests' fakes) has none to add.
+    public func addConfirmationKey(caller: CallerIdentity, profile: String) async throws(RainError) -> (
+        name: String, keyCount: Int
+    ) {
+        throw RainError(
+            .unavailable, "this rainwalletd has no security key support: confirmation keys cannot be added",
+            details: .init(reason: "security_key_unavailable"))
+    }
 }
 
 /// Everything per-app access needs in the device service.
@@ -136,6 +155,16 @@ extension DeviceService {
                             terminal: r.terminal, secret: r.secret.isEmpty ? nil : r.secret, caller: identity,
                             profile: call.profile)
                         return RegisterPromptResponse(terminal: terminal)
+                    })),
+            AnyRoute(
+                Route(
+                    Method.promptAddKey, AddPromptKeyRequest.self, AddPromptKeyResponse.self,
+                    policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
+                    .actor { (_, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        let identity = try await access.apps.callerIdentity(caller)
+                        let added = try await access.prompts.addConfirmationKey(caller: identity, profile: call.profile)
+                        return AddPromptKeyResponse(name: added.name, keyCount: UInt32(clamping: added.keyCount))
                     })),
             AnyRoute(
                 Route(

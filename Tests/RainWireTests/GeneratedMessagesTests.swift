@@ -58,6 +58,8 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     ConfirmSettingsResponse(confirmedDigest: "cd"),
     RegisterPromptRequest(terminal: "/dev/pts/3"),
     RegisterPromptResponse(terminal: "/dev/pts/3"),
+    AddPromptKeyRequest(),
+    AddPromptKeyResponse(name: "YubiKey 5", keyCount: 1),
     GetPromptRequest(),
     GetPromptResponse(terminal: "/dev/pts/3", hasDisplay: true, multiplexer: "tmux", multiplexerPID: 4242),
     // proto/audit.proto

@@ -30,6 +30,8 @@ typedef struct Rain__Wallet__V1__ConfirmSettingsRequest Rain__Wallet__V1__Confir
 typedef struct Rain__Wallet__V1__ConfirmSettingsResponse Rain__Wallet__V1__ConfirmSettingsResponse;
 typedef struct Rain__Wallet__V1__RegisterPromptRequest Rain__Wallet__V1__RegisterPromptRequest;
 typedef struct Rain__Wallet__V1__RegisterPromptResponse Rain__Wallet__V1__RegisterPromptResponse;
+typedef struct Rain__Wallet__V1__AddPromptKeyRequest Rain__Wallet__V1__AddPromptKeyRequest;
+typedef struct Rain__Wallet__V1__AddPromptKeyResponse Rain__Wallet__V1__AddPromptKeyResponse;
 typedef struct Rain__Wallet__V1__GetPromptRequest Rain__Wallet__V1__GetPromptRequest;
 typedef struct Rain__Wallet__V1__GetPromptResponse Rain__Wallet__V1__GetPromptResponse;
 
@@ -294,6 +296,37 @@ struct  Rain__Wallet__V1__RegisterPromptResponse
 #define RAIN__WALLET__V1__REGISTER_PROMPT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__register_prompt_response__descriptor) \
     , (char *)protobuf_c_empty_string }
+
+
+/*
+ * /rain.wallet.v1.Prompt/AddKey: registers the security key touched next as a confirmation key,
+ * once confirmed on the prompt. From then on every confirmation asks a touch of a registered key
+ * after the typed code (docs/security.md, "A touch to confirm").
+ */
+struct  Rain__Wallet__V1__AddPromptKeyRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__ADD_PROMPT_KEY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__add_prompt_key_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__AddPromptKeyResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The key's product name ("YubiKey 5"); empty when the key gave none.
+   */
+  char *name;
+  /*
+   * How many confirmation keys are registered now.
+   */
+  uint32_t key_count;
+};
+#define RAIN__WALLET__V1__ADD_PROMPT_KEY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__add_prompt_key_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
 
 
 /*
@@ -601,6 +634,44 @@ Rain__Wallet__V1__RegisterPromptResponse *
 void   rain__wallet__v1__register_prompt_response__free_unpacked
                      (Rain__Wallet__V1__RegisterPromptResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AddPromptKeyRequest methods */
+void   rain__wallet__v1__add_prompt_key_request__init
+                     (Rain__Wallet__V1__AddPromptKeyRequest         *message);
+size_t rain__wallet__v1__add_prompt_key_request__get_packed_size
+                     (const Rain__Wallet__V1__AddPromptKeyRequest   *message);
+size_t rain__wallet__v1__add_prompt_key_request__pack
+                     (const Rain__Wallet__V1__AddPromptKeyRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__add_prompt_key_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AddPromptKeyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AddPromptKeyRequest *
+       rain__wallet__v1__add_prompt_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__add_prompt_key_request__free_unpacked
+                     (Rain__Wallet__V1__AddPromptKeyRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AddPromptKeyResponse methods */
+void   rain__wallet__v1__add_prompt_key_response__init
+                     (Rain__Wallet__V1__AddPromptKeyResponse         *message);
+size_t rain__wallet__v1__add_prompt_key_response__get_packed_size
+                     (const Rain__Wallet__V1__AddPromptKeyResponse   *message);
+size_t rain__wallet__v1__add_prompt_key_response__pack
+                     (const Rain__Wallet__V1__AddPromptKeyResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__add_prompt_key_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AddPromptKeyResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AddPromptKeyResponse *
+       rain__wallet__v1__add_prompt_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__add_prompt_key_response__free_unpacked
+                     (Rain__Wallet__V1__AddPromptKeyResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__GetPromptRequest methods */
 void   rain__wallet__v1__get_prompt_request__init
                      (Rain__Wallet__V1__GetPromptRequest         *message);
@@ -683,6 +754,12 @@ typedef void (*Rain__Wallet__V1__RegisterPromptRequest_Closure)
 typedef void (*Rain__Wallet__V1__RegisterPromptResponse_Closure)
                  (const Rain__Wallet__V1__RegisterPromptResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AddPromptKeyRequest_Closure)
+                 (const Rain__Wallet__V1__AddPromptKeyRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AddPromptKeyResponse_Closure)
+                 (const Rain__Wallet__V1__AddPromptKeyResponse *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__GetPromptRequest_Closure)
                  (const Rain__Wallet__V1__GetPromptRequest *message,
                   void *closure_data);
@@ -709,6 +786,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_settings_reque
 extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_settings_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__add_prompt_key_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__add_prompt_key_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_response__descriptor;
 

@@ -207,6 +207,28 @@ public struct RegisterPromptResponse: WireMessage, Hashable {
     }
 }
 
+/// /rain.wallet.v1.Prompt/AddKey: registers the security key touched next as a confirmation key,
+/// once confirmed on the prompt. From then on every confirmation asks a touch of a registered key
+/// after the typed code (docs/security.md, "A touch to confirm").
+public struct AddPromptKeyRequest: WireMessage, Hashable {
+    /// An `AddPromptKeyRequest`; an argument left out is its proto3 default.
+    public init() {}
+}
+
+/// The `AddPromptKeyResponse` message.
+public struct AddPromptKeyResponse: WireMessage, Hashable {
+    /// The key's product name ("YubiKey 5"); empty when the key gave none.
+    public var name: String
+    /// How many confirmation keys are registered now.
+    public var keyCount: UInt32
+
+    /// An `AddPromptKeyResponse`; an argument left out is its proto3 default.
+    public init(name: String = "", keyCount: UInt32 = 0) {
+        self.name = name
+        self.keyCount = keyCount
+    }
+}
+
 /// /rain.wallet.v1.Prompt/Get: where the next prompt appears, and a program that can read it there.
 public struct GetPromptRequest: WireMessage, Hashable {
     /// A `GetPromptRequest`; an argument left out is its proto3 default.
@@ -670,6 +692,62 @@ extension RegisterPromptResponse {
     func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RegisterPromptResponse {
         var m = cMessage(rain__wallet__v1__register_prompt_response__init)
         m.terminal = try arena.string(self.terminal, field: "terminal")
+        return m
+    }
+}
+
+extension AddPromptKeyRequest {
+    /// Decodes a `AddPromptKeyRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `AddPromptKeyRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AddPromptKeyRequest {
+        try unpackMessage(bytes, name: "AddPromptKeyRequest", rain__wallet__v1__add_prompt_key_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AddPromptKeyRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        []  // no fields: no bytes
+    }
+
+    /// Copies a C `AddPromptKeyRequest` (its strings checked).
+    init(c _: UnsafeMutablePointer<Rain__Wallet__V1__AddPromptKeyRequest>) throws(RainError) { self.init() }
+
+    /// The C `AddPromptKeyRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AddPromptKeyRequest {
+        cMessage(rain__wallet__v1__add_prompt_key_request__init)
+    }
+}
+
+extension AddPromptKeyResponse {
+    /// Decodes a `AddPromptKeyResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `AddPromptKeyResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AddPromptKeyResponse {
+        try unpackMessage(
+            bytes, name: "AddPromptKeyResponse", rain__wallet__v1__add_prompt_key_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AddPromptKeyResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AddPromptKeyResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AddPromptKeyResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            name: try readString(m.name, field: "name"),
+            keyCount: m.key_count)
+    }
+
+    /// The C `AddPromptKeyResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AddPromptKeyResponse {
+        var m = cMessage(rain__wallet__v1__add_prompt_key_response__init)
+        m.name = try arena.string(self.name, field: "name")
+        m.key_count = self.keyCount
         return m
     }
 }
