@@ -117,7 +117,7 @@ public actor PromptCoordinator {
         // A request the prompt cannot show in full is refused before any prompt opens, never cut.
         let code = try PromptCode.random()
         var request = request
-        request.notes = [settings.note].compactMap { $0 }
+        request.notes = [settings.note].compactMap { $0 } + request.notes
         var pages = try request.pages(code: code)
         let target = try targets.selected()
         if case .terminal(let path, _) = target, let multiplexer = TerminalHolders.multiplexer(of: path) {

@@ -35,6 +35,9 @@ final class ConfirmationKeyring: Sendable {
         record = Mutex(try store?.load() ?? ConfirmationKeyRecord())
     }
 
+    /// What the prompt says above the code once a key is registered.
+    static let promptNote = "after the code, touch your confirmation key when it blinks"
+
     /// Whether a confirmation must be followed by a touch.
     var isRequired: Bool { record.withLock { !$0.keys.isEmpty } }
 

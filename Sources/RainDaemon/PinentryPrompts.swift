@@ -56,10 +56,13 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
 
     func confirm(_ question: UserQuestion) async throws(RainError) {
         guard let coordinator else { throw Self.noPinentry() }
+        let keyring = keyring.withLock { $0 }.flatMap { $0.isRequired ? $0 : nil }
+        var question = question
+        if keyring != nil { question.notes.append(ConfirmationKeyring.promptNote) }
         let confirmation = try await coordinator.confirm(question)
         // Always after the typed code, never instead of it: a program can read the code off the
         // screen, it cannot press the key.
-        guard let keyring = keyring.withLock({ $0 }), keyring.isRequired else { return }
+        guard let keyring else { return }
         let request = [question.profile, question.caller.appPath, String(question.caller.pid), question.action]
             .joined(separator: "\u{0}")
         try await keyring.confirm(text: confirmation.text, code: confirmation.code, request: Array(request.utf8))

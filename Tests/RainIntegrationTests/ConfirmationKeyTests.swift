@@ -53,7 +53,8 @@ struct ConfirmationKeyTests {
         #expect(exported.status == 0, "\(exported)")
         #expect(exported.stdout.contains("words"), "\(exported)")
         #expect(h.answeredPrompts.count == prompts + 2, "\(h.answeredPrompts)")
-        // While it waited, the daemon said what it waited for.
+        // The prompt said the touch would follow; while it waited, the daemon logged it.
+        #expect(h.answeredPrompts.last?.contains("touch your confirmation key") == true, "\(h.answeredPrompts)")
         #expect(h.log.contains("touch your confirmation key"), "\(h.log)")
 
         // The code typed, no touch: refused, nothing exported, the refusal audited.
