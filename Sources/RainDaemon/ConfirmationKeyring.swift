@@ -38,6 +38,26 @@ final class ConfirmationKeyring: Sendable {
     /// What the prompt says above the code once a key is registered.
     static let promptNote = "after the code, touch your confirmation key when it blinks"
 
+    /// Set from a prompt's start to the end of its touch.
+    private let isBusy = Mutex(false)
+
+    /// Reserves the keys for one confirmation, from its prompt to its touch.
+    /// - Throws: RAIN_302 `prompt_busy` while another confirmation holds them.
+    func takeSlot() throws(RainError) {
+        let wasBusy = isBusy.withLock { busy in
+            defer { busy = true }
+            return busy
+        }
+        guard !wasBusy else {
+            throw RainError(
+                .refused, "another confirmation is waiting for its code or a touch of the confirmation key; try again after it",
+                details: .init(reason: PromptReason.busy))
+        }
+    }
+
+    /// Ends what ``takeSlot()`` reserved.
+    func releaseSlot() { isBusy.withLock { $0 = false } }
+
     /// Whether a confirmation must be followed by a touch.
     var isRequired: Bool { record.withLock { !$0.keys.isEmpty } }
 

@@ -58,7 +58,13 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
         guard let coordinator else { throw Self.noPinentry() }
         let keyring = keyring.withLock { $0 }.flatMap { $0.isRequired ? $0 : nil }
         var question = question
-        if keyring != nil { question.notes.append(ConfirmationKeyring.promptNote) }
+        if let keyring {
+            question.notes.append(ConfirmationKeyring.promptNote)
+            // One confirmation at a time, its touch included: a second prompt while the keys blink
+            // for the first would leave the user not knowing which action a touch confirms.
+            try keyring.takeSlot()
+        }
+        defer { keyring?.releaseSlot() }
         let confirmation = try await coordinator.confirm(question)
         // Always after the typed code, never instead of it: a program can read the code off the
         // screen, it cannot press the key.

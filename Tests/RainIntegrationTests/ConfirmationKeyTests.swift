@@ -16,7 +16,7 @@ struct ConfirmationKeyTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // A short wait for the touch, so that "nobody touched it" ends in seconds.
-        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 3)
+        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 5)
         let server = try SoftCTAP2SocketServer(key: key, directory: directory, name: "confirm")
         defer { server.stop() }
         let h = try await DaemonHarness.start(
@@ -48,6 +48,10 @@ struct ConfirmationKeyTests {
         key.setTouchPolicy(.manual)
         let export = Task { try await h.runCLI(["--json", "export", "phrase", "--yes"]) }
         #expect(await eventually(timeout: .seconds(30)) { key.isBlinking }, "the key never blinked")
+        // While the key blinks for it, no other prompt opens: one touch, one action the user knows.
+        let second = try await h.runCLI(["--json", "export", "phrase", "--yes"])
+        #expect(second.status == 8 && second.stderr.contains("prompt_busy"), "\(second)")
+        #expect(h.answeredPrompts.count == prompts + 2, "\(h.answeredPrompts)")
         key.touch()
         let exported = try await export.value
         #expect(exported.status == 0, "\(exported)")
