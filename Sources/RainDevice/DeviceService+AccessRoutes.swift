@@ -159,7 +159,8 @@ extension DeviceService {
             AnyRoute(
                 Route(
                     Method.promptAddKey, AddPromptKeyRequest.self, AddPromptKeyResponse.self,
-                    policy: .send(isOpenToAnyApp: true, isCancelledWithCaller: true),
+                    // Another uid the policy lets in must not choose the key that confirms this user's actions.
+                    policy: .send(isOpenToAnyApp: true, isDaemonOwnerOnly: true, isCancelledWithCaller: true),
                     .actor { (_, call) throws(RainError) in
                         let (access, caller) = try required(call)
                         let identity = try await access.apps.callerIdentity(caller)

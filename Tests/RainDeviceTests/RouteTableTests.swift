@@ -92,7 +92,7 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
             (Method.passkeyRun, .send(isCancelledWithCaller: true)),
             (Method.promptRegister, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.promptGet, .read(isOpenToAnyApp: true)),
-            (Method.promptAddKey, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
+            (Method.promptAddKey, .send(isOpenToAnyApp: true, isDaemonOwnerOnly: true, isCancelledWithCaller: true)),
         ])
     func declaredPolicy(method: String, policy: RoutePolicy) async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: false)
