@@ -79,6 +79,18 @@ final class ConfirmationKeyring: Sendable {
         return (key.name, next.keys.count)
     }
 
+    /// The keys' names, oldest first.
+    var names: [String] { record.withLock { $0.keys.map { $0.name.isEmpty ? "security key" : $0.name } } }
+
+    /// Forgets every key.
+    /// - Returns: how many there were.
+    func removeAll() throws(RainError) -> Int {
+        let count = record.withLock { $0.keys.count }
+        try store?.save(ConfirmationKeyRecord())
+        record.withLock { $0 = ConfirmationKeyRecord() }
+        return count
+    }
+
     /// Waits for a touch of a registered key over what the user just confirmed.
     /// - Parameters:
     ///   - confirmation: the prompt's text and code.

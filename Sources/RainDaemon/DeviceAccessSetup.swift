@@ -142,6 +142,7 @@ enum DeviceAccessSetup {
         case "prompt_move_requested": kind = .promptMoveRequested
         case "prompt_secret_wrong": kind = .promptSecretWrong
         case "confirmation_key_added": kind = .confirmationKeyAdded
+        case "confirmation_keys_removed": kind = .confirmationKeysRemoved
         default: kind = .promptResult
         }
         let result: AuditResult =

@@ -109,6 +109,24 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
         }
     }
 
+    func removeConfirmationKeys(caller: CallerIdentity, profile: String) async throws(RainError) -> Int {
+        guard let keyring = keyring.withLock({ $0 }), keyring.isRequired else { return 0 }
+        let count = keyring.names.count
+        // The code and a touch of a registered key: a program that can read the screen cannot
+        // take the touch away.
+        try await confirm(
+            UserQuestion(
+                action: "stop asking a touch of a confirmation key after the code (remove the \(count) registered)",
+                caller: caller, profile: profile))
+        let removed = try keyring.removeAll()
+        await audit(
+            AccessEvent(
+                event: "confirmation_keys_removed", profile: profile, app: caller, result: "ok", detail: "\(removed) removed"))
+        return removed
+    }
+
+    func confirmationKeyNames() -> [String] { keyring.withLock { $0 }?.names ?? [] }
+
     /// A key's PIN, asked on the prompt under the add-key request.
     private struct KeyPINPrompt: DaemonAuthenticatorPrompt {
         let prompts: PinentryPrompts

@@ -29,6 +29,16 @@ public protocol PromptPlaceRegistry: Sendable {
     /// - Throws: the prompt's errors; RAIN_404 `security_key_not_found` when no key is plugged in;
     ///   RAIN_401 `security_key_timeout` when none was touched in time.
     func addConfirmationKey(caller: CallerIdentity, profile: String) async throws(RainError) -> (name: String, keyCount: Int)
+
+    /// Removes every confirmation key, once the user confirmed it on the prompt (the typed code,
+    /// then a touch of a registered key), and audits it.
+    /// - Returns: how many keys were removed.
+    /// - Throws: the prompt's errors and the touch's (`confirmation_key_timeout`,
+    ///   `confirmation_key_missing`).
+    func removeConfirmationKeys(caller: CallerIdentity, profile: String) async throws(RainError) -> Int
+
+    /// The registered confirmation keys' names, oldest first.
+    func confirmationKeyNames() -> [String]
 }
 
 extension PromptPlaceRegistry {
@@ -40,6 +50,12 @@ extension PromptPlaceRegistry {
             .unavailable, "this rainwalletd has no security key support: confirmation keys cannot be added",
             details: .init(reason: "security_key_unavailable"))
     }
+
+    /// A registry without security keys has none to remove.
+    public func removeConfirmationKeys(caller: CallerIdentity, profile: String) async throws(RainError) -> Int { 0 }
+
+    /// A registry without security keys has none.
+    public func confirmationKeyNames() -> [String] { [] }
 }
 
 /// Everything per-app access needs in the device service.
@@ -169,6 +185,16 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
+                    Method.promptRemoveKeys, RemovePromptKeysRequest.self, RemovePromptKeysResponse.self,
+                    policy: .send(isOpenToAnyApp: true, isDaemonOwnerOnly: true, isCancelledWithCaller: true),
+                    .actor { (_, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        let identity = try await access.apps.callerIdentity(caller)
+                        let removed = try await access.prompts.removeConfirmationKeys(caller: identity, profile: call.profile)
+                        return RemovePromptKeysResponse(removed: UInt32(clamping: removed))
+                    })),
+            AnyRoute(
+                Route(
                     Method.promptGet, GetPromptRequest.self, GetPromptResponse.self, policy: .read(isOpenToAnyApp: true),
                     .actor { (_, call) throws(RainError) in
                         let (access, _) = try required(call)
@@ -176,7 +202,8 @@ extension DeviceService {
                         return GetPromptResponse(
                             terminal: place.terminal ?? "", hasDisplay: place.hasDisplay,
                             multiplexer: place.multiplexer?.command ?? "",
-                            multiplexerPID: place.multiplexer.map { UInt32(clamping: $0.pid) } ?? 0)
+                            multiplexerPID: place.multiplexer.map { UInt32(clamping: $0.pid) } ?? 0,
+                            confirmationKeys: access.prompts.confirmationKeyNames())
                     })),
         ]
     }

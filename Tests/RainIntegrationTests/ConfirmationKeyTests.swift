@@ -71,6 +71,23 @@ struct ConfirmationKeyTests {
         let after = try await h.runCLI(["--json", "audit"])
         #expect(after.stdout.contains("confirmation_key_timeout"), "\(after)")
 
+        // Listed by `status`; removed with the code and a touch; then the code alone confirms.
+        let status = try await h.runCLI(["status"])
+        #expect(status.stdout.contains("touch:          after the code, a touch of socket key confirm.sock"), "\(status)")
+        key.setTouchPolicy(.immediately)
+        let removed = try await h.runCLI(["--json", "prompt", "remove-keys"])
+        #expect(removed.status == 0 && removed.stdout.contains("\"removed\":1"), "\(removed)")
+        #expect(h.answeredPrompts.last?.contains("stop asking a touch") == true, "\(h.answeredPrompts)")
+        key.setTouchPolicy(.never)
+        let codeAlone = try await h.runCLI(["--json", "export", "phrase", "--yes"])
+        #expect(codeAlone.status == 0 && codeAlone.stdout.contains("words"), "\(codeAlone)")
+        #expect(h.answeredPrompts.last?.contains("touch your confirmation key") == false, "\(h.answeredPrompts)")
+        let removals = try await h.runCLI(["--json", "audit"])
+        #expect(removals.stdout.contains("\"confirmation_keys_removed\""), "\(removals)")
+        key.setTouchPolicy(.immediately)
+        let again = try await h.runCLI(["--json", "prompt", "add-key"])
+        #expect(again.status == 0 && again.stdout.contains("\"keyCount\":1"), "\(again)")
+
         // The key unplugged: the code alone is not enough, and the error says what to do.
         server.stop()
         let unplugged = try await h.runCLI(["--json", "export", "phrase", "--yes"])

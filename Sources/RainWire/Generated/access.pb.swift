@@ -229,6 +229,24 @@ public struct AddPromptKeyResponse: WireMessage, Hashable {
     }
 }
 
+/// /rain.wallet.v1.Prompt/RemoveKeys: removes every confirmation key, once confirmed on the prompt
+/// (the typed code, then a touch of a registered key): confirmations are the code alone again.
+public struct RemovePromptKeysRequest: WireMessage, Hashable {
+    /// A `RemovePromptKeysRequest`; an argument left out is its proto3 default.
+    public init() {}
+}
+
+/// The `RemovePromptKeysResponse` message.
+public struct RemovePromptKeysResponse: WireMessage, Hashable {
+    /// How many keys were removed.
+    public var removed: UInt32
+
+    /// A `RemovePromptKeysResponse`; an argument left out is its proto3 default.
+    public init(removed: UInt32 = 0) {
+        self.removed = removed
+    }
+}
+
 /// /rain.wallet.v1.Prompt/Get: where the next prompt appears, and a program that can read it there.
 public struct GetPromptRequest: WireMessage, Hashable {
     /// A `GetPromptRequest`; an argument left out is its proto3 default.
@@ -247,13 +265,23 @@ public struct GetPromptResponse: WireMessage, Hashable {
     public var multiplexer: String
     /// The multiplexer's pid; 0 when `multiplexer` is empty.
     public var multiplexerPID: UInt32
+    /// The registered confirmation keys' names, oldest first ("security key" for a key that gave
+    /// none); empty when confirmations are the typed code alone.
+    public var confirmationKeys: [String]
 
     /// A `GetPromptResponse`; an argument left out is its proto3 default.
-    public init(terminal: String = "", hasDisplay: Bool = false, multiplexer: String = "", multiplexerPID: UInt32 = 0) {
+    public init(
+        terminal: String = "",
+        hasDisplay: Bool = false,
+        multiplexer: String = "",
+        multiplexerPID: UInt32 = 0,
+        confirmationKeys: [String] = []
+    ) {
         self.terminal = terminal
         self.hasDisplay = hasDisplay
         self.multiplexer = multiplexer
         self.multiplexerPID = multiplexerPID
+        self.confirmationKeys = confirmationKeys
     }
 }
 
@@ -752,6 +780,61 @@ extension AddPromptKeyResponse {
     }
 }
 
+extension RemovePromptKeysRequest {
+    /// Decodes a `RemovePromptKeysRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `RemovePromptKeysRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RemovePromptKeysRequest {
+        try unpackMessage(
+            bytes, name: "RemovePromptKeysRequest", rain__wallet__v1__remove_prompt_keys_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `RemovePromptKeysRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        []  // no fields: no bytes
+    }
+
+    /// Copies a C `RemovePromptKeysRequest` (its strings checked).
+    init(c _: UnsafeMutablePointer<Rain__Wallet__V1__RemovePromptKeysRequest>) throws(RainError) { self.init() }
+
+    /// The C `RemovePromptKeysRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RemovePromptKeysRequest {
+        cMessage(rain__wallet__v1__remove_prompt_keys_request__init)
+    }
+}
+
+extension RemovePromptKeysResponse {
+    /// Decodes a `RemovePromptKeysResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `RemovePromptKeysResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RemovePromptKeysResponse {
+        try unpackMessage(
+            bytes, name: "RemovePromptKeysResponse", rain__wallet__v1__remove_prompt_keys_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `RemovePromptKeysResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `RemovePromptKeysResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__RemovePromptKeysResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            removed: m.removed)
+    }
+
+    /// The C `RemovePromptKeysResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RemovePromptKeysResponse {
+        var m = cMessage(rain__wallet__v1__remove_prompt_keys_response__init)
+        m.removed = self.removed
+        return m
+    }
+}
+
 extension GetPromptRequest {
     /// Decodes a `GetPromptRequest`.
     /// - Throws: RAIN_102 for bytes that are not a `GetPromptRequest`, or a string with NUL or not UTF-8.
@@ -797,7 +880,8 @@ extension GetPromptResponse {
             terminal: try readString(m.terminal, field: "terminal"),
             hasDisplay: m.has_display != 0,
             multiplexer: try readString(m.multiplexer, field: "multiplexer"),
-            multiplexerPID: m.multiplexer_pid)
+            multiplexerPID: m.multiplexer_pid,
+            confirmationKeys: try readStrings(m.confirmation_keys, count: m.n_confirmation_keys, field: "confirmation_keys"))
     }
 
     /// The C `GetPromptResponse`, its pointers owned by `arena`.
@@ -807,6 +891,7 @@ extension GetPromptResponse {
         m.has_display = self.hasDisplay ? 1 : 0
         m.multiplexer = try arena.string(self.multiplexer, field: "multiplexer")
         m.multiplexer_pid = self.multiplexerPID
+        (m.n_confirmation_keys, m.confirmation_keys) = try arena.strings(self.confirmationKeys, field: "confirmation_keys")
         return m
     }
 }
