@@ -638,6 +638,186 @@ void   rain__wallet__v1__register_prompt_response__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__register_prompt_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__add_prompt_key_request__init
+                     (Rain__Wallet__V1__AddPromptKeyRequest         *message)
+{
+  static const Rain__Wallet__V1__AddPromptKeyRequest init_value = RAIN__WALLET__V1__ADD_PROMPT_KEY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__add_prompt_key_request__get_packed_size
+                     (const Rain__Wallet__V1__AddPromptKeyRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__add_prompt_key_request__pack
+                     (const Rain__Wallet__V1__AddPromptKeyRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__add_prompt_key_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AddPromptKeyRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AddPromptKeyRequest *
+       rain__wallet__v1__add_prompt_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AddPromptKeyRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__add_prompt_key_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__add_prompt_key_request__free_unpacked
+                     (Rain__Wallet__V1__AddPromptKeyRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__add_prompt_key_response__init
+                     (Rain__Wallet__V1__AddPromptKeyResponse         *message)
+{
+  static const Rain__Wallet__V1__AddPromptKeyResponse init_value = RAIN__WALLET__V1__ADD_PROMPT_KEY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__add_prompt_key_response__get_packed_size
+                     (const Rain__Wallet__V1__AddPromptKeyResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__add_prompt_key_response__pack
+                     (const Rain__Wallet__V1__AddPromptKeyResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__add_prompt_key_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AddPromptKeyResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AddPromptKeyResponse *
+       rain__wallet__v1__add_prompt_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AddPromptKeyResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__add_prompt_key_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__add_prompt_key_response__free_unpacked
+                     (Rain__Wallet__V1__AddPromptKeyResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__add_prompt_key_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__remove_prompt_keys_request__init
+                     (Rain__Wallet__V1__RemovePromptKeysRequest         *message)
+{
+  static const Rain__Wallet__V1__RemovePromptKeysRequest init_value = RAIN__WALLET__V1__REMOVE_PROMPT_KEYS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__remove_prompt_keys_request__get_packed_size
+                     (const Rain__Wallet__V1__RemovePromptKeysRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__remove_prompt_keys_request__pack
+                     (const Rain__Wallet__V1__RemovePromptKeysRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__remove_prompt_keys_request__pack_to_buffer
+                     (const Rain__Wallet__V1__RemovePromptKeysRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__RemovePromptKeysRequest *
+       rain__wallet__v1__remove_prompt_keys_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__RemovePromptKeysRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__remove_prompt_keys_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__remove_prompt_keys_request__free_unpacked
+                     (Rain__Wallet__V1__RemovePromptKeysRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__remove_prompt_keys_response__init
+                     (Rain__Wallet__V1__RemovePromptKeysResponse         *message)
+{
+  static const Rain__Wallet__V1__RemovePromptKeysResponse init_value = RAIN__WALLET__V1__REMOVE_PROMPT_KEYS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__remove_prompt_keys_response__get_packed_size
+                     (const Rain__Wallet__V1__RemovePromptKeysResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__remove_prompt_keys_response__pack
+                     (const Rain__Wallet__V1__RemovePromptKeysResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__remove_prompt_keys_response__pack_to_buffer
+                     (const Rain__Wallet__V1__RemovePromptKeysResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__RemovePromptKeysResponse *
+       rain__wallet__v1__remove_prompt_keys_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__RemovePromptKeysResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__remove_prompt_keys_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__remove_prompt_keys_response__free_unpacked
+                     (Rain__Wallet__V1__RemovePromptKeysResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__remove_prompt_keys_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   rain__wallet__v1__get_prompt_request__init
                      (Rain__Wallet__V1__GetPromptRequest         *message)
 {
@@ -1395,6 +1575,131 @@ const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_response__des
   (ProtobufCMessageInit) rain__wallet__v1__register_prompt_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+#define rain__wallet__v1__add_prompt_key_request__field_descriptors NULL
+#define rain__wallet__v1__add_prompt_key_request__field_indices_by_name NULL
+#define rain__wallet__v1__add_prompt_key_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__add_prompt_key_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AddPromptKeyRequest",
+  "AddPromptKeyRequest",
+  "Rain__Wallet__V1__AddPromptKeyRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AddPromptKeyRequest),
+  0,
+  rain__wallet__v1__add_prompt_key_request__field_descriptors,
+  rain__wallet__v1__add_prompt_key_request__field_indices_by_name,
+  0,  rain__wallet__v1__add_prompt_key_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__add_prompt_key_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__add_prompt_key_response__field_descriptors[2] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AddPromptKeyResponse, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "key_count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AddPromptKeyResponse, key_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__add_prompt_key_response__field_indices_by_name[] = {
+  1,   /* field[1] = key_count */
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange rain__wallet__v1__add_prompt_key_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__add_prompt_key_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AddPromptKeyResponse",
+  "AddPromptKeyResponse",
+  "Rain__Wallet__V1__AddPromptKeyResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AddPromptKeyResponse),
+  2,
+  rain__wallet__v1__add_prompt_key_response__field_descriptors,
+  rain__wallet__v1__add_prompt_key_response__field_indices_by_name,
+  1,  rain__wallet__v1__add_prompt_key_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__add_prompt_key_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define rain__wallet__v1__remove_prompt_keys_request__field_descriptors NULL
+#define rain__wallet__v1__remove_prompt_keys_request__field_indices_by_name NULL
+#define rain__wallet__v1__remove_prompt_keys_request__number_ranges NULL
+const ProtobufCMessageDescriptor rain__wallet__v1__remove_prompt_keys_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.RemovePromptKeysRequest",
+  "RemovePromptKeysRequest",
+  "Rain__Wallet__V1__RemovePromptKeysRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__RemovePromptKeysRequest),
+  0,
+  rain__wallet__v1__remove_prompt_keys_request__field_descriptors,
+  rain__wallet__v1__remove_prompt_keys_request__field_indices_by_name,
+  0,  rain__wallet__v1__remove_prompt_keys_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__remove_prompt_keys_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__remove_prompt_keys_response__field_descriptors[1] =
+{
+  {
+    "removed",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__RemovePromptKeysResponse, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__remove_prompt_keys_response__field_indices_by_name[] = {
+  0,   /* field[0] = removed */
+};
+static const ProtobufCIntRange rain__wallet__v1__remove_prompt_keys_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__remove_prompt_keys_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.RemovePromptKeysResponse",
+  "RemovePromptKeysResponse",
+  "Rain__Wallet__V1__RemovePromptKeysResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__RemovePromptKeysResponse),
+  1,
+  rain__wallet__v1__remove_prompt_keys_response__field_descriptors,
+  rain__wallet__v1__remove_prompt_keys_response__field_indices_by_name,
+  1,  rain__wallet__v1__remove_prompt_keys_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__remove_prompt_keys_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 #define rain__wallet__v1__get_prompt_request__field_descriptors NULL
 #define rain__wallet__v1__get_prompt_request__field_indices_by_name NULL
 #define rain__wallet__v1__get_prompt_request__number_ranges NULL
@@ -1413,7 +1718,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_request__descripto
   (ProtobufCMessageInit) rain__wallet__v1__get_prompt_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__get_prompt_response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__get_prompt_response__field_descriptors[5] =
 {
   {
     "terminal",
@@ -1463,8 +1768,21 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__get_prompt_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "confirmation_keys",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Rain__Wallet__V1__GetPromptResponse, n_confirmation_keys),
+    offsetof(Rain__Wallet__V1__GetPromptResponse, confirmation_keys),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__get_prompt_response__field_indices_by_name[] = {
+  4,   /* field[4] = confirmation_keys */
   1,   /* field[1] = has_display */
   2,   /* field[2] = multiplexer */
   3,   /* field[3] = multiplexer_pid */
@@ -1473,7 +1791,7 @@ static const unsigned rain__wallet__v1__get_prompt_response__field_indices_by_na
 static const ProtobufCIntRange rain__wallet__v1__get_prompt_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_response__descriptor =
 {
@@ -1483,7 +1801,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_response__descript
   "Rain__Wallet__V1__GetPromptResponse",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__GetPromptResponse),
-  4,
+  5,
   rain__wallet__v1__get_prompt_response__field_descriptors,
   rain__wallet__v1__get_prompt_response__field_indices_by_name,
   1,  rain__wallet__v1__get_prompt_response__number_ranges,

@@ -52,6 +52,10 @@ public struct AuditEvent: RawRepresentable, Sendable, Hashable, Codable, CustomS
     public static let promptMoveRequested = AuditEvent("prompt_move_requested")
     /// A wrong place secret was given for a new prompt place.
     public static let promptSecretWrong = AuditEvent("prompt_secret_wrong")
+    /// A security key was registered to confirm actions with a touch (`rainwallet prompt add-key`).
+    public static let confirmationKeyAdded = AuditEvent("confirmation_key_added")
+    /// Every confirmation key was removed (`rainwallet prompt remove-keys`).
+    public static let confirmationKeysRemoved = AuditEvent("confirmation_keys_removed")
     /// Entries that could not be written (a full disk): `count` of them, written as soon as the
     /// log could be written again.
     public static let auditGap = AuditEvent("audit_gap")

@@ -47,6 +47,11 @@ public actor PromptCoordinator {
     public struct Confirmation: Sendable, Equatable {
         /// Where the prompt was shown.
         public var target: PromptTarget
+        /// The code the prompt showed and the user typed back: what a touch confirmation's
+        /// challenge binds, so that no two prompts share one. Never logged.
+        public var code: String
+        /// Everything the prompt showed (its pages, in order).
+        public var text: String
     }
 
     private struct AppRecord {
@@ -112,7 +117,7 @@ public actor PromptCoordinator {
         // A request the prompt cannot show in full is refused before any prompt opens, never cut.
         let code = try PromptCode.random()
         var request = request
-        request.notes = [settings.note].compactMap { $0 }
+        request.notes = [settings.note].compactMap { $0 } + request.notes
         var pages = try request.pages(code: code)
         let target = try targets.selected()
         if case .terminal(let path, _) = target, let multiplexer = TerminalHolders.multiplexer(of: path) {
@@ -128,7 +133,7 @@ public actor PromptCoordinator {
             if Task.isCancelled { throw withdrawnError() }
             apps[app] = nil
             logger.info("prompt.confirmed", ["app": app, "pid": String(request.caller.pid), "profile": request.profile])
-            return Confirmation(target: target)
+            return Confirmation(target: target, code: code.text, text: pages.joined(separator: "\n"))
         case .entered:
             throw refuse(app, reason: PromptReason.wrongCode, "the code typed on the prompt was not the one it showed")
         default:

@@ -21,7 +21,8 @@ public struct PromptRequest: Sendable {
     /// Lines about the machine shown above the code, one each: on a kernel where programs of the
     /// user can read each other's memory, that the code can be read
     /// (`PromptCoordinator.Settings.note`); on a terminal whose other end a multiplexer holds,
-    /// that it can read the screen.
+    /// that it can read the screen. A confirmation's own notes (the touch that follows the code)
+    /// come after those.
     public var notes: [String] = []
     /// What the request asks in detail (a signature's decoded fields), shown in pages before the
     /// code; nil for a request its action says all of.

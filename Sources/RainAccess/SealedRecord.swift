@@ -123,7 +123,10 @@ public struct SealedRecord: Sendable {
 public enum SealedRecords {
     /// The records' files, relative to the state directory: sealed under the storage key, so a
     /// new storage key opens none of them.
-    public static let fileNames = [AppApprovalStore.fileName, ConfirmedSettingsStore.fileName, PromptPlaceStore.fileName]
+    public static let fileNames = [
+        AppApprovalStore.fileName, ConfirmedSettingsStore.fileName, PromptPlaceStore.fileName,
+        ConfirmationKeyStore.fileName,
+    ]
 
     /// Seals every record of `stateDirectory` under `storageKey` (a migration to a new storage
     /// key calls it while the old key still exists): a record sealed under one of
@@ -141,6 +144,9 @@ public enum SealedRecords {
                 stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys
             ).record,
             try PromptPlaceStore(
+                stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys
+            ).record,
+            try ConfirmationKeyStore(
                 stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys
             ).record,
         ]

@@ -185,7 +185,61 @@ enum SettingsConfirmCommand: CLICommand {
 enum PromptCommand: CLICommand {
     static let declaration = Command(
         name: "prompt", abstract: "choose where rainwalletd asks the user")
-    static var subcommands: [any CLICommand.Type] { [PromptHereCommand.self] }
+    static var subcommands: [any CLICommand.Type] {
+        [PromptHereCommand.self, PromptAddKeyCommand.self, PromptRemoveKeysCommand.self]
+    }
+}
+
+/// `rainwallet prompt remove-keys`: confirmations are the typed code alone again.
+enum PromptRemoveKeysCommand: CLICommand {
+    static let declaration = Command(
+        name: "remove-keys", abstract: "stop asking a touch of a security key after the confirmation code",
+        discussion: """
+            Removes every confirmation key added with `rainwallet prompt add-key`. It is confirmed
+            like any confirmation: the code on the prompt, then a touch of a registered key.
+            """,
+        json: .init(.object, [.init("removed", "how many keys were removed")]),
+        exitStatuses: AppsCommand.exitStatuses + [.init(10, "no registered key is plugged in (RAIN_404)")])
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        context.output.note(
+            "Confirm on the rainwalletd prompt (type the code it shows), then touch your confirmation key when it blinks…")
+        let removed = try await context.provider.removeConfirmationKeys()
+        context.output.result(
+            json: ["removed": removed],
+            text: removed == 0
+                ? "No confirmation key was registered." : "Removed \(removed) confirmation key(s): the typed code alone confirms."
+        )
+    }
+}
+
+/// `rainwallet prompt add-key`: a security key's touch after every typed code.
+enum PromptAddKeyCommand: CLICommand {
+    static let declaration = Command(
+        name: "add-key", abstract: "require a touch of a security key after every typed confirmation code",
+        discussion: """
+            Confirm on the prompt (type the code it shows), then touch the security key to register
+            when it blinks (its PIN, if it has one, is asked on the prompt). From then on every
+            confirmation (an export, a signature, an app approval, a settings change) asks, after
+            the code, a touch of a registered key: a program that reads the screen can learn the
+            code, it cannot press the key. Once a key is registered, adding another one also
+            takes a touch of a registered key.
+            """,
+        json: .init(
+            .object, [.init("name", "the key's product name"), .init("keyCount", "how many confirmation keys are registered")]),
+        exitStatuses: AppsCommand.exitStatuses + [
+            .init(10, "no security key is plugged in (RAIN_404)")
+        ])
+
+    static func run(_ parsed: ParsedCommand, _ context: CLIContext) async throws {
+        context.output.note(
+            "Confirm on the rainwalletd prompt (type the code it shows), then touch your security key when it blinks…")
+        let added = try await context.provider.addConfirmationKey()
+        let name = added.name.isEmpty ? "The security key" : added.name
+        context.output.result(
+            json: ["name": added.name, "keyCount": added.keyCount],
+            text: "\(name) is a confirmation key (\(added.keyCount) registered): touch it after each confirmation code.")
+    }
 }
 
 enum PromptHereCommand: CLICommand {

@@ -153,6 +153,9 @@ enum StatusCommand: CLICommand {
                             "multiplexer",
                             "a terminal multiplexer holding the terminal's other end, which can read the screen, or null",
                             fields: [.init("command", "tmux, screen, …"), .init("pid", "its pid")]),
+                        .init(
+                            "confirmationKeys",
+                            "the security keys whose touch follows every typed code (rainwallet prompt add-key), oldest first"),
                     ]),
                 .init("auditAnchor", Self.auditAnchorField),
             ]))
@@ -191,6 +194,7 @@ enum StatusCommand: CLICommand {
             "terminal": place.terminal.isEmpty ? nil : place.terminal, "hasDisplay": place.hasDisplay,
             "multiplexer": place.multiplexer.isEmpty
                 ? nil : ["command": place.multiplexer, "pid": Int(place.multiplexerPID)] as [String: Any?],
+            "confirmationKeys": place.confirmationKeys,
         ]
     }
 
@@ -224,6 +228,11 @@ enum StatusCommand: CLICommand {
         guard !context.output.isJSON else { return }
         if let memory = memoryLine(info) { context.output.line(memory) }
         if let place { context.output.line(promptLine(place)) }
+        if let place, !place.confirmationKeys.isEmpty {
+            context.output.line(
+                "touch:          after the code, a touch of "
+                    + place.confirmationKeys.joined(separator: " or ") + " (rainwallet prompt add-key)")
+        }
         if let audit = auditLine(info) { context.output.line(audit) }
     }
 }

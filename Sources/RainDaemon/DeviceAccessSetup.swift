@@ -6,6 +6,7 @@ import RainConfig
 import RainCore
 import RainCrypto
 import RainDevice
+import RainSecurityKey
 import RainSystem
 import Synchronization
 
@@ -35,7 +36,7 @@ enum DeviceAccessSetup {
     static func make(
         config: DaemonConfig, settings: SettingsGuard, stateDirectory: String, storageKey: SymmetricKey,
         previousStorageKeys: [SymmetricKey], audit: any AuditRecorder, clock: any RainClock, logger: Logger,
-        confirmsInstantly: Bool = false
+        confirmsInstantly: Bool = false, securityKeys: SecurityKeyAuthenticator? = nil
     ) throws(RainError) -> DeviceAccess {
         let recordEvent = auditEvents(audit, logger: logger)
         let reader = CallerIdentityReader(allowsWritableCode: config.access.appsAllowingWritableCode)
@@ -51,10 +52,13 @@ enum DeviceAccessSetup {
         if let recorded, kept == nil {
             logger.info("prompt.place_closed", ["terminal": recorded.path])
         }
+        var promptTimeout = Duration.seconds(60)
         if let program {
+            let promptSettings = PromptCoordinator.Settings(
+                pinentry: try Pinentry(program: program), note: PtraceScope.read().promptNote)
+            promptTimeout = promptSettings.timeout
             coordinator = PromptCoordinator(
-                settings: PromptCoordinator.Settings(
-                    pinentry: try Pinentry(program: program), note: PtraceScope.read().promptNote),
+                settings: promptSettings,
                 targets: PromptTargets(display: display, terminal: kept?.terminal),
                 clock: clock, logger: logger.child("prompt"))
         }
@@ -76,6 +80,13 @@ enum DeviceAccessSetup {
             try apps.recordPromptPlaceHistory(PromptPlaceHistory(firstRegisteredAt: clock.now))
         }
         prompts.keepHistory(in: apps)
+        if let securityKeys, coordinator != nil {
+            prompts.requireTouches(
+                from: try ConfirmationKeyring(
+                    store: ConfirmationKeyStore(
+                        stateDirectory: stateDirectory, storageKey: storageKey, previousStorageKeys: previousStorageKeys),
+                    authenticator: securityKeys, timeout: promptTimeout, logger: logger.child("touch")))
+        }
         return DeviceAccess(
             apps: apps, settings: settings, prompts: prompts,
             hashFile: { (path) throws(RainError) in try hashProgram(path, reader: reader) })
@@ -130,6 +141,8 @@ enum DeviceAccessSetup {
         case "prompt_registered": kind = .promptRegistered
         case "prompt_move_requested": kind = .promptMoveRequested
         case "prompt_secret_wrong": kind = .promptSecretWrong
+        case "confirmation_key_added": kind = .confirmationKeyAdded
+        case "confirmation_keys_removed": kind = .confirmationKeysRemoved
         default: kind = .promptResult
         }
         let result: AuditResult =

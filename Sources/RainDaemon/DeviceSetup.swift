@@ -146,20 +146,20 @@ struct DeviceSetup: Sendable {
             authority: authority, storage: storage, clock: clock, device: keys.device, logger: logger,
             profileState: ProfileStateStore(directory: "\(stateDirectory)/profiles"), audit: audit,
             auditAnchoring: anchoring, metrics: metrics)
-        if let directory = options.testSecurityKeys {
-            context.authenticators.securityKey = SecurityKeyAuthenticator(list: { () throws(RainError) in
-                try SocketSecurityKeys.list(directory: directory)
-            })
-        } else {
-            context.authenticators.securityKey = SecurityKeyAuthenticator()
-        }
+        let securityKeys =
+            if let directory = options.testSecurityKeys {
+                SecurityKeyAuthenticator(list: { () throws(RainError) in try SocketSecurityKeys.list(directory: directory) })
+            } else {
+                SecurityKeyAuthenticator()
+            }
+        context.authenticators.securityKey = securityKeys
         // Always present: with keys outside a TPM it says, per ceremony, what to configure.
         context.authenticators.platform = PlatformDaemonAuthenticator(
             provider: keys.provider, storageKey: keys.storageKey, directory: "\(stateDirectory)/platform", clock: clock)
         let access = try DeviceAccessSetup.make(
             config: config, settings: settings, stateDirectory: stateDirectory, storageKey: keys.storageKey,
             previousStorageKeys: keys.previousStorageKeys, audit: audit, clock: clock, logger: logger.child("access"),
-            confirmsInstantly: options.confirmsInstantly)
+            confirmsInstantly: options.confirmsInstantly, securityKeys: securityKeys)
         recordSettingsStart(settings.start, audit: audit)
         let service = DeviceService(
             config: config, context: context, access: access, isTestMethodsEnabled: options.isTestMethodsEnabled,

@@ -32,6 +32,8 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
     private let audit: @Sendable (AccessEvent) async -> Void
     /// PBKDF2 takes a good part of a second: never on the event loop or the concurrency pool.
     private let derivations = DispatchQueue(label: "rainwalletd.place-secret")
+    /// The confirmation keys; nil in a daemon without security key support.
+    private let keyring = Mutex<ConfirmationKeyring?>(nil)
 
     init(
         coordinator: PromptCoordinator?, hasDisplay: Bool, registered: PromptPlace? = nil,
@@ -54,7 +56,91 @@ final class PinentryPrompts: UserConfirming, PromptPlaceRegistry {
 
     func confirm(_ question: UserQuestion) async throws(RainError) {
         guard let coordinator else { throw Self.noPinentry() }
-        _ = try await coordinator.confirm(question)
+        let keyring = keyring.withLock { $0 }.flatMap { $0.isRequired ? $0 : nil }
+        var question = question
+        if let keyring {
+            question.notes.append(ConfirmationKeyring.promptNote)
+            // One confirmation at a time, its touch included: a second prompt while the keys blink
+            // for the first would leave the user not knowing which action a touch confirms.
+            try keyring.takeSlot()
+        }
+        defer { keyring?.releaseSlot() }
+        let confirmation = try await coordinator.confirm(question)
+        // Always after the typed code, never instead of it: a program can read the code off the
+        // screen, it cannot press the key.
+        guard let keyring else { return }
+        let request = [question.profile, question.caller.appPath, String(question.caller.pid), question.action]
+            .joined(separator: "\u{0}")
+        try await keyring.confirm(text: confirmation.text, code: confirmation.code, request: Array(request.utf8))
+    }
+
+    /// Uses `keyring`'s keys from now on: every confirmation is followed by a touch once one is
+    /// registered.
+    func requireTouches(from keyring: ConfirmationKeyring) { self.keyring.withLock { $0 = keyring } }
+
+    func addConfirmationKey(caller: CallerIdentity, profile: String) async throws(RainError) -> (
+        name: String, keyCount: Int
+    ) {
+        guard let keyring = keyring.withLock({ $0 }) else {
+            throw RainError(
+                .unavailable, "this rainwalletd has no security key support: confirmation keys cannot be added",
+                details: .init(reason: "security_key_unavailable"))
+        }
+        let question = UserQuestion(
+            action: "use the security key you touch next to confirm, with a touch after the code, every export, "
+                + "signature, app approval and settings change",
+            caller: caller, profile: profile)
+        // Confirmed like any settings change: once a key is registered, adding another also
+        // takes a touch of a registered one.
+        try await confirm(question)
+        do {
+            let added = try await keyring.add(prompt: KeyPINPrompt(prompts: self, question: question))
+            await audit(
+                AccessEvent(
+                    event: "confirmation_key_added", profile: profile, app: caller, result: "ok",
+                    detail: "\(added.name.isEmpty ? "a security key" : added.name), \(added.keyCount) registered"))
+            return added
+        } catch {
+            await audit(
+                AccessEvent(
+                    event: "confirmation_key_added", profile: profile, app: caller,
+                    result: error.details.reason ?? "\(error.code)"))
+            throw error
+        }
+    }
+
+    func removeConfirmationKeys(caller: CallerIdentity, profile: String) async throws(RainError) -> Int {
+        guard let keyring = keyring.withLock({ $0 }), keyring.isRequired else { return 0 }
+        let count = keyring.names.count
+        // The code and a touch of a registered key: a program that can read the screen cannot
+        // take the touch away.
+        try await confirm(
+            UserQuestion(
+                action: "stop asking a touch of a confirmation key after the code (remove the \(count) registered)",
+                caller: caller, profile: profile))
+        let removed = try keyring.removeAll()
+        await audit(
+            AccessEvent(
+                event: "confirmation_keys_removed", profile: profile, app: caller, result: "ok", detail: "\(removed) removed"))
+        return removed
+    }
+
+    func confirmationKeyNames() -> [String] { keyring.withLock { $0 }?.names ?? [] }
+
+    /// A key's PIN, asked on the prompt under the add-key request.
+    private struct KeyPINPrompt: DaemonAuthenticatorPrompt {
+        let prompts: PinentryPrompts
+        let question: UserQuestion
+
+        func askSecret(_ secret: SecretQuestion) async throws(RainError) -> SecretBytes {
+            try await prompts.askSecret(question, secret: secret)
+        }
+        func confirm(_ what: String) async throws(RainError) {}
+        func whileWaiting<T: Sendable>(
+            _ status: String, _ body: @escaping @Sendable () async throws(RainError) -> T
+        ) async throws(RainError) -> T {
+            try await prompts.showWhile(question, status: status, body)
+        }
     }
 
     func askSecret(_ question: UserQuestion, secret: SecretQuestion) async throws(RainError) -> SecretBytes {

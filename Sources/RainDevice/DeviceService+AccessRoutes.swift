@@ -21,6 +21,41 @@ public protocol PromptPlaceRegistry: Sendable {
 
     /// Where the next prompt appears, and a terminal multiplexer that can read it there.
     func place() async -> PromptPlaceReport
+
+    /// Registers the security key touched next as a confirmation key, once the user confirmed it
+    /// on the prompt (typed code), and audits it. From then on every confirmation also asks a
+    /// touch of a registered key.
+    /// - Returns: the key's product name and how many keys are registered now.
+    /// - Throws: the prompt's errors; RAIN_404 `security_key_not_found` when no key is plugged in;
+    ///   RAIN_401 `security_key_timeout` when none was touched in time.
+    func addConfirmationKey(caller: CallerIdentity, profile: String) async throws(RainError) -> (name: String, keyCount: Int)
+
+    /// Removes every confirmation key, once the user confirmed it on the prompt (the typed code,
+    /// then a touch of a registered key), and audits it.
+    /// - Returns: how many keys were removed.
+    /// - Throws: the prompt's errors and the touch's (`confirmation_key_timeout`,
+    ///   `confirmation_key_missing`).
+    func removeConfirmationKeys(caller: CallerIdentity, profile: String) async throws(RainError) -> Int
+
+    /// The registered confirmation keys' names, oldest first.
+    func confirmationKeyNames() -> [String]
+}
+
+extension PromptPlaceRegistry {
+    /// A registry without security keys (the tests' fakes) has none to add.
+    public func addConfirmationKey(caller: CallerIdentity, profile: String) async throws(RainError) -> (
+        name: String, keyCount: Int
+    ) {
+        throw RainError(
+            .unavailable, "this rainwalletd has no security key support: confirmation keys cannot be added",
+            details: .init(reason: "security_key_unavailable"))
+    }
+
+    /// A registry without security keys has none to remove.
+    public func removeConfirmationKeys(caller: CallerIdentity, profile: String) async throws(RainError) -> Int { 0 }
+
+    /// A registry without security keys has none.
+    public func confirmationKeyNames() -> [String] { [] }
 }
 
 /// Everything per-app access needs in the device service.
@@ -139,6 +174,27 @@ extension DeviceService {
                     })),
             AnyRoute(
                 Route(
+                    Method.promptAddKey, AddPromptKeyRequest.self, AddPromptKeyResponse.self,
+                    // Another uid the policy lets in must not choose the key that confirms this user's actions.
+                    policy: .send(isOpenToAnyApp: true, isDaemonOwnerOnly: true, isCancelledWithCaller: true),
+                    .actor { (_, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        let identity = try await access.apps.callerIdentity(caller)
+                        let added = try await access.prompts.addConfirmationKey(caller: identity, profile: call.profile)
+                        return AddPromptKeyResponse(name: added.name, keyCount: UInt32(clamping: added.keyCount))
+                    })),
+            AnyRoute(
+                Route(
+                    Method.promptRemoveKeys, RemovePromptKeysRequest.self, RemovePromptKeysResponse.self,
+                    policy: .send(isOpenToAnyApp: true, isDaemonOwnerOnly: true, isCancelledWithCaller: true),
+                    .actor { (_, call) throws(RainError) in
+                        let (access, caller) = try required(call)
+                        let identity = try await access.apps.callerIdentity(caller)
+                        let removed = try await access.prompts.removeConfirmationKeys(caller: identity, profile: call.profile)
+                        return RemovePromptKeysResponse(removed: UInt32(clamping: removed))
+                    })),
+            AnyRoute(
+                Route(
                     Method.promptGet, GetPromptRequest.self, GetPromptResponse.self, policy: .read(isOpenToAnyApp: true),
                     .actor { (_, call) throws(RainError) in
                         let (access, _) = try required(call)
@@ -146,7 +202,8 @@ extension DeviceService {
                         return GetPromptResponse(
                             terminal: place.terminal ?? "", hasDisplay: place.hasDisplay,
                             multiplexer: place.multiplexer?.command ?? "",
-                            multiplexerPID: place.multiplexer.map { UInt32(clamping: $0.pid) } ?? 0)
+                            multiplexerPID: place.multiplexer.map { UInt32(clamping: $0.pid) } ?? 0,
+                            confirmationKeys: access.prompts.confirmationKeyNames())
                     })),
         ]
     }

@@ -114,8 +114,10 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
     }
 
     /// Opens the keys, races them, and on a key with a PIN asks it and runs the ceremony there.
-    private func run<R: Sendable>(
-        _ context: DaemonAuthenticatorContext,
+    /// - Parameter usesPIN: false for a ceremony that needs only a touch (an assertion with UP),
+    ///   which a key with a PIN makes without it: every key then runs the ceremony at once.
+    func run<R: Sendable>(
+        _ context: DaemonAuthenticatorContext, usesPIN: Bool = true, status: String = Self.touchStatus,
         _ ceremony: @escaping @Sendable (SecurityKeyDevice, SecretBytes?) throws(RainError) -> R
     ) async throws(RainError) -> R {
         let list = self.list
@@ -127,7 +129,7 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
             for info in infos {
                 do throws(RainError) {
                     let device = try SecurityKeyDevice(info, timeoutMilliseconds: milliseconds)
-                    opened.append((device, try device.capabilities().hasPIN))
+                    opened.append((device, usesPIN ? try device.capabilities().hasPIN : false))
                 } catch {
                     failure = failure ?? error
                 }
@@ -142,7 +144,7 @@ public struct SecurityKeyAuthenticator: DaemonAuthenticator {
         }
         let isAlone = keys.count == 1
         let timeout = context.timeout
-        let outcome = try await context.prompt.whileWaiting(Self.touchStatus) { () async throws(RainError) -> Outcome<R> in
+        let outcome = try await context.prompt.whileWaiting(status) { () async throws(RainError) -> Outcome<R> in
             try await race(keys.map(\.0)) { (device) throws(RainError) -> Outcome<R> in
                 guard let hasPIN = keys.first(where: { $0.0 === device })?.1, hasPIN else {
                     return .finished(try ceremony(device, nil))

@@ -88,4 +88,12 @@ public struct SecurityKeyAssertion: Sendable {
     public var signature: [UInt8]
     /// The user handle, which discoverable credentials return.
     public var userHandle: [UInt8]?
+
+    /// An assertion, as a key returned it (or as a test forges one).
+    public init(credentialID: [UInt8], authenticatorData: [UInt8], signature: [UInt8], userHandle: [UInt8]?) {
+        self.credentialID = credentialID
+        self.authenticatorData = authenticatorData
+        self.signature = signature
+        self.userHandle = userHandle
+    }
 }

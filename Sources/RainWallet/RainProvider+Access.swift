@@ -53,6 +53,21 @@ extension RainProvider {
         ).terminal
     }
 
+    /// Registers the security key touched next as a confirmation key, once confirmed on the
+    /// prompt: from then on every confirmation also asks a touch of a registered key.
+    /// - Returns: the key's product name and how many keys are registered now.
+    nonisolated(nonsending) package func addConfirmationKey() async throws(RainError) -> (name: String, keyCount: Int) {
+        let response = try await call(Method.promptAddKey, AddPromptKeyRequest(), as: AddPromptKeyResponse.self)
+        return (response.name, Int(response.keyCount))
+    }
+
+    /// Removes every confirmation key, once confirmed on the prompt (the code, then a touch of a
+    /// registered key).
+    /// - Returns: how many keys were removed.
+    nonisolated(nonsending) package func removeConfirmationKeys() async throws(RainError) -> Int {
+        Int(try await call(Method.promptRemoveKeys, RemovePromptKeysRequest(), as: RemovePromptKeysResponse.self).removed)
+    }
+
     /// Where the next prompt appears (the registered terminal, else the display), and a terminal
     /// multiplexer holding that terminal's other end, which can read the screen.
     /// - Throws: RAIN_102 `per_app_access_off` from a daemon without per-app access, or the

@@ -92,6 +92,8 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
             (Method.passkeyRun, .send(isCancelledWithCaller: true)),
             (Method.promptRegister, .send(isOpenToAnyApp: true, isCancelledWithCaller: true)),
             (Method.promptGet, .read(isOpenToAnyApp: true)),
+            (Method.promptAddKey, .send(isOpenToAnyApp: true, isDaemonOwnerOnly: true, isCancelledWithCaller: true)),
+            (Method.promptRemoveKeys, .send(isOpenToAnyApp: true, isDaemonOwnerOnly: true, isCancelledWithCaller: true)),
         ])
     func declaredPolicy(method: String, policy: RoutePolicy) async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: false)
@@ -105,7 +107,7 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
         #expect(
             cancelled == [
                 Method.appsApprove, Method.appsRevoke, Method.settingsConfirm, Method.promptRegister,
-                Method.profileChangePasskeyDomain, Method.passkeyRun,
+                Method.profileChangePasskeyDomain, Method.passkeyRun, Method.promptAddKey, Method.promptRemoveKeys,
             ])
     }
 

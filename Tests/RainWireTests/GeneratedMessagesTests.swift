@@ -58,8 +58,14 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     ConfirmSettingsResponse(confirmedDigest: "cd"),
     RegisterPromptRequest(terminal: "/dev/pts/3"),
     RegisterPromptResponse(terminal: "/dev/pts/3"),
+    AddPromptKeyRequest(),
+    AddPromptKeyResponse(name: "YubiKey 5", keyCount: 1),
+    RemovePromptKeysRequest(),
+    RemovePromptKeysResponse(removed: 2),
     GetPromptRequest(),
-    GetPromptResponse(terminal: "/dev/pts/3", hasDisplay: true, multiplexer: "tmux", multiplexerPID: 4242),
+    GetPromptResponse(
+        terminal: "/dev/pts/3", hasDisplay: true, multiplexer: "tmux", multiplexerPID: 4242,
+        confirmationKeys: ["YubiKey 5", "security key"]),
     // proto/audit.proto
     ReadAuditLogRequest(sinceMilliseconds: 1_800_000_000_123, isVerifyRequested: true),
     ReadAuditLogResponse(

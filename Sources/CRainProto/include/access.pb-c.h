@@ -30,6 +30,10 @@ typedef struct Rain__Wallet__V1__ConfirmSettingsRequest Rain__Wallet__V1__Confir
 typedef struct Rain__Wallet__V1__ConfirmSettingsResponse Rain__Wallet__V1__ConfirmSettingsResponse;
 typedef struct Rain__Wallet__V1__RegisterPromptRequest Rain__Wallet__V1__RegisterPromptRequest;
 typedef struct Rain__Wallet__V1__RegisterPromptResponse Rain__Wallet__V1__RegisterPromptResponse;
+typedef struct Rain__Wallet__V1__AddPromptKeyRequest Rain__Wallet__V1__AddPromptKeyRequest;
+typedef struct Rain__Wallet__V1__AddPromptKeyResponse Rain__Wallet__V1__AddPromptKeyResponse;
+typedef struct Rain__Wallet__V1__RemovePromptKeysRequest Rain__Wallet__V1__RemovePromptKeysRequest;
+typedef struct Rain__Wallet__V1__RemovePromptKeysResponse Rain__Wallet__V1__RemovePromptKeysResponse;
 typedef struct Rain__Wallet__V1__GetPromptRequest Rain__Wallet__V1__GetPromptRequest;
 typedef struct Rain__Wallet__V1__GetPromptResponse Rain__Wallet__V1__GetPromptResponse;
 
@@ -297,6 +301,63 @@ struct  Rain__Wallet__V1__RegisterPromptResponse
 
 
 /*
+ * /rain.wallet.v1.Prompt/AddKey: registers the security key touched next as a confirmation key,
+ * once confirmed on the prompt. From then on every confirmation asks a touch of a registered key
+ * after the typed code (docs/security.md, "A touch to confirm").
+ */
+struct  Rain__Wallet__V1__AddPromptKeyRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__ADD_PROMPT_KEY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__add_prompt_key_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__AddPromptKeyResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The key's product name ("YubiKey 5"); empty when the key gave none.
+   */
+  char *name;
+  /*
+   * How many confirmation keys are registered now.
+   */
+  uint32_t key_count;
+};
+#define RAIN__WALLET__V1__ADD_PROMPT_KEY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__add_prompt_key_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * /rain.wallet.v1.Prompt/RemoveKeys: removes every confirmation key, once confirmed on the prompt
+ * (the typed code, then a touch of a registered key): confirmations are the code alone again.
+ */
+struct  Rain__Wallet__V1__RemovePromptKeysRequest
+{
+  ProtobufCMessage base;
+};
+#define RAIN__WALLET__V1__REMOVE_PROMPT_KEYS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__remove_prompt_keys_request__descriptor) \
+     }
+
+
+struct  Rain__Wallet__V1__RemovePromptKeysResponse
+{
+  ProtobufCMessage base;
+  /*
+   * How many keys were removed.
+   */
+  uint32_t removed;
+};
+#define RAIN__WALLET__V1__REMOVE_PROMPT_KEYS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__remove_prompt_keys_response__descriptor) \
+    , 0 }
+
+
+/*
  * /rain.wallet.v1.Prompt/Get: where the next prompt appears, and a program that can read it there.
  */
 struct  Rain__Wallet__V1__GetPromptRequest
@@ -329,10 +390,16 @@ struct  Rain__Wallet__V1__GetPromptResponse
    * The multiplexer's pid; 0 when `multiplexer` is empty.
    */
   uint32_t multiplexer_pid;
+  /*
+   * The registered confirmation keys' names, oldest first ("security key" for a key that gave
+   * none); empty when confirmations are the typed code alone.
+   */
+  size_t n_confirmation_keys;
+  char **confirmation_keys;
 };
 #define RAIN__WALLET__V1__GET_PROMPT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__get_prompt_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0,NULL }
 
 
 /* Rain__Wallet__V1__AppEntry methods */
@@ -601,6 +668,82 @@ Rain__Wallet__V1__RegisterPromptResponse *
 void   rain__wallet__v1__register_prompt_response__free_unpacked
                      (Rain__Wallet__V1__RegisterPromptResponse *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AddPromptKeyRequest methods */
+void   rain__wallet__v1__add_prompt_key_request__init
+                     (Rain__Wallet__V1__AddPromptKeyRequest         *message);
+size_t rain__wallet__v1__add_prompt_key_request__get_packed_size
+                     (const Rain__Wallet__V1__AddPromptKeyRequest   *message);
+size_t rain__wallet__v1__add_prompt_key_request__pack
+                     (const Rain__Wallet__V1__AddPromptKeyRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__add_prompt_key_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AddPromptKeyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AddPromptKeyRequest *
+       rain__wallet__v1__add_prompt_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__add_prompt_key_request__free_unpacked
+                     (Rain__Wallet__V1__AddPromptKeyRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AddPromptKeyResponse methods */
+void   rain__wallet__v1__add_prompt_key_response__init
+                     (Rain__Wallet__V1__AddPromptKeyResponse         *message);
+size_t rain__wallet__v1__add_prompt_key_response__get_packed_size
+                     (const Rain__Wallet__V1__AddPromptKeyResponse   *message);
+size_t rain__wallet__v1__add_prompt_key_response__pack
+                     (const Rain__Wallet__V1__AddPromptKeyResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__add_prompt_key_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AddPromptKeyResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AddPromptKeyResponse *
+       rain__wallet__v1__add_prompt_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__add_prompt_key_response__free_unpacked
+                     (Rain__Wallet__V1__AddPromptKeyResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__RemovePromptKeysRequest methods */
+void   rain__wallet__v1__remove_prompt_keys_request__init
+                     (Rain__Wallet__V1__RemovePromptKeysRequest         *message);
+size_t rain__wallet__v1__remove_prompt_keys_request__get_packed_size
+                     (const Rain__Wallet__V1__RemovePromptKeysRequest   *message);
+size_t rain__wallet__v1__remove_prompt_keys_request__pack
+                     (const Rain__Wallet__V1__RemovePromptKeysRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__remove_prompt_keys_request__pack_to_buffer
+                     (const Rain__Wallet__V1__RemovePromptKeysRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__RemovePromptKeysRequest *
+       rain__wallet__v1__remove_prompt_keys_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__remove_prompt_keys_request__free_unpacked
+                     (Rain__Wallet__V1__RemovePromptKeysRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__RemovePromptKeysResponse methods */
+void   rain__wallet__v1__remove_prompt_keys_response__init
+                     (Rain__Wallet__V1__RemovePromptKeysResponse         *message);
+size_t rain__wallet__v1__remove_prompt_keys_response__get_packed_size
+                     (const Rain__Wallet__V1__RemovePromptKeysResponse   *message);
+size_t rain__wallet__v1__remove_prompt_keys_response__pack
+                     (const Rain__Wallet__V1__RemovePromptKeysResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__remove_prompt_keys_response__pack_to_buffer
+                     (const Rain__Wallet__V1__RemovePromptKeysResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__RemovePromptKeysResponse *
+       rain__wallet__v1__remove_prompt_keys_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__remove_prompt_keys_response__free_unpacked
+                     (Rain__Wallet__V1__RemovePromptKeysResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Rain__Wallet__V1__GetPromptRequest methods */
 void   rain__wallet__v1__get_prompt_request__init
                      (Rain__Wallet__V1__GetPromptRequest         *message);
@@ -683,6 +826,18 @@ typedef void (*Rain__Wallet__V1__RegisterPromptRequest_Closure)
 typedef void (*Rain__Wallet__V1__RegisterPromptResponse_Closure)
                  (const Rain__Wallet__V1__RegisterPromptResponse *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AddPromptKeyRequest_Closure)
+                 (const Rain__Wallet__V1__AddPromptKeyRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AddPromptKeyResponse_Closure)
+                 (const Rain__Wallet__V1__AddPromptKeyResponse *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__RemovePromptKeysRequest_Closure)
+                 (const Rain__Wallet__V1__RemovePromptKeysRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__RemovePromptKeysResponse_Closure)
+                 (const Rain__Wallet__V1__RemovePromptKeysResponse *message,
+                  void *closure_data);
 typedef void (*Rain__Wallet__V1__GetPromptRequest_Closure)
                  (const Rain__Wallet__V1__GetPromptRequest *message,
                   void *closure_data);
@@ -709,6 +864,10 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_settings_reque
 extern const ProtobufCMessageDescriptor rain__wallet__v1__confirm_settings_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__register_prompt_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__add_prompt_key_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__add_prompt_key_response__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__remove_prompt_keys_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__remove_prompt_keys_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__get_prompt_response__descriptor;
 

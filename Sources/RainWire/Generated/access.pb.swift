@@ -207,6 +207,46 @@ public struct RegisterPromptResponse: WireMessage, Hashable {
     }
 }
 
+/// /rain.wallet.v1.Prompt/AddKey: registers the security key touched next as a confirmation key,
+/// once confirmed on the prompt. From then on every confirmation asks a touch of a registered key
+/// after the typed code (docs/security.md, "A touch to confirm").
+public struct AddPromptKeyRequest: WireMessage, Hashable {
+    /// An `AddPromptKeyRequest`; an argument left out is its proto3 default.
+    public init() {}
+}
+
+/// The `AddPromptKeyResponse` message.
+public struct AddPromptKeyResponse: WireMessage, Hashable {
+    /// The key's product name ("YubiKey 5"); empty when the key gave none.
+    public var name: String
+    /// How many confirmation keys are registered now.
+    public var keyCount: UInt32
+
+    /// An `AddPromptKeyResponse`; an argument left out is its proto3 default.
+    public init(name: String = "", keyCount: UInt32 = 0) {
+        self.name = name
+        self.keyCount = keyCount
+    }
+}
+
+/// /rain.wallet.v1.Prompt/RemoveKeys: removes every confirmation key, once confirmed on the prompt
+/// (the typed code, then a touch of a registered key): confirmations are the code alone again.
+public struct RemovePromptKeysRequest: WireMessage, Hashable {
+    /// A `RemovePromptKeysRequest`; an argument left out is its proto3 default.
+    public init() {}
+}
+
+/// The `RemovePromptKeysResponse` message.
+public struct RemovePromptKeysResponse: WireMessage, Hashable {
+    /// How many keys were removed.
+    public var removed: UInt32
+
+    /// A `RemovePromptKeysResponse`; an argument left out is its proto3 default.
+    public init(removed: UInt32 = 0) {
+        self.removed = removed
+    }
+}
+
 /// /rain.wallet.v1.Prompt/Get: where the next prompt appears, and a program that can read it there.
 public struct GetPromptRequest: WireMessage, Hashable {
     /// A `GetPromptRequest`; an argument left out is its proto3 default.
@@ -225,13 +265,23 @@ public struct GetPromptResponse: WireMessage, Hashable {
     public var multiplexer: String
     /// The multiplexer's pid; 0 when `multiplexer` is empty.
     public var multiplexerPID: UInt32
+    /// The registered confirmation keys' names, oldest first ("security key" for a key that gave
+    /// none); empty when confirmations are the typed code alone.
+    public var confirmationKeys: [String]
 
     /// A `GetPromptResponse`; an argument left out is its proto3 default.
-    public init(terminal: String = "", hasDisplay: Bool = false, multiplexer: String = "", multiplexerPID: UInt32 = 0) {
+    public init(
+        terminal: String = "",
+        hasDisplay: Bool = false,
+        multiplexer: String = "",
+        multiplexerPID: UInt32 = 0,
+        confirmationKeys: [String] = []
+    ) {
         self.terminal = terminal
         self.hasDisplay = hasDisplay
         self.multiplexer = multiplexer
         self.multiplexerPID = multiplexerPID
+        self.confirmationKeys = confirmationKeys
     }
 }
 
@@ -674,6 +724,117 @@ extension RegisterPromptResponse {
     }
 }
 
+extension AddPromptKeyRequest {
+    /// Decodes a `AddPromptKeyRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `AddPromptKeyRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AddPromptKeyRequest {
+        try unpackMessage(bytes, name: "AddPromptKeyRequest", rain__wallet__v1__add_prompt_key_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AddPromptKeyRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        []  // no fields: no bytes
+    }
+
+    /// Copies a C `AddPromptKeyRequest` (its strings checked).
+    init(c _: UnsafeMutablePointer<Rain__Wallet__V1__AddPromptKeyRequest>) throws(RainError) { self.init() }
+
+    /// The C `AddPromptKeyRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AddPromptKeyRequest {
+        cMessage(rain__wallet__v1__add_prompt_key_request__init)
+    }
+}
+
+extension AddPromptKeyResponse {
+    /// Decodes a `AddPromptKeyResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `AddPromptKeyResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AddPromptKeyResponse {
+        try unpackMessage(
+            bytes, name: "AddPromptKeyResponse", rain__wallet__v1__add_prompt_key_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AddPromptKeyResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AddPromptKeyResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AddPromptKeyResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            name: try readString(m.name, field: "name"),
+            keyCount: m.key_count)
+    }
+
+    /// The C `AddPromptKeyResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AddPromptKeyResponse {
+        var m = cMessage(rain__wallet__v1__add_prompt_key_response__init)
+        m.name = try arena.string(self.name, field: "name")
+        m.key_count = self.keyCount
+        return m
+    }
+}
+
+extension RemovePromptKeysRequest {
+    /// Decodes a `RemovePromptKeysRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `RemovePromptKeysRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RemovePromptKeysRequest {
+        try unpackMessage(
+            bytes, name: "RemovePromptKeysRequest", rain__wallet__v1__remove_prompt_keys_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `RemovePromptKeysRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        []  // no fields: no bytes
+    }
+
+    /// Copies a C `RemovePromptKeysRequest` (its strings checked).
+    init(c _: UnsafeMutablePointer<Rain__Wallet__V1__RemovePromptKeysRequest>) throws(RainError) { self.init() }
+
+    /// The C `RemovePromptKeysRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RemovePromptKeysRequest {
+        cMessage(rain__wallet__v1__remove_prompt_keys_request__init)
+    }
+}
+
+extension RemovePromptKeysResponse {
+    /// Decodes a `RemovePromptKeysResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `RemovePromptKeysResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> RemovePromptKeysResponse {
+        try unpackMessage(
+            bytes, name: "RemovePromptKeysResponse", rain__wallet__v1__remove_prompt_keys_response__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `RemovePromptKeysResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `RemovePromptKeysResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__RemovePromptKeysResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            removed: m.removed)
+    }
+
+    /// The C `RemovePromptKeysResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__RemovePromptKeysResponse {
+        var m = cMessage(rain__wallet__v1__remove_prompt_keys_response__init)
+        m.removed = self.removed
+        return m
+    }
+}
+
 extension GetPromptRequest {
     /// Decodes a `GetPromptRequest`.
     /// - Throws: RAIN_102 for bytes that are not a `GetPromptRequest`, or a string with NUL or not UTF-8.
@@ -719,7 +880,8 @@ extension GetPromptResponse {
             terminal: try readString(m.terminal, field: "terminal"),
             hasDisplay: m.has_display != 0,
             multiplexer: try readString(m.multiplexer, field: "multiplexer"),
-            multiplexerPID: m.multiplexer_pid)
+            multiplexerPID: m.multiplexer_pid,
+            confirmationKeys: try readStrings(m.confirmation_keys, count: m.n_confirmation_keys, field: "confirmation_keys"))
     }
 
     /// The C `GetPromptResponse`, its pointers owned by `arena`.
@@ -729,6 +891,7 @@ extension GetPromptResponse {
         m.has_display = self.hasDisplay ? 1 : 0
         m.multiplexer = try arena.string(self.multiplexer, field: "multiplexer")
         m.multiplexer_pid = self.multiplexerPID
+        (m.n_confirmation_keys, m.confirmation_keys) = try arena.strings(self.confirmationKeys, field: "confirmation_keys")
         return m
     }
 }

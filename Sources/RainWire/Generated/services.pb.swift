@@ -145,6 +145,14 @@ public enum Method {
     ///
     /// `GetPromptRequest` → `GetPromptResponse`.
     public static let promptGet = "/rain.wallet.v1.Prompt/Get"
+    /// Registers the security key touched next as a confirmation key (confirmed on the prompt).
+    ///
+    /// `AddPromptKeyRequest` → `AddPromptKeyResponse`.
+    public static let promptAddKey = "/rain.wallet.v1.Prompt/AddKey"
+    /// Removes every confirmation key (confirmed on the prompt, with a touch of one of them).
+    ///
+    /// `RemovePromptKeysRequest` → `RemovePromptKeysResponse`.
+    public static let promptRemoveKeys = "/rain.wallet.v1.Prompt/RemoveKeys"
     /// The daemon's audit log of sensitive operations, and its hash-chain check (the daemon's own uid
     /// only; open to any app).
     ///
@@ -201,6 +209,8 @@ public enum Method {
         MethodDeclaration(settingsConfirm, ConfirmSettingsRequest.self, ConfirmSettingsResponse.self),
         MethodDeclaration(promptRegister, RegisterPromptRequest.self, RegisterPromptResponse.self),
         MethodDeclaration(promptGet, GetPromptRequest.self, GetPromptResponse.self),
+        MethodDeclaration(promptAddKey, AddPromptKeyRequest.self, AddPromptKeyResponse.self),
+        MethodDeclaration(promptRemoveKeys, RemovePromptKeysRequest.self, RemovePromptKeysResponse.self),
         MethodDeclaration(auditRead, ReadAuditLogRequest.self, ReadAuditLogResponse.self),
         MethodDeclaration(storageGetStatus, StorageStatusRequest.self, StorageStatusResponse.self),
         MethodDeclaration(storageBackup, StorageBackupRequest.self, StorageBackupResponse.self),
