@@ -97,4 +97,36 @@ struct ConfirmationKeyTests {
                 && unplugged.stderr.contains("prompt add-key"), "\(unplugged)")
         #expect(!unplugged.stdout.contains("words"), "\(unplugged)")
     }
+
+    @Test(
+        "with a confirmation key registered, a signature also waits for the touch after the code, and without the touch nothing is signed"
+    )
+    func signatureNeedsTheTouch() async throws {
+        let directory = "/tmp/rc-" + UUID().uuidString.prefix(8).lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 5)
+        let server = try SoftCTAP2SocketServer(key: key, directory: directory, name: "confirm")
+        defer { server.stop() }
+        let h = try await DaemonHarness.start(
+            config: Self.config, environment: ["RAINWALLET_TEST_SECURITY_KEYS": directory],
+            access: .enforced(pinentry: DaemonHarness.autoPinentryName))
+        defer { h.shutdown() }
+        let wallet = h.provider()
+        try await h.logIn(wallet, .email("sign-touch@example.com"))
+        #expect(try await h.runCLI(["prompt", "add-key"]).status == 0)
+
+        key.setTouchPolicy(.manual)
+        let sign = Task { try await wallet.signMessage("hello, touch") }
+        #expect(await eventually(timeout: .seconds(30)) { key.isBlinking }, "the key never blinked")
+        key.touch()
+        let signed = try await sign.value
+        #expect(!signed.signature.isEmpty)
+
+        key.setTouchPolicy(.never)
+        let refused = await rainError { _ = try await wallet.signMessage("hello again") }
+        #expect(
+            refused?.code == .userCancelled && refused?.details.reason == "confirmation_key_timeout",
+            "\(String(describing: refused))")
+    }
 }
