@@ -135,6 +135,9 @@ let package = Package(
             name: "rainwalletd-test", dependencies: ["RainDaemon", "RainDaemonTestHooks"], plugins: ["BuildInfoPlugin"]),
         .executableTarget(name: "rainwallet", dependencies: ["RainCLI"], plugins: ["BuildInfoPlugin"]),
         .executableTarget(name: "rainwallet-bench", dependencies: ["RainWallet", "RainCore"]),
+        // The attack tests' program of the daemon's user that reaches for a platform passkey's key
+        // in the TPM without the PIN (never packaged).
+        .executableTarget(name: "rainwallet-tpm-probe", dependencies: ["RainKeyStore", "RainCrypto", "RainCore"]),
         // The seed's Swift snippets as an app writes them (issue 16): built with the package, run
         // against a harness daemon. It depends on the RainWallet product's module only.
         .executableTarget(name: "rainwallet-example-login", dependencies: ["RainWallet"], path: "Examples/LoginExample"),
@@ -239,6 +242,7 @@ let package = Package(
             dependencies: [
                 "RainWallet", "RainCrypto", "RainTestSupport", "RainSoftAuthenticator", "RainPlatformAuthenticator",
                 "RainKeyStore", "RainSecurityKey", "RainCLI", "RainDaemon", "rainwalletd", "rainwalletd-test",
+                "rainwallet-tpm-probe",
                 "rainwallet", "rainwallet-example-login", "rainwallet-example-first-steps", "RainConfig",
             ]),
     ]

@@ -207,7 +207,7 @@ struct AccessibleBinaries {
     static func make() async throws -> AccessibleBinaries {
         let bin = try AccessibleBinaries()
         let source = try DaemonHarness.binaryDirectory()
-        let names = ["rainwallet", "rainwalletd", "rainwalletd-test"]
+        let names = ["rainwallet", "rainwalletd", "rainwalletd-test", "rainwallet-tpm-probe"]
         let copied = try await TestProcess.run(
             "/bin/cp", names.map { source.appendingPathComponent($0).path } + [bin.directory], timeout: .seconds(60))
         guard copied.status == 0 else { throw HarnessError("cp of the binaries failed: \(copied)") }
