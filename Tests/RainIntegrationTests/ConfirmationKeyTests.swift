@@ -129,4 +129,52 @@ struct ConfirmationKeyTests {
             refused?.code == .userCancelled && refused?.details.reason == "confirmation_key_timeout",
             "\(String(describing: refused))")
     }
+
+    @Test(
+        "with a confirmation key registered, an app approval and a settings change wait for the touch after the code; a revocation without the touch changes nothing"
+    )
+    func approvalsAndSettingsNeedTheTouch() async throws {
+        let directory = "/tmp/rc-" + UUID().uuidString.prefix(8).lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 5)
+        let server = try SoftCTAP2SocketServer(key: key, directory: directory, name: "confirm")
+        defer { server.stop() }
+        let h = try await DaemonHarness.start(
+            config: #"{"profiles": {"default": {"allowExport": false}}}"#,
+            environment: ["RAINWALLET_TEST_SECURITY_KEYS": directory],
+            access: .enforced(pinentry: DaemonHarness.autoPinentryName))
+        defer { h.shutdown() }
+        let apps = try await PerAppAccessTests.Apps.make(h)
+        try await PerAppAccessTests.logIn(h, apps.a, email: "approve-touch@example.com")
+        #expect(try await h.runCLI(["prompt", "add-key"]).status == 0)
+
+        // An approval: the code, then the touch.
+        key.setTouchPolicy(.manual)
+        let approve = Task { try await h.runCLI(["apps", "approve", apps.b.path], program: apps.a) }
+        #expect(await eventually(timeout: .seconds(30)) { key.isBlinking }, "the key never blinked")
+        key.touch()
+        let approved = try await approve.value
+        #expect(approved.status == 0, "\(approved)")
+        #expect(try await h.runCLI(["account"], program: apps.b).status == 0)
+
+        // A revocation with the code typed and no touch: refused, b keeps its approval.
+        key.setTouchPolicy(.never)
+        let revoke = try await h.runCLI(["apps", "revoke", apps.b.path], program: apps.a)
+        #expect(revoke.status == 9 && revoke.stderr.contains("not touched in time"), "\(revoke)")
+        #expect(try await h.runCLI(["account"], program: apps.b).status == 0)
+
+        // A settings change (the config edited, the daemon restarted): the code, then the touch.
+        let configPath = try #require(h.configPath)
+        try #"{"profiles": {"default": {"allowExport": true}}}"#.write(toFile: configPath, atomically: true, encoding: .utf8)
+        _ = try await h.stop()
+        try await h.start()
+        key.setTouchPolicy(.manual)
+        let confirm = Task { try await h.runCLI(["settings", "confirm"], program: apps.a) }
+        #expect(await eventually(timeout: .seconds(30)) { key.isBlinking }, "the key never blinked")
+        key.touch()
+        let confirmed = try await confirm.value
+        #expect(confirmed.status == 0, "\(confirmed)")
+        #expect(h.answeredPrompts.last?.contains("allowExport") == true, "\(h.answeredPrompts)")
+    }
 }
