@@ -8,21 +8,46 @@ import Testing
 struct ConfirmationKeyTests {
     static let config = #"{"profiles": {"default": {"allowExport": true}}}"#
 
+    /// A software key served on a socket in a directory of its own, and a daemon that uses it.
+    struct World {
+        let key: SoftCTAP2Authenticator
+        let server: SoftCTAP2SocketServer
+        let harness: DaemonHarness
+        let directory: String
+
+        func stop() {
+            harness.shutdown()
+            server.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Starts the key (a short wait for its touch, so that "nobody touched it" ends in seconds)
+    /// and the daemon, with `config`.
+    static func start(config: String = Self.config) async throws -> World {
+        let directory = "/tmp/rc-" + UUID().uuidString.prefix(8).lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 5)
+        let server = try SoftCTAP2SocketServer(key: key, directory: directory, name: "confirm")
+        do {
+            let harness = try await DaemonHarness.start(
+                config: config, environment: ["RAINWALLET_TEST_SECURITY_KEYS": directory],
+                access: .enforced(pinentry: DaemonHarness.autoPinentryName))
+            return World(key: key, server: server, harness: harness, directory: directory)
+        } catch {
+            server.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
     @Test(
         "add-key is confirmed on the prompt and audited; then an export waits for the touch and succeeds after it, and without a touch it is RAIN_401 confirmation_key_timeout with nothing exported"
     )
     func exportNeedsTheTouchAfterTheCode() async throws {
-        let directory = "/tmp/rc-" + UUID().uuidString.prefix(8).lowercased()
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        // A short wait for the touch, so that "nobody touched it" ends in seconds.
-        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 5)
-        let server = try SoftCTAP2SocketServer(key: key, directory: directory, name: "confirm")
-        defer { server.stop() }
-        let h = try await DaemonHarness.start(
-            config: Self.config, environment: ["RAINWALLET_TEST_SECURITY_KEYS": directory],
-            access: .enforced(pinentry: DaemonHarness.autoPinentryName))
-        defer { h.shutdown() }
+        let w = try await Self.start()
+        defer { w.stop() }
+        let (key, server, h) = (w.key, w.server, w.harness)
 
         let send = try await h.runCLI(["code", "send", "--email", "touch@example.com"])
         #expect(send.status == 0, "\(send)")
@@ -102,16 +127,9 @@ struct ConfirmationKeyTests {
         "with a confirmation key registered, a signature also waits for the touch after the code, and without the touch nothing is signed"
     )
     func signatureNeedsTheTouch() async throws {
-        let directory = "/tmp/rc-" + UUID().uuidString.prefix(8).lowercased()
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 5)
-        let server = try SoftCTAP2SocketServer(key: key, directory: directory, name: "confirm")
-        defer { server.stop() }
-        let h = try await DaemonHarness.start(
-            config: Self.config, environment: ["RAINWALLET_TEST_SECURITY_KEYS": directory],
-            access: .enforced(pinentry: DaemonHarness.autoPinentryName))
-        defer { h.shutdown() }
+        let w = try await Self.start()
+        defer { w.stop() }
+        let (key, h) = (w.key, w.harness)
         let wallet = h.provider()
         try await h.logIn(wallet, .email("sign-touch@example.com"))
         #expect(try await h.runCLI(["prompt", "add-key"]).status == 0)
@@ -134,17 +152,9 @@ struct ConfirmationKeyTests {
         "with a confirmation key registered, an app approval and a settings change wait for the touch after the code; a revocation without the touch changes nothing"
     )
     func approvalsAndSettingsNeedTheTouch() async throws {
-        let directory = "/tmp/rc-" + UUID().uuidString.prefix(8).lowercased()
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let key = try SoftCTAP2Authenticator(name: "confirm", touch: .immediately, userPresenceTimeout: 5)
-        let server = try SoftCTAP2SocketServer(key: key, directory: directory, name: "confirm")
-        defer { server.stop() }
-        let h = try await DaemonHarness.start(
-            config: #"{"profiles": {"default": {"allowExport": false}}}"#,
-            environment: ["RAINWALLET_TEST_SECURITY_KEYS": directory],
-            access: .enforced(pinentry: DaemonHarness.autoPinentryName))
-        defer { h.shutdown() }
+        let w = try await Self.start(config: #"{"profiles": {"default": {"allowExport": false}}}"#)
+        defer { w.stop() }
+        let (key, h) = (w.key, w.harness)
         let apps = try await PerAppAccessTests.Apps.make(h)
         try await PerAppAccessTests.logIn(h, apps.a, email: "approve-touch@example.com")
         #expect(try await h.runCLI(["prompt", "add-key"]).status == 0)

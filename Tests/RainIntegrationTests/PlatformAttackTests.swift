@@ -1,5 +1,4 @@
 import Foundation
-import RainKeyStore
 import RainTestSupport
 import Testing
 
@@ -17,13 +16,8 @@ struct PlatformAttackTests {
     func noSignatureWithoutThePIN() async throws {
         let tpm = try SoftwareTPM()
         defer { tpm.stop() }
-        // Its own lockout parameters (5 tries, one forgotten every 60 s), set before anyone tries.
-        let scratch = "/tmp/rain-da-\(UUID().uuidString.prefix(8).lowercased())"
-        try FileManager.default.createDirectory(
-            atPath: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        try TPM2KeyProvider(stateDirectory: scratch, tcti: tpm.tcti)
-            .setDictionaryAttackParameters(maximumTries: 5, recoveryInterval: 60, lockoutRecovery: 10)
+        // Its own lockout parameters, set before anyone tries.
+        try PlatformPasskeyTests.limitLockout(tpm)
         // The TPM is the machine's: the unprivileged uid reaches it, as a user reaches /dev/tpmrm0.
         #expect(chmod(tpm.directory, 0o755) == 0)
         for socket in ["tpm", "tpm.ctrl"] { #expect(chmod("\(tpm.directory)/\(socket)", 0o666) == 0) }

@@ -11,17 +11,23 @@ import Testing
 struct PlatformPasskeyTests {
     static let pin = "135790"
 
-    /// A daemon on its own swtpm, whose dictionary-attack parameters are set first (5 tries, one
-    /// forgotten every 60 s): never the reference defaults on a TPM another test could share.
-    static func start() async throws -> (SoftwareTPM, DaemonHarness) {
-        let tpm = try SoftwareTPM()
+    /// Sets `tpm`'s dictionary-attack parameters to 5 tries, one forgotten every 60 s: never the
+    /// reference defaults (3 tries, 1,000 s), and none forgotten while a test runs.
+    static func limitLockout(_ tpm: SoftwareTPM) throws {
         let scratch = "/tmp/rain-da-\(UUID().uuidString.prefix(8).lowercased())"
         try FileManager.default.createDirectory(
             atPath: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         try TPM2KeyProvider(stateDirectory: scratch, tcti: tpm.tcti)
             .setDictionaryAttackParameters(maximumTries: 5, recoveryInterval: 60, lockoutRecovery: 10)
+    }
+
+    /// A daemon on its own swtpm, whose dictionary-attack parameters are set first
+    /// (`limitLockout`).
+    static func start() async throws -> (SoftwareTPM, DaemonHarness) {
+        let tpm = try SoftwareTPM()
         do {
+            try limitLockout(tpm)
             let harness = try await DaemonHarness.start(
                 config: #"""
                     {"storage": {"provider": "tpm2", "tcti": "\#(tpm.tcti)"},
