@@ -102,7 +102,7 @@ public struct PlatformDaemonAuthenticator: DaemonAuthenticator {
     static func presenceText(_ request: PlatformPresenceRequest) -> String {
         switch request.ceremony {
         case .registration: "create a passkey for \(request.rpID) in this device's TPM (for \(request.userName))"
-        case .authentication: "use this device's passkey for \(request.rpID)"
+        case .authentication: "log in to \(request.rpID) with this device's passkey"
         }
     }
 

@@ -64,7 +64,9 @@ struct PlatformPasskeyTests {
         let again = try await wallet.loginWithPasskey(authenticator: .platform)
         #expect(again.accountID == created.accountID)
         #expect(
-            h.answeredPrompts.map(DaemonHarness.unescaped).contains { $0.contains("use this device's passkey for example.com") })
+            h.answeredPrompts.map(DaemonHarness.unescaped).contains {
+                $0.contains("log in to example.com with this device's passkey")
+            })
 
         // Through the CLI too, which says what the prompt will ask.
         _ = try await wallet.logout()
