@@ -5,6 +5,7 @@ import RainAccess
 import RainAuthority
 import RainAuthorityAPI
 import RainCore
+import RainCrypto
 import RainDevice
 import RainKeyStore
 import RainSystem
@@ -282,8 +283,12 @@ final class StorageGate: ServerHandler, StorageControl {
         }
     }
 
-    func backup(passphrase: [UInt8]) async throws(RainError) -> StorageBackupResponse {
+    func checkBackupPossible() throws(RainError) {
         guard let opened = state.withLock({ $0.opened }) else { throw refusal() }
+        _ = try Self.masterKey(of: opened)
+    }
+
+    private static func masterKey(of opened: DeviceSetup.Opened) throws(RainError) -> SymmetricKey {
         guard let master = opened.keys.masterKey else {
             throw RainError(
                 .unauthorized,
@@ -292,6 +297,12 @@ final class StorageGate: ServerHandler, StorageControl {
                 master key is backed up where it runs (its authority.key)
                 """, details: RainError.Details(reason: "no_master_key"))
         }
+        return master
+    }
+
+    func backup(passphrase: [UInt8]) async throws(RainError) -> StorageBackupResponse {
+        guard let opened = state.withLock({ $0.opened }) else { throw refusal() }
+        let master = try Self.masterKey(of: opened)
         // PBKDF2 with many iterations: off the pool.
         let bytes = try await queue.runBlocking { () throws(RainError) in try MasterKeyBackup.seal(master, passphrase: passphrase)
         }

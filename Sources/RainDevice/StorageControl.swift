@@ -15,6 +15,10 @@ public protocol StorageControl: Sendable {
     ///   passphrase; RAIN_501 when the provider cannot be used now.
     func backup(passphrase: [UInt8]) async throws(RainError) -> StorageBackupResponse
 
+    /// Refuses a backup that cannot succeed, before the user is asked to confirm it.
+    /// - Throws: RAIN_202 (reason `no_master_key`) with a remote authority.
+    func checkBackupPossible() throws(RainError)
+
     /// Moves the keys to `target` while the daemon runs, reporting each step to `progress`.
     /// - Throws: RAIN_102 when the keys are already there or another migration is under way;
     ///   RAIN_501 when the target cannot be used, or a migration is already running.
