@@ -12,6 +12,11 @@ public enum RoutePlacement: String, Sendable, CaseIterable {
     case direct
     /// A server stream: the handler registers where messages go and the call stays open.
     case stream
+    /// Answered on the loop thread from bytes its owner keeps encoded, when it has them for this
+    /// call; otherwise by the route's fallback handler, wherever that runs. The server's quick lane
+    /// (`ServerHandler.quickAnswer`) answers these routes without decoding the request or building
+    /// the call's context, so every cheap read takes the same fast path.
+    case ready
 }
 
 /// What a route promises and what the service may do with it, declared once next to the route so a
@@ -112,6 +117,10 @@ public struct RoutePolicy: Sendable, Equatable {
     public var isRetried: Bool { kind == .read }
 }
 
+/// The encoded answer of a `.ready` route for a call (an OK response's payload), or nil when its
+/// owner has none now.
+public typealias ReadyAnswer<Context> = @Sendable (Context) -> [UInt8]?
+
 /// The handler of a route; its case is the route's placement. `Context` is what the service
 /// supplies for each call (for the device: the call's profile).
 public enum RouteHandler<Context: Sendable, Request: WireMessage, Response: WireMessage>: Sendable {
@@ -130,6 +139,10 @@ public enum RouteHandler<Context: Sendable, Request: WireMessage, Response: Wire
     /// A server stream: registers where its messages go through `RequestContext.responder` (loop
     /// thread); a thrown error answers the call instead.
     case stream(@Sendable (Request, Context, RequestContext) throws(RainError) -> Void)
+    /// The encoded answer `ready` returns for the call (loop thread, must not block), without
+    /// looking at the request: a route whose request has no fields. Nil from `ready`: the
+    /// fallback answers, and must answer what `ready` would have (`RoutePlacement.ready`).
+    indirect case ready(ReadyAnswer<Context>, fallback: RouteHandler)
 
     /// Where this handler runs.
     public var placement: RoutePlacement {
@@ -138,6 +151,7 @@ public enum RouteHandler<Context: Sendable, Request: WireMessage, Response: Wire
         case .actor: return .actor
         case .direct: return .direct
         case .stream: return .stream
+        case .ready: return .ready
         }
     }
 }

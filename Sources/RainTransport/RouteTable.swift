@@ -20,6 +20,11 @@ public final class AnyRoute<Context: Sendable>: Sendable {
     public let validate: (@Sendable ([UInt8], Context) async throws(RainError) -> Void)?
     /// The route's `describe` over an encoded request; nil when the route declares none.
     public let describe: (@Sendable ([UInt8], Context) async throws(RainError) -> ConfirmationDetails)?
+    /// The encoded answer of a route placed `.ready`, when its owner has one for the call; nil
+    /// for every other placement.
+    public let ready: ReadyAnswer<Context>?
+    /// The method name's UTF-8 bytes, for the quick lane's comparison with a request's.
+    public let methodUTF8: [UInt8]
     @usableFromInline let dispatch: @Sendable (WireRequest, RequestContext, Context, RouteRunner) -> HandlerDecision
 
     /// Erases a route's message types.
@@ -42,6 +47,8 @@ public final class AnyRoute<Context: Sendable>: Sendable {
         } else {
             describe = nil
         }
+        if case .ready(let answer, _) = route.handler { ready = answer } else { ready = nil }
+        methodUTF8 = Array(route.method.utf8)
         dispatch = { request, context, call, runner in route.dispatch(request, context, call, runner) }
     }
 }
@@ -120,6 +127,8 @@ public struct RouteTable<Context: Sendable>: Sendable {
     /// the one or two names of its length, cheaper per call than hashing it (measured with
     /// `scripts/bench-instructions`).
     @usableFromInline let byLength: [[AnyRoute<Context>]]
+    /// The routes placed `.ready`, by the UTF-8 length of their method (`readyRoute(method:)`).
+    let readyByLength: [[AnyRoute<Context>]]
     @usableFromInline let runner: RouteRunner
     @usableFromInline let unknownMethod: UnknownMethodAnswer
 
@@ -161,6 +170,7 @@ public struct RouteTable<Context: Sendable>: Sendable {
         var byLength: [[AnyRoute<Context>]] = Array(repeating: [], count: (routes.map(\.method.utf8.count).max() ?? 0) + 1)
         for route in routes { byLength[route.method.utf8.count].append(route) }
         self.byLength = byLength
+        self.readyByLength = byLength.map { $0.filter { $0.ready != nil } }
         self.routes = routes
         self.duplicateMethods = duplicates
         self.runner = RouteRunner(clock: deadlineClock, outcomeLog: outcomeLog, callMetrics: callMetrics)
@@ -178,6 +188,17 @@ public struct RouteTable<Context: Sendable>: Sendable {
         let length = method.utf8.count
         guard length < byLength.count else { return nil }
         for route in byLength[length] where route.method == method { return route }
+        return nil
+    }
+
+    /// The route placed `.ready` whose method is `method`'s bytes, or nil: the quick lane's lookup,
+    /// on bytes read from a frame, without making a string of them.
+    public func readyRoute(method: UnsafeBufferPointer<UInt8>) -> AnyRoute<Context>? {
+        guard method.count < readyByLength.count else { return nil }
+        for route in readyByLength[method.count]
+        where route.methodUTF8.withUnsafeBufferPointer({ QuickRequest.equals($0, method) }) {
+            return route
+        }
         return nil
     }
 
@@ -263,7 +284,18 @@ extension Route {
         } catch {
             return .respond(.failure(error))
         }
+        return decide(handler, decoded, request, context, call, runner, started)
+    }
+
+    @inlinable
+    func decide(
+        _ handler: RouteHandler<Context, Request, Response>, _ decoded: Request, _ request: WireRequest,
+        _ context: RequestContext, _ call: Context, _ runner: RouteRunner, _ started: ContinuousClock.Instant?
+    ) -> HandlerDecision {
         switch handler {
+        case .ready(let answer, let fallback):
+            if let payload = answer(call) { return .respond(.ok(payload)) }
+            return decide(fallback, decoded, request, context, call, runner, started)
         case .loop(let body):
             do {
                 return .respond(.ok(try body(decoded, call).encode()))
