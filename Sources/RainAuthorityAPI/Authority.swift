@@ -15,6 +15,10 @@ public protocol Authority: AuthorityCalls {
     /// authority can (an embedded one on a store with a `DirectStoreReader`); nil by default.
     var directReads: (any DirectAuthorityReads)? { get }
 
+    /// What tells whether an answer read from this authority is still its answer, so the device may
+    /// give it again without asking (`ReadFreshness`); nil by default: every read asks.
+    var readFreshness: (any ReadFreshness)? { get }
+
     // The link to a remote authority
 
     /// The link to the authority (a remote one); nil in-process, where it is always connected.
@@ -116,6 +120,9 @@ extension Authority {
     /// No direct reads: every call goes through the async API.
     public var directReads: (any DirectAuthorityReads)? { nil }
 
+    /// Nothing read is given again: every read asks the authority.
+    public var readFreshness: (any ReadFreshness)? { nil }
+
     /// In-process: no link to follow.
     public var linkState: AuthorityLinkState? { nil }
 
@@ -124,6 +131,19 @@ extension Authority {
 
     /// In-process: no network hop to bound.
     public var deadlines: AuthorityDeadlines? { nil }
+}
+
+/// Whether what the authority answered before still stands: a stamp of every change the authority
+/// has made, which moves before any change is reported done to its caller.
+///
+/// A read stamped before it asked (`stamp()`) may be given again while `stamp()` returns the same
+/// value: nothing has changed since it was read. The device keeps Account/Get and Wallet/Get that
+/// way, so the seed's rule holds of them: a change completed on the authority (a login elsewhere
+/// that ends this session, a contact added) is never answered stale afterwards.
+public protocol ReadFreshness: Sendable {
+    /// The stamp now; nil when nothing read may be given again. Cheap and never blocks: it is
+    /// taken on the event loop for every cached read.
+    func stamp() -> UInt64?
 }
 
 /// `Authority.getAccountInfo` and `Authority.getWallet` with a completion that runs on the store's reader

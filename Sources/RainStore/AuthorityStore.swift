@@ -3,6 +3,7 @@ import Glibc
 import RainAuthorityAPI
 import RainCore
 import RainWire
+import Synchronization
 
 /// Where the authority keeps accounts, contacts, wallets, login challenges and sessions.
 ///
@@ -320,6 +321,11 @@ package protocol AuthorityStore: Sendable {
     /// answered on a thread of the store's own, without the Swift concurrency pool.
     var directReader: (any DirectStoreReader)? { get }
 
+    /// The count of committed writes, when this process is the store's only writer (SQLite, whose
+    /// file is the locked state directory's); nil where others may write too (PostgreSQL shared
+    /// by instances), and by default.
+    var soleWriterChanges: StoreChangeCount? { get }
+
     /// The schema versions found when the store opened, when it has a schema (nil by default):
     /// the authority warns when a newer build migrated it (`SchemaCompatibility.isStoreNewer`).
     var schemaCompatibility: SchemaCompatibility? { get }
@@ -353,6 +359,9 @@ extension AuthorityStore {
 
     /// No schema of its own to check.
     package var schemaCompatibility: SchemaCompatibility? { nil }
+
+    /// Others may write: no count of changes stands for all of them.
+    package var soleWriterChanges: StoreChangeCount? { nil }
 
     /// Two calls: `accountAccess`, then `passkeyCredentials`.
     package func accountAccessWithPasskeys(appID: String, accessHash: [UInt8]) async throws(RainError)
@@ -393,4 +402,19 @@ package protocol DirectStoreReader: Sendable {
 extension AuthorityStore {
     /// A store that keeps no count (a test's fake) reports none.
     package var failedOperationCount: Int { 0 }
+}
+
+/// How many transactions that wrote have committed: it moves after each such commit and before
+/// any of its callers is answered, so a value taken before a read and found unchanged after it
+/// says nothing was written since (the device's cached reads, `ReadFreshness`).
+package final class StoreChangeCount: Sendable {
+    private let count = Atomic<UInt64>(0)
+
+    package init() {}
+
+    /// The count now.
+    package var value: UInt64 { count.load(ordering: .acquiring) }
+
+    /// One more write committed.
+    func advance() { count.add(1, ordering: .releasing) }
 }

@@ -40,6 +40,9 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     /// Wallet/Get read there without waiting for the writer (WAL) or for the Swift pool.
     package var directReader: (any DirectStoreReader)? { reader }
 
+    /// The writer's count: this process is the file's only writer (the state directory's lock).
+    package var soleWriterChanges: StoreChangeCount? { writer.changes }
+
     /// Opens (creating if needed) `authority.sqlite3` in `stateDirectory` (created 0700 if missing)
     /// and migrates it to the latest schema.
     /// - Throws: RAIN_102 `schema_too_new` when a newer build migrated it past what this one may share

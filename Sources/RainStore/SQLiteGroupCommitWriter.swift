@@ -30,6 +30,8 @@ final class SQLiteGroupCommitWriter: @unchecked Sendable {
     let queue: DispatchQueue
     private let waiting = Mutex(Waiting())
     private let hooks = Mutex(GroupCommitHooks())
+    /// Counts the transactions that committed a write, moved before their requests are answered.
+    let changes = StoreChangeCount()
 
     /// The most requests in one transaction: bounds how long the last one waits for the commit.
     static let maxGroupSize = 64
@@ -161,6 +163,8 @@ final class SQLiteGroupCommitWriter: @unchecked Sendable {
             for request in uncommitted { request.fail(error) }
             return index
         }
+        // Before any caller hears its write is done: what was read before it is stale from now.
+        if isDirty { changes.advance() }
         for request in uncommitted { request.answer() }
         return index
     }

@@ -115,6 +115,27 @@ struct SQLiteGroupCommitTests {
         var succeeded: Bool { code == nil }
     }
 
+    @Test("the count of changes moves with each committed write, before its caller hears, and never for reads or failures")
+    func changesMoveWithCommittedWritesOnly() async throws {
+        let f = try await Fixture()
+        let changes = try #require(f.store.soleWriterChanges)
+        let start = changes.value
+        try await f.insert("a")
+        #expect(changes.value == start + 1, "moved before the insert was answered")
+        _ = try await f.store.perform { db throws(RainError) in
+            try db.query("SELECT id FROM t", operation: "read the test rows").count
+        }
+        #expect(changes.value == start + 1, "a read changes nothing")
+        let refused = await rainError { try await f.insert("a") }  // the primary key refuses it
+        #expect(refused != nil)
+        #expect(changes.value == start + 1, "a write that failed changed nothing")
+        f.setFailCommits(true)
+        #expect(await rainError { try await f.insert("b") } != nil)
+        f.setFailCommits(false)
+        #expect(changes.value == start + 1, "a commit that failed changed nothing")
+        await f.close()
+    }
+
     @Test("concurrent writes wait together, commit once, and are all on disk when answered")
     func oneGroup() async throws {
         let f = try await Fixture()
