@@ -32,6 +32,13 @@ public final class DeviceHealth: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Moves with every change the observers are told of, inside the same lock: GetInfo's kept
+    /// answer holds while it is the same.
+    private let changes = Atomic<UInt64>(0)
+
+    /// A number that moves whenever the link, its stream or the keys' state change. Read it before
+    /// what it stands for: what is read after it is at least as new.
+    public var version: UInt64 { changes.load(ordering: .acquiring) }
 
     /// A daemon whose keys work and whose link is `link` (nil: an embedded authority).
     public init(now: Date, link: AuthorityLinkState? = nil) {
@@ -106,6 +113,7 @@ public final class DeviceHealth: Sendable {
                 changes.append(.link(composed))
             }
             if s.storage != storageBefore { changes.append(.storage(s.storage)) }
+            if !changes.isEmpty { self.changes.add(1, ordering: .releasing) }
             return (changes, s.observers)
         }
         for change in changes {

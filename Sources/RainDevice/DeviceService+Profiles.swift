@@ -23,10 +23,13 @@ struct DeviceCall: Sendable {
     /// What the user confirmed of this request, for a route that describes its prompt (a
     /// signature): its handler carries out only what matches `fingerprint`.
     var confirmation: ConfirmationDetails?
+    /// The profile's runtime when the caller found it already (the quick lane keeps it per
+    /// connection), so a ready answer looks nothing up.
+    private let knownRuntime: ProfileRuntime?
 
     init(
         profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil, peer: PeerCredentials,
-        caller: CallerHandle? = nil, identity: CallerIdentity? = nil
+        caller: CallerHandle? = nil, identity: CallerIdentity? = nil, runtime: ProfileRuntime? = nil
     ) {
         self.profile = profile
         self.profiles = profiles
@@ -34,10 +37,13 @@ struct DeviceCall: Sendable {
         self.peer = peer
         self.caller = caller
         self.identity = identity
+        self.knownRuntime = runtime
     }
 
     /// The profile's entry.
     var entry: DeviceService.Entry { profiles.entry(profile) }
+    /// The profile's runtime: what the loop reads without waiting.
+    var runtime: ProfileRuntime { knownRuntime ?? entry.runtime }
     /// The profile's session actor.
     var session: ProfileSession { entry.session }
 }

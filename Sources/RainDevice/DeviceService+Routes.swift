@@ -25,9 +25,10 @@ extension DeviceService {
         let storageControl = storage?.control
         // The authority's direct reads (an embedded authority on SQLite), taken once.
         let directReads = context.authority.directReads
+        let freshness = context.authority.readFreshness
+        let infoAnswers = InfoAnswers(info: info, health: context.health, anchoring: context.auditAnchoring)
         let authority = context.authority
         let clock = context.clock
-        let health = context.health
         let (audit, auditLogger) = (context.audit, context.logger.child("audit"))
         let (anchoring, ownUID) = (context.auditAnchoring, getuid())
         return RouteTable(
@@ -35,19 +36,18 @@ extension DeviceService {
             unknownMethod: UnknownMethodAnswer(infoMethod: Method.daemonGetInfo, serviceName: "daemon"),
             callMetrics: context.metrics?.calls
         ) {
+            // The cheap reads an app makes most are placed `.ready`: answered from bytes kept
+            // encoded, by the server's quick lane when the request allows it.
             Route(
                 Method.daemonGetInfo, GetInfoRequest.self, GetInfoResponse.self, policy: .read(isOpenToAnyApp: true),
-                .loop { (_, call) throws(RainError) in
-                    var answer = info
-                    answer.authorityLink = health.authorityLink
-                    answer.storage = health.storage
-                    // The audit log's state is its user's alone, as the log is.
-                    if let anchoring, call.peer.uid == ownUID { answer.auditAnchor = anchoring.status.word }
-                    return answer
-                })
+                .ready(
+                    { call in infoAnswers.encoded(isOwner: call.peer.uid == ownUID) },
+                    fallback: .loop { (_, call) throws(RainError) in infoAnswers.response(isOwner: call.peer.uid == ownUID) }))
             Route(
                 Method.sessionGetState, GetSessionStateRequest.self, SessionSnapshot.self, policy: .read(claimsProfile: false),
-                .loop { (_, call) throws(RainError) in call.entry.runtime.snapshot() })
+                .ready(
+                    { call in call.runtime.encodedSnapshot() },
+                    fallback: .loop { (_, call) throws(RainError) in call.runtime.snapshot() }))
             Route(
                 Method.sessionWatch, WatchRequest.self, WatchEvent.self, policy: .read(),
                 .stream { (_, call, server) throws(RainError) in
@@ -158,13 +158,15 @@ extension DeviceService {
                 })
             Route(
                 Method.accountGet, GetAccountRequest.self, AccountResponse.self, policy: .read(needsSession: true),
-                .direct(
-                    Self.directRead(directReads, context.device, { $0.accountInfo }, ProfileSession.accountResponse),
+                Self.keptRead(
+                    .account, freshness,
+                    direct: Self.directRead(directReads, context.device, { $0.accountInfo }, ProfileSession.accountResponse),
                     fallback: { (_, call) throws(RainError) in try await call.session.account() }))
             Route(
                 Method.walletGet, GetWalletRequest.self, WalletResponse.self, policy: .read(needsSession: true),
-                .direct(
-                    Self.directRead(directReads, context.device, { $0.wallet }, ProfileSession.walletResponse),
+                Self.keptRead(
+                    .wallet, freshness,
+                    direct: Self.directRead(directReads, context.device, { $0.wallet }, ProfileSession.walletResponse),
                     fallback: { (_, call) throws(RainError) in try await call.session.wallet() }))
             // Secrets: the answer goes to the caller only; nothing here logs a payload.
             Route(
@@ -212,6 +214,9 @@ extension DeviceService {
             Route(
                 Method.storageBackup, StorageBackupRequest.self, StorageBackupResponse.self,
                 policy: .send(isSensitive: true, userConfirms: Self.confirmBackup, isOpenToAnyApp: true, isDaemonOwnerOnly: true),
+                // A device with a remote authority has no master key: say so before asking the
+                // user to confirm a backup that cannot be written.
+                validate: { (_, _) throws(RainError) in try Self.storageControl(storageControl).checkBackupPossible() },
                 .actor { (r, _) throws(RainError) in
                     try await Self.storageControl(storageControl).backup(passphrase: r.passphrase)
                 })
@@ -287,6 +292,43 @@ extension DeviceService {
     /// access token, its answer made a response by `response`. It starts only while the authority
     /// offers direct reads and the profile has a live access token, and returns false otherwise
     /// (the route's actor fallback then answers).
+    /// Account/Get or Wallet/Get: with an authority that tells whether an answer still stands
+    /// (`ReadFreshness`), placed `.ready` on the answer the profile keeps (`ProfileRuntime.kept`),
+    /// read through `direct`, then `fallback`, when there is none, and kept then; without one,
+    /// `direct` and `fallback` alone (every read asks the authority).
+    static func keptRead<Request, Response>(
+        _ kind: ProfileRuntime.KeptRead, _ freshness: (any ReadFreshness)?,
+        direct: @escaping RouteHandler<DeviceCall, Request, Response>.DirectRead,
+        fallback: @escaping @Sendable (Request, DeviceCall) async throws(RainError) -> Response
+    ) -> RouteHandler<DeviceCall, Request, Response> {
+        guard let freshness else { return .direct(direct, fallback: fallback) }
+        return .ready(
+            { call in freshness.stamp().flatMap { call.runtime.kept(kind, stamp: $0) } },
+            fallback: .direct(
+                { (request, call, done) in
+                    let (runtime, ticket, stamp) = (call.runtime, call.runtime.readTicket(), freshness.stamp())
+                    return direct(request, call) { result in
+                        if case .success(let response) = result { Self.keep(kind, response, runtime, ticket, stamp) }
+                        done(result)
+                    }
+                },
+                fallback: { (request, call) throws(RainError) in
+                    let (runtime, ticket, stamp) = (call.runtime, call.runtime.readTicket(), freshness.stamp())
+                    let response = try await fallback(request, call)
+                    Self.keep(kind, response, runtime, ticket, stamp)
+                    return response
+                }))
+    }
+
+    /// Keeps an answer read from the authority, stamped before it was asked.
+    private static func keep<Response: WireMessage>(
+        _ kind: ProfileRuntime.KeptRead, _ response: Response, _ runtime: ProfileRuntime,
+        _ ticket: ProfileRuntime.ReadTicket, _ stamp: UInt64?
+    ) {
+        guard let stamp, let bytes = try? response.encode() else { return }
+        runtime.keep(kind, bytes, stamp: stamp, ticket: ticket)
+    }
+
     static func directRead<Request, Info, Response>(
         _ directReads: (any DirectAuthorityReads)?, _ device: DeviceIdentity,
         _ read:

@@ -67,12 +67,14 @@ public final class DeviceService: ServerHandler {
                 }
             }
         }
-        self.quickLane = QuickLane(
-            ownUID: ownUID, profiles: profiles, apps: access?.apps, serial: serial, callMetrics: context.metrics?.calls)
-        self.routes = Self.routes(
+        let routes = Self.routes(
             config: config, context: context, access: access,
             capabilities: Self.capabilities(config: config, isTestMethodsEnabled: isTestMethodsEnabled),
             isTestMethodsEnabled: isTestMethodsEnabled, storage: storage, logger: context.logger.child("rpc"))
+        self.routes = routes
+        self.quickLane = QuickLane(
+            ownUID: ownUID, profiles: profiles, apps: access?.apps, routes: routes, serial: serial,
+            callMetrics: context.metrics?.calls)
     }
 
     /// The profile's entry, created (and its restore started) on first use.
@@ -233,9 +235,9 @@ public final class DeviceService: ServerHandler {
         if context?.wasQueuedBeforeIdentity == true { throw .sentBeforeIdentity() }
     }
 
-    /// The quick lane: Session/GetState answered from the profile's encoded snapshot,
-    /// when the ordinary path would answer it at once with that snapshot (`QuickLane`). Anything
-    /// else returns nil and takes `handle`, which decides as before.
+    /// The quick lane: a route placed `.ready` answered from the bytes its owner keeps, when the
+    /// ordinary path would answer it at once with those bytes (`QuickLane`). Anything else returns
+    /// nil and takes `handle`, which decides as before.
     public func quickAnswer(
         _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
     ) -> [UInt8]? {
@@ -253,15 +255,21 @@ public final class DeviceService: ServerHandler {
         /// The per-app approvals, kept apart: reading them through the service's optional
         /// `DeviceAccess` would copy and destroy all of it on every call.
         let apps: AppAccess?
+        /// The service's routes: the lane answers those placed `.ready`.
+        let routes: RouteTable<DeviceCall>
         let serial: UInt64
         /// Counts the calls the lane answers, as the route table counts the others; nil counts
         /// nothing (and reads no clock).
         let callMetrics: CallMetrics?
 
-        init(ownUID: UInt32, profiles: ProfileEntries, apps: AppAccess?, serial: UInt64, callMetrics: CallMetrics? = nil) {
+        init(
+            ownUID: UInt32, profiles: ProfileEntries, apps: AppAccess?, routes: RouteTable<DeviceCall>, serial: UInt64,
+            callMetrics: CallMetrics? = nil
+        ) {
             self.ownUID = ownUID
             self.profiles = profiles
             self.apps = apps
+            self.routes = routes
             self.serial = serial
             self.callMetrics = callMetrics
         }
@@ -270,54 +278,73 @@ public final class DeviceService: ServerHandler {
         public func answer(
             _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
         ) -> [UInt8]? {
-            guard let callMetrics else { return lookUp(request, connection: connection, peer: peer, memo: &memo) }
+            guard let callMetrics else { return lookUp(request, connection: connection, peer: peer, memo: &memo)?.bytes }
             let started = ContinuousClock.now
-            let answer = lookUp(request, connection: connection, peer: peer, memo: &memo)
-            if answer != nil { callMetrics.record(method: Method.sessionGetState, code: 0, duration: .now - started) }
-            return answer
+            guard let answer = lookUp(request, connection: connection, peer: peer, memo: &memo) else { return nil }
+            callMetrics.record(method: answer.method, code: 0, duration: .now - started)
+            return answer.bytes
         }
 
-        /// Session/GetState answered from the profile's encoded snapshot, when the ordinary path
-        /// would answer it at once with that snapshot: the daemon's own uid (another uid the config
-        /// admits takes the ordinary path), a profile the config names that is in use already (its
-        /// name was checked when it was first used), and an app the per-app access has approved on
-        /// this connection for the profile. Anything else returns nil. What was found is kept in
-        /// the connection's `memo` while the per-app decisions stay the same (their generation),
-        /// so the next call looks nothing up. `QuickLaneTests` checks both paths answer the same.
+        /// A route placed `.ready` answered from its kept bytes, when the ordinary path would answer
+        /// it at once with them: the daemon's own uid (another uid the config admits takes the
+        /// ordinary path), a profile the config names that is in use already (its name was checked
+        /// when it was first used), and an app the per-app access has approved on this connection
+        /// for the profile, unless the route is open to any app. Anything else, and a route whose
+        /// owner has no bytes now, returns nil. What was found is kept in the connection's `memo`
+        /// while the per-app decisions stay the same (their generation), so the next call looks
+        /// nothing up. `QuickLaneTests` checks both paths answer the same.
         func lookUp(
             _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
-        ) -> [UInt8]? {
-            guard peer.uid == ownUID, request.isMethod(Method.sessionGetState) else { return nil }
+        ) -> (bytes: [UInt8], method: String)? {
+            guard peer.uid == ownUID else { return nil }
             let generation = apps?.generation ?? 0
-            if let grant = memo as? QuickGrant, grant.service == serial, grant.generation == generation,
-                grant.isFor(request.profile)
+            let grant: QuickGrant
+            if let kept = memo as? QuickGrant, kept.service == serial, kept.generation == generation,
+                kept.isFor(request.profile)
             {
-                return grant.runtime.encodedSnapshot()
+                grant = kept
+            } else {
+                let profile = request.profile.map { String(decoding: $0, as: UTF8.self) } ?? ProfileName.defaultName
+                guard let runtime = profiles.namedRuntime(profile) else { return nil }
+                let isApproved = apps?.approval(connection: connection, profile: profile).isApproved ?? true
+                grant = QuickGrant(
+                    service: serial, profile: request.profile.map { Array($0) }, generation: generation,
+                    isApproved: isApproved,
+                    call: DeviceCall(profile: profile, profiles: profiles, peer: peer, runtime: runtime))
+                memo = grant
             }
-            let profile = request.profile.map { String(decoding: $0, as: UTF8.self) } ?? ProfileName.defaultName
-            guard let runtime = profiles.namedRuntime(profile) else { return nil }
-            if let apps, !apps.approval(connection: connection, profile: profile).isApproved { return nil }
-            memo = QuickGrant(
-                service: serial, profile: request.profile.map { Array($0) }, runtime: runtime, generation: generation)
-            return runtime.encodedSnapshot()
+            guard let route = grant.route(request.method, in: routes), let ready = route.ready,
+                grant.isApproved || route.policy.isOpenToAnyApp
+            else { return nil }
+            return ready(grant.call).map { ($0, route.method) }
         }
     }
 
-    /// What the quick lane found for a connection: a named profile's runtime (never evicted) of
-    /// the service that found it (`serial`), and the per-app generation its approval was seen at.
+    /// What the quick lane found for a connection: a named profile's call context (its runtime,
+    /// never evicted) of the service that found it (`serial`), whether the connection's app is
+    /// approved for it at the per-app generation it was seen at, and the last route asked for.
+    /// Used on the loop thread only.
     final class QuickGrant {
         let service: UInt64
         /// The profile entry's bytes; nil when the request named none (`default`).
         let profile: [UInt8]?
-        let runtime: ProfileRuntime
         let generation: UInt64
+        let isApproved: Bool
+        /// What a ready answer is given: the profile's runtime, found already.
+        let call: DeviceCall
+        /// The route the connection asked for last: a client repeats its calls.
+        private var last: AnyRoute<DeviceCall>?
 
-        init(service: UInt64, profile: [UInt8]?, runtime: ProfileRuntime, generation: UInt64) {
+        init(service: UInt64, profile: [UInt8]?, generation: UInt64, isApproved: Bool, call: DeviceCall) {
             self.service = service
             self.profile = profile
-            self.runtime = runtime
             self.generation = generation
+            self.isApproved = isApproved
+            self.call = call
         }
+
+        /// The profile's runtime.
+        var runtime: ProfileRuntime { call.runtime }
 
         /// Whether a request naming `requested` (nil: none) is for this profile.
         func isFor(_ requested: UnsafeBufferPointer<UInt8>?) -> Bool {
@@ -326,6 +353,13 @@ public final class DeviceService: ServerHandler {
             case (let kept?, let asked?): kept.withUnsafeBufferPointer { QuickRequest.equals($0, asked) }
             default: false
             }
+        }
+
+        /// The `.ready` route of `method`, the last one again when it is the same.
+        func route(_ method: UnsafeBufferPointer<UInt8>, in routes: RouteTable<DeviceCall>) -> AnyRoute<DeviceCall>? {
+            if let last, last.methodUTF8.withUnsafeBufferPointer({ QuickRequest.equals($0, method) }) { return last }
+            last = routes.readyRoute(method: method)
+            return last
         }
     }
 

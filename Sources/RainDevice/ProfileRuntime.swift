@@ -49,13 +49,48 @@ public final class ProfileRuntime: Sendable {
         var validUntil: Date
     }
 
+    /// The authority reads a profile keeps encoded (`kept(_:stamp:)`).
+    enum KeptRead: Int {
+        case account = 0
+        case wallet = 1
+    }
+
+    /// An answer read from the authority, with the authority's `ReadFreshness` stamp taken
+    /// before it was asked.
+    struct KeptAnswer {
+        var bytes: [UInt8]
+        var stamp: UInt64
+    }
+
+    /// Which session a read was asked for (`readTicket()`): an answer is kept only for the session
+    /// it was read under.
+    struct ReadTicket {
+        var session: UInt64
+    }
+
     struct State {
         // Every property the snapshot is computed from drops the encoded one when it changes.
-        var isLoading = true { didSet { encoded = nil } }
+        var isLoading = true {
+            didSet {
+                encoded = nil
+                kept = [nil, nil]
+            }
+        }
         /// Resumed by the first publish (the restore finished) or by their timeout.
         var restoreWaiters: [Int: RestoreWaiter] = [:]
         var nextWaiterID = 0
-        var session: SessionView? { didSet { encoded = nil } }
+        /// Any change of session drops the kept reads: they were the old session's.
+        var session: SessionView? {
+            didSet {
+                encoded = nil
+                kept = [nil, nil]
+                sessionSerial &+= 1
+            }
+        }
+        /// Moves with every change of `session`.
+        var sessionSerial: UInt64 = 0
+        /// Account/Get and Wallet/Get as last read for this session, by `KeptRead`.
+        var kept: [KeptAnswer?] = [nil, nil]
         /// Set when the session ended without logout; cleared by the next login or a logout.
         var endedReason: ExpiryReason? { didSet { encoded = nil } }
         var watchers: [WatcherKey: Watcher] = [:]
@@ -109,6 +144,33 @@ public final class ProfileRuntime: Sendable {
             let (from, until) = Self.validity(s, now: now)
             s.encoded = EncodedSnapshot(bytes: bytes, validFrom: from, validUntil: until)
             return bytes
+        }
+    }
+
+    /// The encoded answer of `kind` read for the current session, while the authority's stamp is
+    /// still `stamp` (nothing changed there since it was read) and the session is live and saved;
+    /// nil otherwise, and the read goes to the authority (which refreshes an expired session and
+    /// saves an unsaved one first, as it always did).
+    func kept(_ kind: KeptRead, stamp: UInt64) -> [UInt8]? {
+        let now = clock.now
+        return state.withLock { s -> [UInt8]? in
+            guard let k = s.kept[kind.rawValue], k.stamp == stamp, !s.isLoading, let v = s.session, !v.isUnsaved,
+                now < v.expiresAt
+            else { return nil }
+            return k.bytes
+        }
+    }
+
+    /// The session a read is about to be asked for; take it, and the authority's stamp, before
+    /// asking.
+    func readTicket() -> ReadTicket { state.withLock { ReadTicket(session: $0.sessionSerial) } }
+
+    /// Keeps `bytes`, the answer of `kind` read with `ticket` under the authority's `stamp`, unless
+    /// the session changed meanwhile (the answer was another session's).
+    func keep(_ kind: KeptRead, _ bytes: [UInt8], stamp: UInt64, ticket: ReadTicket) {
+        state.withLock { s in
+            guard s.sessionSerial == ticket.session, s.session != nil else { return }
+            s.kept[kind.rawValue] = KeptAnswer(bytes: bytes, stamp: stamp)
         }
     }
 

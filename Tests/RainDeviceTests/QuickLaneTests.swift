@@ -10,9 +10,10 @@ import Testing
 
 @testable import RainDevice
 
-/// The quick lane: Session/GetState answered from the profile's encoded snapshot gives
-/// what the ordinary path gives, is taken only where the ordinary path would answer at once, and
-/// the kept bytes follow the session, the policy, the link and the clock.
+/// The quick lane: a route placed `.ready` (GetInfo, GetState, and with an authority that says
+/// when an answer stands, Account/Get and Wallet/Get) answered from kept bytes gives what the
+/// ordinary path gives, is taken only where the ordinary path would answer at once, and the kept
+/// bytes follow the session, the policy, the link, the clock and every change at the authority.
 @Suite struct QuickLaneTests {
     static let ownUID = getuid()
 
@@ -36,7 +37,7 @@ import Testing
         }
     }
 
-    @Test("only where the ordinary path answers at once: a named profile in use, the daemon's uid, GetState")
+    @Test("only where the ordinary path answers at once: a named profile in use, the daemon's uid, a route placed .ready")
     func takenOnlyWhereItMay() async throws {
         let f = try await SchedulerFixture()
         // Not in use yet: the ordinary path creates the entry and starts its restore.
@@ -45,7 +46,11 @@ import Testing
         #expect(try Self.quick(f.service, profile: nil) != nil)
         #expect(try Self.quick(f.service, profile: "default") != nil)
         #expect(try Self.quick(f.service, profile: nil, uid: Self.ownUID &+ 1) == nil, "another uid: its checks first")
-        #expect(try Self.quick(f.service, profile: nil, method: Method.daemonGetInfo) == nil)
+        #expect(try Self.quick(f.service, profile: nil, method: Method.daemonGetInfo) != nil, "any route placed .ready")
+        #expect(try Self.quick(f.service, profile: nil, method: Method.authLogout) == nil, "not .ready: the ordinary path")
+        #expect(
+            try Self.quick(f.service, profile: nil, method: Method.accountGet) == nil,
+            "no session: RAIN_201 comes from the ordinary path")
         // A profile the config does not name keeps its use count on the ordinary path.
         _ = f.service.entry("unnamed")
         #expect(try Self.quick(f.service, profile: "unnamed") == nil)
@@ -149,6 +154,49 @@ import Testing
             answers = try await both()
             #expect(answers.quick == answers.ordinary)
             #expect(try SessionSnapshot.decode(answers.quick).authState == .unauthenticated)
+        }
+    }
+
+    @Test("every ready read answers on the lane what the ordinary path answers, through login, changes and logout")
+    func everyReadAnswersTheSameOnBothPaths() async throws {
+        let f = try await SchedulerFixture(keptReads: true)
+        try await DirectReadPathTests.serve(f) { c in
+            // A deadline keeps a request off the quick lane: the ordinary path's answer.
+            func both(_ method: String) async throws -> (quick: [UInt8], ordinary: [UInt8]) {
+                let quick = try await c.call(method: method, payload: [])
+                let ordinary = try await c.call(method: method, payload: [], timeoutMilliseconds: 60_000)
+                return (quick, ordinary)
+            }
+            _ = try await both(Method.sessionGetState)
+            _ = await f.runtime.awaitRestore(timeout: .seconds(3600))
+            let info = try await both(Method.daemonGetInfo)
+            #expect(info.quick == info.ordinary)
+            try await f.login()
+            for method in [Method.daemonGetInfo, Method.sessionGetState, Method.accountGet, Method.walletGet] {
+                let first = try await both(method)
+                #expect(first.quick == first.ordinary, "\(method)")
+                // Kept now: the lane answers it without the authority.
+                let reads = f.authority.readCalls
+                let again = try await both(method)
+                #expect(again.quick == first.quick, "\(method)")
+                #expect(f.authority.readCalls == reads, "\(method) answered from kept bytes")
+            }
+            let account = try AccountResponse.decode(try await c.call(method: Method.accountGet, payload: []))
+            #expect(try Self.quick(f.service, profile: nil, method: Method.accountGet) != nil)
+            // A change made at the authority, not through this device's session actor: the kept
+            // answer is never given after it completed.
+            _ = try await f.session.sendContactVerificationCode(.email("backup@example.com"))
+            _ = try await f.session.confirmContactVerification(try #require(f.sender.lastCode))
+            let changed = try await both(Method.accountGet)
+            #expect(changed.quick == changed.ordinary)
+            #expect(try AccountResponse.decode(changed.quick) != account, "the new contact shows at once")
+            // The same account logs in on another device: this device's session is revoked at
+            // the authority, and its next read says so (RAIN_201), never the kept account.
+            try await f.loginOnAnotherDevice()
+            #expect(try Self.quick(f.service, profile: nil, method: Method.accountGet) == nil)
+            #expect(try Self.quick(f.service, profile: nil, method: Method.walletGet) == nil)
+            let refused = await rainErrorOf { _ = try await c.call(method: Method.accountGet, payload: []) }
+            #expect(refused?.code == .sessionExpired, "\(String(describing: refused))")
         }
     }
 

@@ -28,6 +28,7 @@ final class ControlledAuthority: ForwardingAuthority {
         var exportCalls = 0
         var exportFailuresLeft = 0
         var isDirectReadEnabled = false
+        var isKeptReadEnabled = false
         var directCalls = 0
         var directFailuresLeft = 0
         var answersToLose = 0
@@ -72,6 +73,13 @@ final class ControlledAuthority: ForwardingAuthority {
     var directReads: (any DirectAuthorityReads)? {
         guard state.withLock({ $0.isDirectReadEnabled }), let inner = inner.directReads else { return nil }
         return CountingDirectReads(owner: self, inner: inner)
+    }
+
+    /// Offers the inner authority's `ReadFreshness` (off by default: every read reaches the
+    /// authority, as the counting tests expect), so the service keeps Account/Get and Wallet/Get.
+    func enableKeptReads() { state.withLock { $0.isKeptReadEnabled = true } }
+    var readFreshness: (any ReadFreshness)? {
+        state.withLock({ $0.isKeptReadEnabled }) ? inner.readFreshness : nil
     }
 
     /// Counts a direct read; true when it must fail.
@@ -228,10 +236,11 @@ struct SchedulerFixture {
     let logSink: CapturingLogSink
     let logger: Logger
 
-    /// With `directReads`, the authority offers the embedded authority's direct reads to the service.
+    /// With `directReads`, the authority offers the embedded authority's direct reads to the service;
+    /// with `keptReads`, its `ReadFreshness`.
     init(
         policy: RainWalletSessionPolicy = .default, allowExport: Bool = false, directReads: Bool = false,
-        passkeyDomain: String? = nil
+        keptReads: Bool = false, passkeyDomain: String? = nil
     ) async throws {
         let sink = CapturingLogSink()
         logSink = sink
@@ -241,6 +250,7 @@ struct SchedulerFixture {
             logger: logger)
         authority = ControlledAuthority(embedded)
         if directReads { authority.enableDirectReads() }
+        if keptReads { authority.enableKeptReads() }
         var config = DaemonConfig()
         config.profiles["default"] = ProfileSettings(
             appID: "default", passkeyDomain: passkeyDomain, isExportAllowed: allowExport, sessionPolicy: policy)

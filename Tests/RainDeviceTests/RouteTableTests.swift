@@ -119,13 +119,22 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
         #expect(routes.policy(for: "/rain.wallet.v1.Nope/Nothing") == nil)
     }
 
+    @Test("an authority that cannot tell whether an answer still stands (a remote one) is asked every read")
+    func readsAskAnAuthorityWithoutFreshness() async throws {
+        let f = try await SchedulerFixture()  // its authority offers no ReadFreshness
+        #expect(f.service.routes.route(for: Method.accountGet)?.placement == .direct)
+        #expect(f.service.routes.route(for: Method.walletGet)?.placement == .direct)
+        #expect(f.service.routes.route(for: Method.sessionGetState)?.placement == .ready)
+    }
+
     @Test func placements() async throws {
         let routes = try await Self.routes(isTestMethodsEnabled: true)
-        #expect(routes.route(for: Method.daemonGetInfo)?.placement == .loop)
-        #expect(routes.route(for: Method.sessionGetState)?.placement == .loop)
+        // The reads an app makes most are answered from kept bytes: the embedded authority on
+        // SQLite says when an answer still stands.
+        let ready = Set(routes.routes.filter { $0.placement == .ready }.map(\.method))
+        #expect(ready == [Method.daemonGetInfo, Method.sessionGetState, Method.accountGet, Method.walletGet])
+        #expect(routes.routes.allSatisfy { ($0.ready != nil) == ($0.placement == .ready) })
         #expect(routes.route(for: Method.sessionWatch)?.placement == .stream)
-        #expect(routes.route(for: Method.accountGet)?.placement == .direct)
-        #expect(routes.route(for: Method.walletGet)?.placement == .direct)
         let onTheActor = Set(routes.routes.filter { $0.placement == .actor }.map(\.method))
         #expect(
             onTheActor.isSuperset(of: [
