@@ -193,32 +193,17 @@ public final class RainProvider: Sendable {
         }
     }
 
-    /// The last `SessionState` read and what it decoded to: the same state comes back call after
-    /// call, and decoding it again on every call is wasted work.
-    private let lastSnapshot = Mutex<DecodedSnapshot?>(nil)
-
-    /// A `SessionState`'s bytes and what they decode to (a class: a tuple in the mutex went
-    /// through the runtime's generic value witnesses).
-    private final class DecodedSnapshot: Sendable {
-        let bytes: [UInt8]
-        let snapshot: SessionSnapshot
-        init(bytes: [UInt8], snapshot: SessionSnapshot) {
-            self.bytes = bytes
-            self.snapshot = snapshot
-        }
-    }
+    /// The last answers of the reads an app repeats most, and what they decoded to: the same
+    /// bytes come back call after call, and decoding them again on every call is wasted work.
+    private let lastSnapshot = LastAnswer<SessionSnapshot>()
+    private let lastInfo = LastAnswer<DaemonInfo>()
+    private let lastAccount = LastAnswer<Account>()
+    private let lastWallet = LastAnswer<Wallet>()
 
     /// The `SessionSnapshot` in `bytes`: the last one when the bytes are the same.
     /// - Throws: RAIN_102 when they do not decode.
     func snapshot(_ bytes: [UInt8]) throws(RainError) -> SessionSnapshot {
-        if let last = lastSnapshot.withLock({ $0 }),
-            last.bytes.withUnsafeBufferPointer({ kept in bytes.withUnsafeBufferPointer { QuickRequest.equals(kept, $0) } })
-        {
-            return last.snapshot
-        }
-        let snapshot = try SessionSnapshot.decode(bytes)
-        lastSnapshot.withLock { $0 = DecodedSnapshot(bytes: bytes, snapshot: snapshot) }
-        return snapshot
+        try lastSnapshot.value(of: bytes) { (bytes) throws(RainError) in try SessionSnapshot.decode(bytes) }
     }
 
     /// Whether the configuration sets anything on the profile (`applyConfiguration`).
@@ -371,7 +356,9 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_201 without a live session (also when it was just found revoked by a login on
     ///   another device); RAIN_301 when the authority could not be reached.
     nonisolated(nonsending) public func account() async throws -> Account {
-        Account(try await call(Method.accountGet, GetAccountRequest(), as: AccountResponse.self))
+        try lastAccount.value(of: try await callBytes(Method.accountGet, GetAccountRequest())) { (bytes) throws(RainError) in
+            Account(try AccountResponse.decode(bytes))
+        }
     }
 
     /// The wallet of the session's account: its id, creation time, Ethereum address (EIP-55) and
@@ -380,7 +367,9 @@ public final class RainProvider: Sendable {
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet;
     ///   RAIN_301 when the authority could not be reached; RAIN_101 when the daemon is not running.
     nonisolated(nonsending) public func getWallet() async throws -> Wallet {
-        Wallet(try await call(Method.walletGet, GetWalletRequest(), as: WalletResponse.self))
+        try lastWallet.value(of: try await callBytes(Method.walletGet, GetWalletRequest())) { (bytes) throws(RainError) in
+            Wallet(try WalletResponse.decode(bytes))
+        }
     }
 
     /// The wallet's 12-word BIP-39 recovery phrase, for a backup. Show it to the user and keep it
@@ -411,7 +400,9 @@ public final class RainProvider: Sendable {
 
     /// What the daemon is and supports.
     nonisolated(nonsending) public func daemonInfo() async throws -> DaemonInfo {
-        DaemonInfo(try await call(Method.daemonGetInfo, GetInfoRequest(), as: GetInfoResponse.self))
+        try lastInfo.value(of: try await callBytes(Method.daemonGetInfo, GetInfoRequest())) { (bytes) throws(RainError) in
+            DaemonInfo(try GetInfoResponse.decode(bytes))
+        }
     }
 
     /// The development outbox (deliveries of the embedded authority), oldest first.
