@@ -198,6 +198,31 @@ struct RevocationPushIntegrationTests {
         #expect(try await h.provider(profile: "second").currentSession().authState == .authenticated)
     }
 
+    @Test("embedded authority: a kept Account/Get or Wallet/Get is never answered once a login elsewhere completed")
+    func keptReadsEndWithTheLoginElsewhere() async throws {
+        let config = #"{"profiles": {"second": {"appID": "first"}}}"#
+        let h = try await DaemonHarness.start(config: config)
+        defer { h.shutdown() }
+        let email = RainWalletContact.email("kept-reads@example.com")
+        let first = h.provider(profile: "first")
+        try await h.logIn(first, email)
+        // Read twice: the second is answered from what the daemon keeps, on its quick lane.
+        let account = try await first.account()
+        #expect(try await first.account() == account)
+        _ = try await first.getWallet()
+        _ = try await first.getWallet()
+        let second = h.provider(profile: "second")
+        try await second.sendLoginCode(to: email)
+        let code = try await h.waitForCode(for: "kept-reads@example.com", count: 2, profile: "first")
+        _ = try await second.confirmLoginCodeReturningSession(code)
+        // The login completed: the very next reads of the first profile are refused, not kept.
+        let account2 = await rainError { _ = try await first.account() }
+        #expect(account2?.code == .sessionExpired, "\(String(describing: account2))")
+        let wallet = await rainError { _ = try await first.getWallet() }
+        #expect(wallet?.code == .sessionExpired, "\(String(describing: wallet))")
+        #expect(try await second.account().accountID == account.accountID)
+    }
+
     @Test("reconnects leak no descriptor: after three authority restarts the device holds no more than before")
     func noDescriptorLeakAcrossReconnects() async throws {
         let h = try await MultiDevice.up(devices: 1, lifetime: 600)
