@@ -8,13 +8,9 @@ import RainWire
 /// One async protocol, the same whether the authority runs in-process (`EmbeddedAuthority`) or
 /// remotely over framed protobuf. Its calls (`AuthorityCalls`) are generated from `service
 /// Authority` in proto/authority.proto, each one request message in and one response message out
-/// with its `AuthorityCaller`, documented there; what is declared here is the rest: reads without
-/// the concurrency pool, and the link to a remote authority. Every method throws `RainError` only.
+/// with its `AuthorityCaller`, documented there; what is declared here is the rest: whether a read
+/// still stands, and the link to a remote authority. Every method throws `RainError` only.
 public protocol Authority: AuthorityCalls {
-    /// `getAccountInfo` and `getWallet` answered without the Swift concurrency pool, when this
-    /// authority can (an embedded one on a store with a `DirectStoreReader`); nil by default.
-    var directReads: (any DirectAuthorityReads)? { get }
-
     /// What tells whether an answer read from this authority is still its answer, so the device may
     /// give it again without asking (`ReadFreshness`); nil by default: every read asks.
     var readFreshness: (any ReadFreshness)? { get }
@@ -117,9 +113,6 @@ extension Authority {
 }
 
 extension Authority {
-    /// No direct reads: every call goes through the async API.
-    public var directReads: (any DirectAuthorityReads)? { nil }
-
     /// Nothing read is given again: every read asks the authority.
     public var readFreshness: (any ReadFreshness)? { nil }
 
@@ -144,25 +137,6 @@ public protocol ReadFreshness: Sendable {
     /// The stamp now; nil when nothing read may be given again. Cheap and never blocks: it is
     /// taken on the event loop for every cached read.
     func stamp() -> UInt64?
-}
-
-/// `Authority.getAccountInfo` and `Authority.getWallet` with a completion that runs on the store's reader
-/// thread (see `DirectStoreReader`), for the daemon's hottest calls.
-///
-/// Only the common case is answered here: a failure may be one the async API would have handled
-/// (a wallet whose keys still need completing), so a caller retries any failure through the async
-/// API, which gives the definitive answer. `completion` must not block.
-public protocol DirectAuthorityReads: Sendable {
-    /// The account behind a live access token, as `Authority.getAccountInfo` returns it (a session
-    /// bound to another key than the proven ones fails here: the async API revokes it).
-    func accountInfo(
-        appID: String, accessToken: String, proof: DeviceProof,
-        completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void)
-
-    /// The wallet behind a live access token, as `Authority.getWallet` returns it.
-    func wallet(
-        appID: String, accessToken: String, proof: DeviceProof,
-        completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void)
 }
 
 // The value types the API takes and returns (`SendCodeRequest`, `LoginResult`, `AccountInfo`,

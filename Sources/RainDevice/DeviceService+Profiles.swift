@@ -49,7 +49,7 @@ struct DeviceCall: Sendable {
 }
 
 /// A call's hold on a profile the config does not name: released when the last copy of its
-/// `DeviceCall` goes (the handler's task ended, the direct read answered).
+/// `DeviceCall` goes (the handler's task ended).
 final class ProfileLease: Sendable {
     let name: String
     let profiles: ProfileEntries

@@ -10,10 +10,11 @@ import RainWire
 
 extension DeviceService {
     /// The device's RPCs, one declaration per method of `Method` (proto/PROTOCOL.md): cheap reads
-    /// on the loop thread, Account/Get and Wallet/Get as direct reads with the session actor as
-    /// fallback, Watch as a stream, everything else on the profile's session actor. ListOutbox is
-    /// served always (the authority refuses it unless its dev outbox is on); SlowEcho only with the
-    /// test methods. Sensitive calls are the ones that export a secret or start adding a credential.
+    /// on the loop thread, Account/Get and Wallet/Get kept per session while the authority's stamp
+    /// holds (a miss goes to the session actor), Watch as a stream, everything else on the
+    /// profile's session actor. ListOutbox is served always (the authority refuses it unless its
+    /// dev outbox is on); SlowEcho only with the test methods. Sensitive calls are the ones that
+    /// export a secret or start adding a credential.
     static func routes(
         config: DaemonConfig, context: DeviceContext, access: DeviceAccess? = nil, capabilities: [String],
         isTestMethodsEnabled: Bool, storage: (provider: String, control: any StorageControl)?, logger: Logger
@@ -23,8 +24,6 @@ extension DeviceService {
             maxFrameBytes: UInt32(Frame.defaultMaximumLength), storageProvider: storage?.provider ?? "",
             ptraceScope: PtraceScope.read().wireValue)
         let storageControl = storage?.control
-        // The authority's direct reads (an embedded authority on SQLite), taken once.
-        let directReads = context.authority.directReads
         let freshness = context.authority.readFreshness
         let infoAnswers = InfoAnswers(info: info, health: context.health, anchoring: context.auditAnchoring)
         let authority = context.authority
@@ -160,13 +159,11 @@ extension DeviceService {
                 Method.accountGet, GetAccountRequest.self, AccountResponse.self, policy: .read(needsSession: true),
                 Self.keptRead(
                     .account, freshness,
-                    direct: Self.directRead(directReads, context.device, { $0.accountInfo }, ProfileSession.accountResponse),
                     fallback: { (_, call) throws(RainError) in try await call.session.account() }))
             Route(
                 Method.walletGet, GetWalletRequest.self, WalletResponse.self, policy: .read(needsSession: true),
                 Self.keptRead(
                     .wallet, freshness,
-                    direct: Self.directRead(directReads, context.device, { $0.wallet }, ProfileSession.walletResponse),
                     fallback: { (_, call) throws(RainError) in try await call.session.wallet() }))
             // Secrets: the answer goes to the caller only; nothing here logs a payload.
             Route(
@@ -288,36 +285,25 @@ extension DeviceService {
         return control
     }
 
-    /// A direct read of the authority's `read` (`accountInfo` or `wallet`) with the profile's live
-    /// access token, its answer made a response by `response`. It starts only while the authority
-    /// offers direct reads and the profile has a live access token, and returns false otherwise
-    /// (the route's actor fallback then answers).
     /// Account/Get or Wallet/Get: with an authority that tells whether an answer still stands
     /// (`ReadFreshness`), placed `.ready` on the answer the profile keeps (`ProfileRuntime.kept`),
-    /// read through `direct`, then `fallback`, when there is none, and kept then; without one,
-    /// `direct` and `fallback` alone (every read asks the authority).
+    /// read through `fallback` on the session actor when there is none, and kept then; without
+    /// one, `fallback` alone (every read asks the authority).
     static func keptRead<Request, Response>(
         _ kind: ProfileRuntime.KeptRead, _ freshness: (any ReadFreshness)?,
-        direct: @escaping RouteHandler<DeviceCall, Request, Response>.DirectRead,
         fallback: @escaping @Sendable (Request, DeviceCall) async throws(RainError) -> Response
     ) -> RouteHandler<DeviceCall, Request, Response> {
-        guard let freshness else { return .direct(direct, fallback: fallback) }
+        guard let freshness else { return .actor(fallback) }
         return .ready(
             { call in freshness.stamp().flatMap { call.runtime.kept(kind, stamp: $0) } },
-            fallback: .direct(
-                { (request, call, done) in
-                    let (runtime, ticket, stamp) = (call.runtime, call.runtime.readTicket(), freshness.stamp())
-                    return direct(request, call) { result in
-                        if case .success(let response) = result { Self.keep(kind, response, runtime, ticket, stamp) }
-                        done(result)
-                    }
-                },
-                fallback: { (request, call) throws(RainError) in
-                    let (runtime, ticket, stamp) = (call.runtime, call.runtime.readTicket(), freshness.stamp())
-                    let response = try await fallback(request, call)
-                    Self.keep(kind, response, runtime, ticket, stamp)
-                    return response
-                }))
+            fallback: .actor { (request, call) throws(RainError) in
+                // The ticket and the stamp are taken before the authority is asked, so an answer
+                // read across a change is kept under the older stamp and never served as current.
+                let (runtime, ticket, stamp) = (call.runtime, call.runtime.readTicket(), freshness.stamp())
+                let response = try await fallback(request, call)
+                Self.keep(kind, response, runtime, ticket, stamp)
+                return response
+            })
     }
 
     /// Keeps an answer read from the authority, stamped before it was asked.
@@ -327,24 +313,6 @@ extension DeviceService {
     ) {
         guard let stamp, let bytes = try? response.encode() else { return }
         runtime.keep(kind, bytes, stamp: stamp, ticket: ticket)
-    }
-
-    static func directRead<Request, Info, Response>(
-        _ directReads: (any DirectAuthorityReads)?, _ device: DeviceIdentity,
-        _ read:
-            @escaping @Sendable (any DirectAuthorityReads) -> (
-                _ appID: String, _ accessToken: String, _ proof: DeviceProof,
-                _ completion: @escaping @Sendable (Result<Info, RainError>) -> Void
-            ) -> Void,
-        _ response: @escaping @Sendable (Info) -> Response
-    ) -> RouteHandler<DeviceCall, Request, Response>.DirectRead {
-        { (_, call, done) in
-            guard let reads = directReads else { return false }
-            let runtime = call.entry.runtime
-            guard let token = runtime.liveAccessToken() else { return false }
-            read(reads)(runtime.settings.appID, token, DeviceProof(holder: device)) { done($0.map(response)) }
-            return true
-        }
     }
 
     /// Only the app that owns the profile (its first approved app, else the first app the policy

@@ -13,8 +13,8 @@ import Synchronization
 
 /// Serves the device protocol: checks the caller and the profile, then dispatches through the
 /// route table (`DeviceService+Routes.swift`), one declaration per method: cheap answers on the loop
-/// thread (snapshot reads, GetInfo), direct reads with an actor fallback (Account/Get, Wallet/Get),
-/// and everything that mutates or may block on the profile's session actor.
+/// thread (snapshot reads, GetInfo, Account/Get and Wallet/Get answers kept per session), and
+/// everything that mutates or may block on the profile's session actor.
 public final class DeviceService: ServerHandler {
     struct Entry {
         let runtime: ProfileRuntime

@@ -16,9 +16,6 @@ public final class ProfileRuntime: Sendable {
         var accountID: String
         var walletID: String
         var contact: RainWalletContact?
-        /// The session's access token, for the direct reads of Account/Get and Wallet/Get. A
-        /// secret: never logged, never part of a snapshot.
-        var accessToken: String
         /// The session's tokens are not saved yet (a full disk): calls wait for the session actor,
         /// which saves them first (`ProfileSession`), and the snapshot carries a storage warning.
         var isUnsaved = false
@@ -214,17 +211,6 @@ public final class ProfileRuntime: Sendable {
             storageWarning: v.isUnsaved ? SessionSnapshot.sessionNotPersisted : nil)
     }
 
-    /// The access token of the published session while it is unexpired and saved; nil while
-    /// restoring, without a session, once it expired (the session actor refreshes it then) or while
-    /// it is unsaved (the actor saves it first, or refuses the call). Read by the direct path of
-    /// Account/Get and Wallet/Get, which falls back to the actor on any failure.
-    func liveAccessToken() -> String? {
-        state.withLock { s in
-            guard !s.isLoading, let v = s.session, !v.isUnsaved, clock.now < v.expiresAt else { return nil }
-            return v.accessToken
-        }
-    }
-
     /// Whether the restore is still running.
     var isLoading: Bool { state.withLock { $0.isLoading } }
 
@@ -287,7 +273,7 @@ public final class ProfileRuntime: Sendable {
             s.session = session.map {
                 SessionView(
                     expiresAt: $0.expiresAt, lifetime: .milliseconds(Int64($0.lifetimeSeconds * 1000)), accountID: $0.accountID,
-                    walletID: $0.walletID, contact: $0.contact, accessToken: $0.accessToken, isUnsaved: isUnsaved)
+                    walletID: $0.walletID, contact: $0.contact, isUnsaved: isUnsaved)
             }
             let now = compute(s)
             let before = s.lastPublished

@@ -66,6 +66,6 @@ extension ProfileSession {
         settle(.contactVerification, key: key)
         if challenges.verification?.challengeID == challenge.challengeID { challenges.verification = nil }
         logger.info("contact.verified", ["profile": runtime.name, "kind": challenge.contact.kindName])
-        return Self.accountResponse(info)
+        return AccountResponse(info)
     }
 }

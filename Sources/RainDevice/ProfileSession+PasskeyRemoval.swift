@@ -49,7 +49,7 @@ extension ProfileSession {
                 caller: AuthorityCaller(proof: proof))
         }
         logger.info("passkey.removed", ["profile": runtime.name])
-        return Self.accountResponse(info)
+        return AccountResponse(info)
     }
 
     static func removalFingerprint(_ credentialID: String) -> [UInt8] {

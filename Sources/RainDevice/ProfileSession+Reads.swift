@@ -20,7 +20,7 @@ extension ProfileSession {
             try await authority.getAccountInfo(
                 AuthorityAccountInfoRequest(appID: appID, accessToken: token), caller: AuthorityCaller(proof: proof))
         }
-        return Self.accountResponse(info)
+        return AccountResponse(info)
     }
 
     /// A read with the session's access token: transient failures retried with the policy.
@@ -45,9 +45,6 @@ extension ProfileSession {
         return try result.get()
     }
 
-    /// What Account/Get answers for an authority's `AccountInfo`.
-    static func accountResponse(_ info: AccountInfo) -> AccountResponse { AccountResponse(info) }
-
     /// The wallet behind the session: its id, creation time and addresses. A read, retried and
     /// refreshed exactly like `account()`.
     /// - Throws: RAIN_201 without a live session; RAIN_404 when the account has no wallet; RAIN_301
@@ -57,11 +54,8 @@ extension ProfileSession {
             try await authority.getWallet(
                 AuthorityWalletRequest(appID: appID, accessToken: token), caller: AuthorityCaller(proof: proof))
         }
-        return Self.walletResponse(info)
+        return WalletResponse(info)
     }
-
-    /// What Wallet/Get answers for an authority's `WalletInfo`.
-    static func walletResponse(_ info: WalletInfo) -> WalletResponse { WalletResponse(info) }
 
     /// The wallet's 12-word recovery phrase. Never logged, stored or retried on a transient failure.
     /// - Throws: RAIN_202 unless the profile's config allows export (checked before anything else);

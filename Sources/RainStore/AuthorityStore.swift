@@ -317,10 +317,6 @@ package protocol AuthorityStore: Sendable {
 
     func close() async
 
-    /// The store's direct reader, when it has one (nil by default): the hottest session reads
-    /// answered on a thread of the store's own, without the Swift concurrency pool.
-    var directReader: (any DirectStoreReader)? { get }
-
     /// The count of committed writes, when this process is the store's only writer (SQLite, whose
     /// file is the locked state directory's); nil where others may write too (PostgreSQL shared
     /// by instances), and by default.
@@ -354,9 +350,6 @@ extension AuthorityStore {
         try await addPasskeyCredential(credential, idempotency: nil)
     }
 
-    /// No direct reader: every read goes through the async API.
-    package var directReader: (any DirectStoreReader)? { nil }
-
     /// No schema of its own to check.
     package var schemaCompatibility: SchemaCompatibility? { nil }
 
@@ -378,25 +371,6 @@ extension AuthorityStore {
         guard let access = try await accountAccess(appID: appID, accessHash: accessHash) else { return nil }
         return (access, try await wallet(accountID: access.account.id))
     }
-}
-
-/// Session reads that a store answers on a thread of its own and hands to a completion, instead of
-/// through `async`: the daemon's hottest calls (Account/Get, Wallet/Get) then cross threads twice
-/// (event loop → reader → event loop) instead of four times (loop → pool → store → pool → loop).
-///
-/// Each read is one read transaction, so it sees a consistent snapshot of what the store's writes
-/// committed before it started. `completion` runs on the reader's thread and must not block.
-package protocol DirectStoreReader: Sendable {
-    /// `AuthorityStore.accountAccessWithPasskeys`, answered to `completion`.
-    func accountAccessWithPasskeys(
-        appID: String, accessHash: [UInt8],
-        completion: @escaping @Sendable (Result<(access: AccountAccess, passkeys: [PasskeyCredentialRecord])?, RainError>) -> Void
-    )
-
-    /// `AuthorityStore.accountAccessWithWallet`, answered to `completion`.
-    func accountAccessWithWallet(
-        appID: String, accessHash: [UInt8],
-        completion: @escaping @Sendable (Result<(access: AccountAccess, wallet: WalletRecord?)?, RainError>) -> Void)
 }
 
 extension AuthorityStore {

@@ -11,13 +11,10 @@ import RainSystem
 /// transaction when the store opens and are recorded in `schema_version`. Every SQLite call of the
 /// async API runs on one private serial queue (`SQLiteGroupCommitWriter`), never on the Swift
 /// concurrency pool; the async API waits for it. Concurrent requests are committed together, one
-/// fsync per group, each answered only after that commit. A second, read-only connection on a
-/// queue of its own serves `directReader`.
+/// fsync per group, each answered only after that commit.
 package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     /// The connection and its queue: every request goes through it.
     let writer: SQLiteGroupCommitWriter
-    /// The second connection, for the hot session reads (`directReader`).
-    private let reader: SQLiteDirectReader
     /// The database file.
     package let path: String
     /// The schema versions found at open (`SchemaCompatibility`).
@@ -33,12 +30,7 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
         self.path = path
         self.schemaCompatibility = schema
         self.writer = writer
-        self.reader = SQLiteDirectReader(path: path)
     }
-
-    /// A second connection to the same file on its own queue, for reads only: Account/Get and
-    /// Wallet/Get read there without waiting for the writer (WAL) or for the Swift pool.
-    package var directReader: (any DirectStoreReader)? { reader }
 
     /// The writer's count: this process is the file's only writer (the state directory's lock).
     package var soleWriterChanges: StoreChangeCount? { writer.changes }
@@ -505,7 +497,6 @@ package final class SQLiteAuthorityStore: ConnectionStore, Sendable {
     package func close() async {
         // Dropping the connection on its queue closes the handle (SQLiteConnection.deinit).
         _ = try? await writer.runAlone { () throws(RainError) in self.writer.install(nil) }
-        await reader.close()
     }
 
     // MARK: - Inspection (tests)

@@ -111,12 +111,6 @@ final class SQLiteConnection {
         return try transaction(begin: "BEGIN IMMEDIATE", operation, body)
     }
 
-    /// Runs `body` inside `BEGIN` … `COMMIT`: a read transaction, so its statements all see one
-    /// snapshot of the database (in WAL mode, readers never wait for the writer).
-    func readTransaction<T>(_ operation: String, _ body: () throws(RainError) -> T) throws(RainError) -> T {
-        try transaction(begin: "BEGIN", operation, body)
-    }
-
     /// Runs `body` inside `SAVEPOINT` … `RELEASE` of the open transaction; when it throws, its
     /// statements are rolled back (`ROLLBACK TO`) and the transaction stays open for the others.
     /// When the failure ended the whole transaction (SQLite does so on some I/O errors and a full

@@ -2,10 +2,9 @@ import FoundationEssentials
 import RainAuthorityAPI
 import RainCore
 
-/// The pieces several use cases share (`ConnectionStore`), and the reads the direct reader makes
-/// too, written once over `StoreConnection`: each runs in its caller's transaction, if any. Where
-/// SQLite and PostgreSQL differ (row order, row and advisory locks, retiring a device's challenges)
-/// the connection says how.
+/// The pieces several use cases share (`ConnectionStore`), written once over `StoreConnection`:
+/// each runs in its caller's transaction, if any. Where SQLite and PostgreSQL differ (row order,
+/// row and advisory locks, retiring a device's challenges) the connection says how.
 enum StoreOperations {
     // MARK: - Lookups
 

@@ -62,16 +62,3 @@ extension Authority {
         try await refreshSession(request, proof: FixtureDevice.proof)
     }
 }
-
-extension DirectAuthorityReads {
-    package func accountInfo(
-        appID: String, accessToken: String, completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void
-    ) {
-        accountInfo(appID: appID, accessToken: accessToken, proof: FixtureDevice.proof, completion: completion)
-    }
-    package func wallet(
-        appID: String, accessToken: String, completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void
-    ) {
-        wallet(appID: appID, accessToken: accessToken, proof: FixtureDevice.proof, completion: completion)
-    }
-}

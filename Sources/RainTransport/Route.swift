@@ -7,9 +7,6 @@ public enum RoutePlacement: String, Sendable, CaseIterable {
     case loop
     /// Run in a task (a session actor, an async authority) and answered when it ends.
     case actor
-    /// Started on the loop thread through a completion callback that answers from another thread
-    /// without the Swift pool; when that path is closed or fails, the route's actor handler runs.
-    case direct
     /// A server stream: the handler registers where messages go and the call stays open.
     case stream
     /// Answered on the loop thread from bytes its owner keeps encoded, when it has them for this
@@ -124,18 +121,10 @@ public typealias ReadyAnswer<Context> = @Sendable (Context) -> [UInt8]?
 /// The handler of a route; its case is the route's placement. `Context` is what the service
 /// supplies for each call (for the device: the call's profile).
 public enum RouteHandler<Context: Sendable, Request: WireMessage, Response: WireMessage>: Sendable {
-    /// Starts a direct read: returns false when the direct path is closed (the fallback then runs),
-    /// else true, and later calls `done` exactly once from any thread. A failure is not the answer:
-    /// the fallback runs and gives it.
-    public typealias DirectRead =
-        @Sendable (Request, Context, _ done: @escaping @Sendable (Result<Response, RainError>) -> Void) -> Bool
-
     /// Answered on the loop thread: must not block.
     case loop(@Sendable (Request, Context) throws(RainError) -> Response)
     /// Run in a task, answered when it returns.
     case actor(@Sendable (Request, Context) async throws(RainError) -> Response)
-    /// A direct read on the loop thread with a task fallback (`RoutePlacement.direct`).
-    case direct(DirectRead, fallback: @Sendable (Request, Context) async throws(RainError) -> Response)
     /// A server stream: registers where its messages go through `RequestContext.responder` (loop
     /// thread); a thrown error answers the call instead.
     case stream(@Sendable (Request, Context, RequestContext) throws(RainError) -> Void)
@@ -149,7 +138,6 @@ public enum RouteHandler<Context: Sendable, Request: WireMessage, Response: Wire
         switch self {
         case .loop: return .loop
         case .actor: return .actor
-        case .direct: return .direct
         case .stream: return .stream
         case .ready: return .ready
         }

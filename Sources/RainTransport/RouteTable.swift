@@ -99,7 +99,7 @@ public struct UnknownMethodAnswer: Sendable {
     }
 }
 
-/// How a table logs the outcome of a call answered from a task (`.actor`, `.direct`). Loop and
+/// How a table logs the outcome of a call answered from a task (`.actor`). Loop and
 /// stream routes answer at once and log nothing. Nothing from a payload is ever logged.
 public enum RouteOutcomeLog: Sendable {
     /// Every call at debug level (`call`: method, status, reason, error message); an internal error
@@ -315,18 +315,6 @@ extension Route {
                 decoded, call, request.method, context.responder, body,
                 isCancelledWithCaller: policy.isCancelledWithCaller, started: started)
             return .deferred
-        case .direct(let read, let fallback):
-            let responder = context.responder
-            let method = request.method
-            runner.armDeadline(request, policy, responder)
-            let isStarted = read(decoded, call) { result in
-                switch result {
-                case .success(let response): runner.finish(.success(response), method, responder, started: started)
-                case .failure: runner.run(decoded, call, method, responder, fallback, started: started)
-                }
-            }
-            if !isStarted { runner.run(decoded, call, method, responder, fallback, started: started) }
-            return .deferred
         }
     }
 }
@@ -498,7 +486,6 @@ final class RouteRunner: Sendable {
     var cancellableTaskCount: Int { tasks.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 
     /// Answers a call and logs its outcome.
-    @usableFromInline
     func finish<Response: WireMessage>(
         _ result: Result<Response, RainError>, _ method: String, _ responder: Responder,
         started: ContinuousClock.Instant? = nil

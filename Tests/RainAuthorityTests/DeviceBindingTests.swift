@@ -127,7 +127,7 @@ struct DeviceBindingTests {
 
     @Test(
         "a token used with a proof of another key revokes the session family (stolen_token)",
-        arguments: ["account", "export", "logout"])
+        arguments: ["account", "wallet", "export", "logout"])
     func otherKeyRevokes(call: String) async throws {
         try await AuthorityFixture.with { f in
             let login = try await f.login()
@@ -136,6 +136,8 @@ struct DeviceBindingTests {
                 switch call {
                 case "account":
                     _ = try await f.authority.accountInfo(appID: Self.app, accessToken: login.tokens.accessToken, proof: thief)
+                case "wallet":
+                    _ = try await f.authority.wallet(appID: Self.app, accessToken: login.tokens.accessToken, proof: thief)
                 case "export":
                     _ = try await f.authority.exportWallet(appID: Self.app, accessToken: login.tokens.accessToken, proof: thief)
                 default:
@@ -183,26 +185,6 @@ struct DeviceBindingTests {
             }
             #expect(error?.code == .invalidArgument)
             _ = try await f.confirm(challenge, code: code)
-        }
-    }
-
-    @Test("direct reads: no proof is RAIN_501, another key fails (the async API then revokes)")
-    func directReads() async throws {
-        try await AuthorityFixture.with { f in
-            let login = try await f.login()
-            let reads = try #require(f.authority.directReads)
-            func read(_ proof: DeviceProof) async -> Result<AccountInfo, RainError> {
-                await withCheckedContinuation { c in
-                    reads.accountInfo(appID: Self.app, accessToken: login.tokens.accessToken, proof: proof) {
-                        c.resume(returning: $0)
-                    }
-                }
-            }
-            guard case .failure(let none) = await read(.none()) else { Issue.record("read without a proof"); return }
-            #expect(none.details.reason == DeviceBinding.proofRequiredReason)
-            let thief = TestDeviceKeys(deviceID: "device-a", keys: [try Ed25519PrivateKey()]).proof
-            guard case .failure = await read(thief) else { Issue.record("read with another key"); return }
-            guard case .success = await read(FixtureDevice.proof) else { Issue.record("the owner's read failed"); return }
         }
     }
 

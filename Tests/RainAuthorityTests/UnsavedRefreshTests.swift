@@ -20,7 +20,7 @@ struct UnsavedRefreshTests {
 
     /// A call that presents the current access token.
     enum Use: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case account, wallet, export, contactVerification, directAccount, directWallet
+        case account, wallet, export, contactVerification
         var testDescription: String { rawValue }
 
         func run(_ f: StoreFixture, token: String) async throws {
@@ -33,23 +33,6 @@ struct UnsavedRefreshTests {
                 _ = try await a.sendContactVerificationCode(
                     appID: UnsavedRefreshTests.app, deviceID: "device-a", accessToken: token,
                     contact: .phone("+15557654321"))
-            case .directAccount:
-                let reads = try #require(a.directReads)
-                _ = try await completion {
-                    reads.accountInfo(appID: UnsavedRefreshTests.app, accessToken: token, completion: $0)
-                }.get()
-            case .directWallet:
-                let reads = try #require(a.directReads)
-                _ = try await completion { reads.wallet(appID: UnsavedRefreshTests.app, accessToken: token, completion: $0) }
-                    .get()
-            }
-        }
-
-        /// Whether the store kind serves this use (direct reads exist on SQLite only).
-        func isServed(by kind: StoreKind) -> Bool {
-            switch self {
-            case .directAccount, .directWallet: kind == .sqlite
-            default: true
             }
         }
     }
@@ -72,16 +55,6 @@ struct UnsavedRefreshTests {
 
     static func session(_ f: StoreFixture, _ accountID: String) async throws -> SessionRecord {
         try #require(try await f.store.sessions(appID: app, accountID: accountID).last)
-    }
-
-    /// Waits (at most 2 s) until the session's pair is marked used: the direct reads mark it through
-    /// the write path after answering.
-    static func awaitMarked(_ f: StoreFixture, _ accountID: String) async throws {
-        for _ in 0..<200 {
-            if try await session(f, accountID).isPairUsed { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("the pair was not marked used within 2 s")
     }
 
     @Test("a repeat of the previous token outside the grace window gets the current pair while it is unused", arguments: kinds)
@@ -124,13 +97,12 @@ struct UnsavedRefreshTests {
         "once the current access token was used by any call, a repeat outside the grace window revokes", arguments: kinds,
         Use.allCases)
     func usedPairRevokes(kind: StoreKind, use: Use) async throws {
-        guard use.isServed(by: kind) else { return }
         try await StoreFixture.with(kind) { f in
             let key = FixtureDevice.key
             let login = try await Self.login(f, key: key)
             let first = try await Self.refresh(f, login.tokens.refreshToken, key: key)
             try await use.run(f, token: first.accessToken)
-            try await Self.awaitMarked(f, login.accountID)
+            #expect(try await Self.session(f, login.accountID).isPairUsed, "marked before the call answered")
             f.clock.advance(by: .seconds(11))
             let reason = await sessionRefusal { _ = try await Self.refresh(f, login.tokens.refreshToken, key: key) }
             #expect(reason == "refresh_token_reused")

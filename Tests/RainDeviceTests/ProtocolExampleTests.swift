@@ -82,7 +82,7 @@ import Testing
         // The fixture's clock starts at 1800000000 s: the daemon's start, the authority link's `since_ms`.
         let f = try await SchedulerFixture()
         var payload: [UInt8] = []
-        try await DirectReadPathTests.serve(f) { c in
+        try await ServedHandler.serve(f) { c in
             _ = try await c.call(method: Method.sessionGetState, payload: [])  // creates the profile
             _ = await f.runtime.awaitRestore(timeout: .seconds(3600))
             payload = try await c.call(method: Method.sessionGetState, payload: [])

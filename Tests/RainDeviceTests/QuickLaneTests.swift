@@ -132,7 +132,7 @@ import Testing
     @Test("the quick answer is the ordinary answer over a real socket, through login and logout")
     func sameAnswerAsTheOrdinaryPath() async throws {
         let f = try await SchedulerFixture()
-        try await DirectReadPathTests.serve(f) { c in
+        try await ServedHandler.serve(f) { c in
             // A deadline keeps a request off the quick lane: the ordinary path's answer.
             func both() async throws -> (quick: [UInt8], ordinary: [UInt8]) {
                 let quick = try await c.call(method: Method.sessionGetState, payload: [])
@@ -160,7 +160,7 @@ import Testing
     @Test("every ready read answers on the lane what the ordinary path answers, through login, changes and logout")
     func everyReadAnswersTheSameOnBothPaths() async throws {
         let f = try await SchedulerFixture(keptReads: true)
-        try await DirectReadPathTests.serve(f) { c in
+        try await ServedHandler.serve(f) { c in
             // A deadline keeps a request off the quick lane: the ordinary path's answer.
             func both(_ method: String) async throws -> (quick: [UInt8], ordinary: [UInt8]) {
                 let quick = try await c.call(method: method, payload: [])

@@ -27,10 +27,7 @@ final class ControlledAuthority: ForwardingAuthority {
         var walletCalls = 0
         var exportCalls = 0
         var exportFailuresLeft = 0
-        var isDirectReadEnabled = false
         var isKeptReadEnabled = false
-        var directCalls = 0
-        var directFailuresLeft = 0
         var answersToLose = 0
         var idempotencyKeys: [[UInt8]] = []
     }
@@ -65,16 +62,6 @@ final class ControlledAuthority: ForwardingAuthority {
         _ = try? await call()
         throw RainError(.provider, "the answer was lost (test)", details: .init(reason: AuthorityOutcome.unknownReason))
     }
-    /// Offers the inner authority's direct reads (off by default), counted in `directCalls`;
-    /// `failNextDirectReads` fails some of them.
-    func enableDirectReads() { state.withLock { $0.isDirectReadEnabled = true } }
-    var directCalls: Int { state.withLock { $0.directCalls } }
-    func failNextDirectReads(_ n: Int) { state.withLock { $0.directFailuresLeft = n } }
-    var directReads: (any DirectAuthorityReads)? {
-        guard state.withLock({ $0.isDirectReadEnabled }), let inner = inner.directReads else { return nil }
-        return CountingDirectReads(owner: self, inner: inner)
-    }
-
     /// Offers the inner authority's `ReadFreshness` (off by default: every read reaches the
     /// authority, as the counting tests expect), so the service keeps Account/Get and Wallet/Get.
     func enableKeptReads() { state.withLock { $0.isKeptReadEnabled = true } }
@@ -82,15 +69,6 @@ final class ControlledAuthority: ForwardingAuthority {
         state.withLock({ $0.isKeptReadEnabled }) ? inner.readFreshness : nil
     }
 
-    /// Counts a direct read; true when it must fail.
-    func takeDirectRead() -> Bool {
-        state.withLock { s in
-            s.directCalls += 1
-            guard s.directFailuresLeft > 0 else { return false }
-            s.directFailuresLeft -= 1
-            return true
-        }
-    }
     func closeGate() { state.withLock { $0.isGateClosed = true } }
     func openGate() { state.withLock { $0.isGateClosed = false } }
 
@@ -190,29 +168,6 @@ final class ControlledAuthority: ForwardingAuthority {
     }
 }
 
-/// Polls `condition` (real time) until it holds or 10 s pass.
-/// The inner authority's direct reads, counted and failed on demand by a `ControlledAuthority`.
-struct CountingDirectReads: DirectAuthorityReads {
-    let owner: ControlledAuthority
-    let inner: any DirectAuthorityReads
-
-    func accountInfo(
-        appID: String, accessToken: String, proof: DeviceProof,
-        completion: @escaping @Sendable (Result<AccountInfo, RainError>) -> Void
-    ) {
-        if owner.takeDirectRead() { return completion(.failure(RainError(.network, "direct read failed (test)"))) }
-        inner.accountInfo(appID: appID, accessToken: accessToken, proof: proof, completion: completion)
-    }
-
-    func wallet(
-        appID: String, accessToken: String, proof: DeviceProof,
-        completion: @escaping @Sendable (Result<WalletInfo, RainError>) -> Void
-    ) {
-        if owner.takeDirectRead() { return completion(.failure(RainError(.network, "direct read failed (test)"))) }
-        inner.wallet(appID: appID, accessToken: accessToken, proof: proof, completion: completion)
-    }
-}
-
 /// Polls `condition` until it holds. The bound is generous (60 s) and only matters on failure: the
 /// swift test process also runs suites that block the two-thread concurrency pool for seconds
 /// (processes waited for), so a tight bound turns a busy moment into a failure.
@@ -236,11 +191,11 @@ struct SchedulerFixture {
     let logSink: CapturingLogSink
     let logger: Logger
 
-    /// With `directReads`, the authority offers the embedded authority's direct reads to the service;
-    /// with `keptReads`, its `ReadFreshness`.
+    /// With `keptReads`, the authority offers the embedded authority's `ReadFreshness` to the
+    /// service.
     init(
-        policy: RainWalletSessionPolicy = .default, allowExport: Bool = false, directReads: Bool = false,
-        keptReads: Bool = false, passkeyDomain: String? = nil
+        policy: RainWalletSessionPolicy = .default, allowExport: Bool = false, keptReads: Bool = false,
+        passkeyDomain: String? = nil
     ) async throws {
         let sink = CapturingLogSink()
         logSink = sink
@@ -249,7 +204,6 @@ struct SchedulerFixture {
             stateDirectory: dir.path, settings: AuthoritySettings(sendLimits: .unlimited), clock: clock, sender: sender,
             logger: logger)
         authority = ControlledAuthority(embedded)
-        if directReads { authority.enableDirectReads() }
         if keptReads { authority.enableKeptReads() }
         var config = DaemonConfig()
         config.profiles["default"] = ProfileSettings(

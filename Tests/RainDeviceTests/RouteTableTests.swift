@@ -6,7 +6,6 @@ import RainCore
 import RainTestSupport
 import RainTransport
 import RainWire
-import Synchronization
 import Testing
 
 @testable import RainDevice
@@ -122,8 +121,8 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
     @Test("an authority that cannot tell whether an answer still stands (a remote one) is asked every read")
     func readsAskAnAuthorityWithoutFreshness() async throws {
         let f = try await SchedulerFixture()  // its authority offers no ReadFreshness
-        #expect(f.service.routes.route(for: Method.accountGet)?.placement == .direct)
-        #expect(f.service.routes.route(for: Method.walletGet)?.placement == .direct)
+        #expect(f.service.routes.route(for: Method.accountGet)?.placement == .actor)
+        #expect(f.service.routes.route(for: Method.walletGet)?.placement == .actor)
         #expect(f.service.routes.route(for: Method.sessionGetState)?.placement == .ready)
     }
 
@@ -150,7 +149,7 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
 
     @Test func anUnknownMethodIsRefusedNamingAtMost200ScalarsOfIt() async throws {
         let f = try await SchedulerFixture()
-        try await DirectReadPathTests.serve(f) { c in
+        try await ServedHandler.serve(f) { c in
             let long = "/rain.wallet.v1.Nope/" + String(repeating: "é", count: 300)
             let error = await #expect(throws: RainError.self) { _ = try await c.call(method: long, payload: []) }
             #expect(error?.code == .invalidArgument)
@@ -167,8 +166,8 @@ func declaredMethods() -> Set<String> { Set(Method.declarations.map(\.name)) }
         Method.sessionGetState, Method.authLogout, Method.accountGet, Method.sessionWatch, Method.sessionAwaitRestore,
     ])
     func anUndecodablePayloadIsRAIN102(method: String) async throws {
-        let f = try await SchedulerFixture(directReads: true)
-        try await DirectReadPathTests.serve(f) { c in
+        let f = try await SchedulerFixture()
+        try await ServedHandler.serve(f) { c in
             // Field 1, length-delimited, 5 bytes announced and 1 present.
             let error = await #expect(throws: RainError.self) {
                 _ = try await c.call(method: method, payload: [0x0A, 0x05, 0x01])
@@ -190,25 +189,15 @@ final class TableHandler: ServerHandler {
     func connectionClosed(_ connection: ConnectionID) { table.connectionClosed(connection) }
 }
 
-/// Counts calls from any thread.
-final class CallCounter: Sendable {
-    private let count = Mutex(0)
-    func increment() { count.withLock { $0 += 1 } }
-    var value: Int { count.withLock { $0 } }
-}
-
 /// The generic table: what a route declared in a test is answered with.
 @Suite struct RouteTableTests {
     static let loop = "/test.v1.T/Loop"
     static let actor = "/test.v1.T/Actor"
-    static let direct = "/test.v1.T/Direct"
     static let slow = "/test.v1.T/Slow"
     static let broken = "/test.v1.T/Broken"
 
-    /// `delayMilliseconds` picks the direct read's outcome: 0 closed, 1 a success, 2 a failure.
-    static func table(clock: ManualClock, log: RouteOutcomeLog, directCalls: CallCounter? = nil) -> RouteTable<String> {
-        let calls = directCalls
-        return RouteTable(
+    static func table(clock: ManualClock, log: RouteOutcomeLog) -> RouteTable<String> {
+        RouteTable(
             deadlineClock: clock, outcomeLog: log,
             unknownMethod: UnknownMethodAnswer(infoMethod: "/test.v1.T/Info", serviceName: "test")
         ) {
@@ -218,20 +207,6 @@ final class CallCounter: Sendable {
             Route(
                 actor, SlowEchoRequest.self, SlowEchoResponse.self, policy: .send(),
                 .actor { (r, call) throws(RainError) in SlowEchoResponse(data: r.data + Array("actor:\(call)".utf8)) })
-            Route(
-                direct, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
-                .direct(
-                    { (r, call, done) in
-                        calls?.increment()
-                        switch r.delayMilliseconds {
-                        case 0: return false
-                        case 1:
-                            DispatchQueue.global().async { done(.success(SlowEchoResponse(data: Array("direct:\(call)".utf8)))) }
-                        default: DispatchQueue.global().async { done(.failure(RainError(.provider, "no"))) }
-                        }
-                        return true
-                    },
-                    fallback: { (_, call) throws(RainError) in SlowEchoResponse(data: Array("fallback:\(call)".utf8)) }))
             Route(
                 slow, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(deadline: .milliseconds(50)),
                 .actor { (r, _) throws(RainError) in
@@ -275,24 +250,16 @@ final class CallCounter: Sendable {
     }
 
     @Test func aRouteAddedInATableIsDispatchedWhereItsPlacementSays() async throws {
-        let calls = CallCounter()
         let log = RouteOutcomeLog.everyCall(Logger(label: "t", sink: CapturingLogSink()))
-        let table = Self.table(clock: ManualClock(), log: log, directCalls: calls)
+        let table = Self.table(clock: ManualClock(), log: log)
         #expect(table.duplicateMethods == [Self.loop])
         #expect(table.policy(for: Self.loop) == .read(), "the first declaration wins")
-        #expect(table.methods == [Self.loop, Self.actor, Self.direct, Self.slow, Self.broken])
+        #expect(table.methods == [Self.loop, Self.actor, Self.slow, Self.broken])
         try await Self.serve(table) { c in
             let loop = try await Self.echo(c, Self.loop)
             let actor = try await Self.echo(c, Self.actor, profile: "p2")
-            let closed = try await Self.echo(c, Self.direct, 0)
-            let direct = try await Self.echo(c, Self.direct, 1)
-            let failed = try await Self.echo(c, Self.direct, 2)
             #expect(loop == "in|loop:p1")
             #expect(actor == "in|actor:p2")
-            #expect(closed == "fallback:p1", "closed direct path: the fallback answers")
-            #expect(direct == "direct:p1")
-            #expect(failed == "fallback:p1", "a failed direct read is not the answer")
-            #expect(calls.value == 3)
             let unknown = await #expect(throws: RainError.self) { _ = try await Self.echo(c, "/test.v1.T/Missing") }
             #expect(unknown?.details.reason == "unknown_method")
             let undecodable = await #expect(throws: RainError.self) {
@@ -325,8 +292,7 @@ final class CallCounter: Sendable {
         let day: UInt32 = 86_400_000
         try await Self.serve(table) { c in
             for i in 0..<1000 {
-                let method = [Self.actor, Self.direct, Self.direct][i % 3]
-                _ = try await Self.echo(c, method, UInt32(i % 2), timeout: day)
+                _ = try await Self.echo(c, Self.actor, UInt32(i % 2), timeout: day)
             }
             #expect(clock.pendingTimerCount == 0, "no timer is left of 1,000 finished calls")
             #expect(table.armedDeadlineCount == 0)

@@ -6,8 +6,8 @@ import RainWallet
 import RainWire
 import Testing
 
-/// Account/Get and Wallet/Get answer on the daemon's direct read path while a session is live and
-/// through the session actor otherwise. Reads racing logouts, logins and refreshes must only ever
+/// Account/Get and Wallet/Get answer from what the daemon kept for the session while the
+/// authority's stamp holds, and through the session actor otherwise. Reads racing logouts, logins and refreshes must only ever
 /// see a whole answer of the account or RAIN_201: never another error, a wrong account or a crash.
 @Suite("Reads during session churn")
 struct ReadsDuringChurnTests {

@@ -5,7 +5,7 @@ import RainWire
 
 /// An `Authority` made of another, for the tests' authorities that fail, hold or count calls: each call
 /// the conforming type does not implement itself goes through `intercept`, which by default passes it
-/// to `forwarded`. What is not a call of `service Authority` (the direct reads, the link) keeps
+/// to `forwarded`. What is not a call of `service Authority` (the read freshness, the link) keeps
 /// `Authority`'s in-process defaults.
 package protocol ForwardingAuthority: Authority {
     /// Where the calls go.
