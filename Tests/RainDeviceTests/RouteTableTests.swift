@@ -225,18 +225,8 @@ final class TableHandler: ServerHandler {
 
     static func serve(_ table: RouteTable<String>, _ body: (ClientConnection) async throws -> Void) async throws {
         let dir = TempDir()
-        let served = try ServedHandler(
-            TableHandler(table), directory: dir.path, logger: Logger(label: "test", sink: CapturingLogSink()))
-        let connection = try ClientConnection(path: served.socketPath)
-        do {
-            try await body(connection)
-        } catch {
-            connection.close()
-            await served.stop()
-            throw error
-        }
-        connection.close()
-        await served.stop()
+        try await ServedHandler.serve(
+            TableHandler(table), directory: dir.path, logger: Logger(label: "test", sink: CapturingLogSink()), body)
     }
 
     static func echo(

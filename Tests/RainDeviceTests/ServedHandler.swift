@@ -40,7 +40,14 @@ final class ServedHandler: Sendable {
 
     /// Serves the fixture's `DeviceService` for `body`, which gets a connection to it.
     static func serve(_ f: SchedulerFixture, _ body: (ClientConnection) async throws -> Void) async throws {
-        let served = try ServedHandler(f.service, directory: f.dir.path, logger: f.logger)
+        try await serve(f.service, directory: f.dir.path, logger: f.logger, body)
+    }
+
+    /// Serves `handler` for `body`, which gets a connection to it; stopped however `body` ends.
+    static func serve(
+        _ handler: any ServerHandler, directory: String, logger: Logger, _ body: (ClientConnection) async throws -> Void
+    ) async throws {
+        let served = try ServedHandler(handler, directory: directory, logger: logger)
         let connection = try ClientConnection(path: served.socketPath)
         do {
             try await body(connection)

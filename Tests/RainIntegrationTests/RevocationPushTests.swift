@@ -177,21 +177,35 @@ struct RevocationPushIntegrationTests {
         #expect(c.log("device0").components(separatedBy: "revocations.connected").count - 1 == 1)
     }
 
+    /// A daemon with two profiles of one app (the harness reads a profile's outbox by its app id:
+    /// "first"), the first logged in as `email`.
+    static func twoProfilesOfOneApp(_ email: String) async throws -> (DaemonHarness, first: RainProvider) {
+        let h = try await DaemonHarness.start(config: #"{"profiles": {"second": {"appID": "first"}}}"#)
+        let first = h.provider(profile: "first")
+        do {
+            try await h.logIn(first, .email(email))
+        } catch {
+            h.shutdown()
+            throw error
+        }
+        return (h, first)
+    }
+
+    /// The same account logs in on the profile "second"; returns once that login completed.
+    static func logInOnSecond(_ h: DaemonHarness, _ email: String) async throws {
+        let second = h.provider(profile: "second")
+        try await second.sendLoginCode(to: .email(email))
+        let code = try await h.waitForCode(for: email, count: 2, profile: "first")
+        _ = try await second.confirmLoginCodeReturningSession(code)
+    }
+
     @Test("embedded authority: a login on another profile of the same app ends the first one in-process")
     func embeddedInProcess() async throws {
-        // Two profiles of one app (the harness reads a profile's outbox by its app id: "first").
-        let config = #"{"profiles": {"second": {"appID": "first"}}}"#
-        let h = try await DaemonHarness.start(config: config)
+        let (h, first) = try await Self.twoProfilesOfOneApp("pushed-embedded@example.com")
         defer { h.shutdown() }
-        let email = RainWalletContact.email("pushed-embedded@example.com")
-        let first = h.provider(profile: "first")
-        try await h.logIn(first, email)
         let a = try await Watched(first)
         let start = ContinuousClock.now
-        let second = h.provider(profile: "second")
-        try await second.sendLoginCode(to: email)
-        let code = try await h.waitForCode(for: "pushed-embedded@example.com", count: 2, profile: "first")
-        _ = try await second.confirmLoginCodeReturningSession(code)
+        try await Self.logInOnSecond(h, "pushed-embedded@example.com")
         // The same device replaced the session: the authority refuses it as revoked, which the
         // device reports as a session that could not go on.
         await a.expectExpired(nil, since: start)
@@ -200,27 +214,20 @@ struct RevocationPushIntegrationTests {
 
     @Test("embedded authority: a kept Account/Get or Wallet/Get is never answered once a login elsewhere completed")
     func keptReadsEndWithTheLoginElsewhere() async throws {
-        let config = #"{"profiles": {"second": {"appID": "first"}}}"#
-        let h = try await DaemonHarness.start(config: config)
+        let (h, first) = try await Self.twoProfilesOfOneApp("kept-reads@example.com")
         defer { h.shutdown() }
-        let email = RainWalletContact.email("kept-reads@example.com")
-        let first = h.provider(profile: "first")
-        try await h.logIn(first, email)
         // Read twice: the second is answered from what the daemon keeps, on its quick lane.
         let account = try await first.account()
         #expect(try await first.account() == account)
         _ = try await first.getWallet()
         _ = try await first.getWallet()
-        let second = h.provider(profile: "second")
-        try await second.sendLoginCode(to: email)
-        let code = try await h.waitForCode(for: "kept-reads@example.com", count: 2, profile: "first")
-        _ = try await second.confirmLoginCodeReturningSession(code)
+        try await Self.logInOnSecond(h, "kept-reads@example.com")
         // The login completed: the very next reads of the first profile are refused, not kept.
         let account2 = await rainError { _ = try await first.account() }
         #expect(account2?.code == .sessionExpired, "\(String(describing: account2))")
         let wallet = await rainError { _ = try await first.getWallet() }
         #expect(wallet?.code == .sessionExpired, "\(String(describing: wallet))")
-        #expect(try await second.account().accountID == account.accountID)
+        #expect(try await h.provider(profile: "second").account().accountID == account.accountID)
     }
 
     @Test("reconnects leak no descriptor: after three authority restarts the device holds no more than before")
