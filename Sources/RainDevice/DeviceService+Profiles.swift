@@ -8,42 +8,86 @@ import Synchronization
 /// What a device route gets for each call: the call's profile, already validated and allowed.
 /// Its entry (runtime and session actor) is looked up, or created with its restore started, only
 /// when a handler asks for it.
+///
+/// Its fields live in one immutable object: a call is copied into every closure that answers it
+/// (the quick lane's ready answers on every call), and a copy is then one retain rather than one
+/// per field. The two fields set after the call is made (`identity`, `confirmation`) replace the
+/// object, once per call at most, on the ordinary path.
 struct DeviceCall: Sendable {
-    let profile: String
-    let profiles: ProfileEntries
+    private final class Fields: Sendable {
+        let profile: String
+        let profiles: ProfileEntries
+        let lease: ProfileLease?
+        let peer: PeerCredentials
+        let caller: CallerHandle?
+        let identity: CallerIdentity?
+        let confirmation: ConfirmationDetails?
+        let knownRuntime: ProfileRuntime?
+
+        init(
+            profile: String, profiles: ProfileEntries, lease: ProfileLease?, peer: PeerCredentials,
+            caller: CallerHandle?, identity: CallerIdentity?, confirmation: ConfirmationDetails?,
+            knownRuntime: ProfileRuntime?
+        ) {
+            self.profile = profile
+            self.profiles = profiles
+            self.lease = lease
+            self.peer = peer
+            self.caller = caller
+            self.identity = identity
+            self.confirmation = confirmation
+            self.knownRuntime = knownRuntime
+        }
+
+        func with(identity: CallerIdentity?, confirmation: ConfirmationDetails?) -> Fields {
+            Fields(
+                profile: profile, profiles: profiles, lease: lease, peer: peer, caller: caller, identity: identity,
+                confirmation: confirmation, knownRuntime: knownRuntime)
+        }
+    }
+
+    private var fields: Fields
+
+    /// The profile's name.
+    var profile: String { fields.profile }
+    var profiles: ProfileEntries { fields.profiles }
     /// Keeps a profile the config does not name from being evicted while the call lives (nil for
     /// a named profile, which is never evicted).
-    let lease: ProfileLease?
+    var lease: ProfileLease? { fields.lease }
     /// The caller's socket credentials (the audit log records its pid and uid).
-    let peer: PeerCredentials
+    var peer: PeerCredentials { fields.peer }
     /// The connection the call came on (per-app access).
-    let caller: CallerHandle?
+    var caller: CallerHandle? { fields.caller }
     /// The caller's identity when per-app access read it (the audit log records its path and hash).
-    var identity: CallerIdentity?
+    var identity: CallerIdentity? {
+        get { fields.identity }
+        set { fields = fields.with(identity: newValue, confirmation: fields.confirmation) }
+    }
     /// What the user confirmed of this request, for a route that describes its prompt (a
     /// signature): its handler carries out only what matches `fingerprint`.
-    var confirmation: ConfirmationDetails?
-    /// The profile's runtime when the caller found it already (the quick lane keeps it per
-    /// connection), so a ready answer looks nothing up.
-    private let knownRuntime: ProfileRuntime?
+    var confirmation: ConfirmationDetails? {
+        get { fields.confirmation }
+        set { fields = fields.with(identity: fields.identity, confirmation: newValue) }
+    }
 
+    /// A call; `runtime` is the profile's runtime when the caller found it already (the quick lane
+    /// keeps it per connection), so a ready answer looks nothing up.
     init(
         profile: String, profiles: ProfileEntries, lease: ProfileLease? = nil, peer: PeerCredentials,
         caller: CallerHandle? = nil, identity: CallerIdentity? = nil, runtime: ProfileRuntime? = nil
     ) {
-        self.profile = profile
-        self.profiles = profiles
-        self.lease = lease
-        self.peer = peer
-        self.caller = caller
-        self.identity = identity
-        self.knownRuntime = runtime
+        fields = Fields(
+            profile: profile, profiles: profiles, lease: lease, peer: peer, caller: caller, identity: identity,
+            confirmation: nil, knownRuntime: runtime)
     }
 
     /// The profile's entry.
     var entry: DeviceService.Entry { profiles.entry(profile) }
     /// The profile's runtime: what the loop reads without waiting.
-    var runtime: ProfileRuntime { knownRuntime ?? entry.runtime }
+    var runtime: ProfileRuntime {
+        if let known = fields.knownRuntime { return known }
+        return entry.runtime
+    }
     /// The profile's session actor.
     var session: ProfileSession { entry.session }
 }

@@ -281,7 +281,7 @@ public final class DeviceService: ServerHandler {
             guard let callMetrics else { return lookUp(request, connection: connection, peer: peer, memo: &memo)?.bytes }
             let started = ContinuousClock.now
             guard let answer = lookUp(request, connection: connection, peer: peer, memo: &memo) else { return nil }
-            callMetrics.record(method: answer.method, code: 0, duration: .now - started)
+            callMetrics.record(method: answer.route.method, code: 0, duration: .now - started)
             return answer.bytes
         }
 
@@ -295,7 +295,7 @@ public final class DeviceService: ServerHandler {
         /// nothing up. `QuickLaneTests` checks both paths answer the same.
         func lookUp(
             _ request: QuickRequest, connection: ConnectionID, peer: PeerCredentials, memo: inout AnyObject?
-        ) -> (bytes: [UInt8], method: String)? {
+        ) -> (bytes: [UInt8], route: AnyRoute<DeviceCall>)? {
             guard peer.uid == ownUID else { return nil }
             let generation = apps?.generation ?? 0
             let grant: QuickGrant
@@ -316,7 +316,8 @@ public final class DeviceService: ServerHandler {
             guard let route = grant.route(request.method, in: routes), let ready = route.ready,
                 grant.isApproved || route.policy.isOpenToAnyApp
             else { return nil }
-            return ready(grant.call).map { ($0, route.method) }
+            guard let bytes = ready(grant.call) else { return nil }
+            return (bytes, route)
         }
     }
 

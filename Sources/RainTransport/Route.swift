@@ -116,7 +116,7 @@ public struct RoutePolicy: Sendable, Equatable {
 
 /// The encoded answer of a `.ready` route for a call (an OK response's payload), or nil when its
 /// owner has none now.
-public typealias ReadyAnswer<Context> = @Sendable (Context) -> [UInt8]?
+public typealias ReadyAnswer<Context> = @Sendable (borrowing Context) -> [UInt8]?
 
 /// The handler of a route; its case is the route's placement. `Context` is what the service
 /// supplies for each call (for the device: the call's profile).
