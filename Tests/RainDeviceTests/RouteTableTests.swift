@@ -195,6 +195,7 @@ final class TableHandler: ServerHandler {
     static let actor = "/test.v1.T/Actor"
     static let slow = "/test.v1.T/Slow"
     static let broken = "/test.v1.T/Broken"
+    static let ready = "/test.v1.T/Ready"
 
     static func table(clock: ManualClock, log: RouteOutcomeLog) -> RouteTable<String> {
         RouteTable(
@@ -216,6 +217,14 @@ final class TableHandler: ServerHandler {
             Route(
                 broken, GetInfoRequest.self, GetInfoResponse.self, policy: .read(),
                 .actor { (_, _) throws(RainError) in throw RainError(.internalError, "disk detail 4711") })
+            // Kept bytes for the call "p1" only; any other call is answered by the fallback.
+            Route(
+                ready, SlowEchoRequest.self, SlowEchoResponse.self, policy: .read(),
+                .ready(
+                    { call in call == "p1" ? try? SlowEchoResponse(data: Array("kept:\(call)".utf8)).encode() : nil },
+                    fallback: .actor { (r, call) throws(RainError) in
+                        SlowEchoResponse(data: r.data + Array("fallback:\(call)".utf8))
+                    }))
             // A second declaration of a method is not served.
             Route(
                 loop, GetInfoRequest.self, GetInfoResponse.self, policy: .send(),
@@ -244,12 +253,21 @@ final class TableHandler: ServerHandler {
         let table = Self.table(clock: ManualClock(), log: log)
         #expect(table.duplicateMethods == [Self.loop])
         #expect(table.policy(for: Self.loop) == .read(), "the first declaration wins")
-        #expect(table.methods == [Self.loop, Self.actor, Self.slow, Self.broken])
+        #expect(table.methods == [Self.loop, Self.actor, Self.slow, Self.broken, Self.ready])
+        // Only a route placed .ready is found by its method's bytes (the quick lane's lookup).
+        func readyRoute(_ method: String) -> String? {
+            Array(method.utf8).withUnsafeBufferPointer { table.readyRoute(method: $0)?.method }
+        }
+        #expect(readyRoute(Self.ready) == Self.ready)
+        #expect(readyRoute(Self.loop) == nil)
+        #expect(readyRoute("/test.v1.T/Readx") == nil)
         try await Self.serve(table) { c in
             let loop = try await Self.echo(c, Self.loop)
             let actor = try await Self.echo(c, Self.actor, profile: "p2")
             #expect(loop == "in|loop:p1")
             #expect(actor == "in|actor:p2")
+            #expect(try await Self.echo(c, Self.ready) == "kept:p1", "the kept bytes, the request unread")
+            #expect(try await Self.echo(c, Self.ready, profile: "p2") == "in|fallback:p2", "none kept: the fallback")
             let unknown = await #expect(throws: RainError.self) { _ = try await Self.echo(c, "/test.v1.T/Missing") }
             #expect(unknown?.details.reason == "unknown_method")
             let undecodable = await #expect(throws: RainError.self) {
