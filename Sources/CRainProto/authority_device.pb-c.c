@@ -458,6 +458,96 @@ void   rain__wallet__v1__authority_revocation__free_unpacked
   assert(message->base.descriptor == &rain__wallet__v1__authority_revocation__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   rain__wallet__v1__authority_renew_lease_request__init
+                     (Rain__Wallet__V1__AuthorityRenewLeaseRequest         *message)
+{
+  static const Rain__Wallet__V1__AuthorityRenewLeaseRequest init_value = RAIN__WALLET__V1__AUTHORITY_RENEW_LEASE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_renew_lease_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseRequest *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_renew_lease_request__pack
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_renew_lease_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityRenewLeaseRequest *
+       rain__wallet__v1__authority_renew_lease_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityRenewLeaseRequest *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_renew_lease_request__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_renew_lease_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRenewLeaseRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   rain__wallet__v1__authority_renew_lease_response__init
+                     (Rain__Wallet__V1__AuthorityRenewLeaseResponse         *message)
+{
+  static const Rain__Wallet__V1__AuthorityRenewLeaseResponse init_value = RAIN__WALLET__V1__AUTHORITY_RENEW_LEASE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t rain__wallet__v1__authority_renew_lease_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseResponse *message)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t rain__wallet__v1__authority_renew_lease_response__pack
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t rain__wallet__v1__authority_renew_lease_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Rain__Wallet__V1__AuthorityRenewLeaseResponse *
+       rain__wallet__v1__authority_renew_lease_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Rain__Wallet__V1__AuthorityRenewLeaseResponse *)
+     protobuf_c_message_unpack (&rain__wallet__v1__authority_renew_lease_response__descriptor,
+                                allocator, len, data);
+}
+void   rain__wallet__v1__authority_renew_lease_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRenewLeaseResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &rain__wallet__v1__authority_renew_lease_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 #define rain__wallet__v1__authority_begin_device_proof_request__field_descriptors NULL
 #define rain__wallet__v1__authority_begin_device_proof_request__field_indices_by_name NULL
 #define rain__wallet__v1__authority_begin_device_proof_request__number_ranges NULL
@@ -752,7 +842,7 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_watch_revocations_r
   (ProtobufCMessageInit) rain__wallet__v1__authority_watch_revocations_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor rain__wallet__v1__authority_revocation__field_descriptors[5] =
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_revocation__field_descriptors[6] =
 {
   {
     "app_id",
@@ -814,9 +904,22 @@ static const ProtobufCFieldDescriptor rain__wallet__v1__authority_revocation__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "change_sequence",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRevocation, change_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned rain__wallet__v1__authority_revocation__field_indices_by_name[] = {
   0,   /* field[0] = app_id */
+  5,   /* field[5] = change_sequence */
   1,   /* field[1] = device_id */
   3,   /* field[3] = heartbeat_interval_ms */
   2,   /* field[2] = reason */
@@ -825,7 +928,7 @@ static const unsigned rain__wallet__v1__authority_revocation__field_indices_by_n
 static const ProtobufCIntRange rain__wallet__v1__authority_revocation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor rain__wallet__v1__authority_revocation__descriptor =
 {
@@ -835,10 +938,99 @@ const ProtobufCMessageDescriptor rain__wallet__v1__authority_revocation__descrip
   "Rain__Wallet__V1__AuthorityRevocation",
   "rain.wallet.v1",
   sizeof(Rain__Wallet__V1__AuthorityRevocation),
-  5,
+  6,
   rain__wallet__v1__authority_revocation__field_descriptors,
   rain__wallet__v1__authority_revocation__field_indices_by_name,
   1,  rain__wallet__v1__authority_revocation__number_ranges,
   (ProtobufCMessageInit) rain__wallet__v1__authority_revocation__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_renew_lease_request__field_descriptors[1] =
+{
+  {
+    "acked_sequence",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRenewLeaseRequest, acked_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_renew_lease_request__field_indices_by_name[] = {
+  0,   /* field[0] = acked_sequence */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_renew_lease_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_renew_lease_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityRenewLeaseRequest",
+  "AuthorityRenewLeaseRequest",
+  "Rain__Wallet__V1__AuthorityRenewLeaseRequest",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityRenewLeaseRequest),
+  1,
+  rain__wallet__v1__authority_renew_lease_request__field_descriptors,
+  rain__wallet__v1__authority_renew_lease_request__field_indices_by_name,
+  1,  rain__wallet__v1__authority_renew_lease_request__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_renew_lease_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor rain__wallet__v1__authority_renew_lease_response__field_descriptors[2] =
+{
+  {
+    "lease_ms",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRenewLeaseResponse, lease_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "change_sequence",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Rain__Wallet__V1__AuthorityRenewLeaseResponse, change_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned rain__wallet__v1__authority_renew_lease_response__field_indices_by_name[] = {
+  1,   /* field[1] = change_sequence */
+  0,   /* field[0] = lease_ms */
+};
+static const ProtobufCIntRange rain__wallet__v1__authority_renew_lease_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor rain__wallet__v1__authority_renew_lease_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "rain.wallet.v1.AuthorityRenewLeaseResponse",
+  "AuthorityRenewLeaseResponse",
+  "Rain__Wallet__V1__AuthorityRenewLeaseResponse",
+  "rain.wallet.v1",
+  sizeof(Rain__Wallet__V1__AuthorityRenewLeaseResponse),
+  2,
+  rain__wallet__v1__authority_renew_lease_response__field_descriptors,
+  rain__wallet__v1__authority_renew_lease_response__field_indices_by_name,
+  1,  rain__wallet__v1__authority_renew_lease_response__number_ranges,
+  (ProtobufCMessageInit) rain__wallet__v1__authority_renew_lease_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

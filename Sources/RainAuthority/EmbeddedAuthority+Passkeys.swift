@@ -83,6 +83,7 @@ extension EmbeddedAuthority {
             ).rawValue)
 
         if ceremony.kind == .add, let accountID = ceremony.accountID {
+            TouchedAccounts.note(accountID)
             try await store.addPasskeyCredential(
                 credential, idempotency: try idempotency?.outcome(expiresAt: ceremony.expiresAt))
             logger.info(

@@ -8,7 +8,10 @@ extension EmbeddedAuthority {
     /// other device is pushed one `revoked_elsewhere`, and the login's own device one `replaced`
     /// when it replaced an older session there (another profile of the app); each then asks
     /// whether its sessions are still live.
+    /// The login's account is noted for the read leases (`TouchedAccounts`): its answer waits
+    /// until the devices that read the account dropped what they kept.
     func publishRevocations(of record: LoginRecord, appID: String, deviceID: String) {
+        TouchedAccounts.note(record.accountID)
         var pushed = record.revokedDeviceIDs.map {
             AuthorityRevocation(appID: appID, deviceID: $0, reason: SessionRevokeReason.revokedElsewhere)
         }
@@ -29,6 +32,7 @@ extension EmbeddedAuthority {
     /// Announces and logs a session family revoked as stolen (a token presented with another
     /// device's key), and returns the RAIN_201 `refresh_rejected` the call is refused with.
     func stolenFamilyRevoked(_ session: SessionRecord) -> RainError {
+        TouchedAccounts.note(session.accountID)
         publishRevocation(of: session, reason: SessionRevokeReason.stolenToken)
         logger.warning(
             "session.family_revoked",

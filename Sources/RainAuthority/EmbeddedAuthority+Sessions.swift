@@ -31,10 +31,13 @@ extension EmbeddedAuthority {
         let now = clock.now
         let keys = self.keys
         let settings = self.settings
+        // Noted from the store's transaction: a refresh that burns a family changes its account.
+        let touched = TouchedAccounts.current
         let verdict = try await store.refreshSession(
             appID: request.appID, refreshHash: keys.tokenHash(request.refreshToken), now: now
         ) { candidate in
-            Self.decideRefresh(candidate, request: request, proof: proof, now: now, keys: keys, settings: settings)
+            if let candidate { touched?.note(candidate.session.accountID) }
+            return Self.decideRefresh(candidate, request: request, proof: proof, now: now, keys: keys, settings: settings)
         }
         switch verdict.outcome {
         case .rotated(let tokens, let generation):
@@ -131,6 +134,8 @@ extension EmbeddedAuthority {
         guard let found = try await read(keys.tokenHash(accessToken)) else {
             throw Self.sessionError(RefreshRefusal.invalidToken)
         }
+        // Every call with a token reads or changes its account (`TouchedAccounts`).
+        TouchedAccounts.note(found.0.account.id)
         try Self.requireLive(found.0, now: now)
         try await requireBinding(found.0.session, proof: proof)
         await markUsed(found.0)
@@ -211,10 +216,12 @@ extension EmbeddedAuthority {
         let (appID, refreshToken, proof) = (request.appID, request.refreshToken, caller.proof)
         try requireServed(appID)
         guard !proof.isEmpty else { throw DeviceBinding.proofRequired() }
+        let touched = TouchedAccounts.current
         let verdict = try await store.refreshSession(
             appID: appID, refreshHash: keys.tokenHash(refreshToken), now: clock.now
         ) { candidate in
-            Self.decideLogout(candidate, proof: proof)
+            if let candidate { touched?.note(candidate.session.accountID) }
+            return Self.decideLogout(candidate, proof: proof)
         }
         switch verdict {
         case .nothing:

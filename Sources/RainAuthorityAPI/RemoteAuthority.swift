@@ -59,6 +59,12 @@ public final class RemoteAuthority: Authority {
     /// How long each kind of call may wait (README "Bounded waits"): a read 5 s with the device's
     /// retries, a send 10 s, a refresh attempt 5 s.
     public let deadlines: AuthorityDeadlines?
+    /// The device's read lease, kept by the `RevocationFeed` given it (the daemon's): until a feed
+    /// keeps it on a link to an authority that grants leases, nothing read is given again.
+    public let readLease = ReadLease()
+
+    /// Reads are given again while the read lease holds (`ReadLease`).
+    public var readFreshness: (any ReadFreshness)? { readLease }
 
     /// The keys proven on one connection, and the proof in flight.
     struct ConnectionProof {

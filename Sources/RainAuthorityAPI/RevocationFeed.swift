@@ -32,6 +32,11 @@ import Synchronization
 ///   attempt per wait. Each connection is closed before the next one opens (its reader thread
 ///   ends, its descriptor is closed), so nothing accumulates across reconnects.
 /// - `onEvent` runs on the feed's task: it must not block (the device starts a task per event).
+/// - With a `ReadLease` and an authority that lists `AuthorityCapability.readLease`, the feed keeps
+///   the lease on the stream's connection (`Authority/RenewLease`, asked for by reads), acts on
+///   the stream's change notices (the lease drops what the device kept, then the feed
+///   acknowledges at once: the authority holds the change until then), and ends the lease when
+///   the link goes down. Change notices are not handed to `onEvent`.
 ///
 /// ```swift
 /// let feed = RevocationFeed(address: address, tls: tls, device: identity, logger: logger) { event in … }
@@ -118,6 +123,7 @@ public final class RevocationFeed: Sendable {
     private let clock: any RainClock
     private let logger: Logger
     private let onEvent: @Sendable (Event) -> Void
+    private let lease: ReadLease?
     private let state = Mutex(State())
     /// Connecting and signing block: never on the concurrency pool.
     private let queue = DispatchQueue(label: "rainwallet.revocation-feed")
@@ -131,12 +137,14 @@ public final class RevocationFeed: Sendable {
     ///   - backoff: the reconnect backoff.
     ///   - clock: times the backoff.
     ///   - logger: connection changes only.
+    ///   - lease: the device's read lease, kept on the stream's connection; nil keeps none.
     ///   - onEvent: called for every event; must not block.
     public init(
         address: TCPAddress, tls: TLSContext?, device: any DeviceKeyHolder, connectTimeout: Duration = .seconds(5),
-        backoff: Backoff = Backoff(), clock: any RainClock = SystemClock(), logger: Logger,
+        backoff: Backoff = Backoff(), clock: any RainClock = SystemClock(), logger: Logger, lease: ReadLease? = nil,
         onEvent: @escaping @Sendable (Event) -> Void
     ) {
+        self.lease = lease
         self.address = address
         self.tls = tls
         self.device = device
@@ -168,6 +176,7 @@ public final class RevocationFeed: Sendable {
             }
             return (task, s.connection, s.wait)
         }
+        lease?.unlinked()
         task?.cancel()
         connection?.close()
         wait?.resume()
@@ -205,6 +214,7 @@ public final class RevocationFeed: Sendable {
             }
             let stream: AsyncThrowingStream<[UInt8], any Error>
             var announcesHeartbeats = false
+            var grantsLeases = false
             do throws(RainError) {
                 try await prove(on: connection)
                 stream = try connection.openStream(
@@ -215,9 +225,9 @@ public final class RevocationFeed: Sendable {
                 let info = try await withTimeout(on: connection) { () async throws(RainError) in
                     try await connection.call(method: AuthorityMethod.getInfo, payload: try GetInfoRequest().encode())
                 }
-                announcesHeartbeats =
-                    (try? GetInfoResponse.decode(info))?.capabilities.contains(AuthorityCapability.revocationHeartbeat)
-                    ?? false
+                let capabilities = (try? GetInfoResponse.decode(info))?.capabilities ?? []
+                announcesHeartbeats = capabilities.contains(AuthorityCapability.revocationHeartbeat)
+                grantsLeases = capabilities.contains(AuthorityCapability.readLease)
             } catch {
                 connection.close()
                 await fail(error, stage: "open")
@@ -230,6 +240,7 @@ public final class RevocationFeed: Sendable {
             }
             logger.info("revocations.connected", ["address": address.description, "reconnect": String(count > 1)])
             onEvent(.connected)
+            let link = grantsLeases ? lease?.linked { [weak self] link in self?.renewLease(on: connection, link: link) } : nil
             var failure: RainError?
             // Armed once a heartbeat announced the interval, re-armed by every message. An
             // authority that says it sends heartbeats sent the first as the stream opened, before
@@ -261,12 +272,23 @@ public final class RevocationFeed: Sendable {
                         state.withLock { $0.heartbeats += 1 }
                         continue
                     }
+                    if message.changeSequence > 0 {
+                        // Dropped before the acknowledgement leaves: the authority answers the
+                        // change once it has it.
+                        if let link {
+                            lease?.changed(sequence: message.changeSequence)
+                            renewLease(on: connection, link: link)
+                        }
+                        continue
+                    }
+                    lease?.dropKept()
                     onEvent(message.isRecheck ? .recheck : .revoked(message))
                 }
             } catch {
                 failure = (error as? RainError) ?? RainError(.network, "\(error)")
             }
             idleTimer.cancel()
+            if link != nil { lease?.unlinked() }
             connection.close()
             state.withLock { s in if s.connection === connection { s.connection = nil } }
             guard !isStopped else { return }
@@ -292,6 +314,30 @@ public final class RevocationFeed: Sendable {
                 "revocations.idle",
                 ["address": address.description, "boundMs": String(bound.milliseconds), "hint": hint])
             connection.close()
+        }
+    }
+
+    /// Sends one `RenewLease` on `connection` (off the caller's thread), carrying the last change
+    /// notice acted on, and hands the grant to the lease; an answer that names a notice not acted
+    /// on yet is acknowledged at once. A renewal unanswered within `connectTimeout` closes the
+    /// connection, like a silent stream.
+    private func renewLease(on connection: ClientConnection, link: UInt64) {
+        guard let lease else { return }
+        Task.detached { [self] in
+            guard let (sentAt, acked) = lease.renewalStarting(link: link) else { return }
+            do throws(RainError) {
+                let bytes = try await withTimeout(on: connection) { () async throws(RainError) in
+                    try await connection.call(
+                        method: AuthorityMethod.renewLease, payload: try AuthorityRenewLeaseRequest(ackedSequence: acked).encode()
+                    )
+                }
+                let grant = try AuthorityRenewLeaseResponse.decode(bytes)
+                let acknowledge = lease.renewed(
+                    link: link, sentAt: sentAt, leaseMilliseconds: grant.leaseMilliseconds, changeSequence: grant.changeSequence)
+                if acknowledge { renewLease(on: connection, link: link) }
+            } catch {
+                lease.renewalFailed(link: link)
+            }
         }
     }
 

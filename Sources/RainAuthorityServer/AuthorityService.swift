@@ -59,6 +59,8 @@ public final class AuthorityService: ServerHandler {
     private let isDevOutboxEnabled: Bool
     /// Whether `WatchRevocations` streams get heartbeats (`AuthorityCapability.revocationHeartbeat`).
     private let sendsHeartbeats: Bool
+    /// Whether devices get read leases (`AuthorityCapability.readLease`).
+    private let grantsLeases: Bool
     /// Each connection's challenge and proven keys.
     let proofs = DeviceProofRegistry()
     /// The open `WatchRevocations` streams; nil without a hub.
@@ -82,21 +84,27 @@ public final class AuthorityService: ServerHandler {
     ///     device can tell a dead link from a quiet one; nil sends none (what an older authority does).
     ///   - clock: times the heartbeats.
     ///   - callMetrics: counts and times every call by method and outcome; nil counts nothing.
+    ///   - readLease: the read lease granted to the devices on their streams (at most 1 s; zero
+    ///     grants none). Granted only with `revocations` and an authority that tells every change
+    ///     it makes (`Authority.readFreshness`: a store this process alone writes).
     public init(
         authority: any Authority, isDevOutboxEnabled: Bool = false, version: String = "unknown",
         maximumFrameBytes: Int = Frame.defaultMaximumLength, logger: Logger, revocations: RevocationHub? = nil,
         revocationHeartbeat: Duration? = AuthorityService.defaultRevocationHeartbeat, clock: any RainClock = SystemClock(),
-        callMetrics: CallMetrics? = nil
+        callMetrics: CallMetrics? = nil, readLease: Duration = ReadLease.longest
     ) {
         self.authority = authority
+        let leases = ReadLeases(duration: authority.readFreshness == nil ? .zero : readLease)
         self.revocationStreams = revocations.map {
-            RevocationStreams(hub: $0, heartbeat: revocationHeartbeat, clock: clock)
+            RevocationStreams(hub: $0, heartbeat: revocationHeartbeat, clock: clock, leases: leases)
         }
         self.isDevOutboxEnabled = isDevOutboxEnabled
         self.sendsHeartbeats = revocations != nil && revocationHeartbeat != nil
+        self.grantsLeases = revocations != nil && leases.isGranting
         let info = GetInfoResponse(
             daemonVersion: version, protocolVersion: protocolVersion,
-            capabilities: Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled, sendsHeartbeats: sendsHeartbeats),
+            capabilities: Self.capabilities(
+                isDevOutboxEnabled: isDevOutboxEnabled, sendsHeartbeats: sendsHeartbeats, grantsLeases: grantsLeases),
             maxFrameBytes: UInt32(clamping: maximumFrameBytes))
         self.callMetrics = callMetrics
         self.routes = Self.routes(
@@ -113,13 +121,14 @@ public final class AuthorityService: ServerHandler {
 
     /// The capabilities `GetInfo` reports.
     public var capabilities: [String] {
-        Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled, sendsHeartbeats: sendsHeartbeats)
+        Self.capabilities(isDevOutboxEnabled: isDevOutboxEnabled, sendsHeartbeats: sendsHeartbeats, grantsLeases: grantsLeases)
     }
 
-    private static func capabilities(isDevOutboxEnabled: Bool, sendsHeartbeats: Bool) -> [String] {
+    private static func capabilities(isDevOutboxEnabled: Bool, sendsHeartbeats: Bool, grantsLeases: Bool) -> [String] {
         ["login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts", "device-proof"]
             + (isDevOutboxEnabled ? ["dev-outbox"] : [])
             + (sendsHeartbeats ? [AuthorityCapability.revocationHeartbeat] : [])
+            + (grantsLeases ? [AuthorityCapability.readLease] : [])
     }
 
     /// Dispatches one request (loop thread; never blocks). Requests carry no profile, and the
@@ -199,6 +208,37 @@ public final class AuthorityService: ServerHandler {
                         details: .init(reason: "revocations_unavailable"))
                 }
                 try streams.watch(proof: call.proofs.proof(for: call.connection), server: server)
+            },
+            // A renewal and an acknowledgement, on the loop: ordered with the stream's notices.
+            renewLease: .loop { (r, call) throws(RainError) in
+                guard let leases = call.revocations?.leases else {
+                    throw RainError(
+                        .unauthorized, "this authority grants no read leases",
+                        details: .init(reason: "lease_needs_stream"))
+                }
+                return try leases.renew(call.connection, acked: r.ackedSequence)
             })
+    }
+}
+
+extension AuthorityService.Call {
+    /// Runs one call of the authority as read leases need it (`ReadLeases`): the accounts it
+    /// read or changed are collected (`TouchedAccounts`), the proven device is counted among their
+    /// readers, and a change (any call but a read, and a read during which the store changed) is
+    /// answered only once no leased reader of those accounts can still answer from before it.
+    /// Without leases, just the call.
+    func leased<Response>(isRead: Bool, _ body: () async throws(RainError) -> Response) async throws(RainError)
+        -> Response
+    {
+        guard let leases = revocations?.leases, leases.isGranting, let freshness = authority.readFreshness else {
+            return try await body()
+        }
+        let before = freshness.stamp()
+        let (result, accounts) = await TouchedAccounts.collect(body)
+        if !proof.isEmpty { leases.noteReaders(proof.deviceID, of: accounts) }
+        // A read that ran across a write is held too: it may have read an account before a change
+        // whose fence did not count this device among the readers yet.
+        if !isRead || before == nil || freshness.stamp() != before { await leases.fence(accounts) }
+        return try result.get()
     }
 }

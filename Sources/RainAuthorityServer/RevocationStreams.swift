@@ -13,6 +13,9 @@ import Synchronization
 /// Each stream gets a heartbeat (`AuthorityRevocation.heartbeat`) when it opens and then every
 /// `heartbeat` interval, from one timer shared by all streams (running only while a stream is
 /// open): the device treats a stream silent for 2.5 intervals as dead (`RevocationFeed`).
+///
+/// Each stream is also its device's link for read leases (`ReadLeases`): renewed and acknowledged
+/// on the stream's connection, and told of changes on the stream.
 final class RevocationStreams: Sendable {
     private struct Key: Hashable {
         let connection: ConnectionID
@@ -26,6 +29,8 @@ final class RevocationStreams: Sendable {
     }
 
     let hub: RevocationHub
+    /// The read leases granted on the streams' connections.
+    let leases: ReadLeases
     /// The heartbeat interval; nil sends none (an authority from before heartbeats, in tests).
     let heartbeat: Duration?
     private let clock: any RainClock
@@ -36,8 +41,9 @@ final class RevocationStreams: Sendable {
         "rainwallet_authority_revocations_pushed_total",
         help: "Revocations pushed to devices on their WatchRevocations streams (heartbeats not counted).")
 
-    init(hub: RevocationHub, heartbeat: Duration?, clock: any RainClock) {
+    init(hub: RevocationHub, heartbeat: Duration?, clock: any RainClock, leases: ReadLeases) {
         self.hub = hub
+        self.leases = leases
         self.heartbeat = heartbeat
         self.clock = clock
     }
@@ -65,6 +71,7 @@ final class RevocationStreams: Sendable {
             return (previous?.subscription, s.timer == nil)
         }
         if let previous { hub.unsubscribe(previous) }
+        leases.linkOpened(server.connection, deviceID: proof.deviceID, responder: responder)
         if startsTimer { scheduleHeartbeat() }
     }
 
@@ -72,6 +79,7 @@ final class RevocationStreams: Sendable {
     func cancel(connection: ConnectionID, requestID: UInt64) {
         if let entry = state.withLock({ $0.open.removeValue(forKey: Key(connection: connection, requestID: requestID)) }) {
             hub.unsubscribe(entry.subscription)
+            leases.linkClosed(connection)
         }
     }
 
@@ -82,6 +90,7 @@ final class RevocationStreams: Sendable {
             return keys.compactMap { s.open.removeValue(forKey: $0)?.subscription }
         }
         ids.forEach(hub.unsubscribe)
+        leases.linkClosed(connection)
     }
 
     /// The stream metrics: pushes, and the streams open when scraped.
@@ -92,7 +101,7 @@ final class RevocationStreams: Sendable {
                 help: "WatchRevocations streams open now (one per connected device daemon)."
             ) { [weak self] in Double(self?.count ?? 0) },
             pushed,
-        ]
+        ] + leases.metricFamilies
     }
 
     /// How many streams are open (tests, metrics).

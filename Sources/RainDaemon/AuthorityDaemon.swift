@@ -116,6 +116,14 @@ public enum AuthorityDaemon {
                         "how often each device's revocation stream gets a heartbeat (a device drops a stream silent for 2.5 of them)",
                     kind: .seconds(0.05...3600), default: seconds(AuthorityService.defaultRevocationHeartbeat)),
                 Command.Option(
+                    "--read-lease", value: "SECONDS",
+                    help: """
+                        how long a device may answer Account/Get and Wallet/Get from what it read (at most 1;
+                        0 grants no lease: every read comes here); a change to an account waits until its
+                        leased readers acknowledged it, at most this long; never granted on PostgreSQL
+                        """,
+                    kind: .seconds(0...1), default: seconds(ReadLease.longest)),
+                Command.Option(
                     "--metrics-listen", value: "HOST:PORT",
                     help: """
                         serve GET /metrics (Prometheus text) and GET /healthz over HTTP on this
@@ -160,6 +168,8 @@ public enum AuthorityDaemon {
         var codeSenderFile: String?
         /// `--revocation-heartbeat`: the `WatchRevocations` heartbeat interval.
         var revocationHeartbeat = AuthorityService.defaultRevocationHeartbeat
+        /// `--read-lease`: the read lease granted to devices.
+        var readLease = ReadLease.longest
         /// `--store-change`: the state directory may move to the store `--store` names.
         var isStoreChangeAllowed = false
         /// `--metrics-listen`: the loopback address of the metrics and health server; nil: none.
@@ -216,6 +226,7 @@ public enum AuthorityDaemon {
         if given("--prune-interval"), let v = parsed.seconds("--prune-interval") { o.settings.pruneInterval = v }
         if given("--prune-retention"), let v = parsed.seconds("--prune-retention") { o.settings.pruneRetention = v }
         if given("--revocation-heartbeat"), let v = parsed.seconds("--revocation-heartbeat") { o.revocationHeartbeat = v }
+        if given("--read-lease"), let v = parsed.seconds("--read-lease") { o.readLease = v }
         if let text = parsed.value("--metrics-listen") { o.metricsListen = try metricsAddress(text) }
         if let store = o.store, store != "sqlite", !store.hasPrefix("postgres://"), !store.hasPrefix("postgresql://") {
             throw RainError.invalid("--store takes sqlite or postgres://USER@HOST:PORT/DATABASE", field: "--store")
@@ -403,7 +414,8 @@ struct AuthorityRole: DaemonRole {
             authority: authority, isDevOutboxEnabled: settings.isDevOutboxEnabled, version: daemonVersion,
             logger: logger.child("service"), revocations: authority.revocations,
             revocationHeartbeat: options.revocationHeartbeat,
-            callMetrics: options.metricsListen == nil ? nil : CallMetrics(prefix: "rainwallet_authority"))
+            callMetrics: options.metricsListen == nil ? nil : CallMetrics(prefix: "rainwallet_authority"),
+            readLease: options.readLease)
         let port = (try? TCPSocket.localPort(of: fd)) ?? address.port
         let health = AuthorityHealth(authority: authority)
         let metrics = try options.metricsListen.map { (metricsAddress) throws(RainError) in

@@ -29,7 +29,10 @@ final class RevocationDelivery: Sendable {
     ) {
         if let remote = authority as? RemoteAuthority {
             source = .remote(
-                RevocationFeed(address: remote.address, tls: remote.tls, device: device, clock: clock, logger: logger) {
+                RevocationFeed(
+                    address: remote.address, tls: remote.tls, device: device, clock: clock, logger: logger,
+                    lease: remote.readLease
+                ) {
                     [weak service] event in service?.handle(event)
                 })
         } else if let embedded = authority as? EmbeddedAuthority {

@@ -276,7 +276,7 @@ struct RemoteAuthorityTests {
             #expect(
                 info.capabilities == [
                     "login-code", "refresh", "account-info", "revoke", "wallet", "export", "passkeys", "contacts", "device-proof",
-                    AuthorityCapability.revocationHeartbeat,
+                    AuthorityCapability.revocationHeartbeat, AuthorityCapability.readLease,
                 ])
         }
     }

@@ -79,4 +79,15 @@ import Testing
             #expect(error?.details.field == "--revocation-heartbeat")
         }
     }
+
+    @Test func authorityReadLeaseFlag() throws {
+        let base = ["--listen", "127.0.0.1:0", "--state-dir", "/a"]
+        #expect(try #require(try AuthorityDaemon.parse(base)).readLease == .seconds(1))
+        #expect(try #require(try AuthorityDaemon.parse(base + ["--read-lease", "0.25"])).readLease == .milliseconds(250))
+        #expect(try #require(try AuthorityDaemon.parse(base + ["--read-lease", "0"])).readLease == .zero)
+        for value in ["1.5", "-1", "x"] {
+            let error = #expect(throws: RainError.self) { try AuthorityDaemon.parse(base + ["--read-lease", value]) }
+            #expect(error?.details.field == "--read-lease")
+        }
+    }
 }

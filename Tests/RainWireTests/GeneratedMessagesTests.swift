@@ -83,7 +83,11 @@ private let everyGeneratedMessage: [any WireMessage & Equatable] = [
     AuthorityConfirmDeviceKeyRequest(deviceID: "d1", devicePublicKey: [9]),
     AuthorityConfirmDeviceKeyResponse(),
     AuthorityWatchRevocationsRequest(),
-    AuthorityRevocation(appID: "app", deviceID: "d1", reason: "replaced", heartbeatIntervalMilliseconds: 15_000, isRecheck: true),
+    AuthorityRevocation(
+        appID: "app", deviceID: "d1", reason: "replaced", heartbeatIntervalMilliseconds: 15_000, isRecheck: true,
+        changeSequence: 7),
+    AuthorityRenewLeaseRequest(ackedSequence: 7),
+    AuthorityRenewLeaseResponse(leaseMilliseconds: 1000, changeSequence: 8),
     // proto/wallet.proto (its SessionState, Contact, PasskeyInfo and a few enums are hand-written types)
     GetInfoRequest(),
     GetInfoResponse(

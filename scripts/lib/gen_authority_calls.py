@@ -235,10 +235,16 @@ def server_file(rpcs, g):
         head = [f"AuthorityMethod.{rpc.name}", f"{rpc.request}.self", f"{rpc.response}.self", f"policy: {rpc.policy}"]
         out.append("".join(f"            {line}\n" for line in pack(head, " " * 12)))
         if rpc.handler == HANDLER_AUTHORITY:
-            call = f"try await call.authority.{rpc.name}(r, caller: call.caller)"
-            handler = [f".actor {{ (r, call) throws(RainError) in {call} }})"]
-            if 12 + len(handler[0]) > LINE:
-                handler = [".actor { (r, call) throws(RainError) in", f"    {call}", "})"]
+            # Every authority call goes through the read leases (`Call.leased`): its accounts
+            # collected, and a change held until the leased readers acknowledged it.
+            is_read = "true" if rpc.kind == "read" else "false"
+            handler = [
+                ".actor { (r, call) throws(RainError) in",
+                f"    try await call.leased(isRead: {is_read}) {{ () async throws(RainError) in",
+                f"        try await call.authority.{rpc.name}(r, caller: call.caller)",
+                "    }",
+                "})",
+            ]
         else:
             handler = [f"own.{rpc.name})"]
         out.append("".join(f"            {line}\n" for line in handler))

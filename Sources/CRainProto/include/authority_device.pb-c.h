@@ -26,6 +26,8 @@ typedef struct Rain__Wallet__V1__AuthorityConfirmDeviceKeyRequest Rain__Wallet__
 typedef struct Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse Rain__Wallet__V1__AuthorityConfirmDeviceKeyResponse;
 typedef struct Rain__Wallet__V1__AuthorityWatchRevocationsRequest Rain__Wallet__V1__AuthorityWatchRevocationsRequest;
 typedef struct Rain__Wallet__V1__AuthorityRevocation Rain__Wallet__V1__AuthorityRevocation;
+typedef struct Rain__Wallet__V1__AuthorityRenewLeaseRequest Rain__Wallet__V1__AuthorityRenewLeaseRequest;
+typedef struct Rain__Wallet__V1__AuthorityRenewLeaseResponse Rain__Wallet__V1__AuthorityRenewLeaseResponse;
 
 
 /* --- enums --- */
@@ -208,10 +210,60 @@ struct  Rain__Wallet__V1__AuthorityRevocation
    * the device asks once whether each of its sessions is still live, as at a reconnect.
    */
   protobuf_c_boolean recheck;
+  /*
+   * Set on a change notice (app_id, device_id and reason empty): the authority changed something
+   * this device read under its read lease (an account it read: a login elsewhere, a contact, a
+   * passkey, a wallet), and holds the change's answer until the device acknowledges. The device
+   * drops every read it keeps, then acknowledges with RenewLease (acked_sequence at least this
+   * number). Numbers count up per stream from 1.
+   */
+  uint64_t change_sequence;
 };
 #define RAIN__WALLET__V1__AUTHORITY_REVOCATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_revocation__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0 }
+
+
+/*
+ * /rain.wallet.v1.Authority/RenewLease: on the connection of a WatchRevocations stream, the
+ * device's read lease, and its acknowledgement of the stream's change notices. An authority that
+ * lists the capability "read-lease" grants it: the device may then answer Account/Get and
+ * Wallet/Get from what it read until lease_ms after it *sent* this request (never later than 1 s
+ * after), and the authority holds every change to an account the device read until the device
+ * acknowledged its notice or the lease it granted ran out. The device drops what it keeps when
+ * change_sequence is above the last notice it saw (a notice and this answer crossed), and when the
+ * lease ran out before the answer came. On a connection without a stream: RAIN_202
+ * lease_needs_stream.
+ */
+struct  Rain__Wallet__V1__AuthorityRenewLeaseRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The highest change_sequence the device has acted on (0: none yet).
+   */
+  uint64_t acked_sequence;
+};
+#define RAIN__WALLET__V1__AUTHORITY_RENEW_LEASE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_renew_lease_request__descriptor) \
+    , 0 }
+
+
+struct  Rain__Wallet__V1__AuthorityRenewLeaseResponse
+{
+  ProtobufCMessage base;
+  /*
+   * How long the lease holds from when the request was sent: at most 1000; 0 grants none (the
+   * authority cannot tell changes made elsewhere, as with several instances on one database).
+   */
+  uint32_t lease_ms;
+  /*
+   * The last change notice sent on this stream (0: none).
+   */
+  uint64_t change_sequence;
+};
+#define RAIN__WALLET__V1__AUTHORITY_RENEW_LEASE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&rain__wallet__v1__authority_renew_lease_response__descriptor) \
+    , 0, 0 }
 
 
 /* Rain__Wallet__V1__AuthorityBeginDeviceProofRequest methods */
@@ -404,6 +456,44 @@ Rain__Wallet__V1__AuthorityRevocation *
 void   rain__wallet__v1__authority_revocation__free_unpacked
                      (Rain__Wallet__V1__AuthorityRevocation *message,
                       ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityRenewLeaseRequest methods */
+void   rain__wallet__v1__authority_renew_lease_request__init
+                     (Rain__Wallet__V1__AuthorityRenewLeaseRequest         *message);
+size_t rain__wallet__v1__authority_renew_lease_request__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseRequest   *message);
+size_t rain__wallet__v1__authority_renew_lease_request__pack
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseRequest   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_renew_lease_request__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityRenewLeaseRequest *
+       rain__wallet__v1__authority_renew_lease_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_renew_lease_request__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRenewLeaseRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Rain__Wallet__V1__AuthorityRenewLeaseResponse methods */
+void   rain__wallet__v1__authority_renew_lease_response__init
+                     (Rain__Wallet__V1__AuthorityRenewLeaseResponse         *message);
+size_t rain__wallet__v1__authority_renew_lease_response__get_packed_size
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseResponse   *message);
+size_t rain__wallet__v1__authority_renew_lease_response__pack
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseResponse   *message,
+                      uint8_t             *out);
+size_t rain__wallet__v1__authority_renew_lease_response__pack_to_buffer
+                     (const Rain__Wallet__V1__AuthorityRenewLeaseResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Rain__Wallet__V1__AuthorityRenewLeaseResponse *
+       rain__wallet__v1__authority_renew_lease_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   rain__wallet__v1__authority_renew_lease_response__free_unpacked
+                     (Rain__Wallet__V1__AuthorityRenewLeaseResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Rain__Wallet__V1__AuthorityBeginDeviceProofRequest_Closure)
@@ -436,6 +526,12 @@ typedef void (*Rain__Wallet__V1__AuthorityWatchRevocationsRequest_Closure)
 typedef void (*Rain__Wallet__V1__AuthorityRevocation_Closure)
                  (const Rain__Wallet__V1__AuthorityRevocation *message,
                   void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityRenewLeaseRequest_Closure)
+                 (const Rain__Wallet__V1__AuthorityRenewLeaseRequest *message,
+                  void *closure_data);
+typedef void (*Rain__Wallet__V1__AuthorityRenewLeaseResponse_Closure)
+                 (const Rain__Wallet__V1__AuthorityRenewLeaseResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -452,6 +548,8 @@ extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_devi
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_confirm_device_key_response__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_watch_revocations_request__descriptor;
 extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_revocation__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_renew_lease_request__descriptor;
+extern const ProtobufCMessageDescriptor rain__wallet__v1__authority_renew_lease_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 

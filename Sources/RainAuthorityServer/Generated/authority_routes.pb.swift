@@ -22,6 +22,9 @@ extension AuthorityService {
 
         /// `WatchRevocations`: The proven device's revocations, pushed.
         var watchRevocations: RouteHandler<Call, AuthorityWatchRevocationsRequest, AuthorityRevocation>
+
+        /// `RenewLease`: The device's read lease, and its acknowledgement of change notices, on its stream's
+        var renewLease: RouteHandler<Call, AuthorityRenewLeaseRequest, AuthorityRenewLeaseResponse>
     }
 
     /// One route per rpc of `service Authority`, in its order, with its policy: the `Authority` requirement
@@ -33,69 +36,129 @@ extension AuthorityService {
             own.getInfo)
         Route(
             AuthorityMethod.sendLoginCode, SendCodeRequest.self, SendCodeResult.self, policy: .send(),
-            .actor { (r, call) throws(RainError) in try await call.authority.sendLoginCode(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.sendLoginCode(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.confirmLoginCode, ConfirmCodeRequest.self, LoginResult.self, policy: .send(),
-            .actor { (r, call) throws(RainError) in try await call.authority.confirmLoginCode(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.confirmLoginCode(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.refreshSession, RefreshRequest.self, AuthorityRefreshSessionResponse.self,
             policy: .send(needsSession: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.refreshSession(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.refreshSession(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.getAccountInfo, AuthorityAccountInfoRequest.self, AccountInfo.self, policy: .read(needsSession: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.getAccountInfo(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: true) { () async throws(RainError) in
+                    try await call.authority.getAccountInfo(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.revokeSession, AuthorityRevokeSessionRequest.self, AuthorityRevokeSessionResponse.self,
             policy: .send(needsSession: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.revokeSession(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.revokeSession(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.listOutbox, ListOutboxRequest.self, ListOutboxResponse.self, policy: .read(),
             own.listOutbox)
         Route(
             AuthorityMethod.getWallet, AuthorityWalletRequest.self, WalletInfo.self, policy: .read(needsSession: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.getWallet(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: true) { () async throws(RainError) in
+                    try await call.authority.getWallet(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.exportWallet, AuthorityWalletRequest.self, WalletSecrets.self,
             policy: .send(needsSession: true, isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.exportWallet(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: true) { () async throws(RainError) in
+                    try await call.authority.exportWallet(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.signWithWallet, AuthoritySignRequest.self, SignResponse.self,
             policy: .send(needsSession: true, isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.signWithWallet(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.signWithWallet(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.beginPasskeyRegistration, PasskeyBeginRequest.self, PasskeyCeremony.self,
             policy: .send(isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.beginPasskeyRegistration(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.beginPasskeyRegistration(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.finishPasskeyRegistration, PasskeyFinishRequest.self, PasskeyFinishResult.self,
             policy: .send(isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.finishPasskeyRegistration(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.finishPasskeyRegistration(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.beginPasskeyAuthentication, PasskeyBeginRequest.self, PasskeyCeremony.self, policy: .send(),
-            .actor { (r, call) throws(RainError) in try await call.authority.beginPasskeyAuthentication(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.beginPasskeyAuthentication(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.finishPasskeyAuthentication, PasskeyFinishRequest.self, PasskeyFinishResult.self, policy: .send(),
             .actor { (r, call) throws(RainError) in
-                try await call.authority.finishPasskeyAuthentication(r, caller: call.caller)
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.finishPasskeyAuthentication(r, caller: call.caller)
+                }
             })
         Route(
             AuthorityMethod.cancelPasskeyCeremony, AuthorityPasskeyCancelRequest.self, AuthorityPasskeyCancelResponse.self,
             policy: .send(),
-            .actor { (r, call) throws(RainError) in try await call.authority.cancelPasskeyCeremony(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.cancelPasskeyCeremony(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.removePasskey, AuthorityRemovePasskeyRequest.self, AccountInfo.self,
             policy: .send(needsSession: true, isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.removePasskey(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.removePasskey(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.sendContactVerificationCode, AuthoritySendContactVerificationRequest.self, SendCodeResult.self,
             policy: .send(needsSession: true, isSensitive: true),
             .actor { (r, call) throws(RainError) in
-                try await call.authority.sendContactVerificationCode(r, caller: call.caller)
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.sendContactVerificationCode(r, caller: call.caller)
+                }
             })
         Route(
             AuthorityMethod.confirmContactVerification, AuthorityConfirmContactVerificationRequest.self, AccountInfo.self,
             policy: .send(needsSession: true, isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.confirmContactVerification(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.confirmContactVerification(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.beginDeviceProof, AuthorityBeginDeviceProofRequest.self, AuthorityBeginDeviceProofResponse.self,
             policy: .read(),
@@ -106,21 +169,40 @@ extension AuthorityService {
         Route(
             AuthorityMethod.rebindDevice, AuthorityRebindDeviceRequest.self, AuthorityRebindDeviceResponse.self,
             policy: .send(isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.rebindDevice(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.rebindDevice(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.confirmDeviceKey, AuthorityConfirmDeviceKeyRequest.self, AuthorityConfirmDeviceKeyResponse.self,
             policy: .send(isSensitive: true),
-            .actor { (r, call) throws(RainError) in try await call.authority.confirmDeviceKey(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.confirmDeviceKey(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self, policy: .read(),
             own.watchRevocations)
         Route(
+            AuthorityMethod.renewLease, AuthorityRenewLeaseRequest.self, AuthorityRenewLeaseResponse.self, policy: .read(),
+            own.renewLease)
+        Route(
             AuthorityMethod.anchorAuditHead, AuthorityAnchorAuditHeadRequest.self, AuthorityAnchorAuditHeadResponse.self,
             policy: .send(),
-            .actor { (r, call) throws(RainError) in try await call.authority.anchorAuditHead(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: false) { () async throws(RainError) in
+                    try await call.authority.anchorAuditHead(r, caller: call.caller)
+                }
+            })
         Route(
             AuthorityMethod.getAuditAnchor, AuthorityGetAuditAnchorRequest.self, AuthorityGetAuditAnchorResponse.self,
             policy: .read(),
-            .actor { (r, call) throws(RainError) in try await call.authority.getAuditAnchor(r, caller: call.caller) })
+            .actor { (r, call) throws(RainError) in
+                try await call.leased(isRead: true) { () async throws(RainError) in
+                    try await call.authority.getAuditAnchor(r, caller: call.caller)
+                }
+            })
     }
 }

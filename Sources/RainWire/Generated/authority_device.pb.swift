@@ -127,6 +127,12 @@ public struct AuthorityRevocation: WireMessage, Hashable {
     /// revocations made through another instance (its LISTEN connection was lost and is back), so
     /// the device asks once whether each of its sessions is still live, as at a reconnect.
     public var isRecheck: Bool
+    /// Set on a change notice (app_id, device_id and reason empty): the authority changed something
+    /// this device read under its read lease (an account it read: a login elsewhere, a contact, a
+    /// passkey, a wallet), and holds the change's answer until the device acknowledges. The device
+    /// drops every read it keeps, then acknowledges with RenewLease (acked_sequence at least this
+    /// number). Numbers count up per stream from 1.
+    public var changeSequence: UInt64
 
     /// An `AuthorityRevocation`; an argument left out is its proto3 default.
     public init(
@@ -134,13 +140,49 @@ public struct AuthorityRevocation: WireMessage, Hashable {
         deviceID: String = "",
         reason: String = "",
         heartbeatIntervalMilliseconds: UInt32 = 0,
-        isRecheck: Bool = false
+        isRecheck: Bool = false,
+        changeSequence: UInt64 = 0
     ) {
         self.appID = appID
         self.deviceID = deviceID
         self.reason = reason
         self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
         self.isRecheck = isRecheck
+        self.changeSequence = changeSequence
+    }
+}
+
+/// /rain.wallet.v1.Authority/RenewLease: on the connection of a WatchRevocations stream, the
+/// device's read lease, and its acknowledgement of the stream's change notices. An authority that
+/// lists the capability "read-lease" grants it: the device may then answer Account/Get and
+/// Wallet/Get from what it read until lease_ms after it *sent* this request (never later than 1 s
+/// after), and the authority holds every change to an account the device read until the device
+/// acknowledged its notice or the lease it granted ran out. The device drops what it keeps when
+/// change_sequence is above the last notice it saw (a notice and this answer crossed), and when the
+/// lease ran out before the answer came. On a connection without a stream: RAIN_202
+/// lease_needs_stream.
+public struct AuthorityRenewLeaseRequest: WireMessage, Hashable {
+    /// The highest change_sequence the device has acted on (0: none yet).
+    public var ackedSequence: UInt64
+
+    /// An `AuthorityRenewLeaseRequest`; an argument left out is its proto3 default.
+    public init(ackedSequence: UInt64 = 0) {
+        self.ackedSequence = ackedSequence
+    }
+}
+
+/// The `AuthorityRenewLeaseResponse` message.
+public struct AuthorityRenewLeaseResponse: WireMessage, Hashable {
+    /// How long the lease holds from when the request was sent: at most 1000; 0 grants none (the
+    /// authority cannot tell changes made elsewhere, as with several instances on one database).
+    public var leaseMilliseconds: UInt32
+    /// The last change notice sent on this stream (0: none).
+    public var changeSequence: UInt64
+
+    /// An `AuthorityRenewLeaseResponse`; an argument left out is its proto3 default.
+    public init(leaseMilliseconds: UInt32 = 0, changeSequence: UInt64 = 0) {
+        self.leaseMilliseconds = leaseMilliseconds
+        self.changeSequence = changeSequence
     }
 }
 
@@ -428,7 +470,8 @@ extension AuthorityRevocation {
             deviceID: try readString(m.device_id, field: "device_id"),
             reason: try readString(m.reason, field: "reason"),
             heartbeatIntervalMilliseconds: m.heartbeat_interval_ms,
-            isRecheck: m.recheck != 0)
+            isRecheck: m.recheck != 0,
+            changeSequence: m.change_sequence)
     }
 
     /// The C `AuthorityRevocation`, its pointers owned by `arena`.
@@ -439,6 +482,74 @@ extension AuthorityRevocation {
         m.reason = try arena.string(self.reason, field: "reason")
         m.heartbeat_interval_ms = self.heartbeatIntervalMilliseconds
         m.recheck = self.isRecheck ? 1 : 0
+        m.change_sequence = self.changeSequence
+        return m
+    }
+}
+
+extension AuthorityRenewLeaseRequest {
+    /// Decodes a `AuthorityRenewLeaseRequest`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityRenewLeaseRequest`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRenewLeaseRequest {
+        try unpackMessage(
+            bytes, name: "AuthorityRenewLeaseRequest", rain__wallet__v1__authority_renew_lease_request__init, read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityRenewLeaseRequest`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthorityRenewLeaseRequest` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityRenewLeaseRequest>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            ackedSequence: m.acked_sequence)
+    }
+
+    /// The C `AuthorityRenewLeaseRequest`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityRenewLeaseRequest {
+        var m = cMessage(rain__wallet__v1__authority_renew_lease_request__init)
+        m.acked_sequence = self.ackedSequence
+        return m
+    }
+}
+
+extension AuthorityRenewLeaseResponse {
+    /// Decodes a `AuthorityRenewLeaseResponse`.
+    /// - Throws: RAIN_102 for bytes that are not a `AuthorityRenewLeaseResponse`, or a string with NUL or not UTF-8.
+    public static func decode(_ bytes: [UInt8]) throws(RainError) -> AuthorityRenewLeaseResponse {
+        try unpackMessage(
+            bytes, name: "AuthorityRenewLeaseResponse", rain__wallet__v1__authority_renew_lease_response__init,
+            read: Self.init(c:))
+    }
+
+    /// Encodes a `AuthorityRenewLeaseResponse`.
+    /// - Throws: RAIN_102 for a string with NUL (protobuf-c cannot carry it).
+    public func encode() throws(RainError) -> [UInt8] {
+        let arena = CArena()
+        var m = try cValue(arena)
+        // The C message points into the arena: it lives until pack returns.
+        return withExtendedLifetime(arena) { packMessage(&m) }
+    }
+
+    /// Copies a C `AuthorityRenewLeaseResponse` (its strings checked).
+    init(c p: UnsafeMutablePointer<Rain__Wallet__V1__AuthorityRenewLeaseResponse>) throws(RainError) {
+        let m = p.pointee
+        self.init(
+            leaseMilliseconds: m.lease_ms,
+            changeSequence: m.change_sequence)
+    }
+
+    /// The C `AuthorityRenewLeaseResponse`, its pointers owned by `arena`.
+    func cValue(_ arena: CArena) throws(RainError) -> Rain__Wallet__V1__AuthorityRenewLeaseResponse {
+        var m = cMessage(rain__wallet__v1__authority_renew_lease_response__init)
+        m.lease_ms = self.leaseMilliseconds
+        m.change_sequence = self.changeSequence
         return m
     }
 }

@@ -452,6 +452,11 @@ public enum AuthorityMethod {
     ///
     /// `AuthorityWatchRevocationsRequest` → a stream of `AuthorityRevocation`.
     public static let watchRevocations = "/rain.wallet.v1.Authority/WatchRevocations"
+    /// The device's read lease, and its acknowledgement of change notices, on its stream's
+    /// connection (authority_device.proto).
+    ///
+    /// `AuthorityRenewLeaseRequest` → `AuthorityRenewLeaseResponse`.
+    public static let renewLease = "/rain.wallet.v1.Authority/RenewLease"
     /// Moves the proven device key's audit anchor forward to the request's head: a head with more
     /// entries replaces it, the same head again succeeds and changes nothing.
     /// - Throws: RAIN_102 for no head, a head with no entries or a hash that is not 64 lowercase hex digits;
@@ -495,6 +500,7 @@ public enum AuthorityMethod {
         MethodDeclaration(confirmDeviceKey, AuthorityConfirmDeviceKeyRequest.self, AuthorityConfirmDeviceKeyResponse.self),
         MethodDeclaration(
             watchRevocations, AuthorityWatchRevocationsRequest.self, AuthorityRevocation.self, isServerStream: true),
+        MethodDeclaration(renewLease, AuthorityRenewLeaseRequest.self, AuthorityRenewLeaseResponse.self),
         MethodDeclaration(anchorAuditHead, AuthorityAnchorAuditHeadRequest.self, AuthorityAnchorAuditHeadResponse.self),
         MethodDeclaration(getAuditAnchor, AuthorityGetAuditAnchorRequest.self, AuthorityGetAuditAnchorResponse.self),
     ]
