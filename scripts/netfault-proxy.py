@@ -15,6 +15,13 @@ Commands (they apply at once, to open connections and to new ones alike):
                          the answer: default) or up (the request); bytes before the cut are delivered
     bytewise GAP_MS      deliver one byte per write, GAP_MS apart (TCP_NODELAY: one segment each)
     kill                 close every open connection (the mode stays)
+    freeze watch|all     silence the connections open now, for good (new ones pass): what either side
+                         sends is held and a close is never passed on, a link held open without
+                         traffic and without a FIN; `watch`: only the connections that opened a
+                         WatchRevocations stream (seen in the request, so plain TCP only)
+    freeze watch-answered
+                         as `freeze watch`, each one right after it passed an answer down (bytes
+                         down after bytes up: a read lease just renewed); waits up to 10 s for it
     stats                the mode and the counters
 Every answer is one JSON line: {"ok": true, "mode": ..., "connections": ..., ...}.
 """
@@ -63,6 +70,13 @@ class Link:
         self.sent = {UP: 0, DOWN: 0}
         self.sent_epoch = {UP: -1, DOWN: -1}
         self.tasks = []
+        # `freeze`: held for good; `watch`: the device opened its revocation stream here.
+        self.frozen = False
+        self.thaw = asyncio.Event()  # never set: a frozen link stays frozen
+        self.watch = False
+        self.up_tail = b""
+        self.up_since_down = False  # bytes went up since the last bytes down
+        self.answered = None  # `freeze watch-answered`: set once frozen after an answer
 
     def close(self):
         if self.closed:
@@ -105,12 +119,18 @@ class Link:
                 if not data:
                     break
                 self.proxy.counters["bytes_" + direction] += len(data)
+                if direction == UP and not self.watch:
+                    seen = self.up_tail + data
+                    self.watch = b"WatchRevocations" in seen
+                    self.up_tail = seen[-64:]
                 delay = self.fault.delay if self.fault.mode == "delay" else 0.0
                 await queue.put((time.monotonic() + delay, data))
         except (OSError, asyncio.IncompleteReadError):
             pass
         # A close is a close whatever the mode: delivered after what was read before it, or at
-        # once while stalled (a hung peer's kernel still sees the FIN).
+        # once while stalled (a hung peer's kernel still sees the FIN). A frozen link passes none.
+        if self.frozen:
+            return
         if self.fault.mode == "stall":
             self.close()
         else:
@@ -123,8 +143,8 @@ class Link:
                 if data is None:
                     self.close()
                     return
-                while self.fault.mode == "stall":
-                    await self.fault.changed.wait()
+                while self.frozen or self.fault.mode == "stall":
+                    await (self.thaw.wait() if self.frozen else self.fault.changed.wait())
                 wait = due - time.monotonic()
                 if wait > 0:
                     await asyncio.sleep(wait)
@@ -149,6 +169,13 @@ class Link:
                 else:
                     writer.write(data)
                     await writer.drain()
+                if direction == UP:
+                    self.up_since_down = True
+                elif self.answered is not None and self.up_since_down:
+                    self.frozen = True
+                    self.answered.set()
+                else:
+                    self.up_since_down = False
         except (OSError, ConnectionError):
             self.close()
 
@@ -193,17 +220,36 @@ class Proxy:
         elif name == "kill" and not args:
             for link in list(self.links):
                 link.close()
+        elif name == "freeze" and len(args) == 1 and args[0] in ("watch", "all"):
+            frozen = [link for link in self.links if args[0] == "all" or link.watch]
+            for link in frozen:
+                link.frozen = True
+            return {**self.state(), "frozen": len(frozen)}
         elif name == "stats" and not args:
             pass
         else:
             raise ValueError(f"unknown command: {' '.join(words)}")
         return self.state()
 
+    async def freeze_answered(self):
+        links = [link for link in self.links if link.watch]
+        for link in links:
+            link.answered = asyncio.Event()
+        try:
+            await asyncio.wait_for(asyncio.gather(*(link.answered.wait() for link in links)), 10)
+        except asyncio.TimeoutError:
+            raise ValueError("no answer passed down a revocation stream within 10 s")
+        return {**self.state(), "frozen": len(links)}
+
     async def control(self, reader, writer):
         try:
             line = await reader.readline()
             try:
-                answer = self.command(line.decode().split())
+                words = line.decode().split()
+                if words == ["freeze", "watch-answered"]:
+                    answer = await self.freeze_answered()
+                else:
+                    answer = self.command(words)
             except ValueError as e:
                 answer = {"ok": False, "error": str(e)}
             writer.write((json.dumps(answer) + "\n").encode())
