@@ -94,7 +94,8 @@ public final class AuthorityService: ServerHandler {
         callMetrics: CallMetrics? = nil, readLease: Duration = ReadLease.longest
     ) {
         self.authority = authority
-        let leases = ReadLeases(duration: authority.readFreshness == nil ? .zero : readLease)
+        let leases = ReadLeases(
+            duration: authority.readFreshness == nil ? .zero : readLease, logger: logger.child("leases"))
         self.revocationStreams = revocations.map {
             RevocationStreams(hub: $0, heartbeat: revocationHeartbeat, clock: clock, leases: leases)
         }

@@ -54,6 +54,8 @@ final class ReadLeases: Sendable {
 
     private let state = Mutex(State())
     private let now: @Sendable () -> ContinuousClock.Instant
+    /// The links that let a lease run out unacknowledged (device ids only).
+    private let logger: Logger?
     private let queue = DispatchQueue(label: "rain.authority.read-leases")
     /// Fences by outcome per link: acknowledged, or run out.
     let acknowledged = MetricCounter(
@@ -64,8 +66,12 @@ final class ReadLeases: Sendable {
         help: "Change notices not acknowledged before the device's read lease ran out (its stream is then ended).")
 
     /// Leases of `duration` (capped at `ReadLease.longest`).
-    init(duration: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+    init(
+        duration: Duration, logger: Logger? = nil,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         self.duration = min(max(duration, .zero), ReadLease.longest)
+        self.logger = logger
         self.now = now
     }
 
@@ -169,7 +175,7 @@ final class ReadLeases: Sendable {
     /// waiting for it, and its stream is ended (the device reconnects and checks its sessions).
     private func runOut(_ connection: ConnectionID, fence: Fence) {
         let now = now()
-        let responder = state.withLock { s -> Responder?? in
+        let ended = state.withLock { s -> (responder: Responder?, deviceID: String)? in
             guard var link = s.links[connection], let i = link.waiting.firstIndex(where: { $0.fence === fence }) else {
                 return nil
             }
@@ -177,10 +183,16 @@ final class ReadLeases: Sendable {
             let responder = link.responder
             link.responder = nil
             s.links[connection] = isLive(link, at: now) || !link.waiting.isEmpty ? link : nil
-            return .some(responder)
+            return (responder, link.deviceID)
         }
-        guard let responder else { return }
+        guard let (responder, deviceID) = ended else { return }
         ranOut.increment()
+        logger?.warning(
+            "lease.ran_out",
+            [
+                "device": deviceID, "connection": connection.description,
+                "hint": "a change waited out this device's read lease: its link is silent or stuck; its stream is ended",
+            ])
         fence.settle()
         responder?.fail(
             RainError(

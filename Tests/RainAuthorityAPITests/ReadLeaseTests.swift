@@ -282,6 +282,7 @@ struct ReadLeasesAuthorityTests {
             #expect(await Self.eventually { notices.end.withLock { $0 } != nil })
             #expect(notices.end.withLock { $0 }??.details.reason == "lease_not_acknowledged")
             #expect(f.service.metricText.contains("rainwallet_authority_lease_fences_ran_out_total 1"))
+            #expect(f.logSink.captured.contains { $0.contains("lease.ran_out") && $0.contains(RemoteFixture.device) })
             link.connection.close()
         }
     }
