@@ -222,6 +222,17 @@ struct ReadLeasesAuthorityTests {
         return login.accountID
     }
 
+    /// Device A's link, having read its account and then renewed its lease (1 s granted), with
+    /// when the renewal was sent.
+    func leasedReader(_ f: RemoteFixture) async throws -> (Link, Notices, renewed: ContinuousClock.Instant) {
+        let link = try await Link.open(f)
+        let notices = Notices(link.messages)
+        _ = try await readAccount(f)
+        let renewed = ContinuousClock.now
+        #expect(try await link.renew().leaseMilliseconds == 1000)
+        return (link, notices, renewed)
+    }
+
     @Test("the authority lists read-lease and grants at most 1 s; a renewal without a stream is RAIN_202 lease_needs_stream")
     func grants() async throws {
         try await RemoteFixture.with { f in
@@ -245,10 +256,7 @@ struct ReadLeasesAuthorityTests {
     @Test("a login elsewhere waits for the leased reader's acknowledgement, and a renewal meanwhile names the notice")
     func acknowledgementReleasesTheChange() async throws {
         try await RemoteFixture.with { f in
-            let link = try await Link.open(f)
-            let notices = Notices(link.messages)
-            _ = try await readAccount(f)
-            #expect(try await link.renew().leaseMilliseconds == 1000)
+            let (link, notices, _) = try await leasedReader(f)
             let answered = Mutex(false)
             let login = Task {
                 defer { answered.withLock { $0 = true } }
@@ -270,11 +278,7 @@ struct ReadLeasesAuthorityTests {
     @Test("a reader that never acknowledges holds the change until its lease ran out, then its stream is ended")
     func silentReaderRunsOut() async throws {
         try await RemoteFixture.with { f in
-            let link = try await Link.open(f)
-            let notices = Notices(link.messages)
-            _ = try await readAccount(f)
-            let renewed = ContinuousClock.now
-            _ = try await link.renew()
+            let (link, notices, renewed) = try await leasedReader(f)
             _ = try await f.login(device: "device-b")
             // Answered only once A's lease (1 s from its renewal) ran out.
             #expect(ContinuousClock.now - renewed >= .milliseconds(1000))

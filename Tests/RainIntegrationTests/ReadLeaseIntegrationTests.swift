@@ -11,10 +11,17 @@ import Testing
 /// traffic and without a FIN.
 @Suite("Read leases (real daemons)", .serialized)
 struct ReadLeaseIntegrationTests {
-    /// Sends a code through `provider`, reads it from the authority's outbox and returns it.
+    /// Sends a login code to `email` through `provider`, reads it from the authority's outbox and
+    /// returns it.
     static func code(_ provider: RainProvider, _ email: String) async throws -> String {
+        try await outboxCode(provider) { try await provider.sendLoginCode(to: .email(email)) }
+    }
+
+    /// Runs `send` (which sends one code through `provider`) and returns the code from the
+    /// authority's outbox.
+    static func outboxCode(_ provider: RainProvider, send: () async throws -> Void) async throws -> String {
         let before = try await provider.devOutbox().count
-        try await provider.sendLoginCode(to: .email(email))
+        try await send()
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             let entries = try await provider.devOutbox()
@@ -37,7 +44,12 @@ struct ReadLeaseIntegrationTests {
         try MetricsTests.scrape(port: port).value(name)
     }
 
-    /// An authority with metrics, and device daemons started on it (or on `address`).
+    /// A device daemon whose authority is 127.0.0.1:`port`.
+    static func device(_ port: UInt16) async throws -> DaemonHarness {
+        try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(port)"])
+    }
+
+    /// An authority with metrics on 127.0.0.1, in a fresh directory.
     static func withAuthority(_ body: (AuthorityProcess, UInt16, DaemonHarness) async throws -> Void) async throws {
         let setup = try DaemonHarness.prepare()
         defer { setup.shutdown() }
@@ -51,9 +63,9 @@ struct ReadLeaseIntegrationTests {
     @Test("Account/Get and Wallet/Get are answered from the lease, and refused RAIN_201 as soon as a login elsewhere completed")
     func keptUntilTheLoginElsewhere() async throws {
         try await Self.withAuthority { authority, metrics, _ in
-            let a = try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
+            let a = try await Self.device(authority.port)
             defer { a.shutdown() }
-            let b = try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
+            let b = try await Self.device(authority.port)
             defer { b.shutdown() }
             let email = "leased@example.com"
             let providerA = a.provider()
@@ -84,22 +96,15 @@ struct ReadLeaseIntegrationTests {
     @Test("a contact added through the device: its next Account/Get shows it, though the session did not change")
     func ownChangeIsSeen() async throws {
         try await Self.withAuthority { authority, _, _ in
-            let a = try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
+            let a = try await Self.device(authority.port)
             defer { a.shutdown() }
             let provider = a.provider()
             try await Self.logIn(provider, "owner@example.com")
             let before = try await provider.account()
             #expect(try await provider.account() == before)
             let backup = RainWalletContact.email("second@example.com")
-            let outbox = try await provider.devOutbox().count
-            _ = try await provider.sendContactVerificationCode(to: backup)
-            var code: String?
-            let deadline = ContinuousClock.now + .seconds(20)
-            while code == nil, ContinuousClock.now < deadline {
-                let entries = try await provider.devOutbox()
-                if entries.count > outbox { code = entries.last?.code } else { try await Task.sleep(for: .milliseconds(20)) }
-            }
-            _ = try await provider.confirmContactVerification(try #require(code))
+            let code = try await Self.outboxCode(provider) { _ = try await provider.sendContactVerificationCode(to: backup) }
+            _ = try await provider.confirmContactVerification(code)
             // The authority answered the confirm once the device dropped what it kept.
             let after = try await provider.account()
             #expect(after.contacts.contains(backup), "\(after.contacts)")
@@ -114,9 +119,9 @@ struct ReadLeaseIntegrationTests {
         try await Self.withAuthority { authority, metrics, setup in
             let proxy = try await NetfaultProxy.start(upstream: authority.port, in: setup.directory)
             defer { proxy.stop() }
-            let a = try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(proxy.port)"])
+            let a = try await Self.device(proxy.port)
             defer { a.shutdown() }
-            let b = try await DaemonHarness.start(extraArguments: ["--authority", "127.0.0.1:\(authority.port)"])
+            let b = try await Self.device(authority.port)
             defer { b.shutdown() }
             let email = "silenced@example.com"
             let providerA = a.provider()
