@@ -89,16 +89,34 @@ final class ReadLeases: Sendable {
     }
 
     /// The stream on `connection` ended: nothing more is sent on it, but its lease holds as
-    /// granted (the device may not know the stream ended).
+    /// granted (the device may not know the stream ended); the link is forgotten once the lease
+    /// ran out and no fence waits on it.
     func linkClosed(_ connection: ConnectionID) {
         let now = now()
-        state.withLock { s in
-            s.links[connection]?.responder = nil
-            if let link = s.links[connection], !isLive(link, at: now), link.waiting.isEmpty {
+        let leaseEnd = state.withLock { s -> ContinuousClock.Instant? in
+            guard var link = s.links[connection] else { return nil }
+            link.responder = nil
+            guard isLive(link, at: now) || !link.waiting.isEmpty else {
+                s.links[connection] = nil
+                return nil
+            }
+            s.links[connection] = link
+            return link.renewedAt.map { $0 + duration + Self.margin } ?? now
+        }
+        guard let leaseEnd else { return }
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(leaseEnd - now, .zero).clampedNanoseconds) + 1_000_000)) {
+            [self] in
+            let now = self.now()
+            state.withLock { s in
+                guard let link = s.links[connection], link.responder == nil, !isLive(link, at: now), link.waiting.isEmpty
+                else { return }
                 s.links[connection] = nil
             }
         }
     }
+
+    /// How many links are remembered (tests: a closed one is forgotten once its lease ran out).
+    var linkCount: Int { state.withLock { $0.links.count } }
 
     /// A renewal on `connection`, acknowledging notices up to `acked`.
     /// - Throws: RAIN_202 `lease_needs_stream` on a connection without a stream.

@@ -1,6 +1,5 @@
 import Foundation
 import RainAuthorityAPI
-import RainAuthorityServer
 import RainCore
 import RainCrypto
 import RainTestSupport
@@ -10,6 +9,7 @@ import Synchronization
 import Testing
 
 @testable import RainAuthority
+@testable import RainAuthorityServer
 
 /// A monotonic clock the test moves.
 final class MovingInstant: Sendable {
@@ -157,6 +157,7 @@ struct ReadLeasesAuthorityTests {
     /// A connection that proved device A's key, with its revocation stream open.
     struct Link {
         let connection: ClientConnection
+        let streamID: UInt64
         let messages: AsyncThrowingStream<[UInt8], any Error>
 
         static func open(_ f: RemoteFixture) async throws -> Link {
@@ -173,9 +174,9 @@ struct ReadLeasesAuthorityTests {
                 payload: try AuthorityProveDeviceRequest(
                     deviceID: RemoteFixture.device, devicePublicKey: key.publicKey.rawRepresentation, signature: signature
                 ).encode())
-            let (_, messages) = try connection.openStream(
+            let (streamID, messages) = try connection.openStream(
                 method: AuthorityMethod.watchRevocations, payload: try AuthorityWatchRevocationsRequest().encode())
-            return Link(connection: connection, messages: messages)
+            return Link(connection: connection, streamID: streamID, messages: messages)
         }
 
         func renew(acked: UInt64 = 0) async throws -> AuthorityRenewLeaseResponse {
@@ -249,6 +250,12 @@ struct ReadLeasesAuthorityTests {
             }
             #expect(refusal?.code == .unauthorized)
             #expect(refusal?.details.reason == "lease_needs_stream")
+            // The stream ended while its lease runs: remembered until the lease ran out (1 s),
+            // then forgotten.
+            let leases = try #require(f.service.revocationStreams?.leases)
+            #expect(leases.linkCount == 1)
+            link.connection.cancelStream(link.streamID)
+            #expect(await Self.eventually { leases.linkCount == 0 })
             link.connection.close()
         }
     }
