@@ -41,15 +41,15 @@ struct TouchedAccountsTests {
             let account: Set = [login.accountID]
             #expect(loginNoted == account)
             let token = login.tokens.accessToken
-            #expect(
-                try await Self.noted { () async throws(RainError) in
-                    try await e.getAccountInfo(
-                        AuthorityAccountInfoRequest(appID: Self.app, accessToken: token), caller: Self.caller)
-                }.1 == account)
-            #expect(
-                try await Self.noted { () async throws(RainError) in
-                    try await e.getWallet(AuthorityWalletRequest(appID: Self.app, accessToken: token), caller: Self.caller)
-                }.1 == account)
+            let (_, readNoted) = try await Self.noted { () async throws(RainError) in
+                try await e.getAccountInfo(
+                    AuthorityAccountInfoRequest(appID: Self.app, accessToken: token), caller: Self.caller)
+            }
+            #expect(readNoted == account)
+            let (_, walletNoted) = try await Self.noted { () async throws(RainError) in
+                try await e.getWallet(AuthorityWalletRequest(appID: Self.app, accessToken: token), caller: Self.caller)
+            }
+            #expect(walletNoted == account)
             let backup = RainWalletContact.email("backup@example.com")
             let (challenge, sendContactNoted) = try await Self.noted { () async throws(RainError) in
                 try await e.sendContactVerificationCode(
@@ -59,25 +59,25 @@ struct TouchedAccountsTests {
             }
             #expect(sendContactNoted == account)
             let contactCode = try f.sender.lastCode(to: backup)
-            #expect(
-                try await Self.noted { () async throws(RainError) in
-                    try await e.confirmContactVerification(
-                        AuthorityConfirmContactVerificationRequest(
-                            appID: Self.app, deviceID: RemoteFixture.device, accessToken: token,
-                            challengeID: challenge.challengeID, code: contactCode), caller: Self.caller)
-                }.1 == account)
+            let (_, confirmContactNoted) = try await Self.noted { () async throws(RainError) in
+                try await e.confirmContactVerification(
+                    AuthorityConfirmContactVerificationRequest(
+                        appID: Self.app, deviceID: RemoteFixture.device, accessToken: token,
+                        challengeID: challenge.challengeID, code: contactCode), caller: Self.caller)
+            }
+            #expect(confirmContactNoted == account)
             let (refreshed, refreshNoted) = try await Self.noted { () async throws(RainError) in
                 try await e.refreshSession(
                     RefreshRequest(appID: Self.app, deviceID: RemoteFixture.device, refreshToken: login.tokens.refreshToken),
                     caller: Self.caller)
             }
             #expect(refreshNoted == account)
-            #expect(
-                try await Self.noted { () async throws(RainError) in
-                    try await e.revokeSession(
-                        AuthorityRevokeSessionRequest(appID: Self.app, refreshToken: refreshed.tokens.refreshToken),
-                        caller: Self.caller)
-                }.1 == account)
+            let (_, logoutNoted) = try await Self.noted { () async throws(RainError) in
+                try await e.revokeSession(
+                    AuthorityRevokeSessionRequest(appID: Self.app, refreshToken: refreshed.tokens.refreshToken),
+                    caller: Self.caller)
+            }
+            #expect(logoutNoted == account)
         }
     }
 
@@ -107,7 +107,7 @@ struct TouchedAccountsTests {
         }
     }
 
-    @Test("a passkey added and a passkey removed each note the account")
+    @Test("a passkey added, a passkey login and a passkey removed each note the account")
     func passkeys() async throws {
         try await RemoteFixture.with { f in
             let e = f.embedded
@@ -123,22 +123,28 @@ struct TouchedAccountsTests {
                 RemoteFixture.passkeyBegin(accessToken: created.tokens.accessToken), caller: Self.caller)
             let second = SoftAuthenticator(path: f.directory + "/second.json")
             let response = try await second.createCredential(optionsJSON: add.optionsJSON, origin: Self.origin)
-            #expect(
-                try await Self.noted { () async throws(RainError) in
-                    try await e.finishPasskeyRegistration(
-                        RemoteFixture.passkeyFinish(add, response, key: key), caller: Self.caller)
-                }.1 == account)
-            // A passkey login notes its account as a code login does (`publishRevocations`).
-            let access = created.tokens.accessToken
+            let (_, addNoted) = try await Self.noted { () async throws(RainError) in
+                try await e.finishPasskeyRegistration(
+                    RemoteFixture.passkeyFinish(add, response, key: key), caller: Self.caller)
+            }
+            #expect(addNoted == account)
+            let begin = try await e.beginPasskeyAuthentication(RemoteFixture.passkeyBegin(), caller: Self.caller)
+            let assertion = try await second.getAssertion(optionsJSON: begin.optionsJSON, origin: Self.origin)
+            let (login, loginNoted) = try await Self.noted { () async throws(RainError) in
+                try await e.finishPasskeyAuthentication(
+                    RemoteFixture.passkeyFinish(begin, assertion, key: key), caller: Self.caller)
+            }
+            #expect(loginNoted == account)
+            let access = login.tokens.accessToken
             let listed = try await e.getAccountInfo(
                 AuthorityAccountInfoRequest(appID: Self.app, accessToken: access), caller: Self.caller)
             let credential = try #require(listed.passkeys.first?.credentialID)
-            #expect(
-                try await Self.noted { () async throws(RainError) in
-                    try await e.removePasskey(
-                        AuthorityRemovePasskeyRequest(appID: Self.app, accessToken: access, credentialID: credential),
-                        caller: Self.caller)
-                }.1 == account)
+            let (_, removeNoted) = try await Self.noted { () async throws(RainError) in
+                try await e.removePasskey(
+                    AuthorityRemovePasskeyRequest(appID: Self.app, accessToken: access, credentialID: credential),
+                    caller: Self.caller)
+            }
+            #expect(removeNoted == account)
         }
     }
 }
