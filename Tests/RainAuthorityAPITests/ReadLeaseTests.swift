@@ -307,15 +307,17 @@ struct ReadLeasesAuthorityTests {
             _ = try await link.renew()
             _ = try await f.login()
             #expect(notices.sequences.withLock { $0 }.isEmpty)
-            // A read it, but its lease ran out long ago (no renewal since): not held either. (The
-            // read itself wrote, marking the new tokens used, and was held for A as a change.)
-            _ = try await readAccount(f)
+            // A's lease runs out (no renewal since); then A reads the account: a device that read
+            // it but holds no lease is not held for, neither for its own read's write (the tokens
+            // marked used) nor for a login elsewhere.
             try await Task.sleep(for: .milliseconds(1100))
-            let before = notices.sequences.withLock { $0 }
-            let start = ContinuousClock.now
+            let fences = f.service.leaseFenceCounts
+            _ = try await readAccount(f)
             _ = try await f.login(device: "device-b")
-            #expect(ContinuousClock.now - start < .milliseconds(1000))
-            #expect(notices.sequences.withLock { $0 } == before)
+            #expect(notices.sequences.withLock { $0 }.isEmpty)
+            #expect(f.service.leaseFenceCounts == fences)
+            // Its stream is still open: it was never ended for a lease it let run out.
+            #expect(notices.end.withLock { $0 } == nil)
             link.connection.close()
         }
     }
@@ -323,6 +325,11 @@ struct ReadLeasesAuthorityTests {
 
 extension AuthorityService {
     /// The service's metrics as Prometheus text (tests).
+    /// The lease fence counters' lines (tests).
+    var leaseFenceCounts: [Substring] {
+        metricText.split(separator: "\n").filter { $0.hasPrefix("rainwallet_authority_lease_fences") }
+    }
+
     var metricText: String {
         var text = ""
         for family in metricFamilies { family.render(into: &text) }
