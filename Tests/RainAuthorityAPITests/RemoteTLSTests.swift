@@ -161,7 +161,8 @@ struct RemoteTLSTests {
                 #expect(received.isEmpty || received[0] == 21)
                 var decoder = FrameDecoder(maximumLength: Frame.defaultMaximumLength)
                 try? decoder.append(received)
-                #expect((try? decoder.nextFrame()).flatMap { $0.flatMap { try? Envelope.decode($0) } } == nil)
+                let envelopeRead = (try? decoder.nextFrame()).flatMap { $0.flatMap { try? Envelope.decode($0) } }
+                #expect(envelopeRead == nil)
                 let client = try Self.client(c.caPath, server.address)
                 #expect(try await client.getInfo().daemonVersion == "tls")
                 client.close()

@@ -134,8 +134,8 @@ struct AuthorityBackupTests {
             ["storage", "restore", backup, "--state-dir", b, "--force"], stdin: Self.passphrase + "\n")
         #expect(forced.status == 0, "\(forced.output)")
         #expect(try AuthorityStoreIdentityTests.keyID(b) == (try AuthorityStoreIdentityTests.keyID(a)))
-        let aside = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: b).first { $0.hasPrefix("authority.key.replaced-") })
+        let replacedKey = try FileManager.default.contentsOfDirectory(atPath: b).first { $0.hasPrefix("authority.key.replaced-") }
+        let aside = try #require(replacedKey)
         #expect(try #require(try KeyFile.load(at: "\(b)/\(aside)")).keyID == other)
     }
 

@@ -53,7 +53,8 @@ struct AuthorityStoreIdentityTests {
         defer { remote.close() }
         let sent = try await remote.sendLoginCode(
             SendCodeRequest(appID: app, deviceID: device.deviceID, contact: .email(email)))
-        let code = try #require(try await remote.listOutbox().last(where: { $0.contact == email })?.code)
+        let sentCode = try await remote.listOutbox().last(where: { $0.contact == email })?.code
+        let code = try #require(sentCode)
         let login = try await remote.confirmLoginCode(
             ConfirmCodeRequest(
                 appID: app, deviceID: device.deviceID, challengeID: sent.challengeID, code: code,

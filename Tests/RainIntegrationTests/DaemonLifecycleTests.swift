@@ -167,11 +167,13 @@ struct DaemonLifecycleTests {
         try raw.write(
             try Envelope.requestFrame(id: 1, method: Method.testSlowEcho, payload: slow)
                 + Envelope.requestFrame(id: 2, method: Method.daemonGetInfo, payload: GetInfoRequest().encode()))
-        let info = try #require(try await onThread { try raw.readEnvelope() })
+        let infoRead = try await onThread { try raw.readEnvelope() }
+        let info = try #require(infoRead)
         #expect(info.requestID == 2)
 
         async let stopped = h.stop()
-        let answer = try #require(try await onThread { try raw.readEnvelope() })
+        let answerRead = try await onThread { try raw.readEnvelope() }
+        let answer = try #require(answerRead)
         #expect(answer.requestID == 1)
         let response = try #require(answer.response)
         #expect(response.status.isOK)

@@ -169,15 +169,17 @@ struct MetricsTests {
                 refusedScrape.value("rainwallet_authority_code_deliveries_total", ["outcome": "delivered"])
                     == after.value("rainwallet_authority_code_deliveries_total", ["outcome": "delivered"]))
             // The device keeps its revocation stream open on the authority.
-            #expect(
-                try await eventually { try Self.scrape(port: port).value("rainwallet_authority_revocation_streams_open") == 1 })
+            let streamOpen = try await eventually {
+                try Self.scrape(port: port).value("rainwallet_authority_revocation_streams_open") == 1
+            }
+            #expect(streamOpen)
 
             var health: HTTPGet?
-            #expect(
-                try await eventually {
-                    health = try HTTPGet.tcp(port: port, "/healthz")
-                    return health?.status == 200
-                }, "\(String(describing: health))")
+            let healthOK = try await eventually {
+                health = try HTTPGet.tcp(port: port, "/healthz")
+                return health?.status == 200
+            }
+            #expect(healthOK, "\(String(describing: health))")
             #expect(health?.body.contains("\"status\":\"ok\"") == true)
             #expect(health?.body.contains("\"loop\":\"ok\"") == true)
             #expect(try HTTPGet.tcp(port: port, "/nothing").status == 404)
@@ -238,22 +240,22 @@ struct MetricsTests {
         ) { authority in
             let port = try Self.metricsPort(authority)
             var healthy: HTTPGet?
-            #expect(
-                try await eventually {
-                    healthy = try HTTPGet.tcp(port: port, "/healthz")
-                    return healthy?.status == 200
-                }, "\(String(describing: healthy))")
+            let healthOK = try await eventually {
+                healthy = try HTTPGet.tcp(port: port, "/healthz")
+                return healthy?.status == 200
+            }
+            #expect(healthOK, "\(String(describing: healthy))")
             #expect(healthy?.body.contains("\"masterKey\":\"ok\"") == true)
             let stopped = try await TestProcess.run(
                 "/bin/bash", [PostgresTestCluster.scriptPath, "stop", cluster], timeout: .seconds(60))
             isStopped = true
             #expect(stopped.status == 0, "pg-cluster stop: \(stopped.stderr)")
             var last: HTTPGet?
-            #expect(
-                try await eventually {
-                    last = try HTTPGet.tcp(port: port, "/healthz")
-                    return last?.status == 503
-                }, "\(String(describing: last))")
+            let healthFailing = try await eventually {
+                last = try HTTPGet.tcp(port: port, "/healthz")
+                return last?.status == 503
+            }
+            #expect(healthFailing, "\(String(describing: last))")
             #expect(last?.body.contains("\"store\":\"unreachable") == true, "\(String(describing: last?.body))")
             #expect(last?.body.contains("\"status\":\"failing\"") == true)
             // The failed checks are counted as store errors.

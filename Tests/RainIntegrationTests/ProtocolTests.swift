@@ -119,7 +119,8 @@ struct ProtocolTests {
         #expect(envelope.requestID == 0)
         let response = try #require(envelope.response)
         #expect(response.status.code == RainError.Code.invalidArgument.rawValue)
-        #expect(try await onThread { raw.isClosedByPeer() })
+        let closed = try await onThread { raw.isClosedByPeer() }
+        #expect(closed)
 
         let info = try await h.provider().daemonInfo()
         #expect(info.protocolVersion == protocolVersion)
@@ -132,12 +133,14 @@ struct ProtocolTests {
         let raw = try RawConnection(path: h.socketPath)
 
         try raw.write(Frame.encode([0xFF, 0xFF, 0xFF]))
-        let first = try #require(try await onThread { try raw.readEnvelope() })
+        let firstRead = try await onThread { try raw.readEnvelope() }
+        let first = try #require(firstRead)
         #expect(first.requestID == 0)
         #expect(first.response?.status.code == RainError.Code.invalidArgument.rawValue)
 
         try raw.write(try Envelope.requestFrame(id: 5, method: Method.daemonGetInfo, payload: GetInfoRequest().encode()))
-        let second = try #require(try await onThread { try raw.readEnvelope() })
+        let secondRead = try await onThread { try raw.readEnvelope() }
+        let second = try #require(secondRead)
         #expect(second.requestID == 5)
         let response = try #require(second.response)
         #expect(response.status.isOK)
@@ -168,7 +171,8 @@ struct ProtocolTests {
 
         // Once answered, the id may be used again.
         try raw.write(try Envelope.requestFrame(id: 9, method: Method.daemonGetInfo, payload: GetInfoRequest().encode()))
-        let again = try #require(try await onThread { try raw.readEnvelope() })
+        let againRead = try await onThread { try raw.readEnvelope() }
+        let again = try #require(againRead)
         #expect(again.requestID == 9)
         #expect(again.response?.status.isOK == true)
     }
@@ -189,7 +193,8 @@ struct ProtocolTests {
         }
         // The first request admits the connection (the ordinary path); the quick lane serves the next.
         try raw.write(try getState(1))
-        let first = try #require(try await onThread { try raw.readEnvelope() })
+        let firstRead = try await onThread { try raw.readEnvelope() }
+        let first = try #require(firstRead)
         #expect(first.response?.status.isOK == true)
 
         // A call in flight under id 9: a GetState under the same id is refused, as on the ordinary path.

@@ -155,11 +155,11 @@ struct RevocationPushIntegrationTests {
         // A database's connections are switched off from another one (the server's own).
         let admin = try PostgresConnection(url: c.storeURL)
         let server = try PostgresConnection(url: try await PostgresTestCluster.serverURL())
-        let database = try #require(
-            try admin.query("SELECT current_database()", operation: "name").first?.values.first.flatMap {
-                if case .text(let t) = $0 { return t }
-                return nil
-            })
+        let databaseName = try admin.query("SELECT current_database()", operation: "name").first?.values.first.flatMap {
+            if case .text(let t) = $0 { return t }
+            return nil
+        }
+        let database = try #require(databaseName)
         try server.executeSimple("ALTER DATABASE \(database) ALLOW_CONNECTIONS false", operation: "close")
         _ = try admin.query(
             """

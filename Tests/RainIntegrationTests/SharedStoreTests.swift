@@ -161,7 +161,8 @@ final class SharedStoreCluster: Sendable {
         let remote = try remote(i)
         defer { remote.close() }
         let sent = try await remote.sendLoginCode(SendCodeRequest(appID: Self.app, deviceID: device, contact: .email(email)))
-        let code = try #require(try await remote.listOutbox().last(where: { $0.contact == email })?.code)
+        let sentCode = try await remote.listOutbox().last(where: { $0.contact == email })?.code
+        let code = try #require(sentCode)
         return (sent.challengeID, code)
     }
 }

@@ -63,7 +63,8 @@ import Testing
         // setPIN through libfido2: key agreement, then the PIN encrypted and authenticated (protocol 2).
         try await SecurityKeyFixture.blocking { () throws(RainError) in try device.setPIN("4321") }
         let reopened = try await fixture.open()
-        #expect(try await SecurityKeyFixture.blocking { () throws(RainError) in try reopened.capabilities() }.hasPIN)
+        let reopenedCapabilities = try await SecurityKeyFixture.blocking { () throws(RainError) in try reopened.capabilities() }
+        #expect(reopenedCapabilities.hasPIN)
         let userID = try SecureRandom.bytes(count: 16)
 
         let (credential, _) = try await fixture.register(on: reopened, userID: userID, residentKey: residentKey, pin: "4321")
@@ -107,10 +108,12 @@ import Testing
         #expect(error?.code == .unauthorized)
         #expect(error?.details.reason == SecurityKeyFailure.pinInvalid.rawValue)
         #expect(error?.details.attemptsRemaining == 7)
-        #expect(try await SecurityKeyFixture.blocking { () throws(RainError) in try device.pinRetries() } == 7)
+        let retriesAfterWrongPIN = try await SecurityKeyFixture.blocking { () throws(RainError) in try device.pinRetries() }
+        #expect(retriesAfterWrongPIN == 7)
 
         _ = try await fixture.register(on: device, userID: [1], residentKey: false, pin: "1234")
-        #expect(try await SecurityKeyFixture.blocking { () throws(RainError) in try device.pinRetries() } == 8)
+        let retriesAfterRightPIN = try await SecurityKeyFixture.blocking { () throws(RainError) in try device.pinRetries() }
+        #expect(retriesAfterRightPIN == 8)
     }
 
     @Test func eightWrongPINsBlockThePINWithAPowerCycleAfterEveryThree() async throws {

@@ -161,12 +161,12 @@ import Testing
         let registered = try await authenticator([fixture.key]).registerConfirmationKey(context: context(RecordingPrompt()))
         let device = try await fixture.open()
         let first = TouchConfirmation.challenge(promptText: Self.promptText, code: "123456", request: Self.request)
-        let assertion = try #require(
-            try await SecurityKeyFixture.blocking { () throws(RainError) in
-                try device.getAssertion(
-                    rpID: TouchConfirmation.relyingPartyID, clientDataHash: first,
-                    allowCredentialIDs: [registered.credentialID])
-            }.first)
+        let firstAssertion = try await SecurityKeyFixture.blocking { () throws(RainError) in
+            try device.getAssertion(
+                rpID: TouchConfirmation.relyingPartyID, clientDataHash: first,
+                allowCredentialIDs: [registered.credentialID])
+        }.first
+        let assertion = try #require(firstAssertion)
         try TouchConfirmation.verify(assertion, challenge: first, keys: [registered])
 
         // The same request asked again (a new code), another request, another prompt text.
@@ -205,11 +205,11 @@ import Testing
         let publicKey = try #require(parsed.attestedCredentialData?.publicKeyBytes)
         let stored = ConfirmationKey(credentialID: registration.credentialID, publicKey: publicKey, name: "x")
         let challenge = TouchConfirmation.challenge(promptText: Self.promptText, code: "123456", request: Self.request)
-        let assertion = try #require(
-            try await SecurityKeyFixture.blocking { () throws(RainError) in
-                try device.getAssertion(
-                    rpID: SecurityKeyFixture.rpID, clientDataHash: challenge, allowCredentialIDs: [registration.credentialID])
-            }.first)
+        let firstAssertion = try await SecurityKeyFixture.blocking { () throws(RainError) in
+            try device.getAssertion(
+                rpID: SecurityKeyFixture.rpID, clientDataHash: challenge, allowCredentialIDs: [registration.credentialID])
+        }.first
+        let assertion = try #require(firstAssertion)
         let error = await rainError { try TouchConfirmation.verify(assertion, challenge: challenge, keys: [stored]) }
         #expect(error?.code == .userCancelled)
         #expect(error?.details.reason == TouchConfirmationFailure.refused.rawValue)

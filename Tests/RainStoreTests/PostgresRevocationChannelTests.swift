@@ -29,11 +29,11 @@ struct PostgresRevocationChannelTests {
         // connections are switched off from another one.
         let admin = try PostgresConnection(url: url)
         let server = try PostgresConnection(url: try await PostgresTestCluster.serverURL())
-        let database = try #require(
-            try admin.query("SELECT current_database()", operation: "name").first?.values.first.flatMap {
-                if case .text(let t) = $0 { return t }
-                return nil
-            })
+        let databaseName = try admin.query("SELECT current_database()", operation: "name").first?.values.first.flatMap {
+            if case .text(let t) = $0 { return t }
+            return nil
+        }
+        let database = try #require(databaseName)
         let listenerQuery = """
             SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN rain_revocations' \
             AND pid <> pg_backend_pid()

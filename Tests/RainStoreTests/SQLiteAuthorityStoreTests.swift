@@ -219,7 +219,8 @@ struct SQLiteAuthorityStoreTests {
         let afterFirst = try await store.perform { db throws(RainError) in db.cachedStatementCount }
         try await round()
         #expect(afterFirst > 0)
-        #expect(try await store.perform { db throws(RainError) in db.cachedStatementCount } == afterFirst)
+        let afterSecond = try await store.perform { db throws(RainError) in db.cachedStatementCount }
+        #expect(afterSecond == afterFirst)
         await store.close()
     }
 
@@ -228,7 +229,8 @@ struct SQLiteAuthorityStoreTests {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try await SQLiteAuthorityStore.open(stateDirectory: directory)
-        #expect(try await store.perform { db throws(RainError) in db.cachedStatementCount } == 0)
+        let cachedStatements = try await store.perform { db throws(RainError) in db.cachedStatementCount }
+        #expect(cachedStatements == 0)
         await store.close()
     }
 

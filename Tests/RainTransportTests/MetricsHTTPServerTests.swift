@@ -83,15 +83,20 @@ struct EventLoopLivenessTests {
     func heldLoopIsNotResponsive() async throws {
         let handler = HoldingHandler()
         let loop = try LoopUnderTest(ServerOptions(), handler: handler)
-        #expect(try await onThread { loop.server.isResponsive(within: .seconds(10)) })
+        let responsiveAtStart = try await onThread { loop.server.isResponsive(within: .seconds(10)) }
+        #expect(responsiveAtStart)
         let peer = try loop.connect()
         #expect(peer.send(try requestFrame(id: 1)))
         // Only once the loop is inside the handler is it held.
-        #expect(try await onThread { handler.entered.wait(timeout: .now() + 10) == .success })
-        #expect(try await onThread { !loop.server.isResponsive(within: .milliseconds(300)) })
+        let handlerEntered = try await onThread { handler.entered.wait(timeout: .now() + 10) == .success }
+        #expect(handlerEntered)
+        let unresponsiveWhileHeld = try await onThread { !loop.server.isResponsive(within: .milliseconds(300)) }
+        #expect(unresponsiveWhileHeld)
         handler.release.signal()
-        #expect(try await onThread { loop.server.isResponsive(within: .seconds(10)) })
+        let responsiveOnceReleased = try await onThread { loop.server.isResponsive(within: .seconds(10)) }
+        #expect(responsiveOnceReleased)
         await loop.stop()
-        #expect(try await onThread { !loop.server.isResponsive(within: .milliseconds(100)) })
+        let unresponsiveOnceStopped = try await onThread { !loop.server.isResponsive(within: .milliseconds(100)) }
+        #expect(unresponsiveOnceStopped)
     }
 }
