@@ -93,25 +93,14 @@ final class ReadLeases: Sendable {
     /// ran out and no fence waits on it.
     func linkClosed(_ connection: ConnectionID) {
         let now = now()
-        let leaseEnd = state.withLock { s -> ContinuousClock.Instant? in
-            guard var link = s.links[connection] else { return nil }
-            link.responder = nil
-            guard isLive(link, at: now) || !link.waiting.isEmpty else {
-                s.links[connection] = nil
-                return nil
-            }
-            s.links[connection] = link
-            return link.renewedAt.map { $0 + duration + Self.margin } ?? now
+        let end = state.withLock { s -> ContinuousClock.Instant? in
+            s.links[connection]?.responder = nil
+            return forgetIfDone(connection, in: &s, at: now) ? nil : s.links[connection].flatMap { leaseEnd($0) }
         }
-        guard let leaseEnd else { return }
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(leaseEnd - now, .zero).clampedNanoseconds) + 1_000_000)) {
-            [self] in
+        guard let end else { return }
+        at(end + .milliseconds(1)) { [self] in
             let now = self.now()
-            state.withLock { s in
-                guard let link = s.links[connection], link.responder == nil, !isLive(link, at: now), link.waiting.isEmpty
-                else { return }
-                s.links[connection] = nil
-            }
+            state.withLock { _ = forgetIfDone(connection, in: &$0, at: now) }
         }
     }
 
@@ -166,7 +155,7 @@ final class ReadLeases: Sendable {
             guard !devices.isEmpty else { return [] }
             var deadlines: [(ConnectionID, ContinuousClock.Instant)] = []
             for (connection, var link) in s.links where devices.contains(link.deviceID) {
-                guard let renewedAt = link.renewedAt, isLive(link, at: start) else { continue }
+                guard let end = leaseEnd(link), start < end else { continue }
                 link.sent += 1
                 link.waiting.append((link.sent, fence))
                 // Sent under the lock: a renewal answered after it names it.
@@ -174,17 +163,14 @@ final class ReadLeases: Sendable {
                     link.responder?.send(streamPayload: bytes)
                 }
                 s.links[connection] = link
-                deadlines.append((connection, renewedAt + duration + Self.margin))
+                deadlines.append((connection, end))
             }
             fence.expect(deadlines.count)
             return deadlines
         }
         guard !deadlines.isEmpty else { return }
         for (connection, deadline) in deadlines {
-            let wait = deadline - start
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(wait, .zero).clampedNanoseconds))) { [self] in
-                runOut(connection, fence: fence)
-            }
+            at(deadline) { [self] in runOut(connection, fence: fence) }
         }
         await fence.wait()
     }
@@ -200,7 +186,8 @@ final class ReadLeases: Sendable {
             link.waiting.remove(at: i)
             let responder = link.responder
             link.responder = nil
-            s.links[connection] = isLive(link, at: now) || !link.waiting.isEmpty ? link : nil
+            s.links[connection] = link
+            _ = forgetIfDone(connection, in: &s, at: now)
             return (responder, link.deviceID)
         }
         guard let (responder, deviceID) = ended else { return }
@@ -226,15 +213,40 @@ final class ReadLeases: Sendable {
         return done
     }
 
-    /// Whether `link`'s lease may still hold at `t`.
-    private func isLive(_ link: Link, at t: ContinuousClock.Instant) -> Bool {
-        guard let renewedAt = link.renewedAt else { return false }
-        return t < renewedAt + duration + Self.margin
+    /// When `link`'s lease surely ended, as this side counts it; nil before any renewal.
+    private func leaseEnd(_ link: Link) -> ContinuousClock.Instant? {
+        link.renewedAt.map { $0 + duration + Self.margin }
     }
 
-    /// Drops links that ended and whose lease ran out, and readers that hold no lease.
+    /// Whether `link`'s lease may still hold at `t`.
+    private func isLive(_ link: Link, at t: ContinuousClock.Instant) -> Bool {
+        leaseEnd(link).map { t < $0 } ?? false
+    }
+
+    /// Whether `link` can be forgotten at `t`: its stream ended, its lease ran out, and no fence
+    /// waits on it.
+    private func isDone(_ link: Link, at t: ContinuousClock.Instant) -> Bool {
+        link.responder == nil && !isLive(link, at: t) && link.waiting.isEmpty
+    }
+
+    /// Forgets the link of `connection` when it is done; true when it is gone.
+    private func forgetIfDone(_ connection: ConnectionID, in s: inout State, at t: ContinuousClock.Instant) -> Bool {
+        guard let link = s.links[connection] else { return true }
+        guard isDone(link, at: t) else { return false }
+        s.links[connection] = nil
+        return true
+    }
+
+    /// Runs `body` on the leases' queue at `instant` (real time: leases are counted on both ends'
+    /// monotonic clocks, never the injected one).
+    private func at(_ instant: ContinuousClock.Instant, _ body: @escaping @Sendable () -> Void) {
+        let wait = max(instant - now(), .zero)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.clampedNanoseconds)), execute: body)
+    }
+
+    /// Drops links that are done, and readers that hold no lease.
     private func prune(_ s: inout State, at t: ContinuousClock.Instant) {
-        s.links = s.links.filter { $0.value.responder != nil || isLive($0.value, at: t) || !$0.value.waiting.isEmpty }
+        s.links = s.links.filter { !isDone($0.value, at: t) }
         let leased = Set(s.links.values.filter { isLive($0, at: t) }.map(\.deviceID))
         s.readers = s.readers.compactMapValues { devices in
             let kept = devices.intersection(leased)
@@ -253,18 +265,15 @@ final class ReadLeases: Sendable {
 private final class Fence: Sendable {
     private struct State {
         var remaining = 0
-        var isExpected = false
         var waiter: CheckedContinuation<Void, Never>?
     }
 
     private let state = Mutex(State())
 
-    /// Sets how many links the fence waits for (before any settles: under the leases' lock).
+    /// Sets how many links the fence waits for, under the leases' lock: before any of them can
+    /// settle, and before `wait`.
     func expect(_ count: Int) {
-        state.withLock { s in
-            s.remaining += count
-            s.isExpected = true
-        }
+        state.withLock { $0.remaining += count }
     }
 
     /// One link acknowledged or ran out.
@@ -282,7 +291,7 @@ private final class Fence: Sendable {
     func wait() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let isDone = state.withLock { s -> Bool in
-                if s.isExpected && s.remaining <= 0 { return true }
+                if s.remaining <= 0 { return true }
                 s.waiter = c
                 return false
             }
