@@ -15,13 +15,13 @@ Commands (they apply at once, to open connections and to new ones alike):
                          the answer: default) or up (the request); bytes before the cut are delivered
     bytewise GAP_MS      deliver one byte per write, GAP_MS apart (TCP_NODELAY: one segment each)
     kill                 close every open connection (the mode stays)
-    freeze watch|all     silence the connections open now, for good (new ones pass): what either side
-                         sends is held and a close is never passed on, a link held open without
-                         traffic and without a FIN; `watch`: only the connections that opened a
-                         WatchRevocations stream (seen in the request, so plain TCP only)
     freeze watch-answered
-                         as `freeze watch`, each one right after it passed an answer down (bytes
-                         down after bytes up: a read lease just renewed); waits up to 10 s for it
+                         silence, for good, each open connection that opened a WatchRevocations
+                         stream (seen in the request, so plain TCP only), right after it passed an
+                         answer down (bytes down after bytes up: a read lease just renewed); waits
+                         up to 10 s for it. What either side sends then is held and a close is never
+                         passed on: a link held open without traffic and without a FIN. New
+                         connections pass
     stats                the mode and the counters
 Every answer is one JSON line: {"ok": true, "mode": ..., "connections": ..., ...}.
 """
@@ -70,7 +70,7 @@ class Link:
         self.sent = {UP: 0, DOWN: 0}
         self.sent_epoch = {UP: -1, DOWN: -1}
         self.tasks = []
-        # `freeze`: held for good; `watch`: the device opened its revocation stream here.
+        # `freeze watch-answered`: held for good; `watch`: the device opened its revocation stream here.
         self.frozen = False
         self.thaw = asyncio.Event()  # never set: a frozen link stays frozen
         self.watch = False
@@ -220,11 +220,6 @@ class Proxy:
         elif name == "kill" and not args:
             for link in list(self.links):
                 link.close()
-        elif name == "freeze" and len(args) == 1 and args[0] in ("watch", "all"):
-            frozen = [link for link in self.links if args[0] == "all" or link.watch]
-            for link in frozen:
-                link.frozen = True
-            return {**self.state(), "frozen": len(frozen)}
         elif name == "stats" and not args:
             pass
         else:

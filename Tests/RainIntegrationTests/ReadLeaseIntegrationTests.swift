@@ -192,29 +192,10 @@ final class NetfaultProxy: Sendable {
     func freezeAfterAnswer() async throws -> Int {
         let control = control
         let line = try await onThread { () throws -> String in
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw HarnessError("socket: \(errno)") }
-            defer { close(fd) }
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &addr.sun_path) { buf in
-                for (i, b) in control.utf8.enumerated() where i < buf.count - 1 { buf[i] = b }
-            }
-            let rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            guard rc == 0 else { throw HarnessError("connect \(control): errno \(errno)") }
-            let command = Array("freeze watch-answered\n".utf8)
-            guard write(fd, command, command.count) == command.count else { throw HarnessError("write: \(errno)") }
+            let connection = try RawConnection(path: control)
+            try connection.write(Array("freeze watch-answered\n".utf8))
             var answer: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while !answer.contains(UInt8(ascii: "\n")) {
-                let n = read(fd, &buffer, buffer.count)
-                guard n > 0 else { break }
-                answer += buffer[0..<n]
-            }
+            while answer.last != UInt8(ascii: "\n"), let byte = try connection.read(count: 1) { answer += byte }
             return String(decoding: answer, as: UTF8.self)
         }
         guard let data = line.data(using: .utf8), let answer = try JSONSerialization.jsonObject(with: data) as? [String: Any],
