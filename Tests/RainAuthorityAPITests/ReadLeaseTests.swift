@@ -260,6 +260,26 @@ struct ReadLeasesAuthorityTests {
         }
     }
 
+    @Test("no lease without a count of every change (as on PostgreSQL, shared by instances) or with --read-lease 0")
+    func noLeaseWithoutACount() async throws {
+        let logger = Logger(label: "test", minimumLevel: .error)
+        let hub = RevocationHub()
+        // An authority that tells no `ReadFreshness`: it cannot see the changes others make.
+        let blind = AuthorityService(authority: SlowAuthority(delay: .seconds(1)), logger: logger, revocations: hub)
+        #expect(!blind.capabilities.contains(AuthorityCapability.readLease))
+        #expect(blind.revocationStreams?.leases.isGranting == false)
+        try await RemoteFixture.with { f in
+            let off = AuthorityService(
+                authority: f.embedded, logger: logger, revocations: f.embedded.revocations, readLease: .zero)
+            #expect(!off.capabilities.contains(AuthorityCapability.readLease))
+            #expect(off.revocationStreams?.leases.isGranting == false)
+            // Held to 1 s however long the flag asks.
+            let long = AuthorityService(
+                authority: f.embedded, logger: logger, revocations: f.embedded.revocations, readLease: .seconds(5))
+            #expect(long.revocationStreams?.leases.duration == .seconds(1))
+        }
+    }
+
     @Test("a login elsewhere waits for the leased reader's acknowledgement, and a renewal meanwhile names the notice")
     func acknowledgementReleasesTheChange() async throws {
         try await RemoteFixture.with { f in
@@ -291,6 +311,7 @@ struct ReadLeasesAuthorityTests {
             #expect(ContinuousClock.now - renewed >= .milliseconds(1000))
             #expect(notices.sequences.withLock { $0 } == [1])
             #expect(await Self.eventually { notices.end.withLock { $0 } != nil })
+            #expect(notices.end.withLock { $0 }??.code == .network)
             #expect(notices.end.withLock { $0 }??.details.reason == "lease_not_acknowledged")
             #expect(f.service.metricText.contains("rainwallet_authority_lease_fences_ran_out_total 1"))
             #expect(f.logSink.captured.contains { $0.contains("lease.ran_out") && $0.contains(RemoteFixture.device) })

@@ -41,6 +41,13 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("only SQLite, written by this process alone, counts its writes for read leases; PostgreSQL does not", arguments: kinds)
+    func soleWriter(kind: StoreKind) async throws {
+        try await StoreFixture.with(kind) { f in
+            #expect((f.store.soleWriterChanges != nil) == (kind == .sqlite))
+        }
+    }
+
     @Test("several instances opening one new database together migrate it exactly once", arguments: kinds)
     func concurrentOpen(kind: StoreKind) async throws {
         let (open, cleanup) = try await StoreFixture.opener(kind)
